@@ -1,0 +1,91 @@
+"""Demo data: two halls of different shapes and a week of performances."""
+
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+
+from . import clock, mongo
+from .layouts import parse_grid
+from .services.sessions import create_session
+from .services.theaters import create_theater
+
+GRAND_CATEGORIES = [
+    {"code": "p", "name": "Premium", "color": "#a855f7"},
+    {"code": "s", "name": "Stalls", "color": "#3b82f6"},
+    {"code": "b", "name": "Back stalls", "color": "#10b981"},
+]
+STUDIO_CATEGORIES = [
+    {"code": "s", "name": "Standard", "color": "#3b82f6"},
+    {"code": "r", "name": "Reduced view", "color": "#f59e0b"},
+]
+
+
+def grand_hall_grid() -> str:
+    """A 900-seat proscenium hall: 20 rows widening towards the back, two aisles."""
+    lines = []
+    for i in range(20):
+        label = "ABCDEFGHJKLMNOPQRSTU"[i]
+        side = 9 + min(i, 8) // 2  # side blocks grow from 9 to 13 seats
+        middle = 14 + min(i, 10) // 2
+        cat = "p" if 3 <= i <= 9 else ("s" if i < 14 else "b")
+        side_cat = "s" if i < 14 else "b"
+        pad = "." * (13 - side)
+        left = pad + side_cat * side
+        right = side_cat * side + pad
+        mid = cat * middle
+        mid_pad = "." * ((19 - middle) // 2)
+        mid = mid_pad + mid + "." * (19 - middle - len(mid_pad))
+        if i == 19:  # wheelchair spaces with companion seats at the back
+            left = pad + "B" + side_cat * (side - 1)
+            right = side_cat * (side - 1) + "B" + pad
+        lines.append(f"{label}: {left}..{mid}..{right}")
+    return "\n".join(lines)
+
+
+STUDIO_GRID = """\
+A: ...ssss.ssss...
+B: ..sssss.sssss..
+C: .ssssss.ssssss.
+D: sssssss.sssssss
+E: ssrssss.ssssrss
+F: Srrr.ss.ss.rrrS
+G: rrrrrrr.rrrrrrr
+"""
+
+SHOWS = [
+    ("Hamlet", "Shakespeare's tragedy in a sharp new staging.", "grand", time(19, 30), 150),
+    ("The Magic Flute", "Mozart's opera for all ages, sung in English.", "grand", time(19, 0), 170),
+    ("Waiting for Godot", "Two tramps, one tree, and an evening that never ends.", "studio", time(20, 0), 120),
+    ("Hamlet", "Shakespeare's tragedy in a sharp new staging.", "grand", time(15, 0), 150),
+    ("Improv Night", "Our ensemble makes it up as they go, with your suggestions.", "studio", time(21, 0), 90),
+    ("The Magic Flute", "Mozart's opera for all ages, sung in English.", "grand", time(19, 0), 170),
+]
+
+
+def seed(force: bool = False) -> bool:
+    """Create the demo halls and sessions; does nothing if demo data exists (unless force)."""
+    if mongo.theaters().count_documents({"demo": True}, limit=1) and not force:
+        return False
+    if force:
+        for t in mongo.theaters().find({"demo": True}, {"_id": 1}):
+            mongo.sessions().delete_many({"theaterId": t["_id"]})
+        mongo.theaters().delete_many({"demo": True})
+    grand = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
+    studio = create_theater("Studio Stage", parse_grid(STUDIO_GRID, STUDIO_CATEGORIES))
+    mongo.theaters().update_many({"_id": {"$in": [grand["_id"], studio["_id"]]}}, {"$set": {"demo": True}})
+    halls = {"grand": (grand, {"p": 5500, "s": 3900, "b": 2500}), "studio": (studio, {"s": 2200, "r": 1500})}
+    tz = ZoneInfo(settings.TIME_ZONE)
+    today = clock.now().astimezone(tz).date()
+    for day, (name, description, hall, at, minutes) in enumerate(SHOWS, start=1):
+        theater, prices = halls[hall]
+        start = datetime.combine(today + timedelta(days=day // 2 + 1), at, tzinfo=tz)
+        create_session(
+            theater["_id"],
+            name=name,
+            description=description,
+            start=start,
+            end=start + timedelta(minutes=minutes),
+            prices=prices,
+        )
+    return True

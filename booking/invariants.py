@@ -1,0 +1,71 @@
+"""The invariants of the design guide, checked against the database.
+
+Used by the tests, the chaos harness and ``manage.py check_invariants``. Run it on a quiet
+system (after reconcile): an operation in flight can be between its two writes.
+"""
+
+from collections import Counter, defaultdict
+
+from . import clock, mongo
+from .seatmap import FREE, HELD, SOLD, parse_seat_key
+from .services.carts import LIVE_STATES
+
+
+def check_invariants() -> list[str]:
+    """Every breach found, as a sentence; an empty list means all invariants hold."""
+    breaches: list[str] = []
+    now = clock.now()
+    carts = {c["_id"]: c for c in mongo.carts().find({}, {"state": 1, "expiresAt": 1, "items": 1})}
+    orders_by_seat: dict = defaultdict(list)
+    pending_orders = set()
+    for order in mongo.orders().find({}, {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1}):
+        cart = carts.get(order["cartId"])
+        if order["state"] == "paid":
+            if cart is not None and cart["state"] == "checking_out":
+                pending_orders.add(order["_id"])
+            for line in order["lines"]:
+                orders_by_seat[(line["sessionId"], line["key"])].append(order)
+        elif not order.get("seatsReleased", True):
+            breaches.append(f"order {order['ref']} is {order['state']} but its seats were not given back yet")
+
+    for session in mongo.sessions().find({}, {"name": 1, "seats": 1, "seatsAvailable": 1, "reservations": 1}):
+        sid = session["_id"]
+        label = f"session {session.get('name')} ({sid})"
+        grid = session["seats"]
+        free = sum(row.count(FREE) for row in grid)
+        if free != session["seatsAvailable"]:
+            breaches.append(f"{label}: seatsAvailable is {session['seatsAvailable']} but {free} cells are free")
+        holders = Counter()
+        for res in session.get("reservations", []):
+            cart = carts.get(res["_id"])
+            if cart is None:
+                breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which does not exist")
+            elif cart["state"] not in LIVE_STATES:
+                breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which is {cart['state']}")
+            elif cart["state"] == "active" and cart["expiresAt"] <= now and res["seats"]:
+                breaches.append(f"{label}: cart {res['_id']} still holds seats after its hold ended (not yet expired)")
+            elif cart is not None:
+                known = {i["key"] for i in cart["items"] if i["sessionId"] == sid}
+                unknown = set(res["seats"]) - known
+                if unknown:
+                    breaches.append(f"{label}: cart {res['_id']} holds {sorted(unknown)} without knowing it")
+            for key in res["seats"]:
+                holders[key] += 1
+                r, c = parse_seat_key(key)
+                if grid[r][c] != HELD:
+                    breaches.append(f"{label}: seat {key} is in a hold but its cell is {grid[r][c]}")
+        for r, row in enumerate(grid):
+            for c, state in enumerate(row):
+                key = f"{r}:{c}"
+                if state == HELD and holders[key] != 1:
+                    breaches.append(f"{label}: held seat {key} belongs to {holders[key]} holds, not exactly one")
+                owners = orders_by_seat.get((sid, key), [])
+                if len(owners) > 1:
+                    breaches.append(
+                        f"{label}: seat {key} is in {len(owners)} paid orders: {[o['ref'] for o in owners]}"
+                    )
+                if state == SOLD and len(owners) != 1:
+                    breaches.append(f"{label}: sold seat {key} belongs to {len(owners)} paid orders, not exactly one")
+                if owners and state != SOLD and not all(o["_id"] in pending_orders for o in owners):
+                    breaches.append(f"{label}: seat {key} is in order {owners[0]['ref']} but its cell is {state}")
+    return breaches

@@ -1,0 +1,200 @@
+"""Theater layouts: validation, the text-grid format staff draw in, and JSON import/export.
+
+A layout is rows of cells, front row (nearest the stage) first. A cell is None (a gap: aisle,
+pillar, nothing) or a seat: ``{"label": "12", "cat": "p"}`` plus ``"wheelchair": True`` or
+``"companion": True`` when set. Categories are ``{"code": "p", "name": "Premium"}``; codes are
+single lowercase letters so the text grid can show one character per cell.
+
+Text grid, one line per row: ``A: sss..ssss`` where a lowercase letter is a seat of that
+category, the same letter in upper case is a wheelchair space of that category, and ``.``,
+``_`` or a space is a gap. The seats directly beside a wheelchair space are its companion seats.
+The row label before ``:`` is optional (rows are then labelled A, B, C ...). Seats are numbered
+1, 2, 3 ... from the left, skipping gaps.
+"""
+
+import re
+import string
+
+from .errors import InvalidLayout
+
+MAX_ROWS = 300
+MAX_CELLS_PER_ROW = 400
+MAX_SEATS = 20_000  # keeps one session document far below MongoDB's 16 MB (about 1.5 MB here)
+GAP_CHARS = {".", "_", " "}
+_ROW_LINE = re.compile(r"^\s*([A-Za-z0-9]{1,4})\s*:(.*)$")
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 \-]{0,7}$")
+
+DEFAULT_CATEGORY_COLORS = ["#3b82f6", "#a855f7", "#10b981", "#f59e0b", "#ef4444", "#14b8a6"]
+
+
+def auto_row_label(index: int) -> str:
+    """A, B, ..., Z, AA, AB, ... like most halls."""
+    letters = string.ascii_uppercase
+    label = ""
+    index += 1
+    while index:
+        index, rem = divmod(index - 1, 26)
+        label = letters[rem] + label
+    return label
+
+
+def validate_categories(categories) -> list[dict]:
+    if not isinstance(categories, list) or not categories:
+        raise InvalidLayout("Give at least one seat category.")
+    clean = []
+    seen = set()
+    for i, cat in enumerate(categories):
+        if not isinstance(cat, dict):
+            raise InvalidLayout(f"Category {i + 1} must be an object with a code and a name.")
+        code = cat.get("code")
+        name = str(cat.get("name", "")).strip()
+        if not isinstance(code, str) or len(code) != 1 or code not in string.ascii_lowercase:
+            raise InvalidLayout(f"Category {i + 1}: the code must be one lowercase letter (a-z).")
+        if code in seen:
+            raise InvalidLayout(f"Category code '{code}' is used twice.")
+        if not name or len(name) > 40:
+            raise InvalidLayout(f"Category '{code}' needs a name of 1 to 40 characters.")
+        seen.add(code)
+        color = cat.get("color") or DEFAULT_CATEGORY_COLORS[i % len(DEFAULT_CATEGORY_COLORS)]
+        if not re.fullmatch(r"#[0-9a-fA-F]{6}", str(color)):
+            raise InvalidLayout(f"Category '{code}': the colour must look like #3b82f6.")
+        clean.append({"code": code, "name": name, "color": color})
+    return clean
+
+
+def parse_grid(text: str, categories: list[dict]) -> dict:
+    """Turn the staff's text grid into a validated layout; errors point at row and column."""
+    categories = validate_categories(categories)
+    codes = {c["code"] for c in categories}
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    rows = []
+    for row_index, line in enumerate(lines):
+        match = _ROW_LINE.match(line)
+        label, body = (match.group(1), match.group(2)) if match else (auto_row_label(row_index), line)
+        body = body.rstrip()
+        if body.startswith(" "):
+            body = body[1:]  # "A: sss" - the space after the colon is not a gap
+        cells = []
+        for col, char in enumerate(body):
+            if char in GAP_CHARS:
+                cells.append(None)
+            elif char in codes:
+                cells.append({"cat": char})
+            elif char.lower() in codes and char.isupper():
+                cells.append({"cat": char.lower(), "wheelchair": True})
+            else:
+                raise InvalidLayout(
+                    f"'{char}' is not a seat category ({', '.join(sorted(codes))}), "
+                    "its upper case (wheelchair space) or '.' (gap).",
+                    row=row_index,
+                    column=col,
+                )
+        rows.append({"label": label, "cells": cells})
+    _number_seats(rows)
+    _mark_companions(rows)
+    return validate_layout({"categories": categories, "rows": rows})
+
+
+def _number_seats(rows: list[dict]) -> None:
+    for row in rows:
+        number = 0
+        for cell in row["cells"]:
+            if cell is not None:
+                number += 1
+                cell["label"] = str(number)
+
+
+def _mark_companions(rows: list[dict]) -> None:
+    for row in rows:
+        cells = row["cells"]
+        for i, cell in enumerate(cells):
+            if cell is None or cell.get("wheelchair"):
+                continue
+            neighbours = [cells[j] for j in (i - 1, i + 1) if 0 <= j < len(cells)]
+            if any(n is not None and n.get("wheelchair") for n in neighbours):
+                cell["companion"] = True
+
+
+def layout_to_grid(layout: dict) -> str:
+    lines = []
+    for row in layout["rows"]:
+        chars = []
+        for cell in row["cells"]:
+            if cell is None:
+                chars.append(".")
+            elif cell.get("wheelchair"):
+                chars.append(cell["cat"].upper())
+            else:
+                chars.append(cell["cat"])
+        lines.append(f"{row['label']}: {''.join(chars)}")
+    return "\n".join(lines)
+
+
+def validate_layout(layout) -> dict:
+    """Check a layout (from the grid or imported JSON) and return a clean copy."""
+    if not isinstance(layout, dict):
+        raise InvalidLayout("A layout must be an object with 'categories' and 'rows'.")
+    categories = validate_categories(layout.get("categories"))
+    codes = {c["code"] for c in categories}
+    rows = layout.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise InvalidLayout("A layout needs at least one row.")
+    if len(rows) > MAX_ROWS:
+        raise InvalidLayout(f"A layout may have at most {MAX_ROWS} rows; this one has {len(rows)}.")
+    clean_rows = []
+    row_labels = set()
+    seats = 0
+    for r, row in enumerate(rows):
+        if not isinstance(row, dict) or not isinstance(row.get("cells"), list):
+            raise InvalidLayout("Each row needs a label and a list of cells.", row=r)
+        label = str(row.get("label", "")).strip()
+        if not _LABEL.match(label):
+            raise InvalidLayout(f"Row label '{label}' must be 1-8 letters or digits.", row=r)
+        if label in row_labels:
+            raise InvalidLayout(f"Row label '{label}' is used twice.", row=r)
+        row_labels.add(label)
+        cells = row["cells"]
+        if len(cells) > MAX_CELLS_PER_ROW:
+            raise InvalidLayout(f"A row may have at most {MAX_CELLS_PER_ROW} cells.", row=r)
+        seat_labels = set()
+        clean_cells = []
+        for c, cell in enumerate(cells):
+            if cell is None:
+                clean_cells.append(None)
+                continue
+            if not isinstance(cell, dict):
+                raise InvalidLayout("A cell is either null (a gap) or a seat object.", row=r, column=c)
+            seat_label = str(cell.get("label", "")).strip()
+            if not _LABEL.match(seat_label):
+                raise InvalidLayout(f"Seat label '{seat_label}' must be 1-8 letters or digits.", row=r, column=c)
+            if seat_label in seat_labels:
+                raise InvalidLayout(f"Seat {seat_label} appears twice in row {label}.", row=r, column=c)
+            seat_labels.add(seat_label)
+            if cell.get("cat") not in codes:
+                raise InvalidLayout(f"Seat {seat_label} has an unknown category '{cell.get('cat')}'.", row=r, column=c)
+            clean = {"label": seat_label, "cat": cell["cat"]}
+            if cell.get("wheelchair"):
+                clean["wheelchair"] = True
+            if cell.get("companion"):
+                clean["companion"] = True
+            clean_cells.append(clean)
+            seats += 1
+        clean_rows.append({"label": label, "cells": clean_cells})
+    if seats == 0:
+        raise InvalidLayout("A layout needs at least one seat.")
+    if seats > MAX_SEATS:
+        raise InvalidLayout(f"A layout may have at most {MAX_SEATS} seats; this one has {seats}.")
+    return {"categories": categories, "rows": clean_rows}
+
+
+def seat_count(layout: dict) -> int:
+    return sum(1 for row in layout["rows"] for cell in row["cells"] if cell is not None)
+
+
+def category_codes_used(layout: dict) -> list[str]:
+    used = {cell["cat"] for row in layout["rows"] for cell in row["cells"] if cell is not None}
+    return [c["code"] for c in layout["categories"] if c["code"] in used]

@@ -1,0 +1,17 @@
+from django.core.management.base import BaseCommand
+
+from booking import demo, mongo
+
+
+class Command(BaseCommand):
+    help = "Create demo theaters and sessions (once; --force replaces them)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--force", action="store_true", help="replace existing demo data")
+
+    def handle(self, *args, force=False, **options):
+        mongo.ensure_indexes()
+        if demo.seed(force=force):
+            self.stdout.write(self.style.SUCCESS("Demo theaters and sessions created."))
+        else:
+            self.stdout.write("Demo data already present; nothing to do (use --force to recreate).")

@@ -1,0 +1,104 @@
+"""The one place that knows how to reach MongoDB.
+
+One MongoClient per process, created lazily. gunicorn and Celery prefork workers fork after
+import, and a pymongo client must not cross a fork, so the client remembers the pid that made it
+and a child process builds its own.
+"""
+
+import os
+import threading
+
+from django.conf import settings
+from pymongo import MongoClient
+from pymongo.database import Database
+
+_lock = threading.Lock()
+_client: MongoClient | None = None
+_client_pid: int | None = None
+_listeners: list = []  # pymongo command listeners (command counting in tests and the benchmark)
+
+
+def get_client() -> MongoClient:
+    global _client, _client_pid
+    pid = os.getpid()
+    if _client is not None and _client_pid == pid:
+        return _client
+    with _lock:
+        if _client is None or _client_pid != pid:
+            _client = MongoClient(
+                settings.MONGODB_URI,
+                serverSelectionTimeoutMS=settings.MONGODB_TIMEOUT_MS,
+                connectTimeoutMS=settings.MONGODB_TIMEOUT_MS,
+                tz_aware=True,
+                connect=False,
+                event_listeners=list(_listeners),
+            )
+            _client_pid = pid
+    return _client
+
+
+def close_client() -> None:
+    """Forget the client (tests switch databases; a forked child drops the parent's)."""
+    global _client, _client_pid
+    with _lock:
+        if _client is not None and _client_pid == os.getpid():
+            _client.close()
+        _client = None
+        _client_pid = None
+
+
+def add_listener(listener) -> None:
+    """Watch every command this process sends from now on (the client is rebuilt to take it)."""
+    _listeners.append(listener)
+    close_client()
+
+
+def remove_listener(listener) -> None:
+    _listeners.remove(listener)
+    close_client()
+
+
+def _forget_after_fork() -> None:
+    # The parent's sockets belong to the parent; never close them from the child.
+    global _client, _client_pid
+    _client = None
+    _client_pid = None
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def get_db() -> Database:
+    return get_client()[settings.MONGODB_DB]
+
+
+def theaters():
+    return get_db()["theaters"]
+
+
+def sessions():
+    return get_db()["sessions"]
+
+
+def carts():
+    return get_db()["carts"]
+
+
+def orders():
+    return get_db()["orders"]
+
+
+def ensure_indexes() -> list[str]:
+    """Create every index the access patterns need; returns their names."""
+    created = []
+    created.append(sessions().create_index([("start", 1)], name="start"))
+    created.append(sessions().create_index([("theaterId", 1), ("start", 1)], name="theater_start"))
+    created.append(sessions().create_index([("reservations._id", 1)], name="reservation_cart"))
+    created.append(carts().create_index([("state", 1), ("expiresAt", 1)], name="state_expires"))
+    created.append(carts().create_index([("owner", 1), ("state", 1)], name="owner_state"))
+    created.append(orders().create_index([("cartId", 1)], unique=True, name="cart_unique"))
+    created.append(orders().create_index([("ref", 1)], unique=True, name="ref_unique"))
+    created.append(orders().create_index([("email", 1)], name="email"))
+    created.append(orders().create_index([("lines.sessionId", 1)], name="session"))
+    created.append(orders().create_index([("tickets.code", 1)], name="ticket_code"))
+    return created

@@ -1,0 +1,89 @@
+"""Reads. Each function is one access pattern of the design guide and names its cost."""
+
+from datetime import datetime
+
+from bson import ObjectId
+
+from . import clock, mongo
+from .services.carts import ACTIVE, is_live
+
+SUMMARY_FIELDS = {
+    "name": 1,
+    "description": 1,
+    "theaterId": 1,
+    "theaterName": 1,
+    "start": 1,
+    "end": 1,
+    "prices": 1,
+    "currency": 1,
+    "status": 1,
+    "seatsAvailable": 1,
+    "seatsTotal": 1,
+}
+
+
+def upcoming_sessions(
+    *, start_from: datetime | None = None, start_before: datetime | None = None, theater_id: ObjectId | None = None
+) -> list[dict]:
+    """Q1 what's on: one indexed query on start (theater+start when filtered), no seat maps."""
+    query: dict = {"start": {"$gt": start_from or clock.now()}, "status": "on_sale"}
+    if start_before is not None:
+        query["start"]["$lt"] = start_before
+    if theater_id is not None:
+        query["theaterId"] = theater_id
+    return list(mongo.sessions().find(query, SUMMARY_FIELDS).sort("start", 1).limit(500))
+
+
+def get_session(session_id: ObjectId) -> dict | None:
+    """Q2 the seat map: one read by _id."""
+    return mongo.sessions().find_one({"_id": session_id})
+
+
+def session_version(session_id: ObjectId) -> int | None:
+    """Q3 live refresh: one tiny read of the change counter."""
+    doc = mongo.sessions().find_one({"_id": session_id}, {"version": 1})
+    return None if doc is None else doc["version"]
+
+
+def theaters() -> list[dict]:
+    return list(mongo.theaters().find({}, {"name": 1, "seatCount": 1}).sort("name", 1))
+
+
+def get_theater(theater_id: ObjectId) -> dict | None:
+    return mongo.theaters().find_one({"_id": theater_id})
+
+
+def get_cart(owner: str, cart_id: ObjectId | None) -> dict | None:
+    if cart_id is None:
+        return None
+    return mongo.carts().find_one({"_id": cart_id, "owner": owner})
+
+
+def get_live_cart(owner: str, cart_id: ObjectId | None) -> dict | None:
+    cart = get_cart(owner, cart_id)
+    if cart is not None and cart["state"] == ACTIVE and is_live(cart, clock.now()):
+        return cart
+    return None
+
+
+def cart_seat_keys(cart: dict | None, session_id: ObjectId) -> set[str]:
+    if not cart:
+        return set()
+    return {i["key"] for i in cart["items"] if i["sessionId"] == session_id}
+
+
+def get_order_for_cart(cart_id: ObjectId) -> dict | None:
+    return mongo.orders().find_one({"cartId": cart_id})
+
+
+def find_order(ref: str, email: str) -> dict | None:
+    """Find my booking: reference and e-mail must both match (neither alone reveals an order)."""
+    ref = (ref or "").strip().upper().replace(" ", "").replace("-", "")
+    email = (email or "").strip().lower()
+    if not ref or not email:
+        return None
+    return mongo.orders().find_one({"ref": ref, "email": email})
+
+
+def get_order(order_id: ObjectId) -> dict | None:
+    return mongo.orders().find_one({"_id": order_id})

@@ -1,0 +1,102 @@
+"""Carts: finding a buyer's live cart, expiry, cancelation.
+
+A cart belongs to an owner string: ``s:<django session key>`` or ``u:<user id>``. It is the
+authority on when its holds end (``expiresAt``).
+"""
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bson import ObjectId
+from django.conf import settings
+
+from .. import clock, faults, mongo
+from . import reservations
+
+logger = logging.getLogger("booking.carts")
+
+ACTIVE = "active"
+CHECKING_OUT = "checking_out"
+DONE = "done"
+EXPIRED = "expired"
+CANCELED = "canceled"
+LIVE_STATES = (ACTIVE, CHECKING_OUT)
+
+
+def hold_duration() -> timedelta:
+    return timedelta(seconds=settings.BOOKING_HOLD_SECONDS)
+
+
+def next_expiry(cart: dict | None, now: datetime) -> datetime:
+    """Every change extends the hold, but never past the cap from the cart's first hold."""
+    extended = now + hold_duration()
+    if cart is None:
+        return extended
+    cap = cart["firstHoldOn"] + timedelta(seconds=settings.BOOKING_HOLD_CAP_SECONDS)
+    return min(extended, cap)
+
+
+def is_live(cart: dict | None, now: datetime) -> bool:
+    if cart is None:
+        return False
+    if cart["state"] == CHECKING_OUT:
+        return True
+    return cart["state"] == ACTIVE and cart["expiresAt"] > now
+
+
+def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
+    """Expire one stale cart and free its seats. Returns seats freed, or None if the cart was not
+    stale (already expired by someone else, checked out, or its hold was extended)."""
+    now = now or clock.now()
+    result = mongo.carts().update_one(
+        {"_id": cart_id, "state": ACTIVE, "expiresAt": {"$lte": now}},
+        {"$set": {"state": EXPIRED, "endedOn": now}},
+    )
+    if not result.modified_count:
+        return None
+    faults.point("expire.after_cart")
+    return reservations.release_all(cart_id)
+
+
+def cancel_cart(cart_id: ObjectId, owner: str) -> int:
+    """The buyer gives up: the cart ends and every seat it holds is free again."""
+    now = clock.now()
+    result = mongo.carts().update_one(
+        {"_id": cart_id, "owner": owner, "state": ACTIVE},
+        {"$set": {"state": CANCELED, "endedOn": now}},
+    )
+    if not result.modified_count:
+        return 0
+    return reservations.release_all(cart_id)
+
+
+@dataclass
+class ExpiryReport:
+    carts_expired: int = 0
+    seats_released: int = 0
+    cart_ids: list = field(default_factory=list)
+
+
+def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> ExpiryReport:
+    """Expire every active cart whose hold has ended (the worker's job; safe to run in parallel)."""
+    now = now or clock.now()
+    report = ExpiryReport()
+    while True:
+        stale = list(
+            mongo.carts()
+            .find({"state": ACTIVE, "expiresAt": {"$lte": now}}, {"_id": 1})
+            .sort("expiresAt", 1)
+            .limit(batch_size)
+        )
+        if not stale:
+            break
+        for doc in stale:
+            freed = expire_cart(doc["_id"], now)
+            if freed is not None:
+                report.carts_expired += 1
+                report.seats_released += freed
+                report.cart_ids.append(doc["_id"])
+        if len(stale) < batch_size:
+            break
+    return report

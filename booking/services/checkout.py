@@ -1,0 +1,216 @@
+"""Checkout: a cart becomes an order with sold seats (access pattern C3: four writes).
+
+1. cart active -> checking_out (only while its hold has not ended), with the customer's details
+2. the order is stored (unique cartId: a retry finds the same order)
+3. per session: the cart's held seats become sold (the filter proves the hold is still the cart's)
+4. cart -> done
+
+The order is written before the seats are sold, so a sold seat always has its order. A crash
+anywhere after step 1 is finished by ``finish_checkout`` (reconcile calls it), never left half
+done: it repeats the missing steps, each of which is safe to repeat.
+"""
+
+import logging
+import re
+import secrets
+
+from bson import ObjectId
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from pymongo.errors import DuplicateKeyError
+
+from .. import clock, faults, mongo
+from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
+from ..seatmap import SOLD, parse_seat_key
+from . import carts as cart_service
+from . import orders as order_service
+from . import reservations
+
+logger = logging.getLogger("booking.checkout")
+
+REF_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read out over the phone
+REF_LENGTH = 8
+
+
+def new_booking_ref() -> str:
+    return "".join(secrets.choice(REF_ALPHABET) for _ in range(REF_LENGTH))
+
+
+def new_ticket_code() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def clean_customer(name: str, email: str) -> tuple[str, str]:
+    name = re.sub(r"\s+", " ", str(name or "")).strip()
+    email = str(email or "").strip().lower()
+    errors = {}
+    if not name:
+        errors["name"] = "Please enter your name."
+    elif len(name) > 100:
+        errors["name"] = "Please use at most 100 characters for the name."
+    try:
+        if len(email) > 254:
+            raise ValidationError("too long")
+        validate_email(email)
+    except ValidationError:
+        errors["email"] = "Please enter a valid e-mail address."
+    if errors:
+        raise InvalidRequest(" ".join(errors.values()), fields=errors)
+    return name, email
+
+
+def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str) -> dict:
+    """Buy everything in the owner's cart. Submitting twice returns the same order."""
+    name, email = clean_customer(name, email)
+    now = clock.now()
+    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
+    if cart is None:
+        raise NotFound("You have no seats on hold.")
+    if cart["state"] in (cart_service.DONE, cart_service.CHECKING_OUT):
+        return finish_checkout(cart["_id"])
+    if cart["state"] != cart_service.ACTIVE or cart["expiresAt"] <= now:
+        cart_service.expire_cart(cart["_id"], now)
+        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
+    if not cart["items"]:
+        raise InvalidRequest("Your cart is empty.")
+    result = mongo.carts().update_one(
+        {"_id": cart["_id"], "owner": owner, "state": cart_service.ACTIVE, "expiresAt": {"$gt": now}},
+        {"$set": {"state": cart_service.CHECKING_OUT, "checkoutOn": now, "customer": {"name": name, "email": email}}},
+    )
+    if not result.matched_count:
+        current = mongo.carts().find_one({"_id": cart["_id"]}, {"state": 1})
+        if current and current["state"] in (cart_service.DONE, cart_service.CHECKING_OUT):
+            return finish_checkout(cart["_id"])  # a second submit got there first
+        cart_service.expire_cart(cart["_id"], now)
+        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
+    faults.point("checkout.after_cart")
+    return finish_checkout(cart["_id"])
+
+
+def finish_checkout(cart_id: ObjectId) -> dict:
+    """Steps 2-4 for a cart in checking_out; each is safe to repeat. Returns the order."""
+    cart = mongo.carts().find_one({"_id": cart_id})
+    if cart is None:
+        raise NotFound("No such cart.")
+    order = _store_order(cart)
+    if cart["state"] == cart_service.DONE:
+        return order
+    if cart["state"] != cart_service.CHECKING_OUT:
+        raise CheckoutFailed("This booking was not completed.")
+    if order["state"] == "failed":
+        _end_cart(cart_id, cart_service.CANCELED, order)
+        raise CheckoutFailed(order.get("failure", "Your seats could not be booked."))
+    faults.point("checkout.after_order")
+    by_session: dict[ObjectId, set[str]] = {}
+    for item in cart["items"]:
+        by_session.setdefault(item["sessionId"], set()).add(item["key"])
+    try:
+        for session_id, keys in by_session.items():
+            _sell(session_id, cart_id, keys, order)
+            faults.point("checkout.after_sell")
+    except reservations.HoldLost:
+        order = _fail_order(order, "Your hold on some seats ended before payment completed; nothing was charged.")
+        order_service.release_order_seats(order)  # seats already sold in another session go back
+        reservations.release_all(cart_id)
+        _end_cart(cart_id, cart_service.CANCELED, order)
+        raise CheckoutFailed(order["failure"]) from None
+    _end_cart(cart_id, cart_service.DONE, order)
+    logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
+    return order
+
+
+def _store_order(cart: dict) -> dict:
+    existing = mongo.orders().find_one({"cartId": cart["_id"]})
+    if existing is not None:
+        return existing
+    customer = cart.get("customer") or {}
+    lines = [
+        {
+            "sessionId": item["sessionId"],
+            "key": item["key"],
+            "row": item["row"],
+            "seat": item["seat"],
+            "cat": item["cat"],
+            "price": item["price"],
+            "ticket": new_ticket_code(),
+        }
+        for item in cart["items"]
+    ]
+    sessions = {
+        s["_id"]: s
+        for s in mongo.sessions().find(
+            {"_id": {"$in": list({i["sessionId"] for i in cart["items"]})}},
+            {"name": 1, "start": 1, "theaterName": 1, "layout.categories": 1},
+        )
+    }
+    order = {
+        "cartId": cart["_id"],
+        "owner": cart["owner"],
+        "name": customer.get("name", ""),
+        "email": customer.get("email", ""),
+        "lines": lines,
+        "sessions": [
+            {
+                "_id": sid,
+                "name": s.get("name"),
+                "start": s.get("start"),
+                "theaterName": s.get("theaterName"),
+                "categories": {c["code"]: c["name"] for c in s.get("layout", {}).get("categories", [])},
+            }
+            for sid, s in sessions.items()
+        ],
+        "total": sum(line["price"] for line in lines),
+        "currency": settings.BOOKING_CURRENCY,
+        "state": "paid",
+        "createdOn": clock.now(),
+    }
+    for _attempt in range(5):
+        order["_id"] = ObjectId()
+        order["ref"] = new_booking_ref()
+        try:
+            mongo.orders().insert_one(order)
+            return order
+        except DuplicateKeyError as exc:
+            existing = mongo.orders().find_one({"cartId": cart["_id"]})
+            if existing is not None:
+                return existing  # a concurrent finisher stored it first
+            if "ref" not in str(exc.details or exc):
+                raise
+    raise RuntimeError("could not allocate a unique booking reference")
+
+
+def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) -> None:
+    settled = reservations.settle(session_id, cart_id, sell=keys)
+    if settled.found:
+        return
+    # No hold left: either this checkout already sold the seats (a repeat after a crash), or the
+    # hold is gone. The seats are ours iff they are sold and no other paid order has them.
+    session = mongo.sessions().find_one({"_id": session_id}, {"seats": 1})
+    sold = session is not None and all(session["seats"][r][c] == SOLD for r, c in (parse_seat_key(k) for k in keys))
+    if sold:
+        others = mongo.orders().count_documents(
+            {
+                "_id": {"$ne": order["_id"]},
+                "state": "paid",
+                "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": sorted(keys)}}},
+            }
+        )
+        if not others:
+            return
+    raise reservations.HoldLost(sorted(keys))
+
+
+def _fail_order(order: dict, reason: str) -> dict:
+    mongo.orders().update_one(
+        {"_id": order["_id"], "state": "paid"},
+        {"$set": {"state": "failed", "failure": reason, "seatsReleased": False}},
+    )
+    return {**order, "state": "failed", "failure": reason, "seatsReleased": False}
+
+
+def _end_cart(cart_id: ObjectId, state: str, order: dict) -> None:
+    mongo.carts().update_one(
+        {"_id": cart_id, "state": cart_service.CHECKING_OUT},
+        {"$set": {"state": state, "orderId": order["_id"], "endedOn": clock.now()}},
+    )

@@ -1,0 +1,325 @@
+"""Holding and releasing seats: the buyer's clicks.
+
+Hold (access pattern C1) is two writes: one conditional update on the session that requires
+every requested cell to be free and, in the same update, marks them held and records the
+reservation; then the cart records the seats. If the cart write finds the cart no longer active,
+the hold is given back at once.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from bson import ObjectId
+from django.conf import settings
+
+from .. import clock, faults, mongo, selectors
+from ..errors import (
+    CartExpired,
+    InvalidRequest,
+    NoAdjacentSeats,
+    NotFound,
+    OrphanSeat,
+    SeatsTaken,
+    SessionNotOnSale,
+    TooManySeats,
+)
+from ..seatmap import FREE, HELD, best_available, best_split, cell_path, orphans_created, seat_cell, seat_key, seat_name
+from . import carts as cart_service
+from . import reservations
+
+logger = logging.getLogger("booking.holds")
+
+# Test-only switch for the chaos harness's control run: drops the "cell is free" condition so the
+# harness can prove it detects double selling. Never set outside that control run.
+UNSAFE_SKIP_FREE_CHECK = False
+
+
+@dataclass
+class HoldResult:
+    cart_id: ObjectId
+    seats: list[tuple[int, int]]
+    expires_at: datetime
+
+
+def parse_seats(raw_keys) -> list[tuple[int, int]]:
+    """Seat keys from a request ('3:12') -> coordinates; duplicates and junk are refused."""
+    if not isinstance(raw_keys, (list, tuple)) or not raw_keys:
+        raise InvalidRequest("Choose at least one seat.")
+    if len(raw_keys) > settings.BOOKING_MAX_SEATS_PER_CART:
+        raise TooManySeats(f"You can hold at most {settings.BOOKING_MAX_SEATS_PER_CART} seats at once.")
+    coords = []
+    for raw in raw_keys:
+        try:
+            row, col = (int(part) for part in str(raw).split(":"))
+        except ValueError:
+            raise InvalidRequest(f"'{str(raw)[:20]}' is not a seat.") from None
+        if row < 0 or col < 0:
+            raise InvalidRequest(f"'{str(raw)[:20]}' is not a seat.")
+        if (row, col) in coords:
+            raise InvalidRequest("The same seat was asked for twice.")
+        coords.append((row, col))
+    return coords
+
+
+def load_session_for_sale(session_id: ObjectId, now: datetime) -> dict:
+    session = selectors.get_session(session_id)
+    if session is None:
+        raise NotFound("No such performance.")
+    if session.get("status") != "on_sale":
+        raise SessionNotOnSale("This performance is not on sale.")
+    if session["start"] <= now:
+        raise SessionNotOnSale("This performance has already started; seats can no longer be booked.")
+    return session
+
+
+def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime) -> dict | None:
+    """The owner's cart if it can still take seats, else None (a new cart is started)."""
+    if cart_id is None:
+        return None
+    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner})
+    if cart is None or cart["state"] != cart_service.ACTIVE:
+        return None
+    if cart["expiresAt"] <= now:
+        cart_service.expire_cart(cart["_id"], now)
+        return None
+    return cart
+
+
+def hold_seats(
+    session_id: ObjectId, owner: str, cart_id: ObjectId | None, seat_keys, *, allow_orphans: bool = False
+) -> HoldResult:
+    """Hold these seats for the owner's cart (all or nothing). Starts a cart when needed.
+
+    ``allow_orphans``: best available already avoids leaving a seat alone wherever it can.
+    """
+    coords = parse_seats(seat_keys)
+    now = clock.now()
+    session = load_session_for_sale(session_id, now)
+    layout = session["layout"]
+    for row, col in coords:
+        if seat_cell(layout, row, col) is None:
+            raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
+    cart = load_live_cart(owner, cart_id, now)
+    in_cart = len(cart["items"]) if cart else 0
+    if in_cart + len(coords) > settings.BOOKING_MAX_SEATS_PER_CART:
+        raise TooManySeats(
+            f"A cart can hold at most {settings.BOOKING_MAX_SEATS_PER_CART} seats; you have {in_cart} already."
+        )
+    _check_live_holds_limit(owner, cart, now)
+    cart_id = cart["_id"] if cart else ObjectId()
+    mine = {(i["sessionId"], i["key"]) for i in cart["items"]} if cart else set()
+    for row, col in coords:
+        if (session_id, seat_key(row, col)) in mine:
+            raise InvalidRequest(f"{seat_name(layout, row, col)} is already in your cart.")
+
+    session = _write_session_hold(session, cart_id, coords, now, allow_orphans)
+    items = [_cart_item(session, row, col) for row, col in coords]
+    total = sum(i["price"] for i in items)
+    faults.point("hold.after_session")
+    expires_at = cart_service.next_expiry(cart, now)
+    if cart is None:
+        mongo.carts().insert_one(
+            {
+                "_id": cart_id,
+                "owner": owner,
+                "state": cart_service.ACTIVE,
+                "items": items,
+                "total": total,
+                "createdOn": now,
+                "modifiedOn": now,
+                "firstHoldOn": now,
+                "expiresAt": expires_at,
+            }
+        )
+    else:
+        room = settings.BOOKING_MAX_SEATS_PER_CART - len(coords)
+        result = mongo.carts().update_one(
+            {
+                "_id": cart_id,
+                "owner": owner,
+                "state": cart_service.ACTIVE,
+                "expiresAt": {"$gt": now},
+                f"items.{room}": {"$exists": False},  # the cart limit, checked atomically
+            },
+            {
+                "$push": {"items": {"$each": items}},
+                "$inc": {"total": total},
+                "$set": {"modifiedOn": now, "expiresAt": expires_at},
+            },
+        )
+        if not result.matched_count:
+            # The cart ended (expired, checked out) or filled up meanwhile: give the seats back.
+            reservations.settle(session_id, cart_id, keep=_other_seats(session, cart_id, coords))
+            raise CartExpired("Your hold has ended. Please choose your seats again.")
+    return HoldResult(cart_id=cart_id, seats=coords, expires_at=expires_at)
+
+
+def _other_seats(session: dict, cart_id: ObjectId, coords) -> set[str]:
+    taking = {seat_key(r, c) for r, c in coords}
+    for reservation in session.get("reservations", []):
+        if reservation["_id"] == cart_id:
+            return set(reservation["seats"]) - taking
+    return set()
+
+
+def _check_live_holds_limit(owner: str, cart: dict | None, now: datetime) -> None:
+    """One client may not keep several carts going at once to get round the per-cart limit."""
+    limit = getattr(settings, "BOOKING_MAX_LIVE_CARTS_PER_OWNER", 0)
+    if not limit or cart is not None:
+        return
+    live = mongo.carts().count_documents(
+        {"owner": owner, "state": cart_service.ACTIVE, "expiresAt": {"$gt": now}}, limit=limit
+    )
+    if live >= limit:
+        raise TooManySeats("You already have seats on hold. Finish or cancel that booking first.")
+
+
+def _write_session_hold(session: dict, cart_id: ObjectId, coords, now: datetime, allow_orphans: bool) -> dict:
+    """The conditional update that takes the seats. Retries once after freeing seats held by
+    expired carts (the same code the worker runs), so availability never waits for the worker."""
+    session_id = session["_id"]
+    freed_expired = False
+    for _attempt in range(4):
+        taken = [(r, c) for r, c in coords if session["seats"][r][c] != FREE]
+        if taken:
+            if not freed_expired and _free_seats_of_ended_carts(session, taken, now):
+                freed_expired = True
+                session = selectors.get_session(session_id)
+                continue
+            raise SeatsTaken([seat_name(session["layout"], r, c) for r, c in taken])
+        if settings.BOOKING_PREVENT_ORPHAN_SEATS and not allow_orphans:
+            alone = orphans_created(session["seats"], coords)
+            if alone:
+                names = ", ".join(seat_name(session["layout"], r, c) for r, c in alone)
+                raise OrphanSeat(f"That would leave {names} on its own. Please choose seats next to each other.")
+        keys = [seat_key(r, c) for r, c in coords]
+        price = sum(session["prices"][session["layout"]["rows"][r]["cells"][c]["cat"]] for r, c in coords)
+        has_reservation = any(res["_id"] == cart_id for res in session.get("reservations", []))
+        query = {"_id": session_id, "status": "on_sale"}
+        if not UNSAFE_SKIP_FREE_CHECK:
+            query.update({cell_path(r, c): FREE for r, c in coords})
+        cells = {cell_path(r, c): HELD for r, c in coords}
+        if has_reservation:
+            query["reservations._id"] = cart_id
+            update = {
+                "$set": {**cells, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
+                "$inc": {"seatsAvailable": -len(coords), "version": 1, "reservations.$[r].total": price},
+                "$push": {"reservations.$[r].seats": {"$each": keys}},
+            }
+            result = mongo.sessions().update_one(query, update, array_filters=[{"r._id": cart_id}])
+        else:
+            query["reservations._id"] = {"$ne": cart_id}
+            update = {
+                "$set": cells,
+                "$inc": {"seatsAvailable": -len(coords), "version": 1},
+                "$push": {
+                    "reservations": {
+                        "_id": cart_id,
+                        "seats": keys,
+                        "total": price,
+                        "v": reservations.new_token(),
+                        "modifiedOn": now,
+                    }
+                },
+            }
+            result = mongo.sessions().update_one(query, update)
+        if result.matched_count:
+            return session
+        session = selectors.get_session(session_id)  # lost a race: look again
+        if session is None or session.get("status") != "on_sale":
+            raise SessionNotOnSale("This performance is not on sale.")
+    raise SeatsTaken([seat_name(session["layout"], r, c) for r, c in coords])
+
+
+def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
+    """Seats held by a cart whose hold has ended count as free: end that cart now."""
+    taken_keys = {seat_key(r, c) for r, c in taken}
+    holders = [res["_id"] for res in session.get("reservations", []) if taken_keys & set(res["seats"])]
+    if not holders:
+        return False
+    freed = False
+    for holder in mongo.carts().find({"_id": {"$in": holders}}, {"state": 1, "expiresAt": 1}):
+        if holder["state"] == cart_service.ACTIVE and holder["expiresAt"] <= now:
+            freed |= bool(cart_service.expire_cart(holder["_id"], now))
+        elif holder["state"] not in cart_service.LIVE_STATES:
+            freed |= bool(reservations.settle(session["_id"], holder["_id"]).freed)
+    return freed
+
+
+def _cart_item(session: dict, row: int, col: int) -> dict:
+    layout = session["layout"]
+    cell = layout["rows"][row]["cells"][col]
+    return {
+        "sessionId": session["_id"],
+        "key": seat_key(row, col),
+        "row": layout["rows"][row]["label"],
+        "seat": cell["label"],
+        "cat": cell["cat"],
+        "price": session["prices"][cell["cat"]],
+    }
+
+
+def release_seats(session_id: ObjectId, owner: str, cart_id: ObjectId | None, seat_keys) -> int:
+    """Give back seats of the owner's cart (C2: session, then cart). Returns seats released."""
+    coords = parse_seats(seat_keys)
+    keys = [seat_key(r, c) for r, c in coords]
+    now = clock.now()
+    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
+    if cart is None:
+        raise NotFound("You have no seats on hold.")
+    if not cart_service.is_live(cart, now) or cart["state"] != cart_service.ACTIVE:
+        raise CartExpired("Your hold has ended. Please choose your seats again.")
+    items = [i for i in cart["items"] if i["sessionId"] == session_id and i["key"] in keys]
+    if len(items) != len(keys):
+        raise InvalidRequest("Those seats are not in your cart.")
+    price = sum(i["price"] for i in items)
+    mongo.sessions().update_one(
+        {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}}}},
+        {
+            "$set": {
+                **{cell_path(r, c): FREE for r, c in coords},
+                "reservations.$[r].v": reservations.new_token(),
+                "reservations.$[r].modifiedOn": now,
+            },
+            "$inc": {"seatsAvailable": len(keys), "version": 1, "reservations.$[r].total": -price},
+            "$pull": {"reservations.$[r].seats": {"$in": keys}},
+        },
+        array_filters=[{"r._id": cart_id}],
+    )
+    faults.point("release.after_session")
+    mongo.carts().update_one(
+        {"_id": cart_id, "owner": owner, "state": cart_service.ACTIVE},
+        {
+            "$pull": {"items": {"sessionId": session_id, "key": {"$in": keys}}},
+            "$inc": {"total": -price},
+            "$set": {"modifiedOn": now, "expiresAt": cart_service.next_expiry(cart, now)},
+        },
+    )
+    return len(keys)
+
+
+def hold_best_available(
+    session_id: ObjectId, owner: str, cart_id: ObjectId | None, count: int, categories: set[str] | None = None
+) -> HoldResult:
+    """Hold the best ``count`` seats side by side; when no row has them, say so with a split."""
+    if not isinstance(count, int) or not 1 <= count <= settings.BOOKING_MAX_SEATS_PER_CART:
+        raise InvalidRequest(f"Choose between 1 and {settings.BOOKING_MAX_SEATS_PER_CART} seats.")
+    for _attempt in range(3):
+        session = load_session_for_sale(session_id, clock.now())
+        if categories and not categories <= set(session["prices"]):
+            raise InvalidRequest("Unknown seat category.")
+        seats = best_available(session["layout"], session["seats"], count, categories)
+        if seats is None:
+            split = best_split(session["layout"], session["seats"], count, categories)
+            if split:
+                raise NoAdjacentSeats(
+                    f"There are no {count} seats together any more. The best we can offer is split across rows.",
+                    suggestion=split,
+                )
+            raise NoAdjacentSeats(f"There are not {count} seats left.")
+        try:
+            return hold_seats(session_id, owner, cart_id, [seat_key(r, c) for r, c in seats], allow_orphans=True)
+        except SeatsTaken:
+            continue  # someone was faster: pick again from a fresh map
+    raise SeatsTaken(["the seats we picked"])

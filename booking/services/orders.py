@@ -1,0 +1,72 @@
+"""Orders after checkout: staff cancelation and giving a dead order's seats back.
+
+Cancel is the order first (state canceled, seatsReleased false), then its sold seats become free,
+then seatsReleased true. Freeing seats before canceling could sell a seat twice after a crash;
+this order of writes can only leave seats sold a little longer, and reconcile finishes it.
+"""
+
+import logging
+
+from bson import ObjectId
+
+from .. import clock, mongo
+from ..errors import Conflict, NotFound
+from ..seatmap import FREE, SOLD, cell_path, parse_seat_key
+
+logger = logging.getLogger("booking.orders")
+
+
+def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
+    now = clock.now()
+    order = mongo.orders().find_one({"_id": order_id})
+    if order is None:
+        raise NotFound("No such order.")
+    if order["state"] != "paid":
+        raise Conflict(f"Order {order['ref']} is {order['state']}, not paid; there is nothing to cancel.")
+    result = mongo.orders().update_one(
+        {"_id": order_id, "state": "paid"},
+        {
+            "$set": {
+                "state": "canceled",
+                "canceledOn": now,
+                "canceledBy": by,
+                "cancelReason": reason,
+                "seatsReleased": False,
+            }
+        },
+    )
+    if not result.modified_count:
+        raise Conflict("The order changed meanwhile; please look again.")
+    order = mongo.orders().find_one({"_id": order_id})
+    release_order_seats(order)
+    logger.info("order %s canceled by %s: %d seats free again", order["ref"], by or "?", len(order["lines"]))
+    return mongo.orders().find_one({"_id": order_id})
+
+
+def release_order_seats(order: dict) -> int:
+    """Free the sold seats of a canceled or failed order (safe to repeat). Returns seats freed."""
+    freed = 0
+    by_session: dict[ObjectId, list[str]] = {}
+    for line in order["lines"]:
+        by_session.setdefault(line["sessionId"], []).append(line["key"])
+    for session_id, keys in by_session.items():
+        # Never free a seat another paid order holds (possible only if this order never sold it).
+        others = mongo.orders().find(
+            {
+                "_id": {"$ne": order["_id"]},
+                "state": "paid",
+                "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": keys}}},
+            },
+            {"lines": 1},
+        )
+        taken = {line["key"] for o in others for line in o["lines"] if line["sessionId"] == session_id}
+        mine = [k for k in keys if k not in taken]
+        for key in mine:
+            # One seat at a time: a seat this order never sold must not stop the others.
+            result = mongo.sessions().update_one(
+                {"_id": session_id, cell_path(*parse_seat_key(key)): SOLD},
+                {"$set": {cell_path(*parse_seat_key(key)): FREE}, "$inc": {"seatsAvailable": 1, "version": 1}},
+            )
+            freed += result.modified_count
+    mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"seatsReleased": True}})
+    return freed

@@ -1,0 +1,113 @@
+"""Reconcile: finish or undo whatever a crash left half done (the worker runs it every few minutes).
+
+- carts stuck in checking_out are finished (roll forward);
+- stale active carts are expired;
+- holds in sessions whose cart is missing or no longer live are released, and seats a live cart's
+  hold has but the cart does not know about (a crash between the session write and the cart
+  write) are released; the sessions' reservations are scanned, not only the carts;
+- cart items whose seats the session no longer holds for the cart are dropped from the cart;
+- canceled or failed orders whose seats were not yet given back are finished.
+Holds younger than the grace period are left alone: their cart write may still be under way.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+
+from .. import clock, mongo
+from ..errors import BookingError
+from . import carts as cart_service
+from . import checkout, orders, reservations
+
+logger = logging.getLogger("booking.reconcile")
+
+
+@dataclass
+class ReconcileReport:
+    checkouts_finished: int = 0
+    carts_expired: int = 0
+    holds_released: int = 0
+    seats_released: int = 0
+    cart_items_dropped: int = 0
+    orders_released: int = 0
+
+    def __str__(self):
+        return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
+
+
+def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> ReconcileReport:
+    now = now or clock.now()
+    grace = timedelta(seconds=settings.BOOKING_RECONCILE_GRACE_SECONDS) if grace is None else grace
+    report = ReconcileReport()
+    _finish_stuck_checkouts(now, report)
+    expired = cart_service.expire_stale_carts(now)
+    report.carts_expired += expired.carts_expired
+    report.seats_released += expired.seats_released
+    _release_dead_holds(now, now - grace, report)
+    _drop_lost_cart_items(now - grace, report)
+    for order in mongo.orders().find({"state": {"$in": ["canceled", "failed"]}, "seatsReleased": False}):
+        report.seats_released += orders.release_order_seats(order)
+        report.orders_released += 1
+    logger.info("reconcile: %s", report)
+    return report
+
+
+def _finish_stuck_checkouts(now: datetime, report: ReconcileReport) -> None:
+    stuck_before = now - timedelta(seconds=settings.BOOKING_CHECKOUT_STUCK_SECONDS)
+    for cart in mongo.carts().find(
+        {"state": cart_service.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"_id": 1}
+    ):
+        try:
+            checkout.finish_checkout(cart["_id"])
+        except BookingError as exc:
+            logger.warning("stuck checkout %s could not complete: %s", cart["_id"], exc.message)
+        report.checkouts_finished += 1
+
+
+def _release_dead_holds(now: datetime, older_than: datetime, report: ReconcileReport) -> None:
+    for session in mongo.sessions().find({"reservations.0": {"$exists": True}}, {"reservations": 1}):
+        holds = session["reservations"]
+        carts = {
+            c["_id"]: c
+            for c in mongo.carts().find(
+                {"_id": {"$in": [h["_id"] for h in holds]}}, {"state": 1, "expiresAt": 1, "items": 1}
+            )
+        }
+        for hold in holds:
+            cart = carts.get(hold["_id"])
+            if cart is not None and cart["state"] in cart_service.LIVE_STATES:
+                known = {i["key"] for i in cart["items"] if i["sessionId"] == session["_id"]}
+                if set(hold["seats"]) <= known and hold["seats"]:
+                    continue
+                settled = reservations.settle(session["_id"], hold["_id"], keep=known, older_than=older_than)
+            else:
+                settled = reservations.settle(session["_id"], hold["_id"], older_than=older_than)
+            if settled.found:
+                report.holds_released += 1
+                report.seats_released += settled.freed
+
+
+def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None:
+    """An active cart may list a seat whose hold is gone (a crash between release's two writes)."""
+    for cart in mongo.carts().find({"state": cart_service.ACTIVE, "modifiedOn": {"$lt": older_than}}, {"items": 1}):
+        session_ids = list({i["sessionId"] for i in cart["items"]})
+        if not session_ids:
+            continue
+        held = set()
+        for s in mongo.sessions().find(
+            {"_id": {"$in": session_ids}}, {"reservations": {"$elemMatch": {"_id": cart["_id"]}}}
+        ):
+            for res in s.get("reservations", []):
+                held |= {(s["_id"], k) for k in res["seats"]}
+        lost = [i for i in cart["items"] if (i["sessionId"], i["key"]) not in held]
+        for item in lost:
+            result = mongo.carts().update_one(
+                {"_id": cart["_id"], "state": cart_service.ACTIVE},
+                {
+                    "$pull": {"items": {"sessionId": item["sessionId"], "key": item["key"]}},
+                    "$inc": {"total": -item["price"]},
+                },
+            )
+            report.cart_items_dropped += result.modified_count

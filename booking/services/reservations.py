@@ -1,0 +1,110 @@
+"""The one way a session's reservation (a cart's hold in that session) is settled.
+
+A reservation is ``{_id: cartId, seats: ["r:c", ...], total, v, modifiedOn}`` inside the session
+document. ``v`` is a random token renewed on every change, so "settle exactly what I read" is one
+conditional update: its filter names the token, and any change in between makes it miss.
+"""
+
+import secrets
+from dataclasses import dataclass
+
+from bson import ObjectId
+
+from .. import mongo
+from ..seatmap import FREE, HELD, SOLD, cell_path, parse_seat_key
+
+MAX_ATTEMPTS = 8
+
+
+def new_token() -> str:
+    return secrets.token_hex(6)
+
+
+class HoldLost(Exception):
+    """The cart no longer holds a seat it wanted to buy."""
+
+    def __init__(self, missing: list[str]):
+        super().__init__(f"hold lost on {missing}")
+        self.missing = missing
+
+
+@dataclass
+class Settled:
+    freed: int = 0
+    sold: int = 0
+    found: bool = True
+
+
+def read_reservation(session_id: ObjectId, cart_id: ObjectId) -> dict | None:
+    doc = mongo.sessions().find_one(
+        {"_id": session_id, "reservations._id": cart_id},
+        {"reservations": {"$elemMatch": {"_id": cart_id}}},
+    )
+    if not doc or not doc.get("reservations"):
+        return None
+    return doc["reservations"][0]
+
+
+def settle(
+    session_id: ObjectId,
+    cart_id: ObjectId,
+    *,
+    sell: set[str] = frozenset(),
+    keep: set[str] = frozenset(),
+    older_than=None,
+) -> Settled:
+    """Settle a cart's hold in one session: seats in ``sell`` become sold, seats in ``keep`` stay
+    held, every other seat of the hold becomes free. One conditional update (retried if the
+    hold changed in between). Raises HoldLost if a seat to sell is not in the hold.
+
+    ``older_than``: only touch a hold last changed before this time (reconcile's grace period).
+    """
+    for _ in range(MAX_ATTEMPTS):
+        reservation = read_reservation(session_id, cart_id)
+        if reservation is None:
+            return Settled(found=False)
+        if older_than is not None and reservation["modifiedOn"] >= older_than:
+            return Settled(found=False)
+        held = set(reservation["seats"])
+        missing = sorted(sell - held)
+        if missing:
+            raise HoldLost(missing)
+        to_sell = held & set(sell)
+        to_keep = (held & set(keep)) - to_sell
+        to_free = held - to_sell - to_keep
+        cells = {}
+        for key in to_sell:
+            cells[cell_path(*parse_seat_key(key))] = SOLD
+        for key in to_free:
+            cells[cell_path(*parse_seat_key(key))] = FREE
+        update = {"$inc": {"seatsAvailable": len(to_free), "version": 1}}
+        array_filters = None
+        if to_keep:
+            cells["reservations.$[r].seats"] = sorted(to_keep)
+            cells["reservations.$[r].v"] = new_token()
+            array_filters = [{"r._id": cart_id}]
+        else:
+            update["$pull"] = {"reservations": {"_id": cart_id}}
+        if cells:
+            update["$set"] = cells
+        held_filter = {cell_path(*parse_seat_key(k)): HELD for k in held}
+        result = mongo.sessions().update_one(
+            {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "v": reservation["v"]}}, **held_filter},
+            update,
+            array_filters=array_filters,
+        )
+        if result.matched_count:
+            return Settled(freed=len(to_free), sold=len(to_sell))
+    raise RuntimeError(f"could not settle hold of cart {cart_id} in session {session_id}: it kept changing")
+
+
+def sessions_held_by(cart_id: ObjectId) -> list[ObjectId]:
+    return [d["_id"] for d in mongo.sessions().find({"reservations._id": cart_id}, {"_id": 1})]
+
+
+def release_all(cart_id: ObjectId, older_than=None) -> int:
+    """Free every seat a cart holds, in every session (found by the reservations index)."""
+    freed = 0
+    for session_id in sessions_held_by(cart_id):
+        freed += settle(session_id, cart_id, older_than=older_than).freed
+    return freed

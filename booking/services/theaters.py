@@ -1,0 +1,56 @@
+"""Theaters: the hall templates sessions are created from."""
+
+from bson import ObjectId
+
+from .. import clock, mongo
+from ..errors import Conflict, InvalidRequest, NotFound
+from ..layouts import seat_count, validate_layout
+
+
+def _clean_name(name: str) -> str:
+    name = " ".join(str(name or "").split())
+    if not name or len(name) > 100:
+        raise InvalidRequest("A theater needs a name of 1 to 100 characters.")
+    return name
+
+
+def create_theater(name: str, layout: dict) -> dict:
+    layout = validate_layout(layout)
+    now = clock.now()
+    theater = {
+        "_id": ObjectId(),
+        "name": _clean_name(name),
+        "layout": layout,
+        "seatCount": seat_count(layout),
+        "createdOn": now,
+        "modifiedOn": now,
+    }
+    mongo.theaters().insert_one(theater)
+    return theater
+
+
+def update_theater(theater_id: ObjectId, name: str, layout: dict) -> dict:
+    """Changing a theater changes the template only; existing sessions keep their copied map."""
+    layout = validate_layout(layout)
+    result = mongo.theaters().update_one(
+        {"_id": theater_id},
+        {
+            "$set": {
+                "name": _clean_name(name),
+                "layout": layout,
+                "seatCount": seat_count(layout),
+                "modifiedOn": clock.now(),
+            }
+        },
+    )
+    if not result.matched_count:
+        raise NotFound("No such theater.")
+    return mongo.theaters().find_one({"_id": theater_id})
+
+
+def delete_theater(theater_id: ObjectId) -> None:
+    if mongo.sessions().count_documents({"theaterId": theater_id}, limit=1):
+        raise Conflict("This theater still has sessions; delete or cancel them first.")
+    result = mongo.theaters().delete_one({"_id": theater_id})
+    if not result.deleted_count:
+        raise NotFound("No such theater.")

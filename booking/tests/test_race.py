@@ -1,0 +1,127 @@
+"""A rush of buyers: 32 threads, each with its own MongoClient and cart, fight over the same
+seats while another thread expires carts. No seat may end up sold twice or stuck."""
+
+import random
+import threading
+import time
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.conf import settings as django_settings
+from pymongo import MongoClient
+
+from booking import mongo
+from booking.errors import BookingError
+from booking.invariants import check_invariants
+from booking.seatmap import FREE, HELD, SOLD
+from booking.services import checkout, holds
+from booking.services.carts import expire_stale_carts
+from booking.services.reconcile import reconcile
+from booking.tests.factories import make_session
+
+GRID = "\n".join(f"{row}: ssssss.ssssss" for row in "ABCDE")
+
+
+class PerThreadClient:
+    """Give each buyer thread its own MongoClient, as separate processes would have."""
+
+    def __init__(self):
+        self.local = threading.local()
+        self.clients = []
+        self.lock = threading.Lock()
+
+    def get(self):
+        client = getattr(self.local, "client", None)
+        if client is None:
+            client = MongoClient(django_settings.MONGODB_URI, tz_aware=True)
+            self.local.client = client
+            with self.lock:
+                self.clients.append(client)
+        return client
+
+    def close(self):
+        for client in self.clients:
+            client.close()
+
+
+@pytest.mark.slow
+def test_32_buyers_racing_for_overlapping_seats(monkeypatch, settings):
+    settings.BOOKING_HOLD_SECONDS = 1
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    session = make_session(grid=GRID)
+    sid = session["_id"]
+    clients = PerThreadClient()
+    monkeypatch.setattr(mongo, "get_client", clients.get)
+
+    groups = [[f"{r}:{c}", f"{r}:{c + 1}"] for r in range(2) for c in (4, 5, 7)]  # the best seats
+    outcome = Counter()
+    sold_by_thread = []
+    stop = threading.Event()
+    errors = []
+
+    def buyer(n):
+        rng = random.Random(n)
+        owner = f"s:buyer{n}"
+        cart_id = None
+        try:
+            for _ in range(12):
+                keys = rng.choice(groups)
+                try:
+                    result = holds.hold_seats(sid, owner, cart_id, keys)
+                    cart_id = result.cart_id
+                    outcome["held"] += 1
+                except BookingError as exc:
+                    outcome[exc.code] += 1
+                    continue
+                roll = rng.random()
+                try:
+                    if roll < 0.3:
+                        holds.release_seats(sid, owner, cart_id, keys)
+                        outcome["released"] += 1
+                    elif roll < 0.6:
+                        order = checkout.checkout(owner, cart_id, f"Buyer {n}", f"b{n}@example.com")
+                        sold_by_thread.append(order["_id"])
+                        outcome["bought"] += 1
+                        cart_id = None
+                    elif roll < 0.8:
+                        time.sleep(rng.uniform(0.5, 1.5))  # dawdle: the hold may expire under us
+                except BookingError as exc:
+                    outcome[exc.code] += 1
+        except Exception as exc:  # noqa: BLE001 - a crash in a thread must fail the test
+            errors.append(repr(exc))
+
+    def expirer():
+        while not stop.is_set():
+            try:
+                expire_stale_carts()
+            except Exception as exc:  # noqa: BLE001
+                errors.append(repr(exc))
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=buyer, args=(n,)) for n in range(32)]
+    sweeper = threading.Thread(target=expirer)
+    sweeper.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    stop.set()
+    sweeper.join(timeout=10)
+    monkeypatch.undo()
+    clients.close()
+
+    assert errors == []
+    assert outcome["held"] > 0 and outcome["seats_taken"] > 0, outcome
+    time.sleep(1.1)
+    reconcile(grace=timedelta(0))
+    assert check_invariants() == []
+    fresh = mongo.sessions().find_one({"_id": sid})
+    sold_cells = sum(row.count(SOLD) for row in fresh["seats"])
+    paid_lines = [
+        (line["sessionId"], line["key"]) for o in mongo.orders().find({"state": "paid"}) for line in o["lines"]
+    ]
+    assert len(paid_lines) == len(set(paid_lines)) == sold_cells
+    assert sum(row.count(HELD) for row in fresh["seats"]) == 0
+    assert fresh["seatsAvailable"] == sum(row.count(FREE) for row in fresh["seats"])
+    assert mongo.orders().count_documents({"state": "paid"}) == len(sold_by_thread)

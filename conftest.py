@@ -1,0 +1,96 @@
+"""Test harness: every test gets a MongoDB and a Redis of its own making.
+
+MongoDB: the one in MONGODB_URI when set (a real server; the suite uses a throwaway database and
+drops it), else the bundled stand-in (devmongo) started on a free port. Each test starts from an
+empty database with the indexes in place. Redis: REDIS_URL when set, else a redis-server started
+on a free port. Subprocesses (Celery workers, gunicorn) inherit both through the environment.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pytest
+from django.conf import settings
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def mongodb_uri():
+    uri = os.environ.get("MONGODB_URI")
+    if uri:
+        yield uri
+        return
+    from devmongo import DevMongoServer
+
+    server = DevMongoServer(port=0).start()
+    yield server.uri
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    url = os.environ.get("REDIS_URL")
+    if url:
+        yield url
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.exit("redis-server is not installed (apt-get install redis-server) and REDIS_URL is not set", 2)
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="test-redis-")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(timeout=10)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _services(mongodb_uri, redis_url):
+    """Point the app (and any subprocess it starts) at the test MongoDB and Redis."""
+    from booking import mongo
+
+    db_name = f"test_theater_{uuid.uuid4().hex[:8]}"
+    os.environ.update({"MONGODB_URI": mongodb_uri, "MONGODB_DB": db_name, "REDIS_URL": redis_url})
+    settings.MONGODB_URI = mongodb_uri
+    settings.MONGODB_DB = db_name
+    settings.REDIS_URL = redis_url
+    settings.CELERY_BROKER_URL = redis_url
+    settings.CACHES["default"]["LOCATION"] = redis_url
+    mongo.close_client()
+    yield
+    mongo.get_client().drop_database(db_name)
+    mongo.close_client()
+
+
+@pytest.fixture(autouse=True)
+def mongo_db(_services):
+    """An empty booking database with every index, for each test."""
+    from booking import mongo
+
+    db = mongo.get_db()
+    for name in db.list_collection_names():
+        db.drop_collection(name)
+    mongo.ensure_indexes()
+    yield db

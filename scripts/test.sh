@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs every test. Needs redis-server (started by the tests on a free port unless REDIS_URL is
+# set) and Debian's chromium for the browser tests; installs both when root and missing.
+source "$(dirname "$0")/_env.sh"
+ensure_venv
+ensure_debian_package redis-server redis-server
+ensure_debian_package chromium chromium
+export DJANGO_SETTINGS_MODULE=theater_site.settings
+exec .venv/bin/pytest "$@"
