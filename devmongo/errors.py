@@ -1,0 +1,48 @@
+"""MongoDB error codes and the exception devmongo raises to produce an error reply."""
+
+CODE_NAMES = {
+    1: "InternalError",
+    2: "BadValue",
+    9: "FailedToParse",
+    14: "TypeMismatch",
+    20: "IllegalOperation",
+    26: "NamespaceNotFound",
+    27: "IndexNotFound",
+    28: "PathNotViable",
+    40: "ConflictingUpdateOperators",
+    43: "CursorNotFound",
+    48: "NamespaceExists",
+    52: "DollarPrefixedFieldName",
+    59: "CommandNotFound",
+    66: "ImmutableField",
+    67: "CannotCreateIndex",
+    73: "InvalidNamespace",
+    85: "IndexOptionsConflict",
+    86: "IndexKeySpecsConflict",
+    115: "CommandNotSupported",
+    11000: "DuplicateKey",
+}
+
+
+class MongoError(Exception):
+    """An error that becomes a MongoDB error reply (ok: 0, code, codeName, errmsg)."""
+
+    def __init__(self, code, errmsg, **extra):
+        super().__init__(errmsg)
+        self.code = code
+        self.errmsg = errmsg
+        self.extra = extra
+
+    @property
+    def code_name(self):
+        return CODE_NAMES.get(self.code, "UnknownError")
+
+    def to_reply(self):
+        reply = {"ok": 0.0, "errmsg": self.errmsg, "code": self.code, "codeName": self.code_name}
+        reply.update(self.extra)
+        return reply
+
+    def to_write_error(self, index):
+        err = {"index": index, "code": self.code, "errmsg": self.errmsg}
+        err.update(self.extra)
+        return err

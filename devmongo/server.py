@@ -1,0 +1,210 @@
+"""The TCP side: a mockupdb server whose connections execute commands on the Engine."""
+
+import logging
+import socket
+import struct
+import threading
+
+import bson
+from bson.codec_options import CodecOptions
+from mockupdb import OP_MSG, OPCODES, Command, MockupDB, OpReply
+
+from .engine import MAX_MESSAGE_SIZE, Engine
+from .errors import MongoError
+from .persistence import SnapshotWriter, load_snapshot
+
+log = logging.getLogger("devmongo")
+
+_HEADER = struct.Struct("<iiii")
+_UINT = struct.Struct("<I")
+_INT = struct.Struct("<i")
+_CODEC = CodecOptions(document_class=dict, tz_aware=False)
+_MORE_TO_COME = 1 << 1
+_CHECKSUM_PRESENT = 1 << 0
+_OP_COMPRESSED = 2012
+
+
+def _recv_exact(sock, n):
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if not k:
+            return None
+        got += k
+    return buf
+
+
+def parse_op_msg(body):
+    """Parse an OP_MSG body into (flags, command document).
+
+    Document sequences (payload type 1, used by pymongo for insert/update/delete batches) are
+    merged into the command under their identifier, as the server does.
+    """
+    flags = _UINT.unpack_from(body, 0)[0]
+    end = len(body) - (4 if flags & _CHECKSUM_PRESENT else 0)
+    pos = 4
+    cmd = None
+    sequences = []
+    while pos < end:
+        kind = body[pos]
+        pos += 1
+        size = _INT.unpack_from(body, pos)[0]
+        if kind == 0:
+            cmd = bson.decode(bytes(body[pos:pos + size]), _CODEC)
+        elif kind == 1:
+            ident_end = body.index(0, pos + 4)
+            ident = bytes(body[pos + 4:ident_end]).decode()
+            docs = bson.decode_all(bytes(body[ident_end + 1:pos + size]), _CODEC)
+            sequences.append((ident, docs))
+        else:
+            raise ValueError(f"unknown OP_MSG payload type {kind}")
+        pos += size
+    if cmd is None:
+        raise ValueError("OP_MSG without a body section")
+    for ident, docs in sequences:
+        cmd[ident] = docs
+    return flags, cmd
+
+
+def op_msg_reply(request_id, doc):
+    payload = bson.encode(doc)
+    return _HEADER.pack(16 + 5 + len(payload), 0, request_id, OP_MSG) + b"\x00\x00\x00\x00\x00" \
+        + payload
+
+
+class _WireServer(MockupDB):
+    """mockupdb's listener and accept loop; each connection runs commands on the Engine."""
+
+    def __init__(self, engine, host, port):
+        super().__init__(port=port or None, auto_ismaster=False, request_timeout=int(1e6))
+        self._address = (host, port or 0)
+        self._engine = engine
+        self._conn_lock = threading.Lock()
+        self._next_conn = 0
+
+    def _log(self, msg):
+        log.debug(msg)
+
+    def _server_loop(self, client, client_addr):
+        with self._conn_lock:
+            self._next_conn += 1
+            conn_id = self._next_conn
+        engine = self._engine
+        engine.connections += 1
+        log.debug("conn%d: connection accepted from %s:%s", conn_id, *client_addr[:2])
+        try:
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        try:
+            while not self._stopped:
+                header = _recv_exact(client, 16)
+                if header is None:
+                    break
+                length, request_id, _response_to, opcode = _HEADER.unpack(header)
+                if length < 16 or length > MAX_MESSAGE_SIZE + 16 * 1024 * 1024:
+                    log.debug("conn%d: bad message length %d, closing", conn_id, length)
+                    break
+                body = _recv_exact(client, length - 16)
+                if body is None:
+                    break
+                if opcode == OP_MSG:
+                    try:
+                        flags, cmd = parse_op_msg(body)
+                    except Exception as exc:  # noqa: BLE001
+                        log.debug("conn%d: malformed OP_MSG: %s", conn_id, exc)
+                        client.sendall(op_msg_reply(request_id, MongoError(
+                            9, f"malformed OP_MSG: {exc}").to_reply()))
+                        continue
+                    db = cmd.pop("$db", None)
+                    reply = engine.run_command(db, cmd, conn_id)
+                    if not flags & _MORE_TO_COME:
+                        client.sendall(op_msg_reply(request_id, reply))
+                elif opcode in OPCODES and opcode != _OP_COMPRESSED:
+                    request = OPCODES[opcode].unpack(bytes(body), client, self, request_id)
+                    if isinstance(request, Command):
+                        cmd = dict(request.doc)
+                        if "$query" in cmd:
+                            cmd = dict(cmd["$query"])
+                        reply = engine.run_command(request.namespace, cmd, conn_id)
+                        client.sendall(OpReply(reply).reply_bytes(request))
+                    elif opcode == 2004:  # legacy OP_QUERY find: not supported by MongoDB 7
+                        client.sendall(OpReply({"$err": "OP_QUERY is no longer supported",
+                                                "code": 5739101, "ok": 0.0},
+                                               flags=2).reply_bytes(request))
+                    else:
+                        log.debug("conn%d: unsupported legacy opcode %d, closing", conn_id,
+                                  opcode)
+                        break
+                else:
+                    log.debug("conn%d: unsupported opcode %d, closing", conn_id, opcode)
+                    break
+        except OSError:
+            pass
+        except Exception:  # noqa: BLE001
+            log.warning("conn%d: connection handler failed", conn_id, exc_info=True)
+        finally:
+            engine.connections -= 1
+            log.debug("conn%d: connection ended", conn_id)
+            try:
+                client.close()
+            except OSError:
+                pass
+
+
+class DevMongoServer:
+    """A MongoDB wire-protocol server for development and tests.
+
+    >>> server = DevMongoServer(port=0).start()
+    >>> server.uri  # doctest: +SKIP
+    'mongodb://127.0.0.1:54321/'
+    >>> server.stop()
+    """
+
+    def __init__(self, host="127.0.0.1", port=0, data_path=None, snapshot_interval=2.0):
+        self.host = host
+        self._requested_port = port
+        self.data_path = data_path
+        self.snapshot_interval = snapshot_interval
+        self.engine = Engine()
+        self._wire = None
+        self._snapshots = None
+        self.port = None
+
+    @property
+    def uri(self):
+        return f"mongodb://{self.host}:{self.port}/"
+
+    def start(self):
+        if self._wire is not None:
+            raise RuntimeError("server already started")
+        if self.data_path:
+            load_snapshot(self.engine, self.data_path)
+            self._snapshots = SnapshotWriter(self.engine, self.data_path, self.snapshot_interval)
+        self._wire = _WireServer(self.engine, self.host, self._requested_port)
+        self.port = self._wire.run()
+        if self._snapshots is not None:
+            self._snapshots.start()
+        return self
+
+    def stop(self):
+        if self._wire is None:
+            return
+        wire, self._wire = self._wire, None
+        wire.stop()
+        if self._snapshots is not None:
+            self._snapshots.stop()
+            self._snapshots = None
+
+    def snapshot(self):
+        """Write the snapshot now (no-op without data_path)."""
+        if self._snapshots is not None:
+            self._snapshots.write()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
