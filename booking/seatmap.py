@@ -151,4 +151,4 @@ def _free_runs(layout: dict, cells: list[int], row: int, categories: set[str] | 
 
 def _focal_point(seats: list[list[int]]) -> tuple[float, float]:
     widest = max(len(r) for r in seats)
-    return (len(seats) - 1) * 0.4, (widest - 1) / 2
+    return (len(seats) - 1) * 0.35, (widest - 1) / 2

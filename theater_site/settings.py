@@ -138,7 +138,26 @@ BOOKING_CHECKOUT_STUCK_SECONDS = env.int("BOOKING_CHECKOUT_STUCK_SECONDS", defau
 BOOKING_EXPIRE_EVERY_SECONDS = env.float("BOOKING_EXPIRE_EVERY_SECONDS", default=30)
 BOOKING_RECONCILE_EVERY_SECONDS = env.float("BOOKING_RECONCILE_EVERY_SECONDS", default=300)
 
-EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+# E-mail through Django 6.1's MAILERS, configured by one URL: consolemail:// (dev, the default),
+# smtp+tls://user:password@host:587 (production), ...
+_email = environ.Env.email_url_config(env.str("EMAIL_URL", default="consolemail://"))
+_smtp_options = {
+    "host": _email.get("EMAIL_HOST"),
+    "port": _email.get("EMAIL_PORT"),
+    "username": _email.get("EMAIL_HOST_USER"),
+    "password": _email.get("EMAIL_HOST_PASSWORD"),
+    "use_tls": _email.get("EMAIL_USE_TLS"),
+    "use_ssl": _email.get("EMAIL_USE_SSL"),
+    "timeout": 10,
+}
+MAILERS = {
+    "default": {
+        "BACKEND": _email["EMAIL_BACKEND"],
+        "OPTIONS": {k: v for k, v in _smtp_options.items() if v is not None}
+        if _email["EMAIL_BACKEND"].endswith("smtp.EmailBackend")
+        else {},
+    }
+}
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="tickets@theater.example")
 
 LOGGING = {

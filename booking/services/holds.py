@@ -95,12 +95,12 @@ def hold_seats(
     """
     coords = parse_seats(seat_keys)
     now = clock.now()
+    cart = load_live_cart(owner, cart_id, now)  # first: ending a stale cart frees seats on the map
     session = load_session_for_sale(session_id, now)
     layout = session["layout"]
     for row, col in coords:
         if seat_cell(layout, row, col) is None:
             raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
-    cart = load_live_cart(owner, cart_id, now)
     in_cart = len(cart["items"]) if cart else 0
     if in_cart + len(coords) > settings.BOOKING_MAX_SEATS_PER_CART:
         raise TooManySeats(

@@ -57,12 +57,12 @@ def test_second_hold_joins_the_same_cart_and_reservation():
 
 def test_conflict_names_the_seats_taken_and_changes_nothing():
     session = make_session()
-    holds.hold_seats(session["_id"], ALICE, None, ["0:1", "0:2"])
+    holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
     before = selectors.get_session(session["_id"])
     with pytest.raises(SeatsTaken) as exc:
-        holds.hold_seats(session["_id"], BOB, None, ["0:2", "0:3"])
-    assert exc.value.seat_names == ["Row A, seat 3"]
-    assert "Row A, seat 3" in exc.value.message
+        holds.hold_seats(session["_id"], BOB, None, ["0:1", "0:2"])
+    assert exc.value.seat_names == ["Row A, seat 2"]
+    assert "Row A, seat 2" in exc.value.message
     assert selectors.get_session(session["_id"]) == before
     assert mongo.carts().count_documents({"owner": BOB}) == 0
 
@@ -71,11 +71,11 @@ def test_seat_of_an_expired_hold_is_free_for_the_next_buyer_without_the_worker()
     session = make_session()
     alice = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
     mongo.carts().update_one({"_id": alice.cart_id}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
-    bob = holds.hold_seats(session["_id"], BOB, None, ["0:1"])
+    bob = holds.hold_seats(session["_id"], BOB, None, ["0:0"])
     assert mongo.carts().find_one({"_id": alice.cart_id})["state"] == "expired"
     fresh = selectors.get_session(session["_id"])
     assert [r["_id"] for r in fresh["reservations"]] == [bob.cart_id]
-    assert state(session, "0:0") == FREE
+    assert state(session, "0:1") == FREE
     assert check_invariants() == []
 
 
@@ -191,14 +191,19 @@ def test_cart_write_failing_gives_the_seats_back():
 
 
 def test_best_available_holds_adjacent_seats_and_says_when_there_are_none():
-    session = make_session(grid="A: sss.sss\nB: sss.sss")
+    session = make_session(grid="A: sss.ss\nB: ss.sss")
     result = holds.hold_best_available(session["_id"], ALICE, None, 3)
-    rows = {r for r, _ in result.seats}
-    assert len(rows) == 1 and len(result.seats) == 3
+    assert len({r for r, _ in result.seats}) == 1 and len(result.seats) == 3
     holds.hold_best_available(session["_id"], BOB, None, 3)
+    before = selectors.get_session(session["_id"])
     with pytest.raises(NoAdjacentSeats) as exc:
         holds.hold_best_available(session["_id"], "s:carol", None, 3)
+    assert "no 3 seats together" in exc.value.message
     assert len(exc.value.suggestion) == 3
+    assert all(before["seats"][r][c] == FREE for r, c in exc.value.suggestion)
+    assert selectors.get_session(session["_id"]) == before
+    with pytest.raises(NoAdjacentSeats, match="not 5 seats left"):
+        holds.hold_best_available(session["_id"], "s:carol", None, 5)
     with pytest.raises(InvalidRequest):
         holds.hold_best_available(session["_id"], "s:carol", None, 0)
     assert check_invariants() == []

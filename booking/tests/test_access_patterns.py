@@ -1,0 +1,69 @@
+"""Every access pattern of the design guide costs the MongoDB commands it promises, or fewer.
+
+Counted through pymongo's command monitoring, so these are the commands really sent."""
+
+from datetime import timedelta
+
+from booking import clock, mongo, selectors
+from booking.services import checkout, holds
+from booking.services.carts import expire_cart
+from booking.tests.commands import counting_commands
+from booking.tests.factories import make_session
+
+ALICE = "s:alice"
+
+
+def test_q1_whats_on_is_one_indexed_query():
+    make_session()
+    make_session(days=2)
+    with counting_commands() as counter:
+        sessions = selectors.upcoming_sessions()
+    assert len(sessions) == 2
+    assert counter.commands == [("find", "sessions")]
+    # the stand-in has no query planner (no explain); the index that serves the query must exist
+    leading_keys = [spec["key"][0][0] for spec in mongo.sessions().index_information().values()]
+    assert "start" in leading_keys
+
+
+def test_q2_seat_map_is_one_read_by_id_and_q3_version_is_one_tiny_read():
+    session = make_session()
+    with counting_commands() as counter:
+        selectors.get_session(session["_id"])
+        selectors.session_version(session["_id"])
+    assert counter.commands == [("find", "sessions"), ("find", "sessions")]
+
+
+def test_c1_hold_is_two_writes():
+    session = make_session()
+    with counting_commands() as counter:
+        first = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    assert counter.writes == [("update", "sessions"), ("insert", "carts")]
+    with counting_commands() as counter:
+        holds.hold_seats(session["_id"], ALICE, first.cart_id, ["0:2", "0:3"])
+    assert counter.writes == [("update", "sessions"), ("update", "carts")]
+
+
+def test_c2_release_is_two_writes():
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    with counting_commands() as counter:
+        holds.release_seats(session["_id"], ALICE, cart.cart_id, ["0:1"])
+    assert counter.writes == [("update", "sessions"), ("update", "carts")]
+
+
+def test_c3_checkout_of_one_session_is_four_writes():
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    with counting_commands() as counter:
+        checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    assert counter.writes == [("update", "carts"), ("insert", "orders"), ("update", "sessions"), ("update", "carts")]
+
+
+def test_c4_expiring_a_cart_is_one_write_plus_one_per_session():
+    first, second = make_session(), make_session(days=2)
+    cart = holds.hold_seats(first["_id"], ALICE, None, ["0:0", "0:1"])
+    holds.hold_seats(second["_id"], ALICE, cart.cart_id, ["2:0"])
+    mongo.carts().update_one({"_id": cart.cart_id}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
+    with counting_commands() as counter:
+        assert expire_cart(cart.cart_id) == 3
+    assert counter.writes == [("update", "carts"), ("update", "sessions"), ("update", "sessions")]
