@@ -774,8 +774,10 @@ class Engine:
             encoded = [encode(self._project(db, coll, d, projection)) for d in docs]
         else:
             encoded = [encode(d) for d in docs]
-        return self._cursor_reply(f"{db}.{coll}", encoded, batch_size,
-                                  bool(cmd.get("singleBatch")) or limit == 1)
+        single_batch = bool(cmd.get("singleBatch"))
+        if single_batch and batch_size is None and limit:
+            batch_size = limit
+        return self._cursor_reply(f"{db}.{coll}", encoded, batch_size, single_batch or limit == 1)
 
     def cmd_get_more(self, db, cmd):
         cid = cmd["getMore"]
@@ -861,6 +863,22 @@ class Engine:
                 return None
         return flt, skip, limit
 
+    @staticmethod
+    def _rewrite_stages(stages):
+        """Rewrite stages mongomock gets wrong into their documented equivalents."""
+        out = []
+        for stage in stages:
+            if "$count" in stage:
+                name = stage["$count"]
+                if not isinstance(name, str) or not name or name.startswith("$") or "." in name:
+                    raise MongoError(40156, "the count field must be a non-empty string, not "
+                                            "start with '$' and not contain '.'")
+                out.append({"$group": {"_id": None, name: {"$sum": 1}}})
+                out.append({"$project": {"_id": 0}})
+            else:
+                out.append(stage)
+        return out
+
     def cmd_aggregate(self, db, cmd):
         self._check_db(db)
         target = cmd["aggregate"]
@@ -902,8 +920,12 @@ class Engine:
             stages = stages[1:]
         else:
             docs = self._match(store, {})
-        results = mm_aggregate.process_pipeline([clone(d) for d in docs], self.client[db],
-                                                stages, None)
+        results = [clone(d) for d in docs]
+        database = self.client[db]
+        for stage in self._rewrite_stages(stages):
+            if "$group" in stage and not results:
+                continue  # MongoDB: $group over no documents yields no documents
+            results = list(mm_aggregate.process_pipeline(results, database, [stage], None))
         encoded = [encode(d) for d in results]
         if writes:
             out = pipeline[-1]["$out"]

@@ -1,0 +1,123 @@
+"""--data: snapshot on stop and periodically, loaded at start, indexes included."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pymongo
+import pytest
+from pymongo.errors import DuplicateKeyError
+
+from devmongo import DevMongoServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_restart_keeps_data_and_indexes(tmp_path):
+    path = str(tmp_path / "data.bson")
+    server = DevMongoServer(port=0, data_path=path).start()
+    client = pymongo.MongoClient(server.uri)
+    db = client.app
+    db.users.create_index("email", unique=True)
+    db.users.insert_many([{"_id": i, "email": f"u{i}@x"} for i in range(100)])
+    db.shows.insert_one({"_id": "s", "seats": [[0, 1], [1, 0]]})
+    db.create_collection("empty")
+    client.close()
+    server.stop()
+    assert os.path.exists(path)
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+    server = DevMongoServer(port=0, data_path=path).start()
+    client = pymongo.MongoClient(server.uri)
+    db = client.app
+    assert db.users.count_documents({}) == 100
+    assert db.shows.find_one() == {"_id": "s", "seats": [[0, 1], [1, 0]]}
+    assert sorted(db.list_collection_names()) == ["empty", "shows", "users"]
+    assert "email_1" in db.users.index_information()
+    with pytest.raises(DuplicateKeyError):
+        db.users.insert_one({"email": "u5@x"})
+    client.close()
+    server.stop()
+
+
+def test_periodic_snapshot_without_stop(tmp_path):
+    path = str(tmp_path / "data.bson")
+    server = DevMongoServer(port=0, data_path=path, snapshot_interval=0.2).start()
+    client = pymongo.MongoClient(server.uri)
+    client.app.c.insert_one({"_id": 1})
+    deadline = time.time() + 5
+    while time.time() < deadline and not os.path.exists(path):
+        time.sleep(0.05)
+    assert os.path.exists(path)
+    # Load the periodic snapshot in a second server while the first is still running.
+    time.sleep(0.5)
+    other = DevMongoServer(port=0, data_path=path)
+    other.start()
+    c2 = pymongo.MongoClient(other.uri)
+    assert c2.app.c.find_one() == {"_id": 1}
+    c2.close()
+    other._snapshots = None  # do not write from the reader
+    other.stop()
+    client.close()
+    server.stop()
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_cli(port, path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "devmongo", "--host", "127.0.0.1", "--port", str(port),
+         "--data", path, "--log-level", "debug"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if f"devmongo listening on mongodb://127.0.0.1:{port}/" in line:
+            return proc
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    raise AssertionError("devmongo CLI did not start")
+
+
+def test_cli_sigterm_then_restart(tmp_path):
+    path = str(tmp_path / "cli.bson")
+    port = _free_port()
+    proc = _start_cli(port, path)
+    try:
+        client = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/")
+        client.app.c.create_index("k", unique=True)
+        client.app.c.insert_many([{"k": i} for i in range(10)])
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "connection accepted" in out
+    proc = _start_cli(port, path)
+    try:
+        client = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/")
+        assert client.app.c.count_documents({}) == 10
+        with pytest.raises(DuplicateKeyError):
+            client.app.c.insert_one({"k": 3})
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+
+
+def test_cli_help():
+    out = subprocess.run([sys.executable, "-m", "devmongo", "--help"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0
+    for option in ("--host", "--port", "--data", "--log-level"):
+        assert option in out.stdout
