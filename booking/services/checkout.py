@@ -24,6 +24,7 @@ from .. import clock, faults, mongo
 from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from ..seatmap import SOLD, parse_seat_key
 from . import carts as cart_service
+from . import notifications
 from . import orders as order_service
 from . import reservations
 
@@ -115,8 +116,9 @@ def finish_checkout(cart_id: ObjectId) -> dict:
         reservations.release_all(cart_id)
         _end_cart(cart_id, cart_service.CANCELED, order)
         raise CheckoutFailed(order["failure"]) from None
-    _end_cart(cart_id, cart_service.DONE, order)
-    logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
+    if _end_cart(cart_id, cart_service.DONE, order):
+        logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
+        notifications.order_confirmed(order["_id"])  # only now that the order is stored and sold
     return order
 
 
@@ -163,6 +165,7 @@ def _store_order(cart: dict) -> dict:
         "total": sum(line["price"] for line in lines),
         "currency": settings.BOOKING_CURRENCY,
         "state": "paid",
+        "mail": "pending",  # the confirmation e-mail task sets "sent"; reconcile re-queues stragglers
         "createdOn": clock.now(),
     }
     for _attempt in range(5):
@@ -209,8 +212,10 @@ def _fail_order(order: dict, reason: str) -> dict:
     return {**order, "state": "failed", "failure": reason, "seatsReleased": False}
 
 
-def _end_cart(cart_id: ObjectId, state: str, order: dict) -> None:
-    mongo.carts().update_one(
+def _end_cart(cart_id: ObjectId, state: str, order: dict) -> bool:
+    """Returns True for the one call that moved the cart (so follow-ups happen once)."""
+    result = mongo.carts().update_one(
         {"_id": cart_id, "state": cart_service.CHECKING_OUT},
         {"$set": {"state": state, "orderId": order["_id"], "endedOn": clock.now()}},
     )
+    return bool(result.modified_count)
