@@ -3,6 +3,7 @@
 import datetime
 import itertools
 import logging
+import operator
 import os
 import random
 import re
@@ -16,7 +17,7 @@ from bson.objectid import ObjectId
 from bson.raw_bson import RawBSONDocument
 from mongomock import aggregate as mm_aggregate
 from mongomock import helpers as mm_helpers
-from mongomock.filtering import filter_applies, resolve_sort_key
+from mongomock.filtering import BsonComparable, bson_compare, filter_applies
 
 from .errors import MongoError
 from .update import MISSING, apply_update, clone, prepare_update, upsert_seed
@@ -142,6 +143,28 @@ def _key_value(spec, doc):
 
 def _fmt_key_value(kv):
     return "{ " + ", ".join(f"{k}: {v!r}" for k, v in kv.items()) + " }"
+
+
+def _sort_key(doc, parts, descending):
+    """MongoDB sort key: arrays sort by their smallest (ascending) or largest element."""
+    values = []
+    empty = False
+    for v in _leaf_values(doc, parts):
+        if isinstance(v, list):
+            if v:
+                values.extend(v)
+            else:
+                empty = True
+        else:
+            values.append(v)
+    if not values:
+        return (0,) if empty else (1, BsonComparable(None))
+    best = values[0]
+    cmp = operator.gt if descending else operator.lt
+    for v in values[1:]:
+        if bson_compare(cmp, v, best):
+            best = v
+    return (1, BsonComparable(best))
 
 
 class _Cursor:
@@ -312,12 +335,28 @@ class Engine:
                 return []
             return list(docs.values())
         idv = flt.get("_id", MISSING)
-        if idv is not MISSING and type(idv) in _SIMPLE_ID_TYPES:
-            d = docs.get(idv)
-            if d is None:
+        if idv is not MISSING:
+            if type(idv) in _SIMPLE_ID_TYPES:
+                d = docs.get(idv)
+                if d is None:
+                    filter_applies(flt, {})
+                    return []
+                return [d] if filter_applies(flt, d) else []
+            if (type(idv) is dict and len(idv) == 1 and type(idv.get("$in")) is list
+                    and all(type(v) in _SIMPLE_ID_TYPES for v in idv["$in"])):
+                out = []
+                seen = set()
+                for v in idv["$in"]:
+                    d = docs.get(v)
+                    if d is not None and id(d) not in seen and filter_applies(flt, d):
+                        seen.add(id(d))
+                        out.append(d)
+                # Like MongoDB's _id index scan: results in _id order.
+                out.sort(key=lambda d: BsonComparable(d["_id"]))
+                if first_only:
+                    out = out[:1]
                 filter_applies(flt, {})
-                return []
-            return [d] if filter_applies(flt, d) else []
+                return out
         if not docs:
             filter_applies(flt, {})
             return []
@@ -345,7 +384,9 @@ class Engine:
                 if direction < 0:
                     result.reverse()
                 continue
-            result.sort(key=lambda d, k=key: resolve_sort_key(k, d), reverse=direction < 0)
+            parts = key.split(".")
+            desc = direction < 0
+            result.sort(key=lambda d, p=parts, r=desc: _sort_key(d, p, r), reverse=desc)
         return result
 
     def _project(self, db, coll, doc, projection):

@@ -216,3 +216,17 @@ def test_unsupported_query_operator_is_an_error(db):
         db.c.update_one({"a": {"$near": [0, 0]}}, {"$set": {"x": 1}})
     # the connection is still usable afterwards
     assert db.c.find_one({"_id": 1}) == {"_id": 1}
+
+
+def test_sort_by_array_uses_min_or_max_element(db):
+    db.c.insert_many([{"_id": 1, "a": [5, 1]}, {"_id": 2, "a": [3]}, {"_id": 3, "a": 2},
+                      {"_id": 4}])
+    assert [d["_id"] for d in db.c.find().sort("a", 1)] == [4, 1, 3, 2]
+    assert [d["_id"] for d in db.c.find().sort("a", -1)] == [1, 2, 3, 4]
+
+
+def test_id_in_query(db):
+    db.c.insert_many([{"_id": i, "g": i % 2} for i in range(10)])
+    assert [d["_id"] for d in db.c.find({"_id": {"$in": [7, 3, 4, 99]}})] == [3, 4, 7]
+    assert [d["_id"] for d in db.c.find({"_id": {"$in": [7, 3, 4]}, "g": 1})] == [3, 7]
+    assert db.c.delete_many({"_id": {"$in": [1, 2]}}).deleted_count == 2
