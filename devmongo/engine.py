@@ -519,7 +519,7 @@ class Engine:
         coll = self._coll_name(cmd, "insert")
         docs = cmd.get("documents") or []
         if len(docs) > MAX_WRITE_BATCH:
-            raise MongoError(10334, "Write batch sizes must be between 1 and 100000")
+            raise MongoError(16, "Write batch sizes must be between 1 and 100000")
         ordered = cmd.get("ordered", True)
         store = self._store(db, coll)
         n = 0
@@ -616,7 +616,7 @@ class Engine:
         coll = self._coll_name(cmd, "update")
         stmts = cmd.get("updates") or []
         if len(stmts) > MAX_WRITE_BATCH:
-            raise MongoError(10334, "Write batch sizes must be between 1 and 100000")
+            raise MongoError(16, "Write batch sizes must be between 1 and 100000")
         ordered = cmd.get("ordered", True)
         store = self._store(db, coll)
         n = n_modified = 0

@@ -4,7 +4,9 @@ CODE_NAMES = {
     1: "InternalError",
     2: "BadValue",
     9: "FailedToParse",
+    13: "Unauthorized",
     14: "TypeMismatch",
+    16: "InvalidLength",
     20: "IllegalOperation",
     26: "NamespaceNotFound",
     27: "IndexNotFound",
@@ -13,9 +15,12 @@ CODE_NAMES = {
     43: "CursorNotFound",
     48: "NamespaceExists",
     52: "DollarPrefixedFieldName",
+    53: "InvalidIdField",
+    56: "EmptyFieldName",
     59: "CommandNotFound",
     66: "ImmutableField",
     67: "CannotCreateIndex",
+    72: "InvalidOptions",
     73: "InvalidNamespace",
     85: "IndexOptionsConflict",
     86: "IndexKeySpecsConflict",
@@ -35,7 +40,7 @@ class MongoError(Exception):
 
     @property
     def code_name(self):
-        return CODE_NAMES.get(self.code, "UnknownError")
+        return CODE_NAMES.get(self.code, f"Location{self.code}")
 
     def to_reply(self):
         reply = {"ok": 0.0, "errmsg": self.errmsg, "code": self.code, "codeName": self.code_name}
