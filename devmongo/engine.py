@@ -316,8 +316,13 @@ class Engine:
         if collation and collation not in _IGNORED_COLLATION:
             raise MongoError(115, "devmongo does not support collations")
 
-    def _match(self, store, flt, first_only=False):
-        """The stored documents matching a filter (live objects, not copies)."""
+    def _match(self, store, flt, first_only=False, max_count=0):
+        """The stored documents matching a filter (live objects, not copies).
+
+        ``first_only``/``max_count`` stop the scan early (natural order, no sort).
+        """
+        if first_only:
+            max_count = 1
         if flt is None:
             flt = {}
         if not isinstance(flt, dict):
@@ -329,10 +334,8 @@ class Engine:
             store._remove_expired_documents()
         docs = store._documents
         if not flt:
-            if first_only:
-                for d in docs.values():
-                    return [d]
-                return []
+            if max_count:
+                return list(itertools.islice(docs.values(), max_count))
             return list(docs.values())
         idv = flt.get("_id", MISSING)
         if idv is not MISSING:
@@ -353,18 +356,21 @@ class Engine:
                         out.append(d)
                 # Like MongoDB's _id index scan: results in _id order.
                 out.sort(key=lambda d: BsonComparable(d["_id"]))
-                if first_only:
-                    out = out[:1]
+                if max_count:
+                    out = out[:max_count]
                 filter_applies(flt, {})
                 return out
         if not docs:
             filter_applies(flt, {})
             return []
-        if first_only:
+        if max_count:
+            out = []
             for d in docs.values():
                 if filter_applies(flt, d):
-                    return [d]
-            return []
+                    out.append(d)
+                    if len(out) >= max_count:
+                        break
+            return out
         return [d for d in docs.values() if filter_applies(flt, d)]
 
     @staticmethod
@@ -804,7 +810,7 @@ class Engine:
         sort = cmd.get("sort")
         projection = cmd.get("projection")
         store = self._existing_store(db, coll)
-        docs = self._match(store, flt, first_only=(limit == 1 and not sort and not skip))
+        docs = self._match(store, flt, max_count=0 if sort or not limit else skip + limit)
         if sort:
             docs = self._sort(docs, sort)
         if skip:

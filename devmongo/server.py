@@ -85,7 +85,7 @@ class _WireServer(MockupDB):
         self._next_conn = 0
 
     def _log(self, msg):
-        log.debug(msg)
+        pass  # mockupdb's own messages; devmongo logs one line per connection itself
 
     def _server_loop(self, client, client_addr):
         with self._conn_lock:
@@ -147,7 +147,6 @@ class _WireServer(MockupDB):
             log.warning("conn%d: connection handler failed", conn_id, exc_info=True)
         finally:
             engine.connections -= 1
-            log.debug("conn%d: connection ended", conn_id)
             try:
                 client.close()
             except OSError:

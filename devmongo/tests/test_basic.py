@@ -86,3 +86,33 @@ def test_find_one_and_update_after(db):
     assert doc == {"_id": 1, "n": 2}
     doc = db.c.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}})
     assert doc == {"_id": 1, "n": 2}
+
+
+def test_end_sessions_and_admin_commands(client):
+    assert client.admin.command("endSessions", [])["ok"] == 1.0
+    assert client.admin.command("connectionStatus")["ok"] == 1.0
+    assert client.admin.command("serverStatus")["version"] == "7.0.0"
+
+
+def test_unacknowledged_writes(db):
+    from pymongo import WriteConcern
+    w0 = db.c.with_options(write_concern=WriteConcern(w=0))
+    w0.insert_one({"_id": 1})
+    w0.update_one({"_id": 1}, {"$set": {"a": 1}})
+    assert db.c.find_one({"_id": 1}) == {"_id": 1, "a": 1}
+
+
+def test_find_one_and_update_unique_conflict_is_command_error(db):
+    db.c.create_index("k", unique=True)
+    db.c.insert_many([{"_id": 1, "k": 1}, {"_id": 2, "k": 2}])
+    with pytest.raises(DuplicateKeyError) as exc:
+        db.c.find_one_and_update({"_id": 2}, {"$set": {"k": 1}})
+    assert exc.value.code == 11000
+    assert db.c.find_one({"_id": 2}) == {"_id": 2, "k": 2}
+
+
+def test_transactions_are_refused_like_a_standalone(client, db):
+    db.c.insert_one({"_id": 1})
+    with client.start_session() as session, pytest.raises(OperationFailure) as exc, session.start_transaction():
+        db.c.insert_one({"_id": 2}, session=session)
+    assert exc.value.code == 20
