@@ -7,6 +7,7 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -35,6 +36,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -44,6 +46,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "booking.middleware.MongoUnavailableMiddleware",
+    "booking.ratelimits.HoldRateLimitMiddleware",
 ]
 
 ROOT_URLCONF = "theater_site.urls"
@@ -101,6 +104,24 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe the app over plain HTTP
+
+# Content-Security-Policy (Django's own middleware): scripts and styles only from our origin, no
+# inline script, no eval. htmx is configured to match in the base template (allowEval and
+# allowScriptTags off, selfRequestsOnly on, no injected indicator styles). Style attributes are
+# allowed (style-src-attr): the seat map colours seats with them, and they cannot run code.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "style-src-attr": [CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "object-src": [CSP.NONE],
+}
 
 # --- MongoDB: the source of truth for theaters, sessions, carts and orders ---
 MONGODB_URI = env.str("MONGODB_URI", default="mongodb://127.0.0.1:27017/")
@@ -120,6 +141,8 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
+        # Fail fast while Redis is down: the cache only serves rate limits, which then fail open.
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
     }
 }
 
@@ -131,6 +154,13 @@ BOOKING_HOLD_CAP_SECONDS = env.int(
 )
 BOOKING_MAX_SEATS_PER_CART = env.int("BOOKING_MAX_SEATS_PER_CART", default=10)
 BOOKING_PREVENT_ORPHAN_SEATS = env.bool("BOOKING_PREVENT_ORPHAN_SEATS", default=True)
+# Anti-hoarding (docs/reliability.md). A client is an IP address (see BOOKING_TRUSTED_PROXIES).
+BOOKING_MAX_LIVE_CARTS_PER_OWNER = env.int("BOOKING_MAX_LIVE_CARTS_PER_OWNER", default=2)
+BOOKING_MAX_HELD_SEATS_PER_CLIENT = env.int("BOOKING_MAX_HELD_SEATS_PER_CLIENT", default=40)  # 0: no limit
+BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per client; "" turns it off
+# Proxies in front of the app that append to X-Forwarded-For (0: the client is REMOTE_ADDR).
+BOOKING_TRUSTED_PROXIES = env.int("BOOKING_TRUSTED_PROXIES", default=0)
+RATELIMIT_IP_META_KEY = "booking.ratelimits.client_ip"
 # A hold younger than this is never touched by reconcile (its cart write may still be under way).
 BOOKING_RECONCILE_GRACE_SECONDS = env.int("BOOKING_RECONCILE_GRACE_SECONDS", default=120)
 # A cart stuck in checking_out longer than this is finished by reconcile.

@@ -3,5 +3,6 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("healthz", include("booking.health")),
     path("", include("booking.urls")),
 ]

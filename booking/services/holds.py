@@ -7,6 +7,8 @@ the hold is given back at once.
 """
 
 import logging
+import os
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -31,8 +33,16 @@ from . import reservations
 logger = logging.getLogger("booking.holds")
 
 # Test-only switch for the chaos harness's control run: drops the "cell is free" condition so the
-# harness can prove it detects double selling. Never set outside that control run.
-UNSAFE_SKIP_FREE_CHECK = False
+# harness can prove it detects double selling. Never set outside that control run: the harness
+# starts its web processes with BOOKING_CHAOS_CONTROL_UNSAFE=1, and nothing else reads it.
+UNSAFE_SKIP_FREE_CHECK = os.environ.get("BOOKING_CHAOS_CONTROL_UNSAFE") == "1"
+if UNSAFE_SKIP_FREE_CHECK:
+    logger.critical("BOOKING_CHAOS_CONTROL_UNSAFE=1: seats can be sold twice (chaos control run only)")
+
+# The client (an IP key such as "ip:203.0.113.7") on whose behalf this request holds seats. The
+# web layer sets it per request (booking.ratelimits); None (worker, shell, tests) means no
+# per-client limit. New carts record it, so seats held from one address can be counted.
+acting_client: ContextVar[str | None] = ContextVar("acting_client", default=None)
 
 
 @dataclass
@@ -107,6 +117,8 @@ def hold_seats(
             f"A cart can hold at most {settings.BOOKING_MAX_SEATS_PER_CART} seats; you have {in_cart} already."
         )
     _check_live_holds_limit(owner, cart, now)
+    client = acting_client.get()
+    _check_client_held_seats_limit(client, len(coords), now)
     cart_id = cart["_id"] if cart else ObjectId()
     mine = {(i["sessionId"], i["key"]) for i in cart["items"]} if cart else set()
     for row, col in coords:
@@ -130,6 +142,7 @@ def hold_seats(
                 "modifiedOn": now,
                 "firstHoldOn": now,
                 "expiresAt": expires_at,
+                **({"client": client} if client else {}),
             }
         )
     else:
@@ -173,6 +186,24 @@ def _check_live_holds_limit(owner: str, cart: dict | None, now: datetime) -> Non
     )
     if live >= limit:
         raise TooManySeats("You already have seats on hold. Finish or cancel that booking first.")
+
+
+def _check_client_held_seats_limit(client: str | None, adding: int, now: datetime) -> None:
+    """One address may not hold more than BOOKING_MAX_HELD_SEATS_PER_CLIENT seats in live carts,
+    however many cookies it throws away. A read before the write, so two requests racing from the
+    same address can overshoot by one request; the hold rate limit bounds that."""
+    limit = getattr(settings, "BOOKING_MAX_HELD_SEATS_PER_CLIENT", 0)
+    if not limit or not client:
+        return
+    live = mongo.carts().find(
+        {"state": cart_service.ACTIVE, "expiresAt": {"$gt": now}, "client": client}, {"items.key": 1}
+    )
+    held = sum(len(c.get("items", [])) for c in live)
+    if held + adding > limit:
+        raise TooManySeats(
+            f"Too many seats are on hold from your connection right now ({held}; at most {limit}). "
+            "Please finish or cancel a booking first."
+        )
 
 
 def _write_session_hold(session: dict, cart_id: ObjectId, coords, now: datetime, allow_orphans: bool) -> dict:
