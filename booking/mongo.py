@@ -7,6 +7,7 @@ and a child process builds its own.
 
 import os
 import threading
+from urllib.parse import parse_qs, urlsplit
 
 from django.conf import settings
 from pymongo import MongoClient
@@ -32,9 +33,21 @@ def get_client() -> MongoClient:
                 tz_aware=True,
                 connect=False,
                 event_listeners=list(_listeners),
+                **write_concern_options(settings.MONGODB_URI),
             )
             _client_pid = pid
     return _client
+
+
+def write_concern_options(uri: str) -> dict:
+    """Majority write concern on a replica set (or an SRV cluster), unless the URI names its own
+    ``w``: an acknowledged hold or sale must survive a failover, or a seat could be sold twice."""
+    options = {key.lower() for key in parse_qs(urlsplit(uri).query)}  # URI options ignore case
+    if "w" in options:
+        return {}
+    if "replicaset" in options or uri.startswith("mongodb+srv://"):
+        return {"w": "majority"}
+    return {}
 
 
 def close_client() -> None:
