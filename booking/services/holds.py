@@ -330,6 +330,17 @@ def release_seats(session_id: ObjectId, owner: str, cart_id: ObjectId | None, se
     return len(keys)
 
 
+def release_reservation(session_id: ObjectId, owner: str, cart_id: ObjectId | None) -> int:
+    """Give back every seat the owner's cart holds in one session (same two writes as one seat)."""
+    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}, {"items": 1}) if cart_id else None
+    if cart is None:
+        raise NotFound("You have no seats on hold.")
+    keys = [i["key"] for i in cart["items"] if i["sessionId"] == session_id]
+    if not keys:
+        raise InvalidRequest("You have no seats on hold for this performance.")
+    return release_seats(session_id, owner, cart_id, keys)
+
+
 def hold_best_available(
     session_id: ObjectId, owner: str, cart_id: ObjectId | None, count: int, categories: set[str] | None = None
 ) -> HoldResult:

@@ -219,3 +219,17 @@ def test_expire_stale_carts_frees_their_seats_once():
     assert expire_stale_carts().carts_expired == 0
     assert state(session, "0:0") == FREE and state(session, "2:0") == HELD
     assert check_invariants() == []
+
+
+def test_release_a_whole_reservation_keeps_holds_in_other_sessions():
+    first, second = make_session(), make_session(days=2)
+    cart = holds.hold_seats(first["_id"], ALICE, None, ["0:0", "0:1"])
+    holds.hold_seats(second["_id"], ALICE, cart.cart_id, ["2:0"])
+    with pytest.raises(NotFound):
+        holds.release_reservation(first["_id"], BOB, cart.cart_id)
+    assert holds.release_reservation(first["_id"], ALICE, cart.cart_id) == 2
+    assert selectors.get_session(first["_id"])["seatsAvailable"] == first["seatsAvailable"]
+    assert state(second, "2:0") == HELD
+    with pytest.raises(InvalidRequest):
+        holds.release_reservation(first["_id"], ALICE, cart.cart_id)
+    assert check_invariants() == []
