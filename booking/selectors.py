@@ -87,3 +87,36 @@ def find_order(ref: str, email: str) -> dict | None:
 
 def get_order(order_id: ObjectId) -> dict | None:
     return mongo.orders().find_one({"_id": order_id})
+
+
+def get_order_by_ref(ref: str) -> dict | None:
+    """One read on the unique ref index; the caller decides whether the viewer may see it."""
+    if not isinstance(ref, str) or not ref.isalnum() or len(ref) > 16:
+        return None
+    return mongo.orders().find_one({"ref": ref.upper()})
+
+
+def session_summaries(session_ids) -> dict[ObjectId, dict]:
+    """Names, times and category names of a few sessions (a cart's), one query by _id."""
+    ids = list(session_ids)
+    if not ids:
+        return {}
+    fields = {**SUMMARY_FIELDS, "layout.categories": 1}
+    return {s["_id"]: s for s in mongo.sessions().find({"_id": {"$in": ids}}, fields)}
+
+
+def expiry_backlog(now: datetime | None = None) -> dict:
+    """What the expiry worker has to do, for an operator (worker_status): live active carts, carts
+    whose hold ended but which are not expired yet, the oldest such one, stuck checkouts, pending
+    mails. Counting queries on the state_expires and mail_pending indexes."""
+    now = now or clock.now()
+    carts = mongo.carts()
+    oldest = carts.find_one({"state": ACTIVE, "expiresAt": {"$lte": now}}, {"expiresAt": 1}, sort=[("expiresAt", 1)])
+    return {
+        "now": now,
+        "active": carts.count_documents({"state": ACTIVE, "expiresAt": {"$gt": now}}),
+        "stale": carts.count_documents({"state": ACTIVE, "expiresAt": {"$lte": now}}),
+        "oldest_stale_expired_at": oldest["expiresAt"] if oldest else None,
+        "checking_out": carts.count_documents({"state": "checking_out"}),
+        "mails_pending": mongo.orders().count_documents({"mail": "pending"}),
+    }

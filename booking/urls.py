@@ -1,4 +1,31 @@
-from django.urls import path
+"""The buyer's endpoints. Kept stable: the hostile-input suite and the load harness use them.
+
+GET  /                                 what's on (?date=YYYY-MM-DD&theater=<id>); htmx: the list only
+GET  /sessions/<id>/                   session page with the seat map; htmx: the map panel only
+GET  /sessions/<id>/map/               live map partial; ETag = session version, If-None-Match -> 304
+                                       after one tiny read (the version) and nothing else
+POST /sessions/<id>/toggle             seat=r:c   hold a free seat, or release it when it is yours
+POST /sessions/<id>/hold               seats=r:c (repeated or comma-separated)  hold these seats
+POST /sessions/<id>/release            seats=r:c  release seats of your cart
+POST /sessions/<id>/best               count=N    hold the best N adjacent seats
+GET  /cart/                            your cart (the one in your Django session; no URL takes a
+                                       cart id, so another browser's cart is never reachable)
+POST /cart/remove                      session=<id>&seat=r:c
+POST /cart/cancel                      give up the cart, seats released
+GET  /checkout/  POST name, email      checkout; errors inline (400), success -> /orders/<ref>/
+GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
+GET  /orders/<ref>/tickets/            printable tickets (same access)
+GET|POST /find-booking/                ref, email -> /orders/<ref>/
+GET  /tickets/<code>.svg               QR code of a ticket code
+
+Seat POSTs answer: htmx -> 200 with the map (+ out-of-band cart summary and notice), also when a
+seat was just taken (409-class engine errors become a message); plain post -> 302 back to the
+session page with a message. Bad input (malformed seat, off the map, count out of range) -> 400
+with a message; unknown or malformed ids -> 404. Every POST needs the CSRF token (htmx sends it
+in the X-CSRFToken header).
+"""
+
+from django.urls import path, re_path
 
 from . import views
 
@@ -6,4 +33,18 @@ app_name = "booking"
 
 urlpatterns = [
     path("", views.whats_on, name="whats_on"),
+    path("sessions/<str:session_id>/", views.session_page, name="session"),
+    path("sessions/<str:session_id>/map/", views.seat_map, name="seat_map"),
+    path("sessions/<str:session_id>/toggle", views.toggle_seat, name="toggle_seat"),
+    path("sessions/<str:session_id>/hold", views.hold, name="hold"),
+    path("sessions/<str:session_id>/release", views.release, name="release"),
+    path("sessions/<str:session_id>/best", views.best_available, name="best_available"),
+    path("cart/", views.cart_page, name="cart"),
+    path("cart/remove", views.cart_remove, name="cart_remove"),
+    path("cart/cancel", views.cart_cancel, name="cart_cancel"),
+    path("checkout/", views.checkout, name="checkout"),
+    path("orders/<str:ref>/", views.order_page, name="order"),
+    path("orders/<str:ref>/tickets/", views.order_tickets, name="order_tickets"),
+    path("find-booking/", views.find_booking, name="find_booking"),
+    re_path(r"^tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.svg$", views.ticket_qr, name="ticket_qr"),
 ]

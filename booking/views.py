@@ -1,7 +1,493 @@
-from django.shortcuts import render
+"""The buyer's pages. Views parse input, call the engine (services write, selectors read), render.
 
-from . import selectors
+One view serves the full page and the htmx partial. Engine errors become statuses in one place
+(``STATUS_FOR``); a lost race on a seat click is not an error page: the refreshed map and a
+message come back (htmx) or the buyer is sent back to the map with a message (plain form post).
+"""
+
+import secrets
+from datetime import datetime, time, timedelta
+
+import segno
+from bson import ObjectId
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from . import clock, presenters, rendering, selectors
+from .errors import (
+    BookingError,
+    CartExpired,
+    CheckoutFailed,
+    Conflict,
+    InvalidRequest,
+    NoAdjacentSeats,
+    NotFound,
+    OrphanSeat,
+    SeatsTaken,
+    SessionNotOnSale,
+    TooManySeats,
+)
+from .forms import (
+    BestAvailableForm,
+    CheckoutForm,
+    FindBookingForm,
+    RemoveSeatForm,
+    SeatForm,
+    SeatsForm,
+    WhatsOnFilterForm,
+)
+from .ids import object_id
+from .services import carts as cart_service
+from .services import checkout as checkout_service
+from .services import holds
+
+STATUS_FOR = {
+    NotFound: 404,
+    InvalidRequest: 400,
+    TooManySeats: 400,
+    OrphanSeat: 400,
+    SeatsTaken: 409,
+    NoAdjacentSeats: 409,
+    CartExpired: 409,
+    Conflict: 409,
+    SessionNotOnSale: 409,
+    CheckoutFailed: 409,
+}
+LIVE_REFRESH_SECONDS = 2
 
 
+def status_for(error: BookingError) -> int:
+    for cls in type(error).__mro__:
+        if cls in STATUS_FOR:
+            return STATUS_FOR[cls]
+    return 400
+
+
+# --- who is asking: the owner token and cart id kept in the Django session ---
+
+
+def _owner(request, *, create: bool = False) -> str | None:
+    owner = request.session.get("owner")
+    if owner is None and create:
+        owner = "s:" + secrets.token_urlsafe(18)
+        request.session["owner"] = owner
+    return owner
+
+
+def _cart_id(request) -> ObjectId | None:
+    raw = request.session.get("cart_id")
+    return ObjectId(raw) if raw and ObjectId.is_valid(raw) else None
+
+
+def _current_cart(request) -> tuple[dict | None, bool]:
+    """(the buyer's live cart or None, whether their hold has just run out).
+
+    A cart found past its expiry is expired here and now (the engine's own expiry), so its seats
+    are free on the map this buyer sees next rather than when the worker comes round.
+    """
+    owner = _owner(request)
+    cart = selectors.get_cart(owner, _cart_id(request)) if owner else None
+    if cart is None:
+        return None, False
+    if cart["state"] == cart_service.ACTIVE and cart["expiresAt"] > clock.now():
+        return cart, False
+    if cart["state"] == cart_service.ACTIVE:
+        cart_service.expire_cart(cart["_id"])
+        return None, True
+    return None, cart["state"] == cart_service.EXPIRED
+
+
+def _forget_cart(request) -> None:
+    request.session.pop("cart_id", None)
+
+
+def _error_page(request, error: BookingError | str, status: int):
+    message = error.message if isinstance(error, BookingError) else error
+    template = "404.html" if status == 404 else "400.html"
+    return render(request, template, {"message": message}, status=status)
+
+
+# --- what's on ---
+
+
+@require_GET
 def whats_on(request):
-    return render(request, "booking/whats_on.html", {"sessions": selectors.upcoming_sessions()})
+    theaters = selectors.theaters()
+    form = WhatsOnFilterForm(request.GET or None, theaters=theaters)
+    query = {}
+    status = 200
+    if form.is_bound and form.is_valid():
+        tz = timezone.get_current_timezone()
+        day = form.cleaned_data.get("date")
+        if day:
+            query["start_from"] = max(clock.now(), datetime.combine(day, time.min, tzinfo=tz))
+            query["start_before"] = datetime.combine(day + timedelta(days=1), time.min, tzinfo=tz)
+        if form.cleaned_data.get("theater"):
+            query["theater_id"] = ObjectId(form.cleaned_data["theater"])
+    elif form.is_bound:
+        status = 400
+    sessions = selectors.upcoming_sessions(**query) if status == 200 else []
+    context = {"form": form, "days": presenters.whats_on_days(sessions), "filtered": bool(query)}
+    template = "booking/_whats_on_list.html" if request.htmx and not request.htmx.boosted else "booking/whats_on.html"
+    return render(request, template, context, status=status)
+
+
+# --- a session's page and its seat map ---
+
+
+def _load_session(session_id: str) -> dict:
+    session = selectors.get_session(object_id(session_id, "performance"))
+    if session is None:
+        raise NotFound("No such performance.")
+    return session
+
+
+def _sale_notice(session: dict) -> str:
+    if session.get("status") == "canceled":
+        return "This performance has been canceled."
+    if session.get("status") != "on_sale":
+        return "This performance is not on sale."
+    if session["start"] <= clock.now():
+        return "This performance has started; seats can no longer be booked."
+    if session.get("seatsAvailable", 0) <= 0:
+        return "This performance is sold out."
+    return ""
+
+
+def _map_context(request, session: dict, cart: dict | None, picked=()) -> dict:
+    mine = selectors.cart_seat_keys(cart, session["_id"])
+    shared = rendering.seat_map_html(session)
+    return {
+        "session": session,
+        "session_id": str(session["_id"]),
+        "version": session["version"],
+        "map_html": shared.for_viewer(mine, set(picked)),
+        "map_width": shared.width,
+        "category_css": rendering.category_css(session),
+        "refresh_ms": LIVE_REFRESH_SECONDS * 1000,
+        "sale_notice": _sale_notice(session),
+    }
+
+
+def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) -> dict:
+    if cart is None:
+        return {"cart": None, "cart_expired": expired, "groups": [], "total": 0, "seconds_left": 0}
+    known = {s["_id"]: s for s in known_sessions}
+    wanted = {i["sessionId"] for i in cart["items"]} - set(known)
+    known.update(selectors.session_summaries(wanted))
+    return {
+        "cart": cart,
+        "cart_expired": False,
+        "groups": presenters.cart_groups(cart, known),
+        "total": cart.get("total", 0),
+        "seat_count": len(cart["items"]),
+        "expires_at": cart["expiresAt"],
+        "seconds_left": presenters.seconds_left(cart["expiresAt"], clock.now()),
+    }
+
+
+@require_GET
+def session_page(request, session_id):
+    try:
+        cart, expired = _current_cart(request)  # first: an expired hold frees its seats on this map
+        session = _load_session(session_id)
+    except NotFound as exc:
+        return _error_page(request, exc, 404)
+    context = {
+        **_map_context(request, session, cart),
+        **_cart_context(request, cart, expired, [session]),
+        "card": presenters.session_card(session),
+        "legend": rendering.legend(session),
+        "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
+        "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
+    }
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "booking/_seatmap.html", context)
+    return render(request, "booking/session.html", context)
+
+
+@never_cache
+@require_GET
+def seat_map(request, session_id):
+    """The live map partial. Unchanged session: one tiny read and a 304, nothing else loaded."""
+    try:
+        sid = object_id(session_id, "performance")
+    except NotFound as exc:
+        return _error_page(request, exc, 404)
+    version = selectors.session_version(sid)
+    if version is None:
+        return _error_page(request, "No such performance.", 404)
+    etag = f'"{version}"'
+    if etag in _etags(request.META.get("HTTP_IF_NONE_MATCH", "")):
+        response = HttpResponse(status=304)
+    else:
+        cart, _expired = _current_cart(request)
+        session = selectors.get_session(sid)
+        if session is None:
+            return _error_page(request, "No such performance.", 404)
+        response = render(request, "booking/_seatmap.html", _map_context(request, session, cart))
+        etag = f'"{session["version"]}"'
+    response["ETag"] = etag
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+def _etags(header: str) -> set[str]:
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
+
+
+def _seat_action(request, session_id, act):
+    """Run one hold/release and answer: the refreshed map (htmx) or a redirect back (plain post).
+
+    ``act(sid, owner, cart_id)`` returns (HoldResult or None, message). Input errors are 400 with
+    a message; lost races and closed sales are shown on the refreshed map.
+    """
+    try:
+        sid = object_id(session_id, "performance")
+    except NotFound as exc:
+        return _error_page(request, exc, 404)
+    owner = _owner(request, create=True)
+    notice, level, picked = "", "ok", ()
+    try:
+        result, notice = act(sid, owner, _cart_id(request))
+        if result is not None:
+            request.session["cart_id"] = str(result.cart_id)
+            picked = [f"{r}:{c}" for r, c in result.seats]
+    except BookingError as exc:
+        status = status_for(exc)
+        if status == 404 and selectors.session_version(sid) is None:
+            return _error_page(request, exc, 404)
+        if status == 400:
+            return _bad_seat_request(request, exc.message)
+        notice, level = exc.message, "error"
+        if isinstance(exc, CartExpired):
+            _forget_cart(request)
+    if not request.htmx:
+        if notice:
+            (messages.error if level == "error" else messages.success)(request, notice)
+        return redirect("booking:session", session_id=str(sid))
+    cart, expired = _current_cart(request)
+    session = selectors.get_session(sid)
+    if session is None:
+        return _error_page(request, "No such performance.", 404)
+    context = {
+        **_map_context(request, session, cart, picked),
+        **_cart_context(request, cart, expired, [session]),
+        "notice": notice,
+        "notice_level": level,
+        "oob": True,
+    }
+    response = render(request, "booking/_seat_action.html", context)
+    response["ETag"] = f'"{session["version"]}"'
+    return response
+
+
+def _bad_seat_request(request, message: str):
+    if request.htmx:
+        return render(request, "booking/_notice.html", {"notice": message, "notice_level": "error"}, status=400)
+    return _error_page(request, message, 400)
+
+
+def _form_error(form) -> str:
+    return " ".join(str(e) for errors in form.errors.values() for e in errors)
+
+
+@require_POST
+def toggle_seat(request, session_id):
+    """A click on a seat: hold it, or release it when it is already yours."""
+    form = SeatForm(request.POST)
+    if not form.is_valid():
+        return _bad_seat_request(request, _form_error(form))
+    key = form.cleaned_data["seat"]
+
+    def act(sid, owner, cart_id):
+        cart = selectors.get_live_cart(owner, cart_id)
+        if key in selectors.cart_seat_keys(cart, sid):
+            holds.release_seats(sid, owner, cart_id, [key])
+            return None, ""
+        return holds.hold_seats(sid, owner, cart_id, [key]), ""
+
+    return _seat_action(request, session_id, act)
+
+
+@require_POST
+def hold(request, session_id):
+    """Hold one or more seats (``seats=r:c``, repeated or comma-separated)."""
+    form = SeatsForm(request.POST)
+    if not form.is_valid():
+        return _bad_seat_request(request, _form_error(form))
+    return _seat_action(
+        request,
+        session_id,
+        lambda sid, owner, cart_id: (holds.hold_seats(sid, owner, cart_id, form.cleaned_data["seats"]), ""),
+    )
+
+
+@require_POST
+def release(request, session_id):
+    """Give back seats of your cart (``seats=r:c``)."""
+    form = SeatsForm(request.POST)
+    if not form.is_valid():
+        return _bad_seat_request(request, _form_error(form))
+
+    def act(sid, owner, cart_id):
+        holds.release_seats(sid, owner, cart_id, form.cleaned_data["seats"])
+        return None, ""
+
+    return _seat_action(request, session_id, act)
+
+
+@require_POST
+def best_available(request, session_id):
+    form = BestAvailableForm(request.POST)
+    if not form.is_valid():
+        return _bad_seat_request(request, _form_error(form))
+    count = form.cleaned_data["count"]
+
+    def act(sid, owner, cart_id):
+        result = holds.hold_best_available(sid, owner, cart_id, count)
+        seats = "seat is" if count == 1 else f"{count} seats are"
+        return result, f"Your {seats} highlighted on the map and held for you."
+
+    return _seat_action(request, session_id, act)
+
+
+# --- cart ---
+
+
+@require_GET
+def cart_page(request):
+    cart, expired = _current_cart(request)
+    if expired:
+        _forget_cart(request)
+    context = _cart_context(request, cart, expired)
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "booking/_cart_summary.html", context)
+    return render(request, "booking/cart.html", context)
+
+
+@require_POST
+def cart_remove(request):
+    form = RemoveSeatForm(request.POST)
+    if not form.is_valid():
+        return _error_page(request, _form_error(form), 400)
+    try:
+        sid = object_id(form.cleaned_data["session"], "performance")
+        holds.release_seats(sid, _owner(request) or "", _cart_id(request), [form.cleaned_data["seat"]])
+        messages.success(request, "The seat was removed from your cart.")
+    except BookingError as exc:
+        if status_for(exc) in (400, 404):
+            return _error_page(request, exc, status_for(exc))
+        messages.error(request, exc.message)
+    return redirect("booking:cart")
+
+
+@require_POST
+def cart_cancel(request):
+    cart_id = _cart_id(request)
+    owner = _owner(request)
+    if cart_id and owner:
+        freed = cart_service.cancel_cart(cart_id, owner)
+        if freed:
+            messages.success(request, "Your booking was canceled and the seats released.")
+    _forget_cart(request)
+    return redirect("booking:whats_on")
+
+
+# --- checkout and orders ---
+
+
+@require_http_methods(["GET", "POST"])
+def checkout(request):
+    cart, expired = _current_cart(request)
+    if request.method == "GET":
+        if cart is None or not cart["items"]:
+            return redirect("booking:cart")
+        context = {**_cart_context(request, cart, expired), "form": CheckoutForm()}
+        return render(request, "booking/checkout.html", context)
+    form = CheckoutForm(request.POST)
+    form.is_valid()  # shapes only; the engine's checkout holds the rules
+    owner = _owner(request)
+    try:
+        if owner is None:
+            raise NotFound("You have no seats on hold.")
+        order = checkout_service.checkout(
+            owner, _cart_id(request), form.cleaned_data.get("name", ""), form.cleaned_data.get("email", "")
+        )
+    except InvalidRequest as exc:
+        for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():
+            form.add_error(field if field in form.fields else None, message)
+        context = {**_cart_context(request, cart, expired), "form": form}
+        return render(request, "booking/checkout.html", context, status=400)
+    except BookingError as exc:
+        messages.error(request, exc.message)
+        if isinstance(exc, CartExpired | CheckoutFailed):
+            _forget_cart(request)
+        return redirect("booking:cart")
+    _forget_cart(request)
+    return redirect("booking:order", ref=order["ref"])
+
+
+def _visible_order(request, ref: str) -> dict | None:
+    """The order if this browser bought it or found it by reference and e-mail, else None."""
+    order = selectors.get_order_by_ref(ref)
+    owner = _owner(request)
+    if order is None:
+        return None
+    if (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", []):
+        return order
+    return None
+
+
+NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
+
+
+def _order_context(order: dict) -> dict:
+    return {"order": order, "tickets": presenters.order_tickets(order)}
+
+
+@require_GET
+def order_page(request, ref):
+    order = _visible_order(request, ref)
+    if order is None:
+        return _error_page(request, NO_SUCH_BOOKING, 404)
+    return render(request, "booking/order.html", _order_context(order))
+
+
+@require_GET
+def order_tickets(request, ref):
+    order = _visible_order(request, ref)
+    if order is None:
+        return _error_page(request, NO_SUCH_BOOKING, 404)
+    return render(request, "booking/tickets.html", _order_context(order))
+
+
+@require_GET
+def ticket_qr(request, code):
+    """The QR code of a ticket code. It encodes only what the URL already says, so it needs no
+    lookup; the code itself is the secret and is only shown to the order's owner."""
+    svg = segno.make(code, error="m").svg_inline(scale=4, border=2, title=None)
+    response = HttpResponse(svg, content_type="image/svg+xml")
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+def find_booking(request):
+    form = FindBookingForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            order = selectors.find_order(form.cleaned_data["ref"], form.cleaned_data["email"])
+            if order is not None:
+                found = request.session.get("found_orders", [])
+                request.session["found_orders"] = [*found[-19:], order["ref"]]
+                return redirect("booking:order", ref=order["ref"])
+            form.add_error(None, "No booking matches that reference and e-mail address.")
+        status = 400
+    return render(request, "booking/find_booking.html", {"form": form}, status=status)

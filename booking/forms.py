@@ -1,0 +1,94 @@
+"""Input parsing for the buyer's pages. Rules about bookings stay in the engine; these only turn
+request data into typed values and say clearly what is wrong with it."""
+
+from django import forms
+from django.conf import settings
+
+from .seatmap import parse_seat_key
+
+
+class WhatsOnFilterForm(forms.Form):
+    date = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    theater = forms.ChoiceField(required=False, choices=[("", "All theaters")])
+
+    def __init__(self, *args, theaters=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["theater"].choices = [("", "All theaters")] + [(str(t["_id"]), t["name"]) for t in theaters]
+
+
+class SeatForm(forms.Form):
+    """One seat key "row:col" (the map's buttons post ``seat``)."""
+
+    seat = forms.CharField(
+        max_length=12, error_messages={"required": "Choose a seat.", "max_length": "That is not a seat on this map."}
+    )
+
+    def clean_seat(self):
+        raw = self.cleaned_data["seat"]
+        try:
+            parse_seat_key(raw)
+        except ValueError:
+            raise forms.ValidationError("That is not a seat on this map.") from None
+        return raw
+
+
+class SeatsForm(forms.Form):
+    """Several seat keys (``seats`` repeated, or one comma-separated value)."""
+
+    def __init__(self, data, *args, **kwargs):
+        super().__init__(data, *args, **kwargs)
+        raw = data.getlist("seats") if hasattr(data, "getlist") else data.get("seats", [])
+        self.raw_seats = [part.strip() for value in raw for part in str(value).split(",") if part.strip()]
+
+    def clean(self):
+        if not self.raw_seats:
+            raise forms.ValidationError("Choose at least one seat.")
+        if len(self.raw_seats) > settings.BOOKING_MAX_SEATS_PER_CART:
+            raise forms.ValidationError(f"Choose at most {settings.BOOKING_MAX_SEATS_PER_CART} seats.")
+        for raw in self.raw_seats:
+            try:
+                parse_seat_key(raw)
+            except ValueError:
+                raise forms.ValidationError("That is not a seat on this map.") from None
+        self.cleaned_data["seats"] = self.raw_seats
+        return self.cleaned_data
+
+
+class BestAvailableForm(forms.Form):
+    count = forms.IntegerField(
+        error_messages={
+            "required": "Say how many seats you need.",
+            "invalid": "Give the number of seats as a whole number.",
+        },
+    )
+
+    def clean_count(self):
+        count = self.cleaned_data["count"]
+        maximum = settings.BOOKING_MAX_SEATS_PER_CART
+        if not 1 <= count <= maximum:
+            raise forms.ValidationError(f"Choose between 1 and {maximum} seats.")
+        return count
+
+
+class RemoveSeatForm(SeatForm):
+    session = forms.CharField(max_length=40, error_messages={"required": "Which performance?"})
+
+
+class CheckoutForm(forms.Form):
+    """Only shapes the fields; the engine's checkout validates name and e-mail (one set of rules)."""
+
+    name = forms.CharField(max_length=200, required=False, widget=forms.TextInput(attrs={"autocomplete": "name"}))
+    email = forms.CharField(
+        max_length=300, required=False, widget=forms.EmailInput(attrs={"autocomplete": "email"}), label="E-mail"
+    )
+
+
+class FindBookingForm(forms.Form):
+    ref = forms.CharField(
+        max_length=20,
+        label="Booking reference",
+        error_messages={"required": "Enter the booking reference from your confirmation."},
+    )
+    email = forms.CharField(
+        max_length=300, label="E-mail", error_messages={"required": "Enter the e-mail address you booked with."}
+    )

@@ -1,0 +1,116 @@
+"""Shaping engine data for templates: grouping and labels only, no decisions about bookings."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.utils import timezone
+
+from .rendering import format_money
+
+
+def whats_on_days(sessions: list[dict]) -> list[dict]:
+    """Sessions (already sorted by start) grouped by local day, then by theater in order of first show."""
+    days: list[dict] = []
+    for session in sessions:
+        start = timezone.localtime(session["start"])
+        if not days or days[-1]["date"] != start.date():
+            days.append({"date": start.date(), "theaters": []})
+        theaters = days[-1]["theaters"]
+        group = next((t for t in theaters if t["id"] == session["theaterId"]), None)
+        if group is None:
+            group = {"id": session["theaterId"], "name": session.get("theaterName", ""), "sessions": []}
+            theaters.append(group)
+        group["sessions"].append(session_card(session, start))
+    return days
+
+
+def session_card(session: dict, start: datetime | None = None) -> dict:
+    prices = sorted((session.get("prices") or {}).values())
+    currency = session.get("currency")
+    if not prices:
+        price_range = ""
+    elif prices[0] == prices[-1]:
+        price_range = format_money(prices[0], currency)
+    else:
+        price_range = f"{format_money(prices[0], currency)} – {format_money(prices[-1], currency)}"
+    left = session.get("seatsAvailable", 0)
+    return {
+        "id": str(session["_id"]),
+        "name": session.get("name", ""),
+        "description": session.get("description", ""),
+        "theater": session.get("theaterName", ""),
+        "start": start or timezone.localtime(session["start"]),
+        "end": session.get("end"),
+        "price_range": price_range,
+        "seats_left": left,
+        "seats_total": session.get("seatsTotal", 0),
+        "sold_out": left <= 0,
+        "few_left": 0 < left <= max(10, session.get("seatsTotal", 0) // 20),
+    }
+
+
+@dataclass
+class CartGroup:
+    session_id: str
+    name: str
+    theater: str
+    start: datetime | None
+    lines: list[dict] = field(default_factory=list)
+    subtotal: int = 0
+
+
+def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
+    """The cart's seats grouped by session, in the order they were added.
+
+    ``sessions`` maps session id -> a session document (summary fields and layout categories).
+    """
+    groups: dict = {}
+    for item in cart.get("items", []):
+        session = sessions.get(item["sessionId"]) or {}
+        group = groups.get(item["sessionId"])
+        if group is None:
+            start = session.get("start")
+            group = groups[item["sessionId"]] = CartGroup(
+                session_id=str(item["sessionId"]),
+                name=session.get("name", "Performance"),
+                theater=session.get("theaterName", ""),
+                start=timezone.localtime(start) if start else None,
+            )
+        categories = {c["code"]: c["name"] for c in (session.get("layout") or {}).get("categories", [])}
+        group.lines.append(
+            {
+                "key": item["key"],
+                "row": item["row"],
+                "seat": item["seat"],
+                "category": categories.get(item["cat"], item["cat"]),
+                "price": item["price"],
+            }
+        )
+        group.subtotal += item["price"]
+    return list(groups.values())
+
+
+def order_tickets(order: dict) -> list[dict]:
+    """One e-ticket per seat with the details printed on it."""
+    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    tickets = []
+    for line in order.get("lines", []):
+        session = sessions.get(line["sessionId"], {})
+        start = session.get("start")
+        tickets.append(
+            {
+                "code": line["ticket"],
+                "show": session.get("name", ""),
+                "theater": session.get("theaterName", ""),
+                "start": timezone.localtime(start) if start else None,
+                "row": line["row"],
+                "seat": line["seat"],
+                "category": (session.get("categories") or {}).get(line["cat"], line["cat"]),
+                "price": line["price"],
+            }
+        )
+    return tickets
+
+
+def seconds_left(expires_at: datetime, now: datetime) -> int:
+    return max(0, int((expires_at - now).total_seconds()))

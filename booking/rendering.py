@@ -1,0 +1,177 @@
+"""The seat map as HTML, built in Python because it is the hottest page part.
+
+A 900-seat hall through a template loop costs tens of milliseconds; here one pass over compact
+data builds the HTML, labels are escaped once each, and the result is kept per (session, version):
+every viewer of an unchanged session shares it. Only the seats held by the viewer differ between
+viewers, and they are few, so the shared HTML is kept in chunks where every held seat is a chunk of
+its own and a viewer's copy swaps in their "held by you" variants.
+
+Each seat is a real ``<button name="seat" value="r:c">`` inside the map's form, so a click works
+as a plain form post without JavaScript and as an htmx post with it.
+"""
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.utils.html import escape
+
+from .seatmap import BLOCKED, FREE, GAP, HELD, SOLD
+
+CURRENCY_SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£"}
+
+STATE_WORDS = {
+    FREE: "available",
+    HELD: "held by someone else",
+    SOLD: "sold",
+    BLOCKED: "not for sale",
+}
+STATE_CLASSES = {FREE: "", HELD: " h", SOLD: " x", BLOCKED: " x"}
+MINE_WORDS = "held by you"
+
+CACHE_SIZE = 64
+
+
+def format_money(cents: int | None, currency: str | None = None) -> str:
+    """Integer minor units -> "€25" or "€25.50"; other currencies as "25.00 CHF"."""
+    if cents is None:
+        return ""
+    currency = currency or settings.BOOKING_CURRENCY
+    sign = "-" if cents < 0 else ""
+    whole, minor = divmod(abs(int(cents)), 100)
+    amount = f"{whole:,}" if minor == 0 else f"{whole:,}.{minor:02d}"
+    symbol = CURRENCY_SYMBOLS.get(currency)
+    if symbol:
+        return f"{sign}{symbol}{amount}"
+    return f"{sign}{whole:,}.{minor:02d} {currency}"
+
+
+@dataclass(frozen=True)
+class SeatMapHtml:
+    """The shared HTML of one session version, ready for a viewer's overlay."""
+
+    version: int
+    chunks: tuple[str, ...]
+    # seat key -> (chunk index, html of that seat when it is the viewer's own)
+    held: dict[str, tuple[int, str]]
+    width: int  # cells in the widest row, for the map's CSS width
+
+    def for_viewer(self, mine: set[str] | frozenset = frozenset(), picked: set[str] | frozenset = frozenset()) -> str:
+        """The map for one viewer: their held seats shown as theirs, ``picked`` ones highlighted."""
+        if not mine:
+            return "".join(self.chunks)
+        chunks = list(self.chunks)
+        for key in mine:
+            found = self.held.get(key)
+            if found is None:
+                continue  # not held on this version of the map (a race): show what the map says
+            index, html = found
+            chunks[index] = html.replace('class="s me', 'class="s me pk', 1) if key in picked else html
+        return "".join(chunks)
+
+
+_cache: OrderedDict[tuple, SeatMapHtml] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def seat_map_html(session: dict) -> SeatMapHtml:
+    """The shared map of this session version, built once per process and version."""
+    key = (session["_id"], session["version"])
+    with _cache_lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found
+    built = build_seat_map(session)
+    with _cache_lock:
+        _cache[key] = built
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return built
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def build_seat_map(session: dict) -> SeatMapHtml:
+    layout = session["layout"]
+    states = session["seats"]
+    prices = session["prices"]
+    currency = session.get("currency")
+    categories = {
+        c["code"]: (escape(c["name"]), format_money(prices.get(c["code"]), currency)) for c in layout["categories"]
+    }
+    width = max((len(r["cells"]) for r in layout["rows"]), default=0)
+    chunks: list[str] = []
+    held: dict[str, tuple[int, str]] = {}
+    out: list[str] = []  # the chunk being built
+
+    for r, row in enumerate(layout["rows"]):
+        row_label = escape(row["label"])
+        out.append(f'<div class="r"><span class="rl" aria-hidden="true">{row_label}</span>')
+        row_states = states[r]
+        cells = row["cells"]
+        for c, cell in enumerate(cells):
+            state = row_states[c] if c < len(row_states) else GAP
+            if cell is None or state == GAP:
+                out.append('<i class="g"></i>')
+                continue
+            cat = cell["cat"]
+            cat_name, price = categories[cat]
+            seat_label = escape(cell["label"])
+            extra = ""
+            flag_words = ""
+            mark = seat_label
+            if cell.get("wheelchair"):
+                extra = " wc"
+                flag_words = ", wheelchair space"
+                mark = "♿"
+            elif cell.get("companion"):
+                extra = " cp"
+                flag_words = ", companion seat"
+            name = f"Row {row_label}, seat {seat_label}, {cat_name}, {price}{flag_words}"
+            key = f"{r}:{c}"
+            if state == HELD:
+                chunks.append("".join(out))
+                out.clear()
+                held[key] = (len(chunks), _button(key, r, c, f"me c-{cat}{extra}", f"{name}, {MINE_WORDS}", mark))
+                chunks.append(_button(key, r, c, f"h c-{cat}{extra}", f"{name}, {STATE_WORDS[HELD]}", mark, True))
+            else:
+                taken = state != FREE
+                classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
+                words = STATE_WORDS.get(state, "not for sale")
+                out.append(_button(key, r, c, classes, f"{name}, {words}", mark, taken))
+        out.append('<i class="g"></i>' * (width - len(cells)))
+        out.append(f'<span class="rl" aria-hidden="true">{row_label}</span></div>')
+    chunks.append("".join(out))
+    return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width)
+
+
+def _button(key: str, r: int, c: int, classes: str, name: str, mark: str, taken: bool = False) -> str:
+    # aria-disabled (not disabled): taken seats stay focusable and say why they cannot be chosen.
+    disabled = ' aria-disabled="true"' if taken else ""
+    return (
+        f'<button class="s {classes}" name="seat" value="{key}" id="s{r}-{c}" '
+        f'aria-label="{name}"{disabled}>{mark}</button>'
+    )
+
+
+def legend(session: dict) -> list[dict]:
+    """Categories used in this hall with colour and price, for the legend."""
+    prices = session["prices"]
+    currency = session.get("currency")
+    return [
+        {"code": c["code"], "name": c["name"], "color": c["color"], "price": format_money(prices[c["code"]], currency)}
+        for c in session["layout"]["categories"]
+        if c["code"] in prices
+    ]
+
+
+def category_css(session: dict) -> str:
+    """One CSS rule per category colour (codes are single letters, colours validated hex)."""
+    used = session["prices"]
+    categories = session["layout"]["categories"]
+    return "".join(f".c-{c['code']}{{--cat:{c['color']}}}" for c in categories if c["code"] in used)
