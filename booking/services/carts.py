@@ -59,6 +59,20 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
     return reservations.release_all(cart_id)
 
 
+def force_expire_cart(cart_id: ObjectId) -> int | None:
+    """Staff end an active cart now: its hold ends at once and its seats are free again.
+
+    The hold's end is moved to now (only while the cart is active), then the normal expiry runs,
+    so a cart that began checking out meanwhile is never touched. Returns seats freed, or None
+    when the cart was not active.
+    """
+    now = clock.now()
+    result = mongo.carts().update_one({"_id": cart_id, "state": ACTIVE}, {"$set": {"expiresAt": now}})
+    if not result.matched_count:
+        return None
+    return expire_cart(cart_id, now)
+
+
 def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     """The buyer gives up: the cart ends and every seat it holds is free again."""
     now = clock.now()

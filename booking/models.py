@@ -1,0 +1,59 @@
+"""Stand-in Django models for the booking data that lives in MongoDB.
+
+Why unmanaged models with no table: theaters, sessions, carts and orders are MongoDB documents,
+so Django's ORM cannot list or save them. But the staff site should still be *the* Django admin:
+the same /admin/ URL, login, look and permissions, listed on the admin index beside Users and
+Groups, with every action in Django's admin log. Registering a ModelAdmin needs a model, and a
+model is also what Django hangs content types and view/add/change/delete permissions on. So each
+kind of document gets a tiny ``managed = False`` model: the migration creates no table (only the
+content types and permissions come from it), and the ModelAdmins in ``booking/staff/`` replace
+every view with ones that read through the selectors and write through the engine's services.
+
+An instance is never saved. It is only built to name a MongoDB document in the admin log:
+``pk`` is the document's id (24 hex characters) and ``str()`` is what staff read in
+"Recent actions".
+"""
+
+from django.db import models
+
+
+class MongoDocument(models.Model):
+    id = models.CharField(primary_key=True, max_length=24)
+    label = models.CharField(max_length=200)
+
+    class Meta:
+        abstract = True
+        managed = False
+
+    def __str__(self):
+        return self.label
+
+    @classmethod
+    def ref(cls, document_id, label: str):
+        """An unsaved instance naming one document (for LogEntry)."""
+        return cls(id=str(document_id), label=str(label)[:200])
+
+
+class Theater(MongoDocument):
+    class Meta:
+        managed = False
+        db_table = "mongodb_theaters"  # never created: the data is in MongoDB
+
+
+class Session(MongoDocument):
+    class Meta:
+        managed = False
+        db_table = "mongodb_sessions"
+        verbose_name = "session"
+
+
+class Cart(MongoDocument):
+    class Meta:
+        managed = False
+        db_table = "mongodb_carts"
+
+
+class Order(MongoDocument):
+    class Meta:
+        managed = False
+        db_table = "mongodb_orders"
