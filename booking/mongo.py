@@ -112,6 +112,7 @@ def ensure_indexes() -> list[str]:
     created.append(orders().create_index([("cartId", 1)], unique=True, name="cart_unique"))
     created.append(orders().create_index([("ref", 1)], unique=True, name="ref_unique"))
     created.append(orders().create_index([("email", 1)], name="email"))
+    created.append(orders().create_index([("mail", 1), ("createdOn", 1)], name="mail_pending"))
     created.append(orders().create_index([("lines.sessionId", 1)], name="session"))
     created.append(orders().create_index([("tickets.code", 1)], name="ticket_code"))
     return created

@@ -1,8 +1,90 @@
-"""Celery tasks: thin wrappers around the engine's services. Arguments are ids, never documents."""
+"""Celery tasks: thin wrappers around the engine's services. Arguments are ids, never documents.
 
+Every task is safe to run twice at once on several workers: each state change in the engine is
+one conditional update, so whichever run gets there second finds nothing left to do. The beat
+schedule (and the time limits) are in settings.CELERY_BEAT_SCHEDULE.
+"""
+
+import logging
+import random
+
+from bson import ObjectId
+from bson.errors import InvalidId
 from celery import shared_task
+from django.conf import settings
+
+from .services import carts, notifications
+from .services import reconcile as reconcile_service
+
+logger = logging.getLogger("booking.tasks")
 
 
-@shared_task(name="booking.tasks.send_order_confirmation")
-def send_order_confirmation(order_id: str) -> None:
-    raise NotImplementedError("the confirmation e-mail is built in the worker issue")
+@shared_task(
+    name="booking.tasks.expire_stale_carts",
+    bind=True,
+    time_limit=settings.BOOKING_EXPIRE_TIME_LIMIT_SECONDS,
+    soft_time_limit=settings.BOOKING_EXPIRE_TIME_LIMIT_SECONDS * 0.9,
+)
+def expire_stale_carts(self) -> dict:
+    """End every cart whose hold is over and free its seats; then finish any expiry a killed
+    worker left half done (cart expired, seats still held)."""
+    report = carts.expire_stale_carts()
+    finished = reconcile_service.finish_interrupted_expiries()
+    logger.info(
+        "expire_stale_carts task=%s: carts expired: %d, seats released: %d, interrupted expiries finished: %d",
+        self.request.id,
+        report.carts_expired,
+        report.seats_released + finished.seats_released,
+        finished.holds_released,
+    )
+    return {
+        "carts_expired": report.carts_expired,
+        "seats_released": report.seats_released + finished.seats_released,
+        "interrupted_finished": finished.holds_released,
+    }
+
+
+@shared_task(
+    name="booking.tasks.reconcile",
+    bind=True,
+    time_limit=settings.BOOKING_RECONCILE_TIME_LIMIT_SECONDS,
+    soft_time_limit=settings.BOOKING_RECONCILE_TIME_LIMIT_SECONDS * 0.9,
+)
+def reconcile(self) -> dict:
+    """Finish stuck checkouts, release holds nobody owns, re-queue confirmation mails."""
+    report = reconcile_service.reconcile()
+    logger.info("reconcile task=%s: %s", self.request.id, report)
+    return dict(report.__dict__)
+
+
+def mail_retry_countdown(retries: int) -> float:
+    """Exponential backoff with jitter (so many failed mails do not all come back at once)."""
+    ceiling = min(settings.BOOKING_MAIL_RETRY_MAX_SECONDS, settings.BOOKING_MAIL_RETRY_BASE_SECONDS * 2**retries)
+    return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not security
+
+
+@shared_task(name="booking.tasks.send_order_confirmation", bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
+def send_order_confirmation(self, order_id: str) -> str:
+    """The confirmation e-mail of one order (queued once the order is stored)."""
+    try:
+        oid = ObjectId(order_id)
+    except (InvalidId, TypeError):
+        logger.error("send_order_confirmation: %r is not an order id", order_id)
+        return "invalid id"
+    try:
+        outcome = notifications.send_confirmation(oid)
+    except notifications.MailServerUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            notifications.give_up(oid, f"mail server kept failing: {exc}")
+            return "failed"
+        countdown = mail_retry_countdown(self.request.retries)
+        logger.warning(
+            "confirmation mail for order %s failed (%s); retry %d in %.1f s",
+            order_id,
+            exc,
+            self.request.retries + 1,
+            countdown,
+        )
+        raise self.retry(countdown=countdown) from exc
+    logger.info("confirmation mail for order %s: %s", order_id, outcome)
+    return outcome

@@ -1,14 +1,33 @@
 """Telling the buyer: the confirmation e-mail after checkout.
 
-The order is stored with ``mail: "pending"`` before this runs. Queuing the e-mail needs Redis;
-if Redis is down the checkout still succeeds and reconcile queues the mail again later.
+The order is stored with ``mail: "pending"`` before anything is queued. Queuing the e-mail needs
+Redis; if Redis is down the checkout still succeeds and reconcile queues the mail again later.
+The worker's task calls ``send_confirmation``, which sends at most one mail per order even when
+the task is queued twice (checkout and reconcile) or runs on two workers at once: a short claim on
+the order is taken first, and ``mail`` becomes ``"sent"`` right after the mail server accepted it.
+(A worker killed between those two steps can still lead to a second mail; never to none.)
 """
 
 import logging
+import smtplib
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import quote, urlencode
 
 from bson import ObjectId
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from .. import clock, mongo, selectors
 
 logger = logging.getLogger("booking.notifications")
+
+PENDING = "pending"
+SENT = "sent"
+FAILED = "failed"  # the mail server refused the address for good, or every retry was used up
+CLAIM_SECONDS = 120  # longer than one SMTP conversation (its timeout is 10 s)
 
 
 def order_confirmed(order_id: ObjectId) -> bool:
@@ -21,3 +40,138 @@ def order_confirmed(order_id: ObjectId) -> bool:
         logger.warning("could not queue confirmation mail for order %s (%s); reconcile will retry", order_id, exc)
         return False
     return True
+
+
+class MailServerUnavailable(Exception):
+    """Sending failed in a way that may pass (server down, timeout, 4xx): try again later."""
+
+
+def is_permanent(exc: Exception) -> bool:
+    """The server refused for good (5xx, every recipient refused): retrying cannot help."""
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return True
+    code = getattr(exc, "smtp_code", None)
+    return isinstance(code, int) and 500 <= code < 600
+
+
+def send_confirmation(order_id: ObjectId) -> str:
+    """Send the order's confirmation mail unless it was sent already. Returns what happened:
+    "sent", "already sent", "busy" (another worker is sending it now), "failed", "no such order".
+    Raises MailServerUnavailable when a later attempt may succeed (the task retries)."""
+    order = selectors.get_order(order_id)
+    if order is None:
+        return "no such order"
+    if order.get("mail") != PENDING:
+        return "already sent" if order.get("mail") == SENT else order.get("mail", "unknown")
+    if not _claim(order_id):
+        return "busy"
+    try:
+        confirmation_message(order).send()
+    except (OSError, smtplib.SMTPException) as exc:
+        if is_permanent(exc):
+            _finish(order_id, FAILED, reason=str(exc)[:200])
+            logger.error("confirmation mail for order %s refused for good: %s", order["ref"], exc)
+            return "failed"
+        _release_claim(order_id)
+        raise MailServerUnavailable(str(exc) or exc.__class__.__name__) from exc
+    except BaseException:
+        _release_claim(order_id)  # e.g. the soft time limit: let the retry have the order at once
+        raise
+    _finish(order_id, SENT)
+    return "sent"
+
+
+def give_up(order_id: ObjectId, reason: str) -> None:
+    """Every attempt failed: mark the mail failed so nothing queues it again (an operator can)."""
+    _finish(order_id, FAILED, reason=reason[:200])
+    logger.error("confirmation mail for order %s given up: %s", order_id, reason)
+
+
+def _claim(order_id: ObjectId) -> bool:
+    now = clock.now()
+    result = mongo.orders().update_one(
+        {
+            "_id": order_id,
+            "mail": PENDING,
+            "$or": [{"mailClaimedUntil": {"$exists": False}}, {"mailClaimedUntil": {"$lte": now}}],
+        },
+        {"$set": {"mailClaimedUntil": now + timedelta(seconds=CLAIM_SECONDS), "mailTriedOn": now}},
+    )
+    return bool(result.modified_count)
+
+
+def _release_claim(order_id: ObjectId) -> None:
+    mongo.orders().update_one({"_id": order_id, "mail": PENDING}, {"$unset": {"mailClaimedUntil": ""}})
+
+
+def _finish(order_id: ObjectId, outcome: str, reason: str | None = None) -> None:
+    update = {"$set": {"mail": outcome, "mailDoneOn": clock.now()}, "$unset": {"mailClaimedUntil": ""}}
+    if reason:
+        update["$set"]["mailFailure"] = reason
+    mongo.orders().update_one({"_id": order_id, "mail": PENDING}, update)
+
+
+# --- the message itself ---
+
+
+@dataclass
+class TicketLine:
+    show: str
+    when: str
+    theater: str
+    row: str
+    seat: str
+    category: str
+    price: str
+
+
+def format_money(minor_units: int, currency: str) -> str:
+    return f"{minor_units // 100}.{minor_units % 100:02d} {currency}"
+
+
+def ticket_link(order: dict) -> str:
+    """The buyer's page for the booking: reference and e-mail together open it."""
+    return f"{settings.SITE_URL}/orders/{quote(order['ref'])}/?{urlencode({'email': order['email']})}"
+
+
+def confirmation_context(order: dict) -> dict:
+    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    currency = order.get("currency", settings.BOOKING_CURRENCY)
+    lines = []
+    for line in order["lines"]:
+        session = sessions.get(line["sessionId"], {})
+        start = session.get("start")
+        lines.append(
+            TicketLine(
+                show=session.get("name") or "Performance",
+                when=timezone.localtime(start).strftime("%a %d %b %Y, %H:%M") if start else "",
+                theater=session.get("theaterName") or "",
+                row=line["row"],
+                seat=line["seat"],
+                category=session.get("categories", {}).get(line["cat"], line["cat"]),
+                price=format_money(line["price"], currency),
+            )
+        )
+    shows = sorted({line.show for line in lines})
+    return {
+        "name": order.get("name", ""),
+        "ref": order["ref"],
+        "lines": lines,
+        "shows": shows,
+        "seat_count": len(lines),
+        "total": format_money(order["total"], currency),
+        "ticket_link": ticket_link(order),
+    }
+
+
+def confirmation_message(order: dict) -> EmailMultiAlternatives:
+    context = confirmation_context(order)
+    subject = f"Your booking {order['ref']}: {', '.join(context['shows'])}"
+    message = EmailMultiAlternatives(
+        subject=" ".join(subject.split())[:200],  # no line breaks in a header
+        body=render_to_string("booking/email/order_confirmed.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[order["email"]],
+    )
+    message.attach_alternative(render_to_string("booking/email/order_confirmed.html", context), "text/html")
+    return message

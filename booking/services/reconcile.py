@@ -6,7 +6,9 @@
   hold has but the cart does not know about (a crash between the session write and the cart
   write) are released; the sessions' reservations are scanned, not only the carts;
 - cart items whose seats the session no longer holds for the cart are dropped from the cart;
-- canceled or failed orders whose seats were not yet given back are finished.
+- canceled or failed orders whose seats were not yet given back are finished;
+- confirmation mails still pending a few minutes after checkout (Redis was down, or the task was
+  lost with its worker) are queued again.
 Holds younger than the grace period are left alone: their cart write may still be under way.
 """
 
@@ -19,7 +21,7 @@ from django.conf import settings
 from .. import clock, mongo
 from ..errors import BookingError
 from . import carts as cart_service
-from . import checkout, orders, reservations
+from . import checkout, notifications, orders, reservations
 
 logger = logging.getLogger("booking.reconcile")
 
@@ -32,6 +34,8 @@ class ReconcileReport:
     seats_released: int = 0
     cart_items_dropped: int = 0
     orders_released: int = 0
+    mails_requeued: int = 0
+    mails_given_up: int = 0
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -50,6 +54,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     for order in mongo.orders().find({"state": {"$in": ["canceled", "failed"]}, "seatsReleased": False}):
         report.seats_released += orders.release_order_seats(order)
         report.orders_released += 1
+    _requeue_pending_mails(now, report)
     logger.info("reconcile: %s", report)
     return report
 
@@ -111,3 +116,62 @@ def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None
                 },
             )
             report.cart_items_dropped += result.modified_count
+
+
+def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
+    """Queue again a confirmation mail nobody is working on: never tried (queuing failed while
+    Redis was down) or last tried so long ago that its retries must have been lost with a worker."""
+    wait = timedelta(seconds=settings.BOOKING_MAIL_REQUEUE_SECONDS)
+    lost_after = wait + timedelta(seconds=settings.BOOKING_MAIL_RETRY_MAX_SECONDS)
+    due = {
+        "mail": notifications.PENDING,
+        "createdOn": {"$lte": now - wait},
+        "$or": [{"mailTriedOn": {"$exists": False}}, {"mailTriedOn": {"$lte": now - lost_after}}],
+    }
+    for order in mongo.orders().find(due, {"mailQueued": 1}).sort("createdOn", 1).limit(500):
+        if order.get("mailQueued", 0) >= settings.BOOKING_MAIL_MAX_REQUEUES:
+            notifications.give_up(order["_id"], f"queued {order['mailQueued']} times without being sent")
+            report.mails_given_up += 1
+            continue
+        # Counted before queuing, so a fast worker's attempt (mailTriedOn) is never older than this.
+        mongo.orders().update_one(
+            {"_id": order["_id"], "mail": notifications.PENDING},
+            {"$set": {"mailTriedOn": now}, "$inc": {"mailQueued": 1}},
+        )
+        if not notifications.order_confirmed(order["_id"]):
+            mongo.orders().update_one(
+                {"_id": order["_id"], "mail": notifications.PENDING},
+                {"$unset": {"mailTriedOn": ""}, "$inc": {"mailQueued": -1}},
+            )
+            break  # the broker is down: the next run tries again
+        report.mails_requeued += 1
+
+
+def finish_interrupted_expiries(now: datetime | None = None, window: timedelta = timedelta(minutes=15)):
+    """Release the seats of carts that were expired but whose holds are still in a session (a
+    worker killed between expire_cart's two writes). The expiry task runs this after every batch,
+    so the seats come back within one run instead of waiting for reconcile's grace period; an
+    expired cart never takes seats again, so its holds can go at once. Two indexed queries:
+    carts whose hold ended within ``window`` (older ones are left to reconcile), and the sessions
+    that still hold seats for them. Returns a report (holds_released, seats_released)."""
+    now = now or clock.now()
+    report = ReconcileReport()
+    recent = [
+        c["_id"]
+        for c in mongo.carts().find(
+            {"state": cart_service.EXPIRED, "expiresAt": {"$gte": now - window, "$lte": now}}, {"_id": 1}
+        )
+    ]
+    for start in range(0, len(recent), 1000):
+        chunk = set(recent[start : start + 1000])
+        for session in mongo.sessions().find({"reservations._id": {"$in": list(chunk)}}, {"reservations._id": 1}):
+            for hold in session.get("reservations", []):
+                if hold["_id"] not in chunk:
+                    continue
+                settled = reservations.settle(session["_id"], hold["_id"])
+                if settled.found:
+                    report.holds_released += 1
+                    report.seats_released += settled.freed
+    if report.holds_released:
+        logger.warning("finished %d interrupted cart expiries: %s", report.holds_released, report)
+    return report

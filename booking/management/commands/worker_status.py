@@ -1,0 +1,47 @@
+"""What the Celery worker is up to, for an operator: is anyone answering, and is expiry keeping up?"""
+
+import redis
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from booking import selectors
+from theater_site.celery import app as celery_app
+
+
+class Command(BaseCommand):
+    help = (
+        "Show the expiry backlog (active carts, carts past their hold but not yet expired, the oldest "
+        "of them) and whether a Celery worker answers a ping."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for workers to answer")
+        parser.add_argument("--no-ping", action="store_true", help="only read MongoDB; do not ask the workers")
+
+    def handle(self, *args, timeout: float, no_ping: bool, **options):
+        backlog = selectors.expiry_backlog()
+        out = self.stdout
+        out.write(f"active carts:                 {backlog['active']}")
+        out.write(f"past their hold, not expired: {backlog['stale']}")
+        oldest = backlog["oldest_stale_expired_at"]
+        if oldest is not None:
+            age = (backlog["now"] - oldest).total_seconds()
+            every = settings.BOOKING_EXPIRE_EVERY_SECONDS
+            note = "" if age <= 2 * every else f"  (expiry runs every {every:g} s: is the worker or beat down?)"
+            out.write(f"oldest of them ended:         {age:.0f} s ago{note}")
+        out.write(f"checkouts in progress:        {backlog['checking_out']}")
+        out.write(f"confirmation mails pending:   {backlog['mails_pending']}")
+        if no_ping:
+            return
+        try:
+            queued = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_connect_timeout=timeout).llen("celery")
+            replies = celery_app.control.ping(timeout=timeout)
+        except Exception as exc:  # noqa: BLE001 - any broker failure is what the operator needs to see
+            out.write(self.style.ERROR(f"broker (Redis) unreachable: {exc}"))
+            return
+        out.write(f"tasks waiting in the queue:   {queued}")
+        if not replies:
+            out.write(self.style.WARNING(f"workers: none answered within {timeout:g} s"))
+            return
+        names = sorted(name for reply in replies for name in reply)
+        out.write(self.style.SUCCESS(f"workers answering: {len(names)} ({', '.join(names)})"))

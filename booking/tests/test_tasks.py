@@ -1,0 +1,201 @@
+"""The worker's jobs, called in this process: what they do to the data, the e-mail they write,
+re-queuing by reconcile, and the operator's status command. (A real worker and beat drive them
+in test_worker.py and test_worker_mail.py.)"""
+
+import io
+import json
+from datetime import timedelta
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+from django.core import mail
+from django.core.management import call_command
+
+from booking import clock, faults, mongo
+from booking.invariants import check_invariants
+from booking.seatmap import FREE
+from booking.services import checkout, holds, notifications
+from booking.services.carts import expire_stale_carts
+from booking.services.reconcile import finish_interrupted_expiries, reconcile
+from booking.tasks import mail_retry_countdown
+from booking.tests.factories import make_session
+from theater_site.celery import app as celery_app
+
+ALICE = "s:alice"
+
+
+def queued_task_names() -> list[str]:
+    """The tasks waiting in the broker's default queue (real Redis)."""
+    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
+    return [json.loads(raw)["headers"]["task"] for raw in client.lrange("celery", 0, -1)]
+
+
+@pytest.fixture
+def empty_queue():
+    celery_app.control.purge()
+    yield
+    celery_app.control.purge()
+
+
+def buy(session, seats=("1:2", "1:3"), owner=ALICE, email="alice@example.org"):
+    cart = holds.hold_seats(session["_id"], owner, None, list(seats))
+    return checkout.checkout(owner, cart.cart_id, "Alice Example", email)
+
+
+def cells(session, keys):
+    grid = mongo.sessions().find_one({"_id": session["_id"]})["seats"]
+    return [grid[int(k.split(":")[0])][int(k.split(":")[1])] for k in keys]
+
+
+def test_the_celery_app_uses_redis_from_settings_and_finds_the_tasks():
+    assert celery_app.conf.broker_url == django_settings.REDIS_URL
+    celery_app.loader.import_default_modules()
+    names = {"booking.tasks.expire_stale_carts", "booking.tasks.reconcile", "booking.tasks.send_order_confirmation"}
+    assert names <= set(celery_app.tasks)
+    schedule = celery_app.conf.beat_schedule
+    assert schedule["expire-stale-carts"]["schedule"] == django_settings.BOOKING_EXPIRE_EVERY_SECONDS
+    assert schedule["reconcile-holds"]["options"]["time_limit"] == django_settings.BOOKING_RECONCILE_TIME_LIMIT_SECONDS
+
+
+def test_an_expiry_cut_short_after_the_cart_write_is_finished_by_the_next_run():
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    later = clock.now() + timedelta(seconds=django_settings.BOOKING_HOLD_SECONDS + 1)
+
+    def crash(name):
+        if name == "expire.after_cart":
+            raise faults.InjectedCrash(name)
+
+    faults.set_hook(crash)
+    try:
+        with pytest.raises(faults.InjectedCrash):
+            expire_stale_carts(now=later)
+    finally:
+        faults.set_hook(None)
+    assert mongo.carts().find_one({"_id": cart.cart_id})["state"] == "expired"
+    assert check_invariants() != []  # the seats are still held by an expired cart
+
+    assert expire_stale_carts(now=later).carts_expired == 0  # the cart is no longer active...
+    finished = finish_interrupted_expiries(now=later)  # ...so the task's second step frees its seats
+    assert (finished.holds_released, finished.seats_released) == (1, 2)
+    assert cells(session, ["0:0", "0:1"]) == [FREE, FREE]
+    assert check_invariants() == []
+    assert finish_interrupted_expiries(now=later).holds_released == 0  # and twice is harmless
+
+
+def test_confirmation_mail_has_text_and_html_reference_seats_and_ticket_link(settings):
+    settings.SITE_URL = "https://tickets.example.org"
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    session = make_session(name="Hamlet")
+    order = buy(session, seats=["0:0", "1:2"], email="alice+t@example.org")  # a stalls and a premium seat
+    assert notifications.send_confirmation(order["_id"]) == "sent"
+    assert len(mail.outbox) == 1
+    message = mail.outbox[0]
+    assert message.to == ["alice+t@example.org"]
+    assert message.from_email == settings.DEFAULT_FROM_EMAIL
+    assert order["ref"] in message.subject and "Hamlet" in message.subject
+    link = f"https://tickets.example.org/orders/{order['ref']}/?email=alice%2Bt%40example.org"
+    html, mimetype = message.alternatives[0]
+    assert mimetype == "text/html"
+    seats = {(line["row"], line["seat"]) for line in order["lines"]}
+    assert seats == {("A", "1"), ("B", "3")}
+    assert "Row A, seat 1 (Stalls): 20.00 EUR" in message.body
+    assert "Row B, seat 3 (Premium): 35.00 EUR" in message.body
+    assert "2 seats, total 55.00 EUR" in message.body
+    assert link in message.body
+    assert f"<strong>{order['ref']}</strong>" in html
+    assert f'<a href="{link}">' in html
+    assert '<td style="padding: 2px 8px;">Premium</td>' in html and "<strong>55.00 EUR</strong>" in html
+    assert mongo.orders().find_one({"_id": order["_id"]})["mail"] == "sent"
+
+
+def test_a_second_send_of_the_same_order_sends_nothing():
+    order = buy(make_session())
+    assert notifications.send_confirmation(order["_id"]) == "sent"
+    assert notifications.send_confirmation(order["_id"]) == "already sent"
+    assert len(mail.outbox) == 1
+
+
+def test_while_one_worker_is_sending_another_does_not_send_too():
+    order = buy(make_session())
+    assert notifications._claim(order["_id"])  # a worker took the order and is talking to the server
+    assert notifications.send_confirmation(order["_id"]) == "busy"
+    assert mail.outbox == []
+
+
+def test_a_customer_name_cannot_inject_html_into_the_mail():
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    order = checkout.checkout(ALICE, cart.cart_id, "<script>x</script>", "a@example.org")
+    notifications.send_confirmation(order["_id"])
+    html = mail.outbox[0].alternatives[0][0]
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "Hello <script>x</script>," in mail.outbox[0].body  # plain text is not HTML-escaped
+
+
+def test_checkout_queues_the_mail_task_with_the_order_id(empty_queue):
+    order = buy(make_session())
+    assert queued_task_names() == ["booking.tasks.send_order_confirmation"]
+    assert mongo.orders().find_one({"_id": order["_id"]})["mail"] == "pending"
+
+
+def test_reconcile_requeues_a_mail_that_was_never_queued(empty_queue, settings):
+    buy(make_session())
+    celery_app.control.purge()  # as if Redis had been down at checkout
+    soon = clock.now() + timedelta(seconds=60)
+    assert reconcile(now=soon).mails_requeued == 0  # too early: the worker may still be at it
+    later = clock.now() + timedelta(seconds=settings.BOOKING_MAIL_REQUEUE_SECONDS + 1)
+    assert reconcile(now=later).mails_requeued == 1
+    assert queued_task_names() == ["booking.tasks.send_order_confirmation"]
+    assert reconcile(now=later + timedelta(seconds=1)).mails_requeued == 0  # queued, not lost yet
+
+
+def test_reconcile_leaves_a_mail_alone_while_its_task_is_retrying(empty_queue, settings):
+    order = buy(make_session())
+    celery_app.control.purge()
+    notifications._claim(order["_id"])  # the task tried, failed and will retry
+    notifications._release_claim(order["_id"])
+    later = clock.now() + timedelta(seconds=settings.BOOKING_MAIL_REQUEUE_SECONDS + 1)
+    assert reconcile(now=later).mails_requeued == 0
+    lost = later + timedelta(seconds=settings.BOOKING_MAIL_RETRY_MAX_SECONDS)
+    assert reconcile(now=lost).mails_requeued == 1  # its retries must have died with a worker
+
+
+def test_reconcile_gives_up_on_a_mail_after_the_last_requeue(empty_queue, settings):
+    settings.BOOKING_MAIL_MAX_REQUEUES = 2
+    order = buy(make_session())
+    step = timedelta(seconds=settings.BOOKING_MAIL_REQUEUE_SECONDS + settings.BOOKING_MAIL_RETRY_MAX_SECONDS + 1)
+    when = clock.now()
+    outcomes = []
+    for _ in range(4):
+        when += step
+        report = reconcile(now=when)
+        outcomes.append((report.mails_requeued, report.mails_given_up))
+    assert outcomes == [(1, 0), (1, 0), (0, 1), (0, 0)]
+    assert mongo.orders().find_one({"_id": order["_id"]})["mail"] == "failed"
+
+
+def test_mail_retry_backoff_grows_and_is_capped(settings):
+    settings.BOOKING_MAIL_RETRY_BASE_SECONDS = 10
+    settings.BOOKING_MAIL_RETRY_MAX_SECONDS = 600
+    assert 5 <= mail_retry_countdown(0) <= 10
+    assert 40 <= mail_retry_countdown(3) <= 80
+    assert 300 <= mail_retry_countdown(12) <= 600
+
+
+def test_worker_status_shows_the_expiry_backlog_without_a_worker(settings, empty_queue):
+    settings.BOOKING_HOLD_SECONDS = 1
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    session = make_session()
+    holds.hold_seats(session["_id"], "s:a", None, ["0:0"])
+    holds.hold_seats(session["_id"], "s:b", None, ["0:2"])
+    mongo.carts().update_one({"owner": "s:a"}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=95)}})
+    out = io.StringIO()
+    call_command("worker_status", "--timeout", "0.3", stdout=out)
+    text = out.getvalue()
+    assert "active carts:" in text and text.split("active carts:")[1].split()[0] == "1"
+    assert text.split("not expired:")[1].split()[0] == "1"
+    assert "oldest of them ended:" in text and "95 s ago" in text
+    assert "is the worker or beat down?" in text
+    assert "workers: none answered" in text
