@@ -18,6 +18,13 @@ _client: MongoClient | None = None
 _client_pid: int | None = None
 _listeners: list = []  # pymongo command listeners (command counting in tests and the benchmark)
 
+if os.environ.get("BOOKING_MONGO_MONITOR"):  # opt-in, for the benchmark: see booking/command_monitor.py
+    from .command_monitor import enabled as _monitor_enabled
+    from .command_monitor import monitor as _request_monitor
+
+    if _monitor_enabled():
+        _listeners.append(_request_monitor)
+
 
 def get_client() -> MongoClient:
     global _client, _client_pid

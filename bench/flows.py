@@ -1,0 +1,163 @@
+"""What each virtual client does (see bench/load.py). ``params`` holds ids and seat plans.
+
+Seat POSTs are sent as htmx sends them (HX-Request), so the answer is the refreshed map (200),
+exactly what a browser gets after a click.
+"""
+
+import time
+
+from bson import ObjectId
+
+from .load import Client, Sample, sample
+
+HTMX = {"HX-Request": "true"}
+MINE = b"held by you"
+
+
+def hello(client: Client, index: int, params: dict):
+    def step():
+        return [sample("hello", client.get("/bench/hello"))]
+
+    return step
+
+
+def whats_on(client: Client, index: int, params: dict):
+    def step():
+        return [sample("q1", client.get("/"))]
+
+    return step
+
+
+def seat_map_page(client: Client, index: int, params: dict):
+    path = f"/sessions/{params['map_session']}/"
+    client.get(path)
+
+    def step():
+        return [sample("q2", client.get(path))]
+
+    return step
+
+
+def naive_map(client: Client, index: int, params: dict):
+    path = f"/bench/naive/{params['map_session']}/"
+
+    def step():
+        return [sample("naive", client.get(path))]
+
+    return step
+
+
+def refresh_unchanged(client: Client, index: int, params: dict):
+    path = f"/sessions/{params['map_session']}/map/"
+    etag = client.get(path).headers["etag"]
+
+    def step():
+        return [sample("q3", client.get(path, {"If-None-Match": etag}), ok_statuses=(304,))]
+
+    return step
+
+
+def _pair(params: dict, index: int) -> list[str]:
+    pairs = params["pairs"]
+    if index >= len(pairs):
+        raise RuntimeError(f"only {len(pairs)} seat pairs for {index + 1} clients")
+    return pairs[index]
+
+
+def hold_release(client: Client, index: int, params: dict):
+    """C1 then C2 on the same two seats, forever: every hold and release really changes the map."""
+    session = params["hold_session"]
+    seats = _pair(params, index)
+    client.get(f"/sessions/{session}/")  # the CSRF cookie, as a browser has it
+
+    def step():
+        held = client.post(f"/sessions/{session}/hold", {"seats": seats}, HTMX)
+        released = client.post(f"/sessions/{session}/release", {"seats": seats}, HTMX)
+        one = sample("c1", held)
+        one.ok = one.ok and MINE in held.body
+        two = sample("c2", released)
+        two.ok = two.ok and MINE not in released.body
+        return [one, two]
+
+    return step
+
+
+def refresh_changed(client: Client, index: int, params: dict):
+    """The live map after someone else changed it: 200 with the new map (its first viewer)."""
+    session = params["changed_session"]
+    seats = _pair(params, index)
+    path = f"/sessions/{session}/map/"
+    client.get(f"/sessions/{session}/")
+    etag = client.get(path).headers["etag"]
+    other = Client(client_base(client), 10_000 + index)
+    other.get(f"/sessions/{session}/")
+
+    def step():
+        nonlocal etag
+        out = []
+        for action in ("hold", "release"):
+            other.post(f"/sessions/{session}/{action}", {"seats": seats}, HTMX)
+            answer = client.get(path, {"If-None-Match": etag})
+            out.append(sample("q3_changed", answer))
+            etag = answer.headers.get("etag", etag)
+        return out
+
+    return step
+
+
+def client_base(client: Client) -> str:
+    return f"http://{client.host}:{client.port}"
+
+
+def checkout(client: Client, index: int, params: dict):
+    """Hold a group of seats in a new cart, then buy it (C3). Stops when its seats run out."""
+    plan = list(params["checkout_plan"][index])
+    for session, _seats in plan[:1]:
+        client.get(f"/sessions/{session}/")
+
+    def step():
+        if not plan:
+            return None
+        session, seats = plan.pop(0)
+        held = client.post(f"/sessions/{session}/hold", {"seats": seats}, HTMX)
+        bought = client.post("/checkout/", {"name": f"Buyer {index}", "email": f"buyer{index}@example.org"})
+        one = sample("c1_new_cart", held)
+        one.ok = one.ok and MINE in held.body
+        three = sample("c3", bought, ok_statuses=(302,))
+        three.ok = three.ok and "/orders/" in bought.headers.get("location", "")
+        return [one, three]
+
+    return step
+
+
+def db_floor(client: Client, index: int, params: dict):
+    """The database's floor: the hold's session update sent with bare pymongo (no Django, no reads),
+    then the release's, on a session document of the same shape. Only the hold update is timed."""
+    import pymongo
+
+    coll = pymongo.MongoClient(params["mongodb_uri"])[params["db_name"]]["sessions"]
+    session_id = ObjectId(params["floor_session"])
+    (r0, c0), (r1, c1) = (tuple(int(x) for x in key.split(":")) for key in _pair(params, index))
+    cells = {f"seats.{r0}.{c0}": 1, f"seats.{r1}.{c1}": 1}
+    free = {k: 0 for k in cells}
+    cart_id = ObjectId()
+    keys = _pair(params, index)
+
+    def step():
+        started = time.perf_counter()
+        result = coll.update_one(
+            {"_id": session_id, "status": "on_sale", **free, "reservations._id": {"$ne": cart_id}},
+            {
+                "$set": cells,
+                "$inc": {"seatsAvailable": -2, "version": 1},
+                "$push": {"reservations": {"_id": cart_id, "seats": keys, "total": 0, "v": "x"}},
+            },
+        )
+        elapsed = time.perf_counter() - started
+        coll.update_one(
+            {"_id": session_id, "reservations._id": cart_id},
+            {"$set": free, "$inc": {"seatsAvailable": 2, "version": 1}, "$pull": {"reservations": {"_id": cart_id}}},
+        )
+        return [Sample("db_floor", elapsed, 0, result.modified_count == 1, 0, 0)]
+
+    return step

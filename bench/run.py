@@ -1,0 +1,443 @@
+"""The benchmark run: accounting pass, timed runs, floors, render CPU, expiry sweep, seed scenario,
+stadium. Returns a plain dict that bench/report.py turns into Markdown, JSON and a chart."""
+
+import gc
+import os
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+
+from . import data, flows, load, scenario
+from .load import Client, percentile
+from .stack import GUNICORN_ARGS, Stack
+
+ACCOUNT = {"X-Bench-Account": "1"}
+
+
+@dataclass
+class Size:
+    name: str
+    table_clients: int
+    sweep: tuple
+    seconds: float
+    users: int
+    stale_carts: int
+    stadium_seats: int
+    warmup: float
+
+
+FULL = Size("full", 10, (1, 10, 25, 50), 5.0, 1000, 10_000, 100_000, 3.0)
+SMALL = Size("small", 2, (1, 2), 0.6, 40, 60, 2_000, 1.0)
+
+# The design guide's targets, as (description, check over the command list).
+TARGETS = {
+    "q1": ("one indexed query on sessions", lambda cmds: cmds.count("find sessions") == 1),
+    "q2": ("one read by _id", lambda cmds: cmds.count("find sessions") == 1 and _writes(cmds) == []),
+    "q3": ("one tiny read (version), 304", lambda cmds: cmds == ["find sessions"]),
+    "c1": ("2 writes", lambda cmds: _writes(cmds) == ["update sessions", "update carts"]),
+    "c1_new_cart": ("2 writes", lambda cmds: _writes(cmds) == ["update sessions", "insert carts"]),
+    "c2": ("2 writes", lambda cmds: _writes(cmds) == ["update sessions", "update carts"]),
+    "c3": (
+        "4 writes",
+        lambda cmds: _writes(cmds) == ["update carts", "insert orders", "update sessions", "update carts"],
+    ),
+    "c4": ("1 + sessions-in-cart writes", None),
+}
+
+
+def _writes(cmds: list[str]) -> list[str]:
+    return [c for c in cmds if c.split(" ", 1)[0] in {"insert", "update", "delete", "findAndModify"}]
+
+
+def account(response) -> dict:
+    h = response.headers
+    return {
+        "status": response.status,
+        "commands": int(h.get("x-mongo-commands", 0)),
+        "writes": int(h.get("x-mongo-writes", 0)),
+        "bytes_out": int(h.get("x-mongo-bytes-out", 0)),
+        "bytes_in": int(h.get("x-mongo-bytes-in", 0)),
+        "list": [c for c in h.get("x-mongo-command-list", "").split(", ") if c],
+        "response_bytes": len(response.body),
+        "server_us": response.server_us,
+    }
+
+
+def machine() -> dict:
+    info = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_before": os.getloadavg(),
+        "gunicorn": " ".join(GUNICORN_ARGS),
+    }
+    try:
+        info["cpu"] = next(
+            line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        info["cpu"] = platform.processor()
+    try:
+        info["commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    except OSError:
+        info["commit"] = ""
+    return info
+
+
+def stats(samples: list, seconds: float) -> dict:
+    ok = [s for s in samples if s.ok]
+    latencies = [s.seconds * 1000 for s in samples]
+    server = [s.server_us / 1000 for s in samples if s.server_us]
+    return {
+        "n": len(samples),
+        "failed": len(samples) - len(ok),
+        "p50": percentile(latencies, 50),
+        "p95": percentile(latencies, 95),
+        "p99": percentile(latencies, 99),
+        "server_p50": percentile(server, 50) if server else None,
+        "rps": len(samples) / seconds if seconds else 0.0,
+        "statuses": sorted({s.status for s in samples}),
+    }
+
+
+def accounting_pass(stack: Stack, ids: dict, params: dict) -> dict:
+    """One request of each kind with the command monitor on: commands and bytes, exactly."""
+    out = {}
+    base = stack.base_url
+    c = Client(base, 60_000)
+    out["hello"] = account(c.get("/bench/hello", ACCOUNT))
+    out["q1"] = account(c.get("/", ACCOUNT))
+    page = f"/sessions/{ids['map_session']}/"
+    c.get(page)
+    out["q2"] = account(c.get(page, ACCOUNT))
+    out["naive"] = account(c.get(f"/bench/naive/{ids['map_session']}/", ACCOUNT))
+    live = f"/sessions/{ids['map_session']}/map/"
+    etag = c.get(live).headers["etag"]
+    out["q3"] = account(c.get(live, {**ACCOUNT, "If-None-Match": etag}))
+
+    buyer = Client(base, 60_001)
+    session = ids["changed_session"]
+    buyer.get(f"/sessions/{session}/")
+    pair_a, pair_b = params["pairs"][-1], params["pairs"][-2]  # not used by the timed clients
+    out["c1_new_cart"] = account(buyer.post(f"/sessions/{session}/hold", {"seats": pair_a}, {**ACCOUNT, **flows.HTMX}))
+    out["c1"] = account(buyer.post(f"/sessions/{session}/hold", {"seats": pair_b}, {**ACCOUNT, **flows.HTMX}))
+    c.get(f"/sessions/{session}/")
+    changed_etag = c.get(f"/sessions/{session}/map/").headers["etag"]
+    out["c2"] = account(buyer.post(f"/sessions/{session}/release", {"seats": pair_b}, {**ACCOUNT, **flows.HTMX}))
+    out["q3_changed"] = account(c.get(f"/sessions/{session}/map/", {**ACCOUNT, "If-None-Match": changed_etag}))
+    out["c3"] = account(buyer.post("/checkout/", {"name": "Ada", "email": "ada@example.org"}, ACCOUNT))
+    for name, result in out.items():
+        target = TARGETS.get(name)
+        if target and target[1]:
+            result["target"] = target[0]
+            result["meets_target"] = bool(target[1](result["list"]))
+    for client in (c, buyer):
+        client.close()
+    return out
+
+
+def floor_accounting(stack: Stack, params: dict) -> dict:
+    import pymongo
+
+    from booking.command_monitor import RequestCommandMonitor
+
+    monitor = RequestCommandMonitor()
+    client = pymongo.MongoClient(stack.mongodb_uri, event_listeners=[monitor])
+    try:
+        client.admin.command("ping")  # connect first: the handshake is not the update
+        monitor.begin()
+        coll = client[stack.db_name]["sessions"]
+        from bson import ObjectId
+
+        sid = ObjectId(params["floor_session"])
+        (r0, c0), (r1, c1) = (tuple(int(x) for x in k.split(":")) for k in params["pairs"][0])
+        free = {f"seats.{r0}.{c0}": 0, f"seats.{r1}.{c1}": 0}
+        cart = ObjectId()
+        coll.update_one(
+            {"_id": sid, "status": "on_sale", **free, "reservations._id": {"$ne": cart}},
+            {
+                "$set": dict.fromkeys(free, 1),
+                "$inc": {"seatsAvailable": -2, "version": 1},
+                "$push": {"reservations": {"_id": cart, "seats": params["pairs"][0], "total": 0, "v": "x"}},
+            },
+        )
+        tally = monitor.end()
+        coll.update_one(
+            {"_id": sid},
+            {"$set": free, "$inc": {"seatsAvailable": 2, "version": 1}, "$pull": {"reservations": {"_id": cart}}},
+        )
+    finally:
+        client.close()
+    return {
+        "commands": len(tally.commands),
+        "writes": tally.writes,
+        "bytes_out": tally.bytes_out,
+        "bytes_in": tally.bytes_in,
+        "list": tally.commands,
+        "response_bytes": 0,
+    }
+
+
+def render_cpu(session_id, repeats: int) -> dict:
+    """CPU time of the map render alone, in this process: naive template loop vs the fast path."""
+    from django.template.loader import render_to_string
+
+    from booking import rendering, selectors
+
+    from .views import naive_context
+
+    session = selectors.get_session(session_id)
+
+    def cpu_ms(fn) -> float:
+        best = []
+        for _ in range(repeats):
+            gc.disable()
+            t = time.process_time()
+            fn()
+            best.append((time.process_time() - t) * 1000)
+            gc.enable()
+        return percentile(best, 50)
+
+    render_to_string("bench/naive_map.html", naive_context(session))  # load the template once
+    naive = cpu_ms(lambda: render_to_string("bench/naive_map.html", naive_context(session)))
+    cold = cpu_ms(lambda: rendering.build_seat_map(session).for_viewer())
+    rendering.seat_map_html(session)
+    warm = cpu_ms(lambda: rendering.seat_map_html(session).for_viewer())
+    return {"naive_ms": naive, "fast_cold_ms": cold, "fast_cached_ms": warm}
+
+
+def expiry_sweep(count: int) -> dict:
+    from booking.invariants import check_invariants
+    from booking.services.carts import expire_stale_carts
+    from booking.tests.commands import counting_commands
+
+    data.stale_carts(count)
+    started = time.perf_counter()
+    with counting_commands() as counter:
+        report = expire_stale_carts()
+    seconds = time.perf_counter() - started
+    return {
+        "carts": report.carts_expired,
+        "seconds": seconds,
+        "per_cart_ms": seconds * 1000 / max(report.carts_expired, 1),
+        "commands_per_cart": len(counter.commands) / max(report.carts_expired, 1),
+        "writes_per_cart": len(counter.writes) / max(report.carts_expired, 1),
+        "breaches": check_invariants(),
+    }
+
+
+def run_scenarios(size: Size) -> dict:
+    from booking.layouts import parse_grid
+    from booking.services.theaters import create_theater
+
+    out = {}
+    hall = create_theater("Scenario Hall", parse_grid(scenario.DISJOINT_GRID, [{"code": "s", "name": "Stalls"}]))
+    per_session = 80
+    sessions = [
+        data.performance(hall, "Scenario (disjoint)", 40 + i * 0.1) for i in range(-(-size.users // per_session))
+    ]
+    plans = scenario.disjoint_plans(sessions, size.users)
+    out["disjoint"] = scenario.run("disjoint", plans)
+    crowded = data.performance(data.grand_hall(), "Scenario (overlap)", 45)
+    out["overlap"] = scenario.run("overlap", [crowded["_id"]] * size.users)
+    return {name: summarize_scenario(r) for name, r in out.items()}
+
+
+def summarize_scenario(result) -> dict:
+    flows_ok = [o for o in result.outcomes if o.result == "ok"]
+    failed = [o for o in result.outcomes if o.result == "failed"]
+    conflicts = [o for o in result.outcomes if o.result == "conflict"]
+
+    def pct(values):
+        ms = [v * 1000 for v in values]
+        return {"p50": percentile(ms, 50), "p95": percentile(ms, 95), "p99": percentile(ms, 99)}
+
+    return {
+        "users": len(result.outcomes),
+        "ok": len(flows_ok),
+        "conflicts": len(conflicts),
+        "failed": len(failed),
+        "failures": sorted({o.error for o in failed})[:5],
+        "retries": sum(o.attempts - 1 for o in result.outcomes),
+        "seconds": result.seconds,
+        "flow": pct([o.flow for o in flows_ok]),
+        "hold": pct([o.hold for o in flows_ok]),
+        "checkout": pct([o.checkout for o in flows_ok]),
+        "breaches": result.breaches[:10],
+    }
+
+
+def timed(stack, flow, clients, size, params, label=None) -> dict:
+    result = load.run(flow, stack.base_url, clients, size.seconds, params, warmup=size.warmup)
+    if result.errors:
+        raise RuntimeError(f"{flow.__name__} at {clients} clients: {result.errors[:3]}")
+    return {name: stats(samples, result.seconds) for name, samples in result.samples.items()}
+
+
+def run(size: Size, log=print) -> dict:
+    import django
+
+    django.setup()
+    from booking import mongo, rendering
+
+    results: dict = {"size": size.name, "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    with Stack() as stack:
+        stack.use_in_this_process()
+        mongo.ensure_indexes()
+        results["mongodb"] = "real MongoDB (MONGODB_URI)" if stack.real_mongodb else "devmongo (the stand-in)"
+        log(f"stack up: {stack.base_url}, MongoDB {stack.mongodb_uri} ({results['mongodb']})")
+        hall = data.grand_hall()
+        map_session = data.performance(hall, "Hamlet", 1)
+        hold_session = data.performance(hall, "The Magic Flute", 2)
+        changed_session = data.performance(hall, "Waiting for Godot", 3)
+        floor_session = data.performance(hall, "Floor", 4)
+        checkout_sessions = [data.performance(hall, "Checkout", 5 + i) for i in range(2 if size.name == "full" else 1)]
+        for i in range(6):
+            data.performance(hall, f"Repertoire {i}", 10 + i)
+        clients_max = max(size.sweep)
+        params = {
+            "map_session": str(map_session["_id"]),
+            "hold_session": str(hold_session["_id"]),
+            "changed_session": str(changed_session["_id"]),
+            "floor_session": str(floor_session["_id"]),
+            "pairs": data.edge_pairs(hold_session),
+            "checkout_plan": data.checkout_plan(checkout_sessions, clients_max),
+            "mongodb_uri": stack.mongodb_uri,
+            "db_name": stack.db_name,
+        }
+        results["seats_in_map"] = map_session["seatsTotal"]
+
+        log("accounting pass (command monitoring on)")
+        results["accounting"] = accounting_pass(stack, params, params)
+        results["accounting"]["db_floor"] = floor_accounting(stack, params)
+        results["accounting"]["c4"] = None  # filled in by the sweep
+
+        log(f"timed runs at {size.table_clients} clients, {size.seconds}s each")
+        table = {}
+        for flow in (
+            flows.hello,
+            flows.whats_on,
+            flows.seat_map_page,
+            flows.refresh_unchanged,
+            flows.refresh_changed,
+            flows.hold_release,
+            flows.checkout,
+            flows.naive_map,
+            flows.db_floor,
+        ):
+            table.update(timed(stack, flow, size.table_clients, size, params))
+            log(f"  {flow.__name__}: " + ", ".join(f"{k} p50 {v['p50']:.2f} ms" for k, v in table.items() if k))
+        results["table"] = table
+        results["table_clients"] = size.table_clients
+
+        log(f"concurrency sweep {size.sweep}")
+        sweep: dict = {}
+        for clients in size.sweep:
+            for flow in (flows.hello, flows.seat_map_page, flows.refresh_unchanged, flows.hold_release):
+                for name, st in timed(stack, flow, clients, size, params).items():
+                    sweep.setdefault(name, {})[clients] = st
+            log(f"  {clients} clients: " + ", ".join(f"{k} {v[clients]['rps']:.0f}/s" for k, v in sweep.items()))
+        results["sweep"] = sweep
+
+        log("render CPU (in process)")
+        results["render"] = render_cpu(map_session["_id"], 20 if size.name == "full" else 3)
+        rendering.clear_cache()
+
+        log(f"expiry sweep of {size.stale_carts} stale carts")
+        results["c4"] = expiry_sweep(size.stale_carts)
+
+        log(f"seed scenario, {size.users} users")
+        results["scenario"] = run_scenarios(size)
+
+        log("stadium")
+        from .stadium import measure_stadium
+
+        results["stadium"] = measure_stadium(stack, size.stadium_seats)
+        results["machine"]["load_after"] = os.getloadavg()
+    results["goals"] = goals(results)
+    return results
+
+
+def goals(r: dict) -> list[dict]:
+    """Every goal of the issue as a measured ratio, met or not."""
+    t, s = r["table"], r["sweep"]
+    one, most = min(next(iter(s.values()))), max(next(iter(s.values())))
+    out = []
+
+    def goal(name, value, limit, met, detail):
+        out.append({"goal": name, "value": value, "limit": limit, "met": bool(met), "detail": detail})
+
+    naive, page = t["naive"]["server_p50"], t["q2"]["server_p50"]
+    goal(
+        "seat map page: server time >= 20x lower than the naive template loop",
+        naive / page,
+        20,
+        naive / page >= 20,
+        f"server p50 naive {naive:.2f} ms vs page {page:.2f} ms at {r['table_clients']} clients; render alone: naive "
+        f"{r['render']['naive_ms']:.2f} ms CPU vs cached {r['render']['fast_cached_ms']:.3f} ms "
+        f"(cold build {r['render']['fast_cold_ms']:.2f} ms)",
+    )
+    q3, hello = s["q3"][one]["p50"], s["hello"][one]["p50"]
+    goal(
+        "unchanged live refresh: 304 in < 2x hello-world time",
+        q3 / hello,
+        2,
+        q3 / hello < 2,
+        f"p50 at 1 client: 304 {q3:.2f} ms vs hello {hello:.2f} ms",
+    )
+    hold_rps = s["c1"][most]["rps"] + s["c2"][most]["rps"]
+    hello_rps = s["hello"][most]["rps"]
+    goal(
+        f"hold seats: throughput at {most} clients >= 50% of hello-world's",
+        hold_rps / hello_rps,
+        0.5,
+        hold_rps / hello_rps >= 0.5,
+        f"{hold_rps:.0f} seat requests/s (holds {s['c1'][most]['rps']:.0f}/s + releases "
+        f"{s['c2'][most]['rps']:.0f}/s) vs hello {hello_rps:.0f}/s",
+    )
+    hold_p99, hello_p99 = s["c1"][most]["p99"], s["hello"][most]["p99"]
+    goal(
+        f"hold seats: p99 at {most} clients < 5x hello-world's p99",
+        hold_p99 / hello_p99,
+        5,
+        hold_p99 / hello_p99 < 5,
+        f"p99 hold {hold_p99:.1f} ms vs hello {hello_p99:.1f} ms",
+    )
+    for name, sc in r["scenario"].items():
+        goal(
+            f"seed scenario ({name}): no failed flows but honest conflicts; invariants hold",
+            sc["failed"],
+            0,
+            sc["failed"] == 0 and not sc["breaches"],
+            f"{sc['ok']} bought, {sc['conflicts']} honest conflicts, {sc['failed']} failed, "
+            f"{len(sc['breaches'])} invariant breaches",
+        )
+    st = r.get("stadium") or {}
+    if st:
+        goal(
+            "stadium: every session document < 2 MB",
+            st["largest_doc_bytes"] / 2**20,
+            2,
+            st["largest_doc_bytes"] < 2 * 2**20,
+            f"{st['documents']} section documents, largest {st['largest_doc_bytes'] / 1024:.0f} KB",
+        )
+        goal(
+            "stadium: every page < 200 KB of HTML",
+            st["largest_page_bytes"] / 1024,
+            200,
+            st["largest_page_bytes"] < 200 * 1024,
+            ", ".join(f"{k} {v['bytes'] / 1024:.0f} KB" for k, v in st["pages"].items()),
+        )
+        worst = max(v["p50"] for v in st["pages"].values())
+        goal(
+            "stadium: every page renders in < 10x hello-world time",
+            worst / st["hello_p50"],
+            10,
+            worst / st["hello_p50"] < 10,
+            ", ".join(f"{k} {v['p50']:.1f} ms" for k, v in st["pages"].items())
+            + f" vs hello {st['hello_p50']:.2f} ms (p50, 1 client)",
+        )
+    return out

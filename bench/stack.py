@@ -1,0 +1,173 @@
+"""Start the real stack on loopback: MongoDB (the stand-in, or MONGODB_URI), Redis, gunicorn.
+
+gunicorn runs with one fixed configuration for every measured request (``GUNICORN_ARGS``), so the
+hello-world floor and the app's pages are served the same way.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+WORKERS = 2  # one per core of the 2-core machines this runs on
+THREADS = 8
+GUNICORN_ARGS = [
+    "--workers",
+    str(WORKERS),
+    "--threads",
+    str(THREADS),
+    "--worker-class",
+    "gthread",
+    "--keep-alive",
+    "30",
+    "--backlog",
+    "512",
+    "--log-level",
+    "warning",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on port {port} within {timeout}s")
+
+
+@dataclass
+class Stack:
+    """Everything the benchmark talks to. Use as a context manager."""
+
+    mongodb_uri: str = ""
+    redis_url: str = ""
+    db_name: str = field(default_factory=lambda: f"bench_{uuid.uuid4().hex[:8]}")
+    web_port: int = 0
+    real_mongodb: bool = False
+    workdir: Path | None = None
+    procs: list = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    def env(self) -> dict:
+        env = dict(os.environ)
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "bench.settings",
+                "MONGODB_URI": self.mongodb_uri,
+                "MONGODB_DB": self.db_name,
+                "REDIS_URL": self.redis_url,
+                "DATABASE_URL": f"sqlite:///{self.workdir / 'django.sqlite3'}",
+                # production mode over plain http on loopback
+                "DEBUG": "False",
+                "SECRET_KEY": "bench-" + uuid.uuid4().hex,
+                "SECURE_SSL_REDIRECT": "False",
+                "LOG_LEVEL": "WARNING",
+                # Each virtual client gets its own address (X-Forwarded-For), so the anti-hoarding
+                # checks run as in production; the hold rate limit still counts in Redis, but its
+                # limit is raised so that a benchmark client doing hundreds of holds is not refused.
+                "BOOKING_TRUSTED_PROXIES": "1",
+                "BOOKING_HOLD_RATE": "1000000/m",
+                "PYTHONPATH": str(ROOT),
+            }
+        )
+        return env
+
+    def __enter__(self) -> "Stack":
+        self.workdir = Path(tempfile.mkdtemp(prefix="bench-"))
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _spawn(self, args, what, port, **kwargs):
+        log = open(self.workdir / f"{what}.log", "wb")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, **kwargs)
+        self.procs.append((what, proc, log))
+        wait_for_port(port, proc, what)
+        return proc
+
+    def _start(self) -> None:
+        self.mongodb_uri = os.environ.get("MONGODB_URI", "")
+        self.real_mongodb = bool(self.mongodb_uri)
+        if not self.mongodb_uri:
+            port = free_port()
+            self._spawn([PYTHON, "-m", "devmongo", "--port", str(port), "--log-level", "warning"], "devmongo", port)
+            self.mongodb_uri = f"mongodb://127.0.0.1:{port}/"
+        self.redis_url = os.environ.get("REDIS_URL", "")
+        if not self.redis_url:
+            binary = shutil.which("redis-server")
+            if binary is None:
+                raise RuntimeError("redis-server is not installed (apt-get install redis-server) and REDIS_URL is unset")
+            port = free_port()
+            args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+            self._spawn([*args, "--dir", str(self.workdir)], "redis", port)
+            self.redis_url = f"redis://127.0.0.1:{port}/0"
+        env = self.env()
+        subprocess.run(
+            [PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
+        )
+        self.web_port = free_port()
+        web_env = {**env, "BOOKING_MONGO_MONITOR": "1"}
+        self._spawn(
+            [PYTHON, "-m", "gunicorn", "bench.wsgi:application", *GUNICORN_ARGS, "--bind", f"127.0.0.1:{self.web_port}"],
+            "gunicorn",
+            self.web_port,
+            env=web_env,
+        )
+
+    def use_in_this_process(self) -> None:
+        """Point this process's Django settings and MongoDB client at the stack."""
+        from django.conf import settings
+
+        from booking import mongo
+
+        os.environ.update({"MONGODB_URI": self.mongodb_uri, "MONGODB_DB": self.db_name, "REDIS_URL": self.redis_url})
+        settings.MONGODB_URI = self.mongodb_uri
+        settings.MONGODB_DB = self.db_name
+        settings.REDIS_URL = self.redis_url
+        settings.CELERY_BROKER_URL = self.redis_url
+        mongo.close_client()
+
+    def __exit__(self, *exc) -> None:
+        for _what, proc, log in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            log.close()
+        if self.real_mongodb and self.mongodb_uri:
+            try:
+                import pymongo
+
+                pymongo.MongoClient(self.mongodb_uri, serverSelectionTimeoutMS=2000).drop_database(self.db_name)
+            except Exception:  # noqa: BLE001, S110 - best effort cleanup of a throwaway database
+                pass
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)

@@ -1,0 +1,2 @@
+def measure_stadium(stack, seats):
+    return None
