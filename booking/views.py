@@ -5,6 +5,7 @@ One view serves the full page and the htmx partial. Engine errors become statuse
 message come back (htmx) or the buyer is sent back to the map with a message (plain form post).
 """
 
+import io
 import secrets
 from datetime import datetime, time, timedelta
 
@@ -471,8 +472,9 @@ def order_tickets(request, ref):
 def ticket_qr(request, code):
     """The QR code of a ticket code. It encodes only what the URL already says, so it needs no
     lookup; the code itself is the secret and is only shown to the order's owner."""
-    svg = segno.make(code, error="m").svg_inline(scale=4, border=2, title=None)
-    response = HttpResponse(svg, content_type="image/svg+xml")
+    svg = io.BytesIO()
+    segno.make(code, error="m").save(svg, kind="svg", scale=4, border=2, xmldecl=False)
+    response = HttpResponse(svg.getvalue(), content_type="image/svg+xml")
     response["Cache-Control"] = "private, max-age=86400"
     return response
 

@@ -25,6 +25,21 @@
     }
   });
 
+  // Keep the buyer's place in a big hall when the map is replaced (their click or a live update).
+  var mapScroll = null;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var box = document.querySelector("#seatmap .map-scroll");
+    if (box) mapScroll = { left: box.scrollLeft, top: box.scrollTop };
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    var box = document.querySelector("#seatmap .map-scroll");
+    if (box && mapScroll) { box.scrollLeft = mapScroll.left; box.scrollTop = mapScroll.top; }
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = document.querySelector("#seatmap .map-scroll");  // start at the centre of a wide hall
+    if (box && box.scrollWidth > box.clientWidth) box.scrollLeft = (box.scrollWidth - box.clientWidth) / 2;
+  });
+
   document.addEventListener("htmx:sendError", function () {
     showNotice("We could not reach the box office. Check your connection; we keep trying.");
   });

@@ -1,0 +1,161 @@
+"""The buyer's flows in real Chromium: purchase, two buyers on one map, expiry, keyboard only."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from booking import selectors
+from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
+from booking.seatmap import FREE, HELD
+from booking.tests.factories import make_session, make_theater
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def show():
+    theater = make_theater(STUDIO_GRID, STUDIO_CATEGORIES, name="Studio Stage")
+    return make_session(theater, name="Waiting for Godot", prices={"s": 2200, "r": 1500})
+
+
+def seat(page, row: str, number: int):
+    return page.get_by_role("button", name=re.compile(rf"^Row {row}, seat {number},"))
+
+
+def seat_state(session, key):
+    r, c = (int(x) for x in key.split(":"))
+    return selectors.get_session(session["_id"])["seats"][r][c]
+
+
+def test_full_purchase(new_page, shot, show):
+    page = new_page()
+    page.goto("/")
+    expect(page.get_by_role("heading", name="What's on")).to_be_visible()
+    shot(page, "whats-on")
+
+    page.get_by_role("link", name=re.compile("Waiting for Godot")).click()
+    expect(page.get_by_role("heading", name="Waiting for Godot")).to_be_visible()
+    shot(page, "session")
+
+    seat(page, "D", 4).click()
+    expect(seat(page, "D", 4)).to_have_attribute("aria-label", re.compile("held by you$"))
+    seat(page, "D", 5).click()
+    expect(seat(page, "D", 5)).to_have_attribute("aria-label", re.compile("held by you$"))
+    summary = page.locator("#cart-summary")
+    expect(summary).to_contain_text("Row D, seat 4")
+    expect(summary).to_contain_text("Row D, seat 5")
+    expect(summary).to_contain_text("€44")
+    expect(summary.locator(".countdown-time")).to_have_text(re.compile(r"^1[45]:\d\d$"))
+    shot(page, "two-seats-held")
+
+    summary.get_by_role("link", name="Check out").click()
+    expect(page.get_by_role("heading", name="Checkout")).to_be_visible()
+    page.get_by_role("button", name=re.compile("Buy 2 tickets")).click()
+    expect(page.get_by_text("Please enter your name.")).to_be_visible()
+    shot(page, "checkout-errors")
+
+    page.get_by_label("Name").fill("Ada Lovelace")
+    page.get_by_label("E-mail").fill("ada@example.com")
+    page.get_by_role("button", name=re.compile("Buy 2 tickets")).click()
+    expect(page.get_by_role("heading", name="You're going to the theater!")).to_be_visible()
+    expect(page.locator(".ref-code")).to_have_text(re.compile(r"^[A-Z2-9]{8}$"))
+    tickets = page.locator(".tickets .ticket")
+    expect(tickets).to_have_count(2)
+    page.wait_for_function("[...document.querySelectorAll('img.qr')].every(i => i.complete && i.naturalWidth > 0)")
+    shot(page, "confirmation")
+
+    page.get_by_role("link", name="Print tickets").click()
+    expect(page.locator(".ticket")).to_have_count(2)
+    shot(page, "printable")
+    assert seat_state(show, "3:3") != FREE
+
+
+def test_two_buyers_see_each_other(new_page, shot, show):
+    a, b = new_page(), new_page()
+    url = f"/sessions/{show['_id']}/"
+    a.goto(url)
+    b.goto(url)
+
+    seat(a, "C", 3).click()
+    expect(seat(a, "C", 3)).to_have_attribute("aria-label", re.compile("held by you$"))
+    # B's open map shows it within 3 seconds, without a reload.
+    expect(seat(b, "C", 3)).to_have_attribute("aria-label", re.compile("held by someone else$"), timeout=3000)
+    shot(b, "b-sees-a-hold")
+
+    seat(b, "C", 3).click(force=True)  # aria-disabled: a real click still goes through and explains
+    expect(b.locator("#notice")).to_contain_text("just taken by someone else")
+    expect(seat(b, "C", 3)).to_have_attribute("aria-label", re.compile("held by someone else$"))
+    shot(b, "b-just-taken")
+
+    seat(a, "C", 3).click()  # A lets it go
+    expect(seat(a, "C", 3)).to_have_attribute("aria-label", re.compile("available$"))
+    expect(seat(b, "C", 3)).to_have_attribute("aria-label", re.compile("available$"), timeout=3000)
+    seat(b, "C", 3).click()
+    expect(seat(b, "C", 3)).to_have_attribute("aria-label", re.compile("held by you$"))
+    expect(b.locator("#notice")).not_to_contain_text("just taken")
+    shot(b, "b-took-it")
+    expect(seat(a, "C", 3)).to_have_attribute("aria-label", re.compile("held by someone else$"), timeout=3000)
+
+
+def test_hold_expires(new_page, shot, show, settings):
+    settings.BOOKING_HOLD_SECONDS = 4
+    page = new_page()
+    page.goto(f"/sessions/{show['_id']}/")
+    seat(page, "A", 1).click()
+    expect(seat(page, "A", 1)).to_have_attribute("aria-label", re.compile("held by you$"))
+    expect(page.locator("#cart-summary .countdown")).to_be_visible()
+    shot(page, "held")
+    expect(page.locator("#cart-summary")).to_contain_text("Your hold has expired", timeout=9000)
+    expect(seat(page, "A", 1)).to_have_attribute("aria-label", re.compile("available$"), timeout=4000)
+    assert seat_state(show, "0:3") == FREE
+    shot(page, "expired-on-map")
+
+    seat(page, "A", 1).click()
+    page.goto("/cart/")
+    expect(page.get_by_role("heading", name="Your cart")).to_be_visible()
+    expect(page.locator(".countdown")).to_be_visible()
+    expect(page.get_by_text("Your hold has expired")).to_be_visible(timeout=9000)
+    shot(page, "expired-cart")
+
+
+def test_keyboard_only(new_page, shot, show):
+    page = new_page()
+    page.goto(f"/sessions/{show['_id']}/")
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        focused = page.evaluate("document.activeElement.getAttribute('aria-label') || ''")
+        if focused.startswith("Row ") and focused.endswith("available"):
+            break
+    else:
+        pytest.fail("no seat reachable with Tab")
+    shot(page, "seat-focused", full_page=False)
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("button", name=focused.replace("available", "held by you"))).to_be_visible()
+    # Focus stays on the seat after the map is swapped, so the next key press continues from there.
+    expect(page.locator("button.s:focus")).to_have_attribute("aria-label", re.compile("held by you$"))
+    r, c = (int(x) for x in page.evaluate("document.activeElement.value").split(":"))
+    assert selectors.get_session(show["_id"])["seats"][r][c] == HELD
+    shot(page, "seat-held-by-keyboard", full_page=False)
+
+
+def test_phone_layout_and_big_hall(new_page, shot):
+    from booking.demo import GRAND_CATEGORIES, grand_hall_grid
+
+    grand = make_session(
+        make_theater(grand_hall_grid(), GRAND_CATEGORIES, name="Grand Hall"),
+        name="Hamlet",
+        prices={"p": 5500, "s": 3900, "b": 2500},
+    )
+    laptop = new_page()
+    laptop.goto(f"/sessions/{grand['_id']}/")
+    expect(laptop.locator("button.s")).to_have_count(grand["seatsTotal"])
+    shot(laptop, "grand-hall-laptop", full_page=False)
+    phone = new_page(viewport={"width": 390, "height": 844})
+    phone.goto(f"/sessions/{grand['_id']}/")
+    seat(phone, "K", 20).scroll_into_view_if_needed()
+    seat(phone, "K", 20).click()
+    expect(seat(phone, "K", 20)).to_have_attribute("aria-label", re.compile("held by you$"))
+    shot(phone, "grand-hall-phone", full_page=False)
+    phone.goto("/")
+    shot(phone, "whats-on-phone")
