@@ -1,0 +1,19 @@
+# Reliability runs (docs/reliability.md). Every target uses the project's venv.
+PYTHON ?= .venv/bin/python
+
+.PHONY: chaos chaos-ci chaos-control chaos-control-ci
+
+# Full size: >= 500 buyers on one session, several minutes, faults injected.
+chaos:
+	$(PYTHON) -m chaos --size full
+
+# CI size: a few minutes at most; fails on any breach.
+chaos-ci:
+	$(PYTHON) -m chaos --size ci
+
+# The control: the hold's conditional filter weakened; passes only if the harness catches it.
+chaos-control:
+	$(PYTHON) -m chaos --size full --control
+
+chaos-control-ci:
+	$(PYTHON) -m chaos --size ci --control

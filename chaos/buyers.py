@@ -1,0 +1,364 @@
+"""Simulated buyers over HTTP, as a browser with htmx would talk to the site.
+
+Each buyer has its own httpx client (its own cookie jar) and its own client address (sent in
+X-Forwarded-For; the harness runs the app with one trusted proxy). A buyer opens the session page
+(which sets the CSRF cookie), then POSTs the htmx endpoints with the X-CSRFToken and HX-Request
+headers, and checks out through the plain form, exactly like the pages do. What each buyer saw
+is recorded in ``Stats``; the final checks compare it with the database.
+
+Buyer kinds (most want the same middle seats, so picks overlap):
+- rusher: holds a few seats around the middle, retries with another pick when beaten;
+- best: asks for the best N seats;
+- clicker: clicks seats one by one on the map (toggle), sometimes clicks one off again (release);
+- slowpoke: holds, then waits about as long as the hold lasts before checking out (expiry races
+  checkout);
+- hoarder: several buyers sharing one address, trying to hold far more than allowed (the limits
+  must answer 400/429).
+Each ends by checking out, abandoning the cart, or canceling it.
+"""
+
+import asyncio
+import ipaddress
+import random
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import httpx
+
+NOTICE_RE = re.compile(r'id="notice"[^>]*>(.*?)</div>', re.S)
+SEAT_COUNT_RE = re.compile(r"Total \((\d+) seats?\)")
+ORDER_PATH_RE = re.compile(r"/orders/([A-Z0-9]{4,16})/$")
+MAX_ATTEMPTS = 6  # per logical request, over 503s and dropped connections
+
+
+@dataclass
+class Hall:
+    """What a buyer knows of the hall: which cells are seats (from the seeded layout)."""
+
+    session_id: str
+    seats_by_row: list[list[int]]  # column indexes of real seats, per row
+
+    @property
+    def middle_row(self) -> float:
+        return (len(self.seats_by_row) - 1) / 2
+
+    def centre_block(self, count: int) -> list[str]:
+        """The ``count`` seats everybody wants first: the middle of the middle row."""
+        row = int(self.middle_row)
+        cols = self.seats_by_row[row]
+        start = (len(cols) - count) // 2
+        return [f"{row}:{c}" for c in cols[start : start + count]]
+
+    def middle_block(self, rng: random.Random, count: int) -> list[str]:
+        """``count`` adjacent seats close to the middle of the hall (a gaussian pick: overlaps)."""
+        for _ in range(20):
+            row = int(round(rng.gauss(self.middle_row, len(self.seats_by_row) / 6)))
+            if not 0 <= row < len(self.seats_by_row):
+                continue
+            cols = self.seats_by_row[row]
+            if len(cols) < count:
+                continue
+            centre = (len(cols) - count) / 2
+            start = int(round(rng.gauss(centre, max(1.0, len(cols) / 8))))
+            start = min(max(start, 0), len(cols) - count)
+            block = cols[start : start + count]
+            if block[-1] - block[0] == count - 1:  # no aisle inside the block
+                return [f"{row}:{c}" for c in block]
+        row = rng.randrange(len(self.seats_by_row))
+        return [f"{row}:{self.seats_by_row[row][0]}"]
+
+
+@dataclass
+class Stats:
+    buyers: int = 0
+    requests: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    transport_errors: int = 0
+    retries: int = 0
+    holds_won: int = 0
+    holds_lost: int = 0
+    holds_refused: int = 0  # 400: a rule said no (orphan seat, limits, ...)
+    rate_limited: int = 0
+    releases: int = 0
+    checkouts_ok: int = 0
+    checkouts_failed: int = 0  # the hold ended first (expected with a short hold)
+    checkouts_unknown: int = 0  # no answer after every retry
+    replays: int = 0
+    abandoned: int = 0
+    canceled: int = 0
+    cut_off: int = 0
+    kinds: Counter = field(default_factory=Counter)
+    server_errors: list = field(default_factory=list)  # (method, path, status)
+    retry_after_missing: int = 0  # 503 without a Retry-After hint
+    # booking ref -> seats the buyer's cart showed when it checked out
+    orders_seen: dict = field(default_factory=dict)
+
+
+def client_address(index: int) -> str:
+    return str(ipaddress.IPv4Address(int(ipaddress.IPv4Address("10.0.0.1")) + index))
+
+
+class Buyer:
+    def __init__(self, index: int, base_url: str, hall: Hall, stats: Stats, rng: random.Random, *, ip: str, hold_s):
+        self.index = index
+        self.hall = hall
+        self.stats = stats
+        self.rng = rng
+        self.hold_seconds = hold_s
+        self.client = httpx.AsyncClient(
+            base_url=base_url,
+            timeout=httpx.Timeout(25.0, connect=10.0),
+            headers={"X-Forwarded-For": ip, "User-Agent": f"chaos-buyer/{index}"},
+            follow_redirects=False,
+        )
+        self.cart_seats = 0
+
+    # --- HTTP with the retries a browser user would do ---
+
+    async def request(self, method: str, url: str, *, htmx: bool = False, data=None, headers=None):
+        """One logical request: retried after a 503 (honouring Retry-After) or a dropped
+        connection. Returns the response, or None when it never got an answer."""
+        extra = dict(headers or {})
+        if method == "POST":
+            extra["X-CSRFToken"] = self.client.cookies.get("csrftoken", "")
+        if htmx:
+            extra["HX-Request"] = "true"
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
+                self.stats.retries += 1
+            self.stats.requests += 1
+            try:
+                response = await self.client.request(method, url, data=data, headers=extra)
+            except httpx.TransportError:
+                self.stats.transport_errors += 1
+                await asyncio.sleep(0.5 + self.rng.random())
+                continue
+            self.stats.statuses[response.status_code] += 1
+            if response.status_code >= 500:
+                if response.status_code != 503:
+                    self.stats.server_errors.append((method, url, response.status_code))
+                    return response
+                hint = response.headers.get("Retry-After")
+                if hint is None:
+                    self.stats.retry_after_missing += 1
+                await asyncio.sleep(min(float(hint or 2), 5) * (0.5 + self.rng.random()))
+                continue
+            return response
+        return None
+
+    async def open_session_page(self) -> bool:
+        response = await self.request("GET", f"/sessions/{self.hall.session_id}/")
+        return response is not None and response.status_code == 200 and "csrftoken" in self.client.cookies
+
+    async def seat_action(self, endpoint: str, data: dict) -> str:
+        """POST a seat action the way htmx does. Returns won / lost / refused / limited / error."""
+        response = await self.request("POST", f"/sessions/{self.hall.session_id}/{endpoint}", htmx=True, data=data)
+        if response is None:
+            return "error"
+        if response.status_code == 429:
+            self.stats.rate_limited += 1
+            return "limited"
+        if response.status_code == 400:
+            self.stats.holds_refused += 1
+            return "refused"
+        if response.status_code != 200:
+            return "error"
+        match = SEAT_COUNT_RE.search(response.text)
+        self.cart_seats = int(match.group(1)) if match else 0
+        notice = NOTICE_RE.search(response.text)
+        if notice and "msg-error" in notice.group(1):
+            return "lost"
+        return "won"
+
+    async def hold(self, seats: list[str]) -> str:
+        outcome = await self.seat_action("hold", {"seats": ",".join(seats)})
+        self._count(outcome)
+        return outcome
+
+    def _count(self, outcome: str) -> None:
+        if outcome == "won":
+            self.stats.holds_won += 1
+        elif outcome == "lost":
+            self.stats.holds_lost += 1
+
+    async def think(self, low: float = 0.2, high: float = 1.5) -> None:
+        await asyncio.sleep(self.rng.uniform(low, high))
+
+    # --- endings ---
+
+    async def checkout(self) -> None:
+        if self.cart_seats == 0:
+            self.stats.abandoned += 1
+            return
+        seats = self.cart_seats
+        response = await self.request(
+            "POST",
+            "/checkout/",
+            data={"name": f"Buyer {self.index} <script>alert(1)</script>", "email": f"buyer{self.index}@example.org"},
+        )
+        if response is None:
+            self.stats.checkouts_unknown += 1
+            return
+        match = ORDER_PATH_RE.search(response.headers.get("Location", "")) if response.status_code == 302 else None
+        if match is None:
+            self.stats.checkouts_failed += 1
+            return
+        ref = match.group(1)
+        self.stats.checkouts_ok += 1
+        self.stats.orders_seen[ref] = seats
+        self.cart_seats = 0
+        await self.request("GET", f"/orders/{ref}/")
+        if self.rng.random() < 0.1:  # a double submit after success must not buy again
+            self.stats.replays += 1
+            again = await self.request("POST", "/checkout/", data={"name": "Again", "email": "again@example.org"})
+            again_ref = ORDER_PATH_RE.search(again.headers.get("Location", "")) if again is not None else None
+            if again_ref and again_ref.group(1) != ref:
+                self.stats.orders_seen[again_ref.group(1)] = 0  # flagged by the checks: a second order
+
+    async def finish(self) -> None:
+        roll = self.rng.random()
+        if roll < 0.7:
+            await self.checkout()
+        elif roll < 0.9:
+            self.stats.abandoned += 1  # walk away: expiry must give the seats back
+        else:
+            await self.request("POST", "/cart/cancel", data={})
+            self.stats.canceled += 1
+
+    # --- kinds ---
+
+    async def rusher(self) -> None:
+        for attempt in range(3):
+            count = self.rng.randint(1, 4)
+            first_choice = attempt == 0 and self.rng.random() < 0.6
+            seats = self.hall.centre_block(count) if first_choice else self.hall.middle_block(self.rng, count)
+            outcome = await self.hold(seats)
+            if outcome == "won":
+                break
+            await self.think(0.05, 0.4)
+        if self.cart_seats and self.rng.random() < 0.3:
+            await self.think()
+            await self.hold(self.hall.middle_block(self.rng, 1))
+        await self.think()
+        await self.finish()
+
+    async def best(self) -> None:
+        outcome = await self.seat_action("best", {"count": str(self.rng.randint(1, 4))})
+        self._count(outcome)
+        await self.think()
+        await self.finish()
+
+    async def clicker(self) -> None:
+        clicked = []
+        for seat in self.hall.middle_block(self.rng, self.rng.randint(2, 3)):
+            outcome = await self.seat_action("toggle", {"seat": seat})
+            self._count(outcome)
+            if outcome == "won":
+                clicked.append(seat)
+            await self.think(0.1, 0.6)
+        if clicked and self.rng.random() < 0.4:
+            seat = clicked[-1]
+            outcome = await self.seat_action("release", {"seats": seat})
+            if outcome == "won":
+                self.stats.releases += 1
+        await self.think()
+        await self.finish()
+
+    async def slowpoke(self) -> None:
+        await self.hold(self.hall.middle_block(self.rng, self.rng.randint(1, 3)))
+        # Check out right around the moment the hold ends: sometimes just before, sometimes after.
+        await asyncio.sleep(max(0.0, self.hold_seconds + self.rng.uniform(-3, 3)))
+        await self.checkout()
+
+    async def hoarder(self) -> None:
+        for _ in range(8):
+            await self.hold(self.hall.middle_block(self.rng, 4))
+        await self.finish()
+
+    async def poll_map(self) -> None:
+        """The live map's refresh: a conditional GET that should mostly answer 304."""
+        response = await self.request("GET", f"/sessions/{self.hall.session_id}/map/", htmx=True)
+        if response is not None and response.status_code == 200 and response.headers.get("ETag"):
+            await self.request(
+                "GET",
+                f"/sessions/{self.hall.session_id}/map/",
+                htmx=True,
+                headers={"If-None-Match": response.headers["ETag"]},
+            )
+
+    async def run(self, kind: str, rush: asyncio.Event | None) -> None:
+        self.stats.buyers += 1
+        self.stats.kinds[kind] += 1
+        try:
+            if not await self.open_session_page():
+                return
+            if rush is not None:
+                await rush.wait()  # the rush: everybody clicks at once
+            await getattr(self, kind)()
+            if self.rng.random() < 0.3:
+                await self.poll_map()
+        finally:
+            await self.client.aclose()
+
+
+KINDS = [("rusher", 0.45), ("best", 0.2), ("clicker", 0.15), ("slowpoke", 0.12), ("hoarder", 0.08)]
+
+
+def pick_kind(rng: random.Random) -> str:
+    roll = rng.random()
+    for kind, weight in KINDS:
+        if roll < weight:
+            return kind
+        roll -= weight
+    return "rusher"
+
+
+async def run_buyers(
+    base_url: str,
+    hall: Hall,
+    *,
+    buyers: int,
+    duration: float,
+    hold_seconds: float,
+    concurrency: int,
+    seed: int,
+    stats: Stats,
+    rush_fraction: float = 0.4,
+) -> Stats:
+    """All buyers: a rush at the start, the rest arriving over the run; bounded in time."""
+    rng = random.Random(seed)
+    rush = asyncio.Event()
+    gate = asyncio.Semaphore(concurrency)
+    hoarder_ip = "192.0.2.77"  # hoarders share one address and keep throwing their cookies away
+    rush_count = int(buyers * rush_fraction)
+    started = time.monotonic()
+
+    async def one(index: int, delay: float) -> None:
+        await asyncio.sleep(delay)
+        kind = pick_kind(rng)
+        ip = hoarder_ip if kind == "hoarder" else client_address(index)
+        buyer = Buyer(index, base_url, hall, stats, random.Random(rng.random()), ip=ip, hold_s=hold_seconds)
+        if index < rush_count:
+            await buyer.run(kind, rush)  # the rush does not wait for the gate: that is the point
+            return
+        async with gate:
+            await buyer.run(kind, None)
+
+    tasks = [
+        asyncio.create_task(one(i, 0.0 if i < rush_count else rng.uniform(2, duration * 0.75))) for i in range(buyers)
+    ]
+    await asyncio.sleep(min(10.0, duration / 10))  # let the rush open the page
+    rush.set()
+    deadline = started + duration + hold_seconds + 45
+    done, pending = await asyncio.wait(tasks, timeout=max(1.0, deadline - time.monotonic()))
+    for task in pending:
+        task.cancel()
+    stats.cut_off += len(pending)
+    if pending:
+        await asyncio.wait(pending, timeout=10)
+    for task in done:
+        if task.exception() is not None:
+            raise task.exception()
+    return stats

@@ -1,0 +1,112 @@
+"""The final checks, run on a quiet system after one reconcile pass.
+
+They compare what the buyers saw (``Stats``) with what the database says. Django must be set up
+(the harness points it at the run's MongoDB before importing this).
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from booking import invariants, mongo
+from booking.seatmap import HELD, SOLD, parse_seat_key
+from booking.services import carts as cart_service
+from booking.services import reconcile
+
+from .buyers import Stats
+
+
+@dataclass
+class Verdict:
+    breaches: list[str] = field(default_factory=list)
+    invariant_breaches: list[str] = field(default_factory=list)
+    double_sold_seats: int = 0
+    double_held_seats: int = 0
+    orders: int = 0
+    seats_sold: int = 0
+    carts_by_state: dict = field(default_factory=dict)
+    reconcile_report: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.breaches and not self.invariant_breaches
+
+
+def final_checks(stats: Stats, web_log: str) -> Verdict:
+    verdict = Verdict()
+    verdict.reconcile_report = str(reconcile.reconcile(grace=timedelta(0)))
+    verdict.invariant_breaches = invariants.check_invariants()
+
+    sessions = {s["_id"]: s for s in mongo.sessions().find({}, {"seats": 1, "reservations": 1, "name": 1})}
+    carts = {c["_id"]: c for c in mongo.carts().find({}, {"state": 1, "expiresAt": 1})}
+    paid = list(mongo.orders().find({"state": "paid"}))
+    verdict.orders = len(paid)
+
+    # No seat is in two orders.
+    owners = defaultdict(list)
+    for order in paid:
+        for line in order["lines"]:
+            owners[(line["sessionId"], line["key"])].append(order["ref"])
+    doubles = {seat: refs for seat, refs in owners.items() if len(refs) > 1}
+    verdict.double_sold_seats = len(doubles)
+    for (sid, key), refs in sorted(doubles.items(), key=str)[:20]:
+        verdict.breaches.append(f"seat {key} of session {sid} is in {len(refs)} paid orders: {refs}")
+
+    # Every order's seats are sold.
+    for order in paid:
+        for line in order["lines"]:
+            session = sessions.get(line["sessionId"])
+            r, c = parse_seat_key(line["key"])
+            if session is None or session["seats"][r][c] != SOLD:
+                verdict.breaches.append(f"order {order['ref']}: seat {line['key']} is not sold")
+    verdict.seats_sold = sum(len(o["lines"]) for o in paid)
+
+    # Every checkout a buyer saw succeed has its order, with the seats the buyer saw, sold.
+    by_ref = {o["ref"]: o for o in paid}
+    for ref, seats in stats.orders_seen.items():
+        order = by_ref.get(ref)
+        if order is None:
+            verdict.breaches.append(f"a buyer saw order {ref} succeed, but no paid order {ref} exists")
+        elif seats == 0:
+            verdict.breaches.append(f"a replayed checkout created a second order {ref}")
+        elif len(order["lines"]) != seats:
+            verdict.breaches.append(f"order {ref}: the buyer saw {seats} seats, the order has {len(order['lines'])}")
+
+    # No seat is held by a cart that is not live; no seat is held twice.
+    held_by = defaultdict(int)
+    for sid, session in sessions.items():
+        for hold in session.get("reservations", []):
+            cart = carts.get(hold["_id"])
+            live = cart is not None and cart["state"] in cart_service.LIVE_STATES
+            for key in hold["seats"]:
+                held_by[(sid, key)] += 1
+                if not live:
+                    verdict.breaches.append(f"seat {key} is held by cart {hold['_id']}, which is not live")
+                r, c = parse_seat_key(key)
+                if session["seats"][r][c] != HELD:
+                    verdict.breaches.append(f"seat {key} is in a hold but its cell is {session['seats'][r][c]}")
+    verdict.double_held_seats = sum(1 for n in held_by.values() if n > 1)
+    if verdict.double_held_seats:
+        verdict.breaches.append(f"{verdict.double_held_seats} seats are held by two carts at once")
+
+    # Zero HTTP 500s (503 while MongoDB is down is fine, with its retry hint).
+    if stats.server_errors:
+        sample = ", ".join(f"{m} {p} -> {s}" for m, p, s in stats.server_errors[:5])
+        verdict.breaches.append(f"{len(stats.server_errors)} server errors: {sample}")
+    if stats.retry_after_missing:
+        verdict.breaches.append(f"{stats.retry_after_missing} answers of 503 came without Retry-After")
+    logged = web_log.count("Internal Server Error:")  # Django logs every 500 (DEBUG is on in the run)
+    if logged:
+        verdict.breaches.append(f"the web log has {logged} internal server errors")
+
+    states = defaultdict(int)
+    for cart in carts.values():
+        states[cart["state"]] += 1
+    verdict.carts_by_state = dict(states)
+    verdict.breaches = _dedupe(verdict.breaches)
+    return verdict
+
+
+def _dedupe(lines: list[str]) -> list[str]:
+    seen = set()
+    return [x for x in lines if not (x in seen or seen.add(x))]
