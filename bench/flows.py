@@ -161,3 +161,14 @@ def db_floor(client: Client, index: int, params: dict):
         return [Sample("db_floor", elapsed, 0, result.modified_count == 1, 0, 0)]
 
     return step
+
+
+def get_page(client: Client, index: int, params: dict):
+    """GET ``params["path"]``, timed as ``params["label"]`` (the stadium's pages)."""
+    path, label = params["path"], params["label"]
+    client.get(path)
+
+    def step():
+        return [sample(label, client.get(path))]
+
+    return step

@@ -79,8 +79,10 @@ def markdown(r: dict) -> str:
     lines += ["", "## Goals (ratios measured side by side in this run)", "", "| goal | measured | limit | met |"]
     lines.append("| --- | ---: | ---: | --- |")
     for g in r["goals"]:
-        lines.append(f"| {g['goal']}<br><small>{g['detail']}</small> | {g['value']:.2f} | {g['limit']} "
-                     f"| {'yes' if g['met'] else '**no**'} |")
+        lines.append(
+            f"| {g['goal']}<br><small>{g['detail']}</small> | {g['value']:.2f} | {g['limit']} "
+            f"| {'yes' if g['met'] else '**no**'} |"
+        )
     rd = r["render"]
     lines += [
         "",

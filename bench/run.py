@@ -7,6 +7,7 @@ import platform
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import data, flows, load, scenario
 from .load import Client, percentile
@@ -73,9 +74,8 @@ def machine() -> dict:
         "gunicorn": " ".join(GUNICORN_ARGS),
     }
     try:
-        info["cpu"] = next(
-            line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")
-        )
+        cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+        info["cpu"] = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
     except (OSError, StopIteration):
         info["cpu"] = platform.processor()
     try:

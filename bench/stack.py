@@ -121,19 +121,27 @@ class Stack:
         if not self.redis_url:
             binary = shutil.which("redis-server")
             if binary is None:
-                raise RuntimeError("redis-server is not installed (apt-get install redis-server) and REDIS_URL is unset")
+                raise RuntimeError(
+                    "redis-server is not installed (apt-get install redis-server) and REDIS_URL is unset"
+                )
             port = free_port()
             args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
             self._spawn([*args, "--dir", str(self.workdir)], "redis", port)
             self.redis_url = f"redis://127.0.0.1:{port}/0"
         env = self.env()
-        subprocess.run(
-            [PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
-        )
+        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
         self.web_port = free_port()
         web_env = {**env, "BOOKING_MONGO_MONITOR": "1"}
         self._spawn(
-            [PYTHON, "-m", "gunicorn", "bench.wsgi:application", *GUNICORN_ARGS, "--bind", f"127.0.0.1:{self.web_port}"],
+            [
+                PYTHON,
+                "-m",
+                "gunicorn",
+                "bench.wsgi:application",
+                *GUNICORN_ARGS,
+                "--bind",
+                f"127.0.0.1:{self.web_port}",
+            ],
             "gunicorn",
             self.web_port,
             env=web_env,

@@ -198,3 +198,38 @@ def seat_count(layout: dict) -> int:
 def category_codes_used(layout: dict) -> list[str]:
     used = {cell["cat"] for row in layout["rows"] for cell in row["cells"] if cell is not None}
     return [c["code"] for c in layout["categories"] if c["code"] in used]
+
+
+# --- Sectioned venues: a stadium is sections, each an ordinary layout (one session document each) ---
+
+MAX_SECTIONS = 200
+MAX_VENUE_SEATS = 250_000
+_SECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 .\-]{0,39}$")
+
+
+def validate_sections(sections) -> list[dict]:
+    """``[{"name": "North 1", "layout": {...}}, ...]`` -> a clean copy. Each section is checked as a
+    layout of its own (so each stays within one document's limits); names are unique."""
+    if not isinstance(sections, list) or not sections:
+        raise InvalidLayout("A sectioned venue needs at least one section.")
+    if len(sections) > MAX_SECTIONS:
+        raise InvalidLayout(f"A venue may have at most {MAX_SECTIONS} sections; this one has {len(sections)}.")
+    clean, names, total = [], set(), 0
+    for i, section in enumerate(sections):
+        if not isinstance(section, dict):
+            raise InvalidLayout(f"Section {i + 1} must be an object with a name and a layout.")
+        name = " ".join(str(section.get("name", "")).split())
+        if not _SECTION_NAME.match(name):
+            raise InvalidLayout(f"Section {i + 1}: the name must be 1-40 letters, digits, spaces, dots or dashes.")
+        if name in names:
+            raise InvalidLayout(f"Section name '{name}' is used twice.")
+        names.add(name)
+        try:
+            layout = validate_layout(section.get("layout"))
+        except InvalidLayout as exc:
+            raise InvalidLayout(f"Section {name}: {exc.message}") from None
+        total += seat_count(layout)
+        clean.append({"name": name, "layout": layout})
+    if total > MAX_VENUE_SEATS:
+        raise InvalidLayout(f"A venue may have at most {MAX_VENUE_SEATS:,} seats; this one has {total:,}.")
+    return clean

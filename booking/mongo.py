@@ -114,6 +114,9 @@ def ensure_indexes() -> list[str]:
     created.append(sessions().create_index([("start", 1)], name="start"))
     created.append(sessions().create_index([("theaterId", 1), ("start", 1)], name="theater_start"))
     created.append(sessions().create_index([("reservations._id", 1)], name="reservation_cart"))
+    created.append(
+        sessions().create_index([("performanceId", 1), ("section.index", 1)], name="performance_sections", sparse=True)
+    )
     created.append(carts().create_index([("state", 1), ("expiresAt", 1)], name="state_expires"))
     created.append(carts().create_index([("owner", 1), ("state", 1)], name="owner_state"))
     created.append(orders().create_index([("cartId", 1)], unique=True, name="cart_unique"))

@@ -19,6 +19,9 @@ SUMMARY_FIELDS = {
     "status": 1,
     "seatsAvailable": 1,
     "seatsTotal": 1,
+    "performanceId": 1,  # sectioned venues: the section documents of one performance share it
+    "section": 1,
+    "venueName": 1,
 }
 
 
@@ -31,7 +34,42 @@ def upcoming_sessions(
         query["start"]["$lt"] = start_before
     if theater_id is not None:
         query["theaterId"] = theater_id
-    return list(mongo.sessions().find(query, SUMMARY_FIELDS).sort("start", 1).limit(500))
+    return group_sections(list(mongo.sessions().find(query, SUMMARY_FIELDS).sort("start", 1).limit(500)))
+
+
+def group_sections(sessions: list[dict]) -> list[dict]:
+    """One entry per performance: a sectioned venue's section documents become one summary whose
+    ``_id`` is the performanceId, with availability and prices over all its sections."""
+    grouped: list[dict] = []
+    performances: dict[ObjectId, dict] = {}
+    for session in sessions:
+        performance_id = session.get("performanceId")
+        if performance_id is None:
+            grouped.append(session)
+            continue
+        summary = performances.get(performance_id)
+        if summary is None:
+            summary = performances[performance_id] = {
+                **session,
+                "_id": performance_id,
+                "theaterName": session.get("venueName", session.get("theaterName")),
+                "prices": dict(session.get("prices", {})),
+                "sections": 0,
+            }
+            summary.pop("section", None)
+            grouped.append(summary)
+        else:
+            summary["seatsAvailable"] += session["seatsAvailable"]
+            summary["seatsTotal"] += session["seatsTotal"]
+            summary["prices"].update(session.get("prices", {}))
+        summary["sections"] += 1
+    return grouped
+
+
+def performance_sections(performance_id: ObjectId) -> list[dict]:
+    """A sectioned performance's overview: one indexed query by performanceId, no seat maps."""
+    fields = {**SUMMARY_FIELDS, "layout.categories": 1}
+    return list(mongo.sessions().find({"performanceId": performance_id}, fields).sort("section.index", 1))
 
 
 def get_session(session_id: ObjectId) -> dict | None:

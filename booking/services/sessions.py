@@ -65,6 +65,8 @@ def create_session(
         raise NotFound("No such theater.")
     now = clock.now()
     details = clean_details(name, description, start, end, now=now)
+    if theater.get("sections"):
+        return create_section_sessions(theater, details, prices, now)[0]
     layout = theater["layout"]
     seats = initial_states(layout)
     available = count_state(seats, FREE)
@@ -86,6 +88,50 @@ def create_session(
     }
     mongo.sessions().insert_one(session)
     return session
+
+
+def create_section_sessions(theater: dict, details: dict, prices: dict, now: datetime) -> list[dict]:
+    """A performance in a sectioned venue: one session document per section, sharing a
+    ``performanceId`` (the RavenDB seed's chunks), so no document carries the whole stadium.
+    Each is an ordinary session to holds, checkout and expiry; cart items name the section's id.
+    ``theaterName`` says venue and section (carts, orders and tickets copy it); ``venueName`` is
+    the venue alone (what's on lists the performance once)."""
+    sections = theater["sections"]
+    categories = {}
+    for section in sections:
+        for cat in section["layout"]["categories"]:
+            categories.setdefault(cat["code"], cat)
+    every_row = [row for section in sections for row in section["layout"]["rows"]]
+    all_prices = clean_prices(prices, {"categories": list(categories.values()), "rows": every_row})
+    performance_id = ObjectId()
+    docs = []
+    for index, section in enumerate(sections):
+        layout = section["layout"]
+        seats = initial_states(layout)
+        available = count_state(seats, FREE)
+        docs.append(
+            {
+                "_id": ObjectId(),
+                "performanceId": performance_id,
+                "section": {"name": section["name"], "index": index, "count": len(sections)},
+                "theaterId": theater["_id"],
+                "theaterName": f"{theater['name']} – {section['name']}",
+                "venueName": theater["name"],
+                **details,
+                "prices": {code: all_prices[code] for code in category_codes_used(layout)},
+                "currency": settings.BOOKING_CURRENCY,
+                "status": "on_sale",
+                "layout": layout,
+                "seats": seats,
+                "seatsTotal": available,
+                "seatsAvailable": available,
+                "reservations": [],
+                "version": 1,
+                "createdOn": now,
+            }
+        )
+    mongo.sessions().insert_many(docs)
+    return docs
 
 
 def update_session_details(session_id: ObjectId, *, name, description, start, end, prices) -> dict:

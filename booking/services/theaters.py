@@ -54,3 +54,22 @@ def delete_theater(theater_id: ObjectId) -> None:
     result = mongo.theaters().delete_one({"_id": theater_id})
     if not result.deleted_count:
         raise NotFound("No such theater.")
+
+
+def create_sectioned_theater(name: str, sections: list[dict]) -> dict:
+    """A venue too big for one seat map (a stadium): ``sections`` is ``[{name, layout}]``, each an
+    ordinary layout. A performance there is one session document per section (see sessions.py)."""
+    from ..layouts import validate_sections
+
+    sections = validate_sections(sections)
+    now = clock.now()
+    theater = {
+        "_id": ObjectId(),
+        "name": _clean_name(name),
+        "sections": sections,
+        "seatCount": sum(seat_count(s["layout"]) for s in sections),
+        "createdOn": now,
+        "modifiedOn": now,
+    }
+    mongo.theaters().insert_one(theater)
+    return theater

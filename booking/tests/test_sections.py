@@ -1,0 +1,86 @@
+"""Sectioned venues: a performance is one session document per section; everything else unchanged."""
+
+from datetime import timedelta
+
+import bson
+import pytest
+
+from booking import clock, mongo, selectors
+from booking.demo_stadium import create_match, create_stadium, stadium_sections
+from booking.errors import InvalidLayout
+from booking.invariants import check_invariants
+from booking.layouts import validate_sections
+from booking.services import checkout, holds
+from booking.services.carts import expire_cart
+from booking.tests.commands import counting_commands
+from booking.tests.factories import make_session
+
+ALICE, BOB = "s:alice", "s:bob"
+
+
+def small_stadium():
+    stadium = create_stadium("Test Stadium", seats=3 * 40, rows=4, half=5)
+    return stadium, create_match(stadium)
+
+
+def test_a_performance_is_one_document_per_section_sharing_a_performance_id():
+    stadium, first = small_stadium()
+    docs = list(mongo.sessions().find({"performanceId": first["performanceId"]}).sort("section.index", 1))
+    assert [d["section"] for d in docs] == [
+        {"name": s["name"], "index": i, "count": 3} for i, s in enumerate(stadium["sections"])
+    ]
+    assert sum(d["seatsTotal"] for d in docs) == stadium["seatCount"] == 120
+    assert all(d["theaterName"] == f"Test Stadium – {d['section']['name']}" for d in docs)
+
+
+def test_whats_on_lists_a_sectioned_performance_once_in_one_query():
+    _stadium, first = small_stadium()
+    make_session(days=2)
+    with counting_commands() as counter:
+        listed = selectors.upcoming_sessions()
+    assert counter.commands == [("find", "sessions")]
+    assert len(listed) == 2
+    match = next(s for s in listed if s.get("sections"))
+    assert match["_id"] == first["performanceId"]
+    assert (match["sections"], match["seatsTotal"], match["seatsAvailable"]) == (3, 120, 120)
+    assert match["theaterName"] == "Test Stadium"
+
+
+def test_section_overview_is_one_query_with_availability_per_section():
+    _stadium, first = small_stadium()
+    holds.hold_seats(first["_id"], ALICE, None, ["0:0", "0:1"])
+    with counting_commands() as counter:
+        sections = selectors.performance_sections(first["performanceId"])
+    assert counter.commands == [("find", "sessions")]
+    assert [s["seatsAvailable"] for s in sections] == [38, 40, 40]
+    assert "seats" not in sections[0] and "rows" not in sections[0].get("layout", {})
+
+
+def test_hold_checkout_and_expiry_work_on_section_documents():
+    _stadium, first = small_stadium()
+    second = mongo.sessions().find_one({"performanceId": first["performanceId"], "section.index": 1})
+    cart = holds.hold_seats(first["_id"], ALICE, None, ["1:0", "1:1"])
+    holds.hold_seats(second["_id"], ALICE, cart.cart_id, ["2:0", "2:1"])
+    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    assert {line["sessionId"] for line in order["lines"]} == {first["_id"], second["_id"]}
+    other = holds.hold_seats(second["_id"], BOB, None, ["3:0", "3:1"])
+    mongo.carts().update_one({"_id": other.cart_id}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
+    assert expire_cart(other.cart_id) == 2
+    assert check_invariants() == []
+
+
+def test_stadium_of_100000_seats_keeps_each_section_document_small():
+    sections = stadium_sections(100_000)
+    assert sum(len([c for r in s["layout"]["rows"] for c in r["cells"] if c]) for s in sections) == 100_000
+    from booking.seatmap import initial_states
+
+    biggest = max(len(bson.encode({"layout": s["layout"], "seats": initial_states(s["layout"])})) for s in sections)
+    assert biggest < 2 * 1024 * 1024
+
+
+def test_section_names_must_be_unique_and_each_section_a_valid_layout():
+    sections = stadium_sections(80, rows=4, half=5)
+    with pytest.raises(InvalidLayout, match="used twice"):
+        validate_sections([sections[0], {**sections[1], "name": sections[0]["name"]}])
+    with pytest.raises(InvalidLayout, match="Section Bad"):
+        validate_sections([{"name": "Bad", "layout": {"categories": [], "rows": []}}])
