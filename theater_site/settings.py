@@ -135,8 +135,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Fail fast when Redis is down: checkout must not hang on queuing the e-mail (reconcile re-queues it).
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
+# Fail fast when Redis is down: checkout must not hang on queuing the e-mail (reconcile re-queues
+# it). max_retries bounds connecting for a publish; the worker's own reconnecting is not affected.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5, "max_retries": 0}
 
 CACHES = {
     "default": {

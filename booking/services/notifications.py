@@ -28,6 +28,7 @@ PENDING = "pending"
 SENT = "sent"
 FAILED = "failed"  # the mail server refused the address for good, or every retry was used up
 CLAIM_SECONDS = 120  # longer than one SMTP conversation (its timeout is 10 s)
+PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
 
 def order_confirmed(order_id: ObjectId) -> bool:
@@ -35,7 +36,9 @@ def order_confirmed(order_id: ObjectId) -> bool:
     from ..tasks import send_order_confirmation
 
     try:
-        send_order_confirmation.apply_async(args=[str(order_id)], retry=False)
+        # One quick reconnect (a pooled connection may be stale after a Redis restart), no more:
+        # the buyer is waiting for this request.
+        send_order_confirmation.apply_async(args=[str(order_id)], retry=True, retry_policy=PUBLISH_RETRY)
     except Exception as exc:  # noqa: BLE001 - any broker failure: the mail is re-queued by reconcile
         logger.warning("could not queue confirmation mail for order %s (%s); reconcile will retry", order_id, exc)
         return False
