@@ -1,0 +1,330 @@
+"""Forms of the staff site. They check what a person typed and explain mistakes next to the
+field; the rules themselves stay in the engine (layouts.parse_grid, sessions.clean_details,
+sessions.clean_prices), whose messages are shown as they are."""
+
+import json
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+from django import forms
+from django.utils import timezone
+
+from . import clock
+from .errors import InvalidLayout, InvalidRequest
+from .layouts import category_codes_used, parse_grid, validate_layout
+from .services.sessions import clean_details
+
+MAX_PRICE = Decimal("10000.00")  # in currency units; the engine stores integer cents
+CATEGORY_ROWS = 6
+MAX_SERIES_SESSIONS = 100
+MAX_IMPORT_BYTES = 2_000_000
+
+
+class CategoryForm(forms.Form):
+    code = forms.CharField(
+        max_length=1,
+        required=False,
+        widget=forms.TextInput(attrs={"size": 2, "class": "cat-code", "aria-label": "Letter"}),
+    )
+    name = forms.CharField(
+        max_length=40, required=False, widget=forms.TextInput(attrs={"size": 16, "aria-label": "Category name"})
+    )
+    color = forms.CharField(
+        max_length=7, required=False, initial="#3b82f6", widget=forms.TextInput(attrs={"type": "color"})
+    )
+
+    def clean_code(self):
+        return (self.cleaned_data.get("code") or "").strip().lower()
+
+    def clean(self):
+        data = super().clean()
+        if data.get("code") and not (data.get("name") or "").strip():
+            self.add_error("name", "Give this category a name.")
+        if (data.get("name") or "").strip() and not data.get("code"):
+            self.add_error("code", "Give this category a letter.")
+        return data
+
+
+CategoryFormSet = forms.formset_factory(CategoryForm, extra=0, min_num=CATEGORY_ROWS, max_num=CATEGORY_ROWS)
+
+
+def category_initial(categories: list[dict] | None) -> list[dict]:
+    rows = [{"code": c["code"], "name": c["name"], "color": c.get("color", "#3b82f6")} for c in categories or []]
+    defaults = ["#3b82f6", "#a855f7", "#10b981", "#f59e0b", "#ef4444", "#14b8a6"]
+    while len(rows) < CATEGORY_ROWS:
+        rows.append({"code": "", "name": "", "color": defaults[len(rows) % len(defaults)]})
+    return rows[:CATEGORY_ROWS]
+
+
+def categories_from(formset) -> list[dict]:
+    """The filled-in category rows of a valid formset, in order."""
+    return [
+        {"code": f.cleaned_data["code"], "name": f.cleaned_data["name"].strip(), "color": f.cleaned_data["color"]}
+        for f in formset.forms
+        if f.cleaned_data.get("code")
+    ]
+
+
+class TheaterForm(forms.Form):
+    """Name and the text grid. The layout is parsed in ``clean_with`` because it needs the
+    categories from the formset beside it."""
+
+    name = forms.CharField(max_length=100, widget=forms.TextInput(attrs={"size": 40, "autofocus": True}))
+    grid = forms.CharField(
+        label="Seating plan",
+        widget=forms.Textarea(attrs={"rows": 14, "cols": 60, "class": "layout-grid", "spellcheck": "false"}),
+        help_text="One line per row, front row first, starting with the row label and a colon. "
+        "One character per place: a category letter is a seat, its capital a wheelchair space, "
+        "a dot is a gap (aisle, pillar).",
+    )
+
+    def clean_with(self, categories: list[dict]) -> dict | None:
+        """Parse the grid with these categories; a mistake becomes an error on the grid field.
+        Returns the layout, or None."""
+        if not self.is_valid():
+            return None
+        try:
+            return parse_grid(self.cleaned_data["grid"], categories)
+        except InvalidLayout as exc:
+            self.layout_error = exc
+            self.add_error("grid", exc.message)
+            return None
+
+
+class LayoutImportForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False, help_text="Leave empty to use the name stored in the file.")
+    file = forms.FileField(required=False, label="JSON file")
+    text = forms.CharField(
+        required=False,
+        label="…or paste the JSON",
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 60, "class": "layout-grid"}),
+    )
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("file")
+        if upload is not None:
+            if upload.size > MAX_IMPORT_BYTES:
+                self.add_error("file", "This file is too big for a layout (at most 2 MB).")
+                return data
+            raw = upload.read()
+            field = "file"
+        else:
+            raw = (data.get("text") or "").encode()
+            field = "text"
+        if not raw.strip():
+            raise forms.ValidationError("Choose a JSON file or paste the JSON of a layout.")
+        try:
+            doc = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            self.add_error(field, f"This is not valid JSON ({str(exc)[:120]}).")
+            return data
+        layout = doc.get("layout", doc) if isinstance(doc, dict) else doc
+        try:
+            data["layout"] = validate_layout(layout)
+        except InvalidLayout as exc:
+            self.add_error(field, exc.message)
+            return data
+        name = (data.get("name") or "").strip() or (doc.get("name") if isinstance(doc, dict) else "") or ""
+        if not str(name).strip():
+            self.add_error("name", "The file has no name in it; give the theater a name.")
+        data["name"] = str(name).strip()
+        return data
+
+
+def to_cents(amount: Decimal) -> int:
+    return int((amount * 100).to_integral_value())
+
+
+def from_cents(cents: int) -> Decimal:
+    return (Decimal(cents) / 100).quantize(Decimal("0.01"))
+
+
+class LocalDateTimeInput(forms.DateTimeInput):
+    input_type = "datetime-local"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs, format="%Y-%m-%dT%H:%M")
+
+
+def price_field(name: str) -> forms.DecimalField:
+    return forms.DecimalField(
+        label=f"Price: {name}",
+        max_digits=8,
+        decimal_places=2,
+        min_value=Decimal("0"),
+        max_value=MAX_PRICE,
+        widget=forms.NumberInput(attrs={"step": "0.01", "min": "0", "class": "price"}),
+        error_messages={
+            "min_value": "A price cannot be below zero.",
+            "max_value": "That is more than any seat costs here (at most 10,000.00). Check the decimal point.",
+            "max_decimal_places": "Use at most two decimals (cents).",
+            "invalid": "Enter an amount such as 25.50.",
+        },
+        help_text="e.g. 25.50",
+    )
+
+
+class PricedForm(forms.Form):
+    """Adds one price field per seat category the layout uses (price_<code>)."""
+
+    def __init__(self, *args, layout: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        names = {c["code"]: c["name"] for c in layout["categories"]}
+        self.price_codes = category_codes_used(layout)
+        for code in self.price_codes:
+            self.fields[f"price_{code}"] = price_field(names[code])
+
+    def price_fields(self):
+        return [self[f"price_{code}"] for code in self.price_codes]
+
+    def prices_in_cents(self) -> dict[str, int]:
+        return {code: to_cents(self.cleaned_data[f"price_{code}"]) for code in self.price_codes}
+
+    @staticmethod
+    def price_initial(prices: dict[str, int]) -> dict:
+        return {f"price_{code}": from_cents(cents) for code, cents in prices.items()}
+
+
+class SessionForm(PricedForm):
+    name = forms.CharField(label="Show name", max_length=120, widget=forms.TextInput(attrs={"size": 50}))
+    description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 60}))
+    start = forms.DateTimeField(widget=LocalDateTimeInput(), input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
+    end = forms.DateTimeField(widget=LocalDateTimeInput(), input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
+
+    def clean(self):
+        data = super().clean()
+        if all(k in data for k in ("name", "start", "end")):
+            try:
+                clean_details(data["name"], data.get("description", ""), data["start"], data["end"], now=clock.now())
+            except InvalidRequest as exc:
+                add_field_errors(self, exc)
+        return data
+
+
+def add_field_errors(form: forms.Form, exc: InvalidRequest) -> None:
+    """Put an engine error's per-field messages next to the fields (or on top of the form)."""
+    fields = exc.details.get("fields") or {}
+    if not fields:
+        form.add_error(None, exc.message)
+    for field, message in fields.items():
+        form.add_error(field if field in form.fields else None, message)
+
+
+WEEKDAYS = [("0", "Mon"), ("1", "Tue"), ("2", "Wed"), ("3", "Thu"), ("4", "Fri"), ("5", "Sat"), ("6", "Sun")]
+
+
+class SeriesForm(PricedForm):
+    """The same show at the same time on many days: one session per chosen day."""
+
+    name = forms.CharField(label="Show name", max_length=120, widget=forms.TextInput(attrs={"size": 50}))
+    description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
+    first_day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
+    last_day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
+    start_time = forms.TimeField(
+        label="Starts at", widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"), initial="19:30"
+    )
+    duration = forms.IntegerField(
+        label="Duration (minutes)",
+        min_value=1,
+        max_value=24 * 60,
+        initial=150,
+        error_messages={"max_value": "A performance cannot last longer than 24 hours (1440 minutes)."},
+    )
+    weekdays = forms.MultipleChoiceField(
+        choices=WEEKDAYS,
+        widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),
+        initial=[d for d, _ in WEEKDAYS],
+        error_messages={"required": "Choose at least one day of the week."},
+    )
+
+    def clean(self):
+        data = super().clean()
+        first, last = data.get("first_day"), data.get("last_day")
+        if first and last:
+            if last < first:
+                self.add_error("last_day", "The last day must not be before the first day.")
+            elif first < timezone.localdate():
+                self.add_error("first_day", "The first day is in the past.")
+            elif len(self.days(data)) > MAX_SERIES_SESSIONS:
+                self.add_error("last_day", f"That is more than {MAX_SERIES_SESSIONS} performances; split it up.")
+            elif not self.days(data):
+                self.add_error("weekdays", "None of the chosen weekdays falls between the first and last day.")
+        return data
+
+    @staticmethod
+    def days(data) -> list[date]:
+        chosen = {int(d) for d in data.get("weekdays") or []}
+        first, last = data["first_day"], data["last_day"]
+        count = (last - first).days + 1
+        if count > 5 * 366:
+            return [first] * (MAX_SERIES_SESSIONS + 1)  # far too long: refused above, never expanded
+        return [first + timedelta(days=i) for i in range(count) if (first + timedelta(days=i)).weekday() in chosen]
+
+    def performances(self) -> list[tuple[datetime, datetime]]:
+        """(start, end) of each performance, aware in the site's time zone (DST handled)."""
+        data = self.cleaned_data
+        result = []
+        for day in self.days(data):
+            start = timezone.make_aware(datetime.combine(day, data["start_time"]))
+            result.append((start, start + timedelta(minutes=data["duration"])))
+        return result
+
+
+class PickTheaterForm(forms.Form):
+    theater = forms.ChoiceField(label="Theater")
+
+    def __init__(self, *args, choices, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["theater"].choices = choices
+
+
+WHEN_CHOICES = [("on_sale", "On sale"), ("past", "Past"), ("canceled", "Canceled"), ("all", "All")]
+
+
+class SessionFilterForm(forms.Form):
+    theater = forms.ChoiceField(required=False)
+    day = forms.DateField(required=False, label="Date", widget=forms.DateInput(attrs={"type": "date"}))
+    when = forms.ChoiceField(required=False, choices=WHEN_CHOICES, label="Show")
+
+    def __init__(self, *args, theater_choices, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["theater"].choices = [("", "All theaters"), *theater_choices]
+
+
+class SeatSelectionForm(forms.Form):
+    action = forms.ChoiceField(choices=[("block", "Block"), ("unblock", "Unblock")])
+    seats = forms.MultipleChoiceField(
+        choices=[], error_messages={"required": "Tick at least one seat first."}, required=True
+    )
+
+    def __init__(self, *args, seat_keys, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["seats"].choices = [(k, k) for k in seat_keys]
+        self.fields["seats"].error_messages["invalid_choice"] = "That seat is not on this map."
+
+    def coordinates(self) -> list[tuple[int, int]]:
+        return [tuple(int(p) for p in key.split(":")) for key in self.cleaned_data["seats"]]
+
+
+class CancelSessionForm(forms.Form):
+    cancel_orders = forms.BooleanField(
+        required=False, label="Also cancel the paid orders of this session (their seats become free)"
+    )
+
+
+class CancelOrderForm(forms.Form):
+    reason = forms.CharField(
+        max_length=200,
+        widget=forms.TextInput(attrs={"size": 50}),
+        help_text="Kept with the order, e.g. 'customer called, cannot come'.",
+    )
+
+
+class OrderSearchForm(forms.Form):
+    q = forms.CharField(
+        required=False,
+        max_length=120,
+        label="Booking reference, e-mail or name",
+        widget=forms.TextInput(attrs={"size": 40, "autofocus": True, "type": "search"}),
+    )

@@ -1,0 +1,100 @@
+"""Orders in the admin: search by reference, e-mail or name; detail with seats and tickets;
+cancel (seats become free again)."""
+
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect
+from django.utils.decorators import method_decorator
+from django.views.decorators.http import require_http_methods
+
+from .. import admin_forms as f
+from ..errors import BookingError
+from ..services import orders as order_service
+from . import selectors
+from .base import CHANGE, MongoModelAdmin
+
+
+def staff_name(user) -> str:
+    """Who canceled, as kept on the order: the login name and the staff member's e-mail."""
+    name = user.get_username()
+    return f"{name} <{user.email}>" if user.email else name
+
+
+class OrderAdmin(MongoModelAdmin):
+    routes = [
+        ("", "order_list", "changelist"),
+        ("<str:object_id>/change/", "order_detail", "change"),
+    ]
+
+    def has_add_permission(self, request):
+        return False  # orders come from checkout only
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # an order is canceled, never deleted: it is the receipt
+
+    def order_list(self, request):
+        self.require(request, "view")
+        form = f.OrderSearchForm(request.GET or None)
+        text = form.cleaned_data["q"] if form.is_valid() else ""
+        orders = selectors.search_orders(text)
+        for order in orders:
+            order["seatCount"] = len(order.get("lines", []))
+        return self.render(
+            request,
+            "admin/booking/order/list.html",
+            {"title": "Orders", "form": form, "orders": orders, "searched": bool(text)},
+            status=200 if not form.is_bound or form.is_valid() else 400,
+        )
+
+    @method_decorator(require_http_methods(["GET", "POST"]))
+    def order_detail(self, request, object_id):
+        """The order; POST cancels it (needs the change permission)."""
+        self.require(request, "view")
+        order = selectors.get_order(self.document_id(object_id))
+        if order is None:
+            raise Http404("No such order.")
+        form = f.CancelOrderForm(request.POST or None)
+        status = 200
+        if request.method == "POST":
+            self.require(request, "change")
+            status = 400
+            if form.is_valid():
+                try:
+                    canceled = order_service.cancel_order(
+                        order["_id"], by=staff_name(request.user), reason=form.cleaned_data["reason"]
+                    )
+                except BookingError as exc:
+                    status = 409
+                    form.add_error(None, exc.message)
+                else:
+                    seats = len(canceled["lines"])
+                    self.log(
+                        request,
+                        CHANGE,
+                        order["_id"],
+                        f"Order {order['ref']}",
+                        f"Canceled ({seats} seats free again): {form.cleaned_data['reason']}",
+                    )
+                    messages.success(request, f"Order {order['ref']} was canceled; its {seats} seats are free again.")
+                    return HttpResponseRedirect(self.url("change", order["_id"]))
+        sessions = {s["_id"]: s for s in order.get("sessions", [])}
+        lines = [
+            {
+                **line,
+                "session": sessions.get(line["sessionId"], {}),
+                "sessionId": str(line["sessionId"]),
+                "category": sessions.get(line["sessionId"], {}).get("categories", {}).get(line["cat"], line["cat"]),
+            }
+            for line in order["lines"]
+        ]
+        return self.render(
+            request,
+            "admin/booking/order/detail.html",
+            {
+                "title": f"Order {order['ref']}",
+                "order": order,
+                "lines": lines,
+                "form": form,
+                "cart_id": str(order["cartId"]),
+            },
+            status=status,
+        )

@@ -1,0 +1,135 @@
+"""The seat grid as staff see it: a layout (editor preview) or a session (states and owners),
+turned into rows of cells a template can draw without logic."""
+
+from dataclasses import dataclass
+
+from django.urls import reverse
+
+from ..seatmap import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
+
+
+@dataclass
+class Cell:
+    gap: bool
+    key: str = ""
+    label: str = ""
+    cat: str = ""
+    color: str = ""
+    wheelchair: bool = False
+    companion: bool = False
+    state: str = ""
+    owner: str = ""  # order ref or short cart id
+    owner_url: str = ""
+    title: str = ""
+    selectable: bool = False  # free or blocked: staff can tick it to block / unblock
+    checked: bool = False
+
+
+@dataclass
+class Row:
+    label: str
+    cells: list[Cell]
+
+
+def layout_rows(layout: dict) -> list[Row]:
+    colors = {c["code"]: c["color"] for c in layout["categories"]}
+    names = {c["code"]: c["name"] for c in layout["categories"]}
+    rows = []
+    for row in layout["rows"]:
+        cells = []
+        for cell in row["cells"]:
+            if cell is None:
+                cells.append(Cell(gap=True))
+                continue
+            extra = (
+                " (wheelchair space)"
+                if cell.get("wheelchair")
+                else " (companion seat)"
+                if cell.get("companion")
+                else ""
+            )
+            cells.append(
+                Cell(
+                    gap=False,
+                    label=cell["label"],
+                    cat=cell["cat"],
+                    color=colors[cell["cat"]],
+                    wheelchair=bool(cell.get("wheelchair")),
+                    companion=bool(cell.get("companion")),
+                    title=f"Row {row['label']}, seat {cell['label']}: {names[cell['cat']]}{extra}",
+                )
+            )
+        rows.append(Row(label=row["label"], cells=cells))
+    return rows
+
+
+def category_legend(layout: dict) -> list[dict]:
+    counts: dict[str, int] = {}
+    wheelchair = 0
+    for row in layout["rows"]:
+        for cell in row["cells"]:
+            if cell is not None:
+                counts[cell["cat"]] = counts.get(cell["cat"], 0) + 1
+                wheelchair += bool(cell.get("wheelchair"))
+    return [
+        {"code": c["code"], "name": c["name"], "color": c["color"], "count": counts.get(c["code"], 0)}
+        for c in layout["categories"]
+    ] + ([{"code": "", "name": "of which wheelchair spaces", "color": "", "count": wheelchair}] if wheelchair else [])
+
+
+def session_rows(session: dict, owners: dict[str, dict], checked: set[str] = frozenset()) -> list[Row]:
+    """The session's cells with their state; held seats name their cart, sold ones their order."""
+    rows = layout_rows(session["layout"])
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row.cells):
+            state = session["seats"][r][c]
+            if state == GAP:
+                continue
+            key = seat_key(r, c)
+            cell.key = key
+            cell.state = STATE_NAMES.get(state, "?")
+            cell.selectable = state in (FREE, BLOCKED)
+            cell.checked = cell.selectable and key in checked
+            owner = owners.get(key, {})
+            if state == SOLD and "order" in owner:
+                cell.owner = owner["order"]
+                cell.owner_url = reverse("admin:booking_order_change", args=[str(owner["orderId"])])
+                cell.title += f": sold, order {owner['order']} ({owner.get('name', '')})"
+            elif state == HELD and "cart" in owner:
+                cell.owner = str(owner["cart"])[-6:]
+                cell.owner_url = reverse("admin:booking_cart_change", args=[str(owner["cart"])])
+                cell.title += f": held in cart {owner['cart']}"
+            else:
+                cell.title += f": {cell.state}"
+    return rows
+
+
+def grid_error_context(text: str, row: int | None, column: int | None) -> dict | None:
+    """The line of the text grid an error points at, split around the bad character so the
+    template can mark it. Mirrors how layouts.parse_grid counts rows (blank edges dropped) and
+    columns (after "A: ")."""
+    if row is None:
+        return None
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not 0 <= row < len(lines):
+        return None
+    line = lines[row]
+    offset = 0
+    if ":" in line and line.split(":", 1)[0].strip().isalnum() and len(line.split(":", 1)[0].strip()) <= 4:
+        offset = line.index(":") + 1
+        if line[offset : offset + 1] == " ":
+            offset += 1
+    if column is None:
+        return {"row": row + 1, "column": None, "before": line, "bad": "", "after": ""}
+    at = offset + column
+    return {
+        "row": row + 1,
+        "column": column + 1,
+        "before": line[:at],
+        "bad": line[at : at + 1] or " ",
+        "after": line[at + 1 :],
+    }

@@ -1,0 +1,196 @@
+"""Staff reads. The buyer's reads are in booking/selectors.py; these ones see everything
+(every state, every owner) and are only reached through the admin site's permission checks."""
+
+import re
+from datetime import date, datetime, time, timedelta
+
+from bson import ObjectId
+from django.utils import timezone
+
+from .. import clock, mongo
+from ..seatmap import BLOCKED, FREE, HELD, SOLD
+
+STAFF_LIST_LIMIT = 200
+
+
+def with_ids(docs) -> list:
+    """Templates cannot read ``_id``: give each document a plain ``id`` string (a list back)."""
+    docs = list(docs)
+    for doc in docs:
+        if doc is not None:
+            doc["id"] = str(doc["_id"])
+    return docs
+
+
+def with_id(doc: dict | None) -> dict | None:
+    return with_ids([doc])[0]
+
+
+SESSION_LIST_FIELDS = {
+    "name": 1,
+    "theaterId": 1,
+    "theaterName": 1,
+    "start": 1,
+    "end": 1,
+    "status": 1,
+    "seats": 1,
+    "seatsTotal": 1,
+    "seatsAvailable": 1,
+}
+
+
+def theaters_with_session_counts() -> list[dict]:
+    """Every theater with how many sessions (any state) were created from it: two queries."""
+    theaters = list(mongo.theaters().find({}, {"name": 1, "seatCount": 1, "modifiedOn": 1}).sort("name", 1))
+    counts = {
+        row["_id"]: row["n"]
+        for row in mongo.sessions().aggregate([{"$group": {"_id": "$theaterId", "n": {"$sum": 1}}}])
+    }
+    for theater in theaters:
+        theater["sessionCount"] = counts.get(theater["_id"], 0)
+    return with_ids(theaters)
+
+
+def theater_choices() -> list[tuple[str, str]]:
+    return [(str(t["_id"]), t["name"]) for t in mongo.theaters().find({}, {"name": 1}).sort("name", 1)]
+
+
+def sessions_of_theater(theater_id: ObjectId) -> list[dict]:
+    return with_ids(
+        mongo.sessions()
+        .find({"theaterId": theater_id}, {"name": 1, "start": 1, "status": 1})
+        .sort("start", 1)
+        .limit(STAFF_LIST_LIMIT)
+    )
+
+
+def seat_counts(seats: list[list[int]]) -> dict:
+    """Sold, held, blocked, free and occupancy (sold share of all seats, in percent)."""
+    counts = {"sold": 0, "held": 0, "blocked": 0, "free": 0}
+    names = {SOLD: "sold", HELD: "held", BLOCKED: "blocked", FREE: "free"}
+    for row in seats:
+        for state in row:
+            if state in names:
+                counts[names[state]] += 1
+    total = sum(counts.values())
+    counts["total"] = total
+    counts["occupancy"] = round(100 * counts["sold"] / total) if total else 0
+    return counts
+
+
+def staff_sessions(*, theater_id: ObjectId | None = None, day: date | None = None, when: str = "on_sale") -> list[dict]:
+    """Sessions for the staff list with their seat counts (the grid is read to count them).
+
+    ``when``: "on_sale" (upcoming, not canceled), "past" (started already), "canceled", "all".
+    ``day`` is a local calendar day.
+    """
+    now = clock.now()
+    query: dict = {}
+    if theater_id is not None:
+        query["theaterId"] = theater_id
+    if when == "on_sale":
+        query.update({"status": "on_sale", "start": {"$gt": now}})
+    elif when == "past":
+        query["start"] = {"$lte": now}
+    elif when == "canceled":
+        query["status"] = "canceled"
+    if day is not None:
+        begin = timezone.make_aware(datetime.combine(day, time.min))
+        span = {"$gte": begin, "$lt": begin + timedelta(days=1)}
+        query["start"] = {**query.get("start", {}), **span}
+    sort = -1 if when == "past" else 1
+    sessions = list(mongo.sessions().find(query, SESSION_LIST_FIELDS).sort("start", sort).limit(STAFF_LIST_LIMIT))
+    for session in sessions:
+        session["counts"] = seat_counts(session.pop("seats"))
+        session["isPast"] = session["start"] <= now
+    return with_ids(sessions)
+
+
+def get_session(session_id: ObjectId) -> dict | None:
+    return with_id(mongo.sessions().find_one({"_id": session_id}))
+
+
+def get_theater(theater_id: ObjectId) -> dict | None:
+    return with_id(mongo.theaters().find_one({"_id": theater_id}))
+
+
+def seat_owners(session: dict) -> dict[str, dict]:
+    """Who has each held or sold seat: {"r:c": {"cart": id} or {"order": ref, "orderId": id}}.
+
+    Holds come from the session's own reservations; sales from the paid orders of the session
+    (indexed on lines.sessionId).
+    """
+    owners: dict[str, dict] = {}
+    for reservation in session.get("reservations", []):
+        for key in reservation["seats"]:
+            owners[key] = {"cart": reservation["_id"]}
+    paid = mongo.orders().find(
+        {"state": "paid", "lines.sessionId": session["_id"]},
+        {"ref": 1, "name": 1, "lines.sessionId": 1, "lines.key": 1},
+    )
+    for order in paid:
+        for line in order["lines"]:
+            if line["sessionId"] == session["_id"]:
+                owners[line["key"]] = {"order": order["ref"], "orderId": order["_id"], "name": order.get("name", "")}
+    return owners
+
+
+def paid_order_count(session_id: ObjectId) -> int:
+    return mongo.orders().count_documents({"state": "paid", "lines.sessionId": session_id})
+
+
+CART_STATES = ("active", "checking_out", "done", "expired", "canceled")
+
+
+def carts_by_state(state: str | None) -> list[dict]:
+    """Newest first; ``state`` None means every state."""
+    query = {"state": state} if state else {}
+    fields = {"owner": 1, "state": 1, "items.sessionId": 1, "total": 1, "createdOn": 1, "expiresAt": 1}
+    return with_ids(mongo.carts().find(query, fields).sort("createdOn", -1).limit(STAFF_LIST_LIMIT))
+
+
+def cart_state_counts() -> dict[str, int]:
+    rows = mongo.carts().aggregate([{"$group": {"_id": "$state", "n": {"$sum": 1}}}])
+    return {row["_id"]: row["n"] for row in rows}
+
+
+def get_cart(cart_id: ObjectId) -> dict | None:
+    return with_id(mongo.carts().find_one({"_id": cart_id}))
+
+
+def session_names(session_ids) -> dict[ObjectId, dict]:
+    ids = list(set(session_ids))
+    if not ids:
+        return {}
+    found = mongo.sessions().find({"_id": {"$in": ids}}, {"name": 1, "start": 1, "theaterName": 1})
+    return {s["_id"]: s for s in with_ids(list(found))}
+
+
+ORDER_LIST_FIELDS = {"ref": 1, "name": 1, "email": 1, "state": 1, "total": 1, "currency": 1, "createdOn": 1, "lines": 1}
+_REF = re.compile(r"^[A-Za-z0-9]{6,12}$")
+
+
+def search_orders(text: str) -> list[dict]:
+    """Find orders by booking reference (exact), e-mail (exact, any case) or name (contains).
+
+    Empty text lists the newest orders.
+    """
+    text = " ".join((text or "").split())
+    if not text:
+        return with_ids(mongo.orders().find({}, ORDER_LIST_FIELDS).sort("createdOn", -1).limit(50))
+    clauses: list[dict] = [{"name": {"$regex": re.escape(text), "$options": "i"}}]
+    if "@" in text:
+        clauses.append({"email": text.lower()})
+    compact = text.replace(" ", "").replace("-", "")
+    if _REF.match(compact):
+        clauses.append({"ref": compact.upper()})
+    found = mongo.orders().find({"$or": clauses}, ORDER_LIST_FIELDS).sort("createdOn", -1).limit(STAFF_LIST_LIMIT)
+    return with_ids(found)
+
+
+def get_order(order_id: ObjectId) -> dict | None:
+    return with_id(mongo.orders().find_one({"_id": order_id}))
+
+
+def order_for_cart(cart_id: ObjectId) -> dict | None:
+    return with_id(mongo.orders().find_one({"cartId": cart_id}, {"ref": 1, "state": 1}))
