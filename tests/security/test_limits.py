@@ -1,0 +1,312 @@
+"""Anti-hoarding limits, /healthz, security headers and the production settings check.
+
+Every test client here comes from its own address (REMOTE_ADDR), so rate-limit counters kept in
+Redis never leak from one test into another.
+"""
+
+import itertools
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.test import Client, RequestFactory
+from django.urls import reverse
+
+from booking import mongo, ratelimits, selectors
+from booking.errors import TooManySeats
+from booking.seatmap import FREE, HELD
+from booking.services import holds
+from booking.tests.factories import make_session
+
+ROOT = Path(__file__).resolve().parents[2]
+HTMX = {"HTTP_HX_REQUEST": "true"}
+_addresses = itertools.count(1)
+
+pytestmark = pytest.mark.django_db
+
+
+def new_address() -> str:
+    n = next(_addresses)
+    return f"198.51.{100 + n // 250}.{n % 250 + 1}"
+
+
+def buyer(address: str | None = None) -> Client:
+    return Client(REMOTE_ADDR=address or new_address())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(autouse=True)
+def _no_orphan_rule(settings):
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False  # a rule of its own; here seats are picked freely
+
+
+@pytest.fixture
+def session():
+    return make_session()
+
+
+def hold_url(session, name="hold"):
+    return reverse(f"booking:{name}", kwargs={"session_id": str(session["_id"])})
+
+
+def cell(session, key):
+    r, c = (int(x) for x in key.split(":"))
+    return selectors.get_session(session["_id"])["seats"][r][c]
+
+
+# --- the hold rate limit ---
+
+
+def test_hold_rate_limit_answers_429_with_a_message_and_retry_hint(settings, session):
+    settings.BOOKING_HOLD_RATE = "3/m"
+    client = buyer()
+    for key in ("0:0", "0:1", "0:2"):
+        assert client.post(hold_url(session), {"seats": key}, **HTMX).status_code == 200
+    before = selectors.get_session(session["_id"])
+    response = client.post(hold_url(session), {"seats": "2:0"}, **HTMX)
+    assert response.status_code == 429
+    assert "Please wait a moment" in response.content.decode()
+    assert int(response["Retry-After"]) > 0
+    assert cell(session, "2:0") == FREE
+    assert selectors.get_session(session["_id"])["version"] == before["version"]
+
+
+def test_hold_rate_limit_counts_per_client_not_per_cookie(settings, session):
+    settings.BOOKING_HOLD_RATE = "2/m"
+    address = new_address()
+    for key in ("0:0", "0:1"):
+        assert buyer(address).post(hold_url(session), {"seats": key}, **HTMX).status_code == 200
+    assert buyer(address).post(hold_url(session), {"seats": "2:0"}, **HTMX).status_code == 429  # fresh cookies
+    assert buyer().post(hold_url(session), {"seats": "2:0"}, **HTMX).status_code == 200  # someone else
+
+
+def test_every_seat_taking_endpoint_is_limited_and_release_is_not(settings, session):
+    settings.BOOKING_HOLD_RATE = "1/m"
+    client = buyer()
+    assert client.post(hold_url(session, "toggle_seat"), {"seat": "0:0"}, **HTMX).status_code == 200
+    assert client.post(hold_url(session, "toggle_seat"), {"seat": "0:1"}, **HTMX).status_code == 429
+    assert client.post(hold_url(session, "best_available"), {"count": "2"}, **HTMX).status_code == 429
+    assert client.post(hold_url(session, "hold"), {"seats": "2:2"}, **HTMX).status_code == 429
+    assert client.post(hold_url(session, "release"), {"seats": "0:0"}, **HTMX).status_code == 200
+    assert cell(session, "0:0") == FREE
+
+
+def test_rate_limit_fails_open_while_redis_is_down(settings, session, caplog):
+    settings.BOOKING_HOLD_RATE = "1/m"
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",  # nothing listens there
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+    }
+    client = buyer()
+    for key in ("0:0", "0:1", "0:2"):
+        assert client.post(hold_url(session), {"seats": key}, **HTMX).status_code == 200
+        assert cell(session, key) == HELD
+    assert "rate limit skipped" in caplog.text
+
+
+# --- seats held per client (however many cookies it throws away) ---
+
+
+def test_one_address_cannot_hold_more_than_its_share_with_fresh_cookies(settings, session):
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
+    address = new_address()
+    assert buyer(address).post(hold_url(session), {"seats": "0:0,0:1"}, **HTMX).status_code == 200
+    assert buyer(address).post(hold_url(session), {"seats": "2:0,2:1"}, **HTMX).status_code == 200
+    response = buyer(address).post(hold_url(session), {"seats": "2:5,2:6"}, **HTMX)
+    assert response.status_code == 400
+    assert "Too many seats are on hold from your connection" in response.content.decode()
+    assert cell(session, "2:5") == FREE
+    assert buyer().post(hold_url(session), {"seats": "2:5,2:6"}, **HTMX).status_code == 200
+
+
+def test_seats_of_ended_carts_do_not_count_against_the_client(settings, session):
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 2
+    address = new_address()
+    client = buyer(address)
+    assert client.post(hold_url(session), {"seats": "0:0,0:1"}, **HTMX).status_code == 200
+    assert client.post(reverse("booking:cart_cancel")).status_code == 302
+    assert buyer(address).post(hold_url(session), {"seats": "2:0,2:1"}, **HTMX).status_code == 200
+
+
+def test_held_seats_limit_in_the_engine(settings, session):
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 3
+    token = holds.acting_client.set("ip:203.0.113.9")
+    try:
+        first = holds.hold_seats(session["_id"], "s:a", None, ["0:0", "0:1"])
+        assert mongo.carts().find_one({"_id": first.cart_id})["client"] == "ip:203.0.113.9"
+        with pytest.raises(TooManySeats):
+            holds.hold_seats(session["_id"], "s:b", None, ["2:0", "2:1"])
+    finally:
+        holds.acting_client.reset(token)
+    holds.hold_seats(session["_id"], "s:b", None, ["2:0", "2:1"])  # no client known: no such limit
+
+
+def test_one_owner_cannot_run_many_carts(settings, session):
+    settings.BOOKING_MAX_LIVE_CARTS_PER_OWNER = 2
+    holds.hold_seats(session["_id"], "s:same", None, ["0:0"])
+    holds.hold_seats(session["_id"], "s:same", None, ["0:2"])
+    with pytest.raises(TooManySeats, match="already have seats on hold"):
+        holds.hold_seats(session["_id"], "s:same", None, ["2:0"])
+
+
+def test_a_cart_holds_at_most_the_configured_seats(settings, session):
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_SEATS_PER_CART = 3
+    client = buyer()
+    assert client.post(hold_url(session), {"seats": "0:0,0:1"}, **HTMX).status_code == 200
+    response = client.post(hold_url(session), {"seats": "2:0,2:1"}, **HTMX)
+    assert response.status_code == 400
+    assert "at most 3 seats" in response.content.decode()
+    assert cell(session, "2:0") == FREE
+
+
+# --- who the client is ---
+
+
+@pytest.mark.parametrize(
+    "proxies, remote, forwarded, expected",
+    [
+        (0, "203.0.113.5", "198.51.100.1", "ip:203.0.113.5"),  # no proxy: the header is a lie
+        (1, "10.0.0.2", "198.51.100.1", "ip:198.51.100.1"),
+        (1, "10.0.0.2", "6.6.6.6, 198.51.100.1", "ip:198.51.100.1"),  # spoofed entries come first
+        (2, "10.0.0.2", "6.6.6.6, 198.51.100.1, 10.0.0.3", "ip:198.51.100.1"),
+        (2, "10.0.0.2", "198.51.100.1", "ip:10.0.0.2"),  # too short: not through our proxies
+        (1, "10.0.0.2", "not-an-address", "ip:10.0.0.2"),
+        (1, "10.0.0.2", "2001:db8:1:2:3:4:5:6", "ip:2001:db8:1:2::"),  # IPv6: one /64, one household
+    ],
+)
+def test_client_key_trusts_only_the_configured_proxies(settings, proxies, remote, forwarded, expected):
+    settings.BOOKING_TRUSTED_PROXIES = proxies
+    request = RequestFactory().get("/", REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded)
+    assert ratelimits.client_key(request) == expected
+
+
+# --- /healthz ---
+
+
+def test_healthz_reports_mongodb_and_redis():
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "mongodb": "ok", "redis": "ok"}
+    assert "no-cache" in response["Cache-Control"]
+
+
+def test_healthz_is_degraded_not_down_without_redis(settings):
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "degraded", "mongodb": "ok", "redis": "down"}
+
+
+def test_healthz_is_503_with_retry_hint_without_mongodb(settings):
+    settings.MONGODB_URI = f"mongodb://127.0.0.1:{free_port()}/"
+    mongo.close_client()
+    try:
+        response = Client().get("/healthz")
+    finally:
+        mongo.close_client()
+    assert response.status_code == 503
+    assert response.json()["mongodb"] == "down"
+    assert response["Retry-After"] == "5"
+
+
+def test_pages_answer_503_with_retry_hint_without_mongodb(settings, session):
+    settings.MONGODB_URI = f"mongodb://127.0.0.1:{free_port()}/"
+    settings.MONGODB_TIMEOUT_MS = 300
+    mongo.close_client()
+    try:
+        client = buyer()
+        page = client.get(reverse("booking:session", kwargs={"session_id": str(session["_id"])}))
+        held = client.post(hold_url(session), {"seats": "0:0"}, **HTMX)
+    finally:
+        mongo.close_client()
+    for response in (page, held):
+        assert response.status_code == 503
+        assert response["Retry-After"] == "5"
+
+
+# --- headers ---
+
+
+def test_pages_carry_a_strict_content_security_policy(session):
+    response = Client().get(reverse("booking:session", kwargs={"session_id": str(session["_id"])}))
+    policy = dict(part.strip().split(" ", 1) for part in response["Content-Security-Policy"].split(";"))
+    assert policy["script-src"] == "'self'"  # no inline script, no eval
+    assert policy["connect-src"] == "'self'"  # htmx talks only to its own origin
+    assert policy["frame-ancestors"] == "'none'"
+    assert policy["object-src"] == "'none'"
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
+
+
+# --- production settings ---
+
+
+def production_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
+    env.update(
+        {
+            "DEBUG": "False",
+            "SECRET_KEY": "x7Qp9-production-like-secret-key-of-sufficient-length-and-entropy-3KfZ",
+            "ALLOWED_HOSTS": "tickets.example.org",
+            "CSRF_TRUSTED_ORIGINS": "https://tickets.example.org",
+            "EMAIL_URL": "smtp+tls://mailer:secret@mail.example.org:587",
+            "DJANGO_SETTINGS_MODULE": "theater_site.settings",
+            **extra,
+        }
+    )
+    return env
+
+
+def test_deploy_check_is_clean_with_production_settings():
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=production_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_production_refuses_the_dev_secret_key():
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**production_env(), "SECRET_KEY": "dev-only-insecure-key-change-me"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+# --- the chaos control switch ---
+
+
+def test_the_unsafe_switch_is_off_and_read_only_by_the_hold_service():
+    assert holds.UNSAFE_SKIP_FREE_CHECK is False
+    readers = []
+    for path in ROOT.rglob("*.py"):
+        if ".venv" in path.parts or path.name == Path(__file__).name:
+            continue
+        text = path.read_text(errors="replace")
+        if "BOOKING_CHAOS_CONTROL_UNSAFE" in text or "UNSAFE_SKIP_FREE_CHECK" in text:
+            readers.append(str(path.relative_to(ROOT)))
+    # holds.py reads it; the chaos harness sets it for its control run's web processes only.
+    assert sorted(readers) == ["booking/services/holds.py", "chaos/stack.py"]
