@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
+os.environ.setdefault("LOG_LEVEL", "WARNING")  # no line per checkout from the scenario
 
 
 def main(argv=None) -> int:

@@ -5,3 +5,6 @@ from theater_site.settings import BASE_DIR, TEMPLATES
 
 ROOT_URLCONF = "bench.urls"
 TEMPLATES[0]["DIRS"] = [*TEMPLATES[0]["DIRS"], BASE_DIR / "bench" / "templates"]
+
+# Static files straight from the source folders (no collectstatic step for a benchmark run).
+WHITENOISE_USE_FINDERS = True

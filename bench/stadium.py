@@ -45,6 +45,7 @@ def measure_stadium(stack, seats: int, seconds: float = 2.0, warmup: float = 1.0
             "accounting": account(answer),
         }
     hello = load.run(flows.hello, stack.base_url, 1, seconds, {}, warmup=warmup)
+    out["largest_page_bytes"] = max(page["bytes"] for page in out["pages"].values())
     out["hello_p50"] = load.percentile([s.seconds * 1000 for s in hello.samples["hello"]], 50)
     probe.close()
     return out

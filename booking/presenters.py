@@ -46,6 +46,7 @@ def session_card(session: dict, start: datetime | None = None) -> dict:
         "seats_total": session.get("seatsTotal", 0),
         "sold_out": left <= 0,
         "few_left": 0 < left <= max(10, session.get("seatsTotal", 0) // 20),
+        "sectioned": bool(session.get("sections")),  # a stadium: the link opens its section overview
     }
 
 
@@ -114,3 +115,27 @@ def order_tickets(order: dict) -> list[dict]:
 
 def seconds_left(expires_at: datetime, now: datetime) -> int:
     return max(0, int((expires_at - now).total_seconds()))
+
+
+def section_stands(sections: list[dict]) -> list[dict]:
+    """A sectioned venue's sections grouped into stands by the first word of their names
+    ("North 3" -> North), in the venue's order, each block with its share of free seats."""
+    stands: list[dict] = []
+    for section in sections:
+        name = section["section"]["name"]
+        stand = name.split(" ", 1)[0]
+        if not stands or stands[-1]["name"] != stand:
+            stands.append({"name": stand, "slug": stand.lower(), "blocks": []})
+        free, total = section.get("seatsAvailable", 0), section.get("seatsTotal", 0)
+        level = "sold" if free <= 0 else ("few" if free * 10 <= total else "ok")
+        stands[-1]["blocks"].append(
+            {
+                "id": str(section["_id"]),
+                "name": name,
+                "short": name.removeprefix(stand).strip() or name,
+                "free": free,
+                "total": total,
+                "level": level,
+            }
+        )
+    return stands

@@ -2,6 +2,7 @@
 
 GET  /                                 what's on (?date=YYYY-MM-DD&theater=<id>); htmx: the list only
 GET  /sessions/<id>/                   session page with the seat map; htmx: the map panel only
+GET  /performances/<id>/                a sectioned venue (stadium): the sections and their free seats
 GET  /sessions/<id>/map/               live map partial; ETag = session version, If-None-Match -> 304
                                        after one tiny read (the version) and nothing else
 POST /sessions/<id>/toggle             seat=r:c   hold a free seat, or release it when it is yours
@@ -33,6 +34,7 @@ app_name = "booking"
 
 urlpatterns = [
     path("", views.whats_on, name="whats_on"),
+    path("performances/<str:performance_id>/", views.performance_page, name="performance"),
     path("sessions/<str:session_id>/", views.session_page, name="session"),
     path("sessions/<str:session_id>/map/", views.seat_map, name="seat_map"),
     path("sessions/<str:session_id>/toggle", views.toggle_seat, name="toggle_seat"),

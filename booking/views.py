@@ -212,6 +212,20 @@ def session_page(request, session_id):
     return render(request, "booking/session.html", context)
 
 
+@require_GET
+def performance_page(request, performance_id):
+    """A sectioned venue (a stadium): every section with its free seats; each opens its own map."""
+    try:
+        sections = selectors.performance_sections(object_id(performance_id, "performance"))
+    except NotFound as exc:
+        return _error_page(request, exc, 404)
+    if not sections:
+        return _error_page(request, "No such performance.", 404)
+    summary = selectors.group_sections(sections)[0]
+    context = {"card": presenters.session_card(summary), "stands": presenters.section_stands(sections)}
+    return render(request, "booking/performance.html", context)
+
+
 @never_cache
 @require_GET
 def seat_map(request, session_id):

@@ -84,3 +84,23 @@ def test_section_names_must_be_unique_and_each_section_a_valid_layout():
         validate_sections([sections[0], {**sections[1], "name": sections[0]["name"]}])
     with pytest.raises(InvalidLayout, match="Section Bad"):
         validate_sections([{"name": "Bad", "layout": {"categories": [], "rows": []}}])
+
+
+def test_buyer_goes_from_whats_on_to_the_section_overview_to_one_section(client):
+    _stadium, first = small_stadium()
+    performance_id = str(first["performanceId"])
+    listing = client.get("/").content.decode()
+    assert f"/performances/{performance_id}/" in listing
+    overview = client.get(f"/performances/{performance_id}/")
+    assert overview.status_code == 200
+    html = overview.content.decode()
+    for doc in mongo.sessions().find({"performanceId": first["performanceId"]}):
+        assert f"/sessions/{doc['_id']}/" in html
+        assert f"Section {doc['section']['name']}: 40 of 40 seats free" in html
+    section_page = client.get(f"/sessions/{first['_id']}/").content.decode()
+    assert f"/performances/{performance_id}/" in section_page
+
+
+def test_unknown_performance_is_a_404(client):
+    assert client.get("/performances/not-an-id/").status_code == 404
+    assert client.get("/performances/0123456789abcdef01234567/").status_code == 404
