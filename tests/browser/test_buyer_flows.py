@@ -62,7 +62,9 @@ def test_full_purchase(new_page, shot, show):
     expect(page.locator(".ref-code")).to_have_text(re.compile(r"^[A-Z2-9]{8}$"))
     tickets = page.locator(".tickets .ticket")
     expect(tickets).to_have_count(2)
-    page.wait_for_function("[...document.querySelectorAll('img.qr')].every(i => i.complete && i.naturalWidth > 0)")
+    for qr in page.locator("img.qr").all():  # each QR code image loaded and decoded
+        expect(qr).to_have_js_property("complete", True)
+        assert qr.evaluate("img => img.naturalWidth") > 50
     shot(page, "confirmation")
 
     page.get_by_role("link", name="Print tickets").click()
@@ -99,7 +101,7 @@ def test_two_buyers_see_each_other(new_page, shot, show):
 
 
 def test_hold_expires(new_page, shot, show, settings):
-    settings.BOOKING_HOLD_SECONDS = 4
+    settings.BOOKING_HOLD_SECONDS = 3
     page = new_page()
     page.goto(f"/sessions/{show['_id']}/")
     seat(page, "A", 1).click()
@@ -111,7 +113,8 @@ def test_hold_expires(new_page, shot, show, settings):
     assert seat_state(show, "0:3") == FREE
     shot(page, "expired-on-map")
 
-    seat(page, "A", 1).click()
+    seat(page, "A", 1).click()  # a new hold; this time the cart page is open when it runs out
+    expect(seat(page, "A", 1)).to_have_attribute("aria-label", re.compile("held by you$"))
     page.goto("/cart/")
     expect(page.get_by_role("heading", name="Your cart")).to_be_visible()
     expect(page.locator(".countdown")).to_be_visible()
