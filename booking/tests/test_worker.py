@@ -159,9 +159,9 @@ def test_beat_expires_an_abandoned_cart_without_anyone_calling_the_task(procs, s
     assert mongo.sessions().find_one({"_id": session["_id"]})["seatsAvailable"] == 24  # every seat of the small hall
     assert check_invariants() == []
     assert "Sending due task expire-stale-carts" in procs.log("beat")
-    reports = expiry_reports(procs.log("w1"))
-    assert sum(expired for expired, _ in reports.values()) == 2
-    assert sum(seats for _, seats in reports.values()) == 4
+    # Each run logs what it did (the log line follows the writes, so wait for it).
+    wait_until(lambda: sum(n for n, _ in expiry_reports(procs.log("w1")).values()) == 2, 5, "the log lines")
+    assert sum(seats for _, seats in expiry_reports(procs.log("w1")).values()) == 4
 
 
 def test_two_workers_expiring_the_same_carts_release_each_seat_once(procs):

@@ -1,0 +1,175 @@
+"""The confirmation e-mail sent by a real Celery worker (Celery's embedded worker, in a thread of
+this process so it shares Django's locmem outbox) consuming the test Redis; the SMTP cases talk to
+a real SMTP server (aiosmtpd) that is down, comes up, or refuses the address."""
+
+import logging
+import socket
+import time
+from contextlib import contextmanager
+
+import pytest
+from aiosmtpd.controller import Controller
+from celery.contrib.testing.worker import start_worker
+from django.core import mail
+
+from booking import mongo
+from booking.services import checkout, holds
+from booking.services.reconcile import reconcile
+from booking.tasks import send_order_confirmation
+from booking.tests.factories import make_session
+from theater_site.celery import app as celery_app
+
+pytestmark = pytest.mark.slow
+
+
+@contextmanager
+def embedded_worker():
+    """A Celery worker in a thread; root logging is left as pytest set it up."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    hijack = celery_app.conf.worker_hijack_root_logger
+    celery_app.conf.worker_hijack_root_logger = False
+    try:
+        with start_worker(celery_app, pool="solo", perform_ping_check=False, loglevel="INFO", shutdown_timeout=20):
+            yield
+    finally:
+        celery_app.conf.worker_hijack_root_logger = hijack
+        root.handlers[:], root.level = handlers, level
+
+
+@pytest.fixture
+def empty_queue(caplog):
+    caplog.set_level(logging.INFO, logger="booking")
+    celery_app.control.purge()
+    yield
+    celery_app.control.purge()
+
+
+@pytest.fixture
+def worker(empty_queue):
+    with embedded_worker():
+        yield
+
+
+class Inbox:
+    """An SMTP server's mailbox; `refuse` makes it reject every recipient for good (550)."""
+
+    def __init__(self, refuse: bool = False):
+        self.refuse = refuse
+        self.messages = []
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):  # noqa: N802 - aiosmtpd's name
+        if self.refuse:
+            return "550 5.1.1 No such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's name
+        self.messages.append(envelope)
+        return "250 Message accepted"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def smtp_mailer(port: int) -> dict:
+    options = {"host": "127.0.0.1", "port": port, "timeout": 2}
+    return {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": options}}
+
+
+def wait_until(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+def buy(email="alice@example.org"):
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], "s:alice", None, ["0:0", "0:1"])
+    return checkout.checkout("s:alice", cart.cart_id, "Alice Example", email)  # queues the mail task
+
+
+def mail_state(order) -> str:
+    return mongo.orders().find_one({"_id": order["_id"]})["mail"]
+
+
+def outcomes(caplog, order) -> list[str]:
+    prefix = f"confirmation mail for order {order['_id']}: "
+    return [r.getMessage().removeprefix(prefix) for r in caplog.records if r.getMessage().startswith(prefix)]
+
+
+def retries(caplog, order) -> int:
+    return sum(1 for r in caplog.records if f"order {order['_id']} failed" in r.getMessage())
+
+
+def test_one_mail_per_order_even_when_the_task_is_queued_three_times(empty_queue, caplog, settings):
+    order = buy()  # queued by checkout while no worker runs
+    send_order_confirmation.apply_async(args=[str(order["_id"])])  # a duplicate delivery
+    settings.BOOKING_MAIL_REQUEUE_SECONDS = 0
+    assert reconcile().mails_requeued == 1  # and reconcile, impatient, queues it once more
+    with embedded_worker():
+        wait_until(lambda: len(outcomes(caplog, order)) == 3, 20, "three task runs")
+    assert sorted(outcomes(caplog, order)) == ["already sent", "already sent", "sent"]
+    assert len(mail.outbox) == 1
+    assert mail.outbox[0].to == ["alice@example.org"] and order["ref"] in mail.outbox[0].subject
+    assert mail_state(order) == "sent"
+
+
+def test_an_unknown_order_id_is_logged_and_dropped(worker, caplog):
+    send_order_confirmation.apply_async(args=["not-an-id"])
+    send_order_confirmation.apply_async(args=["0123456789abcdef01234567"])
+    wait_until(lambda: "no such order" in caplog.text and "is not an order id" in caplog.text, 20, "both runs")
+    assert mail.outbox == []
+
+
+def test_the_mail_is_retried_with_backoff_until_the_mail_server_is_back(worker, caplog, settings):
+    port = free_port()
+    settings.MAILERS = smtp_mailer(port)  # nothing listens there yet
+    settings.BOOKING_MAIL_RETRY_BASE_SECONDS = 0.4
+    order = buy()
+    wait_until(lambda: retries(caplog, order) >= 2, 20, "two failed attempts")
+    assert mail_state(order) == "pending"
+
+    inbox = Inbox()
+    server = Controller(inbox, hostname="127.0.0.1", port=port)
+    server.start()
+    try:
+        wait_until(lambda: mail_state(order) == "sent", 20, "the mail to go out")
+    finally:
+        server.stop()
+    assert len(inbox.messages) == 1
+    assert inbox.messages[0].rcpt_tos == ["alice@example.org"]
+    assert order["ref"].encode() in inbox.messages[0].original_content
+    assert "retry 1 in" in caplog.text and "retry 2 in" in caplog.text
+
+
+def test_a_refused_address_is_not_retried(worker, caplog, settings):
+    inbox = Inbox(refuse=True)
+    server = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    server.start()
+    try:
+        settings.MAILERS = smtp_mailer(server.port)
+        order = buy(email="nobody@example.org")
+        wait_until(lambda: mail_state(order) == "failed", 20, "the mail to be given up")
+    finally:
+        server.stop()
+    assert outcomes(caplog, order) == ["failed"]
+    assert retries(caplog, order) == 0
+    assert inbox.messages == []
+    assert "550" in mongo.orders().find_one({"_id": order["_id"]})["mailFailure"]
+
+
+def test_after_the_last_retry_the_mail_is_marked_failed(worker, caplog, settings):
+    settings.MAILERS = smtp_mailer(free_port())  # never up
+    settings.BOOKING_MAIL_RETRY_BASE_SECONDS = 0.02
+    settings.BOOKING_MAIL_RETRY_MAX_SECONDS = 0.05
+    order = buy()
+    wait_until(lambda: mail_state(order) == "failed", 30, "the retries to run out")
+    assert retries(caplog, order) == send_order_confirmation.max_retries
+    assert "kept failing" in mongo.orders().find_one({"_id": order["_id"]})["mailFailure"]
