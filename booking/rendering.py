@@ -10,6 +10,7 @@ Each seat is a real ``<button name="seat" value="r:c">`` inside the map's form, 
 as a plain form post without JavaScript and as an htmx post with it.
 """
 
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ STATE_CLASSES = {FREE: "", HELD: " h", SOLD: " x", BLOCKED: " x"}
 MINE_WORDS = "held by you"
 
 CACHE_SIZE = 64
+_SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6}\}$")  # layouts are validated; belt and braces
 
 
 def format_money(cents: int | None, currency: str | None = None) -> str:
@@ -173,5 +175,5 @@ def legend(session: dict) -> list[dict]:
 def category_css(session: dict) -> str:
     """One CSS rule per category colour (codes are single letters, colours validated hex)."""
     used = session["prices"]
-    categories = session["layout"]["categories"]
-    return "".join(f".c-{c['code']}{{--cat:{c['color']}}}" for c in categories if c["code"] in used)
+    rules = [f".c-{c['code']}{{--cat:{c['color']}}}" for c in session["layout"]["categories"] if c["code"] in used]
+    return "".join(rule for rule in rules if _SAFE_CSS.match(rule))

@@ -16,7 +16,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.cache import never_cache
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import clock, presenters, rendering, selectors
@@ -226,7 +226,6 @@ def performance_page(request, performance_id):
     return render(request, "booking/performance.html", context)
 
 
-@never_cache
 @require_GET
 def seat_map(request, session_id):
     """The live map partial. Unchanged session: one tiny read and a 304, nothing else loaded."""
@@ -248,7 +247,8 @@ def seat_map(request, session_id):
         response = render(request, "booking/_seatmap.html", _map_context(request, session, cart))
         etag = f'"{session["version"]}"'
     response["ETag"] = etag
-    response["Cache-Control"] = "private, no-cache"
+    response["Cache-Control"] = "private, no-cache"  # always ask; the answer is usually a 304
+    patch_vary_headers(response, ["Cookie"])  # "held by you" differs per buyer
     return response
 
 
