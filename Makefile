@@ -17,3 +17,12 @@ chaos-control:
 
 chaos-control-ci:
 	$(PYTHON) -m chaos --size ci --control
+
+# Performance (docs/performance.md): the real stack on loopback, one table + chart in bench/results/.
+.PHONY: bench bench-small
+bench:
+	$(PYTHON) -m pip install --quiet matplotlib==3.11.2
+	$(PYTHON) -m bench
+
+bench-small:
+	$(PYTHON) -m bench --small --no-chart

@@ -12,7 +12,9 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")  # no line per checkout from the s
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--small", action="store_true", help="CI size: seconds, not minutes; no timing goals")
-    parser.add_argument("--out", type=Path, default=None, help="results directory (default bench/results/<size>)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="results directory (default bench/results/, or bench/results/small/)"
+    )
     parser.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib needed)")
     args = parser.parse_args(argv)
 
@@ -20,7 +22,8 @@ def main(argv=None) -> int:
     from .run import FULL, SMALL, run
 
     size = SMALL if args.small else FULL
-    out = args.out or Path(__file__).resolve().parent / "results" / size.name
+    results_dir = Path(__file__).resolve().parent / "results"
+    out = args.out or (results_dir if size is FULL else results_dir / size.name)
     results = run(size, log=lambda msg: print(msg, flush=True))
     path = report.write(results, out, with_chart=not args.no_chart)
     print(path.read_text())

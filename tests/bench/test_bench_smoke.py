@@ -1,0 +1,48 @@
+"""The benchmark at CI size: it runs from one command and every request costs the MongoDB commands
+the design guide promises. No timing assertions: this machine's timings are not the product's."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path):
+    env = dict(os.environ)  # the test MongoDB and Redis (conftest); the run uses a database of its own
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "bench", "--small", "--no-chart", "--out", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+
+    accounting = results["accounting"]
+    checked = {name: a for name, a in accounting.items() if a and "meets_target" in a}
+    assert set(checked) == {"q1", "q2", "q3", "c1", "c1_new_cart", "c2", "c3"}
+    assert {name: a["list"] for name, a in checked.items() if not a["meets_target"]} == {}
+    assert accounting["q3"]["status"] == 304
+    assert accounting["db_floor"]["list"] == ["update sessions"]
+    assert results["c4"]["writes_per_cart"] == 2 and results["c4"]["breaches"] == []
+
+    assert all(row["failed"] == 0 for row in results["table"].values()), results["table"]
+    for variant in ("disjoint", "overlap"):
+        scenario = results["scenario"][variant]
+        assert scenario["failed"] == 0, scenario["failures"]
+        assert scenario["breaches"] == []
+        assert scenario["ok"] + scenario["conflicts"] == scenario["users"]
+
+    stadium = results["stadium"]
+    assert stadium["largest_doc_bytes"] < 2 * 1024 * 1024
+    assert stadium["pages"]["section overview"]["accounting"]["list"] == ["find sessions"]
+    assert (tmp_path / "README.md").read_text().startswith("# Benchmark results")
