@@ -12,7 +12,12 @@ from django.urls import path, reverse
 from ..errors import NotFound
 from ..ids import object_id
 
-__all__ = ["ADDITION", "CHANGE", "DELETION", "MongoModelAdmin"]
+__all__ = ["ADDITION", "CHANGE", "DELETION", "MongoModelAdmin", "bound"]
+
+
+def bound(request):
+    """Form data for a POST (even an empty one: a form posted empty must show its errors)."""
+    return request.POST if request.method == "POST" else None
 
 
 class MongoModelAdmin(admin.ModelAdmin):

@@ -10,7 +10,7 @@ from .. import admin_forms as f
 from ..errors import BookingError
 from ..services import orders as order_service
 from . import selectors
-from .base import CHANGE, MongoModelAdmin
+from .base import CHANGE, MongoModelAdmin, bound
 
 
 def staff_name(user) -> str:
@@ -52,7 +52,7 @@ class OrderAdmin(MongoModelAdmin):
         order = selectors.get_order(self.document_id(object_id))
         if order is None:
             raise Http404("No such order.")
-        form = f.CancelOrderForm(request.POST or None)
+        form = f.CancelOrderForm(bound(request))
         status = 200
         if request.method == "POST":
             self.require(request, "change")

@@ -12,7 +12,7 @@ from .. import admin_forms as f
 from ..errors import BookingError, InvalidRequest
 from ..services import sessions as session_service
 from . import selectors
-from .base import ADDITION, CHANGE, MongoModelAdmin
+from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 from .seatmaps import category_legend, session_rows
 
 
@@ -95,7 +95,7 @@ class SessionAdmin(MongoModelAdmin):
         theater, page = self._theater_or_pick(request, "Add session: choose the theater", "add")
         if page:
             return page
-        form = f.SessionForm(request.POST or None, layout=price_layout(theater))
+        form = f.SessionForm(bound(request), layout=price_layout(theater))
         status = 200
         if request.method == "POST":
             status = 400
@@ -139,7 +139,7 @@ class SessionAdmin(MongoModelAdmin):
         theater, page = self._theater_or_pick(request, "Add a series: choose the theater", "series")
         if page:
             return page
-        form = f.SeriesForm(request.POST or None, layout=price_layout(theater))
+        form = f.SeriesForm(bound(request), layout=price_layout(theater))
         created, refused, status = [], [], 200
         if request.method == "POST":
             if form.is_valid():
@@ -204,7 +204,7 @@ class SessionAdmin(MongoModelAdmin):
             "end": timezone.localtime(session["end"]),
             **f.PricedForm.price_initial(session["prices"]),
         }
-        form = f.SessionForm(request.POST or None, initial=initial, layout=session["layout"])
+        form = f.SessionForm(bound(request), initial=initial, layout=session["layout"])
         status = 200
         if request.method == "POST":
             self.require(request, "change")
@@ -325,7 +325,7 @@ class SessionAdmin(MongoModelAdmin):
         self.require(request, "delete")
         session = self._session(object_id)
         paid = selectors.paid_order_count(session["_id"])
-        form = f.CancelSessionForm(request.POST or None)
+        form = f.CancelSessionForm(bound(request))
         status = 200
         if request.method == "POST" and form.is_valid():
             if session.get("status") == "canceled":

@@ -184,7 +184,7 @@ class TheaterAdmin(MongoModelAdmin):
     @method_decorator(require_http_methods(["GET", "POST"]))
     def layout_import(self, request):
         self.require(request, "add")
-        form = f.LayoutImportForm(request.POST or None, request.FILES or None)
+        form = f.LayoutImportForm(*((request.POST, request.FILES) if request.method == "POST" else ()))
         if request.method == "POST" and form.is_valid():
             try:
                 theater = theater_service.create_theater(form.cleaned_data["name"], form.cleaned_data["layout"])

@@ -1,0 +1,121 @@
+"""Carts and orders in the admin: find them, force-expire a cart, cancel an order."""
+
+import pytest
+from django.contrib.admin.models import CHANGE
+
+from booking import mongo
+from booking.seatmap import FREE, HELD
+from booking.services import holds
+from booking.tests import test_admin_support as support
+from booking.tests.factories import make_session
+from booking.tests.test_admin_support import assert_consistent, last_log, sell
+
+pytestmark = pytest.mark.django_db
+manager, manager_client = support.manager, support.manager_client  # the shared fixtures
+
+
+def test_carts_are_listed_by_state_with_age_and_expiry(manager_client):
+    session = make_session()
+    active = holds.hold_seats(session["_id"], "s:one", None, ["0:0", "0:1"])
+    order = sell(session["_id"], ["2:0", "2:1"], owner="s:two")
+
+    response = manager_client.get("/admin/booking/cart/")
+    assert [c["_id"] for c in response.context["carts"]] == [active.cart_id]
+    page = response.content.decode()
+    assert "active (1)" in page and "done (1)" in page
+    assert "in 14\xa0minutes" in page or "in 15\xa0minutes" in page
+    done = manager_client.get("/admin/booking/cart/", {"state": "done"}).context["carts"]
+    assert [c["_id"] for c in done] == [order["cartId"]]
+    assert manager_client.get("/admin/booking/cart/", {"state": "bogus"}).status_code == 200
+
+
+def test_cart_detail_lists_its_seats(manager_client):
+    session = make_session(name="Faust")
+    hold = holds.hold_seats(session["_id"], "s:one", None, ["0:0", "0:1"])
+    page = manager_client.get(f"/admin/booking/cart/{hold.cart_id}/change/").content.decode()
+    assert "Faust" in page and "Seats (2)" in page and "Expire this cart now" in page
+
+
+def test_force_expire_frees_the_seats_now_and_is_logged(manager_client, manager):
+    session = make_session()
+    hold = holds.hold_seats(session["_id"], "s:one", None, ["0:0", "0:1"])
+    response = manager_client.post(f"/admin/booking/cart/{hold.cart_id}/expire/", follow=True)
+
+    assert "The cart was expired and 2 seats released." in response.content.decode()
+    assert mongo.carts().find_one({"_id": hold.cart_id})["state"] == "expired"
+    stored = mongo.sessions().find_one({"_id": session["_id"]})
+    assert stored["seats"][0][:2] == [FREE, FREE] and stored["seatsAvailable"] == 24
+    entry = last_log("cart")
+    assert (entry.object_id, entry.action_flag, entry.user_id) == (str(hold.cart_id), CHANGE, manager.pk)
+    assert entry.change_message == "Force-expired; 2 seats released."
+    assert_consistent()
+
+
+def test_force_expire_leaves_a_done_cart_alone(manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    response = manager_client.post(f"/admin/booking/cart/{order['cartId']}/expire/", follow=True)
+    assert "This cart is done, not active; nothing was changed." in response.content.decode()
+    assert mongo.carts().find_one({"_id": order["cartId"]})["state"] == "done"
+    assert_consistent()
+
+
+def test_orders_are_found_by_reference_email_or_name(manager_client):
+    session = make_session()
+    ada = sell(session["_id"], ["0:0", "0:1"], name="Ada Lovelace", email="ada@example.com", owner="s:a")
+    grace = sell(session["_id"], ["2:0", "2:1"], name="Grace Hopper", email="grace@example.com", owner="s:g")
+
+    def found(q):
+        return [o["ref"] for o in manager_client.get("/admin/booking/order/", {"q": q}).context["orders"]]
+
+    assert found(ada["ref"].lower()) == [ada["ref"]]
+    assert found("GRACE@example.com") == [grace["ref"]]
+    assert found("lovel") == [ada["ref"]]
+    assert found("nobody") == []
+    assert found(".*") == []  # typed text is matched literally, never as a pattern
+    assert set(found("")) == {ada["ref"], grace["ref"]}
+
+
+def test_order_detail_shows_seats_and_tickets(manager_client):
+    session = make_session(name="Carmen")
+    order = sell(session["_id"], ["0:0", "0:1"])
+    page = manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert order["ref"] in page and "Carmen" in page and "ada@example.com" in page
+    for line in order["lines"]:
+        assert line["ticket"] in page
+    assert "<td>Stalls</td>" in page and "€20<" in page
+
+
+def test_canceling_an_order_frees_its_seats_and_records_who_and_why(manager_client, manager):
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    url = f"/admin/booking/order/{order['_id']}/change/"
+    assert manager_client.post(url, {"reason": ""}).status_code == 400
+    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "paid"
+
+    response = manager_client.post(url, {"reason": "Customer called, cannot come"})
+    assert response.status_code == 302
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["state"] == "canceled" and stored["seatsReleased"] is True
+    assert stored["canceledBy"] == "manager <manager@theater.example>"
+    assert stored["cancelReason"] == "Customer called, cannot come"
+    seats = mongo.sessions().find_one({"_id": session["_id"]})
+    assert seats["seats"][0][:2] == [FREE, FREE] and seats["seatsAvailable"] == 24
+    entry = last_log("order")
+    assert entry.object_id == str(order["_id"]) and entry.object_repr == f"Order {order['ref']}"
+    assert entry.change_message == "Canceled (2 seats free again): Customer called, cannot come"
+    assert_consistent()
+
+    again = manager_client.post(url, {"reason": "twice"})
+    assert again.status_code == 409
+    assert "is canceled, not paid" in again.content.decode()
+    assert_consistent()
+
+
+def test_a_held_seat_is_not_touched_by_canceling_another_order(manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    holds.hold_seats(session["_id"], "s:other", None, ["0:2", "0:3"])
+    manager_client.post(f"/admin/booking/order/{order['_id']}/change/", {"reason": "refund"})
+    assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][0][2] == HELD
+    assert_consistent()
