@@ -150,11 +150,12 @@ def chart(r: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for name, by_clients in r["sweep"].items():
-        xs = sorted(by_clients)
-        left.plot(xs, [by_clients[x]["p50"] for x in xs], marker="o", label=f"{name} p50")
-        left.plot(xs, [by_clients[x]["p99"] for x in xs], linestyle="--", alpha=0.5, label=f"{name} p99")
-        right.plot(xs, [by_clients[x]["rps"] for x in xs], marker="o", label=name)
+    for i, (name, by_clients) in enumerate(r["sweep"].items()):
+        xs = sorted(by_clients, key=int)
+        color = f"C{i}"
+        left.plot(xs, [by_clients[x]["p50"] for x in xs], marker="o", color=color, label=f"{name} p50")
+        left.plot(xs, [by_clients[x]["p99"] for x in xs], linestyle="--", color=color, alpha=0.5, label=f"{name} p99")
+        right.plot(xs, [by_clients[x]["rps"] for x in xs], marker="o", color=color, label=name)
     left.set_xlabel("concurrent clients")
     left.set_ylabel("latency ms (log)")
     left.set_yscale("log")
