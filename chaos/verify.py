@@ -34,7 +34,11 @@ class Verdict:
 
 def final_checks(stats: Stats, web_log: str) -> Verdict:
     verdict = Verdict()
-    verdict.reconcile_report = str(reconcile.reconcile(grace=timedelta(0)))
+    try:
+        verdict.reconcile_report = str(reconcile.reconcile(grace=timedelta(0)))
+    except Exception as exc:  # a corrupt state can make reconcile itself fail: that is a finding
+        verdict.reconcile_report = f"FAILED: {exc!r}"
+        verdict.breaches.append(f"the reconcile pass failed: {exc!r}")
     verdict.invariant_breaches = invariants.check_invariants()
 
     sessions = {s["_id"]: s for s in mongo.sessions().find({}, {"seats": 1, "reservations": 1, "name": 1})}
