@@ -1,4 +1,9 @@
-"""The Celery app, configured from Django settings (CELERY_* names)."""
+"""The Celery app, configured from Django settings (the CELERY_* names).
+
+Redis (REDIS_URL) is the broker; tasks are found in each app's tasks.py (booking/tasks.py); the
+beat schedule, with each task's time limit, is CELERY_BEAT_SCHEDULE in settings.py.
+Run: ``celery -A theater_site worker`` (any number) and ``celery -A theater_site beat`` (one).
+"""
 
 import os
 
