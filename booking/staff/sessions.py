@@ -86,6 +86,7 @@ class SessionAdmin(MongoModelAdmin):
             request,
             "admin/booking/session/pick_theater.html",
             {"title": title, "form": form, "no_theaters": not choices, "next_name": next_name},
+            status=400 if request.method == "POST" else 200,  # a post must name its theater
         )
         return None, page
 
