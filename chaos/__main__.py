@@ -114,7 +114,7 @@ def summary(args, seats: int, stats, faults, verdict, elapsed: float) -> str:
         f"rate limited {stats.rate_limited}; releases {stats.releases}",
         f"checkouts: ok {stats.checkouts_ok}, hold ended first {stats.checkouts_failed}, "
         f"no answer {stats.checkouts_unknown}; replayed after success {stats.replays}; "
-        f"abandoned carts {stats.abandoned}; canceled {stats.canceled}",
+        f"abandoned carts {stats.abandoned}; canceled {stats.canceled}; left with no seats {stats.empty_handed}",
         f"database: {verdict.orders} paid orders, {verdict.seats_sold} seats sold; carts by state: "
         f"{verdict.carts_by_state} (expired carts: {verdict.carts_by_state.get('expired', 0)})",
         f"faults injected ({len(injected)}): " + "; ".join(injected),

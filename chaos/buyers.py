@@ -31,6 +31,7 @@ NOTICE_RE = re.compile(r'id="notice"[^>]*>(.*?)</div>', re.S)
 SEAT_COUNT_RE = re.compile(r"Total \((\d+) seats?\)")
 ORDER_PATH_RE = re.compile(r"/orders/([A-Z0-9]{4,16})/$")
 MAX_ATTEMPTS = 6  # per logical request, over 503s and dropped connections
+WAVE_SECONDS = 5
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Stats:
     checkouts_unknown: int = 0  # no answer after every retry
     replays: int = 0
     abandoned: int = 0
+    empty_handed: int = 0
     canceled: int = 0
     cut_off: int = 0
     kinds: Counter = field(default_factory=Counter)
@@ -190,7 +192,7 @@ class Buyer:
 
     async def checkout(self) -> None:
         if self.cart_seats == 0:
-            self.stats.abandoned += 1
+            self.stats.empty_handed += 1  # every pick was beaten: nothing to buy
             return
         seats = self.cart_seats
         response = await self.request(
@@ -219,7 +221,9 @@ class Buyer:
 
     async def finish(self) -> None:
         roll = self.rng.random()
-        if roll < 0.7:
+        if self.cart_seats == 0:
+            self.stats.empty_handed += 1
+        elif roll < 0.7:
             await self.checkout()
         elif roll < 0.9:
             self.stats.abandoned += 1  # walk away: expiry must give the seats back
@@ -346,9 +350,14 @@ async def run_buyers(
         async with gate:
             await buyer.run(kind, None)
 
-    tasks = [
-        asyncio.create_task(one(i, 0.0 if i < rush_count else rng.uniform(2, duration * 0.75))) for i in range(buyers)
-    ]
+    def arrival(index: int) -> float:
+        if index < rush_count:
+            return 0.0
+        # The rest come in waves (a mail-out, a social post): each wave clicks nearly at once.
+        wave = rng.randrange(max(1, int(duration * 0.75 / WAVE_SECONDS)))
+        return 2 + wave * WAVE_SECONDS + rng.uniform(0, 0.3)
+
+    tasks = [asyncio.create_task(one(i, arrival(i))) for i in range(buyers)]
     await asyncio.sleep(min(10.0, duration / 10))  # let the rush open the page
     rush.set()
     deadline = started + duration + hold_seconds + 45
