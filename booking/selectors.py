@@ -158,20 +158,3 @@ def expiry_backlog(now: datetime | None = None) -> dict:
         "checking_out": carts.count_documents({"state": "checking_out"}),
         "mails_pending": mongo.orders().count_documents({"mail": "pending"}),
     }
-
-
-def expiry_backlog(now: datetime | None = None) -> dict:
-    """What the expiry worker has to do, for an operator (worker_status): live active carts, carts
-    whose hold ended but which are not expired yet, the oldest such one, stuck checkouts, pending
-    mails. Counting queries on the state_expires and mail_pending indexes."""
-    now = now or clock.now()
-    carts = mongo.carts()
-    oldest = carts.find_one({"state": ACTIVE, "expiresAt": {"$lte": now}}, {"expiresAt": 1}, sort=[("expiresAt", 1)])
-    return {
-        "now": now,
-        "active": carts.count_documents({"state": ACTIVE, "expiresAt": {"$gt": now}}),
-        "stale": carts.count_documents({"state": ACTIVE, "expiresAt": {"$lte": now}}),
-        "oldest_stale_expired_at": oldest["expiresAt"] if oldest else None,
-        "checking_out": carts.count_documents({"state": "checking_out"}),
-        "mails_pending": mongo.orders().count_documents({"mail": "pending"}),
-    }
