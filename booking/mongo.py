@@ -119,10 +119,14 @@ def ensure_indexes() -> list[str]:
     )
     created.append(carts().create_index([("state", 1), ("expiresAt", 1)], name="state_expires"))
     created.append(carts().create_index([("owner", 1), ("state", 1)], name="owner_state"))
+    # the per-client held-seats limit counts live carts by client address
+    created.append(
+        carts().create_index([("client", 1), ("state", 1), ("expiresAt", 1)], name="client_live", sparse=True)
+    )
     created.append(orders().create_index([("cartId", 1)], unique=True, name="cart_unique"))
     created.append(orders().create_index([("ref", 1)], unique=True, name="ref_unique"))
     created.append(orders().create_index([("email", 1)], name="email"))
     created.append(orders().create_index([("mail", 1), ("createdOn", 1)], name="mail_pending"))
     created.append(orders().create_index([("lines.sessionId", 1)], name="session"))
-    created.append(orders().create_index([("tickets.code", 1)], name="ticket_code"))
+    created.append(orders().create_index([("lines.ticket", 1)], name="line_ticket"))
     return created
