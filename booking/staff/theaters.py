@@ -108,6 +108,10 @@ class TheaterAdmin(MongoModelAdmin):
         theater = selectors_get_theater(self.document_id(object_id))
         if theater is None:
             return self._missing(request)
+        if "layout" not in theater:  # a sectioned venue (a stadium): sections are set up in code, shown here
+            return self.render(
+                request, "admin/booking/theater/sections.html", {"title": theater["name"], "theater": theater}
+            )
         layout = theater["layout"]
         form, formset = self._bind(
             request, {"name": theater["name"], "grid": layout_to_grid(layout)}, layout["categories"]
@@ -215,7 +219,8 @@ class TheaterAdmin(MongoModelAdmin):
         theater = selectors_get_theater(self.document_id(object_id))
         if theater is None:
             return self._missing(request)
-        body = json.dumps({"name": theater["name"], "layout": theater["layout"]}, indent=2, ensure_ascii=False)
+        shape = {"layout": theater["layout"]} if "layout" in theater else {"sections": theater.get("sections", [])}
+        body = json.dumps({"name": theater["name"], **shape}, indent=2, ensure_ascii=False)
         response = HttpResponse(body, content_type="application/json; charset=utf-8")
         slug = "".join(ch if ch.isalnum() else "-" for ch in theater["name"].lower()).strip("-") or "theater"
         response["Content-Disposition"] = f'attachment; filename="{slug}-layout.json"'

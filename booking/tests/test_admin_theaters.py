@@ -150,3 +150,17 @@ def test_import_refuses_broken_json_and_bad_layouts(manager_client):
     assert response.status_code == 400
     assert response.context["form"].errors["text"] == ["Row 1, column 1: Seat 1 has an unknown category 'q'."]
     assert mongo.theaters().count_documents({}) == 0
+
+
+def test_a_sectioned_venue_is_shown_and_exported_not_broken(manager_client):
+    from booking.layouts import parse_grid
+    from booking.services.theaters import create_sectioned_theater
+    from booking.tests.factories import CATEGORIES
+
+    sections = [{"name": n, "layout": parse_grid("A: ssss\nB: ssss\n", CATEGORIES)} for n in ("North", "South")]
+    venue = create_sectioned_theater("Arena", sections)
+    page = manager_client.get(f"/admin/booking/theater/{venue['_id']}/change/")
+    assert page.status_code == 200 and "North" in page.content.decode()
+    exported = json.loads(manager_client.get(f"/admin/booking/theater/{venue['_id']}/export/").content)
+    assert [s["name"] for s in exported["sections"]] == ["North", "South"]
+    assert manager_client.get("/admin/booking/theater/").status_code == 200
