@@ -184,12 +184,14 @@ def floor_accounting(stack: Stack, params: dict) -> dict:
 def render_cpu(session_id, repeats: int) -> dict:
     """CPU time of the map render alone, in this process: naive template loop vs the fast path."""
     from django.template.loader import render_to_string
+    from django.test import RequestFactory
 
     from booking import rendering, selectors
 
     from .views import naive_context
 
     session = selectors.get_session(session_id)
+    request = RequestFactory().get("/")  # the naive page has a {% csrf_token %}
 
     def cpu_ms(fn) -> float:
         best = []
@@ -201,8 +203,8 @@ def render_cpu(session_id, repeats: int) -> dict:
             gc.enable()
         return percentile(best, 50)
 
-    render_to_string("bench/naive_map.html", naive_context(session))  # load the template once
-    naive = cpu_ms(lambda: render_to_string("bench/naive_map.html", naive_context(session)))
+    render_to_string("bench/naive_map.html", naive_context(session), request=request)  # load the template once
+    naive = cpu_ms(lambda: render_to_string("bench/naive_map.html", naive_context(session), request=request))
     cold = cpu_ms(lambda: rendering.build_seat_map(session).for_viewer())
     rendering.seat_map_html(session)
     warm = cpu_ms(lambda: rendering.seat_map_html(session).for_viewer())
@@ -330,8 +332,12 @@ def run(size: Size, log=print) -> dict:
             flows.naive_map,
             flows.db_floor,
         ):
-            table.update(timed(stack, flow, size.table_clients, size, params))
-            log(f"  {flow.__name__}: " + ", ".join(f"{k} p50 {v['p50']:.2f} ms" for k, v in table.items() if k))
+            measured = timed(stack, flow, size.table_clients, size, params)
+            table.update(measured)
+            log(
+                f"  {flow.__name__}: "
+                + ", ".join(f"{k} p50 {v['p50']:.2f} ms, {v['rps']:.0f}/s" for k, v in measured.items())
+            )
         results["table"] = table
         results["table_clients"] = size.table_clients
 
@@ -355,6 +361,8 @@ def run(size: Size, log=print) -> dict:
         results["scenario"] = run_scenarios(size)
 
         log("stadium")
+        # what's on lists the table's performances plus the stadium, not the sweep's and scenario's
+        mongo.sessions().delete_many({"name": {"$in": ["Expiry sweep", "Scenario (disjoint)", "Scenario (overlap)"]}})
         from .stadium import measure_stadium
 
         results["stadium"] = measure_stadium(

@@ -68,8 +68,7 @@ def group_sections(sessions: list[dict]) -> list[dict]:
 
 def performance_sections(performance_id: ObjectId) -> list[dict]:
     """A sectioned performance's overview: one indexed query by performanceId, no seat maps."""
-    fields = {**SUMMARY_FIELDS, "layout.categories": 1}
-    return list(mongo.sessions().find({"performanceId": performance_id}, fields).sort("section.index", 1))
+    return list(mongo.sessions().find({"performanceId": performance_id}, SUMMARY_FIELDS).sort("section.index", 1))
 
 
 def get_session(session_id: ObjectId) -> dict | None:
