@@ -1,4 +1,4 @@
-"""The benchmark's data: 900-seat halls (the demo's Grand Hall), seat plans that never leave a
+"""The benchmark's data: 900-seat halls, seat plans that never leave a
 single seat alone (so the orphan rule never refuses a benchmark hold), and stale carts for C4."""
 
 from datetime import timedelta
@@ -6,8 +6,8 @@ from datetime import timedelta
 from bson import ObjectId
 
 from booking import clock, mongo
-from booking.demo import GRAND_CATEGORIES, grand_hall_grid
-from booking.layouts import parse_grid
+from booking.demo import GRAND_CATEGORIES
+from booking.layouts import auto_row_label, parse_grid
 from booking.seatmap import HELD, seat_key
 from booking.services.sessions import create_session
 from booking.services.theaters import create_theater
@@ -16,7 +16,17 @@ PRICES = {"p": 5500, "s": 3900, "b": 2500}
 
 
 def grand_hall() -> dict:
-    return create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
+    """A hall of exactly 900 seats shaped like the demo's Grand Hall (aisles, three price
+    categories, wheelchair spaces with companion seats at the back): 30 rows of 8 + 14 + 8."""
+    lines = []
+    for i in range(30):
+        middle = "p" if 3 <= i <= 12 else ("s" if i < 22 else "b")
+        side = "s" if i < 22 else "b"
+        left = right = side * 8
+        if i == 29:
+            left, right = "B" + side * 7, side * 7 + "B"
+        lines.append(f"{auto_row_label(i)}: {left}.{middle * 14}.{right}")
+    return create_theater("Grand Hall", parse_grid("\n".join(lines), GRAND_CATEGORIES))
 
 
 def performance(theater: dict, name: str, days: float) -> dict:

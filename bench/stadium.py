@@ -21,7 +21,7 @@ def measure_stadium(stack, seats: int, seconds: float = 2.0, warmup: float = 1.0
         "what's on": "/",
         "section overview": f"/performances/{performance_id}/",
         "one section's seat map": f"/sessions/{biggest['_id']}/",
-        "section live refresh (changed)": f"/sessions/{biggest['_id']}/map/",
+        "section live map (200)": f"/sessions/{biggest['_id']}/map/",
     }
     out: dict = {
         "seats": stadium["seatCount"],

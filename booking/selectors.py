@@ -34,7 +34,10 @@ def upcoming_sessions(
         query["start"]["$lt"] = start_before
     if theater_id is not None:
         query["theaterId"] = theater_id
-    return group_sections(list(mongo.sessions().find(query, SUMMARY_FIELDS).sort("start", 1).limit(500)))
+    # batch_size: one reply for all of them (the server's default first batch is 101 documents,
+    # which a stadium's section documents alone exceed: a getMore would follow)
+    cursor = mongo.sessions().find(query, SUMMARY_FIELDS).sort("start", 1).limit(500).batch_size(500)
+    return group_sections(list(cursor))
 
 
 def group_sections(sessions: list[dict]) -> list[dict]:

@@ -104,3 +104,12 @@ def test_buyer_goes_from_whats_on_to_the_section_overview_to_one_section(client)
 def test_unknown_performance_is_a_404(client):
     assert client.get("/performances/not-an-id/").status_code == 404
     assert client.get("/performances/0123456789abcdef01234567/").status_code == 404
+
+
+def test_whats_on_stays_one_command_with_more_than_a_first_batch_of_section_documents():
+    stadium = create_stadium("Big Test Stadium", seats=120 * 8, rows=2, half=2)  # 120 sections
+    create_match(stadium)
+    with counting_commands() as counter:
+        listed = selectors.upcoming_sessions()
+    assert counter.commands == [("find", "sessions")]
+    assert [s["sections"] for s in listed] == [120]
