@@ -30,6 +30,7 @@ import httpx
 NOTICE_RE = re.compile(r'id="notice"[^>]*>(.*?)</div>', re.S)
 SEAT_COUNT_RE = re.compile(r"Total \((\d+) seats?\)")
 ORDER_PATH_RE = re.compile(r"/orders/([A-Z0-9]{4,16})/$")
+SEAT_BUTTON_RE = re.compile(r'<button class="s ([^"]*)" name="seat" value="(\d+):(\d+)"([^>]*)>')
 MAX_ATTEMPTS = 6  # per logical request, over 503s and dropped connections
 WAVE_SECONDS = 5
 
@@ -69,6 +70,37 @@ class Hall:
                 return [f"{row}:{c}" for c in block]
         row = rng.randrange(len(self.seats_by_row))
         return [f"{row}:{self.seats_by_row[row][0]}"]
+
+
+def free_seats(html: str) -> dict[int, list[int]]:
+    """The seats a buyer sees as free on a rendered map: row -> columns."""
+    free: dict[int, list[int]] = {}
+    for classes, row, col, rest in SEAT_BUTTON_RE.findall(html):
+        if "aria-disabled" in rest or classes.split()[0] == "me":
+            continue
+        free.setdefault(int(row), []).append(int(col))
+    return free
+
+
+def pick_free_block(hall: "Hall", free: dict[int, list[int]], count: int, rng: random.Random) -> list[str] | None:
+    """What a person does after losing a seat: look at the map and take ``count`` free seats side
+    by side, as central as possible (one of the few best, so buyers still collide)."""
+    candidates = []
+    for row, cols in free.items():
+        cols = sorted(cols)
+        seat_cols = hall.seats_by_row[row]
+        centre = (seat_cols[0] + seat_cols[-1]) / 2
+        for i in range(len(cols) - count + 1):
+            block = cols[i : i + count]
+            if block[-1] - block[0] == count - 1:
+                middle = (block[0] + block[-1]) / 2
+                score = abs(row - hall.middle_row) * 2 + abs(middle - centre)
+                candidates.append((score, row, block))
+    if not candidates:
+        return None
+    candidates.sort()
+    _, row, block = rng.choice(candidates[:4])
+    return [f"{row}:{c}" for c in block]
 
 
 @dataclass
@@ -116,6 +148,7 @@ class Buyer:
             follow_redirects=False,
         )
         self.cart_seats = 0
+        self.last_map = ""
 
     # --- HTTP with the retries a browser user would do ---
 
@@ -169,6 +202,7 @@ class Buyer:
             return "error"
         match = SEAT_COUNT_RE.search(response.text)
         self.cart_seats = int(match.group(1)) if match else 0
+        self.last_map = response.text
         notice = NOTICE_RE.search(response.text)
         if notice and "msg-error" in notice.group(1):
             return "lost"
@@ -233,15 +267,30 @@ class Buyer:
 
     # --- kinds ---
 
+    async def look_at_map(self) -> dict[int, list[int]]:
+        if not self.last_map:
+            response = await self.request("GET", f"/sessions/{self.hall.session_id}/map/", htmx=True)
+            self.last_map = response.text if response is not None and response.status_code == 200 else ""
+        free = free_seats(self.last_map)
+        self.last_map = ""
+        return free
+
     async def rusher(self) -> None:
-        for attempt in range(3):
-            count = self.rng.randint(1, 4)
-            first_choice = attempt == 0 and self.rng.random() < 0.6
-            seats = self.hall.centre_block(count) if first_choice else self.hall.middle_block(self.rng, count)
+        count = self.rng.randint(1, 4)
+        for attempt in range(4):
+            if attempt == 0:
+                first_choice = self.rng.random() < 0.6
+                seats = self.hall.centre_block(count) if first_choice else self.hall.middle_block(self.rng, count)
+            else:  # beaten: look at the map as it is now and pick again
+                seats = pick_free_block(self.hall, await self.look_at_map(), count, self.rng)
+                if seats is None:
+                    break
             outcome = await self.hold(seats)
-            if outcome == "won":
+            if outcome in ("won", "limited"):
                 break
-            await self.think(0.05, 0.4)
+            if outcome == "refused" and count > 1 and self.rng.random() < 0.5:
+                count -= 1  # e.g. a single seat would be left alone: settle for fewer
+            await self.think(0.3, 1.5)
         if self.cart_seats and self.rng.random() < 0.3:
             await self.think()
             await self.hold(self.hall.middle_block(self.rng, 1))
@@ -256,7 +305,8 @@ class Buyer:
 
     async def clicker(self) -> None:
         clicked = []
-        for seat in self.hall.middle_block(self.rng, self.rng.randint(2, 3)):
+        wanted = pick_free_block(self.hall, await self.look_at_map(), self.rng.randint(2, 3), self.rng)
+        for seat in wanted or self.hall.middle_block(self.rng, 2):
             outcome = await self.seat_action("toggle", {"seat": seat})
             self._count(outcome)
             if outcome == "won":
