@@ -131,9 +131,13 @@ def summary(args, seats: int, stats, faults, verdict, elapsed: float) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s chaos: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # Its own handler: Django's LOGGING (applied by django.setup() below) owns the root logger.
     log = logging.getLogger("chaos")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s chaos: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="chaos-"))
     db_name = f"chaos_{uuid.uuid4().hex[:8]}"
