@@ -4,6 +4,7 @@ talks only to its own origin. Debian's Chromium through Playwright; screenshots 
 test-artifacts/security/."""
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -33,71 +34,90 @@ def _settings(settings):
 
 
 @pytest.fixture
-def browser_page(live_server):
+def in_browser(live_server):
+    """in_browser(steps) runs steps(page, refused) in Chromium and returns its result.
+
+    Playwright's sync API runs in a thread of its own: the browser tests elsewhere keep a
+    session-wide Playwright (and its event loop) open in the main thread."""
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(8000)
-        page = context.new_page()
-        refused = []
-        page.on(
-            "console",
-            lambda msg: (
-                refused.append(msg.text) if "Content Security Policy" in msg.text or "Refused to" in msg.text else None
-            ),
-        )
-        page.on("pageerror", lambda exc: refused.append(f"page error: {exc}"))
-        yield page, refused
-        context.close()
-        browser.close()
+
+    def run(steps):
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(8000)
+            page = context.new_page()
+            refused = []
+            page.on(
+                "console",
+                lambda msg: (
+                    refused.append(msg.text)
+                    if "Content Security Policy" in msg.text or "Refused to" in msg.text
+                    else None
+                ),
+            )
+            page.on("pageerror", lambda exc: refused.append(f"page error: {exc}"))
+            try:
+                return steps(page, refused)
+            finally:
+                context.close()
+                browser.close()
+
+    def in_thread(steps):
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(run, steps).result(timeout=120)
+
+    return in_thread
 
 
-def test_htmx_works_under_the_policy_and_nothing_is_refused(browser_page):
-    page, refused = browser_page
+def test_htmx_works_under_the_policy_and_nothing_is_refused(in_browser):
     session = make_session()
-    response = page.goto(f"/sessions/{session['_id']}/")
-    assert "script-src 'self'" in response.headers["content-security-policy"]
-    config = page.evaluate(
-        "() => ({self: htmx.config.selfRequestsOnly, version: htmx.version, evalUsed: typeof htmx.config.allowEval})"
-    )
-    assert config["self"] is True  # htmx refuses requests to any other origin
-    assert config["version"].startswith("2.")
 
-    page.locator("#s0-0").click()  # a seat click: an htmx POST with the CSRF header
-    page.locator("#cart-summary .countdown").wait_for()
-    assert "me" in page.locator("#s0-0").get_attribute("class")
-    page.screenshot(path=str(ARTIFACTS / "csp-seat-held.png"), full_page=True)
+    def steps(page, refused):
+        response = page.goto(f"/sessions/{session['_id']}/")
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        config = page.evaluate("() => ({self: htmx.config.selfRequestsOnly, version: htmx.version})")
+        assert config["self"] is True  # htmx refuses requests to any other origin
+        assert config["version"].startswith("2.")
 
-    # A request to another origin is refused by htmx itself (and by connect-src behind it).
-    blocked = page.evaluate(
-        """() => new Promise(resolve => {
-            document.body.addEventListener('htmx:invalidPath', () => resolve('refused by htmx'), {once: true});
-            htmx.ajax('GET', 'https://example.org/steal').catch(() => resolve('refused'));
-            setTimeout(() => resolve('sent'), 2000);
-        })"""
-    )
-    assert blocked.startswith("refused")
+        page.locator("#s0-0").click()  # a seat click: an htmx POST with the CSRF header
+        page.locator("#cart-summary .countdown").wait_for()
+        assert "me" in page.locator("#s0-0").get_attribute("class")
+        page.screenshot(path=str(ARTIFACTS / "csp-seat-held.png"), full_page=True)
 
-    for path in ("/", "/cart/", "/find-booking/"):
-        page.goto(path)
-    assert refused == [], refused
+        # A request to another origin is refused by htmx itself (and by connect-src behind it).
+        blocked = page.evaluate(
+            """() => new Promise(resolve => {
+                document.body.addEventListener('htmx:invalidPath', () => resolve('refused by htmx'), {once: true});
+                htmx.ajax('GET', 'https://example.org/steal').catch(() => resolve('refused'));
+                setTimeout(() => resolve('sent'), 2000);
+            })"""
+        )
+        assert blocked.startswith("refused")
+        for path in ("/", "/cart/", "/find-booking/"):
+            page.goto(path)
+        return refused
+
+    assert in_browser(steps) == []
 
 
-def test_the_staff_site_works_under_the_policy(browser_page):
-    page, refused = browser_page
+def test_the_staff_site_works_under_the_policy(in_browser):
     make_session()
     get_user_model().objects.create_superuser("boss", "boss@example.org", "a-long-test-password-1")
-    page.goto("/admin/login/")
-    page.fill("#id_username", "boss")
-    page.fill("#id_password", "a-long-test-password-1")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/admin/")
-    for path in ("/admin/booking/theater/", "/admin/booking/session/", "/admin/booking/theater/add/"):
-        page.goto(path)
-    page.screenshot(path=str(ARTIFACTS / "csp-admin.png"), full_page=True)
-    assert refused == [], refused
+
+    def steps(page, refused):
+        page.goto("/admin/login/")
+        page.fill("#id_username", "boss")
+        page.fill("#id_password", "a-long-test-password-1")
+        page.click("input[type=submit]")
+        page.wait_for_url("**/admin/")
+        for path in ("/admin/booking/theater/", "/admin/booking/session/", "/admin/booking/theater/add/"):
+            page.goto(path)
+        page.screenshot(path=str(ARTIFACTS / "csp-admin.png"), full_page=True)
+        return refused
+
+    assert in_browser(steps) == []

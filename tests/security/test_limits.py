@@ -256,7 +256,8 @@ def test_pages_carry_a_strict_content_security_policy(session):
 
 
 def production_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
+    # Not DJANGO_ALLOW_ASYNC_UNSAFE: the browser tests set it in this process, production never does.
+    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")}
     env.update(
         {
             "DEBUG": "False",
