@@ -20,7 +20,7 @@ from pathlib import Path
 SIZES = {
     # buyers, seconds of arrivals, hold seconds, hall rows, gunicorn workers x threads, concurrency
     "ci": {"buyers": 150, "duration": 60, "hold": 12, "rows": 8, "workers": 2, "threads": 4, "concurrency": 60},
-    "full": {"buyers": 600, "duration": 240, "hold": 25, "rows": 16, "workers": 3, "threads": 4, "concurrency": 150},
+    "full": {"buyers": 600, "duration": 300, "hold": 25, "rows": 16, "workers": 3, "threads": 4, "concurrency": 150},
 }
 ROW_LABELS = "ABCDEFGHJKLMNOPQRSTUVWXYZ"
 CATEGORIES = [{"code": "p", "name": "Premium"}, {"code": "s", "name": "Stalls"}]
