@@ -8,9 +8,21 @@ Run: ``celery -A theater_site worker`` (any number) and ``celery -A theater_site
 import os
 
 from celery import Celery
+from celery.signals import setup_logging
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "theater_site.settings")
 
 app = Celery("theater_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@setup_logging.connect
+def use_django_logging(**kwargs):
+    """Logging is Django's LOGGING for the worker and beat too. Without this receiver Celery adds
+    its own handler to the root logger and every booking line is printed twice."""
+    from logging.config import dictConfig
+
+    from django.conf import settings
+
+    dictConfig(settings.LOGGING)

@@ -208,11 +208,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    # One handler, on the root logger: a Celery worker replaces the root's handlers with its own,
-    # so each line is printed once there as well as under runserver and gunicorn.
-    "root": {"handlers": ["console"], "level": "WARNING"},
+    # The worker and beat use this too (theater_site/celery.py). No root configuration, so pytest's
+    # log capture keeps the root logger; each line is printed once.
     "loggers": {
-        "booking": {"level": env.str("LOG_LEVEL", default="INFO")},
+        "booking": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+        "celery": {"handlers": ["console"], "level": "INFO"},
     },
 }
 

@@ -24,9 +24,8 @@ from .. import clock, faults, mongo
 from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from ..seatmap import SOLD, parse_seat_key
 from . import carts as cart_service
-from . import notifications
+from . import notifications, reservations
 from . import orders as order_service
-from . import reservations
 
 logger = logging.getLogger("booking.checkout")
 
