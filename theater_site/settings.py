@@ -48,6 +48,10 @@ MIDDLEWARE = [
     "booking.middleware.MongoUnavailableMiddleware",
     "booking.ratelimits.HoldRateLimitMiddleware",
 ]
+if DEBUG:
+    # runserver (and the tests' live server) serve static files themselves; WhiteNoise serves the
+    # collected files (manage.py collectstatic) in production.
+    MIDDLEWARE.remove("whitenoise.middleware.WhiteNoiseMiddleware")
 
 ROOT_URLCONF = "theater_site.urls"
 
