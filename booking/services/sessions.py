@@ -68,14 +68,21 @@ def create_session(
     if theater.get("sections"):
         return create_section_sessions(theater, details, prices, now)[0]
     layout = theater["layout"]
+    session = _session_document(theater, theater["name"], layout, details, clean_prices(prices, layout), now)
+    mongo.sessions().insert_one(session)
+    return session
+
+
+def _session_document(theater: dict, theater_name: str, layout: dict, details: dict, prices: dict, now) -> dict:
+    """A session on sale with the layout copied in full (preallocated) and every seat free."""
     seats = initial_states(layout)
     available = count_state(seats, FREE)
-    session = {
+    return {
         "_id": ObjectId(),
         "theaterId": theater["_id"],
-        "theaterName": theater["name"],
+        "theaterName": theater_name,
         **details,
-        "prices": clean_prices(prices, layout),
+        "prices": prices,
         "currency": settings.BOOKING_CURRENCY,
         "status": "on_sale",
         "layout": layout,
@@ -86,8 +93,6 @@ def create_session(
         "version": 1,
         "createdOn": now,
     }
-    mongo.sessions().insert_one(session)
-    return session
 
 
 def create_section_sessions(theater: dict, details: dict, prices: dict, now: datetime) -> list[dict]:
@@ -107,29 +112,14 @@ def create_section_sessions(theater: dict, details: dict, prices: dict, now: dat
     docs = []
     for index, section in enumerate(sections):
         layout = section["layout"]
-        seats = initial_states(layout)
-        available = count_state(seats, FREE)
-        docs.append(
-            {
-                "_id": ObjectId(),
-                "performanceId": performance_id,
-                "section": {"name": section["name"], "index": index, "count": len(sections)},
-                "theaterId": theater["_id"],
-                "theaterName": f"{theater['name']} – {section['name']}",
-                "venueName": theater["name"],
-                **details,
-                "prices": {code: all_prices[code] for code in category_codes_used(layout)},
-                "currency": settings.BOOKING_CURRENCY,
-                "status": "on_sale",
-                "layout": layout,
-                "seats": seats,
-                "seatsTotal": available,
-                "seatsAvailable": available,
-                "reservations": [],
-                "version": 1,
-                "createdOn": now,
-            }
+        section_prices = {code: all_prices[code] for code in category_codes_used(layout)}
+        doc = _session_document(theater, f"{theater['name']} – {section['name']}", layout, details, section_prices, now)
+        doc.update(
+            performanceId=performance_id,
+            section={"name": section["name"], "index": index, "count": len(sections)},
+            venueName=theater["name"],
         )
+        docs.append(doc)
     mongo.sessions().insert_many(docs)
     return docs
 
