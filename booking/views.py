@@ -270,10 +270,11 @@ def _seat_action(request, session_id, act):
     notice, level, picked = "", "ok", ()
     try:
         result, notice = act(sid, owner, _cart_id(request))
-        if result is not None and request.session.get("cart_id") != str(result.cart_id):
-            # only when it changes: saving the Django session is a database write (and commit)
-            request.session["cart_id"] = str(result.cart_id)
+        if result is not None:
             picked = [f"{r}:{c}" for r, c in result.seats]
+            if request.session.get("cart_id") != str(result.cart_id):
+                # only when it changes: saving the Django session is a database write (and commit)
+                request.session["cart_id"] = str(result.cart_id)
     except BookingError as exc:
         status = status_for(exc)
         if status == 404 and selectors.session_version(sid) is None:

@@ -179,6 +179,10 @@ def test_best_available_holds_and_highlights(client, session):
     assert response.status_code == 200
     assert page.count("s me pk") == 3
     assert "highlighted on the map" in page
+    again = client.post(url("best_available", session_id=str(session["_id"])), {"count": "2"}, **HTMX)
+    page = again.content.decode()
+    assert page.count("s me pk") == 2  # the new picks, in the same cart, are the highlighted ones
+    assert page.count("s me ") == 5
 
 
 @pytest.mark.parametrize("count", ["0", "11", "abc", "", "-3", "1e9"])
