@@ -160,9 +160,24 @@ def _sale_notice(session: dict) -> str:
     return ""
 
 
-def _map_context(request, session: dict, cart: dict | None, picked=()) -> dict:
+def _load_session_page(session_id: str) -> tuple[dict, rendering.SeatMapHtml]:
+    """The session and its built map. When this process has built the map of the current version,
+    one small read (no seat states, no layout rows); otherwise a second, full read builds it."""
+    sid = object_id(session_id, "performance")
+    session = selectors.get_session_head(sid)
+    if session is None:
+        raise NotFound("No such performance.")
+    shared = rendering.cached_seat_map(sid, session["version"])
+    if shared is None:
+        session = _load_session(session_id)
+        shared = rendering.seat_map_html(session)
+    return session, shared
+
+
+def _map_context(request, session: dict, cart: dict | None, picked=(), shared=None) -> dict:
+    """``session`` needs its seat states and layout rows unless ``shared`` (its built map) is given."""
     mine = selectors.cart_seat_keys(cart, session["_id"])
-    shared = rendering.seat_map_html(session)
+    shared = shared or rendering.seat_map_html(session)
     return {
         "session": session,
         "session_id": str(session["_id"]),
@@ -196,11 +211,11 @@ def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) 
 def session_page(request, session_id):
     try:
         cart, expired = _current_cart(request)  # first: an expired hold frees its seats on this map
-        session = _load_session(session_id)
+        session, shared = _load_session_page(session_id)
     except NotFound as exc:
         return _error_page(request, exc, 404)
     context = {
-        **_map_context(request, session, cart),
+        **_map_context(request, session, cart, shared=shared),
         **_cart_context(request, cart, expired, [session]),
         "card": presenters.session_card(session),
         "legend": rendering.legend(session),
@@ -241,10 +256,13 @@ def seat_map(request, session_id):
         response = HttpResponse(status=304)
     else:
         cart, _expired = _current_cart(request)
-        session = selectors.get_session(sid)
+        shared = rendering.cached_seat_map(sid, version)  # built here already: read only the small part
+        session = selectors.get_session_head(sid) if shared else selectors.get_session(sid)
+        if session is not None and shared is not None and session["version"] != version:
+            shared, session = None, selectors.get_session(sid)  # changed again meanwhile
         if session is None:
             return _error_page(request, "No such performance.", 404)
-        response = render(request, "booking/_seatmap.html", _map_context(request, session, cart))
+        response = render(request, "booking/_seatmap.html", _map_context(request, session, cart, shared=shared))
         etag = f'"{session["version"]}"'
     response["ETag"] = etag
     response["Cache-Control"] = "private, no-cache"  # always ask; the answer is usually a 304
@@ -268,6 +286,7 @@ def _seat_action(request, session_id, act):
         return _error_page(request, exc, 404)
     owner = _owner(request, create=True)
     notice, level, picked = "", "ok", ()
+    result = None
     try:
         result, notice = act(sid, owner, _cart_id(request))
         if result is not None:
@@ -288,8 +307,12 @@ def _seat_action(request, session_id, act):
         if notice:
             (messages.error if level == "error" else messages.success)(request, notice)
         return redirect("booking:session", session_id=str(sid))
-    cart, expired = _current_cart(request)
-    session = selectors.get_session(sid)
+    if result is not None and result.session is not None and result.cart is not None:
+        # the hold's own writes answered with the session and cart as they left them: no re-read
+        cart, expired, session = result.cart, False, result.session
+    else:
+        cart, expired = _current_cart(request)
+        session = selectors.get_session(sid)
     if session is None:
         return _error_page(request, "No such performance.", 404)
     context = {

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from bson import ObjectId
 from django.conf import settings
+from pymongo import ReturnDocument
 
 from .. import clock, faults, mongo, selectors
 from ..errors import (
@@ -50,6 +51,9 @@ class HoldResult:
     cart_id: ObjectId
     seats: list[tuple[int, int]]
     expires_at: datetime
+    # The session and the cart as the hold's own writes left them, so the answer needs no re-read.
+    session: dict | None = None
+    cart: dict | None = None
 
 
 def parse_seats(raw_keys) -> list[tuple[int, int]]:
@@ -131,23 +135,22 @@ def hold_seats(
     faults.point("hold.after_session")
     expires_at = cart_service.next_expiry(cart, now)
     if cart is None:
-        mongo.carts().insert_one(
-            {
-                "_id": cart_id,
-                "owner": owner,
-                "state": cart_service.ACTIVE,
-                "items": items,
-                "total": total,
-                "createdOn": now,
-                "modifiedOn": now,
-                "firstHoldOn": now,
-                "expiresAt": expires_at,
-                **({"client": client} if client else {}),
-            }
-        )
+        cart = {
+            "_id": cart_id,
+            "owner": owner,
+            "state": cart_service.ACTIVE,
+            "items": items,
+            "total": total,
+            "createdOn": now,
+            "modifiedOn": now,
+            "firstHoldOn": now,
+            "expiresAt": expires_at,
+            **({"client": client} if client else {}),
+        }
+        mongo.carts().insert_one(cart)
     else:
         room = settings.BOOKING_MAX_SEATS_PER_CART - len(coords)
-        result = mongo.carts().update_one(
+        cart = mongo.carts().find_one_and_update(  # one write (findAndModify) that also answers
             {
                 "_id": cart_id,
                 "owner": owner,
@@ -160,12 +163,13 @@ def hold_seats(
                 "$inc": {"total": total},
                 "$set": {"modifiedOn": now, "expiresAt": expires_at},
             },
+            return_document=ReturnDocument.AFTER,
         )
-        if not result.matched_count:
+        if cart is None:
             # The cart ended (expired, checked out) or filled up meanwhile: give the seats back.
             reservations.settle(session_id, cart_id, keep=_other_seats(session, cart_id, coords))
             raise CartExpired("Your hold has ended. Please choose your seats again.")
-    return HoldResult(cart_id=cart_id, seats=coords, expires_at=expires_at)
+    return HoldResult(cart_id=cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
 
 
 def _other_seats(session: dict, cart_id: ObjectId, coords) -> set[str]:
@@ -208,7 +212,11 @@ def _check_client_held_seats_limit(client: str | None, adding: int, now: datetim
 
 def _write_session_hold(session: dict, cart_id: ObjectId, coords, now: datetime, allow_orphans: bool) -> dict:
     """The conditional update that takes the seats. Retries once after freeing seats held by
-    expired carts (the same code the worker runs), so availability never waits for the worker."""
+    expired carts (the same code the worker runs), so availability never waits for the worker.
+
+    Returns the session as the write left it: findAndModify is still one write, and its reply
+    (without the layout, which a session on sale never changes: it is taken from the read before)
+    spares the answer a second read of the whole document."""
     session_id = session["_id"]
     freed_expired = False
     for _attempt in range(4):
@@ -238,7 +246,7 @@ def _write_session_hold(session: dict, cart_id: ObjectId, coords, now: datetime,
                 "$inc": {"seatsAvailable": -len(coords), "version": 1, "reservations.$[r].total": price},
                 "$push": {"reservations.$[r].seats": {"$each": keys}},
             }
-            result = mongo.sessions().update_one(query, update, array_filters=[{"r._id": cart_id}])
+            written = _find_one_and_update_session(query, update, array_filters=[{"r._id": cart_id}])
         else:
             query["reservations._id"] = {"$ne": cart_id}
             update = {
@@ -254,13 +262,19 @@ def _write_session_hold(session: dict, cart_id: ObjectId, coords, now: datetime,
                     }
                 },
             }
-            result = mongo.sessions().update_one(query, update)
-        if result.matched_count:
-            return session
+            written = _find_one_and_update_session(query, update)
+        if written is not None:
+            return {**written, "layout": session["layout"]}
         session = selectors.get_session(session_id)  # lost a race: look again
         if session is None or session.get("status") != "on_sale":
             raise SessionNotOnSale("This performance is not on sale.")
     raise SeatsTaken([seat_name(session["layout"], r, c) for r, c in coords])
+
+
+def _find_one_and_update_session(query: dict, update: dict, **kwargs) -> dict | None:
+    return mongo.sessions().find_one_and_update(
+        query, update, projection={"layout": 0}, return_document=ReturnDocument.AFTER, **kwargs
+    )
 
 
 def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:

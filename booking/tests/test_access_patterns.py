@@ -37,10 +37,10 @@ def test_c1_hold_is_two_writes():
     session = make_session()
     with counting_commands() as counter:
         first = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
-    assert counter.writes == [("update", "sessions"), ("insert", "carts")]
+    assert counter.writes == [("findAndModify", "sessions"), ("insert", "carts")]
     with counting_commands() as counter:
         holds.hold_seats(session["_id"], ALICE, first.cart_id, ["0:2", "0:3"])
-    assert counter.writes == [("update", "sessions"), ("update", "carts")]
+    assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
 
 
 def test_c2_release_is_two_writes():

@@ -3,6 +3,7 @@
 import re
 import time
 
+import pytest
 from django.template import Context, Engine
 
 from booking import rendering, selectors
@@ -10,6 +11,7 @@ from booking.demo import GRAND_CATEGORIES
 from booking.layouts import parse_grid
 from booking.services import holds
 from booking.services.theaters import create_theater
+from booking.tests.commands import counting_commands
 from booking.tests.factories import make_session, make_theater
 
 
@@ -163,3 +165,43 @@ def test_900_seat_map_renders_more_than_20x_faster_than_a_template_loop():
     print(f"900 seats: template loop {naive * 1e3:.1f} ms, first {cold * 1e3:.2f} ms, cached {warm * 1e3:.3f} ms")
     assert naive / warm > 20, (naive, warm)
     assert naive / cold > 3, (naive, cold)  # even the first viewer of a new version is quick
+
+
+@pytest.mark.django_db
+def test_seat_map_page_reads_the_small_part_when_its_map_is_built_and_shows_the_same(client, settings):
+    settings.BOOKING_HOLD_RATE = ""
+    rendering.clear_cache()
+    session = make_session()
+    page = f"/sessions/{session['_id']}/"
+    with counting_commands() as counter:
+        first = client.get(page).content.decode()  # a new version here: the full document as well
+    assert counter.commands == [("find", "sessions"), ("find", "sessions")]
+    with counting_commands() as counter:
+        again = client.get(page).content.decode()
+    assert counter.commands == [("find", "sessions")]  # Q2: one read by _id
+    assert again == first.replace(csrf(first), csrf(again))
+    assert "Premium <strong>€35</strong>" in again  # the legend needs only the layout's categories
+
+
+@pytest.mark.django_db
+def test_a_hold_answers_from_its_own_writes_without_reading_again(client, settings):
+    settings.BOOKING_HOLD_RATE = ""
+    session = make_session()
+    hold_url = f"/sessions/{session['_id']}/hold"
+    client.post(hold_url, {"seats": "0:0"}, HTTP_HX_REQUEST="true")
+    with counting_commands() as counter:
+        answer = client.post(hold_url, {"seats": "0:1"}, HTTP_HX_REQUEST="true").content.decode()
+    assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
+    assert counter.commands[-1] == ("findAndModify", "carts")  # nothing read after the writes
+    assert "Row A, seat 1, Stalls, €20, held by you" in answer
+    assert 'class="s me pk c-s" name="seat" value="0:1"' in answer  # just picked
+    assert "Total (2 seats)" in answer and "€40" in answer
+    # what a fresh read renders is what the hold answered with
+    rendering.clear_cache()
+    fresh = client.get(f"/sessions/{session['_id']}/map/").content.decode()
+    answered_map = answer.split('<section id="cart-summary"')[0].replace(" pk", "").strip()
+    assert answered_map.replace(csrf(answer), "") == fresh.strip().replace(csrf(fresh), "")
+
+
+def csrf(html):
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
