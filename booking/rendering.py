@@ -13,6 +13,7 @@ as a plain form post without JavaScript and as an htmx post with it.
 """
 
 import re
+import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ def clear_cache() -> None:
     with _cache_lock:
         _cache.clear()
         _row_memos.clear()
+        _pages.clear()
 
 
 def build_seat_map(session: dict) -> SeatMapHtml:
@@ -250,3 +252,25 @@ def category_css(session: dict) -> str:
     used = session["prices"]
     rules = [f".c-{c['code']}{{--cat:{c['color']}}}" for c in session["layout"]["categories"] if c["code"] in used]
     return "".join(rule for rule in rules if _SAFE_CSS.match(rule))
+
+
+# Whole rendered pages that are the same for every viewer without a cart (most viewers), per key.
+# The viewer's CSRF token is the one per-viewer part: pages are stored with this marker instead.
+CSRF_MARKER = "csrf-" + secrets.token_hex(12)
+_pages: OrderedDict[tuple, str] = OrderedDict()
+
+
+def shared_page(key: tuple, build) -> str:
+    """The HTML ``build()`` returns for this key, built once per process (``key`` must name every
+    input of the page: session id and version, template, anything time-dependent)."""
+    with _cache_lock:
+        found = _pages.get(key)
+        if found is not None:
+            _pages.move_to_end(key)
+            return found
+    html = build()
+    with _cache_lock:
+        _pages[key] = html
+        while len(_pages) > CACHE_SIZE:
+            _pages.popitem(last=False)
+    return html

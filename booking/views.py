@@ -13,8 +13,11 @@ import segno
 from bson import ObjectId
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.messages import get_messages
 from django.http import HttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -214,17 +217,28 @@ def session_page(request, session_id):
         session, shared = _load_session_page(session_id)
     except NotFound as exc:
         return _error_page(request, exc, 404)
-    context = {
-        **_map_context(request, session, cart, shared=shared),
-        **_cart_context(request, cart, expired, [session]),
-        "card": presenters.session_card(session),
-        "legend": rendering.legend(session),
-        "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
-        "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
-    }
-    if request.htmx and not request.htmx.boosted:
-        return render(request, "booking/_seatmap.html", context)
-    return render(request, "booking/session.html", context)
+    template = "booking/_seatmap.html" if request.htmx and not request.htmx.boosted else "booking/session.html"
+
+    def context(**extra):
+        return {
+            **_map_context(request, session, cart, shared=shared),
+            **_cart_context(request, cart, expired, [session]),
+            "card": presenters.session_card(session),
+            "legend": rendering.legend(session),
+            "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
+            "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
+            **extra,
+        }
+
+    if cart is None and not expired and not get_messages(request):
+        # The same page for every viewer without a cart or a message: built once per version.
+        tz = timezone.get_current_timezone_name()
+        key = (session["_id"], session["version"], template, _sale_notice(session), tz)
+        html = rendering.shared_page(
+            key, lambda: render_to_string(template, context(csrf_token=rendering.CSRF_MARKER), request)
+        )
+        return HttpResponse(html.replace(rendering.CSRF_MARKER, get_token(request)))
+    return render(request, template, context())
 
 
 @require_GET

@@ -205,3 +205,32 @@ def test_a_hold_answers_from_its_own_writes_without_reading_again(client, settin
 
 def csrf(html):
     return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+
+
+@pytest.mark.django_db
+def test_the_page_shared_by_viewers_without_a_cart_carries_their_own_csrf_token_and_never_anothers_seats(settings):
+    from django.test import Client
+
+    settings.BOOKING_HOLD_RATE = ""
+    rendering.clear_cache()
+    session = make_session()
+    page = f"/sessions/{session['_id']}/"
+    first, second, buyer = (Client(enforce_csrf_checks=True) for _ in range(3))
+    first.get(page)
+    shared = second.get(page).content.decode()  # from the shared page
+    assert rendering.CSRF_MARKER not in shared
+    token = csrf(shared)
+    assert f'"X-CSRFToken": "{token}"' in shared
+    held = second.post(
+        f"/sessions/{session['_id']}/hold", {"seats": "0:0", "csrfmiddlewaretoken": token}, HTTP_HX_REQUEST="true"
+    )
+    assert held.status_code == 200  # the shared page's token is this viewer's own
+    buyer.get(page)
+    token = csrf(buyer.get(page).content.decode())
+    buyer.post(f"/sessions/{session['_id']}/hold", {"seats": "1:0", "csrfmiddlewaretoken": token})  # plain post
+    with_cart = buyer.get(page).content.decode()  # a message and a cart: their own page
+    assert "Row B, seat 1, Stalls, €20, held by you" in with_cart and "Total (1 seat)" in with_cart
+    for viewer in (first, Client()):
+        other = viewer.get(page).content.decode()
+        assert "held by you" not in other and "Total (" not in other
+        assert "Row B, seat 1, Stalls, €20, held by someone else" in other
