@@ -1,11 +1,11 @@
-"""Demo data: two halls of different shapes and a week of performances."""
+"""Demo data: two halls of different shapes, a week of performances, and a 100,000-seat stadium."""
 
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 
-from . import clock, mongo
+from . import clock, demo_stadium, mongo
 from .layouts import parse_grid
 from .services.sessions import create_session
 from .services.theaters import create_theater
@@ -73,7 +73,11 @@ def seed(force: bool = False) -> bool:
         mongo.theaters().delete_many({"demo": True})
     grand = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
     studio = create_theater("Studio Stage", parse_grid(STUDIO_GRID, STUDIO_CATEGORIES))
-    mongo.theaters().update_many({"_id": {"$in": [grand["_id"], studio["_id"]]}}, {"$set": {"demo": True}})
+    stadium = demo_stadium.create_stadium()  # 100,000 seats in 100 sections: the big-venue path
+    demo_stadium.create_match(stadium)
+    mongo.theaters().update_many(
+        {"_id": {"$in": [grand["_id"], studio["_id"], stadium["_id"]]}}, {"$set": {"demo": True}}
+    )
     halls = {"grand": (grand, {"p": 5500, "s": 3900, "b": 2500}), "studio": (studio, {"s": 2200, "r": 1500})}
     tz = ZoneInfo(settings.TIME_ZONE)
     today = clock.now().astimezone(tz).date()
