@@ -145,6 +145,28 @@ def _fmt_key_value(kv):
     return "{ " + ", ".join(f"{k}: {v!r}" for k, v in kv.items()) + " }"
 
 
+def top_level_projector(projection):
+    """For the common projection of whole top-level fields: a function projecting one document
+    without mongomock's deep copy (find encodes the reply to BSON at once, under the lock). None
+    when the projection needs the general path (dotted paths, $elemMatch/$slice, mixed modes)."""
+    if not isinstance(projection, dict):
+        return None
+    flags = {}
+    for key, value in projection.items():
+        if "." in key or key.startswith("$") or not isinstance(value, (bool, int)):
+            return None
+        flags[key] = bool(value)
+    keep_id = flags.pop("_id", True)
+    modes = set(flags.values())
+    if modes == {True}:
+        keys = set(flags) | ({"_id"} if keep_id else set())
+        return lambda doc: {k: v for k, v in doc.items() if k in keys}
+    if modes <= {False}:
+        dropped = set(flags) | (set() if keep_id else {"_id"})
+        return lambda doc: {k: v for k, v in doc.items() if k not in dropped}
+    return None
+
+
 def _sort_key(doc, parts, descending):
     """MongoDB sort key: arrays sort by their smallest (ascending) or largest element."""
     values = []
@@ -817,7 +839,10 @@ class Engine:
             docs = docs[skip:]
         if limit:
             docs = docs[:limit]
-        if projection:
+        project = top_level_projector(projection) if projection else None
+        if project is not None:
+            encoded = [encode(project(d)) for d in docs]
+        elif projection:
             encoded = [encode(self._project(db, coll, d, projection)) for d in docs]
         else:
             encoded = [encode(d) for d in docs]

@@ -116,3 +116,14 @@ def test_transactions_are_refused_like_a_standalone(client, db):
     with client.start_session() as session, pytest.raises(OperationFailure) as exc, session.start_transaction():
         db.c.insert_one({"_id": 2}, session=session)
     assert exc.value.code == 20
+
+
+def test_find_projections_keep_mongodb_semantics(db):
+    db.p.insert_one({"_id": 1, "b": 2, "a": {"x": 1, "y": [1, 2]}, "c": [[0, 1]], "d": 4})
+    assert list(db.p.find({}, {"d": 1, "a": 1})[0]) == ["_id", "a", "d"]  # document order, _id kept
+    assert db.p.find_one({}, {"a": 1, "_id": 0}) == {"a": {"x": 1, "y": [1, 2]}}
+    assert db.p.find_one({}, {"c": 0, "a": 0}) == {"_id": 1, "b": 2, "d": 4}
+    assert db.p.find_one({}, {"_id": 0}) == {"b": 2, "a": {"x": 1, "y": [1, 2]}, "c": [[0, 1]], "d": 4}
+    assert db.p.find_one({}, {"a.x": 1}) == {"_id": 1, "a": {"x": 1}}  # the general path
+    with pytest.raises(pymongo.errors.OperationFailure):
+        db.p.find_one({}, {"a": 1, "b": 0})
