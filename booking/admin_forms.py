@@ -201,6 +201,17 @@ class SessionForm(PricedForm):
                 add_field_errors(self, exc)
         return data
 
+    def session_details(self) -> dict:
+        """The keyword arguments of the engine's create_session / update_session_details."""
+        data = self.cleaned_data
+        return {
+            "name": data["name"],
+            "description": data["description"],
+            "start": data["start"],
+            "end": data["end"],
+            "prices": self.prices_in_cents(),
+        }
+
 
 def add_field_errors(form: forms.Form, exc: InvalidRequest) -> None:
     """Put an engine error's per-field messages next to the fields (or on top of the form)."""

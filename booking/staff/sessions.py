@@ -101,16 +101,8 @@ class SessionAdmin(MongoModelAdmin):
         if request.method == "POST":
             status = 400
             if form.is_valid():
-                data = form.cleaned_data
                 try:
-                    session = session_service.create_session(
-                        theater["_id"],
-                        name=data["name"],
-                        description=data["description"],
-                        start=data["start"],
-                        end=data["end"],
-                        prices=form.prices_in_cents(),
-                    )
+                    session = session_service.create_session(theater["_id"], **form.session_details())
                 except InvalidRequest as exc:
                     f.add_field_errors(form, exc)
                 except BookingError as exc:
@@ -211,16 +203,8 @@ class SessionAdmin(MongoModelAdmin):
             self.require(request, "change")
             status = 400
             if form.is_valid():
-                data = form.cleaned_data
                 try:
-                    updated = session_service.update_session_details(
-                        session["_id"],
-                        name=data["name"],
-                        description=data["description"],
-                        start=data["start"],
-                        end=data["end"],
-                        prices=form.prices_in_cents(),
-                    )
+                    updated = session_service.update_session_details(session["_id"], **form.session_details())
                 except InvalidRequest as exc:
                     f.add_field_errors(form, exc)
                 except BookingError as exc:
