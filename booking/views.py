@@ -488,12 +488,17 @@ def checkout(request):
 
 
 def _visible_order(request, ref: str) -> dict | None:
-    """The order if this browser bought it or found it by reference and e-mail, else None."""
+    """The order if this browser bought it or found it by reference and e-mail (the find form, or
+    the confirmation mail's link ``?email=``), else None."""
     order = selectors.get_order_by_ref(ref)
     owner = _owner(request)
     if order is None:
         return None
     if (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", []):
+        return order
+    email = request.GET.get("email", "")
+    if email and selectors.find_order(order["ref"], email) is not None:
+        request.session["found_orders"] = [*request.session.get("found_orders", []), order["ref"]][-20:]
         return order
     return None
 

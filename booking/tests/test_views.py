@@ -303,6 +303,22 @@ def test_orders_need_the_buyer_or_ref_and_email(client, session):
     assert stranger.get(found["Location"]).status_code == 200
 
 
+def test_the_confirmation_mail_link_opens_the_order_on_another_device(client, session, settings):
+    from django.test import Client
+
+    from booking.services.notifications import confirmation_message
+
+    toggle(client, session, "0:0")
+    client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com"})
+    order = mongo.orders().find_one({})
+    link = next(word for word in confirmation_message(order).body.split() if "/orders/" in word)
+    path = link.removeprefix(settings.SITE_URL)
+    phone = Client()
+    assert phone.get(path).status_code == 200
+    assert phone.get(url("order_tickets", ref=order["ref"])).status_code == 200  # remembered
+    assert Client().get(url("order", ref=order["ref"]) + "?email=eve@example.com").status_code == 404
+
+
 def test_names_are_escaped_everywhere(client):
     evil = "<script>alert(1)</script>"
     theater = make_theater(name="Hall <img src=x onerror=alert(1)>")
