@@ -10,7 +10,8 @@
 
   document.addEventListener("htmx:beforeSwap", function (e) {
     var status = e.detail.xhr.status;
-    if (status === 304) {
+    if (status === 304 || isOlderMap(e.detail)) {
+      // Unchanged, or a refresh that left before the buyer's own click and came back after it.
       e.detail.shouldSwap = false;
       e.detail.isError = false;
     } else if ((status === 400 || status === 429) && e.detail.xhr.responseText.indexOf('id="notice"') !== -1) {
@@ -24,6 +25,13 @@
         "Something went wrong. Please try again.");
     }
   });
+
+  function isOlderMap(detail) {
+    var shown = document.getElementById("seatmap");
+    var etag = detail.xhr.getResponseHeader("ETag");
+    if (!shown || !etag || detail.requestConfig.verb !== "get") return false;
+    return Number(etag.replace(/\D/g, "")) < Number(shown.dataset.version);
+  }
 
   // Keep the buyer's place in a big hall when the map is replaced (their click or a live update).
   var mapScroll = null;
