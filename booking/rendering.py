@@ -125,13 +125,16 @@ def build_seat_map(session: dict) -> SeatMapHtml:
     return _build(session, None)
 
 
-def _signature(session: dict) -> tuple:
-    layout = session["layout"]
-    prices = session["prices"]
-    currency = session.get("currency")
-    categories = tuple(
+def _categories(layout: dict, prices: dict, currency: str | None) -> tuple:
+    """(code, escaped name, price) of every category, as every seat's label shows them."""
+    return tuple(
         (c["code"], escape(c["name"]), format_money(prices.get(c["code"]), currency)) for c in layout["categories"]
     )
+
+
+def _signature(session: dict) -> tuple:
+    layout = session["layout"]
+    categories = _categories(layout, session["prices"], session.get("currency"))
     width = max((len(r["cells"]) for r in layout["rows"]), default=0)
     return categories, width
 
@@ -196,44 +199,63 @@ def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: in
         if cell is None or state == GAP:
             out.append('<i class="g"></i>')
             continue
-        cat = cell["cat"]
-        cat_name, price = categories[cat]
-        seat_label = escape(cell["label"])
-        extra = ""
-        flag_words = ""
-        mark = seat_label
-        if cell.get("wheelchair"):
-            extra = " wc"
-            flag_words = ", wheelchair space"
-            mark = "♿"
-        elif cell.get("companion"):
-            extra = " cp"
-            flag_words = ", companion seat"
-        name = f"Row {row_label}, seat {seat_label}, {cat_name}, {price}{flag_words}"
-        key = f"{r}:{c}"
         if state == HELD:
+            key = f"{r}:{c}"
             parts.append("".join(out))
             out.clear()
-            held[key] = (len(parts), _button(key, r, c, f"me c-{cat}{extra}", f"{name}, {MINE_WORDS}", mark))
-            parts.append(_button(key, r, c, f"h c-{cat}{extra}", f"{name}, {STATE_WORDS[HELD]}", mark, True))
+            held[key] = (len(parts), _seat(r, c, cell, row_label, categories, HELD, mine=True))
+            parts.append(_seat(r, c, cell, row_label, categories, HELD))
         else:
-            taken = state != FREE
-            classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
-            words = STATE_WORDS.get(state, "not for sale")
-            out.append(_button(key, r, c, classes, f"{name}, {words}", mark, taken))
+            out.append(_seat(r, c, cell, row_label, categories, state))
     out.append('<i class="g"></i>' * (width - len(cells)))
     out.append(f'<span class="rl" aria-hidden="true">{row_label}</span></div>')
     parts.append("".join(out))
     return tuple(parts), held
 
 
-def _button(key: str, r: int, c: int, classes: str, name: str, mark: str, taken: bool = False) -> str:
+def _seat(
+    r: int, c: int, cell: dict, row_label: str, categories: dict, state: int, mine=False, picked=False, oob=False
+) -> str:
+    """One seat's button. ``row_label`` is escaped; ``categories``: code -> (escaped name, price)."""
+    cat = cell["cat"]
+    cat_name, price = categories[cat]
+    seat_label = escape(cell["label"])
+    extra = flag_words = ""
+    mark = seat_label
+    if cell.get("wheelchair"):
+        extra, flag_words, mark = " wc", ", wheelchair space", "♿"
+    elif cell.get("companion"):
+        extra, flag_words = " cp", ", companion seat"
+    name = f"Row {row_label}, seat {seat_label}, {cat_name}, {price}{flag_words}"
+    if mine:
+        classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", MINE_WORDS, False
+    elif state == HELD:
+        classes, words, taken = f"h c-{cat}{extra}", STATE_WORDS[HELD], True
+    else:
+        classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
+        words, taken = STATE_WORDS.get(state, "not for sale"), state != FREE
     # aria-disabled (not disabled): taken seats stay focusable and say why they cannot be chosen.
     disabled = ' aria-disabled="true"' if taken else ""
+    swap = ' hx-swap-oob="true"' if oob else ""
     return (
-        f'<button class="s {classes}" name="seat" value="{key}" id="s{r}-{c}" '
-        f'aria-label="{name}"{disabled}>{mark}</button>'
+        f'<button class="s {classes}" name="seat" value="{r}:{c}" id="s{r}-{c}" '
+        f'aria-label="{name}, {words}"{disabled}{swap}>{mark}</button>'
     )
+
+
+def seat_updates(session: dict, layout: dict, seats, state: int, mine: bool, picked=frozenset()) -> str:
+    """Out-of-band buttons for the seats one action changed (htmx swaps each by its id), so the
+    action's answer is a few hundred bytes, not the map; the live refresh brings other changes."""
+    categories = {
+        code: (name, price) for code, name, price in _categories(layout, session["prices"], session.get("currency"))
+    }
+    out = []
+    for r, c in seats:
+        row = layout["rows"][r]
+        out.append(
+            _seat(r, c, row["cells"][c], escape(row["label"]), categories, state, mine, f"{r}:{c}" in picked, oob=True)
+        )
+    return "".join(out)
 
 
 def legend(session: dict) -> list[dict]:

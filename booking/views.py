@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import reswap
 
 from . import clock, presenters, rendering, selectors
 from .errors import (
@@ -46,6 +47,7 @@ from .forms import (
     WhatsOnFilterForm,
 )
 from .ids import object_id
+from .seatmap import FREE, HELD, seat_key
 from .services import carts as cart_service
 from .services import checkout as checkout_service
 from .services import holds
@@ -289,25 +291,24 @@ def _etags(header: str) -> set[str]:
 
 
 def _seat_action(request, session_id, act):
-    """Run one hold/release and answer: the refreshed map (htmx) or a redirect back (plain post).
+    """Run one hold/release and answer (htmx): the changed seats and the cart, or the refreshed
+    map when the action did not go through; a plain form post is sent back to the map.
 
-    ``act(sid, owner, cart_id)`` returns (HoldResult or None, message). Input errors are 400 with
-    a message; lost races and closed sales are shown on the refreshed map.
+    ``act(sid, owner, cart_id)`` returns (HoldResult, ReleaseResult or None, message). Input
+    errors are 400 with a message; lost races and closed sales are shown on the refreshed map.
     """
     try:
         sid = object_id(session_id, "performance")
     except NotFound as exc:
         return _error_page(request, exc, 404)
     owner = _owner(request, create=True)
-    notice, level, picked = "", "ok", ()
+    notice, level = "", "ok"
     result = None
     try:
         result, notice = act(sid, owner, _cart_id(request))
-        if result is not None:
-            picked = [f"{r}:{c}" for r, c in result.seats]
-            if request.session.get("cart_id") != str(result.cart_id):
-                # only when it changes: saving the Django session is a database write (and commit)
-                request.session["cart_id"] = str(result.cart_id)
+        if isinstance(result, holds.HoldResult) and request.session.get("cart_id") != str(result.cart_id):
+            # only when it changes: saving the Django session is a database write (and commit)
+            request.session["cart_id"] = str(result.cart_id)
     except BookingError as exc:
         status = status_for(exc)
         if status == 404 and selectors.session_version(sid) is None:
@@ -322,15 +323,13 @@ def _seat_action(request, session_id, act):
             (messages.error if level == "error" else messages.success)(request, notice)
         return redirect("booking:session", session_id=str(sid))
     if result is not None and result.session is not None and result.cart is not None:
-        # the hold's own writes answered with the session and cart as they left them: no re-read
-        cart, expired, session = result.cart, False, result.session
-    else:
-        cart, expired = _current_cart(request)
-        session = selectors.get_session(sid)
+        return _seat_change(request, result, notice)
+    cart, expired = _current_cart(request)
+    session = selectors.get_session(sid)
     if session is None:
         return _error_page(request, "No such performance.", 404)
     context = {
-        **_map_context(request, session, cart, picked),
+        **_map_context(request, session, cart),
         **_cart_context(request, cart, expired, [session]),
         "notice": notice,
         "notice_level": level,
@@ -339,6 +338,26 @@ def _seat_action(request, session_id, act):
     response = render(request, "booking/_seat_action.html", context)
     response["ETag"] = f'"{session["version"]}"'
     return response
+
+
+def _seat_change(request, result, notice: str):
+    """The answer to a hold or release that went through, from its own writes: the changed seats
+    (swapped by id), the cart and the notice; the map stays. A few KB instead of the whole map:
+    other buyers' changes arrive with the next live refresh, which this version number makes
+    the page accept (``X-Seatmap-Version``: the map the buyer sees is at least this new)."""
+    session, held = result.session, isinstance(result, holds.HoldResult)
+    keys = {seat_key(r, c) for r, c in result.seats} if held else set()
+    seats = rendering.seat_updates(session, session["layout"], result.seats, HELD if held else FREE, held, keys)
+    context = {
+        **_cart_context(request, result.cart, False, [session]),
+        "seat_updates": seats,
+        "notice": notice,
+        "notice_level": "ok",
+        "oob": True,
+    }
+    response = render(request, "booking/_seat_change.html", context)
+    response["X-Seatmap-Version"] = str(session["version"])
+    return reswap(response, "none")
 
 
 def _bad_seat_request(request, message: str):
@@ -359,14 +378,9 @@ def toggle_seat(request, session_id):
         return _bad_seat_request(request, _form_error(form))
     key = form.cleaned_data["seat"]
 
-    def act(sid, owner, cart_id):
-        cart = selectors.get_live_cart(owner, cart_id)
-        if key in selectors.cart_seat_keys(cart, sid):
-            holds.release_seats(sid, owner, cart_id, [key])
-            return None, ""
-        return holds.hold_seats(sid, owner, cart_id, [key]), ""
-
-    return _seat_action(request, session_id, act)
+    return _seat_action(
+        request, session_id, lambda sid, owner, cart_id: (holds.toggle_seat(sid, owner, cart_id, key), "")
+    )
 
 
 @require_POST
@@ -390,8 +404,7 @@ def release(request, session_id):
         return _bad_seat_request(request, _form_error(form))
 
     def act(sid, owner, cart_id):
-        holds.release_seats(sid, owner, cart_id, form.cleaned_data["seats"])
-        return None, ""
+        return holds.release_seats(sid, owner, cart_id, form.cleaned_data["seats"]), ""
 
     return _seat_action(request, session_id, act)
 

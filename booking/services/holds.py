@@ -46,12 +46,25 @@ if UNSAFE_SKIP_FREE_CHECK:
 acting_client: ContextVar[str | None] = ContextVar("acting_client", default=None)
 
 
+# "The caller has not read the cart": hold and release read it themselves.
+UNREAD = object()
+
+
 @dataclass
 class HoldResult:
     cart_id: ObjectId
     seats: list[tuple[int, int]]
     expires_at: datetime
-    # The session and the cart as the hold's own writes left them, so the answer needs no re-read.
+    # The session (summary fields, ``version`` after the write, ``layout``; no seat states) and the
+    # cart as the hold's own writes left them, so the answer needs no re-read.
+    session: dict | None = None
+    cart: dict | None = None
+
+
+@dataclass
+class ReleaseResult:
+    seats: list[tuple[int, int]]
+    # As for HoldResult; ``session`` is None when the session's write found nothing to free.
     session: dict | None = None
     cart: dict | None = None
 
@@ -76,8 +89,8 @@ def parse_seats(raw_keys) -> list[tuple[int, int]]:
     return coords
 
 
-def load_session_for_sale(session_id: ObjectId, now: datetime) -> dict:
-    session = selectors.get_session(session_id)
+def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors.get_session) -> dict:
+    session = read(session_id)
     if session is None:
         raise NotFound("No such performance.")
     if session.get("status") != "on_sale":
@@ -87,11 +100,11 @@ def load_session_for_sale(session_id: ObjectId, now: datetime) -> dict:
     return session
 
 
-def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime) -> dict | None:
-    """The owner's cart if it can still take seats, else None (a new cart is started)."""
-    if cart_id is None:
-        return None
-    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner})
+def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime, cart=UNREAD) -> dict | None:
+    """The owner's cart if it can still take seats, else None (a new cart is started).
+    ``cart``: the caller's read of it (``selectors.get_cart``), spared a second read."""
+    if cart is UNREAD:
+        cart = selectors.get_cart(owner, cart_id)
     if cart is None or cart["state"] != cart_service.ACTIVE:
         return None
     if cart["expiresAt"] <= now:
@@ -101,17 +114,26 @@ def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime) -> dict 
 
 
 def hold_seats(
-    session_id: ObjectId, owner: str, cart_id: ObjectId | None, seat_keys, *, allow_orphans: bool = False
+    session_id: ObjectId,
+    owner: str,
+    cart_id: ObjectId | None,
+    seat_keys,
+    *,
+    allow_orphans: bool = False,
+    cart=UNREAD,
 ) -> HoldResult:
     """Hold these seats for the owner's cart (all or nothing). Starts a cart when needed.
 
     ``allow_orphans``: best available already avoids leaving a seat alone wherever it can.
+    ``cart``: the owner's cart as the caller just read it, if it did.
     """
     coords = parse_seats(seat_keys)
     now = clock.now()
-    cart = load_live_cart(owner, cart_id, now)  # first: ending a stale cart frees seats on the map
-    session = load_session_for_sale(session_id, now)
-    layout = session["layout"]
+    cart = load_live_cart(owner, cart_id, now, cart)  # first: ending a stale cart frees seats on the map
+    session = load_session_for_sale(session_id, now, read=selectors.get_session_for_hold)
+    layout = selectors.session_layout(session_id, session.get("layoutRev", 0))
+    if layout is None:
+        raise NotFound("No such performance.")
     for row, col in coords:
         if seat_cell(layout, row, col) is None:
             raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
@@ -124,12 +146,12 @@ def hold_seats(
     client = acting_client.get()
     _check_client_held_seats_limit(client, len(coords), now)
     cart_id = cart["_id"] if cart else ObjectId()
-    mine = {(i["sessionId"], i["key"]) for i in cart["items"]} if cart else set()
+    mine = selectors.cart_seat_keys(cart, session_id)
     for row, col in coords:
-        if (session_id, seat_key(row, col)) in mine:
+        if seat_key(row, col) in mine:
             raise InvalidRequest(f"{seat_name(layout, row, col)} is already in your cart.")
 
-    session = _write_session_hold(session, cart_id, coords, now, allow_orphans)
+    session = _write_session_hold(session, layout, cart_id, bool(mine), coords, now, allow_orphans)
     items = [_cart_item(session, row, col) for row, col in coords]
     total = sum(i["price"] for i in items)
     faults.point("hold.after_session")
@@ -167,17 +189,9 @@ def hold_seats(
         )
         if cart is None:
             # The cart ended (expired, checked out) or filled up meanwhile: give the seats back.
-            reservations.settle(session_id, cart_id, keep=_other_seats(session, cart_id, coords))
+            reservations.settle(session_id, cart_id, keep=mine)
             raise CartExpired("Your hold has ended. Please choose your seats again.")
     return HoldResult(cart_id=cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
-
-
-def _other_seats(session: dict, cart_id: ObjectId, coords) -> set[str]:
-    taking = {seat_key(r, c) for r, c in coords}
-    for reservation in session.get("reservations", []):
-        if reservation["_id"] == cart_id:
-            return set(reservation["seats"]) - taking
-    return set()
 
 
 def _check_live_holds_limit(owner: str, cart: dict | None, now: datetime) -> None:
@@ -210,31 +224,42 @@ def _check_client_held_seats_limit(client: str | None, adding: int, now: datetim
         )
 
 
-def _write_session_hold(session: dict, cart_id: ObjectId, coords, now: datetime, allow_orphans: bool) -> dict:
+def _write_session_hold(
+    session: dict, layout: dict, cart_id: ObjectId, cart_has_seats: bool, coords, now: datetime, allow_orphans: bool
+) -> dict:
     """The conditional update that takes the seats. Retries once after freeing seats held by
     expired carts (the same code the worker runs), so availability never waits for the worker.
 
-    Returns the session as the write left it: findAndModify is still one write, and its reply
-    (without the layout, which a session on sale never changes: it is taken from the read before)
-    spares the answer a second read of the whole document."""
+    ``session`` is the hold's read (no reservations): whether this cart already has a reservation
+    in it is taken from the cart (``cart_has_seats``). Should the two disagree (a crash between a
+    hold's two writes), the write's filter does not match and the retry reads the whole document.
+
+    Returns the session's summary with ``version`` as the write left it, and the layout: the write
+    is a findAndModify (still one write) answering with the new version, so nothing is re-read."""
     session_id = session["_id"]
     freed_expired = False
     for _attempt in range(4):
-        taken = [(r, c) for r, c in coords if session["seats"][r][c] != FREE]
+        seats = session["seats"]
+        taken = [(r, c) for r, c in coords if seats[r][c] != FREE]
         if taken:
-            if not freed_expired and _free_seats_of_ended_carts(session, taken, now):
-                freed_expired = True
-                session = selectors.get_session(session_id)
-                continue
-            raise SeatsTaken([seat_name(session["layout"], r, c) for r, c in taken])
+            if not freed_expired:
+                full = session if "reservations" in session else selectors.get_session(session_id)
+                if full is not None and _free_seats_of_ended_carts(full, taken, now):
+                    freed_expired = True
+                    session = selectors.get_session(session_id)
+                    continue
+            raise SeatsTaken([seat_name(layout, r, c) for r, c in taken])
         if settings.BOOKING_PREVENT_ORPHAN_SEATS and not allow_orphans:
-            alone = orphans_created(session["seats"], coords)
+            alone = orphans_created(seats, coords)
             if alone:
-                names = ", ".join(seat_name(session["layout"], r, c) for r, c in alone)
+                names = ", ".join(seat_name(layout, r, c) for r, c in alone)
                 raise OrphanSeat(f"That would leave {names} on its own. Please choose seats next to each other.")
         keys = [seat_key(r, c) for r, c in coords]
-        price = sum(session["prices"][session["layout"]["rows"][r]["cells"][c]["cat"]] for r, c in coords)
-        has_reservation = any(res["_id"] == cart_id for res in session.get("reservations", []))
+        price = sum(session["prices"][layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
+        if "reservations" in session:
+            has_reservation = any(res["_id"] == cart_id for res in session["reservations"])
+        else:
+            has_reservation = cart_has_seats
         query = {"_id": session_id, "status": "on_sale"}
         if not UNSAFE_SKIP_FREE_CHECK:
             query.update({cell_path(r, c): FREE for r, c in coords})
@@ -264,17 +289,27 @@ def _write_session_hold(session: dict, cart_id: ObjectId, coords, now: datetime,
             }
             written = _find_one_and_update_session(query, update)
         if written is not None:
-            return {**written, "layout": session["layout"]}
-        session = selectors.get_session(session_id)  # lost a race: look again
+            return _after_write(session, written, layout)
+        session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
         if session is None or session.get("status") != "on_sale":
             raise SessionNotOnSale("This performance is not on sale.")
-    raise SeatsTaken([seat_name(session["layout"], r, c) for r, c in coords])
+    raise SeatsTaken([seat_name(layout, r, c) for r, c in coords])
 
 
 def _find_one_and_update_session(query: dict, update: dict, **kwargs) -> dict | None:
     return mongo.sessions().find_one_and_update(
-        query, update, projection={"layout": 0}, return_document=ReturnDocument.AFTER, **kwargs
+        query, update, projection=WRITE_ANSWER_FIELDS, return_document=ReturnDocument.AFTER, **kwargs
     )
+
+
+# What a seat write answers with: the change counter and the count of free seats after it.
+WRITE_ANSWER_FIELDS = {"version": 1, "seatsAvailable": 1}
+
+
+def _after_write(session: dict, written: dict, layout: dict) -> dict:
+    """The session as a seat write left it, for the answer: summary fields, new version, layout."""
+    summary = {k: v for k, v in session.items() if k not in ("seats", "reservations", "layout")}
+    return {**summary, **written, "layout": layout}
 
 
 def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
@@ -293,6 +328,7 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
 
 
 def _cart_item(session: dict, row: int, col: int) -> dict:
+    """``session``: with summary fields and its layout."""
     layout = session["layout"]
     cell = layout["rows"][row]["cells"][col]
     return {
@@ -305,13 +341,17 @@ def _cart_item(session: dict, row: int, col: int) -> dict:
     }
 
 
-def release_seats(session_id: ObjectId, owner: str, cart_id: ObjectId | None, seat_keys) -> int:
-    """Give back seats of the owner's cart (C2: session, then cart). Returns seats released."""
+def release_seats(
+    session_id: ObjectId, owner: str, cart_id: ObjectId | None, seat_keys, *, cart=UNREAD
+) -> ReleaseResult:
+    """Give back seats of the owner's cart (C2: session, then cart). ``cart``: as the caller
+    just read it (``selectors.get_cart``), if it did."""
     coords = parse_seats(seat_keys)
     keys = [seat_key(r, c) for r, c in coords]
     now = clock.now()
-    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
-    if cart is None:
+    if cart is UNREAD:
+        cart = selectors.get_cart(owner, cart_id)
+    if cart is None or cart_id is None or cart["_id"] != cart_id or cart["owner"] != owner:
         raise NotFound("You have no seats on hold.")
     if not cart_service.is_live(cart, now) or cart["state"] != cart_service.ACTIVE:
         raise CartExpired("Your hold has ended. Please choose your seats again.")
@@ -319,7 +359,7 @@ def release_seats(session_id: ObjectId, owner: str, cart_id: ObjectId | None, se
     if len(items) != len(keys):
         raise InvalidRequest("Those seats are not in your cart.")
     price = sum(i["price"] for i in items)
-    mongo.sessions().update_one(
+    written = mongo.sessions().find_one_and_update(  # one write that also answers with the new version
         {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}}}},
         {
             "$set": {
@@ -330,18 +370,34 @@ def release_seats(session_id: ObjectId, owner: str, cart_id: ObjectId | None, se
             "$inc": {"seatsAvailable": len(keys), "version": 1, "reservations.$[r].total": -price},
             "$pull": {"reservations.$[r].seats": {"$in": keys}},
         },
+        projection={**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1},
         array_filters=[{"r._id": cart_id}],
+        return_document=ReturnDocument.AFTER,
     )
     faults.point("release.after_session")
-    mongo.carts().update_one(
+    cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, "owner": owner, "state": cart_service.ACTIVE},
         {
             "$pull": {"items": {"sessionId": session_id, "key": {"$in": keys}}},
             "$inc": {"total": -price},
             "$set": {"modifiedOn": now, "expiresAt": cart_service.next_expiry(cart, now)},
         },
+        return_document=ReturnDocument.AFTER,
     )
-    return len(keys)
+    session = None
+    if written is not None:
+        layout = selectors.session_layout(session_id, written.get("layoutRev", 0))
+        session = _after_write(written, {}, layout) if layout is not None else None
+    return ReleaseResult(seats=coords, session=session, cart=cart)
+
+
+def toggle_seat(session_id: ObjectId, owner: str, cart_id: ObjectId | None, key: str) -> HoldResult | ReleaseResult:
+    """A click on a seat: release it when the owner's live cart holds it, else hold it. One read
+    of the cart serves the choice and the action."""
+    cart = selectors.get_cart(owner, cart_id)
+    if key in selectors.cart_seat_keys(selectors.live_cart_or_none(cart), session_id):
+        return release_seats(session_id, owner, cart_id, [key], cart=cart)
+    return hold_seats(session_id, owner, cart_id, [key], cart=cart)
 
 
 def release_reservation(session_id: ObjectId, owner: str, cart_id: ObjectId | None) -> int:
@@ -352,7 +408,7 @@ def release_reservation(session_id: ObjectId, owner: str, cart_id: ObjectId | No
     keys = [i["key"] for i in cart["items"] if i["sessionId"] == session_id]
     if not keys:
         raise InvalidRequest("You have no seats on hold for this performance.")
-    return release_seats(session_id, owner, cart_id, keys)
+    return len(release_seats(session_id, owner, cart_id, keys).seats)
 
 
 def hold_best_available(

@@ -152,7 +152,7 @@ def refresh_seat_map(session_id: ObjectId) -> dict:
         {"_id": session_id, "seats": session["seats"], "reservations": {"$size": 0}},
         {
             "$set": {"layout": theater["layout"], "seats": seats, "seatsTotal": available, "seatsAvailable": available},
-            "$inc": {"version": 1},
+            "$inc": {"version": 1, "layoutRev": 1},  # processes keep layouts per revision
         },
     )
     if not result.matched_count:

@@ -176,8 +176,8 @@ def test_cart_write_failing_gives_the_seats_back():
     # the cart is checked out elsewhere between our read and our cart write
     original = holds.load_live_cart
 
-    def stale_read(owner, cart_id, now):
-        cart = original(owner, cart_id, now)
+    def stale_read(owner, cart_id, now, cart=holds.UNREAD):
+        cart = original(owner, cart_id, now, cart)
         mongo.carts().update_one({"_id": cart_id}, {"$set": {"state": "canceled"}})
         return cart
 

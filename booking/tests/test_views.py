@@ -181,8 +181,12 @@ def test_best_available_holds_and_highlights(client, session):
     assert "highlighted on the map" in page
     again = client.post(url("best_available", session_id=str(session["_id"])), {"count": "2"}, **HTMX)
     page = again.content.decode()
-    assert page.count("s me pk") == 2  # the new picks, in the same cart, are the highlighted ones
-    assert page.count("s me ") == 5
+    assert page.count("s me pk") == 2  # the answer swaps in the new picks, highlighted
+    assert page.count("<button") == 2 and "Total (5 seats)" in page  # and the cart with all five
+    assert again["HX-Reswap"] == "none"  # the map stays; the live refresh brings the rest
+    fresh = client.get(url("seat_map", session_id=str(session["_id"]))).content.decode()
+    assert fresh.count("s me ") == 5
+    assert again["X-Seatmap-Version"] == fresh.split('data-version="')[1].split('"')[0]
 
 
 @pytest.mark.parametrize("count", ["0", "11", "abc", "", "-3", "1e9"])

@@ -10,6 +10,7 @@
 
   document.addEventListener("htmx:beforeSwap", function (e) {
     var status = e.detail.xhr.status;
+    noteSeatChange(e.detail.xhr);
     if (status === 304 || isOlderMap(e.detail)) {
       // Unchanged, or a refresh that left before the buyer's own click and came back after it.
       e.detail.shouldSwap = false;
@@ -25,6 +26,14 @@
         "Something went wrong. Please try again.");
     }
   });
+
+  // A seat click answers with the changed seats only; the map shown now includes that version,
+  // so a refresh that left before the click must not bring the older map back.
+  function noteSeatChange(xhr) {
+    var version = xhr.getResponseHeader("X-Seatmap-Version");
+    var shown = document.getElementById("seatmap");
+    if (version && shown && Number(version) > Number(shown.dataset.version)) shown.dataset.version = version;
+  }
 
   function isOlderMap(detail) {
     var shown = document.getElementById("seatmap");
