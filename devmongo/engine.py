@@ -189,6 +189,84 @@ def _sort_key(doc, parts, descending):
     return (1, BsonComparable(best))
 
 
+# --------------------------------------------------------------------------- fast paths
+# The commonest filters and sorts (top-level fields against plain scalars) decided without
+# mongomock's generic matcher and BsonComparable keys. Each gives what the generic path gives;
+# anything else goes to the generic path (a whole filter, a document, or a sort).
+
+# BSON comparison class of the scalar types decided here. bool is left out (mongomock's equality
+# has True == 1), as are null, arrays, documents, Decimal128, binary, regexes; NaN is handed back.
+_SCALAR_CLASS = {str: 1, int: 2, Int64: 2, float: 2, datetime.datetime: 3, ObjectId: 4}
+_SIMPLE_OPS = {"$eq": operator.eq, "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt,
+               "$lte": operator.le}
+
+
+def _scalar_class(value):
+    cls = _SCALAR_CLASS.get(type(value))
+    if cls == 2 and value != value:  # NaN
+        return None
+    return cls
+
+
+def compile_simple_filter(flt):
+    """For a filter of top-level fields each equal to a scalar or compared with ``$eq $gt $gte
+    $lt $lte`` against scalars (``{"status": "on_sale", "start": {"$gt": t}}``): a function of a
+    document answering True/False when every field it reads holds a plain scalar, and None when
+    one does not (missing, null, array, embedded document, bool, NaN...): the generic matcher then
+    decides that document. Type bracketing as in MongoDB: a comparison across classes is false.
+    None when the filter has another shape."""
+    conds = []
+    for field, cond in flt.items():
+        if not isinstance(field, str) or not field or "." in field or field.startswith("$"):
+            return None
+        if type(cond) is dict:
+            if not cond:
+                return None
+            tests = []
+            for op, operand in cond.items():
+                fn = _SIMPLE_OPS.get(op)
+                cls = _scalar_class(operand)
+                if fn is None or cls is None:
+                    return None
+                tests.append((fn, operand, cls))
+        else:
+            cls = _scalar_class(cond)
+            if cls is None:
+                return None
+            tests = [(operator.eq, cond, cls)]
+        conds.append((field, tuple(tests)))
+    if not conds:
+        return None
+
+    def decide(doc):
+        for field, tests in conds:
+            value = doc.get(field, MISSING)
+            cls = _SCALAR_CLASS.get(type(value))
+            if cls is None or (cls == 2 and value != value):
+                return None
+            for fn, operand, operand_cls in tests:
+                if cls != operand_cls or not fn(value, operand):
+                    return False
+        return True
+
+    return decide
+
+
+def _simple_sort(docs, key, descending):
+    """Sort on one top-level field holding scalars of one comparison class in every document
+    (dates, strings, numbers without NaN, ObjectIds): Python's own order is BSON's there. Stable,
+    like the generic path. False (docs untouched) when a value is anything else."""
+    cls = None
+    for d in docs:
+        value = d.get(key, MISSING)
+        c = _SCALAR_CLASS.get(type(value))
+        if c is None or (c == 2 and value != value) or (cls is not None and c != cls):
+            return False
+        cls = c
+    docs.sort(key=operator.itemgetter(key), reverse=descending)
+    return True
+
+
 class _Cursor:
     __slots__ = ("ns", "docs", "pos", "last_used")
 
@@ -385,15 +463,23 @@ class Engine:
         if not docs:
             filter_applies(flt, {})
             return []
+        decide = compile_simple_filter(flt)
+        if decide is None:
+            def applies(d):
+                return filter_applies(flt, d)
+        else:
+            def applies(d):
+                answer = decide(d)
+                return filter_applies(flt, d) if answer is None else answer
         if max_count:
             out = []
             for d in docs.values():
-                if filter_applies(flt, d):
+                if applies(d):
                     out.append(d)
                     if len(out) >= max_count:
                         break
             return out
-        return [d for d in docs.values() if filter_applies(flt, d)]
+        return [d for d in docs.values() if applies(d)]
 
     @staticmethod
     def _sort(docs, sort):
@@ -402,6 +488,12 @@ class Engine:
         if not isinstance(sort, dict):
             raise MongoError(2, "sort must be an object")
         result = list(docs)
+        if len(sort) == 1:
+            (key, direction), = sort.items()
+            if (direction in (1, -1) and not isinstance(direction, bool) and isinstance(key, str)
+                    and key and "." not in key and not key.startswith("$")
+                    and _simple_sort(result, key, direction < 0)):
+                return result
         for key, direction in reversed(list(sort.items())):
             if isinstance(direction, dict):
                 raise MongoError(115, f"devmongo does not support sorting by {direction}")
