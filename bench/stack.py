@@ -17,8 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-WORKERS = 2  # one per core of the 2-core machines this runs on
-THREADS = 8
+WORKERS = int(os.environ.get("BENCH_WORKERS", 2))  # one per core of the 2-core machines this runs on
+THREADS = int(os.environ.get("BENCH_THREADS", 8))
 GUNICORN_ARGS = [
     "--workers",
     str(WORKERS),

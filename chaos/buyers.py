@@ -202,7 +202,8 @@ class Buyer:
             return "error"
         match = SEAT_COUNT_RE.search(response.text)
         self.cart_seats = int(match.group(1)) if match else 0
-        self.last_map = response.text
+        # a hold or release that went through answers with the changed seats only, not the map
+        self.last_map = response.text if 'id="seatmap"' in response.text else ""
         notice = NOTICE_RE.search(response.text)
         if notice and "msg-error" in notice.group(1):
             return "lost"

@@ -359,21 +359,37 @@ def release_seats(
     if len(items) != len(keys):
         raise InvalidRequest("Those seats are not in your cart.")
     price = sum(i["price"] for i in items)
-    written = mongo.sessions().find_one_and_update(  # one write that also answers with the new version
-        {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}}}},
-        {
-            "$set": {
-                **{cell_path(r, c): FREE for r, c in coords},
-                "reservations.$[r].v": reservations.new_token(),
-                "reservations.$[r].modifiedOn": now,
+    freed = {cell_path(r, c): FREE for r, c in coords}
+    answer = {**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1}
+    written = None
+    if len(keys) == len(selectors.cart_seat_keys(cart, session_id)):
+        # The cart's last seats here: the reservation goes too (as settle does), so a later hold
+        # knows from the cart alone whether it has a reservation in this session.
+        written = mongo.sessions().find_one_and_update(
+            {
+                "_id": session_id,
+                "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys, "$size": len(keys)}}},
             },
-            "$inc": {"seatsAvailable": len(keys), "version": 1, "reservations.$[r].total": -price},
-            "$pull": {"reservations.$[r].seats": {"$in": keys}},
-        },
-        projection={**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1},
-        array_filters=[{"r._id": cart_id}],
-        return_document=ReturnDocument.AFTER,
-    )
+            {
+                "$set": freed,
+                "$inc": {"seatsAvailable": len(keys), "version": 1},
+                "$pull": {"reservations": {"_id": cart_id}},
+            },
+            projection=answer,
+            return_document=ReturnDocument.AFTER,
+        )
+    if written is None:
+        written = mongo.sessions().find_one_and_update(  # one write that also answers with the new version
+            {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}}}},
+            {
+                "$set": {**freed, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
+                "$inc": {"seatsAvailable": len(keys), "version": 1, "reservations.$[r].total": -price},
+                "$pull": {"reservations.$[r].seats": {"$in": keys}},
+            },
+            projection=answer,
+            array_filters=[{"r._id": cart_id}],
+            return_document=ReturnDocument.AFTER,
+        )
     faults.point("release.after_session")
     cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, "owner": owner, "state": cart_service.ACTIVE},

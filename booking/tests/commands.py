@@ -3,6 +3,7 @@
 import contextlib
 from collections import Counter
 
+import bson
 from pymongo import monitoring
 
 from booking import mongo
@@ -13,15 +14,24 @@ WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify"}
 class CommandCounter(monitoring.CommandListener):
     def __init__(self):
         self.commands: list[tuple[str, str]] = []
+        self._pending: dict[int, tuple[str, str]] = {}
+        self.replies: list[tuple[str, str, int]] = []  # (command, collection, reply size in bytes)
 
     def started(self, event):
         if event.command_name in {"hello", "isMaster", "ismaster", "endSessions", "ping"}:
             return
         collection = event.command.get(event.command_name)
-        self.commands.append((event.command_name, collection if isinstance(collection, str) else ""))
+        command = (event.command_name, collection if isinstance(collection, str) else "")
+        self.commands.append(command)
+        self._pending[event.request_id] = command
 
     def succeeded(self, event):
-        pass
+        command = self._pending.pop(event.request_id, None)
+        if command is not None:
+            self.replies.append((*command, len(bson.encode(event.reply))))
+
+    def replies_bytes(self, name: str, collection: str) -> int:
+        return sum(size for n, c, size in self.replies if (n, c) == (name, collection))
 
     def failed(self, event):
         pass

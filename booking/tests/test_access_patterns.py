@@ -43,6 +43,23 @@ def test_c1_hold_is_two_writes():
     assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
 
 
+def test_c1_hold_reads_only_the_cart_and_the_session_without_its_layout_and_reservations():
+    session = make_session()
+    first = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    holds.release_seats(session["_id"], ALICE, first.cart_id, ["0:0", "0:1"])  # the cart's last seats here
+    assert selectors.get_session(session["_id"])["reservations"] == []  # so its reservation went too
+    for seats in (["0:0", "0:1"], ["0:2", "0:3"]):  # into an empty reservation, then beside it
+        with counting_commands() as counter:
+            holds.hold_seats(session["_id"], ALICE, first.cart_id, seats)
+        assert counter.commands == [
+            ("find", "carts"),
+            ("find", "sessions"),
+            ("findAndModify", "sessions"),
+            ("findAndModify", "carts"),
+        ]
+        assert counter.replies_bytes("find", "sessions") < 12_000  # the whole document is about 40 KB
+
+
 def test_c2_release_is_two_writes():
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
