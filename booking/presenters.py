@@ -1,5 +1,7 @@
 """Shaping engine data for templates: grouping and labels only, no decisions about bookings."""
 
+import html
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -7,13 +9,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
+from django.utils.text import Truncator
 
 from .rendering import format_money
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:
-    """Sessions (already sorted by start) grouped by local day, then by theater in order of first show."""
+    """Sessions (already sorted by start) grouped by local day, then by theater in order of first
+    show. Each theater's shows come as ready HTML (``cards_html``, see ``whats_on_card_html``)."""
     days: list[dict] = []
+    urls = _CardUrls()
     for session in sessions:
         start = timezone.localtime(session["start"])
         if not days or days[-1]["date"] != start.date():
@@ -21,10 +26,55 @@ def whats_on_days(sessions: list[dict]) -> list[dict]:
         theaters = days[-1]["theaters"]
         group = next((t for t in theaters if t["id"] == session["theaterId"]), None)
         if group is None:
-            group = {"id": session["theaterId"], "name": session.get("theaterName", ""), "sessions": []}
+            group = {"id": session["theaterId"], "name": session.get("theaterName", ""), "cards": []}
             theaters.append(group)
-        group["sessions"].append(session_card(session, start))
+        group["cards"].append(whats_on_card_html(session_card(session, start), urls))
+    for day in days:
+        for group in day["theaters"]:
+            group["cards_html"] = mark_safe("".join(group.pop("cards")))  # noqa: S308 - escaped in whats_on_card_html
     return days
+
+
+class _CardUrls:
+    """A session's and a performance's URL, reversed once per page rather than once per card."""
+
+    placeholder = "0" * 24
+
+    def __init__(self):
+        self.session = reverse("booking:session", args=[self.placeholder])
+        self.performance = reverse("booking:performance", args=[self.placeholder])
+
+    def __call__(self, card: dict) -> str:
+        return (self.performance if card["sectioned"] else self.session).replace(self.placeholder, card["id"])
+
+
+def whats_on_card_html(card: dict, urls: _CardUrls | None = None) -> str:
+    """One show of the what's on list as HTML, every value escaped. Built in Python: the same
+    markup through the template engine cost more than the rest of the page."""
+    url = (urls or _CardUrls())(card)
+    left = card["seats_left"]
+    if card["sold_out"]:
+        badge = '<span class="badge badge-sold">Sold out</span>'
+    elif card["few_left"]:
+        badge = f'<span class="badge badge-few">Only {left} left</span>'
+    else:
+        badge = f'<span class="badge">{left} seats left</span>'
+    # the spaces between the parts keep the words apart in the link's text (its accessible name)
+    return (
+        f'<li class="show{" sold-out" if card["sold_out"] else ""}">'
+        f'<a class="show-link" href="{html.escape(url)}">'
+        f'<span class="show-time">{card["start"]:%H:%M}</span> '
+        f'<span class="show-main"><span class="show-name">{html.escape(card["name"])}</span> '
+        f'<span class="show-desc">{html.escape(truncate_chars(card["description"] or "", 110))}</span></span> '
+        f'<span class="show-meta"><span class="show-price">{html.escape(card["price_range"])}</span> {badge}</span>'
+        "</a></li>\n"
+    )
+
+
+def truncate_chars(text: str, length: int) -> str:
+    """Django's ``truncatechars`` filter, without its cost when the text is short enough."""
+    text = unicodedata.normalize("NFC", text)
+    return text if len(text) <= length else Truncator(text).chars(length)
 
 
 def session_card(session: dict, start: datetime | None = None) -> dict:

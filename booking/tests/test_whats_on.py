@@ -1,0 +1,105 @@
+"""What's on: each show's card (built in Python, see presenters.whats_on_card_html), what the query
+reads, and that what it shows is current."""
+
+import re
+
+import pytest
+from django.utils import timezone
+
+from booking import clock, mongo, selectors
+from booking.demo_stadium import create_match, create_stadium
+from booking.services import holds
+from booking.tests.commands import counting_commands
+from booking.tests.factories import make_session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _no_hold_rate_limit(settings):
+    settings.BOOKING_HOLD_RATE = ""
+
+
+def cards(page: str) -> list[str]:
+    return re.findall(r'<li class="show[^"]*">.*?</li>', page, re.S)
+
+
+def card_of(page: str, name: str) -> str:
+    return next(c for c in cards(page) if f'<span class="show-name">{name}</span>' in c)
+
+
+def test_a_card_links_to_its_seat_map_with_local_time_price_and_seats_left(client):
+    session = make_session(name="Hamlet", description="A play", days=1)
+    page = client.get("/").content.decode()
+    card = card_of(page, "Hamlet")
+    start = timezone.localtime(session["start"]).strftime("%H:%M")
+    assert f'<a class="show-link" href="/sessions/{session["_id"]}/">' in card
+    assert f'<span class="show-time">{start}</span>' in card
+    assert '<span class="show-desc">A play</span>' in card
+    assert '<span class="show-price">€20 – €35</span>' in card
+    assert '<span class="badge">24 seats left</span>' in card
+    assert card.startswith('<li class="show">')
+    text = re.sub(r"<[^>]+>", "", card)
+    assert text == f"{start} Hamlet A play €20 – €35 24 seats left"  # the link's words stay apart
+
+
+def test_badges_few_left_and_sold_out(client):
+    few = make_session(name="Few", days=1)
+    sold = make_session(name="Gone", days=2)
+    mongo.sessions().update_one({"_id": few["_id"]}, {"$set": {"seatsAvailable": 3}})
+    mongo.sessions().update_one({"_id": sold["_id"]}, {"$set": {"seatsAvailable": 0}})
+    page = client.get("/").content.decode()
+    assert '<span class="badge badge-few">Only 3 left</span>' in card_of(page, "Few")
+    gone = card_of(page, "Gone")
+    assert gone.startswith('<li class="show sold-out">')
+    assert '<span class="badge badge-sold">Sold out</span>' in gone
+
+
+def test_long_descriptions_are_cut_like_truncatechars_and_everything_is_escaped(client):
+    long = "Ein Stück in fünf Akten & mehr. " * 6
+    make_session(name='<b>"Hamlet"</b>', description=long, days=1)
+    page = client.get("/").content.decode()
+    card = card_of(page, "&lt;b&gt;&quot;Hamlet&quot;&lt;/b&gt;")
+    desc = re.search(r'<span class="show-desc">(.*?)</span>', card).group(1)
+    assert desc == (long[:109] + "…").replace("&", "&amp;")
+    decomposed = "Cafe\u0301"  # NFC-normalised, as the filter did
+    make_session(name="Cafe", description=decomposed, days=2)
+    page = client.get("/").content.decode()
+    assert '<span class="show-desc">Café</span>' in card_of(page, "Cafe")
+
+
+def test_stadium_is_one_card_opening_its_sections_with_seats_left_now(client):
+    stadium = create_stadium("Test Stadium", seats=3 * 40, rows=4, half=5)
+    first = create_match(stadium, days=3)
+    make_session(name="Hamlet", days=1)
+    page = client.get("/").content.decode()
+    match = card_of(page, "Cup Final")
+    assert f'href="/performances/{first["performanceId"]}/"' in match
+    assert "120 seats left" in match
+    assert len(cards(page)) == 2
+    holds.hold_seats(first["_id"], "s:alice", None, ["0:0", "0:1"])
+    assert "118 seats left" in card_of(client.get("/").content.decode(), "Cup Final")  # never a stale copy
+
+
+def test_the_query_reads_only_what_the_page_shows():
+    stadium = create_stadium("Test Stadium", seats=3 * 40, rows=4, half=5)
+    create_match(stadium)
+    make_session(days=1)
+    with counting_commands() as counter:
+        listed = selectors.upcoming_sessions()
+    assert counter.commands == [("find", "sessions")]
+    query = {"start": {"$gt": clock.now()}, "status": "on_sale"}
+    listed_raw = list(mongo.sessions().find(query, selectors.WHATS_ON_FIELDS))
+    assert len(listed_raw) == 4 and len(listed) == 2
+    for doc in listed_raw:
+        assert set(doc) <= {"_id", *selectors.WHATS_ON_FIELDS}
+    for summary in listed:
+        assert not {"seats", "layout", "reservations", "end", "section"} & set(summary)
+
+
+def test_filtered_list_by_day_still_shows_cards(client):
+    session = make_session(name="Tomorrow", days=1)
+    make_session(name="Later", days=4)
+    day = timezone.localtime(session["start"]).date().isoformat()
+    page = client.get("/", {"date": day}, HTTP_HX_REQUEST="true").content.decode()
+    assert [re.search(r'show-name">(.*?)<', c).group(1) for c in cards(page)] == ["Tomorrow"]
