@@ -9,7 +9,7 @@ POST /sessions/<id>/toggle             seat=r:c   hold a free seat, or release i
 POST /sessions/<id>/hold               seats=r:c (repeated or comma-separated)  hold these seats
 POST /sessions/<id>/release            seats=r:c  release seats of your cart
 POST /sessions/<id>/best               count=N    hold the best N adjacent seats
-GET  /cart/                            your cart (the one in your Django session; no URL takes a
+GET  /cart/                            your cart (the one in your buyer cookie; no URL takes a
                                        cart id, so another browser's cart is never reachable)
 POST /cart/remove                      session=<id>&seat=r:c
 POST /cart/cancel                      give up the cart, seats released

@@ -6,7 +6,6 @@ message come back (htmx) or the buyer is sent back to the map with a message (pl
 """
 
 import io
-import secrets
 from datetime import datetime, time, timedelta
 
 import segno
@@ -23,7 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap
 
-from . import clock, presenters, rendering, selectors
+from . import buyer, clock, presenters, rendering, selectors
 from .errors import (
     BookingError,
     CartExpired,
@@ -74,20 +73,7 @@ def status_for(error: BookingError) -> int:
     return 400
 
 
-# --- who is asking: the owner token and cart id kept in the Django session ---
-
-
-def _owner(request, *, create: bool = False) -> str | None:
-    owner = request.session.get("owner")
-    if owner is None and create:
-        owner = "s:" + secrets.token_urlsafe(18)
-        request.session["owner"] = owner
-    return owner
-
-
-def _cart_id(request) -> ObjectId | None:
-    raw = request.session.get("cart_id")
-    return ObjectId(raw) if raw and ObjectId.is_valid(raw) else None
+# --- who is asking: the owner token and cart id, in the buyer cookie (booking/buyer.py) ---
 
 
 def _current_cart(request) -> tuple[dict | None, bool]:
@@ -96,8 +82,8 @@ def _current_cart(request) -> tuple[dict | None, bool]:
     A cart found past its expiry is expired here and now (the engine's own expiry), so its seats
     are free on the map this buyer sees next rather than when the worker comes round.
     """
-    owner = _owner(request)
-    cart = selectors.get_cart(owner, _cart_id(request)) if owner else None
+    owner = buyer.owner(request)
+    cart = selectors.get_cart(owner, buyer.cart_id(request)) if owner else None
     if cart is None:
         return None, False
     if cart["state"] == cart_service.ACTIVE and cart["expiresAt"] > clock.now():
@@ -106,10 +92,6 @@ def _current_cart(request) -> tuple[dict | None, bool]:
         cart_service.expire_cart(cart["_id"])
         return None, True
     return None, cart["state"] == cart_service.EXPIRED
-
-
-def _forget_cart(request) -> None:
-    request.session.pop("cart_id", None)
 
 
 def _error_page(request, error: BookingError | str, status: int):
@@ -301,14 +283,13 @@ def _seat_action(request, session_id, act):
         sid = object_id(session_id, "performance")
     except NotFound as exc:
         return _error_page(request, exc, 404)
-    owner = _owner(request, create=True)
+    owner = buyer.owner(request, create=True)
     notice, level = "", "ok"
     result = None
     try:
-        result, notice = act(sid, owner, _cart_id(request))
-        if isinstance(result, holds.HoldResult) and request.session.get("cart_id") != str(result.cart_id):
-            # only when it changes: saving the Django session is a database write (and commit)
-            request.session["cart_id"] = str(result.cart_id)
+        result, notice = act(sid, owner, buyer.cart_id(request))
+        if isinstance(result, holds.HoldResult):
+            buyer.set_cart(request, result.cart_id)
     except BookingError as exc:
         status = status_for(exc)
         if status == 404 and selectors.session_version(sid) is None:
@@ -317,7 +298,7 @@ def _seat_action(request, session_id, act):
             return _bad_seat_request(request, exc.message)
         notice, level = exc.message, "error"
         if isinstance(exc, CartExpired):
-            _forget_cart(request)
+            buyer.forget_cart(request)
     if not request.htmx:
         if notice:
             (messages.error if level == "error" else messages.success)(request, notice)
@@ -431,7 +412,7 @@ def best_available(request, session_id):
 def cart_page(request):
     cart, expired = _current_cart(request)
     if expired:
-        _forget_cart(request)
+        buyer.forget_cart(request)
     context = _cart_context(request, cart, expired)
     if request.htmx and not request.htmx.boosted:
         return render(request, "booking/_cart_summary.html", context)
@@ -445,7 +426,7 @@ def cart_remove(request):
         return _error_page(request, _form_error(form), 400)
     try:
         sid = object_id(form.cleaned_data["session"], "performance")
-        holds.release_seats(sid, _owner(request) or "", _cart_id(request), [form.cleaned_data["seat"]])
+        holds.release_seats(sid, buyer.owner(request) or "", buyer.cart_id(request), [form.cleaned_data["seat"]])
         messages.success(request, "The seat was removed from your cart.")
     except BookingError as exc:
         if status_for(exc) in (400, 404):
@@ -456,13 +437,13 @@ def cart_remove(request):
 
 @require_POST
 def cart_cancel(request):
-    cart_id = _cart_id(request)
-    owner = _owner(request)
+    cart_id = buyer.cart_id(request)
+    owner = buyer.owner(request)
     if cart_id and owner:
         freed = cart_service.cancel_cart(cart_id, owner)
         if freed:
             messages.success(request, "Your booking was canceled and the seats released.")
-    _forget_cart(request)
+    buyer.forget_cart(request)
     return redirect("booking:whats_on")
 
 
@@ -479,12 +460,12 @@ def checkout(request):
         return render(request, "booking/checkout.html", context)
     form = CheckoutForm(request.POST)
     form.is_valid()  # shapes only; the engine's checkout holds the rules
-    owner = _owner(request)
+    owner = buyer.owner(request)
     try:
         if owner is None:
             raise NotFound("You have no seats on hold.")
         order = checkout_service.checkout(
-            owner, _cart_id(request), form.cleaned_data.get("name", ""), form.cleaned_data.get("email", "")
+            owner, buyer.cart_id(request), form.cleaned_data.get("name", ""), form.cleaned_data.get("email", "")
         )
     except InvalidRequest as exc:
         for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():
@@ -494,9 +475,9 @@ def checkout(request):
     except BookingError as exc:
         messages.error(request, exc.message)
         if isinstance(exc, CartExpired | CheckoutFailed):
-            _forget_cart(request)
+            buyer.forget_cart(request)
         return redirect("booking:cart")
-    _forget_cart(request)
+    buyer.forget_cart(request)
     return redirect("booking:order", ref=order["ref"])
 
 
@@ -504,7 +485,7 @@ def _visible_order(request, ref: str) -> dict | None:
     """The order if this browser bought it or found it by reference and e-mail (the find form, or
     the confirmation mail's link ``?email=``), else None."""
     order = selectors.get_order_by_ref(ref)
-    owner = _owner(request)
+    owner = buyer.owner(request)
     if order is None:
         return None
     if (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", []):

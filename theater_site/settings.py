@@ -45,6 +45,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "booking.buyer.BuyerCookieMiddleware",
     "booking.middleware.MongoUnavailableMiddleware",
     "booking.ratelimits.HoldRateLimitMiddleware",
 ]

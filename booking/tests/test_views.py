@@ -5,9 +5,10 @@ from datetime import timedelta
 
 import pytest
 from bson import ObjectId
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
-from booking import clock, mongo, selectors
+from booking import buyer, clock, mongo, selectors
 from booking.seatmap import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session, make_theater
@@ -230,17 +231,51 @@ def test_cart_groups_seats_and_removes_one(client, session):
     assert "Row A, seat 2" not in client.get(url("cart")).content.decode()
 
 
+def signed_buyer_cookie(value: str) -> str:
+    response = HttpResponse()
+    response.set_signed_cookie(buyer.COOKIE_NAME, value, salt=buyer.SALT)
+    return response.cookies[buyer.COOKIE_NAME].value
+
+
+def buyer_cookie(client) -> tuple[str, str]:
+    request = HttpRequest()
+    request.COOKIES[buyer.COOKIE_NAME] = client.cookies[buyer.COOKIE_NAME].value
+    owner, _, cart_id = request.get_signed_cookie(buyer.COOKIE_NAME, salt=buyer.SALT).partition("|")
+    return owner, cart_id
+
+
+def test_the_buyer_cookie_is_signed_http_only_and_a_tampered_one_is_ignored(client, session):
+    toggle(client, session, "0:0")
+    morsel = client.cookies[buyer.COOKIE_NAME]
+    assert morsel["httponly"] and morsel["samesite"] == "Lax"
+    owner, cart_id = buyer_cookie(client)
+    assert owner.startswith("s:") and ObjectId.is_valid(cart_id)
+    assert "Row A, seat 1" in client.get(url("cart")).content.decode()
+    value = morsel.value
+    client.cookies[buyer.COOKIE_NAME] = value.replace(owner, "s:someone-else")  # signature no longer matches
+    assert "Row A, seat 1" not in client.get(url("cart")).content.decode()
+    client.cookies[buyer.COOKIE_NAME] = value
+    assert "Row A, seat 1" in client.get(url("cart")).content.decode()
+
+
+def test_a_seat_click_reads_no_database_row(client, session, django_assert_num_queries):
+    toggle(client, session, "0:0")
+    with django_assert_num_queries(0):
+        assert toggle(client, session, "0:1").status_code == 200
+
+
 def test_another_browsers_cart_is_unreachable(client, session):
     from django.test import Client
 
     toggle(client, session, "0:0")
     thief = Client()
     thief.get("/")
-    # The cart id lives in the owner's server-side session; even a forged session entry finds nothing.
-    cart_id = client.session["cart_id"]
-    s = thief.session
-    s["cart_id"] = cart_id
-    s.save()
+    # The thief knows the cart id and signs a buyer cookie with it (as if SECRET_KEY had leaked):
+    # every cart query also names the owner token, so it finds nothing.
+    cart_id = buyer_cookie(client)[1]
+    assert cart_id == str(selectors.get_session(session["_id"])["reservations"][0]["_id"])
+    thief.cookies[buyer.COOKIE_NAME] = signed_buyer_cookie(f"s:thief|{cart_id}")
+    assert buyer_cookie(thief) == ("s:thief", cart_id)
     assert "Row A, seat 1" not in thief.get(url("cart")).content.decode()
     response = thief.post(url("cart_remove"), {"session": str(session["_id"]), "seat": "0:0"})
     assert response.status_code == 404
