@@ -3,13 +3,16 @@
 import html
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
+from functools import lru_cache
 
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
+from django.utils.translation import get_language
 
 from .rendering import format_money
 
@@ -22,7 +25,7 @@ def whats_on_days(sessions: list[dict]) -> list[dict]:
     for session in sessions:
         start = timezone.localtime(session["start"])
         if not days or days[-1]["date"] != start.date():
-            days.append({"date": start.date(), "theaters": []})
+            days.append({"date": start.date(), "title": day_title(start.date(), get_language()), "theaters": []})
         theaters = days[-1]["theaters"]
         group = next((t for t in theaters if t["id"] == session["theaterId"]), None)
         if group is None:
@@ -33,6 +36,13 @@ def whats_on_days(sessions: list[dict]) -> list[dict]:
         for group in day["theaters"]:
             group["cards_html"] = mark_safe("".join(group.pop("cards")))  # noqa: S308 - escaped in whats_on_card_html
     return days
+
+
+@lru_cache(maxsize=256)
+def day_title(day: date, language: str) -> str:
+    """A day's heading in the what's on list, e.g. Saturday, 5 December (Django's ``l, j F``),
+    formatted once per day and language rather than a dozen times on every request."""
+    return date_format(day, "l, j F")
 
 
 class _CardUrls:

@@ -32,7 +32,9 @@ def test_a_card_links_to_its_seat_map_with_local_time_price_and_seats_left(clien
     session = make_session(name="Hamlet", description="A play", days=1)
     page = client.get("/").content.decode()
     card = card_of(page, "Hamlet")
-    start = timezone.localtime(session["start"]).strftime("%H:%M")
+    local = timezone.localtime(session["start"])
+    start = local.strftime("%H:%M")
+    assert f'<h2 class="day-title">{local:%A}, {local.day} {local:%B}</h2>' in page  # e.g. Saturday, 5 December
     assert f'<a class="show-link" href="/sessions/{session["_id"]}/">' in card
     assert f'<span class="show-time">{start}</span>' in card
     assert '<span class="show-desc">A play</span>' in card
