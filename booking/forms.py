@@ -3,13 +3,53 @@ request data into typed values and say clearly what is wrong with it."""
 
 from django import forms
 from django.conf import settings
+from django.utils.translation import get_language
 
 from .seatmap import parse_seat_key
 
 
+class KeptHtml:
+    """Widget mixin: the HTML is built once per (widget, name, value, attributes, choices, renderer,
+    language), everything it is made from, and kept. The what's on filter renders the same two
+    widgets on nearly every request, and Django's template-based widget rendering was a third of
+    that page's render time. A value that cannot be a key (a list) is rendered as usual."""
+
+    _kept: dict = {}
+    KEEP = 256
+
+    def render(self, name, value, attrs=None, renderer=None):
+        try:
+            key = (
+                type(self),
+                name,
+                value,
+                tuple(sorted({**self.attrs, **(attrs or {})}.items())),
+                tuple(getattr(self, "choices", ())),
+                type(renderer),
+                get_language(),
+            )
+            html = self._kept.get(key)
+        except TypeError:  # unhashable
+            return super().render(name, value, attrs, renderer)
+        if html is None:
+            html = super().render(name, value, attrs, renderer)
+            if len(self._kept) >= self.KEEP:
+                self._kept.clear()
+            self._kept[key] = html
+        return html
+
+
+class KeptDateInput(KeptHtml, forms.DateInput):
+    pass
+
+
+class KeptSelect(KeptHtml, forms.Select):
+    pass
+
+
 class WhatsOnFilterForm(forms.Form):
-    date = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    theater = forms.ChoiceField(required=False, choices=[("", "All theaters")])
+    date = forms.DateField(required=False, widget=KeptDateInput(attrs={"type": "date"}))
+    theater = forms.ChoiceField(required=False, choices=[("", "All theaters")], widget=KeptSelect)
 
     def __init__(self, *args, theaters=(), **kwargs):
         super().__init__(*args, **kwargs)

@@ -4,13 +4,15 @@ reads, and that what it shows is current."""
 import re
 
 import pytest
+from django import forms
 from django.utils import timezone
 
 from booking import clock, mongo, selectors
 from booking.demo_stadium import create_match, create_stadium
+from booking.forms import WhatsOnFilterForm
 from booking.services import holds
 from booking.tests.commands import counting_commands
-from booking.tests.factories import make_session
+from booking.tests.factories import make_session, make_theater
 
 pytestmark = pytest.mark.django_db
 
@@ -105,3 +107,36 @@ def test_filtered_list_by_day_still_shows_cards(client):
     day = timezone.localtime(session["start"]).date().isoformat()
     page = client.get("/", {"date": day}, HTTP_HX_REQUEST="true").content.decode()
     assert [re.search(r'show-name">(.*?)<', c).group(1) for c in cards(page)] == ["Tomorrow"]
+
+
+class PlainFilterForm(WhatsOnFilterForm):
+    """The same form with Django's own widgets, to compare with."""
+
+    date = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    theater = forms.ChoiceField(required=False, choices=[("", "All theaters")])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [None, {"date": "2030-01-02", "theater": "650000000000000000000001"}, {"date": "yesterday-ish", "theater": "x"}],
+)
+def test_filter_widgets_kept_html_is_djangos_own(data):
+    theaters = [
+        {"_id": "650000000000000000000001", "name": "Grand <Hall>"},
+        {"_id": "65000000000000000000002", "name": "Studio"},
+    ]
+    for _ in range(2):  # built, then kept
+        kept, plain = WhatsOnFilterForm(data, theaters=theaters), PlainFilterForm(data, theaters=theaters)
+        if data:
+            assert kept.is_valid() == plain.is_valid()
+        assert str(kept["date"]) == str(plain["date"])
+        assert str(kept["theater"]) == str(plain["theater"])
+    assert "Grand &lt;Hall&gt;" in str(kept["theater"])
+
+
+def test_filter_lists_a_new_theater_at_once(client):
+    make_session(make_theater(name="Old Hall"), days=1)
+    assert "Old Hall</option>" in client.get("/").content.decode()
+    make_session(make_theater(name="New Hall"), days=2)
+    page = client.get("/").content.decode()
+    assert "Old Hall</option>" in page and "New Hall</option>" in page
