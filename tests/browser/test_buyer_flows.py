@@ -162,3 +162,38 @@ def test_phone_layout_and_big_hall(new_page, shot):
     shot(phone, "grand-hall-phone", full_page=False)
     phone.goto("/")
     shot(phone, "whats-on-phone")
+
+
+def test_a_map_older_than_the_buyers_own_click_is_never_swapped_in(new_page, shot, show):
+    """A seat click answers with the changed seat only. A live refresh that comes back after it
+    with a map from before it (it left first, or a slow worker answered it) must not undo it."""
+    page = new_page()
+    page.goto(f"/sessions/{show['_id']}/")
+    map_url = f"/sessions/{show['_id']}/map/"
+    before = page.request.get(map_url)  # the map as it is now, before the click
+    stale = {"body": before.text(), "etag": before.headers["etag"]}
+    page.route(
+        "**/map/?stale=1",
+        lambda route: route.fulfill(status=200, body=stale["body"], headers={"ETag": stale["etag"]}),
+    )
+
+    def late_refresh():  # the live refresh's own request and swap, answered with the stale map
+        page.evaluate(
+            "url => htmx.ajax('GET', url, {source: '#seatmap', target: '#seatmap', swap: 'outerHTML'})",
+            map_url + "?stale=1",
+        )
+
+    late_refresh()  # control: before any click the same answer is not older than the map shown
+    expect(page.locator("#seatmap")).to_have_attribute("data-version", stale["etag"].strip('"'))
+
+    seat(page, "D", 4).click()
+    expect(seat(page, "D", 4)).to_have_attribute("aria-label", re.compile("held by you$"))
+    clicked = page.locator("#seatmap").get_attribute("data-version")
+    assert int(clicked) > int(stale["etag"].strip('"'))  # raised by the click's X-Seatmap-Version
+    late_refresh()
+    page.wait_for_timeout(300)  # the swap would have happened by now
+    expect(seat(page, "D", 4)).to_have_attribute("aria-label", re.compile("held by you$"))
+    shot(page, "click-kept-after-a-stale-refresh")
+    # and the next real refresh brings the map of the click's version (or newer) as usual
+    expect(page.locator("#seatmap")).to_have_attribute("data-etag", re.compile(rf'^"{clicked}"$'), timeout=4000)
+    expect(seat(page, "D", 4)).to_have_attribute("aria-label", re.compile("held by you$"))
