@@ -78,6 +78,9 @@ def _services(mongodb_uri, redis_url):
     settings.REDIS_URL = redis_url
     settings.CELERY_BROKER_URL = redis_url
     settings.CACHES["default"]["LOCATION"] = redis_url
+    # Every test client is 127.0.0.1 and Redis lives for the whole run: the lookup limit would
+    # count across tests. It has its own tests (tests/security/test_limits.py), which set it.
+    settings.BOOKING_LOOKUP_RATE = ""
     mongo.close_client()
     yield
     mongo.get_client().drop_database(db_name)

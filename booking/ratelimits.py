@@ -11,6 +11,8 @@ Three limits work together (docs/reliability.md):
 - per client: ``BOOKING_HOLD_RATE`` hold requests (django-ratelimit, counted in Redis), answered
   with 429 and a Retry-After hint.
 
+Booking lookups by reference and e-mail are limited the same way (``BOOKING_LOOKUP_RATE``).
+
 The rate limit fails open: while Redis is down holds keep working (they need only MongoDB), the
 rate limit is skipped and a warning is logged. The held-seats limit still applies then.
 """
@@ -59,17 +61,28 @@ def client_key(request) -> str:
     return f"ip:{address}"
 
 
-def hold_rate_exceeded(request) -> bool:
-    """Count this hold request; True when the client is over BOOKING_HOLD_RATE."""
-    rate = settings.BOOKING_HOLD_RATE
+def rate_exceeded(request, group: str, rate: str) -> bool:
+    """Count this request of the client in ``group``; True when it is over ``rate`` ("30/m";
+    empty: no limit). Fails open: while Redis is down nothing is limited and a warning is logged."""
     if not rate:
         return False
     try:
-        usage = get_usage(request, group="booking.hold", key="ip", rate=rate, method="POST", increment=True)
+        usage = get_usage(request, group=group, key="ip", rate=rate, method=request.method, increment=True)
     except (RedisError, OSError) as exc:
         logger.warning("rate limit skipped, cache unreachable: %s", exc)
         return False
     return bool(usage and usage["should_limit"])
+
+
+def hold_rate_exceeded(request) -> bool:
+    """Count this hold request; True when the client is over BOOKING_HOLD_RATE."""
+    return rate_exceeded(request, "booking.hold", settings.BOOKING_HOLD_RATE)
+
+
+def lookup_rate_exceeded(request) -> bool:
+    """Count this booking lookup by reference and e-mail (Find my booking, the mail's link); True
+    when the client is over BOOKING_LOOKUP_RATE: guessing references or e-mails stays slow."""
+    return rate_exceeded(request, "booking.lookup", settings.BOOKING_LOOKUP_RATE)
 
 
 def too_many_requests(request) -> HttpResponse:

@@ -22,7 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap
 
-from . import buyer, clock, presenters, rendering, selectors
+from . import buyer, clock, presenters, ratelimits, rendering, selectors
 from .errors import (
     BookingError,
     CartExpired,
@@ -64,6 +64,9 @@ STATUS_FOR = {
     CheckoutFailed: 409,
 }
 LIVE_REFRESH_SECONDS = 2
+# Refusals a buyer answers by choosing other seats, not bad input: without JavaScript they are
+# shown on the map the buyer returns to (htmx shows them in place, with their 400).
+RULES_OF_CHOICE = (OrphanSeat, TooManySeats)
 
 
 def status_for(error: BookingError) -> int:
@@ -294,7 +297,7 @@ def _seat_action(request, session_id, act):
         status = status_for(exc)
         if status == 404 and selectors.session_version(sid) is None:
             return _error_page(request, exc, 404)
-        if status == 400:
+        if status == 400 and (request.htmx or not isinstance(exc, RULES_OF_CHOICE)):
             return _bad_seat_request(request, exc.message)
         notice, level = exc.message, "error"
         if isinstance(exc, CartExpired):
@@ -491,6 +494,8 @@ def _visible_order(request, ref: str) -> dict | None:
     if (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", []):
         return order
     email = request.GET.get("email", "")
+    if email and ratelimits.lookup_rate_exceeded(request):
+        raise TooManyLookups()
     if email and selectors.find_order(order["ref"], email) is not None:
         request.session["found_orders"] = [*request.session.get("found_orders", []), order["ref"]][-20:]
         return order
@@ -504,9 +509,25 @@ def _order_context(order: dict) -> dict:
     return {"order": order, "tickets": presenters.order_tickets(order)}
 
 
+class TooManyLookups(Exception):
+    pass
+
+
+TOO_MANY_LOOKUPS = "Too many booking lookups from your connection. Please wait a minute and try again."
+
+
+def _too_many_lookups(request):
+    response = _error_page(request, TOO_MANY_LOOKUPS, 429)
+    response["Retry-After"] = "60"
+    return response
+
+
 @require_GET
 def order_page(request, ref):
-    order = _visible_order(request, ref)
+    try:
+        order = _visible_order(request, ref)
+    except TooManyLookups:
+        return _too_many_lookups(request)
     if order is None:
         return _error_page(request, NO_SUCH_BOOKING, 404)
     return render(request, "booking/order.html", _order_context(order))
@@ -514,7 +535,10 @@ def order_page(request, ref):
 
 @require_GET
 def order_tickets(request, ref):
-    order = _visible_order(request, ref)
+    try:
+        order = _visible_order(request, ref)
+    except TooManyLookups:
+        return _too_many_lookups(request)
     if order is None:
         return _error_page(request, NO_SUCH_BOOKING, 404)
     return render(request, "booking/tickets.html", _order_context(order))
@@ -536,6 +560,12 @@ def find_booking(request):
     form = FindBookingForm(request.POST or None)
     status = 200
     if request.method == "POST":
+        if ratelimits.lookup_rate_exceeded(request):
+            form.is_valid()
+            form.add_error(None, TOO_MANY_LOOKUPS)
+            response = render(request, "booking/find_booking.html", {"form": form}, status=429)
+            response["Retry-After"] = "60"
+            return response
         if form.is_valid():
             order = selectors.find_order(form.cleaned_data["ref"], form.cleaned_data["email"])
             if order is not None:

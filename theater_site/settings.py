@@ -169,6 +169,8 @@ BOOKING_PREVENT_ORPHAN_SEATS = env.bool("BOOKING_PREVENT_ORPHAN_SEATS", default=
 BOOKING_MAX_LIVE_CARTS_PER_OWNER = env.int("BOOKING_MAX_LIVE_CARTS_PER_OWNER", default=2)
 BOOKING_MAX_HELD_SEATS_PER_CLIENT = env.int("BOOKING_MAX_HELD_SEATS_PER_CLIENT", default=40)  # 0: no limit
 BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per client; "" turns it off
+# Booking lookups by reference + e-mail per client (Find my booking, the mail's link); "" turns it off
+BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
 # Proxies in front of the app that append to X-Forwarded-For (0: the client is REMOTE_ADDR).
 BOOKING_TRUSTED_PROXIES = env.int("BOOKING_TRUSTED_PROXIES", default=0)
 RATELIMIT_IP_META_KEY = "booking.ratelimits.client_ip"
@@ -187,6 +189,11 @@ BOOKING_MAIL_RETRY_BASE_SECONDS = env.float("BOOKING_MAIL_RETRY_BASE_SECONDS", d
 BOOKING_MAIL_RETRY_MAX_SECONDS = env.float("BOOKING_MAIL_RETRY_MAX_SECONDS", default=600)
 BOOKING_MAIL_REQUEUE_SECONDS = env.int("BOOKING_MAIL_REQUEUE_SECONDS", default=300)
 BOOKING_MAIL_MAX_REQUEUES = env.int("BOOKING_MAIL_MAX_REQUEUES", default=5)
+# A mail that failed that way is tried again by reconcile after BOOKING_MAIL_RETRY_FAILED_SECONDS,
+# twice as long after each further failed round; after BOOKING_MAIL_MAX_FAILURES failed rounds (or
+# an address refused for good) it stays failed for an operator (worker_status, resend_confirmation).
+BOOKING_MAIL_RETRY_FAILED_SECONDS = env.int("BOOKING_MAIL_RETRY_FAILED_SECONDS", default=1800)
+BOOKING_MAIL_MAX_FAILURES = env.int("BOOKING_MAIL_MAX_FAILURES", default=4)
 # Where the site is reached; the ticket link in the confirmation e-mail starts with it.
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 

@@ -174,6 +174,14 @@ def test_orphan_rule_is_a_400_message(client, session):
     assert "on its own" in response.content.decode()
 
 
+def test_without_javascript_a_refused_choice_returns_to_the_map_with_the_reason(client, session):
+    response = toggle(client, session, "0:1", htmx=False)  # would leave A1 alone
+    assert response.status_code == 302 and response["Location"] == url("session", session_id=str(session["_id"]))
+    page = client.get(response["Location"]).content.decode()
+    assert "on its own" in page and 'name="seat" value="0:1"' in page
+    assert seat_state(session["_id"], "0:1") == FREE  # nothing held
+
+
 def test_best_available_holds_and_highlights(client, session):
     response = client.post(url("best_available", session_id=str(session["_id"])), {"count": "3"}, **HTMX)
     page = response.content.decode()

@@ -18,7 +18,7 @@ from django.urls import reverse
 from booking import mongo, ratelimits, selectors
 from booking.errors import TooManySeats
 from booking.seatmap import FREE, HELD
-from booking.services import holds
+from booking.services import checkout, holds
 from booking.tests.factories import make_session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,6 +113,38 @@ def test_rate_limit_fails_open_while_redis_is_down(settings, session, caplog):
         assert client.post(hold_url(session), {"seats": key}, **HTMX).status_code == 200
         assert cell(session, key) == HELD
     assert "rate limit skipped" in caplog.text
+
+
+# --- booking lookups by reference and e-mail ---
+
+
+def test_booking_lookups_are_rate_limited_per_client(settings, session):
+    settings.BOOKING_LOOKUP_RATE = "3/m"
+    client = buyer()
+    find = reverse("booking:find_booking")
+    for _ in range(3):
+        answer = client.post(find, {"ref": "ZZZZZZZZ", "email": "guess@example.org"})
+        assert answer.status_code == 400 and "No booking matches" in answer.content.decode()
+    answer = client.post(find, {"ref": "ZZZZZZZZ", "email": "guess@example.org"})
+    assert answer.status_code == 429 and int(answer["Retry-After"]) > 0
+    assert "Too many booking lookups" in answer.content.decode()
+    # the mail's link (reference + e-mail in the URL) counts in the same budget
+    answer = client.get(reverse("booking:order", kwargs={"ref": "ZZZZZZZZ"}) + "?email=guess@example.org")
+    assert answer.status_code in (404, 429)
+    assert buyer().post(find, {"ref": "ZZZZZZZZ", "email": "guess@example.org"}).status_code == 400  # someone else
+
+
+def test_the_mails_link_is_rate_limited_too(settings):
+    settings.BOOKING_LOOKUP_RATE = "2/m"
+    session = make_session()
+    held = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
+    order = checkout.checkout("s:ada", held.cart_id, "Ada", "ada@example.org")
+    address = new_address()
+    link = reverse("booking:order", kwargs={"ref": order["ref"]})
+    assert buyer(address).get(link + "?email=wrong@example.org").status_code == 404
+    assert buyer(address).get(link + "?email=ada@example.org").status_code == 200
+    refused = buyer(address).get(link + "?email=ada@example.org")  # a third lookup, right or wrong
+    assert refused.status_code == 429 and "Too many booking lookups" in refused.content.decode()
 
 
 # --- seats held per client (however many cookies it throws away) ---
