@@ -332,6 +332,12 @@ class CancelOrderForm(forms.Form):
     )
 
 
+class ResendMailForm(forms.Form):
+    """The mail round the page showed: a double click, or two staff members, re-send it once."""
+
+    round = forms.IntegerField(min_value=0, max_value=10**6, widget=forms.HiddenInput)
+
+
 class OrderSearchForm(forms.Form):
     q = forms.CharField(
         required=False,

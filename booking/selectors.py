@@ -213,7 +213,8 @@ def session_summaries(session_ids) -> dict[ObjectId, dict]:
 def expiry_backlog(now: datetime | None = None) -> dict:
     """What the expiry worker has to do, for an operator (worker_status): live active carts, carts
     whose hold ended but which are not expired yet, the oldest such one, stuck checkouts, pending
-    mails. Counting queries on the state_expires and mail_pending indexes."""
+    and failed mails (those with a next round due, and those given up). Counting queries on the
+    state_expires and mail_pending indexes."""
     now = now or clock.now()
     carts = mongo.carts()
     oldest = carts.find_one({"state": ACTIVE, "expiresAt": {"$lte": now}}, {"expiresAt": 1}, sort=[("expiresAt", 1)])
@@ -224,4 +225,15 @@ def expiry_backlog(now: datetime | None = None) -> dict:
         "oldest_stale_expired_at": oldest["expiresAt"] if oldest else None,
         "checking_out": carts.count_documents({"state": "checking_out"}),
         "mails_pending": mongo.orders().count_documents({"mail": "pending"}),
+        "mails_failed": mongo.orders().count_documents({"mail": "failed"}),
+        "mails_given_up": mongo.orders().count_documents({"mail": "failed", "mailRetryAt": {"$exists": False}}),
     }
+
+
+FAILED_MAIL_FIELDS = {"ref": 1, "email": 1, "mailFailures": 1, "mailFailure": 1, "mailDoneOn": 1, "mailRetryAt": 1}
+
+
+def failed_mails(limit: int = 20) -> list[dict]:
+    """Orders whose confirmation mail failed, newest failure first (worker_status lists them)."""
+    found = mongo.orders().find({"mail": "failed"}, FAILED_MAIL_FIELDS).sort("mailDoneOn", -1).limit(limit)
+    return list(found)

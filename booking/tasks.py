@@ -51,7 +51,8 @@ def expire_stale_carts(self) -> dict:
     soft_time_limit=settings.BOOKING_RECONCILE_TIME_LIMIT_SECONDS * 0.9,
 )
 def reconcile(self) -> dict:
-    """Finish stuck checkouts, release holds nobody owns, re-queue confirmation mails."""
+    """Finish stuck checkouts, release holds nobody owns, re-queue pending confirmation mails and
+    retry failed ones whose next round is due."""
     report = reconcile_service.reconcile()
     logger.info("reconcile task=%s: %s", self.request.id, report)
     return dict(report.__dict__)
@@ -75,6 +76,7 @@ def send_order_confirmation(self, order_id: str) -> str:
         outcome = notifications.send_confirmation(oid)
     except notifications.MailServerUnavailable as exc:
         if self.request.retries >= self.max_retries:
+            # Failed for this round; reconcile starts the next one later, up to a cap.
             notifications.give_up(oid, f"mail server kept failing: {exc}")
             return "failed"
         countdown = mail_retry_countdown(self.request.retries)

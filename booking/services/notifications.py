@@ -6,6 +6,13 @@ The worker's task calls ``send_confirmation``, which sends at most one mail per 
 the task is queued twice (checkout and reconcile) or runs on two workers at once: a short claim on
 the order is taken first, and ``mail`` becomes ``"sent"`` right after the mail server accepted it.
 (A worker killed between those two steps can still lead to a second mail; never to none.)
+
+A mail whose task used up its retries becomes ``"failed"`` with a time for the next round
+(``mailRetryAt``, doubling after each failed round); reconcile makes it pending again then and
+queues it. After ``BOOKING_MAIL_MAX_FAILURES`` failed rounds, or when the mail server refused the
+address for good, it stays failed until an operator re-sends it (``reopen``). Every way back to
+pending is one conditional update from the state that was seen, so two reconciles or two
+operators racing reopen it once, and the claim still lets one worker send it.
 """
 
 import logging
@@ -20,13 +27,14 @@ from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from .. import clock, mongo, selectors
+from .. import clock, faults, mongo, selectors
 
 logger = logging.getLogger("booking.notifications")
 
 PENDING = "pending"
 SENT = "sent"
 FAILED = "failed"  # the mail server refused the address for good, or every retry was used up
+PAID = "paid"  # the only order state whose mail is (re)sent
 CLAIM_SECONDS = 120  # longer than one SMTP conversation (its timeout is 10 s)
 PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
@@ -72,22 +80,110 @@ def send_confirmation(order_id: ObjectId) -> str:
         confirmation_message(order).send()
     except (OSError, smtplib.SMTPException) as exc:
         if is_permanent(exc):
-            _finish(order_id, FAILED, reason=str(exc)[:200])
-            logger.error("confirmation mail for order %s refused for good: %s", order["ref"], exc)
+            give_up(order_id, f"refused for good: {exc}", permanent=True)
             return "failed"
         _release_claim(order_id)
         raise MailServerUnavailable(str(exc) or exc.__class__.__name__) from exc
     except BaseException:
         _release_claim(order_id)  # e.g. the soft time limit: let the retry have the order at once
         raise
-    _finish(order_id, SENT)
+    _finish_sent(order_id)
     return "sent"
 
 
-def give_up(order_id: ObjectId, reason: str) -> None:
-    """Every attempt failed: mark the mail failed so nothing queues it again (an operator can)."""
-    _finish(order_id, FAILED, reason=reason[:200])
-    logger.error("confirmation mail for order %s given up: %s", order_id, reason)
+def retry_delay(failures: int) -> timedelta:
+    """How long a failed mail waits before reconcile tries it again: doubles with each failed round."""
+    return timedelta(seconds=settings.BOOKING_MAIL_RETRY_FAILED_SECONDS * 2 ** max(failures - 1, 0))
+
+
+def give_up(order_id: ObjectId, reason: str, *, permanent: bool = False, now=None) -> str:
+    """This round of attempts failed: mark the mail failed and count it. Unless the refusal was
+    permanent or the cap is reached, reconcile tries again at ``mailRetryAt``. Returns "retry
+    later", "given up", or "" when the mail was no longer pending (someone else finished it)."""
+    now = now or clock.now()
+    order = mongo.orders().find_one({"_id": order_id, "mail": PENDING}, {"ref": 1, "mailFailures": 1})
+    if order is None:
+        return ""
+    failures = order.get("mailFailures", 0) + 1
+    update = {
+        "$set": {"mail": FAILED, "mailDoneOn": now, "mailFailure": reason[:200], "mailFailures": failures},
+        "$unset": {"mailClaimedUntil": ""},
+    }
+    retry = not permanent and failures < settings.BOOKING_MAIL_MAX_FAILURES
+    if retry:
+        update["$set"]["mailRetryAt"] = now + retry_delay(failures)
+    # Conditional on the count read: whoever counts this failure first is the only one.
+    done = mongo.orders().update_one(
+        {"_id": order_id, "mail": PENDING, "mailFailures": order.get("mailFailures")}, update
+    )
+    if not done.modified_count:
+        return ""
+    if retry:
+        logger.warning(
+            "confirmation mail for order %s failed (%d of %d rounds): %s; next round at %s",
+            order["ref"],
+            failures,
+            settings.BOOKING_MAIL_MAX_FAILURES,
+            reason,
+            update["$set"]["mailRetryAt"].isoformat(timespec="seconds"),
+        )
+        return "retry later"
+    logger.error("confirmation mail for order %s given up after %d failed rounds: %s", order["ref"], failures, reason)
+    return "given up"
+
+
+def reopen_failed(order_id: ObjectId, retry_at, now=None) -> bool:
+    """Reconcile: a failed mail whose next round is due (``retry_at``, as read) becomes pending
+    again, once, however many reconciles race for it. The caller queues the task."""
+    filter_ = {"_id": order_id, "state": PAID, "mail": FAILED, "mailRetryAt": retry_at}
+    return _reopen(filter_, now or clock.now(), fresh_budget=False)
+
+
+def reopen(order_id: ObjectId, seen_round: int | None) -> str:
+    """Operator: send the mail again on purpose (it failed, or the buyer lost it). A sent or failed
+    mail becomes pending with a fresh budget of rounds, but only if it is still in the round the
+    operator saw (``mailRound``): two operators, or a double click, re-send it once. Returns
+    "reopened", "pending" (it is pending already: sending it now is safe, the claim decides),
+    "changed" (it was re-sent or changed meanwhile), "not paid" or "no such order". The caller
+    sends or queues it."""
+    faults.point("mail.before_reopen")
+    seen = seen_round or 0
+    filter_ = {
+        "_id": order_id,
+        "state": PAID,
+        "mail": {"$in": [SENT, FAILED]},
+        "mailRound": seen if seen else {"$in": [0, None]},
+    }
+    if _reopen(filter_, clock.now(), fresh_budget=True):
+        return "reopened"
+    order = mongo.orders().find_one({"_id": order_id}, {"state": 1, "mail": 1, "mailRound": 1})
+    if order is None:
+        return "no such order"
+    if order.get("state") != PAID:
+        return "not paid"
+    if order.get("mail") == PENDING and (order.get("mailRound") or 0) == seen:
+        return "pending"
+    return "changed"
+
+
+def _reopen(filter_: dict, now, *, fresh_budget: bool) -> bool:
+    update = {
+        "$set": {"mail": PENDING, "mailTriedOn": now, "mailQueued": 0},
+        "$inc": {"mailRound": 1},
+        "$unset": {"mailClaimedUntil": "", "mailRetryAt": "", "mailDoneOn": ""},
+    }
+    if fresh_budget:
+        update["$set"]["mailFailures"] = 0
+    return bool(mongo.orders().update_one(filter_, update).modified_count)
+
+
+def queue_reopened(order_id: ObjectId) -> bool:
+    """Queue a mail just made pending; if the broker is down, leave it to reconcile's re-queuing
+    (it takes pending mails nobody tried)."""
+    if order_confirmed(order_id):
+        return True
+    mongo.orders().update_one({"_id": order_id, "mail": PENDING}, {"$unset": {"mailTriedOn": ""}})
+    return False
 
 
 def _claim(order_id: ObjectId) -> bool:
@@ -107,10 +203,8 @@ def _release_claim(order_id: ObjectId) -> None:
     mongo.orders().update_one({"_id": order_id, "mail": PENDING}, {"$unset": {"mailClaimedUntil": ""}})
 
 
-def _finish(order_id: ObjectId, outcome: str, reason: str | None = None) -> None:
-    update = {"$set": {"mail": outcome, "mailDoneOn": clock.now()}, "$unset": {"mailClaimedUntil": ""}}
-    if reason:
-        update["$set"]["mailFailure"] = reason
+def _finish_sent(order_id: ObjectId) -> None:
+    update = {"$set": {"mail": SENT, "mailDoneOn": clock.now()}, "$unset": {"mailClaimedUntil": ""}}
     mongo.orders().update_one({"_id": order_id, "mail": PENDING}, update)
 
 

@@ -8,7 +8,8 @@
 - cart items whose seats the session no longer holds for the cart are dropped from the cart;
 - canceled or failed orders whose seats were not yet given back are finished;
 - confirmation mails still pending a few minutes after checkout (Redis was down, or the task was
-  lost with its worker) are queued again.
+  lost with its worker) are queued again;
+- failed confirmation mails whose next round is due (``mailRetryAt``) are made pending and queued.
 Holds younger than the grace period are left alone: their cart write may still be under way.
 """
 
@@ -36,6 +37,7 @@ class ReconcileReport:
     orders_released: int = 0
     mails_requeued: int = 0
     mails_given_up: int = 0
+    mails_retried: int = 0
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -55,6 +57,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
         report.seats_released += orders.release_order_seats(order)
         report.orders_released += 1
     _requeue_pending_mails(now, report)
+    _retry_failed_mails(now, report)
     logger.info("reconcile: %s", report)
     return report
 
@@ -129,9 +132,11 @@ def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
         "$or": [{"mailTriedOn": {"$exists": False}}, {"mailTriedOn": {"$lte": now - lost_after}}],
     }
     for order in mongo.orders().find(due, {"mailQueued": 1}).sort("createdOn", 1).limit(500):
-        if order.get("mailQueued", 0) >= settings.BOOKING_MAIL_MAX_REQUEUES:
-            notifications.give_up(order["_id"], f"queued {order['mailQueued']} times without being sent")
-            report.mails_given_up += 1
+        queued = order.get("mailQueued", 0)
+        if queued >= settings.BOOKING_MAIL_MAX_REQUEUES:
+            reason = f"queued {queued} times without being sent"
+            if notifications.give_up(order["_id"], reason, now=now):
+                report.mails_given_up += 1
             continue
         # Counted before queuing, so a fast worker's attempt (mailTriedOn) is never older than this.
         mongo.orders().update_one(
@@ -145,6 +150,19 @@ def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
             )
             break  # the broker is down: the next run tries again
         report.mails_requeued += 1
+
+
+def _retry_failed_mails(now: datetime, report: ReconcileReport) -> None:
+    """Start the next round of a failed mail whose time has come (give_up set ``mailRetryAt``;
+    mails refused for good or over the cap have none). Reopening is conditional on the time read,
+    so of two reconciles racing one queues it; the task's claim still lets only one worker send."""
+    due = {"mail": notifications.FAILED, "state": notifications.PAID, "mailRetryAt": {"$lte": now}}
+    for order in mongo.orders().find(due, {"mailRetryAt": 1}).sort("mailRetryAt", 1).limit(500):
+        if not notifications.reopen_failed(order["_id"], order["mailRetryAt"], now):
+            continue  # another reconcile took it
+        if not notifications.queue_reopened(order["_id"]):
+            break  # the broker is down: the mail, pending now, is re-queued once it is back
+        report.mails_retried += 1
 
 
 def finish_interrupted_expiries(now: datetime | None = None, window: timedelta = timedelta(minutes=15)):

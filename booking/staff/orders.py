@@ -1,13 +1,14 @@
 """Orders in the admin: search by reference, e-mail or name; detail with seats and tickets;
-cancel (seats become free again)."""
+cancel (seats become free again); re-send the confirmation mail."""
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect
 from django.utils.decorators import method_decorator
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
 from ..errors import BookingError
+from ..services import notifications
 from ..services import orders as order_service
 from . import selectors
 from .base import CHANGE, MongoModelAdmin, bound
@@ -23,6 +24,7 @@ class OrderAdmin(MongoModelAdmin):
     routes = [
         ("", "order_list", "changelist"),
         ("<str:object_id>/change/", "order_detail", "change"),
+        ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
     ]
 
     def has_add_permission(self, request):
@@ -45,13 +47,41 @@ class OrderAdmin(MongoModelAdmin):
             status=200 if not form.is_bound or form.is_valid() else 400,
         )
 
+    def _order(self, object_id) -> dict:
+        order = selectors.get_order(self.document_id(object_id))
+        if order is None:
+            raise Http404("No such order.")
+        return order
+
+    @method_decorator(require_POST)
+    def order_resend_mail(self, request, object_id):
+        """Re-send the confirmation mail (queued for the worker), if it is still in the round the
+        page showed; a pending mail is left to the worker."""
+        self.require(request, "change")
+        order = self._order(object_id)
+        form = f.ResendMailForm(request.POST)
+        if not form.is_valid():
+            return HttpResponseBadRequest("The form was incomplete; reload the order page.")
+        ref = order["ref"]
+        outcome = notifications.reopen(order["_id"], form.cleaned_data["round"])
+        if outcome == "reopened":
+            queued = notifications.queue_reopened(order["_id"])
+            self.log(request, CHANGE, order["_id"], f"Order {ref}", f"Confirmation mail re-sent to {order['email']}.")
+            later = "" if queued else " (the queue is unreachable; it goes out once it is back)"
+            messages.success(request, f"The confirmation mail of {ref} is on its way to {order['email']}{later}.")
+        elif outcome == "pending":
+            messages.info(request, f"The confirmation mail of {ref} is being sent already; nothing was changed.")
+        elif outcome == "not paid":
+            messages.error(request, f"Order {ref} is {order['state']}: its confirmation mail is not sent.")
+        else:
+            messages.warning(request, "The mail changed since this page was shown (re-sent or retried); see below.")
+        return HttpResponseRedirect(self.url("change", order["_id"]))
+
     @method_decorator(require_http_methods(["GET", "POST"]))
     def order_detail(self, request, object_id):
         """The order; POST cancels it (needs the change permission)."""
         self.require(request, "view")
-        order = selectors.get_order(self.document_id(object_id))
-        if order is None:
-            raise Http404("No such order.")
+        order = self._order(object_id)
         form = f.CancelOrderForm(bound(request))
         status = 200
         if request.method == "POST":

@@ -1,14 +1,16 @@
-"""Carts and orders in the admin: find them, force-expire a cart, cancel an order."""
+"""Carts and orders in the admin: find them, force-expire a cart, cancel an order, re-send its mail."""
 
 import pytest
 from django.contrib.admin.models import CHANGE
+from django.core import mail
 
 from booking import mongo
 from booking.seatmap import FREE, HELD
-from booking.services import holds
+from booking.services import holds, notifications
 from booking.tests import test_admin_support as support
 from booking.tests.factories import make_session
-from booking.tests.test_admin_support import assert_consistent, last_log, sell
+from booking.tests.test_admin_support import assert_consistent, last_log, make_staff, sell
+from theater_site.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
 manager, manager_client = support.manager, support.manager_client  # the shared fixtures
@@ -119,3 +121,48 @@ def test_a_held_seat_is_not_touched_by_canceling_another_order(manager_client):
     manager_client.post(f"/admin/booking/order/{order['_id']}/change/", {"reason": "refund"})
     assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][0][2] == HELD
     assert_consistent()
+
+
+def test_staff_re_send_a_failed_confirmation_mail_once(manager_client, manager):
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    notifications.give_up(order["_id"], "refused for good: 550 mailbox full", permanent=True)
+    url = f"/admin/booking/order/{order['_id']}/change/"
+    page = manager_client.get(url).content.decode()
+    assert "refused for good: 550 mailbox full" in page and "given up; not retried automatically" in page
+    assert "Re-send the confirmation mail" in page and 'name="round" value="0"' in page
+
+    resend = f"/admin/booking/order/{order['_id']}/resend-mail/"
+    assert manager_client.get(resend).status_code == 405
+    assert manager_client.post(resend, {"round": "x"}).status_code == 400
+    assert mongo.orders().find_one({"_id": order["_id"]})["mail"] == "failed"
+
+    celery_app.control.purge()
+    response = manager_client.post(resend, {"round": "0"}, follow=True)
+    assert "The confirmation mail of" in response.content.decode() and "is on its way to ada@example.com" in (
+        response.content.decode()
+    )
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert (stored["mail"], stored["mailRound"], stored["mailFailures"]) == ("pending", 1, 0)
+    entry = last_log("order")
+    assert (entry.object_id, entry.action_flag, entry.user_id) == (str(order["_id"]), CHANGE, manager.pk)
+    assert entry.change_message == "Confirmation mail re-sent to ada@example.com."
+    assert "Re-send the confirmation mail" not in response.content.decode()  # pending: nothing to click
+
+    again = manager_client.post(resend, {"round": "0"}, follow=True)  # a second click of the old page
+    assert "The mail changed since this page was shown" in again.content.decode()
+    assert mongo.orders().find_one({"_id": order["_id"]})["mailRound"] == 1
+    assert notifications.send_confirmation(order["_id"]) == "sent"  # what the queued task does
+    assert notifications.send_confirmation(order["_id"]) == "already sent"
+    assert len(mail.outbox) == 1
+    celery_app.control.purge()
+
+
+def test_re_send_needs_the_change_permission(client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    client.force_login(make_staff("viewer", ["view_order"]))
+    page = client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert "Re-send the confirmation mail" not in page
+    assert client.post(f"/admin/booking/order/{order['_id']}/resend-mail/", {"round": "0"}).status_code == 403
+    assert mongo.orders().find_one({"_id": order["_id"]}).get("mailRound") is None

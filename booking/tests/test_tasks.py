@@ -4,13 +4,14 @@ in test_worker.py and test_worker_mail.py.)"""
 
 import io
 import json
+import socket
 from datetime import timedelta
 
 import pytest
 import redis
 from django.conf import settings as django_settings
 from django.core import mail
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from booking import clock, faults, mongo
 from booking.invariants import check_invariants
@@ -199,3 +200,171 @@ def test_worker_status_shows_the_expiry_backlog_without_a_worker(settings, empty
     assert "oldest of them ended:" in text and "95 s ago" in text
     assert "is the worker or beat down?" in text
     assert "workers: none answered" in text
+
+
+# --- failed mails: retried by reconcile in rounds, up to a cap; re-sent on purpose by an operator ---
+
+
+def dead_smtp_server() -> dict:
+    """A mail server address where nothing listens: every send fails as when the server is down."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    options = {"host": "127.0.0.1", "port": port, "timeout": 2}
+    return {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": options}}
+
+
+def fail_one_round(order) -> str:
+    """What the task does with a mail server that is down, once its retries are used up."""
+    with pytest.raises(notifications.MailServerUnavailable):
+        notifications.send_confirmation(order["_id"])
+    return notifications.give_up(order["_id"], "mail server kept failing: connection refused")
+
+
+def stored(order) -> dict:
+    return mongo.orders().find_one({"_id": order["_id"]})
+
+
+def test_a_failed_mail_comes_back_in_rounds_with_growing_waits_until_the_cap(empty_queue, settings):
+    settings.BOOKING_MAIL_RETRY_FAILED_SECONDS = 600
+    settings.BOOKING_MAIL_MAX_FAILURES = 3
+    settings.MAILERS = dead_smtp_server()
+    order = buy(make_session())
+    celery_app.control.purge()
+    waits = []
+    for round_no in (1, 2):
+        assert fail_one_round(order) == "retry later"
+        doc = stored(order)
+        assert (doc["mail"], doc["mailFailures"]) == ("failed", round_no)
+        waits.append((doc["mailRetryAt"] - doc["mailDoneOn"]).total_seconds())
+        assert reconcile(now=doc["mailRetryAt"] - timedelta(seconds=1)).mails_retried == 0  # not yet
+        assert queued_task_names() == []
+        assert reconcile(now=doc["mailRetryAt"]).mails_retried == 1
+        assert queued_task_names() == ["booking.tasks.send_order_confirmation"]
+        assert stored(order)["mail"] == "pending" and "mailRetryAt" not in stored(order)
+        celery_app.control.purge()
+    assert waits == [600, 1200]
+
+    assert fail_one_round(order) == "given up"  # the third failed round is the last
+    doc = stored(order)
+    assert (doc["mail"], doc["mailFailures"]) == ("failed", 3) and "mailRetryAt" not in doc
+    assert reconcile(now=clock.now() + timedelta(days=30)).mails_retried == 0
+    assert queued_task_names() == [] and mail.outbox == []
+
+    out = io.StringIO()
+    call_command("worker_status", "--no-ping", stdout=out)
+    text = out.getvalue()
+    assert "confirmation mails failed:    1 (0 to be retried automatically, 1 given up)" in text
+    assert f"{order['ref']}  alice@example.org  given up, failed 3x: mail server kept failing" in text
+    assert "resend_confirmation <REF>" in text
+
+
+def test_worker_status_lists_a_failed_mail_with_its_next_round(settings):
+    settings.MAILERS = dead_smtp_server()
+    order = buy(make_session())
+    fail_one_round(order)
+    out = io.StringIO()
+    call_command("worker_status", "--no-ping", stdout=out)
+    text = out.getvalue()
+    assert "confirmation mails pending:   0" in text
+    assert "confirmation mails failed:    1 (1 to be retried automatically, 0 given up)" in text
+    assert f"{order['ref']}  alice@example.org  next try in 30 min, failed 1x" in text
+    assert "resend_confirmation" not in text
+
+
+def test_a_mail_refused_for_good_is_not_retried_by_reconcile(empty_queue):
+    order = buy(make_session())
+    celery_app.control.purge()
+    assert notifications.give_up(order["_id"], "refused for good: 550 no such user", permanent=True) == "given up"
+    assert "mailRetryAt" not in stored(order)
+    assert reconcile(now=clock.now() + timedelta(days=30)).mails_retried == 0
+    assert queued_task_names() == []
+
+
+def test_a_failure_is_counted_once_when_two_give_up_at_once(settings):
+    order = buy(make_session())
+    assert notifications.give_up(order["_id"], "first") == "retry later"
+    assert notifications.give_up(order["_id"], "second") == ""  # no longer pending: nothing counted
+    assert (stored(order)["mailFailures"], stored(order)["mailFailure"]) == (1, "first")
+
+
+def test_a_mail_given_up_after_requeues_also_comes_back_later(empty_queue, settings):
+    settings.BOOKING_MAIL_MAX_REQUEUES = 0
+    order = buy(make_session())
+    celery_app.control.purge()  # as if the task had been lost
+    later = clock.now() + timedelta(seconds=settings.BOOKING_MAIL_REQUEUE_SECONDS + 1)
+    assert reconcile(now=later).mails_given_up == 1
+    doc = stored(order)
+    assert doc["mailRetryAt"] == later + timedelta(seconds=settings.BOOKING_MAIL_RETRY_FAILED_SECONDS)
+    assert reconcile(now=doc["mailRetryAt"]).mails_retried == 1
+    assert notifications.send_confirmation(order["_id"]) == "sent"
+    assert len(mail.outbox) == 1
+
+
+def test_a_canceled_order_s_failed_mail_is_not_retried(empty_queue, settings):
+    order = buy(make_session())
+    notifications.give_up(order["_id"], "server down")
+    mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"state": "canceled"}})
+    assert reconcile(now=stored(order)["mailRetryAt"]).mails_retried == 0
+    assert notifications.reopen(order["_id"], 0) == "not paid"
+    assert stored(order)["mail"] == "failed"
+
+
+def resend(*refs) -> str:
+    out = io.StringIO()
+    call_command("resend_confirmation", *refs, stdout=out)
+    return out.getvalue()
+
+
+def test_resend_confirmation_sends_a_sent_mail_again_on_purpose():
+    order = buy(make_session())
+    assert notifications.send_confirmation(order["_id"]) == "sent"
+    assert resend(order["ref"].lower()) == f"{order['ref'].lower()}: sent to alice@example.org\n"
+    assert len(mail.outbox) == 2 and mail.outbox[1].to == ["alice@example.org"]
+    assert (stored(order)["mail"], stored(order)["mailRound"]) == ("sent", 1)
+
+
+def test_resend_confirmation_sends_a_given_up_mail_with_a_fresh_budget(settings, empty_queue):
+    settings.BOOKING_MAIL_MAX_FAILURES = 1
+    good_mailers = settings.MAILERS
+    settings.MAILERS = dead_smtp_server()
+    order = buy(make_session())
+    assert fail_one_round(order) == "given up"
+
+    with pytest.raises(CommandError, match="1 of 1 mails were not sent"):
+        resend(order["ref"])  # the server is still down: queued for the worker, pending again
+    assert stored(order)["mail"] == "pending"
+    assert queued_task_names()[-1] == "booking.tasks.send_order_confirmation"
+
+    settings.MAILERS = good_mailers
+    assert resend(order["ref"]) == f"{order['ref']}: sent to alice@example.org\n"  # pending: sent now
+    doc = stored(order)
+    assert (doc["mail"], doc["mailFailures"]) == ("sent", 0)
+    assert len(mail.outbox) == 1
+    assert notifications.send_confirmation(order["_id"]) == "already sent"  # the queued task sends nothing
+
+
+def test_resend_confirmation_refuses_unknown_and_canceled_orders():
+    order = buy(make_session())
+    notifications.send_confirmation(order["_id"])
+    mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"state": "canceled"}})
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="2 of 2 mails were not sent"):
+        call_command("resend_confirmation", "NOSUCHREF", order["ref"], stdout=err)
+    assert "NOSUCHREF: no such order" in err.getvalue()
+    assert f"{order['ref']}: the order is canceled; its mail is not sent" in err.getvalue()
+    assert len(mail.outbox) == 1 and stored(order)["mail"] == "sent"
+
+
+def test_two_operators_re_sending_the_same_round_send_one_mail():
+    order = buy(make_session())
+    notifications.send_confirmation(order["_id"])
+    seen = stored(order).get("mailRound")
+    assert notifications.reopen(order["_id"], seen) == "reopened"
+    assert notifications.reopen(order["_id"], seen) == "changed"  # the same page again: nothing more
+    assert notifications.send_confirmation(order["_id"]) == "sent"
+    assert notifications.reopen(order["_id"], seen) == "changed"  # and after it went out, neither
+    assert len(mail.outbox) == 2
+    now = stored(order)["mailRound"]
+    assert notifications.reopen(order["_id"], now) == "reopened"  # a fresh look at the page: again
+    assert notifications.reopen(order["_id"], now + 1) == "pending"  # seen pending: send it now, claim decides

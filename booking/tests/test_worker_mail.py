@@ -1,19 +1,24 @@
 """The confirmation e-mail sent by a real Celery worker (Celery's embedded worker, in a thread of
 this process so it shares Django's locmem outbox) consuming the test Redis; the SMTP cases talk to
-a real SMTP server (aiosmtpd) that is down, comes up, or refuses the address."""
+a real SMTP server (aiosmtpd) that is down, comes up, or refuses the address. Also: a failed mail
+sent by a later reconcile round, and the operator's re-send command run twice at once."""
 
+import io
 import logging
 import socket
+import threading
 import time
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 from aiosmtpd.controller import Controller
 from celery.contrib.testing.worker import start_worker
 from django.core import mail
+from django.core.management import CommandError, call_command
 
-from booking import mongo
-from booking.services import checkout, holds
+from booking import faults, mongo
+from booking.services import checkout, holds, notifications
 from booking.services.reconcile import reconcile
 from booking.tasks import send_order_confirmation
 from booking.tests.factories import make_session
@@ -162,7 +167,9 @@ def test_a_refused_address_is_not_retried(worker, caplog, settings):
     assert outcomes(caplog, order) == ["failed"]
     assert retries(caplog, order) == 0
     assert inbox.messages == []
-    assert "550" in mongo.orders().find_one({"_id": order["_id"]})["mailFailure"]
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert "550" in stored["mailFailure"]
+    assert "mailRetryAt" not in stored  # reconcile leaves it to an operator
 
 
 def test_after_the_last_retry_the_mail_is_marked_failed(worker, caplog, settings):
@@ -172,4 +179,85 @@ def test_after_the_last_retry_the_mail_is_marked_failed(worker, caplog, settings
     order = buy()
     wait_until(lambda: mail_state(order) == "failed", 30, "the retries to run out")
     assert retries(caplog, order) == send_order_confirmation.max_retries
-    assert "kept failing" in mongo.orders().find_one({"_id": order["_id"]})["mailFailure"]
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert "kept failing" in stored["mailFailure"]
+    assert stored["mailFailures"] == 1 and stored["mailRetryAt"] > stored["mailDoneOn"]  # a later round
+
+
+def test_a_failed_mail_is_sent_once_by_the_next_reconcile_after_the_server_is_back(worker, caplog, settings):
+    port = free_port()
+    settings.MAILERS = smtp_mailer(port)  # down for the whole first round
+    settings.BOOKING_MAIL_RETRY_BASE_SECONDS = 0.02
+    settings.BOOKING_MAIL_RETRY_MAX_SECONDS = 0.05
+    order = buy()
+    wait_until(lambda: mail_state(order) == "failed", 30, "the first round to fail")
+    retry_at = mongo.orders().find_one({"_id": order["_id"]})["mailRetryAt"]
+    assert reconcile().mails_retried == 0  # its next round is not due yet
+
+    inbox = Inbox()
+    server = Controller(inbox, hostname="127.0.0.1", port=port)
+    server.start()
+    try:
+        # Two reconciles (two beats, or a manual run) race for the due mail: one queues it.
+        reports = []
+        barrier = threading.Barrier(2)
+
+        def run():
+            barrier.wait()
+            reports.append(reconcile(now=retry_at))
+
+        threads = [threading.Thread(target=run) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert sorted(r.mails_retried for r in reports) == [0, 1]
+        wait_until(lambda: mail_state(order) == "sent", 20, "the mail to go out")
+        assert reconcile(now=retry_at + timedelta(days=1)).mails_retried == 0
+        time.sleep(0.5)  # anything still queued would be sent by now
+    finally:
+        server.stop()
+    assert len(inbox.messages) == 1
+    assert inbox.messages[0].rcpt_tos == ["alice@example.org"]
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert (stored["mail"], stored["mailFailures"], stored["mailRound"]) == ("sent", 1, 1)
+
+
+def test_two_resend_commands_at_once_send_one_mail(empty_queue, settings):
+    inbox = Inbox()
+    server = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    server.start()
+    settings.MAILERS = smtp_mailer(server.port)
+    order = buy()
+    notifications.give_up(order["_id"], "mail server kept failing", permanent=True)  # failed, given up
+    barrier = threading.Barrier(2, timeout=10)
+
+    def both_have_read_the_order(name):
+        if name == "mail.before_reopen":
+            barrier.wait()
+
+    results = []
+
+    def resend():
+        out = io.StringIO()
+        try:
+            call_command("resend_confirmation", order["ref"], stdout=out)
+            results.append(("ok", out.getvalue()))
+        except CommandError:
+            results.append(("error", out.getvalue()))
+
+    faults.set_hook(both_have_read_the_order)
+    try:
+        threads = [threading.Thread(target=resend) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    finally:
+        faults.set_hook(None)
+        server.stop()
+    assert len(inbox.messages) == 1
+    assert sorted(kind for kind, _ in results) == ["error", "ok"]
+    assert "sent to alice@example.org" in dict(results)["ok"]
+    assert "changed meanwhile" in dict(results)["error"]
+    assert mail_state(order) == "sent"

@@ -1,4 +1,5 @@
-"""What the Celery worker is up to, for an operator: is anyone answering, and is expiry keeping up?"""
+"""What the Celery worker is up to, for an operator: is anyone answering, is expiry keeping up, and
+which confirmation mails failed?"""
 
 import redis
 from django.conf import settings
@@ -11,7 +12,8 @@ from theater_site.celery import app as celery_app
 class Command(BaseCommand):
     help = (
         "Show the expiry backlog (active carts, carts past their hold but not yet expired, the oldest "
-        "of them) and whether a Celery worker answers a ping."
+        "of them), pending and failed confirmation mails (each failed one with its reference) and whether a "
+        "Celery worker answers a ping."
     )
 
     def add_arguments(self, parser):
@@ -31,6 +33,7 @@ class Command(BaseCommand):
             out.write(f"oldest of them ended:         {age:.0f} s ago{note}")
         out.write(f"checkouts in progress:        {backlog['checking_out']}")
         out.write(f"confirmation mails pending:   {backlog['mails_pending']}")
+        self.write_failed_mails(backlog)
         if no_ping:
             return
         try:
@@ -45,3 +48,28 @@ class Command(BaseCommand):
             return
         names = sorted(name for reply in replies for name in reply)
         out.write(self.style.SUCCESS(f"workers answering: {len(names)} ({', '.join(names)})"))
+
+    def write_failed_mails(self, backlog: dict) -> None:
+        failed, given_up = backlog["mails_failed"], backlog["mails_given_up"]
+        line = f"confirmation mails failed:    {failed}"
+        if failed:
+            line += f" ({failed - given_up} to be retried automatically, {given_up} given up)"
+        self.stdout.write(self.style.WARNING(line) if given_up else line)
+        if not failed:
+            return
+        now = backlog["now"]
+        shown = selectors.failed_mails(limit=20)
+        for order in shown:
+            rounds = order.get("mailFailures") or 1
+            retry_at = order.get("mailRetryAt")
+            if retry_at is not None:
+                wait = max((retry_at - now).total_seconds(), 0)
+                status = f"next try in {wait / 60:.0f} min"
+            else:
+                status = "given up"
+            reason = order.get("mailFailure", "")
+            self.stdout.write(f"  {order['ref']}  {order.get('email', '')}  {status}, failed {rounds}x: {reason}")
+        if failed > len(shown):
+            self.stdout.write(f"  ... and {failed - len(shown)} more")
+        if given_up:
+            self.stdout.write("  re-send one on purpose: manage.py resend_confirmation <REF>")
