@@ -108,6 +108,89 @@
     column.style.setProperty("--zoom", zoom.toFixed(3));
   });
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll(".zoom[hidden]").forEach(function (el) { el.hidden = false; });
+    document.querySelectorAll(".zoom[hidden], .keys-hint[hidden]").forEach(function (el) { el.hidden = false; });
   });
+
+  // Keyboard on the seat map (WAI-ARIA grid pattern, "roving tabindex"): the map is one Tab stop,
+  // the arrow keys move between seats, Home/End go to the row's ends, Enter/Space click as always.
+  // One Tab stop because a hall has hundreds of seats: tabbing through all of them to reach the
+  // cart or "Best available" is what would surprise; the hint above the map names the keys.
+  // Without this file every seat is a Tab stop of its own, as before.
+  var SEAT = "#seatmap button.s";
+  var lastSeat = null;  // id of the seat focused last (elements are replaced by swaps, ids stay)
+  var goal = null;      // {id, x}: the horizontal place kept through Up/Down moves, as an editor does
+
+  // Exactly one seat is reachable with Tab: the last focused one, else the first free one.
+  // Every htmx swap brings seats without tabindex (the map, or single seats after a click), so
+  // this runs again after each swap; htmx has already moved focus to the new seat of the same id.
+  function rove() {
+    var seats = document.querySelectorAll(SEAT);
+    if (!seats.length) return;
+    var stop = (lastSeat && document.getElementById(lastSeat)) ||
+      document.querySelector(SEAT + ":not([aria-disabled])") || seats[0];
+    seats.forEach(function (b) { if (b.tabIndex !== (b === stop ? 0 : -1)) b.tabIndex = b === stop ? 0 : -1; });
+  }
+  document.addEventListener("DOMContentLoaded", rove);
+  document.addEventListener("htmx:afterSwap", rove);
+
+  document.addEventListener("focusin", function (e) {
+    if (!e.target.matches || !e.target.matches(SEAT) || e.target.id === lastSeat) return;
+    var old = lastSeat && document.getElementById(lastSeat);
+    if (old) old.tabIndex = -1;
+    e.target.tabIndex = 0;
+    lastSeat = e.target.id;
+  });
+
+  document.addEventListener("keydown", function (e) {
+    var seat = e.target;
+    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.isComposing || e.defaultPrevented) return;
+    if (!seat.matches || !seat.matches(SEAT)) return;
+    var row = seat.closest(".r");
+    var inRow = row.querySelectorAll("button.s");
+    var at = Array.prototype.indexOf.call(inRow, seat);
+    var next = null;
+    switch (e.key) {
+      case "ArrowLeft": next = inRow[at - 1]; break;
+      case "ArrowRight": next = inRow[at + 1]; break;  // gaps are <i>, not buttons: skipped
+      case "Home": next = inRow[0]; break;
+      case "End": next = inRow[inRow.length - 1]; break;
+      case "ArrowUp": next = nearestInRow(seat, row, "previousElementSibling"); break;
+      case "ArrowDown": next = nearestInRow(seat, row, "nextElementSibling"); break;
+      default: return;  // any other key: not ours
+    }
+    e.preventDefault();  // a move (or none at an edge) never scrolls the map box or the page itself
+    if (!next) return;
+    if (e.key !== "ArrowUp" && e.key !== "ArrowDown") goal = null;
+    // Into view in a wide hall's .map-scroll (sideways too) and the page. focus() alone would not
+    // scroll a seat that is visible under the sticky row labels; scrollIntoView keeps clear of
+    // them (the box's scroll-padding in site.css) and scrolls only as far as needed.
+    next.focus({ preventScroll: true });
+    next.scrollIntoView({ block: "nearest", inline: "nearest" });
+  });
+
+  // The seat of the next row up or down (rows without seats are passed over) whose centre is
+  // nearest to the goal: this seat's centre, or the one the Up/Down moves started from, so
+  // passing a shorter row or an aisle does not drift sideways. Measured as a fraction of the map's
+  // width (unchanged by scrolling and zoom). On a tie the left one.
+  function nearestInRow(seat, row, step) {
+    var map = row.parentElement.getBoundingClientRect();
+    var x = goal && goal.id === seat.id ? goal.x : centre(seat, map);
+    for (row = row[step]; row; row = row[step]) {
+      var best = null, bestDistance = Infinity;
+      row.querySelectorAll("button.s").forEach(function (b) {
+        var d = Math.abs(centre(b, map) - x);
+        if (d < bestDistance - 0.001) { best = b; bestDistance = d; }
+      });
+      if (best) {
+        goal = { id: best.id, x: x };
+        return best;
+      }
+    }
+    return null;
+  }
+
+  function centre(el, map) {
+    var box = el.getBoundingClientRect();
+    return (box.left + box.width / 2 - map.left) / map.width;
+  }
 })();
