@@ -2,6 +2,7 @@
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import datetime
 
 from bson import ObjectId
@@ -134,6 +135,42 @@ def session_layout(session_id: ObjectId, revision: int) -> dict | None:
     return doc["layout"]
 
 
+@dataclass(frozen=True)
+class SaleFacts:
+    """What a hold takes from a session besides its seat states: the layout (of a revision) and
+    the prices. Kept per process from the last read; a hold's write names the revision and the
+    prices in its filter, so facts gone stale make the write miss (and the hold read again),
+    never take a seat at a wrong price or by a wrong layout."""
+
+    layout_rev: int
+    layout: dict
+    prices: dict
+
+
+_sale_facts: OrderedDict[ObjectId, SaleFacts] = OrderedDict()
+
+
+def known_sale_facts(session_id: ObjectId) -> SaleFacts | None:
+    """This process's last facts of the session, without a read (None when it has none)."""
+    with _layouts_lock:
+        return _sale_facts.get(session_id)
+
+
+def sale_facts(session: dict) -> SaleFacts | None:
+    """The facts of a session just read (with ``prices`` and ``layoutRev``), kept for the next
+    hold; the layout comes from session_layout. None when the session is gone."""
+    layout = session.get("layout") or session_layout(session["_id"], session.get("layoutRev", 0))
+    if layout is None:
+        return None
+    facts = SaleFacts(session.get("layoutRev", 0), layout, dict(session["prices"]))
+    with _layouts_lock:
+        _sale_facts[session["_id"]] = facts
+        _sale_facts.move_to_end(session["_id"])
+        while len(_sale_facts) > LAYOUT_CACHE_SIZE:
+            _sale_facts.popitem(last=False)
+    return facts
+
+
 def get_session_head(session_id: ObjectId) -> dict | None:
     """Q2 when this process has already built the map of the current version: one read by _id of
     everything but the big parts (seat states, layout rows, reservations): about 1 KB, not 38."""
@@ -152,6 +189,37 @@ def theaters() -> list[dict]:
 
 def get_theater(theater_id: ObjectId) -> dict | None:
     return mongo.theaters().find_one({"_id": theater_id})
+
+
+@dataclass
+class BuyerCarts:
+    """What a hold needs to know of carts, from one read (buyer_carts)."""
+
+    cart: dict | None  # the buyer's cart in whatever state, None when they have none
+    owner_live: int  # live carts of this owner (BOOKING_MAX_LIVE_CARTS_PER_OWNER)
+    client_held: int  # seats held in live carts started from this client (BOOKING_MAX_HELD_SEATS_PER_CLIENT)
+
+
+def buyer_carts(owner: str, cart_id: ObjectId | None, client: str | None, now: datetime) -> BuyerCarts:
+    """C1's one read of carts: the buyer's cart, and the live carts the anti-hoarding limits count
+    (the owner's, the client address's), in one query whose every branch has its index."""
+    live = {"state": ACTIVE, "expiresAt": {"$gt": now}}
+    branches: list[dict] = [{"owner": owner, **live}]
+    if cart_id is not None:
+        branches.append({"_id": cart_id, "owner": owner})
+    if client:
+        branches.append({"client": client, **live})
+    query = {"$or": branches} if len(branches) > 1 else branches[0]
+    found = BuyerCarts(cart=None, owner_live=0, client_held=0)
+    for doc in mongo.carts().find(query):
+        is_live_now = doc["state"] == ACTIVE and doc["expiresAt"] > now
+        if doc["_id"] == cart_id and doc["owner"] == owner:
+            found.cart = doc
+        if is_live_now and doc["owner"] == owner:
+            found.owner_live += 1
+        if is_live_now and client and doc.get("client") == client:
+            found.client_held += len(doc.get("items", []))
+    return found
 
 
 def get_cart(owner: str, cart_id: ObjectId | None) -> dict | None:

@@ -173,7 +173,6 @@ BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold request
 BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
 # Proxies in front of the app that append to X-Forwarded-For (0: the client is REMOTE_ADDR).
 BOOKING_TRUSTED_PROXIES = env.int("BOOKING_TRUSTED_PROXIES", default=0)
-RATELIMIT_IP_META_KEY = "booking.ratelimits.client_ip"
 # A hold younger than this is never touched by reconcile (its cart write may still be under way).
 BOOKING_RECONCILE_GRACE_SECONDS = env.int("BOOKING_RECONCILE_GRACE_SECONDS", default=120)
 # A cart stuck in checking_out longer than this is finished by reconcile.

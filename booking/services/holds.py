@@ -120,20 +120,29 @@ def hold_seats(
     seat_keys,
     *,
     allow_orphans: bool = False,
-    cart=UNREAD,
+    carts: selectors.BuyerCarts | None = None,
 ) -> HoldResult:
     """Hold these seats for the owner's cart (all or nothing). Starts a cart when needed.
 
     ``allow_orphans``: best available already avoids leaving a seat alone wherever it can.
-    ``cart``: the owner's cart as the caller just read it, if it did.
+    ``carts``: the buyer's carts as the caller just read them (``selectors.buyer_carts``), if it did.
+
+    When this process knows the session's layout and prices (``selectors.SaleFacts``), the session
+    is not read: the write's filter requires everything a read would have been checked for (on
+    sale, not started, the same layout and prices, the seats free, no seat left alone), and only a
+    write that misses reads the session to tell why (or to try again).
     """
     coords = parse_seats(seat_keys)
     now = clock.now()
-    cart = load_live_cart(owner, cart_id, now, cart)  # first: ending a stale cart frees seats on the map
-    session = load_session_for_sale(session_id, now, read=selectors.get_session_for_hold)
-    layout = selectors.session_layout(session_id, session.get("layoutRev", 0))
-    if layout is None:
-        raise NotFound("No such performance.")
+    client = acting_client.get()
+    if carts is None:
+        carts = selectors.buyer_carts(owner, cart_id, client, now)
+    cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
+    session = None
+    facts = selectors.known_sale_facts(session_id)
+    if facts is None or any(seat_cell(facts.layout, r, c) is None for r, c in coords):
+        session, facts = _read_for_sale(session_id, now)  # an unknown seat may be in a newer layout
+    layout = facts.layout
     for row, col in coords:
         if seat_cell(layout, row, col) is None:
             raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
@@ -142,16 +151,15 @@ def hold_seats(
         raise TooManySeats(
             f"A cart can hold at most {settings.BOOKING_MAX_SEATS_PER_CART} seats; you have {in_cart} already."
         )
-    _check_live_holds_limit(owner, cart, now)
-    client = acting_client.get()
-    _check_client_held_seats_limit(client, len(coords), now)
+    _check_live_holds_limit(cart, carts.owner_live)
+    _check_client_held_seats_limit(client, carts.client_held, len(coords))
     cart_id = cart["_id"] if cart else ObjectId()
     mine = selectors.cart_seat_keys(cart, session_id)
     for row, col in coords:
         if seat_key(row, col) in mine:
             raise InvalidRequest(f"{seat_name(layout, row, col)} is already in your cart.")
 
-    session = _write_session_hold(session, layout, cart_id, bool(mine), coords, now, allow_orphans)
+    session = _write_session_hold(session_id, session, facts, cart_id, bool(mine), coords, now, allow_orphans)
     items = [_cart_item(session, row, col) for row, col in coords]
     total = sum(i["price"] for i in items)
     faults.point("hold.after_session")
@@ -194,30 +202,29 @@ def hold_seats(
     return HoldResult(cart_id=cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
 
 
-def _check_live_holds_limit(owner: str, cart: dict | None, now: datetime) -> None:
+def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, selectors.SaleFacts]:
+    """The hold's read of the session (seat states, no layout, no reservations) and its facts."""
+    session = load_session_for_sale(session_id, now, read=selectors.get_session_for_hold)
+    facts = selectors.sale_facts(session)
+    if facts is None:
+        raise NotFound("No such performance.")
+    return session, facts
+
+
+def _check_live_holds_limit(cart: dict | None, owner_live: int) -> None:
     """One client may not keep several carts going at once to get round the per-cart limit."""
     limit = getattr(settings, "BOOKING_MAX_LIVE_CARTS_PER_OWNER", 0)
-    if not limit or cart is not None:
-        return
-    live = mongo.carts().count_documents(
-        {"owner": owner, "state": cart_service.ACTIVE, "expiresAt": {"$gt": now}}, limit=limit
-    )
-    if live >= limit:
+    if limit and cart is None and owner_live >= limit:
         raise TooManySeats("You already have seats on hold. Finish or cancel that booking first.")
 
 
-def _check_client_held_seats_limit(client: str | None, adding: int, now: datetime) -> None:
+def _check_client_held_seats_limit(client: str | None, held: int, adding: int) -> None:
     """One address may not hold more than BOOKING_MAX_HELD_SEATS_PER_CLIENT seats in live carts,
-    however many cookies it throws away. A read before the write, so two requests racing from the
-    same address can overshoot by one request; the hold rate limit bounds that."""
+    however many cookies it throws away. ``held``: counted by the hold's read of carts, so two
+    requests racing from the same address can overshoot by one request; the hold rate limit
+    bounds that."""
     limit = getattr(settings, "BOOKING_MAX_HELD_SEATS_PER_CLIENT", 0)
-    if not limit or not client:
-        return
-    live = mongo.carts().find(
-        {"state": cart_service.ACTIVE, "expiresAt": {"$gt": now}, "client": client}, {"items.key": 1}
-    )
-    held = sum(len(c.get("items", [])) for c in live)
-    if held + adding > limit:
+    if limit and client and held + adding > limit:
         raise TooManySeats(
             f"Too many seats are on hold from your connection right now ({held}; at most {limit}). "
             "Please finish or cancel a booking first."
@@ -225,18 +232,44 @@ def _check_client_held_seats_limit(client: str | None, adding: int, now: datetim
 
 
 def _write_session_hold(
-    session: dict, layout: dict, cart_id: ObjectId, cart_has_seats: bool, coords, now: datetime, allow_orphans: bool
+    session_id: ObjectId,
+    session: dict | None,
+    facts: selectors.SaleFacts,
+    cart_id: ObjectId,
+    cart_has_seats: bool,
+    coords,
+    now: datetime,
+    allow_orphans: bool,
 ) -> dict:
     """The conditional update that takes the seats. Retries once after freeing seats held by
     expired carts (the same code the worker runs), so availability never waits for the worker.
 
-    ``session`` is the hold's read (no reservations): whether this cart already has a reservation
-    in it is taken from the cart (``cart_has_seats``). Should the two disagree (a crash between a
-    hold's two writes), the write's filter does not match and the retry reads the whole document.
+    ``session``: the hold's read (no reservations), or None when the session was not read: then
+    the write is tried first and the session read only if it misses. Whether this cart already
+    has a reservation in the session is taken from the cart (``cart_has_seats``). Should the two
+    disagree (a crash between a hold's two writes), the write's filter does not match and the
+    retry reads the whole document.
 
     Returns the session's summary with ``version`` as the write left it, and the layout: the write
     is a findAndModify (still one write) answering with the new version, so nothing is re-read."""
-    session_id = session["_id"]
+    if session is None:
+        query, update, array_filters = _hold_write(
+            session_id, facts, cart_id, cart_has_seats, coords, now, allow_orphans
+        )
+        written = mongo.sessions().find_one_and_update(
+            query,
+            update,
+            projection=UNREAD_WRITE_ANSWER_FIELDS,
+            array_filters=array_filters,
+            return_document=ReturnDocument.AFTER,
+        )
+        if written is not None:
+            return {**written, "layout": facts.layout}
+        session, facts = _read_for_sale(session_id, now)  # missed: find out why, and try again
+        for row, col in coords:
+            if seat_cell(facts.layout, row, col) is None:  # the layout was replaced meanwhile
+                raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
+    layout = facts.layout
     freed_expired = False
     for _attempt in range(4):
         seats = session["seats"]
@@ -254,56 +287,115 @@ def _write_session_hold(
             if alone:
                 names = ", ".join(seat_name(layout, r, c) for r, c in alone)
                 raise OrphanSeat(f"That would leave {names} on its own. Please choose seats next to each other.")
-        keys = [seat_key(r, c) for r, c in coords]
-        price = sum(session["prices"][layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
         if "reservations" in session:
             has_reservation = any(res["_id"] == cart_id for res in session["reservations"])
         else:
             has_reservation = cart_has_seats
-        query = {"_id": session_id, "status": "on_sale"}
-        if not UNSAFE_SKIP_FREE_CHECK:
-            query.update({cell_path(r, c): FREE for r, c in coords})
-        cells = {cell_path(r, c): HELD for r, c in coords}
-        if has_reservation:
-            query["reservations._id"] = cart_id
-            update = {
-                "$set": {**cells, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
-                "$inc": {"seatsAvailable": -len(coords), "version": 1, "reservations.$[r].total": price},
-                "$push": {"reservations.$[r].seats": {"$each": keys}},
-            }
-            written = _find_one_and_update_session(query, update, array_filters=[{"r._id": cart_id}])
-        else:
-            query["reservations._id"] = {"$ne": cart_id}
-            update = {
-                "$set": cells,
-                "$inc": {"seatsAvailable": -len(coords), "version": 1},
-                "$push": {
-                    "reservations": {
-                        "_id": cart_id,
-                        "seats": keys,
-                        "total": price,
-                        "v": reservations.new_token(),
-                        "modifiedOn": now,
-                    }
-                },
-            }
-            written = _find_one_and_update_session(query, update)
+        query, update, array_filters = _hold_write(
+            session_id, facts, cart_id, has_reservation, coords, now, allow_orphans
+        )
+        written = mongo.sessions().find_one_and_update(
+            query,
+            update,
+            projection=WRITE_ANSWER_FIELDS,
+            array_filters=array_filters,
+            return_document=ReturnDocument.AFTER,
+        )
         if written is not None:
             return _after_write(session, written, layout)
         session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
         if session is None or session.get("status") != "on_sale":
             raise SessionNotOnSale("This performance is not on sale.")
+        if session.get("layoutRev", 0) != facts.layout_rev or session["prices"] != facts.prices:
+            facts = selectors.sale_facts(session)
+            if facts is None or any(seat_cell(facts.layout, r, c) is None for r, c in coords):
+                raise InvalidRequest("The seat map of this performance has changed. Please choose again.")
+            layout = facts.layout
     raise SeatsTaken([seat_name(layout, r, c) for r, c in coords])
 
 
-def _find_one_and_update_session(query: dict, update: dict, **kwargs) -> dict | None:
-    return mongo.sessions().find_one_and_update(
-        query, update, projection=WRITE_ANSWER_FIELDS, return_document=ReturnDocument.AFTER, **kwargs
-    )
+def _hold_write(
+    session_id: ObjectId,
+    facts: selectors.SaleFacts,
+    cart_id: ObjectId,
+    has_reservation: bool,
+    coords,
+    now: datetime,
+    allow_orphans: bool,
+) -> tuple[dict, dict, list | None]:
+    """The hold's one conditional update: (filter, update, array filters).
+
+    The filter requires what the hold was decided on: on sale and not started, the layout
+    revision and the prices it was priced by, every seat free, no free seat left alone beside
+    them (unless allowed), and this cart's reservation there or not."""
+    layout = facts.layout
+    keys = [seat_key(r, c) for r, c in coords]
+    categories = {layout["rows"][r]["cells"][c]["cat"] for r, c in coords}
+    price = sum(facts.prices[layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
+    query: dict = {
+        "_id": session_id,
+        "status": "on_sale",
+        "start": {"$gt": now},
+        "layoutRev": facts.layout_rev if facts.layout_rev else {"$in": [0, None]},  # None: never replaced
+        **{f"prices.{cat}": facts.prices[cat] for cat in sorted(categories)},
+    }
+    if not UNSAFE_SKIP_FREE_CHECK:
+        query.update({cell_path(r, c): FREE for r, c in coords})
+    if settings.BOOKING_PREVENT_ORPHAN_SEATS and not allow_orphans:
+        guards = no_seat_left_alone(layout, coords)
+        if guards:
+            query["$and"] = guards
+    cells = {cell_path(r, c): HELD for r, c in coords}
+    if has_reservation:
+        query["reservations._id"] = cart_id
+        update = {
+            "$set": {**cells, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
+            "$inc": {"seatsAvailable": -len(coords), "version": 1, "reservations.$[r].total": price},
+            "$push": {"reservations.$[r].seats": {"$each": keys}},
+        }
+        return query, update, [{"r._id": cart_id}]
+    query["reservations._id"] = {"$ne": cart_id}
+    update = {
+        "$set": cells,
+        "$inc": {"seatsAvailable": -len(coords), "version": 1},
+        "$push": {
+            "reservations": {
+                "_id": cart_id,
+                "seats": keys,
+                "total": price,
+                "v": reservations.new_token(),
+                "modifiedOn": now,
+            }
+        },
+    }
+    return query, update, None
 
 
-# What a seat write answers with: the change counter and the count of free seats after it.
+def no_seat_left_alone(layout: dict, coords) -> list[dict]:
+    """Filter clauses that hold only if taking these seats leaves no free seat alone in its row:
+    the orphan rule (``seatmap.orphans_created``) checked by the write itself, on the seat states
+    at that moment. For each seat beside the ones taken: it is not free, or one of its own
+    neighbours (a seat, not one being taken) is."""
+    taking = set(coords)
+    guards = []
+    looked_at = set()
+    for row, col in coords:
+        for beside in (col - 1, col + 1):
+            if (row, beside) in taking or (row, beside) in looked_at or seat_cell(layout, row, beside) is None:
+                continue
+            looked_at.add((row, beside))
+            alternatives = [{cell_path(row, beside): {"$ne": FREE}}]
+            for other in (beside - 1, beside + 1):
+                if (row, other) not in taking and seat_cell(layout, row, other) is not None:
+                    alternatives.append({cell_path(row, other): FREE})
+            guards.append({"$or": alternatives} if len(alternatives) > 1 else alternatives[0])
+    return guards
+
+
+# What a seat write answers with: the change counter and the count of free seats after it; and,
+# when the hold did not read the session, the summary the answer shows.
 WRITE_ANSWER_FIELDS = {"version": 1, "seatsAvailable": 1}
+UNREAD_WRITE_ANSWER_FIELDS = {**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1}
 
 
 def _after_write(session: dict, written: dict, layout: dict) -> dict:
@@ -409,11 +501,11 @@ def release_seats(
 
 def toggle_seat(session_id: ObjectId, owner: str, cart_id: ObjectId | None, key: str) -> HoldResult | ReleaseResult:
     """A click on a seat: release it when the owner's live cart holds it, else hold it. One read
-    of the cart serves the choice and the action."""
-    cart = selectors.get_cart(owner, cart_id)
-    if key in selectors.cart_seat_keys(selectors.live_cart_or_none(cart), session_id):
-        return release_seats(session_id, owner, cart_id, [key], cart=cart)
-    return hold_seats(session_id, owner, cart_id, [key], cart=cart)
+    of carts serves the choice and the action."""
+    carts = selectors.buyer_carts(owner, cart_id, acting_client.get(), clock.now())
+    if key in selectors.cart_seat_keys(selectors.live_cart_or_none(carts.cart), session_id):
+        return release_seats(session_id, owner, cart_id, [key], cart=carts.cart)
+    return hold_seats(session_id, owner, cart_id, [key], carts=carts)
 
 
 def release_reservation(session_id: ObjectId, owner: str, cart_id: ObjectId | None) -> int:

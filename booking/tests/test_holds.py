@@ -1,7 +1,10 @@
+import threading
 from datetime import timedelta
 
 import pytest
 from bson import ObjectId
+from hypothesis import given
+from hypothesis import strategies as st
 
 from booking import clock, mongo, selectors
 from booking.errors import (
@@ -15,10 +18,11 @@ from booking.errors import (
     TooManySeats,
 )
 from booking.invariants import check_invariants
-from booking.seatmap import FREE, HELD
+from booking.layouts import parse_grid
+from booking.seatmap import FREE, GAP, HELD, SOLD, orphans_created
 from booking.services import holds
 from booking.services.carts import expire_stale_carts
-from booking.tests.factories import make_session
+from booking.tests.factories import CATEGORIES, make_session
 
 ALICE, BOB = "s:alice", "s:bob"
 
@@ -233,3 +237,119 @@ def test_release_a_whole_reservation_keeps_holds_in_other_sessions():
     with pytest.raises(InvalidRequest):
         holds.release_reservation(first["_id"], ALICE, cart.cart_id)
     assert check_invariants() == []
+
+
+# --- holds that do not read the session: the write's filter checks what the read would have ---
+
+
+def test_a_hold_by_known_facts_is_priced_by_new_prices():
+    session = make_session()
+    holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])  # this process now knows the session
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"prices.s": 2600}})  # staff, another process
+    later = holds.hold_seats(session["_id"], BOB, None, ["2:0", "2:1"])
+    assert [item["price"] for item in later.cart["items"]] == [2600, 2600]
+    [_, reservation] = selectors.get_session(session["_id"])["reservations"]
+    assert reservation["total"] == 5200
+    assert check_invariants() == []
+
+
+def test_a_hold_by_known_facts_takes_seats_by_the_new_layout():
+    session = make_session(grid="A: ssss\nB: ssss")
+    first = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])  # this process knows the session
+    holds.release_seats(session["_id"], ALICE, first.cart_id, ["0:0", "0:1"])
+    # staff copy a new layout (allowed: no seat taken): row B is premium now, and one seat wider
+    layout = parse_grid("A: ssss\nB: ppppp", CATEGORIES)
+    mongo.sessions().update_one(
+        {"_id": session["_id"]},
+        {
+            "$set": {
+                "layout": layout,
+                "seats": [[FREE] * 4, [FREE] * 5],
+                "seatsTotal": 9,
+                "seatsAvailable": 9,
+                "prices": {"s": 2000, "p": 3500},
+            },
+            "$inc": {"layoutRev": 1},
+        },
+    )
+    held = holds.hold_seats(session["_id"], BOB, None, ["1:0", "1:1"])  # seats of both layouts
+    assert [(item["cat"], item["price"]) for item in held.cart["items"]] == [("p", 3500), ("p", 3500)]
+    held = holds.hold_seats(session["_id"], BOB, held.cart_id, ["1:2", "1:3", "1:4"])  # 1:4 is new
+    assert held.cart["total"] == 5 * 3500
+    assert check_invariants() == []
+
+
+def test_a_hold_by_known_facts_is_refused_once_the_sale_closed():
+    session = make_session()
+    holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"start": clock.now() - timedelta(minutes=1)}})
+    before = selectors.get_session(session["_id"])
+    with pytest.raises(SessionNotOnSale, match="already started"):
+        holds.hold_seats(session["_id"], BOB, None, ["2:0", "2:1"])
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"status": "canceled"}})
+    with pytest.raises(SessionNotOnSale):
+        holds.hold_seats(session["_id"], BOB, None, ["2:0", "2:1"])
+    assert selectors.get_session(session["_id"])["seats"] == before["seats"]
+
+
+def test_the_write_itself_refuses_to_leave_a_seat_alone():
+    """Two buyers each take an end of a row of three at the same moment: each choice alone is
+    fine, together they would leave the middle seat alone. The rule is in the write's filter, so
+    one of them is refused however the two interleave (a check on a read before the write lets
+    both through when both read before either writes)."""
+    rounds = 30
+    sessions = [make_session(grid="A: sss") for _ in range(rounds)]
+    for n, session in enumerate(sessions):  # this process knows them: no read before the writes
+        holds.hold_seats(session["_id"], f"s:warmup{n}", None, ["0:0", "0:1", "0:2"])
+        mongo.sessions().update_one(
+            {"_id": session["_id"]}, {"$set": {"seats": [[FREE] * 3], "seatsAvailable": 3, "reservations": []}}
+        )
+    mongo.carts().delete_many({})
+    results = []
+
+    def take(session, owner, key, barrier):
+        barrier.wait()
+        try:
+            holds.hold_seats(session["_id"], owner, None, [key])
+            results.append("held")
+        except OrphanSeat:
+            results.append("refused")
+        except Exception as exc:  # noqa: BLE001 - shown by the assertion below
+            results.append(repr(exc))
+
+    for n, session in enumerate(sessions):
+        barrier = threading.Barrier(2)
+        threads = [
+            threading.Thread(target=take, args=(session, owner, key, barrier))
+            for owner, key in ((f"s:alice{n}", "0:0"), (f"s:bob{n}", "0:2"))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert [r for r in results if r not in ("held", "refused")] == []
+    for session in sessions:
+        assert selectors.get_session(session["_id"])["seats"][0].count(HELD) == 1
+    assert results.count("held") == rounds and results.count("refused") == rounds
+
+
+@given(
+    row=st.lists(st.sampled_from([FREE, HELD, SOLD, GAP]), min_size=1, max_size=9),
+    picks=st.sets(st.integers(0, 8), min_size=1, max_size=4),
+)
+def test_the_write_filter_and_the_read_check_agree_on_seats_left_alone(row, picks):
+    coords = [(0, c) for c in sorted(picks) if c < len(row) and row[c] == FREE]
+    if not coords:
+        return
+    layout = {"rows": [{"label": "A", "cells": [None if s == GAP else {"label": "x", "cat": "s"} for s in row]}]}
+    allowed = all(_matches(row, guard) for guard in holds.no_seat_left_alone(layout, coords))
+    assert allowed == (orphans_created([row], coords) == [])
+
+
+def _matches(row: list[int], clause: dict) -> bool:
+    """The clauses no_seat_left_alone builds, evaluated the way MongoDB does."""
+    if "$or" in clause:
+        return any(_matches(row, alternative) for alternative in clause["$or"])
+    [(path, condition)] = clause.items()
+    state = row[int(path.rsplit(".", 1)[1])]
+    return state != condition["$ne"] if isinstance(condition, dict) else state == condition
