@@ -135,8 +135,14 @@ def _worker_process(flow, base_url, indexes, params, start_at, stop_at, max_step
     queue.put((out, errors))
 
 
-def run(flow, base_url: str, clients: int, seconds: float, params=None, max_steps=None, warmup: float = 3.0):
-    """Run ``clients`` closed-loop clients of ``flow`` for ``seconds`` (after their setup)."""
+def run(
+    flow, base_url: str, clients: int, seconds: float, params=None, max_steps=None, warmup: float = 3.0, window=None
+):
+    """Run ``clients`` closed-loop clients of ``flow`` for ``seconds`` (after their setup).
+
+    ``window``, if given, is a context manager held open for exactly the measured seconds (a
+    bench.cpu.CpuMeter): only this function knows when the warmup ends.
+    """
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     processes = min(PROCESSES, clients)
@@ -149,6 +155,10 @@ def run(flow, base_url: str, clients: int, seconds: float, params=None, max_step
     ]
     for p in procs:
         p.start()
+    if window is not None:
+        time.sleep(max(0.0, start_at - time.time()))
+        with window:
+            time.sleep(max(0.0, stop_at - time.time()))
     result = LoadResult(clients=clients)
     for _ in procs:
         out, errors = queue.get()

@@ -27,6 +27,16 @@ def _ms(value) -> str:
     return f"{value:.2f}" if value < 100 else f"{value:.0f}"
 
 
+def _cpu(st: dict) -> str:
+    """The CPU columns of a timed row: web and MongoDB CPU ms per request, machine cores busy."""
+    cpu = st.get("cpu") or {}
+    cores = cpu.get("cores_busy")
+    return (
+        f"{_ms(cpu.get('web_ms_per_req'))} | {_ms(cpu.get('db_ms_per_req'))} "
+        f"| {'–' if cores is None else f'{cores:.2f}'}"
+    )
+
+
 def _commands(acc: dict | None) -> str:
     if not acc:
         return "–"
@@ -50,11 +60,16 @@ def markdown(r: dict) -> str:
         f"{r['table_clients']} threads over 2 client processes). Seat map: {r['seats_in_map']} seats. "
         "Latency is what the client saw; server p50 is the time inside Django (`X-Server-Time-Us`). "
         "Commands and bytes: pymongo command monitoring inside the gunicorn worker for one request "
-        "(✓ = the design guide's target). Bytes exclude the 21-byte wire header each way.",
+        "(✓ = the design guide's target), in a second gunicorn used for nothing else: the timed one runs "
+        "without the monitor. Bytes exclude the 21-byte wire header each way. CPU over the measured "
+        "seconds, per request timed: web = gunicorn's workers, db = the MongoDB stand-in (– for a real "
+        "MongoDB); cores busy = the whole machine, client included. Rows timed together (C1 and C2; "
+        "C1 new cart and C3) share one figure; Q3 changed includes the other buyer's hold or release, "
+        "bare pymongo its untimed undo.",
         "",
-        "| request | p50 ms | p99 ms | req/s | server p50 ms | MongoDB commands | bytes to/from MongoDB "
-        "| response bytes | failed |",
-        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| request | p50 ms | p99 ms | req/s | server p50 ms | web CPU ms/req | db CPU ms/req | cores busy "
+        "| MongoDB commands | bytes to/from MongoDB | response bytes | failed |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     acc = r["accounting"]
     for key, title in ROWS:
@@ -62,7 +77,7 @@ def markdown(r: dict) -> str:
             c4 = r["c4"]
             lines.append(
                 f"| {title} | {_ms(c4['per_cart_ms'])} (mean) | – | {c4['carts'] / c4['seconds']:.0f} carts/s | – "
-                f"| {c4['commands_per_cart']:.2f} ({c4['writes_per_cart']:.2f} writes) "
+                f"| – | – | – | {c4['commands_per_cart']:.2f} ({c4['writes_per_cart']:.2f} writes) "
                 f"{'✓' if c4['writes_per_cart'] == 2 else '✗'} | – | – | {len(c4['breaches'])} breaches |"
             )
             continue
@@ -74,7 +89,7 @@ def markdown(r: dict) -> str:
         size = f"{a['response_bytes']:,}" if a else "–"
         lines.append(
             f"| {title} | {_ms(st['p50'])} | {_ms(st['p99'])} | {st['rps']:.0f} | {_ms(st['server_p50'])} "
-            f"| {_commands(a)} | {traffic} | {size} | {st['failed']} |"
+            f"| {_cpu(st)} | {_commands(a)} | {traffic} | {size} | {st['failed']} |"
         )
     lines += ["", "## Goals (ratios measured side by side in this run)", "", "| goal | measured | limit | met |"]
     lines.append("| --- | ---: | ---: | --- |")
@@ -96,12 +111,12 @@ def markdown(r: dict) -> str:
         "",
         "![latency against concurrency](latency.png)",
         "",
-        "| request | clients | p50 ms | p99 ms | req/s |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| request | clients | p50 ms | p99 ms | req/s | web CPU ms/req | db CPU ms/req | cores busy |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, by_clients in r["sweep"].items():
         for clients, st in sorted(by_clients.items()):
-            lines.append(f"| {name} | {clients} | {_ms(st['p50'])} | {_ms(st['p99'])} | {st['rps']:.0f} |")
+            lines.append(f"| {name} | {clients} | {_ms(st['p50'])} | {_ms(st['p99'])} | {st['rps']:.0f} | {_cpu(st)} |")
     lines += [
         "",
         "## Seed scenario (service level: 4 processes of engine calls, users arrive 50/s per process)",

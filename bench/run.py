@@ -54,7 +54,10 @@ def _writes(cmds: list[str]) -> list[str]:
 
 
 def account(response) -> dict:
+    """The command monitor's figures for one request sent with ``ACCOUNT`` to ``stack.accounting_url``."""
     h = response.headers
+    if "x-mongo-commands" not in h:
+        raise RuntimeError("accounting request answered without X-Mongo-* headers: not the monitored gunicorn?")
     return {
         "status": response.status,
         "commands": int(h.get("x-mongo-commands", 0)),
@@ -106,9 +109,9 @@ def stats(samples: list, seconds: float) -> dict:
 
 
 def accounting_pass(stack: Stack, ids: dict, params: dict) -> dict:
-    """One request of each kind with the command monitor on: commands and bytes, exactly."""
+    """One request of each kind, to the gunicorn with the command monitor: commands and bytes, exactly."""
     out = {}
-    base = stack.base_url
+    base = stack.accounting_url
     c = Client(base, 60_000)
     out["hello"] = account(c.get("/bench/hello", ACCOUNT))
     out["q1"] = account(c.get("/", ACCOUNT))
@@ -274,11 +277,18 @@ def summarize_scenario(result) -> dict:
     }
 
 
-def timed(stack, flow, clients, size, params, label=None) -> dict:
-    result = load.run(flow, stack.base_url, clients, size.seconds, params, warmup=size.warmup)
+def timed(stack, flow, clients, size, params) -> dict:
+    """One timed run against the gunicorn without the command monitor, with the CPU it cost.
+
+    A flow that times two kinds of request (hold and release, hold and checkout) is one window of
+    CPU: both rows get the same figures, per request of either kind.
+    """
+    meter = stack.cpu_meter()
+    result = load.run(flow, stack.base_url, clients, size.seconds, params, warmup=size.warmup, window=meter)
     if result.errors:
         raise RuntimeError(f"{flow.__name__} at {clients} clients: {result.errors[:3]}")
-    return {name: stats(samples, result.seconds) for name, samples in result.samples.items()}
+    cpu = meter.per_request(sum(len(samples) for samples in result.samples.values()))
+    return {name: {**stats(samples, result.seconds), "cpu": cpu} for name, samples in result.samples.items()}
 
 
 def run(size: Size, log=print) -> dict:
@@ -316,7 +326,7 @@ def run(size: Size, log=print) -> dict:
         }
         results["seats_in_map"] = map_session["seatsTotal"]
 
-        log("accounting pass (command monitoring on)")
+        log(f"accounting pass (command monitoring on, {stack.accounting_url})")
         results["accounting"] = accounting_pass(stack, params, params)
         results["accounting"]["db_floor"] = floor_accounting(stack, params)
         results["accounting"]["c4"] = None  # filled in by the sweep

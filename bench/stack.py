@@ -1,7 +1,11 @@
 """Start the real stack on loopback: MongoDB (the stand-in, or MONGODB_URI), Redis, gunicorn.
 
 gunicorn runs with one fixed configuration for every measured request (``GUNICORN_ARGS``), so the
-hello-world floor and the app's pages are served the same way.
+hello-world floor and the app's pages are served the same way. There are two of them, same
+arguments: the one at ``base_url`` serves every timed request and runs without the command
+monitor (pymongo then builds no event objects at all); the one at ``accounting_url`` has it
+(BOOKING_MONGO_MONITOR=1) and only ever answers the accounting requests, one at a time, so it sits
+idle during timed runs.
 """
 
 import os
@@ -14,6 +18,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .cpu import CpuMeter, children
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -41,6 +47,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_workers(proc: subprocess.Popen, ready_dir: Path, what: str, timeout: float = 60) -> None:
+    """Wait until every worker has loaded the app (bench/wsgi.py leaves its pid in ``ready_dir``),
+    so no worker's start-up CPU falls into the first timed run."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {proc.returncode}")
+        ready = {int(p.name) for p in ready_dir.iterdir()}
+        if len(ready & set(children(proc.pid))) >= WORKERS:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what}: {WORKERS} workers not ready within {timeout}s")
+
+
 def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -61,7 +81,8 @@ class Stack:
     mongodb_uri: str = ""
     redis_url: str = ""
     db_name: str = field(default_factory=lambda: f"bench_{uuid.uuid4().hex[:8]}")
-    web_port: int = 0
+    web_port: int = 0  # gunicorn for timed requests, no command monitor
+    accounting_port: int = 0  # gunicorn with the command monitor, for X-Bench-Account requests only
     real_mongodb: bool = False
     workdir: Path | None = None
     procs: list = field(default_factory=list)
@@ -69,6 +90,10 @@ class Stack:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def accounting_url(self) -> str:
+        return f"http://127.0.0.1:{self.accounting_port}"
 
     def env(self) -> dict:
         env = dict(os.environ)
@@ -130,22 +155,36 @@ class Stack:
             self.redis_url = f"redis://127.0.0.1:{port}/0"
         env = self.env()
         subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
-        self.web_port = free_port()
-        web_env = {**env, "BOOKING_MONGO_MONITOR": "1"}
-        self._spawn(
-            [
-                PYTHON,
-                "-m",
-                "gunicorn",
-                "bench.wsgi:application",
-                *GUNICORN_ARGS,
-                "--bind",
-                f"127.0.0.1:{self.web_port}",
-            ],
-            "gunicorn",
-            self.web_port,
-            env=web_env,
-        )
+        timed_env = {k: v for k, v in env.items() if k != "BOOKING_MONGO_MONITOR"}
+        self.web_port = self._start_gunicorn("gunicorn-timed", timed_env)
+        self.accounting_port = self._start_gunicorn("gunicorn-accounting", {**env, "BOOKING_MONGO_MONITOR": "1"})
+        for what in ("gunicorn-timed", "gunicorn-accounting"):  # the two boot side by side
+            wait_for_workers(self._proc(what), self._ready_dir(what), what)
+
+    def _start_gunicorn(self, what: str, env: dict) -> int:
+        port = free_port()
+        ready_dir = self._ready_dir(what)
+        ready_dir.mkdir()
+        args = [PYTHON, "-m", "gunicorn", "bench.wsgi:application", *GUNICORN_ARGS, "--bind", f"127.0.0.1:{port}"]
+        self._spawn(args, what, port, env={**env, "BENCH_READY_DIR": str(ready_dir)})
+        return port
+
+    def _ready_dir(self, what: str) -> Path:
+        return self.workdir / f"{what}-ready"
+
+    def _proc(self, what: str) -> subprocess.Popen | None:
+        return next((proc for name, proc, _log in self.procs if name == what), None)
+
+    def _pids(self, what: str) -> list[int] | None:
+        """The pid of a process this stack started, as a list; None when it did not start one."""
+        proc = self._proc(what)
+        return None if proc is None else [proc.pid]
+
+    def cpu_meter(self) -> CpuMeter:
+        """A meter for one timed run: the timed gunicorn's workers (looked up again each time),
+        the stand-in and redis-server when the benchmark started them."""
+        workers = children(self._proc("gunicorn-timed").pid)
+        return CpuMeter({"web": workers, "db": self._pids("devmongo"), "redis": self._pids("redis")})
 
     def use_in_this_process(self) -> None:
         """Point this process's Django settings and MongoDB client at the stack."""

@@ -1,6 +1,7 @@
 """Big venues: a 100,000-seat stadium, one session document per section. Measures the largest
 document, and each page the buyer sees (what's on, the section overview, one section's map, its
-live refresh) against hello world, one client at a time."""
+live refresh) against hello world, one client at a time. The accounting request of each page goes
+to the gunicorn with the command monitor, the timed ones to the one without (bench/stack.py)."""
 
 import bson
 
@@ -30,7 +31,7 @@ def measure_stadium(stack, seats: int, seconds: float = 2.0, warmup: float = 1.0
         "theater_doc_bytes": len(bson.encode(mongo.theaters().find_one({"_id": stadium["_id"]}))),
         "pages": {},
     }
-    probe = Client(stack.base_url, 61_000)
+    probe = Client(stack.accounting_url, 61_000)
     for label, path in pages.items():
         answer = probe.get(path, {"X-Bench-Account": "1"})
         if answer.status != 200:

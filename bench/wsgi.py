@@ -1,26 +1,37 @@
 """gunicorn entry point for the benchmark: the app's WSGI application, wrapped.
 
-Every response gets ``X-Server-Time-Us`` (microseconds inside Django). A request carrying
-``X-Bench-Account: 1`` is also counted by the MongoDB command monitor (the process must run with
-BOOKING_MONGO_MONITOR=1) and answered with ``X-Mongo-Commands`` (count), ``X-Mongo-Writes``,
-``X-Mongo-Bytes-Out``, ``X-Mongo-Bytes-In`` and ``X-Mongo-Command-List``. Timed requests do not
-carry the header, so encoding sizes never slows them down.
+Every response gets ``X-Server-Time-Us`` (microseconds inside Django). In a process started with
+BOOKING_MONGO_MONITOR=1 (bench/stack.py's accounting server), a request carrying
+``X-Bench-Account: 1`` is also counted by the MongoDB command monitor and answered with
+``X-Mongo-Commands`` (count), ``X-Mongo-Writes``, ``X-Mongo-Bytes-Out``, ``X-Mongo-Bytes-In`` and
+``X-Mongo-Command-List``. Without the monitor those headers are left out, not sent as zeros, so an
+accounting request sent to the timed server fails loudly (bench/run.py's ``account``) instead of
+reporting no commands.
+
+With BENCH_READY_DIR set, each worker leaves a file named by its pid there once the app is loaded:
+bench/stack.py waits for all of them before anything is timed.
 """
 
 import os
 import time
+from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
+from booking.command_monitor import enabled as monitor_enabled  # noqa: E402
 from booking.command_monitor import monitor  # noqa: E402
 
 django_application = get_wsgi_application()
+MONITORED = monitor_enabled()
+
+if os.environ.get("BENCH_READY_DIR"):
+    Path(os.environ["BENCH_READY_DIR"], str(os.getpid())).touch()
 
 
 def application(environ, start_response):
-    account = environ.get("HTTP_X_BENCH_ACCOUNT") == "1"
+    account = MONITORED and environ.get("HTTP_X_BENCH_ACCOUNT") == "1"
     if account:
         monitor.begin()
     started = time.perf_counter_ns()

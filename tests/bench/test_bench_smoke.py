@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path):
+    """Also: every timed row carries its CPU figures (values not checked: they are timings)."""
     env = dict(os.environ)  # the test MongoDB and Redis (conftest); the run uses a database of its own
     env.pop("DJANGO_SETTINGS_MODULE", None)
     run = subprocess.run(
@@ -36,6 +37,18 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
     assert results["c4"]["writes_per_cart"] == 2 and results["c4"]["breaches"] == []
 
     assert all(row["failed"] == 0 for row in results["table"].values()), results["table"]
+    timed_rows = [
+        *results["table"].values(),
+        *(row for by_clients in results["sweep"].values() for row in by_clients.values()),
+    ]
+    bench_started_mongodb = results["mongodb"].startswith("devmongo")  # a real MongoDB is no process of ours
+    for row in timed_rows:
+        cpu = row["cpu"]
+        assert cpu["requests"] > 0 and cpu["seconds"] > 0, cpu
+        for name in ("web_ms_per_req", "cores_busy", *(["db_ms_per_req"] if bench_started_mongodb else [])):
+            assert isinstance(cpu[name], int | float) and cpu[name] >= 0, (name, cpu)
+        if not bench_started_mongodb:
+            assert cpu["db_ms_per_req"] is None, cpu
     for variant in ("disjoint", "overlap"):
         scenario = results["scenario"][variant]
         assert scenario["failed"] == 0, scenario["failures"]
@@ -45,4 +58,6 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
     stadium = results["stadium"]
     assert stadium["largest_doc_bytes"] < 2 * 1024 * 1024
     assert stadium["pages"]["section overview"]["accounting"]["list"] == ["find sessions"]
-    assert (tmp_path / "README.md").read_text().startswith("# Benchmark results")
+    markdown = (tmp_path / "README.md").read_text()
+    assert markdown.startswith("# Benchmark results")
+    assert "| web CPU ms/req | db CPU ms/req | cores busy |" in markdown
