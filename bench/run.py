@@ -40,6 +40,7 @@ TARGETS = {
     # answer the click
     "c1": ("2 writes", lambda cmds: _writes(cmds) == ["findAndModify sessions", "findAndModify carts"]),
     "c1_new_cart": ("2 writes", lambda cmds: _writes(cmds) == ["findAndModify sessions", "insert carts"]),
+    "c1_first_in_worker": ("2 writes", lambda cmds: _writes(cmds) == ["findAndModify sessions", "insert carts"]),
     "c2": ("2 writes", lambda cmds: _writes(cmds) == ["findAndModify sessions", "findAndModify carts"]),
     "c3": (
         "4 writes",
@@ -127,6 +128,15 @@ def accounting_pass(stack: Stack, ids: dict, params: dict) -> dict:
     session = ids["changed_session"]
     buyer.get(f"/sessions/{session}/")
     pair_a, pair_b = params["pairs"][-1], params["pairs"][-2]  # not used by the timed clients
+    # The first hold of a session in a worker also reads the session (its layout and prices are
+    # then kept there), as it is in a worker just started; every later one does not. One
+    # connection is served by one worker: a first buyer's hold teaches it the session, then a
+    # second buyer (new cookies, same connection) starts a new cart as the timed clients do.
+    first = buyer.post(f"/sessions/{session}/hold", {"seats": pair_a}, {**ACCOUNT, **flows.HTMX})
+    out["c1_first_in_worker"] = account(first)
+    buyer.post(f"/sessions/{session}/release", {"seats": pair_a}, flows.HTMX)
+    buyer.cookies.clear()
+    buyer.get(f"/sessions/{session}/")
     out["c1_new_cart"] = account(buyer.post(f"/sessions/{session}/hold", {"seats": pair_a}, {**ACCOUNT, **flows.HTMX}))
     out["c1"] = account(buyer.post(f"/sessions/{session}/hold", {"seats": pair_b}, {**ACCOUNT, **flows.HTMX}))
     c.get(f"/sessions/{session}/")

@@ -30,9 +30,13 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
 
     accounting = results["accounting"]
     checked = {name: a for name, a in accounting.items() if a and "meets_target" in a}
-    assert set(checked) == {"q1", "q2", "q3", "c1", "c1_new_cart", "c2", "c3"}
+    assert set(checked) == {"q1", "q2", "q3", "c1", "c1_new_cart", "c1_first_in_worker", "c2", "c3"}
     assert {name: a["list"] for name, a in checked.items() if not a["meets_target"]} == {}
     assert accounting["q3"]["status"] == 304
+    # a hold reads only carts once its worker knows the session; the first one there reads it too
+    for hold in ("c1", "c1_new_cart"):
+        assert accounting[hold]["list"][0] == "find carts" and "find sessions" not in accounting[hold]["list"]
+    assert "find sessions" in accounting["c1_first_in_worker"]["list"]
     assert accounting["db_floor"]["list"] == ["update sessions"]
     assert results["c4"]["writes_per_cart"] == 2 and results["c4"]["breaches"] == []
 
