@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class BookingConfig(AppConfig):
     name = "booking"
     verbose_name = "Booking"
+
+    def ready(self):
+        from . import ratelimits  # noqa: F401 - registers its system check (the rate settings)

@@ -29,6 +29,7 @@ import time
 
 import redis
 from django.conf import settings
+from django.core import checks
 from django.http import HttpResponse
 from django.template import TemplateDoesNotExist
 from django.template.loader import render_to_string
@@ -79,6 +80,20 @@ def parse_rate(rate: str) -> tuple[int, int]:
     if not count.isdigit() or not multiple.isdigit() or unit not in PERIODS:
         raise ValueError(f"not a rate: {rate!r} (use e.g. 30/m)")
     return int(count), int(multiple) * PERIODS[unit]
+
+
+@checks.register(checks.Tags.security)
+def check_rates(app_configs=None, **kwargs) -> list[checks.Error]:
+    """A malformed rate in the settings is refused at start, not on the first hold."""
+    errors = []
+    for name in ("BOOKING_HOLD_RATE", "BOOKING_LOOKUP_RATE"):
+        rate = getattr(settings, name, "")
+        try:
+            if rate:
+                parse_rate(rate)
+        except ValueError as exc:
+            errors.append(checks.Error(f"{name}: {exc}", id="booking.E001"))
+    return errors
 
 
 @functools.lru_cache(maxsize=8)

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,32 @@ def test_rate_limit_fails_open_while_redis_is_down(settings, session, caplog):
         assert client.post(hold_url(session), {"seats": key}, **HTMX).status_code == 200
         assert cell(session, key) == HELD
     assert "rate limit skipped" in caplog.text
+
+
+def test_hold_rate_limit_counts_again_in_the_next_window(settings, session):
+    settings.BOOKING_HOLD_RATE = "1/s"
+    client = buyer()
+    time.sleep(1 - time.time() % 1)  # at the start of a window, so the two holds share it
+    assert client.post(hold_url(session), {"seats": "0:0"}, **HTMX).status_code == 200
+    assert client.post(hold_url(session), {"seats": "0:1"}, **HTMX).status_code == 429
+    time.sleep(1 - time.time() % 1)
+    assert client.post(hold_url(session), {"seats": "0:1"}, **HTMX).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("rate", "expected"), [("30/m", (30, 60)), ("10/5m", (10, 300)), ("2/s", (2, 1)), ("100/h", (100, 3600))]
+)
+def test_rates_read_as_count_per_period(rate, expected):
+    assert ratelimits.parse_rate(rate) == expected
+
+
+@pytest.mark.parametrize("rate", ["30", "x/m", "30/w", "30/"])
+def test_a_malformed_rate_is_refused_at_start(settings, rate):
+    with pytest.raises(ValueError, match="not a rate"):
+        ratelimits.parse_rate(rate)
+    settings.BOOKING_HOLD_RATE = rate
+    [error] = ratelimits.check_rates()
+    assert error.id == "booking.E001" and "BOOKING_HOLD_RATE" in error.msg
 
 
 # --- booking lookups by reference and e-mail ---
