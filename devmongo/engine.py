@@ -20,6 +20,7 @@ from mongomock import helpers as mm_helpers
 from mongomock.filtering import BsonComparable, bson_compare, filter_applies
 
 from .errors import MongoError
+from .matching import matcher
 from .update import MISSING, apply_update, clone, prepare_update, upsert_seed
 
 log = logging.getLogger("devmongo")
@@ -31,6 +32,9 @@ DEFAULT_FIRST_BATCH = 101
 CURSOR_TIMEOUT = 600.0
 
 _SIMPLE_ID_TYPES = (str, int, Int64, ObjectId, float, datetime.datetime)
+# Stored documents at least this large (BSON bytes) keep their encoding until they change.
+_ENCODED_MIN_SIZE = 8192
+_ENCODED_MAX_ENTRIES = 256
 _IGNORED_COLLATION = ({"locale": "simple"},)
 
 
@@ -147,8 +151,9 @@ def _fmt_key_value(kv):
 
 def top_level_projector(projection):
     """For the common projection of whole top-level fields: a function projecting one document
-    without mongomock's deep copy (find encodes the reply to BSON at once, under the lock). None
-    when the projection needs the general path (dotted paths, $elemMatch/$slice, mixed modes)."""
+    without mongomock's deep copy (find and findAndModify encode the reply to BSON at once, under
+    the lock). Fields keep the document's order, ``_id`` first, as in MongoDB. None when the
+    projection needs the general path (dotted paths, $elemMatch/$slice, mixed modes)."""
     if not isinstance(projection, dict):
         return None
     flags = {}
@@ -158,6 +163,8 @@ def top_level_projector(projection):
         flags[key] = bool(value)
     keep_id = flags.pop("_id", True)
     modes = set(flags.values())
+    if not modes and keep_id:  # {"_id": 1}: only the _id
+        modes = {True}
     if modes == {True}:
         keys = set(flags) | ({"_id"} if keep_id else set())
         return lambda doc: {k: v for k, v in doc.items() if k in keys}
@@ -300,6 +307,8 @@ class Engine:
         self.connections = 0
         self._uniq = {}  # (db, coll) -> {index name: {key: id key}}
         self._cursor_creations = 0
+        self._valid_db_names = set()
+        self._encoded = {}  # id(stored document) -> (document, RawBSONDocument)
         h = _Handler
         self.handlers = {
             "hello": h(self.cmd_hello, locked=False),
@@ -405,10 +414,13 @@ class Engine:
             raise MongoError(73, f"Invalid collection name: {name!r}")
         return name
 
-    @staticmethod
-    def _check_db(db):
+    def _check_db(self, db):
+        if type(db) is str and db in self._valid_db_names:
+            return
         if not db or any(c in db for c in '/\\. "$\0'):
             raise MongoError(73, f"Invalid database name: '{db}'")
+        if len(self._valid_db_names) < 10000:
+            self._valid_db_names.add(db)
 
     @staticmethod
     def _check_collation(cmd_or_stmt):
@@ -437,37 +449,35 @@ class Engine:
             if max_count:
                 return list(itertools.islice(docs.values(), max_count))
             return list(docs.values())
+        applies = matcher(flt)
         idv = flt.get("_id", MISSING)
         if idv is not MISSING:
             if type(idv) in _SIMPLE_ID_TYPES:
                 d = docs.get(idv)
                 if d is None:
-                    filter_applies(flt, {})
+                    applies({})
                     return []
-                return [d] if filter_applies(flt, d) else []
+                return [d] if applies(d) else []
             if (type(idv) is dict and len(idv) == 1 and type(idv.get("$in")) is list
                     and all(type(v) in _SIMPLE_ID_TYPES for v in idv["$in"])):
                 out = []
                 seen = set()
                 for v in idv["$in"]:
                     d = docs.get(v)
-                    if d is not None and id(d) not in seen and filter_applies(flt, d):
+                    if d is not None and id(d) not in seen and applies(d):
                         seen.add(id(d))
                         out.append(d)
                 # Like MongoDB's _id index scan: results in _id order.
                 out.sort(key=lambda d: BsonComparable(d["_id"]))
                 if max_count:
                     out = out[:max_count]
-                filter_applies(flt, {})
+                applies({})
                 return out
         if not docs:
-            filter_applies(flt, {})
+            applies({})
             return []
         decide = compile_simple_filter(flt)
-        if decide is None:
-            def applies(d):
-                return filter_applies(flt, d)
-        else:
+        if decide is not None:
             def applies(d):
                 answer = decide(d)
                 return filter_applies(flt, d) if answer is None else answer
@@ -528,6 +538,30 @@ class Engine:
         except ValueError as exc:
             raise MongoError(31254, f"Cannot do exclusion on a field in inclusion projection: "
                                     f"{exc}") from exc
+
+    def _encode_stored(self, doc):
+        """A stored document as BSON. Large ones (a session is ~40 KB and takes ~0.3 ms to
+        encode) are remembered until they change: only ``apply_update`` changes a stored
+        document in place, and ``_update_one_doc`` forgets the document before calling it. The
+        entry holds the document, so its id cannot be reused while remembered."""
+        hit = self._encoded.get(id(doc))
+        if hit is not None and hit[0] is doc:
+            return hit[1]
+        raw = encode(doc)
+        if len(raw.raw) >= _ENCODED_MIN_SIZE:
+            if len(self._encoded) >= _ENCODED_MAX_ENTRIES:
+                self._encoded.clear()
+            self._encoded[id(doc)] = (doc, raw)
+        return raw
+
+    def _encode_projected(self, db, coll, doc, projection):
+        """One document as BSON, projected; whole top-level fields without mongomock's copy."""
+        if not projection:
+            return self._encode_stored(doc)
+        project = top_level_projector(projection)
+        if project is not None:
+            return encode(project(doc))
+        return encode(self._project(db, coll, doc, projection))
 
     # ------------------------------------------------------------------ unique indexes
 
@@ -675,6 +709,7 @@ class Engine:
 
     def _update_one_doc(self, db, coll, store, doc, upd, query):
         """Apply an update to one stored document; returns True if it was modified."""
+        self._encoded.pop(id(doc), None)
         specs = self._unique_specs(store)
         own_key = id_key(doc.get("_id"))
         old_keys = None
@@ -835,18 +870,18 @@ class Engine:
         leo = {}
         value = None
         if target is not None and remove:
-            value = encode(self._project(db, coll, target, fields))
+            value = self._encode_projected(db, coll, target, fields)
             self._delete_doc(db, coll, store, target)
             leo = {"n": 1}
         elif target is not None:
-            before = None if new else encode(self._project(db, coll, target, fields))
+            before = None if new else self._encode_projected(db, coll, target, fields)
             self._update_one_doc(db, coll, store, target, upd, query)
-            value = encode(self._project(db, coll, target, fields)) if new else before
+            value = self._encode_projected(db, coll, target, fields) if new else before
             leo = {"n": 1, "updatedExisting": True}
         elif upsert:
             doc = self._upsert_doc(db, coll, store, upd, query)
             if new:
-                value = encode(self._project(db, coll, doc, fields))
+                value = self._encode_projected(db, coll, doc, fields)
             leo = {"n": 1, "updatedExisting": False, "upserted": clone(doc["_id"])}
         else:
             leo = {"n": 0} if remove else {"n": 0, "updatedExisting": False}
@@ -937,7 +972,7 @@ class Engine:
         elif projection:
             encoded = [encode(self._project(db, coll, d, projection)) for d in docs]
         else:
-            encoded = [encode(d) for d in docs]
+            encoded = [self._encode_stored(d) for d in docs]
         single_batch = bool(cmd.get("singleBatch"))
         if single_batch and batch_size is None and limit:
             batch_size = limit

@@ -24,16 +24,67 @@ _CHECKSUM_PRESENT = 1 << 0
 _OP_COMPRESSED = 2012
 
 
-def _recv_exact(sock, n):
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:], n - got)
-        if not k:
-            return None
-        got += k
-    return buf
+_RECV_SIZE = 65536
+_MAX_LENGTH = MAX_MESSAGE_SIZE + 16 * 1024 * 1024
+
+
+class BadLength(ValueError):
+    """A message header announcing an impossible length: the connection is closed."""
+
+
+class MessageReader:
+    """Whole wire messages from a socket, usually with one ``recv`` per message (pymongo sends
+    one message and waits for the reply, so one read brings exactly one message)."""
+
+    __slots__ = ("sock", "pending")
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.pending = b""
+
+    def _fill(self, data, needed):
+        """``data`` extended with further reads to at least ``needed`` bytes; None at EOF. A large
+        remainder is read into one buffer of its exact size."""
+        chunks = [data]
+        have = len(data)
+        while have < needed:
+            want = needed - have
+            chunk = self._recv_exactly(want) if want > _RECV_SIZE else self.sock.recv(_RECV_SIZE)
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            have += len(chunk)
+        return b"".join(chunks)
+
+    def _recv_exactly(self, n):
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if not k:
+                return None
+            got += k
+        return buf
+
+    def next_message(self):
+        """(length, request id, opcode, body) of the next message, or None at EOF."""
+        data = self.pending or self.sock.recv(_RECV_SIZE)
+        if len(data) < 16:
+            if not data:
+                return None
+            data = self._fill(data, 16)
+            if data is None:
+                return None
+        length, request_id, _response_to, opcode = _HEADER.unpack_from(data)
+        if length < 16 or length > _MAX_LENGTH:
+            raise BadLength(length)
+        if len(data) < length:
+            data = self._fill(data, length)
+            if data is None:
+                return None
+        self.pending = data[length:]
+        return length, request_id, opcode, data[16:length]
 
 
 def parse_op_msg(body):
@@ -44,6 +95,9 @@ def parse_op_msg(body):
     """
     flags = _UINT.unpack_from(body, 0)[0]
     end = len(body) - (4 if flags & _CHECKSUM_PRESENT else 0)
+    if end >= 9 and body[4] == 0 and _INT.unpack_from(body, 5)[0] == end - 5:
+        # The common case: one body section and nothing else.
+        return flags, bson.decode(body[5:end], _CODEC)
     pos = 4
     cmd = None
     sequences = []
@@ -98,18 +152,17 @@ class _WireServer(MockupDB):
             client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
+        reader = MessageReader(client)
         try:
             while not self._stopped:
-                header = _recv_exact(client, 16)
-                if header is None:
+                try:
+                    message = reader.next_message()
+                except BadLength as exc:
+                    log.debug("conn%d: bad message length %d, closing", conn_id, exc.args[0])
                     break
-                length, request_id, _response_to, opcode = _HEADER.unpack(header)
-                if length < 16 or length > MAX_MESSAGE_SIZE + 16 * 1024 * 1024:
-                    log.debug("conn%d: bad message length %d, closing", conn_id, length)
+                if message is None:
                     break
-                body = _recv_exact(client, length - 16)
-                if body is None:
-                    break
+                _length, request_id, opcode, body = message
                 if opcode == OP_MSG:
                     try:
                         flags, cmd = parse_op_msg(body)

@@ -22,6 +22,7 @@ from bson.timestamp import Timestamp
 from mongomock.filtering import BsonComparable, bson_compare, filter_applies, resolve_sort_key
 
 from .errors import MongoError
+from .matching import matcher
 
 MISSING = object()
 
@@ -212,8 +213,8 @@ def prepare_update(update, array_filters=None):
             if ident in upd.array_filters:
                 raise MongoError(9, "Found multiple array filters with the same top-level field "
                                     f"name {ident}")
-            # Validate the filter once (unknown operators etc.).
-            filter_applies(fdoc, {})
+            # Validate the filter once (unknown operators etc.), as mongomock would.
+            matcher(fdoc)({})
             upd.array_filters[ident] = fdoc
     used = set()
     for op, fields in update.items():
@@ -274,7 +275,8 @@ def prepare_update(update, array_filters=None):
 # --------------------------------------------------------------------------- positional paths
 
 class _Context:
-    __slots__ = ("query", "array_filters", "is_insert", "_positional_cache", "doc_id")
+    __slots__ = ("query", "array_filters", "is_insert", "_positional_cache", "doc_id",
+                 "_filter_matchers", "_filter_results")
 
     def __init__(self, query, array_filters, is_insert, doc_id):
         self.query = query or {}
@@ -282,9 +284,21 @@ class _Context:
         self.is_insert = is_insert
         self._positional_cache = {}
         self.doc_id = doc_id
+        self._filter_matchers = {}
+        self._filter_results = {}  # (ident, id(element)) -> bool
 
     def filter_matches(self, ident, element):
-        return filter_applies(self.array_filters[ident], {ident: element})
+        """Whether an array element passes the ``$[ident]`` filter. Remembered per element: all
+        paths are expanded before anything changes, and several paths often share one filter."""
+        key = (ident, id(element))
+        result = self._filter_results.get(key)
+        if result is None:
+            applies = self._filter_matchers.get(ident)
+            if applies is None:
+                applies = self._filter_matchers[ident] = _array_filter_matcher(
+                    ident, self.array_filters[ident])
+            result = self._filter_results[key] = bool(applies(element))
+        return result
 
     def positional_index(self, prefix, arr):
         key = ".".join(prefix)
@@ -314,6 +328,19 @@ class _Context:
                 conds.append((None, v))
             elif k.startswith(key + "."):
                 conds.append((k[len(key) + 1:], v))
+
+
+def _array_filter_matcher(ident, fdoc):
+    """A function of an array element: whether it passes the ``$[ident]`` filter ``fdoc``, i.e.
+    ``filter_applies(fdoc, {ident: element})``. When every key is a path below the identifier
+    (``{"r._id": x}``), a document element is matched against the filter without the identifier
+    (``{"_id": x}``): a path's candidate values are the same, and the shape is a faster one."""
+    whole = matcher(fdoc)
+    prefix = ident + "."
+    if not all(k.startswith(prefix) and len(k) > len(prefix) for k in fdoc):
+        return lambda element: whole({ident: element})
+    inner = matcher({k[len(prefix):]: v for k, v in fdoc.items()})
+    return lambda element: inner(element) if isinstance(element, dict) else whole({ident: element})
 
 
 def _element_matches(elem, rel, cond):
@@ -581,8 +608,10 @@ def _op_add_to_set(doc, parts, value, log, ctx):
 def _pull_matcher(value):
     if isinstance(value, dict):
         if value and all(k.startswith("$") for k in value):
-            return lambda e: filter_applies({"v": value}, {"v": e})
-        return lambda e: isinstance(e, dict) and filter_applies(value, e)
+            applies = matcher({"v": value})
+            return lambda e: applies({"v": e})
+        applies = matcher(value)
+        return lambda e: isinstance(e, dict) and applies(e)
     return lambda e: e == value and (type(e) is type(value) or (is_number(e) and is_number(value)))
 
 

@@ -8,6 +8,9 @@ import math
 
 import pytest
 from bson import Decimal128, Int64, ObjectId
+from mongomock.filtering import filter_applies
+from pymongo import ReturnDocument
+from pymongo.errors import DuplicateKeyError, WriteError
 
 from devmongo.engine import compile_simple_filter
 
@@ -179,3 +182,159 @@ def test_sort_across_types_keeps_bson_order(db):
     # null and missing first, then numbers, strings, ObjectIds, booleans, dates
     assert order[:2] in ([4, 5], [5, 4])
     assert order[2:] == [8, 3, 2, 6, 7, 1]
+
+
+# ---------------------------------------------------------------- the hot paths' command shapes
+
+
+def test_projection_of_only_the_id(db):
+    """{_id: 1} alone projects the _id only (it used to return the whole document in find)."""
+    db.p.insert_one({"_id": 1, "b": 2, "a": {"x": 1}})
+    assert db.p.find_one({}, {"_id": 1}) == {"_id": 1}
+    assert list(db.p.find({"b": 2}, {"_id": 1})) == [{"_id": 1}]
+    assert db.p.find_one_and_update({"_id": 1}, {"$inc": {"b": 1}}, projection={"_id": 1}) == {"_id": 1}
+
+
+def test_find_and_modify_projects_like_find(db):
+    db.p.insert_one({"_id": 1, "b": 2, "a": {"x": 1}, "c": [1], "version": 0})
+    for projection in [{"version": 1, "b": 1}, {"a": 1, "_id": 0}, {"c": 0, "a": 0}, {"_id": 0}, {"a.x": 1}]:
+        after = db.p.find_one_and_update(
+            {"_id": 1}, {"$inc": {"version": 1}}, projection=projection, return_document=ReturnDocument.AFTER
+        )
+        found = db.p.find_one({"_id": 1}, projection)
+        assert after == found and list(after) == list(found), projection
+        before = db.p.find_one_and_update({"_id": 1}, {"$inc": {"version": 1}}, projection=projection)
+        assert list(before) == list(found), projection
+    assert list(db.p.find_one_and_update({"_id": 1}, {"$set": {"z": 1}}, projection={"version": 1, "b": 1})) == [
+        "_id",
+        "b",
+        "version",
+    ]  # document order, _id first, as in MongoDB
+
+
+def _session(n_reservations=3):
+    return {
+        "_id": OIDS[0],
+        "status": "on_sale",
+        "layoutRev": 0,
+        "start": T0,
+        "seats": [[0, 0, 1, 0], [0, 2, 0, 0]],
+        "seatsAvailable": 6,
+        "version": 0,
+        "reservations": [
+            {"_id": ObjectId(f"6600000000000000000000{i:02x}"), "seats": [f"9:{i}"], "total": 1, "v": "t"}
+            for i in range(n_reservations)
+        ],
+    }
+
+
+def test_conditional_hold_and_release_as_the_booking_engine_sends_them(db):
+    db.s.insert_one(_session())
+    me = OIDS[1]
+    hold = {
+        "_id": OIDS[0],
+        "status": "on_sale",
+        "layoutRev": 0,
+        "start": {"$gt": T0 - DAY},
+        "seats.0.0": 0,
+        "seats.0.1": 0,
+        "reservations._id": {"$ne": me},
+        "$and": [{"$or": [{"seats.0.2": {"$ne": 0}}, {"seats.0.3": 0}]}],
+    }
+    update = {
+        "$set": {"seats.0.0": 1, "seats.0.1": 1},
+        "$inc": {"seatsAvailable": -2, "version": 1},
+        "$push": {"reservations": {"_id": me, "seats": ["0:0", "0:1"], "total": 2, "v": "a"}},
+    }
+    fields = {"version": 1, "seatsAvailable": 1}
+    written = db.s.find_one_and_update(hold, update, projection=fields, return_document=ReturnDocument.AFTER)
+    assert written == {"_id": OIDS[0], "version": 1, "seatsAvailable": 4}
+    assert db.s.find_one_and_update(hold, update, projection=fields) is None  # seats taken, reservation exists
+    assert db.s.find_one({"_id": OIDS[0], "reservations._id": me}, {"_id": 1}) == {"_id": OIDS[0]}
+    # more seats into my reservation: two paths share one array filter
+    more = db.s.find_one_and_update(
+        {"_id": OIDS[0], "status": "on_sale", "seats.1.0": 0, "reservations._id": me},
+        {
+            "$set": {"seats.1.0": 1, "reservations.$[r].v": "b"},
+            "$inc": {"seatsAvailable": -1, "version": 1, "reservations.$[r].total": 1},
+            "$push": {"reservations.$[r].seats": {"$each": ["1:0"]}},
+        },
+        projection=fields,
+        array_filters=[{"r._id": me}],
+        return_document=ReturnDocument.AFTER,
+    )
+    assert more == {"_id": OIDS[0], "version": 2, "seatsAvailable": 3}
+    doc = db.s.find_one({"_id": OIDS[0]})
+    mine = [r for r in doc["reservations"] if r["_id"] == me]
+    assert mine == [{"_id": me, "seats": ["0:0", "0:1", "1:0"], "total": 3, "v": "b"}]
+    assert [r["v"] for r in doc["reservations"] if r["_id"] != me] == ["t", "t", "t"]
+    # give one back, then the rest
+    db.s.find_one_and_update(
+        {"_id": OIDS[0]},
+        {"$set": {"seats.1.0": 0, "reservations.$[r].v": "c"}, "$pull": {"reservations.$[r].seats": {"$in": ["1:0"]}}},
+        array_filters=[{"r._id": me}],
+    )
+    assert [r for r in db.s.find_one({"_id": OIDS[0]})["reservations"] if r["_id"] == me][0]["seats"] == ["0:0", "0:1"]
+    db.s.find_one_and_update({"_id": OIDS[0]}, {"$pull": {"reservations": {"_id": me}}})
+    assert [r["_id"] for r in db.s.find_one({"_id": OIDS[0]})["reservations"]] == [
+        ObjectId(f"6600000000000000000000{i:02x}") for i in range(3)
+    ]
+
+
+def test_pull_by_equality_matches_like_the_generic_matcher(db):
+    items = [{"k": 1}, {"k": 1.0}, {"k": Int64(1)}, {"k": True}, {"k": "1"}, {"k": [1, 2]}, {"j": 1}, 1, None]
+    items.append([{"k": 1}])
+    db.a.insert_one({"_id": 1, "items": items})
+    db.a.update_one({"_id": 1}, {"$pull": {"items": {"k": 1}}})
+    expected = [e for e in items if not (isinstance(e, dict) and filter_applies({"k": 1}, e))]
+    assert db.a.find_one({"_id": 1})["items"] == expected == [{"k": "1"}, {"j": 1}, 1, None, [{"k": 1}]]
+
+
+def test_array_filters_with_nested_identifiers(db):
+    db.n.insert_one({"_id": 1, "g": [{"n": 1, "v": [{"w": 1}, {"w": 2}]}, {"n": 2, "v": [{"w": 1}]}]})
+    db.n.update_one(
+        {"_id": 1}, {"$set": {"g.$[a].v.$[b].x": 9}, "$inc": {"g.$[a].n": 10}}, array_filters=[{"a.n": 1}, {"b.w": 1}]
+    )
+    assert db.n.find_one({"_id": 1})["g"] == [{"n": 11, "v": [{"w": 1, "x": 9}, {"w": 2}]}, {"n": 2, "v": [{"w": 1}]}]
+
+
+def test_scans_with_unhandled_operators_match_like_mongomock(mixed):
+    flt = {"s": "on_sale", "v": {"$type": "number"}}
+    assert ids(mixed.find(flt)) == ids(mixed.find({"$and": [{"s": "on_sale"}, {"v": {"$type": "number"}}]}))
+    assert ids(mixed.find({"$or": [{"v": {"$gt": 6}}, {"v": None}]})) == [2, 16, 21, 22]
+    assert ids(mixed.find({"$or": [{"_id": 1}, {"v": {"$size": 2}}]})) == [1, 16]
+
+
+def test_large_documents_read_after_every_kind_of_change(db):
+    """Large documents keep their BSON encoding between reads; every change is seen."""
+    big = {"_id": 1, "seats": [[0] * 32 for _ in range(30)], "layout": [{"label": str(i)} for i in range(600)], "n": 0}
+    db.b.insert_one(big)
+    db.b.create_index("u", unique=True, sparse=True)
+
+    def read():
+        return db.b.find_one({"_id": 1})
+
+    assert read() == big
+    assert read() == big  # from the remembered encoding
+    db.b.update_one({"_id": 1}, {"$set": {"seats.3.4": 1}})
+    assert read()["seats"][3][4] == 1
+    db.b.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}})
+    assert read()["n"] == 1
+    assert db.b.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}}, return_document=ReturnDocument.AFTER)["n"] == 2
+    assert db.b.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}})["n"] == 2  # the document before
+    assert read()["n"] == 3
+    db.b.update_one({"_id": 1}, [{"$set": {"p": "$n"}}])  # pipeline update
+    assert read()["p"] == 3
+    db.b.insert_one({"_id": 2, "u": 5})
+    with pytest.raises(DuplicateKeyError):  # rolls the update back
+        db.b.update_one({"_id": 1}, {"$set": {"u": 5, "n": 99}})
+    assert read()["n"] == 3 and "u" not in read()
+    with pytest.raises(WriteError):  # $inc of an array: rolls the update back
+        db.b.update_one({"_id": 1}, {"$set": {"n": 100}, "$inc": {"layout": 1}})
+    assert read()["n"] == 3
+    db.b.replace_one({"_id": 1}, {**big, "n": 7})
+    assert read()["n"] == 7 and list(db.b.find({"_id": 1})) == [read()]
+    db.b.delete_one({"_id": 1})
+    assert read() is None
+    db.b.insert_one(big)
+    assert read() == big

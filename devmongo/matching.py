@@ -1,0 +1,305 @@
+"""A faster ``filter_applies`` for the filter shapes the app's hot paths send.
+
+mongomock's matcher re-inspects the filter for every document and builds candidate lists through
+string splits and recursion; most of the server's time in a conditional ``findAndModify`` went
+there. :func:`matcher` returns a function that gives exactly mongomock's answer: :func:`matches`
+follows mongomock's steps (the same candidate values for a dotted path, the same operator
+functions, the same order and short cuts, the same handling of arrays, missing fields and
+``$ne``) for filters made only of:
+
+* field paths (dotted, with plain ASCII-digit array indexes) compared by equality, ``$eq $ne
+  $gt $gte $lt $lte $in $nin $exists``, with operands that are strings, numbers (not bool),
+  datetimes or ObjectIds (``$in``/``$nin``: a list of those; ``$exists``: anything);
+* ``$and`` / ``$or`` / ``$nor`` of such filters, and ``$comment``.
+
+Anything else (``None`` operands, booleans, embedded documents or arrays as operands, regexes,
+``$elemMatch $all $size $type $not $regex $expr``...) raises :class:`Unsupported` when reached,
+and :func:`matcher` hands that document (and the rest of a scan) to mongomock.
+Where mongomock differs from MongoDB, this module differs the same way (devmongo's behaviour is
+unchanged by it); ``tests/test_matching.py`` checks it against ``filter_applies``.
+"""
+
+import datetime
+import operator
+
+from bson.int64 import Int64
+from bson.objectid import ObjectId
+from mongomock.filtering import NOTHING, bson_compare, filter_applies
+
+_OPERAND_TYPES = frozenset({str, int, Int64, float, datetime.datetime, ObjectId})
+_COMPARISONS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt,
+                "$lte": operator.le}
+_EXISTS_FALSE = {"$exists": False}
+# Types whose BSON comparison with an operand of the same class is Python's own (see
+# mongomock's bson_compare); anything else is compared by bson_compare itself.
+_NUMBER_TYPES = (int, Int64, float)
+
+
+class Unsupported(Exception):  # noqa: N818 - a signal, not an error
+    """Raised on reaching a part of a filter this module does not decide: use mongomock."""
+
+
+def _is_index(part):
+    return part.isdigit() and part.isascii()
+
+
+def _int_like(part):
+    """True when mongomock's ``int(part)`` would accept it (" 3", "-1", "+3", "1_0", "٣")."""
+    if part.isascii() and (part[0].isalpha() or part[0] == "_"):
+        return False
+    try:
+        int(part)
+    except ValueError:
+        return False
+    return True
+
+
+_PATHS = {}
+_PATHS_MAX = 4096
+
+
+def _path(key):
+    """The parts of a dotted path (cached); Unsupported for a path this module does not walk
+    (empty parts, ``$`` parts, numbers mongomock's ``int()`` reads but ASCII digits would not)."""
+    parts = _PATHS.get(key)
+    if parts is None:
+        parts = tuple(key.split("."))
+        if any(not p or p[0] == "$" or (not _is_index(p) and _int_like(p)) for p in parts):
+            parts = ()
+        if len(_PATHS) >= _PATHS_MAX:
+            _PATHS.clear()
+        _PATHS[key] = parts
+    if not parts:
+        raise Unsupported(key)
+    return parts
+
+
+def candidates(parts, i, node):
+    """mongomock's ``iter_key_candidates`` for ``parts[i:]``: the values a path can refer to
+    (NOTHING for a missing field; nothing at all for a dead end such as an index out of range)."""
+    n = len(parts)
+    while True:
+        if isinstance(node, dict):
+            if i == n - 1:
+                return [node.get(parts[i], NOTHING)]
+            node = node.get(parts[i], {})
+            i += 1
+        elif isinstance(node, list):
+            part = parts[i]
+            if _is_index(part):
+                k = int(part)
+                if k >= len(node):
+                    return []
+                if i == n - 1:
+                    return [node[k]]
+                node = node[k]
+                i += 1
+                continue
+            out = []
+            last = i == n - 1
+            for sub in node:
+                if isinstance(sub, dict):
+                    if part in sub:
+                        if last:
+                            out.append(sub[part])
+                        else:
+                            out.extend(candidates(parts, i + 1, sub[part]))
+                    else:
+                        out.append(NOTHING)
+            return out
+        else:
+            return []
+
+
+def _equals(value, operand):
+    """mongomock's match of a candidate against a plain (non-operator) operand."""
+    if isinstance(value, (list, tuple)):
+        if operand in value or operand == value:
+            return True
+        return type(operand) is ObjectId and str(operand) in value
+    return value == operand
+
+
+def _compare(op, value, operand):
+    """mongomock's ``$gt``-style test of one candidate (type bracketing, arrays: any element)."""
+    if value is NOTHING:
+        return False
+    if isinstance(value, (list, tuple)):
+        return any(_compare_one(op, v, operand) for v in value)
+    return _compare_one(op, value, operand)
+
+
+def _compare_one(op, value, operand):
+    tv, to = type(value), type(operand)
+    if tv is to or (tv in _NUMBER_TYPES and to in _NUMBER_TYPES):
+        return op(value, operand)
+    return bson_compare(op, value, operand, can_compare_types=False)
+
+
+def _in(value, operand):
+    if not isinstance(value, (list, tuple)):
+        return value in operand
+    return any(v in operand for v in value)
+
+
+def _op_eq(value, operand):
+    if isinstance(value, (list, tuple)):
+        return any(v == operand for v in value)
+    return value == operand
+
+
+def _op_ne(value, operand):
+    if isinstance(value, (list, tuple)):
+        return all(not v == operand for v in value)  # noqa: SIM201 - mongomock's test
+    return not value == operand  # noqa: SIM201
+
+
+def _comparison(op):
+    return lambda value, operand: _compare(op, value, operand)
+
+
+# mongomock's operator functions (_Filterer._operator_map) for the operators handled here.
+_OPS = {
+    "$eq": _op_eq,
+    "$ne": _op_ne,
+    "$exists": lambda value, operand: bool(operand) == (value is not NOTHING),
+    "$in": _in,
+    "$nin": lambda value, operand: not _in(value, operand),
+    **{name: _comparison(op) for name, op in _COMPARISONS.items()},
+}
+
+
+def _check_operators(cond):
+    """Unsupported unless every operator and operand of ``{$op: operand, ...}`` is handled."""
+    if not cond:
+        raise Unsupported(cond)
+    for op, operand in cond.items():
+        if op not in _OPS:
+            raise Unsupported(op)
+        if op == "$in" or op == "$nin":
+            if type(operand) is not list:
+                raise Unsupported(op)
+            for v in operand:
+                if type(v) not in _OPERAND_TYPES:
+                    raise Unsupported(op)
+        elif op != "$exists" and type(operand) not in _OPERAND_TYPES:
+            raise Unsupported(op)
+
+
+def _all_ops_apply(cond, value):
+    for op, operand in cond.items():  # noqa: SIM110 - a loop: no generator on the hot path
+        if not _OPS[op](value, operand):
+            return False
+    return True
+
+
+def _field_matches(key, cond, doc):
+    """One ``{path: condition}`` entry, step by step as mongomock's ``_Filterer.apply``."""
+    parts = _path(key)
+    if type(cond) is not dict:
+        if type(cond) not in _OPERAND_TYPES:
+            raise Unsupported(cond)
+        if len(parts) == 1:
+            return _equals(doc.get(key, NOTHING), cond)
+        for value in candidates(parts, 0, doc):  # noqa: SIM110 - as above
+            if _equals(value, cond):
+                return True
+        return False
+    _check_operators(cond)
+    values = [doc.get(key, NOTHING)] if len(parts) == 1 else candidates(parts, 0, doc)
+    if not values and cond == _EXISTS_FALSE:  # mongomock: no candidate at all matches this
+        return True
+    negative = "$ne" in cond or "$nin" in cond
+    positive = len(cond) > negative + ("$ne" in cond and "$nin" in cond)
+    is_match = False
+    has_candidates = False
+    for value in values:
+        has_candidates |= value is not NOTHING
+        is_match = _all_ops_apply(cond, value)
+        if negative and not is_match:
+            return False
+        if is_match and not negative:
+            break
+    return is_match or not (has_candidates or positive)
+
+
+def _logical_subfilters(cond):
+    if type(cond) is not list or not cond:
+        raise Unsupported(cond)
+    for sub in cond:
+        if type(sub) is not dict:
+            raise Unsupported(sub)
+    return cond
+
+
+def matches(flt, doc):
+    """``filter_applies(flt, doc)`` for a dict ``doc``, evaluated in the same order with the same
+    short cuts; raises Unsupported on reaching a part it does not handle."""
+    for key, cond in flt.items():
+        if key[:1] == "$":
+            if key == "$comment":
+                continue
+            if key == "$and":
+                if not all(matches(sub, doc) for sub in _logical_subfilters(cond)):
+                    return False
+            elif key == "$or":
+                if not any(matches(sub, doc) for sub in _logical_subfilters(cond)):
+                    return False
+            elif key == "$nor":
+                if any(matches(sub, doc) for sub in _logical_subfilters(cond)):
+                    return False
+            else:
+                raise Unsupported(key)
+        elif not key or not _field_matches(key, cond, doc):
+            if not key:
+                raise Unsupported(key)
+            return False
+    return True
+
+
+def _plain_equalities(flt):
+    """``((field, operand), ...)`` for a filter of top-level fields each equal to a plain operand
+    (``{"_id": oid}``, as in ``$pull: {reservations: {_id: oid}}``), else None."""
+    if type(flt) is not dict or not flt:
+        return None
+    out = []
+    for key, operand in flt.items():
+        if type(operand) not in _OPERAND_TYPES or key[:1] == "$" or not key:
+            return None
+        try:
+            if len(_path(key)) != 1:
+                return None
+        except Unsupported:
+            return None
+        out.append((key, operand))
+    return tuple(out)
+
+
+def matcher(flt):
+    """A function of a document equal to ``filter_applies(flt, doc)``: this module's evaluation,
+    falling back to mongomock for a document where it meets something it does not handle (and
+    for every later document of the same filter, e.g. in a scan)."""
+    equalities = _plain_equalities(flt)
+    if equalities is not None:
+        def applies_equalities(doc):
+            if type(doc) is not dict:
+                return filter_applies(flt, doc)
+            for key, operand in equalities:  # noqa: SIM110 - no generator on the hot path
+                if not _equals(doc.get(key, NOTHING), operand):
+                    return False
+            return True
+
+        return applies_equalities
+
+    generic = False
+
+    def applies(doc):
+        nonlocal generic
+        if not generic and type(doc) is dict and type(flt) is dict:
+            try:
+                return matches(flt, doc)
+            except Unsupported:
+                generic = True
+        return filter_applies(flt, doc)
+
+    return applies
