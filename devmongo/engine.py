@@ -20,6 +20,7 @@ from mongomock import helpers as mm_helpers
 from mongomock.filtering import BsonComparable, bson_compare, filter_applies
 
 from .errors import MongoError
+from .lookup import Lookups
 from .matching import matcher
 from .update import MISSING, apply_update, clone, prepare_update, upsert_seed
 
@@ -429,9 +430,10 @@ class Engine:
             raise MongoError(115, "devmongo does not support collations")
 
     def _match(self, store, flt, first_only=False, max_count=0):
-        """The stored documents matching a filter (live objects, not copies).
+        """The stored documents matching a filter (live objects, not copies), in natural order.
 
-        ``first_only``/``max_count`` stop the scan early (natural order, no sort).
+        ``first_only``/``max_count`` stop the scan early (natural order, no sort). Only the
+        candidates of an ``_id`` or index lookup are matched when the filter allows one.
         """
         if first_only:
             max_count = 1
@@ -443,7 +445,10 @@ class Engine:
             filter_applies(flt, {})
             return []
         if store._ttl_indexes:
+            before = len(store._documents)
             store._remove_expired_documents()
+            if len(store._documents) != before:
+                self._drop_lookups(store)
         docs = store._documents
         if not flt:
             if max_count:
@@ -476,6 +481,12 @@ class Engine:
         if not docs:
             applies({})
             return []
+        pool = self._candidates(store, flt)
+        if pool is None:
+            pool = docs.values()
+        elif not pool:
+            applies({})
+            return []
         decide = compile_simple_filter(flt)
         if decide is not None:
             def applies(d):
@@ -483,13 +494,61 @@ class Engine:
                 return filter_applies(flt, d) if answer is None else answer
         if max_count:
             out = []
-            for d in docs.values():
+            for d in pool:
                 if applies(d):
                     out.append(d)
                     if len(out) >= max_count:
                         break
             return out
-        return [d for d in docs.values() if applies(d)]
+        return [d for d in pool if applies(d)]
+
+    # ------------------------------------------------------------------ index lookups
+
+    use_lookups = True  # False: every query scans (tests compare both)
+
+    def _candidates(self, store, flt):
+        """The documents an index lookup says may match ``flt`` (natural order, a superset of
+        the matches), or None when the collection must be scanned."""
+        if not store.indexes or not self.use_lookups:
+            return None
+        lookups = store.__dict__.get("_devmongo_lookups")
+        if lookups is None or not lookups.current_for(store):
+            lookups = store._devmongo_lookups = Lookups(store)
+        plan = lookups.plan(flt)
+        if plan is None or plan[0] >= len(store._documents):
+            return None
+        found = lookups.candidates(plan[1])
+        if found is None:  # out of step with the store: rebuild on the next query
+            self._drop_lookups(store)
+        return found
+
+    @staticmethod
+    def _maintained_lookups(store):
+        """The store's lookups for a write to keep current, or None (none built, or built for
+        a dict or indexes the store no longer has: those are dropped)."""
+        lookups = store.__dict__.get("_devmongo_lookups")
+        if lookups is not None and (lookups.docs is not store._documents
+                                    or lookups.n_indexes != len(store.indexes)):
+            store._devmongo_lookups = lookups = None
+        return lookups
+
+    @staticmethod
+    def _drop_lookups(store):
+        store.__dict__.pop("_devmongo_lookups", None)
+
+    @staticmethod
+    def _touched_fields(upd):
+        """The top-level fields an update may write; None when it may write any."""
+        if upd.kind != "ops":
+            return None
+        out = set()
+        for op, _path, parts, value in upd.ops:
+            if parts[0].startswith("$"):
+                return None
+            out.add(parts[0])
+            if op == "$rename":
+                out.add(value.split(".")[0])
+        return out
 
     @staticmethod
     def _sort(docs, sort):
@@ -629,11 +688,19 @@ class Engine:
                     del m[k]
 
     def _invalidate(self, db, coll=None):
+        """Forget the unique-key maps and index lookups of a collection (all of ``db``'s when
+        ``coll`` is None); both are rebuilt when next needed."""
         if coll is None:
             for key in [k for k in self._uniq if k[0] == db]:
                 del self._uniq[key]
         else:
             self._uniq.pop((db, coll), None)
+        dbs = self.server_store._databases.get(db)
+        if dbs is not None:
+            stores = dbs._collections.values() if coll is None else [dbs._collections.get(coll)]
+            for store in stores:
+                if store is not None:
+                    self._drop_lookups(store)
 
     # ------------------------------------------------------------------ writes
 
@@ -664,7 +731,10 @@ class Engine:
         if specs:
             new_keys = self._check_unique(db, coll, store, doc, key, specs)
             self._register_keys(new_keys, key)
+        lookups = self._maintained_lookups(store)
         store._documents[key] = doc
+        if lookups is not None:
+            lookups.add(key, doc)
         self._mark(db, coll)
         return doc
 
@@ -727,6 +797,9 @@ class Engine:
                 undo.undo()
                 raise
             self._register_keys(new_keys, own_key, old_keys)
+        lookups = self._maintained_lookups(store)
+        if lookups is not None:
+            lookups.refile(own_key, doc, self._touched_fields(upd))
         self._mark(db, coll)
         return True
 
@@ -803,6 +876,9 @@ class Engine:
         if store._documents.pop(key, None) is not None:
             if store.indexes:
                 self._unregister(db, coll, store, doc, key)
+            lookups = self._maintained_lookups(store)
+            if lookups is not None:
+                lookups.remove(key)
             self._mark(db, coll)
             return True
         return False

@@ -74,6 +74,17 @@ def _path(key):
     return parts
 
 
+def field_path(key):
+    """The parts of a path of field names only (no array indexes, no empty or ``$`` parts), whose
+    candidate values :func:`candidates` gives exactly as mongomock; None for any other path."""
+    if type(key) is not str or not key:
+        return None
+    parts = tuple(key.split("."))
+    if any(not p or p[0] == "$" or _is_index(p) or _int_like(p) for p in parts):
+        return None
+    return parts
+
+
 def candidates(parts, i, node):
     """mongomock's ``iter_key_candidates`` for ``parts[i:]``: the values a path can refer to
     (NOTHING for a missing field; nothing at all for a dead end such as an index out of range)."""
