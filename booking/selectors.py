@@ -100,13 +100,15 @@ def get_session(session_id: ObjectId) -> dict | None:
     return mongo.sessions().find_one({"_id": session_id})
 
 
-# A hold's read: what the rules and the answer need, seat states included, without the layout
-# (cached per process, see session_layout) and without the other carts' reservations.
+# A hold's read of the session, when it reads one (the first hold of a session in a process, or
+# after its write missed: see services/holds.py): what the rules and the answer need, seat states
+# included, without the layout (kept per process, see session_layout) and the other carts'
+# reservations.
 HOLD_FIELDS = {**SUMMARY_FIELDS, "seats": 1, "version": 1, "layoutRev": 1}
 
 
 def get_session_for_hold(session_id: ObjectId) -> dict | None:
-    """C1's read by _id: about 8 KB for 900 seats instead of the whole 40 KB document."""
+    """One read by _id: about 8 KB for 900 seats instead of the whole 40 KB document."""
     return mongo.sessions().find_one({"_id": session_id}, HOLD_FIELDS)
 
 
