@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.cpu import children
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -34,23 +36,6 @@ def wait_for_port(port: int, timeout: float) -> bool:
         except OSError:
             time.sleep(0.05)
     return False
-
-
-def child_pids(pid: int) -> list[int]:
-    """Direct children of a process (from /proc: no extra library)."""
-    children = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may contain spaces, so split after the last ")".
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid:
-            children.append(int(entry.name))
-    return children
 
 
 class Proc:
@@ -246,7 +231,7 @@ class Stack:
 
     def web_worker_pids(self) -> list[int]:
         web = self.procs["web"]
-        return child_pids(web.pid) if web.running() else []
+        return children(web.pid) if web.running() else []
 
     def kill_web_worker(self, rng: random.Random) -> int | None:
         """kill -9 one gunicorn worker; the gunicorn master starts a new one."""

@@ -253,15 +253,8 @@ def _write_session_hold(
     Returns the session's summary with ``version`` as the write left it, and the layout: the write
     is a findAndModify (still one write) answering with the new version, so nothing is re-read."""
     if session is None:
-        query, update, array_filters = _hold_write(
-            session_id, facts, cart_id, cart_has_seats, coords, now, allow_orphans
-        )
-        written = mongo.sessions().find_one_and_update(
-            query,
-            update,
-            projection=UNREAD_WRITE_ANSWER_FIELDS,
-            array_filters=array_filters,
-            return_document=ReturnDocument.AFTER,
+        written = _send_hold_write(
+            session_id, facts, cart_id, cart_has_seats, coords, now, allow_orphans, UNREAD_WRITE_ANSWER_FIELDS
         )
         if written is not None:
             return {**written, "layout": facts.layout}
@@ -291,15 +284,8 @@ def _write_session_hold(
             has_reservation = any(res["_id"] == cart_id for res in session["reservations"])
         else:
             has_reservation = cart_has_seats
-        query, update, array_filters = _hold_write(
-            session_id, facts, cart_id, has_reservation, coords, now, allow_orphans
-        )
-        written = mongo.sessions().find_one_and_update(
-            query,
-            update,
-            projection=WRITE_ANSWER_FIELDS,
-            array_filters=array_filters,
-            return_document=ReturnDocument.AFTER,
+        written = _send_hold_write(
+            session_id, facts, cart_id, has_reservation, coords, now, allow_orphans, WRITE_ANSWER_FIELDS
         )
         if written is not None:
             return _after_write(session, written, layout)
@@ -312,6 +298,14 @@ def _write_session_hold(
                 raise InvalidRequest("The seat map of this performance has changed. Please choose again.")
             layout = facts.layout
     raise SeatsTaken([seat_name(layout, r, c) for r, c in coords])
+
+
+def _send_hold_write(session_id, facts, cart_id, has_reservation, coords, now, allow_orphans, answer) -> dict | None:
+    """Send the hold's write; the session as it left it (``answer``'s fields), or None: it missed."""
+    query, update, array_filters = _hold_write(session_id, facts, cart_id, has_reservation, coords, now, allow_orphans)
+    return mongo.sessions().find_one_and_update(
+        query, update, projection=answer, array_filters=array_filters, return_document=ReturnDocument.AFTER
+    )
 
 
 def _hold_write(
