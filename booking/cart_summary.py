@@ -6,6 +6,7 @@ a fifth of a click. The templates that show them (``_cart_summary.html``, ``_not
 these same functions through template tags, so the markup has one source.
 """
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from django.urls import reverse
@@ -83,3 +84,17 @@ def cart_summary_html(
         )
     out.append("</section>")
     return "".join(out)
+
+
+def cart_summary_from(context: Mapping, *, oob: bool = False) -> str:
+    """The panel from a cart context as the views build it (``views._cart_context``)."""
+    return cart_summary_html(
+        cart=context.get("cart"),
+        cart_expired=context.get("cart_expired", False),
+        groups=context.get("groups") or (),
+        total=context.get("total", 0),
+        seat_count=context.get("seat_count", 0),
+        expires_at=context.get("expires_at"),
+        seconds_left=context.get("seconds_left", 0),
+        oob=oob,
+    )

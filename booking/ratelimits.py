@@ -74,7 +74,7 @@ PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 @functools.lru_cache(maxsize=64)
 def parse_rate(rate: str) -> tuple[int, int]:
-    """ "30/m" -> (30, 60): so many requests per so many seconds ("10/5m" is 10 per 5 minutes)."""
+    """A rate as (requests, seconds): "30/m" is (30, 60), "10/5m" 10 per 5 minutes."""
     count, _, period = rate.partition("/")
     multiple, unit = period[:-1] or "1", period[-1:]
     if not count.isdigit() or not multiple.isdigit() or unit not in PERIODS:

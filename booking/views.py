@@ -335,15 +335,10 @@ def _seat_change(request, result, notice: str):
     seats = rendering.seat_updates(session, session["layout"], result.seats, HELD if held else FREE, held, keys)
     cart = _cart_context(request, result.cart, False, [session])
     response = HttpResponse(
-        seats
-        + cart_summary.cart_summary_html(**{k: v for k, v in cart.items() if k in CART_SUMMARY_FIELDS}, oob=True)
-        + cart_summary.notice_html(notice, "ok", oob=True)
+        seats + cart_summary.cart_summary_from(cart, oob=True) + cart_summary.notice_html(notice, "ok", oob=True)
     )
     response["X-Seatmap-Version"] = str(session["version"])
     return reswap(response, "none")
-
-
-CART_SUMMARY_FIELDS = ("cart", "cart_expired", "groups", "total", "seat_count", "expires_at", "seconds_left")
 
 
 def _bad_seat_request(request, message: str):

@@ -26,18 +26,7 @@ def mmss(seconds):
 @register.simple_tag(takes_context=True)
 def cart_summary(context):
     """The "Your seats" panel (booking/cart_summary.py) from the cart context the views build."""
-    return mark_safe(  # noqa: S308 - built from escaped parts
-        panels.cart_summary_html(
-            cart=context.get("cart"),
-            cart_expired=context.get("cart_expired", False),
-            groups=context.get("groups") or (),
-            total=context.get("total", 0),
-            seat_count=context.get("seat_count", 0),
-            expires_at=context.get("expires_at"),
-            seconds_left=context.get("seconds_left", 0),
-            oob=bool(context.get("oob")),
-        )
-    )
+    return mark_safe(panels.cart_summary_from(context, oob=bool(context.get("oob"))))  # noqa: S308 - escaped parts
 
 
 @register.simple_tag(takes_context=True)
