@@ -15,7 +15,7 @@
       // Unchanged, or a refresh that left before the buyer's own click and came back after it.
       e.detail.shouldSwap = false;
       e.detail.isError = false;
-    } else if ((status === 400 || status === 429) && e.detail.xhr.responseText.indexOf('id="notice"') !== -1) {
+    } else if (isSeatMessage(e.detail.xhr)) {
       // Bad input on a seat action comes back as a message: show it, keep the map.
       e.detail.shouldSwap = true;
       e.detail.isError = false;
@@ -26,6 +26,19 @@
         "Something went wrong. Please try again.");
     }
   });
+
+  // A refused seat choice (400) or a rate limit (429) answers with a message for the notice area.
+  function isSeatMessage(xhr) {
+    return (xhr.status === 400 || xhr.status === 429) && xhr.responseText.indexOf('id="notice"') !== -1;
+  }
+
+  // With DEBUG on, django-htmx's development helper shows every 400 answer as an error page in
+  // place of the whole document. A seat message is an answer for the buyer, not an error page:
+  // keep it from that helper (caught on its way down, before it reaches document listeners);
+  // htmx itself goes on and the beforeSwap handler above puts it in the notice area.
+  window.addEventListener("htmx:beforeOnLoad", function (e) {
+    if (isSeatMessage(e.detail.xhr)) e.stopPropagation();
+  }, true);
 
   // A seat click answers with the changed seats only; the map shown now includes that version,
   // so a refresh that left before the click must not bring the older map back.

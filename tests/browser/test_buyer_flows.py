@@ -197,3 +197,19 @@ def test_a_map_older_than_the_buyers_own_click_is_never_swapped_in(new_page, sho
     # and the next real refresh brings the map of the click's version (or newer) as usual
     expect(page.locator("#seatmap")).to_have_attribute("data-etag", re.compile(rf'^"{clicked}"$'), timeout=4000)
     expect(seat(page, "D", 4)).to_have_attribute("aria-label", re.compile("held by you$"))
+
+
+def test_a_refused_choice_is_a_message_on_the_map_also_in_development(new_page, settings, show):
+    """A seat that would leave another alone is refused with a 400 and a message. With DEBUG on,
+    django-htmx's development helper shows 400 answers as error pages (the whole document
+    replaced); this one is an answer for the buyer, so the page and the map must stay."""
+    settings.DEBUG = True
+    page = new_page()
+    page.goto(f"/sessions/{show['_id']}/")
+    seat(page, "D", 1).click()
+    expect(seat(page, "D", 1)).to_have_attribute("aria-label", re.compile("held by you$"))
+    seat(page, "D", 3).click()
+    expect(page.locator("#notice")).to_contain_text("would leave Row D, seat 2 on its own")
+    expect(page.locator("h1")).to_have_text("Waiting for Godot")
+    expect(seat(page, "D", 3)).to_have_attribute("aria-label", re.compile("available$"))
+    assert seat_state(show, "3:2") == FREE
