@@ -125,10 +125,7 @@ def rate_exceeded(request, group: str, rate: str) -> bool:
     empty: no limit). Fails open: while Redis is down nothing is limited and a warning is logged."""
     if not rate:
         return False
-    try:
-        client = client_key(request)
-    except ValueError:
-        client = "unknown"
+    client = holds.acting_client.get() or "unknown"  # set for this request by the middleware below
     try:
         return count_request(group, client, rate) > parse_rate(rate)[0]
     except (RedisError, OSError) as exc:

@@ -140,12 +140,10 @@ def hold_seats(
     cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
     session = None
     facts = selectors.known_sale_facts(session_id)
-    if facts is None or any(seat_cell(facts.layout, r, c) is None for r, c in coords):
+    if facts is None or _not_a_seat(facts.layout, coords):
         session, facts = _read_for_sale(session_id, now)  # an unknown seat may be in a newer layout
     layout = facts.layout
-    for row, col in coords:
-        if seat_cell(layout, row, col) is None:
-            raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
+    _refuse_non_seats(layout, coords)
     in_cart = len(cart["items"]) if cart else 0
     if in_cart + len(coords) > settings.BOOKING_MAX_SEATS_PER_CART:
         raise TooManySeats(
@@ -200,6 +198,18 @@ def hold_seats(
             reservations.settle(session_id, cart_id, keep=mine)
             raise CartExpired("Your hold has ended. Please choose your seats again.")
     return HoldResult(cart_id=cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
+
+
+def _not_a_seat(layout: dict, coords) -> tuple[int, int] | None:
+    """The first of these cells that is no seat in this layout (a gap, or off the map), if any."""
+    return next(((row, col) for row, col in coords if seat_cell(layout, row, col) is None), None)
+
+
+def _refuse_non_seats(layout: dict, coords) -> None:
+    missing = _not_a_seat(layout, coords)
+    if missing is not None:
+        row, col = missing
+        raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
 
 
 def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, selectors.SaleFacts]:
@@ -259,9 +269,7 @@ def _write_session_hold(
         if written is not None:
             return {**written, "layout": facts.layout}
         session, facts = _read_for_sale(session_id, now)  # missed: find out why, and try again
-        for row, col in coords:
-            if seat_cell(facts.layout, row, col) is None:  # the layout was replaced meanwhile
-                raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
+        _refuse_non_seats(facts.layout, coords)  # the layout may have been replaced meanwhile
     layout = facts.layout
     freed_expired = False
     for _attempt in range(4):
@@ -294,7 +302,7 @@ def _write_session_hold(
             raise SessionNotOnSale("This performance is not on sale.")
         if session.get("layoutRev", 0) != facts.layout_rev or session["prices"] != facts.prices:
             facts = selectors.sale_facts(session)
-            if facts is None or any(seat_cell(facts.layout, r, c) is None for r, c in coords):
+            if facts is None or _not_a_seat(facts.layout, coords):
                 raise InvalidRequest("The seat map of this performance has changed. Please choose again.")
             layout = facts.layout
     raise SeatsTaken([seat_name(layout, r, c) for r, c in coords])
