@@ -264,7 +264,7 @@ def _write_session_hold(
     is a findAndModify (still one write) answering with the new version, so nothing is re-read."""
     if session is None:
         written = _send_hold_write(
-            session_id, facts, cart_id, cart_has_seats, coords, now, allow_orphans, UNREAD_WRITE_ANSWER_FIELDS
+            session_id, facts, cart_id, cart_has_seats, coords, now, allow_orphans, SUMMARY_ANSWER_FIELDS
         )
         if written is not None:
             return {**written, "layout": facts.layout}
@@ -395,9 +395,10 @@ def no_seat_left_alone(layout: dict, coords) -> list[dict]:
 
 
 # What a seat write answers with: the change counter and the count of free seats after it; and,
-# when the hold did not read the session, the summary the answer shows.
+# when nothing was read before the write (a hold that knew the session, a release), the summary
+# the answer shows.
 WRITE_ANSWER_FIELDS = {"version": 1, "seatsAvailable": 1}
-UNREAD_WRITE_ANSWER_FIELDS = {**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1}
+SUMMARY_ANSWER_FIELDS = {**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1}
 
 
 def _after_write(session: dict, written: dict, layout: dict) -> dict:
@@ -454,7 +455,6 @@ def release_seats(
         raise InvalidRequest("Those seats are not in your cart.")
     price = sum(i["price"] for i in items)
     freed = {cell_path(r, c): FREE for r, c in coords}
-    answer = {**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1}
     written = None
     if len(keys) == len(selectors.cart_seat_keys(cart, session_id)):
         # The cart's last seats here: the reservation goes too (as settle does), so a later hold
@@ -469,7 +469,7 @@ def release_seats(
                 "$inc": {"seatsAvailable": len(keys), "version": 1},
                 "$pull": {"reservations": {"_id": cart_id}},
             },
-            projection=answer,
+            projection=SUMMARY_ANSWER_FIELDS,
             return_document=ReturnDocument.AFTER,
         )
     if written is None:
@@ -480,7 +480,7 @@ def release_seats(
                 "$inc": {"seatsAvailable": len(keys), "version": 1, "reservations.$[r].total": -price},
                 "$pull": {"reservations.$[r].seats": {"$in": keys}},
             },
-            projection=answer,
+            projection=SUMMARY_ANSWER_FIELDS,
             array_filters=[{"r._id": cart_id}],
             return_document=ReturnDocument.AFTER,
         )
