@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from . import clock
 from .errors import InvalidLayout, InvalidRequest
+from .forms import DayField
 from .layouts import category_codes_used, parse_grid, validate_layout
 from .services.sessions import clean_details
 
@@ -230,8 +231,8 @@ class SeriesForm(PricedForm):
 
     name = forms.CharField(label="Show name", max_length=120, widget=forms.TextInput(attrs={"size": 50}))
     description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
-    first_day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
-    last_day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
+    first_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
+    last_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
     start_time = forms.TimeField(
         label="Starts at", widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"), initial="19:30"
     )
@@ -295,7 +296,7 @@ WHEN_CHOICES = [("on_sale", "On sale"), ("past", "Past"), ("canceled", "Canceled
 
 class SessionFilterForm(forms.Form):
     theater = forms.ChoiceField(required=False)
-    day = forms.DateField(required=False, label="Date", widget=forms.DateInput(attrs={"type": "date"}))
+    day = DayField(required=False, label="Date", widget=forms.DateInput(attrs={"type": "date"}))
     when = forms.ChoiceField(required=False, choices=WHEN_CHOICES, label="Show")
 
     def __init__(self, *args, theater_choices, **kwargs):
