@@ -4,6 +4,8 @@ failed against the code before its fix; the commit that fixed the hole says how 
 Limits with their own suite (the rate limits, Redis down) are in test_limits.py.
 """
 
+import json
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -83,3 +85,111 @@ def test_a_series_ending_at_the_end_of_the_calendar_is_refused_not_a_500():
     assert response.status_code == 400
     assert "Choose a date in the years 1900 to 9998." in response.content.decode()
     assert_unchanged(before, snapshot())
+
+
+# --- 3. theater layout import: any JSON at all is a form error or a theater, never a 500 ---
+
+
+def _layout_doc() -> dict:
+    return {
+        "name": "Imported Hall",
+        "layout": {
+            "categories": [{"code": "s", "name": "Stalls", "color": "#3b82f6"}],
+            "rows": [{"label": "A", "cells": [{"label": "1", "cat": "s"}, None, {"label": "2", "cat": "s"}]}],
+        },
+    }
+
+
+# Where in the document a hostile value goes: a path of keys and indexes.
+IMPORT_PLACES = [
+    ("name",),
+    ("layout",),
+    ("layout", "categories"),
+    ("layout", "categories", 0),
+    ("layout", "categories", 0, "code"),
+    ("layout", "categories", 0, "name"),
+    ("layout", "categories", 0, "color"),
+    ("layout", "rows"),
+    ("layout", "rows", 0),
+    ("layout", "rows", 0, "label"),
+    ("layout", "rows", 0, "cells"),
+    ("layout", "rows", 0, "cells", 0),
+    ("layout", "rows", 0, "cells", 0, "label"),
+    ("layout", "rows", 0, "cells", 0, "cat"),
+    ("layout", "rows", 0, "cells", 0, "wheelchair"),
+]
+HOSTILE_VALUES = [["s"], {"s": 1}, [], {}, 1e308, -1, True, None, "", "s" * 5000, [[[[[[[[["s"]]]]]]]]]]
+
+
+def _import(client, text: str | None = None, upload: bytes | None = None):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    data = {"text": text or ""}
+    if upload is not None:
+        data["file"] = SimpleUploadedFile("layout.json", upload, content_type="application/json")
+    return client.post("/admin/booking/theater/import/", data)
+
+
+def test_an_unhashable_category_in_an_imported_layout_is_a_form_error():
+    doc = _layout_doc()
+    doc["layout"]["rows"][0]["cells"][0]["cat"] = ["s"]
+    client = staff_client()
+    before = snapshot()
+    for response in (_import(client, text=json.dumps(doc)), _import(client, upload=json.dumps(doc).encode())):
+        assert response.status_code == 400
+        assert "Seat 1 has no category letter" in response.content.decode()
+    assert_unchanged(before, snapshot())
+
+
+@pytest.mark.parametrize("shape", ["[" * 100_000 + "]" * 100_000, '{"a":' * 100_000 + "1" + "}" * 100_000])
+def test_deeply_nested_json_is_a_form_error(shape):
+    client = staff_client()
+    before = snapshot()
+    for response in (_import(client, text=shape), _import(client, upload=shape.encode())):
+        assert response.status_code == 400
+        assert "nested too deeply" in response.content.decode()
+    assert_unchanged(before, snapshot())
+
+
+def test_nesting_within_the_parsers_reach_is_a_form_error_too():
+    doc = _layout_doc()
+    deep: list = ["s"]
+    for _ in range(900):  # json.loads takes it; repr() or str() of it may not, deeper in the stack
+        deep = [deep]
+    doc["layout"]["rows"][0]["cells"][0]["label"] = deep
+    response = _import(staff_client(), text=json.dumps(doc))
+    assert response.status_code == 400
+    assert "nested too deeply" in response.content.decode()
+
+
+def test_nan_and_infinity_are_not_json():
+    response = _import(staff_client(), text=json.dumps(_layout_doc()).replace('"1"', "NaN"))
+    assert response.status_code == 400
+    assert "not valid JSON" in response.content.decode()
+
+
+def test_any_value_anywhere_in_an_imported_layout_is_a_form_error_or_a_theater():
+    client = staff_client()
+    broken = []
+    for place in IMPORT_PLACES:
+        for value in HOSTILE_VALUES:
+            doc = _layout_doc()
+            target = doc
+            for step in place[:-1]:
+                target = target[step]
+            target[place[-1]] = value
+            before = snapshot()
+            response = _import(client, text=json.dumps(doc))
+            if response.status_code == 400:
+                if "errornote" not in response.content.decode() or snapshot() != before:
+                    broken.append((place, value, "400 without a message, or something changed"))
+            elif response.status_code != 302:
+                broken.append((place, value, response.status_code))
+    assert not broken
+
+
+def test_a_sectioned_venues_export_says_it_cannot_be_imported_here():
+    doc = {"name": "Stadium", "sections": [{"name": "North", "layout": _layout_doc()["layout"]}]}
+    response = _import(staff_client(), text=json.dumps(doc))
+    assert response.status_code == 400
+    assert "sectioned venue" in response.content.decode()
