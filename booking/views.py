@@ -483,20 +483,26 @@ def checkout(request):
 
 def _visible_order(request, ref: str) -> dict | None:
     """The order if this browser bought it or found it by reference and e-mail (the find form, or
-    the confirmation mail's link ``?email=``), else None."""
+    the confirmation mail's link ``?email=``), else None.
+
+    A lookup by e-mail is counted before anything is compared, whether the reference exists or
+    not, and takes the same query either way: a real reference and a made-up one get the same
+    answers under the same limit (counting only real ones told which exist)."""
     order = selectors.get_order_by_ref(ref)
     owner = buyer.owner(request)
-    if order is None:
-        return None
-    if (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", []):
+    if order is not None and (
+        (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", [])
+    ):
         return order
     email = request.GET.get("email", "")
-    if email and ratelimits.lookup_rate_exceeded(request):
+    if not email:
+        return None
+    if ratelimits.lookup_rate_exceeded(request):
         raise TooManyLookups()
-    if email and selectors.find_order(order["ref"], email) is not None:
-        request.session["found_orders"] = [*request.session.get("found_orders", []), order["ref"]][-20:]
-        return order
-    return None
+    found = selectors.find_order(ref, email)
+    if found is not None:
+        request.session["found_orders"] = [*request.session.get("found_orders", []), found["ref"]][-20:]
+    return found
 
 
 NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."

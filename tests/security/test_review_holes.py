@@ -9,10 +9,12 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from django.urls import reverse
 
+from booking.services import checkout, holds
 from booking.tests.factories import make_theater
 
-from .conftest import assert_unchanged, snapshot
+from .conftest import assert_unchanged, buyer_client, snapshot
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -193,3 +195,34 @@ def test_a_sectioned_venues_export_says_it_cannot_be_imported_here():
     response = _import(staff_client(), text=json.dumps(doc))
     assert response.status_code == 400
     assert "sectioned venue" in response.content.decode()
+
+
+# --- 4. booking lookups: a real reference and a made-up one answer alike, under the same limit ---
+
+
+def _paid_order(session, email="ada@example.org") -> dict:
+    held = holds.hold_seats(session["_id"], "s:ada", None, ["0:0"])
+    return checkout.checkout("s:ada", held.cart_id, "Ada", email)
+
+
+@pytest.mark.parametrize("page", ["order", "order_tickets"])
+def test_lookups_of_real_and_made_up_references_answer_alike_and_share_the_limit(settings, session, page):
+    settings.BOOKING_LOOKUP_RATE = "2/m"
+    real = _paid_order(session)["ref"]
+    made_up = "ZZZZZZZZ" if real != "ZZZZZZZZ" else "YYYYYYYY"
+    answers = {}
+    for ref in (real, made_up):
+        client = buyer_client()  # an address of its own: a fresh budget
+        link = reverse(f"booking:{page}", kwargs={"ref": ref}) + "?email=guess@example.org"
+        answers[ref] = [client.get(link).status_code for _ in range(4)]
+    assert answers[real] == answers[made_up] == [404, 404, 429, 429]
+
+
+def test_the_buyer_and_a_browser_that_found_the_order_are_not_counted(settings, session):
+    settings.BOOKING_LOOKUP_RATE = "1/m"
+    order = _paid_order(session)
+    client = buyer_client()
+    link = reverse("booking:order", kwargs={"ref": order["ref"]}) + "?email=ada@example.org"
+    assert client.get(link).status_code == 200  # the one lookup the budget allows: found
+    for _ in range(3):
+        assert client.get(link).status_code == 200  # remembered in its session: no lookup, no count
