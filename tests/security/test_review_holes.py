@@ -5,16 +5,18 @@ Limits with their own suite (the rate limits, Redis down) are in test_limits.py.
 """
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from booking.services import checkout, holds
+from booking import clock, mongo
+from booking.services import checkout, holds, notifications, reconcile
 from booking.tests.factories import make_theater
 
-from .conftest import assert_unchanged, buyer_client, snapshot
+from .conftest import assert_unchanged, buyer_client, csrf, snapshot
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -226,3 +228,88 @@ def test_the_buyer_and_a_browser_that_found_the_order_are_not_counted(settings, 
     assert client.get(link).status_code == 200  # the one lookup the budget allows: found
     for _ in range(3):
         assert client.get(link).status_code == 200  # remembered in its session: no lookup, no count
+
+
+# --- 5. addresses and names with control or formatting characters ---
+
+RLO = "\u202e"  # right-to-left override
+
+
+def _checkout_page(client, name, email):
+    return client.post("/checkout/", {"name": name, "email": email}, **csrf(client))
+
+
+@pytest.fixture
+def holding_buyer(session):
+    client = buyer_client()
+    hold_url = reverse("booking:hold", args=[str(session["_id"])])
+    response = client.post(hold_url, {"seats": "0:0"}, **HTMX, **csrf(client))
+    assert response.status_code == 200
+    return client
+
+
+@pytest.mark.parametrize(
+    "email",
+    [
+        f"bob@{RLO}example.org",
+        f"bob@example{RLO}.org",
+        "bob@exa\u200bmple.org",  # zero-width space (Cf)
+        "bob@exa\u200dmple.org",  # zero-width joiner (Cf): IDNA would drop it, and send elsewhere
+        "bob@" + "ä" * 60 + ".org",  # a valid-looking label whose IDNA form is longer than DNS allows
+    ],
+)
+def test_checkout_refuses_an_address_no_mail_can_be_sent_to(email, holding_buyer):
+    before = snapshot()
+    response = _checkout_page(holding_buyer, "Bob", email)
+    assert response.status_code == 400
+    assert "Please enter a valid e-mail address." in response.content.decode()
+    assert_unchanged(before, snapshot())
+
+
+@pytest.mark.parametrize(
+    "name",
+    [f"Bob{RLO}", "Bo\x00b", "Bob\x1bSmith", "Bob\u2028Smith", "Bob\u2029Smith", "Bo\u200bb", "\ufeffBob", "Bob\u2066"],
+    ids=["RLO", "NUL", "ESC", "line separator", "paragraph separator", "ZWSP", "BOM", "LRI"],
+)
+def test_checkout_refuses_control_and_format_characters_in_the_name(name, holding_buyer):
+    before = snapshot()
+    response = _checkout_page(holding_buyer, name, "bob@example.org")
+    assert response.status_code == 400
+    says = "Null characters are not allowed" if "\x00" in name else "invisible control or formatting characters"
+    assert says in response.content.decode()
+    assert_unchanged(before, snapshot())
+
+
+@pytest.mark.parametrize("name", ["Zoë Ñúñez", "Mehr\u200cnaz", "Anand\u200d"], ids=["accents", "ZWNJ", "ZWJ"])
+def test_names_that_need_joiners_or_accents_still_check_out(name, holding_buyer):
+    response = _checkout_page(holding_buyer, name, "zoe@exämple.org")
+    assert response.status_code == 302 and "/orders/" in response["Location"]
+
+
+def test_a_stored_address_that_cannot_be_encoded_fails_at_once_for_good(session, mailoutbox):
+    """An order stored before checkout refused such addresses: its mail fails on the first try,
+    recorded as failed (no retry round, no re-queuing), instead of raising on every retry."""
+    order = _paid_order(session)
+    mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"email": f"bob@{RLO}example.org"}})
+    assert notifications.send_confirmation(order["_id"]) == "failed"
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["mail"] == "failed" and stored["mailFailures"] == 1
+    assert "mailRetryAt" not in stored  # permanent: no next round; an operator can re-send after fixing it
+    assert "cannot be sent" in stored["mailFailure"]
+    assert mailoutbox == []
+    later = clock.now() + timedelta(days=1)
+    report = reconcile.reconcile(now=later)
+    assert report.mails_requeued == report.mails_retried == 0
+    assert mongo.orders().find_one({"_id": order["_id"]})["mail"] == "failed"
+
+
+def test_an_encoding_error_while_sending_is_permanent(session, mailoutbox, monkeypatch):
+    order = _paid_order(session)
+
+    def unencodable(*args, **kwargs):
+        raise UnicodeEncodeError("ascii", "ä", 0, 1, "no")
+
+    monkeypatch.setattr("django.core.mail.backends.locmem.EmailBackend.send_messages", unencodable)
+    assert notifications.send_confirmation(order["_id"]) == "failed"
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["mail"] == "failed" and "mailRetryAt" not in stored and "mailClaimedUntil" not in stored
