@@ -13,7 +13,7 @@ from django.conf import settings
 from django.http import JsonResponse
 from django.urls import path
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from pymongo.errors import PyMongoError
 
 from . import mongo
@@ -43,7 +43,7 @@ def redis_ok() -> bool:
 
 
 @never_cache
-@require_GET
+@require_safe
 def healthz(request):
     checks = {"mongodb": "ok" if mongodb_ok() else "down", "redis": "ok" if redis_ok() else "down"}
     if checks["mongodb"] != "ok":

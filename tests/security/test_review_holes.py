@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
-from django.urls import reverse
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from booking import clock, mongo
 from booking.services import checkout, holds, notifications, reconcile
@@ -313,3 +313,78 @@ def test_an_encoding_error_while_sending_is_permanent(session, mailoutbox, monke
     assert notifications.send_confirmation(order["_id"]) == "failed"
     stored = mongo.orders().find_one({"_id": order["_id"]})
     assert stored["mail"] == "failed" and "mailRetryAt" not in stored and "mailClaimedUntil" not in stored
+
+
+# --- 7. HEAD answers like GET, without a body, wherever GET is allowed ---
+
+
+def _every_get_path(documents: dict) -> list[str]:
+    """Every buyer page, /healthz, and every staff page over the booking documents, with real ids."""
+    buyer_pages = [
+        "/",
+        "/healthz",
+        f"/sessions/{documents['session']}/",
+        f"/sessions/{documents['session']}/map/",
+        f"/performances/{documents['session']}/",
+        "/cart/",
+        "/checkout/",
+        f"/orders/{documents['ref']}/",
+        f"/orders/{documents['ref']}/tickets/",
+        f"/orders/{documents['ref']}/?email=ada@example.org",
+        "/find-booking/",
+        f"/tickets/{documents['ticket']}.svg",
+        # POST-only endpoints: GET is 405, so HEAD must be too
+        f"/sessions/{documents['session']}/hold",
+        "/cart/cancel",
+    ]
+    admin = next(p for p in get_resolver().url_patterns if isinstance(p, URLResolver) and p.namespace == "admin")
+    staff_pages = ["/admin/", "/admin/booking/"]
+
+    def walk(patterns, prefix):
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, prefix + str(p.pattern))
+            elif isinstance(p, URLPattern) and (prefix + str(p.pattern)).startswith("booking/"):
+                route = prefix + str(p.pattern)
+                if "(?P" not in route:
+                    kind = route.split("/")[1]
+                    staff_pages.append("/admin/" + route.replace("<str:object_id>", documents.get(kind, "")))
+
+    walk(admin.url_patterns, "")
+    return buyer_pages + staff_pages
+
+
+@pytest.fixture
+def documents(session):
+    order = _paid_order(session)
+    held = holds.hold_seats(session["_id"], "s:carl", None, ["2:0"])
+    return {
+        "session": str(session["_id"]),
+        "theater": str(session["theaterId"]),
+        "cart": str(held.cart_id),
+        "order": str(order["_id"]),
+        "ref": order["ref"],
+        "ticket": order["lines"][0]["ticket"],
+    }
+
+
+def test_head_answers_like_get_on_every_page(documents):
+    client = staff_client()  # staff pages need a login; buyer pages do not care
+    wrong = []
+    paths = _every_get_path(documents)
+    assert len(paths) > 25
+    for path in paths:
+        got = client.get(path)
+        head = client.head(path)
+        if (head.status_code, head.get("Content-Type")) != (got.status_code, got.get("Content-Type")):
+            wrong.append((path, got.status_code, head.status_code))
+    assert not wrong, "\n".join(map(str, wrong))
+
+
+def test_head_on_healthz_and_the_first_page_over_http_has_no_body(live_server):
+    from urllib.request import Request, urlopen
+
+    for path in ("/healthz", "/"):
+        with urlopen(Request(live_server.url + path, method="HEAD"), timeout=10) as answer:  # noqa: S310
+            assert answer.status == 200
+            assert answer.read() == b""
