@@ -2,7 +2,7 @@
 
 MongoDB is required (every page reads it): when it cannot be reached the answer is 503 with a
 Retry-After hint, and a load balancer should stop sending traffic here. Redis only carries the
-worker's queue and the hold rate limit (which fails open), so Redis down is reported as
+worker's queue and the rate limits (counted per process while it is down), so Redis down is reported as
 "degraded" with 200: taking every web process out of service for it would stop sales that can
 still go on.
 """
