@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from .. import clock, mongo
+from .. import clock, faults, mongo
 from ..errors import BookingError
 from . import carts as cart_service
 from . import checkout, notifications, orders, reservations
@@ -111,8 +111,17 @@ def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None
                 held |= {(s["_id"], k) for k in res["seats"]}
         lost = [i for i in cart["items"] if (i["sessionId"], i["key"]) not in held]
         for item in lost:
+            faults.point("reconcile.before_drop_item")
+            # As read: the item still listed (a second reconcile that dropped it first would
+            # otherwise have its price taken off twice) and the cart unchanged by its buyer since.
+            still_listed = {"$elemMatch": {"sessionId": item["sessionId"], "key": item["key"]}}
             result = mongo.carts().update_one(
-                {"_id": cart["_id"], "state": cart_service.ACTIVE},
+                {
+                    "_id": cart["_id"],
+                    "state": cart_service.ACTIVE,
+                    "modifiedOn": {"$lt": older_than},
+                    "items": still_listed,
+                },
                 {
                     "$pull": {"items": {"sessionId": item["sessionId"], "key": item["key"]}},
                     "$inc": {"total": -item["price"]},
