@@ -140,6 +140,8 @@ def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
         "createdOn": {"$lte": now - wait},
         "$or": [{"mailTriedOn": {"$exists": False}}, {"mailTriedOn": {"$lte": now - lost_after}}],
     }
+    # No _id tie-breaker: the mail_pending index serves this order, and which of two mails of the
+    # same millisecond is queued first changes nothing (every due one is queued, run after run).
     for order in mongo.orders().find(due, {"mailQueued": 1}).sort("createdOn", 1).limit(500):
         queued = order.get("mailQueued", 0)
         if queued >= settings.BOOKING_MAIL_MAX_REQUEUES:
@@ -166,7 +168,7 @@ def _retry_failed_mails(now: datetime, report: ReconcileReport) -> None:
     mails refused for good or over the cap have none). Reopening is conditional on the time read,
     so of two reconciles racing one queues it; the task's claim still lets only one worker send."""
     due = {"mail": notifications.FAILED, "state": notifications.PAID, "mailRetryAt": {"$lte": now}}
-    for order in mongo.orders().find(due, {"mailRetryAt": 1}).sort("mailRetryAt", 1).limit(500):
+    for order in mongo.orders().find(due, {"mailRetryAt": 1}).sort([("mailRetryAt", 1), ("_id", 1)]).limit(500):
         if not notifications.reopen_failed(order["_id"], order["mailRetryAt"], now):
             continue  # another reconcile took it
         if not notifications.queue_reopened(order["_id"]):
