@@ -8,6 +8,7 @@ from datetime import datetime
 from bson import ObjectId
 
 from . import clock, mongo
+from .seatmap import restored_states
 from .services.carts import ACTIVE, is_live
 
 SUMMARY_FIELDS = {
@@ -100,8 +101,12 @@ def performance_sections(performance_id: ObjectId) -> list[dict]:
 
 
 def get_session(session_id: ObjectId) -> dict | None:
-    """Q2 the seat map: one read by _id."""
-    return mongo.sessions().find_one({"_id": session_id})
+    """Q2 the seat map: one read by _id. A session compacted after the show (services/retention.py)
+    shows every seat as taken."""
+    session = mongo.sessions().find_one({"_id": session_id})
+    if session is not None and "seats" not in session and "layout" in session:
+        session["seats"] = restored_states(session["layout"])
+    return session
 
 
 # A hold's read of the session, when it reads one (the first hold of a session in a process, or

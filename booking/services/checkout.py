@@ -22,6 +22,7 @@ from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo
 from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
+from ..names import name_keys
 from ..seatmap import SOLD, parse_seat_key
 from . import carts as cart_service
 from . import notifications, reservations
@@ -176,7 +177,9 @@ def _store_order(cart: dict) -> dict:
         "state": "paid",
         "mail": "pending",  # the confirmation e-mail task sets "sent"; reconcile re-queues stragglers
         "createdOn": clock.now(),
+        "nameKeys": name_keys(customer.get("name", "")),  # the staff search by name (booking/names.py)
     }
+    order["purgeAt"] = order_service.purge_at(order["createdOn"])  # retention: the purge_ttl index
     for _attempt in range(5):
         order["_id"] = ObjectId()
         order["ref"] = new_booking_ref()
