@@ -164,6 +164,8 @@ def ensure_indexes() -> list[str]:
     created.append(
         _index(sessions(), [("end", 1)], name="grid_by_end", partialFilterExpression={"seats": {"$exists": True}})
     )
+    # a compacted session goes when its orders go (services/retention.py)
+    created.append(_index(sessions(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
     created.append(_index(carts(), [("state", 1), ("expiresAt", 1)], name="state_expires"))
     created.append(_index(carts(), [("owner", 1), ("state", 1)], name="owner_state"))
     # the per-client held-seats limit counts a client's active carts: only active carts are in it

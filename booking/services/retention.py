@@ -8,7 +8,8 @@
   state; its layout, prices and times stay. Which seats were sold is in the orders (their lines
   name the seats), and a page that shows the grid of a compacted session rebuilds it from them
   (seatmap.restored_states). The worker runs compact_past_sessions every
-  BOOKING_COMPACT_EVERY_SECONDS.
+  BOOKING_COMPACT_EVERY_SECONDS. A compacted session gets the ``purgeAt`` its orders have (TTL):
+  once they are gone, nothing refers to it.
 """
 
 import logging
@@ -18,12 +19,13 @@ from django.conf import settings
 
 from .. import clock, mongo
 from ..seatmap import BLOCKED, FREE, HELD, SOLD, count_state
+from . import orders
 
 logger = logging.getLogger("booking.retention")
 
 # A compacted session's grid as the pages count it: sold, blocked, and free (a hold left at
 # compaction is long dead: its seat counts as free).
-GRID_FIELDS = {"seats": 1, "version": 1}
+GRID_FIELDS = {"seats": 1, "version": 1, "end": 1}
 
 
 def seat_summary(seats: list[list[int]]) -> dict:
@@ -48,7 +50,11 @@ def compact_past_sessions(now: datetime | None = None, batch_size: int = 100) ->
             result = mongo.sessions().update_one(
                 {"_id": session["_id"], "version": session["version"], "seats": {"$exists": True}},
                 {
-                    "$set": {"seatSummary": seat_summary(session["seats"]), "compactedOn": now},
+                    "$set": {
+                        "seatSummary": seat_summary(session["seats"]),
+                        "compactedOn": now,
+                        "purgeAt": orders.purge_at(session["end"]),  # goes with its orders
+                    },
                     "$unset": {"seats": "", "reservations": ""},
                     "$inc": {"version": 1},
                 },
