@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bson import ObjectId
+from django.conf import settings
 
 from . import clock, mongo
 from .seatmap import restored_states
@@ -218,7 +219,7 @@ def buyer_carts(owner: str, cart_id: ObjectId | None, client: str | None, now: d
     branches: list[dict] = [{"owner": owner, **live}]
     if cart_id is not None:
         branches.append({"_id": cart_id, "owner": owner})
-    if client:
+    if client and settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT:  # the one branch without the shard key (owner)
         branches.append({"client": client, **live})
     query = {"$or": branches} if len(branches) > 1 else branches[0]
     found = BuyerCarts(cart=None, owner_live=0, client_held=0)

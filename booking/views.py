@@ -92,7 +92,7 @@ def _current_cart(request) -> tuple[dict | None, bool]:
     if cart["state"] == cart_service.ACTIVE and cart["expiresAt"] > clock.now():
         return cart, False
     if cart["state"] == cart_service.ACTIVE:
-        cart_service.expire_cart(cart["_id"])
+        cart_service.expire_cart(cart["_id"], owner=owner)
         return None, True
     return None, cart["state"] == cart_service.EXPIRED
 

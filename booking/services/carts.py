@@ -45,18 +45,29 @@ def is_live(cart: dict | None, now: datetime) -> bool:
     return cart["state"] == ACTIVE and cart["expiresAt"] > now
 
 
-def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
+def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | None = None) -> int | None:
     """Expire one stale cart and free its seats. Returns seats freed, or None if the cart was not
-    stale (already expired by someone else, checked out, or its hold was extended)."""
+    stale (already expired by someone else, checked out, or its hold was extended).
+
+    ``owner``: the cart's owner when the caller knows it: carts are sharded on owner, so the
+    write then goes to one shard. The write answers with the cart's sessions, and their holds are
+    settled by _id (targeted); a hold the cart never recorded (a crash between a hold's two
+    writes) is left to reconcile.finish_interrupted_expiries, which the expiry task runs next."""
     now = now or clock.now()
-    result = mongo.carts().update_one(
-        {"_id": cart_id, "state": ACTIVE, "expiresAt": {"$lte": now}},
+    cart = mongo.carts().find_one_and_update(
+        {"_id": cart_id, **({"owner": owner} if owner else {}), "state": ACTIVE, "expiresAt": {"$lte": now}},
         {"$set": {"state": EXPIRED, "endedOn": now}},
+        projection={"items.sessionId": 1},
     )
-    if not result.modified_count:
+    if cart is None:
         return None
     faults.point("expire.after_cart")
-    return reservations.release_all(cart_id)
+    return reservations.release_all(cart_id, session_ids=session_ids_of(cart))
+
+
+def session_ids_of(cart: dict) -> list[ObjectId]:
+    """The sessions a cart holds seats in, as its items list them (first seen first)."""
+    return list(dict.fromkeys(item["sessionId"] for item in cart.get("items", [])))
 
 
 def force_expire_cart(cart_id: ObjectId) -> int | None:
@@ -76,13 +87,14 @@ def force_expire_cart(cart_id: ObjectId) -> int | None:
 def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     """The buyer gives up: the cart ends and every seat it holds is free again."""
     now = clock.now()
-    result = mongo.carts().update_one(
+    cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, "owner": owner, "state": ACTIVE},
         {"$set": {"state": CANCELED, "endedOn": now}},
+        projection={"items.sessionId": 1},
     )
-    if not result.modified_count:
+    if cart is None:
         return 0
-    return reservations.release_all(cart_id)
+    return reservations.release_all(cart_id, session_ids=session_ids_of(cart))
 
 
 @dataclass
@@ -99,7 +111,7 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
     while True:
         stale = list(
             mongo.carts()
-            .find({"state": ACTIVE, "expiresAt": {"$lte": now}}, {"_id": 1})
+            .find({"state": ACTIVE, "expiresAt": {"$lte": now}}, {"owner": 1})
             # No _id tie-breaker: the state_expires index serves this order (with _id it would be
             # a sort in memory of every stale cart, per batch), and every stale cart is expired
             # whichever of equal ones comes first.
@@ -109,7 +121,7 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
         if not stale:
             break
         for doc in stale:
-            freed = expire_cart(doc["_id"], now)
+            freed = expire_cart(doc["_id"], now, owner=doc["owner"])
             if freed is not None:
                 report.carts_expired += 1
                 report.seats_released += freed

@@ -67,10 +67,10 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
 def _finish_stuck_checkouts(now: datetime, report: ReconcileReport) -> None:
     stuck_before = now - timedelta(seconds=settings.BOOKING_CHECKOUT_STUCK_SECONDS)
     for cart in mongo.carts().find(
-        {"state": cart_service.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"_id": 1}
+        {"state": cart_service.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"owner": 1}
     ):
         try:
-            checkout.finish_checkout(cart["_id"])
+            checkout.finish_checkout(cart["_id"], cart["owner"])
         except BookingError as exc:
             logger.warning("stuck checkout %s could not complete: %s", cart["_id"], exc.message)
         report.checkouts_finished += 1
@@ -109,7 +109,9 @@ def _release_dead_holds(now: datetime, older_than: datetime, report: ReconcileRe
 
 def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None:
     """An active cart may list a seat whose hold is gone (a crash between release's two writes)."""
-    for cart in mongo.carts().find({"state": cart_service.ACTIVE, "modifiedOn": {"$lt": older_than}}, {"items": 1}):
+    for cart in mongo.carts().find(
+        {"state": cart_service.ACTIVE, "modifiedOn": {"$lt": older_than}}, {"items": 1, "owner": 1}
+    ):
         session_ids = list({i["sessionId"] for i in cart["items"]})
         if not session_ids:
             continue
@@ -128,6 +130,7 @@ def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None
             result = mongo.carts().update_one(
                 {
                     "_id": cart["_id"],
+                    "owner": cart["owner"],
                     "state": cart_service.ACTIVE,
                     "modifiedOn": {"$lt": older_than},
                     "items": still_listed,
