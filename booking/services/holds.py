@@ -16,7 +16,7 @@ from django.conf import settings
 from pymongo import ReturnDocument
 
 from .. import clock, faults, mongo, selectors
-from ..domain import HOLDING_STATES, CartItem, CartState, SessionStatus, is_live
+from ..domain import HOLDING_STATES, CartItem, CartState, SessionStatus, is_live, live_cart_filter
 from ..errors import (
     CartExpired,
     InvalidRequest,
@@ -205,8 +205,7 @@ def _record_in_cart(
         {
             "_id": plan.cart_id,
             "owner": owner,
-            "state": CartState.ACTIVE,
-            "expiresAt": {"$gt": now},
+            **live_cart_filter(now),
             f"items.{room}": {"$exists": False},  # the cart limit, checked atomically
         },
         {
