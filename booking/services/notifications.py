@@ -191,61 +191,66 @@ class Resend:
     """What an operator's re-send did, and what to tell them: the admin shows ``message`` at
     ``level`` (a django.contrib.messages level name), the command prints it (an error unless ``ok``)."""
 
-    reopened: bool  # this re-send made the mail pending again (the admin logs it)
-    ok: bool
     level: str  # "success", "info", "warning" or "error"
     message: str
+    reopened: bool = False  # this re-send made the mail pending again (the admin logs it)
+
+    @property
+    def ok(self) -> bool:
+        return self.level in ("success", "info")
 
 
 def resend(order: dict | None, seen_round: int | None, *, send_now: bool) -> Resend:
     """Operator: send an order's confirmation mail again on purpose (``reopen``), and say what
-    happened. ``order``: as the operator saw it (None: no such order); ``seen_round``: the mail's
-    round they saw.
+    happened. ``order``: as the operator saw it (None: there is no such order); ``seen_round``:
+    the mail's round they saw (``mailRound``).
 
     ``send_now`` (``manage.py resend_confirmation``): send it from this process, also when it is
     pending already, so the operator sees the mail server's answer; if the server is away it is
     queued for the worker. Otherwise (the order page's button) it is queued for the worker, and a
     mail that is pending already is left to the worker."""
     if order is None:
-        return Resend(False, False, "error", "no such order")
-    ref, email, oid = order["ref"], order["email"], order["_id"]
-    opened = reopen(oid, seen_round)
+        return Resend("error", ReopenOutcome.NO_SUCH_ORDER)
+    opened = reopen(order["_id"], seen_round)
+    return _send_reopened(order, opened) if send_now else _queue_reopened(order, opened)
+
+
+def _queue_reopened(order: dict, opened: ReopenOutcome) -> Resend:
+    ref = order["ref"]
+    if opened == ReopenOutcome.REOPENED:
+        later = "" if queue_reopened(order["_id"]) else " (the queue is unreachable; it goes out once it is back)"
+        text = f"The confirmation mail of {ref} is on its way to {order['email']}{later}."
+        return Resend("success", text, reopened=True)
+    if opened == ReopenOutcome.PENDING:
+        return Resend("info", f"The confirmation mail of {ref} is being sent already; nothing was changed.")
     if opened == ReopenOutcome.NOT_PAID:
-        state = order.get("state")
-        text = f"the order is {state}; its mail is not sent" if send_now else None
-        return Resend(False, False, "error", text or f"Order {ref} is {state}: its confirmation mail is not sent.")
-    if opened in (ReopenOutcome.CHANGED, ReopenOutcome.NO_SUCH_ORDER):
-        if not send_now:
-            return Resend(
-                False, False, "warning", "The mail changed since this page was shown (re-sent or retried); see below."
-            )
-        if opened == ReopenOutcome.NO_SUCH_ORDER:
-            return Resend(False, False, "error", "no such order")
+        return Resend("error", f"Order {ref} is {order['state']}: its confirmation mail is not sent.")
+    return Resend("warning", "The mail changed since this page was shown (re-sent or retried); see below.")
+
+
+def _send_reopened(order: dict, opened: ReopenOutcome) -> Resend:
+    oid = order["_id"]
+    if opened == ReopenOutcome.NOT_PAID:
+        return Resend("error", f"the order is {order.get('state')}; its mail is not sent")
+    if opened == ReopenOutcome.NO_SUCH_ORDER:
+        return Resend("error", ReopenOutcome.NO_SUCH_ORDER)
+    if opened == ReopenOutcome.CHANGED:
         state = (selectors.get_order(oid) or {}).get("mail", "?")
-        return Resend(
-            False, False, "error", f"not re-sent: it changed meanwhile (mail is {state} now); run again to re-send"
-        )
-    reopened = opened == ReopenOutcome.REOPENED
-    if not send_now:
-        if not reopened:  # pending already: the worker's task (or a retry) sends it
-            return Resend(
-                False, True, "info", f"The confirmation mail of {ref} is being sent already; nothing was changed."
-            )
-        later = "" if queue_reopened(oid) else " (the queue is unreachable; it goes out once it is back)"
-        return Resend(True, True, "success", f"The confirmation mail of {ref} is on its way to {email}{later}.")
+        return Resend("error", f"not re-sent: it changed meanwhile (mail is {state} now); run again to re-send")
+    reopened = opened == ReopenOutcome.REOPENED  # else pending already: sending it now is safe, the claim decides
     try:
         sent = send_confirmation(oid)
     except MailServerUnavailable as exc:
         later = "queued for the worker" if queue_reopened(oid) else "reconcile queues it once Redis is back"
-        return Resend(reopened, False, "error", f"the mail server did not take it ({exc}); {later}")
+        return Resend("error", f"the mail server did not take it ({exc}); {later}", reopened)
     if sent == SendOutcome.SENT:
-        return Resend(reopened, True, "success", f"sent to {email}")
+        return Resend("success", f"sent to {order['email']}", reopened)
     if sent == SendOutcome.BUSY:
-        return Resend(reopened, True, "info", "a worker is sending it right now")
+        return Resend("info", "a worker is sending it right now", reopened)
     if sent == SendOutcome.ALREADY_SENT:
-        return Resend(reopened, True, "info", "a worker sent it just now")
+        return Resend("info", "a worker sent it just now", reopened)
     failure = (selectors.get_order(oid) or {}).get("mailFailure", "")
-    return Resend(reopened, False, "error", f"{sent}: {failure}" if failure else str(sent))
+    return Resend("error", f"{sent}: {failure}" if failure else str(sent), reopened)
 
 
 def _claim(order_id: ObjectId) -> bool:
