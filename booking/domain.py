@@ -93,13 +93,19 @@ def is_live(cart: dict | None, now: datetime) -> bool:
     return cart is not None and cart["state"] == CartState.ACTIVE and cart["expiresAt"] > now
 
 
+def is_stale(cart: dict | None, now: datetime) -> bool:
+    """Its other side: still active, but its hold has run out (expiry ends it; until then it is
+    neither live nor ended)."""
+    return cart is not None and cart["state"] == CartState.ACTIVE and cart["expiresAt"] <= now
+
+
 def live_cart_filter(now: datetime) -> dict:
     """The same rule as a MongoDB filter (indexed: state+expiresAt, owner+state, client+state+expiresAt)."""
     return {"state": CartState.ACTIVE, "expiresAt": {"$gt": now}}
 
 
 def stale_cart_filter(now: datetime) -> dict:
-    """Its other side: carts still active whose hold has run out, which expiry ends (state+expiresAt)."""
+    """``is_stale`` as a MongoDB filter: the carts expiry ends (indexed: state+expiresAt)."""
     return {"state": CartState.ACTIVE, "expiresAt": {"$lte": now}}
 
 

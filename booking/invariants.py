@@ -7,7 +7,7 @@ system (after reconcile): an operation in flight can be between its two writes.
 from collections import Counter, defaultdict
 
 from . import clock, mongo
-from .domain import HOLDING_STATES, CartState, OrderState
+from .domain import HOLDING_STATES, CartState, OrderState, is_stale
 from .seatmap import FREE, HELD, SOLD, parse_seat_key
 
 
@@ -42,7 +42,7 @@ def check_invariants() -> list[str]:
                 breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which does not exist")
             elif cart["state"] not in HOLDING_STATES:
                 breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which is {cart['state']}")
-            elif cart["state"] == CartState.ACTIVE and cart["expiresAt"] <= now and res["seats"]:
+            elif is_stale(cart, now) and res["seats"]:
                 breaches.append(f"{label}: cart {res['_id']} still holds seats after its hold ended (not yet expired)")
             elif cart is not None:
                 known = {i["key"] for i in cart["items"] if i["sessionId"] == sid}

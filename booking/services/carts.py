@@ -12,7 +12,7 @@ from bson import ObjectId
 from django.conf import settings
 
 from .. import clock, faults, mongo
-from ..domain import CartState, is_live, stale_cart_filter
+from ..domain import CartState, is_live, is_stale, stale_cart_filter
 from . import reservations
 
 logger = logging.getLogger("booking.carts")
@@ -37,7 +37,7 @@ def live_or_expire(cart: dict | None, now: datetime) -> dict | None:
     than when the worker comes round."""
     if is_live(cart, now):
         return cart
-    if cart is not None and cart["state"] == CartState.ACTIVE:
+    if is_stale(cart, now):
         expire_cart(cart["_id"], now)
     return None
 

@@ -16,7 +16,7 @@ from django.conf import settings
 from pymongo import ReturnDocument
 
 from .. import clock, faults, mongo, selectors
-from ..domain import HOLDING_STATES, CartItem, CartState, SessionStatus, is_live, live_cart_filter
+from ..domain import HOLDING_STATES, CartItem, CartState, SessionStatus, is_live, is_stale, live_cart_filter
 from ..errors import (
     CartExpired,
     InvalidRequest,
@@ -426,7 +426,7 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
         return False
     freed = False
     for holder in mongo.carts().find({"_id": {"$in": holders}}, {"state": 1, "expiresAt": 1}):
-        if holder["state"] == CartState.ACTIVE and holder["expiresAt"] <= now:
+        if is_stale(holder, now):
             freed |= bool(cart_service.expire_cart(holder["_id"], now))
         elif holder["state"] not in HOLDING_STATES:
             freed |= bool(reservations.settle(session["_id"], holder["_id"]).freed)
