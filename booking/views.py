@@ -91,6 +91,7 @@ def _current_cart(request) -> tuple[dict | None, bool]:
     if cart is None:
         return None, False
     live = cart_service.live_or_expire(cart, clock.now())
+    # ran out: found past its hold (and expired just now), or expired already
     return live, live is None and cart["state"] in (CartState.ACTIVE, CartState.EXPIRED)
 
 
