@@ -94,7 +94,15 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
     now = now or clock.now()
     report = ExpiryReport()
     while True:
-        stale = list(mongo.carts().find(stale_cart_filter(now), {"_id": 1}).sort("expiresAt", 1).limit(batch_size))
+        stale = list(
+            mongo.carts()
+            .find(stale_cart_filter(now), {"_id": 1})
+            # No _id tie-breaker: the state_expires index serves this order (with _id it would be
+            # a sort in memory of every stale cart, per batch), and every stale cart is expired
+            # whichever of equal ones comes first.
+            .sort("expiresAt", 1)
+            .limit(batch_size)
+        )
         if not stale:
             break
         for doc in stale:
