@@ -14,6 +14,8 @@ from pymongo import MongoClient
 from pymongo.database import Database
 from pymongo.errors import OperationFailure
 
+from .domain import CartState, MailState
+
 _lock = threading.Lock()
 _client: MongoClient | None = None
 _client_pid: int | None = None
@@ -175,7 +177,7 @@ def ensure_indexes() -> list[str]:
             carts(),
             [("client", 1), ("expiresAt", 1)],
             name="client_live",
-            partialFilterExpression={"state": "active", "client": {"$exists": True}},
+            partialFilterExpression={"state": CartState.ACTIVE, "client": {"$exists": True}},
         )
     )
     # the staff lists: carts of a state, and of every state, newest first
@@ -192,7 +194,7 @@ def ensure_indexes() -> list[str]:
     created.append(_index(orders(), [("nameKeys", 1)], name="name_prefix"))
     created.append(_index(orders(), [("createdOn", -1), ("_id", -1)], name="newest"))
     # mails still to send or failed (a sent one leaves it: years of orders stay out of the way)
-    open_mail = {"mail": {"$in": ["pending", "failed"]}}
+    open_mail = {"mail": {"$in": [MailState.PENDING, MailState.FAILED]}}
     created.append(
         _index(orders(), [("mail", 1), ("createdOn", 1)], name="mail_open", partialFilterExpression=open_mail)
     )

@@ -71,6 +71,8 @@ def _blank(value):
         return {k: _blank(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_blank(v) for v in value[:1]] if value else []
+    if isinstance(value, str):
+        return "str"  # the domain's StrEnums are strings on the wire
     return type(value).__name__
 
 
