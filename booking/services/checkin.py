@@ -69,22 +69,31 @@ def ticket_hash(code: str) -> str:
     return hashlib.sha256(code.encode()).hexdigest()
 
 
+def _text(value) -> str:
+    """Input that must be text (JSON can send anything)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidRequest("Expected text.")
+    return value
+
+
 def clean_code(code) -> str:
-    code = str(code or "").strip()
+    code = _text(code).strip()
     if not TICKET_CODE.fullmatch(code):
         raise InvalidRequest("That is not a ticket code.")
     return code
 
 
 def clean_hash(value) -> str:
-    value = str(value or "").strip().lower()
+    value = _text(value).strip().lower()
     if not TICKET_HASH.fullmatch(value):
         raise InvalidRequest("That is not a ticket.")
     return value
 
 
 def clean_door(door) -> str:
-    door = re.sub(r"\s+", " ", str(door or "")).strip()
+    door = re.sub(r"\s+", " ", _text(door)).strip()
     if not door:
         raise InvalidRequest("Choose the door you are at first.")
     if len(door) > DOOR_MAX_LENGTH or not door.isprintable():
@@ -95,7 +104,7 @@ def clean_door(door) -> str:
 def clean_scan_id(scan_id) -> str:
     if scan_id in (None, ""):
         return secrets.token_urlsafe(12)
-    scan_id = str(scan_id)
+    scan_id = _text(scan_id)
     if not SCAN_ID.fullmatch(scan_id):
         raise InvalidRequest("Malformed scan id.")
     return scan_id
@@ -448,7 +457,7 @@ def door_list(scope: Scope) -> list[dict]:
 def search(scope: Scope, text: str, limit: int = 20) -> list[dict]:
     """Tickets of the scope by the buyer's name (part of it, any case) or booking reference (its
     start). Each hit carries the ticket's hash, which a door checks in with."""
-    text = re.sub(r"\s+", " ", str(text or "")).strip()
+    text = re.sub(r"\s+", " ", _text(text)).strip()
     if len(text) < 2 or len(text) > 100:
         raise InvalidRequest("Type at least two letters of the name or the booking reference.")
     clauses: list[dict] = [{"name": {"$regex": re.escape(text), "$options": "i"}}]
