@@ -375,3 +375,17 @@ def test_two_doors_posting_the_same_ticket_at_once_admit_it_once(live_server):
     line = mongo.orders().find_one({"_id": order["_id"]})["lines"][0]
     assert line["checkedIn"]["door"] == f"Door {winner}"
     assert check_invariants() == []
+
+
+def test_the_admin_session_page_shows_check_ins_and_conflicts(admin_client, show):
+    session, order = show
+    scope = checkin.get_scope(session["_id"])
+    checkin.check_in(scope, code=tickets(order)[0], door="North", by="anna")
+    checkin.check_in(
+        scope, code=tickets(order)[0], door="East", by="ben", scan_id="east-scan-0009", at=clock.now(), offline=True
+    )
+    html = admin_client.get(f"/admin/booking/session/{session['_id']}/change/").content.decode()
+    summary = html.split('id="checkin-summary"')[1]
+    assert "<strong>1</strong> of 2 tickets checked in" in summary and "North 1" in summary
+    assert "1 conflict (1 not seen yet)" in summary and "Let in twice" in summary and order["ref"] in summary
+    assert f'href="/checkin/{session["_id"]}/"' in summary  # superusers may check in

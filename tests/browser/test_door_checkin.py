@@ -6,6 +6,7 @@ it is back. Screenshots: test-artifacts/browser/<test>/."""
 import re
 
 import pytest
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from booking import mongo
@@ -21,6 +22,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PHONE = {"width": 390, "height": 844}
 PASSWORD = "a-long-test-password"
+
+
+def refusals(page) -> list:
+    """Console messages of the CSP refusing something (scripts from our origin only)."""
+    refused = []
+    page.on("console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None)
+    return refused
 
 
 def sign_in(page, username: str, next_url: str):
@@ -62,6 +70,7 @@ def test_door_checks_typed_codes_green_then_red(new_page, show, shot):
     orders.cancel_order(canceled["_id"], by="boss")
     door_staff("anna")
     page = new_page(PHONE)
+    refused = refusals(page)
     sign_in(page, "anna", "/checkin/")
     expect(page.get_by_role("heading", name="Which performance?")).to_be_visible()
     shot(page, "pick-performance")
@@ -128,6 +137,7 @@ def test_door_checks_typed_codes_green_then_red(new_page, show, shot):
     expect(result).to_contain_text("Row B · Seat 4")
     next_ticket(page)
     expect(page.locator("#count-in")).to_have_text("2")
+    assert refused == []
     assert check_invariants() == []
 
 
@@ -155,6 +165,7 @@ def test_door_reads_the_ticket_with_the_phone_camera(chromium, live_server, show
         page = context.new_page()
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        refused = refusals(page)
         sign_in(page, "anna", f"/checkin/{session['_id']}/")
         set_door(page, "Main entrance")
         page.get_by_role("button", name="Scan with the camera").click()
@@ -178,7 +189,7 @@ def test_door_reads_the_ticket_with_the_phone_camera(chromium, live_server, show
         expect(result).to_contain_text("Already used")
         expect(result).to_contain_text("Used at Main entrance")
         shot(page, "camera-red-used", full_page=False)
-        assert errors == []
+        assert errors == [] and refused == []
         context.close()
     finally:
         camera_browser.close()
@@ -191,6 +202,7 @@ def test_an_offline_door_keeps_admitting_and_reports_the_conflict_when_back(new_
     door_staff("anna")
     door_staff("ben")
     east = new_page(PHONE)
+    refused = refusals(east)
     sign_in(east, "anna", f"/checkin/{session['_id']}/")
     set_door(east, "East")
     expect(east.locator("#net")).to_contain_text("2 tickets on this phone")
@@ -260,4 +272,18 @@ def test_an_offline_door_keeps_admitting_and_reports_the_conflict_when_back(new_
     type_code(east, second)
     expect(result).to_have_class(re.compile(r"\bok\b"))
     expect(result).not_to_contain_text("Offline")
+    assert refused == []
+
+    # the manager sees the same on the session's admin page
+    User.objects.create_superuser("boss", "boss@theater.example", PASSWORD)
+    admin = new_page({"width": 1280, "height": 900})
+    admin.goto(f"/admin/booking/session/{session['_id']}/change/")
+    admin.get_by_label("Username").fill("boss")
+    admin.get_by_label("Password").fill(PASSWORD)
+    admin.get_by_role("button", name="Log in").click()
+    summary = admin.locator("#checkin-summary")
+    expect(summary).to_contain_text("2 of 2 tickets checked in: East 1, West 1.")
+    expect(summary).to_contain_text("1 conflict (0 not seen yet)")
+    expect(summary).to_contain_text("Seen by ben")
+    shot(admin, "admin-session-check-in")
     assert check_invariants() == []
