@@ -743,8 +743,13 @@
       clearTimeout(searchTimer);
       searchTimer = setTimeout(() => { if (els.q.value.trim().length >= 2) search(els.q.value); }, 300);
     });
-    els.logout.addEventListener("submit", (event) => {
+    els.logout.addEventListener("submit", async (event) => {
       event.preventDefault();
+      // Check-ins made offline leave this phone only through the sync: never dropped unasked.
+      if (state.queued) await syncQueue();
+      if (state.queued && !window.confirm(state.queued + " check-ins made offline are not synced yet and would be lost. Sign out anyway?")) {
+        return;
+      }
       stopCamera();
       forget().finally(() => els.logout.submit());
     });

@@ -222,6 +222,13 @@ def test_an_offline_door_keeps_admitting_and_reports_the_conflict_when_back(new_
     next_ticket(east)
     expect(east.locator("#net")).to_contain_text("1 to sync")
     shot(east, "offline-queued")
+    # signing out would lose the queue: the phone asks (and staying is the default)
+    asked = []
+    east.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    east.get_by_role("button", name="Sign out").click()
+    expect(east.locator("#net")).to_contain_text("1 to sync")
+    east.wait_for_timeout(300)
+    assert asked and "not synced yet" in asked[0]
 
     # reload without network: the page comes from the service worker, the list from IndexedDB
     east.reload()
