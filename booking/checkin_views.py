@@ -34,7 +34,7 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from .checkin_presenters import conflict_data, outcome_data
 from .errors import BookingError, InvalidRequest, NotFound
@@ -70,7 +70,7 @@ def door_staff_only(view):
     @functools.wraps(view)
     def wrapped(request, *args, **kwargs):
         if not request.user.is_authenticated:
-            if request.method == "GET" and not _wants_json(request):
+            if request.method in ("GET", "HEAD") and not _wants_json(request):
                 return redirect(f"{reverse('checkin:login')}?next={request.get_full_path()}")
             return _json({"error": "Please sign in again.", "signedOut": True}, 403)
         if not request.user.has_perm(PERMISSION):
@@ -117,7 +117,7 @@ def offline_version() -> str:
     return digest.hexdigest()[:12]
 
 
-@require_GET
+@require_safe
 def service_worker(request):
     body = render(
         request,
@@ -148,7 +148,7 @@ class DoorLogoutView(auth_views.LogoutView):
     next_page = "checkin:login"
 
 
-@require_GET
+@require_safe
 @door_staff_only
 def index(request):
     performances = checkin.door_sessions()
@@ -196,7 +196,7 @@ def _page_context(request, scope: checkin.Scope, **extra) -> dict:
     }
 
 
-@require_GET
+@require_safe
 @door_staff_only
 def door_page(request, scope_id):
     try:
@@ -334,7 +334,7 @@ def seen(request, scope_id, conflict_id):
 # --- what the door reads ---
 
 
-@require_GET
+@require_safe
 @door_staff_only
 def search(request, scope_id):
     try:
@@ -345,7 +345,7 @@ def search(request, scope_id):
     return _json({"hits": hits})
 
 
-@require_GET
+@require_safe
 @door_staff_only
 def tickets(request, scope_id):
     try:
@@ -363,7 +363,7 @@ def tickets(request, scope_id):
     )
 
 
-@require_GET
+@require_safe
 @door_staff_only
 def stats(request, scope_id):
     try:

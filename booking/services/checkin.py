@@ -185,11 +185,12 @@ def get_scope(scope_id: ObjectId) -> Scope:
 
 def door_sessions(now: datetime | None = None) -> list[dict]:
     """The performances a door may be checking now: started up to 12 hours ago or starting within
-    two weeks (one query on the ``start`` index), a sectioned venue's sections as one."""
+    two weeks (one query on the ``start+_id`` index; ties of start by id), a sectioned venue's
+    sections as one."""
     now = now or clock.now()
     query = {"start": {"$gt": now - timedelta(hours=12), "$lt": now + timedelta(days=14)}}
     fields = {**SCOPE_FIELDS, "seatsTotal": 1, "seatsAvailable": 1, "prices": 1}
-    cursor = mongo.sessions().find(query, fields).sort("start", 1).limit(500).batch_size(500)
+    cursor = mongo.sessions().find(query, fields).sort([("start", 1), ("_id", 1)]).limit(500).batch_size(500)
     return group_sections(list(cursor))
 
 
@@ -387,7 +388,8 @@ def _report(scope: Scope, outcome: Outcome, door: str, by: str, scan_id: str, at
 
 
 def conflicts(scope: Scope, limit: int = 100) -> list[dict]:
-    return list(mongo.checkin_conflicts().find({"scopeId": scope.id}).sort("reportedOn", -1).limit(limit))
+    newest_first = [("reportedOn", -1), ("_id", -1)]
+    return list(mongo.checkin_conflicts().find({"scopeId": scope.id}).sort(newest_first).limit(limit))
 
 
 def acknowledge_conflict(scope: Scope, conflict_id: ObjectId, by: str) -> bool:

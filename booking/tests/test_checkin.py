@@ -344,3 +344,21 @@ def test_invariant_a_checked_in_ticket_belongs_to_a_paid_order(show):
     )
     breaches = [b for b in check_invariants() if "checked in" in b]
     assert breaches and other["ref"] in breaches[0]
+
+
+def test_lists_that_can_tie_end_with_the_id():
+    """Two performances at the same start and two conflicts reported at the same moment come in
+    one order, whatever order they were stored in."""
+    from booking.tests.test_sort_ties import stored_against_id_order, two_sessions_at_the_same_start
+
+    ids = two_sessions_at_the_same_start()
+    assert [s["_id"] for s in checkin.door_sessions()] == ids
+    session = mongo.sessions().find_one({"_id": ids[0]})
+    scope = scope_of(session)
+    now = clock.now()
+    docs = [
+        {"_id": ObjectId(), "scopeId": scope.id, "scanId": f"scan-tie-000{n}", "kind": "used", "reportedOn": now}
+        for n in range(2)
+    ]
+    expected = stored_against_id_order(mongo.checkin_conflicts(), docs, descending=True)
+    assert [c["_id"] for c in checkin.conflicts(scope)] == expected

@@ -212,6 +212,16 @@ def test_bad_searches_are_400(door, show):
     assert door.get(url(session), {"q": "a"}).status_code == 400
 
 
+def test_head_answers_like_get(door, show):
+    session, _ = show
+    paths = ["/checkin/", "/checkin/login/", "/checkin/sw.js", url(session), url(session, "tickets.json")]
+    paths += [url(session, "stats"), url(session, "search?q=ada"), url(session, "scan")]
+    for path in paths:
+        got, head = door.get(path), door.head(path)
+        assert (head.status_code, head.get("Content-Type")) == (got.status_code, got.get("Content-Type")), path
+        assert head.content == b""
+
+
 def test_wrong_methods_are_405(door, show):
     session, _ = show
     assert door.get(url(session, "scan")).status_code == 405
