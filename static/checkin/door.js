@@ -37,6 +37,7 @@
     conflicts: [],
     lastCode: "", lastSeen: 0, busy: false,
     stream: null, resultTimer: 0,
+    offlineReady: false,
   };
 
   // ---------------------------------------------------------------- small helpers
@@ -249,8 +250,9 @@
       ? state.tickets.size + " tickets on this phone (list of " + time(state.listFrom) + ")"
       : "no ticket list on this phone yet";
     const queue = state.queued ? " · " + state.queued + " to sync" : "";
+    const ready = state.online ? (state.offlineReady ? "ready offline · " : "not ready offline yet · ") : "";
     els.net.className = "net " + (state.online ? "on" : "off");
-    els.net.textContent = (state.online ? "Online · " : "Offline: checking against this phone's list · ") + list + queue;
+    els.net.textContent = (state.online ? "Online · " + ready : "Offline: checking against this phone's list · ") + list + queue;
     els.net.dataset.queued = String(state.queued);
   }
 
@@ -341,6 +343,7 @@
     try {
       const data = await call(urls.tickets, { timeout: 30000 });
       await saveList(data);
+      if (!state.offlineReady) await keepPage();
     } catch (error) {
       if (error instanceof Offline) setOnline(false);
       else if (error instanceof Refused) signedOut(error);
@@ -767,12 +770,31 @@
     if (!("serviceWorker" in navigator)) return;
     try {
       await navigator.serviceWorker.register(urls.sw, { scope: urls.root });
-      // The first visit is not served by the worker yet: keep this page for offline use now.
-      if (!navigator.serviceWorker.controller && window.caches) {
-        const cache = await caches.open("door-checkin-" + config.offlineVersion);
-        await cache.add(new Request(urls.page, { credentials: "same-origin" }));
-      }
     } catch (error) { /* the door still works online */ }
+    await keepPage();
+  }
+
+  /* This page and its scripts must be on the phone before the network goes: the first visit is
+     not served by the worker, so the page is put in the worker's cache here, and checked again
+     after every list refresh (a visit cut short, a new version of the worker). */
+  async function keepPage() {
+    if (!window.caches || !("serviceWorker" in navigator)) return;
+    try {
+      const cache = await caches.open("door-checkin-" + config.offlineVersion);
+      if (!(await cache.match(urls.page))) await cache.add(new Request(urls.page, { credentials: "same-origin" }));
+      const registration = await Promise.race([
+        navigator.serviceWorker.ready,
+        new Promise((resolve) => setTimeout(() => resolve(null), 10000)),
+      ]);
+      const assets = await Promise.all(
+        Array.from(document.querySelectorAll("script[src], link[rel=stylesheet]"), (el) => cache.match(el.src || el.href))
+      );
+      state.offlineReady = Boolean(registration && registration.active && assets.every(Boolean));
+    } catch (error) {
+      state.offlineReady = false;
+    }
+    els.net.dataset.offline = state.offlineReady ? "1" : "0";
+    showNet();
   }
 
   async function start() {
@@ -783,13 +805,14 @@
     if (!navigator.onLine) state.online = false;
     showNet();
     if (!state.online) showCounts(localCounts(), true);
-    registerWorker();
+    const worker = registerWorker();
     if (state.online) {
       await refreshList();
       if (state.queued) await syncQueue();
       else await refreshStats();
     }
     if (localStorage.getItem(CAMERA_KEY) === "on") startCamera();
+    await worker;
     els.net.dataset.ready = "1";
   }
 

@@ -206,9 +206,9 @@ def test_an_offline_door_keeps_admitting_and_reports_the_conflict_when_back(new_
     sign_in(east, "anna", f"/checkin/{session['_id']}/")
     set_door(east, "East")
     expect(east.locator("#net")).to_contain_text("2 tickets on this phone")
-    # the service worker has taken the page and its scripts
-    east.wait_for_function("navigator.serviceWorker.controller !== null || navigator.serviceWorker.ready")
-    east.evaluate("navigator.serviceWorker.ready")
+    # the service worker keeps the page and its scripts: the phone says when it is ready
+    expect(east.locator("#net[data-offline='1']")).to_be_attached()
+    expect(east.locator("#net")).to_contain_text("Online · ready offline")
 
     east.context.set_offline(True)
     expect(east.locator("#net")).to_contain_text("Offline", timeout=8000)
