@@ -14,6 +14,7 @@ from .errors import InvalidLayout, InvalidRequest
 from .forms import DayField
 from .layouts import category_codes_used, parse_grid, validate_layout
 from .services.sessions import clean_details
+from .staff.selectors import SessionsShown
 
 MAX_PRICE = Decimal("10000.00")  # in currency units; the engine stores integer cents
 CATEGORY_ROWS = 6
@@ -327,7 +328,12 @@ class PickTheaterForm(forms.Form):
         self.fields["theater"].choices = choices
 
 
-WHEN_CHOICES = [("on_sale", "On sale"), ("past", "Past"), ("canceled", "Canceled"), ("all", "All")]
+WHEN_CHOICES = [
+    (SessionsShown.ON_SALE, "On sale"),
+    (SessionsShown.PAST, "Past"),
+    (SessionsShown.CANCELED, "Canceled"),
+    (SessionsShown.ALL, "All"),
+]
 
 
 class SessionFilterForm(forms.Form):

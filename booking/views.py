@@ -23,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from django_htmx.http import reswap
 
 from . import buyer, cart_summary, clock, presenters, ratelimits, rendering, selectors
+from .domain import CartState, SessionStatus
 from .errors import (
     BookingError,
     CartExpired,
@@ -89,12 +90,9 @@ def _current_cart(request) -> tuple[dict | None, bool]:
     cart = selectors.get_cart(owner, buyer.cart_id(request)) if owner else None
     if cart is None:
         return None, False
-    if cart["state"] == cart_service.ACTIVE and cart["expiresAt"] > clock.now():
-        return cart, False
-    if cart["state"] == cart_service.ACTIVE:
-        cart_service.expire_cart(cart["_id"])
-        return None, True
-    return None, cart["state"] == cart_service.EXPIRED
+    live = cart_service.live_or_expire(cart, clock.now())
+    # ran out: found past its hold (and expired just now), or expired already
+    return live, live is None and cart["state"] in (CartState.ACTIVE, CartState.EXPIRED)
 
 
 def _error_page(request, error: BookingError | str, status: int):
@@ -139,9 +137,9 @@ def _load_session(session_id: str) -> dict:
 
 
 def _sale_notice(session: dict) -> str:
-    if session.get("status") == "canceled":
+    if session.get("status") == SessionStatus.CANCELED:
         return "This performance has been canceled."
-    if session.get("status") != "on_sale":
+    if session.get("status") != SessionStatus.ON_SALE:
         return "This performance is not on sale."
     if session["start"] <= clock.now():
         return "This performance has started; seats can no longer be booked."
@@ -275,22 +273,24 @@ def _etags(header: str) -> set[str]:
     return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
 
 
-def _seat_action(request, session_id, act):
+def _seat_action(request, session_id, service, *args, notice: str = ""):
     """Run one hold/release and answer (htmx): the changed seats and the cart, or the refreshed
     map when the action did not go through; a plain form post is sent back to the map.
 
-    ``act(sid, owner, cart_id)`` returns (HoldResult, ReleaseResult or None, message). Input
-    errors are 400 with a message; lost races and closed sales are shown on the refreshed map.
+    ``service(session_id, owner, cart_id, *args)``: one of the engine's seat services (``holds``),
+    returning a HoldResult or ReleaseResult; ``notice``: what to tell the buyer when it went
+    through. Input errors are 400 with a message; lost races and closed sales are shown on the
+    refreshed map.
     """
     try:
         sid = object_id(session_id, "performance")
     except NotFound as exc:
         return _error_page(request, exc, 404)
     owner = buyer.owner(request, create=True)
-    notice, level = "", "ok"
+    level = "ok"
     result = None
     try:
-        result, notice = act(sid, owner, buyer.cart_id(request))
+        result = service(sid, owner, buyer.cart_id(request), *args)
         if isinstance(result, holds.HoldResult):
             buyer.set_cart(request, result.cart_id)
     except BookingError as exc:
@@ -357,11 +357,7 @@ def toggle_seat(request, session_id):
     form = SeatForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-    key = form.cleaned_data["seat"]
-
-    return _seat_action(
-        request, session_id, lambda sid, owner, cart_id: (holds.toggle_seat(sid, owner, cart_id, key), "")
-    )
+    return _seat_action(request, session_id, holds.toggle_seat, form.cleaned_data["seat"])
 
 
 @require_POST
@@ -370,11 +366,7 @@ def hold(request, session_id):
     form = SeatsForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-    return _seat_action(
-        request,
-        session_id,
-        lambda sid, owner, cart_id: (holds.hold_seats(sid, owner, cart_id, form.cleaned_data["seats"]), ""),
-    )
+    return _seat_action(request, session_id, holds.hold_seats, form.cleaned_data["seats"])
 
 
 @require_POST
@@ -383,11 +375,7 @@ def release(request, session_id):
     form = SeatsForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-
-    def act(sid, owner, cart_id):
-        return holds.release_seats(sid, owner, cart_id, form.cleaned_data["seats"]), ""
-
-    return _seat_action(request, session_id, act)
+    return _seat_action(request, session_id, holds.release_seats, form.cleaned_data["seats"])
 
 
 @require_POST
@@ -396,13 +384,9 @@ def best_available(request, session_id):
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
     count = form.cleaned_data["count"]
-
-    def act(sid, owner, cart_id):
-        result = holds.hold_best_available(sid, owner, cart_id, count)
-        seats = "seat is" if count == 1 else f"{count} seats are"
-        return result, f"Your {seats} highlighted on the map and held for you."
-
-    return _seat_action(request, session_id, act)
+    seats = "seat is" if count == 1 else f"{count} seats are"
+    notice = f"Your {seats} highlighted on the map and held for you."
+    return _seat_action(request, session_id, holds.hold_best_available, count, notice=notice)
 
 
 # --- cart ---

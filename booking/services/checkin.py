@@ -28,12 +28,13 @@ from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, mongo
+from ..domain import OrderState
 from ..errors import InvalidRequest, NotFound
 from ..selectors import group_sections
 
 # The order states whose tickets let people in. Payments will make orders pending_payment ->
 # paid | expired | canceled, and paid -> refunded: only paid admits.
-ADMITTING_STATES = ("paid",)
+ADMITTING_STATES = (OrderState.PAID,)
 NOT_ADMITTING = {
     "canceled": "The booking was canceled.",
     "refunded": "The booking was refunded.",
