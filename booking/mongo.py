@@ -111,6 +111,10 @@ def orders():
     return get_db()["orders"]
 
 
+def checkin_conflicts():
+    return get_db()["checkin_conflicts"]
+
+
 # Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
 # once a minute after their date); the indexes that carry the dates are declared below.
 DAY = 86_400
@@ -123,6 +127,7 @@ SHARD_KEYS = {
     "sessions": {"_id": "hashed"},
     "carts": {"owner": "hashed"},
     "orders": {"ref": 1},  # ranged: the reference is random, and its unique index must be the shard key
+    "checkin_conflicts": {"scanId": 1},  # ranged: random scan ids, and the unique index is the key's
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
@@ -205,6 +210,11 @@ def ensure_indexes() -> list[str]:
         _index(orders(), [("state", 1)], name="release_pending", partialFilterExpression={"seatsReleased": False})
     )
     created.append(_index(orders(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
+    # door check-in (services/checkin.py): a scope's conflicts, newest first; one per offline scan
+    created.append(
+        checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
+    )
+    created.append(checkin_conflicts().create_index([("scanId", 1)], unique=True, name="scan_unique"))
     _drop_undeclared(set(created))
     return created
 
