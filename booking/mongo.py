@@ -198,10 +198,16 @@ def ensure_indexes() -> list[str]:
     # the staff search by name: an anchored prefix of a word of the name (booking/names.py)
     created.append(_index(orders(), [("nameKeys", 1)], name="name_prefix"))
     created.append(_index(orders(), [("createdOn", -1), ("_id", -1)], name="newest"))
-    # mails still to send or failed (a sent one leaves it: years of orders stay out of the way)
-    open_mail = {"mail": {"$in": [MailState.PENDING, MailState.FAILED]}}
+    # mails still to send, and failed ones by their next round (a sent mail leaves both: years of
+    # orders stay out of the way); one partial index per state, each filter a plain equality
+    pending, failed = {"mail": MailState.PENDING}, {"mail": MailState.FAILED}
     created.append(
-        _index(orders(), [("mail", 1), ("createdOn", 1)], name="mail_open", partialFilterExpression=open_mail)
+        _index(orders(), [("mail", 1), ("createdOn", 1)], name="mail_pending", partialFilterExpression=pending)
+    )
+    created.append(
+        _index(
+            orders(), [("mail", 1), ("mailRetryAt", 1), ("_id", 1)], name="mail_failed", partialFilterExpression=failed
+        )
     )
     created.append(_index(orders(), [("lines.sessionId", 1)], name="session"))
     created.append(_index(orders(), [("lines.ticket", 1)], name="line_ticket"))  # door check-in finds a ticket
