@@ -51,6 +51,7 @@ from .seatmap import FREE, HELD, seat_key
 from .services import carts as cart_service
 from .services import checkout as checkout_service
 from .services import holds
+from .services import sessions as session_service
 
 STATUS_FOR = {
     NotFound: 404,
@@ -426,6 +427,31 @@ def best_available(request, session_id):
     seats = "seat is" if count == 1 else f"{count} seats are"
     notice = f"Your {seats} highlighted on the map and held for you."
     return _seat_action(request, session_id, holds.hold_best_available, count, notice=notice)
+
+
+# --- members' presale: an access code unlocks holds for this buyer ---
+
+WRONG_ACCESS_CODE = "That code does not open a presale for this performance."
+TOO_MANY_CODES = "Too many access codes tried from your connection. Please wait a minute and try again."
+
+
+@require_POST
+def presale_access(request, session_id):
+    """Check a members' access code. A right one puts the presale's key in the buyer cookie; a
+    wrong one, a session without presale and an unknown id get the same answer after the same
+    work (services.sessions.unlock_presale), and every try is counted (BOOKING_ACCESS_CODE_RATE)."""
+    if ratelimits.rate_exceeded(request, "booking.access", settings.BOOKING_ACCESS_CODE_RATE):
+        response = _error_page(request, TOO_MANY_CODES, 429)
+        response["Retry-After"] = "60"
+        return response
+    sid = ObjectId(session_id) if ObjectId.is_valid(session_id) else None
+    key = session_service.unlock_presale(sid, request.POST.get("code", ""))
+    if key is None:
+        messages.error(request, WRONG_ACCESS_CODE)
+    else:
+        buyer.add_presale_key(request, key)
+        messages.success(request, "Code accepted: you can choose seats in the members' presale.")
+    return redirect("booking:session", session_id=session_id)
 
 
 # --- cart ---
