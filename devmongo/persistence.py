@@ -14,7 +14,7 @@ import time
 import bson
 from bson.codec_options import CodecOptions
 
-from .engine import id_key
+from .keys import id_key
 
 log = logging.getLogger("devmongo")
 
@@ -61,7 +61,7 @@ def load_snapshot(engine, path):
                 spec.update(index["options"])
                 store.create_index(index["name"], spec)
             remaining = meta["count"]
-            engine._invalidate(meta["db"], meta["name"])  # lookups are rebuilt from the loaded data
+            engine.invalidate(meta["db"], meta["name"])  # lookups are rebuilt from the loaded data
         if remaining:
             raise ValueError(f"{path} is truncated")
     log.info("devmongo: loaded %d documents from %s in %.2fs", ndocs, path,

@@ -9,8 +9,9 @@ import bson
 from bson.codec_options import CodecOptions
 from mockupdb import OP_MSG, OPCODES, Command, MockupDB, OpReply
 
-from .engine import MAX_MESSAGE_SIZE, Engine
+from .engine import Engine
 from .errors import MongoError
+from .limits import MAX_MESSAGE_SIZE
 from .persistence import SnapshotWriter, load_snapshot
 
 log = logging.getLogger("devmongo")
