@@ -11,7 +11,7 @@ from .server import DevMongoServer
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m devmongo",
+        prog="python -m devmongo" if sys.argv[0].endswith("__main__.py") else "devmongo",
         description="devmongo: a MongoDB 7.0-compatible wire-protocol server for development and "
                     "tests (in-memory, single node, no auth, no transactions). pymongo connects "
                     "to it like to any mongod.")
