@@ -12,6 +12,7 @@ from .limits import CURSOR_TIMEOUT, DEFAULT_FIRST_BATCH, MAX_BSON_SIZE
 
 
 class Cursor:
+    stream = False  # change-stream cursors (changestreams.py) are True
     __slots__ = ("ns", "docs", "pos", "last_used")
 
     def __init__(self, ns, docs, pos):
@@ -21,7 +22,7 @@ class Cursor:
         self.last_used = time.monotonic()
 
 
-def _new_cursor_id(engine):
+def new_cursor_id(engine):
     while True:
         cid = random.getrandbits(62) + 1
         if cid not in engine.cursors:
@@ -36,9 +37,10 @@ def _expire_cursors(engine):
 
 
 def kill_ns_cursors(engine, ns_prefix):
-    """Close the cursors of a collection (``db.coll``) or of a whole database (``db``)."""
-    for cid in [c for c, cur in engine.cursors.items()
-                if cur.ns == ns_prefix or cur.ns.startswith(ns_prefix + ".")]:
+    """Close the cursors of a collection (``db.coll``) or of a whole database (``db``). Change
+    streams stay open: they end with their ``invalidate`` event."""
+    for cid in [c for c, cur in engine.cursors.items() if not cur.stream
+                and (cur.ns == ns_prefix or cur.ns.startswith(ns_prefix + "."))]:
         del engine.cursors[cid]
 
 
@@ -66,7 +68,7 @@ def cursor_reply(engine, ns, docs, batch_size=None, single_batch=False):
         engine.cursor_creations += 1
         if engine.cursor_creations % 256 == 0:
             _expire_cursors(engine)
-        cid = _new_cursor_id(engine)
+        cid = new_cursor_id(engine)
         engine.cursors[cid] = Cursor(ns, docs, pos)
     return {"cursor": {"firstBatch": batch, "id": Int64(cid), "ns": ns}, "ok": 1.0}
 
@@ -82,23 +84,27 @@ def batch_size(spec, field="batchSize"):
 
 
 def get_more(engine, db, cmd, conn_id):
+    """getMore; runs without the global lock so that a change stream's can wait for events."""
     cid = cmd["getMore"]
     if not isinstance(cid, int):
         raise MongoError(14, "getMore cursor id must be a long")
     coll = cmd.get("collection")
-    cur = engine.cursors.get(cid)
-    if cur is None:
-        raise MongoError(43, f"cursor id {cid} not found")
-    if coll is not None and cur.ns != f"{db}.{coll}" and not cur.ns.startswith(f"{db}.$cmd"):
-        raise MongoError(13, f"Requested getMore on namespace '{db}.{coll}', but cursor "
-                             f"belongs to a different namespace {cur.ns}")
-    batch, pos = take(cur.docs, cur.pos, batch_size(cmd) or None)
-    cur.pos = pos
-    cur.last_used = time.monotonic()
-    if pos >= len(cur.docs):
-        del engine.cursors[cid]
-        cid = 0
-    return {"cursor": {"nextBatch": batch, "id": Int64(cid), "ns": cur.ns}, "ok": 1.0}
+    with engine.lock:
+        cur = engine.cursors.get(cid)
+        if cur is None:
+            raise MongoError(43, f"cursor id {cid} not found")
+        if coll is not None and cur.ns != f"{db}.{coll}" and not cur.ns.startswith(f"{db}.$cmd"):
+            raise MongoError(13, f"Requested getMore on namespace '{db}.{coll}', but cursor "
+                                 f"belongs to a different namespace {cur.ns}")
+        if not cur.stream:
+            batch, pos = take(cur.docs, cur.pos, batch_size(cmd) or None)
+            cur.pos = pos
+            cur.last_used = time.monotonic()
+            if pos >= len(cur.docs):
+                del engine.cursors[cid]
+                cid = 0
+            return {"cursor": {"nextBatch": batch, "id": Int64(cid), "ns": cur.ns}, "ok": 1.0}
+    return cur.get_more(engine, cid, cmd)
 
 
 def kill_cursors(engine, db, cmd, conn_id):

@@ -21,18 +21,31 @@ from .limits import (  # noqa: F401 - re-exported
     MAX_MESSAGE_SIZE,
     MAX_WRITE_BATCH,
 )
+from .oplog import DEFAULT_MAX_BYTES, ChangeLog
 from .reads import compile_simple_filter, drop_lookups  # noqa: F401 - re-exported
+from .replset import (
+    RETRYABLE_COMMANDS,
+    ReplSet,
+    RetryableWrites,
+    check_write_concern,
+    cluster_time_fields,
+    session_key,
+)
 from .unique import UniqueIndexes
 
 log = logging.getLogger("devmongo")
 
 
 class Engine:
-    """Executes MongoDB commands against an in-memory mongomock store."""
+    """Executes MongoDB commands against an in-memory mongomock store.
+
+    ``replset``: a replica-set name for the replica-set mode (see ``replset.py``), None for a
+    standalone; ``oplog_bytes``: the change log's bound in that mode.
+    """
 
     use_lookups = True  # False: every query scans (tests compare both)
 
-    def __init__(self):
+    def __init__(self, replset=None, oplog_bytes=DEFAULT_MAX_BYTES):
         self.lock = threading.Lock()
         self.client = mongomock.MongoClient()
         self.server_store = self.client._store
@@ -46,6 +59,10 @@ class Engine:
         self.encoded = {}  # id(stored document) -> (document, RawBSONDocument)
         self._valid_db_names = set()
         self.handlers = dict(COMMANDS)
+        self.stopped = threading.Event()  # set when the server stops (wakes waiting hellos)
+        self.replset = ReplSet(replset) if replset else None
+        self.changes = ChangeLog(oplog_bytes) if replset else None
+        self.retryable = RetryableWrites() if replset else None
 
     # ------------------------------------------------------------------ dispatch
 
@@ -56,20 +73,24 @@ class Engine:
         except StopIteration:
             return MongoError(59, "no such command: ''").to_reply()
         handler = self.handlers.get(name)
-        if handler is None:
-            log.debug("conn%d: unknown command %r", conn_id, name)
-            return MongoError(59, f"no such command: '{name}'").to_reply()
         try:
+            if handler is None:
+                raise MongoError(59, f"no such command: '{name}'")
             if db is None:
                 raise MongoError(40571, "OP_MSG requests require a $db argument")
-            if "txnNumber" in cmd or "startTransaction" in cmd or "autocommit" in cmd:
-                raise MongoError(20, "Transaction numbers are only allowed on a replica set "
-                                     "member or mongos")
-            if handler.locked:
-                with self.lock:
-                    reply = handler.fn(self, db, cmd, conn_id)
+            if self.replset is not None:
+                reply = self._run_on_replset(name, handler, db, cmd, conn_id)
             else:
-                reply = handler.fn(self, db, cmd, conn_id)
+                if "txnNumber" in cmd or "startTransaction" in cmd or "autocommit" in cmd:
+                    raise MongoError(20, "Transaction numbers are only allowed on a replica set "
+                                         "member or mongos")
+                if handler.writes and "writeConcern" in cmd:
+                    check_write_concern(None, cmd["writeConcern"])
+                if handler.locked:
+                    with self.lock:
+                        reply = handler.fn(self, db, cmd, conn_id)
+                else:
+                    reply = handler.fn(self, db, cmd, conn_id)
             if log.isEnabledFor(logging.DEBUG) and (
                     "writeErrors" in reply or reply.get("ok") == 0):
                 log.debug("conn%d: %s failed: %s", conn_id, name,
@@ -81,7 +102,47 @@ class Engine:
                 log.warning("conn%d: internal error in %s", conn_id, name, exc_info=True)
             else:
                 log.debug("conn%d: %s failed: %s (%d)", conn_id, name, err.errmsg, err.code)
-            return err.to_reply()
+            reply = err.to_reply()
+            if self.replset is not None:
+                reply["operationTime"], reply["$clusterTime"] = cluster_time_fields(self)
+            return reply
+
+    def _run_on_replset(self, name, handler, db, cmd, conn_id):
+        """A command on the primary of a one-member set: write concerns, retryable writes, and
+        the cluster time on every reply."""
+        wc_error = None
+        if handler.writes and "writeConcern" in cmd:
+            wc_error = check_write_concern(self.replset, cmd["writeConcern"])
+        if "startTransaction" in cmd or "autocommit" in cmd:
+            raise MongoError(20, "devmongo does not support multi-document transactions (only "
+                                 "retryable writes)")
+        txn = cmd.get("txnNumber")
+        if txn is not None:
+            if name not in RETRYABLE_COMMANDS:
+                raise MongoError(50768, "txnNumber may only be provided for multi-document "
+                                        "transactions and retryable write commands. "
+                                        f"autocommit:false was not provided, and {name} is not "
+                                        "a retryable write command.")
+            if "lsid" not in cmd:
+                raise MongoError(72, "Transaction number requires a session ID")
+            lsid = cmd["lsid"]
+            key = session_key(lsid)
+            with self.lock:
+                reply = self.retryable.replay(key, txn, lsid)
+                if reply is None:
+                    reply = handler.fn(self, db, cmd, conn_id)
+                    if reply.get("ok"):
+                        self.retryable.record(key, txn, reply)
+            reply = dict(reply)  # the recorded one stays as it was
+        elif handler.locked:
+            with self.lock:
+                reply = handler.fn(self, db, cmd, conn_id)
+        else:
+            reply = handler.fn(self, db, cmd, conn_id)
+        if wc_error is not None and reply.get("ok"):
+            reply["writeConcernError"] = wc_error
+        reply["operationTime"], reply["$clusterTime"] = cluster_time_fields(self)
+        return reply
 
     # ------------------------------------------------------------------ namespaces
 

@@ -86,10 +86,11 @@ def _short(value):
 class UndoLog:
     """Records mutations so that a failed update can be rolled back exactly."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "concrete")
 
     def __init__(self):
         self.entries = []
+        self.concrete = None  # an operator update's (op, parts, value) with array indexes resolved
 
     def set(self, container, key, value):
         old = container.get(key, MISSING) if isinstance(container, dict) else container[key]
@@ -855,6 +856,7 @@ def apply_update(doc, upd, query, is_insert=False, pipeline_runner=None):
                 concrete.append((op, parts, value))
         if len(concrete) > 1 or (concrete and concrete[0][0] == "$rename"):
             _check_conflicts(concrete)
+        log.concrete = concrete
         touches_id = False
         for op, parts, value in concrete:
             if parts[0] == "_id" or (op == "$rename" and value.split(".")[0] == "_id"):

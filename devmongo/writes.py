@@ -46,6 +46,8 @@ def insert_doc(engine, db, coll, store, doc):
     if lookups is not None:
         lookups.add(key, doc)
     engine.mark(db, coll)
+    if engine.changes is not None:
+        engine.changes.insert(db, coll, doc)
     return doc
 
 
@@ -103,6 +105,11 @@ def update_one_doc(engine, db, coll, store, doc, upd, query):
     if lookups is not None:
         lookups.refile(own_key, doc, touched_fields(upd))
     engine.mark(db, coll)
+    if engine.changes is not None:
+        if upd.kind == "replace":
+            engine.changes.replace(db, coll, doc)
+        else:
+            engine.changes.update(db, coll, doc, undo)
     return True
 
 
@@ -130,5 +137,7 @@ def delete_doc(engine, db, coll, store, doc):
         if lookups is not None:
             lookups.remove(key)
         engine.mark(db, coll)
+        if engine.changes is not None:
+            engine.changes.delete(db, coll, doc.get("_id"))
         return True
     return False

@@ -41,7 +41,7 @@ COMMANDS = {
     "ping": _unlocked(admin.ok),
     "buildInfo": _unlocked(admin.build_info),
     "buildinfo": _unlocked(admin.build_info),
-    "endSessions": _unlocked(admin.ok),
+    "endSessions": _unlocked(admin.end_sessions),
     "killAllSessions": _unlocked(admin.ok),
     "refreshSessions": _unlocked(admin.ok),
     "whatsmyuri": _unlocked(admin.ok),
@@ -50,6 +50,9 @@ COMMANDS = {
     "serverStatus": _unlocked(admin.server_status),
     "getParameter": _unlocked(admin.get_parameter),
     "getCmdLineOpts": _unlocked(admin.get_cmd_line_opts),
+    "replSetGetStatus": _unlocked(admin.repl_set_get_status),
+    "replSetGetConfig": _unlocked(admin.repl_set_get_config),
+    "replSetInitiate": _unlocked(admin.repl_set_initiate),
     # writes (commands/crud.py)
     "insert": _writes(crud.insert),
     "update": _writes(crud.update),
@@ -58,7 +61,7 @@ COMMANDS = {
     "findandmodify": _writes(crud.find_and_modify),
     # reads (commands/query.py, cursors.py)
     "find": _reads(query.find),
-    "getMore": _reads(cursors.get_more),
+    "getMore": _unlocked(cursors.get_more),  # takes the lock itself
     "killCursors": _reads(cursors.kill_cursors),
     "count": _reads(query.count),
     "distinct": _reads(query.distinct),

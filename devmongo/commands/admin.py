@@ -12,13 +12,20 @@ from ..limits import MAX_BSON_SIZE, MAX_MESSAGE_SIZE, MAX_WRITE_BATCH
 
 
 def hello(engine, db, cmd, conn_id):
+    replset = engine.replset
+    if replset is not None:
+        _await_topology_change(engine, cmd)
     now = datetime.datetime.now(datetime.UTC)
     name = next(iter(cmd))
     reply = {"helloOk": True}
+    if replset is not None:
+        reply["topologyVersion"] = None  # first, as MongoDB orders it
     if name == "hello":
         reply["isWritablePrimary"] = True
     else:
         reply["ismaster"] = True
+    if replset is not None:
+        reply.update(replset.hello_fields(engine))
     reply.update({
         "maxBsonObjectSize": MAX_BSON_SIZE,
         "maxMessageSizeBytes": MAX_MESSAGE_SIZE,
@@ -32,6 +39,19 @@ def hello(engine, db, cmd, conn_id):
         "ok": 1.0,
     })
     return reply
+
+
+def _await_topology_change(engine, cmd):
+    """Awaitable hello (pymongo's streaming monitor sends the topologyVersion it knows and
+    ``maxAwaitTimeMS``): the topology of a one-member set never changes, so the answer comes after
+    ``maxAwaitTimeMS``, or at once when the server stops, as MongoDB does."""
+    known = cmd.get("topologyVersion")
+    wait = cmd.get("maxAwaitTimeMS")
+    if not isinstance(known, dict) or not isinstance(wait, (int, float)) or wait <= 0:
+        return
+    if known.get("processId") != engine.replset.process_id or known.get("counter") != 0:
+        return
+    engine.stopped.wait(min(wait, 3600 * 1000) / 1000.0)
 
 
 def ok(engine, db, cmd, conn_id):
@@ -76,3 +96,37 @@ def get_parameter(engine, db, cmd, conn_id):
 
 def get_cmd_line_opts(engine, db, cmd, conn_id):
     return {"argv": ["devmongo"], "parsed": {}, "ok": 1.0}
+
+
+def end_sessions(engine, db, cmd, conn_id):
+    if engine.retryable is not None:
+        with engine.lock:
+            engine.retryable.end(cmd.get("endSessions"))
+    return {"ok": 1.0}
+
+
+def _need_replset(engine):
+    if engine.replset is None:
+        raise MongoError(76, "not running with --replSet")
+    return engine.replset
+
+
+def repl_set_get_status(engine, db, cmd, conn_id):
+    _admin_only(db, "replSetGetStatus")
+    return _need_replset(engine).status(engine)
+
+
+def repl_set_get_config(engine, db, cmd, conn_id):
+    _admin_only(db, "replSetGetConfig")
+    return _need_replset(engine).config()
+
+
+def repl_set_initiate(engine, db, cmd, conn_id):
+    _admin_only(db, "replSetInitiate")
+    _need_replset(engine)
+    raise MongoError(23, "already initialized")
+
+
+def _admin_only(db, name):
+    if db != "admin":
+        raise MongoError(13, f"{name} may only be run against the admin database.")

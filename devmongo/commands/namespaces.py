@@ -55,6 +55,8 @@ def drop(engine, db, cmd, conn_id):
     engine.server_store[db]._collections.pop(coll, None)
     kill_ns_cursors(engine, f"{db}.{coll}")
     engine.mark(db, coll)
+    if engine.changes is not None:
+        engine.changes.drop(db, coll)
     return {"nIndexesWas": was, "ns": f"{db}.{coll}", "ok": 1.0}
 
 
@@ -62,10 +64,17 @@ def drop_database(engine, db, cmd, conn_id):
     dbs = engine.server_store._databases.get(db)
     engine.invalidate(db)
     if dbs is not None:
+        dropped = False
         for name, store in list(dbs._collections.items()):
+            existed = store.is_created
             store.drop()
             engine.mark(db, name)
+            if existed and engine.changes is not None:
+                engine.changes.drop(db, name)
+                dropped = True
         dbs._collections.clear()
+        if dropped:
+            engine.changes.drop_database(db)
     kill_ns_cursors(engine, db)
     return {"dropped": db, "ok": 1.0}
 
@@ -118,6 +127,8 @@ def rename_collection(engine, db, cmd, conn_id):
     kill_ns_cursors(engine, source)
     engine.mark(sdb, scoll)
     engine.mark(tdb, tcoll)
+    if engine.changes is not None:
+        engine.changes.rename(sdb, scoll, tdb, tcoll)
     return {"ok": 1.0}
 
 

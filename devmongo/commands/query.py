@@ -2,6 +2,7 @@
 
 from mongomock import aggregate as mm_aggregate
 
+from ..changestreams import open_stream
 from ..cursors import batch_size as parse_batch_size
 from ..cursors import cursor_reply
 from ..errors import MongoError
@@ -139,6 +140,14 @@ def aggregate(engine, db, cmd, conn_id):
     check_collation(cmd)
     if cmd.get("let") is not None:
         raise MongoError(115, "devmongo does not support 'let'")
+    if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
+        if len(pipeline[0]) != 1:
+            raise MongoError(40323, "A pipeline stage specification object must contain "
+                                    "exactly one field.")
+        if isinstance(target, str):
+            return open_stream(engine, db, cmd, coll_name(cmd, "aggregate"))
+        if target == 1 and not isinstance(target, bool):
+            return open_stream(engine, db, cmd, None)
     if not isinstance(target, str):
         raise MongoError(115, "devmongo does not support database-level aggregation")
     coll = coll_name(cmd, "aggregate")
@@ -157,9 +166,16 @@ def aggregate(engine, db, cmd, conn_id):
         if not isinstance(stage, dict) or len(stage) != 1:
             raise MongoError(40323, "A pipeline stage specification object must contain "
                                     "exactly one field.")
+    if any("$changeStream" in stage for stage in pipeline):
+        raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
     writes = [next(iter(s)) for s in pipeline if next(iter(s)) in ("$out", "$merge")]
     if "$merge" in writes:
         raise MongoError(115, "devmongo does not support $merge")
+    out_existed = False
+    if writes:
+        out = pipeline[-1]["$out"]
+        out_existed = engine.existing_store(db, out if isinstance(out, str) else out.get("coll")) \
+            is not None
     stages = pipeline
     if stages and "$match" in stages[0]:
         docs = match(engine, store, stages[0]["$match"])
@@ -178,5 +194,11 @@ def aggregate(engine, db, cmd, conn_id):
         out_coll = out if isinstance(out, str) else out.get("coll")
         engine.invalidate(db)
         engine.mark(db, out_coll)
+        if engine.changes is not None:  # as a drop of the old target and inserts of the new
+            if out_existed:
+                engine.changes.drop(db, out_coll)
+            written = engine.existing_store(db, out_coll)
+            for doc in (written._documents.values() if written is not None else ()):
+                engine.changes.insert(db, out_coll, doc)
         encoded = []
     return cursor_reply(engine, ns, encoded, batch_size)
