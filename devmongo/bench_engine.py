@@ -11,8 +11,11 @@ import argparse
 import datetime
 import statistics
 import time
+import uuid
 
 import bson
+from bson.binary import Binary
+from bson.int64 import Int64
 from bson.objectid import ObjectId
 
 from devmongo.engine import Engine
@@ -102,16 +105,27 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--replset", action="store_true",
+                        help="replica-set mode, writes sent as retryable writes (lsid, txnNumber)"
+                             " as pymongo sends them to a replica set")
     args = parser.parse_args(argv)
-    engine = Engine()
+    engine = Engine(replset="rs0" if args.replset else None)
     cmds = commands(*setup(engine))
+    lsid = {"id": Binary(uuid.uuid4().bytes, 4)}
+    txn = 0
     for name, seq in cmds.items():
         times = []
         for _ in range(args.rounds):
             started = time.perf_counter()
             for _ in range(args.n):
                 for cmd in seq:
-                    reply = engine.run_command("b", dict(cmd))
+                    cmd = dict(cmd)
+                    if args.replset and next(iter(cmd)) in ("insert", "update", "delete",
+                                                            "findAndModify"):
+                        txn += 1
+                        cmd["lsid"] = lsid
+                        cmd["txnNumber"] = Int64(txn)
+                    reply = engine.run_command("b", cmd)
                     if reply.get("ok") != 1.0 or reply.get("writeErrors"):
                         raise SystemExit(f"{name}: {reply}")
                     bson.encode(reply)

@@ -97,10 +97,19 @@ class ReplSet:
                 "ok": 1.0}
 
 
+_cluster_time = (None, None)  # (key, (operationTime, $clusterTime)): replies share them
+
+
 def cluster_time_fields(engine):
     """``operationTime`` and ``$clusterTime`` as a replica-set member adds them to every reply."""
-    ts = key_ts(engine.changes.last)
-    return ts, {"clusterTime": ts, "signature": _ZERO_SIGNATURE}
+    global _cluster_time
+    key = engine.changes.last
+    cached_key, fields = _cluster_time
+    if cached_key != key:
+        ts = key_ts(key)
+        fields = (ts, {"clusterTime": ts, "signature": _ZERO_SIGNATURE})
+        _cluster_time = (key, fields)
+    return fields
 
 
 # --------------------------------------------------------------------------- write concern
