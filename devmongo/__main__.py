@@ -35,6 +35,18 @@ def main(argv=None):
     parser.add_argument("--advertise-host", default=None, metavar="HOST",
                         help="replica-set mode: host name the member announces in hello "
                              "(default: --host, or this machine's name for 0.0.0.0)")
+    parser.add_argument("--notablescan", action="store_true",
+                        help="refuse queries that need a collection scan, as MongoDB's "
+                             "notablescan parameter (error 291)")
+    parser.add_argument("--notablescan-strict", action="store_true",
+                        help="--notablescan, and also refuse queries with an empty filter that "
+                             "no index serves (MongoDB lets those through)")
+    parser.add_argument("--random-tie-break", action="store_true",
+                        help="return documents whose sort keys tie in a random order (MongoDB "
+                             "promises no order among them)")
+    parser.add_argument("--ttl-monitor-sleep-secs", type=int, default=60, metavar="SECONDS",
+                        help="how often the TTL monitor deletes expired documents (default: 60, "
+                             "as MongoDB)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
                         help="logging level; debug logs one line per connection and per failed "
@@ -55,7 +67,11 @@ def main(argv=None):
 
     server = DevMongoServer(host=args.host, port=args.port, data_path=args.data,
                             snapshot_interval=args.snapshot_interval, replset=args.replset,
-                            oplog_size_mb=args.oplog_size, advertise_host=args.advertise_host)
+                            oplog_size_mb=args.oplog_size, advertise_host=args.advertise_host,
+                            notablescan=args.notablescan,
+                            notablescan_strict=args.notablescan_strict,
+                            random_tie_break=args.random_tie_break,
+                            ttl_monitor_sleep_secs=args.ttl_monitor_sleep_secs)
     try:
         server.start()
     except OSError as exc:

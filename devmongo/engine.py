@@ -63,6 +63,12 @@ class Engine:
         self.replset = ReplSet(replset) if replset else None
         self.changes = ChangeLog(oplog_bytes) if replset else None
         self.retryable = RetryableWrites() if replset else None
+        # Server parameters (getParameter/setParameter, commands/admin.py PARAMETERS)
+        self.notablescan = False  # MongoDB's: refuse queries that need a collection scan
+        self.notablescan_strict = False  # devmongo's: ...empty filters included
+        self.random_tie_break = False  # devmongo's: documents whose sort keys tie, shuffled
+        self.ttl_enabled = True  # MongoDB's ttlMonitorEnabled
+        self.ttl_sleep_secs = 60  # MongoDB's ttlMonitorSleepSecs
 
     # ------------------------------------------------------------------ dispatch
 

@@ -36,6 +36,7 @@ CODE_NAMES = {
     260: "InvalidResumeToken",
     280: "ChangeStreamFatalError",
     286: "ChangeStreamHistoryLost",
+    291: "NoQueryExecutionPlans",
     11000: "DuplicateKey",
 }
 

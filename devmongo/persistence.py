@@ -70,6 +70,7 @@ def load_snapshot(engine, path):
                 spec = {"key": [tuple(kd) for kd in index["key"]]}
                 spec.update(index["options"])
                 store.create_index(index["name"], spec)
+            store._ttl_indexes.clear()  # expiry is devmongo's TTL monitor's (ttl.py)
             remaining = meta["count"]
             engine.invalidate(meta["db"], meta["name"])  # lookups are rebuilt from the loaded data
         if remaining:

@@ -8,6 +8,7 @@ whole collection, in natural order) and hands back what it does not fully handle
 import datetime
 import itertools
 import operator
+import random
 
 from bson.int64 import Int64
 from bson.objectid import ObjectId
@@ -42,11 +43,6 @@ def match(engine, store, flt, first_only=False, max_count=0):
     if store is None:
         filter_applies(flt, {})
         return []
-    if store._ttl_indexes:
-        before = len(store._documents)
-        store._remove_expired_documents()
-        if len(store._documents) != before:
-            drop_lookups(store)
     docs = store._documents
     if not flt:
         if max_count:
@@ -214,13 +210,16 @@ def _simple_sort(docs, key, descending):
     return True
 
 
-def sort_docs(docs, sort):
-    """``docs`` sorted by a sort document (stable: ties keep their order)."""
+def sort_docs(docs, sort, shuffle=False):
+    """``docs`` sorted by a sort document (stable: ties keep their order; with ``shuffle`` they
+    come in a random order, devmongoRandomTieBreak)."""
     if not sort:
         return docs
     if not isinstance(sort, dict):
         raise MongoError(2, "sort must be an object")
     result = list(docs)
+    if shuffle:
+        random.shuffle(result)
     if len(sort) == 1:
         (key, direction), = sort.items()
         if (direction in (1, -1) and not isinstance(direction, bool) and isinstance(key, str)

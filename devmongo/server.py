@@ -13,6 +13,7 @@ from .engine import Engine
 from .errors import MongoError
 from .limits import MAX_MESSAGE_SIZE
 from .persistence import SnapshotWriter, load_snapshot
+from .ttl import TTLMonitor
 
 log = logging.getLogger("devmongo")
 
@@ -236,13 +237,19 @@ class DevMongoServer:
     """
 
     def __init__(self, host="127.0.0.1", port=0, data_path=None, snapshot_interval=2.0,
-                 replset=None, oplog_size_mb=16, advertise_host=None):
+                 replset=None, oplog_size_mb=16, advertise_host=None, notablescan=False,
+                 notablescan_strict=False, random_tie_break=False, ttl_monitor_sleep_secs=60):
         self.host = host
         self._requested_port = port
         self.data_path = data_path
         self.snapshot_interval = snapshot_interval
         self.replset = replset
         self.engine = Engine(replset=replset, oplog_bytes=int(oplog_size_mb * 1024 * 1024))
+        self.engine.notablescan = bool(notablescan or notablescan_strict)
+        self.engine.notablescan_strict = bool(notablescan_strict)
+        self.engine.random_tie_break = bool(random_tie_break)
+        self.engine.ttl_sleep_secs = int(ttl_monitor_sleep_secs)
+        self._ttl = TTLMonitor(self.engine)
         if advertise_host is None:
             advertise_host = socket.gethostname() if host in ("", "0.0.0.0", "::") else host
         self.advertise_host = advertise_host
@@ -268,12 +275,14 @@ class DevMongoServer:
             self.engine.replset.me = f"{self.advertise_host}:{self.port}"
         if self._snapshots is not None:
             self._snapshots.start()
+        self._ttl.start()
         return self
 
     def stop(self):
         if self._wire is None:
             return
         wire, self._wire = self._wire, None
+        self._ttl.stop()
         self.engine.stopped.set()
         if self.engine.changes is not None:
             self.engine.changes.stop()
@@ -282,6 +291,11 @@ class DevMongoServer:
         if self._snapshots is not None:
             self._snapshots.stop()
             self._snapshots = None
+
+    def run_ttl_monitor(self):
+        """Run one pass of the TTL monitor now (it runs every ttlMonitorSleepSecs, 60 s by
+        default, as MongoDB's); returns the number of documents deleted."""
+        return self._ttl.run_once()
 
     def drop_connections(self):
         """Close every client connection, as a network failure would (tests: clients resume)."""

@@ -49,6 +49,7 @@ COMMANDS = {
     "hostInfo": _unlocked(admin.host_info),
     "serverStatus": _unlocked(admin.server_status),
     "getParameter": _unlocked(admin.get_parameter),
+    "setParameter": _unlocked(admin.set_parameter),
     "getCmdLineOpts": _unlocked(admin.get_cmd_line_opts),
     "replSetGetStatus": _unlocked(admin.repl_set_get_status),
     "replSetGetConfig": _unlocked(admin.repl_set_get_config),

@@ -84,12 +84,61 @@ def server_status(engine, db, cmd, conn_id):
             "connections": {"current": engine.connections}, "ok": 1.0}
 
 
+# Server parameters: name -> (Engine attribute, type). notablescan, ttlMonitorEnabled and
+# ttlMonitorSleepSecs are MongoDB's (ttlMonitorSleepSecs is startup-only there, runtime here);
+# the devmongo* ones are devmongo's own (README: "Server parameters").
+PARAMETERS = {
+    "notablescan": ("notablescan", bool),
+    "ttlMonitorEnabled": ("ttl_enabled", bool),
+    "ttlMonitorSleepSecs": ("ttl_sleep_secs", int),
+    "devmongoNotablescanStrict": ("notablescan_strict", bool),
+    "devmongoRandomTieBreak": ("random_tie_break", bool),
+}
+_NOT_PARAMETERS = frozenset({"getParameter", "setParameter", "comment", "lsid", "$clusterTime",
+                             "$readPreference", "apiVersion", "apiStrict",
+                             "apiDeprecationErrors"})
+
+
 def get_parameter(engine, db, cmd, conn_id):
+    _admin_only(db, "getParameter")
+    everything = cmd.get("getParameter") == "*"
     reply = {}
-    if cmd.get("featureCompatibilityVersion") or cmd.get("getParameter") == "*":
+    if everything or cmd.get("featureCompatibilityVersion"):
         reply["featureCompatibilityVersion"] = {"version": "7.0"}
+    for name, (attr, _kind) in PARAMETERS.items():
+        if everything or name in cmd:
+            reply[name] = getattr(engine, attr)
     if not reply:
         raise MongoError(72, "no option found to get")
+    reply["ok"] = 1.0
+    return reply
+
+
+def set_parameter(engine, db, cmd, conn_id):
+    _admin_only(db, "setParameter")
+    names = [k for k in cmd if k not in _NOT_PARAMETERS]
+    if not names:
+        raise MongoError(72, "no option found to set, use help:true to see options ")
+    values = {}
+    for name in names:
+        known = PARAMETERS.get(name)
+        if known is None:
+            raise MongoError(72, f"attempted to set unrecognized parameter [{name}], use "
+                                 "help:true to see options ")
+        attr, kind = known
+        value = cmd[name]
+        if kind is bool:
+            if not isinstance(value, (bool, int, float)):
+                raise MongoError(14, f"Unsupported type for parameter {name}")
+            value = bool(value)
+        else:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
+                raise MongoError(2, f"Invalid value for parameter {name}: {value!r}")
+            value = int(value)
+        values[attr] = value
+    reply = {"was": getattr(engine, PARAMETERS[names[0]][0])}
+    for attr, value in values.items():
+        setattr(engine, attr, value)
     reply["ok"] = 1.0
     return reply
 

@@ -2,6 +2,7 @@
 
 from ..errors import MongoError, to_mongo_error
 from ..limits import MAX_WRITE_BATCH
+from ..planner import check_table_scan
 from ..reads import encode_projected, match, sort_docs
 from ..update import MISSING, clone, prepare_update
 from ..writes import delete_doc, insert_doc, update_one_doc, upsert_doc
@@ -45,6 +46,10 @@ def _update_statement(engine, db, coll, store, stmt):
     upd = prepare_update(stmt["u"], stmt.get("arrayFilters"))
     if multi and upd.kind == "replace":
         raise MongoError(9, "multi update is not supported for replacement-style update")
+    hint = stmt.get("hint")
+    if engine.notablescan or hint is not None:
+        check_table_scan(engine, db, coll, engine.existing_store(db, coll), query, None, hint,
+                         "update")
     docs = match(engine, store, query, first_only=not multi)
     matched = modified = 0
     for doc in docs:
@@ -108,6 +113,9 @@ def delete(engine, db, cmd, conn_id):
             if limit not in (0, 1):
                 raise MongoError(9, f"The limit field in delete objects must be 0 or 1. Got "
                                     f"{limit}")
+            hint = stmt.get("hint")
+            if engine.notablescan or hint is not None:
+                check_table_scan(engine, db, coll, store, stmt["q"], None, hint, "delete")
             for doc in match(engine, store, stmt["q"], first_only=limit == 1):
                 if delete_doc(engine, db, coll, store, doc):
                     n += 1
@@ -147,9 +155,13 @@ def find_and_modify(engine, db, cmd, conn_id):
         raise MongoError(9, "Either an update or remove=true must be specified")
     upd = None if remove else prepare_update(update, cmd.get("arrayFilters"))
     store = engine.store(db, coll) if not remove else engine.existing_store(db, coll)
+    hint = cmd.get("hint")
+    if engine.notablescan or hint is not None:
+        check_table_scan(engine, db, coll, engine.existing_store(db, coll), query, sort, hint,
+                         "findAndModify")
     docs = match(engine, store, query, first_only=not sort)
     if sort and docs:
-        docs = sort_docs(docs, sort)
+        docs = sort_docs(docs, sort, engine.random_tie_break)
     target = docs[0] if docs else None
     leo = {}
     value = None

@@ -89,6 +89,7 @@ def create_indexes(engine, db, cmd, conn_id):
             if index_dict.get("unique"):
                 _check_unique_build(db, coll, store, name, index_dict)
             store.create_index(name, index_dict)
+            store._ttl_indexes.clear()  # expiry is devmongo's TTL monitor's (ttl.py)
             engine.invalidate(db, coll)
     store.create()
     engine.mark(db, coll)

@@ -1,5 +1,7 @@
 """Read commands: find, count, distinct, aggregate."""
 
+import random
+
 from mongomock import aggregate as mm_aggregate
 
 from ..changestreams import open_stream
@@ -7,6 +9,7 @@ from ..cursors import batch_size as parse_batch_size
 from ..cursors import cursor_reply
 from ..errors import MongoError
 from ..keys import canon, encode, leaf_values
+from ..planner import check_table_scan
 from ..reads import encode_stored, match, project, sort_docs, top_level_projector
 from ..update import clone
 from .args import check_collation, coll_name
@@ -33,9 +36,12 @@ def find(engine, db, cmd, conn_id):
     sort = cmd.get("sort")
     projection = cmd.get("projection")
     store = engine.existing_store(db, coll)
+    hint = cmd.get("hint")
+    if engine.notablescan or hint is not None:
+        check_table_scan(engine, db, coll, store, flt, sort, hint)
     docs = match(engine, store, flt, max_count=0 if sort or not limit else skip + limit)
     if sort:
-        docs = sort_docs(docs, sort)
+        docs = sort_docs(docs, sort, engine.random_tie_break)
     if skip:
         docs = docs[skip:]
     if limit:
@@ -57,6 +63,9 @@ def count(engine, db, cmd, conn_id):
     coll = coll_name(cmd, "count")
     check_collation(cmd)
     store = engine.existing_store(db, coll)
+    hint = cmd.get("hint")
+    if engine.notablescan or hint is not None:
+        check_table_scan(engine, db, coll, store, cmd.get("query") or {}, None, hint, "count")
     n = len(match(engine, store, cmd.get("query") or {}))
     skip = int(cmd.get("skip") or 0)
     limit = int(cmd.get("limit") or 0)
@@ -74,6 +83,9 @@ def distinct(engine, db, cmd, conn_id):
         raise MongoError(14, "BSON field 'distinct.key' is the wrong type, expected type "
                              "'string'")
     store = engine.existing_store(db, coll)
+    if engine.notablescan or cmd.get("hint") is not None:
+        check_table_scan(engine, db, coll, store, cmd.get("query") or {}, None, cmd.get("hint"),
+                         "distinct", distinct_key=key)
     parts = key.split(".")
     seen = set()
     values = []
@@ -126,6 +138,19 @@ def _rewrite_stages(stages):
     return out
 
 
+def _check_pipeline_scan(engine, db, coll, store, pipeline, hint):
+    """notablescan for a pipeline: its leading ``$match`` (and a ``$sort`` right after it, or
+    leading) is the query MongoDB plans; anything else reads the whole collection."""
+    flt, sort = {}, None
+    stages = [s for s in pipeline if isinstance(s, dict) and len(s) == 1]
+    if stages and "$match" in stages[0] and isinstance(stages[0]["$match"], dict):
+        flt = stages[0]["$match"]
+        stages = stages[1:]
+    if stages and "$sort" in stages[0]:
+        sort = stages[0]["$sort"]
+    check_table_scan(engine, db, coll, store, flt, sort, hint, "aggregate")
+
+
 def aggregate(engine, db, cmd, conn_id):
     engine.check_db(db)
     target = cmd["aggregate"]
@@ -154,6 +179,8 @@ def aggregate(engine, db, cmd, conn_id):
     batch_size = parse_batch_size(cmd.get("cursor"))
     store = engine.existing_store(db, coll)
     ns = f"{db}.{coll}"
+    if engine.notablescan or cmd.get("hint") is not None:
+        _check_pipeline_scan(engine, db, coll, store, pipeline, cmd.get("hint"))
     counting = _count_pipeline(pipeline)
     if counting is not None:
         flt, skip, limit = counting
@@ -184,10 +211,15 @@ def aggregate(engine, db, cmd, conn_id):
         docs = match(engine, store, {})
     results = [clone(d) for d in docs]
     database = engine.client[db]
+    shuffle = engine.random_tie_break
     for stage in _rewrite_stages(stages):
         if "$group" in stage and not results:
             continue  # MongoDB: $group over no documents yields no documents
+        if shuffle and "$sort" in stage:
+            random.shuffle(results)  # ties of the sort in a random order
         results = list(mm_aggregate.process_pipeline(results, database, [stage], None))
+        if shuffle and "$group" in stage:
+            random.shuffle(results)  # MongoDB promises no order of groups either
     encoded = [encode(d) for d in results]
     if writes:
         out = pipeline[-1]["$out"]
