@@ -1,6 +1,11 @@
 """Server cursors: the first batch of a cursor reply, the documents left for ``getMore``, and
-``getMore`` / ``killCursors``. A cursor holds its documents already encoded (a snapshot taken when
-it was opened); idle cursors expire after ten minutes."""
+``getMore`` / ``killCursors``; idle cursors expire after ten minutes.
+
+A ``find`` cursor holds the stored documents it matched, not copies: each later batch encodes
+them as they are then, leaving out those deleted or no longer matching since, so that later writes
+are seen between batches, as on MongoDB (whose cursors are not snapshots; documents inserted
+later are not picked up here). Other cursors (aggregate, listIndexes...) hold their results
+encoded."""
 
 import random
 import time
@@ -13,13 +18,14 @@ from .limits import CURSOR_TIMEOUT, DEFAULT_FIRST_BATCH, MAX_BSON_SIZE
 
 class Cursor:
     stream = False  # change-stream cursors (changestreams.py) are True
-    __slots__ = ("ns", "docs", "pos", "last_used")
+    __slots__ = ("ns", "docs", "pos", "last_used", "encode")
 
-    def __init__(self, ns, docs, pos):
+    def __init__(self, ns, docs, pos, encode=None):
         self.ns = ns
-        self.docs = docs
+        self.docs = docs  # encoded results, or (with ``encode``) stored documents
         self.pos = pos
         self.last_used = time.monotonic()
+        self.encode = encode  # stored document -> its encoding now, or None: left out
 
 
 def new_cursor_id(engine):
@@ -59,17 +65,51 @@ def take(docs, pos, count):
     return docs[pos:i], i
 
 
+def take_live(docs, pos, count, encode):
+    """As :func:`take`, encoding stored documents now (``encode`` None: left out)."""
+    out = []
+    size = 0
+    i = pos
+    n = len(docs)
+    while i < n and (count is None or len(out) < count):
+        raw = encode(docs[i])
+        if raw is not None:
+            size += len(raw.raw)
+            if size > MAX_BSON_SIZE and out:
+                break
+            out.append(raw)
+        i += 1
+    return out, i
+
+
+def _register(engine, cursor):
+    engine.cursor_creations += 1
+    if engine.cursor_creations % 256 == 0:
+        _expire_cursors(engine)
+    cid = new_cursor_id(engine)
+    engine.cursors[cid] = cursor
+    return cid
+
+
 def cursor_reply(engine, ns, docs, batch_size=None, single_batch=False):
     """docs: a list of RawBSONDocument. Opens a server cursor if more remain."""
     first_n = DEFAULT_FIRST_BATCH if batch_size is None else batch_size
     batch, pos = take(docs, 0, first_n)
     cid = 0
     if pos < len(docs) and not single_batch:
-        engine.cursor_creations += 1
-        if engine.cursor_creations % 256 == 0:
-            _expire_cursors(engine)
-        cid = new_cursor_id(engine)
-        engine.cursors[cid] = Cursor(ns, docs, pos)
+        cid = _register(engine, Cursor(ns, docs, pos))
+    return {"cursor": {"firstBatch": batch, "id": Int64(cid), "ns": ns}, "ok": 1.0}
+
+
+def live_cursor_reply(engine, ns, docs, encode_first, encode_later, batch_size=None,
+                      single_batch=False):
+    """docs: stored documents. The first batch is encoded with ``encode_first``; a cursor left
+    open encodes the rest at each getMore with ``encode_later``."""
+    first_n = DEFAULT_FIRST_BATCH if batch_size is None else batch_size
+    batch, pos = take_live(docs, 0, first_n, encode_first)
+    cid = 0
+    if pos < len(docs) and not single_batch:
+        cid = _register(engine, Cursor(ns, docs, pos, encode_later))
     return {"cursor": {"firstBatch": batch, "id": Int64(cid), "ns": ns}, "ok": 1.0}
 
 
@@ -97,7 +137,10 @@ def get_more(engine, db, cmd, conn_id):
             raise MongoError(13, f"Requested getMore on namespace '{db}.{coll}', but cursor "
                                  f"belongs to a different namespace {cur.ns}")
         if not cur.stream:
-            batch, pos = take(cur.docs, cur.pos, batch_size(cmd) or None)
+            if cur.encode is not None:
+                batch, pos = take_live(cur.docs, cur.pos, batch_size(cmd) or None, cur.encode)
+            else:
+                batch, pos = take(cur.docs, cur.pos, batch_size(cmd) or None)
             cur.pos = pos
             cur.last_used = time.monotonic()
             if pos >= len(cur.docs):

@@ -57,6 +57,7 @@ class Engine:
         self.connections = 0
         self.unique = UniqueIndexes()
         self.encoded = {}  # id(stored document) -> (document, RawBSONDocument)
+        self.doc_sizes = {}  # id(stored document) -> (document, upper bound of its BSON size)
         self._valid_db_names = set()
         self.handlers = dict(COMMANDS)
         self.stopped = threading.Event()  # set when the server stops (wakes waiting hellos)

@@ -18,6 +18,7 @@ from .errors import MongoError
 from .keys import encode, sort_key
 from .lookup import Lookups
 from .matching import generic_applies, matcher
+from .projection import Projection
 from .update import MISSING
 
 _SIMPLE_ID_TYPES = (str, int, Int64, ObjectId, float, datetime.datetime)
@@ -269,25 +270,11 @@ def top_level_projector(projection):
     return None
 
 
-def project(engine, db, coll, doc, projection):
+def project(engine, db, coll, doc, projection, query=None):
+    """A projected copy of ``doc`` (``projection.py``)."""
     if not projection:
         return doc
-    if not isinstance(projection, dict):
-        raise MongoError(2, "projection must be an object")
-    for key, value in projection.items():
-        if key.endswith(".$") or ".$." in key:
-            raise MongoError(115, "devmongo does not support the positional $ projection")
-        if isinstance(value, dict) and not ({"$elemMatch", "$slice"} >= set(value)):
-            raise MongoError(115, f"devmongo does not support projection expressions: "
-                                  f"{key}: {value!r}")
-        if isinstance(value, str):
-            raise MongoError(115, "devmongo does not support literal/field-path projections")
-    mcoll = engine.client[db][coll]
-    try:
-        return mcoll._copy_only_fields(doc, dict(projection), dict)
-    except ValueError as exc:
-        raise MongoError(31254, f"Cannot do exclusion on a field in inclusion projection: "
-                                f"{exc}") from exc
+    return Projection(projection).apply(doc, query or {})
 
 
 def encode_stored(engine, doc):
@@ -307,11 +294,20 @@ def encode_stored(engine, doc):
     return raw
 
 
-def encode_projected(engine, db, coll, doc, projection):
-    """One document as BSON, projected; whole top-level fields without mongomock's copy."""
+def remember_encoding(engine, doc, raw):
+    """Keep a large stored document's encoding (made anyway) for its next whole read."""
+    if len(raw.raw) >= _ENCODED_MIN_SIZE:
+        cache = engine.encoded
+        if len(cache) >= _ENCODED_MAX_ENTRIES:
+            cache.clear()
+        cache[id(doc)] = (doc, raw)
+
+
+def encode_projected(engine, db, coll, doc, projection, query=None):
+    """One document as BSON, projected; whole top-level fields without a general copy."""
     if not projection:
         return encode_stored(engine, doc)
     projector = top_level_projector(projection)
     if projector is not None:
         return encode(projector(doc))
-    return encode(project(engine, db, coll, doc, projection))
+    return encode(project(engine, db, coll, doc, projection, query))

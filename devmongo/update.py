@@ -11,6 +11,7 @@ update is all-or-nothing per document, as in MongoDB.
 """
 
 import datetime
+import functools
 import operator
 import re
 import time
@@ -201,7 +202,24 @@ def prepare_update(update, array_filters=None):
         if ident not in used:
             raise MongoError(9, f"The array filter for identifier '{ident}' was not used in the "
                                 "update")
+    if len(upd.ops) > 1 and not upd.positional:
+        upd.ops.sort(key=lambda entry: _FIELD_ORDER(entry[2]))
     return upd
+
+
+def _compare_field_names(a, b):
+    """MongoDB 5.0+'s order of processing update paths: names compared as strings, except two
+    numeric names (array indexes) compared as numbers ("a.2" before "a.10")."""
+    for x, y in zip(a, b, strict=False):
+        if x == y:
+            continue
+        if x.isdigit() and y.isdigit():
+            return -1 if int(x) < int(y) else 1
+        return -1 if x < y else 1
+    return (len(a) > len(b)) - (len(a) < len(b))
+
+
+_FIELD_ORDER = functools.cmp_to_key(_compare_field_names)
 
 
 def _prepare_pipeline(pipeline, array_filters):
@@ -384,6 +402,12 @@ class _Context:
                 conds.append((None, v))
             elif k.startswith(key + "."):
                 conds.append((k[len(key) + 1:], v))
+
+
+def positional_match(query, parts, arr):
+    """Index of the first element of the array at ``parts`` matching the query's conditions on
+    that array (the positional ``$``); MongoError when none does."""
+    return _Context(query, {}, False, None).positional_index(list(parts), arr)
 
 
 def _array_filter_matcher(ident, fdoc):
@@ -856,6 +880,8 @@ def apply_update(doc, upd, query, is_insert=False, pipeline_runner=None):
                 concrete.append((op, parts, value))
         if len(concrete) > 1 or (concrete and concrete[0][0] == "$rename"):
             _check_conflicts(concrete)
+            if upd.positional:  # in MongoDB's order (new fields are created in it)
+                concrete.sort(key=lambda entry: _FIELD_ORDER(entry[1]))
         log.concrete = concrete
         touches_id = False
         for op, parts, value in concrete:

@@ -1,22 +1,162 @@
 """Writing one document: insert, update in place, upsert and delete, each keeping the unique-index
-maps, the index lookups and the BSON cache current and marking the collection changed."""
+maps, the index lookups and the BSON cache current and marking the collection changed.
 
+MongoDB's limits on stored documents are enforced here: at most 100 levels of nesting (code 15
+Overflow, on insert and update) and 16 MB after an update (17419, "Resulting document after
+update is larger than 16777216"). The size of an updated document is known without encoding it
+each time: ``engine.doc_sizes`` keeps an upper bound per document (its exact size when last
+measured, plus what each update since may have added); it is encoded only when the bound
+passes 16 MB, or on its first update.
+"""
+
+import datetime
 import re
 
 import bson
+from bson.int64 import Int64
 from bson.objectid import ObjectId
+from bson.raw_bson import RawBSONDocument
 from mongomock import aggregate as mm_aggregate
 
 from .errors import MongoError
 from .keys import id_key
-from .reads import maintained_lookups
+from .limits import MAX_BSON_SIZE
+from .reads import maintained_lookups, remember_encoding
 from .unique import unique_specs
 from .update import apply_update, clone, upsert_seed
+
+MAX_DEPTH = 100  # levels of nesting of a stored document (the document itself is level 1)
+_SIZES_MAX = 50000
+_FIXED_SIZES = {type(None): 1, bool: 1, int: 8, Int64: 8, float: 8, datetime.datetime: 8,
+                ObjectId: 12}
+
+
+def _depth(value, budget):
+    """Levels of non-empty documents/arrays in ``value`` (0 for a scalar or an empty one), not
+    counted further than ``budget`` + 1."""
+    t = type(value)
+    if t is dict:
+        children = value.values()
+    elif t is list:
+        children = value
+    else:
+        return 0
+    if not children:
+        return 0
+    if budget <= 0:
+        return 1
+    deepest = 0
+    for child in children:
+        tc = type(child)
+        if tc is dict or tc is list:
+            d = _depth(child, budget - 1)
+            if d > deepest:
+                deepest = d
+                if deepest >= budget:
+                    break
+    return 1 + deepest
+
+
+def document_depth(doc):
+    return 1 + max((_depth(v, MAX_DEPTH) for v in doc.values()), default=0)
+
+
+def _value_size(value):
+    """An upper bound of a value's BSON size."""
+    size = _FIXED_SIZES.get(type(value))
+    if size is not None:
+        return size
+    if type(value) is str:
+        return 6 + (len(value) if value.isascii() else len(value.encode()))
+    if isinstance(value, (dict, list)):
+        return len(bson.encode({"": value}))
+    if isinstance(value, bytes):
+        return 5 + len(value)
+    return 64
+
+
+def _growth(concrete):
+    """An upper bound of how much an operator update can have grown a document."""
+    grown = 0
+    for op, parts, value in concrete:
+        path = 2 + sum(len(p) for p in parts) + 6 * len(parts)  # names, types, new documents
+        if op in ("$set", "$setOnInsert", "$min", "$max"):
+            grown += path + _value_size(value)
+        elif op in ("$push", "$addToSet"):
+            items = value["$each"] if isinstance(value, dict) and "$each" in value else (value,)
+            grown += path + sum(12 + _value_size(v) for v in items)
+        elif op == "$rename":
+            grown += 2 + len(value) + 6 * value.count(".")
+        elif op not in ("$unset", "$pull", "$pullAll", "$pop"):  # $inc $mul $bit $currentDate
+            grown += path + 16
+    return grown
+
+
+def _value_at(doc, parts):
+    node = doc
+    for part in parts:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _too_deep(doc, upd, undo):
+    """Whether an update left the document deeper than 100 levels (only what it wrote is
+    looked at for an operator update)."""
+    if undo.concrete is None:
+        return document_depth(doc) > MAX_DEPTH
+    for op, parts, value in undo.concrete:
+        if op == "$rename":
+            parts = value.split(".")
+            value = _value_at(doc, parts)
+        elif op in ("$push", "$addToSet"):
+            items = value["$each"] if isinstance(value, dict) and "$each" in value else (value,)
+            if len(parts) + 1 + max((_depth(v, MAX_DEPTH) for v in items), default=0) > MAX_DEPTH:
+                return True
+            continue
+        elif op in ("$unset", "$pull", "$pullAll", "$pop"):
+            continue
+        if len(parts) + _depth(value, MAX_DEPTH) > MAX_DEPTH:
+            return True
+    return False
+
+
+def _check_updated_size(engine, doc, undo, encoded_before):
+    """Raise 17419 when the updated document is over 16 MB; keep its size bound current.
+    Returns the document's encoding when it had to be encoded (None otherwise)."""
+    sizes = engine.doc_sizes
+    entry = sizes.get(id(doc))
+    base = None
+    if encoded_before is not None:
+        base = len(encoded_before.raw)
+    elif entry is not None and entry[0] is doc:
+        base = entry[1]
+    size = None
+    encoded = None
+    if base is not None and undo.concrete is not None:
+        size = base + _growth(undo.concrete)
+    if size is None or size > MAX_BSON_SIZE:
+        raw = bson.encode(doc)
+        size = len(raw)
+        encoded = RawBSONDocument(raw)
+    if size > MAX_BSON_SIZE:
+        raise MongoError(17419, f"Resulting document after update is larger than {MAX_BSON_SIZE}")
+    if len(sizes) >= _SIZES_MAX:
+        sizes.clear()
+    sizes[id(doc)] = (doc, size)
+    return encoded
 
 
 def insert_doc(engine, db, coll, store, doc):
     if not isinstance(doc, dict):
         raise MongoError(2, "document to insert must be an object")
+    if document_depth(doc) > MAX_DEPTH:
+        raise MongoError(15, f"cannot insert document because it exceeds {MAX_DEPTH} levels of "
+                             "nesting")
     if "_id" not in doc:
         new = {"_id": ObjectId()}
         new.update(doc)
@@ -84,7 +224,9 @@ def touched_fields(upd):
 
 def update_one_doc(engine, db, coll, store, doc, upd, query):
     """Apply an update to one stored document; returns True if it was modified."""
-    engine.encoded.pop(id(doc), None)
+    encoded_before = engine.encoded.pop(id(doc), None)
+    if encoded_before is not None:
+        encoded_before = encoded_before[1] if encoded_before[0] is doc else None
     specs = unique_specs(store)
     own_key = id_key(doc.get("_id"))
     old_keys = None
@@ -93,14 +235,22 @@ def update_one_doc(engine, db, coll, store, doc, upd, query):
     undo = apply_update(doc, upd, query, False, pipeline_runner(engine, db)
                         if upd.kind == "pipeline" else None)
     if not undo.changed():
+        if encoded_before is not None:
+            remember_encoding(engine, doc, encoded_before)
         return False
-    if specs:
-        try:
+    try:
+        if _too_deep(doc, upd, undo):
+            raise MongoError(15, f"Document exceeds maximum nesting depth of {MAX_DEPTH}")
+        if specs:
             new_keys = engine.unique.check(db, coll, store, doc, own_key, specs)
-        except MongoError:
-            undo.undo()
-            raise
+        encoded_after = _check_updated_size(engine, doc, undo, encoded_before)
+    except MongoError:
+        undo.undo()
+        raise
+    if specs:
         engine.unique.register(new_keys, own_key, old_keys)
+    if encoded_after is not None:
+        remember_encoding(engine, doc, encoded_after)
     lookups = maintained_lookups(store)
     if lookups is not None:
         lookups.refile(own_key, doc, touched_fields(upd))
@@ -131,6 +281,7 @@ def upsert_doc(engine, db, coll, store, upd, query):
 def delete_doc(engine, db, coll, store, doc):
     key = id_key(doc.get("_id"))
     if store._documents.pop(key, None) is not None:
+        engine.doc_sizes.pop(id(doc), None)
         if store.indexes:
             engine.unique.unregister(db, coll, store, doc, key)
         lookups = maintained_lookups(store)

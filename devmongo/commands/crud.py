@@ -166,18 +166,18 @@ def find_and_modify(engine, db, cmd, conn_id):
     leo = {}
     value = None
     if target is not None and remove:
-        value = encode_projected(engine, db, coll, target, fields)
+        value = encode_projected(engine, db, coll, target, fields, query)
         delete_doc(engine, db, coll, store, target)
         leo = {"n": 1}
     elif target is not None:
-        before = None if new else encode_projected(engine, db, coll, target, fields)
+        before = None if new else encode_projected(engine, db, coll, target, fields, query)
         update_one_doc(engine, db, coll, store, target, upd, query)
-        value = encode_projected(engine, db, coll, target, fields) if new else before
+        value = encode_projected(engine, db, coll, target, fields, query) if new else before
         leo = {"n": 1, "updatedExisting": True}
     elif upsert:
         doc = upsert_doc(engine, db, coll, store, upd, query)
         if new:
-            value = encode_projected(engine, db, coll, doc, fields)
+            value = encode_projected(engine, db, coll, doc, fields, query)
         leo = {"n": 1, "updatedExisting": False, "upserted": clone(doc["_id"])}
     else:
         leo = {"n": 0} if remove else {"n": 0, "updatedExisting": False}

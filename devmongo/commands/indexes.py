@@ -38,6 +38,13 @@ def _check_unique_build(db, coll, store, name, index_dict):
             seen[ik] = k
 
 
+def _equivalent(a, b):
+    """Same key pattern and the same identifying options: MongoDB keeps one of them."""
+    return (a["key"] == b["key"]
+            and a.get("partialFilterExpression") == b.get("partialFilterExpression")
+            and a.get("collation") == b.get("collation"))
+
+
 def create_indexes(engine, db, cmd, conn_id):
     engine.check_db(db)
     coll = coll_name(cmd, "createIndexes")
@@ -68,29 +75,32 @@ def create_indexes(engine, db, cmd, conn_id):
             continue
         existing = store.indexes.get(name)
         if existing is not None:
-            if existing["key"] != key_list:
+            if not _equivalent(existing, index_dict):
                 raise MongoError(86, f"An existing index has the same name as the requested "
                                      f"index. When index names are not specified, they are "
                                      f"auto generated and can cause conflicts. Requested "
-                                     f"index: {spec}, existing index: {existing}")
+                                     f"index: {spec}, existing index: {index_doc(name, existing)}")
             if existing != index_dict:
-                raise MongoError(85, f"An existing index has the same name as the requested "
-                                     f"index but different options: {name}")
+                raise MongoError(85, f"An equivalent index already exists with the same name "
+                                     f"but different options. Requested index: {spec}, "
+                                     f"existing index: {index_doc(name, existing)}")
             note = "all indexes already exist"
             continue
+        # As MongoDB: one index per key pattern and identifying options (partial filter,
+        # collation), whatever its name.
         for other_name, other in store.indexes.items():
-            if other["key"] == key_list and other != index_dict:
-                raise MongoError(85, f"Index already exists with a different name: "
-                                     f"{other_name}")
-            if other["key"] == key_list:
-                note = "all indexes already exist"
-                break
-        else:
-            if index_dict.get("unique"):
-                _check_unique_build(db, coll, store, name, index_dict)
-            store.create_index(name, index_dict)
-            store._ttl_indexes.clear()  # expiry is devmongo's TTL monitor's (ttl.py)
-            engine.invalidate(db, coll)
+            if not _equivalent(other, index_dict):
+                continue
+            if other != index_dict:
+                raise MongoError(85, f"An equivalent index already exists with a different name "
+                                     f"and options. Requested index: {spec}, existing index: "
+                                     f"{index_doc(other_name, other)}")
+            raise MongoError(85, f"Index already exists with a different name: {other_name}")
+        if index_dict.get("unique"):
+            _check_unique_build(db, coll, store, name, index_dict)
+        store.create_index(name, index_dict)
+        store._ttl_indexes.clear()  # expiry is devmongo's TTL monitor's (ttl.py)
+        engine.invalidate(db, coll)
     store.create()
     engine.mark(db, coll)
     reply = {"numIndexesBefore": before, "numIndexesAfter": len(store.indexes) + 1,

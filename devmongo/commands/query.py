@@ -6,12 +6,13 @@ from mongomock import aggregate as mm_aggregate
 
 from ..changestreams import open_stream
 from ..cursors import batch_size as parse_batch_size
-from ..cursors import cursor_reply
+from ..cursors import cursor_reply, live_cursor_reply
 from ..errors import MongoError
-from ..keys import canon, encode, leaf_values
-from ..matching import translate
+from ..keys import canon, encode, id_key, leaf_values
+from ..matching import matcher, translate
 from ..planner import check_table_scan
-from ..reads import encode_stored, match, project, sort_docs, top_level_projector
+from ..projection import Projection
+from ..reads import encode_stored, match, sort_docs, top_level_projector
 from ..update import clone
 from .args import check_collation, coll_name
 
@@ -49,15 +50,39 @@ def find(engine, db, cmd, conn_id):
         docs = docs[:limit]
     projector = top_level_projector(projection) if projection else None
     if projector is not None:
-        encoded = [encode(projector(d)) for d in docs]
+        def encode_first(d):
+            return encode(projector(d))
     elif projection:
-        encoded = [encode(project(engine, db, coll, d, projection)) for d in docs]
+        compiled = Projection(projection)
+
+        def encode_first(d):
+            return encode(compiled.apply(d, flt))
     else:
-        encoded = [encode_stored(engine, d) for d in docs]
+        def encode_first(d):
+            return encode_stored(engine, d)
     single_batch = bool(cmd.get("singleBatch"))
     if single_batch and batch_size is None and limit:
         batch_size = limit
-    return cursor_reply(engine, f"{db}.{coll}", encoded, batch_size, single_batch or limit == 1)
+    still = _still_there(store, flt)
+
+    def encode_later(d):  # a getMore: as the document is now, if it is still a match
+        return encode_first(d) if still(d) else None
+
+    return live_cursor_reply(engine, f"{db}.{coll}", docs, encode_first, encode_later,
+                             batch_size, single_batch or limit == 1)
+
+
+def _still_there(store, flt):
+    """Whether a document a cursor matched is still stored and still matches."""
+    documents = store._documents if store is not None else {}
+    applies = matcher(flt) if flt else None
+
+    def still(d):
+        if documents.get(id_key(d.get("_id"))) is not d:
+            return False
+        return applies is None or applies(d)
+
+    return still
 
 
 def count(engine, db, cmd, conn_id):
