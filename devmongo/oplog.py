@@ -40,9 +40,12 @@ def _now_key():
     return int(time.time()) << 32
 
 
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
 def _wall():
-    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+    """Now, as a naive UTC datetime with millisecond precision (as BSON dates)."""
+    return _EPOCH + datetime.timedelta(milliseconds=int(time.time() * 1000))
 
 
 class ChangeLog:

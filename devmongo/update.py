@@ -11,7 +11,6 @@ update is all-or-nothing per document, as in MongoDB.
 """
 
 import datetime
-import functools
 import operator
 import re
 import time
@@ -195,31 +194,37 @@ def prepare_update(update, array_filters=None):
                                 f"{type_name(fields)} instead. For example: {{$mod: {{<field>: "
                                 f"...}}}} not {{{op}: {_short(fields)}}}")
         for path, value in fields.items():
-            parts = _parse_path(path, upd, used)
-            check(op, path, value, upd)
+            if "$" in path:
+                parts = _parse_path(path, upd, used)
+            else:
+                parts = path.split(".")
+                if "" in parts:
+                    _parse_path(path, upd, used)  # raises MongoDB's error
+            if check is not _check_any:
+                check(op, path, value, upd)
             upd.ops.append((op, path, parts, value))
     for ident in upd.array_filters:
         if ident not in used:
             raise MongoError(9, f"The array filter for identifier '{ident}' was not used in the "
                                 "update")
     if len(upd.ops) > 1 and not upd.positional:
-        upd.ops.sort(key=lambda entry: _FIELD_ORDER(entry[2]))
+        _sort_ops(upd.ops)
     return upd
 
 
-def _compare_field_names(a, b):
-    """MongoDB 5.0+'s order of processing update paths: names compared as strings, except two
-    numeric names (array indexes) compared as numbers ("a.2" before "a.10")."""
-    for x, y in zip(a, b, strict=False):
-        if x == y:
-            continue
-        if x.isdigit() and y.isdigit():
-            return -1 if int(x) < int(y) else 1
-        return -1 if x < y else 1
-    return (len(a) > len(b)) - (len(a) < len(b))
+def _sort_ops(ops):
+    firsts = [entry[2][0] for entry in ops]
+    if len(set(firsts)) == len(firsts) and not any(f.isdigit() for f in firsts):
+        if firsts != sorted(firsts):  # distinct top-level names: their order is enough
+            ops.sort(key=lambda entry: entry[2][0])
+    else:
+        ops.sort(key=lambda entry: field_order(entry[2]))
 
 
-_FIELD_ORDER = functools.cmp_to_key(_compare_field_names)
+def field_order(parts):
+    """Sort key of MongoDB 5.0+'s order of processing update paths: field names as strings,
+    numeric names (array indexes) as numbers ("a.2" before "a.10"; numbers before letters)."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
 
 def _prepare_pipeline(pipeline, array_filters):
@@ -881,7 +886,7 @@ def apply_update(doc, upd, query, is_insert=False, pipeline_runner=None):
         if len(concrete) > 1 or (concrete and concrete[0][0] == "$rename"):
             _check_conflicts(concrete)
             if upd.positional:  # in MongoDB's order (new fields are created in it)
-                concrete.sort(key=lambda entry: _FIELD_ORDER(entry[1]))
+                concrete.sort(key=lambda entry: field_order(entry[1]))
         log.concrete = concrete
         touches_id = False
         for op, parts, value in concrete:

@@ -75,21 +75,9 @@ def _value_size(value):
     return 64
 
 
-def _growth(concrete):
-    """An upper bound of how much an operator update can have grown a document."""
-    grown = 0
-    for op, parts, value in concrete:
-        path = 2 + sum(len(p) for p in parts) + 6 * len(parts)  # names, types, new documents
-        if op in ("$set", "$setOnInsert", "$min", "$max"):
-            grown += path + _value_size(value)
-        elif op in ("$push", "$addToSet"):
-            items = value["$each"] if isinstance(value, dict) and "$each" in value else (value,)
-            grown += path + sum(12 + _value_size(v) for v in items)
-        elif op == "$rename":
-            grown += 2 + len(value) + 6 * value.count(".")
-        elif op not in ("$unset", "$pull", "$pullAll", "$pop"):  # $inc $mul $bit $currentDate
-            grown += path + 16
-    return grown
+_SHRINKING = frozenset({"$unset", "$pull", "$pullAll", "$pop"})
+_ADDING = frozenset({"$push", "$addToSet"})
+_CONTAINERS = (dict, list)
 
 
 def _value_at(doc, parts):
@@ -104,30 +92,48 @@ def _value_at(doc, parts):
     return node
 
 
-def _too_deep(doc, upd, undo):
-    """Whether an update left the document deeper than 100 levels (only what it wrote is
-    looked at for an operator update)."""
-    if undo.concrete is None:
-        return document_depth(doc) > MAX_DEPTH
+def _operator_update_bounds(doc, undo):
+    """(an upper bound of how much an operator update grew the document, whether it nested
+    something deeper than 100 levels), from what it wrote: its paths, values and padded arrays."""
+    grown = 0
+    too_deep = False
     for op, parts, value in undo.concrete:
-        if op == "$rename":
-            parts = value.split(".")
-            value = _value_at(doc, parts)
-        elif op in ("$push", "$addToSet"):
-            items = value["$each"] if isinstance(value, dict) and "$each" in value else (value,)
-            if len(parts) + 1 + max((_depth(v, MAX_DEPTH) for v in items), default=0) > MAX_DEPTH:
-                return True
+        if op in _SHRINKING:
             continue
-        elif op in ("$unset", "$pull", "$pullAll", "$pop"):
-            continue
-        if len(parts) + _depth(value, MAX_DEPTH) > MAX_DEPTH:
-            return True
-    return False
+        n = len(parts)
+        path = 2 + 6 * n
+        for p in parts:
+            path += len(p)
+        if op in _ADDING:
+            items = value["$each"] if type(value) is dict and "$each" in value else (value,)
+            for v in items:
+                grown += path + 12 + _value_size(v)
+                if type(v) in _CONTAINERS and n + 1 + _depth(v, MAX_DEPTH) > MAX_DEPTH:
+                    too_deep = True
+        elif op == "$rename":
+            grown += 2 + len(value) + 6 * value.count(".")
+            dest = value.split(".")
+            if len(dest) + _depth(_value_at(doc, dest), MAX_DEPTH) > MAX_DEPTH:
+                too_deep = True
+        elif op in ("$set", "$setOnInsert", "$min", "$max"):
+            grown += path + _value_size(value)
+            if n > MAX_DEPTH or (type(value) in _CONTAINERS
+                                 and n + _depth(value, MAX_DEPTH) > MAX_DEPTH):
+                too_deep = True
+        else:  # $inc $mul $bit $currentDate: a number or a date
+            grown += path + 16
+            if n > MAX_DEPTH:
+                too_deep = True
+    for container, key, old in undo.entries:  # arrays padded with nulls ($set: {"a.1000": x})
+        if key is None and type(container) is list and len(container) > len(old):
+            grown += 10 * (len(container) - len(old))
+    return grown, too_deep
 
 
-def _check_updated_size(engine, doc, undo, encoded_before):
+def _check_updated_size(engine, doc, growth, encoded_before):
     """Raise 17419 when the updated document is over 16 MB; keep its size bound current.
-    Returns the document's encoding when it had to be encoded (None otherwise)."""
+    ``growth``: an upper bound of what the update added (None: unknown). Returns the document's
+    encoding when it had to be encoded (None otherwise)."""
     sizes = engine.doc_sizes
     entry = sizes.get(id(doc))
     base = None
@@ -137,8 +143,8 @@ def _check_updated_size(engine, doc, undo, encoded_before):
         base = entry[1]
     size = None
     encoded = None
-    if base is not None and undo.concrete is not None:
-        size = base + _growth(undo.concrete)
+    if base is not None and growth is not None:
+        size = base + growth
     if size is None or size > MAX_BSON_SIZE:
         raw = bson.encode(doc)
         size = len(raw)
@@ -239,11 +245,16 @@ def update_one_doc(engine, db, coll, store, doc, upd, query):
             remember_encoding(engine, doc, encoded_before)
         return False
     try:
-        if _too_deep(doc, upd, undo):
+        if undo.concrete is None:  # replacement or pipeline: the whole document
+            growth = None
+            too_deep = document_depth(doc) > MAX_DEPTH
+        else:
+            growth, too_deep = _operator_update_bounds(doc, undo)
+        if too_deep:
             raise MongoError(15, f"Document exceeds maximum nesting depth of {MAX_DEPTH}")
         if specs:
             new_keys = engine.unique.check(db, coll, store, doc, own_key, specs)
-        encoded_after = _check_updated_size(engine, doc, undo, encoded_before)
+        encoded_after = _check_updated_size(engine, doc, growth, encoded_before)
     except MongoError:
         undo.undo()
         raise

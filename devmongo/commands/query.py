@@ -63,9 +63,12 @@ def find(engine, db, cmd, conn_id):
     single_batch = bool(cmd.get("singleBatch"))
     if single_batch and batch_size is None and limit:
         batch_size = limit
-    still = _still_there(store, flt)
+    still = None
 
     def encode_later(d):  # a getMore: as the document is now, if it is still a match
+        nonlocal still
+        if still is None:
+            still = _still_there(store, flt)
         return encode_first(d) if still(d) else None
 
     return live_cursor_reply(engine, f"{db}.{coll}", docs, encode_first, encode_later,
@@ -73,14 +76,20 @@ def find(engine, db, cmd, conn_id):
 
 
 def _still_there(store, flt):
-    """Whether a document a cursor matched is still stored and still matches."""
+    """Whether a document a cursor matched is still stored and still matches (the matcher is
+    made at the first getMore)."""
     documents = store._documents if store is not None else {}
-    applies = matcher(flt) if flt else None
+    applies = None
 
     def still(d):
+        nonlocal applies
         if documents.get(id_key(d.get("_id"))) is not d:
             return False
-        return applies is None or applies(d)
+        if not flt:
+            return True
+        if applies is None:
+            applies = matcher(flt)
+        return applies(d)
 
     return still
 
