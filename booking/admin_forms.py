@@ -11,8 +11,10 @@ from django.utils import timezone
 
 from . import clock
 from .errors import InvalidLayout, InvalidRequest
+from .forms import DayField
 from .layouts import category_codes_used, parse_grid, validate_layout
-from .services.sessions import clean_details
+from .services.sessions import clean_details, clean_sale_window
+from .staff.selectors import SessionsShown
 
 MAX_PRICE = Decimal("10000.00")  # in currency units; the engine stores integer cents
 CATEGORY_ROWS = 6
@@ -115,9 +117,18 @@ class LayoutImportForm(forms.Form):
         if not raw.strip():
             raise forms.ValidationError("Choose a JSON file or paste the JSON of a layout.")
         try:
-            doc = json.loads(raw)
+            doc = json.loads(raw, parse_constant=_not_json)
+        except RecursionError:
+            self.add_error(field, TOO_DEEP)
+            return data
         except (ValueError, UnicodeDecodeError) as exc:
             self.add_error(field, f"This is not valid JSON ({str(exc)[:120]}).")
+            return data
+        if nested_deeper_than(doc, MAX_IMPORT_DEPTH):
+            self.add_error(field, TOO_DEEP)
+            return data
+        if isinstance(doc, dict) and "sections" in doc and "layout" not in doc:
+            self.add_error(field, "This is a sectioned venue (a stadium); those are set up in code, not imported here.")
             return data
         layout = doc.get("layout", doc) if isinstance(doc, dict) else doc
         try:
@@ -126,10 +137,37 @@ class LayoutImportForm(forms.Form):
             self.add_error(field, exc.message)
             return data
         name = (data.get("name") or "").strip() or (doc.get("name") if isinstance(doc, dict) else "") or ""
-        if not str(name).strip():
+        if not isinstance(name, str):
+            self.add_error("name", "The name in the file is not text; give the theater a name.")
+        elif not name.strip():
             self.add_error("name", "The file has no name in it; give the theater a name.")
         data["name"] = str(name).strip()
         return data
+
+
+# A layout file is six levels deep (document, layout, rows, a row, its cells, a cell). Anything
+# much deeper is not a layout, and checking it (or printing it in a message) could recurse too far.
+MAX_IMPORT_DEPTH = 10
+TOO_DEEP = "This JSON is nested too deeply to be a layout."
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not a number JSON allows")
+
+
+def nested_deeper_than(value, limit: int) -> bool:
+    """Whether parsed JSON nests lists and objects more than ``limit`` deep (iteratively, so a
+    value of any depth is safe to ask about)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def to_cents(amount: Decimal) -> int:
@@ -213,6 +251,65 @@ class SessionForm(PricedForm):
         }
 
 
+class SecondsDateTimeInput(forms.DateTimeInput):
+    """A local date and time to the second (an on-sale time is announced to the second)."""
+
+    input_type = "datetime-local"
+
+    def __init__(self, attrs=None):
+        super().__init__({"step": "1", **(attrs or {})}, format="%Y-%m-%dT%H:%M:%S")
+
+
+SALE_TIME_FORMATS = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
+
+
+class SaleWindowForm(forms.Form):
+    """Draft or published, and when seats can be held (services.sessions.set_sale_window)."""
+
+    published = forms.TypedChoiceField(
+        label="Visibility",
+        choices=[("1", "Published (in what's on)"), ("0", "Draft (staff only)")],
+        coerce=lambda v: v == "1",
+        widget=forms.RadioSelect,
+    )
+    sale_opens = forms.DateTimeField(
+        label="On sale from", required=False, widget=SecondsDateTimeInput(), input_formats=SALE_TIME_FORMATS,
+        help_text="Empty: on sale as soon as it is published.",
+    )
+    sale_closes = forms.DateTimeField(
+        label="Off sale at", required=False, widget=SecondsDateTimeInput(), input_formats=SALE_TIME_FORMATS,
+        help_text="Empty: at the start.",
+    )
+    presale_opens = forms.DateTimeField(
+        label="Members' presale from", required=False, widget=SecondsDateTimeInput(),
+        input_formats=SALE_TIME_FORMATS, help_text="Empty: no presale. Ends at the public on-sale time.",
+    )
+    presale_code = forms.CharField(
+        label="Members' access code", required=False, max_length=64,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Stored hashed. Leave empty to keep the current code; a new code locks out the old one.",
+    )
+
+    def __init__(self, *args, start=None, has_code=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.start, self.has_code = start, has_code
+
+    def clean(self):
+        data = super().clean()
+        if self.start is not None and not self.errors:
+            try:
+                clean_sale_window(
+                    self.start,
+                    data.get("sale_opens"),
+                    data.get("sale_closes"),
+                    data.get("presale_opens"),
+                    has_code=bool(data.get("presale_code") or self.has_code),
+                )
+            except InvalidRequest as exc:
+                add_field_errors(self, exc)
+        return data
+
+
 def add_field_errors(form: forms.Form, exc: InvalidRequest) -> None:
     """Put an engine error's per-field messages next to the fields (or on top of the form)."""
     fields = exc.details.get("fields") or {}
@@ -230,8 +327,8 @@ class SeriesForm(PricedForm):
 
     name = forms.CharField(label="Show name", max_length=120, widget=forms.TextInput(attrs={"size": 50}))
     description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
-    first_day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
-    last_day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
+    first_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
+    last_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
     start_time = forms.TimeField(
         label="Starts at", widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"), initial="19:30"
     )
@@ -290,12 +387,17 @@ class PickTheaterForm(forms.Form):
         self.fields["theater"].choices = choices
 
 
-WHEN_CHOICES = [("on_sale", "On sale"), ("past", "Past"), ("canceled", "Canceled"), ("all", "All")]
+WHEN_CHOICES = [
+    (SessionsShown.ON_SALE, "On sale"),
+    (SessionsShown.PAST, "Past"),
+    (SessionsShown.CANCELED, "Canceled"),
+    (SessionsShown.ALL, "All"),
+]
 
 
 class SessionFilterForm(forms.Form):
     theater = forms.ChoiceField(required=False)
-    day = forms.DateField(required=False, label="Date", widget=forms.DateInput(attrs={"type": "date"}))
+    day = DayField(required=False, label="Date", widget=forms.DateInput(attrs={"type": "date"}))
     when = forms.ChoiceField(required=False, choices=WHEN_CHOICES, label="Show")
 
     def __init__(self, *args, theater_choices, **kwargs):

@@ -108,11 +108,17 @@ def orders():
     return get_db()["orders"]
 
 
+def checkin_conflicts():
+    return get_db()["checkin_conflicts"]
+
+
 def ensure_indexes() -> list[str]:
     """Create every index the access patterns need; returns their names."""
     created = []
-    created.append(sessions().create_index([("start", 1)], name="start"))
-    created.append(sessions().create_index([("theaterId", 1), ("start", 1)], name="theater_start"))
+    # _id last: what's on sorts by (start, _id), so that equal starts come in one order, and these
+    # serve that sort (an index on start alone would leave a sort in memory of every match)
+    created.append(sessions().create_index([("start", 1), ("_id", 1)], name="start_id"))
+    created.append(sessions().create_index([("theaterId", 1), ("start", 1), ("_id", 1)], name="theater_start_id"))
     created.append(sessions().create_index([("reservations._id", 1)], name="reservation_cart"))
     created.append(
         sessions().create_index([("performanceId", 1), ("section.index", 1)], name="performance_sections", sparse=True)
@@ -129,4 +135,9 @@ def ensure_indexes() -> list[str]:
     created.append(orders().create_index([("mail", 1), ("createdOn", 1)], name="mail_pending"))
     created.append(orders().create_index([("lines.sessionId", 1)], name="session"))
     created.append(orders().create_index([("lines.ticket", 1)], name="line_ticket"))
+    # door check-in (services/checkin.py): a scope's conflicts, newest first; one per offline scan
+    created.append(
+        checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
+    )
+    created.append(checkin_conflicts().create_index([("scanId", 1)], unique=True, name="scan_unique"))
     return created
