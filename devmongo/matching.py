@@ -137,7 +137,8 @@ def _equals(value, operand):
     if isinstance(value, (list, tuple)):
         if operand in value:
             if type(operand) in _NUMBER_TYPES:  # True in [1] is Python's answer, not BSON's
-                return any(v == operand and type(v) is not bool for v in value)
+                return any((v is operand or v == operand) and type(v) is not bool
+                           for v in value)
             return True
         return type(operand) is ObjectId and str(operand) in value
     return value == operand and type(value) is not bool
