@@ -60,6 +60,7 @@ class ChangeLog:
         # no token of an earlier run of the server (same second) can look newer than it.
         self.last = _now_key() + (1 << 32)
         self.last_wall = _wall()
+        self.last_ts = None
         self.complete_from = self.last  # history is complete after this key...
         self.gaps = []  # ...except in these (low, high) key ranges: runs of the server lost
         self.cond = threading.Condition(threading.Lock())
@@ -69,16 +70,25 @@ class ChangeLog:
     # ------------------------------------------------------------------ the clock
 
     def tick(self):
-        now = _now_key()
-        self.last = key = self.last + 1 if self.last >= now else now + 1
-        self.last_wall = _wall()
+        now = time.time()
+        now_key = int(now) << 32
+        self.last = key = self.last + 1 if self.last >= now_key else now_key + 1
+        self.last_wall = _EPOCH + datetime.timedelta(milliseconds=int(now * 1000))
+        self.last_ts = Timestamp(key >> 32, key & 0xFFFFFFFF)
         return key
+
+    def cluster_time(self):
+        """The newest cluster time as a Timestamp."""
+        ts = self.last_ts
+        if ts is None or ts.time != self.last >> 32 or ts.inc != self.last & 0xFFFFFFFF:
+            ts = self.last_ts = key_ts(self.last)
+        return ts
 
     # ------------------------------------------------------------------ recording
 
     def _append(self, db, coll, op, fields):
         key = self.tick()
-        body = {"operationType": op, "clusterTime": key_ts(key), "wallTime": self.last_wall}
+        body = {"operationType": op, "clusterTime": self.last_ts, "wallTime": self.last_wall}
         body.update(fields)
         raw = bson.encode(body)
         self.keys.append(key)

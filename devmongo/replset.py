@@ -106,7 +106,7 @@ def cluster_time_fields(engine):
     key = engine.changes.last
     cached_key, fields = _cluster_time
     if cached_key != key:
-        ts = key_ts(key)
+        ts = engine.changes.cluster_time()
         fields = (ts, {"clusterTime": ts, "signature": _ZERO_SIGNATURE})
         _cluster_time = (key, fields)
     return fields
