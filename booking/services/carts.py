@@ -13,7 +13,7 @@ from django.conf import settings
 
 from .. import clock, faults, mongo
 from ..domain import CartState, is_live, is_stale, stale_cart_filter
-from . import reservations
+from . import promos, reservations
 
 logger = logging.getLogger("booking.carts")
 
@@ -53,7 +53,9 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
     if not result.modified_count:
         return None
     faults.point("expire.after_cart")
-    return reservations.release_all(cart_id)
+    freed = reservations.release_all(cart_id)
+    promos.release_for_cart(cart_id)  # a promo code's use goes back (once)
+    return freed
 
 
 def force_expire_cart(cart_id: ObjectId) -> int | None:
@@ -79,7 +81,9 @@ def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     )
     if not result.modified_count:
         return 0
-    return reservations.release_all(cart_id)
+    freed = reservations.release_all(cart_id)
+    promos.release_for_cart(cart_id)
+    return freed
 
 
 @dataclass

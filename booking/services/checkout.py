@@ -25,7 +25,7 @@ from ..domain import CartState, MailState, OrderState, is_live, live_cart_filter
 from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from ..seatmap import SOLD, parse_seat_key
 from . import carts as cart_service
-from . import notifications, offers, pricing, reservations
+from . import notifications, offers, pricing, promos, reservations
 from . import orders as order_service
 
 logger = logging.getLogger("booking.checkout")
@@ -126,6 +126,7 @@ def finish_checkout(cart_id: ObjectId) -> dict:
         order_service.release_order_seats(order)  # seats already sold in another session go back
         reservations.release_all(cart_id)
         _end_cart(cart_id, CartState.CANCELED, order)
+        promos.release_for_cart(cart_id)
         raise CheckoutFailed(order["failure"]) from None
     if _end_cart(cart_id, CartState.DONE, order):
         logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
