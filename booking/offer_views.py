@@ -55,3 +55,33 @@ def choose_ticket_type(request):
     if request.htmx:
         return _cart_answer(request)
     return redirect("booking:cart")
+
+
+TOO_MANY_PROMO_TRIES = "Too many code attempts from your connection. Please wait a minute and try again."
+
+
+@require_POST
+def apply_promo(request):
+    """Apply a promo code or voucher; counted per address (BOOKING_PROMO_CODE_RATE). Unknown and
+    used-up codes get the same answer after the same reads."""
+    from django.conf import settings
+
+    from . import ratelimits
+    from .services import promos
+
+    if ratelimits.rate_exceeded(request, "booking.promo", getattr(settings, "BOOKING_PROMO_CODE_RATE", "10/m")):
+        return _cart_answer(request, field_errors={"code": TOO_MANY_PROMO_TRIES}, status=429)
+    try:
+        promos.apply_code(buyer.owner(request) or "", buyer.cart_id(request), request.POST.get("code", "")[:100])
+    except BookingError as exc:
+        return _cart_answer(request, field_errors={"code": exc.message}, status=400 if not request.htmx else 200)
+    messages.success(request, "The code was applied.")
+    return _cart_answer(request) if request.htmx else redirect("booking:cart")
+
+
+@require_POST
+def remove_promo(request):
+    from .services import promos
+
+    promos.remove_code(buyer.owner(request) or "", buyer.cart_id(request))
+    return _cart_answer(request) if request.htmx else redirect("booking:cart")

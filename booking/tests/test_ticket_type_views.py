@@ -48,3 +48,18 @@ def test_plain_post_redirects_and_a_bad_choice_says_why(client):
     response = choose(client, session, "1:2", "reduced", HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and "not offered" in response.content.decode()
     assert client.post("/cart/ticket-type", {"seat": "junk"}).status_code == 400
+
+
+def test_promo_code_field_applies_says_why_not_and_is_rate_limited(client, settings):
+    from booking.services import promos
+
+    settings.BOOKING_PROMO_CODE_RATE = "3/m"
+    session = priced()
+    held(client, session, "0:0", "0:1")
+    promos.create_code("HALF", "percent", 50, cap=10)
+    bad = client.post("/cart/promo", {"code": "NOPE1"}, HTTP_HX_REQUEST="true").content.decode()
+    assert promos.NOT_VALID in bad and 'id="promo-error"' in bad
+    good = client.post("/cart/promo", {"code": "half"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "HALF" in good and "€20" in good
+    assert client.post("/cart/promo", {"code": "X"}).status_code == 400  # the third try this minute
+    assert client.post("/cart/promo", {"code": "X"}).status_code == 429  # the fourth
