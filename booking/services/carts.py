@@ -46,15 +46,18 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
     """Expire one stale cart and free its seats. Returns seats freed, or None if the cart was not
     stale (already expired by someone else, checked out, or its hold was extended)."""
     now = now or clock.now()
-    result = mongo.carts().update_one(
+    # One write that also answers whether a promo code is applied (no extra read for it).
+    ended = mongo.carts().find_one_and_update(
         {"_id": cart_id, **stale_cart_filter(now)},
         {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
+        projection={"promo.codeId": 1},
     )
-    if not result.modified_count:
+    if ended is None:
         return None
     faults.point("expire.after_cart")
     freed = reservations.release_all(cart_id)
-    promos.release_for_cart(cart_id)  # a promo code's use goes back (once)
+    if ended.get("promo"):
+        promos.release_for_cart(cart_id)  # the promo code's use goes back (once)
     return freed
 
 
