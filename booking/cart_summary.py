@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as format_date
 from django.utils.html import escape
 
-from .rendering import format_money
+from .seatmap_html import format_money
 
 
 def countdown(seconds) -> str:

@@ -5,7 +5,7 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import get_language
 
-from .seatmap import parse_seat_key
+from .seat_grid import parse_seat_key
 
 
 class KeptHtml:

@@ -7,7 +7,7 @@ system (after reconcile): an operation in flight can be between its two writes.
 from collections import Counter, defaultdict
 
 from . import clock, mongo
-from .seatmap import FREE, HELD, SOLD, parse_seat_key
+from .seat_grid import FREE, HELD, SOLD, parse_seat_key
 from .services.carts import LIVE_STATES
 
 

@@ -14,7 +14,7 @@ from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 from django.utils.translation import get_language
 
-from .rendering import format_money
+from .seatmap_html import format_money
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:

@@ -22,7 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap
 
-from . import buyer, cart_summary, clock, presenters, ratelimits, rendering, selectors
+from . import buyer, cart_summary, clock, presenters, ratelimits, seatmap_html, selectors
 from .errors import (
     BookingError,
     CartExpired,
@@ -46,7 +46,7 @@ from .forms import (
     WhatsOnFilterForm,
 )
 from .ids import object_id
-from .seatmap import FREE, HELD, seat_key
+from .seat_grid import FREE, HELD, seat_key
 from .services import carts as cart_service
 from .services import checkout as checkout_service
 from .services import holds
@@ -150,31 +150,31 @@ def _sale_notice(session: dict) -> str:
     return ""
 
 
-def _load_session_page(session_id: str) -> tuple[dict, rendering.SeatMapHtml]:
+def _load_session_page(session_id: str) -> tuple[dict, seatmap_html.SeatMapHtml]:
     """The session and its built map. When this process has built the map of the current version,
     one small read (no seat states, no layout rows); otherwise a second, full read builds it."""
     sid = object_id(session_id, "performance")
     session = selectors.get_session_head(sid)
     if session is None:
         raise NotFound("No such performance.")
-    shared = rendering.cached_seat_map(sid, session["version"])
+    shared = seatmap_html.cached_seat_map(sid, session["version"])
     if shared is None:
         session = _load_session(session_id)
-        shared = rendering.seat_map_html(session)
+        shared = seatmap_html.seat_map_html(session)
     return session, shared
 
 
 def _map_context(request, session: dict, cart: dict | None, picked=(), shared=None) -> dict:
     """``session`` needs its seat states and layout rows unless ``shared`` (its built map) is given."""
     mine = selectors.cart_seat_keys(cart, session["_id"])
-    shared = shared or rendering.seat_map_html(session)
+    shared = shared or seatmap_html.seat_map_html(session)
     return {
         "session": session,
         "session_id": str(session["_id"]),
         "version": session["version"],
         "map_html": shared.for_viewer(mine, set(picked)),
         "map_width": shared.width,
-        "category_css": rendering.category_css(session),
+        "category_css": seatmap_html.category_css(session),
         "refresh_ms": LIVE_REFRESH_SECONDS * 1000,
         "sale_notice": _sale_notice(session),
     }
@@ -211,7 +211,7 @@ def session_page(request, session_id):
             **_map_context(request, session, cart, shared=shared),
             **_cart_context(request, cart, expired, [session]),
             "card": presenters.session_card(session),
-            "legend": rendering.legend(session),
+            "legend": seatmap_html.legend(session),
             "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
             **extra,
@@ -221,10 +221,10 @@ def session_page(request, session_id):
         # The same page for every viewer without a cart or a message: built once per version.
         tz = timezone.get_current_timezone_name()
         key = (session["_id"], session["version"], template, _sale_notice(session), tz)
-        html = rendering.shared_page(
-            key, lambda: render_to_string(template, context(csrf_token=rendering.CSRF_MARKER), request)
+        html = seatmap_html.shared_page(
+            key, lambda: render_to_string(template, context(csrf_token=seatmap_html.CSRF_MARKER), request)
         )
-        return HttpResponse(html.replace(rendering.CSRF_MARKER, get_token(request)))
+        return HttpResponse(html.replace(seatmap_html.CSRF_MARKER, get_token(request)))
     return render(request, template, context())
 
 
@@ -257,7 +257,7 @@ def seat_map(request, session_id):
         response = HttpResponse(status=304)
     else:
         cart, _expired = _current_cart(request)
-        shared = rendering.cached_seat_map(sid, version)  # built here already: read only the small part
+        shared = seatmap_html.cached_seat_map(sid, version)  # built here already: read only the small part
         session = selectors.get_session_head(sid) if shared else selectors.get_session(sid)
         if session is not None and shared is not None and session["version"] != version:
             shared, session = None, selectors.get_session(sid)  # changed again meanwhile
@@ -332,7 +332,7 @@ def _seat_change(request, result, notice: str):
     Built in Python, not through templates: this is the busiest answer there is."""
     session, held = result.session, isinstance(result, holds.HoldResult)
     keys = {seat_key(r, c) for r, c in result.seats} if held else set()
-    seats = rendering.seat_updates(session, session["layout"], result.seats, HELD if held else FREE, held, keys)
+    seats = seatmap_html.seat_updates(session, session["layout"], result.seats, HELD if held else FREE, held, keys)
     cart = _cart_context(request, result.cart, False, [session])
     response = HttpResponse(
         seats + cart_summary.cart_summary_from(cart, oob=True) + cart_summary.notice_html(notice, "ok", oob=True)

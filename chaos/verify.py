@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from booking import invariants, mongo
-from booking.seatmap import HELD, SOLD, parse_seat_key
+from booking.seat_grid import HELD, SOLD, parse_seat_key
 from booking.services import carts as cart_service
 from booking.services import reconcile
 

@@ -22,7 +22,7 @@ from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo
 from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
-from ..seatmap import SOLD, parse_seat_key
+from ..seat_grid import SOLD, parse_seat_key
 from . import carts as cart_service
 from . import notifications, reservations
 from . import orders as order_service

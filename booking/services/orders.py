@@ -11,7 +11,7 @@ from bson import ObjectId
 
 from .. import clock, mongo
 from ..errors import Conflict, NotFound
-from ..seatmap import FREE, SOLD, cell_path, parse_seat_key
+from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 
 logger = logging.getLogger("booking.orders")
 

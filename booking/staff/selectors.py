@@ -8,7 +8,7 @@ from bson import ObjectId
 from django.utils import timezone
 
 from .. import clock, mongo
-from ..seatmap import BLOCKED, FREE, HELD, SOLD
+from ..seat_grid import BLOCKED, FREE, HELD, SOLD
 
 STAFF_LIST_LIMIT = 200
 

@@ -13,7 +13,7 @@ from ..errors import BookingError, InvalidRequest
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
-from .seatmaps import category_legend, session_rows
+from .seat_chart import category_legend, session_rows
 
 
 def price_layout(theater: dict) -> dict:

@@ -4,7 +4,7 @@ from django import template
 from django.utils.safestring import mark_safe
 
 from .. import cart_summary as panels
-from ..rendering import format_money
+from ..seatmap_html import format_money
 
 register = template.Library()
 

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from booking import mongo, ratelimits, selectors
 from booking.errors import TooManySeats
-from booking.seatmap import FREE, HELD
+from booking.seat_grid import FREE, HELD
 from booking.services import checkout, holds
 from booking.tests.factories import make_session
 

@@ -1,11 +1,14 @@
-"""The seat grid as staff see it: a layout (editor preview) or a session (states and owners),
-turned into rows of cells a template can draw without logic."""
+"""The staff's seat chart: a layout (editor preview) or a session (states and owners) turned into
+rows of cells the admin templates draw without logic.
+
+A view model, no HTML and no rules: the grid's rules are ``booking/seat_grid.py``, the buyer's
+seat map (HTML built in Python) is ``booking/seatmap_html.py``."""
 
 from dataclasses import dataclass
 
 from django.urls import reverse
 
-from ..seatmap import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
+from ..seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
 
 
 @dataclass

@@ -1,4 +1,7 @@
-"""The seat map as HTML, built in Python because it is the hottest page part.
+"""The buyer's seat map as HTML, built in Python because it is the hottest page part.
+
+(The grid's rules are ``booking/seat_grid.py``; the staff's seat chart is
+``booking/staff/seat_chart.py``.)
 
 A 900-seat hall through a template loop costs tens of milliseconds; here one pass over compact
 data builds the HTML, labels are escaped once each, and the result is kept per (session, version):
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils.html import escape
 
-from .seatmap import BLOCKED, FREE, GAP, HELD, SOLD
+from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD
 
 CURRENCY_SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£"}
 

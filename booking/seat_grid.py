@@ -1,6 +1,10 @@
-"""Pure functions over a session's seat grid: states, seat keys, the orphan rule, best available.
+"""The seat grid's rules, pure functions and no HTML: cell states, seat keys, the orphan rule,
+best available.
 
 ``seats`` is the session's 2-D array of cell states, one list per row, aligned with the layout.
+Three modules deal with seat maps; this is the one the engine uses. The buyer's map as HTML is
+``booking/seatmap_html.py``; the staff's seat chart (a view model for the admin templates) is
+``booking/staff/seat_chart.py``.
 """
 
 from collections.abc import Iterable
