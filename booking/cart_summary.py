@@ -12,15 +12,8 @@ from datetime import datetime
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
-from django.utils.html import escape
 
-from .seatmap_html import format_money
-
-
-def countdown(seconds) -> str:
-    """Seconds as m:ss for the hold countdown."""
-    seconds = max(0, int(seconds or 0))
-    return f"{seconds // 60}:{seconds % 60:02d}"
+from .formatting import countdown, escape, format_money
 
 
 def notice_html(notice: str, level: str = "", *, oob: bool = False) -> str:

@@ -1,20 +1,16 @@
 """Shaping engine data for templates: grouping and labels only, no decisions about bookings."""
 
-import html
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from functools import lru_cache
+from datetime import datetime
 
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.formats import date_format
-from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 from django.utils.translation import get_language
 
-from .seatmap_html import format_money
+from .formatting import day_title, escape, format_money
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:
@@ -36,13 +32,6 @@ def whats_on_days(sessions: list[dict]) -> list[dict]:
         for group in day["theaters"]:
             group["cards_html"] = mark_safe("".join(group.pop("cards")))  # noqa: S308 - escaped in whats_on_card_html
     return days
-
-
-@lru_cache(maxsize=256)
-def day_title(day: date, language: str) -> str:
-    """A day's heading in the what's on list, e.g. Saturday, 5 December (Django's ``l, j F``),
-    formatted once per day and language rather than a dozen times on every request."""
-    return date_format(day, "l, j F")
 
 
 class _CardUrls:
@@ -72,11 +61,11 @@ def whats_on_card_html(card: dict, urls: _CardUrls | None = None) -> str:
     # the spaces between the parts keep the words apart in the link's text (its accessible name)
     return (
         f'<li class="show{" sold-out" if card["sold_out"] else ""}">'
-        f'<a class="show-link" href="{html.escape(url)}">'
+        f'<a class="show-link" href="{escape(url)}">'
         f'<span class="show-time">{card["start"]:%H:%M}</span> '
-        f'<span class="show-main"><span class="show-name">{html.escape(card["name"])}</span> '
-        f'<span class="show-desc">{html.escape(truncate_chars(card["description"] or "", 110))}</span></span> '
-        f'<span class="show-meta"><span class="show-price">{html.escape(card["price_range"])}</span> {badge}</span>'
+        f'<span class="show-main"><span class="show-name">{escape(card["name"])}</span> '
+        f'<span class="show-desc">{escape(truncate_chars(card["description"] or "", 110))}</span></span> '
+        f'<span class="show-meta"><span class="show-price">{escape(card["price_range"])}</span> {badge}</span>'
         "</a></li>\n"
     )
 

@@ -9,6 +9,8 @@ Three modules deal with seat maps; this is the one the engine uses. The buyer's 
 
 from collections.abc import Iterable
 
+from .formatting import seat_label
+
 GAP = -1
 FREE = 0
 HELD = 1
@@ -57,7 +59,7 @@ def seat_cell(layout: dict, row: int, col: int) -> dict | None:
 def seat_name(layout: dict, row: int, col: int) -> str:
     cell = seat_cell(layout, row, col)
     label = cell["label"] if cell else str(col + 1)
-    return f"Row {layout['rows'][row]['label']}, seat {label}"
+    return seat_label(layout["rows"][row]["label"], label)
 
 
 def orphans_created(seats: list[list[int]], taking: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

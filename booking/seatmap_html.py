@@ -21,12 +21,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from django.conf import settings
-from django.utils.html import escape
-
+from .formatting import escape, format_money, seat_label
 from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD
-
-CURRENCY_SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£"}
 
 STATE_WORDS = {
     FREE: "available",
@@ -39,20 +35,6 @@ MINE_WORDS = "held by you"
 
 CACHE_SIZE = 64
 _SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6}\}$")  # layouts are validated; belt and braces
-
-
-def format_money(cents: int | None, currency: str | None = None) -> str:
-    """Integer minor units -> "€25" or "€25.50"; other currencies as "25.00 CHF"."""
-    if cents is None:
-        return ""
-    currency = currency or settings.BOOKING_CURRENCY
-    sign = "-" if cents < 0 else ""
-    whole, minor = divmod(abs(int(cents)), 100)
-    amount = f"{whole:,}" if minor == 0 else f"{whole:,}.{minor:02d}"
-    symbol = CURRENCY_SYMBOLS.get(currency)
-    if symbol:
-        return f"{sign}{symbol}{amount}"
-    return f"{sign}{whole:,}.{minor:02d} {currency}"
 
 
 @dataclass(frozen=True)
@@ -222,14 +204,14 @@ def _seat(
     """One seat's button. ``row_label`` is escaped; ``categories``: code -> (escaped name, price)."""
     cat = cell["cat"]
     cat_name, price = categories[cat]
-    seat_label = escape(cell["label"])
+    label = escape(cell["label"])
     extra = flag_words = ""
-    mark = seat_label
+    mark = label
     if cell.get("wheelchair"):
         extra, flag_words, mark = " wc", ", wheelchair space", "♿"
     elif cell.get("companion"):
         extra, flag_words = " cp", ", companion seat"
-    name = f"Row {row_label}, seat {seat_label}, {cat_name}, {price}{flag_words}"
+    name = f"{seat_label(row_label, label)}, {cat_name}, {price}{flag_words}"
     if mine:
         classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", MINE_WORDS, False
     elif state == HELD:

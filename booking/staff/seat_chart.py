@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 
+from ..formatting import seat_label
 from ..seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
 
 
@@ -59,7 +60,7 @@ def layout_rows(layout: dict) -> list[Row]:
                     color=colors[cell["cat"]],
                     wheelchair=bool(cell.get("wheelchair")),
                     companion=bool(cell.get("companion")),
-                    title=f"Row {row['label']}, seat {cell['label']}: {names[cell['cat']]}{extra}",
+                    title=f"{seat_label(row['label'], cell['label'])}: {names[cell['cat']]}{extra}",
                 )
             )
         rows.append(Row(label=row["label"], cells=cells))

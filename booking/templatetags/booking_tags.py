@@ -4,7 +4,7 @@ from django import template
 from django.utils.safestring import mark_safe
 
 from .. import cart_summary as panels
-from ..seatmap_html import format_money
+from ..formatting import countdown, format_money
 
 register = template.Library()
 
@@ -20,7 +20,7 @@ def money(cents, currency=None):
 @register.filter
 def mmss(seconds):
     """Seconds as m:ss for the hold countdown."""
-    return panels.countdown(seconds)
+    return countdown(seconds)
 
 
 @register.simple_tag(takes_context=True)

@@ -104,13 +104,6 @@ def test_a_new_version_rebuilds_only_the_rows_that_changed():
     assert "Row Ax, seat 1" in seatmap_html.seat_map_html(renamed).for_viewer()
 
 
-def test_money_format():
-    assert seatmap_html.format_money(2500, "EUR") == "€25"
-    assert seatmap_html.format_money(2550, "EUR") == "€25.50"
-    assert seatmap_html.format_money(123456, "GBP") == "£1,234.56"
-    assert seatmap_html.format_money(900, "CHF") == "9.00 CHF"
-
-
 NAIVE_TEMPLATE = """{% load booking_tags %}{% for row in rows %}<div class="r"><span class="rl">{{ row.label }}</span>
 {% for cell in row.cells %}{% if cell.seat %}
 <button class="s c-{{ cell.seat.cat }}{% if cell.state == 1 %} h{% endif %}"
