@@ -17,11 +17,10 @@ as a plain form post without JavaScript and as an htmx post with it.
 
 import re
 import secrets
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from .formatting import escape, format_money, seat_label
+from .lru import LRUCache
 from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD
 
 STATE_WORDS = {
@@ -61,53 +60,39 @@ class SeatMapHtml:
         return "".join(chunks)
 
 
-_cache: OrderedDict[tuple, SeatMapHtml] = OrderedDict()
-_cache_lock = threading.Lock()
+_maps: LRUCache[tuple, SeatMapHtml] = LRUCache(CACHE_SIZE)  # (session id, version) -> its map
 # Per session: the HTML of each row as last built, keyed by (row index, the row's cell states).
 # A hold changes one row, so a new version re-renders that row and reuses the others.
-_row_memos: OrderedDict[object, "_RowMemo"] = OrderedDict()
+_row_memos: LRUCache[object, "_RowMemo"] = LRUCache(CACHE_SIZE)
 stats = {"rows_built": 0}  # for tests: how many rows were rendered (not reused)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _RowMemo:
     signature: tuple  # what every row's HTML depends on besides its layout row and states
     layout_rows: list  # the layout rows the memo was built from (compared when a new read arrives)
-    rows: dict  # (row index, states tuple) -> (parts, held)
+    rows: dict  # (row index, states tuple) -> (parts, held); never changed once kept
 
 
 def seat_map_html(session: dict) -> SeatMapHtml:
     """The shared map of this session version, built once per process and version."""
-    key = (session["_id"], session["version"])
-    with _cache_lock:
-        found = _cache.get(key)
-        if found is not None:
-            _cache.move_to_end(key)
-            return found
-    built = _build(session, _row_memo(session))
-    with _cache_lock:
-        _cache[key] = built
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return built
+    return _maps.get_or_build((session["_id"], session["version"]), lambda: _build_reusing_rows(session))
 
 
 def cached_seat_map(session_id, version: int) -> SeatMapHtml | None:
     """The shared map of this version if this process has built it, else None (nothing is read)."""
-    with _cache_lock:
-        return _cache.get((session_id, version))
+    return _maps.get((session_id, version))
 
 
 def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
-        _row_memos.clear()
-        _pages.clear()
+    _maps.clear()
+    _row_memos.clear()
+    _pages.clear()
 
 
 def build_seat_map(session: dict) -> SeatMapHtml:
     """Build the whole map from scratch (no reuse of earlier rows)."""
-    return _build(session, None)
+    return _build(session, _signature(session), {})[0]
 
 
 def _categories(layout: dict, prices: dict, currency: str | None) -> tuple:
@@ -124,27 +109,28 @@ def _signature(session: dict) -> tuple:
     return categories, width
 
 
-def _row_memo(session: dict) -> _RowMemo:
-    """This session's row memo, started afresh when the layout, names, prices or width changed."""
+def _build_reusing_rows(session: dict) -> SeatMapHtml:
+    """Build the map reusing the rows this process last built for the session, unless the
+    layout, names, prices or width changed since; then keep this version's rows for the next."""
     signature = _signature(session)
     layout_rows = session["layout"]["rows"]
-    with _cache_lock:
-        memo = _row_memos.get(session["_id"])
-        if (
-            memo is not None
-            and memo.signature == signature
-            and (memo.layout_rows is layout_rows or memo.layout_rows == layout_rows)
-        ):
-            _row_memos.move_to_end(session["_id"])
-            return memo
-        memo = _row_memos[session["_id"]] = _RowMemo(signature, layout_rows, {})
-        while len(_row_memos) > CACHE_SIZE:
-            _row_memos.popitem(last=False)
-        return memo
+    memo = _row_memos.get(session["_id"])
+    fits = (
+        memo is not None
+        and memo.signature == signature
+        and (memo.layout_rows is layout_rows or memo.layout_rows == layout_rows)
+    )
+    earlier = memo.rows if fits else {}
+    built, used = _build(session, signature, earlier)
+    # bounded: past four versions' worth, keep only the rows of this version
+    rows = used if len(earlier) > 4 * max(len(used), 1) else {**earlier, **used}
+    _row_memos.put(session["_id"], _RowMemo(signature, layout_rows, rows))
+    return built
 
 
-def _build(session: dict, memo: _RowMemo | None) -> SeatMapHtml:
-    categories_list, width = memo.signature if memo is not None else _signature(session)
+def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml, dict]:
+    """The map, and the rows it is made of (``earlier`` rows are reused where their states match)."""
+    categories_list, width = signature
     categories = {code: (name, price) for code, name, price in categories_list}
     states = session["seats"]
     chunks: list[str] = []
@@ -153,7 +139,7 @@ def _build(session: dict, memo: _RowMemo | None) -> SeatMapHtml:
     for r, row in enumerate(session["layout"]["rows"]):
         row_states = tuple(states[r]) if r < len(states) else ()
         memo_key = (r, row_states)
-        found = memo.rows.get(memo_key) if memo is not None else None
+        found = earlier.get(memo_key)
         if found is None:
             found = _build_row(r, row, row_states, categories, width)
         used[memo_key] = found
@@ -162,11 +148,7 @@ def _build(session: dict, memo: _RowMemo | None) -> SeatMapHtml:
         chunks.extend(parts)
         for key, (index, html) in row_held.items():
             held[key] = (base + index, html)
-    if memo is not None:
-        if len(memo.rows) > 4 * max(len(used), 1):
-            memo.rows = {}  # bounded: keep only the rows of this version
-        memo.rows.update(used)
-    return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width)
+    return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width), used
 
 
 def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int) -> tuple:
@@ -264,20 +246,10 @@ def category_css(session: dict) -> str:
 # Whole rendered pages that are the same for every viewer without a cart (most viewers), per key.
 # The viewer's CSRF token is the one per-viewer part: pages are stored with this marker instead.
 CSRF_MARKER = "csrf-" + secrets.token_hex(12)
-_pages: OrderedDict[tuple, str] = OrderedDict()
+_pages: LRUCache[tuple, str] = LRUCache(CACHE_SIZE)
 
 
 def shared_page(key: tuple, build) -> str:
     """The HTML ``build()`` returns for this key, built once per process (``key`` must name every
     input of the page: session id and version, template, anything time-dependent)."""
-    with _cache_lock:
-        found = _pages.get(key)
-        if found is not None:
-            _pages.move_to_end(key)
-            return found
-    html = build()
-    with _cache_lock:
-        _pages[key] = html
-        while len(_pages) > CACHE_SIZE:
-            _pages.popitem(last=False)
-    return html
+    return _pages.get_or_build(key, build)
