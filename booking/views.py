@@ -22,7 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap
 
-from . import buyer, cart_summary, clock, presenters, ratelimits, seatmap_html, selectors
+from . import buyer, clock, presenters, ratelimits, seatmap_html, selectors
 from .errors import (
     BookingError,
     CartExpired,
@@ -124,7 +124,7 @@ def whats_on(request):
         status = 400
     sessions = selectors.upcoming_sessions(**query) if status == 200 else []
     context = {"form": form, "days": presenters.whats_on_days(sessions), "filtered": bool(query)}
-    template = "booking/_whats_on_list.html" if request.htmx and not request.htmx.boosted else "booking/whats_on.html"
+    template = "booking/whats_on.html#listing" if request.htmx and not request.htmx.boosted else "booking/whats_on.html"
     return render(request, template, context, status=status)
 
 
@@ -204,7 +204,7 @@ def session_page(request, session_id):
         session, shared = _load_session_page(session_id)
     except NotFound as exc:
         return _error_page(request, exc, 404)
-    template = "booking/_seatmap.html" if request.htmx and not request.htmx.boosted else "booking/session.html"
+    template = "booking/session.html#seatmap" if request.htmx and not request.htmx.boosted else "booking/session.html"
 
     def context(**extra):
         return {
@@ -263,7 +263,7 @@ def seat_map(request, session_id):
             shared, session = None, selectors.get_session(sid)  # changed again meanwhile
         if session is None:
             return _error_page(request, "No such performance.", 404)
-        response = render(request, "booking/_seatmap.html", _map_context(request, session, cart, shared=shared))
+        response = render(request, "booking/session.html#seatmap", _map_context(request, session, cart, shared=shared))
         etag = f'"{session["version"]}"'
     response["ETag"] = etag
     response["Cache-Control"] = "private, no-cache"  # always ask; the answer is usually a 304
@@ -319,7 +319,7 @@ def _seat_action(request, session_id, act):
         "notice_level": level,
         "oob": True,
     }
-    response = render(request, "booking/_seat_action.html", context)
+    response = render(request, "booking/session.html#seat-action", context)
     response["ETag"] = f'"{session["version"]}"'
     return response
 
@@ -328,22 +328,27 @@ def _seat_change(request, result, notice: str):
     """The answer to a hold or release that went through, from its own writes: the changed seats
     (swapped by id), the cart and the notice; the map stays. A few KB instead of the whole map:
     other buyers' changes arrive with the next live refresh, which this version number makes
-    the page accept (``X-Seatmap-Version``: the map the buyer sees is at least this new).
-    Built in Python, not through templates: this is the busiest answer there is."""
+    the page accept (``X-Seatmap-Version``: the map the buyer sees is at least this new)."""
     session, held = result.session, isinstance(result, holds.HoldResult)
     keys = {seat_key(r, c) for r, c in result.seats} if held else set()
-    seats = seatmap_html.seat_updates(session, session["layout"], result.seats, HELD if held else FREE, held, keys)
-    cart = _cart_context(request, result.cart, False, [session])
-    response = HttpResponse(
-        seats + cart_summary.cart_summary_from(cart, oob=True) + cart_summary.notice_html(notice, "ok", oob=True)
-    )
+    context = {
+        **_cart_context(request, result.cart, False, [session]),
+        "seat_updates": seatmap_html.seat_updates(
+            session, session["layout"], result.seats, HELD if held else FREE, held, keys
+        ),
+        "notice": notice,
+        "notice_level": "ok",
+        "oob": True,
+    }
+    # No context processors: nothing in these partials needs the request (the busiest answer there is).
+    response = HttpResponse(render_to_string("booking/session.html#seat-change", context))
     response["X-Seatmap-Version"] = str(session["version"])
     return reswap(response, "none")
 
 
 def _bad_seat_request(request, message: str):
     if request.htmx:
-        return render(request, "booking/_notice.html", {"notice": message, "notice_level": "error"}, status=400)
+        return render(request, "booking/session.html#notice", {"notice": message, "notice_level": "error"}, status=400)
     return _error_page(request, message, 400)
 
 
@@ -415,7 +420,7 @@ def cart_page(request):
         buyer.forget_cart(request)
     context = _cart_context(request, cart, expired)
     if request.htmx and not request.htmx.boosted:
-        return render(request, "booking/_cart_summary.html", context)
+        return render(request, "booking/session.html#cart-summary", context)
     return render(request, "booking/cart.html", context)
 
 

@@ -103,6 +103,7 @@ def test_every_seat_taking_endpoint_is_limited_and_release_is_not(settings, sess
 def test_rate_limit_fails_open_while_redis_is_down(settings, session, caplog):
     settings.BOOKING_HOLD_RATE = "1/m"
     settings.CACHES = {
+        **settings.CACHES,  # the template fragment cache stays (in process)
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": f"redis://127.0.0.1:{free_port()}/0",  # nothing listens there
