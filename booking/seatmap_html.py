@@ -115,12 +115,13 @@ def _build_reusing_rows(session: dict) -> SeatMapHtml:
     signature = _signature(session)
     layout_rows = session["layout"]["rows"]
     memo = _row_memos.get(session["_id"])
-    fits = (
+    earlier: dict = {}
+    if (
         memo is not None
         and memo.signature == signature
         and (memo.layout_rows is layout_rows or memo.layout_rows == layout_rows)
-    )
-    earlier = memo.rows if fits else {}
+    ):
+        earlier = memo.rows
     built, used = _build(session, signature, earlier)
     # bounded: past four versions' worth, keep only the rows of this version
     rows = used if len(earlier) > 4 * max(len(used), 1) else {**earlier, **used}

@@ -4,6 +4,7 @@ rows of cells the admin templates draw without logic.
 A view model, no HTML and no rules: the grid's rules are ``booking/seat_grid.py``, the buyer's
 seat map (HTML built in Python) is ``booking/seatmap_html.py``."""
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from django.urls import reverse
@@ -81,7 +82,7 @@ def category_legend(layout: dict) -> list[dict]:
     ] + ([{"code": "", "name": "of which wheelchair spaces", "color": "", "count": wheelchair}] if wheelchair else [])
 
 
-def session_rows(session: dict, owners: dict[str, dict], checked: set[str] = frozenset()) -> list[Row]:
+def session_rows(session: dict, owners: dict[str, dict], checked: AbstractSet[str] = frozenset()) -> list[Row]:
     """The session's cells with their state; held seats name their cart, sold ones their order."""
     rows = layout_rows(session["layout"])
     for r, row in enumerate(rows):
