@@ -68,6 +68,17 @@ def day_title(day: date, language: str) -> str:
     return date_format(day, "l, j F")
 
 
+def clock_time(moment: datetime) -> str:
+    """A time of day in the site's time zone: "19:30"."""
+    return timezone.localtime(moment).strftime("%H:%M")
+
+
+def sale_time(moment: datetime) -> str:
+    """An on-sale or presale time as the buyer reads it (seconds only when they matter)."""
+    local = timezone.localtime(moment)
+    return local.strftime("%a %d %b %Y, %H:%M:%S" if local.second else "%a %d %b %Y, %H:%M")
+
+
 def mail_time(moment: datetime) -> str:
     """A performance's start as the confirmation mail writes it: "Sat 05 Dec 2026, 19:30" (local time)."""
     return timezone.localtime(moment).strftime("%a %d %b %Y, %H:%M")
