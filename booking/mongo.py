@@ -111,6 +111,10 @@ def orders():
     return get_db()["orders"]
 
 
+def promo_codes():
+    return get_db()["promo_codes"]
+
+
 def checkin_conflicts():
     return get_db()["checkin_conflicts"]
 
@@ -128,6 +132,7 @@ SHARD_KEYS = {
     "carts": {"owner": "hashed"},
     "orders": {"ref": 1},  # ranged: the reference is random, and its unique index must be the shard key
     "checkin_conflicts": {"scanId": 1},  # ranged: random scan ids, and the unique index is the key's
+    "promo_codes": {"code": 1},  # ranged: redeemed by its code, and the unique index is the key's
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
@@ -221,6 +226,9 @@ def ensure_indexes() -> list[str]:
         checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
     )
     created.append(checkin_conflicts().create_index([("scanId", 1)], unique=True, name="scan_unique"))
+    # promo codes (services/promos.py): redeemed by their text; a voucher batch exported by batch
+    created.append(promo_codes().create_index([("code", 1)], unique=True, name="code_unique"))
+    created.append(promo_codes().create_index([("batch", 1)], name="batch", sparse=True))
     _drop_undeclared(set(created))
     return created
 

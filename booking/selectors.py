@@ -8,7 +8,7 @@ from django.conf import settings
 
 from . import clock, mongo
 from .domain import CartState, MailState, SessionStatus, is_live, live_cart_filter, stale_cart_filter
-from .seatmap import restored_states
+from .seat_grid import restored_states
 
 SUMMARY_FIELDS = {
     "name": 1,
@@ -29,6 +29,9 @@ SUMMARY_FIELDS = {
     "saleCloses": 1,
     "presale.opens": 1,
     "presale.key": 1,
+    "ticketTypes": 1,  # the price table (services/offers.py): the hold prices items by it
+    "typePrices": 1,
+    "priceRev": 1,
 }
 
 

@@ -39,7 +39,7 @@ def main() -> None:
     from booking import clock, demo, mongo
     from booking.errors import NoAdjacentSeats
     from booking.layouts import parse_grid
-    from booking.seatmap import FREE
+    from booking.seat_grid import FREE
     from booking.services import carts, checkout, holds, retention
     from booking.services.sessions import create_session
     from booking.services.theaters import create_theater

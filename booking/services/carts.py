@@ -13,7 +13,7 @@ from django.conf import settings
 
 from .. import clock, faults, mongo
 from ..domain import CartState, is_live, is_stale, stale_cart_filter
-from . import reservations
+from . import promos, reservations
 
 logger = logging.getLogger("booking.carts")
 
@@ -51,15 +51,20 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | 
     settled by _id (targeted); a hold the cart never recorded (a crash between a hold's two
     writes) is left to reconcile.finish_interrupted_expiries, which the expiry task runs next."""
     now = now or clock.now()
+    # One write that also answers with the cart's sessions and whether a promo code is applied
+    # (no extra read for either).
     cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, **({"owner": owner} if owner else {}), **stale_cart_filter(now)},
         {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
-        projection={"items.sessionId": 1},
+        projection={"items.sessionId": 1, "promo.codeId": 1},
     )
     if cart is None:
         return None
     faults.point("expire.after_cart")
-    return reservations.release_all(cart_id, session_ids=session_ids_of(cart))
+    freed = reservations.release_all(cart_id, session_ids=session_ids_of(cart))
+    if cart.get("promo"):
+        promos.release_for_cart(cart_id, owner=owner)  # the promo code's use goes back (once)
+    return freed
 
 
 def session_ids_of(cart: dict) -> list[ObjectId]:
@@ -87,11 +92,14 @@ def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, "owner": owner, "state": CartState.ACTIVE},
         {"$set": {"state": CartState.CANCELED, "endedOn": now}},
-        projection={"items.sessionId": 1},
+        projection={"items.sessionId": 1, "promo.codeId": 1},
     )
     if cart is None:
         return 0
-    return reservations.release_all(cart_id, session_ids=session_ids_of(cart))
+    freed = reservations.release_all(cart_id, session_ids=session_ids_of(cart))
+    if cart.get("promo"):
+        promos.release_for_cart(cart_id, owner=owner)
+    return freed
 
 
 @dataclass

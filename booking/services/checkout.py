@@ -27,9 +27,9 @@ from .. import clock, faults, mongo
 from ..domain import CartState, MailState, OrderState, is_live, live_cart_filter
 from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from ..names import name_keys
-from ..seatmap import SOLD, parse_seat_key
+from ..seat_grid import SOLD, parse_seat_key
 from . import carts as cart_service
-from . import notifications, reservations
+from . import notifications, offers, pricing, promos, reservations
 from . import orders as order_service
 
 logger = logging.getLogger("booking.checkout")
@@ -102,6 +102,7 @@ def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str) -> dic
         raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
     if not cart["items"]:
         raise InvalidRequest("Your cart is empty.")
+    offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
     result = mongo.carts().update_one(
         {"_id": cart["_id"], "owner": owner, **live_cart_filter(now)},
         {
@@ -151,6 +152,7 @@ def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
         order_service.release_order_seats(order)  # seats already sold in another session go back
         reservations.release_all(cart_id, session_ids=cart_service.session_ids_of(cart))
         _end_cart(cart, CartState.CANCELED, order)
+        promos.release_for_cart(cart_id)
         raise CheckoutFailed(order["failure"]) from None
     if _end_cart(cart, CartState.DONE, order):
         logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
@@ -199,6 +201,7 @@ def _next_order_ref(cart: dict, taken: str | None) -> str:
 
 def _new_order(cart: dict, ref: str) -> dict:
     customer = cart.get("customer") or {}
+    amounts = pricing.cart_totals(cart)
     lines = [
         {
             "sessionId": item["sessionId"],
@@ -206,10 +209,13 @@ def _new_order(cart: dict, ref: str) -> dict:
             "row": item["row"],
             "seat": item["seat"],
             "cat": item["cat"],
-            "price": item["price"],
+            "price": item["price"],  # locked at hold time
+            **({"discount": off} if off else {}),  # the promo code's share of this line
+            "ticketType": offers.item_type(item),
+            "ticketTypeName": offers.item_type_name(item),
             "ticket": new_ticket_code(ref),
         }
-        for item in cart["items"]
+        for item, off in zip(cart["items"], amounts.line_discounts, strict=True)
     ]
     sessions = {
         s["_id"]: s
@@ -236,7 +242,8 @@ def _new_order(cart: dict, ref: str) -> dict:
             }
             for sid, s in sessions.items()
         ],
-        "total": sum(line["price"] for line in lines),
+        "total": amounts.total,
+        **({"subtotal": amounts.subtotal, "discount": amounts.discount} if amounts.discount else {}),
         "currency": settings.BOOKING_CURRENCY,
         "state": OrderState.PAID,
         "mail": MailState.PENDING,  # the confirmation e-mail task sets it sent; reconcile re-queues stragglers

@@ -11,7 +11,7 @@ from django.utils import timezone
 from .. import clock, mongo
 from ..domain import CartState, OrderState, SessionStatus
 from ..names import name_key
-from ..seatmap import BLOCKED, FREE, HELD, SOLD, restored_states
+from ..seat_grid import BLOCKED, FREE, HELD, SOLD, restored_states
 
 STAFF_LIST_LIMIT = 200
 # Carts and orders, newest first; _id last so that equal times come in one order every time.

@@ -11,7 +11,7 @@ from pymongo.errors import OperationFailure
 
 from booking import clock, mongo, selectors
 from booking.invariants import check_invariants
-from booking.seatmap import FREE, GAP, SOLD
+from booking.seat_grid import FREE, GAP, SOLD
 from booking.services import carts as cart_service
 from booking.services import holds, orders, retention
 from booking.staff import selectors as staff
