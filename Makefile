@@ -21,7 +21,6 @@ chaos-control-ci:
 # Performance (docs/performance.md): the real stack on loopback, one table + chart in bench/results/.
 .PHONY: bench bench-small
 bench:
-	$(PYTHON) -m pip install --quiet matplotlib==3.11.2
 	$(PYTHON) -m bench
 
 bench-small:
