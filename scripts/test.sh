@@ -5,5 +5,5 @@ source "$(dirname "$0")/_env.sh"
 ensure_venv
 ensure_debian_package redis-server redis-server
 ensure_debian_package chromium chromium
-export DJANGO_SETTINGS_MODULE=theater_site.settings
+export DJANGO_SETTINGS_MODULE=theater_site.settings_test
 exec .venv/bin/pytest "$@"
