@@ -17,7 +17,7 @@ from booking import invariants
 from booking.services import checkout, holds
 from booking.tests.factories import make_session
 
-from .conftest import assert_unchanged, snapshot
+from .support import assert_unchanged, snapshot
 
 pytestmark = pytest.mark.django_db
 

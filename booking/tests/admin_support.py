@@ -1,7 +1,7 @@
-"""Shared helpers for the staff-site tests (no tests here): users with given permissions and a
-few shortcuts to put the booking data into a known state."""
+"""Helpers for the staff-site tests: users with given permissions and a few shortcuts to put the
+booking data into a known state. The fixtures built on them (manager, manager_client) are in
+booking/tests/conftest.py."""
 
-import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission, User
 from django.contrib.contenttypes.models import ContentType
@@ -22,17 +22,6 @@ def make_staff(username: str, perms: list[str] = ()) -> User:
 
 def every_booking_perm() -> list[str]:
     return [f"{action}_{model}" for model in ALL_BOOKING for action in ("view", "add", "change", "delete")]
-
-
-@pytest.fixture
-def manager(db):
-    return make_staff("manager", every_booking_perm())
-
-
-@pytest.fixture
-def manager_client(client, manager):
-    client.force_login(manager)
-    return client
 
 
 def sell(session_id, seats, *, owner="s:buyer", name="Ada Lovelace", email="ada@example.com") -> dict:
