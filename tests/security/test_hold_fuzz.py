@@ -10,7 +10,7 @@ from booking.tests.factories import make_session
 
 from .support import assert_unchanged, buyer_client, csrf, snapshot
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # hypothesis: 120 request bodies
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
