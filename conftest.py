@@ -4,6 +4,10 @@ MongoDB: the one in MONGODB_URI when set (a real server; the suite uses a throwa
 drops it), else the bundled stand-in (devmongo) started on a free port. Each test starts from an
 empty database with the indexes in place. Redis: REDIS_URL when set, else a redis-server started
 on a free port. Subprocesses (Celery workers, gunicorn) inherit both through the environment.
+
+With pytest-xdist (scripts/test.sh runs -n auto) each worker process is a run of its own: its own
+devmongo and redis-server, its own database name, its own Django test database; with REDIS_URL
+given, worker gwN uses that server's database number + N (queues, broadcasts and cache apart).
 """
 
 import os
@@ -13,9 +17,16 @@ import subprocess
 import tempfile
 import time
 import uuid
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+
+
+def xdist_worker_number() -> int:
+    """N of pytest-xdist's worker gwN, 0 without xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker[2:]) if worker.startswith("gw") else 0
 
 
 def free_port() -> int:
@@ -41,7 +52,9 @@ def mongodb_uri():
 def redis_url():
     url = os.environ.get("REDIS_URL")
     if url:
-        yield url
+        parts = urlsplit(url)
+        db = int(parts.path.strip("/") or 0) + xdist_worker_number()
+        yield urlunsplit(parts._replace(path=f"/{db}"))
         return
     binary = shutil.which("redis-server")
     if binary is None:
@@ -71,7 +84,7 @@ def _services(mongodb_uri, redis_url):
     """Point the app (and any subprocess it starts) at the test MongoDB and Redis."""
     from booking import mongo
 
-    db_name = f"test_theater_{uuid.uuid4().hex[:8]}"
+    db_name = f"test_theater_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:8]}"
     os.environ.update({"MONGODB_URI": mongodb_uri, "MONGODB_DB": db_name, "REDIS_URL": redis_url})
     settings.MONGODB_URI = mongodb_uri
     settings.MONGODB_DB = db_name
