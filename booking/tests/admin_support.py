@@ -2,6 +2,8 @@
 booking data into a known state. The fixtures built on them (manager, manager_client) are in
 booking/tests/conftest.py."""
 
+from collections.abc import Sequence
+
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission, User
 from django.contrib.contenttypes.models import ContentType
@@ -12,7 +14,7 @@ from booking.services import checkout, holds
 ALL_BOOKING = ["theater", "session", "cart", "order"]
 
 
-def make_staff(username: str, perms: list[str] = ()) -> User:
+def make_staff(username: str, perms: Sequence[str] = ()) -> User:
     """A staff user with these permissions, e.g. ["view_theater", "add_session"]."""
     user = User.objects.create_user(username, f"{username}@theater.example", "pw-for-tests-only", is_staff=True)
     for codename in perms:
@@ -29,7 +31,7 @@ def sell(session_id, seats, *, owner="s:buyer", name="Ada Lovelace", email="ada@
     return checkout.checkout(owner, hold.cart_id, name, email)
 
 
-def last_log(model: str) -> LogEntry:
+def last_log(model: str) -> LogEntry | None:
     ct = ContentType.objects.get(app_label="booking", model=model)
     return LogEntry.objects.filter(content_type=ct).order_by("-id").first()
 

@@ -55,7 +55,7 @@ def test_32_buyers_racing_for_overlapping_seats(monkeypatch, settings):
     monkeypatch.setattr(mongo, "get_client", clients.get)
 
     groups = [[f"{r}:{c}", f"{r}:{c + 1}"] for r in range(2) for c in (4, 5, 7)]  # the best seats
-    outcome = Counter()
+    outcome: Counter[str] = Counter()
     sold_by_thread = []
     stop = threading.Event()
     errors = []

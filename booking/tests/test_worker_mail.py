@@ -63,7 +63,7 @@ class Inbox:
 
     def __init__(self, refuse: bool = False):
         self.refuse = refuse
-        self.messages = []
+        self.messages: list = []  # aiosmtpd envelopes
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):  # noqa: N802 - aiosmtpd's name
         if self.refuse:
