@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test. Needs redis-server (started by the tests on a free port unless REDIS_URL is
 # set) and Debian's chromium for the browser tests; installs both when root and missing.
+# The tests run in parallel (pytest-xdist), TEST_WORKERS processes (default: one per core), each
+# with its own MongoDB stand-in and Redis; `-n 0` among the arguments runs them in this process.
 source "$(dirname "$0")/_env.sh"
 ensure_venv
 ensure_debian_package redis-server redis-server
 ensure_debian_package chromium chromium
 export DJANGO_SETTINGS_MODULE=theater_site.settings_test
-exec .venv/bin/pytest "$@"
+exec .venv/bin/pytest -n "${TEST_WORKERS:-auto}" --dist worksteal "$@"
