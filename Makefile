@@ -9,7 +9,7 @@ VENV_BIN := $(dir $(PYTHON))
 run:
 	./scripts/run.sh
 
-# Every test, on all cores: what CI runs (.ci/run). Extra pytest arguments: make test ARGS="-k hold".
+# Every test, in parallel: what CI runs (.ci/run). Extra pytest arguments: make test ARGS="-k hold".
 test:
 	./scripts/test.sh $(ARGS)
 
