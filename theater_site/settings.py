@@ -27,10 +27,10 @@ env = _Env()
 # The dev stack's settings: scripts/run.sh writes MONGODB_URI, REDIS_URL, SITE_URL (and the
 # MONGODB_DB, DATABASE_URL or EMAIL_URL it was given) to .run/dev.env, so every manage.py command
 # (worker_status, check_invariants, ...) reaches the running dev stack without typing them.
-# Variables set in the environment win; DEV_ENV_FILE="" reads no file (the test settings). There is
-# no .run/ in production.
+# Variables set in the environment win; DEV_ENV_FILE="" reads no file (the test settings), and
+# neither does a run with DEBUG off (production).
 DEV_ENV_FILE = env.str("DEV_ENV_FILE", default=str(BASE_DIR / ".run" / "dev.env"))
-if DEV_ENV_FILE and Path(DEV_ENV_FILE).is_file():
+if DEV_ENV_FILE and env.bool("DEBUG", default=True) and Path(DEV_ENV_FILE).is_file():
     _Env.read_env(DEV_ENV_FILE)
 
 DEBUG = env.bool("DEBUG", default=True)
