@@ -37,7 +37,7 @@ def test_two_reconciles_dropping_the_same_lost_item_take_its_price_off_once(cart
     change nothing."""
     after_the_grace = clock.now() + timedelta(seconds=1)
     inner = reconcile.ReconcileReport()
-    racing = []
+    racing: list[str] = []
 
     def second_reconcile_in_the_window(name):
         if name == "reconcile.before_drop_item" and not racing:
