@@ -34,3 +34,19 @@ def chromium():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def launch_chromium(chromium):
+    """launch_chromium(*flags): a Chromium of its own with these extra command-line flags (a fake
+    camera, say), for the one test that needs them; closed after the test."""
+    browsers = []
+
+    def launch(*flags: str):
+        browser = chromium.browser_type.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *flags])
+        browsers.append(browser)
+        return browser
+
+    yield launch
+    for browser in browsers:
+        browser.close()
