@@ -5,9 +5,10 @@ drops it), else the bundled stand-in (devmongo) started on a free port. Each tes
 empty database with the indexes in place. Redis: REDIS_URL when set, else a redis-server started
 on a free port. Subprocesses (Celery workers, gunicorn) inherit both through the environment.
 
-With pytest-xdist (scripts/test.sh starts cores + 1 workers) each worker process is a run of its own: its own
-devmongo and redis-server, its own database name, its own Django test database; with REDIS_URL
-given, worker gwN uses that server's database number + N (queues, broadcasts and cache apart).
+With pytest-xdist (scripts/test.sh starts one worker more than there are cores) each worker
+process is a run of its own: its own devmongo and redis-server, its own database name, its own
+Django test database; with REDIS_URL given, worker gwN uses that server's database number + N
+(queues, broadcasts and cache apart).
 """
 
 import os
