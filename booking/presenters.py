@@ -148,6 +148,9 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
                 "seat": item["seat"],
                 "category": categories.get(item["cat"], item["cat"]),
                 "price": item["price"],
+                "ticket_type": item.get("ticketType") or "full",  # services/offers.py
+                "offers": item.get("offers") or [],
+                "error_key": f"{item['sessionId']}:{item['key']}",
             }
         )
         group.subtotal += item["price"]
@@ -171,6 +174,7 @@ def order_tickets(order: dict) -> list[dict]:
                 "seat": line["seat"],
                 "category": (session.get("categories") or {}).get(line["cat"], line["cat"]),
                 "price": line["price"],
+                "ticket_type": line.get("ticketTypeName") or "Full price",
             }
         )
     return tickets

@@ -50,7 +50,7 @@ from .ids import object_id
 from .seatmap import FREE, HELD, seat_key
 from .services import carts as cart_service
 from .services import checkout as checkout_service
-from .services import holds
+from .services import holds, pricing
 from .services import sessions as session_service
 
 STATUS_FOR = {
@@ -225,7 +225,8 @@ def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) 
         "cart": cart,
         "cart_expired": False,
         "groups": presenters.cart_groups(cart, known),
-        "total": cart.get("total", 0),
+        "total": pricing.cart_totals(cart).total,  # the one totals function (services/pricing.py)
+        "discount": pricing.cart_totals(cart).discount,
         "seat_count": len(cart["items"]),
         "expires_at": cart["expiresAt"],
         "seconds_left": presenters.seconds_left(cart["expiresAt"], clock.now()),

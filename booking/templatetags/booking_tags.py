@@ -35,3 +35,9 @@ def notice(context):
     return mark_safe(  # noqa: S308 - built from escaped parts
         panels.notice_html(context.get("notice") or "", context.get("notice_level") or "", oob=bool(context.get("oob")))
     )
+
+
+@register.filter
+def get_item(mapping, key):
+    """{{ field_errors|get_item:key }}: a dict's value, or "" (offers: a message beside its field)."""
+    return (mapping or {}).get(key, "") if hasattr(mapping, "get") else ""
