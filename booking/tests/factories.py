@@ -8,6 +8,12 @@ from booking.services.sessions import create_session
 from booking.services.theaters import create_theater
 
 CATEGORIES = [{"code": "s", "name": "Stalls"}, {"code": "p", "name": "Premium"}]
+# Ticket types of a theater (services.offers.set_theater_ticket_types)
+TYPES = [
+    {"code": "full", "name": "Full price"},
+    {"code": "reduced", "name": "Reduced", "description": "Students, seniors 65+; show proof at the door"},
+    {"code": "companion", "name": "Companion", "companion": True},
+]
 SMALL_GRID = """\
 A: ssss.ssss
 B: sspp.ppss
