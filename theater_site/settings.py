@@ -3,6 +3,8 @@
 Every variable is documented in the README with its default.
 """
 
+import os
+from collections import ChainMap
 from pathlib import Path
 
 import environ
@@ -13,7 +15,23 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEV_SECRET_KEY = "dev-only-insecure-key-change-me"  # noqa: S105 - refused when DEBUG is off
 
-env = environ.Env()
+
+class _Env(environ.Env):
+    # read_env below fills the front map, and only with variables the environment lacks: settings
+    # see both, os.environ stays as it was (a process that reads it itself, such as the tests' or
+    # the benchmark's harness deciding whether to start a MongoDB of its own, is not redirected).
+    ENVIRON = ChainMap({}, os.environ)
+
+
+env = _Env()
+# The dev stack's settings: scripts/run.sh writes MONGODB_URI, REDIS_URL, SITE_URL (and the
+# MONGODB_DB, DATABASE_URL or EMAIL_URL it was given) to .run/dev.env, so every manage.py command
+# (worker_status, check_invariants, ...) reaches the running dev stack without typing them.
+# Variables set in the environment win; DEV_ENV_FILE="" reads no file (the test settings), and
+# neither does a run with DEBUG off (production).
+DEV_ENV_FILE = env.str("DEV_ENV_FILE", default=str(BASE_DIR / ".run" / "dev.env"))
+if DEV_ENV_FILE and env.bool("DEBUG", default=True) and Path(DEV_ENV_FILE).is_file():
+    _Env.read_env(DEV_ENV_FILE)
 
 DEBUG = env.bool("DEBUG", default=True)
 SECRET_KEY = env.str("SECRET_KEY", default=DEV_SECRET_KEY)

@@ -10,12 +10,10 @@ from django.utils import timezone
 from booking import mongo
 from booking.seat_grid import BLOCKED, FREE, SOLD
 from booking.services import holds
-from booking.tests import test_admin_support as support
+from booking.tests.admin_support import assert_consistent, last_log, sell
 from booking.tests.factories import make_session, make_theater
-from booking.tests.test_admin_support import assert_consistent, last_log, sell
 
 pytestmark = pytest.mark.django_db
-manager, manager_client = support.manager, support.manager_client  # the shared fixtures
 
 
 def local(dt):

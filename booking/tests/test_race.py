@@ -8,8 +8,6 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.conf import settings as django_settings
-from pymongo import MongoClient
 
 from booking import mongo
 from booking.errors import BookingError
@@ -19,30 +17,9 @@ from booking.services import checkout, holds
 from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
+from booking.tests.threads import PerThreadClient
 
 GRID = "\n".join(f"{row}: ssssss.ssssss" for row in "ABCDE")
-
-
-class PerThreadClient:
-    """Give each buyer thread its own MongoClient, as separate processes would have."""
-
-    def __init__(self):
-        self.local = threading.local()
-        self.clients = []
-        self.lock = threading.Lock()
-
-    def get(self):
-        client = getattr(self.local, "client", None)
-        if client is None:
-            client = MongoClient(django_settings.MONGODB_URI, tz_aware=True)
-            self.local.client = client
-            with self.lock:
-                self.clients.append(client)
-        return client
-
-    def close(self):
-        for client in self.clients:
-            client.close()
 
 
 @pytest.mark.slow
@@ -55,7 +32,7 @@ def test_32_buyers_racing_for_overlapping_seats(monkeypatch, settings):
     monkeypatch.setattr(mongo, "get_client", clients.get)
 
     groups = [[f"{r}:{c}", f"{r}:{c + 1}"] for r in range(2) for c in (4, 5, 7)]  # the best seats
-    outcome = Counter()
+    outcome: Counter[str] = Counter()
     sold_by_thread = []
     stop = threading.Event()
     errors = []

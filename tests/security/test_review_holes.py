@@ -16,7 +16,7 @@ from booking import clock, mongo
 from booking.services import checkout, holds, notifications, reconcile
 from booking.tests.factories import make_theater
 
-from .conftest import assert_unchanged, buyer_client, csrf, snapshot
+from .support import assert_unchanged, buyer_client, csrf, snapshot
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
