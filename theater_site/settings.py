@@ -157,6 +157,9 @@ SECURE_CSP = {
 MONGODB_URI = env.str("MONGODB_URI", default="mongodb://127.0.0.1:27017/")
 MONGODB_DB = env.str("MONGODB_DB", default="theater")
 MONGODB_TIMEOUT_MS = env.int("MONGODB_TIMEOUT_MS", default=3000)
+# True once the collections are sharded (docs/deploy.md): orders' cartId index is then not unique
+# (a collection sharded on ref can have no other unique index).
+MONGODB_SHARDED = env.bool("MONGODB_SHARDED", default=False)
 
 # --- Redis / Celery ---
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
@@ -228,6 +231,16 @@ BOOKING_MAIL_MAX_REQUEUES = env.int("BOOKING_MAIL_MAX_REQUEUES", default=5)
 # an address refused for good) it stays failed for an operator (worker_status, resend_confirmation).
 BOOKING_MAIL_RETRY_FAILED_SECONDS = env.int("BOOKING_MAIL_RETRY_FAILED_SECONDS", default=1800)
 BOOKING_MAIL_MAX_FAILURES = env.int("BOOKING_MAIL_MAX_FAILURES", default=4)
+# Retention (docs/architecture.md, "Data that does not grow"): an ended cart (expired, canceled,
+# done) is deleted this many days after it ended (TTL on endedOn; changing it rebuilds the index at
+# the next ensure_indexes); an order is kept this many full calendar years after the year it was
+# made in (TTL on purgeAt, computed when the order is made: a change applies to new orders).
+BOOKING_CART_RETENTION_DAYS = env.int("BOOKING_CART_RETENTION_DAYS", default=30)
+BOOKING_ORDER_RETENTION_YEARS = env.int("BOOKING_ORDER_RETENTION_YEARS", default=10)
+# A session that ended this many days ago loses its seat grid and holds for a small summary (the
+# worker's compact_past_sessions, every BOOKING_COMPACT_EVERY_SECONDS); the layout stays.
+BOOKING_SESSION_COMPACT_AFTER_DAYS = env.int("BOOKING_SESSION_COMPACT_AFTER_DAYS", default=7)
+BOOKING_COMPACT_EVERY_SECONDS = env.float("BOOKING_COMPACT_EVERY_SECONDS", default=3600)
 # Where the site is reached; the ticket link in the confirmation e-mail starts with it.
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
@@ -277,6 +290,11 @@ CELERY_BEAT_SCHEDULE = {
             "time_limit": BOOKING_EXPIRE_TIME_LIMIT_SECONDS,
             "soft_time_limit": BOOKING_EXPIRE_TIME_LIMIT_SECONDS * 0.9,
         },
+    },
+    "compact-past-sessions": {
+        "task": "booking.tasks.compact_past_sessions",
+        "schedule": BOOKING_COMPACT_EVERY_SECONDS,
+        "options": {"expires": BOOKING_COMPACT_EVERY_SECONDS, "time_limit": 600, "soft_time_limit": 540},
     },
     "reconcile-holds": {
         "task": "booking.tasks.reconcile",

@@ -491,11 +491,16 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
     if not holders:
         return False
     freed = False
-    for holder in mongo.carts().find({"_id": {"$in": holders}}, {"state": 1, "expiresAt": 1}):
+    for holder in mongo.carts().find({"_id": {"$in": holders}}, {"state": 1, "expiresAt": 1, "owner": 1}):
         if is_stale(holder, now):
-            freed |= bool(cart_service.expire_cart(holder["_id"], now))
-        elif holder["state"] not in HOLDING_STATES:
-            freed |= bool(reservations.settle(session["_id"], holder["_id"]).freed)
+            expired = cart_service.expire_cart(holder["_id"], now, owner=holder["owner"])
+            if expired is None:
+                continue  # extended or checked out meanwhile: still live
+            freed |= bool(expired)
+        elif holder["state"] in HOLDING_STATES:
+            continue
+        # this session's hold of the ended cart, also when the cart never recorded it
+        freed |= bool(reservations.settle(session["_id"], holder["_id"]).freed)
     return freed
 
 
