@@ -11,7 +11,8 @@ Events:
 * a comment every ``push.HEARTBEAT_SECONDS`` (keeps proxies from closing an idle stream).
 
 Answers 204 (EventSource then stops retrying and the page keeps polling) when push is off
-(``BOOKING_PUSH``) or the server keeps no change streams (a standalone MongoDB).
+(``BOOKING_PUSH``), the site is served by WSGI, or the server keeps no change streams (a
+standalone MongoDB).
 """
 
 import asyncio
@@ -19,6 +20,7 @@ import json
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_safe
 
@@ -39,6 +41,8 @@ async def session_live(request, session_id):
         sid = object_id(session_id, "performance")
     except NotFound:
         return HttpResponse(status=404)
+    if not isinstance(request, ASGIRequest):
+        return HttpResponse(status=204)  # served by WSGI (a thread per stream): the page polls
     hub = push.hub()
     if not settings.BOOKING_PUSH or not await sync_to_async(hub.available, thread_sensitive=False)():
         return HttpResponse(status=204)
