@@ -7,7 +7,9 @@ import operator
 import bson
 from bson.raw_bson import RawBSONDocument
 from mongomock import helpers as mm_helpers
-from mongomock.filtering import BsonComparable, bson_compare, filter_applies
+from mongomock.filtering import BsonComparable, bson_compare
+
+from .matching import generic_applies
 
 
 def encode(doc):
@@ -66,7 +68,7 @@ _EMPTY_ARRAY = ("emptyarray",)
 def index_keys(spec, doc):
     """The set of (canonical) keys ``doc`` contributes to an index, empty if not indexed."""
     pfe = spec.get("partialFilterExpression")
-    if pfe is not None and not filter_applies(pfe, doc):
+    if pfe is not None and not generic_applies(pfe, doc):
         return set()
     per_field = []
     present = False

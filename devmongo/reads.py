@@ -17,7 +17,7 @@ from mongomock.filtering import BsonComparable, filter_applies
 from .errors import MongoError
 from .keys import encode, sort_key
 from .lookup import Lookups
-from .matching import matcher
+from .matching import generic_applies, matcher
 from .update import MISSING
 
 _SIMPLE_ID_TYPES = (str, int, Int64, ObjectId, float, datetime.datetime)
@@ -85,7 +85,7 @@ def match(engine, store, flt, first_only=False, max_count=0):
     if decide is not None:
         def applies(d):
             answer = decide(d)
-            return filter_applies(flt, d) if answer is None else answer
+            return generic_applies(flt, d) if answer is None else answer
     if max_count:
         out = []
         for d in pool:

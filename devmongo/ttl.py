@@ -14,9 +14,8 @@ import datetime
 import logging
 import threading
 
-from mongomock.filtering import filter_applies
-
 from .keys import leaf_values
+from .matching import generic_applies
 from .writes import delete_doc
 
 log = logging.getLogger("devmongo")
@@ -54,7 +53,7 @@ def expire_documents(engine, now=None):
                 for doc in store._documents.values():
                     earliest = _earliest_date(leaf_values(doc, parts))
                     if earliest is not None and earliest <= limit and (
-                            pfe is None or filter_applies(pfe, doc)):
+                            pfe is None or generic_applies(pfe, doc)):
                         expired.append(doc)
                 for doc in expired:
                     if delete_doc(engine, db_name, coll_name, store, doc):

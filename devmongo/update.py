@@ -19,10 +19,10 @@ from decimal import Decimal
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
 from bson.timestamp import Timestamp
-from mongomock.filtering import BsonComparable, bson_compare, filter_applies, resolve_sort_key
+from mongomock.filtering import BsonComparable, bson_compare, resolve_sort_key
 
 from .errors import MongoError
-from .matching import matcher
+from .matching import generic_applies, matcher
 
 MISSING = object()
 
@@ -405,10 +405,10 @@ def _element_matches(elem, rel, cond):
                 and isinstance(elem, dict)):
             sub = cond["$elemMatch"]
             if not sub or not next(iter(sub)).startswith("$"):
-                return filter_applies(sub, elem)
-        return filter_applies({"v": cond}, {"v": elem})
+                return generic_applies(sub, elem)
+        return generic_applies({"v": cond}, {"v": elem})
     if isinstance(elem, dict):
-        return filter_applies({rel: cond}, elem)
+        return generic_applies({rel: cond}, elem)
     return False
 
 

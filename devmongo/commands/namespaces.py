@@ -1,11 +1,11 @@
 """Collections and databases: listCollections, create, drop, dropDatabase, listDatabases,
 renameCollection, collStats, dbStats."""
 
-from mongomock.filtering import filter_applies
 
 from ..cursors import batch_size, cursor_reply, kill_ns_cursors
 from ..errors import MongoError
 from ..keys import encode
+from ..matching import generic_applies
 from .args import check_collation, coll_name
 
 
@@ -22,7 +22,7 @@ def list_collections(engine, db, cmd, conn_id):
             doc = {"name": name, "type": "collection", "options": {},
                    "info": {"readOnly": False},
                    "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
-        if flt and not filter_applies(flt, doc):
+        if flt and not generic_applies(flt, doc):
             continue
         docs.append(encode(doc))
     return cursor_reply(engine, f"{db}.$cmd.listCollections", docs,
@@ -93,7 +93,7 @@ def list_databases(engine, db, cmd, conn_id):
         entry = {"name": name} if cmd.get("nameOnly") else {
             "name": name, "sizeOnDisk": float(size), "empty": False}
         flt = cmd.get("filter")
-        if flt and not filter_applies(flt, entry):
+        if flt and not generic_applies(flt, entry):
             continue
         out.append(entry)
     reply = {"databases": out}

@@ -9,6 +9,7 @@ from ..cursors import batch_size as parse_batch_size
 from ..cursors import cursor_reply
 from ..errors import MongoError
 from ..keys import canon, encode, leaf_values
+from ..matching import translate
 from ..planner import check_table_scan
 from ..reads import encode_stored, match, project, sort_docs, top_level_projector
 from ..update import clone
@@ -133,6 +134,8 @@ def _rewrite_stages(stages):
                                         "start with '$' and not contain '.'")
             out.append({"$group": {"_id": None, name: {"$sum": 1}}})
             out.append({"$project": {"_id": 0}})
+        elif "$match" in stage and isinstance(stage["$match"], dict):
+            out.append({"$match": translate(stage["$match"])})  # MongoDB's equality (matching.py)
         else:
             out.append(stage)
     return out
