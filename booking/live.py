@@ -68,7 +68,10 @@ async def session_live(request, session_id):
                 except TimeoutError:
                     yield ": \n\n"
                     continue
-                yield _event("seats", message)
+                chunk = [_event("seats", message)]
+                while not sub.queue.empty():  # behind (a rush): one write for all that waits
+                    chunk.append(_event("seats", sub.queue.get_nowait()))
+                yield "".join(chunk)
         finally:
             hub.unsubscribe(sub)
 
