@@ -34,6 +34,29 @@ def hub():
     h.stop()
 
 
+def in_thread(fn, *args):
+    """Run ``fn`` in a thread of its own: another test (Playwright's sync API) may leave an event
+    loop running in this one, where neither asyncio.run nor async_to_sync may be used."""
+    out = {}
+
+    def target():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(60)
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+def run(coro_fn):
+    return in_thread(lambda: asyncio.run(coro_fn()))
+
+
 async def next_message(sub, timeout=5.0):
     return await asyncio.wait_for(sub.queue.get(), timeout)
 
@@ -84,7 +107,7 @@ def test_a_hold_reaches_the_viewers_of_its_session_only_in_version_order(hub):
         for sub in (mine, theirs, elsewhere):
             hub.unsubscribe(sub)
 
-    asyncio.run(scenario())
+    run(scenario)
     assert hub.viewers() == 0
 
 
@@ -105,7 +128,7 @@ def test_idle_viewers_cost_no_reads(hub):
             assert {m["v"] for m in messages} == {session["version"] + 1}
             return idle_commands
 
-        idle_commands = asyncio.run(scenario())
+        idle_commands = run(scenario)
     finally:
         mongo.remove_listener(counter)
     # the stream's getMore (awaiting on the server) is the one read, whatever the number of viewers
@@ -142,7 +165,7 @@ def test_a_killed_cursor_is_resumed_without_losing_changes(hub):
         got = [await next_message(sub) for _ in range(2)]
         assert [m["v"] for m in got] == [session["version"] + 2, session["version"] + 3]
 
-    asyncio.run(scenario())
+    run(scenario)
 
 
 def test_a_broken_stream_reopens_from_its_token(hub):
@@ -162,7 +185,7 @@ def test_a_broken_stream_reopens_from_its_token(hub):
         assert [m["v"] for m in got] == [session["version"] + i for i in (2, 3, 4)]
         assert hub.stats["opened"] > opened
 
-    asyncio.run(scenario())
+    run(scenario)
 
 
 def test_standalone_mongodb_refuses_change_streams_and_pages_poll(client, settings):
@@ -177,7 +200,7 @@ def test_standalone_mongodb_refuses_change_streams_and_pages_poll(client, settin
         session = make_session()
         previous, push._hub = push._hub, standalone
         try:
-            answer = client.get(reverse("booking:seat_live", kwargs={"session_id": str(session["_id"])}))
+            answer = in_thread(client.get, reverse("booking:seat_live", kwargs={"session_id": str(session["_id"])}))
         finally:
             push._hub = previous
         assert answer.status_code == 204  # EventSource stops; the page keeps its htmx poll
@@ -193,7 +216,7 @@ def test_push_off_answers_204_and_the_page_has_no_stream(client, settings):
     settings.BOOKING_PUSH = False
     session = make_session()
     sid = str(session["_id"])
-    assert client.get(reverse("booking:seat_live", kwargs={"session_id": sid})).status_code == 204
+    assert in_thread(client.get, reverse("booking:seat_live", kwargs={"session_id": sid})).status_code == 204
     assert "data-live" not in client.get(reverse("booking:session", kwargs={"session_id": sid})).content.decode()
 
 
@@ -227,7 +250,7 @@ def test_sse_view_sends_hello_then_the_seats_another_buyer_holds(process_hub):
             await waiting
         assert process_hub.viewers() == 0  # and is forgotten
 
-    asyncio.run(scenario())
+    run(scenario)
 
 
 def test_page_names_its_stream(client):
@@ -248,6 +271,6 @@ def test_many_viewers_one_stream(hub):
         await asyncio.gather(*(next_message(s) for s in subs))
         return time.perf_counter() - started
 
-    elapsed = asyncio.run(scenario())
+    elapsed = run(scenario)
     assert elapsed < 5
     assert threading.active_count() < 50
