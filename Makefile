@@ -61,3 +61,8 @@ bench:
 
 bench-small:
 	$(PYTHON) -m bench --small --no-chart
+
+# Live updates: push (SSE from a change stream) vs polling, and SSE viewers one web process holds.
+.PHONY: bench-push
+bench-push:
+	$(PYTHON) -m bench.push

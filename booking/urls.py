@@ -5,6 +5,8 @@ GET  /sessions/<id>/                   session page with the seat map; htmx: the
 GET  /performances/<id>/                a sectioned venue (stadium): the sections and their free seats
 GET  /sessions/<id>/map/               live map partial; ETag = session version, If-None-Match -> 304
                                        after one tiny read (the version) and nothing else
+GET  /sessions/<id>/live/              the map's seat changes as Server-Sent Events (booking/live.py;
+                                       ASGI); 204 when push is off or MongoDB keeps no change streams
 POST /sessions/<id>/toggle             seat=r:c   hold a free seat, or release it when it is yours
 POST /sessions/<id>/hold               seats=r:c (repeated or comma-separated)  hold these seats
 POST /sessions/<id>/release            seats=r:c  release seats of your cart
@@ -32,7 +34,7 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from . import offer_views, views
+from . import live, offer_views, views
 
 app_name = "booking"
 
@@ -41,6 +43,7 @@ urlpatterns = [
     path("performances/<str:performance_id>/", views.performance_page, name="performance"),
     path("sessions/<str:session_id>/", views.session_page, name="session"),
     path("sessions/<str:session_id>/map/", views.seat_map, name="seat_map"),
+    path("sessions/<str:session_id>/live/", live.session_live, name="seat_live"),
     path("sessions/<str:session_id>/toggle", views.toggle_seat, name="toggle_seat"),
     path("sessions/<str:session_id>/hold", views.hold, name="hold"),
     path("sessions/<str:session_id>/release", views.release, name="release"),

@@ -211,6 +211,7 @@ def _map_context(request, session: dict, cart: dict | None, picked=(), shared=No
         "map_width": shared.width,
         "category_css": seatmap_html.category_css(session),
         "refresh_ms": LIVE_REFRESH_SECONDS * 1000,
+        "push": settings.BOOKING_PUSH,
         "sale_notice": _sale_notice(session, access),
     }
 

@@ -35,7 +35,7 @@ chmod 600 "$dev_env.tmp"
 mv "$dev_env.tmp" "$dev_env"
 
 cat >> "$procfile" <<PROCS
-web: .venv/bin/python manage.py wait_for_services && .venv/bin/python manage.py seed_demo && .venv/bin/python manage.py runserver 127.0.0.1:${PORT} --noreload
+web: .venv/bin/python manage.py wait_for_services && .venv/bin/python manage.py seed_demo && .venv/bin/uvicorn theater_site.asgi:application --host 127.0.0.1 --port ${PORT} --no-access-log
 worker: .venv/bin/python manage.py wait_for_services && .venv/bin/celery -A theater_site worker --loglevel INFO --concurrency 2
 beat: .venv/bin/python manage.py wait_for_services && .venv/bin/celery -A theater_site beat --loglevel INFO --schedule .run/celerybeat-schedule
 PROCS
