@@ -109,29 +109,19 @@ def _services(mongodb_uri, redis_url):
     mongo.close_client()
 
 
-@pytest.fixture(scope="session")
-def _indexed_collections(_services) -> frozenset[str]:
-    """The collections ensure_indexes() creates; made once per run."""
-    from booking import mongo
-
-    mongo.ensure_indexes()
-    return frozenset(mongo.get_db().list_collection_names())
-
-
 @pytest.fixture(autouse=True)
-def mongo_db(_indexed_collections):
+def mongo_db(_services):
     """An empty booking database with every index, for each test.
 
     The collections and their indexes stay and only their documents go: dropping every collection
-    and building every index again cost more than many tests (and far more on a real MongoDB). A
-    test that drops a collection gets it back with its indexes before the next test."""
+    and building every index again cost more than many tests (and far more on a real MongoDB).
+    ensure_indexes() then finds the indexes in place (one cheap command each) and puts back any a
+    test dropped or changed (a TTL index rebuilt for another retention, say)."""
     from booking import mongo
 
     db = mongo.get_db()
-    names = set(db.list_collection_names())
-    for name in names:
+    for name in db.list_collection_names():
         if not name.startswith("system."):
             db[name].delete_many({})
-    if not _indexed_collections <= names:
-        mongo.ensure_indexes()
+    mongo.ensure_indexes()
     yield db
