@@ -109,19 +109,31 @@ def _services(mongodb_uri, redis_url):
     mongo.close_client()
 
 
-@pytest.fixture(autouse=True)
-def mongo_db(_services):
-    """An empty booking database with every index, for each test.
+@pytest.fixture(scope="session")
+def _indexed_collections(_services) -> frozenset[str]:
+    """The collections ensure_indexes() makes; made once per run."""
+    from booking import mongo
 
-    The collections and their indexes stay and only their documents go: dropping every collection
-    and building every index again cost more than many tests (and far more on a real MongoDB).
-    ensure_indexes() then finds the indexes in place (one cheap command each) and puts back any a
-    test dropped or changed (a TTL index rebuilt for another retention, say)."""
+    mongo.ensure_indexes()
+    return frozenset(mongo.get_db().list_collection_names())
+
+
+@pytest.fixture(autouse=True)
+def mongo_db(_indexed_collections):
+    """An empty booking database with every index, for each test: the collections ensure_indexes()
+    makes, and no other.
+
+    Those collections and their indexes stay and only their documents go: dropping them and building
+    every index again cost more than many tests (and far more on a real MongoDB). ensure_indexes()
+    then finds the indexes in place (one cheap command each) and puts back any a test dropped or
+    changed (a TTL index rebuilt for another retention, say). Any other collection is dropped."""
     from booking import mongo
 
     db = mongo.get_db()
     for name in db.list_collection_names():
-        if not name.startswith("system."):
+        if name in _indexed_collections:
             db[name].delete_many({})
+        elif not name.startswith("system."):
+            db.drop_collection(name)
     mongo.ensure_indexes()
     yield db
