@@ -117,6 +117,8 @@ def ensure_indexes() -> list[str]:
     created.append(
         sessions().create_index([("performanceId", 1), ("section.index", 1)], name="performance_sections", sparse=True)
     )
+    # the waiting room: the sessions of a queue (booking/services/waiting_room.py)
+    created.append(sessions().create_index([("waitingRoom.queueId", 1)], name="waiting_room", sparse=True))
     created.append(carts().create_index([("state", 1), ("expiresAt", 1)], name="state_expires"))
     created.append(carts().create_index([("owner", 1), ("state", 1)], name="owner_state"))
     # the per-client held-seats limit counts live carts by client address

@@ -104,7 +104,7 @@ def get_session(session_id: ObjectId) -> dict | None:
 # after its write missed: see services/holds.py): what the rules and the answer need, seat states
 # included, without the layout (kept per process, see session_layout) and the other carts'
 # reservations.
-HOLD_FIELDS = {**SUMMARY_FIELDS, "seats": 1, "version": 1, "layoutRev": 1}
+HOLD_FIELDS = {**SUMMARY_FIELDS, "seats": 1, "version": 1, "layoutRev": 1, "waitingRoom.queueId": 1}
 
 
 def get_session_for_hold(session_id: ObjectId) -> dict | None:

@@ -193,6 +193,16 @@ BOOKING_MAIL_MAX_REQUEUES = env.int("BOOKING_MAIL_MAX_REQUEUES", default=5)
 # an address refused for good) it stays failed for an operator (worker_status, resend_confirmation).
 BOOKING_MAIL_RETRY_FAILED_SECONDS = env.int("BOOKING_MAIL_RETRY_FAILED_SECONDS", default=1800)
 BOOKING_MAIL_MAX_FAILURES = env.int("BOOKING_MAIL_MAX_FAILURES", default=4)
+# --- Waiting room for big on-sales (booking/services/waiting_room.py; docs/architecture.md) ---
+# A waiting buyer not seen (no poll) for this long loses the place.
+BOOKING_QUEUE_GRACE_SECONDS = env.int("BOOKING_QUEUE_GRACE_SECONDS", default=120)
+# An admission lets the buyer choose seats for this long (holds need it; checkout does not).
+BOOKING_QUEUE_ADMISSION_SECONDS = env.int("BOOKING_QUEUE_ADMISSION_SECONDS", default=1200)
+# The queue page asks again after this many seconds near the front, up to the max further back.
+BOOKING_QUEUE_POLL_SECONDS = env.float("BOOKING_QUEUE_POLL_SECONDS", default=3)
+BOOKING_QUEUE_POLL_MAX_SECONDS = env.float("BOOKING_QUEUE_POLL_MAX_SECONDS", default=20)
+# How long a queue poll waits for Redis before the page says "paused, you keep your place".
+BOOKING_QUEUE_REDIS_TIMEOUT_SECONDS = env.float("BOOKING_QUEUE_REDIS_TIMEOUT_SECONDS", default=0.5)
 # Where the site is reached; the ticket link in the confirmation e-mail starts with it.
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 

@@ -30,6 +30,8 @@ from ..errors import (
 from ..seatmap import FREE, HELD, best_available, best_split, cell_path, orphans_created, seat_cell, seat_key, seat_name
 from . import carts as cart_service
 from . import reservations
+from .admission import check as check_admission  # waiting room: a queued sale needs an admission
+from .admission import hold_clause as admission_clause
 
 logger = logging.getLogger("booking.holds")
 
@@ -97,6 +99,7 @@ def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors
         raise SessionNotOnSale("This performance is not on sale.")
     if session["start"] <= now:
         raise SessionNotOnSale("This performance has already started; seats can no longer be booked.")
+    check_admission(session)  # waiting room: a queued sale needs the buyer's admission
     return session
 
 
@@ -300,6 +303,7 @@ def _write_session_hold(
         session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
         if session is None or session.get("status") != "on_sale":
             raise SessionNotOnSale("This performance is not on sale.")
+        check_admission(session)  # waiting room: queued since the last read
         if session.get("layoutRev", 0) != facts.layout_rev or session["prices"] != facts.prices:
             facts = selectors.sale_facts(session)
             if facts is None or _not_a_seat(facts.layout, coords):
@@ -340,6 +344,7 @@ def _hold_write(
         "start": {"$gt": now},
         "layoutRev": facts.layout_rev if facts.layout_rev else {"$in": [0, None]},  # None: never replaced
         **{f"prices.{cat}": facts.prices[cat] for cat in sorted(categories)},
+        **admission_clause(),  # waiting room: in no queue, or in one the buyer was admitted to
     }
     if not UNSAFE_SKIP_FREE_CHECK:
         query.update({cell_path(r, c): FREE for r, c in coords})
