@@ -18,6 +18,9 @@ GET  /orders/<ref>/                    confirmation with e-tickets (buyer's brow
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET|POST /find-booking/                ref, email -> /orders/<ref>/
 GET  /tickets/<code>.svg               QR code of a ticket code
+GET  /queue/<id>/                      waiting room of a high-demand sale (id: the session's, or the
+                                       performance's); joins the buyer; admitted -> the seat map
+GET  /queue/<id>/status                its panel for htmx polling (HX-Redirect when admitted)
 
 Seat POSTs answer: htmx -> 200 with the map (+ out-of-band cart summary and notice), also when a
 seat was just taken (409-class engine errors become a message); plain post -> 302 back to the
@@ -28,7 +31,7 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from . import views
+from . import queue_views, views
 
 app_name = "booking"
 
@@ -49,4 +52,7 @@ urlpatterns = [
     path("orders/<str:ref>/tickets/", views.order_tickets, name="order_tickets"),
     path("find-booking/", views.find_booking, name="find_booking"),
     re_path(r"^tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.svg$", views.ticket_qr, name="ticket_qr"),
+    # the waiting room (booking/queue_views.py)
+    path("queue/<str:queue_id>/", queue_views.queue_page, name="queue"),
+    path("queue/<str:queue_id>/status", queue_views.queue_status, name="queue_status"),
 ]

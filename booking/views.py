@@ -22,7 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap
 
-from . import buyer, cart_summary, clock, presenters, ratelimits, rendering, selectors
+from . import buyer, cart_summary, clock, presenters, queue_views, ratelimits, rendering, selectors
 from .errors import (
     BookingError,
     CartExpired,
@@ -50,6 +50,7 @@ from .seatmap import FREE, HELD, seat_key
 from .services import carts as cart_service
 from .services import checkout as checkout_service
 from .services import holds
+from .services.admission import AdmissionRequired
 
 STATUS_FOR = {
     NotFound: 404,
@@ -62,6 +63,7 @@ STATUS_FOR = {
     Conflict: 409,
     SessionNotOnSale: 409,
     CheckoutFailed: 409,
+    AdmissionRequired: 403,  # a queued sale: the waiting room's admission is missing or ended
 }
 LIVE_REFRESH_SECONDS = 2
 # Refusals a buyer answers by choosing other seats, not bad input: without JavaScript they are
@@ -204,6 +206,9 @@ def session_page(request, session_id):
         session, shared = _load_session_page(session_id)
     except NotFound as exc:
         return _error_page(request, exc, 404)
+    turn = queue_views.session_gate(request, session)  # waiting room: None, a redirect, or the admission
+    if isinstance(turn, HttpResponse):
+        return turn
     template = "booking/_seatmap.html" if request.htmx and not request.htmx.boosted else "booking/session.html"
 
     def context(**extra):
@@ -214,10 +219,11 @@ def session_page(request, session_id):
             "legend": rendering.legend(session),
             "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
+            "admission": turn,
             **extra,
         }
 
-    if cart is None and not expired and not get_messages(request):
+    if cart is None and not expired and not turn and not get_messages(request):
         # The same page for every viewer without a cart or a message: built once per version.
         tz = timezone.get_current_timezone_name()
         key = (session["_id"], session["version"], template, _sale_notice(session), tz)
@@ -237,6 +243,9 @@ def performance_page(request, performance_id):
         return _error_page(request, exc, 404)
     if not sections:
         return _error_page(request, "No such performance.", 404)
+    gate = queue_views.performance_gate(request, sections[0].get("performanceId"))  # waiting room
+    if gate is not None:
+        return gate
     summary = selectors.group_sections(sections)[0]
     context = {"card": presenters.session_card(summary), "stands": presenters.section_stands(sections)}
     return render(request, "booking/performance.html", context)
@@ -290,9 +299,12 @@ def _seat_action(request, session_id, act):
     notice, level = "", "ok"
     result = None
     try:
-        result, notice = act(sid, owner, buyer.cart_id(request))
+        with queue_views.admissions(request, owner):  # waiting room: the admissions this buyer presents
+            result, notice = act(sid, owner, buyer.cart_id(request))
         if isinstance(result, holds.HoldResult):
             buyer.set_cart(request, result.cart_id)
+    except AdmissionRequired as exc:
+        return queue_views.admission_refused(request, exc)
     except BookingError as exc:
         status = status_for(exc)
         if status == 404 and selectors.session_version(sid) is None:

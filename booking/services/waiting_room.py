@@ -121,6 +121,42 @@ if sweeping then
   end
 end
 
+-- the caller: an admission that ended makes them a newcomer; a newcomer joins (once the room is open)
+local note = ''
+if owner ~= '' then
+  local was = redis.call('HGET', memk, owner)
+  if was == 'a' then
+    local at = tonumber(redis.call('ZSCORE', admk, owner) or '0')
+    if now - at >= ttl then
+      redis.call('ZREM', admk, owner)
+      redis.call('HSET', memk, owner, 'l')
+      n_lapsed = n_lapsed + 1
+      was = 'l'
+    end
+  end
+  if was ~= 'a' and not redis.call('ZSCORE', zk, owner) then
+    if ARGV[3] == '1' and now >= opens then
+      local score
+      if ARGV[5] ~= '' and ARGV[5] ~= epoch and not was then
+        score = ARGV[6]                      -- back at the place this buyer had before Redis lost it
+        n_restored = n_restored + 1
+        note = 'restored'
+      elseif now < onsale then
+        score = ARGV[4]                      -- early: a random place among the early
+      else
+        local late = math.max(now * 1000, lastlate + 1)
+        lastlate = late
+        score = num(late)                    -- late: arrival order, after every early buyer
+      end
+      if was == 'g' then note = 'left' elseif was == 'l' then note = 'lapsed' end
+      redis.call('ZADD', zk, score, owner)
+      redis.call('HSET', memk, owner, 'w')
+      n_joined = n_joined + 1
+    end
+  end
+  if redis.call('ZSCORE', zk, owner) then redis.call('ZADD', seenk, num(now), owner) end
+end
+
 -- admit from the head of the queue while the bucket has whole buyers
 if paused == 0 and now >= onsale then
   local guard = 0
@@ -145,47 +181,14 @@ if paused == 0 and now >= onsale then
   end
 end
 
-local state, rank, score, admitted_at, note = 'out', -1, '', '', ''
+-- the caller's state after all that
+local state, rank, score, admitted_at = 'out', -1, '', ''
 if owner ~= '' then
-  local was = redis.call('HGET', memk, owner)
-  if was == 'a' then
-    local at = tonumber(redis.call('ZSCORE', admk, owner) or '0')
-    if now - at < ttl then
-      state, admitted_at = 'admitted', num(at)
-    else
-      redis.call('ZREM', admk, owner)
-      redis.call('HSET', memk, owner, 'l')
-      n_lapsed = n_lapsed + 1
-      was = 'l'
-    end
-  end
-  if state ~= 'admitted' then
+  if redis.call('HGET', memk, owner) == 'a' then
+    state, admitted_at = 'admitted', num(tonumber(redis.call('ZSCORE', admk, owner)))
+  else
     local s = redis.call('ZSCORE', zk, owner)
-    if s then
-      redis.call('ZADD', seenk, num(now), owner)
-      state, score = 'waiting', s
-    elseif ARGV[3] == '1' and now >= opens then
-      if ARGV[5] ~= '' and ARGV[5] ~= epoch and not was then
-        score = ARGV[6]                      -- back at the place this buyer had before Redis lost it
-        n_restored = n_restored + 1
-        note = 'restored'
-      elseif now < onsale then
-        score = ARGV[4]                      -- early: a random place among the early
-      else
-        local late = math.max(now * 1000, lastlate + 1)
-        lastlate = late
-        score = num(late)                    -- late: arrival order, after every early buyer
-      end
-      if was == 'g' then note = 'left' elseif was == 'l' then note = 'lapsed' end
-      redis.call('ZADD', zk, score, owner)
-      redis.call('ZADD', seenk, num(now), owner)
-      redis.call('HSET', memk, owner, 'w')
-      n_joined = n_joined + 1
-      state = 'waiting'
-      local s2 = redis.call('ZSCORE', zk, owner)
-      score = s2
-    end
-    if state == 'waiting' then rank = redis.call('ZRANK', zk, owner) end
+    if s then state, score, rank = 'waiting', s, redis.call('ZRANK', zk, owner) end
   end
 end
 

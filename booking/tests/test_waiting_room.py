@@ -135,10 +135,10 @@ def test_after_a_quiet_spell_at_most_a_burst_is_let_in_at_once():
     for i in range(30):
         waiting_room.poll(config, f"s:c{i}", now=T0 + timedelta(minutes=5) + ms(i))
     assert len(admitted(config)) == config.burst == 10
-    # the bucket was emptied by the 10th at +10 ms (leaving 0.009 of a buyer): the next at +1001 ms
-    waiting_room.tick(config, now=T0 + timedelta(minutes=5) + ms(1000))
+    # the 10th, at +9 ms, left 0.009 of a buyer in the bucket: the next one is due at +1000 ms
+    waiting_room.tick(config, now=T0 + timedelta(minutes=5) + ms(999))
     assert len(admitted(config)) == 10
-    waiting_room.tick(config, now=T0 + timedelta(minutes=5) + ms(1001))
+    waiting_room.tick(config, now=T0 + timedelta(minutes=5) + ms(1000))
     assert len(admitted(config)) == 11
 
 
@@ -210,7 +210,7 @@ def test_one_place_per_buyer_reload_and_second_tab():
 
 def test_an_admitted_buyer_stays_admitted_until_the_admission_ends_then_queues_again(settings):
     settings.BOOKING_QUEUE_ADMISSION_SECONDS = 60
-    config = room(rate=60)
+    config = room(rate=1)
     join_early(config, ["s:a", "s:b"])
     waiting_room.tick(config, now=T0)
     first = admitted(config)[0]
