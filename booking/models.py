@@ -57,3 +57,13 @@ class Order(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_orders"
+
+
+class WaitingRoom(MongoDocument):
+    """The waiting room of a high-demand sale (booking/staff/waiting_rooms.py); the document named
+    is the queue's session, or the performance of a sectioned venue."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_waiting_rooms"
+        verbose_name = "waiting room"
