@@ -64,7 +64,9 @@ KEY_LIFETIME_MS = 2 * 86400 * 1000  # Redis keys outlive the performance's start
 # ARGV: 1 now ms, 2 owner ('' = nobody: staff, configuration), 3 join (1/0), 4 random score,
 #       5 ticket epoch, 6 ticket score, 7 rev, 8 opens ms, 9 on-sale ms, 10 rate/min, 11 burst,
 #       12 paused (1/0), 13 grace ms, 14 admission ms, 15 keys expire at ms, 16 gap ms,
-#       17 epoch for a new queue, 18 most stale buyers dropped per call
+#       17 epoch for a new queue, 18 most stale buyers dropped per call, 19 first creation (1/0),
+#       20 regather ms: a queue re-created in Redis (it lost the data) admits nobody for this long,
+#          so every buyer's page can come back with its ticket before anybody is let in
 POLL_SCRIPT = """
 local cfgk, zk, seenk, admk, memk, logk = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now = tonumber(ARGV[1])
@@ -86,6 +88,8 @@ local lastcall = tonumber(c.lastcall or now)
 local resumed = tonumber(c.resumed or now)
 local lastlate = tonumber(c.lastlate or '0')
 local epoch = c.epoch or ARGV[17]
+local gather = tonumber(c.gather or '0')
+if c.epoch == nil and ARGV[19] ~= '1' then gather = now + tonumber(ARGV[20]) end
 local n_adm, n_left, n_lapsed = tonumber(c.admitted or '0'), tonumber(c.left or '0'), tonumber(c.lapsed or '0')
 local n_joined, n_restored = tonumber(c.joined or '0'), tonumber(c.restored or '0')
 
@@ -158,7 +162,7 @@ if owner ~= '' then
 end
 
 -- admit from the head of the queue while the bucket has whole buyers
-if paused == 0 and now >= onsale then
+if paused == 0 and now >= onsale and now >= gather then
   local guard = 0
   while tokens >= UNIT and guard < 5000 do
     guard = guard + 1
@@ -196,7 +200,7 @@ redis.call('HSET', cfgk, 'rev', num(rev), 'opens', num(opens), 'onsale', num(ons
   'burst', num(burst), 'paused', num(paused), 'grace', num(grace), 'ttl', num(ttl), 'tokens', num(tokens),
   'last', num(last), 'lastcall', num(lastcall), 'resumed', num(resumed), 'lastlate', num(lastlate),
   'epoch', epoch, 'admitted', num(n_adm), 'left', num(n_left), 'lapsed', num(n_lapsed),
-  'joined', num(n_joined), 'restored', num(n_restored))
+  'joined', num(n_joined), 'restored', num(n_restored), 'gather', num(gather))
 for i = 1, 6 do redis.call('PEXPIREAT', KEYS[i], ARGV[15]) end
 return {state, rank, redis.call('ZCARD', zk), score, admitted_at, epoch, note,
   num(paused), num(rate), num(onsale), num(opens), num(rev), num(now)}
@@ -313,7 +317,9 @@ def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def _run(config: RoomConfig, owner: str, join: bool, now_ms: int, ticket: tuple[str, str] | None = None) -> list:
+def _run(
+    config: RoomConfig, owner: str, join: bool, now_ms: int, ticket: tuple[str, str] | None = None, first=False
+) -> list:
     epoch, ticket_score = ticket or ("", "")
     args = [
         now_ms,
@@ -334,12 +340,20 @@ def _run(config: RoomConfig, owner: str, join: bool, now_ms: int, ticket: tuple[
         max(10_000, 2 * settings.BOOKING_QUEUE_POLL_MAX_SECONDS * 1000),
         secrets.token_hex(6),
         SWEEP_BATCH,
+        1 if first else 0,
+        regather_ms(),
     ]
     try:
         return _poll_script()(keys=keys(config.queue_id), args=args)
     except (RedisError, OSError) as exc:
         logger.warning("waiting room %s: Redis unreachable: %s", config.queue_id, exc)
         raise QueueUnavailable(str(exc)) from exc
+
+
+def regather_ms() -> int:
+    """How long a queue Redis lost waits for its buyers to come back before admitting anybody:
+    longer than the slowest poll (jitter included) and the retry while Redis was away."""
+    return int(1.5 * max(settings.BOOKING_QUEUE_POLL_MAX_SECONDS, 5) * 1000)
 
 
 def _text(value) -> str:
@@ -372,10 +386,10 @@ def poll(
     )
 
 
-def tick(config: RoomConfig, now: datetime | None = None) -> None:
+def tick(config: RoomConfig, now: datetime | None = None, *, first: bool = False) -> None:
     """Settle the bucket and admit whoever's turn it is, for nobody in particular (and bring the
-    settings in Redis up to ``config``). Raises QueueUnavailable."""
-    _run(config, "", False, _ms(now or clock.now()))
+    settings in Redis up to ``config``; ``first``: the room was just opened). Raises QueueUnavailable."""
+    _run(config, "", False, _ms(now or clock.now()), first=first)
 
 
 def stats(config: RoomConfig, now: datetime | None = None) -> RoomStats:
@@ -536,7 +550,7 @@ def enable(target_id: ObjectId, *, opens_at: datetime, on_sale_at: datetime, rat
         raise InvalidRequest("This performance has a waiting room already.")
     forget_cached(queue_id)
     config = get_config(queue_id, fresh=True)
-    _push(config)
+    _push(config, first=True)
     return config
 
 
@@ -588,12 +602,12 @@ def disable(queue_id: ObjectId) -> int:
     return result.modified_count
 
 
-def _push(config: RoomConfig | None) -> bool:
+def _push(config: RoomConfig | None, first: bool = False) -> bool:
     """Bring Redis up to these settings now; False when Redis is down (they follow later)."""
     if config is None:
         return False
     try:
-        tick(config)
+        tick(config, first=first)
     except QueueUnavailable:
         return False
     return True

@@ -24,7 +24,8 @@ def ms(n):
 
 
 def room(rate=60, *, opens=T0 - timedelta(hours=1), on_sale=T0, paused=False, rev=1, queue_id=None):
-    return waiting_room.RoomConfig(
+    """A queue's settings; a new queue is also created in Redis at its opening, as staff do."""
+    config = waiting_room.RoomConfig(
         queue_id=queue_id or ObjectId(),
         session_ids=(),
         opens_at=opens,
@@ -34,6 +35,9 @@ def room(rate=60, *, opens=T0 - timedelta(hours=1), on_sale=T0, paused=False, re
         rev=rev,
         start=T0 + timedelta(days=1),
     )
+    if queue_id is None:
+        waiting_room.tick(config, now=opens, first=True)
+    return config
 
 
 def admitted(config):
@@ -281,6 +285,28 @@ def test_a_queue_lost_by_redis_is_rebuilt_from_the_buyers_tickets():
     waiting_room.tick(config, now=T0 + timedelta(minutes=1))
     assert waiting_room.poll(config, relative[0], ticket=tickets[relative[0]], now=T0 + ms(60_001)).state == "admitted"
     assert 1 <= newcomer_place <= 9
+
+
+def test_a_queue_lost_after_the_sale_opened_lets_nobody_in_until_its_buyers_are_back(settings):
+    """Whoever polls first after Redis came back empty must not overtake the others: the queue
+    waits (regather) for every page to come back with its ticket, then admits in the old order."""
+    settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 10  # regather: 15 s
+    config = room(rate=600)
+    owners = [f"s:r{i}" for i in range(6)]
+    tickets = {}
+    for i, owner in enumerate(owners):
+        result = waiting_room.poll(config, owner, now=T0 - timedelta(minutes=5) + ms(i))
+        tickets[owner] = (result.epoch, result.score)
+    expected = sorted(owners, key=lambda o: float(tickets[o][1]))
+    waiting_room.drop(config.queue_id)  # lost just before the sale; back after it
+    back = T0 + timedelta(seconds=30)
+    for i, owner in enumerate(reversed(expected)):  # the worst placed come back first
+        result = waiting_room.poll(config, owner, ticket=tickets[owner], now=back + timedelta(seconds=i))
+        assert result.state == "waiting" and result.note == "restored"
+    waiting_room.tick(config, now=back + ms(14_999))
+    assert admitted(config) == []
+    waiting_room.tick(config, now=back + ms(15_000))
+    assert admitted(config) == expected
 
 
 def test_a_ticket_of_another_buyer_or_queue_is_ignored():
