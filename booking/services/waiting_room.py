@@ -398,7 +398,7 @@ def stats(config: RoomConfig, now: datetime | None = None) -> RoomStats:
     result = RoomStats(rate=config.rate, paused=config.paused)
     sold_since = {"state": "paid", "createdOn": {"$gte": config.on_sale_at}}
     result.done = mongo.orders().count_documents({"lines.sessionId": {"$in": list(config.session_ids)}, **sold_since})
-    cfg, waiting, admitted, *_ = keys(config.queue_id)
+    cfg, waiting, _seen, admitted, _members, _log = keys(config.queue_id)
     try:
         tick(config, now)
         pipe = store().pipeline(transaction=False)

@@ -451,6 +451,17 @@ def test_enable_validates_and_a_sectioned_performance_gets_one_queue():
     assert set(config.session_ids) == {s["_id"] for s in sections}
 
 
+def test_staff_figures_count_what_they_say(settings):
+    settings.BOOKING_QUEUE_ADMISSION_SECONDS = 60
+    config = room(rate=60)
+    join_early(config, [f"s:f{i}" for i in range(5)])
+    waiting_room.tick(config, now=T0 + ms(1000))  # two admitted
+    stats = waiting_room.stats(config, now=T0 + ms(1000))
+    assert (stats.waiting, stats.admitted, stats.buying, stats.joined) == (3, 2, 2, 5)
+    stats = waiting_room.stats(config, now=T0 + ms(61_000))  # the first two admissions have run out
+    assert stats.buying == stats.admitted - 2
+
+
 def test_change_bumps_the_revision_and_reaches_redis(queued):
     session, config = queued
     changed = waiting_room.set_rate(config.queue_id, 900)
