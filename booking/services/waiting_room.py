@@ -81,7 +81,7 @@ local rev = tonumber(c.rev or '-1')
 local opens, onsale = tonumber(c.opens or ARGV[8]), tonumber(c.onsale or ARGV[9])
 local rate, burst = tonumber(c.rate or ARGV[10]), tonumber(c.burst or ARGV[11])
 local paused = tonumber(c.paused or ARGV[12])
-local grace, ttl = tonumber(c.grace or ARGV[13]), tonumber(c.ttl or ARGV[14])
+local grace, ttl = tonumber(ARGV[13]), tonumber(ARGV[14])  -- deploy settings: as the caller has them
 local tokens = tonumber(c.tokens or UNIT)
 local last = tonumber(c.last or now)
 local lastcall = tonumber(c.lastcall or now)
@@ -106,7 +106,7 @@ settle()
 if tonumber(ARGV[7]) > rev then
   rev = tonumber(ARGV[7])
   opens, onsale, rate, burst = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-  paused, grace, ttl = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
+  paused = tonumber(ARGV[12])
   tokens = math.min(tokens, math.max(1, burst) * UNIT)
 end
 -- nobody polled for a while (an outage): give everybody a grace period to come back
