@@ -197,13 +197,25 @@ async def _read_response(reader) -> tuple[Response, bool]:
 
 
 class Pool:
-    """Keep-alive connections to one server, at most ``size`` at once (the rest wait their turn)."""
+    """Keep-alive connections to one server, at most ``size`` at once (the rest wait their turn).
+    A connection idle longer than ``IDLE_SECONDS`` is closed rather than reused (gunicorn closes
+    idle ones after its keep-alive of 30 s); one that fails anyway is retried once on a new one."""
+
+    IDLE_SECONDS = 20.0
 
     def __init__(self, base_url: str, size: int):
         parsed = urllib.parse.urlsplit(base_url)
         self.host, self.port = parsed.hostname, parsed.port
-        self.idle: list = []
+        self.idle: list = []  # (reader, writer, last used)
         self.slots = asyncio.Semaphore(size)
+
+    def _kept(self):
+        while self.idle:
+            reader, writer, used = self.idle.pop()
+            if time.monotonic() - used < self.IDLE_SECONDS:
+                return reader, writer
+            writer.close()
+        return None
 
     async def request(self, method: str, path: str, data=None, headers=None) -> Response:
         body = urllib.parse.urlencode(data).encode() if data is not None else b""
@@ -214,7 +226,7 @@ class Pool:
         raw = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
         async with self.slots:
             for attempt in range(2):
-                conn = self.idle.pop() if self.idle else None
+                conn = self._kept() if attempt == 0 else None
                 fresh = conn is None
                 try:
                     if fresh:
@@ -226,11 +238,11 @@ class Pool:
                 except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError) as exc:
                     if conn is not None:
                         conn[1].close()
-                    if attempt or fresh:  # a kept connection the server had closed: once more, anew
+                    if fresh:  # a kept connection the server had closed is tried once more, anew
                         raise TransportError(f"{type(exc).__name__}: {exc}") from exc
                     continue
                 if keep:
-                    self.idle.append(conn)
+                    self.idle.append((reader, writer, time.monotonic()))
                 else:
                     writer.close()
                 return response
@@ -363,7 +375,7 @@ async def _buyers(base_url: str, sid: str, variant: str, plans_here, t0: float, 
         outcomes.append(out)
 
     await asyncio.gather(*(one(i, p) for i, p in plans_here))
-    for _reader, writer in client.idle:
+    for _reader, writer, _used in client.idle:
         writer.close()
     return outcomes, timings, statuses, transport_errors
 
