@@ -100,6 +100,7 @@ class Timing:
     at: float  # seconds after the first arrival when the request was sent
     seconds: float
     status: int
+    server_us: int = 0  # time inside Django (bench/wsgi.py's X-Server-Time-Us)
 
 
 @dataclass
@@ -269,7 +270,8 @@ class Browser:
         sent = time.monotonic()
         response = await self.client.request(method, path, data, headers)
         took = time.monotonic() - sent
-        self.timings.append(Timing(label, sent - self.t0, took, response.status_code))
+        server_us = int(response.headers.get("x-server-time-us") or 0)
+        self.timings.append(Timing(label, sent - self.t0, took, response.status_code, server_us))
         self.statuses[response.status_code] = self.statuses.get(response.status_code, 0) + 1
         for value in response.headers.get_list("set-cookie"):
             name, _, rest = value.partition("=")
@@ -422,6 +424,7 @@ def run_variant(variant: str, size: Size, log) -> RunResult:
 
 def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> RunResult:
     from booking import mongo
+    from booking.domain import OrderState
     from booking.invariants import check_invariants
     from booking.seatmap import FREE, SOLD
     from booking.services import waiting_room
@@ -503,9 +506,9 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
         result.wall_seconds = meter.seconds
         doc = mongo.sessions().find_one({"_id": sid}, {"seats": 1})
         result.sold = sum(row.count(SOLD) for row in doc["seats"])
-        result.orders = mongo.orders().count_documents({"state": "paid"})
+        result.orders = mongo.orders().count_documents({"state": OrderState.PAID})
         per_seat: dict = {}
-        for order in mongo.orders().find({"state": "paid"}, {"lines": 1}):
+        for order in mongo.orders().find({"state": OrderState.PAID}, {"lines": 1}):
             for line in order["lines"]:
                 per_seat[line["key"]] = per_seat.get(line["key"], 0) + 1
         result.seats_in_two_orders = sum(1 for n in per_seat.values() if n > 1)
@@ -560,6 +563,8 @@ def summary(run: RunResult, size: Size) -> dict:
         counts[o.result] = counts.get(o.result, 0) + 1
     end = size.on_sale_after + (run.all_taken_after if run.all_taken_after is not None else 1e9)
     rush_holds = [t.seconds * 1000 for t in run.timings if t.label == "hold" and t.at <= end]
+    rush_holds_server = [t.server_us / 1000 for t in run.timings if t.label == "hold" and t.at <= end]
+    polls_server = [t.server_us / 1000 for t in run.timings if t.label in ("poll", "queue-page")]
     all_holds = [t.seconds * 1000 for t in run.timings if t.label == "hold"]
     polls = [t.seconds * 1000 for t in run.timings if t.label in ("poll", "queue-page")]
     maps = [t.seconds * 1000 for t in run.timings if t.label == "map" and t.at >= size.on_sale_after]
@@ -585,6 +590,10 @@ def summary(run: RunResult, size: Size) -> dict:
         "hold_p50_ms": percentile(rush_holds, 50),
         "hold_p99_ms": percentile(rush_holds, 99),
         "hold_max_ms": max(rush_holds) if rush_holds else None,
+        "hold_server_p50_ms": percentile(rush_holds_server, 50),
+        "hold_server_p99_ms": percentile(rush_holds_server, 99),
+        "poll_server_p50_ms": percentile(polls_server, 50),
+        "poll_server_p99_ms": percentile(polls_server, 99),
         "holds_all": len(all_holds),
         "polls": len(polls),
         "poll_p50_ms": percentile(polls, 50),
@@ -627,10 +636,14 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         ("hold p50 during the rush", None, lambda s: fmt(s["hold_p50_ms"], " ms")),
         ("**hold p99 during the rush**", None, lambda s: "**" + fmt(s["hold_p99_ms"], " ms") + "**"),
         ("hold max during the rush", None, lambda s: fmt(s["hold_max_ms"], " ms")),
+        ("hold time inside Django, p50 / p99", None, lambda s: fmt(s["hold_server_p50_ms"], " ms", 1) + " / "
+         + fmt(s["hold_server_p99_ms"], " ms", 1)),
         ("seat map page p99 after the sale opened", None, lambda s: fmt(s["map_after_sale_p99_ms"], " ms")),
         ("checkout p99", None, lambda s: fmt(s["checkout_p99_ms"], " ms")),
         ("queue polls (p50 / p99)", None, lambda s: f"{s['polls']:,} ({fmt(s['poll_p50_ms'], ' ms', 1)} / "
          f"{fmt(s['poll_p99_ms'], ' ms')})" if s["polls"] else "–"),
+        ("queue poll inside Django, p50 / p99", None, lambda s: fmt(s["poll_server_p50_ms"], " ms", 1) + " / "
+         + fmt(s["poll_server_p99_ms"], " ms", 1) if s["polls"] else "–"),
         ("CPU seconds: web / db / redis / whole machine", None, lambda s: " / ".join(
             fmt(s["cpu_seconds"].get(k), "", 0) for k in ("web", "db", "redis", "machine"))),
         ("seconds measured", None, lambda s: fmt(s["wall_seconds"], " s")),

@@ -7,8 +7,8 @@ system (after reconcile): an operation in flight can be between its two writes.
 from collections import Counter, defaultdict
 
 from . import clock, mongo
+from .domain import HOLDING_STATES, CartState, OrderState, is_stale
 from .seatmap import FREE, HELD, SOLD, parse_seat_key
-from .services.carts import LIVE_STATES
 
 
 def check_invariants() -> list[str]:
@@ -20,8 +20,8 @@ def check_invariants() -> list[str]:
     pending_orders = set()
     for order in mongo.orders().find({}, {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1}):
         cart = carts.get(order["cartId"])
-        if order["state"] == "paid":
-            if cart is not None and cart["state"] == "checking_out":
+        if order["state"] == OrderState.PAID:
+            if cart is not None and cart["state"] == CartState.CHECKING_OUT:
                 pending_orders.add(order["_id"])
             for line in order["lines"]:
                 orders_by_seat[(line["sessionId"], line["key"])].append(order)
@@ -40,9 +40,9 @@ def check_invariants() -> list[str]:
             cart = carts.get(res["_id"])
             if cart is None:
                 breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which does not exist")
-            elif cart["state"] not in LIVE_STATES:
+            elif cart["state"] not in HOLDING_STATES:
                 breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which is {cart['state']}")
-            elif cart["state"] == "active" and cart["expiresAt"] <= now and res["seats"]:
+            elif is_stale(cart, now) and res["seats"]:
                 breaches.append(f"{label}: cart {res['_id']} still holds seats after its hold ended (not yet expired)")
             elif cart is not None:
                 known = {i["key"] for i in cart["items"] if i["sessionId"] == sid}

@@ -27,7 +27,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from . import buyer, clock, mongo
 from .errors import NotFound
@@ -77,13 +77,13 @@ def has_admission(request, queue_id) -> bool:
 
 
 @never_cache
-@require_GET
+@require_safe
 def queue_page(request, queue_id):
     return _answer(request, queue_id, partial=False)
 
 
 @never_cache
-@require_GET
+@require_safe
 def queue_status(request, queue_id):
     return _answer(request, queue_id, partial=True)
 

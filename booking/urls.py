@@ -22,9 +22,11 @@ GET  /queue/<id>/                      waiting room of a high-demand sale (id: t
                                        performance's); joins the buyer; admitted -> the seat map
 GET  /queue/<id>/status                its panel for htmx polling (HX-Redirect when admitted)
 
-Seat POSTs answer: htmx -> 200 with the map (+ out-of-band cart summary and notice), also when a
-seat was just taken (409-class engine errors become a message); plain post -> 302 back to the
-session page with a message. Bad input (malformed seat, off the map, count out of range) -> 400
+Seat POSTs answer: htmx -> 200 with only the seats the click changed (each swapped by its id,
+out of band), the cart summary and the notice, ``HX-Reswap: none`` (the map stays) and
+``X-Seatmap-Version``; when the action did not go through (a seat was just taken: 409-class engine
+errors become a message) -> 200 with the refreshed map and the message; plain post -> 302 back to
+the session page with a message. Bad input (malformed seat, off the map, count out of range) -> 400
 with a message; unknown or malformed ids -> 404. Every POST needs the CSRF token (htmx sends it
 in the X-CSRFToken header).
 """

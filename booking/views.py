@@ -19,10 +19,11 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap
 
 from . import buyer, cart_summary, clock, presenters, queue_views, ratelimits, rendering, selectors
+from .domain import CartState, SessionStatus
 from .errors import (
     BookingError,
     CartExpired,
@@ -91,12 +92,9 @@ def _current_cart(request) -> tuple[dict | None, bool]:
     cart = selectors.get_cart(owner, buyer.cart_id(request)) if owner else None
     if cart is None:
         return None, False
-    if cart["state"] == cart_service.ACTIVE and cart["expiresAt"] > clock.now():
-        return cart, False
-    if cart["state"] == cart_service.ACTIVE:
-        cart_service.expire_cart(cart["_id"])
-        return None, True
-    return None, cart["state"] == cart_service.EXPIRED
+    live = cart_service.live_or_expire(cart, clock.now())
+    # ran out: found past its hold (and expired just now), or expired already
+    return live, live is None and cart["state"] in (CartState.ACTIVE, CartState.EXPIRED)
 
 
 def _error_page(request, error: BookingError | str, status: int):
@@ -108,7 +106,7 @@ def _error_page(request, error: BookingError | str, status: int):
 # --- what's on ---
 
 
-@require_GET
+@require_safe
 def whats_on(request):
     theaters = selectors.theaters()
     form = WhatsOnFilterForm(request.GET or None, theaters=theaters)
@@ -141,9 +139,9 @@ def _load_session(session_id: str) -> dict:
 
 
 def _sale_notice(session: dict) -> str:
-    if session.get("status") == "canceled":
+    if session.get("status") == SessionStatus.CANCELED:
         return "This performance has been canceled."
-    if session.get("status") != "on_sale":
+    if session.get("status") != SessionStatus.ON_SALE:
         return "This performance is not on sale."
     if session["start"] <= clock.now():
         return "This performance has started; seats can no longer be booked."
@@ -199,7 +197,7 @@ def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) 
     }
 
 
-@require_GET
+@require_safe
 def session_page(request, session_id):
     try:
         cart, expired = _current_cart(request)  # first: an expired hold frees its seats on this map
@@ -234,7 +232,7 @@ def session_page(request, session_id):
     return render(request, template, context())
 
 
-@require_GET
+@require_safe
 def performance_page(request, performance_id):
     """A sectioned venue (a stadium): every section with its free seats; each opens its own map."""
     try:
@@ -251,7 +249,7 @@ def performance_page(request, performance_id):
     return render(request, "booking/performance.html", context)
 
 
-@require_GET
+@require_safe
 def seat_map(request, session_id):
     """The live map partial. Unchanged session: one tiny read and a 304, nothing else loaded."""
     try:
@@ -284,23 +282,25 @@ def _etags(header: str) -> set[str]:
     return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
 
 
-def _seat_action(request, session_id, act):
+def _seat_action(request, session_id, service, *args, notice: str = ""):
     """Run one hold/release and answer (htmx): the changed seats and the cart, or the refreshed
     map when the action did not go through; a plain form post is sent back to the map.
 
-    ``act(sid, owner, cart_id)`` returns (HoldResult, ReleaseResult or None, message). Input
-    errors are 400 with a message; lost races and closed sales are shown on the refreshed map.
+    ``service(session_id, owner, cart_id, *args)``: one of the engine's seat services (``holds``),
+    returning a HoldResult or ReleaseResult; ``notice``: what to tell the buyer when it went
+    through. Input errors are 400 with a message; lost races and closed sales are shown on the
+    refreshed map.
     """
     try:
         sid = object_id(session_id, "performance")
     except NotFound as exc:
         return _error_page(request, exc, 404)
     owner = buyer.owner(request, create=True)
-    notice, level = "", "ok"
+    level = "ok"
     result = None
     try:
         with queue_views.admissions(request, owner):  # waiting room: the admissions this buyer presents
-            result, notice = act(sid, owner, buyer.cart_id(request))
+            result = service(sid, owner, buyer.cart_id(request), *args)
         if isinstance(result, holds.HoldResult):
             buyer.set_cart(request, result.cart_id)
     except AdmissionRequired as exc:
@@ -369,11 +369,7 @@ def toggle_seat(request, session_id):
     form = SeatForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-    key = form.cleaned_data["seat"]
-
-    return _seat_action(
-        request, session_id, lambda sid, owner, cart_id: (holds.toggle_seat(sid, owner, cart_id, key), "")
-    )
+    return _seat_action(request, session_id, holds.toggle_seat, form.cleaned_data["seat"])
 
 
 @require_POST
@@ -382,11 +378,7 @@ def hold(request, session_id):
     form = SeatsForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-    return _seat_action(
-        request,
-        session_id,
-        lambda sid, owner, cart_id: (holds.hold_seats(sid, owner, cart_id, form.cleaned_data["seats"]), ""),
-    )
+    return _seat_action(request, session_id, holds.hold_seats, form.cleaned_data["seats"])
 
 
 @require_POST
@@ -395,11 +387,7 @@ def release(request, session_id):
     form = SeatsForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-
-    def act(sid, owner, cart_id):
-        return holds.release_seats(sid, owner, cart_id, form.cleaned_data["seats"]), ""
-
-    return _seat_action(request, session_id, act)
+    return _seat_action(request, session_id, holds.release_seats, form.cleaned_data["seats"])
 
 
 @require_POST
@@ -408,19 +396,15 @@ def best_available(request, session_id):
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
     count = form.cleaned_data["count"]
-
-    def act(sid, owner, cart_id):
-        result = holds.hold_best_available(sid, owner, cart_id, count)
-        seats = "seat is" if count == 1 else f"{count} seats are"
-        return result, f"Your {seats} highlighted on the map and held for you."
-
-    return _seat_action(request, session_id, act)
+    seats = "seat is" if count == 1 else f"{count} seats are"
+    notice = f"Your {seats} highlighted on the map and held for you."
+    return _seat_action(request, session_id, holds.hold_best_available, count, notice=notice)
 
 
 # --- cart ---
 
 
-@require_GET
+@require_safe
 def cart_page(request):
     cart, expired = _current_cart(request)
     if expired:
@@ -462,10 +446,10 @@ def cart_cancel(request):
 # --- checkout and orders ---
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def checkout(request):
     cart, expired = _current_cart(request)
-    if request.method == "GET":
+    if request.method != "POST":
         if cart is None or not cart["items"]:
             return redirect("booking:cart")
         context = {**_cart_context(request, cart, expired), "form": CheckoutForm()}
@@ -495,20 +479,26 @@ def checkout(request):
 
 def _visible_order(request, ref: str) -> dict | None:
     """The order if this browser bought it or found it by reference and e-mail (the find form, or
-    the confirmation mail's link ``?email=``), else None."""
+    the confirmation mail's link ``?email=``), else None.
+
+    A lookup by e-mail is counted before anything is compared, whether the reference exists or
+    not, and takes the same query either way: a real reference and a made-up one get the same
+    answers under the same limit (counting only real ones told which exist)."""
     order = selectors.get_order_by_ref(ref)
     owner = buyer.owner(request)
-    if order is None:
-        return None
-    if (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", []):
+    if order is not None and (
+        (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", [])
+    ):
         return order
     email = request.GET.get("email", "")
-    if email and ratelimits.lookup_rate_exceeded(request):
+    if not email:
+        return None
+    if ratelimits.lookup_rate_exceeded(request):
         raise TooManyLookups()
-    if email and selectors.find_order(order["ref"], email) is not None:
-        request.session["found_orders"] = [*request.session.get("found_orders", []), order["ref"]][-20:]
-        return order
-    return None
+    found = selectors.find_order(ref, email)
+    if found is not None:
+        request.session["found_orders"] = [*request.session.get("found_orders", []), found["ref"]][-20:]
+    return found
 
 
 NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
@@ -531,7 +521,7 @@ def _too_many_lookups(request):
     return response
 
 
-@require_GET
+@require_safe
 def order_page(request, ref):
     try:
         order = _visible_order(request, ref)
@@ -542,7 +532,7 @@ def order_page(request, ref):
     return render(request, "booking/order.html", _order_context(order))
 
 
-@require_GET
+@require_safe
 def order_tickets(request, ref):
     try:
         order = _visible_order(request, ref)
@@ -553,7 +543,7 @@ def order_tickets(request, ref):
     return render(request, "booking/tickets.html", _order_context(order))
 
 
-@require_GET
+@require_safe
 def ticket_qr(request, code):
     """The QR code of a ticket code. It encodes only what the URL already says, so it needs no
     lookup; the code itself is the secret and is only shown to the order's owner."""
@@ -564,7 +554,7 @@ def ticket_qr(request, code):
     return response
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def find_booking(request):
     form = FindBookingForm(request.POST or None)
     status = 200

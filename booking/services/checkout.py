@@ -21,6 +21,7 @@ from django.core.validators import validate_email
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo
+from ..domain import CartState, MailState, OrderState, is_live, live_cart_filter
 from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from ..seatmap import SOLD, parse_seat_key
 from . import carts as cart_service
@@ -41,18 +42,28 @@ def new_ticket_code() -> str:
     return secrets.token_urlsafe(18)
 
 
+# Zero-width non-joiner and joiner: format characters that some scripts (Persian, Indic) and
+# emoji sequences need to spell a name right. Every other invisible character is refused.
+NAME_JOINERS = frozenset({"\u200c", "\u200d"})
+
+
 def clean_customer(name: str, email: str) -> tuple[str, str]:
-    name = re.sub(r"\s+", " ", str(name or "")).strip()
+    raw_name = str(name or "")
+    name = re.sub(r"\s+", " ", raw_name).strip()
     email = str(email or "").strip().lower()
     errors = {}
     if not name:
         errors["name"] = "Please enter your name."
     elif len(name) > 100:
         errors["name"] = "Please use at most 100 characters for the name."
+    elif notifications.has_invisible_characters(raw_name, allowed=NAME_JOINERS):
+        errors["name"] = "The name has invisible control or formatting characters; please type it again."
     try:
         if len(email) > 254:
             raise ValidationError("too long")
         validate_email(email)
+        if notifications.address_problem(email):
+            raise ValidationError("no mail can be sent there")
     except ValidationError:
         errors["email"] = "Please enter a valid e-mail address."
     if errors:
@@ -67,20 +78,20 @@ def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str) -> dic
     cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
     if cart is None:
         raise NotFound("You have no seats on hold.")
-    if cart["state"] in (cart_service.DONE, cart_service.CHECKING_OUT):
+    if cart["state"] in (CartState.DONE, CartState.CHECKING_OUT):
         return finish_checkout(cart["_id"])
-    if cart["state"] != cart_service.ACTIVE or cart["expiresAt"] <= now:
+    if not is_live(cart, now):
         cart_service.expire_cart(cart["_id"], now)
         raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
     if not cart["items"]:
         raise InvalidRequest("Your cart is empty.")
     result = mongo.carts().update_one(
-        {"_id": cart["_id"], "owner": owner, "state": cart_service.ACTIVE, "expiresAt": {"$gt": now}},
-        {"$set": {"state": cart_service.CHECKING_OUT, "checkoutOn": now, "customer": {"name": name, "email": email}}},
+        {"_id": cart["_id"], "owner": owner, **live_cart_filter(now)},
+        {"$set": {"state": CartState.CHECKING_OUT, "checkoutOn": now, "customer": {"name": name, "email": email}}},
     )
     if not result.matched_count:
         current = mongo.carts().find_one({"_id": cart["_id"]}, {"state": 1})
-        if current and current["state"] in (cart_service.DONE, cart_service.CHECKING_OUT):
+        if current and current["state"] in (CartState.DONE, CartState.CHECKING_OUT):
             return finish_checkout(cart["_id"])  # a second submit got there first
         cart_service.expire_cart(cart["_id"], now)
         raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
@@ -94,12 +105,12 @@ def finish_checkout(cart_id: ObjectId) -> dict:
     if cart is None:
         raise NotFound("No such cart.")
     order = _store_order(cart)
-    if cart["state"] == cart_service.DONE:
+    if cart["state"] == CartState.DONE:
         return order
-    if cart["state"] != cart_service.CHECKING_OUT:
+    if cart["state"] != CartState.CHECKING_OUT:
         raise CheckoutFailed("This booking was not completed.")
-    if order["state"] == "failed":
-        _end_cart(cart_id, cart_service.CANCELED, order)
+    if order["state"] == OrderState.FAILED:
+        _end_cart(cart_id, CartState.CANCELED, order)
         raise CheckoutFailed(order.get("failure", "Your seats could not be booked."))
     faults.point("checkout.after_order")
     by_session: dict[ObjectId, set[str]] = {}
@@ -113,9 +124,9 @@ def finish_checkout(cart_id: ObjectId) -> dict:
         order = _fail_order(order, "Your hold on some seats ended before payment completed; nothing was charged.")
         order_service.release_order_seats(order)  # seats already sold in another session go back
         reservations.release_all(cart_id)
-        _end_cart(cart_id, cart_service.CANCELED, order)
+        _end_cart(cart_id, CartState.CANCELED, order)
         raise CheckoutFailed(order["failure"]) from None
-    if _end_cart(cart_id, cart_service.DONE, order):
+    if _end_cart(cart_id, CartState.DONE, order):
         logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
         notifications.order_confirmed(order["_id"])  # only now that the order is stored and sold
     return order
@@ -163,8 +174,8 @@ def _store_order(cart: dict) -> dict:
         ],
         "total": sum(line["price"] for line in lines),
         "currency": settings.BOOKING_CURRENCY,
-        "state": "paid",
-        "mail": "pending",  # the confirmation e-mail task sets "sent"; reconcile re-queues stragglers
+        "state": OrderState.PAID,
+        "mail": MailState.PENDING,  # the confirmation e-mail task sets it sent; reconcile re-queues stragglers
         "createdOn": clock.now(),
     }
     for _attempt in range(5):
@@ -194,7 +205,7 @@ def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) 
         others = mongo.orders().count_documents(
             {
                 "_id": {"$ne": order["_id"]},
-                "state": "paid",
+                "state": OrderState.PAID,
                 "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": sorted(keys)}}},
             }
         )
@@ -205,16 +216,16 @@ def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) 
 
 def _fail_order(order: dict, reason: str) -> dict:
     mongo.orders().update_one(
-        {"_id": order["_id"], "state": "paid"},
-        {"$set": {"state": "failed", "failure": reason, "seatsReleased": False}},
+        {"_id": order["_id"], "state": OrderState.PAID},
+        {"$set": {"state": OrderState.FAILED, "failure": reason, "seatsReleased": False}},
     )
-    return {**order, "state": "failed", "failure": reason, "seatsReleased": False}
+    return {**order, "state": OrderState.FAILED, "failure": reason, "seatsReleased": False}
 
 
-def _end_cart(cart_id: ObjectId, state: str, order: dict) -> bool:
+def _end_cart(cart_id: ObjectId, state: CartState, order: dict) -> bool:
     """Returns True for the one call that moved the cart (so follow-ups happen once)."""
     result = mongo.carts().update_one(
-        {"_id": cart_id, "state": cart_service.CHECKING_OUT},
+        {"_id": cart_id, "state": CartState.CHECKING_OUT},
         {"$set": {"state": state, "orderId": order["_id"], "endedOn": clock.now()}},
     )
     return bool(result.modified_count)

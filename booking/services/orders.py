@@ -10,6 +10,7 @@ import logging
 from bson import ObjectId
 
 from .. import clock, mongo
+from ..domain import OrderState
 from ..errors import Conflict, NotFound
 from ..seatmap import FREE, SOLD, cell_path, parse_seat_key
 
@@ -21,13 +22,13 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
     order = mongo.orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound("No such order.")
-    if order["state"] != "paid":
+    if order["state"] != OrderState.PAID:
         raise Conflict(f"Order {order['ref']} is {order['state']}, not paid; there is nothing to cancel.")
     result = mongo.orders().update_one(
-        {"_id": order_id, "state": "paid"},
+        {"_id": order_id, "state": OrderState.PAID},
         {
             "$set": {
-                "state": "canceled",
+                "state": OrderState.CANCELED,
                 "canceledOn": now,
                 "canceledBy": by,
                 "cancelReason": reason,
@@ -54,7 +55,7 @@ def release_order_seats(order: dict) -> int:
         others = mongo.orders().find(
             {
                 "_id": {"$ne": order["_id"]},
-                "state": "paid",
+                "state": OrderState.PAID,
                 "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": keys}}},
             },
             {"lines": 1},

@@ -19,7 +19,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from .. import clock, mongo
+from .. import clock, faults, mongo
+from ..domain import HOLDING_STATES, CartState, MailState, OrderState
 from ..errors import BookingError
 from . import carts as cart_service
 from . import checkout, notifications, orders, reservations
@@ -53,7 +54,9 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.seats_released += expired.seats_released
     _release_dead_holds(now, now - grace, report)
     _drop_lost_cart_items(now - grace, report)
-    for order in mongo.orders().find({"state": {"$in": ["canceled", "failed"]}, "seatsReleased": False}):
+    for order in mongo.orders().find(
+        {"state": {"$in": [OrderState.CANCELED, OrderState.FAILED]}, "seatsReleased": False}
+    ):
         report.seats_released += orders.release_order_seats(order)
         report.orders_released += 1
     _requeue_pending_mails(now, report)
@@ -64,9 +67,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
 
 def _finish_stuck_checkouts(now: datetime, report: ReconcileReport) -> None:
     stuck_before = now - timedelta(seconds=settings.BOOKING_CHECKOUT_STUCK_SECONDS)
-    for cart in mongo.carts().find(
-        {"state": cart_service.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"_id": 1}
-    ):
+    for cart in mongo.carts().find({"state": CartState.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"_id": 1}):
         try:
             checkout.finish_checkout(cart["_id"])
         except BookingError as exc:
@@ -85,7 +86,7 @@ def _release_dead_holds(now: datetime, older_than: datetime, report: ReconcileRe
         }
         for hold in holds:
             cart = carts.get(hold["_id"])
-            if cart is not None and cart["state"] in cart_service.LIVE_STATES:
+            if cart is not None and cart["state"] in HOLDING_STATES:
                 known = {i["key"] for i in cart["items"] if i["sessionId"] == session["_id"]}
                 if set(hold["seats"]) <= known and hold["seats"]:
                     continue
@@ -99,7 +100,7 @@ def _release_dead_holds(now: datetime, older_than: datetime, report: ReconcileRe
 
 def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None:
     """An active cart may list a seat whose hold is gone (a crash between release's two writes)."""
-    for cart in mongo.carts().find({"state": cart_service.ACTIVE, "modifiedOn": {"$lt": older_than}}, {"items": 1}):
+    for cart in mongo.carts().find({"state": CartState.ACTIVE, "modifiedOn": {"$lt": older_than}}, {"items": 1}):
         session_ids = list({i["sessionId"] for i in cart["items"]})
         if not session_ids:
             continue
@@ -111,8 +112,17 @@ def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None
                 held |= {(s["_id"], k) for k in res["seats"]}
         lost = [i for i in cart["items"] if (i["sessionId"], i["key"]) not in held]
         for item in lost:
+            faults.point("reconcile.before_drop_item")
+            # As read: the item still listed (a second reconcile that dropped it first would
+            # otherwise have its price taken off twice) and the cart unchanged by its buyer since.
+            still_listed = {"$elemMatch": {"sessionId": item["sessionId"], "key": item["key"]}}
             result = mongo.carts().update_one(
-                {"_id": cart["_id"], "state": cart_service.ACTIVE},
+                {
+                    "_id": cart["_id"],
+                    "state": CartState.ACTIVE,
+                    "modifiedOn": {"$lt": older_than},
+                    "items": still_listed,
+                },
                 {
                     "$pull": {"items": {"sessionId": item["sessionId"], "key": item["key"]}},
                     "$inc": {"total": -item["price"]},
@@ -127,10 +137,12 @@ def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
     wait = timedelta(seconds=settings.BOOKING_MAIL_REQUEUE_SECONDS)
     lost_after = wait + timedelta(seconds=settings.BOOKING_MAIL_RETRY_MAX_SECONDS)
     due = {
-        "mail": notifications.PENDING,
+        "mail": MailState.PENDING,
         "createdOn": {"$lte": now - wait},
         "$or": [{"mailTriedOn": {"$exists": False}}, {"mailTriedOn": {"$lte": now - lost_after}}],
     }
+    # No _id tie-breaker: the mail_pending index serves this order, and which of two mails of the
+    # same millisecond is queued first changes nothing (every due one is queued, run after run).
     for order in mongo.orders().find(due, {"mailQueued": 1}).sort("createdOn", 1).limit(500):
         queued = order.get("mailQueued", 0)
         if queued >= settings.BOOKING_MAIL_MAX_REQUEUES:
@@ -140,12 +152,12 @@ def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
             continue
         # Counted before queuing, so a fast worker's attempt (mailTriedOn) is never older than this.
         mongo.orders().update_one(
-            {"_id": order["_id"], "mail": notifications.PENDING},
+            {"_id": order["_id"], "mail": MailState.PENDING},
             {"$set": {"mailTriedOn": now}, "$inc": {"mailQueued": 1}},
         )
         if not notifications.order_confirmed(order["_id"]):
             mongo.orders().update_one(
-                {"_id": order["_id"], "mail": notifications.PENDING},
+                {"_id": order["_id"], "mail": MailState.PENDING},
                 {"$unset": {"mailTriedOn": ""}, "$inc": {"mailQueued": -1}},
             )
             break  # the broker is down: the next run tries again
@@ -156,8 +168,8 @@ def _retry_failed_mails(now: datetime, report: ReconcileReport) -> None:
     """Start the next round of a failed mail whose time has come (give_up set ``mailRetryAt``;
     mails refused for good or over the cap have none). Reopening is conditional on the time read,
     so of two reconciles racing one queues it; the task's claim still lets only one worker send."""
-    due = {"mail": notifications.FAILED, "state": notifications.PAID, "mailRetryAt": {"$lte": now}}
-    for order in mongo.orders().find(due, {"mailRetryAt": 1}).sort("mailRetryAt", 1).limit(500):
+    due = {"mail": MailState.FAILED, "state": OrderState.PAID, "mailRetryAt": {"$lte": now}}
+    for order in mongo.orders().find(due, {"mailRetryAt": 1}).sort([("mailRetryAt", 1), ("_id", 1)]).limit(500):
         if not notifications.reopen_failed(order["_id"], order["mailRetryAt"], now):
             continue  # another reconcile took it
         if not notifications.queue_reopened(order["_id"]):
@@ -177,7 +189,7 @@ def finish_interrupted_expiries(now: datetime | None = None, window: timedelta =
     recent = [
         c["_id"]
         for c in mongo.carts().find(
-            {"state": cart_service.EXPIRED, "expiresAt": {"$gte": now - window, "$lte": now}}, {"_id": 1}
+            {"state": CartState.EXPIRED, "expiresAt": {"$gte": now - window, "$lte": now}}, {"_id": 1}
         )
     ]
     for start in range(0, len(recent), 1000):

@@ -6,6 +6,7 @@ from bson import ObjectId
 from django.conf import settings
 
 from .. import clock, mongo
+from ..domain import OrderState, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..layouts import category_codes_used
 from ..seatmap import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
@@ -56,6 +57,20 @@ def clean_prices(prices: dict, layout: dict) -> dict[str, int]:
     return clean
 
 
+def price_layout(theater: dict) -> dict:
+    """The categories and rows a theater's prices are asked for and checked against: its layout,
+    or for a sectioned venue all its sections together (staff's price form and create_session)."""
+    if not theater.get("sections"):
+        return theater["layout"]
+    categories: dict = {}
+    rows = []
+    for section in theater["sections"]:
+        for cat in section["layout"]["categories"]:
+            categories.setdefault(cat["code"], cat)
+        rows.extend(section["layout"]["rows"])
+    return {"categories": list(categories.values()), "rows": rows}
+
+
 def create_session(
     theater_id: ObjectId, *, name: str, description: str, start: datetime, end: datetime, prices: dict
 ) -> dict:
@@ -84,7 +99,7 @@ def _session_document(theater: dict, theater_name: str, layout: dict, details: d
         **details,
         "prices": prices,
         "currency": settings.BOOKING_CURRENCY,
-        "status": "on_sale",
+        "status": SessionStatus.ON_SALE,
         "layout": layout,
         "seats": seats,
         "seatsTotal": available,
@@ -102,12 +117,7 @@ def create_section_sessions(theater: dict, details: dict, prices: dict, now: dat
     ``theaterName`` says venue and section (carts, orders and tickets copy it); ``venueName`` is
     the venue alone (what's on lists the performance once)."""
     sections = theater["sections"]
-    categories = {}
-    for section in sections:
-        for cat in section["layout"]["categories"]:
-            categories.setdefault(cat["code"], cat)
-    every_row = [row for section in sections for row in section["layout"]["rows"]]
-    all_prices = clean_prices(prices, {"categories": list(categories.values()), "rows": every_row})
+    all_prices = clean_prices(prices, price_layout(theater))
     performance_id = ObjectId()
     docs = []
     for index, section in enumerate(sections):
@@ -202,10 +212,12 @@ def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str
     session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "reservations": 1})
     if session is None:
         raise NotFound("No such session.")
-    paid = list(mongo.orders().find({"state": "paid", "lines.sessionId": session_id}, {"_id": 1}))
+    paid = list(mongo.orders().find({"state": OrderState.PAID, "lines.sessionId": session_id}, {"_id": 1}))
     if paid and not cancel_orders:
         raise Conflict(f"This session has {len(paid)} paid orders. Confirm that they should be canceled too.")
-    mongo.sessions().update_one({"_id": session_id}, {"$set": {"status": "canceled"}, "$inc": {"version": 1}})
+    mongo.sessions().update_one(
+        {"_id": session_id}, {"$set": {"status": SessionStatus.CANCELED}, "$inc": {"version": 1}}
+    )
     for order in paid:
         order_service.cancel_order(order["_id"], by=by, reason="Performance canceled")
     for hold in session.get("reservations", []):

@@ -46,6 +46,7 @@ from django.core import signing
 from redis.exceptions import RedisError
 
 from .. import clock, mongo
+from ..domain import OrderState, SessionStatus
 from ..errors import InvalidRequest, NotFound
 from . import admission
 
@@ -396,7 +397,7 @@ def stats(config: RoomConfig, now: datetime | None = None) -> RoomStats:
     """What staff see: one pipelined round trip to Redis, one count of orders in MongoDB."""
     now_ms = _ms(now or clock.now())
     result = RoomStats(rate=config.rate, paused=config.paused)
-    sold_since = {"state": "paid", "createdOn": {"$gte": config.on_sale_at}}
+    sold_since = {"state": OrderState.PAID, "createdOn": {"$gte": config.on_sale_at}}
     result.done = mongo.orders().count_documents({"lines.sessionId": {"$in": list(config.session_ids)}, **sold_since})
     cfg, waiting, _seen, admitted, _members, _log = keys(config.queue_id)
     try:
@@ -533,7 +534,7 @@ def enable(target_id: ObjectId, *, opens_at: datetime, on_sale_at: datetime, rat
         docs = list(mongo.sessions().find(match, {"start": 1, "status": 1}))
     if not docs:
         raise NotFound("No such performance.")
-    if docs[0].get("status") != "on_sale" or docs[0]["start"].replace(tzinfo=UTC) <= clock.now():
+    if docs[0].get("status") != SessionStatus.ON_SALE or docs[0]["start"].replace(tzinfo=UTC) <= clock.now():
         raise InvalidRequest("Only a performance on sale and still ahead can get a waiting room.")
     _validate(opens_at, on_sale_at, rate, docs[0]["start"].replace(tzinfo=UTC))
     room = {

@@ -3,14 +3,18 @@
 
 import re
 from datetime import date, datetime, time, timedelta
+from enum import StrEnum
 
 from bson import ObjectId
 from django.utils import timezone
 
 from .. import clock, mongo
+from ..domain import CartState, OrderState, SessionStatus
 from ..seatmap import BLOCKED, FREE, HELD, SOLD
 
 STAFF_LIST_LIMIT = 200
+# Carts and orders, newest first; _id last so that equal times come in one order every time.
+NEWEST_FIRST = [("createdOn", -1), ("_id", -1)]
 
 
 def with_ids(docs) -> list:
@@ -41,7 +45,8 @@ SESSION_LIST_FIELDS = {
 
 def theaters_with_session_counts() -> list[dict]:
     """Every theater with how many sessions (any state) were created from it: two queries."""
-    theaters = list(mongo.theaters().find({}, {"name": 1, "seatCount": 1, "modifiedOn": 1}).sort("name", 1))
+    fields = {"name": 1, "seatCount": 1, "modifiedOn": 1}
+    theaters = list(mongo.theaters().find({}, fields).sort([("name", 1), ("_id", 1)]))
     counts = {
         row["_id"]: row["n"]
         for row in mongo.sessions().aggregate([{"$group": {"_id": "$theaterId", "n": {"$sum": 1}}}])
@@ -52,14 +57,15 @@ def theaters_with_session_counts() -> list[dict]:
 
 
 def theater_choices() -> list[tuple[str, str]]:
-    return [(str(t["_id"]), t["name"]) for t in mongo.theaters().find({}, {"name": 1}).sort("name", 1)]
+    by_name = mongo.theaters().find({}, {"name": 1}).sort([("name", 1), ("_id", 1)])
+    return [(str(t["_id"]), t["name"]) for t in by_name]
 
 
 def sessions_of_theater(theater_id: ObjectId) -> list[dict]:
     return with_ids(
         mongo.sessions()
         .find({"theaterId": theater_id}, {"name": 1, "start": 1, "status": 1})
-        .sort("start", 1)
+        .sort([("start", 1), ("_id", 1)])
         .limit(STAFF_LIST_LIMIT)
     )
 
@@ -78,28 +84,39 @@ def seat_counts(seats: list[list[int]]) -> dict:
     return counts
 
 
-def staff_sessions(*, theater_id: ObjectId | None = None, day: date | None = None, when: str = "on_sale") -> list[dict]:
+class SessionsShown(StrEnum):
+    """Which sessions the staff list shows."""
+
+    ON_SALE = SessionStatus.ON_SALE.value  # upcoming, not canceled
+    PAST = "past"  # started already
+    CANCELED = SessionStatus.CANCELED.value
+    ALL = "all"
+
+
+def staff_sessions(
+    *, theater_id: ObjectId | None = None, day: date | None = None, when: str = SessionsShown.ON_SALE
+) -> list[dict]:
     """Sessions for the staff list with their seat counts (the grid is read to count them).
 
-    ``when``: "on_sale" (upcoming, not canceled), "past" (started already), "canceled", "all".
-    ``day`` is a local calendar day.
+    ``when``: a ``SessionsShown``. ``day`` is a local calendar day.
     """
     now = clock.now()
     query: dict = {}
     if theater_id is not None:
         query["theaterId"] = theater_id
-    if when == "on_sale":
-        query.update({"status": "on_sale", "start": {"$gt": now}})
-    elif when == "past":
+    if when == SessionsShown.ON_SALE:
+        query.update({"status": SessionStatus.ON_SALE, "start": {"$gt": now}})
+    elif when == SessionsShown.PAST:
         query["start"] = {"$lte": now}
-    elif when == "canceled":
-        query["status"] = "canceled"
+    elif when == SessionsShown.CANCELED:
+        query["status"] = SessionStatus.CANCELED
     if day is not None:
         begin = timezone.make_aware(datetime.combine(day, time.min))
         span = {"$gte": begin, "$lt": begin + timedelta(days=1)}
         query["start"] = {**query.get("start", {}), **span}
-    sort = -1 if when == "past" else 1
-    sessions = list(mongo.sessions().find(query, SESSION_LIST_FIELDS).sort("start", sort).limit(STAFF_LIST_LIMIT))
+    sort = -1 if when == SessionsShown.PAST else 1
+    order = [("start", sort), ("_id", sort)]  # _id last: equal starts in one order (an index serves both ways)
+    sessions = list(mongo.sessions().find(query, SESSION_LIST_FIELDS).sort(order).limit(STAFF_LIST_LIMIT))
     for session in sessions:
         session["counts"] = seat_counts(session.pop("seats"))
         session["isPast"] = session["start"] <= now
@@ -125,7 +142,7 @@ def seat_owners(session: dict) -> dict[str, dict]:
         for key in reservation["seats"]:
             owners[key] = {"cart": reservation["_id"]}
     paid = mongo.orders().find(
-        {"state": "paid", "lines.sessionId": session["_id"]},
+        {"state": OrderState.PAID, "lines.sessionId": session["_id"]},
         {"ref": 1, "name": 1, "lines.sessionId": 1, "lines.key": 1},
     )
     for order in paid:
@@ -136,17 +153,17 @@ def seat_owners(session: dict) -> dict[str, dict]:
 
 
 def paid_order_count(session_id: ObjectId) -> int:
-    return mongo.orders().count_documents({"state": "paid", "lines.sessionId": session_id})
+    return mongo.orders().count_documents({"state": OrderState.PAID, "lines.sessionId": session_id})
 
 
-CART_STATES = ("active", "checking_out", "done", "expired", "canceled")
+CART_STATES = tuple(CartState)
 
 
 def carts_by_state(state: str | None) -> list[dict]:
     """Newest first; ``state`` None means every state."""
     query = {"state": state} if state else {}
     fields = {"owner": 1, "state": 1, "items.sessionId": 1, "total": 1, "createdOn": 1, "expiresAt": 1}
-    return with_ids(mongo.carts().find(query, fields).sort("createdOn", -1).limit(STAFF_LIST_LIMIT))
+    return with_ids(mongo.carts().find(query, fields).sort(NEWEST_FIRST).limit(STAFF_LIST_LIMIT))
 
 
 def cart_state_counts() -> dict[str, int]:
@@ -177,14 +194,14 @@ def search_orders(text: str) -> list[dict]:
     """
     text = " ".join((text or "").split())
     if not text:
-        return with_ids(mongo.orders().find({}, ORDER_LIST_FIELDS).sort("createdOn", -1).limit(50))
+        return with_ids(mongo.orders().find({}, ORDER_LIST_FIELDS).sort(NEWEST_FIRST).limit(50))
     clauses: list[dict] = [{"name": {"$regex": re.escape(text), "$options": "i"}}]
     if "@" in text:
         clauses.append({"email": text.lower()})
     compact = text.replace(" ", "").replace("-", "")
     if _REF.match(compact):
         clauses.append({"ref": compact.upper()})
-    found = mongo.orders().find({"$or": clauses}, ORDER_LIST_FIELDS).sort("createdOn", -1).limit(STAFF_LIST_LIMIT)
+    found = mongo.orders().find({"$or": clauses}, ORDER_LIST_FIELDS).sort(NEWEST_FIRST).limit(STAFF_LIST_LIMIT)
     return with_ids(found)
 
 

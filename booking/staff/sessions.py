@@ -9,25 +9,12 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
+from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 from .seatmaps import category_legend, session_rows
-
-
-def price_layout(theater: dict) -> dict:
-    """The categories and rows prices are asked for: the theater's layout, or for a sectioned
-    venue all its sections together."""
-    if theater.get("layout"):
-        return theater["layout"]
-    categories: dict = {}
-    rows = []
-    for section in theater.get("sections", []):
-        for cat in section["layout"]["categories"]:
-            categories.setdefault(cat["code"], cat)
-        rows.extend(section["layout"]["rows"])
-    return {"categories": list(categories.values()), "rows": rows}
 
 
 def session_label(session: dict) -> str:
@@ -52,14 +39,14 @@ class SessionAdmin(MongoModelAdmin):
     def session_list(self, request):
         self.require(request, "view")
         form = f.SessionFilterForm(request.GET or None, theater_choices=selectors.theater_choices())
-        theater_id, day, when = None, None, "on_sale"
+        theater_id, day, when = None, None, selectors.SessionsShown.ON_SALE
         status = 200
         if form.is_bound:
             if form.is_valid():
                 if form.cleaned_data["theater"]:
                     theater_id = self.document_id(form.cleaned_data["theater"])
                 day = form.cleaned_data["day"]
-                when = form.cleaned_data["when"] or "on_sale"
+                when = form.cleaned_data["when"] or selectors.SessionsShown.ON_SALE
             else:
                 status = 400
         sessions = selectors.staff_sessions(theater_id=theater_id, day=day, when=when) if status == 200 else []
@@ -90,13 +77,13 @@ class SessionAdmin(MongoModelAdmin):
         )
         return None, page
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_add(self, request):
         self.require(request, "add")
         theater, page = self._theater_or_pick(request, "Add session: choose the theater", "add")
         if page:
             return page
-        form = f.SessionForm(bound(request), layout=price_layout(theater))
+        form = f.SessionForm(bound(request), layout=session_service.price_layout(theater))
         status = 200
         if request.method == "POST":
             status = 400
@@ -124,7 +111,7 @@ class SessionAdmin(MongoModelAdmin):
             status=status,
         )
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_series(self, request):
         """Many sessions at once. Each is created by the same service as a single one; a date the
         service refuses is listed with its reason and the others still go on sale."""
@@ -132,7 +119,7 @@ class SessionAdmin(MongoModelAdmin):
         theater, page = self._theater_or_pick(request, "Add a series: choose the theater", "series")
         if page:
             return page
-        form = f.SeriesForm(bound(request), layout=price_layout(theater))
+        form = f.SeriesForm(bound(request), layout=session_service.price_layout(theater))
         created, refused, status = [], [], 200
         if request.method == "POST":
             if form.is_valid():
@@ -186,7 +173,7 @@ class SessionAdmin(MongoModelAdmin):
             raise Http404("No such session.")
         return session
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_change(self, request, object_id):
         self.require(request, "view")
         session = self._session(object_id)
@@ -232,11 +219,11 @@ class SessionAdmin(MongoModelAdmin):
             "rows": session_rows(session, selectors.seat_owners(session), set(checked)),
             "legend": category_legend(session["layout"]),
             "counts": selectors.seat_counts(session["seats"]),
-            "selectable": self.has_change_permission(request) and session.get("status") == "on_sale",
+            "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,
             "now": timezone.now(),
         }
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def seat_map(self, request, object_id):
         """The live seat map. POST blocks or unblocks the ticked seats (house seats)."""
         self.require(request, "view")
@@ -304,7 +291,7 @@ class SessionAdmin(MongoModelAdmin):
         messages.success(request, f"The seat map now matches the theater ({updated['seatsTotal']} seats).")
         return HttpResponseRedirect(self.url("seats", session["_id"]))
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_cancel(self, request, object_id):
         """Cancel a session. Staff need the delete permission: it ends the session for good."""
         self.require(request, "delete")
@@ -313,7 +300,7 @@ class SessionAdmin(MongoModelAdmin):
         form = f.CancelSessionForm(bound(request))
         status = 200
         if request.method == "POST" and form.is_valid():
-            if session.get("status") == "canceled":
+            if session.get("status") == SessionStatus.CANCELED:
                 messages.info(request, "This session was already canceled.")
                 return HttpResponseRedirect(self.url("change", session["_id"]))
             try:

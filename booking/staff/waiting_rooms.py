@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from .. import clock, mongo
 from .. import selectors as buyer_selectors
 from ..admin_forms import LocalDateTimeInput, add_field_errors
+from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
 from ..services import waiting_room
 from .base import ADDITION, CHANGE, DELETION, MongoModelAdmin, bound
@@ -92,7 +93,8 @@ def series_of(target_id) -> list:
     doc = mongo.sessions().find_one({"$or": [{"_id": target_id}, {"performanceId": target_id}]})
     if doc is None:
         return [target_id]
-    query = {"name": doc["name"], "theaterId": doc["theaterId"], "status": "on_sale", "start": {"$gt": clock.now()}}
+    upcoming = {"status": SessionStatus.ON_SALE, "start": {"$gt": clock.now()}}
+    query = {"name": doc["name"], "theaterId": doc["theaterId"], **upcoming}
     ids = []
     for s in mongo.sessions().find(query, {"performanceId": 1}).sort("start", 1):
         one = s.get("performanceId") or s["_id"]
@@ -128,7 +130,7 @@ class WaitingRoomAdmin(MongoModelAdmin):
 
     # --- open a room ---
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def room_add(self, request):
         self.require(request, "add")
         now = timezone.localtime(clock.now()).replace(second=0, microsecond=0)
@@ -196,7 +198,7 @@ class WaitingRoomAdmin(MongoModelAdmin):
             "now": clock.now(),
         }
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def room_detail(self, request, object_id):
         """The live dashboard; POST changes the rate (``rate``) or the times (``opens_at``...)."""
         self.require(request, "view")
@@ -258,7 +260,7 @@ class WaitingRoomAdmin(MongoModelAdmin):
         messages.success(request, f"{word} admission.{note}")
         return HttpResponseRedirect(self.url("change", config.queue_id))
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def room_end(self, request, object_id):
         self.require(request, "delete")
         config = self._config(object_id)

@@ -12,7 +12,7 @@ import pytest
 from bson import ObjectId
 
 from booking import clock, mongo, selectors
-from booking.services import admission, holds, waiting_room
+from booking.services import admission, hold_facts, holds, waiting_room
 from booking.services.admission import AdmissionRequired
 from booking.tests.factories import make_session
 
@@ -363,9 +363,9 @@ def token_for(config, owner):
 def test_hold_on_a_queued_session_is_refused_without_admission(queued, facts_known):
     session, config = queued
     if facts_known:  # this process knows the session: the hold writes without reading it first
-        selectors.sale_facts(selectors.get_session(session["_id"]))
+        hold_facts.sale_facts(selectors.get_session(session["_id"]))
     else:
-        selectors._sale_facts.pop(session["_id"], None)
+        hold_facts._sale_facts.clear()
     with pytest.raises(AdmissionRequired) as refused:
         holds.hold_seats(session["_id"], "s:me", None, ["0:0"])
     assert refused.value.queue_id == session["_id"]
@@ -410,7 +410,7 @@ def test_best_available_and_toggle_are_refused_too_and_release_is_not(queued):
 def test_a_session_queued_after_this_process_read_it_is_guarded_by_the_write_itself(queued):
     """Facts kept from before the room existed: the write's own filter refuses."""
     plain = make_session()
-    selectors.sale_facts(selectors.get_session(plain["_id"]))
+    hold_facts.sale_facts(selectors.get_session(plain["_id"]))
     holds.hold_seats(plain["_id"], "s:early-bird", None, ["0:0"])  # before: no queue, holds work
     waiting_room.enable(plain["_id"], opens_at=clock.now(), on_sale_at=clock.now() + timedelta(minutes=1), rate=60)
     with pytest.raises(AdmissionRequired):
