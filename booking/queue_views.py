@@ -115,7 +115,8 @@ def _answer(request, raw_queue_id: str, *, partial: bool):
     ticket_name = waiting_room.ticket_cookie_name(queue_id)
     ticket = waiting_room.read_ticket(request.COOKIES.get(ticket_name), queue_id, owner)
     try:
-        result = waiting_room.poll(config, owner, ticket=ticket)
+        # HEAD (link previews, crawlers) looks without taking a place in line
+        result = waiting_room.poll(config, owner, ticket=ticket, join=request.method != "HEAD")
     except waiting_room.QueueUnavailable:
         context.update(_unavailable(config))
         return _render(request, context, partial)

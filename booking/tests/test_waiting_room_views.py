@@ -96,6 +96,14 @@ def test_before_the_sale_the_buyer_waits_with_a_countdown_and_keeps_one_place(cl
     assert "2 people are waiting" in text(client.get(status_path(config), **HTMX))
 
 
+def test_head_looks_without_taking_a_place(client):
+    session, config = open_room(opens=-5, on_sale=45)
+    assert client.head(queue_path(config)).status_code == 200
+    assert waiting_room.stats(config).waiting == 0
+    assert client.get(queue_path(config)).status_code == 200
+    assert waiting_room.stats(config).waiting == 1
+
+
 def test_the_poll_names_its_next_delay_and_is_only_the_panel(client):
     session, config = open_room(opens=-5, on_sale=45)
     client.get(queue_path(config))
