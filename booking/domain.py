@@ -223,6 +223,17 @@ class Cart(TypedDict):
     endedOn: NotRequired[datetime]
 
 
+class CheckIn(TypedDict):
+    """A ticket let in at the door (services/checkin.py): set once, by one conditional update."""
+
+    at: datetime  # when it was scanned (an offline door's own clock, within bounds)
+    door: str
+    by: str  # the staff member's login
+    scanId: str  # made by the door's phone: a repeated request or sync is recognised
+    offline: bool  # decided on the phone without network, synced later
+    recordedOn: datetime
+
+
 class OrderLine(TypedDict):
     sessionId: ObjectId
     key: str
@@ -231,6 +242,7 @@ class OrderLine(TypedDict):
     cat: str
     price: int
     ticket: str  # 24 random url-safe characters
+    checkedIn: NotRequired[CheckIn]
 
 
 class OrderSession(TypedDict):

@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from . import clock, mongo
 from .domain import HOLDING_STATES, CartState, OrderState, is_stale
 from .seatmap import FREE, HELD, SOLD, parse_seat_key
+from .services.checkin import ADMITTING_STATES
 
 
 def check_invariants() -> list[str]:
@@ -68,4 +69,22 @@ def check_invariants() -> list[str]:
                     breaches.append(f"{label}: sold seat {key} belongs to {len(owners)} paid orders, not exactly one")
                 if owners and state != SOLD and not all(o["_id"] in pending_orders for o in owners):
                     breaches.append(f"{label}: seat {key} is in order {owners[0]['ref']} but its cell is {state}")
+    breaches.extend(checkin_breaches())
+    return breaches
+
+
+def checkin_breaches() -> list[str]:
+    """A checked-in ticket belongs to a paid order: one that admits now, or that left the
+    admitting state (``<state>On``, e.g. canceledOn) only after the ticket was checked in."""
+    breaches = []
+    query = {"state": {"$nin": list(ADMITTING_STATES)}, "lines.checkedIn": {"$exists": True}}
+    for order in mongo.orders().find(query):
+        left_on = order.get(f"{order['state']}On")
+        for line in order["lines"]:
+            checked = line.get("checkedIn")
+            if checked and (left_on is None or left_on < checked["recordedOn"]):
+                breaches.append(
+                    f"order {order['ref']} is {order['state']} but ticket {line['row']}{line['seat']} "
+                    f"was checked in at {checked.get('door')} while it was"
+                )
     return breaches

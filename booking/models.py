@@ -59,6 +59,18 @@ class Order(MongoDocument):
         db_table = "mongodb_orders"
 
 
+class DoorCheckin(MongoDocument):
+    """Carries the door check-in permission (``booking.checkin_tickets``, /checkin/): door staff
+    get only this one, no admin pages. Check-ins live on the orders' lines in MongoDB."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_checkins"
+        verbose_name = "door check-in"
+        default_permissions = ()
+        permissions = [("checkin_tickets", "Can check in tickets at the door")]
+
+
 class WaitingRoom(MongoDocument):
     """The waiting room of a high-demand sale (booking/staff/waiting_rooms.py); the document named
     is the queue's session, or the performance of a sectioned venue."""

@@ -108,6 +108,10 @@ def orders():
     return get_db()["orders"]
 
 
+def checkin_conflicts():
+    return get_db()["checkin_conflicts"]
+
+
 def ensure_indexes() -> list[str]:
     """Create every index the access patterns need; returns their names."""
     created = []
@@ -133,4 +137,9 @@ def ensure_indexes() -> list[str]:
     created.append(orders().create_index([("mail", 1), ("createdOn", 1)], name="mail_pending"))
     created.append(orders().create_index([("lines.sessionId", 1)], name="session"))
     created.append(orders().create_index([("lines.ticket", 1)], name="line_ticket"))
+    # door check-in (services/checkin.py): a scope's conflicts, newest first; one per offline scan
+    created.append(
+        checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
+    )
+    created.append(checkin_conflicts().create_index([("scanId", 1)], unique=True, name="scan_unique"))
     return created
