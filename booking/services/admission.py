@@ -130,8 +130,14 @@ def presenting(owner: str | None, tokens: dict[ObjectId, str]):
 
 def hold_clause() -> dict:
     """The hold write's filter clause: the session is in no queue, or in one this buyer was
-    admitted to. (``$in`` with null also matches a missing field.)"""
-    return {"waitingRoom.queueId": {"$in": [None, *sorted(admitted_queues.get())]}}
+    admitted to. Written as ``$exists`` (and ``$or`` only for a buyer with an admission) rather
+    than ``$in: [null, ...]``: the stand-in's compiled matcher takes these, a null operand would
+    send every hold's filter to its slow path (devmongo/matching.py)."""
+    absent = {"waitingRoom.queueId": {"$exists": False}}
+    admitted = sorted(admitted_queues.get())
+    if not admitted:
+        return absent
+    return {"$or": [absent, {"waitingRoom.queueId": {"$in": admitted}}]}
 
 
 def check(session: dict) -> None:
