@@ -218,12 +218,13 @@ def session_gate(request, session: dict):
     return {"queue_id": queue_id, "seconds_left": seconds_left, "countdown": countdown(seconds_left)}
 
 
-def performance_gate(request, performance_id: ObjectId):
-    """For a sectioned performance's overview: a redirect to its queue when the buyer needs one."""
-    config = waiting_room.get_config(performance_id)
-    if config is None or has_admission(request, performance_id):
+def performance_gate(request, sections: list[dict]):
+    """For a sectioned performance's overview (its section documents as read, with
+    ``waitingRoom.queueId``): a redirect to its queue when the buyer needs one. No read of its own."""
+    queue_id = next((q for q in map(waiting_room.queue_of, sections) if q is not None), None)
+    if queue_id is None or has_admission(request, queue_id):
         return None
-    return redirect(queue_url(performance_id))
+    return redirect(queue_url(queue_id))
 
 
 @contextmanager

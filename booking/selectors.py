@@ -23,6 +23,7 @@ SUMMARY_FIELDS = {
     "performanceId": 1,  # sectioned venues: the section documents of one performance share it
     "section": 1,
     "venueName": 1,
+    "waitingRoom.queueId": 1,  # a high-demand sale's queue (services/waiting_room.py), when it has one
 }
 
 
@@ -106,7 +107,7 @@ def get_session(session_id: ObjectId) -> dict | None:
 # after its write missed: see services/holds.py): what the rules and the answer need, seat states
 # included, without the layout (kept per process, see services/hold_facts.py) and the other
 # carts' reservations.
-HOLD_FIELDS = {**SUMMARY_FIELDS, "seats": 1, "version": 1, "layoutRev": 1, "waitingRoom.queueId": 1}
+HOLD_FIELDS = {**SUMMARY_FIELDS, "seats": 1, "version": 1, "layoutRev": 1}
 
 
 def get_session_for_hold(session_id: ObjectId) -> dict | None:

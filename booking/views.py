@@ -241,7 +241,7 @@ def performance_page(request, performance_id):
         return _error_page(request, exc, 404)
     if not sections:
         return _error_page(request, "No such performance.", 404)
-    gate = queue_views.performance_gate(request, sections[0].get("performanceId"))  # waiting room
+    gate = queue_views.performance_gate(request, sections)  # waiting room
     if gate is not None:
         return gate
     summary = selectors.group_sections(sections)[0]
