@@ -32,8 +32,25 @@ HOLDING_STATES = (CartState.ACTIVE, CartState.CHECKING_OUT)
 
 
 class SessionStatus(StrEnum):
+    """``draft -> on_sale`` (staff publish it), ``on_sale -> draft`` (while nothing is held or sold),
+    ``on_sale -> canceled``. ``on_sale`` means published: when seats can be held is its sale window
+    (``saleOpens``, ``saleCloses``, ``presale``; see ``sale_phase``)."""
+
+    DRAFT = "draft"  # staff only: not in what's on, 404 to buyers, never held
     ON_SALE = "on_sale"
     CANCELED = "canceled"
+
+
+class SalePhase(StrEnum):
+    """Where a session is in its sale window, for one buyer at one moment (``sale_phase``)."""
+
+    DRAFT = "draft"
+    CANCELED = "canceled"
+    NOT_YET = "not yet"  # published, sales (and any presale) open later
+    PRESALE = "presale"  # members only, and this buyer has not entered the access code
+    OPEN = "open"
+    CLOSED = "closed"  # past the off-sale time, before the start
+    STARTED = "started"
 
 
 class OrderState(StrEnum):
@@ -109,6 +126,43 @@ def stale_cart_filter(now: datetime) -> dict:
     return {"state": CartState.ACTIVE, "expiresAt": {"$lte": now}}
 
 
+# --- the sale window: when may seats be held? ---
+
+
+def sale_phase(session: dict, now: datetime, access_keys=frozenset()) -> SalePhase:
+    """The sale window as the page shows it. ``access_keys``: the presale keys this buyer has
+    unlocked with an access code. Fields absent mean what they meant before sale windows: on sale
+    when published, off sale at the start. ``sale_open_filter`` is the same rule for the hold's write."""
+    status = session.get("status")
+    if status == SessionStatus.DRAFT:
+        return SalePhase.DRAFT
+    if status != SessionStatus.ON_SALE:
+        return SalePhase.CANCELED
+    if session["start"] <= now:
+        return SalePhase.STARTED
+    closes = session.get("saleCloses")
+    if closes is not None and closes <= now:
+        return SalePhase.CLOSED
+    opens = session.get("saleOpens")
+    if opens is None or opens <= now:
+        return SalePhase.OPEN
+    presale = session.get("presale")
+    if presale and presale["opens"] <= now:
+        return SalePhase.OPEN if presale["key"] in access_keys else SalePhase.PRESALE
+    return SalePhase.NOT_YET
+
+
+def sale_open_filter(now: datetime, access_keys=frozenset()) -> dict:
+    """``sale_phase(...) == OPEN`` as filter clauses of the hold's write (with ``status`` and
+    ``start`` named beside them): on-sale time reached (or a presale this buyer unlocked has
+    opened) and off-sale time not reached; an absent field matches as before (``None`` matches a
+    missing field)."""
+    opened: list[dict] = [{"saleOpens": None}, {"saleOpens": {"$lte": now}}]
+    if access_keys:
+        opened.append({"presale.key": {"$in": sorted(access_keys)}, "presale.opens": {"$lte": now}})
+    return {"$and": [{"$or": opened}, {"$or": [{"saleCloses": None}, {"saleCloses": {"$gt": now}}]}]}
+
+
 # --- documents (see docs/architecture.md) ---
 
 
@@ -160,6 +214,15 @@ class Reservation(TypedDict):
     modifiedOn: datetime
 
 
+class Presale(TypedDict):
+    """Members buy before the public with a shared access code (``services.sessions``)."""
+
+    opens: datetime  # before the session's saleOpens
+    codeHash: str  # HMAC-SHA256 of the code (keyed with SECRET_KEY and salt), hex
+    salt: str
+    key: str  # random, renewed with the code: what the buyer cookie keeps and the hold's filter names
+
+
 class SessionSection(TypedDict):
     name: str
     index: int
@@ -181,6 +244,9 @@ class Session(TypedDict):
     status: SessionStatus
     layout: Layout  # copied from the theater
     layoutRev: NotRequired[int]  # bumped when staff copy the theater's layout again (absent: 0)
+    saleOpens: NotRequired[datetime]  # holds from then (absent: from publishing)
+    saleCloses: NotRequired[datetime]  # holds until then, at the latest the start (absent: the start)
+    presale: NotRequired[Presale]
     seats: list[list[int]]  # cell states (seatmap.GAP, FREE, HELD, SOLD, BLOCKED), aligned with layout
     seatsTotal: int
     seatsAvailable: int  # == the number of free cells

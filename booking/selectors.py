@@ -23,6 +23,10 @@ SUMMARY_FIELDS = {
     "performanceId": 1,  # sectioned venues: the section documents of one performance share it
     "section": 1,
     "venueName": 1,
+    "saleOpens": 1,  # the sale window (domain.sale_phase); of a presale not its code's hash
+    "saleCloses": 1,
+    "presale.opens": 1,
+    "presale.key": 1,
     "waitingRoom.queueId": 1,  # a high-demand sale's queue (services/waiting_room.py), when it has one
 }
 
@@ -42,6 +46,7 @@ WHATS_ON_FIELDS = {
     "seatsTotal": 1,
     "performanceId": 1,
     "venueName": 1,
+    "saleOpens": 1,
 }
 
 

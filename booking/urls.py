@@ -46,6 +46,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/hold", views.hold, name="hold"),
     path("sessions/<str:session_id>/release", views.release, name="release"),
     path("sessions/<str:session_id>/best", views.best_available, name="best_available"),
+    path("sessions/<str:session_id>/access", views.presale_access, name="presale_access"),
     path("cart/", views.cart_page, name="cart"),
     path("cart/remove", views.cart_remove, name="cart_remove"),
     path("cart/cancel", views.cart_cancel, name="cart_cancel"),

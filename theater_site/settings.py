@@ -175,6 +175,8 @@ BOOKING_MAX_HELD_SEATS_PER_CLIENT = env.int("BOOKING_MAX_HELD_SEATS_PER_CLIENT",
 BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per client; "" turns it off
 # Booking lookups by reference + e-mail per client (Find my booking, the mail's link); "" turns it off
 BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
+# Members' presale access codes tried per client address (right or wrong); "" turns it off.
+BOOKING_ACCESS_CODE_RATE = env.str("BOOKING_ACCESS_CODE_RATE", default="5/m")
 # Proxies in front of the app that append to X-Forwarded-For (0: the client is REMOTE_ADDR).
 BOOKING_TRUSTED_PROXIES = env.int("BOOKING_TRUSTED_PROXIES", default=0)
 # A hold younger than this is never touched by reconcile (its cart write may still be under way).

@@ -129,8 +129,8 @@ def presenting(owner: str | None, tokens: dict[ObjectId, str]):
 
 
 def hold_clause() -> dict:
-    """The hold write's filter clause: the session is in no queue, or in one this buyer was
-    admitted to. Written as ``$exists`` (and ``$or`` only for a buyer with an admission) rather
+    """The hold write's filter clause (one entry of its ``$and``): the session is in no queue, or
+    in one this buyer was admitted to. Written as ``$exists`` (and ``$or`` only for a buyer with an admission) rather
     than ``$in: [null, ...]``: the stand-in's compiled matcher takes these, a null operand would
     send every hold's filter to its slow path (devmongo/matching.py)."""
     absent = {"waitingRoom.queueId": {"$exists": False}}

@@ -13,10 +13,22 @@ from datetime import datetime
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils import timezone
 from pymongo import ReturnDocument
 
 from .. import clock, faults, mongo, selectors
-from ..domain import HOLDING_STATES, CartItem, CartState, SessionStatus, is_live, is_stale, live_cart_filter
+from ..domain import (
+    HOLDING_STATES,
+    CartItem,
+    CartState,
+    SalePhase,
+    SessionStatus,
+    is_live,
+    is_stale,
+    live_cart_filter,
+    sale_open_filter,
+    sale_phase,
+)
 from ..errors import (
     CartExpired,
     InvalidRequest,
@@ -40,6 +52,10 @@ logger = logging.getLogger("booking.holds")
 # web layer sets it per request (booking.ratelimits); None (worker, shell, tests) means no
 # per-client limit. New carts record it, so seats held from one address can be counted.
 acting_client: ContextVar[str | None] = ContextVar("acting_client", default=None)
+
+# The presale keys the buyer of this request unlocked with an access code (booking/buyer.py); the
+# web layer sets them around a seat action. The hold's filter lets these presales' holds through.
+presale_access: ContextVar[frozenset[str]] = ContextVar("presale_access", default=frozenset())
 
 
 # "The caller has not read the cart": hold and release read it themselves.
@@ -89,14 +105,42 @@ def parse_seats(raw_keys) -> Coords:
 
 def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors.get_session) -> dict:
     session = read(session_id)
-    if session is None:
+    if session is None or session.get("status") == SessionStatus.DRAFT:
         raise NotFound("No such performance.")
-    if session.get("status") != SessionStatus.ON_SALE:
-        raise SessionNotOnSale("This performance is not on sale.")
-    if session["start"] <= now:
-        raise SessionNotOnSale("This performance has already started; seats can no longer be booked.")
+    refuse_outside_sale_window(session, now)
     check_admission(session)  # waiting room: a queued sale needs the buyer's admission
     return session
+
+
+def refuse_outside_sale_window(session: dict, now: datetime) -> None:
+    """SessionNotOnSale, saying when sales open or why they are over, unless this buyer may hold now."""
+    phase = sale_phase(session, now, presale_access.get())
+    if phase == SalePhase.OPEN:
+        return
+    if phase == SalePhase.STARTED:
+        raise SessionNotOnSale("This performance has already started; seats can no longer be booked.")
+    if phase == SalePhase.CLOSED:
+        raise SessionNotOnSale("Sales for this performance have closed.")
+    if phase == SalePhase.PRESALE:
+        raise SessionNotOnSale(
+            f"On sale to members with an access code until {_when(session['saleOpens'])}, "
+            f"to everyone from {_when(session['saleOpens'])}."
+        )
+    if phase == SalePhase.NOT_YET:
+        raise SessionNotOnSale(f"Not on sale yet: seats can be booked from {_when(opening_for(session))}.")
+    raise SessionNotOnSale("This performance is not on sale.")
+
+
+def opening_for(session: dict) -> datetime:
+    """When this request's buyer may first hold: a presale they unlocked, else the public on-sale."""
+    presale = session.get("presale")
+    if presale and presale["key"] in presale_access.get():
+        return presale["opens"]
+    return session["saleOpens"]
+
+
+def _when(moment: datetime) -> str:
+    return timezone.localtime(moment).strftime("%a %d %b %Y, %H:%M:%S")
 
 
 def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime, cart=UNREAD) -> dict | None:
@@ -120,6 +164,7 @@ class HoldPlan:
     facts: SaleFacts  # layout and prices the seats are taken by (the write's filter names them)
     now: datetime
     allow_orphans: bool
+    access: frozenset[str] = frozenset()  # presale keys the buyer unlocked (``presale_access``)
 
 
 def hold_seats(
@@ -153,7 +198,9 @@ def hold_seats(
         session, facts = _read_for_sale(session_id, now)  # an unknown seat may be in a newer layout
     mine = selectors.cart_seat_keys(cart, session_id)
     _check_request(facts.layout, coords, cart, mine, carts, client)
-    plan = HoldPlan(session_id, cart["_id"] if cart else ObjectId(), coords, facts, now, allow_orphans)
+    plan = HoldPlan(
+        session_id, cart["_id"] if cart else ObjectId(), coords, facts, now, allow_orphans, presale_access.get()
+    )
     session = _take_seats(plan, session, cart_has_seats=bool(mine))
     faults.point("hold.after_session")
     cart, expires_at = _record_in_cart(plan, session, cart, owner, client, mine)
@@ -314,6 +361,7 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
         session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
         if session is None or session.get("status") != SessionStatus.ON_SALE:
             raise SessionNotOnSale("This performance is not on sale.")
+        refuse_outside_sale_window(session, now)  # the window closed (or the staff moved it) meanwhile
         check_admission(session)  # waiting room: queued since the last read
         if session.get("layoutRev", 0) != plan.facts.layout_rev or session["prices"] != plan.facts.prices:
             facts = hold_facts.sale_facts(session)
@@ -335,7 +383,9 @@ def _send_hold_write(plan: HoldPlan, has_reservation: bool, answer: dict) -> dic
 def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list | None]:
     """The hold's one conditional update: (filter, update, array filters).
 
-    The filter requires what the hold was decided on: on sale and not started, the layout
+    The filter requires what the hold was decided on: on sale and not started, inside the sale
+    window (``domain.sale_open_filter``: on-sale <= now < off-sale, or a presale the buyer
+    unlocked), the layout
     revision and the prices it was priced by, every seat free, no free seat left alone beside
     them (unless allowed), and this cart's reservation there or not."""
     facts, coords, cart_id, now = plan.facts, plan.coords, plan.cart_id, plan.now
@@ -350,12 +400,13 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
         "layoutRev": facts.layout_rev if facts.layout_rev else {"$in": [0, None]},  # None: never replaced
         **{f"prices.{cat}": facts.prices[cat] for cat in sorted(categories)},
         **seats_free(coords),
-        **admission_clause(),  # waiting room: in no queue, or in one the buyer was admitted to
     }
     if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
         guards = no_seat_left_alone(layout, coords)
         if guards:
             query["$and"] = guards
+    query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
+    query["$and"].append(admission_clause())  # waiting room: in no queue, or one the buyer was admitted to
     cells = {cell_path(r, c): HELD for r, c in coords}
     if has_reservation:
         query["reservations._id"] = cart_id

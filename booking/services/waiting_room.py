@@ -43,6 +43,7 @@ import redis
 from bson import ObjectId
 from django.conf import settings
 from django.core import signing
+from django.utils import timezone
 from redis.exceptions import RedisError
 
 from .. import clock, mongo
@@ -508,7 +509,9 @@ def queue_of(session: dict) -> ObjectId | None:
     return room.get("queueId") if isinstance(room, dict) else None
 
 
-def _validate(opens_at: datetime, on_sale_at: datetime, rate, start: datetime) -> dict:
+def _validate(opens_at: datetime, on_sale_at: datetime, rate, start: datetime, sale_opens=None) -> dict:
+    """``sale_opens``: the session's own sale window opening (issue 16), if it has one: admitting
+    buyers before it would hand out turns nobody can use."""
     fields = {}
     if not isinstance(rate, int) or not 1 <= rate <= MAX_RATE:
         fields["rate"] = f"Admit between 1 and {MAX_RATE:,} buyers per minute."
@@ -516,6 +519,9 @@ def _validate(opens_at: datetime, on_sale_at: datetime, rate, start: datetime) -
         fields["opens_at"] = "The waiting room must open before (or when) the sale does."
     if on_sale_at >= start:
         fields["on_sale_at"] = "The sale must open before the performance starts."
+    elif sale_opens is not None and on_sale_at < sale_opens:
+        when = timezone.localtime(sale_opens).strftime("%d %b %Y %H:%M")
+        fields["on_sale_at"] = f"The sale window of this performance opens at {when}: let buyers in from then on."
     if fields:
         raise InvalidRequest(" ".join(fields.values()), fields=fields)
     return fields
@@ -523,20 +529,21 @@ def _validate(opens_at: datetime, on_sale_at: datetime, rate, start: datetime) -
 
 def enable(target_id: ObjectId, *, opens_at: datetime, on_sale_at: datetime, rate: int) -> RoomConfig:
     """Mark a session, or a sectioned performance (all its sections, one queue), high demand."""
-    docs = list(mongo.sessions().find({"_id": target_id}, {"start": 1, "status": 1, "performanceId": 1}))
+    fields = {"start": 1, "status": 1, "performanceId": 1, "saleOpens": 1}
+    docs = list(mongo.sessions().find({"_id": target_id}, fields))
     queue_id, match = target_id, {"_id": target_id}
     if not docs:
-        docs = list(mongo.sessions().find({"performanceId": target_id}, {"start": 1, "status": 1}))
+        docs = list(mongo.sessions().find({"performanceId": target_id}, fields))
         match = {"performanceId": target_id}
     elif docs[0].get("performanceId") is not None:  # a section: the queue is the performance's
         queue_id = docs[0]["performanceId"]
         match = {"performanceId": queue_id}
-        docs = list(mongo.sessions().find(match, {"start": 1, "status": 1}))
+        docs = list(mongo.sessions().find(match, fields))
     if not docs:
         raise NotFound("No such performance.")
     if docs[0].get("status") != SessionStatus.ON_SALE or docs[0]["start"].replace(tzinfo=UTC) <= clock.now():
         raise InvalidRequest("Only a performance on sale and still ahead can get a waiting room.")
-    _validate(opens_at, on_sale_at, rate, docs[0]["start"].replace(tzinfo=UTC))
+    _validate(opens_at, on_sale_at, rate, docs[0]["start"].replace(tzinfo=UTC), docs[0].get("saleOpens"))
     room = {
         "queueId": queue_id,
         "opensAt": opens_at,
@@ -566,11 +573,13 @@ def change(queue_id: ObjectId, **changes) -> RoomConfig:
     unknown = set(changes) - set(names)
     if unknown:
         raise InvalidRequest(f"Unknown setting: {', '.join(sorted(unknown))}.")
+    window = mongo.sessions().find_one({"_id": current.session_ids[0]}, {"saleOpens": 1}) or {}
     _validate(
         changes.get("opens_at", current.opens_at),
         changes.get("on_sale_at", current.on_sale_at),
         changes.get("rate", current.rate),
         current.start,
+        window.get("saleOpens"),
     )
     update = {f"waitingRoom.{names[k]}": v for k, v in changes.items()}
     mongo.sessions().update_many(_queue_filter(queue_id), {"$set": update, "$inc": {"waitingRoom.rev": 1}})

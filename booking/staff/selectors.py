@@ -105,7 +105,7 @@ def staff_sessions(
     if theater_id is not None:
         query["theaterId"] = theater_id
     if when == SessionsShown.ON_SALE:
-        query.update({"status": SessionStatus.ON_SALE, "start": {"$gt": now}})
+        query.update({"status": {"$in": [SessionStatus.ON_SALE, SessionStatus.DRAFT]}, "start": {"$gt": now}})
     elif when == SessionsShown.PAST:
         query["start"] = {"$lte": now}
     elif when == SessionsShown.CANCELED:

@@ -32,6 +32,7 @@ class SessionAdmin(MongoModelAdmin):
         ("<str:object_id>/seats/map/", "seat_map_partial", "seats_partial"),
         ("<str:object_id>/refresh-map/", "refresh_map", "refresh_map"),
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
+        ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
     ]
 
     # --- list ---
@@ -290,6 +291,56 @@ class SessionAdmin(MongoModelAdmin):
         )
         messages.success(request, f"The seat map now matches the theater ({updated['seatsTotal']} seats).")
         return HttpResponseRedirect(self.url("seats", session["_id"]))
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def sale_window(self, request, object_id):
+        """Draft or published, the on-sale and off-sale times, a members' presale with its code."""
+        self.require(request, "view")
+        session = self._session(object_id)
+        local = {k: timezone.localtime(session[k]) if session.get(k) else None for k in ("saleOpens", "saleCloses")}
+        presale = session.get("presale")
+        initial = {
+            "published": "0" if session.get("status") == SessionStatus.DRAFT else "1",
+            "sale_opens": local["saleOpens"],
+            "sale_closes": local["saleCloses"],
+            "presale_opens": timezone.localtime(presale["opens"]) if presale else None,
+        }
+        form = f.SaleWindowForm(bound(request), initial=initial, start=session["start"], has_code=bool(presale))
+        status = 200
+        if request.method == "POST":
+            self.require(request, "change")
+            status = 400
+            if form.is_valid():
+                data = form.cleaned_data
+                try:
+                    updated = session_service.set_sale_window(
+                        session["_id"],
+                        published=data["published"],
+                        sale_opens=data["sale_opens"],
+                        sale_closes=data["sale_closes"],
+                        presale_opens=data["presale_opens"],
+                        presale_code=data["presale_code"],
+                    )
+                except InvalidRequest as exc:
+                    f.add_field_errors(form, exc)
+                except BookingError as exc:
+                    status = 409
+                    form.add_error(None, exc.message)
+                else:
+                    what = "published" if data["published"] else "draft"
+                    note = f"Sale window: {what}, on sale {data['sale_opens'] or 'when published'}, "
+                    note += f"off sale {data['sale_closes'] or 'at the start'}"
+                    note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
+                    note += " (new access code)" if data["presale_code"] else ""
+                    self.log(request, CHANGE, updated["_id"], session_label(updated), note + ".")
+                    messages.success(request, f"The sale window of “{updated['name']}” was saved.")
+                    return HttpResponseRedirect(self.url("sale_window", updated["_id"]))
+        return self.render(
+            request,
+            "admin/booking/session/sale_window.html",
+            {"title": f"Sale window of “{session['name']}”", "form": form, "session": session},
+            status=status,
+        )
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_cancel(self, request, object_id):

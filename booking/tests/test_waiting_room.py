@@ -462,6 +462,17 @@ def test_staff_figures_count_what_they_say(settings):
     assert stats.buying == stats.admitted - 2
 
 
+def test_a_room_cannot_let_buyers_in_before_the_sessions_own_sale_window_opens():
+    session = make_session()
+    now = clock.now()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"saleOpens": now + timedelta(hours=1)}})
+    with pytest.raises(Exception, match="sale window of this performance opens"):
+        waiting_room.enable(session["_id"], opens_at=now, on_sale_at=now + timedelta(minutes=30), rate=60)
+    config = waiting_room.enable(session["_id"], opens_at=now, on_sale_at=now + timedelta(hours=1), rate=60)
+    with pytest.raises(Exception, match="sale window of this performance opens"):
+        waiting_room.change(config.queue_id, on_sale_at=now + timedelta(minutes=59))
+
+
 def test_change_bumps_the_revision_and_reaches_redis(queued):
     session, config = queued
     changed = waiting_room.set_rate(config.queue_id, 900)
