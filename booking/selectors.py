@@ -27,6 +27,9 @@ SUMMARY_FIELDS = {
     "saleCloses": 1,
     "presale.opens": 1,
     "presale.key": 1,
+    "ticketTypes": 1,  # the price table (services/offers.py): the hold prices items by it
+    "typePrices": 1,
+    "priceRev": 1,
     "waitingRoom.queueId": 1,  # a high-demand sale's queue (services/waiting_room.py), when it has one
 }
 

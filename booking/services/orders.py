@@ -10,9 +10,10 @@ import logging
 from bson import ObjectId
 
 from .. import clock, mongo
-from ..domain import OrderState
+from ..domain import CartState, OrderState
 from ..errors import Conflict, NotFound
-from ..seatmap import FREE, SOLD, cell_path, parse_seat_key
+from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
+from . import promos
 
 logger = logging.getLogger("booking.orders")
 
@@ -40,6 +41,7 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
         raise Conflict("The order changed meanwhile; please look again.")
     order = mongo.orders().find_one({"_id": order_id})
     release_order_seats(order)
+    promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # its promo code's use goes back
     logger.info("order %s canceled by %s: %d seats free again", order["ref"], by or "?", len(order["lines"]))
     return mongo.orders().find_one({"_id": order_id})
 

@@ -14,7 +14,8 @@ from ..errors import BookingError, InvalidRequest
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
-from .seatmaps import category_legend, session_rows
+from .offers import PriceTableAdminMixin
+from .seat_chart import category_legend, session_rows
 
 
 def session_label(session: dict) -> str:
@@ -22,8 +23,9 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(MongoModelAdmin):
+class SessionAdmin(PriceTableAdminMixin, MongoModelAdmin):
     routes = [
+        ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
         ("", "session_list", "changelist"),
         ("add/", "session_add", "add"),
         ("add-series/", "session_series", "series"),
