@@ -426,7 +426,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
     from booking import mongo
     from booking.domain import OrderState
     from booking.invariants import check_invariants
-    from booking.seatmap import FREE, SOLD
+    from booking.seat_grid import FREE, SOLD
     from booking.services import waiting_room
 
     from .cpu import CpuMeter, children

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from booking import clock, selectors
 from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.seatmap import HELD
+from booking.seat_grid import HELD
 from booking.services import waiting_room
 from booking.tests.factories import make_session, make_theater
 
