@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 
 from . import clock, mongo
 from .domain import HOLDING_STATES, CartState, OrderState, is_stale
-from .seatmap import FREE, HELD, SOLD, parse_seat_key
+from .seat_grid import FREE, HELD, SOLD, parse_seat_key
 from .services.checkin import ADMITTING_STATES
 
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from booking import invariants, mongo
 from booking.domain import HOLDING_STATES, OrderState
-from booking.seatmap import HELD, SOLD, parse_seat_key
+from booking.seat_grid import HELD, SOLD, parse_seat_key
 from booking.services import reconcile
 
 from .buyers import Stats

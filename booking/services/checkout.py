@@ -23,7 +23,7 @@ from pymongo.errors import DuplicateKeyError
 from .. import clock, faults, mongo
 from ..domain import CartState, MailState, OrderState, is_live, live_cart_filter
 from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
-from ..seatmap import SOLD, parse_seat_key
+from ..seat_grid import SOLD, parse_seat_key
 from . import carts as cart_service
 from . import notifications, offers, pricing, promos, reservations
 from . import orders as order_service

@@ -39,7 +39,17 @@ from ..errors import (
     SessionNotOnSale,
     TooManySeats,
 )
-from ..seatmap import FREE, HELD, best_available, best_split, cell_path, orphans_created, seat_cell, seat_key, seat_name
+from ..seat_grid import (
+    FREE,
+    HELD,
+    best_available,
+    best_split,
+    cell_path,
+    orphans_created,
+    seat_cell,
+    seat_key,
+    seat_name,
+)
 from . import carts as cart_service
 from . import hold_facts, offers, reservations
 from .hold_facts import SaleFacts
@@ -442,7 +452,7 @@ def seats_free(coords) -> dict:
 
 def no_seat_left_alone(layout: dict, coords) -> list[dict]:
     """Filter clauses that hold only if taking these seats leaves no free seat alone in its row:
-    the orphan rule (``seatmap.orphans_created``) checked by the write itself, on the seat states
+    the orphan rule (``seat_grid.orphans_created``) checked by the write itself, on the seat states
     at that moment. For each seat beside the ones taken: it is not free, or one of its own
     neighbours (a seat, not one being taken) is."""
     taking = set(coords)

@@ -12,7 +12,7 @@ from bson import ObjectId
 from .. import clock, mongo
 from ..domain import CartState, OrderState
 from ..errors import Conflict, NotFound
-from ..seatmap import FREE, SOLD, cell_path, parse_seat_key
+from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 from . import promos
 
 logger = logging.getLogger("booking.orders")

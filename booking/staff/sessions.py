@@ -15,7 +15,7 @@ from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 from .offers import PriceTableAdminMixin
-from .seatmaps import category_legend, session_rows
+from .seat_chart import category_legend, session_rows
 
 
 def session_label(session: dict) -> str:

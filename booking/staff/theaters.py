@@ -15,7 +15,7 @@ from ..services import theaters as theater_service
 from . import selectors
 from .base import ADDITION, CHANGE, DELETION, MongoModelAdmin
 from .offers import TicketTypesAdminMixin
-from .seatmaps import category_legend, grid_error_context, layout_rows
+from .seat_chart import category_legend, grid_error_context, layout_rows
 
 EXAMPLE_CATEGORIES = [
     {"code": "s", "name": "Stalls", "color": "#3b82f6"},

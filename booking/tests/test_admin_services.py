@@ -3,7 +3,7 @@
 from booking import mongo
 from booking.domain import CartState
 from booking.invariants import check_invariants
-from booking.seatmap import FREE
+from booking.seat_grid import FREE
 from booking.services import checkout, holds
 from booking.services.carts import force_expire_cart
 from booking.tests.factories import make_session

@@ -5,7 +5,7 @@ import pytest
 from booking import clock, mongo, selectors
 from booking.errors import CartExpired, CheckoutFailed, Conflict, InvalidRequest, NotFound
 from booking.invariants import check_invariants
-from booking.seatmap import FREE, SOLD
+from booking.seat_grid import FREE, SOLD
 from booking.services import checkout, holds, orders
 from booking.services.checkout import REF_ALPHABET
 from booking.tests.factories import make_session

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from booking import mongo
-from booking.seatmap import HELD, SOLD
+from booking.seat_grid import HELD, SOLD
 from booking.services import checkout, holds
 from booking.tests.factories import make_session
 from chaos.buyers import Hall, Stats, free_seats, pick_free_block
