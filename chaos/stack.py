@@ -109,7 +109,7 @@ class Stack:
         self.mongo_port = free_port()
         self.redis_port = free_port()
         self.web_port = free_port()
-        self.mongo_uri = self.external_mongo or f"mongodb://127.0.0.1:{self.mongo_port}/"
+        self.mongo_uri = self.external_mongo or f"mongodb://127.0.0.1:{self.mongo_port}/?replicaSet=rs0"
         self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
         self.procs: dict[str, Proc] = {}
 
@@ -151,6 +151,8 @@ class Stack:
                     "devmongo",
                     "--port",
                     str(self.mongo_port),
+                    "--replset",
+                    "rs0",
                     "--data",
                     str(data),
                     "--log-level",
