@@ -511,7 +511,7 @@ def cart_cancel(request):
     if cart_id and owner:
         freed = cart_service.cancel_cart(cart_id, owner)
         if freed:
-            messages.success(request, "Your booking was canceled and the seats released.")
+            messages.success(request, "Your held seats were released.")
     buyer.forget_cart(request)
     return redirect("booking:whats_on")
 
@@ -547,7 +547,12 @@ def checkout(request):
             buyer.forget_cart(request)
         return redirect("booking:cart")
     buyer.forget_cart(request)
-    return redirect("booking:order", ref=order["ref"])
+    response = redirect("booking:order", ref=order["ref"])
+    # The thank-you line is for the page right after checkout only (not a later visit, not "Find my booking").
+    response.set_signed_cookie(
+        JUST_BOOKED_COOKIE, order["ref"], salt=JUST_BOOKED_COOKIE, max_age=600, httponly=True, samesite="Lax"
+    )
+    return response
 
 
 def _visible_order(request, ref: str) -> dict | None:
@@ -574,6 +579,7 @@ def _visible_order(request, ref: str) -> dict | None:
     return found
 
 
+JUST_BOOKED_COOKIE = "just_booked"  # the order checkout just made, read once by its page
 NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
 
 
@@ -602,7 +608,12 @@ def order_page(request, ref):
         return _too_many_lookups(request)
     if order is None:
         return _error_page(request, NO_SUCH_BOOKING, 404)
-    return render(request, "booking/order.html", _order_context(order))
+    just_booked = request.get_signed_cookie(JUST_BOOKED_COOKIE, default="", salt=JUST_BOOKED_COOKIE, max_age=600)
+    context = {**_order_context(order), "just_booked": just_booked == order["ref"]}
+    response = render(request, "booking/order.html", context)
+    if just_booked:
+        response.delete_cookie(JUST_BOOKED_COOKIE, samesite="Lax")
+    return response
 
 
 @require_safe
