@@ -66,3 +66,12 @@ bench-small:
 .PHONY: bench-push
 bench-push:
 	$(PYTHON) -m bench.push
+
+# The on-sale simulation (issue 19; docs/performance.md "On-sale simulation"): 5,000 buyers for
+# the 830-seat hall, with the waiting room and without; results in bench/results/onsale.md.
+.PHONY: bench-onsale bench-onsale-small
+bench-onsale:
+	$(PYTHON) -m bench.onsale
+
+bench-onsale-small:
+	$(PYTHON) -m bench.onsale --small --out bench/results/small

@@ -170,6 +170,8 @@ def ensure_indexes() -> list[str]:
     created.append(
         _index(sessions(), [("performanceId", 1), ("section.index", 1)], name="performance_sections", sparse=True)
     )
+    # the waiting room: the sessions of a queue (booking/services/waiting_room.py)
+    created.append(_index(sessions(), [("waitingRoom.queueId", 1)], name="waiting_room", sparse=True))
     # sessions whose seat grid is still there, by end: the compaction task's work list (the ones
     # compacted leave the index)
     created.append(

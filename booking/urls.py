@@ -22,6 +22,9 @@ GET  /orders/<ref>/                    confirmation with e-tickets (buyer's brow
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET|POST /find-booking/                ref, email -> /orders/<ref>/
 GET  /tickets/<code>.svg               QR code of a ticket code
+GET  /queue/<id>/                      waiting room of a high-demand sale (id: the session's, or the
+                                       performance's); joins the buyer; admitted -> the seat map
+GET  /queue/<id>/status                its panel for htmx polling (HX-Redirect when admitted)
 
 Seat POSTs answer: htmx -> 200 with only the seats the click changed (each swapped by its id,
 out of band), the cart summary and the notice, ``HX-Reswap: none`` (the map stays) and
@@ -34,7 +37,7 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from . import live, offer_views, views
+from . import live, offer_views, queue_views, views
 
 app_name = "booking"
 
@@ -60,4 +63,7 @@ urlpatterns = [
     path("orders/<str:ref>/tickets/", views.order_tickets, name="order_tickets"),
     path("find-booking/", views.find_booking, name="find_booking"),
     re_path(r"^tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.svg$", views.ticket_qr, name="ticket_qr"),
+    # the waiting room (booking/queue_views.py)
+    path("queue/<str:queue_id>/", queue_views.queue_page, name="queue"),
+    path("queue/<str:queue_id>/status", queue_views.queue_status, name="queue_status"),
 ]

@@ -204,7 +204,9 @@ BOOKING_PUSH = env.bool("BOOKING_PUSH", default=True)
 # Anti-hoarding (docs/reliability.md). A client is an IP address (see BOOKING_TRUSTED_PROXIES).
 BOOKING_MAX_LIVE_CARTS_PER_OWNER = env.int("BOOKING_MAX_LIVE_CARTS_PER_OWNER", default=2)
 BOOKING_MAX_HELD_SEATS_PER_CLIENT = env.int("BOOKING_MAX_HELD_SEATS_PER_CLIENT", default=40)  # 0: no limit
-BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per client; "" turns it off
+BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per buyer; "" turns it off
+# ... and per client address, all its buyers together (a household, an office); "" turns it off
+BOOKING_HOLD_RATE_PER_ADDRESS = env.str("BOOKING_HOLD_RATE_PER_ADDRESS", default="120/m")
 # Booking lookups by reference + e-mail per client (Find my booking, the mail's link); "" turns it off
 BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
 # Members' presale access codes tried per client address (right or wrong); "" turns it off.
@@ -243,6 +245,17 @@ BOOKING_ORDER_RETENTION_YEARS = env.int("BOOKING_ORDER_RETENTION_YEARS", default
 # worker's compact_past_sessions, every BOOKING_COMPACT_EVERY_SECONDS); the layout stays.
 BOOKING_SESSION_COMPACT_AFTER_DAYS = env.int("BOOKING_SESSION_COMPACT_AFTER_DAYS", default=7)
 BOOKING_COMPACT_EVERY_SECONDS = env.float("BOOKING_COMPACT_EVERY_SECONDS", default=3600)
+
+# --- Waiting room for big on-sales (booking/services/waiting_room.py; docs/architecture.md) ---
+# A waiting buyer not seen (no poll) for this long loses the place.
+BOOKING_QUEUE_GRACE_SECONDS = env.int("BOOKING_QUEUE_GRACE_SECONDS", default=120)
+# An admission lets the buyer choose seats for this long (holds need it; checkout does not).
+BOOKING_QUEUE_ADMISSION_SECONDS = env.int("BOOKING_QUEUE_ADMISSION_SECONDS", default=1200)
+# The queue page asks again after this many seconds near the front, up to the max further back.
+BOOKING_QUEUE_POLL_SECONDS = env.float("BOOKING_QUEUE_POLL_SECONDS", default=3)
+BOOKING_QUEUE_POLL_MAX_SECONDS = env.float("BOOKING_QUEUE_POLL_MAX_SECONDS", default=20)
+# How long a queue poll waits for Redis before the page says "paused, you keep your place".
+BOOKING_QUEUE_REDIS_TIMEOUT_SECONDS = env.float("BOOKING_QUEUE_REDIS_TIMEOUT_SECONDS", default=0.5)
 # Where the site is reached; the ticket link in the confirmation e-mail starts with it.
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 

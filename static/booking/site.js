@@ -27,9 +27,11 @@
     }
   });
 
-  // A refused seat choice (400) or a rate limit (429) answers with a message for the notice area.
+  // A refused seat choice (400), a missing waiting-room admission (403) or a rate limit (429)
+  // answers with a message for the notice area.
   function isSeatMessage(xhr) {
-    return (xhr.status === 400 || xhr.status === 429) && xhr.responseText.indexOf('id="notice"') !== -1;
+    return (xhr.status === 400 || xhr.status === 403 || xhr.status === 429) &&
+      xhr.responseText.indexOf('id="notice"') !== -1;
   }
 
   // With DEBUG on, django-htmx's development helper shows every 400 answer as an error page in
