@@ -137,3 +137,48 @@ def mongo_db(_indexed_collections):
             db.drop_collection(name)
     mongo.ensure_indexes()
     yield db
+
+
+# --- Chromium: one per test session (per xdist worker) ---
+# The browser tests (tests/browser/) and the Content-Security-Policy tests (tests/security/) open
+# their own browser contexts (own cookies: one buyer each) in it; launching Chromium costs a second
+# or two, a context a few milliseconds. (Here rather than in a tests/conftest.py: a conftest module
+# outside a package there would be the one `from conftest import free_port` finds.)
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's, never a downloaded one
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def launch_chromium(chromium):
+    """launch_chromium(*flags): a Chromium of its own with these extra command-line flags (a fake
+    camera, say), for the one test that needs them; closed after the test."""
+    browsers = []
+
+    def launch(*flags: str):
+        browser = chromium.browser_type.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *flags])
+        browsers.append(browser)
+        return browser
+
+    yield launch
+    for browser in browsers:
+        browser.close()
