@@ -97,3 +97,7 @@ def mongo_db(_services):
         db.drop_collection(name)
     mongo.ensure_indexes()
     yield db
+
+
+# A real localstripe for the run, and what a browser's Stripe.js does (booking/tests/localstripe.py).
+pytest_plugins = ["booking.tests.localstripe"]

@@ -18,6 +18,17 @@ if [ -z "${REDIS_URL:-}" ]; then
   export REDIS_URL="redis://127.0.0.1:${redis_port}/0"
   echo "redis: redis-server --port ${redis_port} --bind 127.0.0.1 --save '' --appendonly no --dir .run" >> "$procfile"
 fi
+if [ -z "${STRIPE_SECRET_KEY:-}" ]; then
+  # No real Stripe key: card payments go to localstripe, a fake Stripe server (its own fake
+  # Stripe.js included), through the same official library. Test cards: README "Payments".
+  stripe_port=${DEV_STRIPE_PORT:-8420}
+  export STRIPE_SECRET_KEY=sk_test_localstripe STRIPE_PUBLISHABLE_KEY=pk_test_localstripe
+  export STRIPE_WEBHOOK_SECRET=${STRIPE_WEBHOOK_SECRET:-whsec_dev_localstripe}
+  export STRIPE_API_BASE="http://127.0.0.1:${stripe_port}"
+  export STRIPE_JS_URL="http://127.0.0.1:${stripe_port}/js.stripe.com/v3/"
+  echo "stripe: .venv/bin/localstripe --port ${stripe_port}" >> "$procfile"
+  echo "stripehook: .venv/bin/python manage.py localstripe_webhook --url http://127.0.0.1:${PORT}" >> "$procfile"
+fi
 cat >> "$procfile" <<PROCS
 web: .venv/bin/python manage.py wait_for_services && .venv/bin/python manage.py seed_demo && .venv/bin/python manage.py runserver 127.0.0.1:${PORT} --noreload
 worker: .venv/bin/python manage.py wait_for_services && .venv/bin/celery -A theater_site worker --loglevel INFO --concurrency 2

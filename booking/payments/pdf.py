@@ -1,0 +1,152 @@
+"""The receipt (invoice) of a paid order as a PDF, made with ReportLab.
+
+ReportLab, not WeasyPrint: it is pure Python (its wheels carry everything), so the web and worker
+processes need no system libraries; WeasyPrint renders HTML well but needs Pango, HarfBuzz and
+fontconfig from the system, which the slim images and the test machines here do not have. A
+receipt is a small table, which ReportLab's platypus lays out directly.
+
+The standard PDF fonts (Helvetica) are used: they need no font files and cover the euro sign.
+"""
+
+import io
+from xml.sax.saxutils import escape
+
+from django.conf import settings
+from django.utils import timezone
+from reportlab.lib import colors
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.styles import getSampleStyleSheet
+from reportlab.lib.units import mm
+from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+
+from . import money, receipts
+
+METHODS = {"stripe": "Card (Stripe)", "box_office": "Paid at the box office"}
+
+
+def _when(value) -> str:
+    return timezone.localtime(value).strftime("%d.%m.%Y %H:%M") if value else ""
+
+
+def _line_rows(order: dict, lines: list[dict], currency: str, refunded: bool = False) -> list[list[str]]:
+    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    rows = []
+    for line in lines:
+        session = sessions.get(line["sessionId"], {})
+        category = (session.get("categories") or {}).get(line["cat"], line["cat"])
+        rows.append(
+            [
+                session.get("name") or "Performance",
+                _when(session.get("start")),
+                f"Row {line['row']}, seat {line['seat']}" + (" (refunded)" if refunded else ""),
+                category,
+                f"{money.rate_text(line.get('vat', settings.BOOKING_VAT_RATE))} %",
+                money.format_money(line["price"], currency),
+            ]
+        )
+    return rows
+
+
+def sale_breakdown(order: dict) -> list[money.VatLine]:
+    """VAT of the sale as it was paid: every line, refunded ones too, and the fee."""
+    every = {**order, "lines": [*order.get("lines", []), *order.get("refundedLines", [])]}
+    return money.order_breakdown(every)
+
+
+def receipt_pdf(order: dict) -> bytes:
+    currency = order.get("currency", settings.BOOKING_CURRENCY)
+    styles = getSampleStyleSheet()
+    small = styles["BodyText"].clone("small", fontSize=8, leading=10, textColor=colors.HexColor("#555555"))
+    out = io.BytesIO()
+    doc = SimpleDocTemplate(
+        out,
+        pagesize=A4,
+        leftMargin=18 * mm,
+        rightMargin=18 * mm,
+        topMargin=18 * mm,
+        bottomMargin=18 * mm,
+        title=f"Receipt {receipts.receipt_label(order)}",
+        author=settings.BOOKING_SELLER.split(",")[0],
+    )
+    story = [
+        Paragraph(escape(settings.BOOKING_SELLER), small),
+        Paragraph(f"VAT ID {escape(settings.BOOKING_SELLER_VAT_ID)}", small),
+        Spacer(1, 8 * mm),
+        Paragraph(f"Receipt {escape(receipts.receipt_label(order) or '(not numbered yet)')}", styles["Title"]),
+    ]
+    facts = [
+        ["Booking reference", order["ref"]],
+        ["Date", _when(order.get("paidOn") or order.get("createdOn"))],
+        ["Customer", order.get("name", "")],
+        ["E-mail", order.get("email", "")],
+        ["Payment", METHODS.get((order.get("paidWith") or {}).get("provider", ""), "")],
+    ]
+    story.append(Table(facts, colWidths=[45 * mm, None], hAlign="LEFT"))
+    story.append(Spacer(1, 6 * mm))
+
+    header = [["Performance", "Date", "Seat", "Category", "VAT", "Price"]]
+    rows = _line_rows(order, order.get("lines", []), currency)
+    rows += _line_rows(order, order.get("refundedLines", []), currency, refunded=True)
+    fee = order.get("fee") or {}
+    if fee.get("amount"):
+        rows.append(
+            ["Booking fee", "", "", "", f"{money.rate_text(fee['vat'])} %", money.format_money(fee["amount"], currency)]
+        )
+    paid = (order.get("paidWith") or {}).get("amount", order.get("total", 0))
+    rows.append(["Total paid", "", "", "", "", money.format_money(paid, currency)])
+    table = Table(header + rows, colWidths=[48 * mm, 28 * mm, 34 * mm, 24 * mm, 14 * mm, 26 * mm], repeatRows=1)
+    table.setStyle(
+        TableStyle(
+            [
+                ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold"),
+                ("FONTNAME", (0, -1), (-1, -1), "Helvetica-Bold"),
+                ("FONTSIZE", (0, 0), (-1, -1), 9),
+                ("LINEBELOW", (0, 0), (-1, 0), 0.6, colors.black),
+                ("LINEABOVE", (0, -1), (-1, -1), 0.6, colors.black),
+                ("ALIGN", (4, 0), (-1, -1), "RIGHT"),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            ]
+        )
+    )
+    story += [table, Spacer(1, 6 * mm)]
+
+    vat_rows = [["VAT rate", "Net", "VAT", "Gross"]]
+    for line in sale_breakdown(order):
+        vat_rows.append(
+            [
+                f"{line.rate} %",
+                money.format_money(line.net, currency),
+                money.format_money(line.vat, currency),
+                money.format_money(line.gross, currency),
+            ]
+        )
+    vat_table = Table(vat_rows, colWidths=[30 * mm, 30 * mm, 30 * mm, 30 * mm], hAlign="LEFT")
+    vat_table.setStyle(
+        TableStyle(
+            [
+                ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold"),
+                ("FONTSIZE", (0, 0), (-1, -1), 9),
+                ("LINEBELOW", (0, 0), (-1, 0), 0.6, colors.black),
+                ("ALIGN", (1, 0), (-1, -1), "RIGHT"),
+            ]
+        )
+    )
+    story += [vat_table, Spacer(1, 4 * mm)]
+
+    refunds = [r for r in order.get("refunds", []) if r.get("status") == "succeeded"]
+    if refunds:
+        story.append(Paragraph("Refunds", styles["Heading3"]))
+        refund_rows = [
+            [_when(r.get("doneOn")), r.get("reason", ""), money.format_money(-r["amount"], currency)] for r in refunds
+        ]
+        story.append(Table(refund_rows, colWidths=[34 * mm, 100 * mm, 30 * mm], hAlign="LEFT"))
+    story.append(Spacer(1, 6 * mm))
+    story.append(
+        Paragraph(
+            "Prices include VAT. VAT per rate is worked out from the gross total at that rate "
+            "(net rounded half up to the cent).",
+            small,
+        )
+    )
+    doc.build(story)
+    return out.getvalue()
