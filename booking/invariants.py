@@ -7,8 +7,10 @@ system (after reconcile): an operation in flight can be between its two writes.
 from collections import Counter, defaultdict
 
 from . import clock, mongo
+from .payments.checks import money_breaches
 from .seatmap import FREE, HELD, SOLD, parse_seat_key
-from .services.carts import LIVE_STATES
+from .services.carts import EXPIRING_STATES, LIVE_STATES
+from .services.payments import SEAT_OWNING
 
 
 def check_invariants() -> list[str]:
@@ -18,11 +20,12 @@ def check_invariants() -> list[str]:
     carts = {c["_id"]: c for c in mongo.carts().find({}, {"state": 1, "expiresAt": 1, "items": 1})}
     orders_by_seat: dict = defaultdict(list)
     pending_orders = set()
-    for order in mongo.orders().find({}, {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1}):
+    fields = {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1, "settling": 1}
+    for order in mongo.orders().find({}, fields):
         cart = carts.get(order["cartId"])
-        if order["state"] == "paid":
-            if cart is not None and cart["state"] == "checking_out":
-                pending_orders.add(order["_id"])
+        if order["state"] in SEAT_OWNING:  # paid, or partially refunded: its remaining lines
+            if (cart is not None and cart["state"] == "checking_out") or order.get("settling"):
+                pending_orders.add(order["_id"])  # paid, its seats being sold right now
             for line in order["lines"]:
                 orders_by_seat[(line["sessionId"], line["key"])].append(order)
         elif not order.get("seatsReleased", True):
@@ -42,7 +45,7 @@ def check_invariants() -> list[str]:
                 breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which does not exist")
             elif cart["state"] not in LIVE_STATES:
                 breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which is {cart['state']}")
-            elif cart["state"] == "active" and cart["expiresAt"] <= now and res["seats"]:
+            elif cart["state"] in EXPIRING_STATES and cart["expiresAt"] <= now and res["seats"]:
                 breaches.append(f"{label}: cart {res['_id']} still holds seats after its hold ended (not yet expired)")
             elif cart is not None:
                 known = {i["key"] for i in cart["items"] if i["sessionId"] == sid}
@@ -68,4 +71,5 @@ def check_invariants() -> list[str]:
                     breaches.append(f"{label}: sold seat {key} belongs to {len(owners)} paid orders, not exactly one")
                 if owners and state != SOLD and not all(o["_id"] in pending_orders for o in owners):
                     breaches.append(f"{label}: seat {key} is in order {owners[0]['ref']} but its cell is {state}")
+    breaches += money_breaches()  # no order paid twice, no money kept without its seats
     return breaches

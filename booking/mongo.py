@@ -129,4 +129,9 @@ def ensure_indexes() -> list[str]:
     created.append(orders().create_index([("mail", 1), ("createdOn", 1)], name="mail_pending"))
     created.append(orders().create_index([("lines.sessionId", 1)], name="session"))
     created.append(orders().create_index([("lines.ticket", 1)], name="line_ticket"))
+    # payments (services/payments.py, refunds.py): the webhook's lookup and reconcile's queries
+    created.append(orders().create_index([("payment.intent", 1)], name="payment_intent"))
+    created.append(orders().create_index([("state", 1), ("payment.until", 1)], name="state_payment_until"))
+    for flag in ("settling", "refundDue", "noticeMail"):
+        created.append(orders().create_index([(flag, 1)], name=flag, sparse=True))
     return created

@@ -13,7 +13,8 @@ GET  /cart/                            your cart (the one in your buyer cookie; 
                                        cart id, so another browser's cart is never reachable)
 POST /cart/remove                      session=<id>&seat=r:c
 POST /cart/cancel                      give up the cart, seats released
-GET  /checkout/  POST name, email      checkout; errors inline (400), success -> /orders/<ref>/
+GET  /checkout/  POST name, email, method   checkout; errors inline (400), then the card form
+                                       (htmx) or /orders/<ref>/ (payments: booking/payment_views.py)
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET|POST /find-booking/                ref, email -> /orders/<ref>/
@@ -28,7 +29,7 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from . import views
+from . import payment_views, views
 
 app_name = "booking"
 
@@ -44,9 +45,15 @@ urlpatterns = [
     path("cart/", views.cart_page, name="cart"),
     path("cart/remove", views.cart_remove, name="cart_remove"),
     path("cart/cancel", views.cart_cancel, name="cart_cancel"),
-    path("checkout/", views.checkout, name="checkout"),
+    path("checkout/", payment_views.checkout, name="checkout"),
     path("orders/<str:ref>/", views.order_page, name="order"),
     path("orders/<str:ref>/tickets/", views.order_tickets, name="order_tickets"),
     path("find-booking/", views.find_booking, name="find_booking"),
     re_path(r"^tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.svg$", views.ticket_qr, name="ticket_qr"),
+    # payments (booking/payment_views.py lists them)
+    path("orders/<str:ref>/pay", payment_views.pay, name="pay"),
+    path("orders/<str:ref>/payment", payment_views.payment_status, name="payment_status"),
+    path("orders/<str:ref>/cancel-payment", payment_views.cancel_payment, name="cancel_payment"),
+    path("orders/<str:ref>/receipt.pdf", payment_views.receipt_pdf, name="receipt"),
+    path("payments/stripe/webhook/", payment_views.stripe_webhook, name="stripe_webhook"),
 ]

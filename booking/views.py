@@ -38,7 +38,6 @@ from .errors import (
 )
 from .forms import (
     BestAvailableForm,
-    CheckoutForm,
     FindBookingForm,
     RemoveSeatForm,
     SeatForm,
@@ -48,7 +47,6 @@ from .forms import (
 from .ids import object_id
 from .seatmap import FREE, HELD, seat_key
 from .services import carts as cart_service
-from .services import checkout as checkout_service
 from .services import holds
 
 STATUS_FOR = {
@@ -450,35 +448,7 @@ def cart_cancel(request):
 # --- checkout and orders ---
 
 
-@require_http_methods(["GET", "POST"])
-def checkout(request):
-    cart, expired = _current_cart(request)
-    if request.method == "GET":
-        if cart is None or not cart["items"]:
-            return redirect("booking:cart")
-        context = {**_cart_context(request, cart, expired), "form": CheckoutForm()}
-        return render(request, "booking/checkout.html", context)
-    form = CheckoutForm(request.POST)
-    form.is_valid()  # shapes only; the engine's checkout holds the rules
-    owner = buyer.owner(request)
-    try:
-        if owner is None:
-            raise NotFound("You have no seats on hold.")
-        order = checkout_service.checkout(
-            owner, buyer.cart_id(request), form.cleaned_data.get("name", ""), form.cleaned_data.get("email", "")
-        )
-    except InvalidRequest as exc:
-        for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():
-            form.add_error(field if field in form.fields else None, message)
-        context = {**_cart_context(request, cart, expired), "form": form}
-        return render(request, "booking/checkout.html", context, status=400)
-    except BookingError as exc:
-        messages.error(request, exc.message)
-        if isinstance(exc, CartExpired | CheckoutFailed):
-            buyer.forget_cart(request)
-        return redirect("booking:cart")
-    buyer.forget_cart(request)
-    return redirect("booking:order", ref=order["ref"])
+# The checkout view is booking/payment_views.py's (details, then payment on the same page).
 
 
 def _visible_order(request, ref: str) -> dict | None:
@@ -503,7 +473,9 @@ NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” wit
 
 
 def _order_context(order: dict) -> dict:
-    return {"order": order, "tickets": presenters.order_tickets(order)}
+    from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
+
+    return {**payment_context(None, order), "order": order, "tickets": presenters.order_tickets(order)}
 
 
 class TooManyLookups(Exception):
@@ -527,7 +499,10 @@ def order_page(request, ref):
         return _too_many_lookups(request)
     if order is None:
         return _error_page(request, NO_SUCH_BOOKING, 404)
-    return render(request, "booking/order.html", _order_context(order))
+    from .payment_views import refresh_order, stripe_csp  # this is the payment's return page too
+
+    context = _order_context(refresh_order(order))
+    return stripe_csp(render(request, "booking/order.html", context), context)
 
 
 @require_GET

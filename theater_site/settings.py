@@ -285,19 +285,6 @@ BOOKING_REFUND_MAX_TRIES = env.int("BOOKING_REFUND_MAX_TRIES", default=8)
 # The seller printed on receipts.
 BOOKING_SELLER = env.str("BOOKING_SELLER", default="Stadttheater GmbH, Theaterplatz 1, 10115 Berlin")
 BOOKING_SELLER_VAT_ID = env.str("BOOKING_SELLER_VAT_ID", default="DE000000000")
-
-
-def _origin(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
-
-
-# Stripe.js comes from Stripe's address (its own rule); it talks to Stripe's API and shows 3-D
-# Secure in Stripe's frames. In development both are localstripe's address.
-_stripe_origins = sorted({o for o in (_origin(STRIPE_JS_URL), _origin(STRIPE_API_BASE)) if o})
-if STRIPE_SECRET_KEY and _stripe_origins:
-    SECURE_CSP["script-src"] = [*SECURE_CSP["script-src"], *_stripe_origins]
-    SECURE_CSP["connect-src"] = [*SECURE_CSP["connect-src"], *_stripe_origins]
-    SECURE_CSP["frame-src"] = [*SECURE_CSP.get("frame-src", [CSP.SELF]), *_stripe_origins, "https://hooks.stripe.com"]
+# Stripe.js comes from Stripe's address (its own rule) and talks to Stripe's API: the pages that
+# load it (checkout, a booking waiting for its card payment) add those origins to the policy above
+# for themselves (booking/payment_views.py: stripe_csp); every other page keeps 'self' only.

@@ -8,7 +8,7 @@ holds the last number given and the order it went to. Giving the next one is two
 2. the order: ``receiptNo: n + 1`` (only if it has none).
 
 A process can die between the two. So before anyone takes a number, they finish the previous
-holder's second write (roll forward: the counter names it), and then read their own order again:
+holder's second write (roll forward: the counter names it), and only then read their own order:
 if the counter has moved past an order, that order's number is written, so an order that got a
 number in an attempt that died finds it here instead of taking a second one. Hence no gaps
 (every number the counter gave is written to the order it names, by its taker or the next one)
@@ -63,24 +63,29 @@ def _roll_forward(counter: dict) -> None:
     )
 
 
-def assign(order_id: ObjectId) -> int:
+def assign(order_id: ObjectId, theater_id=None) -> int:
     """The order's receipt number, given now if it has none yet (safe to call any number of times,
-    from any number of processes)."""
-    for _ in range(MAX_ATTEMPTS):
+    from any number of processes). ``theater_id``: its sequence, if the caller knows it."""
+    if theater_id is None:
         order = mongo.orders().find_one({"_id": order_id}, {"receiptNo": 1, "sessions": 1, "receiptTheater": 1})
         if order is None:
             raise LookupError(f"no order {order_id}")
         if order.get("receiptNo"):
             return order["receiptNo"]
         theater_id = theater_of(order)
+    for _ in range(MAX_ATTEMPTS):
         counter = _counter(theater_id)
         if counter.get("lastOrder") == order_id:
             number = counter["last"]  # ours from an attempt that died before its second write
         else:
+            # The previous holder's number first; then ours, read after it: if this order ever got
+            # a number, the counter has moved past it only after that number was written.
             _roll_forward(counter)
-            again = mongo.orders().find_one({"_id": order_id}, {"receiptNo": 1})
-            if again.get("receiptNo"):
-                return again["receiptNo"]
+            mine = mongo.orders().find_one({"_id": order_id}, {"receiptNo": 1})
+            if mine is None:
+                raise LookupError(f"no order {order_id}")
+            if mine.get("receiptNo"):
+                return mine["receiptNo"]
             taken = counters().update_one(
                 {"_id": theater_id, "last": counter["last"]},
                 {"$set": {"last": counter["last"] + 1, "lastOrder": order_id}},
@@ -89,10 +94,12 @@ def assign(order_id: ObjectId) -> int:
                 continue  # someone else took the next number: read again
             number = counter["last"] + 1
         faults.point("receipt.after_counter")
-        mongo.orders().update_one(
+        written = mongo.orders().update_one(
             {"_id": order_id, "receiptNo": {"$exists": False}},
             {"$set": {"receiptNo": number, "receiptTheater": theater_id, "receiptOn": clock.now()}},
         )
+        if written.modified_count:
+            return number
         return mongo.orders().find_one({"_id": order_id}, {"receiptNo": 1})["receiptNo"]
     raise RuntimeError(f"could not give order {order_id} a receipt number: the counter kept moving")
 

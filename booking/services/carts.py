@@ -21,7 +21,9 @@ CHECKING_OUT = "checking_out"
 DONE = "done"
 EXPIRED = "expired"
 CANCELED = "canceled"
-LIVE_STATES = (ACTIVE, CHECKING_OUT)
+PAYING = "paying"  # the buyer is paying: its hold lasts to the payment window (services/payments.py)
+LIVE_STATES = (ACTIVE, CHECKING_OUT, PAYING)
+EXPIRING_STATES = (ACTIVE, PAYING)  # whose hold ends at expiresAt
 
 
 def hold_duration() -> timedelta:
@@ -42,7 +44,7 @@ def is_live(cart: dict | None, now: datetime) -> bool:
         return False
     if cart["state"] == CHECKING_OUT:
         return True
-    return cart["state"] == ACTIVE and cart["expiresAt"] > now
+    return cart["state"] in EXPIRING_STATES and cart["expiresAt"] > now
 
 
 def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
@@ -57,6 +59,14 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
         return None
     faults.point("expire.after_cart")
     return reservations.release_all(cart_id)
+
+
+def expire_paying_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
+    """A cart whose payment window (or box-office deadline) ended unpaid: its seats go back and
+    its order expires (a payment arriving later is still settled: services/payments.py)."""
+    from . import payments
+
+    return payments.expire_paying_cart(cart_id, now or clock.now())
 
 
 def force_expire_cart(cart_id: ObjectId) -> int | None:
@@ -99,14 +109,14 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
     while True:
         stale = list(
             mongo.carts()
-            .find({"state": ACTIVE, "expiresAt": {"$lte": now}}, {"_id": 1})
+            .find({"state": {"$in": EXPIRING_STATES}, "expiresAt": {"$lte": now}}, {"state": 1})
             .sort("expiresAt", 1)
             .limit(batch_size)
         )
         if not stale:
             break
         for doc in stale:
-            freed = expire_cart(doc["_id"], now)
+            freed = expire_cart(doc["_id"], now) if doc["state"] == ACTIVE else expire_paying_cart(doc["_id"], now)
             if freed is not None:
                 report.carts_expired += 1
                 report.seats_released += freed

@@ -1,4 +1,7 @@
-"""Checkout: a cart becomes an order with sold seats (access pattern C3: four writes).
+"""Checkout: a cart becomes an order. Since payments, ``checkout`` starts the payment
+(services/payments.py: the order waits for its money and the seats stay held until it comes);
+what follows here is the flow from before payments, kept to finish carts it began
+(``checking_out``) and for its helpers (customer details, references, ticket codes):
 
 1. cart active -> checking_out (only while its hold has not ended), with the customer's details
 2. the order is stored (unique cartId: a retry finds the same order)
@@ -21,7 +24,7 @@ from django.core.validators import validate_email
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo
-from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
+from ..errors import CheckoutFailed, InvalidRequest, NotFound
 from ..seatmap import SOLD, parse_seat_key
 from . import carts as cart_service
 from . import notifications, reservations
@@ -60,32 +63,12 @@ def clean_customer(name: str, email: str) -> tuple[str, str]:
     return name, email
 
 
-def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str) -> dict:
-    """Buy everything in the owner's cart. Submitting twice returns the same order."""
-    name, email = clean_customer(name, email)
-    now = clock.now()
-    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
-    if cart is None:
-        raise NotFound("You have no seats on hold.")
-    if cart["state"] in (cart_service.DONE, cart_service.CHECKING_OUT):
-        return finish_checkout(cart["_id"])
-    if cart["state"] != cart_service.ACTIVE or cart["expiresAt"] <= now:
-        cart_service.expire_cart(cart["_id"], now)
-        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
-    if not cart["items"]:
-        raise InvalidRequest("Your cart is empty.")
-    result = mongo.carts().update_one(
-        {"_id": cart["_id"], "owner": owner, "state": cart_service.ACTIVE, "expiresAt": {"$gt": now}},
-        {"$set": {"state": cart_service.CHECKING_OUT, "checkoutOn": now, "customer": {"name": name, "email": email}}},
-    )
-    if not result.matched_count:
-        current = mongo.carts().find_one({"_id": cart["_id"]}, {"state": 1})
-        if current and current["state"] in (cart_service.DONE, cart_service.CHECKING_OUT):
-            return finish_checkout(cart["_id"])  # a second submit got there first
-        cart_service.expire_cart(cart["_id"], now)
-        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
-    faults.point("checkout.after_cart")
-    return finish_checkout(cart["_id"])
+def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str, method: str = "card") -> dict:
+    """Buy everything in the owner's cart: the order waits for its payment (``method``: "card" or
+    "box_office"; services/payments.py). Submitting twice returns the same order."""
+    from . import payments
+
+    return payments.start(owner, cart_id, name, email, method)
 
 
 def finish_checkout(cart_id: ObjectId) -> dict:
@@ -194,7 +177,7 @@ def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) 
         others = mongo.orders().count_documents(
             {
                 "_id": {"$ne": order["_id"]},
-                "state": "paid",
+                "state": {"$in": ["paid", "partially_refunded"]},
                 "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": sorted(keys)}}},
             }
         )

@@ -417,6 +417,8 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
     for holder in mongo.carts().find({"_id": {"$in": holders}}, {"state": 1, "expiresAt": 1}):
         if holder["state"] == cart_service.ACTIVE and holder["expiresAt"] <= now:
             freed |= bool(cart_service.expire_cart(holder["_id"], now))
+        elif holder["state"] == cart_service.PAYING and holder["expiresAt"] <= now:
+            freed |= bool(cart_service.expire_paying_cart(holder["_id"], now))
         elif holder["state"] not in cart_service.LIVE_STATES:
             freed |= bool(reservations.settle(session["_id"], holder["_id"]).freed)
     return freed

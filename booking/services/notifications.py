@@ -271,4 +271,8 @@ def confirmation_message(order: dict) -> EmailMultiAlternatives:
         to=[order["email"]],
     )
     message.attach_alternative(render_to_string("booking/email/order_confirmed.html", context), "text/html")
+    if order.get("paidWith"):
+        from ..payments.pdf import receipt_pdf  # the receipt of a paid order rides along
+
+        message.attach(f"receipt-{order['ref']}.pdf", receipt_pdf(order), "application/pdf")
     return message

@@ -21,6 +21,14 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
     order = mongo.orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound("No such order.")
+    if order.get("paidWith") or order["state"] in ("pending_payment", "expired"):
+        # Paid through a provider: the money goes back (services/refunds.py); not paid yet: the
+        # reservation ends (services/payments.py).
+        from . import payments, refunds
+
+        if order["state"] in ("pending_payment", "expired"):
+            return payments.cancel_unpaid(order_id, by=by, reason=reason)
+        return refunds.refund_tickets(order_id, reason=reason, by=by)
     if order["state"] != "paid":
         raise Conflict(f"Order {order['ref']} is {order['state']}, not paid; there is nothing to cancel.")
     result = mongo.orders().update_one(
@@ -54,7 +62,7 @@ def release_order_seats(order: dict) -> int:
         others = mongo.orders().find(
             {
                 "_id": {"$ne": order["_id"]},
-                "state": "paid",
+                "state": {"$in": ["paid", "partially_refunded"]},  # their lines own their seats
                 "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": keys}}},
             },
             {"lines": 1},

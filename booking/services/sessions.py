@@ -202,7 +202,8 @@ def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str
     session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "reservations": 1})
     if session is None:
         raise NotFound("No such session.")
-    paid = list(mongo.orders().find({"state": "paid", "lines.sessionId": session_id}, {"_id": 1}))
+    owning = {"$in": ["paid", "partially_refunded"]}  # their remaining tickets: refunded (services/refunds.py)
+    paid = list(mongo.orders().find({"state": owning, "lines.sessionId": session_id}, {"_id": 1}))
     if paid and not cancel_orders:
         raise Conflict(f"This session has {len(paid)} paid orders. Confirm that they should be canceled too.")
     mongo.sessions().update_one({"_id": session_id}, {"$set": {"status": "canceled"}, "$inc": {"version": 1}})
@@ -210,4 +211,8 @@ def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str
         order_service.cancel_order(order["_id"], by=by, reason="Performance canceled")
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])
+    from . import payments  # orders still waiting for their money: the payment is called off
+
+    for order in mongo.orders().find({"state": "pending_payment", "lines.sessionId": session_id}, {"_id": 1}):
+        payments.cancel_unpaid(order["_id"], by=by, reason="Performance canceled")
     return len(paid)

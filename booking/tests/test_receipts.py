@@ -117,7 +117,9 @@ def test_receipt_pdf_is_a_pdf_with_the_number_and_vat():
         name="Ada Lovelace",
         email="ada@example.com",
         currency="EUR",
-        lines=[{"sessionId": ObjectId(), "row": "B", "seat": "3", "cat": "p", "price": 3500, "vat": "7", "ticket": "t"}],
+        lines=[
+            {"sessionId": ObjectId(), "row": "B", "seat": "3", "cat": "p", "price": 3500, "vat": "7", "ticket": "t"}
+        ],
         fee={"amount": 150, "vat": "19"},
         total=3650,
         paidWith={"provider": "stripe", "id": "pi_x", "amount": 3650},
