@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from . import clock
 from .errors import InvalidLayout, InvalidRequest
+from .forms import DayField
 from .layouts import category_codes_used, parse_grid, validate_layout
 from .services.sessions import clean_details
 
@@ -115,9 +116,18 @@ class LayoutImportForm(forms.Form):
         if not raw.strip():
             raise forms.ValidationError("Choose a JSON file or paste the JSON of a layout.")
         try:
-            doc = json.loads(raw)
+            doc = json.loads(raw, parse_constant=_not_json)
+        except RecursionError:
+            self.add_error(field, TOO_DEEP)
+            return data
         except (ValueError, UnicodeDecodeError) as exc:
             self.add_error(field, f"This is not valid JSON ({str(exc)[:120]}).")
+            return data
+        if nested_deeper_than(doc, MAX_IMPORT_DEPTH):
+            self.add_error(field, TOO_DEEP)
+            return data
+        if isinstance(doc, dict) and "sections" in doc and "layout" not in doc:
+            self.add_error(field, "This is a sectioned venue (a stadium); those are set up in code, not imported here.")
             return data
         layout = doc.get("layout", doc) if isinstance(doc, dict) else doc
         try:
@@ -126,10 +136,37 @@ class LayoutImportForm(forms.Form):
             self.add_error(field, exc.message)
             return data
         name = (data.get("name") or "").strip() or (doc.get("name") if isinstance(doc, dict) else "") or ""
-        if not str(name).strip():
+        if not isinstance(name, str):
+            self.add_error("name", "The name in the file is not text; give the theater a name.")
+        elif not name.strip():
             self.add_error("name", "The file has no name in it; give the theater a name.")
         data["name"] = str(name).strip()
         return data
+
+
+# A layout file is six levels deep (document, layout, rows, a row, its cells, a cell). Anything
+# much deeper is not a layout, and checking it (or printing it in a message) could recurse too far.
+MAX_IMPORT_DEPTH = 10
+TOO_DEEP = "This JSON is nested too deeply to be a layout."
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not a number JSON allows")
+
+
+def nested_deeper_than(value, limit: int) -> bool:
+    """Whether parsed JSON nests lists and objects more than ``limit`` deep (iteratively, so a
+    value of any depth is safe to ask about)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def to_cents(amount: Decimal) -> int:
@@ -230,8 +267,8 @@ class SeriesForm(PricedForm):
 
     name = forms.CharField(label="Show name", max_length=120, widget=forms.TextInput(attrs={"size": 50}))
     description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
-    first_day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
-    last_day = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
+    first_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
+    last_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
     start_time = forms.TimeField(
         label="Starts at", widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"), initial="19:30"
     )
@@ -295,7 +332,7 @@ WHEN_CHOICES = [("on_sale", "On sale"), ("past", "Past"), ("canceled", "Canceled
 
 class SessionFilterForm(forms.Form):
     theater = forms.ChoiceField(required=False)
-    day = forms.DateField(required=False, label="Date", widget=forms.DateInput(attrs={"type": "date"}))
+    day = DayField(required=False, label="Date", widget=forms.DateInput(attrs={"type": "date"}))
     when = forms.ChoiceField(required=False, choices=WHEN_CHOICES, label="Show")
 
     def __init__(self, *args, theater_choices, **kwargs):

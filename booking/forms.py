@@ -1,6 +1,8 @@
 """Input parsing for the buyer's pages. Rules about bookings stay in the engine; these only turn
 request data into typed values and say clearly what is wrong with it."""
 
+from datetime import date
+
 from django import forms
 from django.conf import settings
 from django.utils.translation import get_language
@@ -47,8 +49,24 @@ class KeptSelect(KeptHtml, forms.Select):
     pass
 
 
+class DayField(forms.DateField):
+    """A calendar day that a filter turns into a span of time: midnight to midnight in the site's
+    time zone, stored in UTC. Python's dates end at year 1 and 9999, so the days near either end
+    have no such span (adding a day or moving to UTC overflowed: a 500); nothing is on sale
+    there, and the field refuses them with a message instead."""
+
+    FIRST = date(1900, 1, 1)
+    LAST = date(9998, 12, 31)
+    OUT_OF_RANGE = "Choose a date in the years 1900 to 9998."
+
+    def validate(self, value):
+        super().validate(value)
+        if value is not None and not self.FIRST <= value <= self.LAST:
+            raise forms.ValidationError(self.OUT_OF_RANGE, code="out_of_range")
+
+
 class WhatsOnFilterForm(forms.Form):
-    date = forms.DateField(required=False, widget=KeptDateInput(attrs={"type": "date"}))
+    date = DayField(required=False, widget=KeptDateInput(attrs={"type": "date"}))
     theater = forms.ChoiceField(required=False, choices=[("", "All theaters")], widget=KeptSelect)
 
     def __init__(self, *args, theaters=(), **kwargs):

@@ -2,7 +2,7 @@
 
 MongoDB is required (every page reads it): when it cannot be reached the answer is 503 with a
 Retry-After hint, and a load balancer should stop sending traffic here. Redis only carries the
-worker's queue and the hold rate limit (which fails open), so Redis down is reported as
+worker's queue and the rate limits (counted per process while it is down), so Redis down is reported as
 "degraded" with 200: taking every web process out of service for it would stop sales that can
 still go on.
 """
@@ -13,7 +13,7 @@ from django.conf import settings
 from django.http import JsonResponse
 from django.urls import path
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from pymongo.errors import PyMongoError
 
 from . import mongo
@@ -43,7 +43,7 @@ def redis_ok() -> bool:
 
 
 @never_cache
-@require_GET
+@require_safe
 def healthz(request):
     checks = {"mongodb": "ok" if mongodb_ok() else "down", "redis": "ok" if redis_ok() else "down"}
     if checks["mongodb"] != "ok":

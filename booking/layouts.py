@@ -174,8 +174,11 @@ def validate_layout(layout) -> dict:
             if seat_label in seat_labels:
                 raise InvalidLayout(f"Seat {seat_label} appears twice in row {label}.", row=r, column=c)
             seat_labels.add(seat_label)
-            if cell.get("cat") not in codes:
-                raise InvalidLayout(f"Seat {seat_label} has an unknown category '{cell.get('cat')}'.", row=r, column=c)
+            cat = cell.get("cat")
+            if not isinstance(cat, str):
+                raise InvalidLayout(f"Seat {seat_label} has no category letter.", row=r, column=c)
+            if cat not in codes:
+                raise InvalidLayout(f"Seat {seat_label} has an unknown category '{cat[:10]}'.", row=r, column=c)
             clean = {"label": seat_label, "cat": cell["cat"]}
             if cell.get("wheelchair"):
                 clean["wheelchair"] = True

@@ -111,8 +111,10 @@ def orders():
 def ensure_indexes() -> list[str]:
     """Create every index the access patterns need; returns their names."""
     created = []
-    created.append(sessions().create_index([("start", 1)], name="start"))
-    created.append(sessions().create_index([("theaterId", 1), ("start", 1)], name="theater_start"))
+    # _id last: what's on sorts by (start, _id), so that equal starts come in one order, and these
+    # serve that sort (an index on start alone would leave a sort in memory of every match)
+    created.append(sessions().create_index([("start", 1), ("_id", 1)], name="start_id"))
+    created.append(sessions().create_index([("theaterId", 1), ("start", 1), ("_id", 1)], name="theater_start_id"))
     created.append(sessions().create_index([("reservations._id", 1)], name="reservation_cart"))
     created.append(
         sessions().create_index([("performanceId", 1), ("section.index", 1)], name="performance_sections", sparse=True)

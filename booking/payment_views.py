@@ -28,7 +28,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.csp import CSP
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from . import buyer, clock, payments, presenters, selectors
 from .errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
@@ -170,12 +170,12 @@ def _details_context(request, cart: dict, form) -> dict:
     }
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def checkout(request):
     from .views import _current_cart
 
     cart, _expired = _current_cart(request)
-    if request.method == "GET":
+    if request.method != "POST":
         if cart is None or not cart["items"]:
             paying = _paying_order(request)
             if paying is not None:
@@ -270,7 +270,7 @@ def _pay_answer(status: str, order: dict, message: str = "", client_secret: str 
     return answer
 
 
-@require_GET
+@require_safe
 def payment_status(request, ref):
     """Where the payment stands, asked of the provider (the return page's check); htmx polls it
     while the payment is processing, pay.js asks it after 3-D Secure (``?format=json``)."""
@@ -317,7 +317,7 @@ def refresh_order(order: dict) -> dict:
     return order
 
 
-@require_GET
+@require_safe
 def receipt_pdf(request, ref):
     from .payments.pdf import receipt_pdf as make_pdf
     from .views import NO_SUCH_BOOKING, TooManyLookups, _error_page, _too_many_lookups, _visible_order

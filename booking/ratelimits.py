@@ -13,8 +13,11 @@ Three limits work together (docs/reliability.md):
 
 Booking lookups by reference and e-mail are limited the same way (``BOOKING_LOOKUP_RATE``).
 
-The rate limit fails open: while Redis is down holds keep working (they need only MongoDB), the
-rate limit is skipped and a warning is logged. The held-seats limit still applies then.
+While Redis cannot be reached the rate limits are counted in this process instead (the same
+rates, keys and windows, in memory: ``LocalCounts``), and a warning is logged now and then. Holds
+keep working (they need only MongoDB) and reference guessing stays slow: with N web processes a
+client gets at most N times its rate then, not an unlimited one. The held-seats limit applies as
+always.
 
 The counter is one pipelined INCR + EXPIRE on a key per (group, client, window): one round trip
 to Redis on one client kept per process. django-ratelimit did the same counting through Django's
@@ -25,7 +28,9 @@ seat click that is otherwise a few hundred microseconds of work).
 import functools
 import ipaddress
 import logging
+import threading
 import time
+from collections import OrderedDict
 
 import redis
 from django.conf import settings
@@ -108,11 +113,13 @@ def counter_store() -> redis.Redis:
     return _redis_for(cache["LOCATION"], options.get("socket_connect_timeout"), options.get("socket_timeout"))
 
 
-def count_request(group: str, client: str, rate: str) -> int:
-    """Count one request of ``client`` in the current window of ``rate``; the count so far."""
-    _limit, seconds = parse_rate(rate)
-    window = int(time.time() // seconds)
-    key = f"rl:{group}:{client}:{seconds}:{window}"
+def window_seconds() -> float:
+    """The clock the fixed windows are cut from (a test moves it instead of sleeping)."""
+    return time.time()
+
+
+def count_request(key: str, seconds: int) -> int:
+    """Count one request under ``key`` (one window of one client) in Redis; the count so far."""
     pipe = counter_store().pipeline(transaction=False)
     pipe.incr(key)
     pipe.expire(key, seconds + 1)
@@ -120,17 +127,50 @@ def count_request(group: str, client: str, rate: str) -> int:
     return count
 
 
+class LocalCounts:
+    """Fixed-window counters in this process: the rate limits' fallback while Redis cannot be
+    reached. At most ``size`` keys, the least recently counted going first, so a flood of
+    addresses cannot grow it; a key names its window, so a new window starts from zero."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()  # gunicorn's threads count concurrently
+
+    def incr(self, key: str) -> int:
+        with self._lock:
+            count = self._counts.pop(key, 0) + 1
+            self._counts[key] = count
+            while len(self._counts) > self.size:
+                self._counts.popitem(last=False)
+            return count
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+
+local_counts = LocalCounts()
+FALLBACK_WARNING_SECONDS = 10.0
+_last_fallback_warning = [float("-inf")]
+
+
 def rate_exceeded(request, group: str, rate: str) -> bool:
     """Count this request of the client in ``group``; True when it is over ``rate`` ("30/m";
-    empty: no limit). Fails open: while Redis is down nothing is limited and a warning is logged."""
+    empty: no limit). While Redis is unreachable the count is kept in this process."""
     if not rate:
         return False
+    limit, seconds = parse_rate(rate)
     client = holds.acting_client.get() or "unknown"  # set for this request by the middleware below
+    key = f"rl:{group}:{client}:{seconds}:{int(window_seconds() // seconds)}"
     try:
-        return count_request(group, client, rate) > parse_rate(rate)[0]
+        count = count_request(key, seconds)
     except (RedisError, OSError) as exc:
-        logger.warning("rate limit skipped, cache unreachable: %s", exc)
-        return False
+        count = local_counts.incr(key)
+        now = time.monotonic()
+        if now - _last_fallback_warning[0] >= FALLBACK_WARNING_SECONDS:  # not one line per request
+            _last_fallback_warning[0] = now
+            logger.warning("rate limits counted in this process only, cache unreachable: %s", exc)
+    return count > limit
 
 
 def hold_rate_exceeded(request) -> bool:

@@ -57,7 +57,11 @@ def upcoming_sessions(
         query["theaterId"] = theater_id
     # batch_size: one reply for all of them (the server's default first batch is 101 documents,
     # which a stadium's section documents alone exceed: a getMore would follow)
-    cursor = mongo.sessions().find(query, WHATS_ON_FIELDS).sort("start", 1).limit(500).batch_size(500)
+    # _id last: sessions at the same start (a stadium's sections always) come in one order, so
+    # which fall past the limit and which section summarises a performance never varies; the
+    # indexes end with _id too, so they still serve the sort
+    order = [("start", 1), ("_id", 1)]
+    cursor = mongo.sessions().find(query, WHATS_ON_FIELDS).sort(order).limit(500).batch_size(500)
     return group_sections(list(cursor))
 
 
@@ -186,7 +190,7 @@ def session_version(session_id: ObjectId) -> int | None:
 
 
 def theaters() -> list[dict]:
-    return list(mongo.theaters().find({}, {"name": 1, "seatCount": 1}).sort("name", 1))
+    return list(mongo.theaters().find({}, {"name": 1, "seatCount": 1}).sort([("name", 1), ("_id", 1)]))
 
 
 def get_theater(theater_id: ObjectId) -> dict | None:
@@ -305,5 +309,6 @@ FAILED_MAIL_FIELDS = {"ref": 1, "email": 1, "mailFailures": 1, "mailFailure": 1,
 
 def failed_mails(limit: int = 20) -> list[dict]:
     """Orders whose confirmation mail failed, newest failure first (worker_status lists them)."""
-    found = mongo.orders().find({"mail": "failed"}, FAILED_MAIL_FIELDS).sort("mailDoneOn", -1).limit(limit)
+    newest = [("mailDoneOn", -1), ("_id", -1)]
+    found = mongo.orders().find({"mail": "failed"}, FAILED_MAIL_FIELDS).sort(newest).limit(limit)
     return list(found)

@@ -19,7 +19,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap
 
 from . import buyer, cart_summary, clock, presenters, ratelimits, rendering, selectors
@@ -104,7 +104,7 @@ def _error_page(request, error: BookingError | str, status: int):
 # --- what's on ---
 
 
-@require_GET
+@require_safe
 def whats_on(request):
     theaters = selectors.theaters()
     form = WhatsOnFilterForm(request.GET or None, theaters=theaters)
@@ -195,7 +195,7 @@ def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) 
     }
 
 
-@require_GET
+@require_safe
 def session_page(request, session_id):
     try:
         cart, expired = _current_cart(request)  # first: an expired hold frees its seats on this map
@@ -226,7 +226,7 @@ def session_page(request, session_id):
     return render(request, template, context())
 
 
-@require_GET
+@require_safe
 def performance_page(request, performance_id):
     """A sectioned venue (a stadium): every section with its free seats; each opens its own map."""
     try:
@@ -240,7 +240,7 @@ def performance_page(request, performance_id):
     return render(request, "booking/performance.html", context)
 
 
-@require_GET
+@require_safe
 def seat_map(request, session_id):
     """The live map partial. Unchanged session: one tiny read and a 304, nothing else loaded."""
     try:
@@ -406,7 +406,7 @@ def best_available(request, session_id):
 # --- cart ---
 
 
-@require_GET
+@require_safe
 def cart_page(request):
     cart, expired = _current_cart(request)
     if expired:
@@ -453,20 +453,26 @@ def cart_cancel(request):
 
 def _visible_order(request, ref: str) -> dict | None:
     """The order if this browser bought it or found it by reference and e-mail (the find form, or
-    the confirmation mail's link ``?email=``), else None."""
+    the confirmation mail's link ``?email=``), else None.
+
+    A lookup by e-mail is counted before anything is compared, whether the reference exists or
+    not, and takes the same query either way: a real reference and a made-up one get the same
+    answers under the same limit (counting only real ones told which exist)."""
     order = selectors.get_order_by_ref(ref)
     owner = buyer.owner(request)
-    if order is None:
-        return None
-    if (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", []):
+    if order is not None and (
+        (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", [])
+    ):
         return order
     email = request.GET.get("email", "")
-    if email and ratelimits.lookup_rate_exceeded(request):
+    if not email:
+        return None
+    if ratelimits.lookup_rate_exceeded(request):
         raise TooManyLookups()
-    if email and selectors.find_order(order["ref"], email) is not None:
-        request.session["found_orders"] = [*request.session.get("found_orders", []), order["ref"]][-20:]
-        return order
-    return None
+    found = selectors.find_order(ref, email)
+    if found is not None:
+        request.session["found_orders"] = [*request.session.get("found_orders", []), found["ref"]][-20:]
+    return found
 
 
 NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
@@ -491,7 +497,7 @@ def _too_many_lookups(request):
     return response
 
 
-@require_GET
+@require_safe
 def order_page(request, ref):
     try:
         order = _visible_order(request, ref)
@@ -505,7 +511,7 @@ def order_page(request, ref):
     return stripe_csp(render(request, "booking/order.html", context), context)
 
 
-@require_GET
+@require_safe
 def order_tickets(request, ref):
     try:
         order = _visible_order(request, ref)
@@ -516,7 +522,7 @@ def order_tickets(request, ref):
     return render(request, "booking/tickets.html", _order_context(order))
 
 
-@require_GET
+@require_safe
 def ticket_qr(request, code):
     """The QR code of a ticket code. It encodes only what the URL already says, so it needs no
     lookup; the code itself is the secret and is only shown to the order's owner."""
@@ -527,7 +533,7 @@ def ticket_qr(request, code):
     return response
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def find_booking(request):
     form = FindBookingForm(request.POST or None)
     status = 200

@@ -110,6 +110,9 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
         stale = list(
             mongo.carts()
             .find({"state": {"$in": EXPIRING_STATES}, "expiresAt": {"$lte": now}}, {"state": 1})
+            # No _id tie-breaker: the state_expires index serves this order (with _id it would be
+            # a sort in memory of every stale cart, per batch), and every stale cart is expired
+            # whichever of equal ones comes first.
             .sort("expiresAt", 1)
             .limit(batch_size)
         )

@@ -44,18 +44,28 @@ def new_ticket_code() -> str:
     return secrets.token_urlsafe(18)
 
 
+# Zero-width non-joiner and joiner: format characters that some scripts (Persian, Indic) and
+# emoji sequences need to spell a name right. Every other invisible character is refused.
+NAME_JOINERS = frozenset({"\u200c", "\u200d"})
+
+
 def clean_customer(name: str, email: str) -> tuple[str, str]:
-    name = re.sub(r"\s+", " ", str(name or "")).strip()
+    raw_name = str(name or "")
+    name = re.sub(r"\s+", " ", raw_name).strip()
     email = str(email or "").strip().lower()
     errors = {}
     if not name:
         errors["name"] = "Please enter your name."
     elif len(name) > 100:
         errors["name"] = "Please use at most 100 characters for the name."
+    elif notifications.has_invisible_characters(raw_name, allowed=NAME_JOINERS):
+        errors["name"] = "The name has invisible control or formatting characters; please type it again."
     try:
         if len(email) > 254:
             raise ValidationError("too long")
         validate_email(email)
+        if notifications.address_problem(email):
+            raise ValidationError("no mail can be sent there")
     except ValidationError:
         errors["email"] = "Please enter a valid e-mail address."
     if errors:

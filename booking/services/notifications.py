@@ -17,6 +17,7 @@ operators racing reopen it once, and the claim still lets one worker send it.
 
 import logging
 import smtplib
+import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote, urlencode
@@ -65,6 +66,32 @@ def is_permanent(exc: Exception) -> bool:
     return isinstance(code, int) and 500 <= code < 600
 
 
+# Characters no name or address needs, some of which disguise what is shown (the right-to-left
+# override): controls (Cc), invisible formatting (Cf), line and paragraph separators (Zl, Zp).
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def has_invisible_characters(text: str, allowed: frozenset[str] = frozenset()) -> bool:
+    return any(unicodedata.category(ch) in INVISIBLE_CATEGORIES and ch not in allowed for ch in text)
+
+
+def address_problem(email: str) -> str:
+    """Why no mail can ever be sent to this address ("" when it can): it has invisible characters,
+    a non-ASCII part before the @ (the mail backend cannot encode it), or a domain with no IDNA
+    (DNS) form, which the mail backend needs. Checkout refuses such addresses; an order stored
+    with one fails at once for good."""
+    if has_invisible_characters(email):
+        return "the address has control or formatting characters"
+    local, _, domain = email.rpartition("@")
+    if not local.isascii():
+        return "the part before @ is not ASCII"
+    try:
+        domain.encode("idna")
+    except UnicodeError as exc:
+        return f"the domain has no DNS form ({exc})"
+    return ""
+
+
 def send_confirmation(order_id: ObjectId) -> str:
     """Send the order's confirmation mail unless it was sent already. Returns what happened:
     "sent", "already sent", "busy" (another worker is sending it now), "failed", "no such order".
@@ -74,10 +101,17 @@ def send_confirmation(order_id: ObjectId) -> str:
         return "no such order"
     if order.get("mail") != PENDING:
         return "already sent" if order.get("mail") == SENT else order.get("mail", "unknown")
+    problem = address_problem(order.get("email", ""))
+    if problem:
+        give_up(order_id, f"cannot be sent: {problem}", permanent=True)
+        return "failed"
     if not _claim(order_id):
         return "busy"
     try:
         confirmation_message(order).send()
+    except UnicodeError as exc:  # the same order fails the same way on every retry
+        give_up(order_id, f"cannot be sent: {exc}", permanent=True)
+        return "failed"
     except (OSError, smtplib.SMTPException) as exc:
         if is_permanent(exc):
             give_up(order_id, f"refused for good: {exc}", permanent=True)

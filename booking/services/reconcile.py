@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from .. import clock, mongo
+from .. import clock, faults, mongo
 from ..errors import BookingError
 from . import carts as cart_service
 from . import checkout, notifications, orders, payments, reservations
@@ -117,8 +117,17 @@ def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None
                 held |= {(s["_id"], k) for k in res["seats"]}
         lost = [i for i in cart["items"] if (i["sessionId"], i["key"]) not in held]
         for item in lost:
+            faults.point("reconcile.before_drop_item")
+            # As read: the item still listed (a second reconcile that dropped it first would
+            # otherwise have its price taken off twice) and the cart unchanged by its buyer since.
+            still_listed = {"$elemMatch": {"sessionId": item["sessionId"], "key": item["key"]}}
             result = mongo.carts().update_one(
-                {"_id": cart["_id"], "state": cart_service.ACTIVE},
+                {
+                    "_id": cart["_id"],
+                    "state": cart_service.ACTIVE,
+                    "modifiedOn": {"$lt": older_than},
+                    "items": still_listed,
+                },
                 {
                     "$pull": {"items": {"sessionId": item["sessionId"], "key": item["key"]}},
                     "$inc": {"total": -item["price"]},
@@ -137,6 +146,8 @@ def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
         "createdOn": {"$lte": now - wait},
         "$or": [{"mailTriedOn": {"$exists": False}}, {"mailTriedOn": {"$lte": now - lost_after}}],
     }
+    # No _id tie-breaker: the mail_pending index serves this order, and which of two mails of the
+    # same millisecond is queued first changes nothing (every due one is queued, run after run).
     for order in mongo.orders().find(due, {"mailQueued": 1}).sort("createdOn", 1).limit(500):
         queued = order.get("mailQueued", 0)
         if queued >= settings.BOOKING_MAIL_MAX_REQUEUES:
@@ -163,7 +174,7 @@ def _retry_failed_mails(now: datetime, report: ReconcileReport) -> None:
     mails refused for good or over the cap have none). Reopening is conditional on the time read,
     so of two reconciles racing one queues it; the task's claim still lets only one worker send."""
     due = {"mail": notifications.FAILED, "state": notifications.PAID, "mailRetryAt": {"$lte": now}}
-    for order in mongo.orders().find(due, {"mailRetryAt": 1}).sort("mailRetryAt", 1).limit(500):
+    for order in mongo.orders().find(due, {"mailRetryAt": 1}).sort([("mailRetryAt", 1), ("_id", 1)]).limit(500):
         if not notifications.reopen_failed(order["_id"], order["mailRetryAt"], now):
             continue  # another reconcile took it
         if not notifications.queue_reopened(order["_id"]):

@@ -80,7 +80,7 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
             messages.warning(request, "The mail changed since this page was shown (re-sent or retried); see below.")
         return HttpResponseRedirect(self.url("change", order["_id"]))
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def order_detail(self, request, object_id):
         """The order; POST cancels it (needs the change permission)."""
         self.require(request, "view")

@@ -11,6 +11,8 @@ from .. import clock, mongo
 from ..seatmap import BLOCKED, FREE, HELD, SOLD
 
 STAFF_LIST_LIMIT = 200
+# Carts and orders, newest first; _id last so that equal times come in one order every time.
+NEWEST_FIRST = [("createdOn", -1), ("_id", -1)]
 
 
 def with_ids(docs) -> list:
@@ -41,7 +43,8 @@ SESSION_LIST_FIELDS = {
 
 def theaters_with_session_counts() -> list[dict]:
     """Every theater with how many sessions (any state) were created from it: two queries."""
-    theaters = list(mongo.theaters().find({}, {"name": 1, "seatCount": 1, "modifiedOn": 1}).sort("name", 1))
+    fields = {"name": 1, "seatCount": 1, "modifiedOn": 1}
+    theaters = list(mongo.theaters().find({}, fields).sort([("name", 1), ("_id", 1)]))
     counts = {
         row["_id"]: row["n"]
         for row in mongo.sessions().aggregate([{"$group": {"_id": "$theaterId", "n": {"$sum": 1}}}])
@@ -52,14 +55,15 @@ def theaters_with_session_counts() -> list[dict]:
 
 
 def theater_choices() -> list[tuple[str, str]]:
-    return [(str(t["_id"]), t["name"]) for t in mongo.theaters().find({}, {"name": 1}).sort("name", 1)]
+    by_name = mongo.theaters().find({}, {"name": 1}).sort([("name", 1), ("_id", 1)])
+    return [(str(t["_id"]), t["name"]) for t in by_name]
 
 
 def sessions_of_theater(theater_id: ObjectId) -> list[dict]:
     return with_ids(
         mongo.sessions()
         .find({"theaterId": theater_id}, {"name": 1, "start": 1, "status": 1})
-        .sort("start", 1)
+        .sort([("start", 1), ("_id", 1)])
         .limit(STAFF_LIST_LIMIT)
     )
 
@@ -99,7 +103,8 @@ def staff_sessions(*, theater_id: ObjectId | None = None, day: date | None = Non
         span = {"$gte": begin, "$lt": begin + timedelta(days=1)}
         query["start"] = {**query.get("start", {}), **span}
     sort = -1 if when == "past" else 1
-    sessions = list(mongo.sessions().find(query, SESSION_LIST_FIELDS).sort("start", sort).limit(STAFF_LIST_LIMIT))
+    order = [("start", sort), ("_id", sort)]  # _id last: equal starts in one order (an index serves both ways)
+    sessions = list(mongo.sessions().find(query, SESSION_LIST_FIELDS).sort(order).limit(STAFF_LIST_LIMIT))
     for session in sessions:
         session["counts"] = seat_counts(session.pop("seats"))
         session["isPast"] = session["start"] <= now
@@ -146,7 +151,7 @@ def carts_by_state(state: str | None) -> list[dict]:
     """Newest first; ``state`` None means every state."""
     query = {"state": state} if state else {}
     fields = {"owner": 1, "state": 1, "items.sessionId": 1, "total": 1, "createdOn": 1, "expiresAt": 1}
-    return with_ids(mongo.carts().find(query, fields).sort("createdOn", -1).limit(STAFF_LIST_LIMIT))
+    return with_ids(mongo.carts().find(query, fields).sort(NEWEST_FIRST).limit(STAFF_LIST_LIMIT))
 
 
 def cart_state_counts() -> dict[str, int]:
@@ -177,14 +182,14 @@ def search_orders(text: str) -> list[dict]:
     """
     text = " ".join((text or "").split())
     if not text:
-        return with_ids(mongo.orders().find({}, ORDER_LIST_FIELDS).sort("createdOn", -1).limit(50))
+        return with_ids(mongo.orders().find({}, ORDER_LIST_FIELDS).sort(NEWEST_FIRST).limit(50))
     clauses: list[dict] = [{"name": {"$regex": re.escape(text), "$options": "i"}}]
     if "@" in text:
         clauses.append({"email": text.lower()})
     compact = text.replace(" ", "").replace("-", "")
     if _REF.match(compact):
         clauses.append({"ref": compact.upper()})
-    found = mongo.orders().find({"$or": clauses}, ORDER_LIST_FIELDS).sort("createdOn", -1).limit(STAFF_LIST_LIMIT)
+    found = mongo.orders().find({"$or": clauses}, ORDER_LIST_FIELDS).sort(NEWEST_FIRST).limit(STAFF_LIST_LIMIT)
     return with_ids(found)
 
 

@@ -90,7 +90,7 @@ class SessionAdmin(MongoModelAdmin):
         )
         return None, page
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_add(self, request):
         self.require(request, "add")
         theater, page = self._theater_or_pick(request, "Add session: choose the theater", "add")
@@ -124,7 +124,7 @@ class SessionAdmin(MongoModelAdmin):
             status=status,
         )
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_series(self, request):
         """Many sessions at once. Each is created by the same service as a single one; a date the
         service refuses is listed with its reason and the others still go on sale."""
@@ -186,7 +186,7 @@ class SessionAdmin(MongoModelAdmin):
             raise Http404("No such session.")
         return session
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_change(self, request, object_id):
         self.require(request, "view")
         session = self._session(object_id)
@@ -236,7 +236,7 @@ class SessionAdmin(MongoModelAdmin):
             "now": timezone.now(),
         }
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def seat_map(self, request, object_id):
         """The live seat map. POST blocks or unblocks the ticked seats (house seats)."""
         self.require(request, "view")
@@ -304,7 +304,7 @@ class SessionAdmin(MongoModelAdmin):
         messages.success(request, f"The seat map now matches the theater ({updated['seatsTotal']} seats).")
         return HttpResponseRedirect(self.url("seats", session["_id"]))
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_cancel(self, request, object_id):
         """Cancel a session. Staff need the delete permission: it ends the session for good."""
         self.require(request, "delete")

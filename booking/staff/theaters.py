@@ -75,7 +75,7 @@ class TheaterAdmin(MongoModelAdmin):
             status=status,
         )
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_add(self, request):
         self.require(request, "add")
         form, formset = self._bind(request, {"grid": EXAMPLE_GRID}, EXAMPLE_CATEGORIES)
@@ -102,7 +102,7 @@ class TheaterAdmin(MongoModelAdmin):
         example = parse_grid(EXAMPLE_GRID, EXAMPLE_CATEGORIES)
         return self._editor(request, form, formset, example, title="Add theater")
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_change(self, request, object_id):
         self.require(request, "view")
         theater = selectors_get_theater(self.document_id(object_id))
@@ -161,7 +161,7 @@ class TheaterAdmin(MongoModelAdmin):
             request, "admin/booking/theater/_preview.html", {"preview": preview_context(form, layout)}
         )
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_delete(self, request, object_id):
         self.require(request, "delete")
         theater = selectors_get_theater(self.document_id(object_id))
@@ -185,7 +185,7 @@ class TheaterAdmin(MongoModelAdmin):
             status=status,
         )
 
-    @method_decorator(require_http_methods(["GET", "POST"]))
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def layout_import(self, request):
         self.require(request, "add")
         form = f.LayoutImportForm(*((request.POST, request.FILES) if request.method == "POST" else ()))
