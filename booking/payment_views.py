@@ -114,10 +114,12 @@ def payment_context(request, order: dict) -> dict:
     """What the payment panel (``_payment.html``) and the order page need about the payment."""
     pay = order.get("payment") or {}
     now = clock.now()
+    is_buyer = request is not None and buyer.owner(request) == order.get("owner")
     pending = order["state"] == "pending_payment"
-    card = order.get("method") == payments.CARD
+    card = order.get("method") == payments.CARD and is_buyer  # paid from the browser that booked
     context = {
         "order": order,
+        "is_buyer": is_buyer,
         "state_label": state_label(order),
         "pay_status": pay.get("status"),
         "pay_failure": pay.get("failure") or "",
@@ -126,6 +128,7 @@ def payment_context(request, order: dict) -> dict:
         "seconds_left": presenters.seconds_left(pay["until"], now) if pending and pay.get("until") else 0,
         "until": pay.get("until"),
         "quote": order_quote(order) if order.get("lines") else None,
+        "tickets": presenters.order_tickets(order),
         "stripe_key": settings.STRIPE_PUBLISHABLE_KEY,
         "stripe_js": settings.STRIPE_JS_URL if pending and card else "",
         "receipt": order["state"] in ("paid", "partially_refunded", "refunded") and bool(order.get("receiptNo")),
@@ -165,7 +168,11 @@ def _details_context(request, cart: dict, form) -> dict:
         "quote": quote(cart["items"], sessions),
         "card_available": methods[payments.CARD],
         "box_office_until": methods[payments.BOX_OFFICE],
-        "method": form["method"].value() if form.is_bound else ("card" if methods[payments.CARD] else "box_office"),
+        # Without JavaScript the card choice is off, so the box office is the default when offered
+        # (pay.js prefers the card once it has switched it on).
+        "method": form["method"].value()
+        if form.is_bound
+        else ("box_office" if methods[payments.BOX_OFFICE] else "card"),
         "stripe_js": settings.STRIPE_JS_URL if methods[payments.CARD] else "",
     }
 

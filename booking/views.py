@@ -478,10 +478,10 @@ def _visible_order(request, ref: str) -> dict | None:
 NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
 
 
-def _order_context(order: dict) -> dict:
+def _order_context(order: dict, request=None) -> dict:
     from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
 
-    return {**payment_context(None, order), "order": order, "tickets": presenters.order_tickets(order)}
+    return {**payment_context(request, order), "order": order, "tickets": presenters.order_tickets(order)}
 
 
 class TooManyLookups(Exception):
@@ -507,7 +507,7 @@ def order_page(request, ref):
         return _error_page(request, NO_SUCH_BOOKING, 404)
     from .payment_views import refresh_order, stripe_csp  # this is the payment's return page too
 
-    context = _order_context(refresh_order(order))
+    context = _order_context(refresh_order(order), request)
     return stripe_csp(render(request, "booking/order.html", context), context)
 
 

@@ -7,6 +7,7 @@
 
   // Step 1: the card choice needs JavaScript, so it is switched on here (and preferred).
   function enableCard(root) {
+    root.querySelectorAll("[data-without-js]").forEach(function (note) { note.hidden = true; });
     root.querySelectorAll("input[data-needs-js]").forEach(function (input) {
       input.disabled = false;
       var form = input.form;
@@ -46,9 +47,23 @@
     return { id: token.token.card.id };
   }
 
-  function setupCardForm(box) {
+  // Stripe.js is loaded only when the card form is shown (after htmx has put it in place):
+  // localstripe's fake Stripe.js declares a global "class Element", which hides the DOM's Element
+  // from every later script and so stops htmx on the page. Nothing on the card step needs htmx.
+  function loadStripe(url) {
+    return new Promise(function (resolve) {
+      if (typeof window.Stripe === "function" || !url) return resolve();
+      var script = document.createElement("script");
+      script.src = url;
+      script.onload = script.onerror = function () { resolve(); };
+      document.head.appendChild(script);
+    });
+  }
+
+  async function setupCardForm(box) {
     if (box.dataset.ready) return;
     box.dataset.ready = "1";
+    await loadStripe(box.dataset.stripeJs);
     var form = box.querySelector("form[data-pay]");
     var errorBox = box.querySelector("[data-card-error]");
     var button = box.querySelector("[data-pay-button]");
@@ -74,6 +89,7 @@
 
     async function finish(answer) {
       if (answer.status === "action" && answer.client_secret) {
+        busy.lastChild.textContent = " Confirm the payment with your bank (3-D Secure)…";
         await stripe.confirmCardPayment(answer.client_secret);  // the bank's step (3-D Secure)
         var status = await fetch(box.dataset.statusUrl + "?format=json", { credentials: "same-origin" });
         var after = await status.json().catch(function () { return {}; });
