@@ -28,7 +28,7 @@ def _when(value) -> str:
     return timezone.localtime(value).strftime("%d.%m.%Y %H:%M") if value else ""
 
 
-def _line_rows(order: dict, lines: list[dict], currency: str, refunded: bool = False) -> list[list[str]]:
+def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bool = False) -> list[list]:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     rows = []
     for line in lines:
@@ -36,10 +36,10 @@ def _line_rows(order: dict, lines: list[dict], currency: str, refunded: bool = F
         category = (session.get("categories") or {}).get(line["cat"], line["cat"])
         rows.append(
             [
-                session.get("name") or "Performance",
-                _when(session.get("start")),
-                f"Row {line['row']}, seat {line['seat']}" + (" (refunded)" if refunded else ""),
-                category,
+                cell(session.get("name") or "Performance"),
+                cell(_when(session.get("start"))),
+                cell(f"Row {line['row']}, seat {line['seat']}" + (" <i>(refunded)</i>" if refunded else ""), raw=True),
+                cell(category),
                 f"{money.rate_text(line.get('vat', settings.BOOKING_VAT_RATE))} %",
                 money.format_money(line["price"], currency),
             ]
@@ -84,9 +84,14 @@ def receipt_pdf(order: dict) -> bytes:
     story.append(Table(facts, colWidths=[45 * mm, None], hAlign="LEFT"))
     story.append(Spacer(1, 6 * mm))
 
+    body = styles["BodyText"].clone("cell", fontSize=9, leading=11)
+
+    def cell(text: str, raw: bool = False) -> Paragraph:
+        return Paragraph(text if raw else escape(str(text)), body)
+
     header = [["Performance", "Date", "Seat", "Category", "VAT", "Price"]]
-    rows = _line_rows(order, order.get("lines", []), currency)
-    rows += _line_rows(order, order.get("refundedLines", []), currency, refunded=True)
+    rows = _line_rows(order, order.get("lines", []), currency, cell)
+    rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded=True)
     fee = order.get("fee") or {}
     if fee.get("amount"):
         rows.append(
@@ -94,7 +99,7 @@ def receipt_pdf(order: dict) -> bytes:
         )
     paid = (order.get("paidWith") or {}).get("amount", order.get("total", 0))
     rows.append(["Total paid", "", "", "", "", money.format_money(paid, currency)])
-    table = Table(header + rows, colWidths=[48 * mm, 28 * mm, 34 * mm, 24 * mm, 14 * mm, 26 * mm], repeatRows=1)
+    table = Table(header + rows, colWidths=[44 * mm, 31 * mm, 33 * mm, 24 * mm, 14 * mm, 28 * mm], repeatRows=1)
     table.setStyle(
         TableStyle(
             [
@@ -137,9 +142,23 @@ def receipt_pdf(order: dict) -> bytes:
     if refunds:
         story.append(Paragraph("Refunds", styles["Heading3"]))
         refund_rows = [
-            [_when(r.get("doneOn")), r.get("reason", ""), money.format_money(-r["amount"], currency)] for r in refunds
+            [_when(r.get("doneOn")), cell(r.get("reason", "")), money.format_money(-r["amount"], currency)]
+            for r in refunds
         ]
-        story.append(Table(refund_rows, colWidths=[34 * mm, 100 * mm, 30 * mm], hAlign="LEFT"))
+        back = sum(r["amount"] for r in refunds)
+        refund_rows.append(["", "Paid less refunds", money.format_money(paid - back, currency)])
+        refund_table = Table(refund_rows, colWidths=[34 * mm, 114 * mm, 26 * mm], hAlign="LEFT")
+        refund_table.setStyle(
+            TableStyle(
+                [
+                    ("FONTSIZE", (0, 0), (-1, -1), 9),
+                    ("ALIGN", (2, 0), (2, -1), "RIGHT"),
+                    ("FONTNAME", (0, -1), (-1, -1), "Helvetica-Bold"),
+                    ("LINEABOVE", (0, -1), (-1, -1), 0.6, colors.black),
+                ]
+            )
+        )
+        story.append(refund_table)
     story.append(Spacer(1, 6 * mm))
     story.append(
         Paragraph(

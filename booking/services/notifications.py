@@ -292,6 +292,7 @@ def confirmation_context(order: dict) -> dict:
         "seat_count": len(lines),
         "total": format_money(order["total"], currency),
         "ticket_link": ticket_link(order),
+        "receipt": bool(order.get("paidWith")),  # its PDF is attached (payments)
     }
 
 

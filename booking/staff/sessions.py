@@ -13,6 +13,7 @@ from ..errors import BookingError, InvalidRequest
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
+from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
 from .seatmaps import category_legend, session_rows
 
 
@@ -35,7 +36,7 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(MongoModelAdmin):
+class SessionAdmin(SessionPaymentsMixin, MongoModelAdmin):
     routes = [
         ("", "session_list", "changelist"),
         ("add/", "session_add", "add"),
@@ -45,6 +46,7 @@ class SessionAdmin(MongoModelAdmin):
         ("<str:object_id>/seats/map/", "seat_map_partial", "seats_partial"),
         ("<str:object_id>/refresh-map/", "refresh_map", "refresh_map"),
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
+        *SESSION_ROUTES,  # pay at the box office (payments)
     ]
 
     # --- list ---
@@ -222,6 +224,7 @@ class SessionAdmin(MongoModelAdmin):
                 "form": form,
                 "session": session,
                 "counts": selectors.seat_counts(session["seats"]),
+                "box_office_form": box_office_form(session),
             },
             status=status,
         )

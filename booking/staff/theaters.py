@@ -14,6 +14,7 @@ from ..layouts import layout_to_grid, parse_grid, seat_count
 from ..services import theaters as theater_service
 from . import selectors
 from .base import ADDITION, CHANGE, DELETION, MongoModelAdmin
+from .payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
 from .seatmaps import category_legend, grid_error_context, layout_rows
 
 EXAMPLE_CATEGORIES = [
@@ -23,7 +24,7 @@ EXAMPLE_CATEGORIES = [
 EXAMPLE_GRID = "A: ssss.ssss\nB: sspp.ppss\nC: Ssss.sssS\n"
 
 
-class TheaterAdmin(MongoModelAdmin):
+class TheaterAdmin(TheaterPaymentsMixin, MongoModelAdmin):
     routes = [
         ("", "theater_list", "changelist"),
         ("add/", "theater_add", "add"),
@@ -32,6 +33,7 @@ class TheaterAdmin(MongoModelAdmin):
         ("<str:object_id>/change/", "theater_change", "change"),
         ("<str:object_id>/delete/", "theater_delete", "delete"),
         ("<str:object_id>/export/", "layout_export", "export"),
+        *THEATER_ROUTES,  # VAT rates (payments)
     ]
 
     def theater_list(self, request):
@@ -71,6 +73,7 @@ class TheaterAdmin(MongoModelAdmin):
                 "theater": theater,
                 "preview": preview_context(form, layout),
                 "sessions": selectors.sessions_of_theater(theater["_id"]) if theater else [],
+                "vat_form": vat_form(theater) if theater and "layout" in theater else None,
             },
             status=status,
         )

@@ -147,3 +147,41 @@ def test_invariants_catch_money_without_seats_and_orders_paid_twice():
     breaches = check_invariants()
     assert any("keeps 90.00 EUR for tickets worth 0.00 EUR" in b for b in breaches)
     assert any("sold seat" in b for b in breaches)  # and its seats are sold without a paid order
+
+
+def test_the_confirmation_mail_carries_the_receipt_pdf(settings):
+    from django.core import mail
+
+    from booking.services import notifications
+
+    settings.BOOKING_FEE = 150
+    session = make_session()
+    order = buy(session)
+    assert notifications.send_confirmation(order["_id"]) == "sent"
+    [message] = mail.outbox
+    [(name, content, kind)] = message.attachments
+    assert name == f"receipt-{order['ref']}.pdf" and kind == "application/pdf" and content[:5] == b"%PDF-"
+    assert "Your receipt is attached (PDF)." in message.body
+
+
+def test_worker_status_lists_refunds_not_done(monkeypatch):
+    import io
+
+    from django.core.management import call_command
+
+    session = make_session()
+    order = buy(session)
+    monkeypatch.setattr(StripeProvider, "refund", lambda *a, **k: (_ for _ in ()).throw(base.ProviderError("down")))
+    orders.cancel_order(order["_id"], by="staff")
+    out = io.StringIO()
+    call_command("worker_status", "--no-ping", stdout=out)
+    assert "refunds not done yet:         1" in out.getvalue() and f"{order['ref']}  90.00  failed" in out.getvalue()
+
+
+def test_invariants_catch_a_paid_orders_seat_that_is_not_sold():
+    session = make_session()
+    order = buy(session)
+    r, c = (int(x) for x in order["lines"][0]["key"].split(":"))
+    freed = {"$set": {f"seats.{r}.{c}": FREE}, "$inc": {"seatsAvailable": 1}}
+    mongo.sessions().update_one({"_id": session["_id"]}, freed)
+    assert any(f"is in order {order['ref']} but its cell is 0" in b for b in check_invariants())
