@@ -117,7 +117,7 @@ def events_for(payment_id: str) -> list[dict]:
     """The events localstripe made for one payment, oldest first, as it would send them."""
     from booking.payments.stripe_provider import client
 
-    found = [e.to_dict() for e in client().v1.events.list({"limit": 100}).data]
+    found = [e.to_dict() for e in client().v1.events.list({"limit": 100000}).data]
     mine = [e for e in found if (e.get("data") or {}).get("object", {}).get("id") == payment_id]
     return sorted(mine, key=lambda e: e["created"])
 

@@ -38,7 +38,7 @@ def order_of(order):
 
 def succeeded_intents(order):
     """The PaymentIntents at localstripe that took money for this order."""
-    found = client().v1.payment_intents.list({"limit": 100}).data
+    found = client().v1.payment_intents.list({"limit": 100000}).data
     return [pi for pi in found if pi.metadata.to_dict().get("order") == str(order["_id"]) and pi.status == "succeeded"]
 
 
