@@ -34,6 +34,7 @@ from . import buyer, clock, payments, presenters, selectors
 from .errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from .forms import CheckoutForm
 from .payments import base, money, receipts
+from .payments.stripe_provider import time_in_stripe_ms
 from .services import carts as cart_service
 from .services import payments as payment_service
 
@@ -177,7 +178,21 @@ def _details_context(request, cart: dict, form) -> dict:
     }
 
 
+def _stripe_timing(view):
+    """Server-Timing: stripe;dur=<ms> on the answer: the time this request waited for Stripe."""
+
+    def wrapped(request, *args, **kwargs):
+        time_in_stripe_ms(reset=True)
+        response = view(request, *args, **kwargs)
+        response["Server-Timing"] = f"stripe;dur={time_in_stripe_ms(reset=True):.1f}"
+        return response
+
+    wrapped.__name__, wrapped.__doc__ = view.__name__, view.__doc__
+    return wrapped
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
+@_stripe_timing
 def checkout(request):
     from .views import _current_cart
 
@@ -242,11 +257,11 @@ def _buyer_order(request, ref: str) -> dict:
 
 
 @require_POST
+@_stripe_timing
 def pay(request, ref):
     """The card form's submit (pay.js): JSON, never a page."""
     try:
-        order = _buyer_order(request, ref)
-        outcome = payment_service.pay_with_card(order["_id"], order["owner"], request.POST.get("payment_method", ""))
+        outcome = payment_service.pay_with_card(ref, buyer.owner(request), request.POST.get("payment_method", ""))
     except NotFound:
         return JsonResponse({"status": "error", "message": "No such booking."}, status=404)
     except InvalidRequest as exc:

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import threading
+import time
 
 import stripe
 from django.conf import settings
@@ -97,13 +98,28 @@ def _buyer_message(error: dict) -> str:
     return DECLINED
 
 
+_spent = threading.local()
+
+
+def time_in_stripe_ms(reset: bool = False) -> float:
+    """Milliseconds this thread spent waiting for Stripe since the last reset (the payment views
+    report it in Server-Timing, so the benchmark shows Stripe's share apart)."""
+    spent = getattr(_spent, "ms", 0.0)
+    if reset:
+        _spent.ms = 0.0
+    return spent
+
+
 def _wrap(call, *args, **kwargs):
+    started = time.perf_counter()
     try:
         return call(*args, **kwargs)
     except stripe.CardError as exc:
         raise base.PaymentDeclined(_buyer_message({"code": exc.code or ""})) from exc
     except stripe.StripeError as exc:
         raise base.ProviderError(f"Stripe: {exc.__class__.__name__} {exc.http_status or ''} {exc}".strip()) from exc
+    finally:
+        _spent.ms = getattr(_spent, "ms", 0.0) + (time.perf_counter() - started) * 1000
 
 
 class StripeProvider(base.Provider):

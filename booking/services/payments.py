@@ -293,8 +293,9 @@ def visible_order(ref_or_id, owner: str | None) -> dict:
     return order
 
 
-def pay_with_card(order_id: ObjectId, owner: str, means: str) -> PayOutcome:
-    """Charge the card the browser gathered (Stripe.js: a payment method id) for the order."""
+def pay_with_card(order_id: ObjectId | str, owner: str, means: str) -> PayOutcome:
+    """Charge the card the browser gathered (Stripe.js: a payment method id) for the order (its id,
+    or its booking reference)."""
     order = visible_order(order_id, owner)
     if order.get("method") != payments.CARD:
         raise InvalidRequest("This booking is paid at the box office.")
