@@ -130,7 +130,7 @@ def seat_owners(session: dict) -> dict[str, dict]:
         for key in reservation["seats"]:
             owners[key] = {"cart": reservation["_id"]}
     paid = mongo.orders().find(
-        {"state": "paid", "lines.sessionId": session["_id"]},
+        {"state": {"$in": ["paid", "partially_refunded"]}, "lines.sessionId": session["_id"]},  # their lines
         {"ref": 1, "name": 1, "lines.sessionId": 1, "lines.key": 1},
     )
     for order in paid:

@@ -183,3 +183,20 @@ def test_find_my_booking_shows_pending_paid_and_refunded(client, session, step, 
         assert "data-card-form" not in page and "only in the browser it was booked in" in page
     if step == "refunded":
         assert "Refunded so far: <strong>€70</strong>" in page
+
+
+@pytest.mark.parametrize("means", ["x", "pm_" + "a" * 40, "card_nothere", "' OR 1=1 --", "a" * 300])
+def test_pay_with_a_bogus_payment_method_is_refused_without_a_500_and_the_buyer_can_go_on(client, session, means):
+    _answer, order = start_card(client, session)
+    answer = client.post(url("pay", ref=order["ref"]), {"payment_method": means})
+    assert answer.status_code in (200, 400) and answer.json()["status"] in ("open", "failed")
+    assert mongo.orders().find_one({})["state"] == "pending_payment"
+    assert client.post(url("pay", ref=order["ref"]), {"payment_method": card(VISA)}).json()["status"] == "paid"
+
+
+def test_payment_endpoints_answer_404_for_unknown_references(client):
+    for name in ("pay", "cancel_payment"):
+        assert client.post(url(name, ref="NOPE2345"), {"payment_method": "x"}).status_code == 404
+    assert client.get(url("payment_status", ref="NOPE2345")).status_code == 404
+    assert client.get(url("receipt", ref="NOPE2345")).status_code == 404
+    assert client.post("/payments/stripe/webhook/", b"not json", content_type="application/json").status_code == 400
