@@ -7,6 +7,7 @@ from bson import ObjectId
 
 from booking import clock, mongo
 from booking.demo import GRAND_CATEGORIES
+from booking.domain import CartState
 from booking.layouts import auto_row_label, parse_grid
 from booking.seatmap import HELD, seat_key
 from booking.services.sessions import create_session
@@ -114,7 +115,7 @@ def stale_carts(count: int, per_session: int = 400) -> list[ObjectId]:
                 {
                     "_id": cart_id,
                     "owner": f"s:bench{len(cart_ids)}",
-                    "state": "active",
+                    "state": CartState.ACTIVE,
                     "items": [
                         {"sessionId": session["_id"], "key": k, "row": "?", "seat": "?", "cat": "s", "price": 0}
                         for k in group

@@ -10,6 +10,8 @@ import urllib.request
 
 from bson import ObjectId
 
+from booking.domain import SessionStatus
+
 from .load import Client, Sample, sample
 
 HTMX = {"HX-Request": "true"}
@@ -179,7 +181,7 @@ def db_floor(client: Client, index: int, params: dict):
     def step():
         started = time.perf_counter()
         result = coll.update_one(
-            {"_id": session_id, "status": "on_sale", **free, "reservations._id": {"$ne": cart_id}},
+            {"_id": session_id, "status": SessionStatus.ON_SALE, **free, "reservations._id": {"$ne": cart_id}},
             {
                 "$set": cells,
                 "$inc": {"seatsAvailable": -2, "version": 1},

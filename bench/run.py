@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from booking.domain import SessionStatus
+
 from . import data, flows, load, scenario
 from .load import Client, percentile
 from .stack import GUNICORN_ARGS, Stack
@@ -185,7 +187,7 @@ def floor_accounting(stack: Stack, params: dict) -> dict:
         free = {f"seats.{r0}.{c0}": 0, f"seats.{r1}.{c1}": 0}
         cart = ObjectId()
         coll.update_one(
-            {"_id": sid, "status": "on_sale", **free, "reservations._id": {"$ne": cart}},
+            {"_id": sid, "status": SessionStatus.ON_SALE, **free, "reservations._id": {"$ne": cart}},
             {
                 "$set": dict.fromkeys(free, 1),
                 "$inc": {"seatsAvailable": -2, "version": 1},

@@ -13,7 +13,8 @@ from . import clock
 from .errors import InvalidLayout, InvalidRequest
 from .forms import DayField
 from .layouts import category_codes_used, parse_grid, validate_layout
-from .services.sessions import clean_details
+from .services.sessions import clean_details, clean_sale_window
+from .staff.selectors import SessionsShown
 
 MAX_PRICE = Decimal("10000.00")  # in currency units; the engine stores integer cents
 CATEGORY_ROWS = 6
@@ -250,6 +251,65 @@ class SessionForm(PricedForm):
         }
 
 
+class SecondsDateTimeInput(forms.DateTimeInput):
+    """A local date and time to the second (an on-sale time is announced to the second)."""
+
+    input_type = "datetime-local"
+
+    def __init__(self, attrs=None):
+        super().__init__({"step": "1", **(attrs or {})}, format="%Y-%m-%dT%H:%M:%S")
+
+
+SALE_TIME_FORMATS = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
+
+
+class SaleWindowForm(forms.Form):
+    """Draft or published, and when seats can be held (services.sessions.set_sale_window)."""
+
+    published = forms.TypedChoiceField(
+        label="Visibility",
+        choices=[("1", "Published (in what's on)"), ("0", "Draft (staff only)")],
+        coerce=lambda v: v == "1",
+        widget=forms.RadioSelect,
+    )
+    sale_opens = forms.DateTimeField(
+        label="On sale from", required=False, widget=SecondsDateTimeInput(), input_formats=SALE_TIME_FORMATS,
+        help_text="Empty: on sale as soon as it is published.",
+    )
+    sale_closes = forms.DateTimeField(
+        label="Off sale at", required=False, widget=SecondsDateTimeInput(), input_formats=SALE_TIME_FORMATS,
+        help_text="Empty: at the start.",
+    )
+    presale_opens = forms.DateTimeField(
+        label="Members' presale from", required=False, widget=SecondsDateTimeInput(),
+        input_formats=SALE_TIME_FORMATS, help_text="Empty: no presale. Ends at the public on-sale time.",
+    )
+    presale_code = forms.CharField(
+        label="Members' access code", required=False, max_length=64,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Stored hashed. Leave empty to keep the current code; a new code locks out the old one.",
+    )
+
+    def __init__(self, *args, start=None, has_code=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.start, self.has_code = start, has_code
+
+    def clean(self):
+        data = super().clean()
+        if self.start is not None and not self.errors:
+            try:
+                clean_sale_window(
+                    self.start,
+                    data.get("sale_opens"),
+                    data.get("sale_closes"),
+                    data.get("presale_opens"),
+                    has_code=bool(data.get("presale_code") or self.has_code),
+                )
+            except InvalidRequest as exc:
+                add_field_errors(self, exc)
+        return data
+
+
 def add_field_errors(form: forms.Form, exc: InvalidRequest) -> None:
     """Put an engine error's per-field messages next to the fields (or on top of the form)."""
     fields = exc.details.get("fields") or {}
@@ -327,7 +387,12 @@ class PickTheaterForm(forms.Form):
         self.fields["theater"].choices = choices
 
 
-WHEN_CHOICES = [("on_sale", "On sale"), ("past", "Past"), ("canceled", "Canceled"), ("all", "All")]
+WHEN_CHOICES = [
+    (SessionsShown.ON_SALE, "On sale"),
+    (SessionsShown.PAST, "Past"),
+    (SessionsShown.CANCELED, "Canceled"),
+    (SessionsShown.ALL, "All"),
+]
 
 
 class SessionFilterForm(forms.Form):

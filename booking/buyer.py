@@ -20,6 +20,8 @@ from django.utils.cache import patch_vary_headers
 COOKIE_NAME = "buyer"
 SALT = "booking.buyer"
 SEPARATOR = "|"  # owner tokens are "s:" + URL-safe base64; cart ids are hex
+KEY_SEPARATOR = ","  # presale keys are URL-safe base64
+MAX_PRESALE_KEYS = 8  # the newest are kept
 
 
 @dataclass
@@ -27,14 +29,17 @@ class Buyer:
     owner: str | None = None
     cart_id: str | None = None
     changed: bool = False
+    presale_keys: tuple[str, ...] = ()  # presales this buyer unlocked with an access code
 
 
 def get(request) -> Buyer:
     buyer = getattr(request, "_buyer", None)
     if buyer is None:
         raw = request.get_signed_cookie(COOKIE_NAME, default="", salt=SALT, max_age=settings.SESSION_COOKIE_AGE)
-        owner, _, cart = raw.partition(SEPARATOR)
-        buyer = request._buyer = Buyer(owner or None, cart or None)
+        owner, _, rest = raw.partition(SEPARATOR)
+        cart, _, keys = rest.partition(SEPARATOR)
+        presales = tuple(filter(None, keys.split(KEY_SEPARATOR)))
+        buyer = request._buyer = Buyer(owner or None, cart or None, presale_keys=presales)
     return buyer
 
 
@@ -62,6 +67,18 @@ def forget_cart(request) -> None:
         buyer.cart_id, buyer.changed = None, True
 
 
+def presale_keys(request) -> frozenset[str]:
+    return frozenset(get(request).presale_keys)
+
+
+def add_presale_key(request, key: str) -> None:
+    """Remember a presale this buyer unlocked (an owner token is made if there is none yet)."""
+    owner(request, create=True)
+    buyer = get(request)
+    if key not in buyer.presale_keys:
+        buyer.presale_keys, buyer.changed = (*buyer.presale_keys, key)[-MAX_PRESALE_KEYS:], True
+
+
 class BuyerCookieMiddleware:
     """Writes the buyer cookie when a view changed it (a first hold, a new cart, a cart ended)."""
 
@@ -74,7 +91,8 @@ class BuyerCookieMiddleware:
         if buyer is not None and buyer.changed and buyer.owner:
             response.set_signed_cookie(
                 COOKIE_NAME,
-                f"{buyer.owner}{SEPARATOR}{buyer.cart_id or ''}",
+                f"{buyer.owner}{SEPARATOR}{buyer.cart_id or ''}"
+                + (SEPARATOR + KEY_SEPARATOR.join(buyer.presale_keys) if buyer.presale_keys else ""),
                 salt=SALT,
                 max_age=settings.SESSION_COOKIE_AGE,
                 secure=settings.SESSION_COOKIE_SECURE,

@@ -7,10 +7,10 @@ system (after reconcile): an operation in flight can be between its two writes.
 from collections import Counter, defaultdict
 
 from . import clock, mongo
+from .domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, is_stale
 from .payments.checks import money_breaches
 from .seatmap import FREE, HELD, SOLD, parse_seat_key
-from .services.carts import EXPIRING_STATES, LIVE_STATES
-from .services.payments import SEAT_OWNING
+from .services.checkin import ADMITTING_STATES
 
 
 def check_invariants() -> list[str]:
@@ -23,8 +23,8 @@ def check_invariants() -> list[str]:
     fields = {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1, "settling": 1}
     for order in mongo.orders().find({}, fields):
         cart = carts.get(order["cartId"])
-        if order["state"] in SEAT_OWNING:  # paid, or partially refunded: its remaining lines
-            if (cart is not None and cart["state"] == "checking_out") or order.get("settling"):
+        if order["state"] in SEAT_OWNING_ORDER_STATES:  # paid, or partially refunded: its remaining lines
+            if (cart is not None and cart["state"] == CartState.CHECKING_OUT) or order.get("settling"):
                 pending_orders.add(order["_id"])  # paid, its seats being sold right now
             for line in order["lines"]:
                 orders_by_seat[(line["sessionId"], line["key"])].append(order)
@@ -43,9 +43,9 @@ def check_invariants() -> list[str]:
             cart = carts.get(res["_id"])
             if cart is None:
                 breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which does not exist")
-            elif cart["state"] not in LIVE_STATES:
+            elif cart["state"] not in HOLDING_STATES:
                 breaches.append(f"{label}: a hold belongs to cart {res['_id']}, which is {cart['state']}")
-            elif cart["state"] in EXPIRING_STATES and cart["expiresAt"] <= now and res["seats"]:
+            elif is_stale(cart, now) and res["seats"]:
                 breaches.append(f"{label}: cart {res['_id']} still holds seats after its hold ended (not yet expired)")
             elif cart is not None:
                 known = {i["key"] for i in cart["items"] if i["sessionId"] == sid}
@@ -72,4 +72,22 @@ def check_invariants() -> list[str]:
                 if owners and state != SOLD and not all(o["_id"] in pending_orders for o in owners):
                     breaches.append(f"{label}: seat {key} is in order {owners[0]['ref']} but its cell is {state}")
     breaches += money_breaches()  # no order paid twice, no money kept without its seats
+    breaches.extend(checkin_breaches())
+    return breaches
+
+
+def checkin_breaches() -> list[str]:
+    """A checked-in ticket belongs to a paid order: one that admits now, or that left the
+    admitting state (``<state>On``, e.g. canceledOn) only after the ticket was checked in."""
+    breaches = []
+    query = {"state": {"$nin": list(ADMITTING_STATES)}, "lines.checkedIn": {"$exists": True}}
+    for order in mongo.orders().find(query):
+        left_on = order.get(f"{order['state']}On")
+        for line in order["lines"]:
+            checked = line.get("checkedIn")
+            if checked and (left_on is None or left_on < checked["recordedOn"]):
+                breaches.append(
+                    f"order {order['ref']} is {order['state']} but ticket {line['row']}{line['seat']} "
+                    f"was checked in at {checked.get('door')} while it was"
+                )
     return breaches

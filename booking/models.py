@@ -57,3 +57,15 @@ class Order(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_orders"
+
+
+class DoorCheckin(MongoDocument):
+    """Carries the door check-in permission (``booking.checkin_tickets``, /checkin/): door staff
+    get only this one, no admin pages. Check-ins live on the orders' lines in MongoDB."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_checkins"
+        verbose_name = "door check-in"
+        default_permissions = ()
+        permissions = [("checkin_tickets", "Can check in tickets at the door")]

@@ -108,6 +108,10 @@ def orders():
     return get_db()["orders"]
 
 
+def checkin_conflicts():
+    return get_db()["checkin_conflicts"]
+
+
 def ensure_indexes() -> list[str]:
     """Create every index the access patterns need; returns their names."""
     created = []
@@ -134,6 +138,14 @@ def ensure_indexes() -> list[str]:
     # payments (services/payments.py, refunds.py): the webhook's lookup and reconcile's queries
     created.append(orders().create_index([("payment.intent", 1)], name="payment_intent"))
     created.append(orders().create_index([("state", 1), ("payment.until", 1)], name="state_payment_until"))
+    # door check-in of refunded tickets (services/checkin.py): they are refused, also offline
+    created.append(orders().create_index([("refundedLines.ticket", 1)], name="refunded_ticket", sparse=True))
+    created.append(orders().create_index([("refundedLines.sessionId", 1)], name="refunded_session", sparse=True))
     for flag in ("settling", "refundDue", "noticeMail"):
         created.append(orders().create_index([(flag, 1)], name=flag, sparse=True))
+    # door check-in (services/checkin.py): a scope's conflicts, newest first; one per offline scan
+    created.append(
+        checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
+    )
+    created.append(checkin_conflicts().create_index([("scanId", 1)], unique=True, name="scan_unique"))
     return created

@@ -31,11 +31,11 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from . import buyer, clock, payments, presenters, selectors
+from .domain import CartState
 from .errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from .forms import CheckoutForm
 from .payments import base, money, receipts
 from .payments.stripe_provider import time_in_stripe_ms
-from .services import carts as cart_service
 from .services import payments as payment_service
 
 logger = logging.getLogger("booking.views")
@@ -153,7 +153,7 @@ def _paying_order(request) -> dict | None:
     """The order this browser is paying for right now (its cart moved to paying), if any."""
     owner, cart_id = buyer.owner(request), buyer.cart_id(request)
     cart = selectors.get_cart(owner, cart_id) if owner else None
-    if cart is None or cart["state"] != cart_service.PAYING:
+    if cart is None or cart["state"] != CartState.PAYING:
         return None
     return selectors.get_order_for_cart(cart["_id"])
 

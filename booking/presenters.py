@@ -204,3 +204,9 @@ def section_stands(sections: list[dict]) -> list[dict]:
     for stand in stands:
         stand["blocks_html"] = mark_safe("".join(stand.pop("blocks")))  # noqa: S308 - every part escaped above
     return stands
+
+
+def sale_time(moment: datetime) -> str:
+    """An on-sale or presale time as the buyer reads it (seconds only when they matter)."""
+    local = timezone.localtime(moment)
+    return local.strftime("%a %d %b %Y, %H:%M:%S" if local.second else "%a %d %b %Y, %H:%M")

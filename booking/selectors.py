@@ -1,14 +1,12 @@
 """Reads. Each function is one access pattern of the design guide and names its cost."""
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 
 from bson import ObjectId
 
 from . import clock, mongo
-from .services.carts import ACTIVE, is_live
+from .domain import CartState, MailState, SessionStatus, is_live, live_cart_filter, stale_cart_filter
 
 SUMMARY_FIELDS = {
     "name": 1,
@@ -25,6 +23,10 @@ SUMMARY_FIELDS = {
     "performanceId": 1,  # sectioned venues: the section documents of one performance share it
     "section": 1,
     "venueName": 1,
+    "saleOpens": 1,  # the sale window (domain.sale_phase); of a presale not its code's hash
+    "saleCloses": 1,
+    "presale.opens": 1,
+    "presale.key": 1,
 }
 
 
@@ -43,6 +45,7 @@ WHATS_ON_FIELDS = {
     "seatsTotal": 1,
     "performanceId": 1,
     "venueName": 1,
+    "saleOpens": 1,
 }
 
 
@@ -50,7 +53,7 @@ def upcoming_sessions(
     *, start_from: datetime | None = None, start_before: datetime | None = None, theater_id: ObjectId | None = None
 ) -> list[dict]:
     """Q1 what's on: one indexed query on start (theater+start when filtered), no seat maps."""
-    query: dict = {"start": {"$gt": start_from or clock.now()}, "status": "on_sale"}
+    query: dict = {"start": {"$gt": start_from or clock.now()}, "status": SessionStatus.ON_SALE}
     if start_before is not None:
         query["start"]["$lt"] = start_before
     if theater_id is not None:
@@ -106,75 +109,14 @@ def get_session(session_id: ObjectId) -> dict | None:
 
 # A hold's read of the session, when it reads one (the first hold of a session in a process, or
 # after its write missed: see services/holds.py): what the rules and the answer need, seat states
-# included, without the layout (kept per process, see session_layout) and the other carts'
-# reservations.
+# included, without the layout (kept per process, see services/hold_facts.py) and the other
+# carts' reservations.
 HOLD_FIELDS = {**SUMMARY_FIELDS, "seats": 1, "version": 1, "layoutRev": 1}
 
 
 def get_session_for_hold(session_id: ObjectId) -> dict | None:
     """One read by _id: about 8 KB for 900 seats instead of the whole 40 KB document."""
     return mongo.sessions().find_one({"_id": session_id}, HOLD_FIELDS)
-
-
-_layouts: OrderedDict[tuple, dict] = OrderedDict()
-_layouts_lock = threading.Lock()
-LAYOUT_CACHE_SIZE = 256
-
-
-def session_layout(session_id: ObjectId, revision: int) -> dict | None:
-    """A session's layout. It changes only when staff copy the theater's layout again (allowed
-    while no seat is taken), which bumps ``layoutRev``; so a layout read once is kept per
-    (session, revision) in this process and shared read-only. One read by _id when not kept."""
-    key = (session_id, revision)
-    with _layouts_lock:
-        layout = _layouts.get(key)
-        if layout is not None:
-            _layouts.move_to_end(key)
-            return layout
-    doc = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "layoutRev": 1})
-    if doc is None:
-        return None
-    with _layouts_lock:
-        _layouts[(session_id, doc.get("layoutRev", 0))] = doc["layout"]
-        while len(_layouts) > LAYOUT_CACHE_SIZE:
-            _layouts.popitem(last=False)
-    return doc["layout"]
-
-
-@dataclass(frozen=True)
-class SaleFacts:
-    """What a hold takes from a session besides its seat states: the layout (of a revision) and
-    the prices. Kept per process from the last read; a hold's write names the revision and the
-    prices in its filter, so facts gone stale make the write miss (and the hold read again),
-    never take a seat at a wrong price or by a wrong layout."""
-
-    layout_rev: int
-    layout: dict
-    prices: dict
-
-
-_sale_facts: OrderedDict[ObjectId, SaleFacts] = OrderedDict()
-
-
-def known_sale_facts(session_id: ObjectId) -> SaleFacts | None:
-    """This process's last facts of the session, without a read (None when it has none)."""
-    with _layouts_lock:
-        return _sale_facts.get(session_id)
-
-
-def sale_facts(session: dict) -> SaleFacts | None:
-    """The facts of a session just read (with ``prices`` and ``layoutRev``), kept for the next
-    hold; the layout comes from session_layout. None when the session is gone."""
-    layout = session.get("layout") or session_layout(session["_id"], session.get("layoutRev", 0))
-    if layout is None:
-        return None
-    facts = SaleFacts(session.get("layoutRev", 0), layout, dict(session["prices"]))
-    with _layouts_lock:
-        _sale_facts[session["_id"]] = facts
-        _sale_facts.move_to_end(session["_id"])
-        while len(_sale_facts) > LAYOUT_CACHE_SIZE:
-            _sale_facts.popitem(last=False)
-    return facts
 
 
 def get_session_head(session_id: ObjectId) -> dict | None:
@@ -209,7 +151,7 @@ class BuyerCarts:
 def buyer_carts(owner: str, cart_id: ObjectId | None, client: str | None, now: datetime) -> BuyerCarts:
     """C1's one read of carts: the buyer's cart, and the live carts the anti-hoarding limits count
     (the owner's, the client address's), in one query whose every branch has its index."""
-    live = {"state": ACTIVE, "expiresAt": {"$gt": now}}
+    live = live_cart_filter(now)
     branches: list[dict] = [{"owner": owner, **live}]
     if cart_id is not None:
         branches.append({"_id": cart_id, "owner": owner})
@@ -218,7 +160,7 @@ def buyer_carts(owner: str, cart_id: ObjectId | None, client: str | None, now: d
     query = {"$or": branches} if len(branches) > 1 else branches[0]
     found = BuyerCarts(cart=None, owner_live=0, client_held=0)
     for doc in mongo.carts().find(query):
-        is_live_now = doc["state"] == ACTIVE and doc["expiresAt"] > now
+        is_live_now = is_live(doc, now)
         if doc["_id"] == cart_id and doc["owner"] == owner:
             found.cart = doc
         if is_live_now and doc["owner"] == owner:
@@ -239,10 +181,8 @@ def get_live_cart(owner: str, cart_id: ObjectId | None) -> dict | None:
 
 
 def live_cart_or_none(cart: dict | None) -> dict | None:
-    """The cart if it is active and its hold has not run out."""
-    if cart is not None and cart["state"] == ACTIVE and is_live(cart, clock.now()):
-        return cart
-    return None
+    """The cart if it is live (active, its hold not run out), else None."""
+    return cart if is_live(cart, clock.now()) else None
 
 
 def cart_seat_keys(cart: dict | None, session_id: ObjectId) -> set[str]:
@@ -291,16 +231,17 @@ def expiry_backlog(now: datetime | None = None) -> dict:
     state_expires and mail_pending indexes."""
     now = now or clock.now()
     carts = mongo.carts()
-    oldest = carts.find_one({"state": ACTIVE, "expiresAt": {"$lte": now}}, {"expiresAt": 1}, sort=[("expiresAt", 1)])
+    oldest = carts.find_one(stale_cart_filter(now), {"expiresAt": 1}, sort=[("expiresAt", 1)])
+    failed = {"mail": MailState.FAILED}
     return {
         "now": now,
-        "active": carts.count_documents({"state": ACTIVE, "expiresAt": {"$gt": now}}),
-        "stale": carts.count_documents({"state": ACTIVE, "expiresAt": {"$lte": now}}),
+        "active": carts.count_documents(live_cart_filter(now)),
+        "stale": carts.count_documents(stale_cart_filter(now)),
         "oldest_stale_expired_at": oldest["expiresAt"] if oldest else None,
-        "checking_out": carts.count_documents({"state": "checking_out"}),
-        "mails_pending": mongo.orders().count_documents({"mail": "pending"}),
-        "mails_failed": mongo.orders().count_documents({"mail": "failed"}),
-        "mails_given_up": mongo.orders().count_documents({"mail": "failed", "mailRetryAt": {"$exists": False}}),
+        "checking_out": carts.count_documents({"state": CartState.CHECKING_OUT}),
+        "mails_pending": mongo.orders().count_documents({"mail": MailState.PENDING}),
+        "mails_failed": mongo.orders().count_documents(failed),
+        "mails_given_up": mongo.orders().count_documents({**failed, "mailRetryAt": {"$exists": False}}),
     }
 
 
@@ -310,5 +251,5 @@ FAILED_MAIL_FIELDS = {"ref": 1, "email": 1, "mailFailures": 1, "mailFailure": 1,
 def failed_mails(limit: int = 20) -> list[dict]:
     """Orders whose confirmation mail failed, newest failure first (worker_status lists them)."""
     newest = [("mailDoneOn", -1), ("_id", -1)]
-    found = mongo.orders().find({"mail": "failed"}, FAILED_MAIL_FIELDS).sort(newest).limit(limit)
+    found = mongo.orders().find({"mail": MailState.FAILED}, FAILED_MAIL_FIELDS).sort(newest).limit(limit)
     return list(found)

@@ -13,6 +13,7 @@ from bson.errors import InvalidId
 from celery import shared_task
 from django.conf import settings
 
+from .domain import SendOutcome
 from .services import carts, notifications
 from .services import reconcile as reconcile_service
 
@@ -65,20 +66,20 @@ def mail_retry_countdown(retries: int) -> float:
 
 
 @shared_task(name="booking.tasks.send_order_confirmation", bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
-def send_order_confirmation(self, order_id: str) -> str:
+def send_order_confirmation(self, order_id: str) -> SendOutcome:
     """The confirmation e-mail of one order (queued once the order is stored)."""
     try:
         oid = ObjectId(order_id)
     except (InvalidId, TypeError):
         logger.error("send_order_confirmation: %r is not an order id", order_id)
-        return "invalid id"
+        return SendOutcome.INVALID_ID
     try:
         outcome = notifications.send_confirmation(oid)
     except notifications.MailServerUnavailable as exc:
         if self.request.retries >= self.max_retries:
             # Failed for this round; reconcile starts the next one later, up to a cap.
             notifications.give_up(oid, f"mail server kept failing: {exc}")
-            return "failed"
+            return SendOutcome.FAILED
         countdown = mail_retry_countdown(self.request.retries)
         logger.warning(
             "confirmation mail for order %s failed (%s); retry %d in %.1f s",

@@ -20,9 +20,11 @@ GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET|POST /find-booking/                ref, email -> /orders/<ref>/
 GET  /tickets/<code>.svg               QR code of a ticket code
 
-Seat POSTs answer: htmx -> 200 with the map (+ out-of-band cart summary and notice), also when a
-seat was just taken (409-class engine errors become a message); plain post -> 302 back to the
-session page with a message. Bad input (malformed seat, off the map, count out of range) -> 400
+Seat POSTs answer: htmx -> 200 with only the seats the click changed (each swapped by its id,
+out of band), the cart summary and the notice, ``HX-Reswap: none`` (the map stays) and
+``X-Seatmap-Version``; when the action did not go through (a seat was just taken: 409-class engine
+errors become a message) -> 200 with the refreshed map and the message; plain post -> 302 back to
+the session page with a message. Bad input (malformed seat, off the map, count out of range) -> 400
 with a message; unknown or malformed ids -> 404. Every POST needs the CSRF token (htmx sends it
 in the X-CSRFToken header).
 """
@@ -42,6 +44,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/hold", views.hold, name="hold"),
     path("sessions/<str:session_id>/release", views.release, name="release"),
     path("sessions/<str:session_id>/best", views.best_available, name="best_available"),
+    path("sessions/<str:session_id>/access", views.presale_access, name="presale_access"),
     path("cart/", views.cart_page, name="cart"),
     path("cart/remove", views.cart_remove, name="cart_remove"),
     path("cart/cancel", views.cart_cancel, name="cart_cancel"),

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from django_htmx.http import reswap
 
 from . import buyer, cart_summary, clock, presenters, ratelimits, rendering, selectors
+from .domain import CartState, SalePhase, SessionStatus, sale_phase
 from .errors import (
     BookingError,
     CartExpired,
@@ -48,6 +49,7 @@ from .ids import object_id
 from .seatmap import FREE, HELD, seat_key
 from .services import carts as cart_service
 from .services import holds
+from .services import sessions as session_service
 
 STATUS_FOR = {
     NotFound: 404,
@@ -62,6 +64,7 @@ STATUS_FOR = {
     CheckoutFailed: 409,
 }
 LIVE_REFRESH_SECONDS = 2
+SERVER_NOW_MARKER = "8c1d0e5a-server-now"  # in a shared page, replaced by the time of each answer
 # Refusals a buyer answers by choosing other seats, not bad input: without JavaScript they are
 # shown on the map the buyer returns to (htmx shows them in place, with their 400).
 RULES_OF_CHOICE = (OrphanSeat, TooManySeats)
@@ -87,12 +90,9 @@ def _current_cart(request) -> tuple[dict | None, bool]:
     cart = selectors.get_cart(owner, buyer.cart_id(request)) if owner else None
     if cart is None:
         return None, False
-    if cart["state"] == cart_service.ACTIVE and cart["expiresAt"] > clock.now():
-        return cart, False
-    if cart["state"] == cart_service.ACTIVE:
-        cart_service.expire_cart(cart["_id"])
-        return None, True
-    return None, cart["state"] == cart_service.EXPIRED
+    live = cart_service.live_or_expire(cart, clock.now())
+    # ran out: found past its hold (and expired just now), or expired already
+    return live, live is None and cart["state"] in (CartState.ACTIVE, CartState.EXPIRED)
 
 
 def _error_page(request, error: BookingError | str, status: int):
@@ -136,16 +136,49 @@ def _load_session(session_id: str) -> dict:
     return session
 
 
-def _sale_notice(session: dict) -> str:
-    if session.get("status") == "canceled":
+def _sale_notice(session: dict, access=frozenset()) -> str:
+    phase = sale_phase(session, clock.now(), access)
+    if phase == SalePhase.CANCELED:
         return "This performance has been canceled."
-    if session.get("status") != "on_sale":
-        return "This performance is not on sale."
-    if session["start"] <= clock.now():
+    if phase == SalePhase.STARTED:
         return "This performance has started; seats can no longer be booked."
+    if phase == SalePhase.CLOSED:
+        return "Sales for this performance have closed."
+    if phase == SalePhase.PRESALE:
+        opens = presenters.sale_time(session["saleOpens"])
+        return f"On sale to members until {opens}, to everyone from {opens}."
+    if phase == SalePhase.NOT_YET:
+        presale = session.get("presale")
+        if presale and presale["key"] not in access:
+            members = presenters.sale_time(presale["opens"])
+            return f"On sale to members from {members}, to everyone from {presenters.sale_time(session['saleOpens'])}."
+        return f"On sale from {presenters.sale_time(_opening(session, access))}."
+    if phase != SalePhase.OPEN:
+        return "This performance is not on sale."
     if session.get("seatsAvailable", 0) <= 0:
         return "This performance is sold out."
     return ""
+
+
+def _opening(session: dict, access) -> object:
+    """When this viewer may first hold: a presale they unlocked, else the public on-sale."""
+    presale = session.get("presale")
+    return presale["opens"] if presale and presale["key"] in access else session["saleOpens"]
+
+
+def _sale_clock(session: dict, access) -> dict:
+    """A page before its on-sale time: the map is read-only and counts down to the second (server
+    time sent along, static/booking/onsale.js), then becomes clickable without a reload."""
+    phase = sale_phase(session, clock.now(), access)
+    if phase not in (SalePhase.NOT_YET, SalePhase.PRESALE):
+        return {"map_locked": False}
+    opens = session["saleOpens"] if phase == SalePhase.PRESALE else _opening(session, access)
+    return {
+        "map_locked": True,
+        "presale": bool(session.get("presale")) and session["presale"]["key"] not in access,
+        "opens_ms": int(opens.timestamp() * 1000),
+        "server_now_ms": int(clock.now().timestamp() * 1000),
+    }
 
 
 def _load_session_page(session_id: str) -> tuple[dict, rendering.SeatMapHtml]:
@@ -153,8 +186,8 @@ def _load_session_page(session_id: str) -> tuple[dict, rendering.SeatMapHtml]:
     one small read (no seat states, no layout rows); otherwise a second, full read builds it."""
     sid = object_id(session_id, "performance")
     session = selectors.get_session_head(sid)
-    if session is None:
-        raise NotFound("No such performance.")
+    if session is None or session.get("status") == SessionStatus.DRAFT:
+        raise NotFound("No such performance.")  # a draft is for staff only
     shared = rendering.cached_seat_map(sid, session["version"])
     if shared is None:
         session = _load_session(session_id)
@@ -166,7 +199,9 @@ def _map_context(request, session: dict, cart: dict | None, picked=(), shared=No
     """``session`` needs its seat states and layout rows unless ``shared`` (its built map) is given."""
     mine = selectors.cart_seat_keys(cart, session["_id"])
     shared = shared or rendering.seat_map_html(session)
+    access = buyer.presale_keys(request)
     return {
+        **_sale_clock(session, access),
         "session": session,
         "session_id": str(session["_id"]),
         "version": session["version"],
@@ -174,7 +209,7 @@ def _map_context(request, session: dict, cart: dict | None, picked=(), shared=No
         "map_width": shared.width,
         "category_css": rendering.category_css(session),
         "refresh_ms": LIVE_REFRESH_SECONDS * 1000,
-        "sale_notice": _sale_notice(session),
+        "sale_notice": _sale_notice(session, access),
     }
 
 
@@ -215,13 +250,13 @@ def session_page(request, session_id):
             **extra,
         }
 
-    if cart is None and not expired and not get_messages(request):
-        # The same page for every viewer without a cart or a message: built once per version.
+    if cart is None and not expired and not get_messages(request) and not buyer.presale_keys(request):
+        # The same page for every viewer without a cart, a message or a presale: built once per version.
         tz = timezone.get_current_timezone_name()
         key = (session["_id"], session["version"], template, _sale_notice(session), tz)
-        html = rendering.shared_page(
-            key, lambda: render_to_string(template, context(csrf_token=rendering.CSRF_MARKER), request)
-        )
+        extra = {"csrf_token": rendering.CSRF_MARKER, "server_now_ms": SERVER_NOW_MARKER}
+        html = rendering.shared_page(key, lambda: render_to_string(template, context(**extra), request))
+        html = html.replace(SERVER_NOW_MARKER, str(int(clock.now().timestamp() * 1000)))
         return HttpResponse(html.replace(rendering.CSRF_MARKER, get_token(request)))
     return render(request, template, context())
 
@@ -259,7 +294,7 @@ def seat_map(request, session_id):
         session = selectors.get_session_head(sid) if shared else selectors.get_session(sid)
         if session is not None and shared is not None and session["version"] != version:
             shared, session = None, selectors.get_session(sid)  # changed again meanwhile
-        if session is None:
+        if session is None or session.get("status") == SessionStatus.DRAFT:
             return _error_page(request, "No such performance.", 404)
         response = render(request, "booking/_seatmap.html", _map_context(request, session, cart, shared=shared))
         etag = f'"{session["version"]}"'
@@ -273,22 +308,25 @@ def _etags(header: str) -> set[str]:
     return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
 
 
-def _seat_action(request, session_id, act):
+def _seat_action(request, session_id, service, *args, notice: str = ""):
     """Run one hold/release and answer (htmx): the changed seats and the cart, or the refreshed
     map when the action did not go through; a plain form post is sent back to the map.
 
-    ``act(sid, owner, cart_id)`` returns (HoldResult, ReleaseResult or None, message). Input
-    errors are 400 with a message; lost races and closed sales are shown on the refreshed map.
+    ``service(session_id, owner, cart_id, *args)``: one of the engine's seat services (``holds``),
+    returning a HoldResult or ReleaseResult; ``notice``: what to tell the buyer when it went
+    through. Input errors are 400 with a message; lost races and closed sales are shown on the
+    refreshed map.
     """
     try:
         sid = object_id(session_id, "performance")
     except NotFound as exc:
         return _error_page(request, exc, 404)
     owner = buyer.owner(request, create=True)
-    notice, level = "", "ok"
+    level = "ok"
     result = None
+    access = holds.presale_access.set(buyer.presale_keys(request))
     try:
-        result, notice = act(sid, owner, buyer.cart_id(request))
+        result = service(sid, owner, buyer.cart_id(request), *args)
         if isinstance(result, holds.HoldResult):
             buyer.set_cart(request, result.cart_id)
     except BookingError as exc:
@@ -300,6 +338,8 @@ def _seat_action(request, session_id, act):
         notice, level = exc.message, "error"
         if isinstance(exc, CartExpired):
             buyer.forget_cart(request)
+    finally:
+        holds.presale_access.reset(access)
     if not request.htmx:
         if notice:
             (messages.error if level == "error" else messages.success)(request, notice)
@@ -355,11 +395,7 @@ def toggle_seat(request, session_id):
     form = SeatForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-    key = form.cleaned_data["seat"]
-
-    return _seat_action(
-        request, session_id, lambda sid, owner, cart_id: (holds.toggle_seat(sid, owner, cart_id, key), "")
-    )
+    return _seat_action(request, session_id, holds.toggle_seat, form.cleaned_data["seat"])
 
 
 @require_POST
@@ -368,11 +404,7 @@ def hold(request, session_id):
     form = SeatsForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-    return _seat_action(
-        request,
-        session_id,
-        lambda sid, owner, cart_id: (holds.hold_seats(sid, owner, cart_id, form.cleaned_data["seats"]), ""),
-    )
+    return _seat_action(request, session_id, holds.hold_seats, form.cleaned_data["seats"])
 
 
 @require_POST
@@ -381,11 +413,7 @@ def release(request, session_id):
     form = SeatsForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-
-    def act(sid, owner, cart_id):
-        return holds.release_seats(sid, owner, cart_id, form.cleaned_data["seats"]), ""
-
-    return _seat_action(request, session_id, act)
+    return _seat_action(request, session_id, holds.release_seats, form.cleaned_data["seats"])
 
 
 @require_POST
@@ -394,13 +422,34 @@ def best_available(request, session_id):
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
     count = form.cleaned_data["count"]
+    seats = "seat is" if count == 1 else f"{count} seats are"
+    notice = f"Your {seats} highlighted on the map and held for you."
+    return _seat_action(request, session_id, holds.hold_best_available, count, notice=notice)
 
-    def act(sid, owner, cart_id):
-        result = holds.hold_best_available(sid, owner, cart_id, count)
-        seats = "seat is" if count == 1 else f"{count} seats are"
-        return result, f"Your {seats} highlighted on the map and held for you."
 
-    return _seat_action(request, session_id, act)
+# --- members' presale: an access code unlocks holds for this buyer ---
+
+WRONG_ACCESS_CODE = "That code does not open a presale for this performance."
+TOO_MANY_CODES = "Too many access codes tried from your connection. Please wait a minute and try again."
+
+
+@require_POST
+def presale_access(request, session_id):
+    """Check a members' access code. A right one puts the presale's key in the buyer cookie; a
+    wrong one, a session without presale and an unknown id get the same answer after the same
+    work (services.sessions.unlock_presale), and every try is counted (BOOKING_ACCESS_CODE_RATE)."""
+    if ratelimits.rate_exceeded(request, "booking.access", settings.BOOKING_ACCESS_CODE_RATE):
+        response = _error_page(request, TOO_MANY_CODES, 429)
+        response["Retry-After"] = "60"
+        return response
+    sid = ObjectId(session_id) if ObjectId.is_valid(session_id) else None
+    key = session_service.unlock_presale(sid, request.POST.get("code", ""))
+    if key is None:
+        messages.error(request, WRONG_ACCESS_CODE)
+    else:
+        buyer.add_presale_key(request, key)
+        messages.success(request, "Code accepted: you can choose seats in the members' presale.")
+    return redirect("booking:session", session_id=session_id)
 
 
 # --- cart ---

@@ -17,6 +17,8 @@ import time
 import uuid
 from pathlib import Path
 
+from booking.domain import CartState
+
 SIZES = {
     # buyers, seconds of arrivals, hold seconds, hall rows, gunicorn workers x threads, concurrency
     "ci": {"buyers": 150, "duration": 60, "hold": 12, "rows": 8, "workers": 2, "threads": 4, "concurrency": 60},
@@ -125,7 +127,7 @@ def summary(args, seats: int, stats, faults, verdict, elapsed: float) -> str:
         f"other outcome {dict(stats.payment_other)}; "
         f"abandoned carts {stats.abandoned}; canceled {stats.canceled}; left with no seats {stats.empty_handed}",
         f"database: {verdict.orders} paid orders, {verdict.seats_sold} seats sold; carts by state: "
-        f"{verdict.carts_by_state} (expired carts: {verdict.carts_by_state.get('expired', 0)})",
+        f"{verdict.carts_by_state} (expired carts: {verdict.carts_by_state.get(CartState.EXPIRED, 0)})",
         f"faults injected ({len(injected)}): " + "; ".join(injected),
         f"final reconcile pass: {verdict.reconcile_report}",
         f"seats in two paid orders: {verdict.double_sold_seats}; seats held by two carts: {verdict.double_held_seats}",

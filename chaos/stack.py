@@ -122,6 +122,11 @@ class Stack:
         self.procs: dict[str, Proc] = {}
 
     @property
+    def wsgi_app(self) -> str:
+        """The control run serves the app with the hold's free-seat check taken out (chaos/control_wsgi.py)."""
+        return "chaos.control_wsgi:application" if self.unsafe else "theater_site.wsgi"
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
 
@@ -131,7 +136,7 @@ class Stack:
 
     def env(self) -> dict:
         """The environment every app process (and the harness itself) runs with."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("BOOKING_CHAOS_")}
+        env = dict(os.environ)
         env.update(self.settings_env)
         env.update(
             {
@@ -146,12 +151,6 @@ class Stack:
                 "STRIPE_JS_URL": f"{self.stripe_url}/js.stripe.com/v3/",
             }
         )
-        return env
-
-    def _web_env(self) -> dict:
-        env = self.env()
-        if self.unsafe:
-            env["BOOKING_CHAOS_CONTROL_UNSAFE"] = "1"  # the control run only: see booking/services/holds.py
         return env
 
     # --- starting ---
@@ -218,11 +217,11 @@ class Stack:
         )
         self.procs["web"] = Proc(
             "web",
-            [python, "-m", "gunicorn", "theater_site.wsgi", "--workers", str(self.web_workers)]
+            [python, "-m", "gunicorn", self.wsgi_app, "--workers", str(self.web_workers)]
             + ["--threads", str(self.web_threads), "--worker-class", "gthread"]
             + ["--bind", f"127.0.0.1:{self.web_port}", "--timeout", "30", "--graceful-timeout", "5"]
             + ["--backlog", "2048", "--no-control-socket"],
-            self._web_env(),
+            self.env(),
             self.logs,
         )
         self.procs["worker"] = Proc(

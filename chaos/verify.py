@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from booking import invariants, mongo
+from booking.domain import HOLDING_STATES, OrderState
 from booking.seatmap import HELD, SOLD, parse_seat_key
-from booking.services import carts as cart_service
 from booking.services import reconcile
 
 from .buyers import Stats
@@ -48,7 +48,7 @@ def final_checks(stats: Stats, web_log: str, stripe_url: str | None = None) -> V
 
     sessions = {s["_id"]: s for s in mongo.sessions().find({}, {"seats": 1, "reservations": 1, "name": 1})}
     carts = {c["_id"]: c for c in mongo.carts().find({}, {"state": 1, "expiresAt": 1})}
-    paid = list(mongo.orders().find({"state": "paid"}))
+    paid = list(mongo.orders().find({"state": OrderState.PAID}))
     verdict.orders = len(paid)
 
     # No seat is in two orders.
@@ -91,7 +91,7 @@ def final_checks(stats: Stats, web_log: str, stripe_url: str | None = None) -> V
     for sid, session in sessions.items():
         for hold in session.get("reservations", []):
             cart = carts.get(hold["_id"])
-            live = cart is not None and cart["state"] in cart_service.LIVE_STATES
+            live = cart is not None and cart["state"] in HOLDING_STATES
             for key in hold["seats"]:
                 held_by[(sid, key)] += 1
                 if not live:

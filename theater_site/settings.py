@@ -75,8 +75,10 @@ WSGI_APPLICATION = "theater_site.wsgi.application"
 
 # Django's own tables only (users, auth, admin log, django sessions). Booking data is in MongoDB.
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
-# Every buyer request reads its Django session: keep each thread's connection instead of opening
-# one per request (a third of a seat click's time with SQLite), checked before reuse.
+# Staff requests (logins, the admin log) and the buyer's "found orders" list use Django's
+# database-backed session: keep each thread's connection instead of opening one per request,
+# checked before reuse. (A buyer's seat click reads no row: who is buying is in the signed
+# ``buyer`` cookie, booking/buyer.py.)
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -97,7 +99,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
-# Django sessions live in the signed cookie-less DB backend; the cart id is kept there.
+# Django's sessions are database-backed (revocable staff logins, the buyer's "found orders" list).
+# The buyer's owner token and cart id are not kept there but in the signed ``buyer`` cookie
+# (booking/buyer.py), which takes its Secure flag and lifetime from these session settings.
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 
@@ -171,6 +175,8 @@ BOOKING_MAX_HELD_SEATS_PER_CLIENT = env.int("BOOKING_MAX_HELD_SEATS_PER_CLIENT",
 BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per client; "" turns it off
 # Booking lookups by reference + e-mail per client (Find my booking, the mail's link); "" turns it off
 BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
+# Members' presale access codes tried per client address (right or wrong); "" turns it off.
+BOOKING_ACCESS_CODE_RATE = env.str("BOOKING_ACCESS_CODE_RATE", default="5/m")
 # Proxies in front of the app that append to X-Forwarded-For (0: the client is REMOTE_ADDR).
 BOOKING_TRUSTED_PROXIES = env.int("BOOKING_TRUSTED_PROXIES", default=0)
 # A hold younger than this is never touched by reconcile (its cart write may still be under way).

@@ -4,5 +4,6 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", include("booking.health")),
+    path("checkin/", include("booking.checkin_urls")),
     path("", include("booking.urls")),
 ]

@@ -1,7 +1,7 @@
-"""Carts: finding a buyer's live cart, expiry, cancelation.
+"""Carts: a buyer's live cart, expiry, cancelation.
 
-A cart belongs to an owner string: ``s:<django session key>`` or ``u:<user id>``. It is the
-authority on when its holds end (``expiresAt``).
+A cart belongs to an owner string: ``s:<random token>``, kept in the buyer's signed ``buyer``
+cookie (``booking/buyer.py``). It is the authority on when its holds end (``expiresAt``).
 """
 
 import logging
@@ -12,18 +12,10 @@ from bson import ObjectId
 from django.conf import settings
 
 from .. import clock, faults, mongo
+from ..domain import CartState, is_live, is_stale, stale_cart_filter
 from . import reservations
 
 logger = logging.getLogger("booking.carts")
-
-ACTIVE = "active"
-CHECKING_OUT = "checking_out"
-DONE = "done"
-EXPIRED = "expired"
-CANCELED = "canceled"
-PAYING = "paying"  # the buyer is paying: its hold lasts to the payment window (services/payments.py)
-LIVE_STATES = (ACTIVE, CHECKING_OUT, PAYING)
-EXPIRING_STATES = (ACTIVE, PAYING)  # whose hold ends at expiresAt
 
 
 def hold_duration() -> timedelta:
@@ -39,21 +31,24 @@ def next_expiry(cart: dict | None, now: datetime) -> datetime:
     return min(extended, cap)
 
 
-def is_live(cart: dict | None, now: datetime) -> bool:
-    if cart is None:
-        return False
-    if cart["state"] == CHECKING_OUT:
-        return True
-    return cart["state"] in EXPIRING_STATES and cart["expiresAt"] > now
+def live_or_expire(cart: dict | None, now: datetime) -> dict | None:
+    """The cart if it is live (``domain.is_live``), else None. A cart found past its hold but still
+    active is expired here and now (the worker's own code), so its seats are free at once rather
+    than when the worker comes round."""
+    if is_live(cart, now):
+        return cart
+    if is_stale(cart, now):
+        expire_ended(cart, now)
+    return None
 
 
 def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
     """Expire one stale cart and free its seats. Returns seats freed, or None if the cart was not
     stale (already expired by someone else, checked out, or its hold was extended)."""
     now = now or clock.now()
-    result = mongo.carts().update_one(
-        {"_id": cart_id, "state": ACTIVE, "expiresAt": {"$lte": now}},
-        {"$set": {"state": EXPIRED, "endedOn": now}},
+    result = mongo.carts().update_one(  # an active cart only: a paying one is expire_paying_cart's
+        {"_id": cart_id, "state": CartState.ACTIVE, "expiresAt": {"$lte": now}},
+        {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
     )
     if not result.modified_count:
         return None
@@ -69,6 +64,13 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime | None = None) -> int | 
     return payments.expire_paying_cart(cart_id, now or clock.now())
 
 
+def expire_ended(cart: dict, now: datetime) -> int | None:
+    """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id and state)."""
+    if cart["state"] == CartState.PAYING:
+        return expire_paying_cart(cart["_id"], now)
+    return expire_cart(cart["_id"], now)
+
+
 def force_expire_cart(cart_id: ObjectId) -> int | None:
     """Staff end an active cart now: its hold ends at once and its seats are free again.
 
@@ -77,7 +79,7 @@ def force_expire_cart(cart_id: ObjectId) -> int | None:
     when the cart was not active.
     """
     now = clock.now()
-    result = mongo.carts().update_one({"_id": cart_id, "state": ACTIVE}, {"$set": {"expiresAt": now}})
+    result = mongo.carts().update_one({"_id": cart_id, "state": CartState.ACTIVE}, {"$set": {"expiresAt": now}})
     if not result.matched_count:
         return None
     return expire_cart(cart_id, now)
@@ -87,8 +89,8 @@ def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     """The buyer gives up: the cart ends and every seat it holds is free again."""
     now = clock.now()
     result = mongo.carts().update_one(
-        {"_id": cart_id, "owner": owner, "state": ACTIVE},
-        {"$set": {"state": CANCELED, "endedOn": now}},
+        {"_id": cart_id, "owner": owner, "state": CartState.ACTIVE},
+        {"$set": {"state": CartState.CANCELED, "endedOn": now}},
     )
     if not result.modified_count:
         return 0
@@ -109,7 +111,7 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
     while True:
         stale = list(
             mongo.carts()
-            .find({"state": {"$in": EXPIRING_STATES}, "expiresAt": {"$lte": now}}, {"state": 1})
+            .find(stale_cart_filter(now), {"state": 1})
             # No _id tie-breaker: the state_expires index serves this order (with _id it would be
             # a sort in memory of every stale cart, per batch), and every stale cart is expired
             # whichever of equal ones comes first.
@@ -119,7 +121,7 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
         if not stale:
             break
         for doc in stale:
-            freed = expire_cart(doc["_id"], now) if doc["state"] == ACTIVE else expire_paying_cart(doc["_id"], now)
+            freed = expire_ended(doc, now)
             if freed is not None:
                 report.carts_expired += 1
                 report.seats_released += freed

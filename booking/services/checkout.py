@@ -24,9 +24,9 @@ from django.core.validators import validate_email
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo
+from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
 from ..errors import CheckoutFailed, InvalidRequest, NotFound
 from ..seatmap import SOLD, parse_seat_key
-from . import carts as cart_service
 from . import notifications, reservations
 from . import orders as order_service
 
@@ -87,12 +87,12 @@ def finish_checkout(cart_id: ObjectId) -> dict:
     if cart is None:
         raise NotFound("No such cart.")
     order = _store_order(cart)
-    if cart["state"] == cart_service.DONE:
+    if cart["state"] == CartState.DONE:
         return order
-    if cart["state"] != cart_service.CHECKING_OUT:
+    if cart["state"] != CartState.CHECKING_OUT:
         raise CheckoutFailed("This booking was not completed.")
-    if order["state"] == "failed":
-        _end_cart(cart_id, cart_service.CANCELED, order)
+    if order["state"] == OrderState.FAILED:
+        _end_cart(cart_id, CartState.CANCELED, order)
         raise CheckoutFailed(order.get("failure", "Your seats could not be booked."))
     faults.point("checkout.after_order")
     by_session: dict[ObjectId, set[str]] = {}
@@ -106,9 +106,9 @@ def finish_checkout(cart_id: ObjectId) -> dict:
         order = _fail_order(order, "Your hold on some seats ended before payment completed; nothing was charged.")
         order_service.release_order_seats(order)  # seats already sold in another session go back
         reservations.release_all(cart_id)
-        _end_cart(cart_id, cart_service.CANCELED, order)
+        _end_cart(cart_id, CartState.CANCELED, order)
         raise CheckoutFailed(order["failure"]) from None
-    if _end_cart(cart_id, cart_service.DONE, order):
+    if _end_cart(cart_id, CartState.DONE, order):
         logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
         notifications.order_confirmed(order["_id"])  # only now that the order is stored and sold
     return order
@@ -156,8 +156,8 @@ def _store_order(cart: dict) -> dict:
         ],
         "total": sum(line["price"] for line in lines),
         "currency": settings.BOOKING_CURRENCY,
-        "state": "paid",
-        "mail": "pending",  # the confirmation e-mail task sets "sent"; reconcile re-queues stragglers
+        "state": OrderState.PAID,
+        "mail": MailState.PENDING,  # the confirmation e-mail task sets it sent; reconcile re-queues stragglers
         "createdOn": clock.now(),
     }
     for _attempt in range(5):
@@ -187,7 +187,7 @@ def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) 
         others = mongo.orders().count_documents(
             {
                 "_id": {"$ne": order["_id"]},
-                "state": {"$in": ["paid", "partially_refunded"]},
+                "state": {"$in": list(SEAT_OWNING_ORDER_STATES)},
                 "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": sorted(keys)}}},
             }
         )
@@ -198,16 +198,16 @@ def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) 
 
 def _fail_order(order: dict, reason: str) -> dict:
     mongo.orders().update_one(
-        {"_id": order["_id"], "state": "paid"},
-        {"$set": {"state": "failed", "failure": reason, "seatsReleased": False}},
+        {"_id": order["_id"], "state": OrderState.PAID},
+        {"$set": {"state": OrderState.FAILED, "failure": reason, "seatsReleased": False}},
     )
-    return {**order, "state": "failed", "failure": reason, "seatsReleased": False}
+    return {**order, "state": OrderState.FAILED, "failure": reason, "seatsReleased": False}
 
 
-def _end_cart(cart_id: ObjectId, state: str, order: dict) -> bool:
+def _end_cart(cart_id: ObjectId, state: CartState, order: dict) -> bool:
     """Returns True for the one call that moved the cart (so follow-ups happen once)."""
     result = mongo.carts().update_one(
-        {"_id": cart_id, "state": cart_service.CHECKING_OUT},
+        {"_id": cart_id, "state": CartState.CHECKING_OUT},
         {"$set": {"state": state, "orderId": order["_id"], "endedOn": clock.now()}},
     )
     return bool(result.modified_count)

@@ -7,16 +7,28 @@ the hold is given back at once.
 """
 
 import logging
-import os
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils import timezone
 from pymongo import ReturnDocument
 
 from .. import clock, faults, mongo, selectors
+from ..domain import (
+    HOLDING_STATES,
+    CartItem,
+    CartState,
+    SalePhase,
+    SessionStatus,
+    is_live,
+    is_stale,
+    live_cart_filter,
+    sale_open_filter,
+    sale_phase,
+)
 from ..errors import (
     CartExpired,
     InvalidRequest,
@@ -29,31 +41,31 @@ from ..errors import (
 )
 from ..seatmap import FREE, HELD, best_available, best_split, cell_path, orphans_created, seat_cell, seat_key, seat_name
 from . import carts as cart_service
-from . import reservations
+from . import hold_facts, reservations
+from .hold_facts import SaleFacts
 
 logger = logging.getLogger("booking.holds")
-
-# Test-only switch for the chaos harness's control run: drops the "cell is free" condition so the
-# harness can prove it detects double selling. Never set outside that control run: the harness
-# starts its web processes with BOOKING_CHAOS_CONTROL_UNSAFE=1, and nothing else reads it.
-UNSAFE_SKIP_FREE_CHECK = os.environ.get("BOOKING_CHAOS_CONTROL_UNSAFE") == "1"
-if UNSAFE_SKIP_FREE_CHECK:
-    logger.critical("BOOKING_CHAOS_CONTROL_UNSAFE=1: seats can be sold twice (chaos control run only)")
 
 # The client (an IP key such as "ip:203.0.113.7") on whose behalf this request holds seats. The
 # web layer sets it per request (booking.ratelimits); None (worker, shell, tests) means no
 # per-client limit. New carts record it, so seats held from one address can be counted.
 acting_client: ContextVar[str | None] = ContextVar("acting_client", default=None)
 
+# The presale keys the buyer of this request unlocked with an access code (booking/buyer.py); the
+# web layer sets them around a seat action. The hold's filter lets these presales' holds through.
+presale_access: ContextVar[frozenset[str]] = ContextVar("presale_access", default=frozenset())
+
 
 # "The caller has not read the cart": hold and release read it themselves.
 UNREAD = object()
+
+Coords = list[tuple[int, int]]
 
 
 @dataclass
 class HoldResult:
     cart_id: ObjectId
-    seats: list[tuple[int, int]]
+    seats: Coords
     expires_at: datetime
     # The session (summary fields, ``version`` after the write, ``layout``; no seat states) and the
     # cart as the hold's own writes left them, so the answer needs no re-read.
@@ -63,13 +75,13 @@ class HoldResult:
 
 @dataclass
 class ReleaseResult:
-    seats: list[tuple[int, int]]
+    seats: Coords
     # As for HoldResult; ``session`` is None when the session's write found nothing to free.
     session: dict | None = None
     cart: dict | None = None
 
 
-def parse_seats(raw_keys) -> list[tuple[int, int]]:
+def parse_seats(raw_keys) -> Coords:
     """Seat keys from a request ('3:12') -> coordinates; duplicates and junk are refused."""
     if not isinstance(raw_keys, (list, tuple)) or not raw_keys:
         raise InvalidRequest("Choose at least one seat.")
@@ -91,26 +103,65 @@ def parse_seats(raw_keys) -> list[tuple[int, int]]:
 
 def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors.get_session) -> dict:
     session = read(session_id)
-    if session is None:
+    if session is None or session.get("status") == SessionStatus.DRAFT:
         raise NotFound("No such performance.")
-    if session.get("status") != "on_sale":
-        raise SessionNotOnSale("This performance is not on sale.")
-    if session["start"] <= now:
-        raise SessionNotOnSale("This performance has already started; seats can no longer be booked.")
+    refuse_outside_sale_window(session, now)
     return session
 
 
+def refuse_outside_sale_window(session: dict, now: datetime) -> None:
+    """SessionNotOnSale, saying when sales open or why they are over, unless this buyer may hold now."""
+    phase = sale_phase(session, now, presale_access.get())
+    if phase == SalePhase.OPEN:
+        return
+    if phase == SalePhase.STARTED:
+        raise SessionNotOnSale("This performance has already started; seats can no longer be booked.")
+    if phase == SalePhase.CLOSED:
+        raise SessionNotOnSale("Sales for this performance have closed.")
+    if phase == SalePhase.PRESALE:
+        raise SessionNotOnSale(
+            f"On sale to members with an access code until {_when(session['saleOpens'])}, "
+            f"to everyone from {_when(session['saleOpens'])}."
+        )
+    if phase == SalePhase.NOT_YET:
+        raise SessionNotOnSale(f"Not on sale yet: seats can be booked from {_when(opening_for(session))}.")
+    raise SessionNotOnSale("This performance is not on sale.")
+
+
+def opening_for(session: dict) -> datetime:
+    """When this request's buyer may first hold: a presale they unlocked, else the public on-sale."""
+    presale = session.get("presale")
+    if presale and presale["key"] in presale_access.get():
+        return presale["opens"]
+    return session["saleOpens"]
+
+
+def _when(moment: datetime) -> str:
+    return timezone.localtime(moment).strftime("%a %d %b %Y, %H:%M:%S")
+
+
 def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime, cart=UNREAD) -> dict | None:
-    """The owner's cart if it can still take seats, else None (a new cart is started).
+    """The owner's cart if it is live, else None (a new cart is started); a stale one is expired.
     ``cart``: the caller's read of it (``selectors.get_cart``), spared a second read."""
     if cart is UNREAD:
         cart = selectors.get_cart(owner, cart_id)
-    if cart is None or cart["state"] != cart_service.ACTIVE:
-        return None
-    if cart["expiresAt"] <= now:
-        cart_service.expire_cart(cart["_id"], now)
-        return None
-    return cart
+    return cart_service.live_or_expire(cart, now)
+
+
+# --- hold: check the request, take the seats in the session, record them in the cart ---
+
+
+@dataclass(frozen=True, slots=True)
+class HoldPlan:
+    """What the hold's session write is decided on, handed down its steps as one value."""
+
+    session_id: ObjectId
+    cart_id: ObjectId  # the buyer's live cart, or the id the new cart will get
+    coords: Coords
+    facts: SaleFacts  # layout and prices the seats are taken by (the write's filter names them)
+    now: datetime
+    allow_orphans: bool
+    access: frozenset[str] = frozenset()  # presale keys the buyer unlocked (``presale_access``)
 
 
 def hold_seats(
@@ -127,7 +178,7 @@ def hold_seats(
     ``allow_orphans``: best available already avoids leaving a seat alone wherever it can.
     ``carts``: the buyer's carts as the caller just read them (``selectors.buyer_carts``), if it did.
 
-    When this process knows the session's layout and prices (``selectors.SaleFacts``), the session
+    When this process knows the session's layout and prices (``hold_facts.SaleFacts``), the session
     is not read: the write's filter requires everything a read would have been checked for (on
     sale, not started, the same layout and prices, the seats free, no seat left alone), and only a
     write that misses reads the session to tell why (or to try again).
@@ -139,10 +190,25 @@ def hold_seats(
         carts = selectors.buyer_carts(owner, cart_id, client, now)
     cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
     session = None
-    facts = selectors.known_sale_facts(session_id)
+    facts = hold_facts.known_sale_facts(session_id)
     if facts is None or _not_a_seat(facts.layout, coords):
         session, facts = _read_for_sale(session_id, now)  # an unknown seat may be in a newer layout
-    layout = facts.layout
+    mine = selectors.cart_seat_keys(cart, session_id)
+    _check_request(facts.layout, coords, cart, mine, carts, client)
+    plan = HoldPlan(
+        session_id, cart["_id"] if cart else ObjectId(), coords, facts, now, allow_orphans, presale_access.get()
+    )
+    session = _take_seats(plan, session, cart_has_seats=bool(mine))
+    faults.point("hold.after_session")
+    cart, expires_at = _record_in_cart(plan, session, cart, owner, client, mine)
+    return HoldResult(cart_id=plan.cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
+
+
+def _check_request(
+    layout: dict, coords: Coords, cart: dict | None, mine: set[str], carts: selectors.BuyerCarts, client: str | None
+) -> None:
+    """Everything refused before a write: no seat there, the limits (seats per cart, carts per
+    owner, seats per client address), a seat already in the cart."""
     _refuse_non_seats(layout, coords)
     in_cart = len(cart["items"]) if cart else 0
     if in_cart + len(coords) > settings.BOOKING_MAX_SEATS_PER_CART:
@@ -151,22 +217,26 @@ def hold_seats(
         )
     _check_live_holds_limit(cart, carts.owner_live)
     _check_client_held_seats_limit(client, carts.client_held, len(coords))
-    cart_id = cart["_id"] if cart else ObjectId()
-    mine = selectors.cart_seat_keys(cart, session_id)
     for row, col in coords:
         if seat_key(row, col) in mine:
             raise InvalidRequest(f"{seat_name(layout, row, col)} is already in your cart.")
 
-    session = _write_session_hold(session_id, session, facts, cart_id, bool(mine), coords, now, allow_orphans)
-    items = [_cart_item(session, row, col) for row, col in coords]
+
+def _record_in_cart(
+    plan: HoldPlan, session: dict, cart: dict | None, owner: str, client: str | None, mine: set[str]
+) -> tuple[dict, datetime]:
+    """The hold's second write: a new cart with the seats, or the seats added to the live cart
+    (conditional: still active, unexpired, with room). If the cart ended or filled up meanwhile,
+    the seats just taken are given back. Returns the cart as written and its new expiry."""
+    items = [_cart_item(session, row, col) for row, col in plan.coords]
     total = sum(i["price"] for i in items)
-    faults.point("hold.after_session")
+    now = plan.now
     expires_at = cart_service.next_expiry(cart, now)
     if cart is None:
         cart = {
-            "_id": cart_id,
+            "_id": plan.cart_id,
             "owner": owner,
-            "state": cart_service.ACTIVE,
+            "state": CartState.ACTIVE,
             "items": items,
             "total": total,
             "createdOn": now,
@@ -176,28 +246,27 @@ def hold_seats(
             **({"client": client} if client else {}),
         }
         mongo.carts().insert_one(cart)
-    else:
-        room = settings.BOOKING_MAX_SEATS_PER_CART - len(coords)
-        cart = mongo.carts().find_one_and_update(  # one write (findAndModify) that also answers
-            {
-                "_id": cart_id,
-                "owner": owner,
-                "state": cart_service.ACTIVE,
-                "expiresAt": {"$gt": now},
-                f"items.{room}": {"$exists": False},  # the cart limit, checked atomically
-            },
-            {
-                "$push": {"items": {"$each": items}},
-                "$inc": {"total": total},
-                "$set": {"modifiedOn": now, "expiresAt": expires_at},
-            },
-            return_document=ReturnDocument.AFTER,
-        )
-        if cart is None:
-            # The cart ended (expired, checked out) or filled up meanwhile: give the seats back.
-            reservations.settle(session_id, cart_id, keep=mine)
-            raise CartExpired("Your hold has ended. Please choose your seats again.")
-    return HoldResult(cart_id=cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
+        return cart, expires_at
+    room = settings.BOOKING_MAX_SEATS_PER_CART - len(plan.coords)
+    cart = mongo.carts().find_one_and_update(  # one write (findAndModify) that also answers
+        {
+            "_id": plan.cart_id,
+            "owner": owner,
+            **live_cart_filter(now),
+            f"items.{room}": {"$exists": False},  # the cart limit, checked atomically
+        },
+        {
+            "$push": {"items": {"$each": items}},
+            "$inc": {"total": total},
+            "$set": {"modifiedOn": now, "expiresAt": expires_at},
+        },
+        return_document=ReturnDocument.AFTER,
+    )
+    if cart is None:
+        # The cart ended (expired, checked out) or filled up meanwhile: give the seats back.
+        reservations.settle(plan.session_id, plan.cart_id, keep=mine)
+        raise CartExpired("Your hold has ended. Please choose your seats again.")
+    return cart, expires_at
 
 
 def _not_a_seat(layout: dict, coords) -> tuple[int, int] | None:
@@ -212,10 +281,10 @@ def _refuse_non_seats(layout: dict, coords) -> None:
         raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
 
 
-def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, selectors.SaleFacts]:
+def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, SaleFacts]:
     """The hold's read of the session (seat states, no layout, no reservations) and its facts."""
     session = load_session_for_sale(session_id, now, read=selectors.get_session_for_hold)
-    facts = selectors.sale_facts(session)
+    facts = hold_facts.sale_facts(session)
     if facts is None:
         raise NotFound("No such performance.")
     return session, facts
@@ -241,16 +310,7 @@ def _check_client_held_seats_limit(client: str | None, held: int, adding: int) -
         )
 
 
-def _write_session_hold(
-    session_id: ObjectId,
-    session: dict | None,
-    facts: selectors.SaleFacts,
-    cart_id: ObjectId,
-    cart_has_seats: bool,
-    coords,
-    now: datetime,
-    allow_orphans: bool,
-) -> dict:
+def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> dict:
     """The conditional update that takes the seats. Retries once after freeing seats held by
     expired carts (the same code the worker runs), so availability never waits for the worker.
 
@@ -262,15 +322,15 @@ def _write_session_hold(
 
     Returns the session's summary with ``version`` as the write left it, and the layout: the write
     is a findAndModify (still one write) answering with the new version, so nothing is re-read."""
+    session_id, coords, now = plan.session_id, plan.coords, plan.now
     if session is None:
-        written = _send_hold_write(
-            session_id, facts, cart_id, cart_has_seats, coords, now, allow_orphans, SUMMARY_ANSWER_FIELDS
-        )
+        written = _send_hold_write(plan, cart_has_seats, SUMMARY_ANSWER_FIELDS)
         if written is not None:
-            return {**written, "layout": facts.layout}
+            return {**written, "layout": plan.facts.layout}
         session, facts = _read_for_sale(session_id, now)  # missed: find out why, and try again
         _refuse_non_seats(facts.layout, coords)  # the layout may have been replaced meanwhile
-    layout = facts.layout
+        plan = replace(plan, facts=facts)
+    layout = plan.facts.layout
     freed_expired = False
     for _attempt in range(4):
         seats = session["seats"]
@@ -283,70 +343,65 @@ def _write_session_hold(
                     session = selectors.get_session(session_id)
                     continue
             raise SeatsTaken([seat_name(layout, r, c) for r, c in taken])
-        if settings.BOOKING_PREVENT_ORPHAN_SEATS and not allow_orphans:
+        if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
             alone = orphans_created(seats, coords)
             if alone:
                 names = ", ".join(seat_name(layout, r, c) for r, c in alone)
                 raise OrphanSeat(f"That would leave {names} on its own. Please choose seats next to each other.")
         if "reservations" in session:
-            has_reservation = any(res["_id"] == cart_id for res in session["reservations"])
+            has_reservation = any(res["_id"] == plan.cart_id for res in session["reservations"])
         else:
             has_reservation = cart_has_seats
-        written = _send_hold_write(
-            session_id, facts, cart_id, has_reservation, coords, now, allow_orphans, WRITE_ANSWER_FIELDS
-        )
+        written = _send_hold_write(plan, has_reservation, WRITE_ANSWER_FIELDS)
         if written is not None:
             return _after_write(session, written, layout)
         session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
-        if session is None or session.get("status") != "on_sale":
+        if session is None or session.get("status") != SessionStatus.ON_SALE:
             raise SessionNotOnSale("This performance is not on sale.")
-        if session.get("layoutRev", 0) != facts.layout_rev or session["prices"] != facts.prices:
-            facts = selectors.sale_facts(session)
+        refuse_outside_sale_window(session, now)  # the window closed (or the staff moved it) meanwhile
+        if session.get("layoutRev", 0) != plan.facts.layout_rev or session["prices"] != plan.facts.prices:
+            facts = hold_facts.sale_facts(session)
             if facts is None or _not_a_seat(facts.layout, coords):
                 raise InvalidRequest("The seat map of this performance has changed. Please choose again.")
+            plan = replace(plan, facts=facts)
             layout = facts.layout
     raise SeatsTaken([seat_name(layout, r, c) for r, c in coords])
 
 
-def _send_hold_write(session_id, facts, cart_id, has_reservation, coords, now, allow_orphans, answer) -> dict | None:
+def _send_hold_write(plan: HoldPlan, has_reservation: bool, answer: dict) -> dict | None:
     """Send the hold's write; the session as it left it (``answer``'s fields), or None: it missed."""
-    query, update, array_filters = _hold_write(session_id, facts, cart_id, has_reservation, coords, now, allow_orphans)
+    query, update, array_filters = _hold_write(plan, has_reservation)
     return mongo.sessions().find_one_and_update(
         query, update, projection=answer, array_filters=array_filters, return_document=ReturnDocument.AFTER
     )
 
 
-def _hold_write(
-    session_id: ObjectId,
-    facts: selectors.SaleFacts,
-    cart_id: ObjectId,
-    has_reservation: bool,
-    coords,
-    now: datetime,
-    allow_orphans: bool,
-) -> tuple[dict, dict, list | None]:
+def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list | None]:
     """The hold's one conditional update: (filter, update, array filters).
 
-    The filter requires what the hold was decided on: on sale and not started, the layout
+    The filter requires what the hold was decided on: on sale and not started, inside the sale
+    window (``domain.sale_open_filter``: on-sale <= now < off-sale, or a presale the buyer
+    unlocked), the layout
     revision and the prices it was priced by, every seat free, no free seat left alone beside
     them (unless allowed), and this cart's reservation there or not."""
+    facts, coords, cart_id, now = plan.facts, plan.coords, plan.cart_id, plan.now
     layout = facts.layout
     keys = [seat_key(r, c) for r, c in coords]
     categories = {layout["rows"][r]["cells"][c]["cat"] for r, c in coords}
     price = sum(facts.prices[layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
     query: dict = {
-        "_id": session_id,
-        "status": "on_sale",
+        "_id": plan.session_id,
+        "status": SessionStatus.ON_SALE,
         "start": {"$gt": now},
         "layoutRev": facts.layout_rev if facts.layout_rev else {"$in": [0, None]},  # None: never replaced
         **{f"prices.{cat}": facts.prices[cat] for cat in sorted(categories)},
+        **seats_free(coords),
     }
-    if not UNSAFE_SKIP_FREE_CHECK:
-        query.update({cell_path(r, c): FREE for r, c in coords})
-    if settings.BOOKING_PREVENT_ORPHAN_SEATS and not allow_orphans:
+    if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
         guards = no_seat_left_alone(layout, coords)
         if guards:
             query["$and"] = guards
+    query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
     cells = {cell_path(r, c): HELD for r, c in coords}
     if has_reservation:
         query["reservations._id"] = cart_id
@@ -371,6 +426,13 @@ def _hold_write(
         },
     }
     return query, update, None
+
+
+def seats_free(coords) -> dict:
+    """Filter clauses that hold only while every one of these cells is free: what stops a seat
+    being sold twice. (The chaos harness's control run replaces this function, in its own web
+    processes only, to prove that it catches double selling: chaos/control_wsgi.py.)"""
+    return {cell_path(r, c): FREE for r, c in coords}
 
 
 def no_seat_left_alone(layout: dict, coords) -> list[dict]:
@@ -415,16 +477,14 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
         return False
     freed = False
     for holder in mongo.carts().find({"_id": {"$in": holders}}, {"state": 1, "expiresAt": 1}):
-        if holder["state"] == cart_service.ACTIVE and holder["expiresAt"] <= now:
-            freed |= bool(cart_service.expire_cart(holder["_id"], now))
-        elif holder["state"] == cart_service.PAYING and holder["expiresAt"] <= now:
-            freed |= bool(cart_service.expire_paying_cart(holder["_id"], now))
-        elif holder["state"] not in cart_service.LIVE_STATES:
+        if is_stale(holder, now):  # active or paying (services/payments.py) past its hold
+            freed |= bool(cart_service.expire_ended(holder, now))
+        elif holder["state"] not in HOLDING_STATES:
             freed |= bool(reservations.settle(session["_id"], holder["_id"]).freed)
     return freed
 
 
-def _cart_item(session: dict, row: int, col: int) -> dict:
+def _cart_item(session: dict, row: int, col: int) -> CartItem:
     """``session``: with summary fields and its layout."""
     layout = session["layout"]
     cell = layout["rows"][row]["cells"][col]
@@ -450,7 +510,7 @@ def release_seats(
         cart = selectors.get_cart(owner, cart_id)
     if cart is None or cart_id is None or cart["_id"] != cart_id or cart["owner"] != owner:
         raise NotFound("You have no seats on hold.")
-    if not cart_service.is_live(cart, now) or cart["state"] != cart_service.ACTIVE:
+    if not is_live(cart, now):
         raise CartExpired("Your hold has ended. Please choose your seats again.")
     items = [i for i in cart["items"] if i["sessionId"] == session_id and i["key"] in keys]
     if len(items) != len(keys):
@@ -488,7 +548,7 @@ def release_seats(
         )
     faults.point("release.after_session")
     cart = mongo.carts().find_one_and_update(
-        {"_id": cart_id, "owner": owner, "state": cart_service.ACTIVE},
+        {"_id": cart_id, "owner": owner, "state": CartState.ACTIVE},
         {
             "$pull": {"items": {"sessionId": session_id, "key": {"$in": keys}}},
             "$inc": {"total": -price},
@@ -498,7 +558,7 @@ def release_seats(
     )
     session = None
     if written is not None:
-        layout = selectors.session_layout(session_id, written.get("layoutRev", 0))
+        layout = hold_facts.session_layout(session_id, written.get("layoutRev", 0))
         session = _after_write(written, {}, layout) if layout is not None else None
     return ReleaseResult(seats=coords, session=session, cart=cart)
 

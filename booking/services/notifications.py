@@ -1,13 +1,13 @@
 """Telling the buyer: the confirmation e-mail after checkout.
 
-The order is stored with ``mail: "pending"`` before anything is queued. Queuing the e-mail needs
-Redis; if Redis is down the checkout still succeeds and reconcile queues the mail again later.
+The order is stored with its mail pending (``domain.MailState``) before anything is queued.
+Queuing the e-mail needs Redis; if Redis is down the checkout still succeeds and reconcile queues the mail again later.
 The worker's task calls ``send_confirmation``, which sends at most one mail per order even when
 the task is queued twice (checkout and reconcile) or runs on two workers at once: a short claim on
-the order is taken first, and ``mail`` becomes ``"sent"`` right after the mail server accepted it.
+the order is taken first, and ``mail`` becomes sent right after the mail server accepted it.
 (A worker killed between those two steps can still lead to a second mail; never to none.)
 
-A mail whose task used up its retries becomes ``"failed"`` with a time for the next round
+A mail whose task used up its retries becomes failed with a time for the next round
 (``mailRetryAt``, doubling after each failed round); reconcile makes it pending again then and
 queues it. After ``BOOKING_MAIL_MAX_FAILURES`` failed rounds, or when the mail server refused the
 address for good, it stays failed until an operator re-sends it (``reopen``). Every way back to
@@ -29,13 +29,10 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from .. import clock, faults, mongo, selectors
+from ..domain import GiveUpOutcome, MailState, OrderState, ReopenOutcome, SendOutcome
 
 logger = logging.getLogger("booking.notifications")
 
-PENDING = "pending"
-SENT = "sent"
-FAILED = "failed"  # the mail server refused the address for good, or every retry was used up
-PAID = "paid"  # the only order state whose mail is (re)sent
 CLAIM_SECONDS = 120  # longer than one SMTP conversation (its timeout is 10 s)
 PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
@@ -92,37 +89,39 @@ def address_problem(email: str) -> str:
     return ""
 
 
-def send_confirmation(order_id: ObjectId) -> str:
-    """Send the order's confirmation mail unless it was sent already. Returns what happened:
-    "sent", "already sent", "busy" (another worker is sending it now), "failed", "no such order".
+def send_confirmation(order_id: ObjectId) -> SendOutcome:
+    """Send the order's confirmation mail unless it was sent already. Returns what happened (sent,
+    already sent, busy: another worker is sending it now, failed, no such order).
     Raises MailServerUnavailable when a later attempt may succeed (the task retries)."""
     order = selectors.get_order(order_id)
     if order is None:
-        return "no such order"
-    if order.get("mail") != PENDING:
-        return "already sent" if order.get("mail") == SENT else order.get("mail", "unknown")
+        return SendOutcome.NO_SUCH_ORDER
+    if order.get("mail") != MailState.PENDING:
+        if order.get("mail") == MailState.SENT:
+            return SendOutcome.ALREADY_SENT
+        return SendOutcome.FAILED if order.get("mail") == MailState.FAILED else SendOutcome.UNKNOWN
     problem = address_problem(order.get("email", ""))
     if problem:
         give_up(order_id, f"cannot be sent: {problem}", permanent=True)
-        return "failed"
+        return SendOutcome.FAILED
     if not _claim(order_id):
-        return "busy"
+        return SendOutcome.BUSY
     try:
         confirmation_message(order).send()
     except UnicodeError as exc:  # the same order fails the same way on every retry
         give_up(order_id, f"cannot be sent: {exc}", permanent=True)
-        return "failed"
+        return SendOutcome.FAILED
     except (OSError, smtplib.SMTPException) as exc:
         if is_permanent(exc):
             give_up(order_id, f"refused for good: {exc}", permanent=True)
-            return "failed"
+            return SendOutcome.FAILED
         _release_claim(order_id)
         raise MailServerUnavailable(str(exc) or exc.__class__.__name__) from exc
     except BaseException:
         _release_claim(order_id)  # e.g. the soft time limit: let the retry have the order at once
         raise
     _finish_sent(order_id)
-    return "sent"
+    return SendOutcome.SENT
 
 
 def retry_delay(failures: int) -> timedelta:
@@ -130,17 +129,18 @@ def retry_delay(failures: int) -> timedelta:
     return timedelta(seconds=settings.BOOKING_MAIL_RETRY_FAILED_SECONDS * 2 ** max(failures - 1, 0))
 
 
-def give_up(order_id: ObjectId, reason: str, *, permanent: bool = False, now=None) -> str:
+def give_up(order_id: ObjectId, reason: str, *, permanent: bool = False, now=None) -> GiveUpOutcome:
     """This round of attempts failed: mark the mail failed and count it. Unless the refusal was
-    permanent or the cap is reached, reconcile tries again at ``mailRetryAt``. Returns "retry
-    later", "given up", or "" when the mail was no longer pending (someone else finished it)."""
+    permanent or the cap is reached, reconcile tries again at ``mailRetryAt``. Returns retry
+    later, given up, or nothing (falsy) when the mail was no longer pending (someone else
+    finished it)."""
     now = now or clock.now()
-    order = mongo.orders().find_one({"_id": order_id, "mail": PENDING}, {"ref": 1, "mailFailures": 1})
+    order = mongo.orders().find_one({"_id": order_id, "mail": MailState.PENDING}, {"ref": 1, "mailFailures": 1})
     if order is None:
-        return ""
+        return GiveUpOutcome.NOTHING
     failures = order.get("mailFailures", 0) + 1
     update = {
-        "$set": {"mail": FAILED, "mailDoneOn": now, "mailFailure": reason[:200], "mailFailures": failures},
+        "$set": {"mail": MailState.FAILED, "mailDoneOn": now, "mailFailure": reason[:200], "mailFailures": failures},
         "$unset": {"mailClaimedUntil": ""},
     }
     retry = not permanent and failures < settings.BOOKING_MAIL_MAX_FAILURES
@@ -148,10 +148,10 @@ def give_up(order_id: ObjectId, reason: str, *, permanent: bool = False, now=Non
         update["$set"]["mailRetryAt"] = now + retry_delay(failures)
     # Conditional on the count read: whoever counts this failure first is the only one.
     done = mongo.orders().update_one(
-        {"_id": order_id, "mail": PENDING, "mailFailures": order.get("mailFailures")}, update
+        {"_id": order_id, "mail": MailState.PENDING, "mailFailures": order.get("mailFailures")}, update
     )
     if not done.modified_count:
-        return ""
+        return GiveUpOutcome.NOTHING
     if retry:
         logger.warning(
             "confirmation mail for order %s failed (%d of %d rounds): %s; next round at %s",
@@ -161,48 +161,48 @@ def give_up(order_id: ObjectId, reason: str, *, permanent: bool = False, now=Non
             reason,
             update["$set"]["mailRetryAt"].isoformat(timespec="seconds"),
         )
-        return "retry later"
+        return GiveUpOutcome.RETRY_LATER
     logger.error("confirmation mail for order %s given up after %d failed rounds: %s", order["ref"], failures, reason)
-    return "given up"
+    return GiveUpOutcome.GIVEN_UP
 
 
 def reopen_failed(order_id: ObjectId, retry_at, now=None) -> bool:
     """Reconcile: a failed mail whose next round is due (``retry_at``, as read) becomes pending
     again, once, however many reconciles race for it. The caller queues the task."""
-    filter_ = {"_id": order_id, "state": PAID, "mail": FAILED, "mailRetryAt": retry_at}
+    filter_ = {"_id": order_id, "state": OrderState.PAID, "mail": MailState.FAILED, "mailRetryAt": retry_at}
     return _reopen(filter_, now or clock.now(), fresh_budget=False)
 
 
-def reopen(order_id: ObjectId, seen_round: int | None) -> str:
+def reopen(order_id: ObjectId, seen_round: int | None) -> ReopenOutcome:
     """Operator: send the mail again on purpose (it failed, or the buyer lost it). A sent or failed
     mail becomes pending with a fresh budget of rounds, but only if it is still in the round the
     operator saw (``mailRound``): two operators, or a double click, re-send it once. Returns
-    "reopened", "pending" (it is pending already: sending it now is safe, the claim decides),
-    "changed" (it was re-sent or changed meanwhile), "not paid" or "no such order". The caller
-    sends or queues it."""
+    reopened, pending (it is pending already: sending it now is safe, the claim decides),
+    changed (it was re-sent or changed meanwhile), not paid or no such order. The caller
+    sends or queues it (``resend`` does both and says what happened)."""
     faults.point("mail.before_reopen")
     seen = seen_round or 0
     filter_ = {
         "_id": order_id,
-        "state": PAID,
-        "mail": {"$in": [SENT, FAILED]},
+        "state": OrderState.PAID,
+        "mail": {"$in": [MailState.SENT, MailState.FAILED]},
         "mailRound": seen if seen else {"$in": [0, None]},
     }
     if _reopen(filter_, clock.now(), fresh_budget=True):
-        return "reopened"
+        return ReopenOutcome.REOPENED
     order = mongo.orders().find_one({"_id": order_id}, {"state": 1, "mail": 1, "mailRound": 1})
     if order is None:
-        return "no such order"
-    if order.get("state") != PAID:
-        return "not paid"
-    if order.get("mail") == PENDING and (order.get("mailRound") or 0) == seen:
-        return "pending"
-    return "changed"
+        return ReopenOutcome.NO_SUCH_ORDER
+    if order.get("state") != OrderState.PAID:
+        return ReopenOutcome.NOT_PAID
+    if order.get("mail") == MailState.PENDING and (order.get("mailRound") or 0) == seen:
+        return ReopenOutcome.PENDING
+    return ReopenOutcome.CHANGED
 
 
 def _reopen(filter_: dict, now, *, fresh_budget: bool) -> bool:
     update = {
-        "$set": {"mail": PENDING, "mailTriedOn": now, "mailQueued": 0},
+        "$set": {"mail": MailState.PENDING, "mailTriedOn": now, "mailQueued": 0},
         "$inc": {"mailRound": 1},
         "$unset": {"mailClaimedUntil": "", "mailRetryAt": "", "mailDoneOn": ""},
     }
@@ -216,8 +216,75 @@ def queue_reopened(order_id: ObjectId) -> bool:
     (it takes pending mails nobody tried)."""
     if order_confirmed(order_id):
         return True
-    mongo.orders().update_one({"_id": order_id, "mail": PENDING}, {"$unset": {"mailTriedOn": ""}})
+    mongo.orders().update_one({"_id": order_id, "mail": MailState.PENDING}, {"$unset": {"mailTriedOn": ""}})
     return False
+
+
+@dataclass(frozen=True)
+class Resend:
+    """What an operator's re-send did, and what to tell them: the admin shows ``message`` at
+    ``level`` (a django.contrib.messages level name), the command prints it (an error unless ``ok``)."""
+
+    level: str  # "success", "info", "warning" or "error"
+    message: str
+    reopened: bool = False  # this re-send made the mail pending again (the admin logs it)
+
+    @property
+    def ok(self) -> bool:
+        return self.level in ("success", "info")
+
+
+def resend(order: dict | None, seen_round: int | None, *, send_now: bool) -> Resend:
+    """Operator: send an order's confirmation mail again on purpose (``reopen``), and say what
+    happened. ``order``: as the operator saw it (None: there is no such order); ``seen_round``:
+    the mail's round they saw (``mailRound``).
+
+    ``send_now`` (``manage.py resend_confirmation``): send it from this process, also when it is
+    pending already, so the operator sees the mail server's answer; if the server is away it is
+    queued for the worker. Otherwise (the order page's button) it is queued for the worker, and a
+    mail that is pending already is left to the worker."""
+    if order is None:
+        return Resend("error", ReopenOutcome.NO_SUCH_ORDER)
+    opened = reopen(order["_id"], seen_round)
+    return _send_reopened(order, opened) if send_now else _queue_reopened(order, opened)
+
+
+def _queue_reopened(order: dict, opened: ReopenOutcome) -> Resend:
+    ref = order["ref"]
+    if opened == ReopenOutcome.REOPENED:
+        later = "" if queue_reopened(order["_id"]) else " (the queue is unreachable; it goes out once it is back)"
+        text = f"The confirmation mail of {ref} is on its way to {order['email']}{later}."
+        return Resend("success", text, reopened=True)
+    if opened == ReopenOutcome.PENDING:
+        return Resend("info", f"The confirmation mail of {ref} is being sent already; nothing was changed.")
+    if opened == ReopenOutcome.NOT_PAID:
+        return Resend("error", f"Order {ref} is {order['state']}: its confirmation mail is not sent.")
+    return Resend("warning", "The mail changed since this page was shown (re-sent or retried); see below.")
+
+
+def _send_reopened(order: dict, opened: ReopenOutcome) -> Resend:
+    oid = order["_id"]
+    if opened == ReopenOutcome.NOT_PAID:
+        return Resend("error", f"the order is {order.get('state')}; its mail is not sent")
+    if opened == ReopenOutcome.NO_SUCH_ORDER:
+        return Resend("error", ReopenOutcome.NO_SUCH_ORDER)
+    if opened == ReopenOutcome.CHANGED:
+        state = (selectors.get_order(oid) or {}).get("mail", "?")
+        return Resend("error", f"not re-sent: it changed meanwhile (mail is {state} now); run again to re-send")
+    reopened = opened == ReopenOutcome.REOPENED  # else pending already: sending it now is safe, the claim decides
+    try:
+        sent = send_confirmation(oid)
+    except MailServerUnavailable as exc:
+        later = "queued for the worker" if queue_reopened(oid) else "reconcile queues it once Redis is back"
+        return Resend("error", f"the mail server did not take it ({exc}); {later}", reopened)
+    if sent == SendOutcome.SENT:
+        return Resend("success", f"sent to {order['email']}", reopened)
+    if sent == SendOutcome.BUSY:
+        return Resend("info", "a worker is sending it right now", reopened)
+    if sent == SendOutcome.ALREADY_SENT:
+        return Resend("info", "a worker sent it just now", reopened)
+    failure = (selectors.get_order(oid) or {}).get("mailFailure", "")
+    return Resend("error", f"{sent}: {failure}" if failure else str(sent), reopened)
 
 
 def _claim(order_id: ObjectId) -> bool:
@@ -225,7 +292,7 @@ def _claim(order_id: ObjectId) -> bool:
     result = mongo.orders().update_one(
         {
             "_id": order_id,
-            "mail": PENDING,
+            "mail": MailState.PENDING,
             "$or": [{"mailClaimedUntil": {"$exists": False}}, {"mailClaimedUntil": {"$lte": now}}],
         },
         {"$set": {"mailClaimedUntil": now + timedelta(seconds=CLAIM_SECONDS), "mailTriedOn": now}},
@@ -234,12 +301,12 @@ def _claim(order_id: ObjectId) -> bool:
 
 
 def _release_claim(order_id: ObjectId) -> None:
-    mongo.orders().update_one({"_id": order_id, "mail": PENDING}, {"$unset": {"mailClaimedUntil": ""}})
+    mongo.orders().update_one({"_id": order_id, "mail": MailState.PENDING}, {"$unset": {"mailClaimedUntil": ""}})
 
 
 def _finish_sent(order_id: ObjectId) -> None:
-    update = {"$set": {"mail": SENT, "mailDoneOn": clock.now()}, "$unset": {"mailClaimedUntil": ""}}
-    mongo.orders().update_one({"_id": order_id, "mail": PENDING}, update)
+    update = {"$set": {"mail": MailState.SENT, "mailDoneOn": clock.now()}, "$unset": {"mailClaimedUntil": ""}}
+    mongo.orders().update_one({"_id": order_id, "mail": MailState.PENDING}, update)
 
 
 # --- the message itself ---

@@ -10,6 +10,7 @@ import logging
 from bson import ObjectId
 
 from .. import clock, mongo
+from ..domain import SEAT_OWNING_ORDER_STATES, OrderState
 from ..errors import Conflict, NotFound
 from ..seatmap import FREE, SOLD, cell_path, parse_seat_key
 
@@ -21,21 +22,22 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
     order = mongo.orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound("No such order.")
-    if order.get("paidWith") or order["state"] in ("pending_payment", "expired"):
+    unpaid = (OrderState.PENDING_PAYMENT, OrderState.EXPIRED)
+    if order.get("paidWith") or order["state"] in unpaid:
         # Paid through a provider: the money goes back (services/refunds.py); not paid yet: the
         # reservation ends (services/payments.py).
         from . import payments, refunds
 
-        if order["state"] in ("pending_payment", "expired"):
+        if order["state"] in unpaid:
             return payments.cancel_unpaid(order_id, by=by, reason=reason)
         return refunds.refund_tickets(order_id, reason=reason, by=by)
-    if order["state"] != "paid":
+    if order["state"] != OrderState.PAID:
         raise Conflict(f"Order {order['ref']} is {order['state']}, not paid; there is nothing to cancel.")
     result = mongo.orders().update_one(
-        {"_id": order_id, "state": "paid"},
+        {"_id": order_id, "state": OrderState.PAID},
         {
             "$set": {
-                "state": "canceled",
+                "state": OrderState.CANCELED,
                 "canceledOn": now,
                 "canceledBy": by,
                 "cancelReason": reason,
@@ -62,7 +64,7 @@ def release_order_seats(order: dict) -> int:
         others = mongo.orders().find(
             {
                 "_id": {"$ne": order["_id"]},
-                "state": {"$in": ["paid", "partially_refunded"]},  # their lines own their seats
+                "state": {"$in": list(SEAT_OWNING_ORDER_STATES)},  # their lines own their seats
                 "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": keys}}},
             },
             {"lines": 1},

@@ -47,6 +47,7 @@ from django.conf import settings
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo, payments
+from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState, SessionStatus
 from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
 from ..payments import base, money, receipts
 from ..seatmap import FREE, SOLD, cell_path, parse_seat_key
@@ -55,13 +56,14 @@ from . import checkout, notifications, reservations
 
 logger = logging.getLogger("booking.payments")
 
-PENDING = "pending_payment"
-PAID = "paid"
-EXPIRED = "expired"
-CANCELED = "canceled"
-REFUNDED = "refunded"
-PARTIALLY_REFUNDED = "partially_refunded"
-SEAT_OWNING = (PAID, PARTIALLY_REFUNDED)  # orders whose (remaining) lines own sold seats
+# Order states (booking/domain.py), by the short names this module reads best with.
+PENDING = OrderState.PENDING_PAYMENT
+PAID = OrderState.PAID
+EXPIRED = OrderState.EXPIRED
+CANCELED = OrderState.CANCELED
+REFUNDED = OrderState.REFUNDED
+PARTIALLY_REFUNDED = OrderState.PARTIALLY_REFUNDED
+SEAT_OWNING = SEAT_OWNING_ORDER_STATES  # orders whose (remaining) lines own sold seats
 PAYABLE = (PENDING, EXPIRED)  # a payment arriving for these is taken (seats bought, or refunded)
 CONFIRMING = "confirming"  # an attempt claimed by the request that is charging the card
 METHODS = (payments.CARD, payments.BOX_OFFICE)
@@ -124,11 +126,11 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
     cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
     if cart is None:
         raise NotFound("You have no seats on hold.")
-    if cart["state"] == cart_service.CHECKING_OUT:
+    if cart["state"] == CartState.CHECKING_OUT:
         return checkout.finish_checkout(cart["_id"])  # begun before payments existed
-    if cart["state"] in (cart_service.PAYING, cart_service.DONE):
+    if cart["state"] in (CartState.PAYING, CartState.DONE):
         return _order_of_started_cart(cart)
-    if cart["state"] != cart_service.ACTIVE or cart["expiresAt"] <= now:
+    if cart["state"] != CartState.ACTIVE or cart["expiresAt"] <= now:
         cart_service.expire_cart(cart["_id"], now)
         raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
     if not cart["items"]:
@@ -144,10 +146,10 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
             message = "Paying at the box office is not offered for these seats."
             raise InvalidRequest(message, fields={"method": message})
     result = mongo.carts().update_one(
-        {"_id": cart["_id"], "owner": owner, "state": cart_service.ACTIVE, "expiresAt": {"$gt": now}},
+        {"_id": cart["_id"], "owner": owner, "state": CartState.ACTIVE, "expiresAt": {"$gt": now}},
         {
             "$set": {
-                "state": cart_service.PAYING,
+                "state": CartState.PAYING,
                 "checkoutOn": now,
                 "customer": {"name": name, "email": email},
                 "payMethod": method,
@@ -157,12 +159,12 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
     )
     if not result.matched_count:
         current = mongo.carts().find_one({"_id": cart["_id"]})
-        if current and current["state"] in (cart_service.PAYING, cart_service.DONE):
+        if current and current["state"] in (CartState.PAYING, CartState.DONE):
             return _order_of_started_cart(current)  # a second submit got there first
         cart_service.expire_cart(cart["_id"], now)
         raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
     faults.point("pay.after_cart")
-    moved = {**cart, "state": cart_service.PAYING, "customer": {"name": name, "email": email}, "payMethod": method}
+    moved = {**cart, "state": CartState.PAYING, "customer": {"name": name, "email": email}, "payMethod": method}
     return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
 
 
@@ -171,7 +173,7 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
     unique cartId would find one anyway)."""
     order = None if fresh else orders().find_one({"cartId": cart["_id"]})
     if order is None:
-        if cart["state"] != cart_service.PAYING:
+        if cart["state"] != CartState.PAYING:
             raise NotFound("No such order.")
         order = _store_order(cart, sessions if sessions is not None else cart_sessions(cart))
         faults.point("pay.after_order")
@@ -490,13 +492,13 @@ def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
     receipts.assign(order_id, receipts.theater_of(order))
     faults.point("pay.after_receipt")
     mongo.carts().update_one(  # its seats are all in the order: nothing else is held by it
-        {"_id": order["cartId"], "state": {"$ne": cart_service.DONE}},
-        {"$set": {"state": cart_service.DONE, "orderId": order_id, "endedOn": clock.now()}},
+        {"_id": order["cartId"], "state": {"$ne": CartState.DONE}},
+        {"$set": {"state": CartState.DONE, "orderId": order_id, "endedOn": clock.now()}},
     )
     faults.point("pay.after_cart_done")
     done = orders().update_one(
         {"_id": order_id, "settling": True},
-        {"$unset": {"settling": ""}, "$set": {"mail": "pending"}},
+        {"$unset": {"settling": ""}, "$set": {"mail": MailState.PENDING}},
     )
     if done.modified_count:
         logger.info("order %s paid, %d seats sold", order["ref"], len(order["lines"]))
@@ -514,8 +516,14 @@ def _secure_seats(session_id: ObjectId, order: dict, keys: list[str]) -> bool:
     except reservations.HoldLost:
         reservations.settle(session_id, order["cartId"])  # the part still held goes back first
     cells = [cell_path(*parse_seat_key(k)) for k in keys]
-    taken = mongo.sessions().update_one(  # only while it is still on sale and ahead
-        {"_id": session_id, "status": "on_sale", "start": {"$gt": clock.now()}, **{c: FREE for c in cells}},
+    now = clock.now()
+    on_sale = {
+        "status": SessionStatus.ON_SALE,
+        "start": {"$gt": now},
+        "$or": [{"saleCloses": None}, {"saleCloses": {"$gt": now}}],
+    }
+    taken = mongo.sessions().update_one(  # only while it is still on sale (not closed, not started)
+        {"_id": session_id, **on_sale, **{c: FREE for c in cells}},
         {"$set": {c: SOLD for c in cells}, "$inc": {"seatsAvailable": -len(cells), "version": 1}},
     )
     if taken.modified_count:
@@ -558,8 +566,8 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
     if at_the_bank and check(order["_id"], quiet=True)["state"] != PENDING:
         return None
     result = mongo.carts().update_one(
-        {"_id": cart_id, "state": cart_service.PAYING, "expiresAt": {"$lte": now}},
-        {"$set": {"state": cart_service.EXPIRED, "endedOn": now}},
+        {"_id": cart_id, "state": CartState.PAYING, "expiresAt": {"$lte": now}},
+        {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
     )
     if not result.modified_count:
         return None
@@ -609,8 +617,8 @@ def release_canceled_hold(order_id: ObjectId) -> int:
     if order is None or order["state"] != CANCELED:
         return 0
     mongo.carts().update_one(
-        {"_id": order["cartId"], "state": cart_service.PAYING},
-        {"$set": {"state": cart_service.CANCELED, "endedOn": clock.now()}},
+        {"_id": order["cartId"], "state": CartState.PAYING},
+        {"$set": {"state": CartState.CANCELED, "endedOn": clock.now()}},
     )
     freed = reservations.release_all(order["cartId"])
     orders().update_one({"_id": order_id}, {"$set": {"holdReleased": True}})
@@ -708,7 +716,7 @@ def _settle_or_expire(order_id: ObjectId, now: datetime, report: PaymentReport) 
     ):
         return  # the provider is still deciding: ask again next time
     cart = mongo.carts().find_one({"_id": order["cartId"]}, {"state": 1, "expiresAt": 1})
-    if cart is not None and cart["state"] == cart_service.PAYING:
+    if cart is not None and cart["state"] == CartState.PAYING:
         if cart["expiresAt"] > now:
             return  # the hold still runs (a clock skew between window and cart): not yet
         expire_paying_cart(cart["_id"], now)

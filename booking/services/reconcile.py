@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from .. import clock, faults, mongo
+from ..domain import HOLDING_STATES, CartState, MailState, OrderState
 from ..errors import BookingError
 from . import carts as cart_service
 from . import checkout, notifications, orders, payments, reservations
@@ -59,7 +60,9 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.payments_expired = paid.expired
     _release_dead_holds(now, now - grace, report)
     _drop_lost_cart_items(now - grace, report)
-    for order in mongo.orders().find({"state": {"$in": ["canceled", "failed"]}, "seatsReleased": False}):
+    for order in mongo.orders().find(
+        {"state": {"$in": [OrderState.CANCELED, OrderState.FAILED]}, "seatsReleased": False}
+    ):
         report.seats_released += orders.release_order_seats(order)
         report.orders_released += 1
     _requeue_pending_mails(now, report)
@@ -70,9 +73,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
 
 def _finish_stuck_checkouts(now: datetime, report: ReconcileReport) -> None:
     stuck_before = now - timedelta(seconds=settings.BOOKING_CHECKOUT_STUCK_SECONDS)
-    for cart in mongo.carts().find(
-        {"state": cart_service.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"_id": 1}
-    ):
+    for cart in mongo.carts().find({"state": CartState.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"_id": 1}):
         try:
             checkout.finish_checkout(cart["_id"])
         except BookingError as exc:
@@ -91,7 +92,7 @@ def _release_dead_holds(now: datetime, older_than: datetime, report: ReconcileRe
         }
         for hold in holds:
             cart = carts.get(hold["_id"])
-            if cart is not None and cart["state"] in cart_service.LIVE_STATES:
+            if cart is not None and cart["state"] in HOLDING_STATES:
                 known = {i["key"] for i in cart["items"] if i["sessionId"] == session["_id"]}
                 if set(hold["seats"]) <= known and hold["seats"]:
                     continue
@@ -105,7 +106,7 @@ def _release_dead_holds(now: datetime, older_than: datetime, report: ReconcileRe
 
 def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None:
     """An active cart may list a seat whose hold is gone (a crash between release's two writes)."""
-    for cart in mongo.carts().find({"state": cart_service.ACTIVE, "modifiedOn": {"$lt": older_than}}, {"items": 1}):
+    for cart in mongo.carts().find({"state": CartState.ACTIVE, "modifiedOn": {"$lt": older_than}}, {"items": 1}):
         session_ids = list({i["sessionId"] for i in cart["items"]})
         if not session_ids:
             continue
@@ -124,7 +125,7 @@ def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None
             result = mongo.carts().update_one(
                 {
                     "_id": cart["_id"],
-                    "state": cart_service.ACTIVE,
+                    "state": CartState.ACTIVE,
                     "modifiedOn": {"$lt": older_than},
                     "items": still_listed,
                 },
@@ -142,7 +143,7 @@ def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
     wait = timedelta(seconds=settings.BOOKING_MAIL_REQUEUE_SECONDS)
     lost_after = wait + timedelta(seconds=settings.BOOKING_MAIL_RETRY_MAX_SECONDS)
     due = {
-        "mail": notifications.PENDING,
+        "mail": MailState.PENDING,
         "createdOn": {"$lte": now - wait},
         "$or": [{"mailTriedOn": {"$exists": False}}, {"mailTriedOn": {"$lte": now - lost_after}}],
     }
@@ -157,12 +158,12 @@ def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
             continue
         # Counted before queuing, so a fast worker's attempt (mailTriedOn) is never older than this.
         mongo.orders().update_one(
-            {"_id": order["_id"], "mail": notifications.PENDING},
+            {"_id": order["_id"], "mail": MailState.PENDING},
             {"$set": {"mailTriedOn": now}, "$inc": {"mailQueued": 1}},
         )
         if not notifications.order_confirmed(order["_id"]):
             mongo.orders().update_one(
-                {"_id": order["_id"], "mail": notifications.PENDING},
+                {"_id": order["_id"], "mail": MailState.PENDING},
                 {"$unset": {"mailTriedOn": ""}, "$inc": {"mailQueued": -1}},
             )
             break  # the broker is down: the next run tries again
@@ -173,7 +174,7 @@ def _retry_failed_mails(now: datetime, report: ReconcileReport) -> None:
     """Start the next round of a failed mail whose time has come (give_up set ``mailRetryAt``;
     mails refused for good or over the cap have none). Reopening is conditional on the time read,
     so of two reconciles racing one queues it; the task's claim still lets only one worker send."""
-    due = {"mail": notifications.FAILED, "state": notifications.PAID, "mailRetryAt": {"$lte": now}}
+    due = {"mail": MailState.FAILED, "state": OrderState.PAID, "mailRetryAt": {"$lte": now}}
     for order in mongo.orders().find(due, {"mailRetryAt": 1}).sort([("mailRetryAt", 1), ("_id", 1)]).limit(500):
         if not notifications.reopen_failed(order["_id"], order["mailRetryAt"], now):
             continue  # another reconcile took it
@@ -194,7 +195,7 @@ def finish_interrupted_expiries(now: datetime | None = None, window: timedelta =
     recent = [
         c["_id"]
         for c in mongo.carts().find(
-            {"state": cart_service.EXPIRED, "expiresAt": {"$gte": now - window, "$lte": now}}, {"_id": 1}
+            {"state": CartState.EXPIRED, "expiresAt": {"$gte": now - window, "$lte": now}}, {"_id": 1}
         )
     ]
     for start in range(0, len(recent), 1000):

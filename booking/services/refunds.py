@@ -27,9 +27,9 @@ from bson import ObjectId
 from django.conf import settings
 
 from .. import clock, faults, mongo, payments
+from ..domain import CartState
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..payments import base
-from . import carts as cart_service
 from . import orders as order_service
 from . import reservations
 from .payments import PAID, PARTIALLY_REFUNDED, REFUNDED, SEAT_OWNING
@@ -147,8 +147,8 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
     faults.point("refund.lost_after_order")
     release_refunded_seats(order_id)
     mongo.carts().update_one(
-        {"_id": order["cartId"], "state": cart_service.PAYING},
-        {"$set": {"state": cart_service.CANCELED, "endedOn": clock.now()}},
+        {"_id": order["cartId"], "state": CartState.PAYING},
+        {"$set": {"state": CartState.CANCELED, "endedOn": clock.now()}},
     )
     reservations.release_all(order["cartId"])
     process(order_id, refund["_id"])

@@ -1,11 +1,15 @@
 """Sessions (performances): created from a theater template, priced per category, on sale."""
 
+import hashlib
+import hmac
+import secrets
 from datetime import datetime, timedelta
 
 from bson import ObjectId
 from django.conf import settings
 
 from .. import clock, mongo
+from ..domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..layouts import category_codes_used
 from ..seatmap import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
@@ -56,6 +60,20 @@ def clean_prices(prices: dict, layout: dict) -> dict[str, int]:
     return clean
 
 
+def price_layout(theater: dict) -> dict:
+    """The categories and rows a theater's prices are asked for and checked against: its layout,
+    or for a sectioned venue all its sections together (staff's price form and create_session)."""
+    if not theater.get("sections"):
+        return theater["layout"]
+    categories: dict = {}
+    rows = []
+    for section in theater["sections"]:
+        for cat in section["layout"]["categories"]:
+            categories.setdefault(cat["code"], cat)
+        rows.extend(section["layout"]["rows"])
+    return {"categories": list(categories.values()), "rows": rows}
+
+
 def create_session(
     theater_id: ObjectId, *, name: str, description: str, start: datetime, end: datetime, prices: dict
 ) -> dict:
@@ -84,7 +102,7 @@ def _session_document(theater: dict, theater_name: str, layout: dict, details: d
         **details,
         "prices": prices,
         "currency": settings.BOOKING_CURRENCY,
-        "status": "on_sale",
+        "status": SessionStatus.ON_SALE,
         "layout": layout,
         "seats": seats,
         "seatsTotal": available,
@@ -102,12 +120,7 @@ def create_section_sessions(theater: dict, details: dict, prices: dict, now: dat
     ``theaterName`` says venue and section (carts, orders and tickets copy it); ``venueName`` is
     the venue alone (what's on lists the performance once)."""
     sections = theater["sections"]
-    categories = {}
-    for section in sections:
-        for cat in section["layout"]["categories"]:
-            categories.setdefault(cat["code"], cat)
-    every_row = [row for section in sections for row in section["layout"]["rows"]]
-    all_prices = clean_prices(prices, {"categories": list(categories.values()), "rows": every_row})
+    all_prices = clean_prices(prices, price_layout(theater))
     performance_id = ObjectId()
     docs = []
     for index, section in enumerate(sections):
@@ -202,17 +215,136 @@ def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str
     session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "reservations": 1})
     if session is None:
         raise NotFound("No such session.")
-    owning = {"$in": ["paid", "partially_refunded"]}  # their remaining tickets: refunded (services/refunds.py)
+    owning = {"$in": list(SEAT_OWNING_ORDER_STATES)}  # their remaining tickets: refunded (services/refunds.py)
     paid = list(mongo.orders().find({"state": owning, "lines.sessionId": session_id}, {"_id": 1}))
     if paid and not cancel_orders:
         raise Conflict(f"This session has {len(paid)} paid orders. Confirm that they should be canceled too.")
-    mongo.sessions().update_one({"_id": session_id}, {"$set": {"status": "canceled"}, "$inc": {"version": 1}})
+    mongo.sessions().update_one(
+        {"_id": session_id}, {"$set": {"status": SessionStatus.CANCELED}, "$inc": {"version": 1}}
+    )
     for order in paid:
         order_service.cancel_order(order["_id"], by=by, reason="Performance canceled")
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])
     from . import payments  # orders still waiting for their money: the payment is called off
 
-    for order in mongo.orders().find({"state": "pending_payment", "lines.sessionId": session_id}, {"_id": 1}):
+    for order in mongo.orders().find({"state": OrderState.PENDING_PAYMENT, "lines.sessionId": session_id}, {"_id": 1}):
         payments.cancel_unpaid(order["_id"], by=by, reason="Performance canceled")
     return len(paid)
+
+
+# --- the sale window: draft or published, on-sale and off-sale times, a members' presale ---
+
+ACCESS_CODE_MAX = 64
+
+
+def clean_sale_window(
+    start: datetime, sale_opens, sale_closes, presale_opens, *, has_code: bool
+) -> dict[str, datetime | None]:
+    """The window's times, checked together (InvalidRequest with per-field messages): off-sale
+    after on-sale and not after the start; a presale opens before the public on-sale and needs
+    an access code."""
+    errors = {}
+    for field, value in (("sale_opens", sale_opens), ("sale_closes", sale_closes), ("presale_opens", presale_opens)):
+        if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+            errors[field] = "Give a date and time."
+    if not errors:
+        if sale_closes is not None and sale_closes > start:
+            errors["sale_closes"] = "Sales cannot close after the performance starts."
+        elif sale_closes is not None and sale_opens is not None and sale_closes <= sale_opens:
+            errors["sale_closes"] = "The off-sale time must be after the on-sale time."
+        if sale_opens is not None and sale_opens >= start:
+            errors["sale_opens"] = "Sales must open before the performance starts."
+        if presale_opens is not None:
+            if sale_opens is None:
+                errors["presale_opens"] = "A presale needs a public on-sale time to end at."
+            elif presale_opens >= sale_opens:
+                errors["presale_opens"] = "The presale must open before the public on-sale time."
+            elif not has_code:
+                errors["presale_code"] = "A presale needs an access code."
+    if errors:
+        raise InvalidRequest(" ".join(errors.values()), fields=errors)
+    return {"saleOpens": sale_opens, "saleCloses": sale_closes, "presaleOpens": presale_opens}
+
+
+def hash_access_code(code: str, salt: str) -> str:
+    """An access code as stored: HMAC-SHA256 keyed with SECRET_KEY and the presale's salt, so a
+    database copy alone does not let anyone try codes offline."""
+    key = hashlib.sha256(f"booking.access-code|{settings.SECRET_KEY}".encode()).digest()
+    return hmac.new(key, f"{salt}|{normalize_access_code(code)}".encode(), hashlib.sha256).hexdigest()
+
+
+def normalize_access_code(code) -> str:
+    return " ".join(str(code or "").split()).upper()[:ACCESS_CODE_MAX]
+
+
+def set_sale_window(
+    session_id: ObjectId,
+    *,
+    published: bool,
+    sale_opens: datetime | None,
+    sale_closes: datetime | None,
+    presale_opens: datetime | None = None,
+    presale_code: str = "",
+) -> dict:
+    """Staff set a session draft or published and its sale window. ``presale_code``: a new
+    members' code (blank keeps the current one; a presale removed forgets it). A new code gets a
+    new key, so buyers who unlocked the old one must enter the new one. Back to draft only while
+    nothing is held or sold. One conditional update; a canceled session is refused."""
+    session = mongo.sessions().find_one({"_id": session_id}, {"start": 1, "status": 1, "presale": 1, "seats": 1})
+    if session is None:
+        raise NotFound("No such session.")
+    if session.get("status") == SessionStatus.CANCELED:
+        raise Conflict("This session was canceled; its sale window can no longer change.")
+    code = normalize_access_code(presale_code)
+    if presale_code and len(code) < 4:
+        raise InvalidRequest("Use an access code of at least 4 characters.", fields={"presale_code": "Too short."})
+    clean_sale_window(
+        session["start"], sale_opens, sale_closes, presale_opens, has_code=bool(code or session.get("presale"))
+    )
+    query: dict = {"_id": session_id, "status": {"$in": [SessionStatus.DRAFT, SessionStatus.ON_SALE]}}
+    sets: dict = {"status": SessionStatus.ON_SALE if published else SessionStatus.DRAFT}
+    unsets: dict = {}
+    for field, value in (("saleOpens", sale_opens), ("saleCloses", sale_closes)):
+        if value is None:
+            unsets[field] = ""
+        else:
+            sets[field] = value
+    if presale_opens is None:
+        unsets["presale"] = ""
+    elif code:
+        salt = secrets.token_hex(8)
+        sets["presale"] = {
+            "opens": presale_opens,
+            "codeHash": hash_access_code(code, salt),
+            "salt": salt,
+            "key": secrets.token_urlsafe(9),
+        }
+    else:
+        sets["presale.opens"] = presale_opens
+    if not published:
+        if count_state(session["seats"], HELD) or count_state(session["seats"], SOLD):
+            raise Conflict("Seats are held or sold: this session can no longer go back to draft.")
+        query["reservations"] = {"$size": 0}
+    update: dict = {"$set": sets, "$inc": {"version": 1}}
+    if unsets:
+        update["$unset"] = unsets
+    if not mongo.sessions().update_one(query, update).matched_count:
+        raise Conflict("The session changed meanwhile (canceled, or seats taken); please look again.")
+    return mongo.sessions().find_one({"_id": session_id})
+
+
+# The same work for a session without a presale, so an answer's time does not tell which exist.
+_NO_PRESALE = {"salt": "-", "codeHash": "0" * 64, "key": ""}
+
+
+def unlock_presale(session_id: ObjectId | None, code: str) -> str | None:
+    """The presale key a members' access code opens for this session, or None (wrong code, no
+    presale, no such session: the same answer after the same work)."""
+    doc = mongo.sessions().find_one({"_id": session_id}, {"presale": 1, "status": 1}) if session_id else None
+    presale = (doc or {}).get("presale") or _NO_PRESALE
+    given = hash_access_code(code, presale["salt"])
+    matches = hmac.compare_digest(given, presale["codeHash"])
+    if matches and presale["key"] and doc.get("status") == SessionStatus.ON_SALE:
+        return presale["key"]
+    return None

@@ -7,9 +7,12 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
 from .. import clock
+from ..domain import CartState, is_live
 from ..services import carts as cart_service
 from . import selectors
 from .base import CHANGE, MongoModelAdmin
+
+ALL = "all"  # the list's tab of every state
 
 
 class CartAdmin(MongoModelAdmin):
@@ -27,10 +30,10 @@ class CartAdmin(MongoModelAdmin):
 
     def cart_list(self, request):
         self.require(request, "view")
-        state = request.GET.get("state", "active")
-        if state not in (*selectors.CART_STATES, "all"):
-            state = "active"
-        carts = selectors.carts_by_state(None if state == "all" else state)
+        state = request.GET.get("state", CartState.ACTIVE)
+        if state not in (*selectors.CART_STATES, ALL):
+            state = CartState.ACTIVE
+        carts = selectors.carts_by_state(None if state == ALL else state)
         now = clock.now()
         for cart in carts:
             cart["seatCount"] = len(cart.get("items", []))
@@ -63,7 +66,7 @@ class CartAdmin(MongoModelAdmin):
                 "cart": cart,
                 "items": items,
                 "order": order,
-                "live": cart_service.is_live(cart, clock.now()),
+                "live": is_live(cart, clock.now()),
                 "now": timezone.now(),
             },
         )

@@ -65,19 +65,11 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
         form = f.ResendMailForm(request.POST)
         if not form.is_valid():
             return HttpResponseBadRequest("The form was incomplete; reload the order page.")
-        ref = order["ref"]
-        outcome = notifications.reopen(order["_id"], form.cleaned_data["round"])
-        if outcome == "reopened":
-            queued = notifications.queue_reopened(order["_id"])
-            self.log(request, CHANGE, order["_id"], f"Order {ref}", f"Confirmation mail re-sent to {order['email']}.")
-            later = "" if queued else " (the queue is unreachable; it goes out once it is back)"
-            messages.success(request, f"The confirmation mail of {ref} is on its way to {order['email']}{later}.")
-        elif outcome == "pending":
-            messages.info(request, f"The confirmation mail of {ref} is being sent already; nothing was changed.")
-        elif outcome == "not paid":
-            messages.error(request, f"Order {ref} is {order['state']}: its confirmation mail is not sent.")
-        else:
-            messages.warning(request, "The mail changed since this page was shown (re-sent or retried); see below.")
+        done = notifications.resend(order, form.cleaned_data["round"], send_now=False)
+        if done.reopened:
+            note = f"Confirmation mail re-sent to {order['email']}."
+            self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", note)
+        getattr(messages, done.level)(request, done.message)
         return HttpResponseRedirect(self.url("change", order["_id"]))
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))

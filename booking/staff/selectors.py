@@ -3,11 +3,13 @@
 
 import re
 from datetime import date, datetime, time, timedelta
+from enum import StrEnum
 
 from bson import ObjectId
 from django.utils import timezone
 
 from .. import clock, mongo
+from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState, SessionStatus
 from ..seatmap import BLOCKED, FREE, HELD, SOLD
 
 STAFF_LIST_LIMIT = 200
@@ -82,27 +84,37 @@ def seat_counts(seats: list[list[int]]) -> dict:
     return counts
 
 
-def staff_sessions(*, theater_id: ObjectId | None = None, day: date | None = None, when: str = "on_sale") -> list[dict]:
+class SessionsShown(StrEnum):
+    """Which sessions the staff list shows."""
+
+    ON_SALE = SessionStatus.ON_SALE.value  # upcoming, not canceled
+    PAST = "past"  # started already
+    CANCELED = SessionStatus.CANCELED.value
+    ALL = "all"
+
+
+def staff_sessions(
+    *, theater_id: ObjectId | None = None, day: date | None = None, when: str = SessionsShown.ON_SALE
+) -> list[dict]:
     """Sessions for the staff list with their seat counts (the grid is read to count them).
 
-    ``when``: "on_sale" (upcoming, not canceled), "past" (started already), "canceled", "all".
-    ``day`` is a local calendar day.
+    ``when``: a ``SessionsShown``. ``day`` is a local calendar day.
     """
     now = clock.now()
     query: dict = {}
     if theater_id is not None:
         query["theaterId"] = theater_id
-    if when == "on_sale":
-        query.update({"status": "on_sale", "start": {"$gt": now}})
-    elif when == "past":
+    if when == SessionsShown.ON_SALE:
+        query.update({"status": {"$in": [SessionStatus.ON_SALE, SessionStatus.DRAFT]}, "start": {"$gt": now}})
+    elif when == SessionsShown.PAST:
         query["start"] = {"$lte": now}
-    elif when == "canceled":
-        query["status"] = "canceled"
+    elif when == SessionsShown.CANCELED:
+        query["status"] = SessionStatus.CANCELED
     if day is not None:
         begin = timezone.make_aware(datetime.combine(day, time.min))
         span = {"$gte": begin, "$lt": begin + timedelta(days=1)}
         query["start"] = {**query.get("start", {}), **span}
-    sort = -1 if when == "past" else 1
+    sort = -1 if when == SessionsShown.PAST else 1
     order = [("start", sort), ("_id", sort)]  # _id last: equal starts in one order (an index serves both ways)
     sessions = list(mongo.sessions().find(query, SESSION_LIST_FIELDS).sort(order).limit(STAFF_LIST_LIMIT))
     for session in sessions:
@@ -130,7 +142,7 @@ def seat_owners(session: dict) -> dict[str, dict]:
         for key in reservation["seats"]:
             owners[key] = {"cart": reservation["_id"]}
     paid = mongo.orders().find(
-        {"state": {"$in": ["paid", "partially_refunded"]}, "lines.sessionId": session["_id"]},  # their lines
+        {"state": {"$in": list(SEAT_OWNING_ORDER_STATES)}, "lines.sessionId": session["_id"]},  # their lines
         {"ref": 1, "name": 1, "lines.sessionId": 1, "lines.key": 1},
     )
     for order in paid:
@@ -141,10 +153,10 @@ def seat_owners(session: dict) -> dict[str, dict]:
 
 
 def paid_order_count(session_id: ObjectId) -> int:
-    return mongo.orders().count_documents({"state": "paid", "lines.sessionId": session_id})
+    return mongo.orders().count_documents({"state": OrderState.PAID, "lines.sessionId": session_id})
 
 
-CART_STATES = ("active", "checking_out", "done", "expired", "canceled")
+CART_STATES = tuple(CartState)
 
 
 def carts_by_state(state: str | None) -> list[dict]:

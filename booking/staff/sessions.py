@@ -9,26 +9,13 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
+from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
 from .seatmaps import category_legend, session_rows
-
-
-def price_layout(theater: dict) -> dict:
-    """The categories and rows prices are asked for: the theater's layout, or for a sectioned
-    venue all its sections together."""
-    if theater.get("layout"):
-        return theater["layout"]
-    categories: dict = {}
-    rows = []
-    for section in theater.get("sections", []):
-        for cat in section["layout"]["categories"]:
-            categories.setdefault(cat["code"], cat)
-        rows.extend(section["layout"]["rows"])
-    return {"categories": list(categories.values()), "rows": rows}
 
 
 def session_label(session: dict) -> str:
@@ -46,6 +33,7 @@ class SessionAdmin(SessionPaymentsMixin, MongoModelAdmin):
         ("<str:object_id>/seats/map/", "seat_map_partial", "seats_partial"),
         ("<str:object_id>/refresh-map/", "refresh_map", "refresh_map"),
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
+        ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
         *SESSION_ROUTES,  # pay at the box office (payments)
     ]
 
@@ -54,14 +42,14 @@ class SessionAdmin(SessionPaymentsMixin, MongoModelAdmin):
     def session_list(self, request):
         self.require(request, "view")
         form = f.SessionFilterForm(request.GET or None, theater_choices=selectors.theater_choices())
-        theater_id, day, when = None, None, "on_sale"
+        theater_id, day, when = None, None, selectors.SessionsShown.ON_SALE
         status = 200
         if form.is_bound:
             if form.is_valid():
                 if form.cleaned_data["theater"]:
                     theater_id = self.document_id(form.cleaned_data["theater"])
                 day = form.cleaned_data["day"]
-                when = form.cleaned_data["when"] or "on_sale"
+                when = form.cleaned_data["when"] or selectors.SessionsShown.ON_SALE
             else:
                 status = 400
         sessions = selectors.staff_sessions(theater_id=theater_id, day=day, when=when) if status == 200 else []
@@ -98,7 +86,7 @@ class SessionAdmin(SessionPaymentsMixin, MongoModelAdmin):
         theater, page = self._theater_or_pick(request, "Add session: choose the theater", "add")
         if page:
             return page
-        form = f.SessionForm(bound(request), layout=price_layout(theater))
+        form = f.SessionForm(bound(request), layout=session_service.price_layout(theater))
         status = 200
         if request.method == "POST":
             status = 400
@@ -134,7 +122,7 @@ class SessionAdmin(SessionPaymentsMixin, MongoModelAdmin):
         theater, page = self._theater_or_pick(request, "Add a series: choose the theater", "series")
         if page:
             return page
-        form = f.SeriesForm(bound(request), layout=price_layout(theater))
+        form = f.SeriesForm(bound(request), layout=session_service.price_layout(theater))
         created, refused, status = [], [], 200
         if request.method == "POST":
             if form.is_valid():
@@ -235,7 +223,7 @@ class SessionAdmin(SessionPaymentsMixin, MongoModelAdmin):
             "rows": session_rows(session, selectors.seat_owners(session), set(checked)),
             "legend": category_legend(session["layout"]),
             "counts": selectors.seat_counts(session["seats"]),
-            "selectable": self.has_change_permission(request) and session.get("status") == "on_sale",
+            "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,
             "now": timezone.now(),
         }
 
@@ -308,6 +296,56 @@ class SessionAdmin(SessionPaymentsMixin, MongoModelAdmin):
         return HttpResponseRedirect(self.url("seats", session["_id"]))
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def sale_window(self, request, object_id):
+        """Draft or published, the on-sale and off-sale times, a members' presale with its code."""
+        self.require(request, "view")
+        session = self._session(object_id)
+        local = {k: timezone.localtime(session[k]) if session.get(k) else None for k in ("saleOpens", "saleCloses")}
+        presale = session.get("presale")
+        initial = {
+            "published": "0" if session.get("status") == SessionStatus.DRAFT else "1",
+            "sale_opens": local["saleOpens"],
+            "sale_closes": local["saleCloses"],
+            "presale_opens": timezone.localtime(presale["opens"]) if presale else None,
+        }
+        form = f.SaleWindowForm(bound(request), initial=initial, start=session["start"], has_code=bool(presale))
+        status = 200
+        if request.method == "POST":
+            self.require(request, "change")
+            status = 400
+            if form.is_valid():
+                data = form.cleaned_data
+                try:
+                    updated = session_service.set_sale_window(
+                        session["_id"],
+                        published=data["published"],
+                        sale_opens=data["sale_opens"],
+                        sale_closes=data["sale_closes"],
+                        presale_opens=data["presale_opens"],
+                        presale_code=data["presale_code"],
+                    )
+                except InvalidRequest as exc:
+                    f.add_field_errors(form, exc)
+                except BookingError as exc:
+                    status = 409
+                    form.add_error(None, exc.message)
+                else:
+                    what = "published" if data["published"] else "draft"
+                    note = f"Sale window: {what}, on sale {data['sale_opens'] or 'when published'}, "
+                    note += f"off sale {data['sale_closes'] or 'at the start'}"
+                    note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
+                    note += " (new access code)" if data["presale_code"] else ""
+                    self.log(request, CHANGE, updated["_id"], session_label(updated), note + ".")
+                    messages.success(request, f"The sale window of “{updated['name']}” was saved.")
+                    return HttpResponseRedirect(self.url("sale_window", updated["_id"]))
+        return self.render(
+            request,
+            "admin/booking/session/sale_window.html",
+            {"title": f"Sale window of “{session['name']}”", "form": form, "session": session},
+            status=status,
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_cancel(self, request, object_id):
         """Cancel a session. Staff need the delete permission: it ends the session for good."""
         self.require(request, "delete")
@@ -316,7 +354,7 @@ class SessionAdmin(SessionPaymentsMixin, MongoModelAdmin):
         form = f.CancelSessionForm(bound(request))
         status = 200
         if request.method == "POST" and form.is_valid():
-            if session.get("status") == "canceled":
+            if session.get("status") == SessionStatus.CANCELED:
                 messages.info(request, "This session was already canceled.")
                 return HttpResponseRedirect(self.url("change", session["_id"]))
             try:

@@ -1,9 +1,10 @@
 """The service the staff site added to the engine: force-expiring a cart."""
 
 from booking import mongo
+from booking.domain import CartState
 from booking.invariants import check_invariants
 from booking.seatmap import FREE
-from booking.services import carts, holds
+from booking.services import holds
 from booking.services.carts import force_expire_cart
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
@@ -17,7 +18,7 @@ def test_force_expire_frees_the_seats_of_an_active_cart_at_once():
 
     assert freed == 2
     cart = mongo.carts().find_one({"_id": hold.cart_id})
-    assert cart["state"] == carts.EXPIRED
+    assert cart["state"] == CartState.EXPIRED
     after = mongo.sessions().find_one({"_id": session["_id"]})
     assert after["seats"][0][0] == FREE and after["seats"][0][1] == FREE
     assert after["seatsAvailable"] == session["seatsAvailable"]
@@ -30,5 +31,5 @@ def test_force_expire_leaves_a_checked_out_cart_alone():
     checkout_paid("s:buyer", hold.cart_id, "Ada", "ada@example.com")
 
     assert force_expire_cart(hold.cart_id) is None
-    assert mongo.carts().find_one({"_id": hold.cart_id})["state"] == carts.DONE
+    assert mongo.carts().find_one({"_id": hold.cart_id})["state"] == CartState.DONE
     assert check_invariants() == []

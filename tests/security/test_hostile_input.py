@@ -17,6 +17,7 @@ from bson import ObjectId
 from django.urls import reverse
 
 from booking import clock, mongo
+from booking.domain import CartState
 from booking.seatmap import FREE, HELD
 from booking.services import carts as cart_service
 
@@ -312,7 +313,7 @@ def test_a_cart_id_cannot_be_smuggled_in(session, held_by_alice):
     ]:
         response = mallory.post(path, data, **csrf(mallory))
         assert response.status_code in (200, 302, 400, 404)
-    assert mongo.carts().find_one({"_id": alice_cart["_id"]})["state"] == cart_service.ACTIVE
+    assert mongo.carts().find_one({"_id": alice_cart["_id"]})["state"] == CartState.ACTIVE
     assert_unchanged(before, snapshot())
 
 
@@ -399,7 +400,7 @@ def test_checkout_at_the_moment_the_hold_ends_is_refused_and_frees_the_seats(ses
     assert response.status_code == 302 and "/orders/" not in response["Location"]
     assert mongo.orders().count_documents({}) == 0
     assert _cell(session, "0:0") == FREE
-    assert mongo.carts().find_one({})["state"] == cart_service.EXPIRED
+    assert mongo.carts().find_one({})["state"] == CartState.EXPIRED
 
 
 def test_unknown_object_ids_everywhere_are_404_not_500(buyer):

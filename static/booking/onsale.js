@@ -1,0 +1,49 @@
+// A session page before its on-sale time: count down to the second by the server's clock (the
+// page carries the server's time; the difference to this device's clock is kept), then make the
+// read-only map clickable without a reload. The server's hold refuses anything sent early anyway.
+(function () {
+  "use strict";
+  var box = document.getElementById("sale-countdown");
+  if (!box) return;
+  var opens = Number(box.dataset.opensMs);
+  var offset = Number(box.dataset.serverNowMs) - Date.now();
+  var left = box.querySelector(".countdown-left");
+  var open = false;
+
+  function pad(n) { return n < 10 ? "0" + n : String(n); }
+
+  function format(ms) {
+    var s = Math.ceil(ms / 1000);
+    var days = Math.floor(s / 86400);
+    s -= days * 86400;
+    var h = Math.floor(s / 3600);
+    s -= h * 3600;
+    var m = Math.floor(s / 60);
+    s -= m * 60;
+    return (days ? days + (days === 1 ? " day, " : " days, ") : "") + pad(h) + ":" + pad(m) + ":" + pad(s);
+  }
+
+  function unlock() {
+    // Also a map the live refresh swapped in that was built just before the second.
+    document.querySelectorAll("fieldset.map-lock[disabled]").forEach(function (f) { f.disabled = false; });
+    document.querySelectorAll("[data-onsale-show][hidden]").forEach(function (e) { e.hidden = false; });
+    document.querySelectorAll(".sale-pending").forEach(function (e) { e.hidden = true; });
+  }
+
+  function tick() {
+    var ms = opens - (Date.now() + offset);
+    if (ms > 0) {
+      left.textContent = format(ms);
+      return;
+    }
+    if (!open) {
+      open = true;
+      box.classList.add("countdown-open");
+      box.textContent = "On sale now: choose your seats.";
+    }
+    unlock();
+  }
+
+  tick();
+  setInterval(tick, 200);
+})();

@@ -1,0 +1,40 @@
+"""Sale windows in real Chromium: a session going on sale while its page is open becomes
+clickable at the second, without a reload (static/booking/onsale.js, server time)."""
+
+import re
+import time
+from datetime import timedelta
+
+import pytest
+from playwright.sync_api import expect
+
+from booking import clock, selectors
+from booking.seatmap import HELD
+from booking.services import sessions as session_service
+from booking.tests.factories import make_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_the_map_becomes_clickable_at_the_second(new_page, shot):
+    session = make_session(name="Rush Night")
+    opens = clock.now().replace(microsecond=0) + timedelta(seconds=6)
+    session_service.set_sale_window(session["_id"], published=True, sale_opens=opens, sale_closes=None)
+    page = new_page()
+    page.goto(f"/sessions/{session['_id']}/")
+    seat = page.get_by_role("button", name=re.compile(r"^Row A, seat 1,"))
+    expect(page.locator("#sale-countdown")).to_contain_text(re.compile(r"00:00:0[3-6]"))
+    expect(seat).to_be_disabled()
+    shot(page, "before-on-sale")
+
+    expect(seat).to_be_enabled(timeout=12000)
+    enabled_at = clock.now()
+    assert enabled_at >= opens - timedelta(milliseconds=100), enabled_at  # not before the second
+    assert enabled_at <= opens + timedelta(milliseconds=900), enabled_at  # at the second
+    expect(page.locator("#sale-countdown")).to_contain_text("On sale now")
+    shot(page, "on-sale")
+    time.sleep(0.05)
+    seat.click()
+    expect(seat).to_have_accessible_name(re.compile("held by you", re.I))
+    assert selectors.get_session(session["_id"])["seats"][0][0] == HELD
+    shot(page, "held")
