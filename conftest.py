@@ -32,8 +32,8 @@ def mongodb_uri():
         return
     from devmongo import DevMongoServer
 
-    server = DevMongoServer(port=0).start()
-    yield server.uri
+    server = DevMongoServer(port=0, replset="rs0").start()  # a one-member replica set, as production
+    yield server.uri  # mongodb://127.0.0.1:<port>/?replicaSet=rs0
     server.stop()
 
 

@@ -9,7 +9,7 @@ from booking import clock, mongo
 from booking.demo import GRAND_CATEGORIES
 from booking.domain import CartState
 from booking.layouts import auto_row_label, parse_grid
-from booking.seatmap import HELD, seat_key
+from booking.seat_grid import HELD, seat_key
 from booking.services.sessions import create_session
 from booking.services.theaters import create_theater
 

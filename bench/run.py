@@ -216,7 +216,7 @@ def render_cpu(session_id, repeats: int) -> dict:
     from django.template.loader import render_to_string
     from django.test import RequestFactory
 
-    from booking import rendering, selectors
+    from booking import seatmap_html, selectors
 
     from .views import naive_context
 
@@ -235,9 +235,9 @@ def render_cpu(session_id, repeats: int) -> dict:
 
     render_to_string("bench/naive_map.html", naive_context(session), request=request)  # load the template once
     naive = cpu_ms(lambda: render_to_string("bench/naive_map.html", naive_context(session), request=request))
-    cold = cpu_ms(lambda: rendering.build_seat_map(session).for_viewer())
-    rendering.seat_map_html(session)
-    warm = cpu_ms(lambda: rendering.seat_map_html(session).for_viewer())
+    cold = cpu_ms(lambda: seatmap_html.build_seat_map(session).for_viewer())
+    seatmap_html.seat_map_html(session)
+    warm = cpu_ms(lambda: seatmap_html.seat_map_html(session).for_viewer())
     return {"naive_ms": naive, "fast_cold_ms": cold, "fast_cached_ms": warm}
 
 
@@ -320,7 +320,7 @@ def run(size: Size, log=print) -> dict:
     import django
 
     django.setup()
-    from booking import mongo, rendering
+    from booking import mongo, seatmap_html
 
     results: dict = {"size": size.name, "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     with Stack() as stack:
@@ -394,7 +394,7 @@ def run(size: Size, log=print) -> dict:
 
         log("render CPU (in process)")
         results["render"] = render_cpu(map_session["_id"], 20 if size.name == "full" else 3)
-        rendering.clear_cache()
+        seatmap_html.clear_cache()
 
         log(f"expiry sweep of {size.stale_carts} stale carts")
         results["c4"] = expiry_sweep(size.stale_carts)

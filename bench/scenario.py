@@ -21,7 +21,7 @@ from bson import ObjectId
 
 from booking import selectors
 from booking.errors import NoAdjacentSeats, OrphanSeat, SeatsTaken
-from booking.seatmap import FREE, seat_key
+from booking.seat_grid import FREE, seat_key
 from booking.services import checkout, holds, payments
 
 HONEST = (SeatsTaken, OrphanSeat, NoAdjacentSeats)

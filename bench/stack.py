@@ -155,8 +155,9 @@ class Stack:
         self.real_mongodb = bool(self.mongodb_uri)
         if not self.mongodb_uri:
             port = free_port()
-            self._spawn([PYTHON, "-m", "devmongo", "--port", str(port), "--log-level", "warning"], "devmongo", port)
-            self.mongodb_uri = f"mongodb://127.0.0.1:{port}/"
+            args = [PYTHON, "-m", "devmongo", "--port", str(port), "--replset", "rs0", "--log-level", "warning"]
+            self._spawn(args, "devmongo", port)
+            self.mongodb_uri = f"mongodb://127.0.0.1:{port}/?replicaSet=rs0"
         self.redis_url = os.environ.get("REDIS_URL", "")
         if not self.redis_url:
             binary = shutil.which("redis-server")

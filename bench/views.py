@@ -6,7 +6,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
 from booking import selectors
-from booking.rendering import format_money
+from booking.formatting import format_money
 
 
 def hello(request):

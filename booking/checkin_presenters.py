@@ -3,8 +3,7 @@ and the same data for the templates (the door page, the admin's session page).""
 
 from datetime import datetime
 
-from django.utils import timezone
-
+from .formatting import clock_time
 from .services import checkin
 
 
@@ -25,7 +24,7 @@ def outcome_data(outcome: checkin.Outcome) -> dict:
 
 
 def _when(at) -> str:
-    return timezone.localtime(at).strftime("%H:%M") if isinstance(at, datetime) else ""
+    return clock_time(at) if isinstance(at, datetime) else ""
 
 
 def conflict_summary(conflict: dict) -> str:

@@ -217,6 +217,7 @@ class Theater(TypedDict):
     seatCount: int
     createdOn: datetime
     modifiedOn: datetime
+    ticketTypes: NotRequired[list[dict]]  # [{code, name, description, companion?}]; absent: full price only
     layout: NotRequired[Layout]  # a hall; or
     sections: NotRequired[list[Section]]  # a sectioned venue (a stadium): one session document per section
 
@@ -256,7 +257,10 @@ class Session(TypedDict):
     description: str
     start: datetime
     end: datetime
-    prices: dict[str, int]  # category code -> integer minor units
+    prices: dict[str, int]  # category code -> integer minor units: the "Full price" column
+    ticketTypes: NotRequired[list[dict]]  # copied from the theater with the price table (absent: full price only)
+    typePrices: NotRequired[dict[str, dict[str, int]]]  # other ticket types: type -> category -> cents
+    priceRev: NotRequired[int]  # bumped by every price table change; the hold's filter names it
     currency: str
     status: SessionStatus
     layout: Layout  # copied from the theater
@@ -281,7 +285,10 @@ class CartItem(TypedDict):
     row: str  # labels, as the buyer sees them
     seat: str
     cat: str
-    price: int
+    price: int  # locked at hold time (of its ticket type)
+    ticketType: NotRequired[str]  # a ticket type code (services/offers.py); absent: "full"
+    offers: NotRequired[list[dict]]  # its category's row of the price table at hold time: [{code, name, price}]
+    wheelchair: NotRequired[bool]  # a wheelchair space (the companion rule)
 
 
 class Customer(TypedDict):
@@ -324,6 +331,8 @@ class OrderLine(TypedDict):
     seat: str
     cat: str
     price: int
+    ticketType: NotRequired[str]  # code and name of the ticket type, as bought
+    ticketTypeName: NotRequired[str]
     ticket: str  # 24 random url-safe characters
     checkedIn: NotRequired[CheckIn]
 

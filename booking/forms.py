@@ -7,7 +7,8 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import get_language
 
-from .seatmap import parse_seat_key
+from .lru import LRUCache
+from .seat_grid import parse_seat_key
 
 
 class KeptHtml:
@@ -16,8 +17,7 @@ class KeptHtml:
     widgets on nearly every request, and Django's template-based widget rendering was a third of
     that page's render time. A value that cannot be a key (a list) is rendered as usual."""
 
-    _kept: dict = {}
-    KEEP = 256
+    _kept: LRUCache[tuple, str] = LRUCache(256)
 
     def render(self, name, value, attrs=None, renderer=None):
         try:
@@ -34,10 +34,7 @@ class KeptHtml:
         except TypeError:  # unhashable
             return super().render(name, value, attrs, renderer)
         if html is None:
-            html = super().render(name, value, attrs, renderer)
-            if len(self._kept) >= self.KEEP:
-                self._kept.clear()
-            self._kept[key] = html
+            html = self._kept.put(key, super().render(name, value, attrs, renderer))
         return html
 
 

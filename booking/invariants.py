@@ -7,9 +7,9 @@ system (after reconcile): an operation in flight can be between its two writes.
 from collections import Counter, defaultdict
 
 from . import clock, mongo
-from .domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, is_stale
+from .domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, OrderState, is_stale
 from .payments.checks import money_breaches
-from .seatmap import FREE, HELD, SOLD, parse_seat_key
+from .seat_grid import FREE, HELD, SOLD, parse_seat_key
 from .services.checkin import ADMITTING_STATES
 
 
@@ -73,6 +73,7 @@ def check_invariants() -> list[str]:
                     breaches.append(f"{label}: seat {key} is in order {owners[0]['ref']} but its cell is {state}")
     breaches += money_breaches()  # no order paid twice, no money kept without its seats
     breaches.extend(checkin_breaches())
+    breaches.extend(offer_breaches())
     return breaches
 
 
@@ -90,4 +91,33 @@ def checkin_breaches() -> list[str]:
                     f"order {order['ref']} is {order['state']} but ticket {line['row']}{line['seat']} "
                     f"was checked in at {checked.get('door')} while it was"
                 )
+    return breaches
+
+
+def offer_breaches() -> list[str]:
+    """Issue 16: every paid order's lines carry the prices locked at hold time (the cart's items:
+    the price of the item's ticket type in the row of the table it kept), its total is
+    ``pricing.totals`` of them, and no promo code is used more than its cap."""
+    from .services import offers, pricing
+
+    breaches = []
+    for order in mongo.orders().find({"state": OrderState.PAID}, {"ref": 1, "cartId": 1, "lines": 1, "total": 1}):
+        cart = mongo.carts().find_one({"_id": order["cartId"]}, {"items": 1, "promo": 1})
+        if cart is None:
+            continue
+        items = {(i["sessionId"], i["key"]): i for i in cart["items"]}
+        for line in order["lines"]:
+            item = items.get((line["sessionId"], line["key"]))
+            if item is None:
+                continue
+            locked = next((o["price"] for o in offers.item_offers(item) if o["code"] == offers.item_type(item)), None)
+            if line["price"] != item["price"] or line.get("ticketType", offers.FULL) != offers.item_type(item):
+                breaches.append(f"order {order['ref']}: seat {line['key']} is not charged as it was held")
+            elif locked is not None and locked != item["price"]:
+                breaches.append(f"order {order['ref']}: {line['key']} held at {locked}, charged {item['price']}")
+        if order["total"] != pricing.cart_totals(cart).total:
+            breaches.append(f"order {order['ref']}: total {order['total']} is not what the cart's items and code make")
+    for code in mongo.promo_codes().find({}, {"code": 1, "uses": 1, "cap": 1}):
+        if code.get("uses", 0) > code.get("cap", 0) or code.get("uses", 0) < 0:
+            breaches.append(f"promo code {code['code']} is used {code.get('uses')} times, its cap is {code.get('cap')}")
     return breaches

@@ -108,6 +108,10 @@ def orders():
     return get_db()["orders"]
 
 
+def promo_codes():
+    return get_db()["promo_codes"]
+
+
 def checkin_conflicts():
     return get_db()["checkin_conflicts"]
 
@@ -148,4 +152,7 @@ def ensure_indexes() -> list[str]:
         checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
     )
     created.append(checkin_conflicts().create_index([("scanId", 1)], unique=True, name="scan_unique"))
+    # promo codes (services/promos.py): redeemed by their text; a voucher batch exported by batch
+    created.append(promo_codes().create_index([("code", 1)], unique=True, name="code_unique"))
+    created.append(promo_codes().create_index([("batch", 1)], name="batch", sparse=True))
     return created

@@ -37,6 +37,7 @@ from .forms import CheckoutForm
 from .payments import base, money, receipts
 from .payments.stripe_provider import time_in_stripe_ms
 from .services import payments as payment_service
+from .services import pricing
 
 logger = logging.getLogger("booking.views")
 
@@ -83,21 +84,25 @@ def stripe_csp(response, context: dict):
 # --- what the pages show ---
 
 
-def quote(items: list[dict], sessions: list[dict]) -> dict:
-    """The total of a cart as the order will charge it: tickets, booking fee, VAT per rate."""
+def quote(cart: dict, sessions: list[dict]) -> dict:
+    """The total of a cart as the order will charge it: tickets (less a promo code), booking fee,
+    VAT per rate."""
+    items = cart["items"]
+    amounts = pricing.cart_totals(cart)
     theaters = payment_service.theaters_of(sessions)
     by_id = {s["_id"]: s for s in sessions}
     pairs = [
-        (i["price"], money.ticket_rate(theaters.get(by_id.get(i["sessionId"], {}).get("theaterId")), i["cat"]))
-        for i in items
+        (i["price"] - off, money.ticket_rate(theaters.get(by_id.get(i["sessionId"], {}).get("theaterId")), i["cat"]))
+        for i, off in zip(items, amounts.line_discounts, strict=True)
     ]
     fee, fee_rate = money.booking_fee()
     if fee:
         pairs.append((fee, fee_rate))
     return {
-        "tickets": sum(i["price"] for i in items),
+        "tickets": amounts.subtotal,
+        "discount": amounts.discount,
         "fee": fee,
-        "total": sum(p for p, _ in pairs),
+        "total": amounts.total + fee,
         "vat": money.breakdown(pairs),
     }
 
@@ -105,6 +110,7 @@ def quote(items: list[dict], sessions: list[dict]) -> dict:
 def order_quote(order: dict) -> dict:
     return {
         "tickets": sum(line["price"] for line in order.get("lines", [])),
+        "discount": sum(line.get("discount", 0) for line in order.get("lines", [])),
         "fee": (order.get("fee") or {}).get("amount", 0),
         "total": order["total"],
         "vat": money.order_breakdown(order),
@@ -166,7 +172,7 @@ def _details_context(request, cart: dict, form) -> dict:
     return {
         **_cart_context(request, cart, False),
         "form": form,
-        "quote": quote(cart["items"], sessions),
+        "quote": quote(cart, sessions),
         "card_available": methods[payments.CARD],
         "box_office_until": methods[payments.BOX_OFFICE],
         # Without JavaScript the card choice is off, so the box office is the default when offered

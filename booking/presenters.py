@@ -1,27 +1,20 @@
 """Shaping engine data for templates: grouping and labels only, no decisions about bookings."""
 
-import html
-import unicodedata
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from functools import lru_cache
+from datetime import datetime
 
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.formats import date_format
-from django.utils.html import escape
 from django.utils.safestring import mark_safe
-from django.utils.text import Truncator
 from django.utils.translation import get_language
 
-from .rendering import format_money
+from .formatting import day_title, escape, format_money
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:
     """Sessions (already sorted by start) grouped by local day, then by theater in order of first
-    show. Each theater's shows come as ready HTML (``cards_html``, see ``whats_on_card_html``)."""
+    show; each theater's shows as cards (``session_card``) for the ``show-card`` partial."""
     days: list[dict] = []
-    urls = _CardUrls()
     for session in sessions:
         start = timezone.localtime(session["start"])
         if not days or days[-1]["date"] != start.date():
@@ -31,63 +24,30 @@ def whats_on_days(sessions: list[dict]) -> list[dict]:
         if group is None:
             group = {"id": session["theaterId"], "name": session.get("theaterName", ""), "cards": []}
             theaters.append(group)
-        group["cards"].append(whats_on_card_html(session_card(session, start), urls))
-    for day in days:
-        for group in day["theaters"]:
-            group["cards_html"] = mark_safe("".join(group.pop("cards")))  # noqa: S308 - escaped in whats_on_card_html
+        group["cards"].append(session_card(session, start))
     return days
 
 
-@lru_cache(maxsize=256)
-def day_title(day: date, language: str) -> str:
-    """A day's heading in the what's on list, e.g. Saturday, 5 December (Django's ``l, j F``),
-    formatted once per day and language rather than a dozen times on every request."""
-    return date_format(day, "l, j F")
+@dataclass(frozen=True)
+class SessionCard:
+    """What a performance's heading and its what's on card show. Frozen and compared by value: the
+    card's ``repr`` names every field, so the ``show-card`` partial is cached on the card itself."""
+
+    id: str
+    name: str
+    description: str
+    theater: str
+    start: datetime
+    end: datetime | None
+    price_range: str
+    seats_left: int
+    seats_total: int
+    sold_out: bool
+    few_left: bool
+    sectioned: bool  # a stadium: the link opens its section overview
 
 
-class _CardUrls:
-    """A session's and a performance's URL, reversed once per page rather than once per card."""
-
-    placeholder = "0" * 24
-
-    def __init__(self):
-        self.session = reverse("booking:session", args=[self.placeholder])
-        self.performance = reverse("booking:performance", args=[self.placeholder])
-
-    def __call__(self, card: dict) -> str:
-        return (self.performance if card["sectioned"] else self.session).replace(self.placeholder, card["id"])
-
-
-def whats_on_card_html(card: dict, urls: _CardUrls | None = None) -> str:
-    """One show of the what's on list as HTML, every value escaped. Built in Python: the same
-    markup through the template engine cost more than the rest of the page."""
-    url = (urls or _CardUrls())(card)
-    left = card["seats_left"]
-    if card["sold_out"]:
-        badge = '<span class="badge badge-sold">Sold out</span>'
-    elif card["few_left"]:
-        badge = f'<span class="badge badge-few">Only {left} left</span>'
-    else:
-        badge = f'<span class="badge">{left} seats left</span>'
-    # the spaces between the parts keep the words apart in the link's text (its accessible name)
-    return (
-        f'<li class="show{" sold-out" if card["sold_out"] else ""}">'
-        f'<a class="show-link" href="{html.escape(url)}">'
-        f'<span class="show-time">{card["start"]:%H:%M}</span> '
-        f'<span class="show-main"><span class="show-name">{html.escape(card["name"])}</span> '
-        f'<span class="show-desc">{html.escape(truncate_chars(card["description"] or "", 110))}</span></span> '
-        f'<span class="show-meta"><span class="show-price">{html.escape(card["price_range"])}</span> {badge}</span>'
-        "</a></li>\n"
-    )
-
-
-def truncate_chars(text: str, length: int) -> str:
-    """Django's ``truncatechars`` filter, without its cost when the text is short enough."""
-    text = unicodedata.normalize("NFC", text)
-    return text if len(text) <= length else Truncator(text).chars(length)
-
-
-def session_card(session: dict, start: datetime | None = None) -> dict:
+def session_card(session: dict, start: datetime | None = None) -> SessionCard:
     prices = sorted((session.get("prices") or {}).values())
     currency = session.get("currency")
     if not prices:
@@ -97,20 +57,20 @@ def session_card(session: dict, start: datetime | None = None) -> dict:
     else:
         price_range = f"{format_money(prices[0], currency)} – {format_money(prices[-1], currency)}"
     left = session.get("seatsAvailable", 0)
-    return {
-        "id": str(session["_id"]),
-        "name": session.get("name", ""),
-        "description": session.get("description", ""),
-        "theater": session.get("theaterName", ""),
-        "start": start or timezone.localtime(session["start"]),
-        "end": session.get("end"),
-        "price_range": price_range,
-        "seats_left": left,
-        "seats_total": session.get("seatsTotal", 0),
-        "sold_out": left <= 0,
-        "few_left": 0 < left <= max(10, session.get("seatsTotal", 0) // 20),
-        "sectioned": bool(session.get("sections")),  # a stadium: the link opens its section overview
-    }
+    return SessionCard(
+        id=str(session["_id"]),
+        name=session.get("name", ""),
+        description=session.get("description", ""),
+        theater=session.get("theaterName", ""),
+        start=start or timezone.localtime(session["start"]),
+        end=session.get("end"),
+        price_range=price_range,
+        seats_left=left,
+        seats_total=session.get("seatsTotal", 0),
+        sold_out=left <= 0,
+        few_left=0 < left <= max(10, session.get("seatsTotal", 0) // 20),
+        sectioned=bool(session.get("sections")),
+    )
 
 
 @dataclass
@@ -148,6 +108,9 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
                 "seat": item["seat"],
                 "category": categories.get(item["cat"], item["cat"]),
                 "price": item["price"],
+                "ticket_type": item.get("ticketType") or "full",  # services/offers.py
+                "offers": item.get("offers") or [],
+                "error_key": f"{item['sessionId']}:{item['key']}",
             }
         )
         group.subtotal += item["price"]
@@ -171,6 +134,7 @@ def order_tickets(order: dict) -> list[dict]:
                 "seat": line["seat"],
                 "category": (session.get("categories") or {}).get(line["cat"], line["cat"]),
                 "price": line["price"],
+                "ticket_type": line.get("ticketTypeName") or "Full price",
             }
         )
     return tickets
@@ -204,9 +168,3 @@ def section_stands(sections: list[dict]) -> list[dict]:
     for stand in stands:
         stand["blocks_html"] = mark_safe("".join(stand.pop("blocks")))  # noqa: S308 - every part escaped above
     return stands
-
-
-def sale_time(moment: datetime) -> str:
-    """An on-sale or presale time as the buyer reads it (seconds only when they matter)."""
-    local = timezone.localtime(moment)
-    return local.strftime("%a %d %b %Y, %H:%M:%S" if local.second else "%a %d %b %Y, %H:%M")

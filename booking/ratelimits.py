@@ -187,7 +187,7 @@ def lookup_rate_exceeded(request) -> bool:
 def too_many_requests(request) -> HttpResponse:
     try:
         body = render_to_string(
-            "booking/_notice.html", {"notice": RATE_LIMITED_MESSAGE, "notice_level": "error"}, request=request
+            "booking/session.html#notice", {"notice": RATE_LIMITED_MESSAGE, "notice_level": "error"}, request=request
         )
     except TemplateDoesNotExist:
         body = RATE_LIMITED_MESSAGE

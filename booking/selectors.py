@@ -27,6 +27,9 @@ SUMMARY_FIELDS = {
     "saleCloses": 1,
     "presale.opens": 1,
     "presale.key": 1,
+    "ticketTypes": 1,  # the price table (services/offers.py): the hold prices items by it
+    "typePrices": 1,
+    "priceRev": 1,
 }
 
 

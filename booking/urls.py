@@ -13,6 +13,8 @@ GET  /cart/                            your cart (the one in your buyer cookie; 
                                        cart id, so another browser's cart is never reachable)
 POST /cart/remove                      session=<id>&seat=r:c
 POST /cart/cancel                      give up the cart, seats released
+POST /cart/ticket-type                 session=<id>&seat=r:c&ticket_type=<code> (booking/offer_views.py)
+POST /cart/promo  code=<text>          apply a promo code (rate-limited); /cart/promo/remove takes it off
 GET  /checkout/  POST name, email, method   checkout; errors inline (400), then the card form
                                        (htmx) or /orders/<ref>/ (payments: booking/payment_views.py)
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
@@ -31,7 +33,7 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from . import payment_views, views
+from . import offer_views, payment_views, views
 
 app_name = "booking"
 
@@ -48,6 +50,9 @@ urlpatterns = [
     path("cart/", views.cart_page, name="cart"),
     path("cart/remove", views.cart_remove, name="cart_remove"),
     path("cart/cancel", views.cart_cancel, name="cart_cancel"),
+    path("cart/ticket-type", offer_views.choose_ticket_type, name="cart_ticket_type"),
+    path("cart/promo", offer_views.apply_promo, name="cart_promo"),
+    path("cart/promo/remove", offer_views.remove_promo, name="cart_promo_remove"),
     path("checkout/", payment_views.checkout, name="checkout"),
     path("orders/<str:ref>/", views.order_page, name="order"),
     path("orders/<str:ref>/tickets/", views.order_tickets, name="order_tickets"),

@@ -22,7 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap
 
-from . import buyer, cart_summary, clock, presenters, ratelimits, rendering, selectors
+from . import buyer, clock, formatting, presenters, ratelimits, seatmap_html, selectors
 from .domain import CartState, SalePhase, SessionStatus, sale_phase
 from .errors import (
     BookingError,
@@ -46,9 +46,9 @@ from .forms import (
     WhatsOnFilterForm,
 )
 from .ids import object_id
-from .seatmap import FREE, HELD, seat_key
+from .seat_grid import FREE, HELD, seat_key
 from .services import carts as cart_service
-from .services import holds
+from .services import holds, pricing
 from .services import sessions as session_service
 
 STATUS_FOR = {
@@ -122,7 +122,7 @@ def whats_on(request):
         status = 400
     sessions = selectors.upcoming_sessions(**query) if status == 200 else []
     context = {"form": form, "days": presenters.whats_on_days(sessions), "filtered": bool(query)}
-    template = "booking/_whats_on_list.html" if request.htmx and not request.htmx.boosted else "booking/whats_on.html"
+    template = "booking/whats_on.html#listing" if request.htmx and not request.htmx.boosted else "booking/whats_on.html"
     return render(request, template, context, status=status)
 
 
@@ -145,14 +145,14 @@ def _sale_notice(session: dict, access=frozenset()) -> str:
     if phase == SalePhase.CLOSED:
         return "Sales for this performance have closed."
     if phase == SalePhase.PRESALE:
-        opens = presenters.sale_time(session["saleOpens"])
+        opens = formatting.sale_time(session["saleOpens"])
         return f"On sale to members until {opens}, to everyone from {opens}."
     if phase == SalePhase.NOT_YET:
         presale = session.get("presale")
         if presale and presale["key"] not in access:
-            members = presenters.sale_time(presale["opens"])
-            return f"On sale to members from {members}, to everyone from {presenters.sale_time(session['saleOpens'])}."
-        return f"On sale from {presenters.sale_time(_opening(session, access))}."
+            members = formatting.sale_time(presale["opens"])
+            return f"On sale to members from {members}, to everyone from {formatting.sale_time(session['saleOpens'])}."
+        return f"On sale from {formatting.sale_time(_opening(session, access))}."
     if phase != SalePhase.OPEN:
         return "This performance is not on sale."
     if session.get("seatsAvailable", 0) <= 0:
@@ -181,24 +181,24 @@ def _sale_clock(session: dict, access) -> dict:
     }
 
 
-def _load_session_page(session_id: str) -> tuple[dict, rendering.SeatMapHtml]:
+def _load_session_page(session_id: str) -> tuple[dict, seatmap_html.SeatMapHtml]:
     """The session and its built map. When this process has built the map of the current version,
     one small read (no seat states, no layout rows); otherwise a second, full read builds it."""
     sid = object_id(session_id, "performance")
     session = selectors.get_session_head(sid)
     if session is None or session.get("status") == SessionStatus.DRAFT:
         raise NotFound("No such performance.")  # a draft is for staff only
-    shared = rendering.cached_seat_map(sid, session["version"])
+    shared = seatmap_html.cached_seat_map(sid, session["version"])
     if shared is None:
         session = _load_session(session_id)
-        shared = rendering.seat_map_html(session)
+        shared = seatmap_html.seat_map_html(session)
     return session, shared
 
 
 def _map_context(request, session: dict, cart: dict | None, picked=(), shared=None) -> dict:
     """``session`` needs its seat states and layout rows unless ``shared`` (its built map) is given."""
     mine = selectors.cart_seat_keys(cart, session["_id"])
-    shared = shared or rendering.seat_map_html(session)
+    shared = shared or seatmap_html.seat_map_html(session)
     access = buyer.presale_keys(request)
     return {
         **_sale_clock(session, access),
@@ -207,7 +207,7 @@ def _map_context(request, session: dict, cart: dict | None, picked=(), shared=No
         "version": session["version"],
         "map_html": shared.for_viewer(mine, set(picked)),
         "map_width": shared.width,
-        "category_css": rendering.category_css(session),
+        "category_css": seatmap_html.category_css(session),
         "refresh_ms": LIVE_REFRESH_SECONDS * 1000,
         "sale_notice": _sale_notice(session, access),
     }
@@ -223,7 +223,8 @@ def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) 
         "cart": cart,
         "cart_expired": False,
         "groups": presenters.cart_groups(cart, known),
-        "total": cart.get("total", 0),
+        "total": pricing.cart_totals(cart).total,  # the one totals function (services/pricing.py)
+        "discount": pricing.cart_totals(cart).discount,
         "seat_count": len(cart["items"]),
         "expires_at": cart["expiresAt"],
         "seconds_left": presenters.seconds_left(cart["expiresAt"], clock.now()),
@@ -237,14 +238,14 @@ def session_page(request, session_id):
         session, shared = _load_session_page(session_id)
     except NotFound as exc:
         return _error_page(request, exc, 404)
-    template = "booking/_seatmap.html" if request.htmx and not request.htmx.boosted else "booking/session.html"
+    template = "booking/session.html#seatmap" if request.htmx and not request.htmx.boosted else "booking/session.html"
 
     def context(**extra):
         return {
             **_map_context(request, session, cart, shared=shared),
             **_cart_context(request, cart, expired, [session]),
             "card": presenters.session_card(session),
-            "legend": rendering.legend(session),
+            "legend": seatmap_html.legend(session),
             "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
             **extra,
@@ -254,10 +255,10 @@ def session_page(request, session_id):
         # The same page for every viewer without a cart, a message or a presale: built once per version.
         tz = timezone.get_current_timezone_name()
         key = (session["_id"], session["version"], template, _sale_notice(session), tz)
-        extra = {"csrf_token": rendering.CSRF_MARKER, "server_now_ms": SERVER_NOW_MARKER}
-        html = rendering.shared_page(key, lambda: render_to_string(template, context(**extra), request))
+        extra = {"csrf_token": seatmap_html.CSRF_MARKER, "server_now_ms": SERVER_NOW_MARKER}
+        html = seatmap_html.shared_page(key, lambda: render_to_string(template, context(**extra), request))
         html = html.replace(SERVER_NOW_MARKER, str(int(clock.now().timestamp() * 1000)))
-        return HttpResponse(html.replace(rendering.CSRF_MARKER, get_token(request)))
+        return HttpResponse(html.replace(seatmap_html.CSRF_MARKER, get_token(request)))
     return render(request, template, context())
 
 
@@ -290,13 +291,13 @@ def seat_map(request, session_id):
         response = HttpResponse(status=304)
     else:
         cart, _expired = _current_cart(request)
-        shared = rendering.cached_seat_map(sid, version)  # built here already: read only the small part
+        shared = seatmap_html.cached_seat_map(sid, version)  # built here already: read only the small part
         session = selectors.get_session_head(sid) if shared else selectors.get_session(sid)
         if session is not None and shared is not None and session["version"] != version:
             shared, session = None, selectors.get_session(sid)  # changed again meanwhile
         if session is None or session.get("status") == SessionStatus.DRAFT:
             return _error_page(request, "No such performance.", 404)
-        response = render(request, "booking/_seatmap.html", _map_context(request, session, cart, shared=shared))
+        response = render(request, "booking/session.html#seatmap", _map_context(request, session, cart, shared=shared))
         etag = f'"{session["version"]}"'
     response["ETag"] = etag
     response["Cache-Control"] = "private, no-cache"  # always ask; the answer is usually a 304
@@ -357,7 +358,7 @@ def _seat_action(request, session_id, service, *args, notice: str = ""):
         "notice_level": level,
         "oob": True,
     }
-    response = render(request, "booking/_seat_action.html", context)
+    response = render(request, "booking/session.html#seat-action", context)
     response["ETag"] = f'"{session["version"]}"'
     return response
 
@@ -366,22 +367,27 @@ def _seat_change(request, result, notice: str):
     """The answer to a hold or release that went through, from its own writes: the changed seats
     (swapped by id), the cart and the notice; the map stays. A few KB instead of the whole map:
     other buyers' changes arrive with the next live refresh, which this version number makes
-    the page accept (``X-Seatmap-Version``: the map the buyer sees is at least this new).
-    Built in Python, not through templates: this is the busiest answer there is."""
+    the page accept (``X-Seatmap-Version``: the map the buyer sees is at least this new)."""
     session, held = result.session, isinstance(result, holds.HoldResult)
     keys = {seat_key(r, c) for r, c in result.seats} if held else set()
-    seats = rendering.seat_updates(session, session["layout"], result.seats, HELD if held else FREE, held, keys)
-    cart = _cart_context(request, result.cart, False, [session])
-    response = HttpResponse(
-        seats + cart_summary.cart_summary_from(cart, oob=True) + cart_summary.notice_html(notice, "ok", oob=True)
-    )
+    context = {
+        **_cart_context(request, result.cart, False, [session]),
+        "seat_updates": seatmap_html.seat_updates(
+            session, session["layout"], result.seats, HELD if held else FREE, held, keys
+        ),
+        "notice": notice,
+        "notice_level": "ok",
+        "oob": True,
+    }
+    # No context processors: nothing in these partials needs the request (the busiest answer there is).
+    response = HttpResponse(render_to_string("booking/session.html#seat-change", context))
     response["X-Seatmap-Version"] = str(session["version"])
     return reswap(response, "none")
 
 
 def _bad_seat_request(request, message: str):
     if request.htmx:
-        return render(request, "booking/_notice.html", {"notice": message, "notice_level": "error"}, status=400)
+        return render(request, "booking/session.html#notice", {"notice": message, "notice_level": "error"}, status=400)
     return _error_page(request, message, 400)
 
 
@@ -462,7 +468,7 @@ def cart_page(request):
         buyer.forget_cart(request)
     context = _cart_context(request, cart, expired)
     if request.htmx and not request.htmx.boosted:
-        return render(request, "booking/_cart_summary.html", context)
+        return render(request, "booking/session.html#cart-summary", context)
     return render(request, "booking/cart.html", context)
 
 

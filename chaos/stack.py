@@ -117,7 +117,7 @@ class Stack:
         self.redis_port = free_port()
         self.web_port = free_port()
         self.stripe_port = free_port()
-        self.mongo_uri = self.external_mongo or f"mongodb://127.0.0.1:{self.mongo_port}/"
+        self.mongo_uri = self.external_mongo or f"mongodb://127.0.0.1:{self.mongo_port}/?replicaSet=rs0"
         self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
         self.procs: dict[str, Proc] = {}
 
@@ -167,6 +167,8 @@ class Stack:
                     "devmongo",
                     "--port",
                     str(self.mongo_port),
+                    "--replset",
+                    "rs0",
                     "--data",
                     str(data),
                     "--log-level",

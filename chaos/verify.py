@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from booking import invariants, mongo
 from booking.domain import HOLDING_STATES, OrderState
-from booking.seatmap import HELD, SOLD, parse_seat_key
+from booking.seat_grid import HELD, SOLD, parse_seat_key
 from booking.services import reconcile
 
 from .buyers import Stats
@@ -156,7 +156,8 @@ def _money_at_stripe(verdict: Verdict, stripe_url: str) -> None:
         kept = taken - refunded_by_intent[order_id]
         worth = 0
         if order is not None and order["state"] in ("paid", "partially_refunded") and order["lines"]:
-            worth = sum(line["price"] for line in order["lines"]) + (order.get("fee") or {}).get("amount", 0)
+            worth = sum(line["price"] - line.get("discount", 0) for line in order["lines"])
+            worth += (order.get("fee") or {}).get("amount", 0)
         if kept != worth:
             verdict.money_kept_unsold += max(kept - worth, 0)
             verdict.orders_keeping_money += 1

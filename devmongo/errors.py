@@ -1,5 +1,8 @@
 """MongoDB error codes and the exception devmongo raises to produce an error reply."""
 
+import bson
+import mongomock
+
 CODE_NAMES = {
     1: "InternalError",
     2: "BadValue",
@@ -8,6 +11,7 @@ CODE_NAMES = {
     14: "TypeMismatch",
     16: "InvalidLength",
     20: "IllegalOperation",
+    23: "AlreadyInitialized",
     26: "NamespaceNotFound",
     27: "IndexNotFound",
     28: "PathNotViable",
@@ -22,9 +26,17 @@ CODE_NAMES = {
     67: "CannotCreateIndex",
     72: "InvalidOptions",
     73: "InvalidNamespace",
+    76: "NoReplicationEnabled",
+    79: "UnknownReplWriteConcern",
     85: "IndexOptionsConflict",
     86: "IndexKeySpecsConflict",
+    100: "UnsatisfiableWriteConcern",
     115: "CommandNotSupported",
+    225: "TransactionTooOld",
+    260: "InvalidResumeToken",
+    280: "ChangeStreamFatalError",
+    286: "ChangeStreamHistoryLost",
+    291: "NoQueryExecutionPlans",
     11000: "DuplicateKey",
 }
 
@@ -51,3 +63,19 @@ class MongoError(Exception):
         err = {"index": index, "code": self.code, "errmsg": self.errmsg}
         err.update(self.extra)
         return err
+
+
+def to_mongo_error(exc):
+    """Turn any exception raised while executing a command into a MongoError."""
+    if isinstance(exc, MongoError):
+        return exc
+    if isinstance(exc, mongomock.DuplicateKeyError):
+        return MongoError(11000, str(exc) or "E11000 duplicate key error")
+    if isinstance(exc, mongomock.OperationFailure):
+        code = getattr(exc, "code", None) or 2
+        return MongoError(code, str(exc))
+    if isinstance(exc, NotImplementedError):
+        return MongoError(115, f"devmongo does not support this operation: {exc}")
+    if isinstance(exc, (ValueError, TypeError, bson.errors.InvalidDocument)):
+        return MongoError(2, f"{exc}")
+    return MongoError(1, f"devmongo internal error: {type(exc).__name__}: {exc}")

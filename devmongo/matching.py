@@ -14,9 +14,18 @@ functions, the same order and short cuts, the same handling of arrays, missing f
 
 Anything else (``None`` operands, booleans, embedded documents or arrays as operands, regexes,
 ``$elemMatch $all $size $type $not $regex $expr``...) raises :class:`Unsupported` when reached,
-and :func:`matcher` hands that document (and the rest of a scan) to mongomock.
-Where mongomock differs from MongoDB, this module differs the same way (devmongo's behaviour is
-unchanged by it); ``tests/test_matching.py`` checks it against ``filter_applies``.
+and :func:`matcher` hands that document (and the rest of a scan) to the generic path.
+
+The generic path (:func:`generic_applies`) is mongomock's ``filter_applies`` over the filter as
+:func:`translate` rewrites it, for two places where mongomock answers unlike MongoDB:
+
+* **booleans are not numbers**: mongomock compares with Python's ``==``, where ``True == 1``;
+  equality operands (a value, ``$eq $ne $in $nin $all``) that are booleans or numbers are wrapped
+  so that a boolean equals only a boolean and a number only a number, as in BSON;
+* **``$exists: false`` through arrays**: mongomock matches when any array element lacks the field;
+  MongoDB only when none has it (``{a.b: {$exists: false}}`` is ``$nor: [{a.b: {$exists: true}}]``).
+
+This module answers as that generic path (``tests/test_matching.py`` checks it against it).
 """
 
 import datetime
@@ -123,12 +132,16 @@ def candidates(parts, i, node):
 
 
 def _equals(value, operand):
-    """mongomock's match of a candidate against a plain (non-operator) operand."""
+    """mongomock's match of a candidate against a plain (non-operator) operand (never a bool
+    here), a boolean candidate equal to no number."""
     if isinstance(value, (list, tuple)):
-        if operand in value or operand == value:
+        if operand in value:
+            if type(operand) in _NUMBER_TYPES:  # True in [1] is Python's answer, not BSON's
+                return any((v is operand or v == operand) and type(v) is not bool
+                           for v in value)
             return True
         return type(operand) is ObjectId and str(operand) in value
-    return value == operand
+    return value == operand and type(value) is not bool
 
 
 def _compare(op, value, operand):
@@ -148,21 +161,22 @@ def _compare_one(op, value, operand):
 
 
 def _in(value, operand):
+    # operand: a list of strings, numbers, dates, ObjectIds (no bools): a bool is in none
     if not isinstance(value, (list, tuple)):
-        return value in operand
-    return any(v in operand for v in value)
+        return type(value) is not bool and value in operand
+    return any(type(v) is not bool and v in operand for v in value)
 
 
 def _op_eq(value, operand):
     if isinstance(value, (list, tuple)):
-        return any(v == operand for v in value)
-    return value == operand
+        return any(v == operand and type(v) is not bool for v in value)
+    return value == operand and type(value) is not bool
 
 
 def _op_ne(value, operand):
     if isinstance(value, (list, tuple)):
-        return all(not v == operand for v in value)  # noqa: SIM201 - mongomock's test
-    return not value == operand  # noqa: SIM201
+        return all(not v == operand or type(v) is bool for v in value)  # noqa: SIM201
+    return not value == operand or type(value) is bool  # noqa: SIM201
 
 
 def _comparison(op):
@@ -220,8 +234,10 @@ def _field_matches(key, cond, doc):
     values = [doc.get(key, NOTHING)] if len(parts) == 1 else candidates(parts, 0, doc)
     if not values and cond == _EXISTS_FALSE:  # mongomock: no candidate at all matches this
         return True
-    negative = "$ne" in cond or "$nin" in cond
-    positive = len(cond) > negative + ("$ne" in cond and "$nin" in cond)
+    # Negative operators hold for every candidate; $exists: false is one (none may exist).
+    n_negative = ("$ne" in cond) + ("$nin" in cond) + ("$exists" in cond and not cond["$exists"])
+    negative = n_negative > 0
+    positive = len(cond) > n_negative
     is_match = False
     has_candidates = False
     for value in values:
@@ -268,6 +284,144 @@ def matches(flt, doc):
     return True
 
 
+# --------------------------------------------------------------------------- the generic path
+
+_NUMBERS = (int, float)  # Int64 is an int
+
+
+class _BoolOperand:
+    """An equality operand that is a boolean: equal to that boolean only (not to 1 or 0)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        if type(other) is _BoolOperand:
+            return other.value is self.value
+        return type(other) is bool and other is self.value
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(("bool", self.value))
+
+    def __repr__(self):
+        return repr(self.value)
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class _NumberOperand:
+    """An equality operand that is a number: equal to numbers only (not to True/False)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        if type(other) is _NumberOperand:
+            return other.value == self.value
+        return isinstance(other, _NUMBERS) and type(other) is not bool and other == self.value
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __repr__(self):
+        return repr(self.value)
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _operand(value):
+    """An equality operand as BSON compares it (booleans and numbers kept apart)."""
+    t = type(value)
+    if t is bool:
+        return _BoolOperand(value)
+    if t in _NUMBER_TYPES:
+        # NaN stays as it is (it equals no bool anyway; Python's `in` finds the same object)
+        return _NumberOperand(value) if value == value else value
+    if t is list:
+        return [_operand(v) for v in value]
+    if t is dict:
+        return {k: _operand(v) for k, v in value.items()}
+    return value
+
+
+def _translate_condition(cond):
+    if type(cond) is not dict or not cond or not all(
+            isinstance(k, str) and k.startswith("$") for k in cond):
+        return _operand(cond), False
+    out = {}
+    exists_false = False
+    for op, arg in cond.items():
+        if op in ("$eq", "$ne"):
+            out[op] = _operand(arg)
+        elif op in ("$in", "$nin", "$all") and type(arg) is list:
+            out[op] = [x if type(x) is dict and "$elemMatch" in x else _operand(x) for x in arg]
+        elif op == "$elemMatch" and type(arg) is dict:
+            if arg and all(isinstance(k, str) and k.startswith("$") for k in arg):
+                out[op] = _translate_condition(arg)[0]
+            else:
+                out[op] = translate(arg)
+        elif op == "$not" and type(arg) is dict:
+            out[op] = _translate_condition(arg)[0]
+        elif op == "$exists" and not arg:
+            exists_false = True
+        else:
+            out[op] = arg
+    return out, exists_false
+
+
+def translate(flt):
+    """The filter with MongoDB's equality of booleans and numbers and ``$exists: false``, for
+    mongomock's ``filter_applies``. Conditions keep their order (and so which error, if any, a
+    document meets first)."""
+    if type(flt) is not dict:
+        return flt
+    clauses = []  # (key, condition), or (None, a whole sub-filter)
+    split = False
+    for key, cond in flt.items():
+        if key in ("$and", "$or", "$nor") and type(cond) is list:
+            clauses.append((key, [translate(sub) for sub in cond]))
+        elif isinstance(key, str) and key.startswith("$"):
+            clauses.append((key, cond))
+        else:
+            new, exists_false = _translate_condition(cond)
+            if exists_false:
+                split = True
+                if new:
+                    clauses.append((key, new))
+                clauses.append((None, {"$nor": [{key: {"$exists": True}}]}))
+            else:
+                clauses.append((key, new))
+    if not split:
+        return dict(clauses)
+    return {"$and": [sub if key is None else {key: sub} for key, sub in clauses]}
+
+
+_TRANSLATED = {}
+_TRANSLATED_MAX = 1024
+
+
+def generic_applies(flt, doc):
+    """devmongo's generic path: ``filter_applies`` of the translated filter."""
+    hit = _TRANSLATED.get(id(flt))
+    if hit is None or hit[0] is not flt:
+        if len(_TRANSLATED) >= _TRANSLATED_MAX:
+            _TRANSLATED.clear()
+        hit = _TRANSLATED[id(flt)] = (flt, translate(flt))
+    return filter_applies(hit[1], doc)
+
+
 def _plain_equalities(flt):
     """``((field, operand), ...)`` for a filter of top-level fields each equal to a plain operand
     (``{"_id": oid}``, as in ``$pull: {reservations: {_id: oid}}``), else None."""
@@ -294,7 +448,7 @@ def matcher(flt):
     if equalities is not None:
         def applies_equalities(doc):
             if type(doc) is not dict:
-                return filter_applies(flt, doc)
+                return generic_applies(flt, doc)
             for key, operand in equalities:  # noqa: SIM110 - no generator on the hot path
                 if not _equals(doc.get(key, NOTHING), operand):
                     return False
@@ -302,15 +456,17 @@ def matcher(flt):
 
         return applies_equalities
 
-    generic = False
+    generic = None  # the translated filter once the generic path is taken
 
     def applies(doc):
         nonlocal generic
-        if not generic and type(doc) is dict and type(flt) is dict:
-            try:
-                return matches(flt, doc)
-            except Unsupported:
-                generic = True
-        return filter_applies(flt, doc)
+        if generic is None:
+            if type(doc) is dict and type(flt) is dict:
+                try:
+                    return matches(flt, doc)
+                except Unsupported:
+                    pass
+            generic = translate(flt)
+        return filter_applies(generic, doc)
 
     return applies

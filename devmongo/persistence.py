@@ -1,8 +1,11 @@
 """Snapshots for ``--data``: a stream of BSON documents, written atomically.
 
-File layout (all BSON): a header ``{"devmongo": "snapshot", "version": 1}``, then per collection
+File layout (all BSON): a header ``{"devmongo": "snapshot", "version": 2}``, then per collection
 a ``{"collection": {"db", "name", "indexes", "count"}}`` document followed by ``count`` stored
-documents. Written to a temp file in the same directory, fsynced, then ``os.replace``-d.
+documents; in the replica-set mode then ``{"changeLog": {"completeFrom", "last", "count",
+"clean"}}`` followed by ``count`` change events (the change history, see ``oplog.py``; ``clean``:
+written when the server stopped, so nothing after it can have been lost). Written to a temp file
+in the same directory, fsynced, then ``os.replace``-d. Version 1 files (no change log) load too.
 """
 
 import logging
@@ -14,12 +17,13 @@ import time
 import bson
 from bson.codec_options import CodecOptions
 
-from .engine import id_key
+from .keys import id_key
 
 log = logging.getLogger("devmongo")
 
 _CODEC = CodecOptions(document_class=dict, tz_aware=False)
-_HEADER = {"devmongo": "snapshot", "version": 1}
+_HEADER = {"devmongo": "snapshot", "version": 2}
+_READABLE = ({"devmongo": "snapshot", "version": 1}, _HEADER)
 
 
 def _encode_collection(db, name, store):
@@ -43,7 +47,7 @@ def load_snapshot(engine, path):
     with engine.lock, open(path, "rb") as f:
         it = bson.decode_file_iter(f, _CODEC)
         header = next(it, None)
-        if header != _HEADER:
+        if header not in _READABLE:
             raise ValueError(f"{path} is not a devmongo snapshot (header {header!r})")
         store = None
         remaining = 0
@@ -53,6 +57,12 @@ def load_snapshot(engine, path):
                 remaining -= 1
                 ndocs += 1
                 continue
+            if "changeLog" in doc:
+                meta = doc["changeLog"]
+                bodies = [bson.encode(next(it)) for _ in range(meta["count"])]
+                if engine.changes is not None:
+                    engine.changes.load(meta, bodies, bool(meta.get("clean")))
+                continue
             meta = doc["collection"]
             store = engine.server_store[meta["db"]][meta["name"]]
             store.create()
@@ -60,8 +70,9 @@ def load_snapshot(engine, path):
                 spec = {"key": [tuple(kd) for kd in index["key"]]}
                 spec.update(index["options"])
                 store.create_index(index["name"], spec)
+            store._ttl_indexes.clear()  # expiry is devmongo's TTL monitor's (ttl.py)
             remaining = meta["count"]
-            engine._invalidate(meta["db"], meta["name"])  # lookups are rebuilt from the loaded data
+            engine.invalidate(meta["db"], meta["name"])  # lookups are rebuilt from the loaded data
         if remaining:
             raise ValueError(f"{path} is truncated")
     log.info("devmongo: loaded %d documents from %s in %.2fs", ndocs, path,
@@ -91,7 +102,7 @@ class SnapshotWriter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.write()
+        self.write(final=True)
 
     def _run(self):
         while not self._stop.is_set():
@@ -104,12 +115,15 @@ class SnapshotWriter:
             except Exception:  # noqa: BLE001
                 log.exception("devmongo: snapshot to %s failed", self.path)
 
-    def write(self):
+    def write(self, final=False):
+        """Write the snapshot if something changed (``final``: on stop, marking the change log
+        complete, so that resume tokens from before the stop stay valid after a restart)."""
         with self._write_lock:
             started = time.monotonic()
             engine = self.engine
             with engine.lock:
-                if engine.change_counter == self._written_counter and os.path.exists(self.path):
+                if engine.change_counter == self._written_counter and os.path.exists(self.path) \
+                        and not (final and engine.changes is not None):
                     return False
                 counter = engine.change_counter
                 dirty, engine.dirty = engine.dirty, set()
@@ -126,6 +140,7 @@ class SnapshotWriter:
                 for key in [k for k in self._cache if k not in live_set]:
                     del self._cache[key]
                 chunks = [self._cache[k] for k in live]
+                changes = engine.changes.export() if engine.changes is not None else None
             self._last_cost = time.monotonic() - started
             directory = os.path.dirname(self.path) or "."
             os.makedirs(directory, exist_ok=True)
@@ -135,6 +150,11 @@ class SnapshotWriter:
                     f.write(bson.encode(_HEADER))
                     for chunk in chunks:
                         f.write(chunk)
+                    if changes is not None:
+                        meta, bodies = changes
+                        meta["clean"] = final
+                        f.write(bson.encode({"changeLog": meta}))
+                        f.write(b"".join(bodies))
                     f.flush()
                     os.fsync(f.fileno())
                 os.replace(tmp, self.path)

@@ -9,9 +9,11 @@ import bson
 from bson.codec_options import CodecOptions
 from mockupdb import OP_MSG, OPCODES, Command, MockupDB, OpReply
 
-from .engine import MAX_MESSAGE_SIZE, Engine
+from .engine import Engine
 from .errors import MongoError
+from .limits import MAX_MESSAGE_SIZE
 from .persistence import SnapshotWriter, load_snapshot
+from .ttl import TTLMonitor
 
 log = logging.getLogger("devmongo")
 
@@ -137,6 +139,7 @@ class _WireServer(MockupDB):
         self._engine = engine
         self._conn_lock = threading.Lock()
         self._next_conn = 0
+        self._clients = set()  # open client sockets (drop_connections)
 
     def _log(self, msg):
         pass  # mockupdb's own messages; devmongo logs one line per connection itself
@@ -145,6 +148,7 @@ class _WireServer(MockupDB):
         with self._conn_lock:
             self._next_conn += 1
             conn_id = self._next_conn
+            self._clients.add(client)
         engine = self._engine
         engine.connections += 1
         log.debug("conn%d: connection accepted from %s:%s", conn_id, *client_addr[:2])
@@ -200,8 +204,20 @@ class _WireServer(MockupDB):
             log.warning("conn%d: connection handler failed", conn_id, exc_info=True)
         finally:
             engine.connections -= 1
+            with self._conn_lock:
+                self._clients.discard(client)
             try:
                 client.close()
+            except OSError:
+                pass
+
+    def drop_connections(self):
+        """Close every client connection (as a network failure would); the listener stays."""
+        with self._conn_lock:
+            clients = list(self._clients)
+        for client in clients:
+            try:
+                client.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
 
@@ -213,20 +229,38 @@ class DevMongoServer:
     >>> server.uri  # doctest: +SKIP
     'mongodb://127.0.0.1:54321/'
     >>> server.stop()
+
+    ``replset="rs0"``: the replica-set mode (the primary of a one-member set named rs0; change
+    streams, retryable writes); ``server.uri`` then names the set (``?replicaSet=rs0``).
+    ``oplog_size_mb`` bounds its change history. ``advertise_host``: the host name the set's
+    member announces (default: ``host``, or this machine's name when listening on all addresses).
     """
 
-    def __init__(self, host="127.0.0.1", port=0, data_path=None, snapshot_interval=2.0):
+    def __init__(self, host="127.0.0.1", port=0, data_path=None, snapshot_interval=2.0,
+                 replset=None, oplog_size_mb=16, advertise_host=None, notablescan=False,
+                 notablescan_strict=False, random_tie_break=False, ttl_monitor_sleep_secs=60):
         self.host = host
         self._requested_port = port
         self.data_path = data_path
         self.snapshot_interval = snapshot_interval
-        self.engine = Engine()
+        self.replset = replset
+        self.engine = Engine(replset=replset, oplog_bytes=int(oplog_size_mb * 1024 * 1024))
+        self.engine.notablescan = bool(notablescan or notablescan_strict)
+        self.engine.notablescan_strict = bool(notablescan_strict)
+        self.engine.random_tie_break = bool(random_tie_break)
+        self.engine.ttl_sleep_secs = int(ttl_monitor_sleep_secs)
+        self._ttl = TTLMonitor(self.engine)
+        if advertise_host is None:
+            advertise_host = socket.gethostname() if host in ("", "0.0.0.0", "::") else host
+        self.advertise_host = advertise_host
         self._wire = None
         self._snapshots = None
         self.port = None
 
     @property
     def uri(self):
+        if self.replset:
+            return f"mongodb://{self.advertise_host}:{self.port}/?replicaSet={self.replset}"
         return f"mongodb://{self.host}:{self.port}/"
 
     def start(self):
@@ -237,18 +271,36 @@ class DevMongoServer:
             self._snapshots = SnapshotWriter(self.engine, self.data_path, self.snapshot_interval)
         self._wire = _WireServer(self.engine, self.host, self._requested_port)
         self.port = self._wire.run()
+        if self.engine.replset is not None:
+            self.engine.replset.me = f"{self.advertise_host}:{self.port}"
         if self._snapshots is not None:
             self._snapshots.start()
+        self._ttl.start()
         return self
 
     def stop(self):
         if self._wire is None:
             return
         wire, self._wire = self._wire, None
+        self._ttl.stop()
+        self.engine.stopped.set()
+        if self.engine.changes is not None:
+            self.engine.changes.stop()
         wire.stop()
+        wire.drop_connections()
         if self._snapshots is not None:
             self._snapshots.stop()
             self._snapshots = None
+
+    def run_ttl_monitor(self):
+        """Run one pass of the TTL monitor now (it runs every ttlMonitorSleepSecs, 60 s by
+        default, as MongoDB's); returns the number of documents deleted."""
+        return self._ttl.run_once()
+
+    def drop_connections(self):
+        """Close every client connection, as a network failure would (tests: clients resume)."""
+        if self._wire is not None:
+            self._wire.drop_connections()
 
     def snapshot(self):
         """Write the snapshot now (no-op without data_path)."""

@@ -19,19 +19,15 @@ from decimal import Decimal
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
 from bson.timestamp import Timestamp
-from mongomock.filtering import BsonComparable, bson_compare, filter_applies, resolve_sort_key
+from mongomock.filtering import BsonComparable, bson_compare, resolve_sort_key
 
 from .errors import MongoError
-from .matching import matcher
+from .matching import generic_applies, matcher
 
 MISSING = object()
 
 _IDENT_RE = re.compile(r"^[a-z][a-zA-Z0-9]*$")
 
-SUPPORTED_OPS = frozenset({
-    "$set", "$unset", "$inc", "$mul", "$min", "$max", "$push", "$addToSet", "$pull",
-    "$pullAll", "$pop", "$rename", "$setOnInsert", "$currentDate", "$bit",
-})
 
 
 def clone(value):
@@ -90,10 +86,11 @@ def _short(value):
 class UndoLog:
     """Records mutations so that a failed update can be rolled back exactly."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "concrete")
 
     def __init__(self):
         self.entries = []
+        self.concrete = None  # an operator update's (op, parts, value) with array indexes resolved
 
     def set(self, container, key, value):
         old = container.get(key, MISSING) if isinstance(container, dict) else container[key]
@@ -175,53 +172,21 @@ def _filter_identifiers(fdoc, found):
 
 
 def prepare_update(update, array_filters=None):
+    """Validate an update (operators, replacement document or pipeline) once, as MongoDB does
+    before touching any document; the result is applied to each matching document."""
     if isinstance(update, list):
-        upd = PreparedUpdate("pipeline")
-        upd.pipeline = update
-        if array_filters:
-            raise MongoError(72, "arrayFilters may not be specified for pipeline-style updates")
-        return upd
+        return _prepare_pipeline(update, array_filters)
     if not isinstance(update, dict):
         raise MongoError(14, "Update argument must be either an object or an array")
     if not update or not next(iter(update)).startswith("$"):
-        for key in update:
-            if key.startswith("$"):
-                raise MongoError(52, f"The dollar ($) prefixed field '{key}' in '{key}' is not "
-                                     "allowed in the context of an update's replacement document."
-                                     " Consider using an aggregation pipeline with $replaceWith.")
-        upd = PreparedUpdate("replace")
-        upd.replacement = update
-        return upd
-
+        return _prepare_replacement(update)
     upd = PreparedUpdate("ops")
     if array_filters:
-        if not isinstance(array_filters, list):
-            raise MongoError(14, "arrayFilters must be an array")
-        for fdoc in array_filters:
-            if not isinstance(fdoc, dict):
-                raise MongoError(14, "Each array filter must be an object")
-            idents = set()
-            _filter_identifiers(fdoc, idents)
-            if len(idents) != 1:
-                raise MongoError(9, "Error parsing array filter :: caused by :: Expected a single "
-                                    f"top-level field name, found {sorted(idents)}")
-            ident = idents.pop()
-            if not _IDENT_RE.match(ident):
-                raise MongoError(2, "Error parsing array filter :: caused by :: The top-level "
-                                    "field name must be an alphanumeric string beginning with a "
-                                    f"lowercase letter, found '{ident}'")
-            if ident in upd.array_filters:
-                raise MongoError(9, "Found multiple array filters with the same top-level field "
-                                    f"name {ident}")
-            # Validate the filter once (unknown operators etc.), as mongomock would.
-            matcher(fdoc)({})
-            upd.array_filters[ident] = fdoc
-    used = set()
+        upd.array_filters = _parse_array_filters(array_filters)
+    used = set()  # array filter identifiers the paths use
     for op, fields in update.items():
-        if not op.startswith("$"):
-            raise MongoError(9, f"Unknown modifier: {op}. Expected a valid update modifier or "
-                                "pipeline-style update specified as an array")
-        if op not in SUPPORTED_OPS:
+        check = _CHECK.get(op)
+        if check is None:
             raise MongoError(9, f"Unknown modifier: {op}. Expected a valid update modifier or "
                                 "pipeline-style update specified as an array")
         if not isinstance(fields, dict):
@@ -229,47 +194,161 @@ def prepare_update(update, array_filters=None):
                                 f"{type_name(fields)} instead. For example: {{$mod: {{<field>: "
                                 f"...}}}} not {{{op}: {_short(fields)}}}")
         for path, value in fields.items():
-            parts = path.split(".")
-            if "" in parts:
-                raise MongoError(56, f"The update path '{path}' contains an empty field name, "
-                                     "which is not allowed.")
-            for part in parts:
-                if part.startswith("$"):
-                    upd.positional = True
-                    if part.startswith("$[") and part.endswith("]") and part != "$[]":
-                        ident = part[2:-1]
-                        if ident not in upd.array_filters:
-                            raise MongoError(2, f"No array filter found for identifier '{ident}' "
-                                                f"in path '{path}'")
-                        used.add(ident)
-                    elif part not in ("$", "$[]"):
-                        raise MongoError(2, f"The dollar ($) prefixed field '{part}' in '{path}' "
-                                            "is not valid for storage.")
-            if op == "$rename":
-                if not isinstance(value, str):
-                    raise MongoError(2, f"The 'to' field for $rename must be a string: "
-                                        f"{path}: {_short(value)}")
-                if upd.positional or "$" in value:
-                    raise MongoError(2, "The source and target field for $rename must not "
-                                        "contain positional operators")
-                if value == path:
-                    raise MongoError(2, f"The source and target field for $rename must differ: "
-                                        f"{path}: {value!r}")
-            elif op in ("$inc", "$mul") and not is_number(value):
-                verb = "increment" if op == "$inc" else "multiply"
-                raise MongoError(14, f"Cannot {verb} with non-numeric argument: "
-                                     f"{{{path}: {_short(value)}}}")
-            elif op == "$pop" and value not in (1, -1, 1.0, -1.0):
-                raise MongoError(9, f"$pop expects 1 or -1, found: {_short(value)}")
-            elif op == "$pullAll" and not isinstance(value, list):
-                raise MongoError(2, f"$pullAll requires an array argument but was given a "
-                                    f"{type_name(value)}")
+            if "$" in path:
+                parts = _parse_path(path, upd, used)
+            else:
+                parts = path.split(".")
+                if "" in parts:
+                    _parse_path(path, upd, used)  # raises MongoDB's error
+            if check is not _check_any:
+                check(op, path, value, upd)
             upd.ops.append((op, path, parts, value))
     for ident in upd.array_filters:
         if ident not in used:
             raise MongoError(9, f"The array filter for identifier '{ident}' was not used in the "
                                 "update")
+    if len(upd.ops) > 1 and not upd.positional:
+        _sort_ops(upd.ops)
     return upd
+
+
+def _sort_ops(ops):
+    firsts = [entry[2][0] for entry in ops]
+    if len(set(firsts)) == len(firsts) and not any(f.isdigit() for f in firsts):
+        if firsts != sorted(firsts):  # distinct top-level names: their order is enough
+            ops.sort(key=lambda entry: entry[2][0])
+    else:
+        ops.sort(key=lambda entry: field_order(entry[2]))
+
+
+def field_order(parts):
+    """Sort key of MongoDB 5.0+'s order of processing update paths: field names as strings,
+    numeric names (array indexes) as numbers ("a.2" before "a.10"; numbers before letters)."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def _prepare_pipeline(pipeline, array_filters):
+    upd = PreparedUpdate("pipeline")
+    upd.pipeline = pipeline
+    if array_filters:
+        raise MongoError(72, "arrayFilters may not be specified for pipeline-style updates")
+    return upd
+
+
+def _prepare_replacement(update):
+    for key in update:
+        if key.startswith("$"):
+            raise MongoError(52, f"The dollar ($) prefixed field '{key}' in '{key}' is not "
+                                 "allowed in the context of an update's replacement document."
+                                 " Consider using an aggregation pipeline with $replaceWith.")
+    upd = PreparedUpdate("replace")
+    upd.replacement = update
+    return upd
+
+
+def _parse_array_filters(array_filters):
+    """``{identifier: filter}`` of a command's ``arrayFilters``, each validated."""
+    if not isinstance(array_filters, list):
+        raise MongoError(14, "arrayFilters must be an array")
+    out = {}
+    for fdoc in array_filters:
+        if not isinstance(fdoc, dict):
+            raise MongoError(14, "Each array filter must be an object")
+        idents = set()
+        _filter_identifiers(fdoc, idents)
+        if len(idents) != 1:
+            raise MongoError(9, "Error parsing array filter :: caused by :: Expected a single "
+                                f"top-level field name, found {sorted(idents)}")
+        ident = idents.pop()
+        if not _IDENT_RE.match(ident):
+            raise MongoError(2, "Error parsing array filter :: caused by :: The top-level "
+                                "field name must be an alphanumeric string beginning with a "
+                                f"lowercase letter, found '{ident}'")
+        if ident in out:
+            raise MongoError(9, "Found multiple array filters with the same top-level field "
+                                f"name {ident}")
+        # Validate the filter once (unknown operators etc.), as mongomock would.
+        matcher(fdoc)({})
+        out[ident] = fdoc
+    return out
+
+
+def _parse_path(path, upd, used):
+    """An update path's parts, checked; notes positional parts in ``upd`` and the array filter
+    identifiers used in ``used``."""
+    parts = path.split(".")
+    if "" in parts:
+        raise MongoError(56, f"The update path '{path}' contains an empty field name, "
+                             "which is not allowed.")
+    for part in parts:
+        if part.startswith("$"):
+            upd.positional = True
+            if part.startswith("$[") and part.endswith("]") and part != "$[]":
+                ident = part[2:-1]
+                if ident not in upd.array_filters:
+                    raise MongoError(2, f"No array filter found for identifier '{ident}' "
+                                        f"in path '{path}'")
+                used.add(ident)
+            elif part not in ("$", "$[]"):
+                raise MongoError(2, f"The dollar ($) prefixed field '{part}' in '{path}' "
+                                    "is not valid for storage.")
+    return parts
+
+
+# Per-operator checks of an operand, run once per path when the update is prepared:
+# check(op, path, value, upd) raises MongoDB's error for an operand it would refuse.
+
+def _check_any(op, path, value, upd):
+    pass
+
+
+def _check_rename(op, path, value, upd):
+    if not isinstance(value, str):
+        raise MongoError(2, f"The 'to' field for $rename must be a string: "
+                            f"{path}: {_short(value)}")
+    if upd.positional or "$" in value:
+        raise MongoError(2, "The source and target field for $rename must not "
+                            "contain positional operators")
+    if value == path:
+        raise MongoError(2, f"The source and target field for $rename must differ: "
+                            f"{path}: {value!r}")
+
+
+def _check_number(op, path, value, upd):
+    if not is_number(value):
+        verb = "increment" if op == "$inc" else "multiply"
+        raise MongoError(14, f"Cannot {verb} with non-numeric argument: "
+                             f"{{{path}: {_short(value)}}}")
+
+
+def _check_pop(op, path, value, upd):
+    if value not in (1, -1, 1.0, -1.0):
+        raise MongoError(9, f"$pop expects 1 or -1, found: {_short(value)}")
+
+
+def _check_pull_all(op, path, value, upd):
+    if not isinstance(value, list):
+        raise MongoError(2, f"$pullAll requires an array argument but was given a "
+                            f"{type_name(value)}")
+
+
+_CHECK = {
+    "$set": _check_any,
+    "$setOnInsert": _check_any,
+    "$unset": _check_any,
+    "$inc": _check_number,
+    "$mul": _check_number,
+    "$min": _check_any,
+    "$max": _check_any,
+    "$push": _check_any,  # $each/$position/$slice/$sort are checked when applied
+    "$addToSet": _check_any,
+    "$pull": _check_any,
+    "$pullAll": _check_pull_all,
+    "$pop": _check_pop,
+    "$currentDate": _check_any,  # checked when applied
+    "$bit": _check_any,  # checked when applied
+    "$rename": _check_rename,
+}
 
 
 # --------------------------------------------------------------------------- positional paths
@@ -330,6 +409,12 @@ class _Context:
                 conds.append((k[len(key) + 1:], v))
 
 
+def positional_match(query, parts, arr):
+    """Index of the first element of the array at ``parts`` matching the query's conditions on
+    that array (the positional ``$``); MongoError when none does."""
+    return _Context(query, {}, False, None).positional_index(list(parts), arr)
+
+
 def _array_filter_matcher(ident, fdoc):
     """A function of an array element: whether it passes the ``$[ident]`` filter ``fdoc``, i.e.
     ``filter_applies(fdoc, {ident: element})``. When every key is a path below the identifier
@@ -349,10 +434,10 @@ def _element_matches(elem, rel, cond):
                 and isinstance(elem, dict)):
             sub = cond["$elemMatch"]
             if not sub or not next(iter(sub)).startswith("$"):
-                return filter_applies(sub, elem)
-        return filter_applies({"v": cond}, {"v": elem})
+                return generic_applies(sub, elem)
+        return generic_applies({"v": cond}, {"v": elem})
     if isinstance(elem, dict):
-        return filter_applies({rel: cond}, elem)
+        return generic_applies({rel: cond}, elem)
     return False
 
 
@@ -745,6 +830,9 @@ _APPLY = {
     "$rename": _op_rename,
 }
 
+SUPPORTED_OPS = frozenset(_APPLY)
+assert set(_CHECK) == SUPPORTED_OPS
+
 
 # --------------------------------------------------------------------------- entry point
 
@@ -797,6 +885,9 @@ def apply_update(doc, upd, query, is_insert=False, pipeline_runner=None):
                 concrete.append((op, parts, value))
         if len(concrete) > 1 or (concrete and concrete[0][0] == "$rename"):
             _check_conflicts(concrete)
+            if upd.positional:  # in MongoDB's order (new fields are created in it)
+                concrete.sort(key=lambda entry: field_order(entry[1]))
+        log.concrete = concrete
         touches_id = False
         for op, parts, value in concrete:
             if parts[0] == "_id" or (op == "$rename" and value.split(".")[0] == "_id"):

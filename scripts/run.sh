@@ -9,8 +9,8 @@ procfile=.run/Procfile
 : > "$procfile"
 
 if [ -z "${MONGODB_URI:-}" ]; then
-  export MONGODB_URI="mongodb://127.0.0.1:${DEVMONGO_PORT:-27017}/"
-  echo "mongo: .venv/bin/python -m devmongo --port ${DEVMONGO_PORT:-27017} --data .run/devmongo.bson" >> "$procfile"
+  export MONGODB_URI="mongodb://127.0.0.1:${DEVMONGO_PORT:-27017}/?replicaSet=rs0"
+  echo "mongo: .venv/bin/python -m devmongo --port ${DEVMONGO_PORT:-27017} --replset rs0 --data .run/devmongo.bson" >> "$procfile"
 fi
 if [ -z "${REDIS_URL:-}" ]; then
   ensure_debian_package redis-server redis-server

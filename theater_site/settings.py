@@ -158,7 +158,16 @@ CACHES = {
         "LOCATION": REDIS_URL,
         # Fail fast while Redis is down: the cache only serves rate limits, which then fail open.
         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-    }
+    },
+    # Template fragments ({% cache ... using="fragments" %}), in process: a lookup costs microseconds
+    # where Redis costs a round trip. Keys name what a fragment is built from (booking/fragments.py).
+    "fragments": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "booking-fragments",
+        "KEY_FUNCTION": "booking.fragments.make_key",
+        "TIMEOUT": 3600,
+        "OPTIONS": {"MAX_ENTRIES": 2000},
+    },
 }
 
 # --- Booking knobs ---
@@ -177,6 +186,8 @@ BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold request
 BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
 # Members' presale access codes tried per client address (right or wrong); "" turns it off.
 BOOKING_ACCESS_CODE_RATE = env.str("BOOKING_ACCESS_CODE_RATE", default="5/m")
+BOOKING_PROMO_CODE_RATE = env.str("BOOKING_PROMO_CODE_RATE", default="10/m")  # promo codes tried per client
+BOOKING_MAX_PER_TICKET_TYPE: dict[str, int] = {}  # optional: {ticket type code: at most N per order}
 # Proxies in front of the app that append to X-Forwarded-For (0: the client is REMOTE_ADDR).
 BOOKING_TRUSTED_PROXIES = env.int("BOOKING_TRUSTED_PROXIES", default=0)
 # A hold younger than this is never touched by reconcile (its cart write may still be under way).

@@ -52,7 +52,8 @@ def money_breaches() -> list[str]:
         kept = received - sum(r["amount"] for r in done)
         owes = 0
         if order["state"] in SEAT_OWNING and order.get("lines"):
-            owes = sum(line["price"] for line in order["lines"]) + (order.get("fee") or {}).get("amount", 0)
+            owes = sum(line["price"] - line.get("discount", 0) for line in order["lines"])
+            owes += (order.get("fee") or {}).get("amount", 0)
         if order["state"] in SEAT_OWNING and not order.get("paidWith"):
             breaches.append(f"order {ref} is {order['state']} without a payment")
         elif kept != owes and not order.get("settling"):

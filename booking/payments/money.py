@@ -74,9 +74,14 @@ def booking_fee() -> tuple[int, str]:
     return max(0, int(settings.BOOKING_FEE)), rate_text(settings.BOOKING_FEE_VAT_RATE)
 
 
+def line_amount(line: dict) -> int:
+    """What a ticket costs the buyer: its locked price less its share of a promo code."""
+    return int(line["price"]) - int(line.get("discount", 0))
+
+
 def order_breakdown(order: dict) -> list[VatLine]:
     """VAT of what the order still charges: its lines (not refunded) and the fee."""
-    pairs = [(line["price"], line.get("vat", settings.BOOKING_VAT_RATE)) for line in order.get("lines", [])]
+    pairs = [(line_amount(line), line.get("vat", settings.BOOKING_VAT_RATE)) for line in order.get("lines", [])]
     fee = order.get("fee") or {}
     if fee.get("amount"):
         pairs.append((fee["amount"], fee["vat"]))

@@ -92,6 +92,9 @@ def receipt_pdf(order: dict) -> bytes:
     header = [["Performance", "Date", "Seat", "Category", "VAT", "Price"]]
     rows = _line_rows(order, order.get("lines", []), currency, cell)
     rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded=True)
+    discount = sum(line.get("discount", 0) for line in [*order.get("lines", []), *order.get("refundedLines", [])])
+    if discount:
+        rows.append(["Promo code", "", "", "", "", money.format_money(-discount, currency)])
     fee = order.get("fee") or {}
     if fee.get("amount"):
         rows.append(

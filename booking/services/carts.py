@@ -13,7 +13,7 @@ from django.conf import settings
 
 from .. import clock, faults, mongo
 from ..domain import CartState, is_live, is_stale, stale_cart_filter
-from . import reservations
+from . import promos, reservations
 
 logger = logging.getLogger("booking.carts")
 
@@ -46,14 +46,20 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
     """Expire one stale cart and free its seats. Returns seats freed, or None if the cart was not
     stale (already expired by someone else, checked out, or its hold was extended)."""
     now = now or clock.now()
-    result = mongo.carts().update_one(  # an active cart only: a paying one is expire_paying_cart's
+    # One write that also answers whether a promo code is applied (no extra read for it). An active
+    # cart only: a paying one is expire_paying_cart's (its order expires too).
+    ended = mongo.carts().find_one_and_update(
         {"_id": cart_id, "state": CartState.ACTIVE, "expiresAt": {"$lte": now}},
         {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
+        projection={"promo.codeId": 1},
     )
-    if not result.modified_count:
+    if ended is None:
         return None
     faults.point("expire.after_cart")
-    return reservations.release_all(cart_id)
+    freed = reservations.release_all(cart_id)
+    if ended.get("promo"):
+        promos.release_for_cart(cart_id)  # the promo code's use goes back (once)
+    return freed
 
 
 def expire_paying_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
@@ -94,7 +100,9 @@ def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     )
     if not result.modified_count:
         return 0
-    return reservations.release_all(cart_id)
+    freed = reservations.release_all(cart_id)
+    promos.release_for_cart(cart_id)
+    return freed
 
 
 @dataclass

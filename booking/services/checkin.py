@@ -214,7 +214,7 @@ def ticket_type_name(line: dict) -> str:
     kind = line.get("ticketType")
     if isinstance(kind, dict):
         return str(kind.get("name") or kind.get("code") or "")
-    return str(kind or "")
+    return str(line.get("ticketTypeName") or kind or "")  # services/offers.py: the code and the name
 
 
 def _categories(order: dict, session_id) -> dict:

@@ -26,8 +26,8 @@ from pymongo.errors import DuplicateKeyError
 from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
 from ..errors import CheckoutFailed, InvalidRequest, NotFound
-from ..seatmap import SOLD, parse_seat_key
-from . import notifications, reservations
+from ..seat_grid import SOLD, parse_seat_key
+from . import notifications, offers, pricing, promos, reservations
 from . import orders as order_service
 
 logger = logging.getLogger("booking.checkout")
@@ -107,6 +107,7 @@ def finish_checkout(cart_id: ObjectId) -> dict:
         order_service.release_order_seats(order)  # seats already sold in another session go back
         reservations.release_all(cart_id)
         _end_cart(cart_id, CartState.CANCELED, order)
+        promos.release_for_cart(cart_id)
         raise CheckoutFailed(order["failure"]) from None
     if _end_cart(cart_id, CartState.DONE, order):
         logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
@@ -119,6 +120,7 @@ def _store_order(cart: dict) -> dict:
     if existing is not None:
         return existing
     customer = cart.get("customer") or {}
+    amounts = pricing.cart_totals(cart)
     lines = [
         {
             "sessionId": item["sessionId"],
@@ -126,10 +128,13 @@ def _store_order(cart: dict) -> dict:
             "row": item["row"],
             "seat": item["seat"],
             "cat": item["cat"],
-            "price": item["price"],
+            "price": item["price"],  # locked at hold time
+            **({"discount": off} if off else {}),  # the promo code's share of this line
+            "ticketType": offers.item_type(item),
+            "ticketTypeName": offers.item_type_name(item),
             "ticket": new_ticket_code(),
         }
-        for item in cart["items"]
+        for item, off in zip(cart["items"], amounts.line_discounts, strict=True)
     ]
     sessions = {
         s["_id"]: s
@@ -154,7 +159,8 @@ def _store_order(cart: dict) -> dict:
             }
             for sid, s in sessions.items()
         ],
-        "total": sum(line["price"] for line in lines),
+        "total": amounts.total,
+        **({"subtotal": amounts.subtotal, "discount": amounts.discount} if amounts.discount else {}),
         "currency": settings.BOOKING_CURRENCY,
         "state": OrderState.PAID,
         "mail": MailState.PENDING,  # the confirmation e-mail task sets it sent; reconcile re-queues stragglers

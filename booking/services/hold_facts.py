@@ -25,6 +25,7 @@ class SaleFacts:
     layout_rev: int
     layout: dict
     prices: dict
+    price_rev: int = 0  # bumped by every change of the price table's other columns (services/offers.py)
 
 
 _layouts: LRUCache[tuple[ObjectId, int], dict] = LRUCache(CACHE_SIZE)
@@ -55,4 +56,5 @@ def sale_facts(session: dict) -> SaleFacts | None:
     layout = session.get("layout") or session_layout(session["_id"], session.get("layoutRev", 0))
     if layout is None:
         return None
-    return _sale_facts.put(session["_id"], SaleFacts(session.get("layoutRev", 0), layout, dict(session["prices"])))
+    facts = SaleFacts(session.get("layoutRev", 0), layout, dict(session["prices"]), session.get("priceRev", 0))
+    return _sale_facts.put(session["_id"], facts)

@@ -39,9 +39,19 @@ from ..errors import (
     SessionNotOnSale,
     TooManySeats,
 )
-from ..seatmap import FREE, HELD, best_available, best_split, cell_path, orphans_created, seat_cell, seat_key, seat_name
+from ..seat_grid import (
+    FREE,
+    HELD,
+    best_available,
+    best_split,
+    cell_path,
+    orphans_created,
+    seat_cell,
+    seat_key,
+    seat_name,
+)
 from . import carts as cart_service
-from . import hold_facts, reservations
+from . import hold_facts, offers, reservations
 from .hold_facts import SaleFacts
 
 logger = logging.getLogger("booking.holds")
@@ -359,7 +369,11 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
         if session is None or session.get("status") != SessionStatus.ON_SALE:
             raise SessionNotOnSale("This performance is not on sale.")
         refuse_outside_sale_window(session, now)  # the window closed (or the staff moved it) meanwhile
-        if session.get("layoutRev", 0) != plan.facts.layout_rev or session["prices"] != plan.facts.prices:
+        if (
+            session.get("layoutRev", 0) != plan.facts.layout_rev
+            or session["prices"] != plan.facts.prices
+            or session.get("priceRev", 0) != plan.facts.price_rev
+        ):
             facts = hold_facts.sale_facts(session)
             if facts is None or _not_a_seat(facts.layout, coords):
                 raise InvalidRequest("The seat map of this performance has changed. Please choose again.")
@@ -395,6 +409,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
         "start": {"$gt": now},
         "layoutRev": facts.layout_rev if facts.layout_rev else {"$in": [0, None]},  # None: never replaced
         **{f"prices.{cat}": facts.prices[cat] for cat in sorted(categories)},
+        "priceRev": facts.price_rev if facts.price_rev else {"$in": [0, None]},  # the other ticket types' prices
         **seats_free(coords),
     }
     if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
@@ -437,7 +452,7 @@ def seats_free(coords) -> dict:
 
 def no_seat_left_alone(layout: dict, coords) -> list[dict]:
     """Filter clauses that hold only if taking these seats leaves no free seat alone in its row:
-    the orphan rule (``seatmap.orphans_created``) checked by the write itself, on the seat states
+    the orphan rule (``seat_grid.orphans_created``) checked by the write itself, on the seat states
     at that moment. For each seat beside the ones taken: it is not free, or one of its own
     neighbours (a seat, not one being taken) is."""
     taking = set(coords)
@@ -485,17 +500,24 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
 
 
 def _cart_item(session: dict, row: int, col: int) -> CartItem:
-    """``session``: with summary fields and its layout."""
+    """``session``: with summary fields (prices, the price table) and its layout, as the hold's
+    write matched them. The item locks its price and keeps its category's row of the price table
+    (``offers``): a later choice of ticket type is priced from it, not from the table as it is then."""
     layout = session["layout"]
     cell = layout["rows"][row]["cells"][col]
-    return {
+    item: CartItem = {
         "sessionId": session["_id"],
         "key": seat_key(row, col),
         "row": layout["rows"][row]["label"],
         "seat": cell["label"],
         "cat": cell["cat"],
         "price": session["prices"][cell["cat"]],
+        "ticketType": offers.FULL,
+        "offers": offers.offers_for(session, cell["cat"]),
     }
+    if cell.get("wheelchair"):
+        item["wheelchair"] = True
+    return item
 
 
 def release_seats(

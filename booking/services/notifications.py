@@ -26,10 +26,10 @@ from bson import ObjectId
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
-from django.utils import timezone
 
 from .. import clock, faults, mongo, selectors
 from ..domain import GiveUpOutcome, MailState, OrderState, ReopenOutcome, SendOutcome
+from ..formatting import format_money_code, mail_time
 
 logger = logging.getLogger("booking.notifications")
 
@@ -323,10 +323,6 @@ class TicketLine:
     price: str
 
 
-def format_money(minor_units: int, currency: str) -> str:
-    return f"{minor_units // 100}.{minor_units % 100:02d} {currency}"
-
-
 def ticket_link(order: dict) -> str:
     """The buyer's page for the booking: reference and e-mail together open it."""
     return f"{settings.SITE_URL}/orders/{quote(order['ref'])}/?{urlencode({'email': order['email']})}"
@@ -342,12 +338,12 @@ def confirmation_context(order: dict) -> dict:
         lines.append(
             TicketLine(
                 show=session.get("name") or "Performance",
-                when=timezone.localtime(start).strftime("%a %d %b %Y, %H:%M") if start else "",
+                when=mail_time(start) if start else "",
                 theater=session.get("theaterName") or "",
                 row=line["row"],
                 seat=line["seat"],
                 category=session.get("categories", {}).get(line["cat"], line["cat"]),
-                price=format_money(line["price"], currency),
+                price=format_money_code(line["price"], currency),
             )
         )
     shows = sorted({line.show for line in lines})
@@ -357,7 +353,7 @@ def confirmation_context(order: dict) -> dict:
         "lines": lines,
         "shows": shows,
         "seat_count": len(lines),
-        "total": format_money(order["total"], currency),
+        "total": format_money_code(order["total"], currency),
         "ticket_link": ticket_link(order),
         "receipt": bool(order.get("paidWith")),  # its PDF is attached (payments)
     }

@@ -10,9 +10,10 @@ import logging
 from bson import ObjectId
 
 from .. import clock, mongo
-from ..domain import SEAT_OWNING_ORDER_STATES, OrderState
+from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
 from ..errors import Conflict, NotFound
-from ..seatmap import FREE, SOLD, cell_path, parse_seat_key
+from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
+from . import promos
 
 logger = logging.getLogger("booking.orders")
 
@@ -49,6 +50,7 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
         raise Conflict("The order changed meanwhile; please look again.")
     order = mongo.orders().find_one({"_id": order_id})
     release_order_seats(order)
+    promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # its promo code's use goes back
     logger.info("order %s canceled by %s: %d seats free again", order["ref"], by or "?", len(order["lines"]))
     return mongo.orders().find_one({"_id": order_id})
 

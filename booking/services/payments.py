@@ -50,9 +50,9 @@ from .. import clock, faults, mongo, payments
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState, SessionStatus
 from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
 from ..payments import base, money, receipts
-from ..seatmap import FREE, SOLD, cell_path, parse_seat_key
+from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 from . import carts as cart_service
-from . import checkout, notifications, reservations
+from . import checkout, notifications, offers, pricing, promos, reservations
 
 logger = logging.getLogger("booking.payments")
 
@@ -135,6 +135,7 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
         raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
     if not cart["items"]:
         raise InvalidRequest("Your cart is empty.")
+    offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
     sessions = cart_sessions(cart)
     if method == payments.CARD:
         if not payments.card_available():
@@ -196,8 +197,9 @@ def _store_order(cart: dict, sessions: list[dict]) -> dict:
     method = cart.get("payMethod", payments.CARD)
     theaters = theaters_of(sessions)
     by_id = {s["_id"]: s for s in sessions}
+    amounts = pricing.cart_totals(cart)  # the one totals function: locked prices, a promo code
     lines = []
-    for item in cart["items"]:
+    for item, off in zip(cart["items"], amounts.line_discounts, strict=True):
         theater = theaters.get(by_id.get(item["sessionId"], {}).get("theaterId"))
         lines.append(
             {
@@ -206,7 +208,10 @@ def _store_order(cart: dict, sessions: list[dict]) -> dict:
                 "row": item["row"],
                 "seat": item["seat"],
                 "cat": item["cat"],
-                "price": item["price"],
+                "price": item["price"],  # locked at hold time
+                **({"discount": off} if off else {}),  # the promo code's share of this line
+                "ticketType": offers.item_type(item),
+                "ticketTypeName": offers.item_type_name(item),
                 "vat": money.ticket_rate(theater, item["cat"]),
                 "ticket": checkout.new_ticket_code(),
             }
@@ -231,7 +236,8 @@ def _store_order(cart: dict, sessions: list[dict]) -> dict:
             for s in sessions
         ],
         "fee": {"amount": fee_amount, "vat": fee_rate},
-        "total": sum(line["price"] for line in lines) + fee_amount,
+        "total": amounts.total + fee_amount,
+        **({"subtotal": amounts.subtotal, "discount": amounts.discount} if amounts.discount else {}),
         "currency": settings.BOOKING_CURRENCY,
         "state": PENDING,
         "method": method,
@@ -575,6 +581,8 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
     freed = reservations.release_all(cart_id)
     faults.point("pay.expire_after_release")
     orders().update_one({"cartId": cart_id, "state": PENDING}, {"$set": {"state": EXPIRED, "expiredOn": now}})
+    if order is None or order.get("method") != payments.CARD:
+        promos.release_for_cart(cart_id)  # a card payment may still come late: its use waits (reconcile)
     return freed
 
 
@@ -621,6 +629,7 @@ def release_canceled_hold(order_id: ObjectId) -> int:
         {"$set": {"state": CartState.CANCELED, "endedOn": clock.now()}},
     )
     freed = reservations.release_all(order["cartId"])
+    promos.release_for_cart(order["cartId"])  # its promo code's use goes back (once)
     orders().update_one({"_id": order_id}, {"$set": {"holdReleased": True}})
     return freed
 
@@ -691,6 +700,7 @@ def reconcile_payments(now: datetime | None = None) -> PaymentReport:
                 report.settled += 1
             else:
                 record(canceled.id, base.CANCELED)
+                promos.release_for_cart(found["cartId"])  # it can never be paid now: the code's use goes back
                 report.canceled_at_provider += 1
     # Paid but not finished (a crash between settle's writes).
     for order in orders().find({"settling": True, "paidOn": {"$lte": now - grace}}, {"_id": 1}).limit(500):

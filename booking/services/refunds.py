@@ -29,9 +29,9 @@ from django.conf import settings
 from .. import clock, faults, mongo, payments
 from ..domain import CartState
 from ..errors import Conflict, InvalidRequest, NotFound
-from ..payments import base
+from ..payments import base, money
 from . import orders as order_service
-from . import reservations
+from . import promos, reservations
 from .payments import PAID, PARTIALLY_REFUNDED, REFUNDED, SEAT_OWNING
 
 logger = logging.getLogger("booking.refunds")
@@ -93,7 +93,7 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
         raise InvalidRequest("Choose tickets of this order to refund.")
     remaining = [line for line in lines if line["ticket"] not in codes]
     fee = (order.get("fee") or {}).get("amount", 0)
-    amount = sum(line["price"] for line in selected) + (fee if not remaining else 0)
+    amount = sum(money.line_amount(line) for line in selected) + (fee if not remaining else 0)
     refund = _record(amount, paid_with, reason or "Canceled by the theater", tickets=sorted(codes), by=by)
     now = clock.now()
     changed = orders().update_one(
@@ -113,6 +113,8 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
         raise Conflict("The order changed meanwhile; please look again.")
     faults.point("refund.after_order")
     release_refunded_seats(order_id)
+    if not remaining:
+        promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # the code's use goes back
     faults.point("refund.after_seats")
     process(order_id, refund["_id"])
     logger.info("order %s: %d tickets refunded (%d) by %s", order["ref"], len(selected), amount, by or "?")
@@ -151,6 +153,7 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
         {"$set": {"state": CartState.CANCELED, "endedOn": clock.now()}},
     )
     reservations.release_all(order["cartId"])
+    promos.release_for_cart(order["cartId"])  # no sale: the promo code's use goes back
     process(order_id, refund["_id"])
     queue_notice(order_id)
     return orders().find_one({"_id": order_id})

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from bson import ObjectId
 
 from .. import mongo
-from ..seatmap import FREE, HELD, SOLD, cell_path, parse_seat_key
+from ..seat_grid import FREE, HELD, SOLD, cell_path, parse_seat_key
 
 MAX_ATTEMPTS = 8
 

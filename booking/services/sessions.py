@@ -12,7 +12,7 @@ from .. import clock, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..layouts import category_codes_used
-from ..seatmap import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
+from ..seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
 
 MAX_PRICE = 1_000_000  # minor units: 10,000.00 is more than any seat here costs
 MAX_DURATION = timedelta(hours=24)

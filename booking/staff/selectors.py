@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from .. import clock, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState, SessionStatus
-from ..seatmap import BLOCKED, FREE, HELD, SOLD
+from ..seat_grid import BLOCKED, FREE, HELD, SOLD
 
 STAFF_LIST_LIMIT = 200
 # Carts and orders, newest first; _id last so that equal times come in one order every time.

@@ -14,8 +14,9 @@ from ..errors import BookingError, InvalidRequest
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
+from .offers import PriceTableAdminMixin
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
-from .seatmaps import category_legend, session_rows
+from .seat_chart import category_legend, session_rows
 
 
 def session_label(session: dict) -> str:
@@ -23,8 +24,9 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(SessionPaymentsMixin, MongoModelAdmin):
+class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
     routes = [
+        ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
         ("", "session_list", "changelist"),
         ("add/", "session_add", "add"),
         ("add-series/", "session_series", "series"),

@@ -14,8 +14,9 @@ from ..layouts import layout_to_grid, parse_grid, seat_count
 from ..services import theaters as theater_service
 from . import selectors
 from .base import ADDITION, CHANGE, DELETION, MongoModelAdmin
+from .offers import TicketTypesAdminMixin
 from .payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
-from .seatmaps import category_legend, grid_error_context, layout_rows
+from .seat_chart import category_legend, grid_error_context, layout_rows
 
 EXAMPLE_CATEGORIES = [
     {"code": "s", "name": "Stalls", "color": "#3b82f6"},
@@ -24,8 +25,9 @@ EXAMPLE_CATEGORIES = [
 EXAMPLE_GRID = "A: ssss.ssss\nB: sspp.ppss\nC: Ssss.sssS\n"
 
 
-class TheaterAdmin(TheaterPaymentsMixin, MongoModelAdmin):
+class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin):
     routes = [
+        ("<str:object_id>/ticket-types/", "ticket_types", "ticket_types"),  # staff/offers.py
         ("", "theater_list", "changelist"),
         ("add/", "theater_add", "add"),
         ("preview/", "layout_preview", "preview"),

@@ -5,7 +5,7 @@ from django.contrib.admin.models import CHANGE
 from django.core import mail
 
 from booking import mongo
-from booking.seatmap import FREE, HELD
+from booking.seat_grid import FREE, HELD
 from booking.services import holds, notifications
 from booking.tests import test_admin_support as support
 from booking.tests.factories import make_session

@@ -8,7 +8,7 @@ from django.contrib.admin.models import ADDITION, CHANGE
 from django.utils import timezone
 
 from booking import mongo
-from booking.seatmap import BLOCKED, FREE, SOLD
+from booking.seat_grid import BLOCKED, FREE, SOLD
 from booking.services import holds
 from booking.tests import test_admin_support as support
 from booking.tests.factories import make_session, make_theater

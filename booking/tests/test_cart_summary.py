@@ -1,11 +1,20 @@
-"""The cart summary panel and the notice, which every seat click answers with (built in Python)."""
+"""The cart summary panel and the notice, which every seat click answers with: the partials
+``cart-summary`` and ``notice`` of ``booking/session.html``."""
 
 from datetime import timedelta
 
+from django.template.loader import render_to_string
 from django.utils import timezone
 
-from booking.cart_summary import cart_summary_html, notice_html
 from booking.presenters import CartGroup
+
+
+def cart_summary_html(**context) -> str:
+    return render_to_string("booking/session.html#cart-summary", context)
+
+
+def notice_html(notice: str, level: str = "", *, oob: bool = False) -> str:
+    return render_to_string("booking/session.html#notice", {"notice": notice, "notice_level": level, "oob": oob})
 
 
 def group(name="Hamlet", theater="Grand Hall", lines=(("A", "1", "Stalls", 2550),)):

@@ -5,7 +5,7 @@ import pytest
 from booking import clock, mongo, selectors
 from booking.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.invariants import check_invariants
-from booking.seatmap import FREE, HELD, SOLD
+from booking.seat_grid import FREE, HELD, SOLD
 from booking.services import checkout, holds, orders, payments
 from booking.services.checkout import REF_ALPHABET
 from booking.tests.factories import make_session

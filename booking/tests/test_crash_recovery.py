@@ -6,7 +6,7 @@ import pytest
 
 from booking import clock, faults, mongo
 from booking.invariants import check_invariants
-from booking.seatmap import FREE, HELD, SOLD
+from booking.seat_grid import FREE, HELD, SOLD
 from booking.services import checkout, holds, payments
 from booking.services.carts import expire_cart
 from booking.services.reconcile import reconcile

@@ -19,7 +19,7 @@ from booking.errors import (
 )
 from booking.invariants import check_invariants
 from booking.layouts import parse_grid
-from booking.seatmap import FREE, GAP, HELD, SOLD, orphans_created
+from booking.seat_grid import FREE, GAP, HELD, SOLD, orphans_created
 from booking.services import holds
 from booking.services.carts import expire_stale_carts
 from booking.tests.factories import CATEGORIES, make_session

@@ -8,7 +8,7 @@ from django.test import Client
 
 from booking import clock, faults, mongo
 from booking.invariants import check_invariants
-from booking.seatmap import FREE, HELD, SOLD
+from booking.seat_grid import FREE, HELD, SOLD
 from booking.services import checkout, holds, orders, payments, refunds
 from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import reconcile

@@ -7,7 +7,7 @@ from django.urls import reverse
 from booking import mongo
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider
-from booking.seatmap import FREE, HELD, SOLD
+from booking.seat_grid import FREE, HELD, SOLD
 from booking.tests.factories import make_session
 from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card
 

@@ -11,7 +11,7 @@ from django.test import Client
 from booking import mongo
 from booking.invariants import check_invariants
 from booking.payments.stripe_provider import StripeProvider
-from booking.seatmap import HELD, SOLD
+from booking.seat_grid import HELD, SOLD
 from booking.services import checkout, holds, payments
 from booking.tests.localstripe import DECLINED, VISA, card, events_for, register_webhook, signed
 

@@ -11,7 +11,7 @@ from booking.errors import CartExpired, InvalidRequest
 from booking.invariants import check_invariants
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider, client
-from booking.seatmap import FREE, HELD, SOLD
+from booking.seat_grid import FREE, HELD, SOLD
 from booking.services import carts, checkout, holds, payments
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session

@@ -8,7 +8,7 @@ import pytest
 
 from booking import clock, mongo, ratelimits, selectors
 from booking.errors import SessionNotOnSale
-from booking.seatmap import HELD
+from booking.seat_grid import HELD
 from booking.services import hold_facts, holds
 from booking.services import sessions as session_service
 from booking.tests.factories import make_session

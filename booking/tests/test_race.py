@@ -14,7 +14,7 @@ from pymongo import MongoClient
 from booking import mongo
 from booking.errors import BookingError
 from booking.invariants import check_invariants
-from booking.seatmap import FREE, HELD, SOLD
+from booking.seat_grid import FREE, HELD, SOLD
 from booking.services import checkout, holds, payments
 from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import reconcile

@@ -10,7 +10,7 @@ from booking.errors import Conflict, InvalidRequest
 from booking.invariants import check_invariants
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider, client
-from booking.seatmap import FREE, SOLD
+from booking.seat_grid import FREE, SOLD
 from booking.services import holds, orders, refunds
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session

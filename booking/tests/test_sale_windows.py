@@ -9,7 +9,7 @@ from booking import clock, mongo, selectors
 from booking.domain import SalePhase, SessionStatus, sale_phase
 from booking.errors import Conflict, InvalidRequest, NotFound, SessionNotOnSale
 from booking.invariants import check_invariants
-from booking.seatmap import HELD
+from booking.seat_grid import HELD
 from booking.services import hold_facts, holds
 from booking.services import sessions as session_service
 from booking.tests.factories import make_session

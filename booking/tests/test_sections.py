@@ -73,7 +73,7 @@ def test_hold_checkout_and_expiry_work_on_section_documents():
 def test_stadium_of_100000_seats_keeps_each_section_document_small():
     sections = stadium_sections(100_000)
     assert sum(len([c for r in s["layout"]["rows"] for c in r["cells"] if c]) for s in sections) == 100_000
-    from booking.seatmap import initial_states
+    from booking.seat_grid import initial_states
 
     biggest = max(len(bson.encode({"layout": s["layout"], "seats": initial_states(s["layout"])})) for s in sections)
     assert biggest < 2 * 1024 * 1024

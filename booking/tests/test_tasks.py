@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from booking import clock, faults, mongo
 from booking.invariants import check_invariants
-from booking.seatmap import FREE
+from booking.seat_grid import FREE
 from booking.services import holds, notifications
 from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import finish_interrupted_expiries, reconcile

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
 from booking import buyer, clock, mongo, selectors
-from booking.seatmap import FREE, HELD
+from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session, make_theater
 from booking.tests.localstripe import VISA, card

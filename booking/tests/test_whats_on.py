@@ -1,4 +1,4 @@
-"""What's on: each show's card (built in Python, see presenters.whats_on_card_html), what the query
+"""What's on: each show's card (the show-card partial of whats_on.html), what the query
 reads, and that what it shows is current."""
 
 import re

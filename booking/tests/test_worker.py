@@ -21,7 +21,7 @@ from django.core.management import call_command
 
 from booking import clock, mongo
 from booking.invariants import check_invariants
-from booking.seatmap import FREE, HELD
+from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.services.reconcile import reconcile
 from booking.tasks import expire_stale_carts

@@ -1,4 +1,5 @@
-"""devmongo.matching decides exactly as mongomock's ``filter_applies`` (the generic path):
+"""devmongo.matching decides exactly as its generic path (mongomock's ``filter_applies`` over the
+filter with MongoDB's boolean/number equality and ``$exists: false``, ``generic_applies``):
 a differential test over random documents and filters built from the hot paths' shapes (dotted
 numeric paths into nested arrays, arrays of subdocuments, missing fields, values of every type),
 plus the shapes it must leave to the generic path."""
@@ -10,9 +11,8 @@ import pytest
 from bson import Decimal128, Int64, ObjectId
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mongomock.filtering import filter_applies
 
-from devmongo.matching import Unsupported, matcher, matches
+from devmongo.matching import Unsupported, generic_applies, matcher, matches
 from devmongo.update import _array_filter_matcher
 
 T0 = datetime.datetime(2030, 1, 1, 12, 0)
@@ -65,7 +65,7 @@ filters = st.one_of(
 
 def generic(flt, doc):
     try:
-        return filter_applies(flt, doc)
+        return generic_applies(flt, doc)
     except Exception as exc:  # noqa: BLE001 - both sides must raise alike
         return type(exc)
 
@@ -104,7 +104,7 @@ def test_matches_agrees_with_filter_applies(flt, doc):
 def test_matcher_with_any_operand_agrees_with_filter_applies(flt, doc):
     """Operands it does not handle (documents, arrays, null, booleans...) go to mongomock."""
     try:
-        expected = filter_applies(flt, doc)
+        expected = generic_applies(flt, doc)
     except Exception as exc:  # noqa: BLE001
         with pytest.raises(type(exc)):
             matcher(flt)(doc)
@@ -140,9 +140,8 @@ SESSION = {
         ({"reservations._id": {"$ne": OIDS[0]}}, True),
         ({"reservations.seats": "2:2"}, True),
         ({"reservations.total": {"$gt": 0}}, True),
-        # mongomock's answer (an element without the field counts); MongoDB answers False here.
-        # The fast path keeps devmongo's behaviour unchanged: see README "Known gaps".
-        ({"reservations.total": {"$exists": False}}, True),
+        # MongoDB's answer: one reservation has a total (mongomock alone would say True)
+        ({"reservations.total": {"$exists": False}}, False),
         ({"reservations.1.total": {"$exists": False}}, True),
         ({"start": {"$gt": T0 - datetime.timedelta(1)}, "layoutRev": {"$lt": 1}}, True),
         ({"start": {"$gt": 0}}, False),  # type bracketing
@@ -154,7 +153,7 @@ SESSION = {
 )
 def test_hot_path_filters(flt, expected):
     assert matches(flt, SESSION) is expected
-    assert filter_applies(flt, SESSION) is expected
+    assert generic_applies(flt, SESSION) is expected
 
 
 @pytest.mark.parametrize(
@@ -191,7 +190,7 @@ def test_other_shapes_use_the_generic_matcher(flt):
     with pytest.raises(Unsupported):
         matches(flt, doc)
     try:
-        expected = filter_applies(flt, doc)
+        expected = generic_applies(flt, doc)
     except Exception as exc:  # noqa: BLE001
         with pytest.raises(type(exc)):
             matcher(flt)(doc)
@@ -225,3 +224,39 @@ def test_array_filter_matcher_agrees_with_filter_applies(fdoc, element):
     except Exception as exc:  # noqa: BLE001
         got = type(exc)
     assert same(got, expected), (fdoc, element)
+
+
+@pytest.mark.parametrize(
+    "flt,doc,expected",
+    [
+        # booleans are not numbers (mongomock alone says True to each of these)
+        ({"a": True}, {"a": 1}, False),
+        ({"a": 1}, {"a": True}, False),
+        ({"a": 0}, {"a": False}, False),
+        ({"a": {"$eq": 1}}, {"a": [True]}, False),
+        ({"a": {"$in": [1, 2]}}, {"a": True}, False),
+        ({"a": {"$in": [True]}}, {"a": 1}, False),
+        ({"a": {"$ne": 1}}, {"a": True}, True),
+        ({"a": {"$nin": [0]}}, {"a": False}, True),
+        ({"a": {"$all": [1]}}, {"a": [True]}, False),
+        ({"a": [1, True]}, {"a": [True, 1]}, False),
+        ({"a": {"b": 1}}, {"a": {"b": True}}, False),
+        ({"a": True}, {"a": True}, True),
+        ({"a": 1}, {"a": 1.0}, True),
+        ({"a": True}, {"a": [0, True]}, True),
+        ({"a": {"$elemMatch": {"b": 1}}}, {"a": [{"b": True}]}, False),
+        # $exists: false through arrays: no element may have the field
+        ({"a.b": {"$exists": False}}, {"a": [{"b": 1}, {"c": 2}]}, False),
+        ({"a.b": {"$exists": False}}, {"a": [{"c": 1}, {"c": 2}]}, True),
+        ({"a.b": {"$exists": False}}, {"a": []}, True),
+        ({"a.b": {"$exists": 0, "$ne": 3}}, {"a": [{"c": 1}]}, True),
+        ({"a.b": {"$exists": True}}, {"a": [{"b": 1}, {"c": 2}]}, True),
+    ],
+)
+def test_mongodb_equality_and_exists(flt, doc, expected):
+    assert generic_applies(flt, doc) is expected
+    assert bool(matcher(flt)(doc)) is expected
+    try:
+        assert matches(flt, doc) is expected
+    except Unsupported:
+        pass  # the shapes the fast path leaves to the generic path

@@ -121,3 +121,19 @@ def test_cli_help():
     assert out.returncode == 0
     for option in ("--host", "--port", "--data", "--log-level"):
         assert option in out.stdout
+
+
+def test_version_1_snapshot_loads(tmp_path):
+    import bson
+
+    path = tmp_path / "v1.bson"
+    meta = {"collection": {"db": "app", "name": "c", "indexes": [], "count": 1}}
+    path.write_bytes(bson.encode({"devmongo": "snapshot", "version": 1}) + bson.encode(meta)
+                     + bson.encode({"_id": 1, "a": "x"}))
+    for replset in (None, "rs0"):
+        server = DevMongoServer(port=0, data_path=str(path), replset=replset).start()
+        client = pymongo.MongoClient(server.uri)
+        assert client.app.c.find_one() == {"_id": 1, "a": "x"}
+        client.close()
+        server._snapshots = None  # leave the file as it is
+        server.stop()

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from booking import mongo
 from booking.invariants import check_invariants
-from booking.seatmap import BLOCKED
+from booking.seat_grid import BLOCKED
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from booking import selectors
 from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.seatmap import FREE, HELD
+from booking.seat_grid import FREE, HELD
 from booking.tests.factories import make_session, make_theater
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

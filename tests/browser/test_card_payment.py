@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from booking import mongo
 from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.seatmap import SOLD
+from booking.seat_grid import SOLD
 from booking.tests.factories import make_session, make_theater
 from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA
 

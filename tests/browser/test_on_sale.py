@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from booking import clock, selectors
-from booking.seatmap import HELD
+from booking.seat_grid import HELD
 from booking.services import sessions as session_service
 from booking.tests.factories import make_session
 

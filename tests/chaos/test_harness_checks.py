@@ -6,7 +6,7 @@ import random
 import pytest
 
 from booking import mongo
-from booking.seatmap import HELD, SOLD
+from booking.seat_grid import HELD, SOLD
 from booking.services import holds
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid

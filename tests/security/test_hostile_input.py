@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from booking import clock, mongo
 from booking.domain import CartState
-from booking.seatmap import FREE, HELD
+from booking.seat_grid import FREE, HELD
 from booking.services import carts as cart_service
 
 from .conftest import assert_unchanged, buyer_client, csrf, snapshot

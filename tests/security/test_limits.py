@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from booking import mongo, ratelimits, selectors
 from booking.errors import TooManySeats
-from booking.seatmap import FREE, HELD
+from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
@@ -105,6 +105,7 @@ def redis_down(settings, monkeypatch):
     """The rate limits' Redis really unreachable: the cache points at a port nothing listens on."""
     monkeypatch.setattr(ratelimits, "_last_fallback_warning", [float("-inf")])  # warn in this test
     settings.CACHES = {
+        **settings.CACHES,  # the template fragment cache stays (in process)
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": f"redis://127.0.0.1:{free_port()}/0",

@@ -1,4 +1,7 @@
-"""The seat map as HTML, built in Python because it is the hottest page part.
+"""The buyer's seat map as HTML, built in Python because it is the hottest page part.
+
+(The grid's rules are ``booking/seat_grid.py``; the staff's seat chart is
+``booking/staff/seat_chart.py``.)
 
 A 900-seat hall through a template loop costs tens of milliseconds; here one pass over compact
 data builds the HTML, labels are escaped once each, and the result is kept per (session, version):
@@ -14,16 +17,11 @@ as a plain form post without JavaScript and as an htmx post with it.
 
 import re
 import secrets
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
-from django.conf import settings
-from django.utils.html import escape
-
-from .seatmap import BLOCKED, FREE, GAP, HELD, SOLD
-
-CURRENCY_SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£"}
+from .formatting import escape, format_money, seat_label
+from .lru import LRUCache
+from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD
 
 STATE_WORDS = {
     FREE: "available",
@@ -36,20 +34,6 @@ MINE_WORDS = "held by you"
 
 CACHE_SIZE = 64
 _SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6}\}$")  # layouts are validated; belt and braces
-
-
-def format_money(cents: int | None, currency: str | None = None) -> str:
-    """Integer minor units -> "€25" or "€25.50"; other currencies as "25.00 CHF"."""
-    if cents is None:
-        return ""
-    currency = currency or settings.BOOKING_CURRENCY
-    sign = "-" if cents < 0 else ""
-    whole, minor = divmod(abs(int(cents)), 100)
-    amount = f"{whole:,}" if minor == 0 else f"{whole:,}.{minor:02d}"
-    symbol = CURRENCY_SYMBOLS.get(currency)
-    if symbol:
-        return f"{sign}{symbol}{amount}"
-    return f"{sign}{whole:,}.{minor:02d} {currency}"
 
 
 @dataclass(frozen=True)
@@ -76,53 +60,39 @@ class SeatMapHtml:
         return "".join(chunks)
 
 
-_cache: OrderedDict[tuple, SeatMapHtml] = OrderedDict()
-_cache_lock = threading.Lock()
+_maps: LRUCache[tuple, SeatMapHtml] = LRUCache(CACHE_SIZE)  # (session id, version) -> its map
 # Per session: the HTML of each row as last built, keyed by (row index, the row's cell states).
 # A hold changes one row, so a new version re-renders that row and reuses the others.
-_row_memos: OrderedDict[object, "_RowMemo"] = OrderedDict()
+_row_memos: LRUCache[object, "_RowMemo"] = LRUCache(CACHE_SIZE)
 stats = {"rows_built": 0}  # for tests: how many rows were rendered (not reused)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _RowMemo:
     signature: tuple  # what every row's HTML depends on besides its layout row and states
     layout_rows: list  # the layout rows the memo was built from (compared when a new read arrives)
-    rows: dict  # (row index, states tuple) -> (parts, held)
+    rows: dict  # (row index, states tuple) -> (parts, held); never changed once kept
 
 
 def seat_map_html(session: dict) -> SeatMapHtml:
     """The shared map of this session version, built once per process and version."""
-    key = (session["_id"], session["version"])
-    with _cache_lock:
-        found = _cache.get(key)
-        if found is not None:
-            _cache.move_to_end(key)
-            return found
-    built = _build(session, _row_memo(session))
-    with _cache_lock:
-        _cache[key] = built
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return built
+    return _maps.get_or_build((session["_id"], session["version"]), lambda: _build_reusing_rows(session))
 
 
 def cached_seat_map(session_id, version: int) -> SeatMapHtml | None:
     """The shared map of this version if this process has built it, else None (nothing is read)."""
-    with _cache_lock:
-        return _cache.get((session_id, version))
+    return _maps.get((session_id, version))
 
 
 def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
-        _row_memos.clear()
-        _pages.clear()
+    _maps.clear()
+    _row_memos.clear()
+    _pages.clear()
 
 
 def build_seat_map(session: dict) -> SeatMapHtml:
     """Build the whole map from scratch (no reuse of earlier rows)."""
-    return _build(session, None)
+    return _build(session, _signature(session), {})[0]
 
 
 def _categories(layout: dict, prices: dict, currency: str | None) -> tuple:
@@ -139,27 +109,29 @@ def _signature(session: dict) -> tuple:
     return categories, width
 
 
-def _row_memo(session: dict) -> _RowMemo:
-    """This session's row memo, started afresh when the layout, names, prices or width changed."""
+def _build_reusing_rows(session: dict) -> SeatMapHtml:
+    """Build the map reusing the rows this process last built for the session, unless the
+    layout, names, prices or width changed since; then keep this version's rows for the next."""
     signature = _signature(session)
     layout_rows = session["layout"]["rows"]
-    with _cache_lock:
-        memo = _row_memos.get(session["_id"])
-        if (
-            memo is not None
-            and memo.signature == signature
-            and (memo.layout_rows is layout_rows or memo.layout_rows == layout_rows)
-        ):
-            _row_memos.move_to_end(session["_id"])
-            return memo
-        memo = _row_memos[session["_id"]] = _RowMemo(signature, layout_rows, {})
-        while len(_row_memos) > CACHE_SIZE:
-            _row_memos.popitem(last=False)
-        return memo
+    memo = _row_memos.get(session["_id"])
+    earlier: dict = {}
+    if (
+        memo is not None
+        and memo.signature == signature
+        and (memo.layout_rows is layout_rows or memo.layout_rows == layout_rows)
+    ):
+        earlier = memo.rows
+    built, used = _build(session, signature, earlier)
+    # bounded: past four versions' worth, keep only the rows of this version
+    rows = used if len(earlier) > 4 * max(len(used), 1) else {**earlier, **used}
+    _row_memos.put(session["_id"], _RowMemo(signature, layout_rows, rows))
+    return built
 
 
-def _build(session: dict, memo: _RowMemo | None) -> SeatMapHtml:
-    categories_list, width = memo.signature if memo is not None else _signature(session)
+def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml, dict]:
+    """The map, and the rows it is made of (``earlier`` rows are reused where their states match)."""
+    categories_list, width = signature
     categories = {code: (name, price) for code, name, price in categories_list}
     states = session["seats"]
     chunks: list[str] = []
@@ -168,7 +140,7 @@ def _build(session: dict, memo: _RowMemo | None) -> SeatMapHtml:
     for r, row in enumerate(session["layout"]["rows"]):
         row_states = tuple(states[r]) if r < len(states) else ()
         memo_key = (r, row_states)
-        found = memo.rows.get(memo_key) if memo is not None else None
+        found = earlier.get(memo_key)
         if found is None:
             found = _build_row(r, row, row_states, categories, width)
         used[memo_key] = found
@@ -177,11 +149,7 @@ def _build(session: dict, memo: _RowMemo | None) -> SeatMapHtml:
         chunks.extend(parts)
         for key, (index, html) in row_held.items():
             held[key] = (base + index, html)
-    if memo is not None:
-        if len(memo.rows) > 4 * max(len(used), 1):
-            memo.rows = {}  # bounded: keep only the rows of this version
-        memo.rows.update(used)
-    return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width)
+    return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width), used
 
 
 def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int) -> tuple:
@@ -219,14 +187,14 @@ def _seat(
     """One seat's button. ``row_label`` is escaped; ``categories``: code -> (escaped name, price)."""
     cat = cell["cat"]
     cat_name, price = categories[cat]
-    seat_label = escape(cell["label"])
+    label = escape(cell["label"])
     extra = flag_words = ""
-    mark = seat_label
+    mark = label
     if cell.get("wheelchair"):
         extra, flag_words, mark = " wc", ", wheelchair space", "♿"
     elif cell.get("companion"):
         extra, flag_words = " cp", ", companion seat"
-    name = f"Row {row_label}, seat {seat_label}, {cat_name}, {price}{flag_words}"
+    name = f"{seat_label(row_label, label)}, {cat_name}, {price}{flag_words}"
     if mine:
         classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", MINE_WORDS, False
     elif state == HELD:
@@ -279,20 +247,10 @@ def category_css(session: dict) -> str:
 # Whole rendered pages that are the same for every viewer without a cart (most viewers), per key.
 # The viewer's CSRF token is the one per-viewer part: pages are stored with this marker instead.
 CSRF_MARKER = "csrf-" + secrets.token_hex(12)
-_pages: OrderedDict[tuple, str] = OrderedDict()
+_pages: LRUCache[tuple, str] = LRUCache(CACHE_SIZE)
 
 
 def shared_page(key: tuple, build) -> str:
     """The HTML ``build()`` returns for this key, built once per process (``key`` must name every
     input of the page: session id and version, template, anything time-dependent)."""
-    with _cache_lock:
-        found = _pages.get(key)
-        if found is not None:
-            _pages.move_to_end(key)
-            return found
-    html = build()
-    with _cache_lock:
-        _pages[key] = html
-        while len(_pages) > CACHE_SIZE:
-            _pages.popitem(last=False)
-    return html
+    return _pages.get_or_build(key, build)

@@ -1,9 +1,15 @@
-"""Pure functions over a session's seat grid: states, seat keys, the orphan rule, best available.
+"""The seat grid's rules, pure functions and no HTML: cell states, seat keys, the orphan rule,
+best available.
 
 ``seats`` is the session's 2-D array of cell states, one list per row, aligned with the layout.
+Three modules deal with seat maps; this is the one the engine uses. The buyer's map as HTML is
+``booking/seatmap_html.py``; the staff's seat chart (a view model for the admin templates) is
+``booking/staff/seat_chart.py``.
 """
 
 from collections.abc import Iterable
+
+from .formatting import seat_label
 
 GAP = -1
 FREE = 0
@@ -53,7 +59,7 @@ def seat_cell(layout: dict, row: int, col: int) -> dict | None:
 def seat_name(layout: dict, row: int, col: int) -> str:
     cell = seat_cell(layout, row, col)
     label = cell["label"] if cell else str(col + 1)
-    return f"Row {layout['rows'][row]['label']}, seat {label}"
+    return seat_label(layout["rows"][row]["label"], label)
 
 
 def orphans_created(seats: list[list[int]], taking: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

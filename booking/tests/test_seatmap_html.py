@@ -6,7 +6,7 @@ import time
 import pytest
 from django.template import Context, Engine
 
-from booking import rendering, selectors
+from booking import seatmap_html, selectors
 from booking.demo import GRAND_CATEGORIES
 from booking.layouts import parse_grid
 from booking.services import holds
@@ -21,7 +21,7 @@ def buttons(html):
 
 def test_every_seat_is_a_labelled_button_and_gaps_and_rows_are_kept():
     session = make_session()
-    built = rendering.build_seat_map(session)
+    built = seatmap_html.build_seat_map(session)
     html = built.for_viewer()
     assert len(buttons(html)) == session["seatsTotal"] == 24
     assert html.count('<i class="g"></i>') == 3  # the aisle in each row
@@ -38,7 +38,7 @@ def test_states_and_the_viewers_own_seats():
     mine = holds.hold_seats(session["_id"], "s:me", None, ["0:0", "0:1"])
     holds.hold_seats(session["_id"], "s:other", None, ["2:0"])
     session = selectors.get_session(session["_id"])
-    shared = rendering.seat_map_html(session)
+    shared = seatmap_html.seat_map_html(session)
     for_me = shared.for_viewer({"0:0", "0:1"}, picked={"0:0"})
     for_them = shared.for_viewer()
     assert "Row A, seat 1, Stalls, €20, held by you" in for_me
@@ -55,7 +55,7 @@ def test_wheelchair_and_companion_seats_are_marked():
     layout = parse_grid("A: sSs.sss", [{"code": "s", "name": "Stalls"}])
     theater = create_theater("Small", layout)
     session = make_session(theater, prices={"s": 1250})
-    html = rendering.build_seat_map(session).for_viewer()
+    html = seatmap_html.build_seat_map(session).for_viewer()
     assert "Row A, seat 2, Stalls, €12.50, wheelchair space, available" in html
     assert "Row A, seat 1, Stalls, €12.50, companion seat, available" in html
     assert ">♿</button>" in html
@@ -63,32 +63,32 @@ def test_wheelchair_and_companion_seats_are_marked():
 
 def test_names_are_escaped_once_each():
     theater = make_theater(categories=[{"code": "s", "name": "<b>Stalls</b>"}, {"code": "p", "name": "P & Q"}])
-    html = rendering.build_seat_map(make_session(theater)).for_viewer()
+    html = seatmap_html.build_seat_map(make_session(theater)).for_viewer()
     assert "<b>" not in html
     assert "&lt;b&gt;Stalls&lt;/b&gt;" in html and "P &amp; Q" in html
 
 
 def test_cache_is_per_session_version():
-    rendering.clear_cache()
+    seatmap_html.clear_cache()
     session = make_session()
-    first = rendering.seat_map_html(session)
-    assert rendering.seat_map_html(selectors.get_session(session["_id"])) is first
+    first = seatmap_html.seat_map_html(session)
+    assert seatmap_html.seat_map_html(selectors.get_session(session["_id"])) is first
     holds.hold_seats(session["_id"], "s:x", None, ["0:0"])
-    again = rendering.seat_map_html(selectors.get_session(session["_id"]))
+    again = seatmap_html.seat_map_html(selectors.get_session(session["_id"]))
     assert again is not first and again.version == session["version"] + 1
 
 
 def test_a_new_version_rebuilds_only_the_rows_that_changed():
-    rendering.clear_cache()
+    seatmap_html.clear_cache()
     session = make_session()
-    rendering.seat_map_html(session)
-    built_before = rendering.stats["rows_built"]
+    seatmap_html.seat_map_html(session)
+    built_before = seatmap_html.stats["rows_built"]
     holds.hold_seats(session["_id"], "s:x", None, ["1:0", "1:1"])
     changed = selectors.get_session(session["_id"])
-    shared = rendering.seat_map_html(changed)
-    assert rendering.stats["rows_built"] - built_before == 1  # row B only; rows A and C reused
+    shared = seatmap_html.seat_map_html(changed)
+    assert seatmap_html.stats["rows_built"] - built_before == 1  # row B only; rows A and C reused
     # the reused rows make exactly the map a fresh build makes, overlay included
-    fresh = rendering.build_seat_map(changed)
+    fresh = seatmap_html.build_seat_map(changed)
     assert shared.for_viewer() == fresh.for_viewer()
     assert shared.for_viewer({"1:0"}, picked={"1:0"}) == fresh.for_viewer({"1:0"}, picked={"1:0"})
     assert "Row B, seat 1, Stalls, €20, held by you" in shared.for_viewer({"1:0"})
@@ -101,14 +101,7 @@ def test_a_new_version_rebuilds_only_the_rows_that_changed():
             "rows": [{**row, "label": row["label"] + "x"} for row in changed["layout"]["rows"]],
         },
     }
-    assert "Row Ax, seat 1" in rendering.seat_map_html(renamed).for_viewer()
-
-
-def test_money_format():
-    assert rendering.format_money(2500, "EUR") == "€25"
-    assert rendering.format_money(2550, "EUR") == "€25.50"
-    assert rendering.format_money(123456, "GBP") == "£1,234.56"
-    assert rendering.format_money(900, "CHF") == "9.00 CHF"
+    assert "Row Ax, seat 1" in seatmap_html.seat_map_html(renamed).for_viewer()
 
 
 NAIVE_TEMPLATE = """{% load booking_tags %}{% for row in rows %}<div class="r"><span class="rl">{{ row.label }}</span>
@@ -159,9 +152,9 @@ def test_900_seat_map_renders_more_than_20x_faster_than_a_template_loop():
     session = selectors.get_session(session["_id"])
     engine = Engine(libraries={"booking_tags": "booking.templatetags.booking_tags"})
     naive = best_of(lambda: naive_render(session, engine))
-    rendering.clear_cache()
-    cold = best_of(lambda: rendering.build_seat_map(session).for_viewer({"10:20", "10:21"}))
-    warm = best_of(lambda: rendering.seat_map_html(session).for_viewer({"10:20", "10:21"}), runs=20)
+    seatmap_html.clear_cache()
+    cold = best_of(lambda: seatmap_html.build_seat_map(session).for_viewer({"10:20", "10:21"}))
+    warm = best_of(lambda: seatmap_html.seat_map_html(session).for_viewer({"10:20", "10:21"}), runs=20)
     print(f"900 seats: template loop {naive * 1e3:.1f} ms, first {cold * 1e3:.2f} ms, cached {warm * 1e3:.3f} ms")
     assert naive / warm > 20, (naive, warm)
     assert naive / cold > 3, (naive, cold)  # even the first viewer of a new version is quick
@@ -170,7 +163,7 @@ def test_900_seat_map_renders_more_than_20x_faster_than_a_template_loop():
 @pytest.mark.django_db
 def test_seat_map_page_reads_the_small_part_when_its_map_is_built_and_shows_the_same(client, settings):
     settings.BOOKING_HOLD_RATE = ""
-    rendering.clear_cache()
+    seatmap_html.clear_cache()
     session = make_session()
     page = f"/sessions/{session['_id']}/"
     with counting_commands() as counter:
@@ -198,7 +191,7 @@ def test_a_hold_answers_from_its_own_writes_without_reading_again(client, settin
     assert 'class="s me pk c-s" name="seat" value="0:1" id="s0-1"' in html  # just picked
     assert "Total (2 seats)" in html and "€40" in html
     # what a fresh read renders is what the hold answered with, at the version it named
-    rendering.clear_cache()
+    seatmap_html.clear_cache()
     fresh = client.get(f"/sessions/{session['_id']}/map/")
     assert fresh["ETag"] == f'"{answer["X-Seatmap-Version"]}"'
     answered = buttons(html)[0].replace(" pk", "").replace(' hx-swap-oob="true"', "")
@@ -233,13 +226,13 @@ def test_the_page_shared_by_viewers_without_a_cart_carries_their_own_csrf_token_
     from django.test import Client
 
     settings.BOOKING_HOLD_RATE = ""
-    rendering.clear_cache()
+    seatmap_html.clear_cache()
     session = make_session()
     page = f"/sessions/{session['_id']}/"
     first, second, buyer = (Client(enforce_csrf_checks=True) for _ in range(3))
     first.get(page)
     shared = second.get(page).content.decode()  # from the shared page
-    assert rendering.CSRF_MARKER not in shared
+    assert seatmap_html.CSRF_MARKER not in shared
     token = csrf(shared)
     assert f'"X-CSRFToken": "{token}"' in shared
     held = second.post(

@@ -2,7 +2,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from booking.layouts import parse_grid
-from booking.seatmap import FREE, GAP, HELD, best_available, best_split, initial_states, orphans_created
+from booking.seat_grid import FREE, GAP, HELD, best_available, best_split, initial_states, orphans_created
 from booking.tests.factories import CATEGORIES
 
 

@@ -1,11 +1,16 @@
-"""The seat grid as staff see it: a layout (editor preview) or a session (states and owners),
-turned into rows of cells a template can draw without logic."""
+"""The staff's seat chart: a layout (editor preview) or a session (states and owners) turned into
+rows of cells the admin templates draw without logic.
 
+A view model, no HTML and no rules: the grid's rules are ``booking/seat_grid.py``, the buyer's
+seat map (HTML built in Python) is ``booking/seatmap_html.py``."""
+
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from django.urls import reverse
 
-from ..seatmap import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
+from ..formatting import seat_label
+from ..seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
 
 
 @dataclass
@@ -56,7 +61,7 @@ def layout_rows(layout: dict) -> list[Row]:
                     color=colors[cell["cat"]],
                     wheelchair=bool(cell.get("wheelchair")),
                     companion=bool(cell.get("companion")),
-                    title=f"Row {row['label']}, seat {cell['label']}: {names[cell['cat']]}{extra}",
+                    title=f"{seat_label(row['label'], cell['label'])}: {names[cell['cat']]}{extra}",
                 )
             )
         rows.append(Row(label=row["label"], cells=cells))
@@ -77,7 +82,7 @@ def category_legend(layout: dict) -> list[dict]:
     ] + ([{"code": "", "name": "of which wheelchair spaces", "color": "", "count": wheelchair}] if wheelchair else [])
 
 
-def session_rows(session: dict, owners: dict[str, dict], checked: set[str] = frozenset()) -> list[Row]:
+def session_rows(session: dict, owners: dict[str, dict], checked: AbstractSet[str] = frozenset()) -> list[Row]:
     """The session's cells with their state; held seats name their cart, sold ones their order."""
     rows = layout_rows(session["layout"])
     for r, row in enumerate(rows):

@@ -1,0 +1,254 @@
+"""Promo codes and vouchers (issue 16).
+
+A code is a document in ``promo_codes``::
+
+    {_id, code (unique, upper case), kind: "percent" | "amount" | "price", value,
+     sessionId?, ticketTypes?: [...], categories?: [...], validFrom?, validUntil?,
+     cap, uses, perOrder?, batch?, createdOn}
+
+``percent``: value % off each eligible ticket; ``amount``: value cents off each eligible ticket
+(never below zero); ``price``: each eligible ticket costs value cents. ``perOrder``: at most that
+many tickets of one order are discounted. A voucher batch is N codes with cap 1 and one ``batch``.
+
+Redeeming is the same discipline as seats: one conditional update on the code's document
+(``uses < cap`` and still valid) takes a use, then the cart records the code (conditional: live,
+no code yet); if the cart write misses, the use is given back at once. A use is given back again
+when the cart expires or is canceled, when its checkout fails and when its order is canceled,
+each exactly once: the cart's ``promo.released`` is set by a conditional update first, and only the
+call that set it gives the use back (a crash between the two leaves a use taken, never one given
+back twice, so a code is never used more than its cap).
+"""
+
+import csv
+import io
+import re
+import secrets
+from datetime import datetime
+
+from bson import ObjectId
+from pymongo import ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from .. import clock, mongo
+from ..domain import CartState, live_cart_filter
+from ..errors import CartExpired, InvalidRequest, NotFound
+from . import offers
+
+KINDS = ("percent", "amount", "price")
+CODE_RE = re.compile(r"^[A-Z0-9-]{4,32}$")
+VOUCHER_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+# Unknown and used-up codes get the same answer (codes are not enumerable).
+NOT_VALID = "This code is not valid or has been used up."
+TERMS = ("kind", "value", "sessionId", "ticketTypes", "categories", "perOrder")
+
+
+def normalize(text) -> str:
+    return re.sub(r"\s+", "", str(text or "")).upper()[:40]
+
+
+def clean_terms(
+    kind: str,
+    value: int,
+    *,
+    session_id: ObjectId | None = None,
+    ticket_types=None,
+    categories=None,
+    valid_from: datetime | None = None,
+    valid_until: datetime | None = None,
+    cap: int = 1,
+    per_order: int | None = None,
+) -> dict:
+    if kind not in KINDS:
+        raise InvalidRequest("Choose percent off, amount off or a fixed price.", fields={"kind": "Unknown kind."})
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidRequest("The value must be a whole number, zero or more.", fields={"value": "Zero or more."})
+    if kind == "percent" and not 0 < value <= 100:
+        raise InvalidRequest("A percentage must be between 1 and 100.", fields={"value": "1 to 100."})
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1_000_000:
+        raise InvalidRequest("The uses cap must be between 1 and 1,000,000.", fields={"cap": "1 to 1,000,000."})
+    if per_order is not None and (not isinstance(per_order, int) or per_order < 1):
+        raise InvalidRequest("The per-order cap must be 1 or more (or empty).", fields={"per_order": "1 or more."})
+    if valid_from and valid_until and valid_until <= valid_from:
+        raise InvalidRequest("“Valid until” must be after “valid from”.", fields={"valid_until": "After valid from."})
+    terms: dict = {"kind": kind, "value": value, "cap": cap, "uses": 0}
+    optional = {
+        "sessionId": session_id,
+        "ticketTypes": sorted(set(ticket_types)) if ticket_types else None,
+        "categories": sorted(set(categories)) if categories else None,
+        "validFrom": valid_from,
+        "validUntil": valid_until,
+        "perOrder": per_order,
+    }
+    terms.update({k: v for k, v in optional.items() if v is not None})
+    return terms
+
+
+def create_code(code: str, kind: str, value: int, **terms) -> dict:
+    text = normalize(code)
+    if not CODE_RE.match(text):
+        raise InvalidRequest("A code has 4 to 32 letters, digits or dashes.", fields={"code": "4-32 A-Z, 0-9, -."})
+    doc = {"_id": ObjectId(), "code": text, **clean_terms(kind, value, **terms), "createdOn": clock.now()}
+    try:
+        mongo.promo_codes().insert_one(doc)
+    except DuplicateKeyError:
+        raise InvalidRequest("That code exists already.", fields={"code": "Exists already."}) from None
+    return doc
+
+
+def generate_batch(count: int, kind: str, value: int, *, prefix: str = "", **terms) -> str:
+    """N single-use voucher codes sharing their terms; returns the batch id (``batch_csv``)."""
+    if not isinstance(count, int) or not 1 <= count <= 10_000:
+        raise InvalidRequest("Generate between 1 and 10,000 vouchers.", fields={"count": "1 to 10,000."})
+    prefix = normalize(prefix)[:8]
+    terms = clean_terms(kind, value, **{**terms, "cap": 1})
+    batch = secrets.token_hex(6)
+    now = clock.now()
+    docs = [
+        {
+            "_id": ObjectId(),
+            "code": prefix + "".join(secrets.choice(VOUCHER_ALPHABET) for _ in range(12)),
+            **terms,
+            "batch": batch,
+            "createdOn": now,
+        }
+        for _ in range(count)
+    ]
+    mongo.promo_codes().insert_many(docs)  # 31^12 codes: a clash is not worth a retry loop
+    return batch
+
+
+def batch_csv(batch: str) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["code", "kind", "value", "valid_from", "valid_until", "used"])
+    for doc in mongo.promo_codes().find({"batch": batch}).sort("code", 1):
+        writer.writerow(
+            [
+                doc["code"],
+                doc["kind"],
+                doc["value"],
+                doc.get("validFrom", ""),
+                doc.get("validUntil", ""),
+                "yes" if doc.get("uses") else "no",
+            ]
+        )
+    return out.getvalue()
+
+
+# --- what a code takes off (pricing.totals calls this) ---
+
+
+def _eligible(item: dict, promo: dict) -> bool:
+    if promo.get("sessionId") and item["sessionId"] != promo["sessionId"]:
+        return False
+    if promo.get("ticketTypes") and offers.item_type(item) not in promo["ticketTypes"]:
+        return False
+    return not (promo.get("categories") and item["cat"] not in promo["categories"])
+
+
+def line_discounts(items: list[dict], promo: dict) -> list[int]:
+    """Per item, what the code takes off it (the code's terms as the cart recorded them)."""
+    discounts = [0] * len(items)
+    left = promo.get("perOrder") or len(items)
+    for n, item in enumerate(items):
+        if left <= 0:
+            break
+        if not _eligible(item, promo):
+            continue
+        price = item["price"]
+        if promo["kind"] == "percent":
+            off = price * promo["value"] // 100
+        elif promo["kind"] == "amount":
+            off = min(promo["value"], price)
+        else:
+            off = max(price - promo["value"], 0)
+        discounts[n] = off
+        left -= 1
+    return discounts
+
+
+# --- redeem and release ---
+
+
+def _valid_now(now: datetime) -> dict:
+    return {
+        "$and": [
+            {"$or": [{"validFrom": None}, {"validFrom": {"$lte": now}}]},
+            {"$or": [{"validUntil": None}, {"validUntil": {"$gt": now}}]},
+        ]
+    }
+
+
+def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> dict:
+    """Redeem a code for the owner's live cart; returns the cart. InvalidRequest (field ``code``)
+    when the code is unknown, used up, not valid now or for nothing in the cart; nothing changes then."""
+    now = clock.now()
+    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
+    if cart is None or not cart.get("items"):
+        raise NotFound("You have no seats on hold.")
+    if cart["state"] != CartState.ACTIVE or cart["expiresAt"] <= now:
+        raise CartExpired("Your hold has ended. Please choose your seats again.")
+    if cart.get("promo"):
+        raise InvalidRequest("A code is applied already; remove it first.", fields={"code": "One code per booking."})
+    code = normalize(text)
+    doc = mongo.promo_codes().find_one({"code": code}) if CODE_RE.match(code) else None
+    if doc is None or doc["uses"] >= doc["cap"]:
+        raise InvalidRequest(NOT_VALID, fields={"code": NOT_VALID})
+    if (doc.get("validFrom") and doc["validFrom"] > now) or (doc.get("validUntil") and doc["validUntil"] <= now):
+        raise InvalidRequest("This code is not valid at this time.", fields={"code": "Not valid at this time."})
+    promo = {"codeId": doc["_id"], "code": doc["code"], **{k: doc[k] for k in TERMS if k in doc}}
+    if not any(line_discounts(cart["items"], promo)):
+        message = "This code does not apply to the seats in your cart (another performance or ticket type)."
+        raise InvalidRequest(message, fields={"code": message})
+    taken = mongo.promo_codes().update_one(
+        {"_id": doc["_id"], "cap": doc["cap"], "uses": {"$lt": doc["cap"]}, **_valid_now(now)},
+        {"$inc": {"uses": 1}},
+    )
+    if not taken.modified_count:
+        raise InvalidRequest(NOT_VALID, fields={"code": NOT_VALID})  # used up meanwhile
+    updated = mongo.carts().find_one_and_update(
+        {"_id": cart["_id"], "owner": owner, **live_cart_filter(now), "promo": {"$exists": False}},
+        {"$set": {"promo": promo, "modifiedOn": now}},
+        return_document=ReturnDocument.AFTER,
+    )
+    if updated is None:
+        _give_back(doc["_id"])  # the cart ended or got a code meanwhile: the use goes back at once
+        raise CartExpired("Your cart changed meanwhile; please look again.")
+    return updated
+
+
+def remove_code(owner: str, cart_id: ObjectId | None) -> dict | None:
+    """The buyer takes the code off their live cart; the use goes back."""
+    now = clock.now()
+    cart = mongo.carts().find_one_and_update(
+        {"_id": cart_id, "owner": owner, **live_cart_filter(now), "promo.codeId": {"$exists": True}},
+        {"$unset": {"promo": ""}, "$set": {"modifiedOn": now}},
+        return_document=ReturnDocument.BEFORE,
+    )
+    if cart is None:
+        return None
+    _give_back(cart["promo"]["codeId"])
+    return mongo.carts().find_one({"_id": cart_id})
+
+
+def release_for_cart(cart_id: ObjectId, states=(CartState.EXPIRED, CartState.CANCELED)) -> bool:
+    """Give the code's use back once the cart ended without a sale (or, with ``states=(done,)``,
+    once its order was canceled). Exactly once: ``promo.released`` is set conditionally first."""
+    cart = mongo.carts().find_one_and_update(
+        {
+            "_id": cart_id,
+            "state": {"$in": list(states)},
+            "promo.codeId": {"$exists": True},
+            "promo.released": {"$ne": True},
+        },
+        {"$set": {"promo.released": True}},
+        projection={"promo": 1},
+    )
+    if cart is None:
+        return False
+    _give_back(cart["promo"]["codeId"])
+    return True
+
+
+def _give_back(code_id: ObjectId) -> None:
+    mongo.promo_codes().update_one({"_id": code_id, "uses": {"$gt": 0}}, {"$inc": {"uses": -1}})

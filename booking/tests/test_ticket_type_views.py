@@ -1,0 +1,65 @@
+"""The cart's ticket type choice over HTTP: htmx answers the cart at once; a plain post redirects."""
+
+import pytest
+
+from booking.services import offers
+from booking.tests.factories import make_session, make_theater
+from booking.tests.test_ticket_types import TYPES
+
+pytestmark = pytest.mark.django_db
+
+
+def priced():
+    theater = make_theater()
+    offers.set_theater_ticket_types(theater["_id"], TYPES)
+    session = make_session(theater)
+    offers.set_price_table(session["_id"], {"s": 2000, "p": 3500}, {"reduced": {"s": 1500}})
+    return session
+
+
+def choose(client, session, seat, code, **headers):
+    data = {"session": str(session["_id"]), "seat": seat, "ticket_type": code}
+    return client.post("/cart/ticket-type", data, **headers)
+
+
+def held(client, session, *keys):
+    seats = ",".join(keys)
+    assert client.post(f"/sessions/{session['_id']}/hold", {"seats": seats}).status_code in (200, 302)
+
+
+def test_cart_shows_the_choice_and_htmx_post_updates_the_total(client):
+    session = priced()
+    held(client, session, "0:0", "0:1")
+    page = client.get("/cart/").content.decode()
+    assert 'name="ticket_type"' in page and "Reduced" in page and "€40" in page
+    response = choose(client, session, "0:1", "reduced", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'id="cart-page"' in body and "€35" in body
+    assert 'value="reduced" selected' in body
+
+
+def test_plain_post_redirects_and_a_bad_choice_says_why(client):
+    session = priced()
+    held(client, session, "1:2", "1:3")  # premium: no reduced price
+    response = choose(client, session, "1:2", "reduced")
+    assert response.status_code == 302
+    assert "not offered" in client.get("/cart/").content.decode()
+    response = choose(client, session, "1:2", "reduced", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "not offered" in response.content.decode()
+    assert client.post("/cart/ticket-type", {"seat": "junk"}).status_code == 400
+
+
+def test_promo_code_field_applies_says_why_not_and_is_rate_limited(client, settings):
+    from booking.services import promos
+
+    settings.BOOKING_PROMO_CODE_RATE = "3/m"
+    session = priced()
+    held(client, session, "0:0", "0:1")
+    promos.create_code("HALF", "percent", 50, cap=10)
+    bad = client.post("/cart/promo", {"code": "NOPE1"}, HTTP_HX_REQUEST="true").content.decode()
+    assert promos.NOT_VALID in bad and 'id="promo-error"' in bad
+    good = client.post("/cart/promo", {"code": "half"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "HALF" in good and "€20" in good
+    assert client.post("/cart/promo", {"code": "X"}).status_code == 400  # the third try this minute
+    assert client.post("/cart/promo", {"code": "X"}).status_code == 429  # the fourth

@@ -1,0 +1,151 @@
+"""Ticket types (issue 16): the price table, the per-seat choice, the price locked at hold time,
+the companion rule, max per type, order lines carrying the type."""
+
+import pytest
+from django.test import override_settings
+
+from booking import mongo, selectors
+from booking.errors import InvalidRequest, NotFound
+from booking.invariants import check_invariants
+from booking.layouts import parse_grid
+from booking.services import checkout, holds, offers
+from booking.services.theaters import create_theater
+from booking.tests.factories import CATEGORIES, make_session, make_theater
+
+ALICE = "s:alice"
+
+
+@pytest.fixture(autouse=True)
+def _no_orphan_rule(settings):
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False  # these tests pick seats for their types, not their places
+TYPES = [
+    {"code": "full", "name": "Full price"},
+    {"code": "reduced", "name": "Reduced", "description": "Students, seniors 65+; show proof at the door"},
+    {"code": "companion", "name": "Companion", "companion": True},
+]
+
+
+def priced_session(**kw):
+    theater = kw.pop("theater", None) or make_theater()
+    offers.set_theater_ticket_types(theater["_id"], TYPES)
+    session = make_session(theater)
+    table = kw.pop("table", {"reduced": {"s": 1500, "p": 2500}, "companion": {"s": 0}})
+    offers.set_price_table(session["_id"], {"s": 2000, "p": 3500}, table)
+    return session
+
+
+def item(cart, key):
+    return next(i for i in cart["items"] if i["key"] == key)
+
+
+def test_default_is_full_price_only_and_existing_sessions_keep_working():
+    session = make_session()
+    result = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
+    it = result.cart["items"][0]
+    assert it["ticketType"] == "full" and it["price"] == 2000
+    assert it["offers"] == [{"code": "full", "name": "Full price", "price": 2000}]
+    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    assert order["lines"][0]["ticketType"] == "full" and order["lines"][0]["ticketTypeName"] == "Full price"
+    assert order["total"] == 2000
+    assert check_invariants() == []
+
+
+def test_price_table_offers_per_category_missing_cell_not_offered():
+    session = priced_session()
+    result = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "1:2"], allow_orphans=True)  # s and p
+    s_item, p_item = item(result.cart, "0:0"), item(result.cart, "1:2")
+    assert [o["code"] for o in s_item["offers"]] == ["full", "reduced", "companion"]
+    assert [o["code"] for o in p_item["offers"]] == ["full", "reduced"]  # no companion cell for p
+    with pytest.raises(InvalidRequest, match="not offered"):
+        offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "1:2", "companion")
+
+
+def test_choice_changes_price_and_total_and_order_charges_it():
+    session = priced_session()
+    result = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1", "0:2"])
+    assert result.cart["total"] == 6000
+    cart = offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:1", "reduced")
+    assert item(cart, "0:1")["price"] == 1500 and cart["total"] == 5500
+    cart = offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:1", "full")
+    assert cart["total"] == 6000
+    offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:2", "reduced")
+    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    assert [(line["ticketType"], line["price"]) for line in order["lines"]] == [
+        ("full", 2000),
+        ("full", 2000),
+        ("reduced", 1500),
+    ]
+    assert order["total"] == 5500
+    assert check_invariants() == []
+
+
+def test_staff_price_change_during_the_hold_never_changes_what_the_buyer_was_shown():
+    session = priced_session()
+    result = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    offers.set_price_table(session["_id"], {"s": 9900, "p": 9900}, {"reduced": {"s": 8800}})
+    cart = selectors.get_cart(ALICE, result.cart_id)
+    assert cart["total"] == 4000  # unchanged
+    cart = offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:1", "reduced")
+    assert item(cart, "0:1")["price"] == 1500  # the row as it was at hold time
+    cart = offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:1", "full")
+    assert item(cart, "0:1")["price"] == 2000
+    # a seat held now is priced by the new table (the hold's filter names priceRev: no stale price)
+    later = holds.hold_seats(session["_id"], ALICE, result.cart_id, ["0:2"])
+    assert item(later.cart, "0:2")["price"] == 9900
+    assert {o["code"]: o["price"] for o in item(later.cart, "0:2")["offers"]} == {"full": 9900, "reduced": 8800}
+    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    assert sorted(line["price"] for line in order["lines"]) == [2000, 2000, 9900]
+    assert check_invariants() == []
+
+
+def test_companion_only_with_a_wheelchair_space_in_the_same_cart():
+    theater = create_theater("Access Hall", parse_grid("A: sS..ssss\nB: ssssssss\n", CATEGORIES))
+    session = priced_session(theater=theater, table={"reduced": {"s": 1500}, "companion": {"s": 0}})
+    result = holds.hold_seats(session["_id"], ALICE, None, ["1:0", "1:1"], allow_orphans=True)
+    with pytest.raises(InvalidRequest, match="only available together with a wheelchair space"):
+        offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "1:0", "companion")
+    result = holds.hold_seats(session["_id"], ALICE, result.cart_id, ["0:1"], allow_orphans=True)
+    assert item(result.cart, "0:1")["wheelchair"] is True
+    cart = offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "1:0", "companion")
+    assert item(cart, "1:0")["price"] == 0
+    with pytest.raises(InvalidRequest, match="one companion per space"):
+        offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "1:1", "companion")
+    # giving the wheelchair space back leaves a companion alone: checkout refuses, nothing changes
+    holds.release_seats(session["_id"], ALICE, result.cart_id, ["0:1"])
+    with pytest.raises(InvalidRequest, match="wheelchair space"):
+        checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    assert selectors.get_cart(ALICE, result.cart_id)["state"] == "active"
+
+
+@override_settings(BOOKING_MAX_PER_TICKET_TYPE={"reduced": 1})
+def test_max_per_type_per_order():
+    session = priced_session()
+    result = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:0", "reduced")
+    with pytest.raises(InvalidRequest, match="At most 1 “Reduced”"):
+        offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:1", "reduced")
+
+
+def test_only_the_owner_can_choose():
+    session = priced_session()
+    result = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
+    with pytest.raises(NotFound):
+        offers.choose_ticket_type("s:mallory", result.cart_id, session["_id"], "0:0", "reduced")
+    assert selectors.get_cart(ALICE, result.cart_id)["items"][0]["ticketType"] == "full"
+
+
+def test_bad_price_table_and_types_are_refused():
+    theater = make_theater()
+    with pytest.raises(InvalidRequest):
+        offers.set_theater_ticket_types(theater["_id"], [{"code": "Bad Code!", "name": "x"}])
+    with pytest.raises(InvalidRequest):
+        offers.set_theater_ticket_types(theater["_id"], [{"code": "a", "name": "A"}, {"code": "a", "name": "B"}])
+    offers.set_theater_ticket_types(theater["_id"], TYPES)
+    session = make_session(theater)
+    with pytest.raises(InvalidRequest, match="Unknown ticket type"):
+        offers.set_price_table(session["_id"], {"s": 1, "p": 1}, {"vip": {"s": 100}})
+    with pytest.raises(InvalidRequest):
+        offers.set_price_table(session["_id"], {"s": 1, "p": 1}, {"reduced": {"s": -1}})
+    with pytest.raises(InvalidRequest):
+        offers.set_price_table(session["_id"], {"s": -5, "p": 1}, {})
+    assert "typePrices" not in mongo.sessions().find_one({"_id": session["_id"]})

@@ -1,0 +1,7 @@
+"""Server limits, as MongoDB 7.0 announces them in ``hello``."""
+
+MAX_BSON_SIZE = 16 * 1024 * 1024
+MAX_MESSAGE_SIZE = 48000000
+MAX_WRITE_BATCH = 100000
+DEFAULT_FIRST_BATCH = 101
+CURSOR_TIMEOUT = 600.0
