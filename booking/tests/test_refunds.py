@@ -185,3 +185,40 @@ def test_invariants_catch_a_paid_orders_seat_that_is_not_sold():
     freed = {"$set": {f"seats.{r}.{c}": FREE}, "$inc": {"seatsAvailable": 1}}
     mongo.sessions().update_one({"_id": session["_id"]}, freed)
     assert any(f"is in order {order['ref']} but its cell is 0" in b for b in check_invariants())
+
+
+def test_a_promo_code_is_paid_for_less_its_vat_counts_the_discount_and_its_use_goes_back_with_a_refund():
+    from booking.services import promos
+    from booking.tests.paying import pay
+
+    promos.create_code("TENOFF", "percent", 10, cap=5)
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["1:2", "1:3"])
+    promos.apply_code(ALICE, cart.cart_id, "TENOFF")
+    from booking.services import checkout
+
+    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    assert order["total"] == 6300 and order["discount"] == 700  # 2 x 35.00, less 10 %
+    from booking.payments import money
+
+    assert [(v.rate, v.gross) for v in money.order_breakdown(order)] == [("7", 6300)]
+    paid = pay(order)
+    assert paid["paidWith"]["amount"] == 6300 and check_invariants() == []
+    refunded = orders.cancel_order(order["_id"], by="staff")
+    assert refunded["refunds"][0]["amount"] == 6300 and refunded_at_stripe(paid) == [6300]
+    assert mongo.promo_codes().find_one({"code": "TENOFF"})["uses"] == 0
+    assert check_invariants() == []
+
+
+def test_an_unpaid_order_canceled_by_its_buyer_gives_its_promo_code_use_back():
+    from booking.services import checkout, payments, promos
+
+    promos.create_code("FIVE", "amount", 500, cap=1)
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["1:2", "1:3"])
+    promos.apply_code(ALICE, cart.cart_id, "FIVE")
+    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    assert mongo.promo_codes().find_one({"code": "FIVE"})["uses"] == 1
+    payments.cancel_unpaid(order["_id"], owner=ALICE)
+    assert mongo.promo_codes().find_one({"code": "FIVE"})["uses"] == 0
+    assert check_invariants() == []
