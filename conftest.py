@@ -4,6 +4,11 @@ MongoDB: the one in MONGODB_URI when set (a real server; the suite uses a throwa
 drops it), else the bundled stand-in (devmongo) started on a free port. Each test starts from an
 empty database with the indexes in place. Redis: REDIS_URL when set, else a redis-server started
 on a free port. Subprocesses (Celery workers, gunicorn) inherit both through the environment.
+
+With pytest-xdist (scripts/test.sh starts one worker more than there are cores) each worker
+process is a run of its own: its own devmongo and redis-server, its own database name, its own
+Django test database; with REDIS_URL given, worker gwN uses that server's database number + N
+(queues, broadcasts and cache apart).
 """
 
 import os
@@ -13,9 +18,24 @@ import subprocess
 import tempfile
 import time
 import uuid
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist the slow and browser tests go first (otherwise in the order collected):
+    the long ones start at once, spread over the workers, and the many short ones fill the gaps
+    at the end, so no worker is left with a 20-second test when the others are done."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: 0 if item.get_closest_marker("slow") or item.get_closest_marker("browser") else 1)
+
+
+def xdist_worker_number() -> int:
+    """N of pytest-xdist's worker gwN, 0 without xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker[2:]) if worker.startswith("gw") else 0
 
 
 def free_port() -> int:
@@ -41,7 +61,9 @@ def mongodb_uri():
 def redis_url():
     url = os.environ.get("REDIS_URL")
     if url:
-        yield url
+        parts = urlsplit(url)
+        db = int(parts.path.strip("/") or 0) + xdist_worker_number()
+        yield urlunsplit(parts._replace(path=f"/{db}"))
         return
     binary = shutil.which("redis-server")
     if binary is None:
@@ -71,7 +93,7 @@ def _services(mongodb_uri, redis_url):
     """Point the app (and any subprocess it starts) at the test MongoDB and Redis."""
     from booking import mongo
 
-    db_name = f"test_theater_{uuid.uuid4().hex[:8]}"
+    db_name = f"test_theater_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:8]}"
     os.environ.update({"MONGODB_URI": mongodb_uri, "MONGODB_DB": db_name, "REDIS_URL": redis_url})
     settings.MONGODB_URI = mongodb_uri
     settings.MONGODB_DB = db_name
@@ -87,15 +109,31 @@ def _services(mongodb_uri, redis_url):
     mongo.close_client()
 
 
+@pytest.fixture(scope="session")
+def _indexed_collections(_services) -> frozenset[str]:
+    """The collections ensure_indexes() creates; made once per run."""
+    from booking import mongo
+
+    mongo.ensure_indexes()
+    return frozenset(mongo.get_db().list_collection_names())
+
+
 @pytest.fixture(autouse=True)
-def mongo_db(_services):
-    """An empty booking database with every index, for each test."""
+def mongo_db(_indexed_collections):
+    """An empty booking database with every index, for each test.
+
+    The collections and their indexes stay and only their documents go: dropping every collection
+    and building every index again cost more than many tests (and far more on a real MongoDB). A
+    test that drops a collection gets it back with its indexes before the next test."""
     from booking import mongo
 
     db = mongo.get_db()
-    for name in db.list_collection_names():
-        db.drop_collection(name)
-    mongo.ensure_indexes()
+    names = set(db.list_collection_names())
+    for name in names:
+        if not name.startswith("system."):
+            db[name].delete_many({})
+    if not _indexed_collections <= names:
+        mongo.ensure_indexes()
     yield db
 
 

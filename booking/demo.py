@@ -65,12 +65,13 @@ SHOWS = [
 
 def seed(force: bool = False) -> bool:
     """Create the demo halls and sessions; does nothing if demo data exists (unless force)."""
-    if mongo.theaters().count_documents({"demo": True}, limit=1) and not force:
+    # the few theaters, read whole on purpose (hinted: an index scan, as notablescan wants it)
+    demo_ids = [t["_id"] for t in mongo.theaters().find({"demo": True}, {"_id": 1}, hint=[("_id", 1)])]
+    if demo_ids and not force:
         return False
     if force:
-        for t in mongo.theaters().find({"demo": True}, {"_id": 1}):
-            mongo.sessions().delete_many({"theaterId": t["_id"]})
-        mongo.theaters().delete_many({"demo": True})
+        mongo.sessions().delete_many({"theaterId": {"$in": demo_ids}})
+        mongo.theaters().delete_many({"_id": {"$in": demo_ids}})
     grand = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
     studio = create_theater("Studio Stage", parse_grid(STUDIO_GRID, STUDIO_CATEGORIES))
     stadium = demo_stadium.create_stadium()  # 100,000 seats in 100 sections: the big-venue path

@@ -12,6 +12,9 @@ from urllib.parse import parse_qs, urlsplit
 from django.conf import settings
 from pymongo import MongoClient
 from pymongo.database import Database
+from pymongo.errors import OperationFailure
+
+from .domain import CartState, MailState
 
 _lock = threading.Lock()
 _client: MongoClient | None = None
@@ -116,37 +119,118 @@ def checkin_conflicts():
     return get_db()["checkin_conflicts"]
 
 
+# Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
+# once a minute after their date); the indexes that carry the dates are declared below.
+DAY = 86_400
+
+# The shard key of every collection, chosen per access pattern (docs/architecture.md, "Shard
+# keys"): every command of the hot paths names it (booking/tests/test_shard_keys.py). Nothing
+# here shards anything: an operator runs sh.shardCollection with these (docs/deploy.md).
+SHARD_KEYS = {
+    "theaters": {"_id": "hashed"},
+    "sessions": {"_id": "hashed"},
+    "carts": {"owner": "hashed"},
+    "orders": {"ref": 1},  # ranged: the reference is random, and its unique index must be the shard key
+    "checkin_conflicts": {"scanId": 1},  # ranged: random scan ids, and the unique index is the key's
+}
+
+# The collections whose indexes ensure_indexes owns: an index there that it no longer declares
+# (renamed, retired: the seed's ticket_code, ...) is dropped.
+OWNED_COLLECTIONS = ("theaters", "sessions", "carts", "orders")
+
+
+def _index(collection, keys, *, name: str, **options) -> str:
+    """Create one index; an index of that name or those keys with other keys or options (sparse
+    turned partial, a retention changed) is dropped first and made again."""
+    try:
+        return collection.create_index(keys, name=name, **options)
+    except OperationFailure as exc:
+        if exc.code not in (85, 86):  # IndexOptionsConflict, IndexKeySpecsConflict
+            raise
+    wanted = list(keys)
+    for existing, spec in collection.index_information().items():
+        if existing != "_id_" and (existing == name or list(spec["key"]) == wanted):
+            collection.drop_index(existing)
+    return collection.create_index(keys, name=name, **options)
+
+
 def ensure_indexes() -> list[str]:
-    """Create every index the access patterns need; returns their names."""
+    """Create every index the access patterns need and drop the ones no longer declared (in the
+    collections listed in OWNED_COLLECTIONS); returns the declared names.
+
+    booking/tests/test_query_audit.py checks every command shape the app sends against these.
+    """
     created = []
+    created.append(_index(theaters(), [("name", 1), ("_id", 1)], name="name_id"))  # the staff list's order
     # _id last: what's on sorts by (start, _id), so that equal starts come in one order, and these
     # serve that sort (an index on start alone would leave a sort in memory of every match)
-    created.append(sessions().create_index([("start", 1), ("_id", 1)], name="start_id"))
-    created.append(sessions().create_index([("theaterId", 1), ("start", 1), ("_id", 1)], name="theater_start_id"))
-    created.append(sessions().create_index([("reservations._id", 1)], name="reservation_cart"))
+    created.append(_index(sessions(), [("start", 1), ("_id", 1)], name="start_id"))
+    created.append(_index(sessions(), [("theaterId", 1), ("start", 1), ("_id", 1)], name="theater_start_id"))
+    created.append(_index(sessions(), [("reservations._id", 1)], name="reservation_cart"))
     created.append(
-        sessions().create_index([("performanceId", 1), ("section.index", 1)], name="performance_sections", sparse=True)
+        _index(sessions(), [("performanceId", 1), ("section.index", 1)], name="performance_sections", sparse=True)
     )
-    created.append(carts().create_index([("state", 1), ("expiresAt", 1)], name="state_expires"))
-    created.append(carts().create_index([("owner", 1), ("state", 1)], name="owner_state"))
-    # the per-client held-seats limit counts live carts by client address
+    # the waiting room: the sessions of a queue (booking/services/waiting_room.py)
+    created.append(_index(sessions(), [("waitingRoom.queueId", 1)], name="waiting_room", sparse=True))
+    # sessions whose seat grid is still there, by end: the compaction task's work list (the ones
+    # compacted leave the index)
     created.append(
-        carts().create_index([("client", 1), ("state", 1), ("expiresAt", 1)], name="client_live", sparse=True)
+        _index(sessions(), [("end", 1)], name="grid_by_end", partialFilterExpression={"seats": {"$exists": True}})
     )
-    created.append(orders().create_index([("cartId", 1)], unique=True, name="cart_unique"))
-    created.append(orders().create_index([("ref", 1)], unique=True, name="ref_unique"))
-    created.append(orders().create_index([("email", 1)], name="email"))
-    created.append(orders().create_index([("mail", 1), ("createdOn", 1)], name="mail_pending"))
-    created.append(orders().create_index([("lines.sessionId", 1)], name="session"))
-    created.append(orders().create_index([("lines.ticket", 1)], name="line_ticket"))
+    # a compacted session goes when its orders go (services/retention.py)
+    created.append(_index(sessions(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
+    created.append(_index(carts(), [("state", 1), ("expiresAt", 1)], name="state_expires"))
+    created.append(_index(carts(), [("owner", 1), ("state", 1)], name="owner_state"))
+    # the per-client held-seats limit counts a client's active carts: only active carts are in it
+    # (a sparse compound index would hold every cart that has any of its keys)
+    created.append(
+        _index(
+            carts(),
+            [("client", 1), ("expiresAt", 1)],
+            name="client_live",
+            partialFilterExpression={"state": CartState.ACTIVE, "client": {"$exists": True}},
+        )
+    )
+    # the staff lists: carts of a state, and of every state, newest first
+    created.append(_index(carts(), [("state", 1), ("createdOn", -1), ("_id", -1)], name="state_newest"))
+    created.append(_index(carts(), [("createdOn", -1), ("_id", -1)], name="newest"))
+    retention = settings.BOOKING_CART_RETENTION_DAYS * DAY
+    created.append(_index(carts(), [("endedOn", 1)], name="ended_ttl", expireAfterSeconds=retention))
+    created.append(_index(orders(), [("ref", 1)], unique=True, name="ref_unique"))
+    # unique on a replica set; a collection sharded on ref cannot have a second unique index, and
+    # there a cart's one order rests on the cart's orderRef alone (services/checkout.py)
+    created.append(_index(orders(), [("cartId", 1)], unique=not settings.MONGODB_SHARDED, name="cart_unique"))
+    created.append(_index(orders(), [("email", 1)], name="email"))
+    # the staff search by name: an anchored prefix of a word of the name (booking/names.py)
+    created.append(_index(orders(), [("nameKeys", 1)], name="name_prefix"))
+    created.append(_index(orders(), [("createdOn", -1), ("_id", -1)], name="newest"))
+    # mails still to send, and failed ones by their next round (a sent mail leaves both: years of
+    # orders stay out of the way); one partial index per state, each filter a plain equality
+    pending, failed = {"mail": MailState.PENDING}, {"mail": MailState.FAILED}
+    created.append(
+        _index(orders(), [("mail", 1), ("createdOn", 1)], name="mail_pending", partialFilterExpression=pending)
+    )
+    created.append(
+        _index(
+            orders(), [("mail", 1), ("mailRetryAt", 1), ("_id", 1)], name="mail_failed", partialFilterExpression=failed
+        )
+    )
+    created.append(_index(orders(), [("lines.sessionId", 1)], name="session"))
+    created.append(_index(orders(), [("lines.ticket", 1)], name="line_ticket"))  # door check-in finds a ticket
+    # canceled or failed orders whose seats are not given back yet (reconcile): a handful at most
+    created.append(
+        _index(orders(), [("state", 1)], name="release_pending", partialFilterExpression={"seatsReleased": False})
+    )
+    created.append(_index(orders(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
     # payments (services/payments.py, refunds.py): the webhook's lookup and reconcile's queries
-    created.append(orders().create_index([("payment.intent", 1)], name="payment_intent"))
-    created.append(orders().create_index([("state", 1), ("payment.until", 1)], name="state_payment_until"))
-    # door check-in of refunded tickets (services/checkin.py): they are refused, also offline
-    created.append(orders().create_index([("refundedLines.ticket", 1)], name="refunded_ticket", sparse=True))
-    created.append(orders().create_index([("refundedLines.sessionId", 1)], name="refunded_session", sparse=True))
+    created.append(_index(orders(), [("payment.intent", 1)], name="payment_intent"))
+    created.append(_index(orders(), [("payment.previous.intent", 1)], name="payment_previous", sparse=True))
+    created.append(_index(orders(), [("state", 1), ("payment.until", 1)], name="state_payment_until"))
     for flag in ("settling", "refundDue", "noticeMail"):
-        created.append(orders().create_index([(flag, 1)], name=flag, sparse=True))
+        created.append(_index(orders(), [(flag, 1)], name=flag, sparse=True))
+    # door check-in of refunded tickets (services/checkin.py): they are refused, also offline
+    created.append(_index(orders(), [("refundedLines.ticket", 1)], name="refunded_ticket", sparse=True))
+    created.append(_index(orders(), [("refundedLines.sessionId", 1)], name="refunded_session", sparse=True))
     # door check-in (services/checkin.py): a scope's conflicts, newest first; one per offline scan
     created.append(
         checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
@@ -155,4 +239,16 @@ def ensure_indexes() -> list[str]:
     # promo codes (services/promos.py): redeemed by their text; a voucher batch exported by batch
     created.append(promo_codes().create_index([("code", 1)], unique=True, name="code_unique"))
     created.append(promo_codes().create_index([("batch", 1)], name="batch", sparse=True))
+    _drop_undeclared(set(created))
     return created
+
+
+def _drop_undeclared(declared: set[str]) -> None:
+    db = get_db()
+    existing = set(db.list_collection_names())
+    for name in OWNED_COLLECTIONS:
+        if name not in existing:
+            continue
+        for index in db[name].index_information():
+            if index != "_id_" and index not in declared:
+                db[name].drop_index(index)

@@ -42,6 +42,19 @@ def initial_states(layout: dict) -> list[list[int]]:
     return [[GAP if cell is None else FREE for cell in row["cells"]] for row in layout["rows"]]
 
 
+def restored_states(layout: dict, sold: Iterable[str] | None = None) -> list[list[int]]:
+    """A grid for a session whose grid was compacted after the show (services/retention.py): the
+    seats in ``sold`` (keys, from the paid orders) sold and the others free; with ``sold`` None
+    every seat shows as sold (nothing is for sale any more)."""
+    if sold is None:
+        return [[GAP if cell is None else SOLD for cell in row["cells"]] for row in layout["rows"]]
+    grid = initial_states(layout)
+    for key in sold:
+        row, col = parse_seat_key(key)
+        grid[row][col] = SOLD
+    return grid
+
+
 def count_state(seats: list[list[int]], state: int) -> int:
     return sum(row.count(state) for row in seats)
 

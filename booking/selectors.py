@@ -4,9 +4,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bson import ObjectId
+from django.conf import settings
 
 from . import clock, mongo
 from .domain import CartState, MailState, SessionStatus, is_live, live_cart_filter, stale_cart_filter
+from .seat_grid import restored_states
 
 SUMMARY_FIELDS = {
     "name": 1,
@@ -30,6 +32,7 @@ SUMMARY_FIELDS = {
     "ticketTypes": 1,  # the price table (services/offers.py): the hold prices items by it
     "typePrices": 1,
     "priceRev": 1,
+    "waitingRoom.queueId": 1,  # a high-demand sale's queue (services/waiting_room.py), when it has one
 }
 
 
@@ -106,8 +109,12 @@ def performance_sections(performance_id: ObjectId) -> list[dict]:
 
 
 def get_session(session_id: ObjectId) -> dict | None:
-    """Q2 the seat map: one read by _id."""
-    return mongo.sessions().find_one({"_id": session_id})
+    """Q2 the seat map: one read by _id. A session compacted after the show (services/retention.py)
+    shows every seat as taken."""
+    session = mongo.sessions().find_one({"_id": session_id})
+    if session is not None and "seats" not in session and "layout" in session:
+        session["seats"] = restored_states(session["layout"])
+    return session
 
 
 # A hold's read of the session, when it reads one (the first hold of a session in a process, or
@@ -158,7 +165,7 @@ def buyer_carts(owner: str, cart_id: ObjectId | None, client: str | None, now: d
     branches: list[dict] = [{"owner": owner, **live}]
     if cart_id is not None:
         branches.append({"_id": cart_id, "owner": owner})
-    if client:
+    if client and settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT:  # the one branch without the shard key (owner)
         branches.append({"client": client, **live})
     query = {"$or": branches} if len(branches) > 1 else branches[0]
     found = BuyerCarts(cart=None, owner_live=0, client_held=0)

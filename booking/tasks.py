@@ -14,7 +14,7 @@ from celery import shared_task
 from django.conf import settings
 
 from .domain import SendOutcome
-from .services import carts, notifications
+from .services import carts, notifications, retention
 from .services import reconcile as reconcile_service
 
 logger = logging.getLogger("booking.tasks")
@@ -57,6 +57,14 @@ def reconcile(self) -> dict:
     report = reconcile_service.reconcile()
     logger.info("reconcile task=%s: %s", self.request.id, report)
     return dict(report.__dict__)
+
+
+@shared_task(name="booking.tasks.compact_past_sessions", bind=True, time_limit=600, soft_time_limit=540)
+def compact_past_sessions(self) -> int:
+    """Past sessions' seat grids become a summary (services/retention.py)."""
+    compacted = retention.compact_past_sessions()
+    logger.info("compact_past_sessions task=%s: %d sessions compacted", self.request.id, compacted)
+    return compacted
 
 
 def mail_retry_countdown(retries: int) -> float:

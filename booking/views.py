@@ -22,7 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap
 
-from . import buyer, clock, formatting, presenters, ratelimits, seatmap_html, selectors
+from . import buyer, clock, formatting, presenters, queue_views, ratelimits, seatmap_html, selectors
 from .domain import CartState, SalePhase, SessionStatus, sale_phase
 from .errors import (
     BookingError,
@@ -50,6 +50,7 @@ from .seat_grid import FREE, HELD, seat_key
 from .services import carts as cart_service
 from .services import holds, pricing
 from .services import sessions as session_service
+from .services.admission import AdmissionRequired
 
 STATUS_FOR = {
     NotFound: 404,
@@ -62,6 +63,7 @@ STATUS_FOR = {
     Conflict: 409,
     SessionNotOnSale: 409,
     CheckoutFailed: 409,
+    AdmissionRequired: 403,  # a queued sale: the waiting room's admission is missing or ended
 }
 LIVE_REFRESH_SECONDS = 2
 SERVER_NOW_MARKER = "8c1d0e5a-server-now"  # in a shared page, replaced by the time of each answer
@@ -209,6 +211,7 @@ def _map_context(request, session: dict, cart: dict | None, picked=(), shared=No
         "map_width": shared.width,
         "category_css": seatmap_html.category_css(session),
         "refresh_ms": LIVE_REFRESH_SECONDS * 1000,
+        "push": settings.BOOKING_PUSH,
         "sale_notice": _sale_notice(session, access),
     }
 
@@ -238,6 +241,9 @@ def session_page(request, session_id):
         session, shared = _load_session_page(session_id)
     except NotFound as exc:
         return _error_page(request, exc, 404)
+    turn = queue_views.session_gate(request, session)  # waiting room: None, a redirect, or the admission
+    if isinstance(turn, HttpResponse):
+        return turn
     template = "booking/session.html#seatmap" if request.htmx and not request.htmx.boosted else "booking/session.html"
 
     def context(**extra):
@@ -248,11 +254,13 @@ def session_page(request, session_id):
             "legend": seatmap_html.legend(session),
             "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
+            "admission": turn,
             **extra,
         }
 
-    if cart is None and not expired and not get_messages(request) and not buyer.presale_keys(request):
-        # The same page for every viewer without a cart, a message or a presale: built once per version.
+    if cart is None and not expired and not turn and not get_messages(request) and not buyer.presale_keys(request):
+        # The same page for every viewer without a cart, a message, a presale or a waiting-room
+        # turn: built once per version.
         tz = timezone.get_current_timezone_name()
         key = (session["_id"], session["version"], template, _sale_notice(session), tz)
         extra = {"csrf_token": seatmap_html.CSRF_MARKER, "server_now_ms": SERVER_NOW_MARKER}
@@ -271,6 +279,9 @@ def performance_page(request, performance_id):
         return _error_page(request, exc, 404)
     if not sections:
         return _error_page(request, "No such performance.", 404)
+    gate = queue_views.performance_gate(request, sections)  # waiting room
+    if gate is not None:
+        return gate
     summary = selectors.group_sections(sections)[0]
     context = {"card": presenters.session_card(summary), "stands": presenters.section_stands(sections)}
     return render(request, "booking/performance.html", context)
@@ -327,9 +338,12 @@ def _seat_action(request, session_id, service, *args, notice: str = ""):
     result = None
     access = holds.presale_access.set(buyer.presale_keys(request))
     try:
-        result = service(sid, owner, buyer.cart_id(request), *args)
+        with queue_views.admissions(request, owner):  # waiting room: the admissions this buyer presents
+            result = service(sid, owner, buyer.cart_id(request), *args)
         if isinstance(result, holds.HoldResult):
             buyer.set_cart(request, result.cart_id)
+    except AdmissionRequired as exc:
+        return queue_views.admission_refused(request, exc)
     except BookingError as exc:
         status = status_for(exc)
         if status == 404 and selectors.session_version(sid) is None:
@@ -495,7 +509,7 @@ def cart_cancel(request):
     if cart_id and owner:
         freed = cart_service.cancel_cart(cart_id, owner)
         if freed:
-            messages.success(request, "Your booking was canceled and the seats released.")
+            messages.success(request, "Your held seats were released.")
     buyer.forget_cart(request)
     return redirect("booking:whats_on")
 
@@ -530,6 +544,7 @@ def _visible_order(request, ref: str) -> dict | None:
     return found
 
 
+JUST_BOOKED_COOKIE = "just_booked"  # the order checkout just made, read once by its page
 NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
 
 
@@ -562,8 +577,13 @@ def order_page(request, ref):
         return _error_page(request, NO_SUCH_BOOKING, 404)
     from .payment_views import refresh_order, stripe_csp  # this is the payment's return page too
 
-    context = _order_context(refresh_order(order), request)
-    return stripe_csp(render(request, "booking/order.html", context), context)
+    order = refresh_order(order)
+    just_booked = request.get_signed_cookie(JUST_BOOKED_COOKIE, default="", salt=JUST_BOOKED_COOKIE, max_age=600)
+    context = {**_order_context(order, request), "just_booked": just_booked == order["ref"]}
+    response = stripe_csp(render(request, "booking/order.html", context), context)
+    if just_booked and order["state"] != "pending_payment":  # read once it is paid (or ended)
+        response.delete_cookie(JUST_BOOKED_COOKIE, samesite="Lax")
+    return response
 
 
 @require_safe

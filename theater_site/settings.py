@@ -3,6 +3,8 @@
 Every variable is documented in the README with its default.
 """
 
+import os
+from collections import ChainMap
 from pathlib import Path
 
 import environ
@@ -13,7 +15,23 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEV_SECRET_KEY = "dev-only-insecure-key-change-me"  # noqa: S105 - refused when DEBUG is off
 
-env = environ.Env()
+
+class _Env(environ.Env):
+    # read_env below fills the front map, and only with variables the environment lacks: settings
+    # see both, os.environ stays as it was (a process that reads it itself, such as the tests' or
+    # the benchmark's harness deciding whether to start a MongoDB of its own, is not redirected).
+    ENVIRON = ChainMap({}, os.environ)
+
+
+env = _Env()
+# The dev stack's settings: scripts/run.sh writes MONGODB_URI, REDIS_URL, SITE_URL (and the
+# MONGODB_DB, DATABASE_URL or EMAIL_URL it was given) to .run/dev.env, so every manage.py command
+# (worker_status, check_invariants, ...) reaches the running dev stack without typing them.
+# Variables set in the environment win; DEV_ENV_FILE="" reads no file (the test settings), and
+# neither does a run with DEBUG off (production).
+DEV_ENV_FILE = env.str("DEV_ENV_FILE", default=str(BASE_DIR / ".run" / "dev.env"))
+if DEV_ENV_FILE and env.bool("DEBUG", default=True) and Path(DEV_ENV_FILE).is_file():
+    _Env.read_env(DEV_ENV_FILE)
 
 DEBUG = env.bool("DEBUG", default=True)
 SECRET_KEY = env.str("SECRET_KEY", default=DEV_SECRET_KEY)
@@ -139,6 +157,9 @@ SECURE_CSP = {
 MONGODB_URI = env.str("MONGODB_URI", default="mongodb://127.0.0.1:27017/")
 MONGODB_DB = env.str("MONGODB_DB", default="theater")
 MONGODB_TIMEOUT_MS = env.int("MONGODB_TIMEOUT_MS", default=3000)
+# True once the collections are sharded (docs/deploy.md): orders' cartId index is then not unique
+# (a collection sharded on ref can have no other unique index).
+MONGODB_SHARDED = env.bool("MONGODB_SHARDED", default=False)
 
 # --- Redis / Celery ---
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
@@ -178,10 +199,14 @@ BOOKING_HOLD_CAP_SECONDS = env.int(
 )
 BOOKING_MAX_SEATS_PER_CART = env.int("BOOKING_MAX_SEATS_PER_CART", default=10)
 BOOKING_PREVENT_ORPHAN_SEATS = env.bool("BOOKING_PREVENT_ORPHAN_SEATS", default=True)
+# Live seat maps pushed over Server-Sent Events from a change stream (booking/push.py); off: polling.
+BOOKING_PUSH = env.bool("BOOKING_PUSH", default=True)
 # Anti-hoarding (docs/reliability.md). A client is an IP address (see BOOKING_TRUSTED_PROXIES).
 BOOKING_MAX_LIVE_CARTS_PER_OWNER = env.int("BOOKING_MAX_LIVE_CARTS_PER_OWNER", default=2)
 BOOKING_MAX_HELD_SEATS_PER_CLIENT = env.int("BOOKING_MAX_HELD_SEATS_PER_CLIENT", default=40)  # 0: no limit
-BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per client; "" turns it off
+BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per buyer; "" turns it off
+# ... and per client address, all its buyers together (a household, an office); "" turns it off
+BOOKING_HOLD_RATE_PER_ADDRESS = env.str("BOOKING_HOLD_RATE_PER_ADDRESS", default="120/m")
 # Booking lookups by reference + e-mail per client (Find my booking, the mail's link); "" turns it off
 BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
 # Members' presale access codes tried per client address (right or wrong); "" turns it off.
@@ -210,6 +235,27 @@ BOOKING_MAIL_MAX_REQUEUES = env.int("BOOKING_MAIL_MAX_REQUEUES", default=5)
 # an address refused for good) it stays failed for an operator (worker_status, resend_confirmation).
 BOOKING_MAIL_RETRY_FAILED_SECONDS = env.int("BOOKING_MAIL_RETRY_FAILED_SECONDS", default=1800)
 BOOKING_MAIL_MAX_FAILURES = env.int("BOOKING_MAIL_MAX_FAILURES", default=4)
+# Retention (docs/architecture.md, "Data that does not grow"): an ended cart (expired, canceled,
+# done) is deleted this many days after it ended (TTL on endedOn; changing it rebuilds the index at
+# the next ensure_indexes); an order is kept this many full calendar years after the year it was
+# made in (TTL on purgeAt, computed when the order is made: a change applies to new orders).
+BOOKING_CART_RETENTION_DAYS = env.int("BOOKING_CART_RETENTION_DAYS", default=30)
+BOOKING_ORDER_RETENTION_YEARS = env.int("BOOKING_ORDER_RETENTION_YEARS", default=10)
+# A session that ended this many days ago loses its seat grid and holds for a small summary (the
+# worker's compact_past_sessions, every BOOKING_COMPACT_EVERY_SECONDS); the layout stays.
+BOOKING_SESSION_COMPACT_AFTER_DAYS = env.int("BOOKING_SESSION_COMPACT_AFTER_DAYS", default=7)
+BOOKING_COMPACT_EVERY_SECONDS = env.float("BOOKING_COMPACT_EVERY_SECONDS", default=3600)
+
+# --- Waiting room for big on-sales (booking/services/waiting_room.py; docs/architecture.md) ---
+# A waiting buyer not seen (no poll) for this long loses the place.
+BOOKING_QUEUE_GRACE_SECONDS = env.int("BOOKING_QUEUE_GRACE_SECONDS", default=120)
+# An admission lets the buyer choose seats for this long (holds need it; checkout does not).
+BOOKING_QUEUE_ADMISSION_SECONDS = env.int("BOOKING_QUEUE_ADMISSION_SECONDS", default=1200)
+# The queue page asks again after this many seconds near the front, up to the max further back.
+BOOKING_QUEUE_POLL_SECONDS = env.float("BOOKING_QUEUE_POLL_SECONDS", default=3)
+BOOKING_QUEUE_POLL_MAX_SECONDS = env.float("BOOKING_QUEUE_POLL_MAX_SECONDS", default=20)
+# How long a queue poll waits for Redis before the page says "paused, you keep your place".
+BOOKING_QUEUE_REDIS_TIMEOUT_SECONDS = env.float("BOOKING_QUEUE_REDIS_TIMEOUT_SECONDS", default=0.5)
 # Where the site is reached; the ticket link in the confirmation e-mail starts with it.
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
@@ -259,6 +305,11 @@ CELERY_BEAT_SCHEDULE = {
             "time_limit": BOOKING_EXPIRE_TIME_LIMIT_SECONDS,
             "soft_time_limit": BOOKING_EXPIRE_TIME_LIMIT_SECONDS * 0.9,
         },
+    },
+    "compact-past-sessions": {
+        "task": "booking.tasks.compact_past_sessions",
+        "schedule": BOOKING_COMPACT_EVERY_SECONDS,
+        "options": {"expires": BOOKING_COMPACT_EVERY_SECONDS, "time_limit": 600, "soft_time_limit": 540},
     },
     "reconcile-holds": {
         "task": "booking.tasks.reconcile",

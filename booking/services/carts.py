@@ -42,22 +42,27 @@ def live_or_expire(cart: dict | None, now: datetime) -> dict | None:
     return None
 
 
-def expire_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
+def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | None = None) -> int | None:
     """Expire one stale cart and free its seats. Returns seats freed, or None if the cart was not
-    stale (already expired by someone else, checked out, or its hold was extended)."""
+    stale (already expired by someone else, checked out, or its hold was extended).
+
+    ``owner``: the cart's owner when the caller knows it: carts are sharded on owner, so the
+    write then goes to one shard. The write answers with the cart's sessions, and their holds are
+    settled by _id (targeted); a hold the cart never recorded (a crash between a hold's two
+    writes) is left to reconcile.finish_interrupted_expiries, which the expiry task runs next."""
     now = now or clock.now()
-    # One write that also answers whether a promo code is applied (no extra read for it). An active
-    # cart only: a paying one is expire_paying_cart's (its order expires too).
-    ended = mongo.carts().find_one_and_update(
-        {"_id": cart_id, "state": CartState.ACTIVE, "expiresAt": {"$lte": now}},
+    # One write that answers with the cart's sessions and whether a promo code is applied. An
+    # active cart only: a paying one is expire_paying_cart's (its order expires too).
+    cart = mongo.carts().find_one_and_update(
+        {"_id": cart_id, **({"owner": owner} if owner else {}), "state": CartState.ACTIVE, "expiresAt": {"$lte": now}},
         {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
-        projection={"promo.codeId": 1},
+        projection={"items.sessionId": 1, "promo.codeId": 1},
     )
-    if ended is None:
+    if cart is None:
         return None
     faults.point("expire.after_cart")
-    freed = reservations.release_all(cart_id)
-    if ended.get("promo"):
+    freed = reservations.release_all(cart_id, session_ids=session_ids_of(cart))
+    if cart.get("promo"):
         promos.release_for_cart(cart_id)  # the promo code's use goes back (once)
     return freed
 
@@ -71,10 +76,15 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime | None = None) -> int | 
 
 
 def expire_ended(cart: dict, now: datetime) -> int | None:
-    """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id and state)."""
+    """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id, state, owner)."""
     if cart["state"] == CartState.PAYING:
         return expire_paying_cart(cart["_id"], now)
-    return expire_cart(cart["_id"], now)
+    return expire_cart(cart["_id"], now, owner=cart.get("owner"))
+
+
+def session_ids_of(cart: dict) -> list[ObjectId]:
+    """The sessions a cart holds seats in, as its items list them (first seen first)."""
+    return list(dict.fromkeys(item["sessionId"] for item in cart.get("items", [])))
 
 
 def force_expire_cart(cart_id: ObjectId) -> int | None:
@@ -94,13 +104,14 @@ def force_expire_cart(cart_id: ObjectId) -> int | None:
 def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     """The buyer gives up: the cart ends and every seat it holds is free again."""
     now = clock.now()
-    result = mongo.carts().update_one(
+    cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, "owner": owner, "state": CartState.ACTIVE},
         {"$set": {"state": CartState.CANCELED, "endedOn": now}},
+        projection={"items.sessionId": 1},
     )
-    if not result.modified_count:
+    if cart is None:
         return 0
-    freed = reservations.release_all(cart_id)
+    freed = reservations.release_all(cart_id, session_ids=session_ids_of(cart))
     promos.release_for_cart(cart_id)
     return freed
 
@@ -119,7 +130,7 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
     while True:
         stale = list(
             mongo.carts()
-            .find(stale_cart_filter(now), {"state": 1})
+            .find(stale_cart_filter(now), {"state": 1, "owner": 1})
             # No _id tie-breaker: the state_expires index serves this order (with _id it would be
             # a sort in memory of every stale cart, per batch), and every stale cart is expired
             # whichever of equal ones comes first.

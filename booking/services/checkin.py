@@ -31,6 +31,7 @@ from .. import clock, mongo
 from ..domain import OrderState
 from ..errors import InvalidRequest, NotFound
 from ..selectors import group_sections
+from .checkout import ref_of_ticket
 
 # The order states whose tickets let people in: paid, and partly refunded (its remaining lines;
 # a refunded ticket has left ``lines`` for ``refundedLines``: services/refunds.py).
@@ -310,9 +311,11 @@ def check_in(
         code = clean_code(code)
         digest = ticket_hash(code)
     record = {"at": at, "door": door, "by": str(by)[:150], "scanId": scan_id, "offline": offline, "recordedOn": now}
+    by_ref = _by_ref(code)
     for _attempt in range(3):
         order = mongo.orders().find_one_and_update(
             {
+                **by_ref,
                 "lines": {
                     "$elemMatch": {"ticket": code, "sessionId": scope.session_clause(), "checkedIn": {"$exists": False}}
                 },
@@ -326,7 +329,10 @@ def check_in(
         if order is not None:
             line = _find_line(order, code)
             return Outcome(ADMITTED, "Valid ticket.", door_ticket(order, line, scope), _used(record), hash=digest)
-        outcome = _why_not(scope, code, digest, scan_id)
+        if by_ref and mongo.orders().find_one({**by_ref, "lines.ticket": code}, {"_id": 1}) is None:
+            by_ref = {}  # a code from before codes began with their reference (or none at all): by code alone
+            continue
+        outcome = _why_not(scope, code, digest, scan_id, by_ref)
         if outcome is not None:
             return _report(scope, outcome, door, by, scan_id, at, now) if offline and not outcome.admitted else outcome
         # Unused, admitting and in scope after all: the order became paid between the two
@@ -334,10 +340,18 @@ def check_in(
     raise RuntimeError(f"check-in of a ticket kept changing under us (scope {scope.id})")
 
 
-def _why_not(scope: Scope, code: str, digest: str, scan_id: str) -> Outcome | None:
+def _by_ref(code: str) -> dict:
+    """The order's reference a ticket code starts with, as a filter: orders are sharded on ref, so
+    the check-in's commands go to one shard (docs/architecture.md, "Shard keys")."""
+    ref = ref_of_ticket(code)
+    return {"ref": ref} if ref else {}
+
+
+def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -> Outcome | None:
     """Why the update did not match, read from the order. None: it would match now."""
     order = mongo.orders().find_one(
-        {"$or": [{"lines.ticket": code}, {"refundedLines.ticket": code}]}, {**ORDER_FIELDS, "refundedLines": 1}
+        {"$or": [{**by_ref, "lines.ticket": code}, {**by_ref, "refundedLines.ticket": code}]},
+        {**ORDER_FIELDS, "refundedLines": 1},
     )
     line = _find_line(order, code) if order is not None else None
     refunded = order is not None and line is None  # its ticket was refunded (services/refunds.py)

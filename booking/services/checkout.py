@@ -4,7 +4,10 @@ what follows here is the flow from before payments, kept to finish carts it bega
 (``checking_out``) and for its helpers (customer details, references, ticket codes):
 
 1. cart active -> checking_out (only while its hold has not ended), with the customer's details
-2. the order is stored (unique cartId: a retry finds the same order)
+   and the booking reference its order will have (``orderRef``)
+2. the order is stored under that reference (unique: a retry finds the same order; a reference
+   another cart's order took already gives the cart a new one, conditionally, so all finishers
+   agree)
 3. per session: the cart's held seats become sold (the filter proves the hold is still the cart's)
 4. cart -> done
 
@@ -26,7 +29,9 @@ from pymongo.errors import DuplicateKeyError
 from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
 from ..errors import CheckoutFailed, InvalidRequest, NotFound
+from ..names import name_keys
 from ..seat_grid import SOLD, parse_seat_key
+from . import carts as cart_service
 from . import notifications, offers, pricing, promos, reservations
 from . import orders as order_service
 
@@ -40,8 +45,21 @@ def new_booking_ref() -> str:
     return "".join(secrets.choice(REF_ALPHABET) for _ in range(REF_LENGTH))
 
 
-def new_ticket_code() -> str:
-    return secrets.token_urlsafe(18)
+def new_ticket_code(ref: str) -> str:
+    """The order's reference, then 16 random url-safe characters (96 bits): a door that scans it
+    finds the order by its reference, the orders' shard key (docs/architecture.md, "Shard keys")."""
+    return ref + secrets.token_urlsafe(12)
+
+
+def ref_of_ticket(code: str) -> str | None:
+    """The booking reference a ticket code starts with, or None when it cannot have one. Codes
+    made before references led them are 24 random characters: one in a few hundred starts with
+    eight reference letters by chance, so a lookup by the reference that misses must look again
+    by the code alone."""
+    prefix = code[:REF_LENGTH] if isinstance(code, str) else ""
+    if len(prefix) == REF_LENGTH and all(ch in REF_ALPHABET for ch in prefix):
+        return prefix
+    return None
 
 
 # Zero-width non-joiner and joiner: format characters that some scripts (Persian, Indic) and
@@ -81,9 +99,11 @@ def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str, method
     return payments.start(owner, cart_id, name, email, method)
 
 
-def finish_checkout(cart_id: ObjectId) -> dict:
-    """Steps 2-4 for a cart in checking_out; each is safe to repeat. Returns the order."""
-    cart = mongo.carts().find_one({"_id": cart_id})
+def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
+    """Steps 2-4 for a cart in checking_out; each is safe to repeat. Returns the order.
+    ``owner``: the cart's, when known (carts are sharded on it: the reads and writes of the cart
+    go to one shard)."""
+    cart = mongo.carts().find_one({"_id": cart_id, **({"owner": owner} if owner else {})})
     if cart is None:
         raise NotFound("No such cart.")
     order = _store_order(cart)
@@ -92,7 +112,7 @@ def finish_checkout(cart_id: ObjectId) -> dict:
     if cart["state"] != CartState.CHECKING_OUT:
         raise CheckoutFailed("This booking was not completed.")
     if order["state"] == OrderState.FAILED:
-        _end_cart(cart_id, CartState.CANCELED, order)
+        _end_cart(cart, CartState.CANCELED, order)
         raise CheckoutFailed(order.get("failure", "Your seats could not be booked."))
     faults.point("checkout.after_order")
     by_session: dict[ObjectId, set[str]] = {}
@@ -105,20 +125,58 @@ def finish_checkout(cart_id: ObjectId) -> dict:
     except reservations.HoldLost:
         order = _fail_order(order, "Your hold on some seats ended before payment completed; nothing was charged.")
         order_service.release_order_seats(order)  # seats already sold in another session go back
-        reservations.release_all(cart_id)
-        _end_cart(cart_id, CartState.CANCELED, order)
+        reservations.release_all(cart_id, session_ids=cart_service.session_ids_of(cart))
+        _end_cart(cart, CartState.CANCELED, order)
         promos.release_for_cart(cart_id)
         raise CheckoutFailed(order["failure"]) from None
-    if _end_cart(cart_id, CartState.DONE, order):
+    if _end_cart(cart, CartState.DONE, order):
         logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
         notifications.order_confirmed(order["_id"])  # only now that the order is stored and sold
     return order
 
 
-def _store_order(cart: dict) -> dict:
-    existing = mongo.orders().find_one({"cartId": cart["_id"]})
-    if existing is not None:
-        return existing
+def _store_order(cart: dict, make=None) -> dict:
+    """The cart's order, stored once: under the cart's ``orderRef`` (one read by the reference,
+    one insert). ``make(cart, ref)``: the new order's document (payments: one waiting for its
+    payment; default: this module's, paid at once)."""
+    make = make or _new_order
+    ref = cart.get("orderRef")
+    if ref is None:  # began checking out before carts carried their order's reference
+        existing = mongo.orders().find_one({"cartId": cart["_id"]})
+        if existing is not None:
+            return existing
+        ref = _next_order_ref(cart, None)
+    for _attempt in range(5):
+        existing = mongo.orders().find_one({"ref": ref})
+        if existing is not None:
+            if existing["cartId"] == cart["_id"]:
+                return existing  # stored already (a repeat, or a concurrent finisher)
+            ref = _next_order_ref(cart, ref)  # another cart's order has this reference
+            continue
+        order = make(cart, ref)
+        try:
+            mongo.orders().insert_one(order)
+            return order
+        except DuplicateKeyError as exc:
+            if "ref" in str(exc.details or exc):
+                continue  # a concurrent finisher stored it, or another order took the reference: read it
+            existing = mongo.orders().find_one({"cartId": cart["_id"]})  # cart_unique (a replica set)
+            if existing is not None:
+                return existing
+            raise
+    raise RuntimeError("could not allocate a unique booking reference")
+
+
+def _next_order_ref(cart: dict, taken: str | None) -> str:
+    """Give the cart a new order reference in place of ``taken`` (None: it has none yet); if
+    another finisher changed it first, theirs is the one. Returns the cart's reference now."""
+    mine = {"_id": cart["_id"], "owner": cart["owner"]}
+    current = {"orderRef": taken} if taken else {"orderRef": {"$exists": False}}
+    mongo.carts().update_one({**mine, **current}, {"$set": {"orderRef": new_booking_ref()}})
+    return mongo.carts().find_one(mine, {"orderRef": 1})["orderRef"]
+
+
+def _new_order(cart: dict, ref: str) -> dict:
     customer = cart.get("customer") or {}
     amounts = pricing.cart_totals(cart)
     lines = [
@@ -132,7 +190,7 @@ def _store_order(cart: dict) -> dict:
             **({"discount": off} if off else {}),  # the promo code's share of this line
             "ticketType": offers.item_type(item),
             "ticketTypeName": offers.item_type_name(item),
-            "ticket": new_ticket_code(),
+            "ticket": new_ticket_code(ref),
         }
         for item, off in zip(cart["items"], amounts.line_discounts, strict=True)
     ]
@@ -144,6 +202,8 @@ def _store_order(cart: dict) -> dict:
         )
     }
     order = {
+        "_id": ObjectId(),
+        "ref": ref,
         "cartId": cart["_id"],
         "owner": cart["owner"],
         "name": customer.get("name", ""),
@@ -165,20 +225,10 @@ def _store_order(cart: dict) -> dict:
         "state": OrderState.PAID,
         "mail": MailState.PENDING,  # the confirmation e-mail task sets it sent; reconcile re-queues stragglers
         "createdOn": clock.now(),
+        "nameKeys": name_keys(customer.get("name", "")),  # the staff search by name (booking/names.py)
     }
-    for _attempt in range(5):
-        order["_id"] = ObjectId()
-        order["ref"] = new_booking_ref()
-        try:
-            mongo.orders().insert_one(order)
-            return order
-        except DuplicateKeyError as exc:
-            existing = mongo.orders().find_one({"cartId": cart["_id"]})
-            if existing is not None:
-                return existing  # a concurrent finisher stored it first
-            if "ref" not in str(exc.details or exc):
-                raise
-    raise RuntimeError("could not allocate a unique booking reference")
+    order["purgeAt"] = order_service.purge_at(order["createdOn"])  # retention: the purge_ttl index
+    return order
 
 
 def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) -> None:
@@ -204,16 +254,16 @@ def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) 
 
 def _fail_order(order: dict, reason: str) -> dict:
     mongo.orders().update_one(
-        {"_id": order["_id"], "state": OrderState.PAID},
+        {"_id": order["_id"], "ref": order["ref"], "state": OrderState.PAID},
         {"$set": {"state": OrderState.FAILED, "failure": reason, "seatsReleased": False}},
     )
     return {**order, "state": OrderState.FAILED, "failure": reason, "seatsReleased": False}
 
 
-def _end_cart(cart_id: ObjectId, state: CartState, order: dict) -> bool:
+def _end_cart(cart: dict, state: CartState, order: dict) -> bool:
     """Returns True for the one call that moved the cart (so follow-ups happen once)."""
     result = mongo.carts().update_one(
-        {"_id": cart_id, "state": CartState.CHECKING_OUT},
+        {"_id": cart["_id"], "owner": cart["owner"], "state": CartState.CHECKING_OUT},
         {"$set": {"state": state, "orderId": order["_id"], "endedOn": clock.now()}},
     )
     return bool(result.modified_count)

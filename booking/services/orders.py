@@ -6,8 +6,10 @@ this order of writes can only leave seats sold a little longer, and reconcile fi
 """
 
 import logging
+from datetime import UTC, datetime
 
 from bson import ObjectId
+from django.conf import settings
 
 from .. import clock, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
@@ -16,6 +18,13 @@ from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 from . import promos
 
 logger = logging.getLogger("booking.orders")
+
+
+def purge_at(created_on: datetime) -> datetime:
+    """When an order made at ``created_on`` may go (the purge_ttl index deletes it then): after
+    BOOKING_ORDER_RETENTION_YEARS full calendar years following the year it was made in, the way
+    bookkeeping retention is counted (an order of March 2026 is kept to the end of 2036)."""
+    return datetime(created_on.year + 1 + settings.BOOKING_ORDER_RETENTION_YEARS, 1, 1, tzinfo=UTC)
 
 
 def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:

@@ -52,7 +52,7 @@ from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
 from ..payments import base, money, receipts
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 from . import carts as cart_service
-from . import checkout, notifications, offers, pricing, promos, reservations
+from . import checkout, notifications, offers, promos, reservations
 
 logger = logging.getLogger("booking.payments")
 
@@ -146,6 +146,7 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
         if until is None:
             message = "Paying at the box office is not offered for these seats."
             raise InvalidRequest(message, fields={"method": message})
+    order_ref = checkout.new_booking_ref()
     result = mongo.carts().update_one(
         {"_id": cart["_id"], "owner": owner, "state": CartState.ACTIVE, "expiresAt": {"$gt": now}},
         {
@@ -155,6 +156,7 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
                 "customer": {"name": name, "email": email},
                 "payMethod": method,
                 "expiresAt": until,
+                "orderRef": order_ref,  # the order's booking reference (services/checkout.py)
             }
         },
     )
@@ -166,17 +168,23 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
         raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
     faults.point("pay.after_cart")
     moved = {**cart, "state": CartState.PAYING, "customer": {"name": name, "email": email}, "payMethod": method}
+    moved["orderRef"] = order_ref
     return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
 
 
 def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh: bool = False) -> dict:
-    """``fresh``: the cart was moved to paying just now, so no order can exist yet (the insert's
-    unique cartId would find one anyway)."""
-    order = None if fresh else orders().find_one({"cartId": cart["_id"]})
+    """The paying cart's order, stored under the cart's ``orderRef`` if it is not yet (checkout's
+    own way: a second submit, or a finisher after a crash, finds the same one). ``fresh``: the
+    cart was moved to paying just now."""
+    order = None
+    if not fresh:
+        ref = cart.get("orderRef")
+        order = orders().find_one({"ref": ref, "cartId": cart["_id"]} if ref else {"cartId": cart["_id"]})
     if order is None:
         if cart["state"] != CartState.PAYING:
             raise NotFound("No such order.")
-        order = _store_order(cart, sessions if sessions is not None else cart_sessions(cart))
+        sessions = sessions if sessions is not None else cart_sessions(cart)
+        order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions))
         faults.point("pay.after_order")
     if order["state"] == PENDING and order.get("method") == payments.CARD:
         try:
@@ -193,76 +201,36 @@ def theaters_of(sessions: list[dict]) -> dict:
     return {t["_id"]: t for t in mongo.theaters().find({"_id": {"$in": ids}}, {"vatRate": 1, "vatRates": 1})}
 
 
-def _store_order(cart: dict, sessions: list[dict]) -> dict:
+def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
+    """The order's document as checkout makes it (lines with their ticket types, locked prices and
+    promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
+    the booking fee, the payment, no mail yet (it goes once the order is paid)."""
+    order = checkout._new_order(cart, ref)
     method = cart.get("payMethod", payments.CARD)
     theaters = theaters_of(sessions)
     by_id = {s["_id"]: s for s in sessions}
-    amounts = pricing.cart_totals(cart)  # the one totals function: locked prices, a promo code
-    lines = []
-    for item, off in zip(cart["items"], amounts.line_discounts, strict=True):
-        theater = theaters.get(by_id.get(item["sessionId"], {}).get("theaterId"))
-        lines.append(
-            {
-                "sessionId": item["sessionId"],
-                "key": item["key"],
-                "row": item["row"],
-                "seat": item["seat"],
-                "cat": item["cat"],
-                "price": item["price"],  # locked at hold time
-                **({"discount": off} if off else {}),  # the promo code's share of this line
-                "ticketType": offers.item_type(item),
-                "ticketTypeName": offers.item_type_name(item),
-                "vat": money.ticket_rate(theater, item["cat"]),
-                "ticket": checkout.new_ticket_code(),
-            }
-        )
+    for line in order["lines"]:
+        line["vat"] = money.ticket_rate(theaters.get(by_id.get(line["sessionId"], {}).get("theaterId")), line["cat"])
+    for summary in order["sessions"]:
+        summary["theaterId"] = by_id.get(summary["_id"], {}).get("theaterId")  # its receipt sequence
     fee_amount, fee_rate = money.booking_fee()
-    customer = cart.get("customer") or {}
-    order = {
-        "cartId": cart["_id"],
-        "owner": cart["owner"],
-        "name": customer.get("name", ""),
-        "email": customer.get("email", ""),
-        "lines": lines,
-        "sessions": [
-            {
-                "_id": s["_id"],
-                "name": s.get("name"),
-                "start": s.get("start"),
-                "theaterName": s.get("theaterName"),
-                "theaterId": s.get("theaterId"),
-                "categories": {c["code"]: c["name"] for c in s.get("layout", {}).get("categories", [])},
-            }
-            for s in sessions
-        ],
-        "fee": {"amount": fee_amount, "vat": fee_rate},
-        "total": amounts.total + fee_amount,
-        **({"subtotal": amounts.subtotal, "discount": amounts.discount} if amounts.discount else {}),
-        "currency": settings.BOOKING_CURRENCY,
-        "state": PENDING,
-        "method": method,
-        "payment": {
-            "provider": payments.METHOD_PROVIDER[method],
-            "attempt": 1,
-            "intent": None,
-            "status": base.OPEN,
-            "until": cart["expiresAt"],
-        },
-        "createdOn": clock.now(),
-    }
-    for _attempt in range(5):
-        order["_id"] = ObjectId()
-        order["ref"] = checkout.new_booking_ref()
-        try:
-            orders().insert_one(order)
-            return order
-        except DuplicateKeyError as exc:
-            existing = orders().find_one({"cartId": cart["_id"]})
-            if existing is not None:
-                return existing  # a concurrent submit stored it first
-            if "ref" not in str(exc.details or exc):
-                raise
-    raise RuntimeError("could not allocate a unique booking reference")
+    order.pop("mail", None)
+    order.update(
+        {
+            "state": PENDING,
+            "method": method,
+            "fee": {"amount": fee_amount, "vat": fee_rate},
+            "total": order["total"] + fee_amount,
+            "payment": {
+                "provider": payments.METHOD_PROVIDER[method],
+                "attempt": 1,
+                "intent": None,
+                "status": base.OPEN,
+                "until": cart["expiresAt"],
+            },
+        }
+    )
+    return order
 
 
 def ensure_payment(order: dict) -> dict:

@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from bson import ObjectId
 from django.conf import settings
 
 from .. import clock, faults, mongo
@@ -60,6 +61,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.payments_expired = paid.expired
     _release_dead_holds(now, now - grace, report)
     _drop_lost_cart_items(now - grace, report)
+    # the release_pending index (partial on seatsReleased: false) holds just these
     for order in mongo.orders().find(
         {"state": {"$in": [OrderState.CANCELED, OrderState.FAILED]}, "seatsReleased": False}
     ):
@@ -73,16 +75,26 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
 
 def _finish_stuck_checkouts(now: datetime, report: ReconcileReport) -> None:
     stuck_before = now - timedelta(seconds=settings.BOOKING_CHECKOUT_STUCK_SECONDS)
-    for cart in mongo.carts().find({"state": CartState.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"_id": 1}):
+    for cart in mongo.carts().find(
+        {"state": CartState.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"owner": 1}
+    ):
         try:
-            checkout.finish_checkout(cart["_id"])
+            checkout.finish_checkout(cart["_id"], cart["owner"])
         except BookingError as exc:
             logger.warning("stuck checkout %s could not complete: %s", cart["_id"], exc.message)
         report.checkouts_finished += 1
 
 
+# Lower than every cart id: ``{"reservations._id": {"$gte": this}}`` is a range on the
+# reservation_cart index that holds exactly the sessions with at least one hold.
+LOWEST_OBJECT_ID = ObjectId(b"\x00" * 12)
+
+
 def _release_dead_holds(now: datetime, older_than: datetime, report: ReconcileReport) -> None:
-    for session in mongo.sessions().find({"reservations.0": {"$exists": True}}, {"reservations": 1}):
+    # Only the sessions holding seats, through the index (not a read of every 40-60 KB session),
+    # and of those only the holds.
+    with_holds = {"reservations._id": {"$gte": LOWEST_OBJECT_ID}}
+    for session in mongo.sessions().find(with_holds, {"reservations": 1}):
         holds = session["reservations"]
         carts = {
             c["_id"]: c
@@ -106,7 +118,9 @@ def _release_dead_holds(now: datetime, older_than: datetime, report: ReconcileRe
 
 def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None:
     """An active cart may list a seat whose hold is gone (a crash between release's two writes)."""
-    for cart in mongo.carts().find({"state": CartState.ACTIVE, "modifiedOn": {"$lt": older_than}}, {"items": 1}):
+    for cart in mongo.carts().find(
+        {"state": CartState.ACTIVE, "modifiedOn": {"$lt": older_than}}, {"items": 1, "owner": 1}
+    ):
         session_ids = list({i["sessionId"] for i in cart["items"]})
         if not session_ids:
             continue
@@ -125,6 +139,7 @@ def _drop_lost_cart_items(older_than: datetime, report: ReconcileReport) -> None
             result = mongo.carts().update_one(
                 {
                     "_id": cart["_id"],
+                    "owner": cart["owner"],
                     "state": CartState.ACTIVE,
                     "modifiedOn": {"$lt": older_than},
                     "items": still_listed,

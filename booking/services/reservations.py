@@ -98,13 +98,22 @@ def settle(
     raise RuntimeError(f"could not settle hold of cart {cart_id} in session {session_id}: it kept changing")
 
 
-def sessions_held_by(cart_id: ObjectId) -> list[ObjectId]:
-    return [d["_id"] for d in mongo.sessions().find({"reservations._id": cart_id}, {"_id": 1})]
+def sessions_held_by(cart_id: ObjectId, session_ids=None) -> list[ObjectId]:
+    """The sessions holding seats for the cart: of ``session_ids`` when given (by _id, the
+    sessions' shard key: one shard each), else of every session (the reservations index, asked
+    of every shard)."""
+    query = {"reservations._id": cart_id}
+    if session_ids is not None:
+        query = {"_id": {"$in": list(session_ids)}, **query}
+    return [d["_id"] for d in mongo.sessions().find(query, {"_id": 1})]
 
 
-def release_all(cart_id: ObjectId, older_than=None) -> int:
-    """Free every seat a cart holds, in every session (found by the reservations index)."""
+def release_all(cart_id: ObjectId, older_than=None, *, session_ids=None) -> int:
+    """Free every seat a cart holds: in the sessions ``session_ids`` (its items'), or in every
+    session when not given (found by the reservations index)."""
     freed = 0
-    for session_id in sessions_held_by(cart_id):
+    if session_ids is not None and not session_ids:
+        return 0
+    for session_id in sessions_held_by(cart_id, session_ids):
         freed += settle(session_id, cart_id, older_than=older_than).freed
     return freed

@@ -39,11 +39,12 @@ class CartAdmin(MongoModelAdmin):
             cart["seatCount"] = len(cart.get("items", []))
             cart["ended"] = cart["expiresAt"] <= now
         counts = selectors.cart_state_counts()
-        tabs = [(s, s.replace("_", " "), counts.get(s, 0)) for s in selectors.CART_STATES]
+        tabs = [(s, s.replace("_", " "), selectors.count_label(counts.get(s, 0))) for s in selectors.CART_STATES]
+        total = selectors.count_label(sum(counts.values()), capped=max(counts.values(), default=0))
         return self.render(
             request,
             "admin/booking/cart/list.html",
-            {"title": "Carts", "carts": carts, "state": state, "tabs": tabs, "total": sum(counts.values())},
+            {"title": "Carts", "carts": carts, "state": state, "tabs": tabs, "total": total},
         )
 
     def _cart(self, object_id) -> dict:

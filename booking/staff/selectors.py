@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from .. import clock, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState, SessionStatus
-from ..seat_grid import BLOCKED, FREE, HELD, SOLD
+from ..names import name_key
+from ..seat_grid import BLOCKED, FREE, HELD, SOLD, restored_states
 
 STAFF_LIST_LIMIT = 200
 # Carts and orders, newest first; _id last so that equal times come in one order every time.
@@ -40,17 +41,18 @@ SESSION_LIST_FIELDS = {
     "seats": 1,
     "seatsTotal": 1,
     "seatsAvailable": 1,
+    "seatSummary": 1,  # instead of seats once the session was compacted (services/retention.py)
 }
 
 
 def theaters_with_session_counts() -> list[dict]:
-    """Every theater with how many sessions (any state) were created from it: two queries."""
+    """Every theater with how many sessions (any state) were created from it: two queries, the
+    count over the theaterId+start index of these theaters only (not a pass over every session)."""
     fields = {"name": 1, "seatCount": 1, "modifiedOn": 1}
     theaters = list(mongo.theaters().find({}, fields).sort([("name", 1), ("_id", 1)]))
-    counts = {
-        row["_id"]: row["n"]
-        for row in mongo.sessions().aggregate([{"$group": {"_id": "$theaterId", "n": {"$sum": 1}}}])
-    }
+    ids = [t["_id"] for t in theaters]
+    pipeline = [{"$match": {"theaterId": {"$in": ids}}}, {"$group": {"_id": "$theaterId", "n": {"$sum": 1}}}]
+    counts = {row["_id"]: row["n"] for row in mongo.sessions().aggregate(pipeline)} if ids else {}
     for theater in theaters:
         theater["sessionCount"] = counts.get(theater["_id"], 0)
     return with_ids(theaters)
@@ -82,6 +84,23 @@ def seat_counts(seats: list[list[int]]) -> dict:
     counts["total"] = total
     counts["occupancy"] = round(100 * counts["sold"] / total) if total else 0
     return counts
+
+
+def session_counts(session: dict) -> dict:
+    """seat_counts of the session's grid, or of its summary once the grid was compacted."""
+    if "seats" in session:
+        return seat_counts(session["seats"])
+    summary = session.get("seatSummary") or {"sold": 0, "blocked": 0, "free": 0, "total": 0}
+    total = summary["total"]
+    occupancy = round(100 * summary["sold"] / total) if total else 0
+    return {
+        "sold": summary["sold"],
+        "held": 0,
+        "blocked": summary["blocked"],
+        "free": summary["free"],
+        "total": total,
+        "occupancy": occupancy,
+    }
 
 
 class SessionsShown(StrEnum):
@@ -118,13 +137,23 @@ def staff_sessions(
     order = [("start", sort), ("_id", sort)]  # _id last: equal starts in one order (an index serves both ways)
     sessions = list(mongo.sessions().find(query, SESSION_LIST_FIELDS).sort(order).limit(STAFF_LIST_LIMIT))
     for session in sessions:
-        session["counts"] = seat_counts(session.pop("seats"))
+        session["counts"] = session_counts(session)
+        session.pop("seats", None)
         session["isPast"] = session["start"] <= now
     return with_ids(sessions)
 
 
 def get_session(session_id: ObjectId) -> dict | None:
-    return with_id(mongo.sessions().find_one({"_id": session_id}))
+    """The whole session. A compacted one (services/retention.py) gets its grid back from its paid
+    orders: their seats sold, the others free (house seats are only counted in its seatSummary)."""
+    session = mongo.sessions().find_one({"_id": session_id})
+    if session is not None and "seats" not in session and "layout" in session:
+        paid = mongo.orders().find(
+            {"state": OrderState.PAID, "lines.sessionId": session_id}, {"lines.sessionId": 1, "lines.key": 1}
+        )
+        sold = {line["key"] for order in paid for line in order["lines"] if line["sessionId"] == session_id}
+        session["seats"] = restored_states(session["layout"], sold)
+    return with_id(session)
 
 
 def get_theater(theater_id: ObjectId) -> dict | None:
@@ -166,9 +195,22 @@ def carts_by_state(state: str | None) -> list[dict]:
     return with_ids(mongo.carts().find(query, fields).sort(NEWEST_FIRST).limit(STAFF_LIST_LIMIT))
 
 
+# Counts on the staff pages stop here ("10000+"): a count walks the index, and ended carts of a busy
+# month are many.
+STAFF_COUNT_LIMIT = 10_000
+
+
 def cart_state_counts() -> dict[str, int]:
-    rows = mongo.carts().aggregate([{"$group": {"_id": "$state", "n": {"$sum": 1}}}])
-    return {row["_id"]: row["n"] for row in rows}
+    """Carts per state, one count per state on the state+expiresAt index, each at most
+    STAFF_COUNT_LIMIT (a count at the limit means "at least")."""
+    carts = mongo.carts()
+    return {state: carts.count_documents({"state": state}, limit=STAFF_COUNT_LIMIT) for state in CART_STATES}
+
+
+def count_label(n: int, capped: int | None = None) -> str:
+    """A count for a page, "10000+" when it stopped at STAFF_COUNT_LIMIT. A sum of counts passes
+    its largest part as ``capped``: the sum is a lower bound when that part is."""
+    return f"{n}+" if (n if capped is None else capped) >= STAFF_COUNT_LIMIT else str(n)
 
 
 def get_cart(cart_id: ObjectId) -> dict | None:
@@ -188,19 +230,26 @@ _REF = re.compile(r"^[A-Za-z0-9]{6,12}$")
 
 
 def search_orders(text: str) -> list[dict]:
-    """Find orders by booking reference (exact), e-mail (exact, any case) or name (contains).
+    """Find orders by booking reference (exact), e-mail (exact, any case) or name (the start of any
+    of its words, any case or accent: "lov" finds Ada Lovelace). Each branch has its index (the
+    name through ``nameKeys``, an anchored prefix); the newest 200 matches.
 
-    Empty text lists the newest orders.
+    Empty text lists the newest orders (the newest index).
     """
     text = " ".join((text or "").split())
     if not text:
         return with_ids(mongo.orders().find({}, ORDER_LIST_FIELDS).sort(NEWEST_FIRST).limit(50))
-    clauses: list[dict] = [{"name": {"$regex": re.escape(text), "$options": "i"}}]
+    clauses: list[dict] = []
+    prefix = name_key(text)
+    if prefix:
+        clauses.append({"nameKeys": {"$regex": "^" + re.escape(prefix)}})
     if "@" in text:
         clauses.append({"email": text.lower()})
     compact = text.replace(" ", "").replace("-", "")
     if _REF.match(compact):
         clauses.append({"ref": compact.upper()})
+    if not clauses:
+        return []
     found = mongo.orders().find({"$or": clauses}, ORDER_LIST_FIELDS).sort(NEWEST_FIRST).limit(STAFF_LIST_LIMIT)
     return with_ids(found)
 

@@ -7,13 +7,11 @@ from django.core import mail
 from booking import mongo
 from booking.seat_grid import FREE, HELD
 from booking.services import holds, notifications
-from booking.tests import test_admin_support as support
+from booking.tests.admin_support import assert_consistent, last_log, make_staff, sell
 from booking.tests.factories import make_session
-from booking.tests.test_admin_support import assert_consistent, last_log, make_staff, sell
 from theater_site.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
-manager, manager_client = support.manager, support.manager_client  # the shared fixtures
 
 
 def test_carts_are_listed_by_state_with_age_and_expiry(manager_client):

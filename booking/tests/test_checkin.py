@@ -14,8 +14,8 @@ from booking.errors import InvalidRequest, NotFound
 from booking.invariants import check_invariants
 from booking.services import checkin, orders
 from booking.tests.checkin_support import scope_of, sell, tickets
-from booking.tests.factories import make_session
-from booking.tests.test_race import PerThreadClient
+from booking.tests.factories import make_session, stored_against_id_order, two_sessions_at_the_same_start
+from booking.tests.threads import PerThreadClient
 
 
 @pytest.fixture
@@ -352,8 +352,6 @@ def test_invariant_a_checked_in_ticket_belongs_to_a_paid_order(show):
 def test_lists_that_can_tie_end_with_the_id():
     """Two performances at the same start and two conflicts reported at the same moment come in
     one order, whatever order they were stored in."""
-    from booking.tests.test_sort_ties import stored_against_id_order, two_sessions_at_the_same_start
-
     ids = two_sessions_at_the_same_start()
     assert [s["_id"] for s in checkin.door_sessions()] == ids
     session = mongo.sessions().find_one({"_id": ids[0]})

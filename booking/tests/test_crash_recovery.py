@@ -22,19 +22,6 @@ def a_moment_later():
     return clock.now() + timedelta(milliseconds=50)
 
 
-@pytest.fixture
-def crash_at():
-    def arm(point_name):
-        def hook(name):
-            if name == point_name:
-                raise faults.InjectedCrash(name)
-
-        faults.set_hook(hook)
-
-    yield arm
-    faults.set_hook(None)
-
-
 def cells(session, keys):
     seats = mongo.sessions().find_one({"_id": session["_id"]})["seats"]
     return [seats[int(k.split(":")[0])][int(k.split(":")[1])] for k in keys]

@@ -60,21 +60,15 @@ def test_the_celery_app_uses_redis_from_settings_and_finds_the_tasks():
     assert schedule["reconcile-holds"]["options"]["time_limit"] == django_settings.BOOKING_RECONCILE_TIME_LIMIT_SECONDS
 
 
-def test_an_expiry_cut_short_after_the_cart_write_is_finished_by_the_next_run():
+def test_an_expiry_cut_short_after_the_cart_write_is_finished_by_the_next_run(crash_at, fault_hook):
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
     later = clock.now() + timedelta(seconds=django_settings.BOOKING_HOLD_SECONDS + 1)
 
-    def crash(name):
-        if name == "expire.after_cart":
-            raise faults.InjectedCrash(name)
-
-    faults.set_hook(crash)
-    try:
-        with pytest.raises(faults.InjectedCrash):
-            expire_stale_carts(now=later)
-    finally:
-        faults.set_hook(None)
+    crash_at("expire.after_cart")
+    with pytest.raises(faults.InjectedCrash):
+        expire_stale_carts(now=later)
+    fault_hook(None)
     assert mongo.carts().find_one({"_id": cart.cart_id})["state"] == "expired"
     assert check_invariants() != []  # the seats are still held by an expired cart
 

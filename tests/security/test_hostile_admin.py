@@ -18,7 +18,7 @@ from booking.services import holds
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
 
-from .conftest import assert_unchanged, snapshot
+from .support import assert_unchanged, snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -121,7 +121,11 @@ def test_outsiders_are_kept_out_of_every_staff_page(route, _takes_id, documents)
 
 
 @pytest.mark.parametrize("route", [r for r, takes_id in ROUTES if takes_id])
-@pytest.mark.parametrize("bad_id", ["nope", str(ObjectId()), "<script>", "0" * 200])
+@pytest.mark.parametrize(
+    "bad_id",
+    ["nope", str(ObjectId()), "<script>", "0" * 200],
+    ids=["word", "unknown-objectid", "markup", "long"],  # the same ids in every xdist worker
+)
 def test_malformed_and_unknown_ids_are_404(route, bad_id, documents):
     boss = logged_in(make_user("boss", staff=True, superuser=True))
     before = snapshot()

@@ -21,7 +21,7 @@ from booking.domain import CartState
 from booking.seat_grid import FREE, HELD
 from booking.services import carts as cart_service
 
-from .conftest import assert_unchanged, buyer_client, csrf, snapshot
+from .support import assert_unchanged, buyer_client, csrf, snapshot
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 UNKNOWN_ID = "0123456789abcdef01234567"

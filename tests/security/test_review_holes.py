@@ -17,7 +17,7 @@ from booking.services import holds, notifications, reconcile
 from booking.tests.factories import make_theater
 from booking.tests.paying import checkout_paid
 
-from .conftest import assert_unchanged, buyer_client, csrf, snapshot
+from .support import assert_unchanged, buyer_client, csrf, snapshot
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

@@ -1,0 +1,11 @@
+# The app's image for compose.yaml: web (gunicorn), worker and beat run it with different commands.
+FROM python:3.12-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install --no-cache-dir -r requirements.txt
+COPY . .
+RUN python manage.py collectstatic --noinput && useradd --system --home /app theater && mkdir -p /var/lib/theater && chown theater /var/lib/theater
+USER theater
+EXPOSE 8000
+CMD ["gunicorn", "theater_site.wsgi", "--workers", "4", "--threads", "4", "--bind", "0.0.0.0:8000"]

@@ -1,0 +1,147 @@
+"""Every command on the hot paths carries its collection's shard key (mongo.SHARD_KEYS), so on a
+sharded cluster mongos sends it to one shard (or, for ``$in``, to the shards of those keys). The
+one scatter-gather on purpose is Q1 (what's on: a range over every venue's sessions), listed in
+docs/architecture.md with why. Watched through pymongo's command monitoring."""
+
+from datetime import timedelta
+
+import pytest
+
+from booking import clock, mongo, selectors
+from booking.services import carts as cart_service
+from booking.services import checkin, checkout, holds
+from booking.tests import query_audit
+from booking.tests.factories import make_session
+
+ALICE = "s:alice"
+
+
+def untargeted(run) -> list[str]:
+    recorder = query_audit.Recorder()
+    mongo.add_listener(recorder)
+    try:
+        run()
+    finally:
+        mongo.remove_listener(recorder)
+    assert recorder.commands, "the path sent nothing"
+    return [
+        c.shape()
+        for c in recorder.commands
+        if c.collection in mongo.SHARD_KEYS and not query_audit.targets(c, mongo.SHARD_KEYS[c.collection])
+    ]
+
+
+def test_every_collection_has_a_shard_key_with_an_index_that_supports_it():
+    assert set(mongo.get_db().list_collection_names()) <= set(mongo.SHARD_KEYS)  # ensure_indexes made them all
+    for collection, key in mongo.SHARD_KEYS.items():
+        ((field, kind),) = key.items()
+        if kind == "hashed":
+            continue  # sh.shardCollection makes the hashed index (docs/deploy.md)
+        indexes = mongo.get_db()[collection].index_information()
+        assert any(spec["key"][0][0] == field for spec in indexes.values()), collection
+
+
+def test_q2_q3_c1_to_c4_carry_the_shard_key(settings):
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 0  # with a client limit, see the next test
+    session = make_session()
+    other = make_session(days=2)
+    sid = session["_id"]
+    state = {}
+
+    def c1_new_cart():
+        state["cart"] = holds.hold_seats(sid, ALICE, None, ["0:0", "0:1"]).cart_id
+
+    def c1_more_seats_and_another_session():
+        holds.hold_seats(sid, ALICE, state["cart"], ["1:0", "1:1"])
+        holds.hold_seats(other["_id"], ALICE, state["cart"], ["0:0", "0:1"])
+
+    paths = {
+        "Q2 seat map": lambda: (selectors.get_session(sid), selectors.get_session_head(sid)),
+        "Q3 live refresh": lambda: selectors.session_version(sid),
+        "C1 hold, new cart": c1_new_cart,
+        "C1 hold, cart and session known": c1_more_seats_and_another_session,
+        "C1 best available": lambda: holds.hold_best_available(sid, ALICE, state["cart"], 2),
+        "C1/C2 seat click": lambda: holds.toggle_seat(sid, ALICE, state["cart"], "0:1"),
+        "C2 release": lambda: holds.release_seats(sid, ALICE, state["cart"], ["1:1"]),
+    }
+    for name, run in paths.items():
+        assert untargeted(run) == [], name
+
+    state["order"] = None
+    assert (
+        untargeted(lambda: state.update(order=checkout.checkout(ALICE, state["cart"], "Ada", "ada@example.com"))) == []
+    )
+    assert untargeted(lambda: selectors.get_order_by_ref(state["order"]["ref"])) == []  # the confirmation page
+    assert untargeted(lambda: selectors.find_order(state["order"]["ref"], "ada@example.com")) == []
+
+    late = holds.hold_seats(sid, "s:bob", None, ["2:0", "2:1"])
+    holds.hold_seats(other["_id"], "s:bob", late.cart_id, ["2:0"])
+    mongo.carts().update_one(
+        {"_id": late.cart_id, "owner": "s:bob"}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}}
+    )
+    assert untargeted(lambda: cart_service.expire_cart(late.cart_id, owner="s:bob")) == [], "C4"
+    gives_up = holds.hold_seats(sid, "s:carol", None, ["2:5"])
+    assert untargeted(lambda: cart_service.cancel_cart(gives_up.cart_id, "s:carol")) == []
+
+
+def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_with():
+    session = make_session()
+    hold = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    order = checkout.checkout(ALICE, hold.cart_id, "Ada", "ada@example.com")
+    scope = checkin.get_scope(session["_id"])
+    first, second = (line["ticket"] for line in order["lines"])
+    assert len(first) == 24 and checkout.ref_of_ticket(first) == order["ref"]
+    assert untargeted(lambda: checkin.check_in(scope, code=first, door="North", by="anna")) == []
+    # used already: the update misses, the reason is read, all by the reference
+    assert untargeted(lambda: checkin.check_in(scope, code=first, door="South", by="ben")) == []
+    assert checkin.check_in(scope, code=second, door="North", by="anna").admitted
+    assert checkout.ref_of_ticket("a-b_cdefghijklmnopqrstuvw") is None  # a code made before: by code alone
+
+
+def test_a_ticket_code_from_before_codes_carried_the_reference_still_checks_in():
+    session = make_session()
+    hold = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
+    order = checkout.checkout(ALICE, hold.cart_id, "Ada", "ada@example.com")
+    legacy = "ABCDEFGH" + "x" * 16  # starts with eight reference letters, but not this order's
+    mongo.orders().update_one({"_id": order["_id"], "ref": order["ref"]}, {"$set": {"lines.0.ticket": legacy}})
+    outcome = checkin.check_in(checkin.get_scope(session["_id"]), code=legacy, door="North", by="anna")
+    assert outcome.admitted
+
+
+@pytest.mark.parametrize("limit", [40])
+def test_with_the_per_client_limit_the_carts_read_of_a_hold_is_the_one_scatter(settings, limit):
+    """The per-client held-seats limit counts the live carts of one address across owners: that
+    branch of C1's carts read has no owner, so mongos asks every shard (until the count is a
+    counter of its own, keyed by address: issue 20's hole 6)."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = limit
+    session = make_session()
+    token = holds.acting_client.set("203.0.113.7")
+    try:
+        scattered = untargeted(lambda: holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"]))
+    finally:
+        holds.acting_client.reset(token)
+    assert len(scattered) == 1 and scattered[0].startswith("find carts {'$or': [{'owner'")
+
+
+def test_q1_whats_on_is_the_one_scatter_gather():
+    make_session()
+    scattered = untargeted(selectors.upcoming_sessions)
+    assert scattered == [
+        "find sessions {'start': {'$gt': 'datetime'}, 'status': 'str'} sort=[('start', 1), ('_id', 1)] limit=500"
+    ]
+
+
+def test_an_order_reference_another_cart_took_gives_the_cart_a_new_one_and_one_order():
+    session = make_session()
+    first = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
+    taken = checkout.checkout(ALICE, first.cart_id, "Ada", "ada@example.com")
+    second = holds.hold_seats(session["_id"], "s:bob", None, ["2:0"])
+    mongo.carts().update_one(
+        {"_id": second.cart_id, "owner": "s:bob"},
+        {"$set": {"state": "checking_out", "orderRef": taken["ref"], "customer": {"name": "Bob", "email": "b@x.org"}}},
+    )
+    orders = [checkout.finish_checkout(second.cart_id, "s:bob") for _ in range(2)]  # a retry finds it
+    assert orders[0]["ref"] != taken["ref"] and orders[0]["ref"] == orders[1]["ref"]
+    assert mongo.carts().find_one({"_id": second.cart_id})["orderRef"] == orders[0]["ref"]
+    assert mongo.orders().count_documents({"cartId": second.cart_id}) == 1
+    assert all(line["ticket"].startswith(orders[0]["ref"]) for line in orders[0]["lines"])

@@ -1,0 +1,135 @@
+"""compose.yaml, checked statically: no container engine runs on the machines this project is
+built and tested on, so the file is parsed (PyYAML) and held to what docs/deploy.md promises.
+Nothing here starts a container; docs/deploy.md says the stack was not brought up here."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+yaml = pytest.importorskip("yaml")  # PyYAML (in the venv; see docs/deploy.md)
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
+SERVICES = COMPOSE["services"]
+ONE_SHOT = {"mongo-init", "migrate"}
+
+
+def command(name: str) -> str:
+    cmd = SERVICES[name].get("command", "")
+    return " ".join(cmd) if isinstance(cmd, list) else str(cmd)
+
+
+def services_running(pattern: str) -> list[str]:
+    return sorted(n for n in SERVICES if re.search(pattern, command(n)))
+
+
+def app_services() -> list[str]:
+    return [n for n, s in SERVICES.items() if s.get("build") or s.get("image", "").startswith("theater-booking")]
+
+
+def settings_env_names() -> set[str]:
+    text = (ROOT / "theater_site" / "settings.py").read_text()
+    return set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z_]+)"', text))
+
+
+def test_the_topology_is_all_there():
+    mongos = services_running(r"^mongod ")
+    assert mongos == ["mongo1", "mongo2", "mongo3"]  # a three-member replica set
+    for name in mongos:
+        assert SERVICES[name]["image"].startswith("mongo:8")
+        assert "--replSet rs0" in command(name)
+        assert SERVICES[name]["volumes"], f"{name} keeps its data in a volume"
+    assert SERVICES["redis"]["image"].startswith("redis:")
+    assert len(services_running(r"^gunicorn ")) >= 2  # N stateless web nodes
+    assert services_running(r"celery .* worker") == ["worker"]
+    assert SERVICES["proxy"]["image"].startswith("caddy:")
+    assert (ROOT / "Dockerfile").is_file()
+
+
+def test_exactly_one_beat():
+    beats = [n for n in SERVICES if re.search(r"\bbeat\b|--beat|\s-B\b", command(n))]
+    assert beats == ["beat"]
+    beat = SERVICES["beat"]
+    assert beat.get("deploy", {}).get("replicas", 1) == 1 and "scale" not in beat
+    assert "--schedule" in command("beat") and beat["volumes"], "its schedule survives a restart"
+
+
+def test_the_replica_set_is_initiated_by_a_one_shot_service():
+    init = SERVICES["mongo-init"]
+    assert init["restart"] == "no"
+    assert {n: c["condition"] for n, c in init["depends_on"].items()} == {
+        f"mongo{i}": "service_healthy" for i in (1, 2, 3)
+    }
+    mount = next(v for v in init["volumes"] if v.endswith(":ro"))
+    script = (ROOT / mount.split(":")[0]).read_text()
+    assert "rs.initiate" in script and all(f"mongo{i}:27017" in script for i in (1, 2, 3))
+    assert 'members.some((m) => m.stateStr === "PRIMARY")' in script  # it waits for a primary
+    assert mount.split(":")[1] in command("mongo-init")  # the script it mounts is the one it runs
+
+
+def test_every_long_running_service_has_a_healthcheck():
+    for name, service in SERVICES.items():
+        if name in ONE_SHOT:
+            assert service["restart"] == "no", name
+            continue
+        check = service.get("healthcheck", {})
+        assert check.get("test"), f"{name} has no healthcheck"
+        assert service.get("restart") == "unless-stopped", name
+    web_check = " ".join(SERVICES["web1"]["healthcheck"]["test"])
+    assert "/healthz" in web_check  # 503 while MongoDB is unreachable
+
+
+def test_the_app_gets_the_environment_it_needs():
+    known = settings_env_names()
+    needed = {
+        "DEBUG",
+        "SECRET_KEY",
+        "ALLOWED_HOSTS",
+        "SITE_URL",
+        "MONGODB_URI",
+        "MONGODB_DB",
+        "REDIS_URL",
+        "DATABASE_URL",
+        "EMAIL_URL",
+        "BOOKING_TRUSTED_PROXIES",
+    }
+    for name in app_services():
+        env = SERVICES[name]["environment"]
+        assert needed <= set(env), f"{name} lacks {needed - set(env)}"
+        assert set(env) <= known, f"{name} sets what settings.py never reads: {set(env) - known}"
+        assert env["DEBUG"] == "false"
+        uri = env["MONGODB_URI"]
+        assert "replicaSet=rs0" in uri and all(f"mongo{i}:27017" in uri for i in (1, 2, 3))
+        assert env["REDIS_URL"].startswith("redis://redis:")
+        assert env["SECRET_KEY"].startswith("${SECRET_KEY:?"), "no default secret"
+        assert "web1" in env["ALLOWED_HOSTS"] and "127.0.0.1" in env["ALLOWED_HOSTS"]  # health checks
+    assert set(app_services()) >= {"migrate", "web1", "web2", "worker", "beat"}
+
+
+def test_services_start_in_order():
+    def after(name):
+        return {n: c["condition"] for n, c in SERVICES[name].get("depends_on", {}).items()}
+
+    assert after("migrate")["mongo-init"] == "service_completed_successfully"
+    assert "ensure_indexes" in command("migrate") and "migrate --noinput" in command("migrate")
+    for name in ("web1", "web2", "worker", "beat"):
+        assert after(name)["migrate"] == "service_completed_successfully", name
+        assert after(name)["redis"] == "service_healthy", name
+    assert set(after("proxy")) == set(services_running(r"^gunicorn "))
+    assert all(c == "service_healthy" for c in after("proxy").values())
+    # no cycles: a topological order exists
+    order, left = [], set(SERVICES)
+    while left:
+        ready = {n for n in left if set(after(n)) <= set(order)}
+        assert ready, f"depends_on has a cycle among {sorted(left)}"
+        order.extend(sorted(ready))
+        left -= ready
+
+
+def test_the_proxy_sends_to_every_web_node_and_checks_their_health():
+    caddyfile = (ROOT / "deploy" / "Caddyfile").read_text()
+    assert any(v.startswith("./deploy/Caddyfile:") for v in SERVICES["proxy"]["volumes"])
+    for name in services_running(r"^gunicorn "):
+        assert f"{name}:8000" in caddyfile
+    assert "health_uri /healthz" in caddyfile
