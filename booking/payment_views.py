@@ -240,10 +240,22 @@ def checkout(request):
         return _go(request, reverse("booking:cart"))
     if order["state"] != "pending_payment" or order.get("method") != payments.CARD:
         buyer.forget_cart(request)
-        return _go(request, reverse("booking:order", args=[order["ref"]]))
-    if request.htmx:  # the page that asked has Stripe.js (and its policy) already
-        return render(request, "booking/_payment.html", payment_context(request, order))
-    return redirect("booking:order", ref=order["ref"])
+        response = _go(request, reverse("booking:order", args=[order["ref"]]))
+    elif request.htmx:  # the page that asked has Stripe.js (and its policy) already
+        response = render(request, "booking/_payment.html", payment_context(request, order))
+    else:
+        response = redirect("booking:order", ref=order["ref"])
+    return _just_booked(response, order)
+
+
+def _just_booked(response, order: dict):
+    """The thank-you line on the order's page is for this buyer right after booking (views.py)."""
+    from .views import JUST_BOOKED_COOKIE
+
+    response.set_signed_cookie(
+        JUST_BOOKED_COOKIE, order["ref"], salt=JUST_BOOKED_COOKIE, max_age=1800, httponly=True, samesite="Lax"
+    )
+    return response
 
 
 def _go(request, url: str):

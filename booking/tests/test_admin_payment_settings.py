@@ -8,12 +8,10 @@ from django.contrib import messages
 
 from booking import mongo
 from booking.services import checkout, holds, payments
-from booking.tests import test_admin_support as support
+from booking.tests.admin_support import last_log, make_staff
 from booking.tests.factories import make_session
-from booking.tests.test_admin_support import last_log, make_staff
 
 pytestmark = pytest.mark.django_db
-manager, manager_client = support.manager, support.manager_client
 
 
 def test_box_office_is_off_by_default_and_staff_turn_it_on_with_a_deadline(manager_client):

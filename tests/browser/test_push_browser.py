@@ -24,7 +24,7 @@ def asgi_url(live_server):
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
     from django.core.asgi import get_asgi_application
 
-    from conftest import free_port
+    from booking.tests.ports import free_port
 
     push.reset_hub()
     port = free_port()
