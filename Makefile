@@ -1,6 +1,42 @@
-# Reliability runs (docs/reliability.md). Every target uses the project's venv.
+# Developer tasks. `make run` and `make test` are the README's two commands; every target uses the
+# project's venv (scripts/_env.sh creates it and installs requirements-dev.txt).
 PYTHON ?= .venv/bin/python
+VENV_BIN := $(dir $(PYTHON))
 
+.PHONY: run test test-fast lint typecheck format venv
+
+# The whole app with demo data (PORT, DEVMONGO_PORT, DEV_REDIS_PORT move it; see README).
+run:
+	./scripts/run.sh
+
+# Every test, in parallel: what CI runs (.ci/run). Extra pytest arguments: make test ARGS="-k hold".
+test:
+	./scripts/test.sh $(ARGS)
+
+# Everything but the slow tests (hypothesis differential runs, worker and server subprocesses, the
+# benchmark smoke run) and the browser tests: the quick loop while working.
+test-fast:
+	./scripts/test.sh -m "not slow and not browser" $(ARGS)
+
+# What CI checks besides the tests (the mypy line of .ci/run is still commented out: see there).
+lint: venv
+	$(VENV_BIN)ruff check .
+	$(VENV_BIN)ruff format --check .
+	$(VENV_BIN)mypy
+
+# mypy with django-stubs on booking/ (configured in pyproject.toml).
+typecheck: venv
+	$(VENV_BIN)mypy
+
+# Apply ruff's formatting and its fixable lint rules.
+format: venv
+	$(VENV_BIN)ruff format .
+	$(VENV_BIN)ruff check --fix .
+
+venv:
+	@bash -c 'source scripts/_env.sh && ensure_venv'
+
+# Reliability runs (docs/reliability.md).
 .PHONY: chaos chaos-ci chaos-control chaos-control-ci
 
 # Full size: >= 500 buyers on one session, several minutes, faults injected.
@@ -21,8 +57,21 @@ chaos-control-ci:
 # Performance (docs/performance.md): the real stack on loopback, one table + chart in bench/results/.
 .PHONY: bench bench-small
 bench:
-	$(PYTHON) -m pip install --quiet matplotlib==3.11.2
 	$(PYTHON) -m bench
 
 bench-small:
 	$(PYTHON) -m bench --small --no-chart
+
+# Live updates: push (SSE from a change stream) vs polling, and SSE viewers one web process holds.
+.PHONY: bench-push
+bench-push:
+	$(PYTHON) -m bench.push
+
+# The on-sale simulation (issue 19; docs/performance.md "On-sale simulation"): 5,000 buyers for
+# the 830-seat hall, with the waiting room and without; results in bench/results/onsale.md.
+.PHONY: bench-onsale bench-onsale-small
+bench-onsale:
+	$(PYTHON) -m bench.onsale
+
+bench-onsale-small:
+	$(PYTHON) -m bench.onsale --small --out bench/results/small

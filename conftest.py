@@ -4,6 +4,11 @@ MongoDB: the one in MONGODB_URI when set (a real server; the suite uses a throwa
 drops it), else the bundled stand-in (devmongo) started on a free port. Each test starts from an
 empty database with the indexes in place. Redis: REDIS_URL when set, else a redis-server started
 on a free port. Subprocesses (Celery workers, gunicorn) inherit both through the environment.
+
+With pytest-xdist (scripts/test.sh starts one worker more than there are cores) each worker
+process is a run of its own: its own devmongo and redis-server, its own database name, its own
+Django test database; with REDIS_URL given, worker gwN uses that server's database number + N
+(queues, broadcasts and cache apart).
 """
 
 import os
@@ -13,9 +18,24 @@ import subprocess
 import tempfile
 import time
 import uuid
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist the slow and browser tests go first (otherwise in the order collected):
+    the long ones start at once, spread over the workers, and the many short ones fill the gaps
+    at the end, so no worker is left with a 20-second test when the others are done."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: 0 if item.get_closest_marker("slow") or item.get_closest_marker("browser") else 1)
+
+
+def xdist_worker_number() -> int:
+    """N of pytest-xdist's worker gwN, 0 without xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker[2:]) if worker.startswith("gw") else 0
 
 
 def free_port() -> int:
@@ -44,7 +64,9 @@ def mongodb_uri():
 def redis_url():
     url = os.environ.get("REDIS_URL")
     if url:
-        yield url
+        parts = urlsplit(url)
+        db = int(parts.path.strip("/") or 0) + xdist_worker_number()
+        yield urlunsplit(parts._replace(path=f"/{db}"))
         return
     binary = shutil.which("redis-server")
     if binary is None:
@@ -74,7 +96,7 @@ def _services(mongodb_uri, redis_url):
     """Point the app (and any subprocess it starts) at the test MongoDB and Redis."""
     from booking import mongo
 
-    db_name = f"test_theater_{uuid.uuid4().hex[:8]}"
+    db_name = f"test_theater_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:8]}"
     os.environ.update({"MONGODB_URI": mongodb_uri, "MONGODB_DB": db_name, "REDIS_URL": redis_url})
     settings.MONGODB_URI = mongodb_uri
     settings.MONGODB_DB = db_name
@@ -90,13 +112,80 @@ def _services(mongodb_uri, redis_url):
     mongo.close_client()
 
 
+@pytest.fixture(scope="session")
+def _indexed_collections(_services) -> frozenset[str]:
+    """The collections ensure_indexes() makes; made once per run."""
+    from booking import mongo
+
+    mongo.ensure_indexes()
+    return frozenset(mongo.get_db().list_collection_names())
+
+
 @pytest.fixture(autouse=True)
-def mongo_db(_services):
-    """An empty booking database with every index, for each test."""
+def mongo_db(_indexed_collections):
+    """An empty booking database with every index, for each test: the collections ensure_indexes()
+    makes, and no other.
+
+    Those collections and their indexes stay and only their documents go: dropping them and building
+    every index again cost more than many tests (and far more on a real MongoDB). ensure_indexes()
+    then finds the indexes in place (one cheap command each) and puts back any a test dropped or
+    changed (a TTL index rebuilt for another retention, say). Any other collection is dropped."""
     from booking import mongo
 
     db = mongo.get_db()
     for name in db.list_collection_names():
-        db.drop_collection(name)
+        if name in _indexed_collections:
+            db[name].delete_many({})
+        elif not name.startswith("system."):
+            db.drop_collection(name)
     mongo.ensure_indexes()
     yield db
+
+
+# --- Chromium: one per test session (per xdist worker) ---
+# The browser tests (tests/browser/) and the Content-Security-Policy tests (tests/security/) open
+# their own browser contexts (own cookies: one buyer each) in it; launching Chromium costs a second
+# or two, a context a few milliseconds. (Here rather than in a tests/conftest.py: a conftest module
+# outside a package there would be the one `from conftest import free_port` finds.)
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's, never a downloaded one
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def launch_chromium(chromium):
+    """launch_chromium(*flags): a Chromium of its own with these extra command-line flags (a fake
+    camera, say), for the one test that needs them; closed after the test."""
+    browsers = []
+
+    def launch(*flags: str):
+        browser = chromium.browser_type.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *flags])
+        browsers.append(browser)
+        return browser
+
+    yield launch
+    for browser in browsers:
+        browser.close()
+
+
+# A real localstripe for the run, and what a browser's Stripe.js does (booking/tests/localstripe.py).
+pytest_plugins = ["booking.tests.localstripe"]

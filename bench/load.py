@@ -107,7 +107,9 @@ def _client_thread(flow, base_url, index, params, start_at, stop_at, max_steps, 
         while time.time() < start_at:
             time.sleep(0.001)
         done = 0
-        while time.time() < stop_at and (max_steps is None or done < max_steps):
+        # At least one step each, even if this client's setup ended after the window (a busy
+        # machine, the CI-sized run's short window): every flow then has its figures.
+        while (time.time() < stop_at or done == 0) and (max_steps is None or done < max_steps):
             result = step()
             if result is None:  # the flow ran out of work (e.g. seats to buy)
                 break

@@ -6,13 +6,15 @@ booking/models.py for why) and each ModelAdmin serves its own views (booking/sta
 
 from django.contrib import admin
 
-from .models import Cart, Order, Session, Theater
+from .models import Cart, Order, Session, Theater, WaitingRoom
 from .staff.carts import CartAdmin
 from .staff.orders import OrderAdmin
 from .staff.sessions import SessionAdmin
 from .staff.theaters import TheaterAdmin
+from .staff.waiting_rooms import WaitingRoomAdmin
 
 admin.site.register(Theater, TheaterAdmin)
 admin.site.register(Session, SessionAdmin)
 admin.site.register(Cart, CartAdmin)
 admin.site.register(Order, OrderAdmin)
+admin.site.register(WaitingRoom, WaitingRoomAdmin)  # the waiting room for big on-sales (issue 19)

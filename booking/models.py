@@ -69,3 +69,13 @@ class DoorCheckin(MongoDocument):
         verbose_name = "door check-in"
         default_permissions = ()
         permissions = [("checkin_tickets", "Can check in tickets at the door")]
+
+
+class WaitingRoom(MongoDocument):
+    """The waiting room of a high-demand sale (booking/staff/waiting_rooms.py); the document named
+    is the queue's session, or the performance of a sectioned venue."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_waiting_rooms"
+        verbose_name = "waiting room"

@@ -8,7 +8,12 @@ Three limits work together (docs/reliability.md):
 - per cart: ``BOOKING_MAX_SEATS_PER_CART`` (the engine, atomic);
 - per client: ``BOOKING_MAX_HELD_SEATS_PER_CLIENT`` seats in live carts (the engine, told who the
   client is by this middleware) and ``BOOKING_MAX_LIVE_CARTS_PER_OWNER`` carts per cookie owner;
-- per client: ``BOOKING_HOLD_RATE`` hold requests (a fixed-window counter in Redis), answered
+- per buyer: ``BOOKING_HOLD_RATE`` hold requests (a fixed-window counter in Redis) for each buyer
+  cookie's owner token (booking/buyer.py; signed, so not forgeable; a first request gets its token
+  here), and a higher ceiling per
+  client address, ``BOOKING_HOLD_RATE_PER_ADDRESS``: one browser clicking fast does not lock out
+  another on the same address (families, offices). Requests without a buyer cookie share one
+  bucket per address at ``BOOKING_HOLD_RATE``, so throwing cookies away gains nothing. Answered
   with 429 and a Retry-After hint.
 
 Booking lookups by reference and e-mail are limited the same way (``BOOKING_LOOKUP_RATE``).
@@ -40,6 +45,7 @@ from django.template import TemplateDoesNotExist
 from django.template.loader import render_to_string
 from redis.exceptions import RedisError
 
+from . import buyer
 from .services import holds
 
 logger = logging.getLogger("booking.ratelimits")
@@ -91,7 +97,7 @@ def parse_rate(rate: str) -> tuple[int, int]:
 def check_rates(app_configs=None, **kwargs) -> list[checks.Error]:
     """A malformed rate in the settings is refused at start, not on the first hold."""
     errors = []
-    for name in ("BOOKING_HOLD_RATE", "BOOKING_LOOKUP_RATE"):
+    for name in ("BOOKING_HOLD_RATE", "BOOKING_HOLD_RATE_PER_ADDRESS", "BOOKING_LOOKUP_RATE"):
         rate = getattr(settings, name, "")
         try:
             if rate:
@@ -154,13 +160,15 @@ FALLBACK_WARNING_SECONDS = 10.0
 _last_fallback_warning = [float("-inf")]
 
 
-def rate_exceeded(request, group: str, rate: str) -> bool:
-    """Count this request of the client in ``group``; True when it is over ``rate`` ("30/m";
-    empty: no limit). While Redis is unreachable the count is kept in this process."""
+def rate_exceeded(request, group: str, rate: str, who: str | None = None) -> bool:
+    """Count this request of ``who`` (default: the client address) in ``group``; True when it is
+    over ``rate`` ("30/m"; empty: no limit). While Redis is unreachable the count is kept in this
+    process."""
     if not rate:
         return False
     limit, seconds = parse_rate(rate)
-    client = holds.acting_client.get() or "unknown"  # set for this request by the middleware below
+    address = holds.acting_client.get() or "unknown"  # set for this request by the middleware below
+    client = who or address
     key = f"rl:{group}:{client}:{seconds}:{int(window_seconds() // seconds)}"
     try:
         count = count_request(key, seconds)
@@ -174,8 +182,18 @@ def rate_exceeded(request, group: str, rate: str) -> bool:
 
 
 def hold_rate_exceeded(request) -> bool:
-    """Count this hold request; True when the client is over BOOKING_HOLD_RATE."""
-    return rate_exceeded(request, "booking.hold", settings.BOOKING_HOLD_RATE)
+    """Count this hold request; True when the buyer is over BOOKING_HOLD_RATE or, after that, the
+    client address over BOOKING_HOLD_RATE_PER_ADDRESS. A request the buyer's own rate refuses is
+    not counted for the address, so one fast browser cannot use up a household's ceiling."""
+    rate = settings.BOOKING_HOLD_RATE
+    if buyer.get(request).owner is None:  # no (valid) buyer cookie: all such requests of an address
+        address = holds.acting_client.get() or "unknown"  # share one bucket, so throwing cookies
+        if rate_exceeded(request, "booking.hold", rate, who=f"anon:{address}"):  # away gains nothing
+            return True
+    owner = buyer.owner(request, create=True)  # signed: forging one needs SECRET_KEY
+    if rate_exceeded(request, "booking.hold", rate, who=f"buyer:{owner}"):
+        return True
+    return rate_exceeded(request, "booking.hold.address", getattr(settings, "BOOKING_HOLD_RATE_PER_ADDRESS", ""))
 
 
 def lookup_rate_exceeded(request) -> bool:

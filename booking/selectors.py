@@ -32,6 +32,7 @@ SUMMARY_FIELDS = {
     "ticketTypes": 1,  # the price table (services/offers.py): the hold prices items by it
     "typePrices": 1,
     "priceRev": 1,
+    "waitingRoom.queueId": 1,  # a high-demand sale's queue (services/waiting_room.py), when it has one
 }
 
 

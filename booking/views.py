@@ -22,7 +22,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap
 
-from . import buyer, clock, formatting, presenters, ratelimits, seatmap_html, selectors
+from . import buyer, clock, formatting, presenters, queue_views, ratelimits, seatmap_html, selectors
 from .domain import CartState, SalePhase, SessionStatus, sale_phase
 from .errors import (
     BookingError,
@@ -39,7 +39,6 @@ from .errors import (
 )
 from .forms import (
     BestAvailableForm,
-    CheckoutForm,
     FindBookingForm,
     RemoveSeatForm,
     SeatForm,
@@ -49,9 +48,9 @@ from .forms import (
 from .ids import object_id
 from .seat_grid import FREE, HELD, seat_key
 from .services import carts as cart_service
-from .services import checkout as checkout_service
 from .services import holds, pricing
 from .services import sessions as session_service
+from .services.admission import AdmissionRequired
 
 STATUS_FOR = {
     NotFound: 404,
@@ -64,6 +63,7 @@ STATUS_FOR = {
     Conflict: 409,
     SessionNotOnSale: 409,
     CheckoutFailed: 409,
+    AdmissionRequired: 403,  # a queued sale: the waiting room's admission is missing or ended
 }
 LIVE_REFRESH_SECONDS = 2
 SERVER_NOW_MARKER = "8c1d0e5a-server-now"  # in a shared page, replaced by the time of each answer
@@ -211,6 +211,7 @@ def _map_context(request, session: dict, cart: dict | None, picked=(), shared=No
         "map_width": shared.width,
         "category_css": seatmap_html.category_css(session),
         "refresh_ms": LIVE_REFRESH_SECONDS * 1000,
+        "push": settings.BOOKING_PUSH,
         "sale_notice": _sale_notice(session, access),
     }
 
@@ -240,6 +241,9 @@ def session_page(request, session_id):
         session, shared = _load_session_page(session_id)
     except NotFound as exc:
         return _error_page(request, exc, 404)
+    turn = queue_views.session_gate(request, session)  # waiting room: None, a redirect, or the admission
+    if isinstance(turn, HttpResponse):
+        return turn
     template = "booking/session.html#seatmap" if request.htmx and not request.htmx.boosted else "booking/session.html"
 
     def context(**extra):
@@ -250,11 +254,13 @@ def session_page(request, session_id):
             "legend": seatmap_html.legend(session),
             "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
+            "admission": turn,
             **extra,
         }
 
-    if cart is None and not expired and not get_messages(request) and not buyer.presale_keys(request):
-        # The same page for every viewer without a cart, a message or a presale: built once per version.
+    if cart is None and not expired and not turn and not get_messages(request) and not buyer.presale_keys(request):
+        # The same page for every viewer without a cart, a message, a presale or a waiting-room
+        # turn: built once per version.
         tz = timezone.get_current_timezone_name()
         key = (session["_id"], session["version"], template, _sale_notice(session), tz)
         extra = {"csrf_token": seatmap_html.CSRF_MARKER, "server_now_ms": SERVER_NOW_MARKER}
@@ -273,6 +279,9 @@ def performance_page(request, performance_id):
         return _error_page(request, exc, 404)
     if not sections:
         return _error_page(request, "No such performance.", 404)
+    gate = queue_views.performance_gate(request, sections)  # waiting room
+    if gate is not None:
+        return gate
     summary = selectors.group_sections(sections)[0]
     context = {"card": presenters.session_card(summary), "stands": presenters.section_stands(sections)}
     return render(request, "booking/performance.html", context)
@@ -329,9 +338,12 @@ def _seat_action(request, session_id, service, *args, notice: str = ""):
     result = None
     access = holds.presale_access.set(buyer.presale_keys(request))
     try:
-        result = service(sid, owner, buyer.cart_id(request), *args)
+        with queue_views.admissions(request, owner):  # waiting room: the admissions this buyer presents
+            result = service(sid, owner, buyer.cart_id(request), *args)
         if isinstance(result, holds.HoldResult):
             buyer.set_cart(request, result.cart_id)
+    except AdmissionRequired as exc:
+        return queue_views.admission_refused(request, exc)
     except BookingError as exc:
         status = status_for(exc)
         if status == 404 and selectors.session_version(sid) is None:
@@ -497,7 +509,7 @@ def cart_cancel(request):
     if cart_id and owner:
         freed = cart_service.cancel_cart(cart_id, owner)
         if freed:
-            messages.success(request, "Your booking was canceled and the seats released.")
+            messages.success(request, "Your held seats were released.")
     buyer.forget_cart(request)
     return redirect("booking:whats_on")
 
@@ -505,35 +517,7 @@ def cart_cancel(request):
 # --- checkout and orders ---
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
-def checkout(request):
-    cart, expired = _current_cart(request)
-    if request.method != "POST":
-        if cart is None or not cart["items"]:
-            return redirect("booking:cart")
-        context = {**_cart_context(request, cart, expired), "form": CheckoutForm()}
-        return render(request, "booking/checkout.html", context)
-    form = CheckoutForm(request.POST)
-    form.is_valid()  # shapes only; the engine's checkout holds the rules
-    owner = buyer.owner(request)
-    try:
-        if owner is None:
-            raise NotFound("You have no seats on hold.")
-        order = checkout_service.checkout(
-            owner, buyer.cart_id(request), form.cleaned_data.get("name", ""), form.cleaned_data.get("email", "")
-        )
-    except InvalidRequest as exc:
-        for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():
-            form.add_error(field if field in form.fields else None, message)
-        context = {**_cart_context(request, cart, expired), "form": form}
-        return render(request, "booking/checkout.html", context, status=400)
-    except BookingError as exc:
-        messages.error(request, exc.message)
-        if isinstance(exc, CartExpired | CheckoutFailed):
-            buyer.forget_cart(request)
-        return redirect("booking:cart")
-    buyer.forget_cart(request)
-    return redirect("booking:order", ref=order["ref"])
+# The checkout view is booking/payment_views.py's (details, then payment on the same page).
 
 
 def _visible_order(request, ref: str) -> dict | None:
@@ -560,11 +544,14 @@ def _visible_order(request, ref: str) -> dict | None:
     return found
 
 
+JUST_BOOKED_COOKIE = "just_booked"  # the order checkout just made, read once by its page
 NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
 
 
-def _order_context(order: dict) -> dict:
-    return {"order": order, "tickets": presenters.order_tickets(order)}
+def _order_context(order: dict, request=None) -> dict:
+    from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
+
+    return {**payment_context(request, order), "order": order, "tickets": presenters.order_tickets(order)}
 
 
 class TooManyLookups(Exception):
@@ -588,7 +575,15 @@ def order_page(request, ref):
         return _too_many_lookups(request)
     if order is None:
         return _error_page(request, NO_SUCH_BOOKING, 404)
-    return render(request, "booking/order.html", _order_context(order))
+    from .payment_views import refresh_order, stripe_csp  # this is the payment's return page too
+
+    order = refresh_order(order)
+    just_booked = request.get_signed_cookie(JUST_BOOKED_COOKIE, default="", salt=JUST_BOOKED_COOKIE, max_age=600)
+    context = {**_order_context(order, request), "just_booked": just_booked == order["ref"]}
+    response = stripe_csp(render(request, "booking/order.html", context), context)
+    if just_booked and order["state"] != "pending_payment":  # read once it is paid (or ended)
+        response.delete_cookie(JUST_BOOKED_COOKIE, samesite="Lax")
+    return response
 
 
 @require_safe

@@ -1,4 +1,5 @@
-# Shared by run.sh and test.sh: a Python >= 3.12 venv with the pinned requirements.
+# Shared by run.sh and test.sh: a Python >= 3.12 venv with the pinned requirements (requirements-dev.txt:
+# production's requirements.txt plus the development and test tools).
 # Django 6 needs Python 3.12+; Debian 12's python3 is 3.11, so look for a newer one.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,11 +28,15 @@ ensure_venv() {
     rm -rf .venv
     "$py" -m venv .venv
   fi
-  if [ ! -f .venv/.requirements.stamp ] || ! cmp -s requirements.txt .venv/.requirements.stamp; then
-    echo "Installing requirements into .venv"
+  # requirements-dev.txt includes requirements.txt: the stamp is both files, so a change to either
+  # installs again.
+  local wanted
+  wanted=$(cat requirements.txt requirements-dev.txt)
+  if [ ! -f .venv/.requirements-dev.stamp ] || [ "$wanted" != "$(cat .venv/.requirements-dev.stamp)" ]; then
+    echo "Installing requirements-dev.txt (and requirements.txt) into .venv"
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -r requirements.txt
-    cp requirements.txt .venv/.requirements.stamp
+    .venv/bin/python -m pip install --quiet -r requirements-dev.txt
+    printf '%s\n' "$wanted" > .venv/.requirements-dev.stamp
   fi
 }
 

@@ -3,6 +3,8 @@
 Every variable is documented in the README with its default.
 """
 
+import os
+from collections import ChainMap
 from pathlib import Path
 
 import environ
@@ -13,7 +15,23 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEV_SECRET_KEY = "dev-only-insecure-key-change-me"  # noqa: S105 - refused when DEBUG is off
 
-env = environ.Env()
+
+class _Env(environ.Env):
+    # read_env below fills the front map, and only with variables the environment lacks: settings
+    # see both, os.environ stays as it was (a process that reads it itself, such as the tests' or
+    # the benchmark's harness deciding whether to start a MongoDB of its own, is not redirected).
+    ENVIRON = ChainMap({}, os.environ)
+
+
+env = _Env()
+# The dev stack's settings: scripts/run.sh writes MONGODB_URI, REDIS_URL, SITE_URL (and the
+# MONGODB_DB, DATABASE_URL or EMAIL_URL it was given) to .run/dev.env, so every manage.py command
+# (worker_status, check_invariants, ...) reaches the running dev stack without typing them.
+# Variables set in the environment win; DEV_ENV_FILE="" reads no file (the test settings), and
+# neither does a run with DEBUG off (production).
+DEV_ENV_FILE = env.str("DEV_ENV_FILE", default=str(BASE_DIR / ".run" / "dev.env"))
+if DEV_ENV_FILE and env.bool("DEBUG", default=True) and Path(DEV_ENV_FILE).is_file():
+    _Env.read_env(DEV_ENV_FILE)
 
 DEBUG = env.bool("DEBUG", default=True)
 SECRET_KEY = env.str("SECRET_KEY", default=DEV_SECRET_KEY)
@@ -181,10 +199,14 @@ BOOKING_HOLD_CAP_SECONDS = env.int(
 )
 BOOKING_MAX_SEATS_PER_CART = env.int("BOOKING_MAX_SEATS_PER_CART", default=10)
 BOOKING_PREVENT_ORPHAN_SEATS = env.bool("BOOKING_PREVENT_ORPHAN_SEATS", default=True)
+# Live seat maps pushed over Server-Sent Events from a change stream (booking/push.py); off: polling.
+BOOKING_PUSH = env.bool("BOOKING_PUSH", default=True)
 # Anti-hoarding (docs/reliability.md). A client is an IP address (see BOOKING_TRUSTED_PROXIES).
 BOOKING_MAX_LIVE_CARTS_PER_OWNER = env.int("BOOKING_MAX_LIVE_CARTS_PER_OWNER", default=2)
 BOOKING_MAX_HELD_SEATS_PER_CLIENT = env.int("BOOKING_MAX_HELD_SEATS_PER_CLIENT", default=40)  # 0: no limit
-BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per client; "" turns it off
+BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per buyer; "" turns it off
+# ... and per client address, all its buyers together (a household, an office); "" turns it off
+BOOKING_HOLD_RATE_PER_ADDRESS = env.str("BOOKING_HOLD_RATE_PER_ADDRESS", default="120/m")
 # Booking lookups by reference + e-mail per client (Find my booking, the mail's link); "" turns it off
 BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
 # Members' presale access codes tried per client address (right or wrong); "" turns it off.
@@ -223,6 +245,17 @@ BOOKING_ORDER_RETENTION_YEARS = env.int("BOOKING_ORDER_RETENTION_YEARS", default
 # worker's compact_past_sessions, every BOOKING_COMPACT_EVERY_SECONDS); the layout stays.
 BOOKING_SESSION_COMPACT_AFTER_DAYS = env.int("BOOKING_SESSION_COMPACT_AFTER_DAYS", default=7)
 BOOKING_COMPACT_EVERY_SECONDS = env.float("BOOKING_COMPACT_EVERY_SECONDS", default=3600)
+
+# --- Waiting room for big on-sales (booking/services/waiting_room.py; docs/architecture.md) ---
+# A waiting buyer not seen (no poll) for this long loses the place.
+BOOKING_QUEUE_GRACE_SECONDS = env.int("BOOKING_QUEUE_GRACE_SECONDS", default=120)
+# An admission lets the buyer choose seats for this long (holds need it; checkout does not).
+BOOKING_QUEUE_ADMISSION_SECONDS = env.int("BOOKING_QUEUE_ADMISSION_SECONDS", default=1200)
+# The queue page asks again after this many seconds near the front, up to the max further back.
+BOOKING_QUEUE_POLL_SECONDS = env.float("BOOKING_QUEUE_POLL_SECONDS", default=3)
+BOOKING_QUEUE_POLL_MAX_SECONDS = env.float("BOOKING_QUEUE_POLL_MAX_SECONDS", default=20)
+# How long a queue poll waits for Redis before the page says "paused, you keep your place".
+BOOKING_QUEUE_REDIS_TIMEOUT_SECONDS = env.float("BOOKING_QUEUE_REDIS_TIMEOUT_SECONDS", default=0.5)
 # Where the site is reached; the ticket link in the confirmation e-mail starts with it.
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
@@ -288,3 +321,38 @@ CELERY_BEAT_SCHEDULE = {
         },
     },
 }
+
+# --- Payments (booking/payments/, docs/architecture.md "Payments") ---
+# Stripe: the official library with PaymentIntents. Without STRIPE_SECRET_KEY card payment is off
+# (development runs localstripe, a fake Stripe server, and points these at it: scripts/run.sh).
+STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_PUBLISHABLE_KEY = env.str("STRIPE_PUBLISHABLE_KEY", default="")
+STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="https://api.stripe.com").rstrip("/")
+STRIPE_JS_URL = env.str("STRIPE_JS_URL", default="https://js.stripe.com/v3/")
+STRIPE_TIMEOUT_SECONDS = env.float("STRIPE_TIMEOUT_SECONDS", default=20)
+# Starting payment extends the cart's hold once to this window, never past the payment cap
+# (counted from the cart's first hold).
+BOOKING_PAYMENT_WINDOW_SECONDS = env.int("BOOKING_PAYMENT_WINDOW_SECONDS", default=600)
+BOOKING_PAYMENT_CAP_SECONDS = env.int("BOOKING_PAYMENT_CAP_SECONDS", default=BOOKING_HOLD_CAP_SECONDS + 600)
+# A payment still open this long after its window ended is canceled at the provider by reconcile
+# (until then a late payment is still taken: seats bought if free, else refunded).
+BOOKING_PAYMENT_LATE_SECONDS = env.int("BOOKING_PAYMENT_LATE_SECONDS", default=1800)
+# Reconcile asks the provider about a pending payment this long after its window ended.
+BOOKING_PAYMENT_CHECK_GRACE_SECONDS = env.int("BOOKING_PAYMENT_CHECK_GRACE_SECONDS", default=60)
+# VAT in percent (prices include it). Ticket rate per theater overrides the default (staff).
+BOOKING_VAT_RATE = env.str("BOOKING_VAT_RATE", default="7")
+BOOKING_FEE = env.int("BOOKING_FEE", default=0)  # per order, minor units, VAT included; 0: none
+BOOKING_FEE_VAT_RATE = env.str("BOOKING_FEE_VAT_RATE", default="19")
+# Pay at the box office (per session, off unless staff turn it on): unpaid seats go back this
+# many minutes before the show unless the session says otherwise.
+BOOKING_BOX_OFFICE_DEADLINE_MINUTES = env.int("BOOKING_BOX_OFFICE_DEADLINE_MINUTES", default=30)
+# A refund the provider refused or could not be reached for is retried after this, doubling.
+BOOKING_REFUND_RETRY_SECONDS = env.int("BOOKING_REFUND_RETRY_SECONDS", default=300)
+BOOKING_REFUND_MAX_TRIES = env.int("BOOKING_REFUND_MAX_TRIES", default=8)
+# The seller printed on receipts.
+BOOKING_SELLER = env.str("BOOKING_SELLER", default="Stadttheater GmbH, Theaterplatz 1, 10115 Berlin")
+BOOKING_SELLER_VAT_ID = env.str("BOOKING_SELLER_VAT_ID", default="DE000000000")
+# Stripe.js comes from Stripe's address (its own rule) and talks to Stripe's API: the pages that
+# load it (checkout, a booking waiting for its card payment) add those origins to the policy above
+# for themselves (booking/payment_views.py: stripe_csp); every other page keeps 'self' only.

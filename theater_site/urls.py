@@ -1,8 +1,20 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
+
+
+class FaviconRedirect(RedirectView):
+    permanent = True
+
+    def get_redirect_url(self, *args, **kwargs):
+        return static("booking/favicon.svg")  # at request time: the collected (hashed) name in production
+
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico whatever the page links: send them to the static icon.
+    path("favicon.ico", FaviconRedirect.as_view()),
     path("healthz", include("booking.health")),
     path("checkin/", include("booking.checkin_urls")),
     path("", include("booking.urls")),

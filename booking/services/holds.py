@@ -52,6 +52,8 @@ from ..seat_grid import (
 )
 from . import carts as cart_service
 from . import hold_facts, offers, reservations
+from .admission import check as check_admission  # waiting room: a queued sale needs an admission
+from .admission import hold_clause as admission_clause
 from .hold_facts import SaleFacts
 
 logger = logging.getLogger("booking.holds")
@@ -116,6 +118,7 @@ def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors
     if session is None or session.get("status") == SessionStatus.DRAFT:
         raise NotFound("No such performance.")
     refuse_outside_sale_window(session, now)
+    check_admission(session)  # waiting room: a queued sale needs the buyer's admission
     return session
 
 
@@ -369,6 +372,7 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
         if session is None or session.get("status") != SessionStatus.ON_SALE:
             raise SessionNotOnSale("This performance is not on sale.")
         refuse_outside_sale_window(session, now)  # the window closed (or the staff moved it) meanwhile
+        check_admission(session)  # waiting room: queued since the last read
         if (
             session.get("layoutRev", 0) != plan.facts.layout_rev
             or session["prices"] != plan.facts.prices
@@ -417,6 +421,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
         if guards:
             query["$and"] = guards
     query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
+    query["$and"].append(admission_clause())  # waiting room: in no queue, or one the buyer was admitted to
     cells = {cell_path(r, c): HELD for r, c in coords}
     if has_reservation:
         query["reservations._id"] = cart_id
@@ -492,10 +497,10 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
         return False
     freed = False
     for holder in mongo.carts().find({"_id": {"$in": holders}}, {"state": 1, "expiresAt": 1, "owner": 1}):
-        if is_stale(holder, now):
-            expired = cart_service.expire_cart(holder["_id"], now, owner=holder["owner"])
+        if is_stale(holder, now):  # active or paying (services/payments.py) past its hold
+            expired = cart_service.expire_ended(holder, now)
             if expired is None:
-                continue  # extended or checked out meanwhile: still live
+                continue  # extended, checked out or paid meanwhile: still live
             freed |= bool(expired)
         elif holder["state"] in HOLDING_STATES:
             continue

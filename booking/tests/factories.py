@@ -2,12 +2,18 @@
 
 from datetime import timedelta
 
-from booking import clock
+from booking import clock, mongo
 from booking.layouts import parse_grid
 from booking.services.sessions import create_session
 from booking.services.theaters import create_theater
 
 CATEGORIES = [{"code": "s", "name": "Stalls"}, {"code": "p", "name": "Premium"}]
+# Ticket types of a theater (services.offers.set_theater_ticket_types)
+TYPES = [
+    {"code": "full", "name": "Full price"},
+    {"code": "reduced", "name": "Reduced", "description": "Students, seniors 65+; show proof at the door"},
+    {"code": "companion", "name": "Companion", "companion": True},
+]
 SMALL_GRID = """\
 A: ssss.ssss
 B: sspp.ppss
@@ -32,3 +38,22 @@ def make_session(
         end=start + timedelta(hours=2),
         prices=prices or {"s": 2000, "p": 3500},
     )
+
+
+def stored_against_id_order(collection, docs: list[dict], *, descending: bool = False) -> list:
+    """Store ``docs`` again against the expected order (ascending: the highest ``_id`` first);
+    returns their ids in the expected order."""
+    docs = sorted(docs, key=lambda d: d["_id"], reverse=descending)
+    collection.delete_many({"_id": {"$in": [d["_id"] for d in docs]}})
+    for doc in reversed(docs):
+        collection.insert_one(doc)
+    return [d["_id"] for d in docs]
+
+
+def two_sessions_at_the_same_start(days: float = 1) -> list:
+    theater = make_theater()
+    first, second = make_session(theater, days=days), make_session(theater, days=days)
+    start = first["start"]
+    mongo.sessions().update_many({"_id": {"$in": [first["_id"], second["_id"]]}}, {"$set": {"start": start}})
+    docs = list(mongo.sessions().find({"_id": {"$in": [first["_id"], second["_id"]]}}))
+    return stored_against_id_order(mongo.sessions(), docs)

@@ -5,13 +5,10 @@ import pytest
 
 from booking import mongo
 from booking.services import offers
-from booking.tests import test_admin_support as support
-from booking.tests.factories import make_session, make_theater
-from booking.tests.test_admin_support import make_staff
-from booking.tests.test_ticket_types import TYPES
+from booking.tests.admin_support import make_staff
+from booking.tests.factories import TYPES, make_session, make_theater
 
 pytestmark = pytest.mark.django_db
-manager, manager_client = support.manager, support.manager_client
 
 
 def types_url(theater):

@@ -2,8 +2,8 @@
 
 import pytest
 
+from booking.tests.admin_support import make_staff
 from booking.tests.factories import make_session
-from booking.tests.test_admin_support import make_staff
 
 pytestmark = pytest.mark.django_db
 

@@ -9,12 +9,10 @@ from django.utils import timezone
 from booking import mongo
 from booking.domain import SessionStatus
 from booking.services import holds
-from booking.tests import test_admin_support as support
+from booking.tests.admin_support import make_staff
 from booking.tests.factories import make_session
-from booking.tests.test_admin_support import make_staff
 
 pytestmark = pytest.mark.django_db
-manager, manager_client = support.manager, support.manager_client
 
 
 def local(dt):

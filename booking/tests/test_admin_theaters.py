@@ -7,12 +7,10 @@ from django.contrib.admin.models import ADDITION, DELETION
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from booking import mongo
-from booking.tests import test_admin_support as support
+from booking.tests.admin_support import last_log
 from booking.tests.factories import make_session, make_theater
-from booking.tests.test_admin_support import last_log
 
 pytestmark = pytest.mark.django_db
-manager, manager_client = support.manager, support.manager_client  # the shared fixtures
 
 
 def editor_data(name="Studio", grid="A: sss.sss\nB: ssS.Sss\n", categories=(("s", "Stalls", "#3b82f6"),)):

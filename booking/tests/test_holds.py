@@ -174,7 +174,7 @@ def test_expired_cart_starts_a_new_cart_on_the_next_hold():
     assert check_invariants() == []
 
 
-def test_cart_write_failing_gives_the_seats_back():
+def test_cart_write_failing_gives_the_seats_back(monkeypatch):
     session = make_session()
     first = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
     # the cart is checked out elsewhere between our read and our cart write
@@ -185,12 +185,9 @@ def test_cart_write_failing_gives_the_seats_back():
         mongo.carts().update_one({"_id": cart_id}, {"$set": {"state": "canceled"}})
         return cart
 
-    holds.load_live_cart = stale_read
-    try:
-        with pytest.raises(CartExpired):
-            holds.hold_seats(session["_id"], ALICE, first.cart_id, ["0:1"])
-    finally:
-        holds.load_live_cart = original
+    monkeypatch.setattr(holds, "load_live_cart", stale_read)
+    with pytest.raises(CartExpired):
+        holds.hold_seats(session["_id"], ALICE, first.cart_id, ["0:1"])
     assert state(session, "0:1") == FREE
 
 

@@ -11,8 +11,7 @@ from booking.errors import InvalidRequest
 from booking.invariants import check_invariants
 from booking.services import checkout, holds, offers, orders, promos
 from booking.services.carts import cancel_cart, expire_stale_carts
-from booking.tests.factories import make_session, make_theater
-from booking.tests.test_ticket_types import TYPES
+from booking.tests.factories import TYPES, make_session, make_theater
 
 ALICE = "s:alice"
 

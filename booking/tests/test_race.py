@@ -8,41 +8,19 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.conf import settings as django_settings
-from pymongo import MongoClient
 
 from booking import mongo
 from booking.errors import BookingError
 from booking.invariants import check_invariants
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import checkout, holds
+from booking.services import checkout, holds, payments
 from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
+from booking.tests.localstripe import VISA, card
+from booking.tests.threads import PerThreadClient
 
 GRID = "\n".join(f"{row}: ssssss.ssssss" for row in "ABCDE")
-
-
-class PerThreadClient:
-    """Give each buyer thread its own MongoClient, as separate processes would have."""
-
-    def __init__(self):
-        self.local = threading.local()
-        self.clients = []
-        self.lock = threading.Lock()
-
-    def get(self):
-        client = getattr(self.local, "client", None)
-        if client is None:
-            client = MongoClient(django_settings.MONGODB_URI, tz_aware=True)
-            self.local.client = client
-            with self.lock:
-                self.clients.append(client)
-        return client
-
-    def close(self):
-        for client in self.clients:
-            client.close()
 
 
 @pytest.mark.slow
@@ -55,7 +33,7 @@ def test_32_buyers_racing_for_overlapping_seats(monkeypatch, settings):
     monkeypatch.setattr(mongo, "get_client", clients.get)
 
     groups = [[f"{r}:{c}", f"{r}:{c + 1}"] for r in range(2) for c in (4, 5, 7)]  # the best seats
-    outcome = Counter()
+    outcome: Counter[str] = Counter()
     sold_by_thread = []
     stop = threading.Event()
     errors = []
@@ -81,9 +59,13 @@ def test_32_buyers_racing_for_overlapping_seats(monkeypatch, settings):
                         outcome["released"] += 1
                     elif roll < 0.6:
                         order = checkout.checkout(owner, cart_id, f"Buyer {n}", f"b{n}@example.com")
-                        sold_by_thread.append(order["_id"])
-                        outcome["bought"] += 1
                         cart_id = None
+                        paid = payments.pay_with_card(order["_id"], owner, card(VISA))  # checkout, then pay
+                        if paid.status == "paid":
+                            sold_by_thread.append(order["_id"])
+                            outcome["bought"] += 1
+                        else:
+                            outcome[f"payment {paid.status}"] += 1
                     elif roll < 0.8:
                         time.sleep(rng.uniform(0.5, 1.5))  # dawdle: the hold may expire under us
                 except BookingError as exc:

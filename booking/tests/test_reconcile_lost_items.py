@@ -14,7 +14,7 @@ ALICE = "s:alice"
 
 
 @pytest.fixture
-def cart_with_a_lost_item():
+def cart_with_a_lost_item(crash_at, fault_hook):
     """Alice holds 0:0 and 0:1 (Stalls, 20.00 each); releasing 0:0 crashed after the session write,
     so the cart still lists 0:0 and counts its price."""
     from booking.tests.factories import make_session
@@ -22,28 +22,22 @@ def cart_with_a_lost_item():
     session = make_session()
     held = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
 
-    def crash(name):
-        if name == "release.after_session":
-            raise faults.InjectedCrash(name)
-
-    faults.set_hook(crash)
-    try:
-        with pytest.raises(faults.InjectedCrash):
-            holds.release_seats(session["_id"], ALICE, held.cart_id, ["0:0"])
-    finally:
-        faults.set_hook(None)
+    crash_at("release.after_session")
+    with pytest.raises(faults.InjectedCrash):
+        holds.release_seats(session["_id"], ALICE, held.cart_id, ["0:0"])
+    fault_hook(None)
     cart = mongo.carts().find_one({"_id": held.cart_id})
     assert [i["key"] for i in cart["items"]] == ["0:0", "0:1"] and cart["total"] == 4000
     return held.cart_id
 
 
-def test_two_reconciles_dropping_the_same_lost_item_take_its_price_off_once(cart_with_a_lost_item):
+def test_two_reconciles_dropping_the_same_lost_item_take_its_price_off_once(cart_with_a_lost_item, fault_hook):
     """The race forced: the first reconcile has read the cart (0:0 lost) and is about to drop the
     item when a second one, reading the same, drops it first. The first one's write must then
     change nothing."""
     after_the_grace = clock.now() + timedelta(seconds=1)
     inner = reconcile.ReconcileReport()
-    racing = []
+    racing: list[str] = []
 
     def second_reconcile_in_the_window(name):
         if name == "reconcile.before_drop_item" and not racing:
@@ -51,11 +45,9 @@ def test_two_reconciles_dropping_the_same_lost_item_take_its_price_off_once(cart
             reconcile._drop_lost_cart_items(after_the_grace, inner)
 
     outer = reconcile.ReconcileReport()
-    faults.set_hook(second_reconcile_in_the_window)
-    try:
-        reconcile._drop_lost_cart_items(after_the_grace, outer)
-    finally:
-        faults.set_hook(None)
+    fault_hook(second_reconcile_in_the_window)
+    reconcile._drop_lost_cart_items(after_the_grace, outer)
+    fault_hook(None)
     assert racing, "the fault point was not reached"
     cart = mongo.carts().find_one({"_id": cart_with_a_lost_item})
     assert [i["key"] for i in cart["items"]] == ["0:1"]

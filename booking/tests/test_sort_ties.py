@@ -11,26 +11,7 @@ from datetime import timedelta
 from booking import clock, mongo, selectors
 from booking.services import checkout, holds
 from booking.staff import selectors as staff
-from booking.tests.factories import make_session, make_theater
-
-
-def stored_against_id_order(collection, docs: list[dict], *, descending: bool = False) -> list:
-    """Store ``docs`` again against the expected order (ascending: the highest ``_id`` first);
-    returns their ids in the expected order."""
-    docs = sorted(docs, key=lambda d: d["_id"], reverse=descending)
-    collection.delete_many({"_id": {"$in": [d["_id"] for d in docs]}})
-    for doc in reversed(docs):
-        collection.insert_one(doc)
-    return [d["_id"] for d in docs]
-
-
-def two_sessions_at_the_same_start(days: float = 1) -> list:
-    theater = make_theater()
-    first, second = make_session(theater, days=days), make_session(theater, days=days)
-    start = first["start"]
-    mongo.sessions().update_many({"_id": {"$in": [first["_id"], second["_id"]]}}, {"$set": {"start": start}})
-    docs = list(mongo.sessions().find({"_id": {"$in": [first["_id"], second["_id"]]}}))
-    return stored_against_id_order(mongo.sessions(), docs)
+from booking.tests.factories import make_session, make_theater, stored_against_id_order, two_sessions_at_the_same_start
 
 
 def test_whats_on_breaks_ties_of_start_by_id():

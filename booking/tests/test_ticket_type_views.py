@@ -3,8 +3,7 @@
 import pytest
 
 from booking.services import offers
-from booking.tests.factories import make_session, make_theater
-from booking.tests.test_ticket_types import TYPES
+from booking.tests.factories import TYPES, make_session, make_theater
 
 pytestmark = pytest.mark.django_db
 

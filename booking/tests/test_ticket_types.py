@@ -2,7 +2,6 @@
 the companion rule, max per type, order lines carrying the type."""
 
 import pytest
-from django.test import override_settings
 
 from booking import mongo, selectors
 from booking.errors import InvalidRequest, NotFound
@@ -10,7 +9,7 @@ from booking.invariants import check_invariants
 from booking.layouts import parse_grid
 from booking.services import checkout, holds, offers
 from booking.services.theaters import create_theater
-from booking.tests.factories import CATEGORIES, make_session, make_theater
+from booking.tests.factories import CATEGORIES, TYPES, make_session, make_theater
 
 ALICE = "s:alice"
 
@@ -18,13 +17,6 @@ ALICE = "s:alice"
 @pytest.fixture(autouse=True)
 def _no_orphan_rule(settings):
     settings.BOOKING_PREVENT_ORPHAN_SEATS = False  # these tests pick seats for their types, not their places
-TYPES = [
-    {"code": "full", "name": "Full price"},
-    {"code": "reduced", "name": "Reduced", "description": "Students, seniors 65+; show proof at the door"},
-    {"code": "companion", "name": "Companion", "companion": True},
-]
-
-
 def priced_session(**kw):
     theater = kw.pop("theater", None) or make_theater()
     offers.set_theater_ticket_types(theater["_id"], TYPES)
@@ -117,8 +109,8 @@ def test_companion_only_with_a_wheelchair_space_in_the_same_cart():
     assert selectors.get_cart(ALICE, result.cart_id)["state"] == "active"
 
 
-@override_settings(BOOKING_MAX_PER_TICKET_TYPE={"reduced": 1})
-def test_max_per_type_per_order():
+def test_max_per_type_per_order(settings):
+    settings.BOOKING_MAX_PER_TICKET_TYPE = {"reduced": 1}
     session = priced_session()
     result = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
     offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:0", "reduced")

@@ -181,6 +181,7 @@ def _upsertable(upd, new_id):
     return {**upd, "_id": new_id}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(documents(), max_size=12), st.lists(operations, min_size=1, max_size=12))
 def test_lookups_answer_as_the_scan(initial, ops):
@@ -506,6 +507,7 @@ def test_ttl_expiry_drops_documents_from_the_lookups(db, engine):
     assert ids(both(engine, db.c, {"a": "x"})) == [0, 2, 4]
 
 
+@pytest.mark.slow
 def test_snapshot_load_builds_the_lookups(tmp_path):
     path = str(tmp_path / "data.bson")
     server = DevMongoServer(port=0, data_path=path).start()

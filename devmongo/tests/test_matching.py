@@ -92,6 +92,7 @@ def same(a, b):
     return bool(a) == bool(b)
 
 
+@pytest.mark.slow
 @settings(max_examples=2500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(filters, documents)
 def test_matches_agrees_with_filter_applies(flt, doc):
@@ -99,6 +100,7 @@ def test_matches_agrees_with_filter_applies(flt, doc):
     assert same(through_matcher(flt, doc), generic(flt, doc)), (flt, doc)
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(filters, st.dictionaries(paths, values(), min_size=1, max_size=2)), documents)
 def test_matcher_with_any_operand_agrees_with_filter_applies(flt, doc):
@@ -214,6 +216,7 @@ array_filters = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(array_filters, values())
 def test_array_filter_matcher_agrees_with_filter_applies(fdoc, element):

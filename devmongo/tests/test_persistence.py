@@ -16,6 +16,8 @@ from devmongo import DevMongoServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.slow  # servers started and stopped (each stop waits up to a second), CLI subprocesses
+
 
 def test_restart_keeps_data_and_indexes(tmp_path):
     path = str(tmp_path / "data.bson")

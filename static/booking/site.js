@@ -27,9 +27,11 @@
     }
   });
 
-  // A refused seat choice (400) or a rate limit (429) answers with a message for the notice area.
+  // A refused seat choice (400), a missing waiting-room admission (403) or a rate limit (429)
+  // answers with a message for the notice area.
   function isSeatMessage(xhr) {
-    return (xhr.status === 400 || xhr.status === 429) && xhr.responseText.indexOf('id="notice"') !== -1;
+    return (xhr.status === 400 || xhr.status === 403 || xhr.status === 429) &&
+      xhr.responseText.indexOf('id="notice"') !== -1;
   }
 
   // With DEBUG on, django-htmx's development helper shows every 400 answer as an error page in
@@ -42,10 +44,13 @@
 
   // A seat click answers with the changed seats only; the map shown now includes that version,
   // so a refresh that left before the click must not bring the older map back.
+  // With push, only the next version is taken (the pushed changes before it are still to come).
   function noteSeatChange(xhr) {
     var version = xhr.getResponseHeader("X-Seatmap-Version");
     var shown = document.getElementById("seatmap");
-    if (version && shown && Number(version) > Number(shown.dataset.version)) shown.dataset.version = version;
+    if (!version || !shown || Number(version) <= Number(shown.dataset.version)) return;
+    if (live.on && Number(version) !== Number(shown.dataset.version) + 1) return;
+    shown.dataset.version = version;
   }
 
   function isOlderMap(detail) {
@@ -82,6 +87,87 @@
     p.textContent = text;
     area.replaceChildren(p);
   }
+
+  // Live map by push: Server-Sent Events from /sessions/<id>/live/ (booking/live.py) carry the
+  // seats each change made; they are applied in place, in version order. A version missed (a gap),
+  // or a change that is more than seats, makes the page fetch the map once. Polling (the htmx
+  // "every" trigger on #seatmap) stays as the fallback: its requests are dropped only while the
+  // stream is live; no EventSource, ?push=0, a 204 (no change streams on the server) or no event
+  // within NO_EVENT_MS of opening (a proxy buffering the stream) leave the page polling.
+  var STATE_WORDS = ["available", "held by someone else", "sold", "not for sale"];
+  var WORDS_AT_END = /, (available|held by someone else|sold|not for sale|held by you)$/;
+  var NO_EVENT_MS = 5000;
+  var live = { source: null, on: false, fetching: false };
+
+  function startPush() {
+    var map = document.getElementById("seatmap");
+    if (live.source || !map || !map.dataset.live || !window.EventSource) return;
+    if (/[?&]push=0(&|$)/.test(window.location.search)) return;
+    var source = live.source = new EventSource(map.dataset.live);
+    var heard = false;
+    var timer = setTimeout(function () {
+      if (!heard) { source.close(); live.on = false; }  // buffered somewhere: keep polling
+    }, NO_EVENT_MS);
+    source.addEventListener("hello", function (e) {
+      heard = true;
+      clearTimeout(timer);
+      live.on = true;
+      var map = document.getElementById("seatmap");
+      var v = JSON.parse(e.data).v;
+      if (map && v > Number(map.dataset.version)) fetchMap();  // changed before the stream opened
+    });
+    source.addEventListener("seats", function (e) { applyChange(JSON.parse(e.data)); });
+    source.addEventListener("error", function () {
+      live.on = false;  // polling until the next hello (EventSource reconnects by itself)
+      if (source.readyState === 2) clearTimeout(timer);  // closed for good (204): polling stays
+    });
+  }
+  document.addEventListener("DOMContentLoaded", startPush);
+
+  function applyChange(msg) {
+    var map = document.getElementById("seatmap");
+    if (!map) return;
+    var shown = Number(map.dataset.version);
+    if (msg.reload) {
+      if (msg.v === null || msg.v > shown) fetchMap();
+      return;
+    }
+    if (msg.v <= shown) return;  // already shown (the map or the buyer's own click was newer)
+    if (msg.v !== shown + 1) { fetchMap(); return; }  // a version was missed
+    Object.keys(msg.seats).forEach(function (key) { setSeat(key, msg.seats[key]); });
+    map.dataset.version = String(msg.v);
+    map.dataset.etag = '"' + msg.v + '"';  // the map now is that version's: a poll may answer 304
+  }
+
+  function setSeat(key, state) {
+    var rc = key.split(":");
+    var b = document.getElementById("s" + rc[0] + "-" + rc[1]);
+    if (!b || state < 0) return;
+    if (state === 1 && b.classList.contains("me")) return;  // the buyer's own hold stays theirs
+    b.classList.remove("me", "pk", "h", "x");
+    if (state === 1) b.classList.add("h");
+    else if (state !== 0) b.classList.add("x");
+    if (state === 0) b.removeAttribute("aria-disabled");
+    else b.setAttribute("aria-disabled", "true");
+    var label = b.getAttribute("aria-label") || "";
+    b.setAttribute("aria-label", label.replace(WORDS_AT_END, ", " + (STATE_WORDS[state] || "not for sale")));
+  }
+
+  function fetchMap() {
+    var map = document.getElementById("seatmap");
+    if (live.fetching || !map || !window.htmx) return;
+    live.fetching = true;
+    var done = function () { live.fetching = false; };
+    window.htmx.ajax("GET", map.getAttribute("hx-get"), { source: map, target: map, swap: "outerHTML" }).then(done, done);
+  }
+
+  // While the stream is live the periodic poll is not sent (a fetch for a gap is).
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var elt = e.detail.elt;
+    if (live.on && !live.fetching && elt && elt.id === "seatmap" && e.detail.requestConfig.verb === "get") {
+      e.preventDefault();
+    }
+  });
 
   // Hold countdown: starts from the seconds the server computed (its clock, not this one's).
   function tick() {

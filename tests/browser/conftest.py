@@ -1,4 +1,4 @@
-"""Real Chromium (Debian's, never a downloaded one) against pytest-django's live server.
+"""Real Chromium (the session's one, the root conftest.py) against pytest-django's live server.
 
 MongoDB and Redis come from the root conftest. Screenshots of every step go to
 test-artifacts/browser/ so a person can look at what the buyer saw.
@@ -15,28 +15,7 @@ import pytest
 # synchronous code and safe here.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from booking import invariants
 from booking.tests.factories import make_session
 
-from .conftest import assert_unchanged, buyer_client, csrf, snapshot
+from .support import assert_unchanged, buyer_client, csrf, snapshot
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # hypothesis: 120 request bodies
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 

@@ -18,8 +18,9 @@ from django.urls import reverse
 from booking import mongo, ratelimits, selectors
 from booking.errors import TooManySeats
 from booking.seat_grid import FREE, HELD
-from booking.services import checkout, holds
+from booking.services import holds
 from booking.tests.factories import make_session
+from booking.tests.paying import checkout_paid
 
 ROOT = Path(__file__).resolve().parents[2]
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -130,7 +131,7 @@ def test_booking_lookups_stay_limited_while_redis_is_down(settings, redis_down):
     settings.BOOKING_LOOKUP_RATE = "2/m"
     session = make_session()
     held = holds.hold_seats(session["_id"], "s:ada", None, ["0:0"])
-    real = checkout.checkout("s:ada", held.cart_id, "Ada", "ada@example.org")["ref"]
+    real = checkout_paid("s:ada", held.cart_id, "Ada", "ada@example.org")["ref"]
     for ref in (real, "ZZZZZZZZ" if real != "ZZZZZZZZ" else "YYYYYYYY"):
         address = new_address()
         link = reverse("booking:order", kwargs={"ref": ref}) + "?email=guess@example.org"
@@ -207,7 +208,7 @@ def test_the_mails_link_is_rate_limited_too(settings):
     settings.BOOKING_LOOKUP_RATE = "2/m"
     session = make_session()
     held = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
-    order = checkout.checkout("s:ada", held.cart_id, "Ada", "ada@example.org")
+    order = checkout_paid("s:ada", held.cart_id, "Ada", "ada@example.org")
     address = new_address()
     link = reverse("booking:order", kwargs={"ref": order["ref"]})
     assert buyer(address).get(link + "?email=wrong@example.org").status_code == 404
@@ -421,3 +422,22 @@ def test_the_free_seat_check_is_taken_out_only_by_the_chaos_control():
     # The control's web app replaces the check; the harness serves that app in its control run only.
     assert patchers == ["chaos/control_wsgi.py"]
     assert starters == ["chaos/stack.py"]
+
+
+def test_hold_rate_limit_counts_per_buyer_under_a_higher_ceiling_per_address(settings, session):
+    """Issue 18 bug 7: one browser's fast clicking must not lock out another on the same address
+    (families, offices); the address still has a ceiling."""
+    settings.BOOKING_HOLD_RATE = "3/m"
+    settings.BOOKING_HOLD_RATE_PER_ADDRESS = "5/m"
+    address = new_address()
+    a, b = buyer(address), buyer(address)
+    assert a.post(hold_url(session), {"seats": "0:0"}, **HTMX).status_code == 200  # a's cookie is set
+    assert b.post(hold_url(session), {"seats": "0:1"}, **HTMX).status_code == 200  # b's cookie is set
+    assert a.post(hold_url(session), {"seats": "0:2"}, **HTMX).status_code == 200
+    assert a.post(hold_url(session), {"seats": "0:3"}, **HTMX).status_code == 200
+    assert a.post(hold_url(session), {"seats": "2:3"}, **HTMX).status_code == 429  # a is over its own rate
+    assert b.post(hold_url(session), {"seats": "2:0"}, **HTMX).status_code == 200  # b is not
+    assert cell(session, "2:0") == HELD
+    # a's refused request was not counted for the address: 5 so far; b's next is the 6th
+    assert b.post(hold_url(session), {"seats": "2:1"}, **HTMX).status_code == 429
+    assert cell(session, "2:1") == FREE

@@ -1,18 +1,21 @@
-"""Shared helpers for the staff-site tests (no tests here): users with given permissions and a
-few shortcuts to put the booking data into a known state."""
+"""Helpers for the staff-site tests: users with given permissions and a few shortcuts to put the
+booking data into a known state. The fixtures built on them (manager, manager_client) are in
+booking/tests/conftest.py."""
 
-import pytest
+from collections.abc import Sequence
+
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission, User
 from django.contrib.contenttypes.models import ContentType
 
 from booking.invariants import check_invariants
-from booking.services import checkout, holds
+from booking.services import holds
+from booking.tests.paying import checkout_paid
 
 ALL_BOOKING = ["theater", "session", "cart", "order"]
 
 
-def make_staff(username: str, perms: list[str] = ()) -> User:
+def make_staff(username: str, perms: Sequence[str] = ()) -> User:
     """A staff user with these permissions, e.g. ["view_theater", "add_session"]."""
     user = User.objects.create_user(username, f"{username}@theater.example", "pw-for-tests-only", is_staff=True)
     for codename in perms:
@@ -24,23 +27,12 @@ def every_booking_perm() -> list[str]:
     return [f"{action}_{model}" for model in ALL_BOOKING for action in ("view", "add", "change", "delete")]
 
 
-@pytest.fixture
-def manager(db):
-    return make_staff("manager", every_booking_perm())
-
-
-@pytest.fixture
-def manager_client(client, manager):
-    client.force_login(manager)
-    return client
-
-
 def sell(session_id, seats, *, owner="s:buyer", name="Ada Lovelace", email="ada@example.com") -> dict:
     hold = holds.hold_seats(session_id, owner, None, seats)
-    return checkout.checkout(owner, hold.cart_id, name, email)
+    return checkout_paid(owner, hold.cart_id, name, email)
 
 
-def last_log(model: str) -> LogEntry:
+def last_log(model: str) -> LogEntry | None:
     ct = ContentType.objects.get(app_label="booking", model=model)
     return LogEntry.objects.filter(content_type=ct).order_by("-id").first()
 

@@ -1,0 +1,728 @@
+"""``python -m bench.onsale`` (``make bench-onsale``): the on-sale simulation of issue 19.
+
+5,000 simulated buyers arrive within 60 s for the 830-seat Grand Hall (booking/demo.py); the sale
+opens 30 s after the first arrival. Two runs on the same real stack (bench/stack.py: the MongoDB
+stand-in, a redis-server, gunicorn with 2 workers x 8 threads, production settings), with the
+same arrivals, wishes and leavers (one random seed):
+
+- ``queue``: the performance has a waiting room. A buyer opens the seat map, is sent to the
+  queue page, polls it at the delay each answer names (htmx's way), is let in at the set rate,
+  opens the seat map, asks for the best N seats (1-4) and, with fewer if N are not there any
+  more, checks out. Some leave: 5% stop polling before their turn (the grace period drops them),
+  10% of those let in leave without buying, everybody leaves when the page says all seats are
+  taken.
+- ``rush``: no waiting room. Buyers who came early wait on the seat map and all ask at the
+  on-sale (within a second: reaction time), later ones ask when they arrive; the same wishes, the
+  same leavers.
+
+Every buyer is a real HTTP client with its own cookies and address (X-Forwarded-For; one trusted
+proxy), over a pool of keep-alive connections per client process (as a reverse proxy in front of
+the app would hold them), so the app sees ~250 connections, not 5,000. The client is a small
+HTTP/1.1 implementation on asyncio streams: it shares the two cores with the server it measures. Reported: seats sold
+twice (booking/invariants.py and the orders' lines), HTTP 5xx, admitted order against queue order
+(the admission log in Redis: every admitted buyer's queue score, in admission order), time to
+sell out, hold latency (p50/p99) during the rush, what each buyer ended with. The results go to
+bench/results/onsale.md (and .json); docs/performance.md explains them.
+"""
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import re
+import sys
+import time
+import urllib.parse
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from queue import Empty
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ARRIVAL_SECONDS = 60.0
+ON_SALE_AFTER = 30.0
+PROCESSES = 2
+CONNECTIONS_PER_PROCESS = 128
+WANTS = [(1, 0.10), (2, 0.50), (3, 0.15), (4, 0.25)]  # seats per buyer, and how many want so many
+QUEUE_QUITTERS = 0.05  # stop polling before their turn
+ADMITTED_LEAVERS = 0.10  # let in (or, without a queue, at the map), leave without buying
+MINE = b"held by you"
+SOLD_OUT_TEXT = b"All seats are taken right now"
+NEXT_POLL_RE = re.compile(rb'data-next-poll="([\d.]+)"')
+
+# The stack's settings for the simulation (read by the web processes at start).
+SIM_ENV = {
+    "BOOKING_QUEUE_POLL_SECONDS": "2",
+    "BOOKING_QUEUE_POLL_MAX_SECONDS": "15",
+    "BOOKING_QUEUE_GRACE_SECONDS": "30",
+    "BOOKING_QUEUE_ADMISSION_SECONDS": "300",
+}
+
+
+@dataclass
+class Size:
+    buyers: int = 5000
+    arrival_seconds: float = ARRIVAL_SECONDS
+    on_sale_after: float = ON_SALE_AFTER
+    rate: int = 300  # buyers per minute let in
+
+
+@dataclass
+class Plan:
+    """One buyer's script, the same in both runs."""
+
+    arrive: float
+    want: int
+    quits_queue_at: float | None  # seconds after arrival; None: stays
+    leaves_at_map: bool
+
+
+@dataclass
+class Outcome:
+    index: int
+    result: str = ""  # bought | left-queue | left-sold-out | left-at-map | no-seats | error
+    seats: int = 0
+    arrived: float = 0.0
+    admitted_at: float | None = None
+    polls: int = 0
+    early: bool = False
+    error: str = ""
+
+
+@dataclass
+class Timing:
+    label: str
+    at: float  # seconds after the first arrival when the request was sent
+    seconds: float
+    status: int
+    server_us: int = 0  # time inside Django (bench/wsgi.py's X-Server-Time-Us)
+
+
+@dataclass
+class RunResult:
+    variant: str
+    outcomes: list = field(default_factory=list)
+    timings: list = field(default_factory=list)
+    statuses: dict = field(default_factory=dict)
+    transport_errors: int = 0
+    all_taken_after: float | None = None  # seconds after the on-sale: no seat free (held or sold)
+    sold_out_after: float | None = None  # seconds after the on-sale: every seat sold
+    sold: int = 0
+    seats_total: int = 0
+    orders: int = 0
+    breaches: list = field(default_factory=list)
+    seats_in_two_orders: int = 0
+    admission: dict = field(default_factory=dict)
+    cpu: dict = field(default_factory=dict)
+    wall_seconds: float = 0.0
+    load_before: tuple = ()
+    load_after: tuple = ()
+
+
+def plans(size: Size, seed: int = 19) -> list[Plan]:
+    rng = random.Random(seed)
+    counts, weights = zip(*WANTS, strict=True)
+    out = []
+    for _ in range(size.buyers):
+        arrive = rng.uniform(0, size.arrival_seconds)
+        quits = rng.uniform(5, 60) if rng.random() < QUEUE_QUITTERS else None
+        out.append(Plan(arrive, rng.choices(counts, weights)[0], quits, rng.random() < ADMITTED_LEAVERS))
+    return out
+
+
+# --- HTTP: a small keep-alive client on asyncio streams (httpx costs several times the CPU per
+# request, and the client shares the two cores with the server it measures) ---
+
+
+class TransportError(Exception):
+    pass
+
+
+class Headers:
+    def __init__(self, pairs):
+        self.pairs = pairs
+
+    def get(self, name: str, default=None):
+        return next((v for k, v in self.pairs if k == name), default)
+
+    def get_list(self, name: str) -> list:
+        return [v for k, v in self.pairs if k == name]
+
+    def __getitem__(self, name):
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+
+@dataclass
+class Response:
+    status_code: int
+    headers: Headers
+    content: bytes
+
+
+async def _read_response(reader) -> tuple[Response, bool]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    pairs = []
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            pairs.append((name.strip().lower(), value.strip()))
+    headers = Headers(pairs)
+    keep = (headers.get("connection") or "").lower() != "close"
+    if (headers.get("transfer-encoding") or "").lower() == "chunked":
+        chunks = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size == 0:
+                await reader.readuntil(b"\r\n")
+                break
+            chunks.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+        body = b"".join(chunks)
+    elif headers.get("content-length") is not None:
+        body = await reader.readexactly(int(headers.get("content-length")))
+    elif status in (204, 304) or status < 200:
+        body = b""
+    else:
+        body, keep = await reader.read(), False
+    return Response(status, headers, body), keep
+
+
+class Pool:
+    """Keep-alive connections to one server, at most ``size`` at once (the rest wait their turn).
+    A connection idle longer than ``IDLE_SECONDS`` is closed rather than reused (gunicorn closes
+    idle ones after its keep-alive of 30 s); one that fails anyway is retried once on a new one."""
+
+    IDLE_SECONDS = 20.0
+
+    def __init__(self, base_url: str, size: int):
+        parsed = urllib.parse.urlsplit(base_url)
+        self.host, self.port = parsed.hostname, parsed.port
+        self.idle: list = []  # (reader, writer, last used)
+        self.slots = asyncio.Semaphore(size)
+
+    def _kept(self):
+        while self.idle:
+            reader, writer, used = self.idle.pop()
+            if time.monotonic() - used < self.IDLE_SECONDS:
+                return reader, writer
+            writer.close()
+        return None
+
+    async def request(self, method: str, path: str, data=None, headers=None) -> Response:
+        body = urllib.parse.urlencode(data).encode() if data is not None else b""
+        head = [f"{method} {path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+        head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        if data is not None:
+            head += ["Content-Type: application/x-www-form-urlencoded", f"Content-Length: {len(body)}"]
+        raw = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        async with self.slots:
+            for attempt in range(2):
+                conn = self._kept() if attempt == 0 else None
+                fresh = conn is None
+                try:
+                    if fresh:
+                        conn = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
+                    reader, writer = conn
+                    writer.write(raw)
+                    await writer.drain()
+                    response, keep = await asyncio.wait_for(_read_response(reader), 120)
+                except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError) as exc:
+                    if conn is not None:
+                        conn[1].close()
+                    if fresh:  # a kept connection the server had closed is tried once more, anew
+                        raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+                    continue
+                if keep:
+                    self.idle.append((reader, writer, time.monotonic()))
+                else:
+                    writer.close()
+                return response
+        raise TransportError("no connection")
+
+
+# --- one simulated browser ---
+
+
+class Browser:
+    def __init__(self, client: Pool, index: int, t0: float, timings: list, statuses: dict):
+        self.client, self.t0, self.timings, self.statuses = client, t0, timings, statuses
+        self.cookies: dict[str, str] = {}
+        self.address = f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255 or 1}"
+
+    async def request(self, label: str, method: str, path: str, data=None, htmx=False):
+        headers = {"X-Forwarded-For": self.address, "Accept": "text/html"}
+        if htmx:
+            headers["HX-Request"] = "true"
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        if data is not None and "csrftoken" in self.cookies:
+            headers["X-CSRFToken"] = self.cookies["csrftoken"]
+        sent = time.monotonic()
+        response = await self.client.request(method, path, data, headers)
+        took = time.monotonic() - sent
+        server_us = int(response.headers.get("x-server-time-us") or 0)
+        self.timings.append(Timing(label, sent - self.t0, took, response.status_code, server_us))
+        self.statuses[response.status_code] = self.statuses.get(response.status_code, 0) + 1
+        for value in response.headers.get_list("set-cookie"):
+            name, _, rest = value.partition("=")
+            morsel = rest.split(";", 1)[0]
+            if "max-age=0" in value.lower() or 'expires=thu, 01 jan 1970' in value.lower():
+                self.cookies.pop(name.strip(), None)
+            else:
+                self.cookies[name.strip()] = morsel
+        return response
+
+
+async def _hold_and_buy(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
+    page = await b.request("map", "GET", f"/sessions/{sid}/")
+    if page.status_code != 200:
+        out.result, out.error = "error", f"map {page.status_code}"
+        return
+    if plan.leaves_at_map:
+        out.result = "left-at-map"
+        return
+    want = plan.want
+    while want >= 1:
+        answer = await b.request("hold", "POST", f"/sessions/{sid}/best", {"count": str(want)}, htmx=True)
+        if answer.status_code == 200 and MINE in answer.content:
+            break
+        if answer.status_code >= 500 or answer.status_code in (403, 429):
+            out.result, out.error = "error", f"hold {answer.status_code}"
+            return
+        want -= 1  # not so many together any more: fewer
+    if want < 1:
+        out.result = "no-seats"
+        return
+    answer = await b.request(
+        "checkout", "POST", "/checkout/", {"name": f"Buyer {out.index}", "email": f"b{out.index}@example.org"}
+    )
+    if answer.status_code == 302 and "/orders/" in answer.headers.get("location", ""):
+        out.result, out.seats = "bought", want
+    else:
+        out.result, out.error = "error", f"checkout {answer.status_code}"
+
+
+async def queue_buyer(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
+    first = await b.request("map", "GET", f"/sessions/{sid}/")
+    if first.status_code != 302 or "/queue/" not in first.headers.get("location", ""):
+        out.result, out.error = "error", f"expected the queue, got {first.status_code}"
+        return
+    queue = first.headers["location"]
+    answer = await b.request("queue-page", "GET", queue)
+    status_path = queue + "status"
+    while True:
+        out.polls += 1
+        if answer.status_code >= 500:
+            out.result, out.error = "error", f"queue {answer.status_code}"
+            return
+        redirected = answer.status_code == 302 and "/sessions/" in answer.headers.get("location", "")
+        if answer.headers.get("hx-redirect") or redirected:
+            out.admitted_at = time.monotonic() - b.t0
+            break
+        if SOLD_OUT_TEXT in answer.content:
+            out.result = "left-sold-out"
+            return
+        delay = float((NEXT_POLL_RE.search(answer.content) or [b"", b"3"])[1])
+        now = time.monotonic() - b.t0
+        if plan.quits_queue_at is not None and now + delay > plan.arrive + plan.quits_queue_at:
+            out.result = "left-queue"  # closes the page: stops polling, the grace period drops them
+            return
+        await asyncio.sleep(delay)
+        answer = await b.request("poll", "GET", status_path, htmx=True)
+    await _hold_and_buy(b, sid, plan, out)
+
+
+async def rush_buyer(b: Browser, sid: str, plan: Plan, out: Outcome, on_sale_at: float, rng: random.Random) -> None:
+    if plan.quits_queue_at is not None and plan.arrive + plan.quits_queue_at < on_sale_at:
+        out.result = "left-queue"  # gave up waiting for the sale
+        return
+    now = time.monotonic() - b.t0
+    if now < on_sale_at:  # early: on the seat map, clicking the moment the sale opens
+        await b.request("map", "GET", f"/sessions/{sid}/")
+        await asyncio.sleep(on_sale_at - (time.monotonic() - b.t0) + rng.uniform(0, 1.0))
+    await _hold_and_buy(b, sid, plan, out)
+
+
+async def _buyers(base_url: str, sid: str, variant: str, plans_here, t0: float, size: Size, seed: int):
+    timings: list = []
+    statuses: dict = {}
+    outcomes = []
+    transport_errors = 0
+    rng = random.Random(seed)
+    client = Pool(base_url, CONNECTIONS_PER_PROCESS)
+
+    async def one(index, plan):
+        nonlocal transport_errors
+        await asyncio.sleep(max(0.0, t0 + plan.arrive - time.monotonic()))
+        out = Outcome(index=index, arrived=plan.arrive, early=plan.arrive < size.on_sale_after)
+        b = Browser(client, index, t0, timings, statuses)
+        try:
+            if variant == "queue":
+                await queue_buyer(b, sid, plan, out)
+            else:
+                await rush_buyer(b, sid, plan, out, size.on_sale_after, rng)
+        except TransportError as exc:
+            transport_errors += 1
+            out.result, out.error = "error", str(exc)
+        outcomes.append(out)
+
+    await asyncio.gather(*(one(i, p) for i, p in plans_here))
+    for _reader, writer, _used in client.idle:
+        writer.close()
+    return outcomes, timings, statuses, transport_errors
+
+
+def _process(base_url, sid, variant, plans_here, t0_wall, size, seed, queue):
+    t0 = time.monotonic() + (t0_wall - time.time())
+    result = asyncio.run(_buyers(base_url, sid, variant, plans_here, t0, size, seed))
+    queue.put(result)
+
+
+# --- one run ---
+
+
+def seed_hall():
+    from booking import clock
+    from booking.demo import GRAND_CATEGORIES, grand_hall_grid
+    from booking.layouts import parse_grid
+    from booking.services.sessions import create_session
+    from booking.services.theaters import create_theater
+
+    grand = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
+    start = clock.now() + timedelta(days=7)
+    return create_session(
+        grand["_id"],
+        name="The Big Premiere",
+        description="The on-sale simulation.",
+        start=start,
+        end=start + timedelta(hours=2),
+        prices={"p": 5500, "s": 3900, "b": 2500},
+    )
+
+
+def run_variant(variant: str, size: Size, log) -> RunResult:
+    from .stack import Stack
+
+    saved = dict(os.environ)
+    os.environ.update(SIM_ENV)
+    try:
+        return _run_variant(variant, size, log, Stack, RunResult(variant))
+    finally:  # use_in_this_process() exported this stack's URIs: the next Stack must start its own
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> RunResult:
+    from booking import mongo
+    from booking.domain import OrderState
+    from booking.invariants import check_invariants
+    from booking.seat_grid import FREE, SOLD
+    from booking.services import waiting_room
+
+    from .cpu import CpuMeter, children
+
+    with Stack() as stack:
+        stack.use_in_this_process()
+        mongo.ensure_indexes()
+        session = seed_hall()
+        sid = session["_id"]
+        result.seats_total = session["seatsTotal"]
+        t0_wall = time.time() + 3.0
+        on_sale_wall = t0_wall + size.on_sale_after
+        from datetime import UTC, datetime
+
+        if variant == "queue":
+            from django.conf import settings
+
+            settings.REDIS_URL = stack.redis_url
+            waiting_room.enable(
+                sid,
+                opens_at=datetime.fromtimestamp(t0_wall - 60, UTC),
+                on_sale_at=datetime.fromtimestamp(on_sale_wall, UTC),
+                rate=size.rate,
+            )
+        everyone = list(enumerate(plans(size)))
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        procs = [
+            ctx.Process(
+                target=_process,
+                args=(stack.base_url, str(sid), variant, everyone[p::PROCESSES], t0_wall, size, p, queue),
+            )
+            for p in range(PROCESSES)
+        ]
+        meter = CpuMeter(
+            {
+                "web": children(stack._proc("gunicorn-timed").pid),
+                "db": stack._pids("devmongo"),
+                "redis": stack._pids("redis"),
+            }
+        )
+        log(f"{variant}: {size.buyers} buyers over {size.arrival_seconds:.0f} s, sale at +{size.on_sale_after:.0f} s")
+        result.load_before = os.getloadavg()
+        with meter:
+            for p in procs:
+                p.start()
+            pending = len(procs)
+            last_report = 0.0
+            while pending:
+                try:
+                    outcomes, timings, statuses, transport_errors = queue.get(timeout=0.25)
+                except Empty:
+                    outcomes = None  # nobody finished yet: look at the hall meanwhile
+                if outcomes is not None:
+                    pending -= 1
+                    result.outcomes += outcomes
+                    result.timings += timings
+                    for code, n in statuses.items():
+                        result.statuses[code] = result.statuses.get(code, 0) + n
+                    result.transport_errors += transport_errors
+                doc = mongo.sessions().find_one({"_id": sid}, {"seats": 1, "seatsAvailable": 1})
+                since_sale = time.time() - on_sale_wall
+                if result.all_taken_after is None and doc["seatsAvailable"] == 0:
+                    result.all_taken_after = since_sale
+                sold = sum(row.count(SOLD) for row in doc["seats"])
+                if result.sold_out_after is None and sold == result.seats_total:
+                    result.sold_out_after = since_sale
+                if time.time() - last_report > 10:
+                    last_report = time.time()
+                    free = sum(row.count(FREE) for row in doc["seats"])
+                    log(f"  +{time.time() - t0_wall:5.0f} s: {sold} sold, {free} free")
+            for p in procs:
+                p.join()
+        result.load_after = os.getloadavg()
+        result.cpu = {name: cpu for name, cpu in meter.cpu.items()}
+        result.cpu["machine"] = meter.machine
+        result.wall_seconds = meter.seconds
+        doc = mongo.sessions().find_one({"_id": sid}, {"seats": 1})
+        result.sold = sum(row.count(SOLD) for row in doc["seats"])
+        result.orders = mongo.orders().count_documents({"state": OrderState.PAID})
+        per_seat: dict = {}
+        for order in mongo.orders().find({"state": OrderState.PAID}, {"lines": 1}):
+            for line in order["lines"]:
+                per_seat[line["key"]] = per_seat.get(line["key"], 0) + 1
+        result.seats_in_two_orders = sum(1 for n in per_seat.values() if n > 1)
+        result.breaches = check_invariants()
+        if variant == "queue":
+            result.admission = admission_check(sid, result, size)
+    return result
+
+
+def admission_check(queue_id, result: RunResult, size: Size) -> dict:
+    """The admission log against the queue's order: scores must rise strictly (admitted in queue
+    order), every early buyer (random score < 1) before every late one."""
+    from booking.services import waiting_room
+
+    log_entries = waiting_room.admission_log(queue_id)
+    scores = [float(score) for _owner, score in log_entries]
+    rising = all(a < b for a, b in zip(scores, scores[1:], strict=False))
+    early = [s < 1 for s in scores]
+    early_first = early == sorted(early, reverse=True)
+    stats = waiting_room.stats(waiting_room.get_config(queue_id, fresh=True))
+    admitted_seen = sum(1 for o in result.outcomes if o.admitted_at is not None)
+    times = sorted(o.admitted_at for o in result.outcomes if o.admitted_at is not None)
+    span = (times[-1] - times[0]) if len(times) > 1 else 0
+    return {
+        "admitted": len(log_entries),
+        "admitted_seen_by_buyers": admitted_seen,
+        "order_rising": rising,
+        "early_before_late": early_first,
+        "out_of_order": sum(1 for a, b in zip(scores, scores[1:], strict=False) if a >= b),
+        "early_admitted": sum(early),
+        "left_by_grace": stats.left,
+        "joined": stats.joined,
+        "first_admitted_after_sale": (times[0] - size.on_sale_after) if times else None,
+        "measured_rate_per_min": (len(times) - 1) / span * 60 if span else None,
+    }
+
+
+# --- report ---
+
+
+def percentile(values, p):
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(p / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def summary(run: RunResult, size: Size) -> dict:
+    counts: dict = {}
+    for o in run.outcomes:
+        counts[o.result] = counts.get(o.result, 0) + 1
+    end = size.on_sale_after + (run.all_taken_after if run.all_taken_after is not None else 1e9)
+    rush_holds = [t.seconds * 1000 for t in run.timings if t.label == "hold" and t.at <= end]
+    rush_holds_server = [t.server_us / 1000 for t in run.timings if t.label == "hold" and t.at <= end]
+    polls_server = [t.server_us / 1000 for t in run.timings if t.label in ("poll", "queue-page")]
+    all_holds = [t.seconds * 1000 for t in run.timings if t.label == "hold"]
+    polls = [t.seconds * 1000 for t in run.timings if t.label in ("poll", "queue-page")]
+    maps = [t.seconds * 1000 for t in run.timings if t.label == "map" and t.at >= size.on_sale_after]
+    checkouts = [t.seconds * 1000 for t in run.timings if t.label == "checkout"]
+    five = sum(n for code, n in run.statuses.items() if int(code) >= 500)
+    return {
+        "variant": run.variant,
+        "buyers": len(run.outcomes),
+        "outcomes": counts,
+        "requests": sum(run.statuses.values()),
+        "statuses": {str(k): v for k, v in sorted(run.statuses.items())},
+        "http_5xx": five,
+        "transport_errors": run.transport_errors,
+        "seats_total": run.seats_total,
+        "sold": run.sold,
+        "orders": run.orders,
+        "seats_sold_twice": run.seats_in_two_orders,
+        "invariant_breaches": len(run.breaches),
+        "breach_examples": run.breaches[:5],
+        "all_taken_after_s": run.all_taken_after,
+        "sold_out_after_s": run.sold_out_after,
+        "holds_during_rush": len(rush_holds),
+        "hold_p50_ms": percentile(rush_holds, 50),
+        "hold_p99_ms": percentile(rush_holds, 99),
+        "hold_max_ms": max(rush_holds) if rush_holds else None,
+        "hold_server_p50_ms": percentile(rush_holds_server, 50),
+        "hold_server_p99_ms": percentile(rush_holds_server, 99),
+        "poll_server_p50_ms": percentile(polls_server, 50),
+        "poll_server_p99_ms": percentile(polls_server, 99),
+        "holds_all": len(all_holds),
+        "polls": len(polls),
+        "poll_p50_ms": percentile(polls, 50),
+        "poll_p99_ms": percentile(polls, 99),
+        "map_after_sale_p99_ms": percentile(maps, 99),
+        "checkout_p99_ms": percentile(checkouts, 99),
+        "errors": [o.error for o in run.outcomes if o.result == "error"][:10],
+        "admission": run.admission,
+        "cpu_seconds": run.cpu,
+        "wall_seconds": run.wall_seconds,
+        "load_before": [round(x, 2) for x in run.load_before],
+        "load_after": [round(x, 2) for x in run.load_after],
+    }
+
+
+def fmt(value, unit="", digits=0):
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}{unit}"
+
+
+def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
+    import platform
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "onsale.json").write_text(json.dumps({"size": asdict(size), "runs": summaries}, indent=2, default=str))
+    by = {s["variant"]: s for s in summaries}
+    rows = [
+        (f"buyers (arrived within {size.arrival_seconds:.0f} s; sale at +{size.on_sale_after:.0f} s)", "buyers", None),
+        ("HTTP requests", "requests", None),
+        ("HTTP 5xx", "http_5xx", None),
+        ("transport errors", "transport_errors", None),
+        ("seats sold / in the hall", None, lambda s: f"{s['sold']} / {s['seats_total']}"),
+        ("paid orders", "orders", None),
+        ("seats sold twice (order lines)", "seats_sold_twice", None),
+        ("invariant breaches (booking/invariants.py)", "invariant_breaches", None),
+        ("every seat taken, after the sale opened", None, lambda s: fmt(s["all_taken_after_s"], " s", 1)),
+        ("every seat sold, after the sale opened", None, lambda s: fmt(s["sold_out_after_s"], " s", 1)),
+        ("hold requests until every seat was taken", "holds_during_rush", None),
+        ("hold p50 during the rush", None, lambda s: fmt(s["hold_p50_ms"], " ms")),
+        ("**hold p99 during the rush**", None, lambda s: "**" + fmt(s["hold_p99_ms"], " ms") + "**"),
+        ("hold max during the rush", None, lambda s: fmt(s["hold_max_ms"], " ms")),
+        ("hold time inside Django, p50 / p99", None, lambda s: fmt(s["hold_server_p50_ms"], " ms", 1) + " / "
+         + fmt(s["hold_server_p99_ms"], " ms", 1)),
+        ("seat map page p99 after the sale opened", None, lambda s: fmt(s["map_after_sale_p99_ms"], " ms")),
+        ("checkout p99", None, lambda s: fmt(s["checkout_p99_ms"], " ms")),
+        ("queue polls (p50 / p99)", None, lambda s: f"{s['polls']:,} ({fmt(s['poll_p50_ms'], ' ms', 1)} / "
+         f"{fmt(s['poll_p99_ms'], ' ms')})" if s["polls"] else "–"),
+        ("queue poll inside Django, p50 / p99", None, lambda s: fmt(s["poll_server_p50_ms"], " ms", 1) + " / "
+         + fmt(s["poll_server_p99_ms"], " ms", 1) if s["polls"] else "–"),
+        ("CPU seconds: web / db / redis / whole machine", None, lambda s: " / ".join(
+            fmt(s["cpu_seconds"].get(k), "", 0) for k in ("web", "db", "redis", "machine"))),
+        ("seconds measured", None, lambda s: fmt(s["wall_seconds"], " s")),
+        ("load average before / after (1 min)", None, lambda s: f"{s['load_before'][0]} / {s['load_after'][0]}"),
+    ]
+    variants = [v for v in ("queue", "rush") if v in by]
+    head = "| | " + " | ".join({"queue": f"waiting room ({size.rate}/min)", "rush": "no queue (the rush)"}[v]
+                                for v in variants) + " |"
+    lines = [
+        "# On-sale simulation (issue 19)",
+        "",
+        f"Run {time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {platform.processor() or platform.machine()} "
+        f"({os.cpu_count()} CPUs, shared with other work), Python {platform.python_version()}. "
+        f"Command: `python -m bench.onsale` (`make bench-onsale`). The stack: bench/stack.py (devmongo, "
+        f"redis-server, gunicorn 2 workers x 8 threads, DEBUG off). Buyers: real HTTP clients in "
+        f"{PROCESSES} processes, {CONNECTIONS_PER_PROCESS} keep-alive connections each. How to read it: "
+        f"docs/performance.md, section \"On-sale simulation\".",
+        "",
+        head,
+        "| --- | " + " | ".join("---:" for _ in variants) + " |",
+    ]
+    for label, key, render in rows:
+        cells = [render(by[v]) if render else fmt(by[v][key]) for v in variants]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", "## What the buyers ended with", "", head, "| --- | " + " | ".join("---:" for _ in variants) + " |"]
+    kinds = sorted({k for v in variants for k in by[v]["outcomes"]})
+    for kind in kinds:
+        lines.append(f"| {kind} | " + " | ".join(fmt(by[v]["outcomes"].get(kind, 0)) for v in variants) + " |")
+    if "queue" in by:
+        a = by["queue"]["admission"]
+        lines += [
+            "",
+            "## The queue's order",
+            "",
+            f"- admitted: {a['admitted']} (the buyers saw {a['admitted_seen_by_buyers']} admissions: those let in "
+            f"after they had stopped polling did not come back for it)",
+            f"- admitted in queue order (scores strictly rising in the admission log): **{a['order_rising']}** "
+            f"({a['out_of_order']} out of order)",
+            f"- every early buyer (random place) before every later one: **{a['early_before_late']}** "
+            f"({a['early_admitted']} early buyers admitted)",
+            f"- first admission {fmt(a['first_admitted_after_sale'], ' s', 2)} after the sale opened (as the buyer's "
+            f"next poll saw it); measured rate {fmt(a['measured_rate_per_min'], '/min', 0)} (set: {size.rate}/min)",
+            f"- dropped after the grace period (stopped polling): {a['left_by_grace']}; joined: {a['joined']}",
+        ]
+    errors = [e for v in variants for e in by[v]["errors"]]
+    if errors:
+        lines += ["", "## Errors (first few)", "", *[f"- `{e}`" for e in errors]]
+    path = out / "onsale.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.onsale", description=__doc__.split("\n")[0])
+    parser.add_argument("--buyers", type=int, default=5000)
+    parser.add_argument("--rate", type=int, default=300, help="buyers per minute let in")
+    parser.add_argument("--arrival-seconds", type=float, default=ARRIVAL_SECONDS)
+    parser.add_argument("--on-sale-after", type=float, default=ON_SALE_AFTER)
+    parser.add_argument("--variant", choices=["both", "queue", "rush"], default="both")
+    parser.add_argument("--small", action="store_true", help="smoke size: 300 buyers over 10 s, sale at +5 s")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+
+    import django
+
+    django.setup()
+    size = Size(args.buyers, args.arrival_seconds, args.on_sale_after, args.rate)
+    if args.small:
+        size = Size(300, 10.0, 5.0, args.rate)
+    variants = ["queue", "rush"] if args.variant == "both" else [args.variant]
+    summaries = []
+    for variant in variants:
+        run = run_variant(variant, size, log=lambda m: print(m, flush=True))
+        summaries.append(summary(run, size))
+        print(json.dumps(summaries[-1], indent=1, default=str), flush=True)
+    path = write_report(summaries, size, args.out)
+    print(path.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Fixtures shared by the booking app's tests (MongoDB and Redis come from the root conftest)."""
+
+import pytest
+
+from booking import faults
+from booking.tests.admin_support import every_booking_perm, make_staff
+
+
+@pytest.fixture
+def manager(db):
+    """A staff user with every permission on the booking pages (not a superuser)."""
+    return make_staff("manager", every_booking_perm())
+
+
+@pytest.fixture
+def manager_client(client, manager):
+    """Django's test client logged in as the manager."""
+    client.force_login(manager)
+    return client
+
+
+@pytest.fixture
+def fault_hook():
+    """fault_hook(fn): booking.faults.point(name) calls fn(name) until the test ends."""
+    yield faults.set_hook
+    faults.set_hook(None)
+
+
+@pytest.fixture
+def crash_at(fault_hook):
+    """crash_at("hold.after_session"): the process 'dies' there (faults.InjectedCrash is raised)."""
+
+    def arm(point_name):
+        def hook(name):
+            if name == point_name:
+                raise faults.InjectedCrash(name)
+
+        fault_hook(hook)
+
+    return arm

@@ -1,0 +1,36 @@
+"""The on-sale simulation at smoke size (300 buyers, the waiting room): it runs from one command
+and what it checks holds: no 5xx, nothing sold twice, admitted in queue order, early before late.
+No timing assertions: this machine's timings are not the product's."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_onsale_simulation_runs_and_the_queue_keeps_its_order(tmp_path):
+    env = dict(os.environ)  # the test MongoDB and Redis (conftest); the run uses a database of its own
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.onsale", "--small", "--variant", "queue", "--out", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (result,) = json.loads((tmp_path / "onsale.json").read_text())["runs"]
+    assert result["http_5xx"] == 0 and result["transport_errors"] == 0, result["errors"]
+    assert result["seats_sold_twice"] == 0 and result["invariant_breaches"] == 0, result["breach_examples"]
+    assert result["outcomes"].get("bought", 0) > 100
+    admission = result["admission"]
+    assert admission["order_rising"] and admission["early_before_late"] and admission["out_of_order"] == 0
+    assert admission["admitted"] >= result["outcomes"]["bought"]
+    assert (tmp_path / "onsale.md").read_text().startswith("# On-sale simulation")

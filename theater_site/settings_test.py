@@ -1,0 +1,15 @@
+"""Settings for the test suite (pyproject.toml, scripts/test.sh): the app's settings with a fast
+password hasher and without the dev stack's .run/dev.env.
+
+Subprocesses the tests start (Celery workers, gunicorn, manage.py) inherit DEV_ENV_FILE="" too.
+"""
+
+import os
+
+os.environ["DEV_ENV_FILE"] = ""  # before the import: the tests never reach a running dev stack
+
+from theater_site.settings import *  # noqa: E402, F403
+
+# Django's default hasher (PBKDF2, over a million iterations) costs a quarter of a second or more
+# per user created with a password; the tests check permissions, not hashing.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
