@@ -156,6 +156,7 @@ class Stack:
         if not self.mongodb_uri:
             port = free_port()
             args = [PYTHON, "-m", "devmongo", "--port", str(port), "--replset", "rs0", "--log-level", "warning"]
+            args += ["--notablescan", "--random-tie-break"]  # every query has its index; no order relied on
             self._spawn(args, "devmongo", port)
             self.mongodb_uri = f"mongodb://127.0.0.1:{port}/?replicaSet=rs0"
         self.redis_url = os.environ.get("REDIS_URL", "")

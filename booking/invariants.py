@@ -107,7 +107,8 @@ def offer_breaches() -> list[str]:
     from .services import offers, pricing
 
     breaches = []
-    for order in mongo.orders().find({"state": OrderState.PAID}, {"ref": 1, "cartId": 1, "lines": 1, "total": 1}):
+    fields = {"ref": 1, "cartId": 1, "lines": 1, "total": 1}
+    for order in mongo.orders().find({"state": OrderState.PAID}, fields, hint=[("_id", 1)]):  # all, on purpose
         cart = mongo.carts().find_one({"_id": order["cartId"]}, {"items": 1, "promo": 1})
         if cart is None:
             continue
@@ -123,7 +124,7 @@ def offer_breaches() -> list[str]:
                 breaches.append(f"order {order['ref']}: {line['key']} held at {locked}, charged {item['price']}")
         if order["total"] != pricing.cart_totals(cart).total:
             breaches.append(f"order {order['ref']}: total {order['total']} is not what the cart's items and code make")
-    for code in mongo.promo_codes().find({}, {"code": 1, "uses": 1, "cap": 1}):
+    for code in mongo.promo_codes().find({}, {"code": 1, "uses": 1, "cap": 1}, hint=[("_id", 1)]):
         if code.get("uses", 0) > code.get("cap", 0) or code.get("uses", 0) < 0:
             breaches.append(f"promo code {code['code']} is used {code.get('uses')} times, its cap is {code.get('cap')}")
     return breaches

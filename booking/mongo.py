@@ -132,6 +132,7 @@ SHARD_KEYS = {
     "carts": {"owner": "hashed"},
     "orders": {"ref": 1},  # ranged: the reference is random, and its unique index must be the shard key
     "checkin_conflicts": {"scanId": 1},  # ranged: random scan ids, and the unique index is the key's
+    "promo_codes": {"code": 1},  # ranged: redeemed by its code, and the unique index is the key's
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares

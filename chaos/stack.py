@@ -169,6 +169,8 @@ class Stack:
                     str(self.mongo_port),
                     "--replset",
                     "rs0",
+                    "--notablescan",  # every query has its index, under the rush too
+                    "--random-tie-break",
                     "--data",
                     str(data),
                     "--log-level",

@@ -26,7 +26,7 @@ def main() -> None:
 
     from devmongo import DevMongoServer
 
-    server = DevMongoServer(port=0).start()
+    server = DevMongoServer(port=0, notablescan=True).start()  # every query the sizing sends has its index
     os.environ["MONGODB_URI"] = server.uri
     os.environ["MONGODB_DB"] = "measure"
     django.setup()

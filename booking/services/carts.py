@@ -63,7 +63,7 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | 
     faults.point("expire.after_cart")
     freed = reservations.release_all(cart_id, session_ids=session_ids_of(cart))
     if cart.get("promo"):
-        promos.release_for_cart(cart_id)  # the promo code's use goes back (once)
+        promos.release_for_cart(cart_id, owner=owner)  # the promo code's use goes back (once)
     return freed
 
 
@@ -107,12 +107,13 @@ def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, "owner": owner, "state": CartState.ACTIVE},
         {"$set": {"state": CartState.CANCELED, "endedOn": now}},
-        projection={"items.sessionId": 1},
+        projection={"items.sessionId": 1, "promo.codeId": 1},
     )
     if cart is None:
         return 0
     freed = reservations.release_all(cart_id, session_ids=session_ids_of(cart))
-    promos.release_for_cart(cart_id)
+    if cart.get("promo"):
+        promos.release_for_cart(cart_id, owner=owner)
     return freed
 
 

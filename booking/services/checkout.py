@@ -127,7 +127,7 @@ def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
         order_service.release_order_seats(order)  # seats already sold in another session go back
         reservations.release_all(cart_id, session_ids=cart_service.session_ids_of(cart))
         _end_cart(cart, CartState.CANCELED, order)
-        promos.release_for_cart(cart_id)
+        promos.release_for_cart(cart_id, owner=cart["owner"])
         raise CheckoutFailed(order["failure"]) from None
     if _end_cart(cart, CartState.DONE, order):
         logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))

@@ -231,12 +231,16 @@ def remove_code(owner: str, cart_id: ObjectId | None) -> dict | None:
     return mongo.carts().find_one({"_id": cart_id})
 
 
-def release_for_cart(cart_id: ObjectId, states=(CartState.EXPIRED, CartState.CANCELED)) -> bool:
+def release_for_cart(
+    cart_id: ObjectId, states=(CartState.EXPIRED, CartState.CANCELED), *, owner: str | None = None
+) -> bool:
     """Give the code's use back once the cart ended without a sale (or, with ``states=(done,)``,
-    once its order was canceled). Exactly once: ``promo.released`` is set conditionally first."""
+    once its order was canceled). Exactly once: ``promo.released`` is set conditionally first.
+    ``owner``: the cart's, when known (carts are sharded on it)."""
     cart = mongo.carts().find_one_and_update(
         {
             "_id": cart_id,
+            **({"owner": owner} if owner else {}),
             "state": {"$in": list(states)},
             "promo.codeId": {"$exists": True},
             "promo.released": {"$ne": True},

@@ -7,7 +7,7 @@
   (``seats``, ``reservations``: most of a 40-60 KB document) for ``seatSummary``, the counts by
   state; its layout, prices and times stay. Which seats were sold is in the orders (their lines
   name the seats), and a page that shows the grid of a compacted session rebuilds it from them
-  (seatmap.restored_states). The worker runs compact_past_sessions every
+  (seat_grid.restored_states). The worker runs compact_past_sessions every
   BOOKING_COMPACT_EVERY_SECONDS. A compacted session gets the ``purgeAt`` its orders have (TTL):
   once they are gone, nothing refers to it.
 """

@@ -107,5 +107,6 @@ def test_c4_expiring_a_cart_is_one_write_plus_one_per_session():
     mongo.carts().update_one({"_id": cart.cart_id}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
     with counting_commands() as counter:
         assert expire_cart(cart.cart_id, owner=ALICE) == 3
-    # the cart's write (findAndModify: it answers with the cart's sessions and any promo code) and one per session
+    # the cart's write is a findAndModify: it answers with the cart's sessions and whether a promo
+    # code must be given back
     assert counter.writes == [("findAndModify", "carts"), ("update", "sessions"), ("update", "sessions")]

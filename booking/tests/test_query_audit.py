@@ -35,6 +35,8 @@ ALLOWED_SCANS = {
     "find orders {} hint={'_id': 1}",
     "find sessions {} hint={'_id': 1}",
     "find orders {'state': {'$nin': ['str']}, 'lines.checkedIn': {'$exists': 'bool'}} hint={'_id': 1}",
+    "find orders {'state': 'str'} hint={'_id': 1}",
+    "find promo_codes {} hint={'_id': 1}",
 }
 
 

@@ -5,9 +5,7 @@ Nothing here starts a container; docs/deploy.md says the stack was not brought u
 import re
 from pathlib import Path
 
-import pytest
-
-yaml = pytest.importorskip("yaml")  # PyYAML (in the venv; see docs/deploy.md)
+import yaml  # PyYAML, in requirements-dev.txt
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
