@@ -13,7 +13,7 @@ from django.urls import reverse
 from pymongo import MongoClient, monitoring
 
 from booking import mongo, push
-from booking.seatmap import FREE, HELD
+from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session
 
