@@ -182,3 +182,7 @@ def launch_chromium(chromium):
     yield launch
     for browser in browsers:
         browser.close()
+
+
+# A real localstripe for the run, and what a browser's Stripe.js does (booking/tests/localstripe.py).
+pytest_plugins = ["booking.tests.localstripe"]
