@@ -34,7 +34,13 @@ def asgi_url(live_server):
     push.reset_hub()
     port = free_port()
     config = uvicorn.Config(
-        ASGIStaticFilesHandler(get_asgi_application()), host="127.0.0.1", port=port, log_level="warning"
+        ASGIStaticFilesHandler(get_asgi_application()),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        # The pages' event streams are still open at teardown: without a limit uvicorn waits for
+        # them, the join below gave up after 10 s and left the server running in its thread.
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
