@@ -276,7 +276,7 @@ class Browser:
         for value in response.headers.get_list("set-cookie"):
             name, _, rest = value.partition("=")
             morsel = rest.split(";", 1)[0]
-            if "max-age=0" in value.lower() or 'expires=thu, 01 jan 1970' in value.lower():
+            if "max-age=0" in value.lower() or "expires=thu, 01 jan 1970" in value.lower():
                 self.cookies.pop(name.strip(), None)
             else:
                 self.cookies[name.strip()] = morsel
@@ -636,22 +636,45 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         ("hold p50 during the rush", None, lambda s: fmt(s["hold_p50_ms"], " ms")),
         ("**hold p99 during the rush**", None, lambda s: "**" + fmt(s["hold_p99_ms"], " ms") + "**"),
         ("hold max during the rush", None, lambda s: fmt(s["hold_max_ms"], " ms")),
-        ("hold time inside Django, p50 / p99", None, lambda s: fmt(s["hold_server_p50_ms"], " ms", 1) + " / "
-         + fmt(s["hold_server_p99_ms"], " ms", 1)),
+        (
+            "hold time inside Django, p50 / p99",
+            None,
+            lambda s: fmt(s["hold_server_p50_ms"], " ms", 1) + " / " + fmt(s["hold_server_p99_ms"], " ms", 1),
+        ),
         ("seat map page p99 after the sale opened", None, lambda s: fmt(s["map_after_sale_p99_ms"], " ms")),
         ("checkout p99", None, lambda s: fmt(s["checkout_p99_ms"], " ms")),
-        ("queue polls (p50 / p99)", None, lambda s: f"{s['polls']:,} ({fmt(s['poll_p50_ms'], ' ms', 1)} / "
-         f"{fmt(s['poll_p99_ms'], ' ms')})" if s["polls"] else "–"),
-        ("queue poll inside Django, p50 / p99", None, lambda s: fmt(s["poll_server_p50_ms"], " ms", 1) + " / "
-         + fmt(s["poll_server_p99_ms"], " ms", 1) if s["polls"] else "–"),
-        ("CPU seconds: web / db / redis / whole machine", None, lambda s: " / ".join(
-            fmt(s["cpu_seconds"].get(k), "", 0) for k in ("web", "db", "redis", "machine"))),
+        (
+            "queue polls (p50 / p99)",
+            None,
+            lambda s: (
+                f"{s['polls']:,} ({fmt(s['poll_p50_ms'], ' ms', 1)} / {fmt(s['poll_p99_ms'], ' ms')})"
+                if s["polls"]
+                else "–"
+            ),
+        ),
+        (
+            "queue poll inside Django, p50 / p99",
+            None,
+            lambda s: (
+                fmt(s["poll_server_p50_ms"], " ms", 1) + " / " + fmt(s["poll_server_p99_ms"], " ms", 1)
+                if s["polls"]
+                else "–"
+            ),
+        ),
+        (
+            "CPU seconds: web / db / redis / whole machine",
+            None,
+            lambda s: " / ".join(fmt(s["cpu_seconds"].get(k), "", 0) for k in ("web", "db", "redis", "machine")),
+        ),
         ("seconds measured", None, lambda s: fmt(s["wall_seconds"], " s")),
         ("load average before / after (1 min)", None, lambda s: f"{s['load_before'][0]} / {s['load_after'][0]}"),
     ]
     variants = [v for v in ("queue", "rush") if v in by]
-    head = "| | " + " | ".join({"queue": f"waiting room ({size.rate}/min)", "rush": "no queue (the rush)"}[v]
-                                for v in variants) + " |"
+    head = (
+        "| | "
+        + " | ".join({"queue": f"waiting room ({size.rate}/min)", "rush": "no queue (the rush)"}[v] for v in variants)
+        + " |"
+    )
     lines = [
         "# On-sale simulation (issue 19)",
         "",
@@ -660,7 +683,7 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         f"Command: `python -m bench.onsale` (`make bench-onsale`). The stack: bench/stack.py (devmongo, "
         f"redis-server, gunicorn 2 workers x 8 threads, DEBUG off). Buyers: real HTTP clients in "
         f"{PROCESSES} processes, {CONNECTIONS_PER_PROCESS} keep-alive connections each. How to read it: "
-        f"docs/performance.md, section \"On-sale simulation\".",
+        f'docs/performance.md, section "On-sale simulation".',
         "",
         head,
         "| --- | " + " | ".join("---:" for _ in variants) + " |",

@@ -273,19 +273,30 @@ class SaleWindowForm(forms.Form):
         widget=forms.RadioSelect,
     )
     sale_opens = forms.DateTimeField(
-        label="On sale from", required=False, widget=SecondsDateTimeInput(), input_formats=SALE_TIME_FORMATS,
+        label="On sale from",
+        required=False,
+        widget=SecondsDateTimeInput(),
+        input_formats=SALE_TIME_FORMATS,
         help_text="Empty: on sale as soon as it is published.",
     )
     sale_closes = forms.DateTimeField(
-        label="Off sale at", required=False, widget=SecondsDateTimeInput(), input_formats=SALE_TIME_FORMATS,
+        label="Off sale at",
+        required=False,
+        widget=SecondsDateTimeInput(),
+        input_formats=SALE_TIME_FORMATS,
         help_text="Empty: at the start.",
     )
     presale_opens = forms.DateTimeField(
-        label="Members' presale from", required=False, widget=SecondsDateTimeInput(),
-        input_formats=SALE_TIME_FORMATS, help_text="Empty: no presale. Ends at the public on-sale time.",
+        label="Members' presale from",
+        required=False,
+        widget=SecondsDateTimeInput(),
+        input_formats=SALE_TIME_FORMATS,
+        help_text="Empty: no presale. Ends at the public on-sale time.",
     )
     presale_code = forms.CharField(
-        label="Members' access code", required=False, max_length=64,
+        label="Members' access code",
+        required=False,
+        max_length=64,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
         help_text="Stored hashed. Leave empty to keep the current code; a new code locks out the old one.",
     )

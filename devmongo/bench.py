@@ -26,12 +26,10 @@ ROWS, COLS = 30, 40
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=8, help="client threads in total")
-    parser.add_argument("--processes", type=int, default=1,
-                        help="spread the client threads over this many processes")
+    parser.add_argument("--processes", type=int, default=1, help="spread the client threads over this many processes")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--uri", default=None, help="benchmark an already running server")
-    parser.add_argument("--shared-doc", action="store_true",
-                        help="all threads update the same show document")
+    parser.add_argument("--shared-doc", action="store_true", help="all threads update the same show document")
     args = parser.parse_args(argv)
 
     server = None
@@ -43,15 +41,21 @@ def main(argv=None):
     coll = setup.devmongo_bench.shows
     coll.drop()
     n_docs = 1 if args.shared_doc else args.threads
-    coll.insert_many([{
-        "_id": i,
-        "seats": [[0] * COLS for _ in range(ROWS)],
-        "seatsAvailable": ROWS * COLS,
-        "reservations": [{"_id": f"c{j}", "seats": [], "v": 0} for j in range(20)],
-    } for i in range(n_docs)])
+    coll.insert_many(
+        [
+            {
+                "_id": i,
+                "seats": [[0] * COLS for _ in range(ROWS)],
+                "seatsAvailable": ROWS * COLS,
+                "reservations": [{"_id": f"c{j}", "seats": [], "v": 0} for j in range(20)],
+            }
+            for i in range(n_docs)
+        ]
+    )
 
-    per_proc = [args.threads // args.processes + (1 if p < args.threads % args.processes else 0)
-                for p in range(args.processes)]
+    per_proc = [
+        args.threads // args.processes + (1 if p < args.threads % args.processes else 0) for p in range(args.processes)
+    ]
     ctx = multiprocessing.get_context("spawn")
     go = ctx.Event()
     ready = ctx.Queue()
@@ -59,8 +63,7 @@ def main(argv=None):
     procs = []
     first = 0
     for n in per_proc:
-        proc = ctx.Process(target=_client_process,
-                           args=(uri, first, n, args.shared_doc, go, ready, results))
+        proc = ctx.Process(target=_client_process, args=(uri, first, n, args.shared_doc, go, ready, results))
         proc.start()
         procs.append(proc)
         first += n
@@ -79,8 +82,10 @@ def main(argv=None):
     for proc in procs:
         proc.join()
     total = sum(counts) + sum(misses)
-    print(f"{args.threads} client threads in {args.processes} process(es), {elapsed:.1f}s: {total} conditional updates "
-          f"({sum(counts)} modified, {sum(misses)} no match) = {total / elapsed:.0f} updates/s")
+    print(
+        f"{args.threads} client threads in {args.processes} process(es), {elapsed:.1f}s: {total} conditional updates "
+        f"({sum(counts)} modified, {sum(misses)} no match) = {total / elapsed:.0f} updates/s"
+    )
     coll.drop()
     setup.close()
     if server is not None:
@@ -105,9 +110,10 @@ def _client_process(uri, first, n, shared_doc, go, ready, results):
             cell = (t * 997 + i) % (ROWS * COLS) if shared_doc else i % (ROWS * COLS)
             r, col = divmod(cell, COLS)
             flip = (i // (ROWS * COLS)) % 2
-            res = c.update_one({"_id": doc_id, f"seats.{r}.{col}": flip},
-                               {"$set": {f"seats.{r}.{col}": 1 - flip},
-                                "$inc": {"seatsAvailable": -1 if flip == 0 else 1}})
+            res = c.update_one(
+                {"_id": doc_id, f"seats.{r}.{col}": flip},
+                {"$set": {f"seats.{r}.{col}": 1 - flip}, "$inc": {"seatsAvailable": -1 if flip == 0 else 1}},
+            )
             if res.modified_count == 1:
                 counts[k] += 1
             else:

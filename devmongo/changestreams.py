@@ -31,15 +31,23 @@ from .update import clone
 EVENT, INVALIDATE, HIGH_WATER_MARK = 0, 1, 2
 _NO, _YES, _INVALIDATES = 0, 1, 2
 _DEFAULT_AWAIT = 1.0  # seconds a getMore waits for events without maxTimeMS, as MongoDB
-_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot",
-                     "$replaceWith", "$redact"})
-_SPEC_FIELDS = frozenset({"fullDocument", "fullDocumentBeforeChange", "resumeAfter",
-                          "startAfter", "startAtOperationTime", "allChangesForCluster",
-                          "showExpandedEvents"})
+_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
+_SPEC_FIELDS = frozenset(
+    {
+        "fullDocument",
+        "fullDocumentBeforeChange",
+        "resumeAfter",
+        "startAfter",
+        "startAtOperationTime",
+        "allChangesForCluster",
+        "showExpandedEvents",
+    }
+)
 _INTERNAL_DBS = ("admin", "config", "local")
 
 
 # --------------------------------------------------------------------------- resume tokens
+
 
 def make_token(key, kind=EVENT):
     return {"_data": f"82{key:016X}{kind:02X}"}
@@ -48,32 +56,42 @@ def make_token(key, kind=EVENT):
 def parse_token(token):
     """(cluster-time key, kind) of a resume token."""
     if not isinstance(token, dict) or not isinstance(token.get("_data"), str):
-        raise MongoError(40647, "The change stream resume token has a missing or wrong-typed "
-                                "_data field.")
+        raise MongoError(40647, "The change stream resume token has a missing or wrong-typed _data field.")
     data = token["_data"]
     try:
         if len(data) != 20 or not data.startswith("82"):
             raise ValueError(data)
         key, kind = int(data[2:18], 16), int(data[18:], 16)
     except ValueError:
-        raise MongoError(260, f"Invalid resume token: {data!r} is not a resume token of this "
-                              "server") from None
+        raise MongoError(260, f"Invalid resume token: {data!r} is not a resume token of this server") from None
     if kind not in (EVENT, INVALIDATE, HIGH_WATER_MARK):
         raise MongoError(260, f"Invalid resume token: {data!r}")
     return key, kind
 
 
 def _history_lost():
-    return MongoError(286, "Resume of change stream was not possible, as the resume point may "
-                           "no longer be in the oplog.")
+    return MongoError(
+        286, "Resume of change stream was not possible, as the resume point may no longer be in the oplog."
+    )
 
 
 # --------------------------------------------------------------------------- the cursor
 
+
 class ChangeStreamCursor:
     stream = True
-    __slots__ = ("ns", "db", "coll", "stages", "lookup", "position", "invalidate_at", "closed",
-                 "last_used", "invalidated")
+    __slots__ = (
+        "ns",
+        "db",
+        "coll",
+        "stages",
+        "lookup",
+        "position",
+        "invalidate_at",
+        "closed",
+        "last_used",
+        "invalidated",
+    )
 
     def __init__(self, ns, db, coll, stages, lookup, position):
         self.ns = ns
@@ -125,13 +143,20 @@ class ChangeStreamCursor:
                     if self.closed:
                         del engine.cursors[cid]
                         out_id = 0
-                    return {"cursor": {"nextBatch": batch,
-                                       "postBatchResumeToken": self.post_batch_token(),
-                                       "id": Int64(out_id), "ns": self.ns}, "ok": 1.0}
+                    return {
+                        "cursor": {
+                            "nextBatch": batch,
+                            "postBatchResumeToken": self.post_batch_token(),
+                            "id": Int64(out_id),
+                            "ns": self.ns,
+                        },
+                        "ok": 1.0,
+                    }
             log.wait(seen, deadline - now)
 
 
 # --------------------------------------------------------------------------- opening a stream
+
 
 def open_stream(engine, db, cmd, coll):
     """``aggregate`` whose first stage is ``$changeStream``. ``coll`` is the collection, or None
@@ -149,20 +174,25 @@ def open_stream(engine, db, cmd, coll):
     cluster = bool(spec.get("allChangesForCluster"))
     if coll is None:
         if cluster and db != "admin":
-            raise MongoError(72, "A $changeStream with 'allChangesForCluster:true' may only be "
-                                 "opened on the 'admin' database, and with no collection name")
+            raise MongoError(
+                72,
+                "A $changeStream with 'allChangesForCluster:true' may only be "
+                "opened on the 'admin' database, and with no collection name",
+            )
         if db == "admin" and not cluster:
             raise MongoError(73, "$changeStream may not be opened on the internal admin database")
         ns = f"{db}.$cmd.aggregate"
     else:
         if cluster:
-            raise MongoError(72, "A $changeStream with 'allChangesForCluster:true' may only be "
-                                 "opened on the 'admin' database, and with no collection name")
+            raise MongoError(
+                72,
+                "A $changeStream with 'allChangesForCluster:true' may only be "
+                "opened on the 'admin' database, and with no collection name",
+            )
         if db in _INTERNAL_DBS:
             raise MongoError(73, f"$changeStream may not be opened on the internal {db} database")
         if coll.startswith("system."):
-            raise MongoError(73, f"$changeStream may not be opened on the internal {db}.{coll} "
-                                 "collection")
+            raise MongoError(73, f"$changeStream may not be opened on the internal {db}.{coll} collection")
         ns = f"{db}.{coll}"
     lookup = _full_document_option(spec)
     stages = _parse_stages(pipeline[1:])
@@ -173,25 +203,25 @@ def open_stream(engine, db, cmd, coll):
     if not cur.closed:
         cid = new_cursor_id(engine)
         engine.cursors[cid] = cur
-    return {"cursor": {"firstBatch": batch, "postBatchResumeToken": cur.post_batch_token(),
-                       "id": Int64(cid), "ns": ns}, "ok": 1.0}
+    return {
+        "cursor": {"firstBatch": batch, "postBatchResumeToken": cur.post_batch_token(), "id": Int64(cid), "ns": ns},
+        "ok": 1.0,
+    }
 
 
 def _full_document_option(spec):
     mode = spec.get("fullDocument", "default")
     if mode not in ("default", "updateLookup", "whenAvailable", "required"):
-        raise MongoError(2, f"Enumeration value '{mode}' for field '$changeStream.fullDocument' "
-                            "is not a valid value.")
+        raise MongoError(2, f"Enumeration value '{mode}' for field '$changeStream.fullDocument' is not a valid value.")
     if mode in ("whenAvailable", "required"):
-        raise MongoError(115, f"devmongo does not support fullDocument: '{mode}' (no "
-                              "post-images)")
+        raise MongoError(115, f"devmongo does not support fullDocument: '{mode}' (no post-images)")
     before = spec.get("fullDocumentBeforeChange", "off")
     if before not in ("off", "whenAvailable", "required"):
-        raise MongoError(2, f"Enumeration value '{before}' for field "
-                            "'$changeStream.fullDocumentBeforeChange' is not a valid value.")
+        raise MongoError(
+            2, f"Enumeration value '{before}' for field '$changeStream.fullDocumentBeforeChange' is not a valid value."
+        )
     if before != "off":
-        raise MongoError(115, "devmongo does not support fullDocumentBeforeChange (no "
-                              "pre-images)")
+        raise MongoError(115, "devmongo does not support fullDocumentBeforeChange (no pre-images)")
     if spec.get("showExpandedEvents"):
         raise MongoError(115, "devmongo does not support showExpandedEvents")
     return mode == "updateLookup"
@@ -201,12 +231,10 @@ def _parse_stages(stages):
     out = []
     for stage in stages:
         if not isinstance(stage, dict) or len(stage) != 1:
-            raise MongoError(40323, "A pipeline stage specification object must contain "
-                                    "exactly one field.")
-        (name, arg), = stage.items()
+            raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
+        ((name, arg),) = stage.items()
         if name == "$changeStream":
-            raise MongoError(40602, "$changeStream is only valid as the first stage in a "
-                                    "pipeline")
+            raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
         if name not in _STAGES:
             raise MongoError(20, f"{name} is not permitted in a $changeStream pipeline")
         if name == "$match":
@@ -225,31 +253,32 @@ def _resume_point(log, spec, cur):
     start_after = spec.get("startAfter")
     at = spec.get("startAtOperationTime")
     if resume_after is not None and start_after is not None:
-        raise MongoError(50865, "Do not specify both 'resumeAfter' and 'startAfter' in a "
-                                "$changeStream stage")
+        raise MongoError(50865, "Do not specify both 'resumeAfter' and 'startAfter' in a $changeStream stage")
     token = resume_after if resume_after is not None else start_after
     if token is not None:
         if at is not None:
-            raise MongoError(40674, "Only one type of resume option is allowed, but multiple "
-                                    "were found")
+            raise MongoError(40674, "Only one type of resume option is allowed, but multiple were found")
         key, kind = parse_token(token)
         if kind == INVALIDATE and resume_after is not None:
-            raise MongoError(260, "Attempting to resume a change stream using 'resumeAfter' is "
-                                  "not allowed from an invalidate notification")
+            raise MongoError(
+                260,
+                "Attempting to resume a change stream using 'resumeAfter' is "
+                "not allowed from an invalidate notification",
+            )
         if log.lost(key):
             raise _history_lost()
         if kind == EVENT and key > log.complete_from:
             entry = log.entry(key)
             if entry is None:
-                raise MongoError(280, f"cannot resume stream; the resume token was not found. "
-                                      f"{token}")
+                raise MongoError(280, f"cannot resume stream; the resume token was not found. {token}")
             if cur.visibility(entry[1], entry[2], entry[3]) == _INVALIDATES:
                 cur.invalidate_at = key
         cur.position = key
     elif at is not None:
         if not isinstance(at, Timestamp):
-            raise MongoError(14, "BSON field '$changeStream.startAtOperationTime' is the wrong "
-                                 "type, expected type 'timestamp'")
+            raise MongoError(
+                14, "BSON field '$changeStream.startAtOperationTime' is the wrong type, expected type 'timestamp'"
+            )
         key = ts_key(at) - 1
         if log.lost(key):
             raise _history_lost()
@@ -257,6 +286,7 @@ def _resume_point(log, spec, cur):
 
 
 # --------------------------------------------------------------------------- reading events
+
 
 def next_batch(engine, cur, limit):
     """The events after the cursor's position (encoded), up to ``limit`` and 16 MB; advances
@@ -299,8 +329,7 @@ def next_batch(engine, cur, limit):
 
 def _invalidate(cur, key, entry):
     wall = entry and ChangeLog.decode(entry).get("wallTime")
-    event = {"_id": make_token(key, INVALIDATE), "operationType": "invalidate",
-             "clusterTime": key_ts(key)}
+    event = {"_id": make_token(key, INVALIDATE), "operationType": "invalidate", "clusterTime": key_ts(key)}
     if wall is not None:
         event["wallTime"] = wall
     cur.closed = True
@@ -336,15 +365,17 @@ def _transform(engine, cur, event):
         if not copied:  # the other stages may change what they are given (a stored document)
             event = clone(event)
             copied = True
-        results = list(mm_aggregate.process_pipeline([event], engine.client[cur.db or "admin"],
-                                                      [{name: arg}], None))
+        results = list(mm_aggregate.process_pipeline([event], engine.client[cur.db or "admin"], [{name: arg}], None))
         if not results:
             return None
         event = results[0]
     if event.get("_id") != token:
-        raise MongoError(280, "Encountered an event whose _id field, which contains the resume "
-                              "token, was modified by the pipeline. Modifying the _id field of "
-                              "an event makes it impossible to resume the stream from that "
-                              "point. Only transformations that retain the unmodified _id field "
-                              "are allowed.")
+        raise MongoError(
+            280,
+            "Encountered an event whose _id field, which contains the resume "
+            "token, was modified by the pipeline. Modifying the _id field of "
+            "an event makes it impossible to resume the stream from that "
+            "point. Only transformations that retain the unmodified _id field "
+            "are allowed.",
+        )
     return event

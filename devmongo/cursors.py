@@ -37,16 +37,18 @@ def new_cursor_id(engine):
 
 def _expire_cursors(engine):
     now = time.monotonic()
-    for cid in [c for c, cur in engine.cursors.items()
-                if now - cur.last_used > CURSOR_TIMEOUT]:
+    for cid in [c for c, cur in engine.cursors.items() if now - cur.last_used > CURSOR_TIMEOUT]:
         del engine.cursors[cid]
 
 
 def kill_ns_cursors(engine, ns_prefix):
     """Close the cursors of a collection (``db.coll``) or of a whole database (``db``). Change
     streams stay open: they end with their ``invalidate`` event."""
-    for cid in [c for c, cur in engine.cursors.items() if not cur.stream
-                and (cur.ns == ns_prefix or cur.ns.startswith(ns_prefix + "."))]:
+    for cid in [
+        c
+        for c, cur in engine.cursors.items()
+        if not cur.stream and (cur.ns == ns_prefix or cur.ns.startswith(ns_prefix + "."))
+    ]:
         del engine.cursors[cid]
 
 
@@ -101,8 +103,7 @@ def cursor_reply(engine, ns, docs, batch_size=None, single_batch=False):
     return {"cursor": {"firstBatch": batch, "id": Int64(cid), "ns": ns}, "ok": 1.0}
 
 
-def live_cursor_reply(engine, ns, docs, encode_first, encode_later, batch_size=None,
-                      single_batch=False):
+def live_cursor_reply(engine, ns, docs, encode_first, encode_later, batch_size=None, single_batch=False):
     """docs: stored documents. The first batch is encoded with ``encode_first``; a cursor left
     open encodes the rest at each getMore with ``encode_later``."""
     first_n = DEFAULT_FIRST_BATCH if batch_size is None else batch_size
@@ -134,8 +135,10 @@ def get_more(engine, db, cmd, conn_id):
         if cur is None:
             raise MongoError(43, f"cursor id {cid} not found")
         if coll is not None and cur.ns != f"{db}.{coll}" and not cur.ns.startswith(f"{db}.$cmd"):
-            raise MongoError(13, f"Requested getMore on namespace '{db}.{coll}', but cursor "
-                                 f"belongs to a different namespace {cur.ns}")
+            raise MongoError(
+                13,
+                f"Requested getMore on namespace '{db}.{coll}', but cursor belongs to a different namespace {cur.ns}",
+            )
         if not cur.stream:
             if cur.encode is not None:
                 batch, pos = take_live(cur.docs, cur.pos, batch_size(cmd) or None, cur.encode)
@@ -157,5 +160,4 @@ def kill_cursors(engine, db, cmd, conn_id):
             killed.append(Int64(cid))
         else:
             not_found.append(Int64(cid))
-    return {"cursorsKilled": killed, "cursorsNotFound": not_found, "cursorsAlive": [],
-            "cursorsUnknown": [], "ok": 1.0}
+    return {"cursorsKilled": killed, "cursorsNotFound": not_found, "cursorsAlive": [], "cursorsUnknown": [], "ok": 1.0}

@@ -89,8 +89,7 @@ class Engine:
                 reply = self._run_on_replset(name, handler, db, cmd, conn_id)
             else:
                 if "txnNumber" in cmd or "startTransaction" in cmd or "autocommit" in cmd:
-                    raise MongoError(20, "Transaction numbers are only allowed on a replica set "
-                                         "member or mongos")
+                    raise MongoError(20, "Transaction numbers are only allowed on a replica set member or mongos")
                 if handler.writes and "writeConcern" in cmd:
                     check_write_concern(None, cmd["writeConcern"])
                 if handler.locked:
@@ -98,10 +97,8 @@ class Engine:
                         reply = handler.fn(self, db, cmd, conn_id)
                 else:
                     reply = handler.fn(self, db, cmd, conn_id)
-            if log.isEnabledFor(logging.DEBUG) and (
-                    "writeErrors" in reply or reply.get("ok") == 0):
-                log.debug("conn%d: %s failed: %s", conn_id, name,
-                          reply.get("writeErrors") or reply.get("errmsg"))
+            if log.isEnabledFor(logging.DEBUG) and ("writeErrors" in reply or reply.get("ok") == 0):
+                log.debug("conn%d: %s failed: %s", conn_id, name, reply.get("writeErrors") or reply.get("errmsg"))
             return reply
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error reply
             err = to_mongo_error(exc)
@@ -121,15 +118,17 @@ class Engine:
         if handler.writes and "writeConcern" in cmd:
             wc_error = check_write_concern(self.replset, cmd["writeConcern"])
         if "startTransaction" in cmd or "autocommit" in cmd:
-            raise MongoError(20, "devmongo does not support multi-document transactions (only "
-                                 "retryable writes)")
+            raise MongoError(20, "devmongo does not support multi-document transactions (only retryable writes)")
         txn = cmd.get("txnNumber")
         if txn is not None:
             if name not in RETRYABLE_COMMANDS:
-                raise MongoError(50768, "txnNumber may only be provided for multi-document "
-                                        "transactions and retryable write commands. "
-                                        f"autocommit:false was not provided, and {name} is not "
-                                        "a retryable write command.")
+                raise MongoError(
+                    50768,
+                    "txnNumber may only be provided for multi-document "
+                    "transactions and retryable write commands. "
+                    f"autocommit:false was not provided, and {name} is not "
+                    "a retryable write command.",
+                )
             if "lsid" not in cmd:
                 raise MongoError(72, "Transaction number requires a session ID")
             lsid = cmd["lsid"]

@@ -108,6 +108,7 @@ def filing(parts, doc):
 
 # --------------------------------------------------------------------------- filter validation
 
+
 def _valid_condition(cond):
     """A field's condition mongomock evaluates without raising, whatever the document."""
     if type(cond) is not dict or not cond or not all(type(k) is str and k[:1] == "$" for k in cond):
@@ -119,8 +120,13 @@ def _valid_condition(cond):
             if any(isinstance(v, _REGEX_TYPES) or type(v) is dict for v in operand):
                 return False
             continue
-        if op == "$not" and type(operand) is dict and operand and all(
-                type(k) is str and k[:1] == "$" for k in operand) and _valid_condition(operand):
+        if (
+            op == "$not"
+            and type(operand) is dict
+            and operand
+            and all(type(k) is str and k[:1] == "$" for k in operand)
+            and _valid_condition(operand)
+        ):
             continue
         return False  # $regex, $elemMatch, $type, unknown operators...: the scan decides
     return True
@@ -150,7 +156,7 @@ def _equality_values(cond, types):
     if type(cond) in types:
         return (cond,)
     if type(cond) is dict and len(cond) == 1:
-        (op, operand), = cond.items()
+        ((op, operand),) = cond.items()
         if op == "$eq" and type(operand) in types:
             return (operand,)
         if op == "$in" and type(operand) is list and all(type(v) in types for v in operand):
@@ -159,6 +165,7 @@ def _equality_values(cond, types):
 
 
 # --------------------------------------------------------------------------- the lookups
+
 
 class Lookups:
     """One collection's lookups. Each stored document gets a sequence number in the store's
@@ -186,8 +193,11 @@ class Lookups:
 
     def current_for(self, store):
         """Whether these lookups still describe ``store`` (same dict, documents and indexes)."""
-        return (self.docs is store._documents and len(self.entries) == len(self.docs)
-                and self.n_indexes == len(store.indexes))
+        return (
+            self.docs is store._documents
+            and len(self.entries) == len(self.docs)
+            and self.n_indexes == len(store.indexes)
+        )
 
     # ---------------------------------------------------------------- maintenance
 

@@ -36,8 +36,7 @@ from bson.objectid import ObjectId
 from mongomock.filtering import NOTHING, bson_compare, filter_applies
 
 _OPERAND_TYPES = frozenset({str, int, Int64, float, datetime.datetime, ObjectId})
-_COMPARISONS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt,
-                "$lte": operator.le}
+_COMPARISONS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 _EXISTS_FALSE = {"$exists": False}
 # Types whose BSON comparison with an operand of the same class is Python's own (see
 # mongomock's bson_compare); anything else is compared by bson_compare itself.
@@ -137,8 +136,7 @@ def _equals(value, operand):
     if isinstance(value, (list, tuple)):
         if operand in value:
             if type(operand) in _NUMBER_TYPES:  # True in [1] is Python's answer, not BSON's
-                return any((v is operand or v == operand) and type(v) is not bool
-                           for v in value)
+                return any((v is operand or v == operand) and type(v) is not bool for v in value)
             return True
         return type(operand) is ObjectId and str(operand) in value
     return value == operand and type(value) is not bool
@@ -357,8 +355,7 @@ def _operand(value):
 
 
 def _translate_condition(cond):
-    if type(cond) is not dict or not cond or not all(
-            isinstance(k, str) and k.startswith("$") for k in cond):
+    if type(cond) is not dict or not cond or not all(isinstance(k, str) and k.startswith("$") for k in cond):
         return _operand(cond), False
     out = {}
     exists_false = False
@@ -446,6 +443,7 @@ def matcher(flt):
     for every later document of the same filter, e.g. in a scan)."""
     equalities = _plain_equalities(flt)
     if equalities is not None:
+
         def applies_equalities(doc):
             if type(doc) is not dict:
                 return generic_applies(flt, doc)

@@ -116,28 +116,41 @@ class ChangeLog:
             self.size = size
 
     def insert(self, db, coll, doc):
-        self._append(db, coll, "insert", {"fullDocument": doc, "ns": {"db": db, "coll": coll},
-                                          "documentKey": {"_id": doc["_id"]}})
+        self._append(
+            db,
+            coll,
+            "insert",
+            {"fullDocument": doc, "ns": {"db": db, "coll": coll}, "documentKey": {"_id": doc["_id"]}},
+        )
 
     def replace(self, db, coll, doc):
-        self._append(db, coll, "replace", {"fullDocument": doc, "ns": {"db": db, "coll": coll},
-                                           "documentKey": {"_id": doc["_id"]}})
+        self._append(
+            db,
+            coll,
+            "replace",
+            {"fullDocument": doc, "ns": {"db": db, "coll": coll}, "documentKey": {"_id": doc["_id"]}},
+        )
 
     def update(self, db, coll, doc, undo):
-        self._append(db, coll, "update", {"ns": {"db": db, "coll": coll},
-                                          "documentKey": {"_id": doc["_id"]},
-                                          "updateDescription": describe_update(doc, undo)})
+        self._append(
+            db,
+            coll,
+            "update",
+            {
+                "ns": {"db": db, "coll": coll},
+                "documentKey": {"_id": doc["_id"]},
+                "updateDescription": describe_update(doc, undo),
+            },
+        )
 
     def delete(self, db, coll, doc_id):
-        self._append(db, coll, "delete", {"ns": {"db": db, "coll": coll},
-                                          "documentKey": {"_id": doc_id}})
+        self._append(db, coll, "delete", {"ns": {"db": db, "coll": coll}, "documentKey": {"_id": doc_id}})
 
     def drop(self, db, coll):
         self._append(db, coll, "drop", {"ns": {"db": db, "coll": coll}})
 
     def rename(self, db, coll, to_db, to_coll):
-        self._append(db, coll, "rename", {"ns": {"db": db, "coll": coll},
-                                          "to": {"db": to_db, "coll": to_coll}})
+        self._append(db, coll, "rename", {"ns": {"db": db, "coll": coll}, "to": {"db": to_db, "coll": to_coll}})
 
     def drop_database(self, db):
         self._append(db, None, "dropDatabase", {"ns": {"db": db}})
@@ -184,9 +197,12 @@ class ChangeLog:
 
     def export(self):
         """(meta, bodies) for a snapshot; taken under the global lock (cheap: references)."""
-        meta = {"completeFrom": Int64(self.complete_from), "last": Int64(self.last),
-                "gaps": [[Int64(lo), Int64(hi)] for lo, hi in self.gaps],
-                "count": len(self.entries)}
+        meta = {
+            "completeFrom": Int64(self.complete_from),
+            "last": Int64(self.last),
+            "gaps": [[Int64(lo), Int64(hi)] for lo, hi in self.gaps],
+            "count": len(self.entries),
+        }
         return meta, [e[4] for e in self.entries]
 
     def load(self, meta, bodies, clean):
@@ -210,8 +226,7 @@ class ChangeLog:
             # Written when the server stopped: complete up to its last event. Positions between
             # that and now can only come from a later run whose snapshot was lost: a gap.
             self.complete_from = int(meta.get("completeFrom", 0))
-            self.gaps = [(int(lo), int(hi)) for lo, hi in meta.get("gaps", ())
-                         if hi > self.complete_from]
+            self.gaps = [(int(lo), int(hi)) for lo, hi in meta.get("gaps", ()) if hi > self.complete_from]
             self.gaps.append((saved_last, self.last))
         else:
             self.complete_from = self.last
@@ -225,6 +240,7 @@ class ChangeLog:
 
 
 # --------------------------------------------------------------------------- update descriptions
+
 
 def describe_update(doc, undo):
     """The ``updateDescription`` of an update, from what its undo log says it changed: each
@@ -274,7 +290,7 @@ def _describe_path(doc, parts, touched, whole, updated, removed):
         else:
             return
         if (id(node), key) in touched:
-            path = ".".join(parts[:i + 1])
+            path = ".".join(parts[: i + 1])
             if present:
                 updated[path] = node[key]
             elif path not in removed:

@@ -27,11 +27,11 @@ _READABLE = ({"devmongo": "snapshot", "version": 1}, _HEADER)
 
 
 def _encode_collection(db, name, store):
-    indexes = [{"name": n, "key": [[f, d] for f, d in spec["key"]],
-                "options": {k: v for k, v in spec.items() if k != "key"}}
-               for n, spec in store.indexes.items()]
-    meta = {"collection": {"db": db, "name": name, "indexes": indexes,
-                           "count": len(store._documents)}}
+    indexes = [
+        {"name": n, "key": [[f, d] for f, d in spec["key"]], "options": {k: v for k, v in spec.items() if k != "key"}}
+        for n, spec in store.indexes.items()
+    ]
+    meta = {"collection": {"db": db, "name": name, "indexes": indexes, "count": len(store._documents)}}
     parts = [bson.encode(meta)]
     parts.extend(bson.encode(d) for d in store._documents.values())
     return b"".join(parts)
@@ -75,8 +75,7 @@ def load_snapshot(engine, path):
             engine.invalidate(meta["db"], meta["name"])  # lookups are rebuilt from the loaded data
         if remaining:
             raise ValueError(f"{path} is truncated")
-    log.info("devmongo: loaded %d documents from %s in %.2fs", ndocs, path,
-             time.monotonic() - started)
+    log.info("devmongo: loaded %d documents from %s in %.2fs", ndocs, path, time.monotonic() - started)
     return True
 
 
@@ -122,8 +121,11 @@ class SnapshotWriter:
             started = time.monotonic()
             engine = self.engine
             with engine.lock:
-                if engine.change_counter == self._written_counter and os.path.exists(self.path) \
-                        and not (final and engine.changes is not None):
+                if (
+                    engine.change_counter == self._written_counter
+                    and os.path.exists(self.path)
+                    and not (final and engine.changes is not None)
+                ):
                     return False
                 counter = engine.change_counter
                 dirty, engine.dirty = engine.dirty, set()
@@ -132,10 +134,8 @@ class SnapshotWriter:
                     for coll_name, store in dbs._collections.items():
                         if store.is_created:
                             live.append((db_name, coll_name))
-                            if (db_name, coll_name) in dirty or \
-                                    (db_name, coll_name) not in self._cache:
-                                self._cache[(db_name, coll_name)] = _encode_collection(
-                                    db_name, coll_name, store)
+                            if (db_name, coll_name) in dirty or (db_name, coll_name) not in self._cache:
+                                self._cache[(db_name, coll_name)] = _encode_collection(db_name, coll_name, store)
                 live_set = set(live)
                 for key in [k for k in self._cache if k not in live_set]:
                     del self._cache[key]
@@ -165,6 +165,10 @@ class SnapshotWriter:
                     pass
                 raise
             self._written_counter = counter
-            log.debug("devmongo: snapshot written to %s (%d collections) in %.3fs", self.path,
-                      len(chunks), time.monotonic() - started)
+            log.debug(
+                "devmongo: snapshot written to %s (%d collections) in %.3fs",
+                self.path,
+                len(chunks),
+                time.monotonic() - started,
+            )
             return True

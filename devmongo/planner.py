@@ -26,8 +26,24 @@ refuses an empty filter that no index sort or hint serves (a ``$group`` over a w
 from .errors import MongoError
 
 _INTERNAL_DBS = ("admin", "config", "local")
-_BOUNDED = frozenset({"$eq", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$ne", "$regex",
-                      "$exists", "$type", "$all", "$elemMatch", "$not"})
+_BOUNDED = frozenset(
+    {
+        "$eq",
+        "$gt",
+        "$gte",
+        "$lt",
+        "$lte",
+        "$in",
+        "$nin",
+        "$ne",
+        "$regex",
+        "$exists",
+        "$type",
+        "$all",
+        "$elemMatch",
+        "$not",
+    }
+)
 _MATCHES_MISSING = frozenset({"$ne", "$nin", "$not"})
 
 
@@ -39,6 +55,7 @@ def _index_entries(store):
 
 
 # --------------------------------------------------------------------------- hint
+
 
 def hinted_index(store, hint):
     """The index a ``hint`` names (``(key, spec)``), ``"$natural"`` for a collection-scan hint,
@@ -54,8 +71,11 @@ def hinted_index(store, hint):
     for name, key, spec in named:
         if hint == name or (isinstance(hint, dict) and _same_pattern(hint, key)):
             return key, spec
-    raise MongoError(2, "error processing query: planner returned error :: caused by :: hint "
-                        "provided does not correspond to an existing index")
+    raise MongoError(
+        2,
+        "error processing query: planner returned error :: caused by :: hint "
+        "provided does not correspond to an existing index",
+    )
 
 
 def _same_pattern(hint, key):
@@ -65,8 +85,8 @@ def _same_pattern(hint, key):
 
 # --------------------------------------------------------------------------- notablescan
 
-def check_table_scan(engine, db, coll, store, flt, sort=None, hint=None, command="find",
-                     distinct_key=None):
+
+def check_table_scan(engine, db, coll, store, flt, sort=None, hint=None, command="find", distinct_key=None):
     """Validate ``hint``; with notablescan on, raise 291 when the query has no indexed plan."""
     hinted = hinted_index(store, hint) if hint is not None else None
     if not engine.notablescan or store is None:
@@ -86,9 +106,12 @@ def check_table_scan(engine, db, coll, store, flt, sort=None, hint=None, command
             return  # a DISTINCT_SCAN of that index
     elif has_indexed_plan(store, flt) or _sort_served(store, sort):
         return
-    raise MongoError(291, f"error processing query: ns={db}.{coll} Tree: {_short(flt)} Sort: "
-                          f"{_short(sort or {})} planner returned error :: caused by :: No "
-                          f"indexed plans available, and running with 'notablescan'")
+    raise MongoError(
+        291,
+        f"error processing query: ns={db}.{coll} Tree: {_short(flt)} Sort: "
+        f"{_short(sort or {})} planner returned error :: caused by :: No "
+        f"indexed plans available, and running with 'notablescan'",
+    )
 
 
 def _short(value):
@@ -111,8 +134,7 @@ def _indexed(flt, whole, by_field):
             if isinstance(cond, list) and any(_indexed(sub, whole, by_field) for sub in cond):
                 return True
         elif field == "$or":
-            if isinstance(cond, list) and cond and all(_indexed(sub, sub, by_field)
-                                                       for sub in cond):
+            if isinstance(cond, list) and cond and all(_indexed(sub, sub, by_field) for sub in cond):
                 return True
         elif field.startswith("$"):
             continue
@@ -146,9 +168,12 @@ def _usable(key, spec, cond, whole):
             return False
         if direction == "hashed" and not ops <= {"$eq", "$in"}:
             return False
-        if spec.get("sparse") and (ops & _MATCHES_MISSING or cond.get("$exists") is False
-                                   or ("$eq" in cond and cond["$eq"] is None)
-                                   or None in (cond.get("$in") or ())):
+        if spec.get("sparse") and (
+            ops & _MATCHES_MISSING
+            or cond.get("$exists") is False
+            or ("$eq" in cond and cond["$eq"] is None)
+            or None in (cond.get("$in") or ())
+        ):
             return False
     elif cond is None and spec.get("sparse"):
         return False
@@ -176,8 +201,7 @@ def _implies(flt, pfe):
     for field, cond in _conjuncts(pfe):
         if (field, cond) in have:
             continue
-        if cond == {"$exists": True} and any(
-                f == field and c is not None and not _is_operator_doc(c) for f, c in have):
+        if cond == {"$exists": True} and any(f == field and c is not None and not _is_operator_doc(c) for f, c in have):
             continue
         return False
     return True
@@ -194,13 +218,11 @@ def _sort_served(store, sort):
             continue
         if len(wanted) > len(key):
             continue
-        prefix = key[:len(wanted)]
-        if any(f != kf or not isinstance(kd, (int, float)) for (f, _d), (kf, kd)
-               in zip(wanted, prefix, strict=True)):
+        prefix = key[: len(wanted)]
+        if any(f != kf or not isinstance(kd, (int, float)) for (f, _d), (kf, kd) in zip(wanted, prefix, strict=True)):
             continue
         same = all((d > 0) == (kd > 0) for (_f, d), (_kf, kd) in zip(wanted, prefix, strict=True))
-        reverse = all((d > 0) != (kd > 0) for (_f, d), (_kf, kd)
-                      in zip(wanted, prefix, strict=True))
+        reverse = all((d > 0) != (kd > 0) for (_f, d), (_kf, kd) in zip(wanted, prefix, strict=True))
         if same or reverse:
             return True
     return False

@@ -50,12 +50,15 @@ class Projection:
                 raise MongoError(2, "projection field names must be non-empty strings")
             if key.endswith(".$") or ".$." in key:
                 if ".$." in key or key.count("$") != 1:
-                    raise MongoError(31394, "As of 4.4, it's illegal to specify positional "
-                                            "operator in the middle of a path. Positional "
-                                            "projection may only be used at the end, for "
-                                            "example: a.b.$. If the query previously used a "
-                                            "form like a.b.$.d, remove the parts following "
-                                            "the '$' and the results will be equivalent.")
+                    raise MongoError(
+                        31394,
+                        "As of 4.4, it's illegal to specify positional "
+                        "operator in the middle of a path. Positional "
+                        "projection may only be used at the end, for "
+                        "example: a.b.$. If the query previously used a "
+                        "form like a.b.$.d, remove the parts following "
+                        "the '$' and the results will be equivalent.",
+                    )
                 if not _truthy(value):
                     raise MongoError(31395, "positional projection cannot be used with exclusion")
                 positional += 1
@@ -71,20 +74,17 @@ class Projection:
                     continue
                 if ops == {"$elemMatch"}:
                     if "." in key:
-                        raise MongoError(31275, "Cannot use $elemMatch projection on a nested "
-                                                "field.")
+                        raise MongoError(31275, "Cannot use $elemMatch projection on a nested field.")
                     if not isinstance(value["$elemMatch"], dict):
                         raise MongoError(2, "elemMatch: Invalid argument, object required.")
                     mode = self._mode(mode, "include", key)
                     self._node(key).elem_match = value["$elemMatch"]
                     continue
-                raise MongoError(115, f"devmongo does not support projection expressions: "
-                                      f"{key}: {value!r}")
+                raise MongoError(115, f"devmongo does not support projection expressions: {key}: {value!r}")
             if isinstance(value, str):
                 raise MongoError(115, "devmongo does not support literal/field-path projections")
             if not isinstance(value, (bool, int, float)):
-                raise MongoError(115, f"devmongo does not support the projection {key}: "
-                                      f"{value!r}")
+                raise MongoError(115, f"devmongo does not support the projection {key}: {value!r}")
             include = _truthy(value)
             if key == "_id":
                 self.keep_id = include
@@ -95,8 +95,7 @@ class Projection:
                 raise MongoError(31250, f"Path collision at {key}")
             node.leaf = True
         if positional > 1:
-            raise MongoError(31276, "Cannot specify more than one positional projection per "
-                                    "query.")
+            raise MongoError(31276, "Cannot specify more than one positional projection per query.")
         self.inclusion = mode == "include"
 
     @staticmethod
@@ -114,8 +113,7 @@ class Projection:
             if not part:
                 raise MongoError(2, f"FieldPath field names may not be empty strings: {path}")
             if node.leaf and node is not self.root:
-                raise MongoError(31249, f"Path collision at {path} remaining portion "
-                                        f"{'.'.join(parts[i:])}")
+                raise MongoError(31249, f"Path collision at {path} remaining portion {'.'.join(parts[i:])}")
             node = node.children.setdefault(part, _Node())
         return node
 
@@ -199,8 +197,7 @@ class Projection:
                     out[key] = projected
             return out
         if isinstance(value, list):
-            return [self._exclude(node, elem) if isinstance(elem, (dict, list)) else elem
-                    for elem in value]
+            return [self._exclude(node, elem) if isinstance(elem, (dict, list)) else elem for elem in value]
         return value
 
 
@@ -210,21 +207,33 @@ def _truthy(value):
 
 def _parse_slice(arg):
     if isinstance(arg, bool):
-        raise MongoError(28667, "Invalid $slice syntax. The given syntax did not match the find() "
-                                "syntax because :: Location31272: $slice only supports numbers and"
-                                " [skip, limit] arrays")
+        raise MongoError(
+            28667,
+            "Invalid $slice syntax. The given syntax did not match the find() "
+            "syntax because :: Location31272: $slice only supports numbers and"
+            " [skip, limit] arrays",
+        )
     if isinstance(arg, (int, float)):
         return (None, int(arg))
-    if isinstance(arg, list) and len(arg) == 2 and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in arg):
+    if (
+        isinstance(arg, list)
+        and len(arg) == 2
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in arg)
+    ):
         if arg[1] <= 0:
-            raise MongoError(31259, "Invalid $slice syntax. The given syntax did not match the "
-                                    "find() syntax because :: Location31259: $slice limit must be"
-                                    " positive")
+            raise MongoError(
+                31259,
+                "Invalid $slice syntax. The given syntax did not match the "
+                "find() syntax because :: Location31259: $slice limit must be"
+                " positive",
+            )
         return (int(arg[0]), int(arg[1]))
-    raise MongoError(28667, "Invalid $slice syntax. The given syntax did not match the find() "
-                            "syntax because :: Location31272: $slice only supports numbers and "
-                            "[skip, limit] arrays")
+    raise MongoError(
+        28667,
+        "Invalid $slice syntax. The given syntax did not match the find() "
+        "syntax because :: Location31272: $slice only supports numbers and "
+        "[skip, limit] arrays",
+    )
 
 
 def _slice(value, spec):
@@ -235,7 +244,7 @@ def _slice(value, spec):
         return value[:limit] if limit >= 0 else value[limit:]
     if skip < 0:
         skip = max(0, len(value) + skip)
-    return value[skip:skip + limit]
+    return value[skip : skip + limit]
 
 
 def _elem_matches(cond, elem):
@@ -247,8 +256,11 @@ def _elem_matches(cond, elem):
 def _positional(value, path, query):
     """The positional projection of the array at ``path``: its first element matching the
     query's conditions on it (as the positional update operator finds it)."""
-    error = MongoError(51246, "Executor error during find command :: caused by :: positional "
-                              "operator '.$' couldn't find a matching element in the array")
+    error = MongoError(
+        51246,
+        "Executor error during find command :: caused by :: positional "
+        "operator '.$' couldn't find a matching element in the array",
+    )
     if not isinstance(value, list):
         raise error
     try:

@@ -29,6 +29,7 @@ _ENCODED_MAX_ENTRIES = 256
 
 # --------------------------------------------------------------------------- matching
 
+
 def match(engine, store, flt, first_only=False, max_count=0):
     """The stored documents matching a filter (live objects, not copies), in natural order.
 
@@ -58,8 +59,12 @@ def match(engine, store, flt, first_only=False, max_count=0):
                 applies({})
                 return []
             return [d] if applies(d) else []
-        if (type(idv) is dict and len(idv) == 1 and type(idv.get("$in")) is list
-                and all(type(v) in _SIMPLE_ID_TYPES for v in idv["$in"])):
+        if (
+            type(idv) is dict
+            and len(idv) == 1
+            and type(idv.get("$in")) is list
+            and all(type(v) in _SIMPLE_ID_TYPES for v in idv["$in"])
+        ):
             out = []
             seen = set()
             for v in idv["$in"]:
@@ -84,9 +89,11 @@ def match(engine, store, flt, first_only=False, max_count=0):
         return []
     decide = compile_simple_filter(flt)
     if decide is not None:
+
         def applies(d):
             answer = decide(d)
             return generic_applies(flt, d) if answer is None else answer
+
     if max_count:
         out = []
         for d in pool:
@@ -99,6 +106,7 @@ def match(engine, store, flt, first_only=False, max_count=0):
 
 
 # --------------------------------------------------------------------------- index lookups
+
 
 def candidates(engine, store, flt):
     """The documents an index lookup says may match ``flt`` (natural order, a superset of
@@ -121,8 +129,7 @@ def maintained_lookups(store):
     """The store's lookups for a write to keep current, or None (none built, or built for
     a dict or indexes the store no longer has: those are dropped)."""
     lookups = store.__dict__.get("_devmongo_lookups")
-    if lookups is not None and (lookups.docs is not store._documents
-                                or lookups.n_indexes != len(store.indexes)):
+    if lookups is not None and (lookups.docs is not store._documents or lookups.n_indexes != len(store.indexes)):
         store._devmongo_lookups = lookups = None
     return lookups
 
@@ -139,8 +146,7 @@ def drop_lookups(store):
 # BSON comparison class of the scalar types decided here. bool is left out (mongomock's equality
 # has True == 1), as are null, arrays, documents, Decimal128, binary, regexes; NaN is handed back.
 _SCALAR_CLASS = {str: 1, int: 2, Int64: 2, float: 2, datetime.datetime: 3, ObjectId: 4}
-_SIMPLE_OPS = {"$eq": operator.eq, "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt,
-               "$lte": operator.le}
+_SIMPLE_OPS = {"$eq": operator.eq, "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
 def _scalar_class(value):
@@ -196,6 +202,7 @@ def compile_simple_filter(flt):
 
 # --------------------------------------------------------------------------- sorting
 
+
 def _simple_sort(docs, key, descending):
     """Sort on one top-level field holding scalars of one comparison class in every document
     (dates, strings, numbers without NaN, ObjectIds): Python's own order is BSON's there. Stable,
@@ -222,17 +229,24 @@ def sort_docs(docs, sort, shuffle=False):
     if shuffle:
         random.shuffle(result)
     if len(sort) == 1:
-        (key, direction), = sort.items()
-        if (direction in (1, -1) and not isinstance(direction, bool) and isinstance(key, str)
-                and key and "." not in key and not key.startswith("$")
-                and _simple_sort(result, key, direction < 0)):
+        ((key, direction),) = sort.items()
+        if (
+            direction in (1, -1)
+            and not isinstance(direction, bool)
+            and isinstance(key, str)
+            and key
+            and "." not in key
+            and not key.startswith("$")
+            and _simple_sort(result, key, direction < 0)
+        ):
             return result
     for key, direction in reversed(list(sort.items())):
         if isinstance(direction, dict):
             raise MongoError(115, f"devmongo does not support sorting by {direction}")
         if direction not in (1, -1):
-            raise MongoError(2, f"$sort key ordering must be 1 (for ascending) or -1 (for "
-                                f"descending), got {direction!r} for {key}")
+            raise MongoError(
+                2, f"$sort key ordering must be 1 (for ascending) or -1 (for descending), got {direction!r} for {key}"
+            )
         if key == "$natural":
             if direction < 0:
                 result.reverse()
@@ -244,6 +258,7 @@ def sort_docs(docs, sort, shuffle=False):
 
 
 # --------------------------------------------------------------------------- projection, BSON
+
 
 def top_level_projector(projection):
     """For the common projection of whole top-level fields: a function projecting one document

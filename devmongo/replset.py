@@ -57,8 +57,7 @@ class ReplSet:
             "primary": self.me,
             "me": self.me,
             "electionId": self.election_id,
-            "lastWrite": {"opTime": optime, "lastWriteDate": wall,
-                          "majorityOpTime": optime, "majorityWriteDate": wall},
+            "lastWrite": {"opTime": optime, "lastWriteDate": wall, "majorityOpTime": optime, "majorityWriteDate": wall},
         }
 
     def status(self, engine):
@@ -67,34 +66,73 @@ class ReplSet:
         now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
         optime = {"ts": ts, "t": Int64(1)}
         return {
-            "set": self.name, "date": now, "myState": 1, "term": Int64(1),
-            "heartbeatIntervalMillis": Int64(2000), "majorityVoteCount": 1,
-            "writeMajorityCount": 1, "votingMembersCount": 1, "writableVotingMembersCount": 1,
-            "optimes": {"lastCommittedOpTime": optime, "appliedOpTime": optime,
-                        "durableOpTime": optime},
-            "members": [{"_id": 0, "name": self.me, "health": 1.0, "state": 1,
-                         "stateStr": "PRIMARY", "uptime": int(time.time() - self.started),
-                         "optime": optime, "optimeDate": now, "syncSourceHost": "",
-                         "syncSourceId": -1, "infoMessage": "", "electionTime": ts,
-                         "electionDate": now, "configVersion": 1, "configTerm": 1,
-                         "self": True, "lastHeartbeatMessage": ""}],
+            "set": self.name,
+            "date": now,
+            "myState": 1,
+            "term": Int64(1),
+            "heartbeatIntervalMillis": Int64(2000),
+            "majorityVoteCount": 1,
+            "writeMajorityCount": 1,
+            "votingMembersCount": 1,
+            "writableVotingMembersCount": 1,
+            "optimes": {"lastCommittedOpTime": optime, "appliedOpTime": optime, "durableOpTime": optime},
+            "members": [
+                {
+                    "_id": 0,
+                    "name": self.me,
+                    "health": 1.0,
+                    "state": 1,
+                    "stateStr": "PRIMARY",
+                    "uptime": int(time.time() - self.started),
+                    "optime": optime,
+                    "optimeDate": now,
+                    "syncSourceHost": "",
+                    "syncSourceId": -1,
+                    "infoMessage": "",
+                    "electionTime": ts,
+                    "electionDate": now,
+                    "configVersion": 1,
+                    "configTerm": 1,
+                    "self": True,
+                    "lastHeartbeatMessage": "",
+                }
+            ],
             "ok": 1.0,
         }
 
     def config(self):
         """``replSetGetConfig``."""
-        return {"config": {"_id": self.name, "version": 1, "term": 1, "protocolVersion": Int64(1),
-                           "writeConcernMajorityJournalDefault": True,
-                           "members": [{"_id": 0, "host": self.me, "arbiterOnly": False,
-                                        "buildIndexes": True, "hidden": False, "priority": 1.0,
-                                        "tags": {}, "secondaryDelaySecs": Int64(0), "votes": 1}],
-                           "settings": {"chainingAllowed": True,
-                                        "heartbeatIntervalMillis": 2000,
-                                        "electionTimeoutMillis": 10000,
-                                        "getLastErrorModes": {},
-                                        "getLastErrorDefaults": {"w": 1, "wtimeout": 0},
-                                        "replicaSetId": self.process_id}},
-                "ok": 1.0}
+        return {
+            "config": {
+                "_id": self.name,
+                "version": 1,
+                "term": 1,
+                "protocolVersion": Int64(1),
+                "writeConcernMajorityJournalDefault": True,
+                "members": [
+                    {
+                        "_id": 0,
+                        "host": self.me,
+                        "arbiterOnly": False,
+                        "buildIndexes": True,
+                        "hidden": False,
+                        "priority": 1.0,
+                        "tags": {},
+                        "secondaryDelaySecs": Int64(0),
+                        "votes": 1,
+                    }
+                ],
+                "settings": {
+                    "chainingAllowed": True,
+                    "heartbeatIntervalMillis": 2000,
+                    "electionTimeoutMillis": 10000,
+                    "getLastErrorModes": {},
+                    "getLastErrorDefaults": {"w": 1, "wtimeout": 0},
+                    "replicaSetId": self.process_id,
+                },
+            },
+            "ok": 1.0,
+        }
 
 
 _cluster_time = (None, None)  # (key, (operationTime, $clusterTime)): replies share them
@@ -114,6 +152,7 @@ def cluster_time_fields(engine):
 
 # --------------------------------------------------------------------------- write concern
 
+
 def check_write_concern(replset, wc):
     """Validate a command's ``writeConcern`` as MongoDB does before running the write: raises
     MongoDB's error for one it refuses outright (standalone), returns the ``writeConcernError``
@@ -125,8 +164,7 @@ def check_write_concern(replset, wc):
         raise MongoError(14, "w has to be a number or string")
     if isinstance(w, (int, float)):
         if w < 0 or w > 50:
-            raise MongoError(9, f"w has to be a non-negative number and not greater than 50; "
-                                f"found: {w}")
+            raise MongoError(9, f"w has to be a non-negative number and not greater than 50; found: {w}")
         if w <= 1:
             return None
         if replset is None:
@@ -135,10 +173,10 @@ def check_write_concern(replset, wc):
     if w == "majority":
         return None
     if replset is None:
-        raise MongoError(2, f"cannot use non-majority 'w' mode {w} when a host is not a member "
-                            f"of a replica set")
-    return _wc_error(79, "UnknownReplWriteConcern",
-                     f"No write concern mode named '{w}' found in replica set configuration", wc)
+        raise MongoError(2, f"cannot use non-majority 'w' mode {w} when a host is not a member of a replica set")
+    return _wc_error(
+        79, "UnknownReplWriteConcern", f"No write concern mode named '{w}' found in replica set configuration", wc
+    )
 
 
 def _wc_error(code, name, errmsg, wc):
@@ -148,11 +186,11 @@ def _wc_error(code, name, errmsg, wc):
 
 # --------------------------------------------------------------------------- retryable writes
 
+
 def session_key(lsid):
     """The hashable identity of a logical session (``lsid.id``, a UUID)."""
     if not isinstance(lsid, dict) or "id" not in lsid:
-        raise MongoError(40414, "BSON field 'OperationSessionInfo.lsid.id' is missing but a "
-                                "required field")
+        raise MongoError(40414, "BSON field 'OperationSessionInfo.lsid.id' is missing but a required field")
     sid = lsid["id"]
     return bytes(sid) if isinstance(sid, (bytes, Binary)) else repr(sid)
 
@@ -176,9 +214,12 @@ class RetryableWrites:
         if txn == entry[0]:
             return entry[1]
         if txn < entry[0]:
-            raise MongoError(225, f"Retryable write with txnNumber {txn} is prohibited on session "
-                                  f"{_fmt_lsid(lsid)} because a newer retryable write with "
-                                  f"txnNumber {entry[0]} has already started on this session.")
+            raise MongoError(
+                225,
+                f"Retryable write with txnNumber {txn} is prohibited on session "
+                f"{_fmt_lsid(lsid)} because a newer retryable write with "
+                f"txnNumber {entry[0]} has already started on this session.",
+            )
         return None
 
     def record(self, key, txn, reply):

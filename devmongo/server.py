@@ -108,11 +108,11 @@ def parse_op_msg(body):
         pos += 1
         size = _INT.unpack_from(body, pos)[0]
         if kind == 0:
-            cmd = bson.decode(bytes(body[pos:pos + size]), _CODEC)
+            cmd = bson.decode(bytes(body[pos : pos + size]), _CODEC)
         elif kind == 1:
             ident_end = body.index(0, pos + 4)
-            ident = bytes(body[pos + 4:ident_end]).decode()
-            docs = bson.decode_all(bytes(body[ident_end + 1:pos + size]), _CODEC)
+            ident = bytes(body[pos + 4 : ident_end]).decode()
+            docs = bson.decode_all(bytes(body[ident_end + 1 : pos + size]), _CODEC)
             sequences.append((ident, docs))
         else:
             raise ValueError(f"unknown OP_MSG payload type {kind}")
@@ -126,8 +126,7 @@ def parse_op_msg(body):
 
 def op_msg_reply(request_id, doc):
     payload = bson.encode(doc)
-    return _HEADER.pack(16 + 5 + len(payload), 0, request_id, OP_MSG) + b"\x00\x00\x00\x00\x00" \
-        + payload
+    return _HEADER.pack(16 + 5 + len(payload), 0, request_id, OP_MSG) + b"\x00\x00\x00\x00\x00" + payload
 
 
 class _WireServer(MockupDB):
@@ -172,8 +171,7 @@ class _WireServer(MockupDB):
                         flags, cmd = parse_op_msg(body)
                     except Exception as exc:  # noqa: BLE001
                         log.debug("conn%d: malformed OP_MSG: %s", conn_id, exc)
-                        client.sendall(op_msg_reply(request_id, MongoError(
-                            9, f"malformed OP_MSG: {exc}").to_reply()))
+                        client.sendall(op_msg_reply(request_id, MongoError(9, f"malformed OP_MSG: {exc}").to_reply()))
                         continue
                     db = cmd.pop("$db", None)
                     reply = engine.run_command(db, cmd, conn_id)
@@ -188,12 +186,13 @@ class _WireServer(MockupDB):
                         reply = engine.run_command(request.namespace, cmd, conn_id)
                         client.sendall(OpReply(reply).reply_bytes(request))
                     elif opcode == 2004:  # legacy OP_QUERY find: not supported by MongoDB 7
-                        client.sendall(OpReply({"$err": "OP_QUERY is no longer supported",
-                                                "code": 5739101, "ok": 0.0},
-                                               flags=2).reply_bytes(request))
+                        client.sendall(
+                            OpReply(
+                                {"$err": "OP_QUERY is no longer supported", "code": 5739101, "ok": 0.0}, flags=2
+                            ).reply_bytes(request)
+                        )
                     else:
-                        log.debug("conn%d: unsupported legacy opcode %d, closing", conn_id,
-                                  opcode)
+                        log.debug("conn%d: unsupported legacy opcode %d, closing", conn_id, opcode)
                         break
                 else:
                     log.debug("conn%d: unsupported opcode %d, closing", conn_id, opcode)
@@ -236,9 +235,20 @@ class DevMongoServer:
     member announces (default: ``host``, or this machine's name when listening on all addresses).
     """
 
-    def __init__(self, host="127.0.0.1", port=0, data_path=None, snapshot_interval=2.0,
-                 replset=None, oplog_size_mb=16, advertise_host=None, notablescan=False,
-                 notablescan_strict=False, random_tie_break=False, ttl_monitor_sleep_secs=60):
+    def __init__(
+        self,
+        host="127.0.0.1",
+        port=0,
+        data_path=None,
+        snapshot_interval=2.0,
+        replset=None,
+        oplog_size_mb=16,
+        advertise_host=None,
+        notablescan=False,
+        notablescan_strict=False,
+        random_tie_break=False,
+        ttl_monitor_sleep_secs=60,
+    ):
         self.host = host
         self._requested_port = port
         self.data_path = data_path

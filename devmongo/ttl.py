@@ -24,7 +24,7 @@ log = logging.getLogger("devmongo")
 def _earliest_date(values):
     dates = []
     for v in values:
-        for x in (v if isinstance(v, list) else (v,)):
+        for x in v if isinstance(v, list) else (v,):
             if isinstance(x, datetime.datetime):
                 dates.append(x.replace(tzinfo=None) if x.tzinfo else x)
     return min(dates) if dates else None
@@ -52,8 +52,7 @@ def expire_documents(engine, now=None):
                 expired = []
                 for doc in store._documents.values():
                     earliest = _earliest_date(leaf_values(doc, parts))
-                    if earliest is not None and earliest <= limit and (
-                            pfe is None or generic_applies(pfe, doc)):
+                    if earliest is not None and earliest <= limit and (pfe is None or generic_applies(pfe, doc)):
                         expired.append(doc)
                 for doc in expired:
                     if delete_doc(engine, db_name, coll_name, store, doc):

@@ -16,9 +16,10 @@ def dup_error(db, coll, name, spec, doc):
     kv = key_value(spec, doc)
     return MongoError(
         11000,
-        f"E11000 duplicate key error collection: {db}.{coll} index: {name} dup key: "
-        f"{fmt_key_value(kv)}",
-        keyPattern=dict(spec["key"]), keyValue=clone(kv))
+        f"E11000 duplicate key error collection: {db}.{coll} index: {name} dup key: {fmt_key_value(kv)}",
+        keyPattern=dict(spec["key"]),
+        keyValue=clone(kv),
+    )
 
 
 class UniqueIndexes:

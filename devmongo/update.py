@@ -29,7 +29,6 @@ MISSING = object()
 _IDENT_RE = re.compile(r"^[a-z][a-zA-Z0-9]*$")
 
 
-
 def clone(value):
     """Copy a BSON value: containers are copied, leaves are immutable and shared."""
     if isinstance(value, dict):
@@ -142,6 +141,7 @@ class UndoLog:
 
 # --------------------------------------------------------------------------- parsing
 
+
 class PreparedUpdate:
     """An update statement validated once, applied to each matching document."""
 
@@ -165,8 +165,7 @@ def _filter_identifiers(fdoc, found):
                 if isinstance(sub, dict):
                     _filter_identifiers(sub, found)
         elif key.startswith("$"):
-            raise MongoError(2, f"Error parsing array filter :: caused by :: unknown top level "
-                                f"operator: {key}")
+            raise MongoError(2, f"Error parsing array filter :: caused by :: unknown top level operator: {key}")
         else:
             found.add(key.split(".", 1)[0])
 
@@ -187,12 +186,18 @@ def prepare_update(update, array_filters=None):
     for op, fields in update.items():
         check = _CHECK.get(op)
         if check is None:
-            raise MongoError(9, f"Unknown modifier: {op}. Expected a valid update modifier or "
-                                "pipeline-style update specified as an array")
+            raise MongoError(
+                9,
+                f"Unknown modifier: {op}. Expected a valid update modifier or "
+                "pipeline-style update specified as an array",
+            )
         if not isinstance(fields, dict):
-            raise MongoError(9, f"Modifiers operate on fields but we found type "
-                                f"{type_name(fields)} instead. For example: {{$mod: {{<field>: "
-                                f"...}}}} not {{{op}: {_short(fields)}}}")
+            raise MongoError(
+                9,
+                f"Modifiers operate on fields but we found type "
+                f"{type_name(fields)} instead. For example: {{$mod: {{<field>: "
+                f"...}}}} not {{{op}: {_short(fields)}}}",
+            )
         for path, value in fields.items():
             if "$" in path:
                 parts = _parse_path(path, upd, used)
@@ -205,8 +210,7 @@ def prepare_update(update, array_filters=None):
             upd.ops.append((op, path, parts, value))
     for ident in upd.array_filters:
         if ident not in used:
-            raise MongoError(9, f"The array filter for identifier '{ident}' was not used in the "
-                                "update")
+            raise MongoError(9, f"The array filter for identifier '{ident}' was not used in the update")
     if len(upd.ops) > 1 and not upd.positional:
         _sort_ops(upd.ops)
     return upd
@@ -238,9 +242,12 @@ def _prepare_pipeline(pipeline, array_filters):
 def _prepare_replacement(update):
     for key in update:
         if key.startswith("$"):
-            raise MongoError(52, f"The dollar ($) prefixed field '{key}' in '{key}' is not "
-                                 "allowed in the context of an update's replacement document."
-                                 " Consider using an aggregation pipeline with $replaceWith.")
+            raise MongoError(
+                52,
+                f"The dollar ($) prefixed field '{key}' in '{key}' is not "
+                "allowed in the context of an update's replacement document."
+                " Consider using an aggregation pipeline with $replaceWith.",
+            )
     upd = PreparedUpdate("replace")
     upd.replacement = update
     return upd
@@ -257,16 +264,21 @@ def _parse_array_filters(array_filters):
         idents = set()
         _filter_identifiers(fdoc, idents)
         if len(idents) != 1:
-            raise MongoError(9, "Error parsing array filter :: caused by :: Expected a single "
-                                f"top-level field name, found {sorted(idents)}")
+            raise MongoError(
+                9,
+                "Error parsing array filter :: caused by :: Expected a single "
+                f"top-level field name, found {sorted(idents)}",
+            )
         ident = idents.pop()
         if not _IDENT_RE.match(ident):
-            raise MongoError(2, "Error parsing array filter :: caused by :: The top-level "
-                                "field name must be an alphanumeric string beginning with a "
-                                f"lowercase letter, found '{ident}'")
+            raise MongoError(
+                2,
+                "Error parsing array filter :: caused by :: The top-level "
+                "field name must be an alphanumeric string beginning with a "
+                f"lowercase letter, found '{ident}'",
+            )
         if ident in out:
-            raise MongoError(9, "Found multiple array filters with the same top-level field "
-                                f"name {ident}")
+            raise MongoError(9, f"Found multiple array filters with the same top-level field name {ident}")
         # Validate the filter once (unknown operators etc.), as mongomock would.
         matcher(fdoc)({})
         out[ident] = fdoc
@@ -278,25 +290,23 @@ def _parse_path(path, upd, used):
     identifiers used in ``used``."""
     parts = path.split(".")
     if "" in parts:
-        raise MongoError(56, f"The update path '{path}' contains an empty field name, "
-                             "which is not allowed.")
+        raise MongoError(56, f"The update path '{path}' contains an empty field name, which is not allowed.")
     for part in parts:
         if part.startswith("$"):
             upd.positional = True
             if part.startswith("$[") and part.endswith("]") and part != "$[]":
                 ident = part[2:-1]
                 if ident not in upd.array_filters:
-                    raise MongoError(2, f"No array filter found for identifier '{ident}' "
-                                        f"in path '{path}'")
+                    raise MongoError(2, f"No array filter found for identifier '{ident}' in path '{path}'")
                 used.add(ident)
             elif part not in ("$", "$[]"):
-                raise MongoError(2, f"The dollar ($) prefixed field '{part}' in '{path}' "
-                                    "is not valid for storage.")
+                raise MongoError(2, f"The dollar ($) prefixed field '{part}' in '{path}' is not valid for storage.")
     return parts
 
 
 # Per-operator checks of an operand, run once per path when the update is prepared:
 # check(op, path, value, upd) raises MongoDB's error for an operand it would refuse.
+
 
 def _check_any(op, path, value, upd):
     pass
@@ -304,21 +314,17 @@ def _check_any(op, path, value, upd):
 
 def _check_rename(op, path, value, upd):
     if not isinstance(value, str):
-        raise MongoError(2, f"The 'to' field for $rename must be a string: "
-                            f"{path}: {_short(value)}")
+        raise MongoError(2, f"The 'to' field for $rename must be a string: {path}: {_short(value)}")
     if upd.positional or "$" in value:
-        raise MongoError(2, "The source and target field for $rename must not "
-                            "contain positional operators")
+        raise MongoError(2, "The source and target field for $rename must not contain positional operators")
     if value == path:
-        raise MongoError(2, f"The source and target field for $rename must differ: "
-                            f"{path}: {value!r}")
+        raise MongoError(2, f"The source and target field for $rename must differ: {path}: {value!r}")
 
 
 def _check_number(op, path, value, upd):
     if not is_number(value):
         verb = "increment" if op == "$inc" else "multiply"
-        raise MongoError(14, f"Cannot {verb} with non-numeric argument: "
-                             f"{{{path}: {_short(value)}}}")
+        raise MongoError(14, f"Cannot {verb} with non-numeric argument: {{{path}: {_short(value)}}}")
 
 
 def _check_pop(op, path, value, upd):
@@ -328,8 +334,7 @@ def _check_pop(op, path, value, upd):
 
 def _check_pull_all(op, path, value, upd):
     if not isinstance(value, list):
-        raise MongoError(2, f"$pullAll requires an array argument but was given a "
-                            f"{type_name(value)}")
+        raise MongoError(2, f"$pullAll requires an array argument but was given a {type_name(value)}")
 
 
 _CHECK = {
@@ -353,9 +358,17 @@ _CHECK = {
 
 # --------------------------------------------------------------------------- positional paths
 
+
 class _Context:
-    __slots__ = ("query", "array_filters", "is_insert", "_positional_cache", "doc_id",
-                 "_filter_matchers", "_filter_results")
+    __slots__ = (
+        "query",
+        "array_filters",
+        "is_insert",
+        "_positional_cache",
+        "doc_id",
+        "_filter_matchers",
+        "_filter_results",
+    )
 
     def __init__(self, query, array_filters, is_insert, doc_id):
         self.query = query or {}
@@ -374,8 +387,7 @@ class _Context:
         if result is None:
             applies = self._filter_matchers.get(ident)
             if applies is None:
-                applies = self._filter_matchers[ident] = _array_filter_matcher(
-                    ident, self.array_filters[ident])
+                applies = self._filter_matchers[ident] = _array_filter_matcher(ident, self.array_filters[ident])
             result = self._filter_results[key] = bool(applies(element))
         return result
 
@@ -383,8 +395,7 @@ class _Context:
         key = ".".join(prefix)
         if key in self._positional_cache:
             return self._positional_cache[key]
-        err = MongoError(2, "The positional operator did not find the match needed from the "
-                            "query.")
+        err = MongoError(2, "The positional operator did not find the match needed from the query.")
         if self.is_insert or not isinstance(arr, list):
             raise err
         conds = []
@@ -406,7 +417,7 @@ class _Context:
             elif k == key:
                 conds.append((None, v))
             elif k.startswith(key + "."):
-                conds.append((k[len(key) + 1:], v))
+                conds.append((k[len(key) + 1 :], v))
 
 
 def positional_match(query, parts, arr):
@@ -424,14 +435,13 @@ def _array_filter_matcher(ident, fdoc):
     prefix = ident + "."
     if not all(k.startswith(prefix) and len(k) > len(prefix) for k in fdoc):
         return lambda element: whole({ident: element})
-    inner = matcher({k[len(prefix):]: v for k, v in fdoc.items()})
+    inner = matcher({k[len(prefix) :]: v for k, v in fdoc.items()})
     return lambda element: inner(element) if isinstance(element, dict) else whole({ident: element})
 
 
 def _element_matches(elem, rel, cond):
     if rel is None:
-        if (isinstance(cond, dict) and len(cond) == 1 and "$elemMatch" in cond
-                and isinstance(elem, dict)):
+        if isinstance(cond, dict) and len(cond) == 1 and "$elemMatch" in cond and isinstance(elem, dict):
             sub = cond["$elemMatch"]
             if not sub or not next(iter(sub)).startswith("$"):
                 return generic_applies(sub, elem)
@@ -453,8 +463,9 @@ def _expand(node, parts, i, prefix, out, ctx, path):
             continue
         if part.startswith("$["):
             if not isinstance(node, list):
-                raise MongoError(2, f"The path '{'.'.join(prefix)}' must exist in the document in "
-                                    "order to apply array updates.")
+                raise MongoError(
+                    2, f"The path '{'.'.join(prefix)}' must exist in the document in order to apply array updates."
+                )
             ident = part[2:-1]
             for j, elem in enumerate(node):
                 if ident and not ctx.filter_matches(ident, elem):
@@ -474,10 +485,10 @@ def _expand(node, parts, i, prefix, out, ctx, path):
 
 # --------------------------------------------------------------------------- navigation
 
+
 def _cannot_create(parts, i, node):
     parent = parts[i - 1] if i > 0 else ""
-    return MongoError(28, f"Cannot create field '{parts[i]}' in element "
-                          f"{{{parent}: {_short(node)}}}")
+    return MongoError(28, f"Cannot create field '{parts[i]}' in element {{{parent}: {_short(node)}}}")
 
 
 def _walk(doc, parts, create, log):
@@ -542,6 +553,7 @@ def _assign(container, key, value, log):
 
 # --------------------------------------------------------------------------- operators
 
+
 def _arith(cur, value, op):
     if isinstance(cur, Decimal128) or isinstance(value, Decimal128):
         a = cur.to_decimal() if isinstance(cur, Decimal128) else Decimal(cur)
@@ -551,11 +563,14 @@ def _arith(cur, value, op):
     if isinstance(result, float):
         return result
     if isinstance(cur, Int64) or isinstance(value, Int64):
-        if not -(2 ** 63) <= result < 2 ** 63:
-            raise MongoError(2, f"Failed to apply {op} operations to current value "
-                                f"({cur!r}) for document {{_id: {_short(None)}}}: overflow")
+        if not -(2**63) <= result < 2**63:
+            raise MongoError(
+                2,
+                f"Failed to apply {op} operations to current value "
+                f"({cur!r}) for document {{_id: {_short(None)}}}: overflow",
+            )
         return Int64(result)
-    if not -(2 ** 63) <= result < 2 ** 63:
+    if not -(2**63) <= result < 2**63:
         raise MongoError(2, f"Failed to apply {op} operations: integer overflow")
     return result
 
@@ -593,12 +608,16 @@ def _op_arith(op):
             else:
                 new = type(value)(0)
         elif not is_number(cur):
-            raise MongoError(14, f"Cannot apply {op} to a value of non-numeric type. "
-                                 f"{{_id: {_short(ctx.doc_id)}}} has the field '{parts[-1]}' of "
-                                 f"non-numeric type {type_name(cur)}")
+            raise MongoError(
+                14,
+                f"Cannot apply {op} to a value of non-numeric type. "
+                f"{{_id: {_short(ctx.doc_id)}}} has the field '{parts[-1]}' of "
+                f"non-numeric type {type_name(cur)}",
+            )
         else:
             new = _arith(cur, value, op)
         _assign(container, key, new, log)
+
     return apply
 
 
@@ -610,6 +629,7 @@ def _op_minmax(op):
         cur = _get(container, key)
         if cur is MISSING or bson_compare(cmp, value, cur):
             _assign(container, key, clone(value), log)
+
     return apply
 
 
@@ -625,8 +645,11 @@ def _array_at(doc, parts, log, ctx, op, create=True):
         _assign(container, key, cur, log)
         return cur
     if not isinstance(cur, list):
-        raise MongoError(2, f"The field '{parts[-1]}' must be an array but is of type "
-                            f"{type_name(cur)} in document {{_id: {_short(ctx.doc_id)}}}")
+        raise MongoError(
+            2,
+            f"The field '{parts[-1]}' must be an array but is of type "
+            f"{type_name(cur)} in document {{_id: {_short(ctx.doc_id)}}}",
+        )
     log.save_whole(cur)
     return cur
 
@@ -635,13 +658,15 @@ def _sorted_values(values, spec):
     if isinstance(spec, dict):
         result = list(values)
         for key, direction in reversed(list(spec.items())):
-            result.sort(key=lambda d, k=key: resolve_sort_key(k, d if isinstance(d, dict) else {}),
-                        reverse=direction < 0)
+            result.sort(
+                key=lambda d, k=key: resolve_sort_key(k, d if isinstance(d, dict) else {}), reverse=direction < 0
+            )
         return result
     if spec in (1, -1):
         return sorted(values, key=BsonComparable, reverse=spec < 0)
-    raise MongoError(2, "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1}"
-                        " to sort embedded fields")
+    raise MongoError(
+        2, "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields"
+    )
 
 
 def _op_push(doc, parts, value, log, ctx):
@@ -652,8 +677,9 @@ def _op_push(doc, parts, value, log, ctx):
                 raise MongoError(2, f"Unrecognized clause in $push: {k}")
         each = value["$each"]
         if not isinstance(each, list):
-            raise MongoError(2, "The argument to $each in $push must be an array but it was of "
-                                f"type: {type_name(each)}")
+            raise MongoError(
+                2, f"The argument to $each in $push must be an array but it was of type: {type_name(each)}"
+            )
         items = [clone(v) for v in each]
         position = value.get("$position")
         if position is None:
@@ -680,13 +706,13 @@ def _op_add_to_set(doc, parts, value, log, ctx):
     if isinstance(value, dict) and "$each" in value:
         each = value["$each"]
         if not isinstance(each, list):
-            raise MongoError(2, "The argument to $each in $addToSet must be an array but it was "
-                                f"of type {type_name(each)}")
+            raise MongoError(
+                2, f"The argument to $each in $addToSet must be an array but it was of type {type_name(each)}"
+            )
     else:
         each = [value]
     for item in each:
-        if not any(strict_equal(item, x) or (is_number(item) and is_number(x) and item == x)
-                   for x in arr):
+        if not any(strict_equal(item, x) or (is_number(item) and is_number(x) and item == x) for x in arr):
             arr.append(clone(item))
 
 
@@ -739,8 +765,7 @@ def _op_pop(doc, parts, value, log, ctx):
     if cur is MISSING:
         return
     if not isinstance(cur, list):
-        raise MongoError(14, f"Path '{'.'.join(parts)}' contains an element of non-array type "
-                             f"'{type_name(cur)}'")
+        raise MongoError(14, f"Path '{'.'.join(parts)}' contains an element of non-array type '{type_name(cur)}'")
     if cur:
         log.save_whole(cur)
         if value > 0:
@@ -753,13 +778,19 @@ def _op_current_date(doc, parts, value, log, ctx):
     if isinstance(value, dict):
         kind = value.get("$type")
         if kind not in ("date", "timestamp") or len(value) != 1:
-            raise MongoError(2, "The '$type' string field is required to be 'date' or "
-                                "'timestamp': {$currentDate: {field : {$type: 'date'}}}")
+            raise MongoError(
+                2,
+                "The '$type' string field is required to be 'date' or "
+                "'timestamp': {$currentDate: {field : {$type: 'date'}}}",
+            )
     elif isinstance(value, bool):
         kind = "date"
     else:
-        raise MongoError(2, f"{parts[-1]} is not valid type for $currentDate. Please use a "
-                            "boolean ('true') or a $type expression ({$type: 'timestamp/date'}).")
+        raise MongoError(
+            2,
+            f"{parts[-1]} is not valid type for $currentDate. Please use a "
+            "boolean ('true') or a $type expression ({$type: 'timestamp/date'}).",
+        )
     if kind == "date":
         now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
         new = now.replace(microsecond=now.microsecond // 1000 * 1000)
@@ -789,8 +820,7 @@ def _op_bit(doc, parts, value, log, ctx):
         elif kind == "xor":
             result ^= operand
         else:
-            raise MongoError(2, f"The $bit modifier only supports 'and', 'or', and 'xor', not "
-                                f"'{kind}'")
+            raise MongoError(2, f"The $bit modifier only supports 'and', 'or', and 'xor', not '{kind}'")
     if isinstance(cur, Int64) or any(isinstance(v, Int64) for v in value.values()):
         result = Int64(result)
     _assign(container, key, result, log)
@@ -807,8 +837,7 @@ def _op_rename(doc, parts, value, log, ctx):
     dst_parts = value.split(".")
     dst_container, dst_key = _walk(doc, dst_parts, True, log)
     if isinstance(dst_container, list):
-        raise MongoError(2, f"The destination field for $rename may not be dotted into an array: "
-                            f"{value}")
+        raise MongoError(2, f"The destination field for $rename may not be dotted into an array: {value}")
     _assign(dst_container, dst_key, cur, log)
 
 
@@ -836,6 +865,7 @@ assert set(_CHECK) == SUPPORTED_OPS
 
 # --------------------------------------------------------------------------- entry point
 
+
 def apply_update(doc, upd, query, is_insert=False, pipeline_runner=None):
     """Apply a prepared update to ``doc`` in place.
 
@@ -850,8 +880,11 @@ def apply_update(doc, upd, query, is_insert=False, pipeline_runner=None):
             new = clone(upd.replacement)
             new_id = new.pop("_id", MISSING)
             if new_id is not MISSING and old_id is not MISSING and not _same_id(new_id, old_id):
-                raise MongoError(66, "After applying the update, the (immutable) field '_id' was "
-                                     f"found to have been altered to _id: {_short(new_id)}")
+                raise MongoError(
+                    66,
+                    "After applying the update, the (immutable) field '_id' was "
+                    f"found to have been altered to _id: {_short(new_id)}",
+                )
             if old_id is MISSING and new_id is not MISSING:
                 old_id = new_id
             log.save_whole(doc)
@@ -863,15 +896,13 @@ def apply_update(doc, upd, query, is_insert=False, pipeline_runner=None):
         if upd.kind == "pipeline":
             new = pipeline_runner(doc, upd.pipeline)
             if old_id is not MISSING and not _same_id(new.get("_id", MISSING), old_id):
-                raise MongoError(66, "Performing an update on the path '_id' would modify the "
-                                     "immutable field '_id'")
+                raise MongoError(66, "Performing an update on the path '_id' would modify the immutable field '_id'")
             log.save_whole(doc)
             doc.clear()
             doc.update(new)
             return log
 
-        ctx = _Context(query, upd.array_filters, is_insert,
-                       None if old_id is MISSING else old_id)
+        ctx = _Context(query, upd.array_filters, is_insert, None if old_id is MISSING else old_id)
         concrete = []
         for op, path, parts, value in upd.ops:
             if op == "$setOnInsert" and not is_insert:
@@ -896,8 +927,7 @@ def apply_update(doc, upd, query, is_insert=False, pipeline_runner=None):
         if touches_id and not is_insert:
             new_id = doc.get("_id", MISSING)
             if not _same_id(new_id, old_id):
-                raise MongoError(66, "Performing an update on the path '_id' would modify the "
-                                     "immutable field '_id'")
+                raise MongoError(66, "Performing an update on the path '_id' would modify the immutable field '_id'")
         return log
     except BaseException:
         log.undo()
@@ -918,9 +948,8 @@ def _check_conflicts(concrete):
             paths.append(tuple(value.split(".")))
     paths.sort()
     for a, b in zip(paths, paths[1:], strict=False):
-        if b[:len(a)] == a:
-            raise MongoError(40, f"Updating the path '{'.'.join(b)}' would create a conflict at "
-                                 f"'{'.'.join(a)}'")
+        if b[: len(a)] == a:
+            raise MongoError(40, f"Updating the path '{'.'.join(b)}' would create a conflict at '{'.'.join(a)}'")
 
 
 def upsert_seed(query):

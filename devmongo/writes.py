@@ -27,8 +27,7 @@ from .update import apply_update, clone, upsert_seed
 
 MAX_DEPTH = 100  # levels of nesting of a stored document (the document itself is level 1)
 _SIZES_MAX = 50000
-_FIXED_SIZES = {type(None): 1, bool: 1, int: 8, Int64: 8, float: 8, datetime.datetime: 8,
-                ObjectId: 12}
+_FIXED_SIZES = {type(None): 1, bool: 1, int: 8, Int64: 8, float: 8, datetime.datetime: 8, ObjectId: 12}
 
 
 def _depth(value, budget):
@@ -117,8 +116,7 @@ def _operator_update_bounds(doc, undo):
                 too_deep = True
         elif op in ("$set", "$setOnInsert", "$min", "$max"):
             grown += path + _value_size(value)
-            if n > MAX_DEPTH or (type(value) in _CONTAINERS
-                                 and n + _depth(value, MAX_DEPTH) > MAX_DEPTH):
+            if n > MAX_DEPTH or (type(value) in _CONTAINERS and n + _depth(value, MAX_DEPTH) > MAX_DEPTH):
                 too_deep = True
         else:  # $inc $mul $bit $currentDate: a number or a date
             grown += path + 16
@@ -161,8 +159,7 @@ def insert_doc(engine, db, coll, store, doc):
     if not isinstance(doc, dict):
         raise MongoError(2, "document to insert must be an object")
     if document_depth(doc) > MAX_DEPTH:
-        raise MongoError(15, f"cannot insert document because it exceeds {MAX_DEPTH} levels of "
-                             "nesting")
+        raise MongoError(15, f"cannot insert document because it exceeds {MAX_DEPTH} levels of nesting")
     if "_id" not in doc:
         new = {"_id": ObjectId()}
         new.update(doc)
@@ -180,9 +177,10 @@ def insert_doc(engine, db, coll, store, doc):
     if key in store._documents:
         raise MongoError(
             11000,
-            f"E11000 duplicate key error collection: {db}.{coll} index: _id_ dup key: "
-            f"{{ _id: {_id!r} }}",
-            keyPattern={"_id": 1}, keyValue={"_id": _id})
+            f"E11000 duplicate key error collection: {db}.{coll} index: _id_ dup key: {{ _id: {_id!r} }}",
+            keyPattern={"_id": 1},
+            keyValue={"_id": _id},
+        )
     specs = unique_specs(store)
     if specs:
         new_keys = engine.unique.check(db, coll, store, doc, key, specs)
@@ -206,11 +204,11 @@ def pipeline_runner(engine, db):
             if not isinstance(stage, dict) or len(stage) != 1:
                 raise MongoError(2, "Invalid pipeline stage")
             name = next(iter(stage))
-            if name not in ("$addFields", "$set", "$project", "$unset", "$replaceRoot",
-                            "$replaceWith"):
+            if name not in ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"):
                 raise MongoError(72, f"{name} is not allowed to be used within an update")
         [new] = mm_aggregate.process_pipeline([clone(doc)], database, pipeline, None)
         return new
+
     return run
 
 
@@ -238,8 +236,7 @@ def update_one_doc(engine, db, coll, store, doc, upd, query):
     old_keys = None
     if specs:
         old_keys = engine.unique.current_keys(db, coll, store, doc, specs)
-    undo = apply_update(doc, upd, query, False, pipeline_runner(engine, db)
-                        if upd.kind == "pipeline" else None)
+    undo = apply_update(doc, upd, query, False, pipeline_runner(engine, db) if upd.kind == "pipeline" else None)
     if not undo.changed():
         if encoded_before is not None:
             remember_encoding(engine, doc, encoded_before)
@@ -284,8 +281,7 @@ def upsert_doc(engine, db, coll, store, upd, query):
                 new = {"_id": seed["_id"], **new}
     else:
         new = upsert_seed(query)
-        apply_update(new, upd, query, True, pipeline_runner(engine, db)
-                     if upd.kind == "pipeline" else None)
+        apply_update(new, upd, query, True, pipeline_runner(engine, db) if upd.kind == "pipeline" else None)
     return insert_doc(engine, db, coll, store, new)
 
 

@@ -4,56 +4,54 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Cart',
+            name="Cart",
             fields=[
-                ('id', models.CharField(max_length=24, primary_key=True, serialize=False)),
-                ('label', models.CharField(max_length=200)),
+                ("id", models.CharField(max_length=24, primary_key=True, serialize=False)),
+                ("label", models.CharField(max_length=200)),
             ],
             options={
-                'db_table': 'mongodb_carts',
-                'managed': False,
+                "db_table": "mongodb_carts",
+                "managed": False,
             },
         ),
         migrations.CreateModel(
-            name='Order',
+            name="Order",
             fields=[
-                ('id', models.CharField(max_length=24, primary_key=True, serialize=False)),
-                ('label', models.CharField(max_length=200)),
+                ("id", models.CharField(max_length=24, primary_key=True, serialize=False)),
+                ("label", models.CharField(max_length=200)),
             ],
             options={
-                'db_table': 'mongodb_orders',
-                'managed': False,
+                "db_table": "mongodb_orders",
+                "managed": False,
             },
         ),
         migrations.CreateModel(
-            name='Session',
+            name="Session",
             fields=[
-                ('id', models.CharField(max_length=24, primary_key=True, serialize=False)),
-                ('label', models.CharField(max_length=200)),
+                ("id", models.CharField(max_length=24, primary_key=True, serialize=False)),
+                ("label", models.CharField(max_length=200)),
             ],
             options={
-                'verbose_name': 'session',
-                'db_table': 'mongodb_sessions',
-                'managed': False,
+                "verbose_name": "session",
+                "db_table": "mongodb_sessions",
+                "managed": False,
             },
         ),
         migrations.CreateModel(
-            name='Theater',
+            name="Theater",
             fields=[
-                ('id', models.CharField(max_length=24, primary_key=True, serialize=False)),
-                ('label', models.CharField(max_length=200)),
+                ("id", models.CharField(max_length=24, primary_key=True, serialize=False)),
+                ("label", models.CharField(max_length=200)),
             ],
             options={
-                'db_table': 'mongodb_theaters',
-                'managed': False,
+                "db_table": "mongodb_theaters",
+                "managed": False,
             },
         ),
     ]

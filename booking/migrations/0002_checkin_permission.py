@@ -4,24 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('booking', '0001_initial'),
+        ("booking", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DoorCheckin',
+            name="DoorCheckin",
             fields=[
-                ('id', models.CharField(max_length=24, primary_key=True, serialize=False)),
-                ('label', models.CharField(max_length=200)),
+                ("id", models.CharField(max_length=24, primary_key=True, serialize=False)),
+                ("label", models.CharField(max_length=200)),
             ],
             options={
-                'verbose_name': 'door check-in',
-                'db_table': 'mongodb_checkins',
-                'permissions': [('checkin_tickets', 'Can check in tickets at the door')],
-                'managed': False,
-                'default_permissions': (),
+                "verbose_name": "door check-in",
+                "db_table": "mongodb_checkins",
+                "permissions": [("checkin_tickets", "Can check in tickets at the door")],
+                "managed": False,
+                "default_permissions": (),
             },
         ),
     ]

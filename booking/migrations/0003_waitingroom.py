@@ -4,22 +4,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('booking', '0002_checkin_permission'),
+        ("booking", "0002_checkin_permission"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WaitingRoom',
+            name="WaitingRoom",
             fields=[
-                ('id', models.CharField(max_length=24, primary_key=True, serialize=False)),
-                ('label', models.CharField(max_length=200)),
+                ("id", models.CharField(max_length=24, primary_key=True, serialize=False)),
+                ("label", models.CharField(max_length=200)),
             ],
             options={
-                'verbose_name': 'waiting room',
-                'db_table': 'mongodb_waiting_rooms',
-                'managed': False,
+                "verbose_name": "waiting room",
+                "db_table": "mongodb_waiting_rooms",
+                "managed": False,
             },
         ),
     ]

@@ -19,5 +19,5 @@ def test_mail_money_countdown_and_seat_label():
 
 
 def test_escape_is_djangos_escaping():
-    for text in ['<b>"Hall" & \'Q\'</b>', "plain", 12]:
+    for text in ["<b>\"Hall\" & 'Q'</b>", "plain", 12]:
         assert formatting.escape(text) == django_escape(text)

@@ -73,4 +73,3 @@ def test_any_grid_either_parses_and_round_trips_or_says_why(rows):
     for row in layout["rows"]:
         labels = [c["label"] for c in row["cells"] if c]
         assert labels == [str(i) for i in range(1, len(labels) + 1)]
-

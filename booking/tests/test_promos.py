@@ -36,10 +36,15 @@ def test_percent_amount_and_fixed_price_through_checkout():
     cart = promos.apply_code(ALICE, result.cart_id, " tenoff ")
     assert uses("TENOFF") == 1 and cart["promo"]["code"] == "TENOFF"
     order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
-    assert order["total"] == 3600 and order["discount"] == 400 and [line["discount"] for line in order["lines"]] == [
-        200,
-        200,
-    ]
+    assert (
+        order["total"] == 3600
+        and order["discount"] == 400
+        and [line["discount"] for line in order["lines"]]
+        == [
+            200,
+            200,
+        ]
+    )
     assert check_invariants() == []
     from booking.services.pricing import totals
 

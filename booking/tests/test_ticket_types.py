@@ -17,6 +17,8 @@ ALICE = "s:alice"
 @pytest.fixture(autouse=True)
 def _no_orphan_rule(settings):
     settings.BOOKING_PREVENT_ORPHAN_SEATS = False  # these tests pick seats for their types, not their places
+
+
 def priced_session(**kw):
     theater = kw.pop("theater", None) or make_theater()
     offers.set_theater_ticket_types(theater["_id"], TYPES)

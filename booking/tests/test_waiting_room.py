@@ -379,9 +379,7 @@ def test_hold_on_a_queued_session_is_refused_without_admission(queued, facts_kno
 def test_a_token_of_another_buyer_or_session_or_an_expired_one_is_refused(queued, settings):
     session, config = queued
     other = make_session()
-    waiting_room.enable(
-        other["_id"], opens_at=clock.now() - timedelta(minutes=5), on_sale_at=clock.now(), rate=10
-    )
+    waiting_room.enable(other["_id"], opens_at=clock.now() - timedelta(minutes=5), on_sale_at=clock.now(), rate=10)
     attempts = {
         "another buyer's": token_for(config, "s:someone-else"),
         "another session's": {config.queue_id: admission.issue(other["_id"], "s:me", admission.clock_ms())},

@@ -69,9 +69,7 @@ def test_a_redis_outage_pauses_admission_and_it_resumes_in_queue_order(tmp_path,
         session = make_session()
         now = clock.now()
         on_sale = now + timedelta(seconds=3)
-        config = waiting_room.enable(
-            session["_id"], opens_at=now - timedelta(minutes=1), on_sale_at=on_sale, rate=600
-        )
+        config = waiting_room.enable(session["_id"], opens_at=now - timedelta(minutes=1), on_sale_at=on_sale, rate=600)
         queue = reverse("booking:queue", args=[str(config.queue_id)])
         status = reverse("booking:queue_status", args=[str(config.queue_id)])
         seat_map = reverse("booking:session", args=[str(session["_id"])])

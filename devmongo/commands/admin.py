@@ -26,18 +26,20 @@ def hello(engine, db, cmd, conn_id):
         reply["ismaster"] = True
     if replset is not None:
         reply.update(replset.hello_fields(engine))
-    reply.update({
-        "maxBsonObjectSize": MAX_BSON_SIZE,
-        "maxMessageSizeBytes": MAX_MESSAGE_SIZE,
-        "maxWriteBatchSize": MAX_WRITE_BATCH,
-        "localTime": now.replace(microsecond=now.microsecond // 1000 * 1000),
-        "logicalSessionTimeoutMinutes": 30,
-        "connectionId": conn_id,
-        "minWireVersion": 0,
-        "maxWireVersion": 21,
-        "readOnly": False,
-        "ok": 1.0,
-    })
+    reply.update(
+        {
+            "maxBsonObjectSize": MAX_BSON_SIZE,
+            "maxMessageSizeBytes": MAX_MESSAGE_SIZE,
+            "maxWriteBatchSize": MAX_WRITE_BATCH,
+            "localTime": now.replace(microsecond=now.microsecond // 1000 * 1000),
+            "logicalSessionTimeoutMinutes": 30,
+            "connectionId": conn_id,
+            "minWireVersion": 0,
+            "maxWireVersion": 21,
+            "readOnly": False,
+            "ok": 1.0,
+        }
+    )
     return reply
 
 
@@ -59,29 +61,47 @@ def ok(engine, db, cmd, conn_id):
 
 
 def build_info(engine, db, cmd, conn_id):
-    return {"version": "7.0.0", "gitVersion": "devmongo", "versionArray": [7, 0, 0, 0],
-            "modules": [], "allocator": "system", "javascriptEngine": "none",
-            "sysInfo": "deprecated", "bits": 64, "debug": False,
-            "maxBsonObjectSize": MAX_BSON_SIZE, "storageEngines": ["devmongo"],
-            "openssl": {"running": "disabled"}, "ok": 1.0}
+    return {
+        "version": "7.0.0",
+        "gitVersion": "devmongo",
+        "versionArray": [7, 0, 0, 0],
+        "modules": [],
+        "allocator": "system",
+        "javascriptEngine": "none",
+        "sysInfo": "deprecated",
+        "bits": 64,
+        "debug": False,
+        "maxBsonObjectSize": MAX_BSON_SIZE,
+        "storageEngines": ["devmongo"],
+        "openssl": {"running": "disabled"},
+        "ok": 1.0,
+    }
 
 
 def connection_status(engine, db, cmd, conn_id):
-    return {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []},
-            "ok": 1.0}
+    return {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []}, "ok": 1.0}
 
 
 def host_info(engine, db, cmd, conn_id):
-    return {"system": {"hostname": os.uname().nodename, "cpuArch": os.uname().machine,
-                       "numCores": os.cpu_count() or 1},
-            "os": {"type": os.uname().sysname}, "extra": {}, "ok": 1.0}
+    return {
+        "system": {"hostname": os.uname().nodename, "cpuArch": os.uname().machine, "numCores": os.cpu_count() or 1},
+        "os": {"type": os.uname().sysname},
+        "extra": {},
+        "ok": 1.0,
+    }
 
 
 def server_status(engine, db, cmd, conn_id):
-    return {"host": os.uname().nodename, "version": "7.0.0", "process": "devmongo",
-            "pid": Int64(os.getpid()), "uptime": float(time.time() - engine.started),
-            "localTime": datetime.datetime.now(datetime.UTC),
-            "connections": {"current": engine.connections}, "ok": 1.0}
+    return {
+        "host": os.uname().nodename,
+        "version": "7.0.0",
+        "process": "devmongo",
+        "pid": Int64(os.getpid()),
+        "uptime": float(time.time() - engine.started),
+        "localTime": datetime.datetime.now(datetime.UTC),
+        "connections": {"current": engine.connections},
+        "ok": 1.0,
+    }
 
 
 # Server parameters: name -> (Engine attribute, type). notablescan, ttlMonitorEnabled and
@@ -94,9 +114,19 @@ PARAMETERS = {
     "devmongoNotablescanStrict": ("notablescan_strict", bool),
     "devmongoRandomTieBreak": ("random_tie_break", bool),
 }
-_NOT_PARAMETERS = frozenset({"getParameter", "setParameter", "comment", "lsid", "$clusterTime",
-                             "$readPreference", "apiVersion", "apiStrict",
-                             "apiDeprecationErrors"})
+_NOT_PARAMETERS = frozenset(
+    {
+        "getParameter",
+        "setParameter",
+        "comment",
+        "lsid",
+        "$clusterTime",
+        "$readPreference",
+        "apiVersion",
+        "apiStrict",
+        "apiDeprecationErrors",
+    }
+)
 
 
 def get_parameter(engine, db, cmd, conn_id):
@@ -123,8 +153,7 @@ def set_parameter(engine, db, cmd, conn_id):
     for name in names:
         known = PARAMETERS.get(name)
         if known is None:
-            raise MongoError(72, f"attempted to set unrecognized parameter [{name}], use "
-                                 "help:true to see options ")
+            raise MongoError(72, f"attempted to set unrecognized parameter [{name}], use help:true to see options ")
         attr, kind = known
         value = cmd[name]
         if kind is bool:

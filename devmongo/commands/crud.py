@@ -36,8 +36,7 @@ def insert(engine, db, cmd, conn_id):
 
 def _update_statement(engine, db, coll, store, stmt):
     if not isinstance(stmt, dict) or "u" not in stmt:
-        raise MongoError(40414, "BSON field 'update.updates.u' is missing but a required "
-                                "field")
+        raise MongoError(40414, "BSON field 'update.updates.u' is missing but a required field")
     check_collation(stmt)
     if stmt.get("let") is not None:
         raise MongoError(115, "devmongo does not support 'let'")
@@ -48,8 +47,7 @@ def _update_statement(engine, db, coll, store, stmt):
         raise MongoError(9, "multi update is not supported for replacement-style update")
     hint = stmt.get("hint")
     if engine.notablescan or hint is not None:
-        check_table_scan(engine, db, coll, engine.existing_store(db, coll), query, None, hint,
-                         "update")
+        check_table_scan(engine, db, coll, engine.existing_store(db, coll), query, None, hint, "update")
     docs = match(engine, store, query, first_only=not multi)
     matched = modified = 0
     for doc in docs:
@@ -106,13 +104,11 @@ def delete(engine, db, cmd, conn_id):
     for i, stmt in enumerate(stmts):
         try:
             if not isinstance(stmt, dict) or "q" not in stmt:
-                raise MongoError(40414, "BSON field 'delete.deletes.q' is missing but a "
-                                        "required field")
+                raise MongoError(40414, "BSON field 'delete.deletes.q' is missing but a required field")
             check_collation(stmt)
             limit = stmt.get("limit", 0)
             if limit not in (0, 1):
-                raise MongoError(9, f"The limit field in delete objects must be 0 or 1. Got "
-                                    f"{limit}")
+                raise MongoError(9, f"The limit field in delete objects must be 0 or 1. Got {limit}")
             hint = stmt.get("hint")
             if engine.notablescan or hint is not None:
                 check_table_scan(engine, db, coll, store, stmt["q"], None, hint, "delete")
@@ -147,8 +143,9 @@ def find_and_modify(engine, db, cmd, conn_id):
         if update is not None:
             raise MongoError(9, "Cannot specify both an update and remove=true")
         if new:
-            raise MongoError(9, "Cannot specify both new=true and remove=true; 'remove' "
-                                "always returns the deleted document")
+            raise MongoError(
+                9, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document"
+            )
         if upsert:
             raise MongoError(9, "Cannot specify both upsert=true and remove=true")
     elif update is None:
@@ -157,8 +154,7 @@ def find_and_modify(engine, db, cmd, conn_id):
     store = engine.store(db, coll) if not remove else engine.existing_store(db, coll)
     hint = cmd.get("hint")
     if engine.notablescan or hint is not None:
-        check_table_scan(engine, db, coll, engine.existing_store(db, coll), query, sort, hint,
-                         "findAndModify")
+        check_table_scan(engine, db, coll, engine.existing_store(db, coll), query, sort, hint, "findAndModify")
     docs = match(engine, store, query, first_only=not sort)
     if sort and docs:
         docs = sort_docs(docs, sort, engine.random_tie_break)

@@ -7,22 +7,32 @@ from ..unique import dup_error
 from ..update import clone
 from .args import coll_name
 
-_INDEX_OPTIONS = ("unique", "sparse", "expireAfterSeconds", "partialFilterExpression",
-                  "collation", "weights", "default_language", "language_override",
-                  "textIndexVersion", "2dsphereIndexVersion", "bits", "min", "max", "hidden",
-                  "wildcardProjection")
+_INDEX_OPTIONS = (
+    "unique",
+    "sparse",
+    "expireAfterSeconds",
+    "partialFilterExpression",
+    "collation",
+    "weights",
+    "default_language",
+    "language_override",
+    "textIndexVersion",
+    "2dsphereIndexVersion",
+    "bits",
+    "min",
+    "max",
+    "hidden",
+    "wildcardProjection",
+)
 
 
 def _key_list(key):
     out = []
     for field, direction in key.items():
-        if direction in ("text", "2d", "2dsphere", "geoHaystack", "wildcard") or (
-                field.endswith("$**")):
+        if direction in ("text", "2d", "2dsphere", "geoHaystack", "wildcard") or (field.endswith("$**")):
             raise MongoError(115, f"devmongo does not support {direction!r} indexes")
-        if direction not in (1, -1, "hashed") and not (
-                isinstance(direction, (int, float)) and direction != 0):
-            raise MongoError(67, f"Values in index key pattern must be numbers or "
-                                 f"'hashed': {field}: {direction!r}")
+        if direction not in (1, -1, "hashed") and not (isinstance(direction, (int, float)) and direction != 0):
+            raise MongoError(67, f"Values in index key pattern must be numbers or 'hashed': {field}: {direction!r}")
         out.append((field, direction))
     return out
 
@@ -40,9 +50,11 @@ def _check_unique_build(db, coll, store, name, index_dict):
 
 def _equivalent(a, b):
     """Same key pattern and the same identifying options: MongoDB keeps one of them."""
-    return (a["key"] == b["key"]
-            and a.get("partialFilterExpression") == b.get("partialFilterExpression")
-            and a.get("collation") == b.get("collation"))
+    return (
+        a["key"] == b["key"]
+        and a.get("partialFilterExpression") == b.get("partialFilterExpression")
+        and a.get("collation") == b.get("collation")
+    )
 
 
 def create_indexes(engine, db, cmd, conn_id):
@@ -61,8 +73,9 @@ def create_indexes(engine, db, cmd, conn_id):
         if not isinstance(key, dict) or not key:
             raise MongoError(67, "Index keys cannot be empty.")
         if not isinstance(name, str) or not name:
-            raise MongoError(9, "Error in specification: the 'name' field is a required "
-                                "property of an index specification")
+            raise MongoError(
+                9, "Error in specification: the 'name' field is a required property of an index specification"
+            )
         key_list = _key_list(key)
         index_dict = {"key": key_list}
         for opt in _INDEX_OPTIONS:
@@ -76,14 +89,20 @@ def create_indexes(engine, db, cmd, conn_id):
         existing = store.indexes.get(name)
         if existing is not None:
             if not _equivalent(existing, index_dict):
-                raise MongoError(86, f"An existing index has the same name as the requested "
-                                     f"index. When index names are not specified, they are "
-                                     f"auto generated and can cause conflicts. Requested "
-                                     f"index: {spec}, existing index: {index_doc(name, existing)}")
+                raise MongoError(
+                    86,
+                    f"An existing index has the same name as the requested "
+                    f"index. When index names are not specified, they are "
+                    f"auto generated and can cause conflicts. Requested "
+                    f"index: {spec}, existing index: {index_doc(name, existing)}",
+                )
             if existing != index_dict:
-                raise MongoError(85, f"An equivalent index already exists with the same name "
-                                     f"but different options. Requested index: {spec}, "
-                                     f"existing index: {index_doc(name, existing)}")
+                raise MongoError(
+                    85,
+                    f"An equivalent index already exists with the same name "
+                    f"but different options. Requested index: {spec}, "
+                    f"existing index: {index_doc(name, existing)}",
+                )
             note = "all indexes already exist"
             continue
         # As MongoDB: one index per key pattern and identifying options (partial filter,
@@ -92,9 +111,12 @@ def create_indexes(engine, db, cmd, conn_id):
             if not _equivalent(other, index_dict):
                 continue
             if other != index_dict:
-                raise MongoError(85, f"An equivalent index already exists with a different name "
-                                     f"and options. Requested index: {spec}, existing index: "
-                                     f"{index_doc(other_name, other)}")
+                raise MongoError(
+                    85,
+                    f"An equivalent index already exists with a different name "
+                    f"and options. Requested index: {spec}, existing index: "
+                    f"{index_doc(other_name, other)}",
+                )
             raise MongoError(85, f"Index already exists with a different name: {other_name}")
         if index_dict.get("unique"):
             _check_unique_build(db, coll, store, name, index_dict)
@@ -103,8 +125,11 @@ def create_indexes(engine, db, cmd, conn_id):
         engine.invalidate(db, coll)
     store.create()
     engine.mark(db, coll)
-    reply = {"numIndexesBefore": before, "numIndexesAfter": len(store.indexes) + 1,
-             "createdCollectionAutomatically": created_auto}
+    reply = {
+        "numIndexesBefore": before,
+        "numIndexesAfter": len(store.indexes) + 1,
+        "createdCollectionAutomatically": created_auto,
+    }
     if note and reply["numIndexesAfter"] == before:
         reply["note"] = note
     reply["ok"] = 1.0
@@ -127,8 +152,7 @@ def list_indexes(engine, db, cmd, conn_id):
         raise MongoError(26, f"ns does not exist: {db}.{coll}")
     docs = [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]
     docs.extend(index_doc(n, s) for n, s in store.indexes.items())
-    return cursor_reply(engine, f"{db}.{coll}", [encode(d) for d in docs],
-                        batch_size(cmd.get("cursor")))
+    return cursor_reply(engine, f"{db}.{coll}", [encode(d) for d in docs], batch_size(cmd.get("cursor")))
 
 
 def drop_indexes(engine, db, cmd, conn_id):

@@ -1,7 +1,6 @@
 """Collections and databases: listCollections, create, drop, dropDatabase, listDatabases,
 renameCollection, collStats, dbStats."""
 
-
 from ..cursors import batch_size, cursor_reply, kill_ns_cursors
 from ..errors import MongoError
 from ..keys import encode
@@ -19,21 +18,31 @@ def list_collections(engine, db, cmd, conn_id):
         if name_only:
             doc = {"name": name, "type": "collection"}
         else:
-            doc = {"name": name, "type": "collection", "options": {},
-                   "info": {"readOnly": False},
-                   "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
+            doc = {
+                "name": name,
+                "type": "collection",
+                "options": {},
+                "info": {"readOnly": False},
+                "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
+            }
         if flt and not generic_applies(flt, doc):
             continue
         docs.append(encode(doc))
-    return cursor_reply(engine, f"{db}.$cmd.listCollections", docs,
-                        batch_size(cmd.get("cursor")))
+    return cursor_reply(engine, f"{db}.$cmd.listCollections", docs, batch_size(cmd.get("cursor")))
 
 
 def create(engine, db, cmd, conn_id):
     engine.check_db(db)
     coll = coll_name(cmd, "create")
-    for opt in ("capped", "validator", "viewOn", "timeseries", "clusteredIndex",
-                "changeStreamPreAndPostImages", "encryptedFields"):
+    for opt in (
+        "capped",
+        "validator",
+        "viewOn",
+        "timeseries",
+        "clusteredIndex",
+        "changeStreamPreAndPostImages",
+        "encryptedFields",
+    ):
         if cmd.get(opt):
             raise MongoError(115, f"devmongo does not support collection option '{opt}'")
     check_collation(cmd)
@@ -90,8 +99,7 @@ def list_databases(engine, db, cmd, conn_id):
         dbs = engine.server_store._databases[name]
         size = _db_size(dbs)
         total += size
-        entry = {"name": name} if cmd.get("nameOnly") else {
-            "name": name, "sizeOnDisk": float(size), "empty": False}
+        entry = {"name": name} if cmd.get("nameOnly") else {"name": name, "sizeOnDisk": float(size), "empty": False}
         flt = cmd.get("filter")
         if flt and not generic_applies(flt, entry):
             continue
@@ -109,8 +117,7 @@ def rename_collection(engine, db, cmd, conn_id):
     to = cmd.get("to")
     if db != "admin":
         raise MongoError(13, "renameCollection may only be run against the admin database.")
-    if not isinstance(source, str) or not isinstance(to, str) or "." not in source \
-            or "." not in to:
+    if not isinstance(source, str) or not isinstance(to, str) or "." not in source or "." not in to:
         raise MongoError(73, "Invalid namespace specified")
     sdb, scoll = source.split(".", 1)
     tdb, tcoll = to.split(".", 1)
@@ -136,14 +143,26 @@ def coll_stats(engine, db, cmd, conn_id):
     coll = coll_name(cmd, "collStats")
     store = engine.existing_store(db, coll)
     count = len(store._documents) if store is not None else 0
-    return {"ns": f"{db}.{coll}", "count": count, "size": count * 256,
-            "avgObjSize": 256 if count else 0, "storageSize": count * 256,
-            "nindexes": (len(store.indexes) + 1) if store is not None else 0, "ok": 1.0}
+    return {
+        "ns": f"{db}.{coll}",
+        "count": count,
+        "size": count * 256,
+        "avgObjSize": 256 if count else 0,
+        "storageSize": count * 256,
+        "nindexes": (len(store.indexes) + 1) if store is not None else 0,
+        "ok": 1.0,
+    }
 
 
 def db_stats(engine, db, cmd, conn_id):
     dbs = engine.server_store._databases.get(db)
     names = dbs.list_created_collection_names() if dbs is not None else []
     objects = sum(len(dbs._collections[n]._documents) for n in names)
-    return {"db": db, "collections": len(names), "views": 0, "objects": objects,
-            "dataSize": float(objects * 256), "ok": 1.0}
+    return {
+        "db": db,
+        "collections": len(names),
+        "views": 0,
+        "objects": objects,
+        "dataSize": float(objects * 256),
+        "ok": 1.0,
+    }

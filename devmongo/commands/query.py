@@ -21,19 +21,16 @@ def find(engine, db, cmd, conn_id):
     engine.check_db(db)
     coll = coll_name(cmd, "find")
     check_collation(cmd)
-    for unsupported in ("tailable", "awaitData", "returnKey", "showRecordId", "min", "max",
-                        "let"):
+    for unsupported in ("tailable", "awaitData", "returnKey", "showRecordId", "min", "max", "let"):
         if cmd.get(unsupported):
             raise MongoError(115, f"devmongo does not support find option '{unsupported}'")
     flt = cmd.get("filter") or {}
     skip = cmd.get("skip") or 0
     limit = cmd.get("limit") or 0
     if skip < 0:
-        raise MongoError(51024, f"BSON field 'skip' value must be >= 0, actual value "
-                                f"'{skip}'")
+        raise MongoError(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
     if limit < 0:
-        raise MongoError(51024, f"BSON field 'limit' value must be >= 0, actual value "
-                                f"'{limit}'")
+        raise MongoError(51024, f"BSON field 'limit' value must be >= 0, actual value '{limit}'")
     batch_size = parse_batch_size(cmd)
     sort = cmd.get("sort")
     projection = cmd.get("projection")
@@ -50,6 +47,7 @@ def find(engine, db, cmd, conn_id):
         docs = docs[:limit]
     projector = top_level_projector(projection) if projection else None
     if projector is not None:
+
         def encode_first(d):
             return encode(projector(d))
     elif projection:
@@ -58,8 +56,10 @@ def find(engine, db, cmd, conn_id):
         def encode_first(d):
             return encode(compiled.apply(d, flt))
     else:
+
         def encode_first(d):
             return encode_stored(engine, d)
+
     single_batch = bool(cmd.get("singleBatch"))
     if single_batch and batch_size is None and limit:
         batch_size = limit
@@ -71,8 +71,9 @@ def find(engine, db, cmd, conn_id):
             still = _still_there(store, flt)
         return encode_first(d) if still(d) else None
 
-    return live_cursor_reply(engine, f"{db}.{coll}", docs, encode_first, encode_later,
-                             batch_size, single_batch or limit == 1)
+    return live_cursor_reply(
+        engine, f"{db}.{coll}", docs, encode_first, encode_later, batch_size, single_batch or limit == 1
+    )
 
 
 def _still_there(store, flt):
@@ -115,18 +116,18 @@ def distinct(engine, db, cmd, conn_id):
     check_collation(cmd)
     key = cmd.get("key")
     if not isinstance(key, str):
-        raise MongoError(14, "BSON field 'distinct.key' is the wrong type, expected type "
-                             "'string'")
+        raise MongoError(14, "BSON field 'distinct.key' is the wrong type, expected type 'string'")
     store = engine.existing_store(db, coll)
     if engine.notablescan or cmd.get("hint") is not None:
-        check_table_scan(engine, db, coll, store, cmd.get("query") or {}, None, cmd.get("hint"),
-                         "distinct", distinct_key=key)
+        check_table_scan(
+            engine, db, coll, store, cmd.get("query") or {}, None, cmd.get("hint"), "distinct", distinct_key=key
+        )
     parts = key.split(".")
     seen = set()
     values = []
     for doc in match(engine, store, cmd.get("query") or {}):
         for v in leaf_values(doc, parts):
-            for item in (v if isinstance(v, list) else [v]):
+            for item in v if isinstance(v, list) else [v]:
                 c = canon(item)
                 if c not in seen:
                     seen.add(c)
@@ -145,7 +146,7 @@ def _count_pipeline(pipeline):
     for stage in pipeline[:-1]:
         if len(stage) != 1:
             return None
-        (name, arg), = stage.items()
+        ((name, arg),) = stage.items()
         if name == "$match" and not skip and not limit and not flt and isinstance(arg, dict):
             flt = arg
         elif name == "$skip" and not limit and isinstance(arg, int):
@@ -164,8 +165,9 @@ def _rewrite_stages(stages):
         if "$count" in stage:
             name = stage["$count"]
             if not isinstance(name, str) or not name or name.startswith("$") or "." in name:
-                raise MongoError(40156, "the count field must be a non-empty string, not "
-                                        "start with '$' and not contain '.'")
+                raise MongoError(
+                    40156, "the count field must be a non-empty string, not start with '$' and not contain '.'"
+                )
             out.append({"$group": {"_id": None, name: {"$sum": 1}}})
             out.append({"$project": {"_id": 0}})
         elif "$match" in stage and isinstance(stage["$match"], dict):
@@ -197,15 +199,13 @@ def aggregate(engine, db, cmd, conn_id):
     if cmd.get("explain"):
         raise MongoError(115, "devmongo does not support explain")
     if "cursor" not in cmd:
-        raise MongoError(9, "The 'cursor' option is required, except for aggregate with the "
-                            "explain argument")
+        raise MongoError(9, "The 'cursor' option is required, except for aggregate with the explain argument")
     check_collation(cmd)
     if cmd.get("let") is not None:
         raise MongoError(115, "devmongo does not support 'let'")
     if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
         if len(pipeline[0]) != 1:
-            raise MongoError(40323, "A pipeline stage specification object must contain "
-                                    "exactly one field.")
+            raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
         if isinstance(target, str):
             return open_stream(engine, db, cmd, coll_name(cmd, "aggregate"))
         if target == 1 and not isinstance(target, bool):
@@ -228,8 +228,7 @@ def aggregate(engine, db, cmd, conn_id):
         return cursor_reply(engine, ns, docs, batch_size)
     for stage in pipeline:
         if not isinstance(stage, dict) or len(stage) != 1:
-            raise MongoError(40323, "A pipeline stage specification object must contain "
-                                    "exactly one field.")
+            raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
     if any("$changeStream" in stage for stage in pipeline):
         raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
     writes = [next(iter(s)) for s in pipeline if next(iter(s)) in ("$out", "$merge")]
@@ -238,8 +237,7 @@ def aggregate(engine, db, cmd, conn_id):
     out_existed = False
     if writes:
         out = pipeline[-1]["$out"]
-        out_existed = engine.existing_store(db, out if isinstance(out, str) else out.get("coll")) \
-            is not None
+        out_existed = engine.existing_store(db, out if isinstance(out, str) else out.get("coll")) is not None
     stages = pipeline
     if stages and "$match" in stages[0]:
         docs = match(engine, store, stages[0]["$match"])
@@ -267,7 +265,7 @@ def aggregate(engine, db, cmd, conn_id):
             if out_existed:
                 engine.changes.drop(db, out_coll)
             written = engine.existing_store(db, out_coll)
-            for doc in (written._documents.values() if written is not None else ()):
+            for doc in written._documents.values() if written is not None else ():
                 engine.changes.insert(db, out_coll, doc)
         encoded = []
     return cursor_reply(engine, ns, encoded, batch_size)

@@ -53,18 +53,23 @@ def test_unknown_command(db):
 
 
 def test_array_filters_booking(db):
-    db.shows.insert_one({
-        "_id": "s1",
-        "seats": [[0] * 6 for _ in range(5)],
-        "seatsAvailable": 30,
-        "reservations": [{"_id": "c1", "seats": [], "v": 0}, {"_id": "c2", "seats": [], "v": 0}],
-    })
+    db.shows.insert_one(
+        {
+            "_id": "s1",
+            "seats": [[0] * 6 for _ in range(5)],
+            "seatsAvailable": 30,
+            "reservations": [{"_id": "c1", "seats": [], "v": 0}, {"_id": "c2", "seats": [], "v": 0}],
+        }
+    )
     r = db.shows.update_one(
         {"_id": "s1", "seats.3.5": 0},
-        {"$push": {"reservations.$[r].seats": {"$each": ["3:5"]}},
-         "$inc": {"reservations.$[r].v": 1, "seatsAvailable": -1},
-         "$set": {"seats.3.5": 1}},
-        array_filters=[{"r._id": "c2"}])
+        {
+            "$push": {"reservations.$[r].seats": {"$each": ["3:5"]}},
+            "$inc": {"reservations.$[r].v": 1, "seatsAvailable": -1},
+            "$set": {"seats.3.5": 1},
+        },
+        array_filters=[{"r._id": "c2"}],
+    )
     assert (r.matched_count, r.modified_count) == (1, 1)
     doc = db.shows.find_one({"_id": "s1"})
     assert doc["seats"][3][5] == 1
@@ -73,16 +78,16 @@ def test_array_filters_booking(db):
     assert doc["reservations"][0] == {"_id": "c1", "seats": [], "v": 0}
     r = db.shows.update_one({"_id": "s1", "seats.3.5": 0}, {"$set": {"seats.3.5": 1}})
     assert (r.matched_count, r.modified_count) == (0, 0)
-    r = db.shows.update_one({"_id": "s1"}, {"$pull": {"reservations.$[r].seats": "3:5"}},
-                            array_filters=[{"r._id": "c2"}])
+    r = db.shows.update_one(
+        {"_id": "s1"}, {"$pull": {"reservations.$[r].seats": "3:5"}}, array_filters=[{"r._id": "c2"}]
+    )
     assert r.modified_count == 1
     assert db.shows.find_one()["reservations"][1]["seats"] == []
 
 
 def test_find_one_and_update_after(db):
     db.c.insert_one({"_id": 1, "n": 1})
-    doc = db.c.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}},
-                                   return_document=pymongo.ReturnDocument.AFTER)
+    doc = db.c.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}}, return_document=pymongo.ReturnDocument.AFTER)
     assert doc == {"_id": 1, "n": 2}
     doc = db.c.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}})
     assert doc == {"_id": 1, "n": 2}
@@ -96,6 +101,7 @@ def test_end_sessions_and_admin_commands(client):
 
 def test_unacknowledged_writes(db):
     from pymongo import WriteConcern
+
     w0 = db.c.with_options(write_concern=WriteConcern(w=0))
     w0.insert_one({"_id": 1})
     w0.update_one({"_id": 1}, {"$set": {"a": 1}})

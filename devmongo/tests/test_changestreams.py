@@ -71,15 +71,22 @@ def _ops(events):
 
 # --------------------------------------------------------------------------- event shapes
 
+
 def test_every_operation_type_on_a_collection_stream(rdb):
     c = rdb.shows
     c.insert_one({"_id": 0})
     with c.watch(max_await_time_ms=AWAIT) as stream:
         assert stream.resume_token is not None  # postBatchResumeToken of the empty first batch
         c.insert_one({"_id": 1, "seats": [[0, 0], [0, 0]], "tags": ["a"], "x": {"y": 1}})
-        c.update_one({"_id": 1}, {"$set": {"seats.1.0": 1, "new.deep": 2},
-                                  "$inc": {"version": 1}, "$push": {"tags": "b"},
-                                  "$unset": {"x.y": ""}})
+        c.update_one(
+            {"_id": 1},
+            {
+                "$set": {"seats.1.0": 1, "new.deep": 2},
+                "$inc": {"version": 1},
+                "$push": {"tags": "b"},
+                "$unset": {"x.y": ""},
+            },
+        )
         c.update_one({"_id": 1}, {"$pull": {"tags": "a"}})
         c.replace_one({"_id": 1}, {"name": "replaced"})
         c.delete_one({"_id": 1})
@@ -96,12 +103,13 @@ def test_every_operation_type_on_a_collection_stream(rdb):
         assert isinstance(e["wallTime"], datetime.datetime)
         assert e["ns"] == {"db": rdb.name, "coll": "shows"}
     assert [e["clusterTime"] for e in events] == sorted(e["clusterTime"] for e in events)
-    assert insert["fullDocument"] == {"_id": 1, "seats": [[0, 0], [0, 0]], "tags": ["a"],
-                                      "x": {"y": 1}}
+    assert insert["fullDocument"] == {"_id": 1, "seats": [[0, 0], [0, 0]], "tags": ["a"], "x": {"y": 1}}
     assert insert["documentKey"] == {"_id": 1}
     assert update["updateDescription"] == {
         "updatedFields": {"seats.1.0": 1, "new": {"deep": 2}, "version": 1, "tags.1": "b"},
-        "removedFields": ["x.y"], "truncatedArrays": []}
+        "removedFields": ["x.y"],
+        "truncatedArrays": [],
+    }
     assert "fullDocument" not in update
     assert pull["updateDescription"]["updatedFields"] == {"tags": ["b"]}
     assert replace["fullDocument"] == {"_id": 1, "name": "replaced"}
@@ -111,16 +119,18 @@ def test_every_operation_type_on_a_collection_stream(rdb):
 
 def test_array_filters_and_positional_updates_report_concrete_paths(rdb):
     c = rdb.sessions
-    c.insert_one({"_id": 1, "reservations": [{"_id": "a", "v": 0, "seats": [1, 2]},
-                                             {"_id": "b", "v": 0, "seats": [3]}]})
+    c.insert_one(
+        {"_id": 1, "reservations": [{"_id": "a", "v": 0, "seats": [1, 2]}, {"_id": "b", "v": 0, "seats": [3]}]}
+    )
     with c.watch(max_await_time_ms=AWAIT) as stream:
-        c.update_one({"_id": 1}, {"$set": {"reservations.$[r].v": 5},
-                                  "$pull": {"reservations.$[r].seats": 3}},
-                     array_filters=[{"r._id": "b"}])
+        c.update_one(
+            {"_id": 1},
+            {"$set": {"reservations.$[r].v": 5}, "$pull": {"reservations.$[r].seats": 3}},
+            array_filters=[{"r._id": "b"}],
+        )
         c.update_one({"_id": 1, "reservations._id": "a"}, {"$inc": {"reservations.$.v": 1}})
         first, second = _next(stream), _next(stream)
-    assert first["updateDescription"]["updatedFields"] == {"reservations.1.v": 5,
-                                                            "reservations.1.seats": []}
+    assert first["updateDescription"]["updatedFields"] == {"reservations.1.v": 5, "reservations.1.seats": []}
     assert second["updateDescription"]["updatedFields"] == {"reservations.0.v": 1}
 
 
@@ -140,10 +150,18 @@ def test_update_lookup_gives_the_current_document(rdb):
 def test_match_stage_on_event_fields(rdb):
     c = rdb.sessions
     c.insert_many([{"_id": i, "version": 0, "seats": [0, 0], "name": "x"} for i in range(3)])
-    pipeline = [{"$match": {"$or": [
-        {"operationType": {"$in": ["insert", "delete"]}},
-        {"updateDescription.updatedFields.version": {"$exists": True}},
-    ], "documentKey._id": {"$ne": 2}, "ns.coll": "sessions"}}]
+    pipeline = [
+        {
+            "$match": {
+                "$or": [
+                    {"operationType": {"$in": ["insert", "delete"]}},
+                    {"updateDescription.updatedFields.version": {"$exists": True}},
+                ],
+                "documentKey._id": {"$ne": 2},
+                "ns.coll": "sessions",
+            }
+        }
+    ]
     with c.watch(pipeline, max_await_time_ms=AWAIT) as stream:
         c.update_one({"_id": 0}, {"$set": {"name": "y"}})  # no version: filtered out
         c.update_one({"_id": 1}, {"$set": {"seats.0": 1}, "$inc": {"version": 1}})
@@ -152,14 +170,12 @@ def test_match_stage_on_event_fields(rdb):
         c.delete_one({"_id": 0})
         got = [_next(stream) for _ in range(3)]
         assert _none_within(stream, 0.3) is None
-    assert [(e["operationType"], e["documentKey"]["_id"]) for e in got] == [
-        ("update", 1), ("insert", 3), ("delete", 0)]
+    assert [(e["operationType"], e["documentKey"]["_id"]) for e in got] == [("update", 1), ("insert", 3), ("delete", 0)]
 
 
 def test_project_stage_keeps_the_token_or_fails(rdb):
     c = rdb.c
-    with c.watch([{"$project": {"operationType": 1, "documentKey": 1}}],
-                 max_await_time_ms=AWAIT) as stream:
+    with c.watch([{"$project": {"operationType": 1, "documentKey": 1}}], max_await_time_ms=AWAIT) as stream:
         c.insert_one({"_id": 1, "big": "x" * 100})
         change = _next(stream)
         assert set(change) == {"_id", "operationType", "documentKey"}
@@ -189,8 +205,14 @@ def test_database_stream_and_invalidate_on_drop_database(rdb):
         events = [_next(stream) for _ in range(7)]
         assert not stream.alive
     assert [(e["operationType"], e.get("ns", {}).get("coll")) for e in events] == [
-        ("insert", "a"), ("insert", "b"), ("drop", "a"), ("insert", "b"), ("drop", "b"),
-        ("dropDatabase", None), ("invalidate", None)]
+        ("insert", "a"),
+        ("insert", "b"),
+        ("drop", "a"),
+        ("insert", "b"),
+        ("drop", "b"),
+        ("dropDatabase", None),
+        ("invalidate", None),
+    ]
 
 
 def test_cluster_stream_sees_every_database(rs_client, rdb):
@@ -236,6 +258,7 @@ def test_invalidate_on_collection_drop_and_rename(rdb):
 
 # --------------------------------------------------------------------------- resuming
 
+
 def test_resume_after_a_token_and_start_at_operation_time(rdb):
     c = rdb.c
     with c.watch(max_await_time_ms=AWAIT) as stream:
@@ -245,8 +268,7 @@ def test_resume_after_a_token_and_start_at_operation_time(rdb):
     c.insert_one({"_id": 3})
     with c.watch(resume_after=first["_id"], max_await_time_ms=AWAIT) as stream:
         assert [_next(stream)["documentKey"]["_id"] for _ in range(2)] == [2, 3]
-    with c.watch(start_at_operation_time=first["clusterTime"],
-                 max_await_time_ms=AWAIT) as stream:
+    with c.watch(start_at_operation_time=first["clusterTime"], max_await_time_ms=AWAIT) as stream:
         assert [_next(stream)["documentKey"]["_id"] for _ in range(3)] == [1, 2, 3]
     with pytest.raises(OperationFailure) as exc:
         c.watch(resume_after={"_data": "82" + "0" * 18 + "1"})
@@ -335,6 +357,7 @@ def test_a_getmore_waits_without_holding_the_lock(rs_server, rdb):
 
 # --------------------------------------------------------------------------- restarts
 
+
 def test_resume_after_restart_with_data(tmp_path):
     path = str(tmp_path / "data.bson")
     server = DevMongoServer(port=0, replset="rs0", data_path=path).start()
@@ -362,9 +385,24 @@ def _free_port():
 
 def _start_cli(port, path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "devmongo", "--port", str(port), "--data", path,
-         "--replset", "rs0", "--snapshot-interval", "0.2"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "devmongo",
+            "--port",
+            str(port),
+            "--data",
+            path,
+            "--replset",
+            "rs0",
+            "--snapshot-interval",
+            "0.2",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 20
     while time.time() < deadline:
         line = proc.stdout.readline()

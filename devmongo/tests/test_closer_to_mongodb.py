@@ -14,6 +14,7 @@ MB = 1024 * 1024
 
 # --------------------------------------------------------------------------- 16 MB after an update
 
+
 def test_an_update_past_16_mb_is_refused_and_leaves_the_document(db):
     db.c.insert_one({"_id": 1, "a": "x" * (10 * MB), "n": 0})
     with pytest.raises(WriteError) as exc:
@@ -45,6 +46,7 @@ def test_growing_step_by_step_past_16_mb(db):
 
 # --------------------------------------------------------------------------- nesting depth
 
+
 def _nested(levels):
     """A document of ``levels`` levels of nesting (the document itself is the first)."""
     doc = {"s": 1}
@@ -63,9 +65,11 @@ def test_more_than_100_levels_of_nesting_are_refused(db):
     # updates: $set, $push, replacement
     db.c.insert_one({"_id": 1})
     db.c.update_one({"_id": 1}, {"$set": {"a": _nested(99)}})  # 1 + 99 levels: allowed
-    for update in ({"$set": {"a": _nested(100)}},
-                   {"$set": {"x." * 60 + "y": _nested(41)}},
-                   {"$push": {"list": _nested(100)}}):
+    for update in (
+        {"$set": {"a": _nested(100)}},
+        {"$set": {"x." * 60 + "y": _nested(41)}},
+        {"$push": {"list": _nested(100)}},
+    ):
         with pytest.raises(WriteError) as exc:
             db.c.update_one({"_id": 1}, update)
         assert exc.value.code == 15, update
@@ -79,6 +83,7 @@ def test_more_than_100_levels_of_nesting_are_refused(db):
 
 # --------------------------------------------------------------------------- indexes
 
+
 def test_the_same_index_under_a_second_name_is_refused(db):
     db.c.create_index("a")
     with pytest.raises(OperationFailure) as exc:
@@ -89,8 +94,7 @@ def test_the_same_index_under_a_second_name_is_refused(db):
     with pytest.raises(OperationFailure) as exc:
         db.c.create_index("a", name="other", unique=True)
     assert exc.value.code == 85
-    assert "An equivalent index already exists with a different name and options" in str(
-        exc.value)
+    assert "An equivalent index already exists with a different name and options" in str(exc.value)
     assert db.c.create_index("a") == "a_1"  # the identical index again: nothing to do
     with pytest.raises(OperationFailure) as exc:
         db.c.create_index("a", unique=True)  # same name, other options
@@ -105,33 +109,51 @@ def test_the_same_index_under_a_second_name_is_refused(db):
 
 # --------------------------------------------------------------------------- projections
 
+
 @pytest.fixture
 def posts(db):
-    db.p.insert_one({"_id": 1, "title": "t", "comments": [1, 2, 3, 4, 5],
-                     "meta": {"tags": ["a", "b", "c"], "n": 1},
-                     "grades": [{"g": 70, "k": "x"}, {"g": 85, "k": "y"}, {"g": 90, "k": "z"}],
-                     "items": [{"a": 1, "b": 2}, {"a": 3}, 7]})
+    db.p.insert_one(
+        {
+            "_id": 1,
+            "title": "t",
+            "comments": [1, 2, 3, 4, 5],
+            "meta": {"tags": ["a", "b", "c"], "n": 1},
+            "grades": [{"g": 70, "k": "x"}, {"g": 85, "k": "y"}, {"g": 90, "k": "z"}],
+            "items": [{"a": 1, "b": 2}, {"a": 3}, 7],
+        }
+    )
     return db.p
 
 
 def test_slice_projection_keeps_the_other_fields(posts):
     assert posts.find_one({}, {"comments": {"$slice": 2}}) == {
-        "_id": 1, "title": "t", "comments": [1, 2], "meta": {"tags": ["a", "b", "c"], "n": 1},
+        "_id": 1,
+        "title": "t",
+        "comments": [1, 2],
+        "meta": {"tags": ["a", "b", "c"], "n": 1},
         "grades": [{"g": 70, "k": "x"}, {"g": 85, "k": "y"}, {"g": 90, "k": "z"}],
-        "items": [{"a": 1, "b": 2}, {"a": 3}, 7]}
-    assert posts.find_one({}, {"comments": {"$slice": -2}, "title": 1}) == {
-        "_id": 1, "title": "t", "comments": [4, 5]}
+        "items": [{"a": 1, "b": 2}, {"a": 3}, 7],
+    }
+    assert posts.find_one({}, {"comments": {"$slice": -2}, "title": 1}) == {"_id": 1, "title": "t", "comments": [4, 5]}
     assert posts.find_one({}, {"comments": {"$slice": [1, 2]}, "_id": 0, "title": 1}) == {
-        "title": "t", "comments": [2, 3]}
+        "title": "t",
+        "comments": [2, 3],
+    }
     assert posts.find_one({}, {"meta.tags": {"$slice": 1}})["meta"] == {"tags": ["a"], "n": 1}
-    assert posts.find_one({}, {"comments": {"$slice": 1}, "grades": 0, "items": 0,
-                               "meta": 0}) == {"_id": 1, "title": "t", "comments": [1]}
+    assert posts.find_one({}, {"comments": {"$slice": 1}, "grades": 0, "items": 0, "meta": 0}) == {
+        "_id": 1,
+        "title": "t",
+        "comments": [1],
+    }
 
 
 def test_inclusion_and_exclusion_through_arrays(posts):
     assert posts.find_one({}, {"items.a": 1, "_id": 0}) == {"items": [{"a": 1}, {"a": 3}]}
     assert posts.find_one({}, {"items.b": 0, "grades": 0, "meta": 0, "comments": 0}) == {
-        "_id": 1, "title": "t", "items": [{"a": 1}, {"a": 3}, 7]}
+        "_id": 1,
+        "title": "t",
+        "items": [{"a": 1}, {"a": 3}, 7],
+    }
     assert posts.find_one({}, {"meta.n": 1}) == {"_id": 1, "meta": {"n": 1}}
     with pytest.raises(OperationFailure) as exc:
         posts.find_one({}, {"title": 1, "meta": 0})
@@ -142,29 +164,32 @@ def test_inclusion_and_exclusion_through_arrays(posts):
 
 
 def test_positional_projection(posts):
-    assert posts.find_one({"grades.g": {"$gte": 80}}, {"grades.$": 1}) == {
-        "_id": 1, "grades": [{"g": 85, "k": "y"}]}
-    assert posts.find_one({"grades": {"$elemMatch": {"g": {"$gt": 85}}}},
-                          {"grades.$": 1, "title": 1}) == {
-        "_id": 1, "title": "t", "grades": [{"g": 90, "k": "z"}]}
+    assert posts.find_one({"grades.g": {"$gte": 80}}, {"grades.$": 1}) == {"_id": 1, "grades": [{"g": 85, "k": "y"}]}
+    assert posts.find_one({"grades": {"$elemMatch": {"g": {"$gt": 85}}}}, {"grades.$": 1, "title": 1}) == {
+        "_id": 1,
+        "title": "t",
+        "grades": [{"g": 90, "k": "z"}],
+    }
     assert posts.find_one({"comments": 4}, {"comments.$": 1, "_id": 0}) == {"comments": [4]}
-    doc = posts.find_one_and_update({"grades.k": "x"}, {"$set": {"seen": True}},
-                                    projection={"grades.$": 1},
-                                    return_document=ReturnDocument.AFTER)
+    doc = posts.find_one_and_update(
+        {"grades.k": "x"}, {"$set": {"seen": True}}, projection={"grades.$": 1}, return_document=ReturnDocument.AFTER
+    )
     assert doc == {"_id": 1, "grades": [{"g": 70, "k": "x"}]}
     with pytest.raises(OperationFailure) as exc:
         posts.find_one({"title": "t"}, {"grades.$": 1})  # no condition on the array
     assert exc.value.code == 51246
-    assert posts.find_one({"grades": {"$elemMatch": {"g": 70}}}, {"grades": {
-        "$elemMatch": {"k": "y"}}}) == {"_id": 1, "grades": [{"g": 85, "k": "y"}]}
+    assert posts.find_one({"grades": {"$elemMatch": {"g": 70}}}, {"grades": {"$elemMatch": {"k": "y"}}}) == {
+        "_id": 1,
+        "grades": [{"g": 85, "k": "y"}],
+    }
 
 
 # --------------------------------------------------------------------------- update order
 
+
 def test_new_fields_of_one_update_in_lexicographic_order(db):
     db.c.insert_one({"_id": 1, "m": 0})
-    db.c.update_one({"_id": 1}, {"$set": {"z": 1, "b": 2}, "$inc": {"a": 1},
-                                 "$currentDate": {"c": True}})
+    db.c.update_one({"_id": 1}, {"$set": {"z": 1, "b": 2}, "$inc": {"a": 1}, "$currentDate": {"c": True}})
     assert list(db.c.find_one({"_id": 1})) == ["_id", "m", "a", "b", "c", "z"]
     db.c.update_one({"_id": 1}, {"$set": {"sub.y": 1, "sub.x": 2, "sub.10": 3, "sub.9": 4}})
     assert list(db.c.find_one({"_id": 1})["sub"]) == ["9", "10", "x", "y"]  # numeric: 9 < 10
@@ -178,6 +203,7 @@ def test_new_fields_of_one_update_in_lexicographic_order(db):
 
 
 # --------------------------------------------------------------------------- cursors
+
 
 def test_cursors_see_later_writes_between_batches(db):
     db.c.insert_many([{"_id": i, "v": 0} for i in range(10)])

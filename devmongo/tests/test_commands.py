@@ -77,6 +77,7 @@ def test_unique_index_on_existing_duplicates_fails(db):
 
 def test_unordered_insert_reports_all_errors(db):
     from pymongo.errors import BulkWriteError
+
     db.c.insert_one({"_id": 2})
     with pytest.raises(BulkWriteError) as exc:
         db.c.insert_many([{"_id": 1}, {"_id": 2}, {"_id": 3}, {"_id": 2}], ordered=False)
@@ -92,12 +93,17 @@ def test_unordered_insert_reports_all_errors(db):
 
 def test_bulk_update_many_statements(db):
     from pymongo import DeleteOne, InsertOne, UpdateMany, UpdateOne
+
     db.c.insert_many([{"_id": i, "g": i % 2} for i in range(6)])
-    r = db.c.bulk_write([UpdateOne({"_id": 0}, {"$set": {"x": 1}}),
-                         UpdateMany({"g": 1}, {"$set": {"x": 2}}),
-                         UpdateOne({"_id": 50}, {"$set": {"x": 3}}, upsert=True),
-                         InsertOne({"_id": 60}),
-                         DeleteOne({"_id": 2})])
+    r = db.c.bulk_write(
+        [
+            UpdateOne({"_id": 0}, {"$set": {"x": 1}}),
+            UpdateMany({"g": 1}, {"$set": {"x": 2}}),
+            UpdateOne({"_id": 50}, {"$set": {"x": 3}}, upsert=True),
+            InsertOne({"_id": 60}),
+            DeleteOne({"_id": 2}),
+        ]
+    )
     assert r.matched_count == 4 and r.modified_count == 4
     assert r.upserted_ids == {2: 50}
     assert r.inserted_count == 1 and r.deleted_count == 1
@@ -114,23 +120,36 @@ def test_count_and_distinct(db):
 
 
 def test_aggregate_stages(db):
-    db.sales.insert_many([
-        {"_id": 1, "item": "a", "qty": 2, "tags": ["x", "y"]},
-        {"_id": 2, "item": "b", "qty": 5, "tags": ["y"]},
-        {"_id": 3, "item": "a", "qty": 1, "tags": []},
-        {"_id": 4, "item": "c", "qty": 7, "tags": ["x"]},
-    ])
-    out = list(db.sales.aggregate([
-        {"$match": {"qty": {"$gte": 1}}},
-        {"$group": {"_id": "$item", "total": {"$sum": "$qty"}}},
-        {"$sort": {"total": -1}},
-        {"$skip": 1},
-        {"$limit": 2},
-    ]))
+    db.sales.insert_many(
+        [
+            {"_id": 1, "item": "a", "qty": 2, "tags": ["x", "y"]},
+            {"_id": 2, "item": "b", "qty": 5, "tags": ["y"]},
+            {"_id": 3, "item": "a", "qty": 1, "tags": []},
+            {"_id": 4, "item": "c", "qty": 7, "tags": ["x"]},
+        ]
+    )
+    out = list(
+        db.sales.aggregate(
+            [
+                {"$match": {"qty": {"$gte": 1}}},
+                {"$group": {"_id": "$item", "total": {"$sum": "$qty"}}},
+                {"$sort": {"total": -1}},
+                {"$skip": 1},
+                {"$limit": 2},
+            ]
+        )
+    )
     assert out == [{"_id": "b", "total": 5}, {"_id": "a", "total": 3}]
-    out = list(db.sales.aggregate([{"$unwind": "$tags"}, {"$project": {"_id": 0, "tags": 1}},
-                                   {"$group": {"_id": "$tags", "n": {"$sum": 1}}},
-                                   {"$sort": {"_id": 1}}]))
+    out = list(
+        db.sales.aggregate(
+            [
+                {"$unwind": "$tags"},
+                {"$project": {"_id": 0, "tags": 1}},
+                {"$group": {"_id": "$tags", "n": {"$sum": 1}}},
+                {"$sort": {"_id": 1}},
+            ]
+        )
+    )
     assert out == [{"_id": "x", "n": 2}, {"_id": "y", "n": 2}]
     assert list(db.sales.aggregate([{"$match": {"item": "a"}}, {"$count": "n"}])) == [{"n": 2}]
     assert list(db.sales.aggregate([{"$match": {"item": "zzz"}}, {"$count": "n"}])) == []

@@ -57,8 +57,11 @@ def test_batch_size_controls_get_more(big, watched):
     wdb, events = watched
     docs = list(wdb.big.find({"v": 3}).batch_size(100))
     assert len(docs) == len([i for i in range(10000) if i % 7 == 3])
-    sizes = [len(r["cursor"].get("firstBatch", r["cursor"].get("nextBatch")))
-             for n, r in events.replies if n in ("find", "getMore")]
+    sizes = [
+        len(r["cursor"].get("firstBatch", r["cursor"].get("nextBatch")))
+        for n, r in events.replies
+        if n in ("find", "getMore")
+    ]
     assert all(s <= 100 for s in sizes)
     assert events.names().count("getMore") >= 14
 
@@ -78,8 +81,7 @@ def test_kill_cursors_on_early_close(big, watched, devmongo_server):
 
 
 def test_sort_skip_limit_projection(big):
-    docs = list(big.find({"v": {"$in": [1, 2]}}, {"pad": 0}).sort([("v", -1), ("_id", 1)])
-                .skip(3).limit(5))
+    docs = list(big.find({"v": {"$in": [1, 2]}}, {"pad": 0}).sort([("v", -1), ("_id", 1)]).skip(3).limit(5))
     assert [d["_id"] for d in docs] == [23, 30, 37, 44, 51]
     assert all(set(d) == {"_id", "v"} for d in docs)
     only = big.find_one({"_id": 5}, {"v": 1, "_id": 0})
@@ -102,6 +104,5 @@ def test_get_more_unknown_cursor(db):
 
 
 def test_aggregate_cursor_over_many_documents(big):
-    docs = list(big.aggregate([{"$match": {"v": 0}}, {"$project": {"_id": 1}}],
-                              batchSize=50))
+    docs = list(big.aggregate([{"$match": {"v": 0}}, {"$project": {"_id": 1}}], batchSize=50))
     assert len(docs) == len(range(0, 10000, 7))

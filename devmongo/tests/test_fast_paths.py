@@ -288,8 +288,7 @@ def test_pull_by_equality_matches_like_the_generic_matcher(db):
     db.a.update_one({"_id": 1}, {"$pull": {"items": {"k": 1}}})
     expected = [e for e in items if not (isinstance(e, dict) and generic_applies({"k": 1}, e))]
     # {"k": True} stays: a boolean is not the number 1 (MongoDB; mongomock alone pulls it)
-    assert db.a.find_one({"_id": 1})["items"] == expected == [
-        {"k": True}, {"k": "1"}, {"j": 1}, 1, None, [{"k": 1}]]
+    assert db.a.find_one({"_id": 1})["items"] == expected == [{"k": True}, {"k": "1"}, {"j": 1}, 1, None, [{"k": 1}]]
 
 
 def test_array_filters_with_nested_identifiers(db):

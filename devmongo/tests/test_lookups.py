@@ -24,8 +24,24 @@ ABSENT = object()
 
 # Values of indexed fields: plain ones (filed by value) and every kind a lookup must not miss.
 PLAIN = ["x", "y", "", OIDS[0], OIDS[1], str(OIDS[0])]
-OTHER = [1, 1.0, 0, True, False, None, T0, Code("x"), ["x", OIDS[0]], [str(OIDS[0])], [], ["y"],
-         {"k": "x"}, [["x"]], ["x"], [OIDS[1], "y"]]
+OTHER = [
+    1,
+    1.0,
+    0,
+    True,
+    False,
+    None,
+    T0,
+    Code("x"),
+    ["x", OIDS[0]],
+    [str(OIDS[0])],
+    [],
+    ["y"],
+    {"k": "x"},
+    [["x"]],
+    ["x"],
+    [OIDS[1], "y"],
+]
 # half of the time one of a few plain values, so that lookups are used and their buckets shared
 values = st.one_of(st.sampled_from(["x", "y", OIDS[0]]), st.sampled_from(PLAIN + OTHER))
 field_values = st.one_of(values, st.just(ABSENT))
@@ -35,8 +51,13 @@ subdocs = st.one_of(
     st.just({"k": {"j": "x"}}),
 )
 r_values = st.one_of(
-    st.just(ABSENT), st.just([]), st.lists(subdocs, max_size=3), st.just([[{"k": "x"}]]),
-    st.just(["x", {"k": "y"}]), st.fixed_dictionaries({"k": values}), st.just("x"),
+    st.just(ABSENT),
+    st.just([]),
+    st.lists(subdocs, max_size=3),
+    st.just([[{"k": "x"}]]),
+    st.just(["x", {"k": "y"}]),
+    st.fixed_dictionaries({"k": values}),
+    st.just("x"),
 )
 
 INDEXES = [
@@ -105,14 +126,21 @@ operations = st.one_of(
     st.tuples(st.just("insert"), st.lists(documents(), min_size=1, max_size=4)),
     st.tuples(st.just("update"), filters, updates, st.booleans(), st.booleans(), new_ids),
     st.tuples(st.just("delete"), filters, st.sampled_from([0, 1])),
-    st.tuples(st.just("fam"), filters, st.one_of(updates, st.none()), st.booleans(),
-              st.sampled_from([None, {"a": 1}, {"_id": -1}]), new_ids),
+    st.tuples(
+        st.just("fam"),
+        filters,
+        st.one_of(updates, st.none()),
+        st.booleans(),
+        st.sampled_from([None, {"a": 1}, {"_id": -1}]),
+        new_ids,
+    ),
     st.tuples(st.just("read"), filters),
 )
 
 
 def _decoded(reply):
     """A reply as plain data (cursor documents decoded, the namespace dropped)."""
+
     def plain(value):
         if isinstance(value, bson.raw_bson.RawBSONDocument):
             return bson.decode(value.raw)
@@ -121,6 +149,7 @@ def _decoded(reply):
         if isinstance(value, list):
             return [plain(v) for v in value]
         return value
+
     out = plain(reply)
     if out.get("ok") == 0:
         return {"ok": 0, "code": out.get("code")}
@@ -147,8 +176,7 @@ def _command_parts(op, coll):
             upd = _upsertable(upd, new_id)
         if isinstance(upd, dict) and upd and not next(iter(upd)).startswith("$"):
             multi = False
-        return [{"update": coll, "updates": [{"q": flt, "u": upd, "multi": multi,
-                                              "upsert": upsert}]}]
+        return [{"update": coll, "updates": [{"q": flt, "u": upd, "multi": multi, "upsert": upsert}]}]
     if kind == "delete":
         flt, limit = args
         return [{"delete": coll, "deletes": [{"q": flt, "limit": limit}]}]
@@ -163,13 +191,14 @@ def _command_parts(op, coll):
             cmd.update(update=_upsertable(upd, new_id), new=new, upsert=True)
         return [cmd]
     flt = args[0]
-    return [{"find": coll, "filter": flt, "batchSize": 1000},
-            {"find": coll, "filter": flt, "limit": 2, "batchSize": 1000},
-            {"find": coll, "filter": flt, "sort": {"a": 1}, "skip": 1, "batchSize": 1000},
-            {"count": coll, "query": flt},
-            {"distinct": coll, "key": "a", "query": flt},
-            {"aggregate": coll, "pipeline": [{"$match": flt}, {"$project": {"a": 1}}],
-             "cursor": {}}]
+    return [
+        {"find": coll, "filter": flt, "batchSize": 1000},
+        {"find": coll, "filter": flt, "limit": 2, "batchSize": 1000},
+        {"find": coll, "filter": flt, "sort": {"a": 1}, "skip": 1, "batchSize": 1000},
+        {"count": coll, "query": flt},
+        {"distinct": coll, "key": "a", "query": flt},
+        {"aggregate": coll, "pipeline": [{"$match": flt}, {"$project": {"a": 1}}], "cursor": {}},
+    ]
 
 
 def _upsertable(upd, new_id):
@@ -204,18 +233,21 @@ def test_lookups_answer_as_the_scan(initial, ops):
         lookups = store.__dict__.get("_devmongo_lookups")
         if lookups is not None:  # kept current by the writes: equal to one built afresh
             _assert_same_lookups(lookups, Lookups(store))
-    assert _decoded(engine.run_command("t", {"find": "idx", "filter": {}})) == \
-        _decoded(engine.run_command("t", {"find": "raw", "filter": {}}))
+    assert _decoded(engine.run_command("t", {"find": "idx", "filter": {}})) == _decoded(
+        engine.run_command("t", {"find": "raw", "filter": {}})
+    )
 
 
 def _assert_same_lookups(kept, fresh):
     """Lookups kept by writes equal to ones built afresh (up to their sequence numbers)."""
+
     def by_key(lookups, sets):
         return {f: {lookups.keys[seq] for seq in seqs} for f, seqs in sets.items()}
 
     def buckets(lookups):
-        return {f: {v: by_key(lookups, {0: seqs})[0] for v, seqs in bucket.items()}
-                for f, bucket in lookups.buckets.items()}
+        return {
+            f: {v: by_key(lookups, {0: seqs})[0] for v, seqs in bucket.items()} for f, bucket in lookups.buckets.items()
+        }
 
     assert buckets(kept) == buckets(fresh)
     assert by_key(kept, kept.always) == by_key(fresh, fresh.always)
@@ -226,63 +258,73 @@ def _assert_same_lookups(kept, fresh):
 
 # --------------------------------------------------------------------------- filing and planning
 
-@pytest.mark.parametrize("doc,expected", [
-    ({"a": "x"}, ("x",)),
-    ({"a": OIDS[0]}, (OIDS[0].binary,)),  # an ObjectId by its bytes
-    ({}, ()),  # missing and null never equal a string or ObjectId
-    ({"a": None}, ()),
-    ({"a": ["x"]}, ALWAYS),  # arrays match by element (and an ObjectId by its hex string)
-    ({"a": []}, ALWAYS),
-    ({"a": {"k": "x"}}, ALWAYS),
-    ({"a": 1}, ALWAYS),
-    ({"a": True}, ALWAYS),
-    ({"a": T0}, ALWAYS),
-    ({"a": Code("x")}, ALWAYS),  # a str subclass
-])
+
+@pytest.mark.parametrize(
+    "doc,expected",
+    [
+        ({"a": "x"}, ("x",)),
+        ({"a": OIDS[0]}, (OIDS[0].binary,)),  # an ObjectId by its bytes
+        ({}, ()),  # missing and null never equal a string or ObjectId
+        ({"a": None}, ()),
+        ({"a": ["x"]}, ALWAYS),  # arrays match by element (and an ObjectId by its hex string)
+        ({"a": []}, ALWAYS),
+        ({"a": {"k": "x"}}, ALWAYS),
+        ({"a": 1}, ALWAYS),
+        ({"a": True}, ALWAYS),
+        ({"a": T0}, ALWAYS),
+        ({"a": Code("x")}, ALWAYS),  # a str subclass
+    ],
+)
 def test_filing_of_a_top_level_field(doc, expected):
     assert filing(("a",), doc) == expected
 
 
-@pytest.mark.parametrize("doc,expected", [
-    ({"r": [{"k": "x"}, {"k": OIDS[0]}, {"k": "x"}, {"z": 1}]}, ("x", OIDS[0].binary)),
-    ({"r": {"k": "x"}}, ("x",)),
-    ({"r": []}, ()),
-    ({"r": [[{"k": "x"}]]}, ()),  # mongomock: an array in an array has no candidate here
-    ({"r": ["x", 3]}, ()),
-    ({"r": "x"}, ()),
-    ({"r": [{"k": ["x"]}]}, ALWAYS),
-    ({"r": [{"k": "x"}, {"k": 1}]}, ALWAYS),
-    ({"r": [{"k": {"j": 1}}]}, ALWAYS),
-])
+@pytest.mark.parametrize(
+    "doc,expected",
+    [
+        ({"r": [{"k": "x"}, {"k": OIDS[0]}, {"k": "x"}, {"z": 1}]}, ("x", OIDS[0].binary)),
+        ({"r": {"k": "x"}}, ("x",)),
+        ({"r": []}, ()),
+        ({"r": [[{"k": "x"}]]}, ()),  # mongomock: an array in an array has no candidate here
+        ({"r": ["x", 3]}, ()),
+        ({"r": "x"}, ()),
+        ({"r": [{"k": ["x"]}]}, ALWAYS),
+        ({"r": [{"k": "x"}, {"k": 1}]}, ALWAYS),
+        ({"r": [{"k": {"j": 1}}]}, ALWAYS),
+    ],
+)
 def test_filing_of_a_field_in_an_array_of_subdocuments(doc, expected):
     assert filing(("r", "k"), doc) == expected
 
 
-@pytest.mark.parametrize("flt,used", [
-    ({"a": "x"}, True),
-    ({"a": {"$eq": OIDS[0]}}, True),
-    ({"a": {"$in": ["x", OIDS[0]]}}, True),
-    ({"a": {"$in": ["x", 1]}}, False),
-    ({"a": 1}, False),
-    ({"a": True}, False),
-    ({"a": None}, False),
-    ({"a": ["x"]}, False),
-    ({"a": {"$ne": "x"}}, False),
-    ({"a": {"$eq": "x", "$ne": "y"}}, False),
-    ({"d": "x"}, False),  # not an indexed field
-    ({"r.k": "x"}, True),
-    ({"r.0.k": "x"}, False),
-    ({"a": "x", "d": {"$gt": 3}}, True),
-    ({"$or": [{"a": "x"}, {"_id": 3}]}, True),
-    ({"$or": [{"a": "x"}, {"d": 3}]}, False),
-    ({"$or": [{"a": "x"}, {"d": 3}], "b": "y"}, True),
-    ({"$and": [{"d": 1}, {"a": "x"}]}, True),
-    ({"$nor": [{"a": "x"}]}, False),
-    ({"a": "x", "$or": []}, False),  # malformed: the scan raises
-    ({"a": "x", "d": {"$bogus": 1}}, False),
-    ({"a": "x", "d": {"$regex": "^x"}}, False),
-    ({"a": "x", "$expr": {"$eq": ["$a", "x"]}}, False),
-])
+@pytest.mark.parametrize(
+    "flt,used",
+    [
+        ({"a": "x"}, True),
+        ({"a": {"$eq": OIDS[0]}}, True),
+        ({"a": {"$in": ["x", OIDS[0]]}}, True),
+        ({"a": {"$in": ["x", 1]}}, False),
+        ({"a": 1}, False),
+        ({"a": True}, False),
+        ({"a": None}, False),
+        ({"a": ["x"]}, False),
+        ({"a": {"$ne": "x"}}, False),
+        ({"a": {"$eq": "x", "$ne": "y"}}, False),
+        ({"d": "x"}, False),  # not an indexed field
+        ({"r.k": "x"}, True),
+        ({"r.0.k": "x"}, False),
+        ({"a": "x", "d": {"$gt": 3}}, True),
+        ({"$or": [{"a": "x"}, {"_id": 3}]}, True),
+        ({"$or": [{"a": "x"}, {"d": 3}]}, False),
+        ({"$or": [{"a": "x"}, {"d": 3}], "b": "y"}, True),
+        ({"$and": [{"d": 1}, {"a": "x"}]}, True),
+        ({"$nor": [{"a": "x"}]}, False),
+        ({"a": "x", "$or": []}, False),  # malformed: the scan raises
+        ({"a": "x", "d": {"$bogus": 1}}, False),
+        ({"a": "x", "d": {"$regex": "^x"}}, False),
+        ({"a": "x", "$expr": {"$eq": ["$a", "x"]}}, False),
+    ],
+)
 def test_which_filters_use_a_lookup(flt, used):
     engine = Engine()
     engine.run_command("t", {"createIndexes": "c", "indexes": INDEXES})
@@ -295,15 +337,14 @@ def test_which_filters_use_a_lookup(flt, used):
 def test_the_cheapest_lookup_is_chosen():
     engine = Engine()
     engine.run_command("t", {"createIndexes": "c", "indexes": INDEXES})
-    engine.run_command("t", {"insert": "c", "documents": [
-        {"_id": i, "a": f"a{i}", "b": "common"} for i in range(50)]})
+    engine.run_command("t", {"insert": "c", "documents": [{"_id": i, "a": f"a{i}", "b": "common"} for i in range(50)]})
     lookups = Lookups(engine.server_store["t"]["c"])
     assert lookups.plan({"b": "common", "a": "a3"}) == (1, [("a", ("a3",))])
-    assert lookups.plan({"$or": [{"b": "common", "a": "a3"}, {"_id": 7}]}) == (
-        2, [("a", ("a3",)), ("_id", (7,))])
+    assert lookups.plan({"$or": [{"b": "common", "a": "a3"}, {"_id": 7}]}) == (2, [("a", ("a3",)), ("_id", (7,))])
 
 
 # --------------------------------------------------------------------------- through the server
+
 
 @pytest.fixture
 def engine(devmongo_server):
@@ -334,15 +375,22 @@ def test_hot_cart_query_reads_only_its_candidates(db, engine):
     carts = db.carts
     carts.create_index([("state", 1), ("expiresAt", 1)], name="state_expires")
     carts.create_index([("owner", 1), ("state", 1)], name="owner_state")
-    carts.create_index([("client", 1), ("state", 1), ("expiresAt", 1)], name="client_live",
-                       sparse=True)
-    carts.insert_many([{"_id": i, "owner": f"s:{i % 7}", "client": f"ip:{i % 5}",
-                        "state": "active" if i % 3 else "done", "expiresAt": T0}
-                       for i in range(200)])
+    carts.create_index([("client", 1), ("state", 1), ("expiresAt", 1)], name="client_live", sparse=True)
+    carts.insert_many(
+        [
+            {
+                "_id": i,
+                "owner": f"s:{i % 7}",
+                "client": f"ip:{i % 5}",
+                "state": "active" if i % 3 else "done",
+                "expiresAt": T0,
+            }
+            for i in range(200)
+        ]
+    )
     carts.insert_one({"_id": 500, "owner": "s:me", "state": "done", "expiresAt": T0})
     live = {"state": "active", "expiresAt": {"$gt": T0 - datetime.timedelta(minutes=1)}}
-    q = {"$or": [{"owner": "s:me", **live}, {"_id": 500, "owner": "s:me"},
-                 {"client": "ip:3", **live}]}
+    q = {"$or": [{"owner": "s:me", **live}, {"_id": 500, "owner": "s:me"}, {"client": "ip:3", **live}]}
     found = both(engine, carts, q)
     assert ids(found) == [i for i in range(200) if i % 5 == 3 and i % 3] + [500]
     plan = lookups_of(engine, carts).plan(q)
@@ -363,12 +411,23 @@ def test_results_keep_natural_order_after_updates(db, engine):
 
 def test_odd_values_of_the_indexed_field(db, engine):
     db.c.create_index("a")
-    db.c.insert_many([
-        {"_id": 1, "a": "x"}, {"_id": 2, "a": ["x", "y"]}, {"_id": 3}, {"_id": 4, "a": None},
-        {"_id": 5, "a": 1}, {"_id": 6, "a": True}, {"_id": 7, "a": {"x": 1}},
-        {"_id": 8, "a": [str(OIDS[0])]}, {"_id": 9, "a": OIDS[0]}, {"_id": 10, "a": 1.0},
-        {"_id": 11, "a": []}, {"_id": 12, "a": [[]]}, {"_id": 13, "a": "y"},
-    ])
+    db.c.insert_many(
+        [
+            {"_id": 1, "a": "x"},
+            {"_id": 2, "a": ["x", "y"]},
+            {"_id": 3},
+            {"_id": 4, "a": None},
+            {"_id": 5, "a": 1},
+            {"_id": 6, "a": True},
+            {"_id": 7, "a": {"x": 1}},
+            {"_id": 8, "a": [str(OIDS[0])]},
+            {"_id": 9, "a": OIDS[0]},
+            {"_id": 10, "a": 1.0},
+            {"_id": 11, "a": []},
+            {"_id": 12, "a": [[]]},
+            {"_id": 13, "a": "y"},
+        ]
+    )
     assert ids(both(engine, db.c, {"a": "x"})) == [1, 2]
     assert ids(both(engine, db.c, {"a": {"$in": ["y", OIDS[0]]}})) == [2, 9, 13]
     assert ids(both(engine, db.c, {"a": OIDS[0]})) == [8, 9]  # mongomock: by its hex string
@@ -381,15 +440,17 @@ def test_odd_values_of_the_indexed_field(db, engine):
 
 def test_field_in_an_array_of_subdocuments(db, engine):
     db.s.create_index("reservations._id", name="reservation_cart")
-    db.s.insert_many([
-        {"_id": 1, "reservations": [{"_id": OIDS[0], "seats": [1]}, {"_id": OIDS[1]}]},
-        {"_id": 2, "reservations": []},
-        {"_id": 3, "reservations": [{"_id": OIDS[1]}]},
-        {"_id": 4},
-        {"_id": 5, "reservations": [[{"_id": OIDS[0]}]]},
-        {"_id": 6, "reservations": {"_id": OIDS[0]}},
-        {"_id": 7, "reservations": [{"_id": [OIDS[0]]}]},
-    ])
+    db.s.insert_many(
+        [
+            {"_id": 1, "reservations": [{"_id": OIDS[0], "seats": [1]}, {"_id": OIDS[1]}]},
+            {"_id": 2, "reservations": []},
+            {"_id": 3, "reservations": [{"_id": OIDS[1]}]},
+            {"_id": 4},
+            {"_id": 5, "reservations": [[{"_id": OIDS[0]}]]},
+            {"_id": 6, "reservations": {"_id": OIDS[0]}},
+            {"_id": 7, "reservations": [{"_id": [OIDS[0]]}]},
+        ]
+    )
     assert ids(both(engine, db.s, {"reservations._id": OIDS[0]})) == [1, 6, 7]
     db.s.update_one({"_id": 1}, {"$pull": {"reservations": {"_id": OIDS[0]}}})
     db.s.update_one({"_id": 2}, {"$push": {"reservations": {"_id": OIDS[0]}}})

@@ -19,8 +19,24 @@ T0 = datetime.datetime(2030, 1, 1, 12, 0)
 OIDS = [ObjectId("650000000000000000000001"), ObjectId("650000000000000000000002")]
 
 operands = st.sampled_from(
-    [0, 1, 2, -1, Int64(1), 1.0, 2.5, math.nan, "a", "b", "", "1", str(OIDS[0]), T0,
-     T0 + datetime.timedelta(days=1), *OIDS]
+    [
+        0,
+        1,
+        2,
+        -1,
+        Int64(1),
+        1.0,
+        2.5,
+        math.nan,
+        "a",
+        "b",
+        "",
+        "1",
+        str(OIDS[0]),
+        T0,
+        T0 + datetime.timedelta(days=1),
+        *OIDS,
+    ]
 )
 leaves = st.one_of(
     operands,
@@ -44,9 +60,7 @@ documents = st.dictionaries(st.sampled_from(FIELDS), values(), max_size=4)
 paths = st.lists(st.sampled_from(["a", "b", "3", "0", "1", "_id"]), min_size=1, max_size=4).map(".".join)
 field_conditions = st.one_of(
     operands,
-    st.dictionaries(
-        st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]), operands, min_size=1, max_size=2
-    ),
+    st.dictionaries(st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]), operands, min_size=1, max_size=2),
     st.fixed_dictionaries({"$in": st.lists(operands, max_size=3)}),
     st.fixed_dictionaries({"$nin": st.lists(operands, max_size=3)}),
     st.fixed_dictionaries({"$exists": st.sampled_from([True, False, 0, 1])}),
@@ -56,10 +70,14 @@ field_conditions = st.one_of(
 plain_filters = st.dictionaries(paths, field_conditions, min_size=1, max_size=3)
 filters = st.one_of(
     plain_filters,
-    st.builds(lambda k, subs: {k: subs}, st.sampled_from(["$and", "$or", "$nor"]),
-              st.lists(plain_filters, min_size=1, max_size=3)),
-    st.builds(lambda f, subs: {**f, "$and": [{"$or": subs}]}, plain_filters,
-              st.lists(plain_filters, min_size=1, max_size=3)),
+    st.builds(
+        lambda k, subs: {k: subs},
+        st.sampled_from(["$and", "$or", "$nor"]),
+        st.lists(plain_filters, min_size=1, max_size=3),
+    ),
+    st.builds(
+        lambda f, subs: {**f, "$and": [{"$or": subs}]}, plain_filters, st.lists(plain_filters, min_size=1, max_size=3)
+    ),
 )
 
 
@@ -210,9 +228,14 @@ def test_a_scan_falls_back_once_it_meets_an_unhandled_part():
 array_filters = st.one_of(
     st.dictionaries(paths.map(lambda p: "e." + p), field_conditions, min_size=1, max_size=2),
     st.dictionaries(st.just("e"), field_conditions, min_size=1, max_size=1),
-    st.builds(lambda subs: {"$or": subs},
-              st.lists(st.dictionaries(paths.map(lambda p: "e." + p), field_conditions, min_size=1, max_size=2),
-                       min_size=1, max_size=2)),
+    st.builds(
+        lambda subs: {"$or": subs},
+        st.lists(
+            st.dictionaries(paths.map(lambda p: "e." + p), field_conditions, min_size=1, max_size=2),
+            min_size=1,
+            max_size=2,
+        ),
+    ),
 )
 
 

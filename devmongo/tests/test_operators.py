@@ -7,15 +7,28 @@ from pymongo.errors import DuplicateKeyError, OperationFailure, WriteError
 
 @pytest.fixture
 def people(db):
-    db.p.insert_many([
-        {"_id": 1, "name": "ann", "age": 30, "tags": ["a", "b"], "scores": [{"k": "x", "v": 5}],
-         "grid": [[0, 1], [1, 0]]},
-        {"_id": 2, "name": "bob", "age": 20, "tags": ["b"], "scores": [{"k": "x", "v": 9}],
-         "grid": [[0, 0], [0, 0]]},
-        {"_id": 3, "name": "cy", "age": 40, "tags": [], "scores": [], "grid": [[1, 1], [1, 1]],
-         "opt": None},
-        {"_id": 4, "name": "dee", "tags": ["a", "b", "c"], "scores": [{"k": "y", "v": 1}]},
-    ])
+    db.p.insert_many(
+        [
+            {
+                "_id": 1,
+                "name": "ann",
+                "age": 30,
+                "tags": ["a", "b"],
+                "scores": [{"k": "x", "v": 5}],
+                "grid": [[0, 1], [1, 0]],
+            },
+            {
+                "_id": 2,
+                "name": "bob",
+                "age": 20,
+                "tags": ["b"],
+                "scores": [{"k": "x", "v": 9}],
+                "grid": [[0, 0], [0, 0]],
+            },
+            {"_id": 3, "name": "cy", "age": 40, "tags": [], "scores": [], "grid": [[1, 1], [1, 1]], "opt": None},
+            {"_id": 4, "name": "dee", "tags": ["a", "b", "c"], "scores": [{"k": "y", "v": 1}]},
+        ]
+    )
     return db.p
 
 
@@ -23,38 +36,48 @@ def ids(cursor):
     return sorted(d["_id"] for d in cursor)
 
 
-@pytest.mark.parametrize("flt,expected", [
-    ({"grid.0.1": 1}, [1, 3]),
-    ({"grid.1.1": 0}, [1, 2]),
-    ({"scores": {"$elemMatch": {"k": "x", "v": {"$gt": 6}}}}, [2]),
-    ({"tags": {"$all": ["a", "b"]}}, [1, 4]),
-    ({"name": {"$in": ["ann", "cy"]}}, [1, 3]),
-    ({"name": {"$nin": ["ann", "cy"]}}, [2, 4]),
-    ({"name": {"$ne": "ann"}}, [2, 3, 4]),
-    ({"tags": {"$ne": "a"}}, [2, 3]),
-    ({"age": {"$lt": 30}}, [2]),
-    ({"age": {"$lte": 30}}, [1, 2]),
-    ({"age": {"$gt": 30}}, [3]),
-    ({"age": {"$gte": 30}}, [1, 3]),
-    ({"age": {"$exists": False}}, [4]),
-    ({"opt": {"$exists": True}}, [3]),
-    ({"opt": None}, [1, 2, 3, 4]),
-    ({"$or": [{"age": 20}, {"name": "dee"}]}, [2, 4]),
-    ({"$and": [{"tags": "b"}, {"age": {"$gte": 30}}]}, [1]),
-    ({"tags": {"$size": 0}}, [3]),
-    ({"tags": {"$size": 3}}, [4]),
-    ({"tags": "c"}, [4]),
-    ({"scores.k": "y"}, [4]),
-])
+@pytest.mark.parametrize(
+    "flt,expected",
+    [
+        ({"grid.0.1": 1}, [1, 3]),
+        ({"grid.1.1": 0}, [1, 2]),
+        ({"scores": {"$elemMatch": {"k": "x", "v": {"$gt": 6}}}}, [2]),
+        ({"tags": {"$all": ["a", "b"]}}, [1, 4]),
+        ({"name": {"$in": ["ann", "cy"]}}, [1, 3]),
+        ({"name": {"$nin": ["ann", "cy"]}}, [2, 4]),
+        ({"name": {"$ne": "ann"}}, [2, 3, 4]),
+        ({"tags": {"$ne": "a"}}, [2, 3]),
+        ({"age": {"$lt": 30}}, [2]),
+        ({"age": {"$lte": 30}}, [1, 2]),
+        ({"age": {"$gt": 30}}, [3]),
+        ({"age": {"$gte": 30}}, [1, 3]),
+        ({"age": {"$exists": False}}, [4]),
+        ({"opt": {"$exists": True}}, [3]),
+        ({"opt": None}, [1, 2, 3, 4]),
+        ({"$or": [{"age": 20}, {"name": "dee"}]}, [2, 4]),
+        ({"$and": [{"tags": "b"}, {"age": {"$gte": 30}}]}, [1]),
+        ({"tags": {"$size": 0}}, [3]),
+        ({"tags": {"$size": 3}}, [4]),
+        ({"tags": "c"}, [4]),
+        ({"scores.k": "y"}, [4]),
+    ],
+)
 def test_query_operators(people, flt, expected):
     assert ids(people.find(flt)) == expected
     assert people.count_documents(flt) == len(expected)
 
 
 def test_set_unset_inc_min_max(people):
-    r = people.update_one({"_id": 1}, {"$set": {"a.b": 1, "grid.0.0": 7}, "$unset": {"tags": ""},
-                                       "$inc": {"age": 2, "n": 5}, "$min": {"lo": 3},
-                                       "$max": {"hi": 4}})
+    r = people.update_one(
+        {"_id": 1},
+        {
+            "$set": {"a.b": 1, "grid.0.0": 7},
+            "$unset": {"tags": ""},
+            "$inc": {"age": 2, "n": 5},
+            "$min": {"lo": 3},
+            "$max": {"hi": 4},
+        },
+    )
     assert (r.matched_count, r.modified_count) == (1, 1)
     doc = people.find_one({"_id": 1})
     assert doc["a"] == {"b": 1}
@@ -79,8 +102,9 @@ def test_push_each_and_pull(people):
     assert people.find_one({"_id": 2})["tags"] == ["b", "z"]
     people.update_one({"_id": 1}, {"$pull": {"scores": {"k": "x"}}})
     assert people.find_one({"_id": 1})["scores"] == []
-    people.update_one({"_id": 2}, {"$push": {"scores": {"$each": [{"k": "a", "v": 1}],
-                                                        "$sort": {"v": -1}, "$slice": 1}}})
+    people.update_one(
+        {"_id": 2}, {"$push": {"scores": {"$each": [{"k": "a", "v": 1}], "$sort": {"v": -1}, "$slice": 1}}}
+    )
     assert people.find_one({"_id": 2})["scores"] == [{"k": "x", "v": 9}]
     r = people.update_one({"_id": 3}, {"$pull": {"tags": "nothing"}})
     assert (r.matched_count, r.modified_count) == (1, 0)
@@ -94,8 +118,7 @@ def test_positional_dollar(people):
     assert people.find_one({"_id": 4})["scores"] == [{"k": "y", "v": 42}]
     r = people.update_one({"_id": 1, "tags": "b"}, {"$set": {"tags.$": "B"}})
     assert people.find_one({"_id": 1})["tags"] == ["a", "B"]
-    r = people.update_one({"scores": {"$elemMatch": {"k": "x", "v": 9}}},
-                          {"$inc": {"scores.$.v": 1}})
+    r = people.update_one({"scores": {"$elemMatch": {"k": "x", "v": 9}}}, {"$inc": {"scores.$.v": 1}})
     assert people.find_one({"_id": 2})["scores"] == [{"k": "x", "v": 10}]
 
 
@@ -105,12 +128,10 @@ def test_all_positional(people):
 
 
 def test_upsert_and_set_on_insert(db):
-    r = db.c.update_one({"_id": "k", "kind": "a"}, {"$setOnInsert": {"created": 1},
-                                                    "$inc": {"n": 1}}, upsert=True)
+    r = db.c.update_one({"_id": "k", "kind": "a"}, {"$setOnInsert": {"created": 1}, "$inc": {"n": 1}}, upsert=True)
     assert r.matched_count == 0 and r.modified_count == 0 and r.upserted_id == "k"
     assert db.c.find_one({"_id": "k"}) == {"_id": "k", "kind": "a", "created": 1, "n": 1}
-    r = db.c.update_one({"_id": "k"}, {"$setOnInsert": {"created": 2}, "$inc": {"n": 1}},
-                        upsert=True)
+    r = db.c.update_one({"_id": "k"}, {"$setOnInsert": {"created": 2}, "$inc": {"n": 1}}, upsert=True)
     assert (r.matched_count, r.modified_count, r.upserted_id) == (1, 1, None)
     assert db.c.find_one({"_id": "k"}) == {"_id": "k", "kind": "a", "created": 1, "n": 2}
     r = db.c.update_one({"x": 5}, {"$set": {"y": 1}}, upsert=True)
@@ -134,13 +155,16 @@ def test_find_one_and_update_variants(db):
     db.c.insert_many([{"_id": i, "q": i % 2, "n": i} for i in range(6)])
     before = db.c.find_one_and_update({"q": 1}, {"$inc": {"n": 100}}, sort=[("n", -1)])
     assert before == {"_id": 5, "q": 1, "n": 5}
-    after = db.c.find_one_and_update({"q": 1}, {"$inc": {"n": 100}}, sort=[("n", 1)],
-                                     projection={"n": 1, "_id": 0},
-                                     return_document=ReturnDocument.AFTER)
+    after = db.c.find_one_and_update(
+        {"q": 1},
+        {"$inc": {"n": 100}},
+        sort=[("n", 1)],
+        projection={"n": 1, "_id": 0},
+        return_document=ReturnDocument.AFTER,
+    )
     assert after == {"n": 101}
     assert db.c.find_one_and_update({"q": 7}, {"$set": {"n": 0}}) is None
-    up = db.c.find_one_and_update({"_id": 99}, {"$set": {"n": 0}}, upsert=True,
-                                  return_document=ReturnDocument.AFTER)
+    up = db.c.find_one_and_update({"_id": 99}, {"$set": {"n": 0}}, upsert=True, return_document=ReturnDocument.AFTER)
     assert up == {"_id": 99, "n": 0}
     up2 = db.c.find_one_and_update({"_id": 98}, {"$set": {"n": 0}}, upsert=True)
     assert up2 is None and db.c.find_one({"_id": 98}) == {"_id": 98, "n": 0}
@@ -153,26 +177,27 @@ def test_find_one_and_update_variants(db):
 
 def test_find_and_modify_array_filters(db):
     db.c.insert_one({"_id": 1, "r": [{"id": "a", "s": []}, {"id": "b", "s": []}]})
-    doc = db.c.find_one_and_update({"_id": 1}, {"$push": {"r.$[x].s": 7}},
-                                   array_filters=[{"x.id": "b"}],
-                                   return_document=ReturnDocument.AFTER)
+    doc = db.c.find_one_and_update(
+        {"_id": 1}, {"$push": {"r.$[x].s": 7}}, array_filters=[{"x.id": "b"}], return_document=ReturnDocument.AFTER
+    )
     assert doc["r"] == [{"id": "a", "s": []}, {"id": "b", "s": [7]}]
 
 
 def test_array_filters_several_matches_and_conditions(db):
     db.c.insert_one({"_id": 1, "g": [1, 5, 9, 12], "r": [{"v": 1}, {"v": 2}, {"v": 3}]})
-    r = db.c.update_one({"_id": 1}, {"$set": {"g.$[big]": 0}, "$inc": {"r.$[e].v": 10}},
-                        array_filters=[{"big": {"$gte": 9}}, {"e.v": {"$in": [1, 3]}}])
+    r = db.c.update_one(
+        {"_id": 1},
+        {"$set": {"g.$[big]": 0}, "$inc": {"r.$[e].v": 10}},
+        array_filters=[{"big": {"$gte": 9}}, {"e.v": {"$in": [1, 3]}}],
+    )
     assert r.modified_count == 1
     doc = db.c.find_one({"_id": 1})
     assert doc["g"] == [1, 5, 0, 0]
     assert doc["r"] == [{"v": 11}, {"v": 2}, {"v": 13}]
     r = db.c.update_one({"_id": 1}, {"$set": {"r.$[e].v": 0}}, array_filters=[{"e.v": 99}])
     assert (r.matched_count, r.modified_count) == (1, 0)
-    db.c.insert_one({"_id": 2, "res": [{"_id": "c1", "seats": ["1:1", "1:2"]},
-                                       {"_id": "c2", "seats": ["2:2"]}]})
-    db.c.update_one({"_id": 2}, {"$pull": {"res.$[r].seats": {"$in": ["1:2"]}}},
-                    array_filters=[{"r._id": "c1"}])
+    db.c.insert_one({"_id": 2, "res": [{"_id": "c1", "seats": ["1:1", "1:2"]}, {"_id": "c2", "seats": ["2:2"]}]})
+    db.c.update_one({"_id": 2}, {"$pull": {"res.$[r].seats": {"$in": ["1:2"]}}}, array_filters=[{"r._id": "c1"}])
     assert db.c.find_one({"_id": 2})["res"][0]["seats"] == ["1:1"]
 
 
@@ -219,8 +244,7 @@ def test_unsupported_query_operator_is_an_error(db):
 
 
 def test_sort_by_array_uses_min_or_max_element(db):
-    db.c.insert_many([{"_id": 1, "a": [5, 1]}, {"_id": 2, "a": [3]}, {"_id": 3, "a": 2},
-                      {"_id": 4}])
+    db.c.insert_many([{"_id": 1, "a": [5, 1]}, {"_id": 2, "a": [3]}, {"_id": 3, "a": 2}, {"_id": 4}])
     assert [d["_id"] for d in db.c.find().sort("a", 1)] == [4, 1, 3, 2]
     assert [d["_id"] for d in db.c.find().sort("a", -1)] == [1, 2, 3, 4]
 

@@ -76,9 +76,24 @@ def _free_port():
 
 def _start_cli(port, path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "devmongo", "--host", "127.0.0.1", "--port", str(port),
-         "--data", path, "--log-level", "debug"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "devmongo",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--data",
+            path,
+            "--log-level",
+            "debug",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 20
     while time.time() < deadline:
         line = proc.stdout.readline()
@@ -118,8 +133,9 @@ def test_cli_sigterm_then_restart(tmp_path):
 
 
 def test_cli_help():
-    out = subprocess.run([sys.executable, "-m", "devmongo", "--help"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "devmongo", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
     assert out.returncode == 0
     for option in ("--host", "--port", "--data", "--log-level"):
         assert option in out.stdout
@@ -130,8 +146,9 @@ def test_version_1_snapshot_loads(tmp_path):
 
     path = tmp_path / "v1.bson"
     meta = {"collection": {"db": "app", "name": "c", "indexes": [], "count": 1}}
-    path.write_bytes(bson.encode({"devmongo": "snapshot", "version": 1}) + bson.encode(meta)
-                     + bson.encode({"_id": 1, "a": "x"}))
+    path.write_bytes(
+        bson.encode({"devmongo": "snapshot", "version": 1}) + bson.encode(meta) + bson.encode({"_id": 1, "a": "x"})
+    )
     for replset in (None, "rs0"):
         server = DevMongoServer(port=0, data_path=str(path), replset=replset).start()
         client = pymongo.MongoClient(server.uri)

@@ -56,8 +56,7 @@ def test_discovered_as_the_primary_of_a_one_member_set(rs_server, rs_client):
 
 
 def test_wrong_set_name_finds_no_primary(rs_server):
-    c = pymongo.MongoClient(f"mongodb://127.0.0.1:{rs_server.port}/?replicaSet=other",
-                            serverSelectionTimeoutMS=300)
+    c = pymongo.MongoClient(f"mongodb://127.0.0.1:{rs_server.port}/?replicaSet=other", serverSelectionTimeoutMS=300)
     with pytest.raises(ServerSelectionTimeoutError):
         c.admin.command("ping")
     c.close()
@@ -66,12 +65,16 @@ def test_wrong_set_name_finds_no_primary(rs_server):
 def test_awaitable_hello_waits_when_nothing_changed(rs_client):
     hello = rs_client.admin.command("hello")
     started = time.monotonic()
-    rs_client.admin.command({"hello": 1, "topologyVersion": hello["topologyVersion"],
-                             "maxAwaitTimeMS": 300})
+    rs_client.admin.command({"hello": 1, "topologyVersion": hello["topologyVersion"], "maxAwaitTimeMS": 300})
     assert time.monotonic() - started >= 0.25
     started = time.monotonic()  # an unknown topology version is answered at once
-    rs_client.admin.command({"hello": 1, "maxAwaitTimeMS": 3000, "topologyVersion": {
-        "processId": hello["topologyVersion"]["processId"], "counter": Int64(7)}})
+    rs_client.admin.command(
+        {
+            "hello": 1,
+            "maxAwaitTimeMS": 3000,
+            "topologyVersion": {"processId": hello["topologyVersion"]["processId"], "counter": Int64(7)},
+        }
+    )
     assert time.monotonic() - started < 1
 
 
@@ -100,12 +103,12 @@ def test_operation_time_on_every_reply(rdb):
 
 # --------------------------------------------------------------------------- write concern
 
+
 def test_majority_write_concern_is_acknowledged(rdb):
     coll = rdb.get_collection("c", write_concern=WriteConcern(w="majority", wtimeout=1000))
     assert coll.insert_one({"_id": 1}).acknowledged
     assert coll.update_one({"_id": 1}, {"$set": {"a": 1}}).modified_count == 1
-    assert coll.find_one_and_update({"_id": 1}, {"$inc": {"a": 1}},
-                                    return_document=ReturnDocument.AFTER)["a"] == 2
+    assert coll.find_one_and_update({"_id": 1}, {"$inc": {"a": 1}}, return_document=ReturnDocument.AFTER)["a"] == 2
     assert coll.delete_one({"_id": 1}).deleted_count == 1
 
 
@@ -130,8 +133,7 @@ def test_retryable_writes_of_pymongo_just_work(rdb):
     rdb.c.insert_one({"_id": 1, "n": 0})
     for _ in range(3):
         rdb.c.update_one({"_id": 1}, {"$inc": {"n": 1}})
-    assert rdb.c.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}},
-                                     return_document=ReturnDocument.AFTER)["n"] == 4
+    assert rdb.c.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}}, return_document=ReturnDocument.AFTER)["n"] == 4
 
 
 # pymongo reuses server sessions (and their txnNumbers) from a pool: numbers far above them,
@@ -149,15 +151,19 @@ def test_retried_write_is_executed_once_and_answers_the_first_result(rs_server, 
         assert first["n"] == again["n"] == 1 and "writeErrors" not in again
         assert rdb.c.count_documents({}) == 1
 
-        fam = {"findAndModify": "c", "query": {"_id": 1}, "update": {"$inc": {"n": 1}},
-               "new": True, "txnNumber": Int64(T + 2)}
+        fam = {
+            "findAndModify": "c",
+            "query": {"_id": 1},
+            "update": {"$inc": {"n": 1}},
+            "new": True,
+            "txnNumber": Int64(T + 2),
+        }
         first = rdb.command(dict(fam), session=s)
         again = rdb.command(dict(fam), session=s)
         assert first["value"] == again["value"] == {"_id": 1, "n": 1}
         assert rdb.c.find_one()["n"] == 1  # incremented once
 
-        update = {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 10}}}],
-                  "txnNumber": Int64(T + 3)}
+        update = {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 10}}}], "txnNumber": Int64(T + 3)}
         assert rdb.command(dict(update), session=s)["nModified"] == 1
         assert rdb.command(dict(update), session=s)["nModified"] == 1
         assert rdb.c.find_one()["n"] == 11
@@ -172,8 +178,7 @@ def test_retried_write_is_executed_once_and_answers_the_first_result(rs_server, 
 
         with own.start_session() as other:  # another session's txnNumbers are its own
             assert other.session_id != s.session_id
-            reply = rdb.command({"insert": "c", "documents": [{"_id": 2}],
-                                 "txnNumber": Int64(T + 1)}, session=other)
+            reply = rdb.command({"insert": "c", "documents": [{"_id": 2}], "txnNumber": Int64(T + 1)}, session=other)
             assert reply["n"] == 1
     own.close()
 
@@ -193,6 +198,7 @@ def test_transactions_are_refused(rs_client, rdb):
 
 
 # --------------------------------------------------------------------------- a standalone
+
 
 def test_standalone_refuses_what_needs_a_replica_set(client, db):
     with pytest.raises(OperationFailure) as exc:

@@ -24,9 +24,22 @@ def ndb(nts_server, request):
     name = "n_" + "".join(ch if ch.isalnum() else "_" for ch in request.node.name)[:50]
     client.drop_database(name)
     db = client[name]
-    db.c.insert_many([{"_id": i, "a": i % 3, "b": i, "c": i, "d": i, "s": i, "p": i,
-                       "state": "active" if i % 2 else "done", "r": [{"_id": i}]}
-                      for i in range(10)])
+    db.c.insert_many(
+        [
+            {
+                "_id": i,
+                "a": i % 3,
+                "b": i,
+                "c": i,
+                "d": i,
+                "s": i,
+                "p": i,
+                "state": "active" if i % 2 else "done",
+                "r": [{"_id": i}],
+            }
+            for i in range(10)
+        ]
+    )
     db.c.create_index("a")
     db.c.create_index([("c", 1), ("d", -1)])
     db.c.create_index("s", sparse=True)
@@ -48,9 +61,14 @@ def test_get_and_set_parameter(client):
     try:
         assert admin.command("getParameter", 1, notablescan=1)["notablescan"] is True
         everything = admin.command("getParameter", "*")
-        for name in ("notablescan", "ttlMonitorEnabled", "ttlMonitorSleepSecs",
-                     "devmongoRandomTieBreak", "devmongoNotablescanStrict",
-                     "featureCompatibilityVersion"):
+        for name in (
+            "notablescan",
+            "ttlMonitorEnabled",
+            "ttlMonitorSleepSecs",
+            "devmongoRandomTieBreak",
+            "devmongoNotablescanStrict",
+            "featureCompatibilityVersion",
+        ):
             assert name in everything
     finally:
         admin.command("setParameter", 1, notablescan=False)
@@ -70,22 +88,46 @@ def test_a_query_without_an_indexed_plan_is_refused(ndb):
     assert "No indexed plans available, and running with 'notablescan'" in str(exc.value)
 
 
-@pytest.mark.parametrize("flt", [
-    {"a": 1}, {"a": {"$gt": 0}}, {"a": {"$in": [1, 2]}}, {"a": 1, "b": 2}, {"_id": 3},
-    {"_id": {"$gte": 3}, "b": 3}, {"a": {"$ne": 1}}, {"a": {"$exists": True}},
-    {"$or": [{"a": 1}, {"_id": 2}]}, {"$and": [{"b": 2}, {"a": 1}]}, {"c": 5},
-    {"r._id": 1}, {"r": {"$elemMatch": {"_id": 1}}}, {"s": 4}, {"p": 3, "state": "active"},
-    {"b": 1, "$or": [{"a": 1}, {"c": 2}]},
-])
+@pytest.mark.parametrize(
+    "flt",
+    [
+        {"a": 1},
+        {"a": {"$gt": 0}},
+        {"a": {"$in": [1, 2]}},
+        {"a": 1, "b": 2},
+        {"_id": 3},
+        {"_id": {"$gte": 3}, "b": 3},
+        {"a": {"$ne": 1}},
+        {"a": {"$exists": True}},
+        {"$or": [{"a": 1}, {"_id": 2}]},
+        {"$and": [{"b": 2}, {"a": 1}]},
+        {"c": 5},
+        {"r._id": 1},
+        {"r": {"$elemMatch": {"_id": 1}}},
+        {"s": 4},
+        {"p": 3, "state": "active"},
+        {"b": 1, "$or": [{"a": 1}, {"c": 2}]},
+    ],
+)
 def test_index_backed_queries_run(ndb, flt):
     assert isinstance(list(ndb.c.find(flt)), list)
 
 
-@pytest.mark.parametrize("flt", [
-    {"b": 1}, {"d": 1}, {"$or": [{"a": 1}, {"b": 2}]}, {"a": {"$size": 2}},
-    {"$expr": {"$eq": ["$a", 1]}}, {"$nor": [{"a": 1}]}, {"s": None},
-    {"s": {"$exists": False}}, {"p": 3}, {"r": {"$elemMatch": {"x": 1}}},
-])
+@pytest.mark.parametrize(
+    "flt",
+    [
+        {"b": 1},
+        {"d": 1},
+        {"$or": [{"a": 1}, {"b": 2}]},
+        {"a": {"$size": 2}},
+        {"$expr": {"$eq": ["$a", 1]}},
+        {"$nor": [{"a": 1}]},
+        {"s": None},
+        {"s": {"$exists": False}},
+        {"p": 3},
+        {"r": {"$elemMatch": {"x": 1}}},
+    ],
+)
 def test_collection_scans_are_refused(ndb, flt):
     with _refused():
         list(ndb.c.find(flt))
@@ -156,6 +198,7 @@ def test_strict_mode_also_refuses_empty_filters(ndb, nts_server):
 
 # --------------------------------------------------------------------------- hint
 
+
 def test_hint_naming_no_index_is_refused(db):
     db.c.create_index("a")
     db.c.insert_many([{"_id": i, "a": i} for i in range(3)])
@@ -179,6 +222,7 @@ def test_hint_naming_no_index_is_refused(db):
 
 # --------------------------------------------------------------------------- random tie-break
 
+
 def _orders(coll, n=12, **kw):
     return {tuple(d["_id"] for d in coll.find({}, **kw).sort("k", 1)) for _ in range(n)}
 
@@ -192,13 +236,11 @@ def test_random_tie_break_shuffles_ties_only(client, db):
         assert len(orders) > 1
         for order in orders:  # still sorted by k
             assert [i % 2 for i in order] == [0] * 10 + [1] * 10
-        with_id = {tuple(d["_id"] for d in db.c.find().sort([("k", 1), ("_id", 1)]))
-                   for _ in range(5)}
+        with_id = {tuple(d["_id"] for d in db.c.find().sort([("k", 1), ("_id", 1)])) for _ in range(5)}
         assert len(with_id) == 1  # a sort without ties is not affected
         agg = {tuple(d["_id"] for d in db.c.aggregate([{"$sort": {"k": 1}}])) for _ in range(12)}
         assert len(agg) > 1
-        first = {db.c.find_one_and_update({"k": 0}, {"$inc": {"n": 1}}, sort=[("k", 1)])["_id"]
-                 for _ in range(12)}
+        first = {db.c.find_one_and_update({"k": 0}, {"$inc": {"n": 1}}, sort=[("k", 1)])["_id"] for _ in range(12)}
         assert len(first) > 1
     finally:
         client.admin.command("setParameter", 1, devmongoRandomTieBreak=False)
@@ -206,20 +248,22 @@ def test_random_tie_break_shuffles_ties_only(client, db):
 
 # --------------------------------------------------------------------------- TTL
 
+
 def _past(seconds):
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(
-        seconds=seconds)
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(seconds=seconds)
 
 
 def test_ttl_documents_go_when_the_monitor_runs(devmongo_server, db):
     db.c.create_index("at", expireAfterSeconds=60)
-    db.c.insert_many([
-        {"_id": "old", "at": _past(120)},
-        {"_id": "new", "at": _past(10)},
-        {"_id": "array", "at": [_past(10), _past(600)]},  # the earliest date counts
-        {"_id": "text", "at": "yesterday"},  # not a date: never expires
-        {"_id": "none"},
-    ])
+    db.c.insert_many(
+        [
+            {"_id": "old", "at": _past(120)},
+            {"_id": "new", "at": _past(10)},
+            {"_id": "array", "at": [_past(10), _past(600)]},  # the earliest date counts
+            {"_id": "text", "at": "yesterday"},  # not a date: never expires
+            {"_id": "none"},
+        ]
+    )
     # until the monitor's pass, expired documents are still there (as on MongoDB)
     assert db.c.count_documents({}) == 5
     assert devmongo_server.run_ttl_monitor() == 2
@@ -229,8 +273,7 @@ def test_ttl_documents_go_when_the_monitor_runs(devmongo_server, db):
 def test_ttl_partial_and_compound_indexes(devmongo_server, db):
     db.c.create_index("at", expireAfterSeconds=0, partialFilterExpression={"kind": "temp"})
     db.d.create_index([("at", 1), ("x", 1)], expireAfterSeconds=0)  # compound: no TTL
-    db.c.insert_many([{"_id": 1, "at": _past(5), "kind": "temp"},
-                      {"_id": 2, "at": _past(5), "kind": "keep"}])
+    db.c.insert_many([{"_id": 1, "at": _past(5), "kind": "temp"}, {"_id": 2, "at": _past(5), "kind": "keep"}])
     db.d.insert_one({"_id": 1, "at": _past(5), "x": 1})
     devmongo_server.run_ttl_monitor()
     assert [d["_id"] for d in db.c.find()] == [2]

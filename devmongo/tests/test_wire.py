@@ -33,7 +33,7 @@ def test_messages_arriving_together_and_in_pieces(pair):
     def send():
         a.sendall(data[:10])
         for i in range(10, len(data), 7000):
-            a.sendall(data[i:i + 7000])
+            a.sendall(data[i : i + 7000])
         a.close()
 
     t = threading.Thread(target=send)
@@ -65,8 +65,14 @@ def test_impossible_length(pair):
 def test_parse_op_msg_with_document_sequences_and_checksum():
     seq_docs = [{"_id": 1}, {"_id": 2}]
     seq = b"documents\x00" + b"".join(bson.encode(d) for d in seq_docs)
-    body = (struct.pack("<I", 0) + b"\x00" + bson.encode({"insert": "c", "$db": "d"})
-            + b"\x01" + struct.pack("<i", 4 + len(seq)) + seq)
+    body = (
+        struct.pack("<I", 0)
+        + b"\x00"
+        + bson.encode({"insert": "c", "$db": "d"})
+        + b"\x01"
+        + struct.pack("<i", 4 + len(seq))
+        + seq
+    )
     assert parse_op_msg(body) == (0, {"insert": "c", "$db": "d", "documents": seq_docs})
     one = struct.pack("<I", 1) + b"\x00" + bson.encode({"ping": 1}) + b"\x00\x00\x00\x00"
     assert parse_op_msg(one) == (1, {"ping": 1})

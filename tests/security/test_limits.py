@@ -110,7 +110,7 @@ def redis_down(settings, monkeypatch):
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
             "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-        }
+        },
     }
 
 
