@@ -60,7 +60,7 @@ class MongoModelAdmin(admin.ModelAdmin):
     def document_id(self, raw: str):
         """A MongoDB id from the URL; anything else is a 404."""
         try:
-            return object_id(raw, self.opts.verbose_name)
+            return object_id(raw, str(self.opts.verbose_name))
         except NotFound:
             raise Http404(f"No such {self.opts.verbose_name}.") from None
 
