@@ -111,7 +111,7 @@ def _services(mongodb_uri, redis_url):
 
 @pytest.fixture(scope="session")
 def _indexed_collections(_services) -> frozenset[str]:
-    """The collections ensure_indexes() creates; made once per run."""
+    """The collections ensure_indexes() makes; made once per run."""
     from booking import mongo
 
     mongo.ensure_indexes()
@@ -120,18 +120,69 @@ def _indexed_collections(_services) -> frozenset[str]:
 
 @pytest.fixture(autouse=True)
 def mongo_db(_indexed_collections):
-    """An empty booking database with every index, for each test.
+    """An empty booking database with every index, for each test: the collections ensure_indexes()
+    makes, and no other.
 
-    The collections and their indexes stay and only their documents go: dropping every collection
-    and building every index again cost more than many tests (and far more on a real MongoDB). A
-    test that drops a collection gets it back with its indexes before the next test."""
+    Those collections and their indexes stay and only their documents go: dropping them and building
+    every index again cost more than many tests (and far more on a real MongoDB). ensure_indexes()
+    then finds the indexes in place (one cheap command each) and puts back any a test dropped or
+    changed (a TTL index rebuilt for another retention, say). Any other collection is dropped."""
     from booking import mongo
 
     db = mongo.get_db()
-    names = set(db.list_collection_names())
-    for name in names:
-        if not name.startswith("system."):
+    for name in db.list_collection_names():
+        if name in _indexed_collections:
             db[name].delete_many({})
-    if not _indexed_collections <= names:
-        mongo.ensure_indexes()
+        elif not name.startswith("system."):
+            db.drop_collection(name)
+    mongo.ensure_indexes()
     yield db
+
+
+# --- Chromium: one per test session (per xdist worker) ---
+# The browser tests (tests/browser/) and the Content-Security-Policy tests (tests/security/) open
+# their own browser contexts (own cookies: one buyer each) in it; launching Chromium costs a second
+# or two, a context a few milliseconds. (Here rather than in a tests/conftest.py: a conftest module
+# outside a package there would be the one `from conftest import free_port` finds.)
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's, never a downloaded one
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def launch_chromium(chromium):
+    """launch_chromium(*flags): a Chromium of its own with these extra command-line flags (a fake
+    camera, say), for the one test that needs them; closed after the test."""
+    browsers = []
+
+    def launch(*flags: str):
+        browser = chromium.browser_type.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *flags])
+        browsers.append(browser)
+        return browser
+
+    yield launch
+    for browser in browsers:
+        browser.close()
+
+
+# A real localstripe for the run, and what a browser's Stripe.js does (booking/tests/localstripe.py).
+pytest_plugins = ["booking.tests.localstripe"]

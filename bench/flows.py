@@ -4,7 +4,9 @@ Seat POSTs are sent as htmx sends them (HX-Request), so the answer is the refres
 exactly what a browser gets after a click.
 """
 
+import json
 import time
+import urllib.request
 
 from bson import ObjectId
 
@@ -111,8 +113,31 @@ def client_base(client: Client) -> str:
     return f"http://{client.host}:{client.port}"
 
 
+def card_token(stripe_url: str) -> tuple[str, float]:
+    """What Stripe.js does in the buyer's browser: a card token at (local)stripe with the
+    publishable key. Returns its card's id and the seconds it took."""
+    body = b"card[number]=4242424242424242&card[exp_month]=12&card[exp_year]=2034&card[cvc]=123&key=pk_test_bench"
+    started = time.perf_counter()
+    with urllib.request.urlopen(urllib.request.Request(f"{stripe_url}/v1/tokens", body), timeout=60) as answer:  # noqa: S310
+        card = json.loads(answer.read())["card"]["id"]
+    return card, time.perf_counter() - started
+
+
+def stripe_seconds(response) -> float:
+    """The time the server said it waited for Stripe (Server-Timing: stripe;dur=ms)."""
+    timing = response.headers.get("server-timing", "")
+    for part in timing.split(","):
+        name, _, rest = part.strip().partition(";dur=")
+        if name == "stripe" and rest:
+            return float(rest) / 1000
+    return 0.0
+
+
 def checkout(client: Client, index: int, params: dict):
-    """Hold a group of seats in a new cart, then buy it (C3). Stops when its seats run out."""
+    """Hold a group of seats in a new cart, then buy it (C3) and pay by card, as the page does:
+    a card token at localstripe (the browser's Stripe.js), then /orders/<ref>/pay. Stripe's share
+    (the token, and the server's own calls from Server-Timing) is its own row, c3_stripe. Stops
+    when its seats run out."""
     plan = list(params["checkout_plan"][index])
     for session, _seats in plan[:1]:
         client.get(f"/sessions/{session}/")
@@ -126,8 +151,16 @@ def checkout(client: Client, index: int, params: dict):
         one = sample("c1_new_cart", held)
         one.ok = one.ok and MINE in held.body
         three = sample("c3", bought, ok_statuses=(302,))
-        three.ok = three.ok and "/orders/" in bought.headers.get("location", "")
-        return [one, three]
+        location = bought.headers.get("location", "")
+        three.ok = three.ok and "/orders/" in location
+        if not three.ok:
+            return [one, three]
+        means, token_s = card_token(params["stripe_url"])
+        paid = client.post(location.rstrip("/") + "/pay", {"payment_method": means})
+        pay = sample("c3_pay", paid)
+        pay.ok = pay.ok and b'"status": "paid"' in paid.body
+        stripe_s = token_s + stripe_seconds(bought) + stripe_seconds(paid)
+        return [one, three, pay, Sample("c3_stripe", stripe_s, 0, pay.ok, 200, 0)]
 
     return step
 

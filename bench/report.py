@@ -16,7 +16,9 @@ ROWS = [
     ("c1", "C1 hold seats (cart exists)"),
     ("c1_new_cart", "C1 hold seats (new cart)"),
     ("c2", "C2 release"),
-    ("c3", "C3 checkout"),
+    ("c3", "C3 checkout (the order waits for its payment)"),
+    ("c3_pay", "C3 its card payment (/orders/<ref>/pay: seats sold)"),
+    ("c3_stripe", "C3 of which localstripe: card token + the server's calls"),
     ("c4", "C4 expiry sweep, per stale cart"),
 ]
 
@@ -122,7 +124,7 @@ def markdown(r: dict) -> str:
         "## Seed scenario (service level: 4 processes of engine calls, users arrive 50/s per process)",
         "",
         "| variant | users | bought | honest conflicts | failed | retries | flow p50/p95/p99 ms "
-        "| hold p50/p95/p99 ms | checkout p50/p95/p99 ms | invariants |",
+        "| hold p50/p95/p99 ms | checkout + card payment p50/p95/p99 ms | invariants |",
         "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |",
     ]
     for name, sc in r["scenario"].items():

@@ -1,8 +1,9 @@
 """The seed's load scenario (mongodb-schema-simulator, theater), at the service level.
 
 Users arrive open-loop, ``rate`` per second in each of ``processes`` processes, ``users`` in all;
-each creates a cart by holding 5 seats and checks out. Engine calls (the code the web views
-call), not HTTP: this measures the data model under contention, as the seed's simulator did.
+each creates a cart by holding 5 seats, checks out and pays by card (at localstripe). Engine
+calls (the code the web views call), not HTTP: this measures the data model under contention, as
+the seed's simulator did.
 
 - ``disjoint``: every user has 5 seats of their own (blocks of 5, spread over several sessions).
 - ``overlap``: everyone on one 900-seat session; each user looks at the map, picks 5 free seats
@@ -21,7 +22,7 @@ from bson import ObjectId
 from booking import selectors
 from booking.errors import NoAdjacentSeats, OrphanSeat, SeatsTaken
 from booking.seat_grid import FREE, seat_key
-from booking.services import checkout, holds
+from booking.services import checkout, holds, payments
 
 HONEST = (SeatsTaken, OrphanSeat, NoAdjacentSeats)
 ATTEMPTS = 10  # a buyer tries again while seats are left, as people do
@@ -88,7 +89,10 @@ def _user(variant: str, plan, index: int, outcomes: list, rng: random.Random):
                     raise
         out.hold = time.perf_counter() - hold_started
         checkout_started = time.perf_counter()
-        checkout.checkout(owner, result.cart_id, f"User {index}", f"user{index}@example.org")
+        order = checkout.checkout(owner, result.cart_id, f"User {index}", f"user{index}@example.org")
+        paid = payments.pay_with_card(order["_id"], owner, "pm_card_visa")  # Stripe's test card, at localstripe
+        if paid.status != "paid":
+            raise RuntimeError(f"payment {paid.status}: {paid.message}")
         out.checkout = time.perf_counter() - checkout_started
     except HONEST as exc:
         out.result, out.error = "conflict", type(exc).__name__

@@ -81,6 +81,7 @@ class Stack:
     mongodb_uri: str = ""
     redis_url: str = ""
     db_name: str = field(default_factory=lambda: f"bench_{uuid.uuid4().hex[:8]}")
+    stripe_port: int = 0  # localstripe: card payments (checkout's row pays)
     web_port: int = 0  # gunicorn for timed requests, no command monitor
     accounting_port: int = 0  # gunicorn with the command monitor, for X-Bench-Account requests only
     real_mongodb: bool = False
@@ -94,6 +95,19 @@ class Stack:
     @property
     def accounting_url(self) -> str:
         return f"http://127.0.0.1:{self.accounting_port}"
+
+    @property
+    def stripe_url(self) -> str:
+        return f"http://127.0.0.1:{self.stripe_port}"
+
+    def stripe_settings(self) -> dict:
+        return {
+            "STRIPE_SECRET_KEY": "sk_test_bench",
+            "STRIPE_PUBLISHABLE_KEY": "pk_test_bench",
+            "STRIPE_WEBHOOK_SECRET": "whsec_bench",
+            "STRIPE_API_BASE": self.stripe_url,
+            "STRIPE_JS_URL": f"{self.stripe_url}/js.stripe.com/v3/",
+        }
 
     def env(self) -> dict:
         env = dict(os.environ)
@@ -115,6 +129,7 @@ class Stack:
                 "BOOKING_TRUSTED_PROXIES": "1",
                 "BOOKING_HOLD_RATE": "1000000/m",
                 "PYTHONPATH": str(ROOT),
+                **self.stripe_settings(),
             }
         )
         return env
@@ -154,6 +169,9 @@ class Stack:
             args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
             self._spawn([*args, "--dir", str(self.workdir)], "redis", port)
             self.redis_url = f"redis://127.0.0.1:{port}/0"
+        self.stripe_port = free_port()
+        localstripe = [PYTHON, "-m", "localstripe", "--port", str(self.stripe_port), "--from-scratch"]
+        self._spawn(localstripe, "localstripe", self.stripe_port)
         env = self.env()
         subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
         timed_env = {k: v for k, v in env.items() if k != "BOOKING_MONGO_MONITOR"}
@@ -198,6 +216,8 @@ class Stack:
         settings.MONGODB_DB = self.db_name
         settings.REDIS_URL = self.redis_url
         settings.CELERY_BROKER_URL = self.redis_url
+        for name, value in self.stripe_settings().items():  # the scenario pays in this process
+            setattr(settings, name, value)
         mongo.close_client()
 
     def __exit__(self, *exc) -> None:

@@ -17,18 +17,23 @@ from bson import ObjectId
 
 
 class CartState(StrEnum):
-    """``active -> checking_out -> done``; ``active -> expired | canceled``; ``checking_out -> canceled``."""
+    """``active -> paying -> done``; ``active -> expired | canceled``; ``paying -> expired | canceled``;
+    ``expired -> done`` (paid late, seats still free). ``checking_out`` is checkout's state from
+    before payments (``active -> checking_out -> done | canceled``), still finished when found."""
 
     ACTIVE = "active"  # taking seats until expiresAt
-    CHECKING_OUT = "checking_out"  # the customer submitted; checkout (or reconcile) finishes it
+    CHECKING_OUT = "checking_out"  # before payments: the customer submitted; checkout (or reconcile) finishes it
+    PAYING = "paying"  # its order waits for payment: the hold lasts to the payment window (services/payments.py)
     DONE = "done"  # bought: its order is paid
     EXPIRED = "expired"  # its hold ran out
-    CANCELED = "canceled"  # the buyer gave up, or a seat's hold was lost during checkout
+    CANCELED = "canceled"  # the buyer gave up, or a seat's hold was lost during checkout or payment
 
 
 # The states in which a cart may hold seats in sessions (a hold of any other cart is dead: reconcile
 # releases it, and the invariants call it a breach).
-HOLDING_STATES = (CartState.ACTIVE, CartState.CHECKING_OUT)
+HOLDING_STATES = (CartState.ACTIVE, CartState.CHECKING_OUT, CartState.PAYING)
+# The states whose hold ends at expiresAt (expiry ends them: services/carts.py).
+EXPIRING_STATES = (CartState.ACTIVE, CartState.PAYING)
 
 
 class SessionStatus(StrEnum):
@@ -54,9 +59,21 @@ class SalePhase(StrEnum):
 
 
 class OrderState(StrEnum):
-    PAID = "paid"  # the only state whose seats are sold and whose mail is (re)sent
-    CANCELED = "canceled"  # by staff; its seats are given back
-    FAILED = "failed"  # checkout lost a seat's hold; nothing is sold
+    """``pending_payment -> paid | expired | canceled``; ``expired -> paid`` (a late payment, seats
+    still free); ``paid -> partially_refunded -> refunded``, ``paid -> refunded``
+    (services/payments.py, services/refunds.py)."""
+
+    PENDING_PAYMENT = "pending_payment"  # its seats are held by its cart until the payment comes
+    PAID = "paid"  # its seats are sold; the only state whose mail is (re)sent
+    PARTIALLY_REFUNDED = "partially_refunded"  # some tickets refunded: its remaining lines are sold
+    REFUNDED = "refunded"  # the money went back; its seats are given back
+    EXPIRED = "expired"  # not paid in time; its seats went back (a late payment is still taken)
+    CANCELED = "canceled"  # by staff (before payments) or its payment given up; its seats are given back
+    FAILED = "failed"  # before payments: checkout lost a seat's hold; nothing is sold
+
+
+# The orders whose (remaining) lines own sold seats.
+SEAT_OWNING_ORDER_STATES = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED)
 
 
 class MailState(StrEnum):
@@ -111,9 +128,9 @@ def is_live(cart: dict | None, now: datetime) -> bool:
 
 
 def is_stale(cart: dict | None, now: datetime) -> TypeGuard[dict]:
-    """Its other side: still active, but its hold has run out (expiry ends it; until then it is
-    neither live nor ended)."""
-    return cart is not None and cart["state"] == CartState.ACTIVE and cart["expiresAt"] <= now
+    """Its other side: still active (or paying), but its hold has run out (expiry ends it; until
+    then it is neither live nor ended)."""
+    return cart is not None and cart["state"] in EXPIRING_STATES and cart["expiresAt"] <= now
 
 
 def live_cart_filter(now: datetime) -> dict:
@@ -123,7 +140,7 @@ def live_cart_filter(now: datetime) -> dict:
 
 def stale_cart_filter(now: datetime) -> dict:
     """``is_stale`` as a MongoDB filter: the carts expiry ends (indexed: state+expiresAt)."""
-    return {"state": CartState.ACTIVE, "expiresAt": {"$lte": now}}
+    return {"state": {"$in": list(EXPIRING_STATES)}, "expiresAt": {"$lte": now}}
 
 
 # --- the sale window: when may seats be held? ---

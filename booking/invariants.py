@@ -7,7 +7,8 @@ system (after reconcile): an operation in flight can be between its two writes.
 from collections import Counter, defaultdict
 
 from . import clock, mongo
-from .domain import HOLDING_STATES, CartState, OrderState, is_stale
+from .domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, OrderState, is_stale
+from .payments.checks import money_breaches
 from .seat_grid import FREE, HELD, SOLD, parse_seat_key
 from .services.checkin import ADMITTING_STATES
 
@@ -22,12 +23,12 @@ def check_invariants() -> list[str]:
     carts = {c["_id"]: c for c in mongo.carts().find({}, {"state": 1, "expiresAt": 1, "items": 1}, **everything)}
     orders_by_seat: dict = defaultdict(list)
     pending_orders = set()
-    order_fields = {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1}
+    order_fields = {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1, "settling": 1}
     for order in mongo.orders().find({}, order_fields, **everything):
         cart = carts.get(order["cartId"])
-        if order["state"] == OrderState.PAID:
-            if cart is not None and cart["state"] == CartState.CHECKING_OUT:
-                pending_orders.add(order["_id"])
+        if order["state"] in SEAT_OWNING_ORDER_STATES:  # paid, or partially refunded: its remaining lines
+            if (cart is not None and cart["state"] == CartState.CHECKING_OUT) or order.get("settling"):
+                pending_orders.add(order["_id"])  # paid, its seats being sold right now
             for line in order["lines"]:
                 orders_by_seat[(line["sessionId"], line["key"])].append(order)
         elif not order.get("seatsReleased", True):
@@ -76,6 +77,7 @@ def check_invariants() -> list[str]:
                     breaches.append(f"{label}: sold seat {key} belongs to {len(owners)} paid orders, not exactly one")
                 if owners and state != SOLD and not all(o["_id"] in pending_orders for o in owners):
                     breaches.append(f"{label}: seat {key} is in order {owners[0]['ref']} but its cell is {state}")
+    breaches += money_breaches()  # no order paid twice, no money kept without its seats
     breaches.extend(checkin_breaches())
     breaches.extend(offer_breaches())
     return breaches

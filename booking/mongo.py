@@ -222,6 +222,15 @@ def ensure_indexes() -> list[str]:
         _index(orders(), [("state", 1)], name="release_pending", partialFilterExpression={"seatsReleased": False})
     )
     created.append(_index(orders(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
+    # payments (services/payments.py, refunds.py): the webhook's lookup and reconcile's queries
+    created.append(_index(orders(), [("payment.intent", 1)], name="payment_intent"))
+    created.append(_index(orders(), [("payment.previous.intent", 1)], name="payment_previous", sparse=True))
+    created.append(_index(orders(), [("state", 1), ("payment.until", 1)], name="state_payment_until"))
+    for flag in ("settling", "refundDue", "noticeMail"):
+        created.append(_index(orders(), [(flag, 1)], name=flag, sparse=True))
+    # door check-in of refunded tickets (services/checkin.py): they are refused, also offline
+    created.append(_index(orders(), [("refundedLines.ticket", 1)], name="refunded_ticket", sparse=True))
+    created.append(_index(orders(), [("refundedLines.sessionId", 1)], name="refunded_session", sparse=True))
     # door check-in (services/checkin.py): a scope's conflicts, newest first; one per offline scan
     created.append(
         checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")

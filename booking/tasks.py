@@ -99,3 +99,22 @@ def send_order_confirmation(self, order_id: str) -> SendOutcome:
         raise self.retry(countdown=countdown) from exc
     logger.info("confirmation mail for order %s: %s", order_id, outcome)
     return outcome
+
+
+@shared_task(name="booking.tasks.send_payment_notice", bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
+def send_payment_notice(self, order_id: str) -> str:
+    """The e-mail telling a buyer their payment was refunded without a booking (services/refunds.py)."""
+    from .services import payment_notices
+
+    try:
+        oid = ObjectId(order_id)
+    except (InvalidId, TypeError):
+        return "invalid id"
+    try:
+        outcome = payment_notices.send_notice(oid)
+    except notifications.MailServerUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            return "failed"  # reconcile queues it again later
+        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
+    logger.info("refund notice for order %s: %s", order_id, outcome)
+    return outcome

@@ -17,7 +17,8 @@ POST /cart/remove                      session=<id>&seat=r:c
 POST /cart/cancel                      give up the cart, seats released
 POST /cart/ticket-type                 session=<id>&seat=r:c&ticket_type=<code> (booking/offer_views.py)
 POST /cart/promo  code=<text>          apply a promo code (rate-limited); /cart/promo/remove takes it off
-GET  /checkout/  POST name, email      checkout; errors inline (400), success -> /orders/<ref>/
+GET  /checkout/  POST name, email, method   checkout; errors inline (400), then the card form
+                                       (htmx) or /orders/<ref>/ (payments: booking/payment_views.py)
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET|POST /find-booking/                ref, email -> /orders/<ref>/
@@ -37,7 +38,7 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from . import live, offer_views, queue_views, views
+from . import live, offer_views, payment_views, queue_views, views
 
 app_name = "booking"
 
@@ -58,7 +59,7 @@ urlpatterns = [
     path("cart/ticket-type", offer_views.choose_ticket_type, name="cart_ticket_type"),
     path("cart/promo", offer_views.apply_promo, name="cart_promo"),
     path("cart/promo/remove", offer_views.remove_promo, name="cart_promo_remove"),
-    path("checkout/", views.checkout, name="checkout"),
+    path("checkout/", payment_views.checkout, name="checkout"),
     path("orders/<str:ref>/", views.order_page, name="order"),
     path("orders/<str:ref>/tickets/", views.order_tickets, name="order_tickets"),
     path("find-booking/", views.find_booking, name="find_booking"),
@@ -66,4 +67,10 @@ urlpatterns = [
     # the waiting room (booking/queue_views.py)
     path("queue/<str:queue_id>/", queue_views.queue_page, name="queue"),
     path("queue/<str:queue_id>/status", queue_views.queue_status, name="queue_status"),
+    # payments (booking/payment_views.py lists them)
+    path("orders/<str:ref>/pay", payment_views.pay, name="pay"),
+    path("orders/<str:ref>/payment", payment_views.payment_status, name="payment_status"),
+    path("orders/<str:ref>/cancel-payment", payment_views.cancel_payment, name="cancel_payment"),
+    path("orders/<str:ref>/receipt.pdf", payment_views.receipt_pdf, name="receipt"),
+    path("payments/stripe/webhook/", payment_views.stripe_webhook, name="stripe_webhook"),
 ]

@@ -40,7 +40,6 @@ from .errors import (
 )
 from .forms import (
     BestAvailableForm,
-    CheckoutForm,
     FindBookingForm,
     RemoveSeatForm,
     SeatForm,
@@ -50,7 +49,6 @@ from .forms import (
 from .ids import object_id
 from .seat_grid import FREE, HELD, seat_key
 from .services import carts as cart_service
-from .services import checkout as checkout_service
 from .services import holds, pricing
 from .services import sessions as session_service
 from .services.admission import AdmissionRequired
@@ -520,40 +518,7 @@ def cart_cancel(request):
 # --- checkout and orders ---
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
-def checkout(request):
-    cart, expired = _current_cart(request)
-    if request.method != "POST":
-        if cart is None or not cart["items"]:
-            return redirect("booking:cart")
-        context = {**_cart_context(request, cart, expired), "form": CheckoutForm()}
-        return render(request, "booking/checkout.html", context)
-    form = CheckoutForm(request.POST)
-    form.is_valid()  # shapes only; the engine's checkout holds the rules
-    owner = buyer.owner(request)
-    try:
-        if owner is None:
-            raise NotFound("You have no seats on hold.")
-        order = checkout_service.checkout(
-            owner, buyer.cart_id(request), form.cleaned_data.get("name", ""), form.cleaned_data.get("email", "")
-        )
-    except InvalidRequest as exc:
-        for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():
-            form.add_error(field if field in form.fields else None, message)
-        context = {**_cart_context(request, cart, expired), "form": form}
-        return render(request, "booking/checkout.html", context, status=400)
-    except BookingError as exc:
-        messages.error(request, exc.message)
-        if isinstance(exc, CartExpired | CheckoutFailed):
-            buyer.forget_cart(request)
-        return redirect("booking:cart")
-    buyer.forget_cart(request)
-    response = redirect("booking:order", ref=order["ref"])
-    # The thank-you line is for the page right after checkout only (not a later visit, not "Find my booking").
-    response.set_signed_cookie(
-        JUST_BOOKED_COOKIE, order["ref"], salt=JUST_BOOKED_COOKIE, max_age=600, httponly=True, samesite="Lax"
-    )
-    return response
+# The checkout view is booking/payment_views.py's (details, then payment on the same page).
 
 
 def _visible_order(request, ref: str) -> dict | None:
@@ -584,8 +549,10 @@ JUST_BOOKED_COOKIE = "just_booked"  # the order checkout just made, read once by
 NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
 
 
-def _order_context(order: dict) -> dict:
-    return {"order": order, "tickets": presenters.order_tickets(order)}
+def _order_context(order: dict, request=None) -> dict:
+    from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
+
+    return {**payment_context(request, order), "order": order, "tickets": presenters.order_tickets(order)}
 
 
 class TooManyLookups(Exception):
@@ -609,10 +576,13 @@ def order_page(request, ref):
         return _too_many_lookups(request)
     if order is None:
         return _error_page(request, NO_SUCH_BOOKING, 404)
+    from .payment_views import refresh_order, stripe_csp  # this is the payment's return page too
+
+    order = refresh_order(order)
     just_booked = request.get_signed_cookie(JUST_BOOKED_COOKIE, default="", salt=JUST_BOOKED_COOKIE, max_age=600)
-    context = {**_order_context(order), "just_booked": just_booked == order["ref"]}
-    response = render(request, "booking/order.html", context)
-    if just_booked:
+    context = {**_order_context(order, request), "just_booked": just_booked == order["ref"]}
+    response = stripe_csp(render(request, "booking/order.html", context), context)
+    if just_booked and order["state"] != "pending_payment":  # read once it is paid (or ended)
         response.delete_cookie(JUST_BOOKED_COOKIE, samesite="Lax")
     return response
 

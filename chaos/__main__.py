@@ -75,6 +75,12 @@ def settings_env(args, db_name: str) -> dict:
         "BOOKING_HOLD_RATE": "20/m",
         "BOOKING_MAX_HELD_SEATS_PER_CLIENT": "12",
         "EMAIL_URL": "consolemail://",
+        # payments: a short window (late payers pay after their hold ended: seats bought if still
+        # free, else refunded), reconcile asks Stripe soon after it, open payments canceled soon
+        "BOOKING_PAYMENT_WINDOW_SECONDS": str(args.hold),
+        "BOOKING_PAYMENT_CAP_SECONDS": str(args.hold * 4),
+        "BOOKING_PAYMENT_CHECK_GRACE_SECONDS": "2",
+        "BOOKING_PAYMENT_LATE_SECONDS": str(args.hold * 3),
     }
 
 
@@ -116,12 +122,18 @@ def summary(args, seats: int, stats, faults, verdict, elapsed: float) -> str:
         f"rate limited {stats.rate_limited}; releases {stats.releases}",
         f"checkouts: ok {stats.checkouts_ok}, hold ended first {stats.checkouts_failed}, "
         f"no answer {stats.checkouts_unknown}; replayed after success {stats.replays}; "
+        f"payments: paid {stats.payments_paid} (late {stats.paid_late}), declined {stats.declined} (gave up "
+        f"{stats.gave_up_after_decline}), 3-D Secure {stats.three_d_secure}, refunded late {stats.refunded_late}, "
+        f"other outcome {dict(stats.payment_other)}; "
         f"abandoned carts {stats.abandoned}; canceled {stats.canceled}; left with no seats {stats.empty_handed}",
         f"database: {verdict.orders} paid orders, {verdict.seats_sold} seats sold; carts by state: "
         f"{verdict.carts_by_state} (expired carts: {verdict.carts_by_state.get(CartState.EXPIRED, 0)})",
         f"faults injected ({len(injected)}): " + "; ".join(injected),
         f"final reconcile pass: {verdict.reconcile_report}",
         f"seats in two paid orders: {verdict.double_sold_seats}; seats held by two carts: {verdict.double_held_seats}",
+        f"paid orders without their seats: {verdict.paid_without_seats}; money kept at Stripe for unsold seats: "
+        f"{verdict.money_kept_unsold / 100:.2f} in {verdict.orders_keeping_money} orders "
+        f"(Stripe took {verdict.stripe_taken / 100:.2f}, refunded {verdict.stripe_refunded / 100:.2f})",
         "invariants: " + ("OK" if not verdict.invariant_breaches else f"{len(verdict.invariant_breaches)} BREACHES"),
     ]
     for breach in verdict.invariant_breaches[:15]:
@@ -184,6 +196,7 @@ def main(argv=None) -> int:
             run_buyers(
                 stack.base_url,
                 hall,
+                stripe_url=stack.stripe_url,
                 buyers=args.buyers,
                 duration=args.duration,
                 hold_seconds=args.hold,
@@ -201,7 +214,7 @@ def main(argv=None) -> int:
 
         from .verify import final_checks
 
-        verdict = final_checks(stats, stack.log_text("web"))
+        verdict = final_checks(stats, stack.log_text("web"), stripe_url=stack.stripe_url)
         print(summary(args, seats, stats, faults, verdict, time.monotonic() - started), flush=True)
     finally:
         if verdict is not None and stack.external_mongo:

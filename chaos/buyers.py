@@ -15,6 +15,13 @@ Buyer kinds (most want the same middle seats, so picks overlap):
 - hoarder: several buyers sharing one address, trying to hold far more than allowed (the limits
   must answer 400/429).
 Each ends by checking out, abandoning the cart, or canceling it.
+
+Checking out is followed by paying by card, as the page's Stripe.js would: a card token made at
+localstripe with the publishable key, then ``/orders/<ref>/pay``. A share of buyers' cards are
+declined (most then try another card, some give up and let the order expire), a share go
+through 3-D Secure, and a share finish 3-D Secure only after their payment window has ended (the
+seats are bought if still free, else the money goes back). localstripe's webhook races the
+buyers' own status checks.
 """
 
 import asyncio
@@ -32,6 +39,8 @@ SEAT_COUNT_RE = re.compile(r"Total \((\d+) seats?\)")
 ORDER_PATH_RE = re.compile(r"/orders/([A-Z0-9]{4,16})/$")
 SEAT_BUTTON_RE = re.compile(r'<button class="s ([^"]*)" name="seat" value="(\d+):(\d+)"([^>]*)>')
 MAX_ATTEMPTS = 6  # per logical request, over 503s and dropped connections
+VISA, DECLINED, THREE_D_SECURE = "4242424242424242", "4000000000000341", "4000002760003184"
+PUBLISHABLE_KEY = "pk_test_chaos"
 WAVE_SECONDS = 5
 
 
@@ -126,8 +135,15 @@ class Stats:
     kinds: Counter = field(default_factory=Counter)
     server_errors: list = field(default_factory=list)  # (method, path, status)
     retry_after_missing: int = 0  # 503 without a Retry-After hint
-    # booking ref -> seats the buyer's cart showed when it checked out
+    # booking ref -> seats the buyer's cart showed when it checked out (and paid)
     orders_seen: dict = field(default_factory=dict)
+    payments_paid: int = 0
+    paid_late: int = 0
+    declined: int = 0
+    gave_up_after_decline: int = 0
+    three_d_secure: int = 0
+    refunded_late: int = 0
+    payment_other: Counter = field(default_factory=Counter)
 
 
 def client_address(index: int) -> str:
@@ -135,8 +151,11 @@ def client_address(index: int) -> str:
 
 
 class Buyer:
-    def __init__(self, index: int, base_url: str, hall: Hall, stats: Stats, rng: random.Random, *, ip: str, hold_s):
+    def __init__(
+        self, index: int, base_url: str, hall: Hall, stats: Stats, rng: random.Random, *, ip: str, hold_s, stripe_url
+    ):
         self.index = index
+        self.stripe = httpx.AsyncClient(base_url=stripe_url, timeout=httpx.Timeout(25.0, connect=10.0))
         self.hall = hall
         self.stats = stats
         self.rng = rng
@@ -244,15 +263,94 @@ class Buyer:
             return
         ref = match.group(1)
         self.stats.checkouts_ok += 1
-        self.stats.orders_seen[ref] = seats
         self.cart_seats = 0
         await self.request("GET", f"/orders/{ref}/")
+        state = await self.pay(ref)
+        if state != "paid":
+            return
+        self.stats.orders_seen[ref] = seats
         if self.rng.random() < 0.1:  # a double submit after success must not buy again
             self.stats.replays += 1
             again = await self.request("POST", "/checkout/", data={"name": "Again", "email": "again@example.org"})
             again_ref = ORDER_PATH_RE.search(again.headers.get("Location", "")) if again is not None else None
             if again_ref and again_ref.group(1) != ref:
                 self.stats.orders_seen[again_ref.group(1)] = 0  # flagged by the checks: a second order
+
+    # --- paying, as the page's pay.js does with localstripe's Stripe.js ---
+
+    async def card(self, number: str) -> str | None:
+        data = {f"card[{k}]": v for k, v in (("number", number), ("exp_month", "12"), ("exp_year", "2034"))}
+        data.update({"card[cvc]": "123", "key": PUBLISHABLE_KEY})
+        try:
+            token = await self.stripe.post("/v1/tokens", data=data)
+            return token.json()["card"]["id"]
+        except (httpx.HTTPError, KeyError, ValueError):
+            return None
+
+    async def pay_with(self, ref: str, number: str) -> dict:
+        means = await self.card(number)
+        if means is None:
+            return {"status": "error"}
+        response = await self.request("POST", f"/orders/{ref}/pay", data={"payment_method": means})
+        if response is None:
+            return {"status": "error"}
+        try:
+            return response.json()
+        except ValueError:
+            return {"status": f"http {response.status_code}"}
+
+    async def authenticate(self, answer: dict) -> None:
+        secret = answer.get("client_secret", "")
+        intent = secret.split("_secret_")[0]
+        try:
+            await self.stripe.post(
+                f"/v1/payment_intents/{intent}/_authenticate?success=true",
+                json={"key": PUBLISHABLE_KEY, "client_secret": secret},
+            )
+        except httpx.HTTPError:
+            pass
+
+    async def order_state(self, ref: str) -> str:
+        """What the page asks after 3-D Secure (the return page's check)."""
+        for _ in range(10):
+            response = await self.request("GET", f"/orders/{ref}/payment?format=json")
+            if response is None or response.status_code != 200:
+                return "error"
+            answer = response.json()
+            if answer.get("state") != "pending_payment" or answer.get("status") not in ("processing", "confirming"):
+                return answer.get("state", "error")
+            await asyncio.sleep(1)
+        return "pending_payment"
+
+    async def pay(self, ref: str) -> str:
+        """Pay for the order; returns its state as the buyer last saw it."""
+        roll = self.rng.random()
+        late = roll < 0.12
+        if 0.12 <= roll < 0.3:  # a declined card first
+            answer = await self.pay_with(ref, DECLINED)
+            self.stats.declined += answer.get("status") == "failed"
+            if self.rng.random() < 0.3:
+                self.stats.gave_up_after_decline += 1
+                return "abandoned"  # the order expires with its window; the seats come back
+            await self.think(0.3, 1.5)
+        number = THREE_D_SECURE if late or self.rng.random() < 0.25 else VISA
+        answer = await self.pay_with(ref, number)
+        if answer.get("status") == "action":
+            self.stats.three_d_secure += 1
+            if late:  # on the bank's page until after the payment window (the hold) ended
+                await asyncio.sleep(self.hold_seconds + self.rng.uniform(2, 12))
+            await self.authenticate(answer)
+            state = await self.order_state(ref)
+        else:
+            state = answer.get("state") or answer.get("status", "error")
+        if state == "paid":
+            self.stats.payments_paid += 1
+            self.stats.paid_late += late
+        elif state == "refunded":
+            self.stats.refunded_late += 1
+        else:
+            self.stats.payment_other[state] += 1
+        return state
 
     async def finish(self) -> None:
         roll = self.rng.random()
@@ -356,6 +454,7 @@ class Buyer:
                 await self.poll_map()
         finally:
             await self.client.aclose()
+            await self.stripe.aclose()
 
 
 KINDS = [("rusher", 0.45), ("best", 0.2), ("clicker", 0.15), ("slowpoke", 0.12), ("hoarder", 0.08)]
@@ -374,6 +473,7 @@ async def run_buyers(
     base_url: str,
     hall: Hall,
     *,
+    stripe_url: str,
     buyers: int,
     duration: float,
     hold_seconds: float,
@@ -394,7 +494,9 @@ async def run_buyers(
         await asyncio.sleep(delay)
         kind = pick_kind(rng)
         ip = hoarder_ip if kind == "hoarder" else client_address(index)
-        buyer = Buyer(index, base_url, hall, stats, random.Random(rng.random()), ip=ip, hold_s=hold_seconds)
+        buyer = Buyer(
+            index, base_url, hall, stats, random.Random(rng.random()), ip=ip, hold_s=hold_seconds, stripe_url=stripe_url
+        )
         if index < rush_count:
             await buyer.run(kind, rush)  # the rush does not wait for the gate: that is the point
             return
@@ -411,7 +513,7 @@ async def run_buyers(
     tasks = [asyncio.create_task(one(i, arrival(i))) for i in range(buyers)]
     await asyncio.sleep(min(10.0, duration / 10))  # let the rush open the page
     rush.set()
-    deadline = started + duration + hold_seconds + 45
+    deadline = started + duration + 2 * hold_seconds + 60  # late payers wait out their window
     done, pending = await asyncio.wait(tasks, timeout=max(1.0, deadline - time.monotonic()))
     for task in pending:
         task.cancel()

@@ -94,8 +94,15 @@ class Proc:
             self.kill9()
 
 
+STRIPE_KEYS = {  # localstripe takes any keys of the right shape
+    "STRIPE_SECRET_KEY": "sk_test_chaos",
+    "STRIPE_PUBLISHABLE_KEY": "pk_test_chaos",
+    "STRIPE_WEBHOOK_SECRET": "whsec_chaos",
+}
+
+
 class Stack:
-    """MongoDB (the stand-in, or MONGODB_URI), Redis, gunicorn, Celery worker and beat."""
+    """MongoDB (the stand-in, or MONGODB_URI), Redis, localstripe, gunicorn, Celery worker and beat."""
 
     def __init__(self, workdir: Path, *, web_workers: int, web_threads: int, settings_env: dict, unsafe: bool):
         self.workdir = workdir
@@ -109,6 +116,7 @@ class Stack:
         self.mongo_port = free_port()
         self.redis_port = free_port()
         self.web_port = free_port()
+        self.stripe_port = free_port()
         self.mongo_uri = self.external_mongo or f"mongodb://127.0.0.1:{self.mongo_port}/?replicaSet=rs0"
         self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
         self.procs: dict[str, Proc] = {}
@@ -122,6 +130,10 @@ class Stack:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
 
+    @property
+    def stripe_url(self) -> str:
+        return f"http://127.0.0.1:{self.stripe_port}"
+
     def env(self) -> dict:
         """The environment every app process (and the harness itself) runs with."""
         env = dict(os.environ)
@@ -133,6 +145,10 @@ class Stack:
                 "DATABASE_URL": f"sqlite:///{self.workdir / 'django.sqlite3'}",
                 "DJANGO_SETTINGS_MODULE": "theater_site.settings",
                 "PYTHONUNBUFFERED": "1",
+                # card payments go to a localstripe of the run's own (the buyers pay there)
+                **STRIPE_KEYS,
+                "STRIPE_API_BASE": self.stripe_url,
+                "STRIPE_JS_URL": f"{self.stripe_url}/js.stripe.com/v3/",
             }
         )
         return env
@@ -177,6 +193,20 @@ class Stack:
             self.logs,
         )
         self.start_redis()
+        self.procs["stripe"] = Proc(
+            "stripe",
+            [python, "-m", "localstripe", "--port", str(self.stripe_port), "--from-scratch"],
+            self.env(),
+            self.logs,
+        )
+        self.procs["stripe"].start()
+        if not wait_for_port(self.stripe_port, 30):
+            raise RuntimeError("localstripe did not start; see " + str(self.procs["stripe"].log_path))
+
+    def register_webhook(self) -> None:
+        """localstripe sends its events to the app, as Stripe would (racing the return page)."""
+        body = {"url": self.base_url + "/payments/stripe/webhook/", "secret": STRIPE_KEYS["STRIPE_WEBHOOK_SECRET"]}
+        httpx.post(f"{self.stripe_url}/_config/webhooks/chaos", json=body, timeout=10).raise_for_status()
 
     def start_app(self) -> None:
         python = sys.executable
@@ -213,6 +243,7 @@ class Stack:
         for name in ("web", "worker", "beat"):
             self.procs[name].start()
         self.wait_healthy(60)
+        self.register_webhook()
 
     def wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -281,7 +312,7 @@ class Stack:
 
     def stop_all(self) -> None:
         self.stop_app()
-        for name in ("redis", "mongo"):
+        for name in ("redis", "mongo", "stripe"):
             if name in self.procs:
                 self.procs[name].stop(timeout=30)
 

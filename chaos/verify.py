@@ -26,13 +26,18 @@ class Verdict:
     seats_sold: int = 0
     carts_by_state: dict = field(default_factory=dict)
     reconcile_report: str = ""
+    paid_without_seats: int = 0
+    money_kept_unsold: int = 0  # minor units kept at Stripe beyond what sold seats are worth
+    orders_keeping_money: int = 0
+    stripe_taken: int = 0
+    stripe_refunded: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.breaches and not self.invariant_breaches
 
 
-def final_checks(stats: Stats, web_log: str) -> Verdict:
+def final_checks(stats: Stats, web_log: str, stripe_url: str | None = None) -> Verdict:
     verdict = Verdict()
     try:
         verdict.reconcile_report = str(reconcile.reconcile(grace=timedelta(0)))
@@ -58,11 +63,16 @@ def final_checks(stats: Stats, web_log: str) -> Verdict:
 
     # Every order's seats are sold.
     for order in paid:
+        unsold = 0 if order["lines"] else 1
         for line in order["lines"]:
             session = sessions.get(line["sessionId"])
             r, c = parse_seat_key(line["key"])
             if session is None or session["seats"][r][c] != SOLD:
                 verdict.breaches.append(f"order {order['ref']}: seat {line['key']} is not sold")
+                unsold += 1
+        verdict.paid_without_seats += bool(unsold)
+    if stripe_url:
+        _money_at_stripe(verdict, stripe_url)
     verdict.seats_sold = sum(len(o["lines"]) for o in paid)
 
     # Every checkout a buyer saw succeed has its order, with the seats the buyer saw, sold.
@@ -114,3 +124,45 @@ def final_checks(stats: Stats, web_log: str) -> Verdict:
 def _dedupe(lines: list[str]) -> list[str]:
     seen = set()
     return [x for x in lines if not (x in seen or seen.add(x))]
+
+
+def _money_at_stripe(verdict: Verdict, stripe_url: str) -> None:
+    """What Stripe (localstripe) says was taken and given back, per order, against what the order
+    still sells: no money kept for seats not sold, none for an order that is not paid."""
+    import httpx
+
+    headers = {"Authorization": "Bearer sk_test_chaos"}
+    intents = httpx.get(f"{stripe_url}/v1/payment_intents", params={"limit": 1000000}, headers=headers, timeout=60)
+    refunds = httpx.get(f"{stripe_url}/v1/refunds", params={"limit": 1000000}, headers=headers, timeout=60)
+    refunded_by_intent = defaultdict(int)
+    charge_intent = {}
+    taken_by_order = defaultdict(int)
+    for intent in intents.json()["data"]:
+        if intent["status"] == "succeeded":
+            taken_by_order[intent["metadata"].get("order", "")] += intent["amount"]
+            verdict.stripe_taken += intent["amount"]
+            if intent.get("latest_charge"):
+                charge = intent["latest_charge"]
+                charge_intent[charge["id"] if isinstance(charge, dict) else charge] = intent
+    by_id = {i["id"]: i for i in intents.json()["data"]}
+    for refund in refunds.json()["data"]:
+        intent = by_id.get(refund.get("payment_intent") or "") or charge_intent.get(refund.get("charge"))
+        if intent is not None:
+            refunded_by_intent[intent["metadata"].get("order", "")] += refund["amount"]
+            verdict.stripe_refunded += refund["amount"]
+    orders = {str(o["_id"]): o for o in mongo.orders().find({}, {"ref": 1, "state": 1, "lines": 1, "fee": 1})}
+    for order_id, taken in taken_by_order.items():
+        order = orders.get(order_id)
+        kept = taken - refunded_by_intent[order_id]
+        worth = 0
+        if order is not None and order["state"] in ("paid", "partially_refunded") and order["lines"]:
+            worth = sum(line["price"] - line.get("discount", 0) for line in order["lines"])
+            worth += (order.get("fee") or {}).get("amount", 0)
+        if kept != worth:
+            verdict.money_kept_unsold += max(kept - worth, 0)
+            verdict.orders_keeping_money += 1
+            ref = order["ref"] if order else order_id
+            state = order["state"] if order else "unknown"
+            verdict.breaches.append(
+                f"Stripe kept {kept / 100:.2f} for order {ref} ({state}), whose seats are worth {worth / 100:.2f}"
+            )

@@ -21,13 +21,25 @@ if [ -z "${REDIS_URL:-}" ]; then
   export REDIS_URL="redis://127.0.0.1:${redis_port}/0"
   echo "redis: redis-server --port ${redis_port} --bind 127.0.0.1 --save '' --appendonly no --dir .run" >> "$procfile"
 fi
+if [ -z "${STRIPE_SECRET_KEY:-}" ]; then
+  # No real Stripe key: card payments go to localstripe, a fake Stripe server (its own fake
+  # Stripe.js included), through the same official library. Test cards: README "Payments".
+  stripe_port=${DEV_STRIPE_PORT:-8420}
+  export STRIPE_SECRET_KEY=sk_test_localstripe STRIPE_PUBLISHABLE_KEY=pk_test_localstripe
+  export STRIPE_WEBHOOK_SECRET=${STRIPE_WEBHOOK_SECRET:-whsec_dev_localstripe}
+  export STRIPE_API_BASE="http://127.0.0.1:${stripe_port}"
+  export STRIPE_JS_URL="http://127.0.0.1:${stripe_port}/js.stripe.com/v3/"
+  echo "stripe: .venv/bin/localstripe --port ${stripe_port}" >> "$procfile"
+  echo "stripehook: .venv/bin/python manage.py localstripe_webhook --url http://127.0.0.1:${PORT}" >> "$procfile"
+fi
 # What the processes below run with, for every other manage.py command too (theater_site/settings.py
 # reads it for variables the environment lacks): operator commands reach this stack as they are.
 dev_env=.run/dev.env
 {
   echo "# Written by scripts/run.sh at each start: the dev stack's settings, read by theater_site/settings.py"
   echo "# for every variable not set in the environment. DEV_ENV_FILE= (empty) ignores this file."
-  for name in MONGODB_URI MONGODB_DB REDIS_URL SITE_URL DATABASE_URL EMAIL_URL; do
+  for name in MONGODB_URI MONGODB_DB REDIS_URL SITE_URL DATABASE_URL EMAIL_URL \
+      STRIPE_SECRET_KEY STRIPE_PUBLISHABLE_KEY STRIPE_WEBHOOK_SECRET STRIPE_API_BASE STRIPE_JS_URL; do
     if [ -n "${!name:-}" ]; then echo "${name}=${!name}"; fi
   done
 } > "$dev_env.tmp"

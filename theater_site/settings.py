@@ -321,3 +321,38 @@ CELERY_BEAT_SCHEDULE = {
         },
     },
 }
+
+# --- Payments (booking/payments/, docs/architecture.md "Payments") ---
+# Stripe: the official library with PaymentIntents. Without STRIPE_SECRET_KEY card payment is off
+# (development runs localstripe, a fake Stripe server, and points these at it: scripts/run.sh).
+STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_PUBLISHABLE_KEY = env.str("STRIPE_PUBLISHABLE_KEY", default="")
+STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="https://api.stripe.com").rstrip("/")
+STRIPE_JS_URL = env.str("STRIPE_JS_URL", default="https://js.stripe.com/v3/")
+STRIPE_TIMEOUT_SECONDS = env.float("STRIPE_TIMEOUT_SECONDS", default=20)
+# Starting payment extends the cart's hold once to this window, never past the payment cap
+# (counted from the cart's first hold).
+BOOKING_PAYMENT_WINDOW_SECONDS = env.int("BOOKING_PAYMENT_WINDOW_SECONDS", default=600)
+BOOKING_PAYMENT_CAP_SECONDS = env.int("BOOKING_PAYMENT_CAP_SECONDS", default=BOOKING_HOLD_CAP_SECONDS + 600)
+# A payment still open this long after its window ended is canceled at the provider by reconcile
+# (until then a late payment is still taken: seats bought if free, else refunded).
+BOOKING_PAYMENT_LATE_SECONDS = env.int("BOOKING_PAYMENT_LATE_SECONDS", default=1800)
+# Reconcile asks the provider about a pending payment this long after its window ended.
+BOOKING_PAYMENT_CHECK_GRACE_SECONDS = env.int("BOOKING_PAYMENT_CHECK_GRACE_SECONDS", default=60)
+# VAT in percent (prices include it). Ticket rate per theater overrides the default (staff).
+BOOKING_VAT_RATE = env.str("BOOKING_VAT_RATE", default="7")
+BOOKING_FEE = env.int("BOOKING_FEE", default=0)  # per order, minor units, VAT included; 0: none
+BOOKING_FEE_VAT_RATE = env.str("BOOKING_FEE_VAT_RATE", default="19")
+# Pay at the box office (per session, off unless staff turn it on): unpaid seats go back this
+# many minutes before the show unless the session says otherwise.
+BOOKING_BOX_OFFICE_DEADLINE_MINUTES = env.int("BOOKING_BOX_OFFICE_DEADLINE_MINUTES", default=30)
+# A refund the provider refused or could not be reached for is retried after this, doubling.
+BOOKING_REFUND_RETRY_SECONDS = env.int("BOOKING_REFUND_RETRY_SECONDS", default=300)
+BOOKING_REFUND_MAX_TRIES = env.int("BOOKING_REFUND_MAX_TRIES", default=8)
+# The seller printed on receipts.
+BOOKING_SELLER = env.str("BOOKING_SELLER", default="Stadttheater GmbH, Theaterplatz 1, 10115 Berlin")
+BOOKING_SELLER_VAT_ID = env.str("BOOKING_SELLER_VAT_ID", default="DE000000000")
+# Stripe.js comes from Stripe's address (its own rule) and talks to Stripe's API: the pages that
+# load it (checkout, a booking waiting for its card payment) add those origins to the policy above
+# for themselves (booking/payment_views.py: stripe_csp); every other page keeps 'self' only.

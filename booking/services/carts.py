@@ -38,7 +38,7 @@ def live_or_expire(cart: dict | None, now: datetime) -> dict | None:
     if is_live(cart, now):
         return cart
     if is_stale(cart, now):
-        expire_cart(cart["_id"], now, owner=cart["owner"])
+        expire_ended(cart, now)
     return None
 
 
@@ -51,9 +51,10 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | 
     settled by _id (targeted); a hold the cart never recorded (a crash between a hold's two
     writes) is left to reconcile.finish_interrupted_expiries, which the expiry task runs next."""
     now = now or clock.now()
-    # One write that answers with the cart's sessions and whether a promo code is applied.
+    # One write that answers with the cart's sessions and whether a promo code is applied. An
+    # active cart only: a paying one is expire_paying_cart's (its order expires too).
     cart = mongo.carts().find_one_and_update(
-        {"_id": cart_id, **({"owner": owner} if owner else {}), **stale_cart_filter(now)},
+        {"_id": cart_id, **({"owner": owner} if owner else {}), "state": CartState.ACTIVE, "expiresAt": {"$lte": now}},
         {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
         projection={"items.sessionId": 1, "promo.codeId": 1},
     )
@@ -64,6 +65,21 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | 
     if cart.get("promo"):
         promos.release_for_cart(cart_id)  # the promo code's use goes back (once)
     return freed
+
+
+def expire_paying_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
+    """A cart whose payment window (or box-office deadline) ended unpaid: its seats go back and
+    its order expires (a payment arriving later is still settled: services/payments.py)."""
+    from . import payments
+
+    return payments.expire_paying_cart(cart_id, now or clock.now())
+
+
+def expire_ended(cart: dict, now: datetime) -> int | None:
+    """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id, state, owner)."""
+    if cart["state"] == CartState.PAYING:
+        return expire_paying_cart(cart["_id"], now)
+    return expire_cart(cart["_id"], now, owner=cart.get("owner"))
 
 
 def session_ids_of(cart: dict) -> list[ObjectId]:
@@ -114,7 +130,7 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
     while True:
         stale = list(
             mongo.carts()
-            .find(stale_cart_filter(now), {"owner": 1})
+            .find(stale_cart_filter(now), {"state": 1, "owner": 1})
             # No _id tie-breaker: the state_expires index serves this order (with _id it would be
             # a sort in memory of every stale cart, per batch), and every stale cart is expired
             # whichever of equal ones comes first.
@@ -124,7 +140,7 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
         if not stale:
             break
         for doc in stale:
-            freed = expire_cart(doc["_id"], now, owner=doc["owner"])
+            freed = expire_ended(doc, now)
             if freed is not None:
                 report.carts_expired += 1
                 report.seats_released += freed

@@ -34,9 +34,9 @@ from ..errors import InvalidRequest, NotFound
 from ..selectors import group_sections
 from .checkout import ref_of_ticket
 
-# The order states whose tickets let people in. Payments will make orders pending_payment ->
-# paid | expired | canceled, and paid -> refunded: only paid admits.
-ADMITTING_STATES = (OrderState.PAID,)
+# The order states whose tickets let people in: paid, and partly refunded (its remaining lines;
+# a refunded ticket has left ``lines`` for ``refundedLines``: services/refunds.py).
+ADMITTING_STATES = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED)
 NOT_ADMITTING = {
     "canceled": "The booking was canceled.",
     "refunded": "The booking was refunded.",
@@ -350,10 +350,20 @@ def _by_ref(code: str) -> dict:
 
 def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -> Outcome | None:
     """Why the update did not match, read from the order. None: it would match now."""
-    order = mongo.orders().find_one({**by_ref, "lines.ticket": code}, ORDER_FIELDS)
+    order = mongo.orders().find_one(
+        {"$or": [{**by_ref, "lines.ticket": code}, {**by_ref, "refundedLines.ticket": code}]},
+        {**ORDER_FIELDS, "refundedLines": 1},
+    )
     line = _find_line(order, code) if order is not None else None
+    refunded = order is not None and line is None  # its ticket was refunded (services/refunds.py)
+    if refunded:
+        line = next((x for x in order.get("refundedLines", []) if x.get("ticket") == code), None)
     if line is None:
         return Outcome(UNKNOWN, "Unknown ticket.", hash=digest)
+    if refunded:
+        ticket = door_ticket(order, line, scope)
+        used = _used(line.get("checkedIn"))
+        return Outcome(NOT_VALID, "The ticket was refunded.", ticket, used=used, state=order["state"], hash=digest)
     ticket = door_ticket(order, line, scope)
     if line["sessionId"] not in scope.session_ids:
         session: dict = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
@@ -455,15 +465,19 @@ def door_list(scope: Scope) -> list[dict]:
     the fallback search; alone it opens nothing), whether the order admits, and the check-in so
     far. Orders that never sold (failed) are left out."""
     tickets = []
-    query = {**scope.lines_filter(), "state": {"$ne": "failed"}}
-    for order in mongo.orders().find(query, ORDER_FIELDS).batch_size(1000):
-        for line in order["lines"]:
+    # refunded tickets too (they left ``lines``: services/refunds.py), so an offline door refuses them
+    refunded = {"refundedLines.sessionId": scope.session_clause()}
+    query = {"$or": [scope.lines_filter(), refunded], "state": {"$ne": "failed"}}
+    fields = {**ORDER_FIELDS, "refundedLines": 1}
+    for order in mongo.orders().find(query, fields).batch_size(1000):
+        every = [(line, True) for line in order["lines"]] + [(x, False) for x in order.get("refundedLines", [])]
+        for line, valid in every:
             if line["sessionId"] not in scope.session_ids:
                 continue
             entry = {"h": ticket_hash(line["ticket"]), **door_ticket(order, line, scope, full_name=False)}
-            entry["ok"] = order["state"] in ADMITTING_STATES
+            entry["ok"] = valid and order["state"] in ADMITTING_STATES
             if not entry["ok"]:
-                entry["state"] = order["state"]
+                entry["state"] = order["state"] if valid else OrderState.REFUNDED
             used = _used(line.get("checkedIn"))
             if used:
                 entry["used"] = {"at": used["at"], "door": used["door"]}

@@ -1,4 +1,7 @@
-"""Checkout: a cart becomes an order with sold seats (access pattern C3: four writes).
+"""Checkout: a cart becomes an order. Since payments, ``checkout`` starts the payment
+(services/payments.py: the order waits for its money and the seats stay held until it comes);
+what follows here is the flow from before payments, kept to finish carts it began
+(``checking_out``) and for its helpers (customer details, references, ticket codes):
 
 1. cart active -> checking_out (only while its hold has not ended), with the customer's details
    and the booking reference its order will have (``orderRef``)
@@ -24,8 +27,8 @@ from django.core.validators import validate_email
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo
-from ..domain import CartState, MailState, OrderState, is_live, live_cart_filter
-from ..errors import CartExpired, CheckoutFailed, InvalidRequest, NotFound
+from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
+from ..errors import CheckoutFailed, InvalidRequest, NotFound
 from ..names import name_keys
 from ..seat_grid import SOLD, parse_seat_key
 from . import carts as cart_service
@@ -88,40 +91,12 @@ def clean_customer(name: str, email: str) -> tuple[str, str]:
     return name, email
 
 
-def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str) -> dict:
-    """Buy everything in the owner's cart. Submitting twice returns the same order."""
-    name, email = clean_customer(name, email)
-    now = clock.now()
-    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
-    if cart is None:
-        raise NotFound("You have no seats on hold.")
-    if cart["state"] in (CartState.DONE, CartState.CHECKING_OUT):
-        return finish_checkout(cart["_id"], owner)
-    if not is_live(cart, now):
-        cart_service.expire_cart(cart["_id"], now, owner=owner)
-        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
-    if not cart["items"]:
-        raise InvalidRequest("Your cart is empty.")
-    offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
-    result = mongo.carts().update_one(
-        {"_id": cart["_id"], "owner": owner, **live_cart_filter(now)},
-        {
-            "$set": {
-                "state": CartState.CHECKING_OUT,
-                "checkoutOn": now,
-                "customer": {"name": name, "email": email},
-                "orderRef": new_booking_ref(),
-            }
-        },
-    )
-    if not result.matched_count:
-        current = mongo.carts().find_one({"_id": cart["_id"], "owner": owner}, {"state": 1})
-        if current and current["state"] in (CartState.DONE, CartState.CHECKING_OUT):
-            return finish_checkout(cart["_id"], owner)  # a second submit got there first
-        cart_service.expire_cart(cart["_id"], now, owner=owner)
-        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
-    faults.point("checkout.after_cart")
-    return finish_checkout(cart["_id"], owner)
+def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str, method: str = "card") -> dict:
+    """Buy everything in the owner's cart: the order waits for its payment (``method``: "card" or
+    "box_office"; services/payments.py). Submitting twice returns the same order."""
+    from . import payments
+
+    return payments.start(owner, cart_id, name, email, method)
 
 
 def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
@@ -160,9 +135,11 @@ def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
     return order
 
 
-def _store_order(cart: dict) -> dict:
+def _store_order(cart: dict, make=None) -> dict:
     """The cart's order, stored once: under the cart's ``orderRef`` (one read by the reference,
-    one insert)."""
+    one insert). ``make(cart, ref)``: the new order's document (payments: one waiting for its
+    payment; default: this module's, paid at once)."""
+    make = make or _new_order
     ref = cart.get("orderRef")
     if ref is None:  # began checking out before carts carried their order's reference
         existing = mongo.orders().find_one({"cartId": cart["_id"]})
@@ -176,7 +153,7 @@ def _store_order(cart: dict) -> dict:
                 return existing  # stored already (a repeat, or a concurrent finisher)
             ref = _next_order_ref(cart, ref)  # another cart's order has this reference
             continue
-        order = _new_order(cart, ref)
+        order = make(cart, ref)
         try:
             mongo.orders().insert_one(order)
             return order
@@ -266,7 +243,7 @@ def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) 
         others = mongo.orders().count_documents(
             {
                 "_id": {"$ne": order["_id"]},
-                "state": OrderState.PAID,
+                "state": {"$in": list(SEAT_OWNING_ORDER_STATES)},
                 "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": sorted(keys)}}},
             }
         )

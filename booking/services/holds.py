@@ -499,10 +499,10 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
         return False
     freed = False
     for holder in mongo.carts().find({"_id": {"$in": holders}}, {"state": 1, "expiresAt": 1, "owner": 1}):
-        if is_stale(holder, now):
-            expired = cart_service.expire_cart(holder["_id"], now, owner=holder["owner"])
+        if is_stale(holder, now):  # active or paying (services/payments.py) past its hold
+            expired = cart_service.expire_ended(holder, now)
             if expired is None:
-                continue  # extended or checked out meanwhile: still live
+                continue  # extended, checked out or paid meanwhile: still live
             freed |= bool(expired)
         elif holder["state"] in HOLDING_STATES:
             continue

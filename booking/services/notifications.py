@@ -355,6 +355,7 @@ def confirmation_context(order: dict) -> dict:
         "seat_count": len(lines),
         "total": format_money_code(order["total"], currency),
         "ticket_link": ticket_link(order),
+        "receipt": bool(order.get("paidWith")),  # its PDF is attached (payments)
     }
 
 
@@ -368,4 +369,8 @@ def confirmation_message(order: dict) -> EmailMultiAlternatives:
         to=[order["email"]],
     )
     message.attach_alternative(render_to_string("booking/email/order_confirmed.html", context), "text/html")
+    if order.get("paidWith"):
+        from ..payments.pdf import receipt_pdf  # the receipt of a paid order rides along
+
+        message.attach(f"receipt-{order['ref']}.pdf", receipt_pdf(order), "application/pdf")
     return message

@@ -12,7 +12,7 @@ from bson import ObjectId
 from django.conf import settings
 
 from .. import clock, mongo
-from ..domain import CartState, OrderState
+from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
 from ..errors import Conflict, NotFound
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 from . import promos
@@ -32,6 +32,15 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
     order = mongo.orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound("No such order.")
+    unpaid = (OrderState.PENDING_PAYMENT, OrderState.EXPIRED)
+    if order.get("paidWith") or order["state"] in unpaid:
+        # Paid through a provider: the money goes back (services/refunds.py); not paid yet: the
+        # reservation ends (services/payments.py).
+        from . import payments, refunds
+
+        if order["state"] in unpaid:
+            return payments.cancel_unpaid(order_id, by=by, reason=reason)
+        return refunds.refund_tickets(order_id, reason=reason, by=by)
     if order["state"] != OrderState.PAID:
         raise Conflict(f"Order {order['ref']} is {order['state']}, not paid; there is nothing to cancel.")
     result = mongo.orders().update_one(
@@ -66,7 +75,7 @@ def release_order_seats(order: dict) -> int:
         others = mongo.orders().find(
             {
                 "_id": {"$ne": order["_id"]},
-                "state": OrderState.PAID,
+                "state": {"$in": list(SEAT_OWNING_ORDER_STATES)},  # their lines own their seats
                 "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": keys}}},
             },
             {"lines": 1},

@@ -24,7 +24,7 @@ from .. import clock, faults, mongo
 from ..domain import HOLDING_STATES, CartState, MailState, OrderState
 from ..errors import BookingError
 from . import carts as cart_service
-from . import checkout, notifications, orders, reservations
+from . import checkout, notifications, orders, payments, reservations
 
 logger = logging.getLogger("booking.reconcile")
 
@@ -40,6 +40,9 @@ class ReconcileReport:
     mails_requeued: int = 0
     mails_given_up: int = 0
     mails_retried: int = 0
+    payments_checked: int = 0  # orders whose payment reconcile asked the provider about
+    payments_settled: int = 0
+    payments_expired: int = 0
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -53,6 +56,9 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     expired = cart_service.expire_stale_carts(now)
     report.carts_expired += expired.carts_expired
     report.seats_released += expired.seats_released
+    paid = payments.reconcile_payments(now)
+    report.payments_checked, report.payments_settled = paid.checked, paid.settled + paid.finished
+    report.payments_expired = paid.expired
     _release_dead_holds(now, now - grace, report)
     _drop_lost_cart_items(now - grace, report)
     # the release_pending index (partial on seatsReleased: false) holds just these

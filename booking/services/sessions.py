@@ -9,7 +9,7 @@ from bson import ObjectId
 from django.conf import settings
 
 from .. import clock, mongo
-from ..domain import OrderState, SessionStatus
+from ..domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..layouts import category_codes_used
 from ..seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
@@ -215,7 +215,8 @@ def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str
     session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "reservations": 1})
     if session is None:
         raise NotFound("No such session.")
-    paid = list(mongo.orders().find({"state": OrderState.PAID, "lines.sessionId": session_id}, {"_id": 1}))
+    owning = {"$in": list(SEAT_OWNING_ORDER_STATES)}  # their remaining tickets: refunded (services/refunds.py)
+    paid = list(mongo.orders().find({"state": owning, "lines.sessionId": session_id}, {"_id": 1}))
     if paid and not cancel_orders:
         raise Conflict(f"This session has {len(paid)} paid orders. Confirm that they should be canceled too.")
     mongo.sessions().update_one(
@@ -225,6 +226,10 @@ def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str
         order_service.cancel_order(order["_id"], by=by, reason="Performance canceled")
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])
+    from . import payments  # orders still waiting for their money: the payment is called off
+
+    for order in mongo.orders().find({"state": OrderState.PENDING_PAYMENT, "lines.sessionId": session_id}, {"_id": 1}):
+        payments.cancel_unpaid(order["_id"], by=by, reason="Performance canceled")
     return len(paid)
 
 

@@ -12,6 +12,8 @@ from ..services import notifications
 from ..services import orders as order_service
 from . import selectors
 from .base import CHANGE, MongoModelAdmin, bound
+from .order_payments import ROUTES as PAYMENT_ROUTES
+from .order_payments import OrderPaymentsMixin
 
 
 def staff_name(user) -> str:
@@ -20,11 +22,12 @@ def staff_name(user) -> str:
     return f"{name} <{user.email}>" if user.email else name
 
 
-class OrderAdmin(MongoModelAdmin):
+class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
     routes = [
         ("", "order_list", "changelist"),
         ("<str:object_id>/change/", "order_detail", "change"),
         ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
+        *PAYMENT_ROUTES,  # refund tickets, retry a refund, paid at the box office
     ]
 
     def has_add_permission(self, request):
@@ -88,15 +91,18 @@ class OrderAdmin(MongoModelAdmin):
                     status = 409
                     form.add_error(None, exc.message)
                 else:
-                    seats = len(canceled["lines"])
+                    seats = len(canceled["lines"] or canceled.get("refundedLines", []))
+                    refunded = canceled["state"] == "refunded"  # paid through a provider: money back
+                    what = "Canceled and refunded" if refunded else "Canceled"
                     self.log(
                         request,
                         CHANGE,
                         order["_id"],
                         f"Order {order['ref']}",
-                        f"Canceled ({seats} seats free again): {form.cleaned_data['reason']}",
+                        f"{what} ({seats} seats free again): {form.cleaned_data['reason']}",
                     )
-                    messages.success(request, f"Order {order['ref']} was canceled; its {seats} seats are free again.")
+                    done = "canceled and refunded" if refunded else "canceled"
+                    messages.success(request, f"Order {order['ref']} was {done}; its {seats} seats are free again.")
                     return HttpResponseRedirect(self.url("change", order["_id"]))
         sessions = {s["_id"]: s for s in order.get("sessions", [])}
         lines = [
@@ -117,6 +123,7 @@ class OrderAdmin(MongoModelAdmin):
                 "lines": lines,
                 "form": form,
                 "cart_id": str(order["cartId"]),
+                **self.payment_context(request, order),
             },
             status=status,
         )

@@ -9,7 +9,7 @@ from bson import ObjectId
 from django.utils import timezone
 
 from .. import clock, mongo
-from ..domain import CartState, OrderState, SessionStatus
+from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState, SessionStatus
 from ..names import name_key
 from ..seat_grid import BLOCKED, FREE, HELD, SOLD, restored_states
 
@@ -171,7 +171,7 @@ def seat_owners(session: dict) -> dict[str, dict]:
         for key in reservation["seats"]:
             owners[key] = {"cart": reservation["_id"]}
     paid = mongo.orders().find(
-        {"state": OrderState.PAID, "lines.sessionId": session["_id"]},
+        {"state": {"$in": list(SEAT_OWNING_ORDER_STATES)}, "lines.sessionId": session["_id"]},  # their lines
         {"ref": 1, "name": 1, "lines.sessionId": 1, "lines.key": 1},
     )
     for order in paid:

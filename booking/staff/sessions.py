@@ -15,6 +15,7 @@ from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 from .offers import PriceTableAdminMixin
+from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
 from .seat_chart import category_legend, session_rows
 
 
@@ -23,7 +24,7 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(PriceTableAdminMixin, MongoModelAdmin):
+class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
     routes = [
         ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
         ("", "session_list", "changelist"),
@@ -35,6 +36,7 @@ class SessionAdmin(PriceTableAdminMixin, MongoModelAdmin):
         ("<str:object_id>/refresh-map/", "refresh_map", "refresh_map"),
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
         ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
+        *SESSION_ROUTES,  # pay at the box office (payments)
     ]
 
     # --- list ---
@@ -212,6 +214,7 @@ class SessionAdmin(PriceTableAdminMixin, MongoModelAdmin):
                 "form": form,
                 "session": session,
                 "counts": selectors.seat_counts(session["seats"]),
+                "box_office_form": box_office_form(session),
             },
             status=status,
         )

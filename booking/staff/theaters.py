@@ -15,6 +15,7 @@ from ..services import theaters as theater_service
 from . import selectors
 from .base import ADDITION, CHANGE, DELETION, MongoModelAdmin
 from .offers import TicketTypesAdminMixin
+from .payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
 from .seat_chart import category_legend, grid_error_context, layout_rows
 
 EXAMPLE_CATEGORIES = [
@@ -24,7 +25,7 @@ EXAMPLE_CATEGORIES = [
 EXAMPLE_GRID = "A: ssss.ssss\nB: sspp.ppss\nC: Ssss.sssS\n"
 
 
-class TheaterAdmin(TicketTypesAdminMixin, MongoModelAdmin):
+class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin):
     routes = [
         ("<str:object_id>/ticket-types/", "ticket_types", "ticket_types"),  # staff/offers.py
         ("", "theater_list", "changelist"),
@@ -34,6 +35,7 @@ class TheaterAdmin(TicketTypesAdminMixin, MongoModelAdmin):
         ("<str:object_id>/change/", "theater_change", "change"),
         ("<str:object_id>/delete/", "theater_delete", "delete"),
         ("<str:object_id>/export/", "layout_export", "export"),
+        *THEATER_ROUTES,  # VAT rates (payments)
     ]
 
     def theater_list(self, request):
@@ -73,6 +75,7 @@ class TheaterAdmin(TicketTypesAdminMixin, MongoModelAdmin):
                 "theater": theater,
                 "preview": preview_context(form, layout),
                 "sessions": selectors.sessions_of_theater(theater["_id"]) if theater else [],
+                "vat_form": vat_form(theater) if theater and "layout" in theater else None,
             },
             status=status,
         )

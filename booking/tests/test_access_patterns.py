@@ -7,8 +7,9 @@ from datetime import timedelta
 from booking import clock, mongo, selectors
 from booking.services import checkout, holds
 from booking.services.carts import expire_cart
+from booking.tests import paying
 from booking.tests.commands import counting_commands
-from booking.tests.factories import make_session
+from booking.tests.factories import make_session, make_theater
 
 ALICE = "s:alice"
 
@@ -73,12 +74,30 @@ def test_c2_release_is_two_writes():
     assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
 
 
-def test_c3_checkout_of_one_session_is_four_writes():
-    session = make_session()
+def test_c3_checkout_of_one_session_is_three_writes_and_its_payment_eight():
+    # Was four writes (cart, order, session, cart) when checkout sold the seats. Now checkout
+    # starts the payment and the seats are sold when the money is there (services/payments.py).
+    theater = make_theater()
+    paying.pay(paying.checkout_paid_setup(make_session(theater), "s:first"))  # its receipt counter exists
+    session = make_session(theater)
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
     with counting_commands() as counter:
-        checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
-    assert counter.writes == [("update", "carts"), ("insert", "orders"), ("update", "sessions"), ("update", "carts")]
+        order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    # cart active -> paying, the order, its payment's id (+ the provider's call, not MongoDB)
+    assert counter.writes == [("update", "carts"), ("insert", "orders"), ("update", "orders")]
+    means = paying.card()
+    with counting_commands() as counter:
+        paying.pay(order, means=means)
+    assert counter.writes == [
+        ("update", "orders"),  # the attempt claimed (a double submit confirms once)
+        ("update", "orders"),  # paid (after the provider said so)
+        ("update", "sessions"),  # held -> sold
+        ("update", "orders"),  # receipt: the previous number's holder rolled forward (no-op)
+        ("update", "receipt_counters"),  # receipt: the next number
+        ("update", "orders"),  # receipt: its number on the order
+        ("update", "carts"),  # done
+        ("update", "orders"),  # settled: its confirmation mail pending
+    ]
 
 
 def test_c4_expiring_a_cart_is_one_write_plus_one_per_session():

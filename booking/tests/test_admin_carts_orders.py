@@ -96,19 +96,21 @@ def test_canceling_an_order_frees_its_seats_and_records_who_and_why(manager_clie
     response = manager_client.post(url, {"reason": "Customer called, cannot come"})
     assert response.status_code == 302
     stored = mongo.orders().find_one({"_id": order["_id"]})
-    assert stored["state"] == "canceled" and stored["seatsReleased"] is True
+    # was "canceled": a paid order's money goes back through its payment now
+    assert stored["state"] == "refunded" and stored["seatsReleased"] is True
+    assert stored["refunds"][0]["status"] == "succeeded" and stored["amountRefunded"] == order["total"]
     assert stored["canceledBy"] == "manager <manager@theater.example>"
     assert stored["cancelReason"] == "Customer called, cannot come"
     seats = mongo.sessions().find_one({"_id": session["_id"]})
     assert seats["seats"][0][:2] == [FREE, FREE] and seats["seatsAvailable"] == 24
     entry = last_log("order")
     assert entry.object_id == str(order["_id"]) and entry.object_repr == f"Order {order['ref']}"
-    assert entry.change_message == "Canceled (2 seats free again): Customer called, cannot come"
+    assert entry.change_message == "Canceled and refunded (2 seats free again): Customer called, cannot come"
     assert_consistent()
 
     again = manager_client.post(url, {"reason": "twice"})
     assert again.status_code == 409
-    assert "is canceled, not paid" in again.content.decode()
+    assert "is refunded; there is nothing to refund" in again.content.decode()
     assert_consistent()
 
 
@@ -164,3 +166,64 @@ def test_re_send_needs_the_change_permission(client):
     assert "Re-send the confirmation mail" not in page
     assert client.post(f"/admin/booking/order/{order['_id']}/resend-mail/", {"round": "0"}).status_code == 403
     assert mongo.orders().find_one({"_id": order["_id"]}).get("mailRound") is None
+
+
+def test_staff_refund_some_tickets_and_see_the_refund(manager_client, manager):
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    url = f"/admin/booking/order/{order['_id']}/change/"
+    page = manager_client.get(url).content.decode()
+    assert "Refund tickets" in page and order["paidWith"]["id"] in page
+    refund = f"/admin/booking/order/{order['_id']}/refund/"
+    assert manager_client.post(refund, {"reason": "x"}, follow=True).status_code == 200  # no ticket chosen
+    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "paid"
+    ticket = order["lines"][0]["ticket"]
+    response = manager_client.post(refund, {"tickets": [ticket], "reason": "seat broken"}, follow=True)
+    assert "Refunded 1 ticket" in response.content.decode()
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["state"] == "partially_refunded" and stored["refunds"][0]["status"] == "succeeded"
+    assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][0][:2] == [FREE, 2]
+    page = response.content.decode()
+    assert "Refunds (1)" in page and "seat broken" in page and "succeeded" in page
+    assert last_log("order").change_message.startswith("Refunded 1 ticket (20.00 EUR): seat broken")
+    assert_consistent()
+
+
+def test_staff_see_a_failed_refund_and_retry_it(manager_client, monkeypatch):
+    from booking.payments import base
+    from booking.payments.stripe_provider import StripeProvider
+
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    original = StripeProvider.refund
+    monkeypatch.setattr(StripeProvider, "refund", lambda *a, **k: (_ for _ in ()).throw(base.ProviderError("timeout")))
+    url = f"/admin/booking/order/{order['_id']}/change/"
+    manager_client.post(url, {"reason": "sick"})
+    page = manager_client.get(url).content.decode()
+    assert "failed" in page and "timeout" in page and "Retry refund" in page
+    monkeypatch.setattr(StripeProvider, "refund", original)
+    [refund] = mongo.orders().find_one({"_id": order["_id"]})["refunds"]
+    retry = f"/admin/booking/order/{order['_id']}/retry-refund/"
+    assert manager_client.post(retry, {"refund": "rnothing"}).status_code == 400
+    response = manager_client.post(retry, {"refund": refund["_id"]}, follow=True)
+    assert "The refund went through." in response.content.decode()
+    assert mongo.orders().find_one({"_id": order["_id"]})["refunds"][0]["status"] == "succeeded"
+    assert_consistent()
+
+
+def test_staff_mark_a_box_office_reservation_paid_at_the_counter(manager_client):
+    from booking.services import checkout
+
+    session = make_session()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    cart = holds.hold_seats(session["_id"], "s:guest", None, ["0:0", "0:1"])
+    order = checkout.checkout("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
+    url = f"/admin/booking/order/{order['_id']}/change/"
+    page = manager_client.get(url).content.decode()
+    assert "Pay at the box office" in page and "Mark paid at the box office" in page
+    response = manager_client.post(f"/admin/booking/order/{order['_id']}/mark-paid/", follow=True)
+    assert f"Order {order['ref']} is paid (40.00 EUR)" in response.content.decode()
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["state"] == "paid" and stored["paidWith"]["by"] == "manager <manager@theater.example>"
+    assert "Mark paid at the box office" not in response.content.decode()
+    assert_consistent()

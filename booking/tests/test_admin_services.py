@@ -4,9 +4,10 @@ from booking import mongo
 from booking.domain import CartState
 from booking.invariants import check_invariants
 from booking.seat_grid import FREE
-from booking.services import checkout, holds
+from booking.services import holds
 from booking.services.carts import force_expire_cart
 from booking.tests.factories import make_session
+from booking.tests.paying import checkout_paid
 
 
 def test_force_expire_frees_the_seats_of_an_active_cart_at_once():
@@ -27,7 +28,7 @@ def test_force_expire_frees_the_seats_of_an_active_cart_at_once():
 def test_force_expire_leaves_a_checked_out_cart_alone():
     session = make_session()
     hold = holds.hold_seats(session["_id"], "s:buyer", None, ["0:0"])
-    checkout.checkout("s:buyer", hold.cart_id, "Ada", "ada@example.com")
+    checkout_paid("s:buyer", hold.cart_id, "Ada", "ada@example.com")
 
     assert force_expire_cart(hold.cart_id) is None
     assert mongo.carts().find_one({"_id": hold.cart_id})["state"] == CartState.DONE

@@ -250,7 +250,9 @@ def test_cancel_is_refused_while_orders_exist_unless_confirmed(manager_client):
     assert response.status_code == 302
     stored = mongo.sessions().find_one({"_id": session["_id"]})
     assert stored["status"] == "canceled" and stored["seatsAvailable"] == 24
-    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "canceled"
+    canceled = mongo.orders().find_one({"_id": order["_id"]})
+    assert canceled["state"] == "refunded"  # was "canceled": the money goes back through its payment
+    assert canceled["refunds"][0]["status"] == "succeeded" and canceled["amountRefunded"] == canceled["total"]
     assert last_log("session").change_message == "Canceled the session and canceled 1 paid order."
     assert_consistent()
 

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from booking import clock, mongo
 from booking.services import waiting_room
+from booking.tests.admin_support import last_log, make_staff
 from booking.tests.factories import make_session, make_theater
-from booking.tests.test_admin_support import last_log, make_staff
 
 pytestmark = pytest.mark.django_db
 

@@ -3,12 +3,14 @@ from datetime import timedelta
 import pytest
 
 from booking import clock, mongo, selectors
-from booking.errors import CartExpired, CheckoutFailed, Conflict, InvalidRequest, NotFound
+from booking.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.invariants import check_invariants
-from booking.seat_grid import FREE, SOLD
-from booking.services import checkout, holds, orders
+from booking.seat_grid import FREE, HELD, SOLD
+from booking.services import checkout, holds, orders, payments
 from booking.services.checkout import REF_ALPHABET
 from booking.tests.factories import make_session
+from booking.tests.localstripe import VISA, card
+from booking.tests.paying import checkout_paid, pay
 
 ALICE = "s:alice"
 
@@ -17,16 +19,20 @@ def hold(session, keys, owner=ALICE, cart_id=None):
     return holds.hold_seats(session["_id"], owner, cart_id, keys).cart_id
 
 
-def test_checkout_sells_the_seats_and_stores_one_order_with_tickets():
+def test_checkout_stores_one_order_with_tickets_and_paying_sells_the_seats():
     session = make_session()
     cart_id = hold(session, ["1:2", "1:3"])
     order = checkout.checkout(ALICE, cart_id, "  Ada   Lovelace ", "ADA@example.com")
     assert order["name"] == "Ada Lovelace" and order["email"] == "ada@example.com"
     assert len(order["ref"]) == 8 and set(order["ref"]) <= set(REF_ALPHABET)
-    assert order["total"] == 7000 and order["state"] == "paid"
+    assert order["total"] == 7000 and order["state"] == "pending_payment"  # was "paid": now it waits for the money
     assert [(line["row"], line["seat"], line["cat"]) for line in order["lines"]] == [("B", "3", "p"), ("B", "4", "p")]
     tickets = [line["ticket"] for line in order["lines"]]
     assert len(set(tickets)) == 2 and all(len(t) >= 20 for t in tickets)
+    assert selectors.get_session(session["_id"])["seats"][1][2:4] == [HELD, HELD]  # held while paying
+    assert mongo.carts().find_one({"_id": cart_id})["state"] == "paying"
+    order = pay(order)
+    assert order["state"] == "paid"
     fresh = selectors.get_session(session["_id"])
     assert fresh["seats"][1][2:4] == [SOLD, SOLD]
     assert fresh["reservations"] == []
@@ -75,23 +81,27 @@ def test_someone_elses_cart_is_not_found():
 def test_checkout_fails_cleanly_when_the_hold_was_lost():
     session = make_session()
     cart_id = hold(session, ["0:0", "0:1"])
-    # staff cancel the session's holds behind the cart's back
+    # staff cancel the session's holds behind the cart's back, and someone else takes a seat
     from booking.services import reservations
 
     reservations.settle(session["_id"], cart_id)
-    with pytest.raises(CheckoutFailed):
-        checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com")
-    assert mongo.orders().find_one({"cartId": cart_id})["state"] == "failed"
+    hold(session, ["0:0"], owner="s:bob")
+    order = checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com")
+    failed = payments.pay_with_card(order["_id"], ALICE, card(VISA))
+    # was CheckoutFailed before any money; now the payment is taken and goes straight back
+    assert failed.status == "refunded" and failed.order["refunds"][0]["status"] == "succeeded"
+    assert mongo.orders().find_one({"cartId": cart_id})["state"] == "refunded"
     assert mongo.carts().find_one({"_id": cart_id})["state"] == "canceled"
+    assert selectors.get_session(session["_id"])["seats"][0][:2] == [HELD, FREE]  # Bob's, and free
     assert check_invariants() == []
 
 
 def test_cancel_order_frees_its_seats():
     session = make_session()
     cart_id = hold(session, ["0:0", "0:1"])
-    order = checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com")
+    order = checkout_paid(ALICE, cart_id, "Ada", "ada@example.com")
     canceled = orders.cancel_order(order["_id"], by="staff")
-    assert canceled["state"] == "canceled" and canceled["seatsReleased"]
+    assert canceled["state"] == "refunded" and canceled["seatsReleased"]  # was "canceled": the money goes back
     fresh = selectors.get_session(session["_id"])
     assert fresh["seats"][0][:2] == [FREE, FREE]
     assert fresh["seatsAvailable"] == session["seatsAvailable"]

@@ -13,7 +13,7 @@ from django.urls import reverse
 from pymongo import MongoClient, monitoring
 
 from booking import mongo, push
-from booking.seatmap import FREE, HELD
+from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session
 
@@ -188,7 +188,7 @@ def test_a_broken_stream_reopens_from_its_token(hub):
     run(scenario)
 
 
-def test_standalone_mongodb_refuses_change_streams_and_pages_poll(client, settings):
+def test_standalone_mongodb_refuses_change_streams_and_pages_poll(client, settings, monkeypatch):
     from devmongo import DevMongoServer
 
     server = DevMongoServer(port=0).start()  # no --replset: $changeStream answers 40573
@@ -198,11 +198,9 @@ def test_standalone_mongodb_refuses_change_streams_and_pages_poll(client, settin
         assert standalone.available(wait=5) is False
         assert standalone.state == push.UNAVAILABLE
         session = make_session()
-        previous, push._hub = push._hub, standalone
-        try:
+        with monkeypatch.context() as patched:
+            patched.setattr(push, "_hub", standalone)
             answer = in_thread(client.get, reverse("booking:seat_live", kwargs={"session_id": str(session["_id"])}))
-        finally:
-            push._hub = previous
         assert answer.status_code == 204  # EventSource stops; the page keeps its htmx poll
         page = client.get(reverse("booking:session", kwargs={"session_id": str(session["_id"])})).content.decode()
         assert 'hx-trigger="every 2000ms"' in page

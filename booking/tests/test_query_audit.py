@@ -19,12 +19,11 @@ from booking.invariants import check_invariants
 from booking.services import carts as cart_service
 from booking.services import checkin, holds, notifications, reconcile, retention
 from booking.staff import selectors as staff
+from booking.tests import admin_support as support
 from booking.tests import query_audit
-from booking.tests import test_admin_support as support
 from booking.tests.factories import make_session
 
 pytestmark = pytest.mark.django_db
-manager, manager_client = support.manager, support.manager_client  # the shared fixtures
 
 # Scans the app sends on purpose, each bounded or an operator's tool, each with a hint on _id_
 # (an index scan: notablescan lets it through, and a reader of the code sees the choice).

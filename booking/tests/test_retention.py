@@ -15,11 +15,10 @@ from booking.seat_grid import FREE, GAP, SOLD
 from booking.services import carts as cart_service
 from booking.services import holds, orders, retention
 from booking.staff import selectors as staff
-from booking.tests import test_admin_support as support
+from booking.tests import admin_support as support
 from booking.tests.factories import make_session
 
 pytestmark = pytest.mark.django_db
-manager, manager_client = support.manager, support.manager_client  # the shared fixtures
 
 
 def test_ended_carts_carry_the_date_their_ttl_counts_from(settings):

@@ -10,10 +10,11 @@ from booking.demo_stadium import create_match, create_stadium, stadium_sections
 from booking.errors import InvalidLayout
 from booking.invariants import check_invariants
 from booking.layouts import validate_sections
-from booking.services import checkout, holds
+from booking.services import holds
 from booking.services.carts import expire_cart
 from booking.tests.commands import counting_commands
 from booking.tests.factories import make_session
+from booking.tests.paying import checkout_paid
 
 ALICE, BOB = "s:alice", "s:bob"
 
@@ -61,7 +62,7 @@ def test_hold_checkout_and_expiry_work_on_section_documents():
     second = mongo.sessions().find_one({"performanceId": first["performanceId"], "section.index": 1})
     cart = holds.hold_seats(first["_id"], ALICE, None, ["1:0", "1:1"])
     holds.hold_seats(second["_id"], ALICE, cart.cart_id, ["2:0", "2:1"])
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = checkout_paid(ALICE, cart.cart_id, "Ada", "ada@example.com")
     assert {line["sessionId"] for line in order["lines"]} == {first["_id"], second["_id"]}
     other = holds.hold_seats(second["_id"], BOB, None, ["3:0", "3:1"])
     mongo.carts().update_one({"_id": other.cart_id}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})

@@ -16,11 +16,12 @@ from django.core.management import CommandError, call_command
 from booking import clock, faults, mongo
 from booking.invariants import check_invariants
 from booking.seat_grid import FREE
-from booking.services import checkout, holds, notifications
+from booking.services import holds, notifications
 from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import finish_interrupted_expiries, reconcile
 from booking.tasks import mail_retry_countdown
 from booking.tests.factories import make_session
+from booking.tests.paying import checkout_paid
 from theater_site.celery import app as celery_app
 
 ALICE = "s:alice"
@@ -41,7 +42,7 @@ def empty_queue():
 
 def buy(session, seats=("1:2", "1:3"), owner=ALICE, email="alice@example.org"):
     cart = holds.hold_seats(session["_id"], owner, None, list(seats))
-    return checkout.checkout(owner, cart.cart_id, "Alice Example", email)
+    return checkout_paid(owner, cart.cart_id, "Alice Example", email)
 
 
 def cells(session, keys):
@@ -122,7 +123,7 @@ def test_while_one_worker_is_sending_another_does_not_send_too():
 def test_a_customer_name_cannot_inject_html_into_the_mail():
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
-    order = checkout.checkout(ALICE, cart.cart_id, "<script>x</script>", "a@example.org")
+    order = checkout_paid(ALICE, cart.cart_id, "<script>x</script>", "a@example.org")
     notifications.send_confirmation(order["_id"])
     html = mail.outbox[0].alternatives[0][0]
     assert "<script>" not in html and "&lt;script&gt;" in html

@@ -12,6 +12,7 @@ from booking import buyer, clock, mongo, selectors
 from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session, make_theater
+from booking.tests.localstripe import VISA, card
 
 pytestmark = pytest.mark.django_db
 
@@ -322,6 +323,10 @@ def test_checkout_errors_inline_then_confirmation_with_tickets(client, session):
     assert ok.status_code == 302
     order = mongo.orders().find_one({})
     assert ok["Location"] == url("order", ref=order["ref"])
+    waiting = client.get(ok["Location"]).content.decode()  # since payments: the card form first
+    assert order["ref"] in waiting and "Pay €40" in waiting and "data-card-form" in waiting
+    paid = client.post(url("pay", ref=order["ref"]), {"payment_method": card(VISA)})
+    assert paid.json()["status"] == "paid" and paid.json()["redirect"] == ok["Location"]
     page = client.get(ok["Location"]).content.decode()
     assert order["ref"] in page and "€40" in page
     assert "Ada &lt;b&gt;Lovelace&lt;/b&gt;" in page and "<b>Lovelace" not in page

@@ -12,7 +12,7 @@ from django.urls import reverse
 from booking import buyer, clock, mongo, selectors
 from booking.services import admission, waiting_room
 from booking.tests.factories import make_session
-from conftest import free_port
+from booking.tests.ports import free_port
 
 pytestmark = pytest.mark.django_db
 

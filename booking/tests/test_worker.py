@@ -237,10 +237,11 @@ CHECKOUT_WITHOUT_REDIS = """
 import os, sys, time, django
 django.setup()
 from bson import ObjectId
-from booking.services import checkout, holds
+from booking.services import holds
+from booking.tests.paying import checkout_paid  # checkout, then the card payment (localstripe)
 t = time.monotonic()
 cart = holds.hold_seats(ObjectId(sys.argv[1]), "s:offline", None, ["0:0", "0:1"])
-order = checkout.checkout("s:offline", cart.cart_id, "Olga Offline", "olga@example.org")
+order = checkout_paid("s:offline", cart.cart_id, "Olga Offline", "olga@example.org")
 print("ORDER", order["ref"], round(time.monotonic() - t, 2))
 """
 

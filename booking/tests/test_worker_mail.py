@@ -18,10 +18,11 @@ from django.core import mail
 from django.core.management import CommandError, call_command
 
 from booking import mongo
-from booking.services import checkout, holds, notifications
+from booking.services import holds, notifications
 from booking.services.reconcile import reconcile
 from booking.tasks import send_order_confirmation
 from booking.tests.factories import make_session
+from booking.tests.paying import checkout_paid
 from theater_site.celery import app as celery_app
 
 pytestmark = pytest.mark.slow
@@ -103,7 +104,7 @@ def wait_until(condition, timeout: float, what: str):
 def buy(email="alice@example.org"):
     session = make_session()
     cart = holds.hold_seats(session["_id"], "s:alice", None, ["0:0", "0:1"])
-    return checkout.checkout("s:alice", cart.cart_id, "Alice Example", email)  # queues the mail task
+    return checkout_paid("s:alice", cart.cart_id, "Alice Example", email)  # queues the mail task
 
 
 def mail_state(order) -> str:

@@ -1,14 +1,19 @@
-"""Real Chromium (the session's one, tests/conftest.py) against pytest-django's live server.
+"""Real Chromium (the session's one, the root conftest.py) against pytest-django's live server.
 
 MongoDB and Redis come from the root conftest. Screenshots of every step go to
 test-artifacts/browser/ so a person can look at what the buyer saw.
 """
 
+import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+
+# Playwright's sync API keeps an event loop in this thread; the test database teardown is plain
+# synchronous code and safe here.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 

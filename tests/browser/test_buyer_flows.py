@@ -51,13 +51,20 @@ def test_full_purchase(new_page, shot, show):
 
     summary.get_by_role("link", name="Check out").click()
     expect(page.get_by_role("heading", name="Checkout")).to_be_visible()
-    page.get_by_role("button", name=re.compile("Buy 2 tickets")).click()
+    page.get_by_role("button", name=re.compile("2 tickets for €44")).click()  # was "Buy 2 tickets"
     expect(page.get_by_text("Please enter your name.")).to_be_visible()
     shot(page, "checkout-errors")
 
     page.get_by_label("Name").fill("Ada Lovelace")
     page.get_by_label("E-mail").fill("ada@example.com")
-    page.get_by_role("button", name=re.compile("Buy 2 tickets")).click()
+    page.get_by_role("button", name=re.compile("2 tickets for €44")).click()
+    # since payments: the card form on the same page (card payments: tests/browser/test_card_payment.py)
+    element = page.locator("[data-card-element]")
+    element.get_by_placeholder("number").fill("4242424242424242")
+    element.get_by_placeholder("exp_month").fill("12")
+    element.get_by_placeholder("exp_year").fill("34")
+    element.get_by_placeholder("cvc").fill("123")
+    page.get_by_role("button", name="Pay €44").click()
     expect(page.get_by_role("heading", name="You're going to the theater!")).to_be_visible()
     expect(page.locator(".ref-code")).to_have_text(re.compile(r"^[A-Z2-9]{8}$"))
     tickets = page.locator(".tickets .ticket")

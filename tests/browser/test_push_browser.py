@@ -3,6 +3,7 @@ releases: through push (Server-Sent Events, no map polls sent), and through poll
 disabled by the page's ``?push=0``."""
 
 import re
+import socket
 import threading
 import time
 
@@ -16,6 +17,12 @@ from booking.tests.factories import make_session, make_theater
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture
 def asgi_url(live_server):
     """The site under uvicorn (ASGI) in a thread of this process: same settings and test database
@@ -23,8 +30,6 @@ def asgi_url(live_server):
     import uvicorn
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
     from django.core.asgi import get_asgi_application
-
-    from conftest import free_port
 
     push.reset_hub()
     port = free_port()

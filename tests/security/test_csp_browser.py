@@ -3,6 +3,7 @@ and the map and cart update), nothing on the buyer's pages or the staff site is 
 talks only to its own origin. Debian's Chromium through Playwright; screenshots go to
 test-artifacts/security/."""
 
+import os
 import re
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from playwright.sync_api import expect
 from booking.tests.factories import make_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API keeps a loop here
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "security"
 
@@ -25,7 +28,7 @@ def _settings(settings):
 @pytest.fixture
 def in_browser(chromium, live_server):
     """in_browser(steps) runs steps(page, refused) in a browser context of its own (in the
-    session's Chromium, tests/conftest.py) and returns its result."""
+    session's Chromium, the root conftest.py) and returns its result."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
     def run(steps):

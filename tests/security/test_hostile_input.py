@@ -363,13 +363,20 @@ def test_script_in_a_name_is_stored_as_text_and_shown_escaped(session, held_by_a
 
 
 def test_checkout_replayed_after_success_buys_nothing_more(session, held_by_alice):
+    from booking.tests.localstripe import card
+
     first = _checkout(held_by_alice, "Alice", "alice@example.org")
     assert first.status_code == 302 and "/orders/" in first["Location"]
+    ref = first["Location"].rstrip("/").rsplit("/", 1)[1]
+    paid = held_by_alice.post(f"/orders/{ref}/pay", {"payment_method": card()}, **csrf(held_by_alice))
+    assert paid.json()["status"] == "paid"  # since payments, success is the payment
     before = snapshot()
     again = _checkout(held_by_alice, "Alice", "alice@example.org")
     assert again.status_code == 302
-    assert "/orders/" not in again["Location"]
-    assert "no seats on hold" in held_by_alice.get(again["Location"]).content.decode()
+    assert again["Location"] == first["Location"]  # the same order, paid once; the cart is forgotten now
+    once_more = _checkout(held_by_alice, "Alice", "alice@example.org")
+    assert "/orders/" not in once_more["Location"]
+    assert "no seats on hold" in held_by_alice.get(once_more["Location"]).content.decode()
     assert_unchanged(before, snapshot())
     assert mongo.orders().count_documents({}) == 1
 

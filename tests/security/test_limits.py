@@ -18,8 +18,9 @@ from django.urls import reverse
 from booking import mongo, ratelimits, selectors
 from booking.errors import TooManySeats
 from booking.seat_grid import FREE, HELD
-from booking.services import checkout, holds
+from booking.services import holds
 from booking.tests.factories import make_session
+from booking.tests.paying import checkout_paid
 
 ROOT = Path(__file__).resolve().parents[2]
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -130,7 +131,7 @@ def test_booking_lookups_stay_limited_while_redis_is_down(settings, redis_down):
     settings.BOOKING_LOOKUP_RATE = "2/m"
     session = make_session()
     held = holds.hold_seats(session["_id"], "s:ada", None, ["0:0"])
-    real = checkout.checkout("s:ada", held.cart_id, "Ada", "ada@example.org")["ref"]
+    real = checkout_paid("s:ada", held.cart_id, "Ada", "ada@example.org")["ref"]
     for ref in (real, "ZZZZZZZZ" if real != "ZZZZZZZZ" else "YYYYYYYY"):
         address = new_address()
         link = reverse("booking:order", kwargs={"ref": ref}) + "?email=guess@example.org"
@@ -207,7 +208,7 @@ def test_the_mails_link_is_rate_limited_too(settings):
     settings.BOOKING_LOOKUP_RATE = "2/m"
     session = make_session()
     held = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
-    order = checkout.checkout("s:ada", held.cart_id, "Ada", "ada@example.org")
+    order = checkout_paid("s:ada", held.cart_id, "Ada", "ada@example.org")
     address = new_address()
     link = reverse("booking:order", kwargs={"ref": order["ref"]})
     assert buyer(address).get(link + "?email=wrong@example.org").status_code == 404

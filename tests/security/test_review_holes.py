@@ -13,8 +13,9 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from booking import clock, mongo
-from booking.services import checkout, holds, notifications, reconcile
+from booking.services import holds, notifications, reconcile
 from booking.tests.factories import make_theater
+from booking.tests.paying import checkout_paid
 
 from .support import assert_unchanged, buyer_client, csrf, snapshot
 
@@ -204,7 +205,7 @@ def test_a_sectioned_venues_export_says_it_cannot_be_imported_here():
 
 def _paid_order(session, email="ada@example.org") -> dict:
     held = holds.hold_seats(session["_id"], "s:ada", None, ["0:0"])
-    return checkout.checkout("s:ada", held.cart_id, "Ada", email)
+    return checkout_paid("s:ada", held.cart_id, "Ada", email)
 
 
 @pytest.mark.parametrize("page", ["order", "order_tickets"])

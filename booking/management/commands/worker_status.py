@@ -34,6 +34,7 @@ class Command(BaseCommand):
         out.write(f"checkouts in progress:        {backlog['checking_out']}")
         out.write(f"confirmation mails pending:   {backlog['mails_pending']}")
         self.write_failed_mails(backlog)
+        self.write_refunds()
         if no_ping:
             return
         try:
@@ -73,3 +74,16 @@ class Command(BaseCommand):
             self.stdout.write(f"  ... and {failed - len(shown)} more")
         if given_up:
             self.stdout.write("  re-send one on purpose: manage.py resend_confirmation <REF>")
+
+    def write_refunds(self) -> None:
+        """Refunds not done yet (services/refunds.py): money owed back; failed ones are retried."""
+        from booking.services.refunds import failed_refunds
+
+        owed = failed_refunds(limit=20)
+        line = f"refunds not done yet:         {len(owed)}"
+        self.stdout.write(self.style.WARNING(line) if owed else line)
+        for refund in owed:
+            retry = refund.get("retryAt")
+            status = refund["status"] + (f", next try {retry:%Y-%m-%d %H:%M} UTC" if retry else ", waits for staff")
+            why = f": {refund['failure']}" if refund.get("failure") else ""
+            self.stdout.write(f"  {refund['ref']}  {refund['amount'] / 100:.2f}  {status}{why}")

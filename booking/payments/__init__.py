@@ -1,0 +1,30 @@
+"""Payments: the provider interface (base.py), the providers shipped (Stripe, box office), money
+with VAT (money.py), receipt numbers (receipts.py) and the receipt PDF (pdf.py).
+
+The flow that uses them (an order's payment from start to paid, refunds, reconcile) is a service:
+booking/services/payments.py and booking/services/refunds.py.
+"""
+
+from .base import Provider
+from .box_office import BoxOfficeProvider
+from .stripe_provider import StripeProvider
+
+CARD = "card"
+BOX_OFFICE = "box_office"
+
+_PROVIDERS: dict[str, Provider] = {"stripe": StripeProvider(), "box_office": BoxOfficeProvider()}
+# How the buyer pays -> who takes the money. Another card provider (Mollie, PayPal) is a module
+# with a Provider subclass and one line here.
+METHOD_PROVIDER = {CARD: "stripe", BOX_OFFICE: "box_office"}
+
+
+def provider(name: str) -> Provider:
+    return _PROVIDERS[name]
+
+
+def for_method(method: str) -> Provider:
+    return _PROVIDERS[METHOD_PROVIDER[method]]
+
+
+def card_available() -> bool:
+    return for_method(CARD).is_configured()

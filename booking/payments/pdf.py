@@ -1,0 +1,174 @@
+"""The receipt (invoice) of a paid order as a PDF, made with ReportLab.
+
+ReportLab, not WeasyPrint: it is pure Python (its wheels carry everything), so the web and worker
+processes need no system libraries; WeasyPrint renders HTML well but needs Pango, HarfBuzz and
+fontconfig from the system, which the slim images and the test machines here do not have. A
+receipt is a small table, which ReportLab's platypus lays out directly.
+
+The standard PDF fonts (Helvetica) are used: they need no font files and cover the euro sign.
+"""
+
+import io
+from xml.sax.saxutils import escape
+
+from django.conf import settings
+from django.utils import timezone
+from reportlab.lib import colors
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.styles import getSampleStyleSheet
+from reportlab.lib.units import mm
+from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+
+from . import money, receipts
+
+METHODS = {"stripe": "Card (Stripe)", "box_office": "Paid at the box office"}
+
+
+def _when(value) -> str:
+    return timezone.localtime(value).strftime("%d.%m.%Y %H:%M") if value else ""
+
+
+def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bool = False) -> list[list]:
+    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    rows = []
+    for line in lines:
+        session = sessions.get(line["sessionId"], {})
+        category = (session.get("categories") or {}).get(line["cat"], line["cat"])
+        rows.append(
+            [
+                cell(session.get("name") or "Performance"),
+                cell(_when(session.get("start"))),
+                cell(f"Row {line['row']}, seat {line['seat']}" + (" <i>(refunded)</i>" if refunded else ""), raw=True),
+                cell(category),
+                f"{money.rate_text(line.get('vat', settings.BOOKING_VAT_RATE))} %",
+                money.format_money(line["price"], currency),
+            ]
+        )
+    return rows
+
+
+def sale_breakdown(order: dict) -> list[money.VatLine]:
+    """VAT of the sale as it was paid: every line, refunded ones too, and the fee."""
+    every = {**order, "lines": [*order.get("lines", []), *order.get("refundedLines", [])]}
+    return money.order_breakdown(every)
+
+
+def receipt_pdf(order: dict) -> bytes:
+    currency = order.get("currency", settings.BOOKING_CURRENCY)
+    styles = getSampleStyleSheet()
+    small = styles["BodyText"].clone("small", fontSize=8, leading=10, textColor=colors.HexColor("#555555"))
+    out = io.BytesIO()
+    doc = SimpleDocTemplate(
+        out,
+        pagesize=A4,
+        leftMargin=18 * mm,
+        rightMargin=18 * mm,
+        topMargin=18 * mm,
+        bottomMargin=18 * mm,
+        title=f"Receipt {receipts.receipt_label(order)}",
+        author=settings.BOOKING_SELLER.split(",")[0],
+    )
+    story = [
+        Paragraph(escape(settings.BOOKING_SELLER), small),
+        Paragraph(f"VAT ID {escape(settings.BOOKING_SELLER_VAT_ID)}", small),
+        Spacer(1, 8 * mm),
+        Paragraph(f"Receipt {escape(receipts.receipt_label(order) or '(not numbered yet)')}", styles["Title"]),
+    ]
+    facts = [
+        ["Booking reference", order["ref"]],
+        ["Date", _when(order.get("paidOn") or order.get("createdOn"))],
+        ["Customer", order.get("name", "")],
+        ["E-mail", order.get("email", "")],
+        ["Payment", METHODS.get((order.get("paidWith") or {}).get("provider", ""), "")],
+    ]
+    story.append(Table(facts, colWidths=[45 * mm, None], hAlign="LEFT"))
+    story.append(Spacer(1, 6 * mm))
+
+    body = styles["BodyText"].clone("cell", fontSize=9, leading=11)
+
+    def cell(text: str, raw: bool = False) -> Paragraph:
+        return Paragraph(text if raw else escape(str(text)), body)
+
+    header = [["Performance", "Date", "Seat", "Category", "VAT", "Price"]]
+    rows = _line_rows(order, order.get("lines", []), currency, cell)
+    rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded=True)
+    discount = sum(line.get("discount", 0) for line in [*order.get("lines", []), *order.get("refundedLines", [])])
+    if discount:
+        rows.append(["Promo code", "", "", "", "", money.format_money(-discount, currency)])
+    fee = order.get("fee") or {}
+    if fee.get("amount"):
+        rows.append(
+            ["Booking fee", "", "", "", f"{money.rate_text(fee['vat'])} %", money.format_money(fee["amount"], currency)]
+        )
+    paid = (order.get("paidWith") or {}).get("amount", order.get("total", 0))
+    rows.append(["Total paid", "", "", "", "", money.format_money(paid, currency)])
+    table = Table(header + rows, colWidths=[44 * mm, 31 * mm, 33 * mm, 24 * mm, 14 * mm, 28 * mm], repeatRows=1)
+    table.setStyle(
+        TableStyle(
+            [
+                ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold"),
+                ("FONTNAME", (0, -1), (-1, -1), "Helvetica-Bold"),
+                ("FONTSIZE", (0, 0), (-1, -1), 9),
+                ("LINEBELOW", (0, 0), (-1, 0), 0.6, colors.black),
+                ("LINEABOVE", (0, -1), (-1, -1), 0.6, colors.black),
+                ("ALIGN", (4, 0), (-1, -1), "RIGHT"),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            ]
+        )
+    )
+    story += [table, Spacer(1, 6 * mm)]
+
+    vat_rows = [["VAT rate", "Net", "VAT", "Gross"]]
+    for line in sale_breakdown(order):
+        vat_rows.append(
+            [
+                f"{line.rate} %",
+                money.format_money(line.net, currency),
+                money.format_money(line.vat, currency),
+                money.format_money(line.gross, currency),
+            ]
+        )
+    vat_table = Table(vat_rows, colWidths=[30 * mm, 30 * mm, 30 * mm, 30 * mm], hAlign="LEFT")
+    vat_table.setStyle(
+        TableStyle(
+            [
+                ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold"),
+                ("FONTSIZE", (0, 0), (-1, -1), 9),
+                ("LINEBELOW", (0, 0), (-1, 0), 0.6, colors.black),
+                ("ALIGN", (1, 0), (-1, -1), "RIGHT"),
+            ]
+        )
+    )
+    story += [vat_table, Spacer(1, 4 * mm)]
+
+    refunds = [r for r in order.get("refunds", []) if r.get("status") == "succeeded"]
+    if refunds:
+        story.append(Paragraph("Refunds", styles["Heading3"]))
+        refund_rows = [
+            [_when(r.get("doneOn")), cell(r.get("reason", "")), money.format_money(-r["amount"], currency)]
+            for r in refunds
+        ]
+        back = sum(r["amount"] for r in refunds)
+        refund_rows.append(["", "Paid less refunds", money.format_money(paid - back, currency)])
+        refund_table = Table(refund_rows, colWidths=[34 * mm, 114 * mm, 26 * mm], hAlign="LEFT")
+        refund_table.setStyle(
+            TableStyle(
+                [
+                    ("FONTSIZE", (0, 0), (-1, -1), 9),
+                    ("ALIGN", (2, 0), (2, -1), "RIGHT"),
+                    ("FONTNAME", (0, -1), (-1, -1), "Helvetica-Bold"),
+                    ("LINEABOVE", (0, -1), (-1, -1), 0.6, colors.black),
+                ]
+            )
+        )
+        story.append(refund_table)
+    story.append(Spacer(1, 6 * mm))
+    story.append(
+        Paragraph(
+            "Prices include VAT. VAT per rate is worked out from the gross total at that rate "
+            "(net rounded half up to the cent).",
+            small,
+        )
+    )
+    doc.build(story)
+    return out.getvalue()

@@ -1,0 +1,126 @@
+"""Payments in the admin's order page: refund tickets (all or some) through the provider, retry a
+failed refund, mark a box-office reservation paid at the counter. The views live here, beside
+OrderAdmin (booking/staff/orders.py), which lists their routes."""
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpResponseBadRequest, HttpResponseRedirect
+from django.utils.decorators import method_decorator
+from django.views.decorators.http import require_POST
+
+from ..errors import BookingError
+from ..payments.money import format_money
+from ..services import payments as payment_service
+from ..services import refunds as refund_service
+from .base import CHANGE
+
+ROUTES = [
+    ("<str:object_id>/refund/", "order_refund", "refund"),
+    ("<str:object_id>/retry-refund/", "order_retry_refund", "retry_refund"),
+    ("<str:object_id>/mark-paid/", "order_mark_paid", "mark_paid"),
+]
+
+
+class RefundTicketsForm(forms.Form):
+    tickets = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple, error_messages={"required": "Choose the tickets to refund."}
+    )
+    reason = forms.CharField(max_length=200, help_text="Kept with the refund, e.g. 'seat broken'.")
+
+    def __init__(self, *args, order: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["tickets"].choices = [
+            (
+                line["ticket"],
+                f"Row {line['row']}, seat {line['seat']} · {format_money(line['price'], order['currency'])}",
+            )
+            for line in order.get("lines", [])
+        ]
+
+
+class RetryRefundForm(forms.Form):
+    refund = forms.RegexField(regex=r"^r[0-9a-f]{12}$")
+
+
+def staff_name(user) -> str:
+    name = user.get_username()
+    return f"{name} <{user.email}>" if user.email else name
+
+
+def refund_summary(order: dict) -> str:
+    amount = sum(r["amount"] for r in order.get("refunds", [])[-1:])
+    return format_money(amount, order.get("currency", ""))
+
+
+class OrderPaymentsMixin:
+    """Mixed into OrderAdmin: needs ``_order``, ``require``, ``log``, ``url``."""
+
+    def payment_context(self, request, order: dict) -> dict:
+        return {
+            "refund_form": RefundTicketsForm(order=order),
+            "refunds": [{**r, "id": r["_id"]} for r in order.get("refunds", [])],  # templates cannot read _id
+            "can_refund": order["state"] in payment_service.SEAT_OWNING and bool(order.get("paidWith")),
+            "can_mark_paid": order.get("method") == "box_office" and order["state"] in payment_service.PAYABLE,
+            "payment": order.get("payment") or {},
+            "paid_with": order.get("paidWith") or {},
+        }
+
+    @method_decorator(require_POST)
+    def order_refund(self, request, object_id):
+        """Refund some tickets (or all of them) through the provider; their seats become free."""
+        self.require(request, "change")
+        order = self._order(object_id)
+        form = RefundTicketsForm(request.POST, order=order)
+        if not form.is_valid():
+            messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+            return HttpResponseRedirect(self.url("change", order["_id"]))
+        tickets = form.cleaned_data["tickets"]
+        try:
+            done = refund_service.refund_tickets(
+                order["_id"], tickets=tickets, reason=form.cleaned_data["reason"], by=staff_name(request.user)
+            )
+        except BookingError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(self.url("change", order["_id"]))
+        refund = done["refunds"][-1]
+        count = f"{len(tickets)} ticket{'s' if len(tickets) != 1 else ''}"
+        text = f"Refunded {count} ({refund_summary(done)}): {form.cleaned_data['reason']}"
+        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
+        if refund["status"] == "succeeded":
+            messages.success(request, f"{text}. The seats are free again.")
+        else:
+            why = refund.get("failure") or "the provider is still working on it"
+            messages.warning(request, f"{text}. The seats are free again; the refund is {refund['status']}: {why}.")
+        return HttpResponseRedirect(self.url("change", order["_id"]))
+
+    @method_decorator(require_POST)
+    def order_retry_refund(self, request, object_id):
+        self.require(request, "change")
+        order = self._order(object_id)
+        form = RetryRefundForm(request.POST)
+        if not form.is_valid() or form.cleaned_data["refund"] not in {r["_id"] for r in order.get("refunds", [])}:
+            return HttpResponseBadRequest("No such refund; reload the order page.")
+        status = refund_service.retry(order["_id"], form.cleaned_data["refund"])
+        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"Refund retried: {status}.")
+        said = {"succeeded": "The refund went through.", "failed": "The refund failed again; see below."}
+        text = said.get(status, "The provider is still working on the refund.")
+        (messages.success if status == "succeeded" else messages.warning)(request, text)
+        return HttpResponseRedirect(self.url("change", order["_id"]))
+
+    @method_decorator(require_POST)
+    def order_mark_paid(self, request, object_id):
+        """The buyer paid at the box office: the reservation becomes a sale."""
+        self.require(request, "change")
+        order = self._order(object_id)
+        try:
+            paid = payment_service.mark_paid_at_counter(order["_id"], by=staff_name(request.user))
+        except BookingError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(self.url("change", order["_id"]))
+        if paid["state"] == "paid":
+            total = format_money(paid["total"], paid["currency"])
+            self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"Paid at the box office ({total}).")
+            messages.success(request, f"Order {order['ref']} is paid ({total}); its tickets are valid.")
+        else:
+            messages.error(request, f"Order {order['ref']} could not be paid: {paid.get('failure') or paid['state']}.")
+        return HttpResponseRedirect(self.url("change", order["_id"]))

@@ -1,0 +1,24 @@
+"""Checkout and pay in one step, for tests that need a paid order (the card payment itself is
+tested in test_payments.py): the real flow, through localstripe."""
+
+from booking.services import checkout, holds, payments
+from booking.tests.localstripe import VISA, card
+
+__all__ = ["card", "checkout_paid", "checkout_paid_setup", "pay"]
+
+
+def pay(order: dict, number: str = VISA, means: str | None = None) -> dict:
+    outcome = payments.pay_with_card(order["_id"], order["owner"], means or card(number))
+    assert outcome.status == "paid", (outcome.status, outcome.message)
+    return outcome.order
+
+
+def checkout_paid(owner: str, cart_id, name: str, email: str) -> dict:
+    """What ``checkout.checkout`` returned before payments: the order, paid, its seats sold."""
+    return pay(checkout.checkout(owner, cart_id, name, email))
+
+
+def checkout_paid_setup(session: dict, owner: str, keys=("2:0",)) -> dict:
+    """A pending order of ``owner`` for these seats (checkout done, not paid yet)."""
+    cart = holds.hold_seats(session["_id"], owner, None, list(keys))
+    return checkout.checkout(owner, cart.cart_id, "Someone", "someone@example.com")

@@ -1,0 +1,202 @@
+"""The payment pages through Django's test client: the checkout's two steps, the pay endpoint's
+answers, the processing state, the return page, the receipt PDF, cancel, find my booking."""
+
+import pytest
+from django.urls import reverse
+
+from booking import mongo
+from booking.payments import base
+from booking.payments.stripe_provider import StripeProvider
+from booking.seat_grid import FREE, HELD, SOLD
+from booking.tests.factories import make_session
+from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture(autouse=True)
+def _no_hold_rate_limit(settings):
+    settings.BOOKING_HOLD_RATE = ""
+
+
+@pytest.fixture
+def session():
+    return make_session()
+
+
+def url(name, **kwargs):
+    return reverse(f"booking:{name}", kwargs=kwargs)
+
+
+def hold(client, session, keys=("1:2", "1:3")):
+    answer = client.post(url("hold", session_id=str(session["_id"])), {"seats": ",".join(keys)}, **HTMX)
+    assert answer.status_code == 200
+
+
+def cells(session, keys=("1:2", "1:3")):
+    seats = mongo.sessions().find_one({"_id": session["_id"]})["seats"]
+    return [seats[int(k.split(":")[0])][int(k.split(":")[1])] for k in keys]
+
+
+def start_card(client, session):
+    hold(client, session)
+    answer = client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com", "method": "card"}, **HTMX)
+    assert answer.status_code == 200
+    return answer, mongo.orders().find_one({})
+
+
+def test_checkout_shows_the_total_with_vat_and_how_to_pay_and_lets_stripe_in_only_there(client, session, settings):
+    settings.BOOKING_FEE = 150
+    hold(client, session)
+    page = client.get(url("checkout"))
+    html = page.content.decode()
+    assert "How would you like to pay?" in html and 'value="card"' in html and "data-needs-js" in html
+    assert "Booking fee" in html and "€71.50" in html  # 2 x 35 + 1.50
+    assert "incl. 7 % VAT on €70" in html and "€4.58" in html and "incl. 19 % VAT on €1.50" in html
+    assert "Pay at the box office" not in html  # not offered for this session
+    assert settings.STRIPE_API_BASE in page["Content-Security-Policy"]  # Stripe.js may load here
+    other = client.get(url("whats_on"))
+    assert settings.STRIPE_API_BASE not in other["Content-Security-Policy"]  # and nowhere else
+
+
+def test_details_then_the_card_form_in_place(client, session):
+    answer, order = start_card(client, session)
+    html = answer.content.decode()
+    assert 'id="checkout"' in html and "data-card-form" in html and "Pay €70" in html
+    assert order["ref"] in html and "<html" not in html  # a partial for htmx
+    assert order["state"] == "pending_payment" and cells(session) == [HELD, HELD]
+    again = client.get(url("checkout"))  # reloading the page: the payment step again
+    assert "data-card-form" in again.content.decode()
+
+
+def test_details_with_errors_come_back_in_place_for_htmx_and_as_400_without(client, session):
+    hold(client, session)
+    htmx = client.post(url("checkout"), {"name": "", "email": "x", "method": "card"}, **HTMX)
+    assert htmx.status_code == 200 and "Please enter your name." in htmx.content.decode()
+    plain = client.post(url("checkout"), {"name": "", "email": "x", "method": "card"})
+    assert plain.status_code == 400
+    assert mongo.orders().count_documents({}) == 0
+
+
+def test_pay_answers_declined_3d_secure_and_paid_as_json(client, session):
+    _answer, order = start_card(client, session)
+    pay = url("pay", ref=order["ref"])
+    declined = client.post(pay, {"payment_method": card(DECLINED)}).json()
+    assert declined["status"] == "failed" and "declined" in declined["message"]
+    action = client.post(pay, {"payment_method": card(THREE_D_SECURE)}).json()
+    assert action["status"] == "action" and action["client_secret"]
+    intent = mongo.orders().find_one({})["payment"]["intent"]
+    authenticate(intent, action["client_secret"])
+    status = client.get(url("payment_status", ref=order["ref"]), {"format": "json"}).json()
+    assert status["status"] == "paid" and status["redirect"] == url("order", ref=order["ref"])
+    assert cells(session) == [SOLD, SOLD]
+    assert client.post(pay, {"payment_method": card(VISA)}).json()["status"] == "paid"  # again: nothing more
+
+
+def test_pay_refuses_strangers_and_missing_card(client, session):
+    from django.test import Client
+
+    _answer, order = start_card(client, session)
+    assert Client().post(url("pay", ref=order["ref"]), {"payment_method": card(VISA)}).status_code == 404
+    assert client.post(url("pay", ref=order["ref"]), {}).status_code == 400
+
+
+def test_a_payment_still_processing_shows_so_and_the_page_moves_on_when_it_is_paid(client, session, monkeypatch):
+    _answer, order = start_card(client, session)
+    action = client.post(url("pay", ref=order["ref"]), {"payment_method": card(THREE_D_SECURE)}).json()
+    authenticate(mongo.orders().find_one({})["payment"]["intent"], action["client_secret"])
+    real = StripeProvider.retrieve
+
+    def late(self, payment_id):  # the bank has not told Stripe yet (and no webhook either)
+        found = real(self, payment_id)
+        return base.Payment(**{**found.__dict__, "status": base.PROCESSING})
+
+    monkeypatch.setattr(StripeProvider, "retrieve", late)
+    page = client.get(url("order", ref=order["ref"])).content.decode()  # the return page
+    assert "Your payment is being processed" in page and 'hx-trigger="load delay:2s"' in page
+    still = client.get(url("payment_status", ref=order["ref"]), **HTMX)
+    assert still.status_code == 200 and "being processed" in still.content.decode()
+    monkeypatch.setattr(StripeProvider, "retrieve", real)
+    done = client.get(url("payment_status", ref=order["ref"]), **HTMX)
+    assert done.status_code == 204 and done["HX-Redirect"] == url("order", ref=order["ref"])
+    assert "You're going to the theater!" in client.get(url("order", ref=order["ref"])).content.decode()
+
+
+def test_receipt_pdf_for_the_buyer_only_and_only_when_paid(client, session):
+    from django.test import Client
+
+    _answer, order = start_card(client, session)
+    receipt = url("receipt", ref=order["ref"])
+    assert client.get(receipt).status_code == 404  # not paid yet
+    client.post(url("pay", ref=order["ref"]), {"payment_method": card(VISA)})
+    pdf = client.get(receipt)
+    assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf" and pdf.content[:5] == b"%PDF-"
+    assert Client().get(receipt).status_code == 404
+    page = client.get(url("order", ref=order["ref"])).content.decode()
+    assert "Receipt 000001 (PDF)" in page and "incl. 7 % VAT" in page
+
+
+def test_the_buyer_cancels_the_payment_and_the_seats_are_free(client, session):
+    _answer, order = start_card(client, session)
+    answer = client.post(url("cancel_payment", ref=order["ref"]), follow=True)
+    assert "the seats released. Nothing was charged." in answer.content.decode()
+    assert mongo.orders().find_one({})["state"] == "canceled" and cells(session) == [FREE, FREE]
+
+
+def test_box_office_reservation_goes_to_the_order_page(client, session):
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    hold(client, session)
+    page = client.get(url("checkout")).content.decode()
+    assert "Pay at the box office" in page
+    answer = client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com", "method": "box_office"}, **HTMX)
+    order = mongo.orders().find_one({})
+    assert answer.status_code == 204 and answer["HX-Redirect"] == url("order", ref=order["ref"])
+    page = client.get(answer["HX-Redirect"]).content.decode()
+    assert "Your seats are reserved" in page and "Reserved: pay at the box office" in page
+
+
+@pytest.mark.parametrize(
+    "step, state, badge",
+    [
+        ("pending", "pending_payment", "Waiting for payment"),
+        ("paid", "paid", "Paid"),
+        ("refunded", "refunded", "Refunded"),
+    ],
+)
+def test_find_my_booking_shows_pending_paid_and_refunded(client, session, step, state, badge):
+    from django.test import Client
+
+    from booking.services import orders
+
+    _answer, order = start_card(client, session)
+    if step in ("paid", "refunded"):
+        client.post(url("pay", ref=order["ref"]), {"payment_method": card(VISA)})
+    if step == "refunded":
+        orders.cancel_order(order["_id"], by="staff", reason="show moved")
+    stranger = Client()
+    found = stranger.post(url("find_booking"), {"ref": order["ref"], "email": "ada@example.com"}, follow=True)
+    page = found.content.decode()
+    assert mongo.orders().find_one({})["state"] == state
+    assert f'<span class="badge badge-{state}">{badge}</span>' in page
+    if step == "pending":  # someone else's browser: the booking, but no card form to pay it from
+        assert "data-card-form" not in page and "only in the browser it was booked in" in page
+    if step == "refunded":
+        assert "Refunded so far: <strong>€70</strong>" in page
+
+
+@pytest.mark.parametrize("means", ["x", "pm_" + "a" * 40, "card_nothere", "' OR 1=1 --", "a" * 300])
+def test_pay_with_a_bogus_payment_method_is_refused_without_a_500_and_the_buyer_can_go_on(client, session, means):
+    _answer, order = start_card(client, session)
+    answer = client.post(url("pay", ref=order["ref"]), {"payment_method": means})
+    assert answer.status_code in (200, 400) and answer.json()["status"] in ("open", "failed")
+    assert mongo.orders().find_one({})["state"] == "pending_payment"
+    assert client.post(url("pay", ref=order["ref"]), {"payment_method": card(VISA)}).json()["status"] == "paid"
+
+
+def test_payment_endpoints_answer_404_for_unknown_references(client):
+    for name in ("pay", "cancel_payment"):
+        assert client.post(url(name, ref="NOPE2345"), {"payment_method": "x"}).status_code == 404
+    assert client.get(url("payment_status", ref="NOPE2345")).status_code == 404
+    assert client.get(url("receipt", ref="NOPE2345")).status_code == 404
+    assert client.post("/payments/stripe/webhook/", b"not json", content_type="application/json").status_code == 400
