@@ -18,13 +18,7 @@ from ..errors import InvalidRequest
 from ..layouts import category_codes_used
 from ..services import offers
 from . import selectors
-from .base import CHANGE, bound
-
-if TYPE_CHECKING:
-    # The mixins below are mixed into MongoModelAdmin subclasses, whose helpers they use.
-    from .base import MongoModelAdmin as _AdminBase
-else:
-    _AdminBase = object
+from .base import CHANGE, AdminMixinBase, bound
 
 
 class TicketTypeForm(forms.Form):
@@ -81,7 +75,7 @@ class PriceTableForm(forms.Form):
         return full, others
 
 
-class TicketTypesAdminMixin(_AdminBase):
+class TicketTypesAdminMixin(AdminMixinBase):
     """TheaterAdmin: ``<id>/ticket-types/``."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
@@ -119,7 +113,7 @@ class TicketTypesAdminMixin(_AdminBase):
         )
 
 
-class PriceTableAdminMixin(_AdminBase):
+class PriceTableAdminMixin(AdminMixinBase):
     """SessionAdmin: ``<id>/prices/``: the theater's ticket types x the session's categories."""
 
     if TYPE_CHECKING:
