@@ -18,7 +18,7 @@ test:
 test-fast:
 	./scripts/test.sh -m "not slow and not browser" $(ARGS)
 
-# What CI checks besides the tests (the mypy line of .ci/run is still commented out: see there).
+# What CI checks besides the tests (.ci/run runs the same three).
 lint: venv
 	$(VENV_BIN)ruff check .
 	$(VENV_BIN)ruff format --check .

@@ -5,6 +5,7 @@ sessions.clean_prices), whose messages are shown as they are."""
 import json
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from typing import Any, cast
 
 from django import forms
 from django.utils import timezone
@@ -20,6 +21,12 @@ MAX_PRICE = Decimal("10000.00")  # in currency units; the engine stores integer 
 CATEGORY_ROWS = 6
 MAX_SERIES_SESSIONS = 100
 MAX_IMPORT_BYTES = 2_000_000
+
+
+def form_data(data: dict[str, Any] | None) -> dict[str, Any]:
+    """What ``Form.clean()`` returned: Django's returns ``cleaned_data`` (the stubs allow None, for
+    overrides that return nothing)."""
+    return cast(dict[str, Any], data)
 
 
 class CategoryForm(forms.Form):
@@ -39,7 +46,7 @@ class CategoryForm(forms.Form):
         return (self.cleaned_data.get("code") or "").strip().lower()
 
     def clean(self):
-        data = super().clean()
+        data = form_data(super().clean())
         if data.get("code") and not (data.get("name") or "").strip():
             self.add_error("name", "Give this category a name.")
         if (data.get("name") or "").strip() and not data.get("code"):
@@ -103,7 +110,7 @@ class LayoutImportForm(forms.Form):
     )
 
     def clean(self):
-        data = super().clean()
+        data = form_data(super().clean())
         upload = data.get("file")
         if upload is not None:
             if upload.size > MAX_IMPORT_BYTES:
@@ -231,7 +238,7 @@ class SessionForm(PricedForm):
     end = forms.DateTimeField(widget=LocalDateTimeInput(), input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
 
     def clean(self):
-        data = super().clean()
+        data = form_data(super().clean())
         if all(k in data for k in ("name", "start", "end")):
             try:
                 clean_details(data["name"], data.get("description", ""), data["start"], data["end"], now=clock.now())
@@ -306,7 +313,7 @@ class SaleWindowForm(forms.Form):
         self.start, self.has_code = start, has_code
 
     def clean(self):
-        data = super().clean()
+        data = form_data(super().clean())
         if self.start is not None and not self.errors:
             try:
                 clean_sale_window(
@@ -358,7 +365,7 @@ class SeriesForm(PricedForm):
     )
 
     def clean(self):
-        data = super().clean()
+        data = form_data(super().clean())
         first, last = data.get("first_day"), data.get("last_day")
         if first and last:
             if last < first:
@@ -395,7 +402,7 @@ class PickTheaterForm(forms.Form):
 
     def __init__(self, *args, choices, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["theater"].choices = choices
+        cast(forms.ChoiceField, self.fields["theater"]).choices = choices
 
 
 WHEN_CHOICES = [
@@ -413,7 +420,7 @@ class SessionFilterForm(forms.Form):
 
     def __init__(self, *args, theater_choices, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["theater"].choices = [("", "All theaters"), *theater_choices]
+        cast(forms.ChoiceField, self.fields["theater"]).choices = [("", "All theaters"), *theater_choices]
 
 
 class SeatSelectionForm(forms.Form):
@@ -424,11 +431,12 @@ class SeatSelectionForm(forms.Form):
 
     def __init__(self, *args, seat_keys, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["seats"].choices = [(k, k) for k in seat_keys]
+        cast(forms.MultipleChoiceField, self.fields["seats"]).choices = [(k, k) for k in seat_keys]
         self.fields["seats"].error_messages["invalid_choice"] = "That seat is not on this map."
 
     def coordinates(self) -> list[tuple[int, int]]:
-        return [tuple(int(p) for p in key.split(":")) for key in self.cleaned_data["seats"]]
+        # The choices are the "row:col" seat keys, so each is a pair.
+        return [cast(tuple[int, int], tuple(int(p) for p in key.split(":"))) for key in self.cleaned_data["seats"]]
 
 
 class CancelSessionForm(forms.Form):

@@ -9,7 +9,7 @@ handles documents as the plain dicts pymongo returns.
 
 from datetime import datetime
 from enum import StrEnum
-from typing import NotRequired, TypedDict
+from typing import NotRequired, TypedDict, TypeGuard
 
 from bson import ObjectId
 
@@ -127,7 +127,7 @@ def is_live(cart: dict | None, now: datetime) -> bool:
     return cart is not None and cart["state"] == CartState.ACTIVE and cart["expiresAt"] > now
 
 
-def is_stale(cart: dict | None, now: datetime) -> bool:
+def is_stale(cart: dict | None, now: datetime) -> TypeGuard[dict]:
     """Its other side: still active (or paying), but its hold has run out (expiry ends it; until
     then it is neither live nor ended)."""
     return cart is not None and cart["state"] in EXPIRING_STATES and cart["expiresAt"] <= now

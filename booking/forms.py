@@ -2,6 +2,7 @@
 request data into typed values and say clearly what is wrong with it."""
 
 from datetime import date
+from typing import TYPE_CHECKING, cast
 
 from django import forms
 from django.conf import settings
@@ -10,8 +11,13 @@ from django.utils.translation import get_language
 from .lru import LRUCache
 from .seat_grid import parse_seat_key
 
+if TYPE_CHECKING:
+    _WidgetBase = forms.Widget  # KeptHtml is mixed into widgets (below)
+else:
+    _WidgetBase = object
 
-class KeptHtml:
+
+class KeptHtml(_WidgetBase):
     """Widget mixin: the HTML is built once per (widget, name, value, attributes, choices, renderer,
     language), everything it is made from, and kept. The what's on filter renders the same two
     widgets on nearly every request, and Django's template-based widget rendering was a third of
@@ -68,7 +74,8 @@ class WhatsOnFilterForm(forms.Form):
 
     def __init__(self, *args, theaters=(), **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["theater"].choices = [("", "All theaters")] + [(str(t["_id"]), t["name"]) for t in theaters]
+        field = cast(forms.ChoiceField, self.fields["theater"])
+        field.choices = [("", "All theaters")] + [(str(t["_id"]), t["name"]) for t in theaters]
 
 
 class SeatForm(forms.Form):

@@ -44,7 +44,7 @@ def check_invariants() -> list[str]:
         free = sum(row.count(FREE) for row in grid)
         if free != session["seatsAvailable"]:
             breaches.append(f"{label}: seatsAvailable is {session['seatsAvailable']} but {free} cells are free")
-        holders = Counter()
+        holders: Counter[str] = Counter()
         for res in session.get("reservations", []):
             cart = carts.get(res["_id"])
             if cart is None:

@@ -78,7 +78,7 @@ def parse_grid(text: str, categories: list[dict]) -> dict:
         body = body.rstrip()
         if body.startswith(" "):
             body = body[1:]  # "A: sss" - the space after the colon is not a gap
-        cells = []
+        cells: list[dict | None] = []
         for col, char in enumerate(body):
             if char in GAP_CHARS:
                 cells.append(None)
@@ -161,7 +161,7 @@ def validate_layout(layout) -> dict:
         if len(cells) > MAX_CELLS_PER_ROW:
             raise InvalidLayout(f"A row may have at most {MAX_CELLS_PER_ROW} cells.", row=r)
         seat_labels = set()
-        clean_cells = []
+        clean_cells: list[dict | None] = []
         for c, cell in enumerate(cells):
             if cell is None:
                 clean_cells.append(None)

@@ -126,7 +126,7 @@ DAY = 86_400
 # The shard key of every collection, chosen per access pattern (docs/architecture.md, "Shard
 # keys"): every command of the hot paths names it (booking/tests/test_shard_keys.py). Nothing
 # here shards anything: an operator runs sh.shardCollection with these (docs/deploy.md).
-SHARD_KEYS = {
+SHARD_KEYS: dict[str, dict[str, str | int]] = {
     "theaters": {"_id": "hashed"},
     "sessions": {"_id": "hashed"},
     "carts": {"owner": "hashed"},

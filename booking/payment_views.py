@@ -18,6 +18,8 @@ card choice is disabled with a note and the box office still works.
 """
 
 import logging
+from collections.abc import Iterable
+from typing import cast
 from urllib.parse import urlsplit
 
 from django import forms
@@ -74,7 +76,7 @@ def stripe_csp(response, context: dict):
         return response
     origins = sorted({o for o in (_origin(settings.STRIPE_JS_URL), _origin(settings.STRIPE_API_BASE)) if o})
     frames = [*origins, "https://hooks.stripe.com"] if "stripe.com" in settings.STRIPE_JS_URL else origins
-    policy = {key: list(value) for key, value in settings.SECURE_CSP.items()}
+    policy = {key: list(cast(Iterable[str], value)) for key, value in settings.SECURE_CSP.items()}
     for directive, extra in (("script-src", origins), ("connect-src", origins), ("frame-src", frames)):
         policy[directive] = [*policy.get(directive, [CSP.SELF]), *extra]
     response._csp_config = policy  # what django.views.decorators.csp.csp_override sets
@@ -371,6 +373,8 @@ def receipt_pdf(request, ref):
     if not order.get("receiptNo"):
         receipts.assign(order["_id"])
         order = selectors.get_order(order["_id"])
+        if order is None:  # gone meanwhile
+            return _error_page(request, NO_SUCH_BOOKING, 404)
     response = HttpResponse(make_pdf(order), content_type="application/pdf")
     response["Content-Disposition"] = f'inline; filename="receipt-{order["ref"]}.pdf"'
     response["Cache-Control"] = "private, no-store"

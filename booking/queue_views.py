@@ -174,7 +174,7 @@ def _status_context(config, result: waiting_room.PollResult) -> dict:
         )
         return context
     wait = result.wait_seconds()
-    if result.paused:
+    if result.paused or wait is None:  # None only while paused (the rate is at least 1)
         context.update(state="paused", next_poll=_jitter(min(slow, max(fast, 5))))
         return context
     # near the front: ask often; far back: rarely (the estimate moves slowly there)
@@ -214,7 +214,10 @@ def session_gate(request, session: dict):
     token = request.COOKIES.get(admission.cookie_name(queue_id))
     if not admission.verify(token, queue_id, buyer.owner(request)):
         return redirect(queue_url(queue_id))
-    seconds_left = max(0, (admission.expiry_ms(token) - admission.clock_ms()) // 1000)
+    expires_ms = admission.expiry_ms(token)
+    if expires_ms is None:  # cannot happen: verify() passed, so the token is ours and well formed
+        return redirect(queue_url(queue_id))
+    seconds_left = max(0, (expires_ms - admission.clock_ms()) // 1000)
     return {"queue_id": queue_id, "seconds_left": seconds_left, "countdown": countdown(seconds_left)}
 
 

@@ -204,7 +204,7 @@ def lookup_rate_exceeded(request) -> bool:
 
 def too_many_requests(request) -> HttpResponse:
     try:
-        body = render_to_string(
+        body: str = render_to_string(
             "booking/session.html#notice", {"notice": RATE_LIMITED_MESSAGE, "notice_level": "error"}, request=request
         )
     except TemplateDoesNotExist:

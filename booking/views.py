@@ -7,6 +7,7 @@ message come back (htmx) or the buyer is sent back to the map with a message (pl
 
 import io
 from datetime import datetime, time, timedelta
+from typing import Any
 
 import segno
 from bson import ObjectId
@@ -110,7 +111,7 @@ def _error_page(request, error: BookingError | str, status: int):
 def whats_on(request):
     theaters = selectors.theaters()
     form = WhatsOnFilterForm(request.GET or None, theaters=theaters)
-    query = {}
+    query: dict[str, Any] = {}
     status = 200
     if form.is_bound and form.is_valid():
         tz = timezone.get_current_timezone()
@@ -162,7 +163,7 @@ def _sale_notice(session: dict, access=frozenset()) -> str:
     return ""
 
 
-def _opening(session: dict, access) -> object:
+def _opening(session: dict, access) -> datetime:
     """When this viewer may first hold: a presale they unlocked, else the public on-sale."""
     presale = session.get("presale")
     return presale["opens"] if presale and presale["key"] in access else session["saleOpens"]

@@ -71,7 +71,7 @@ def client() -> stripe.StripeClient:
 
 def to_payment(intent) -> base.Payment:
     data = intent if isinstance(intent, dict) else intent.to_dict()
-    status = _STATUS.get(data.get("status"), base.PROCESSING)
+    status = _STATUS.get(data.get("status") or "", base.PROCESSING)
     error = data.get("last_payment_error") or {}
     if status == base.OPEN and error:
         status = base.FAILED  # refused: a new try needs a new payment method

@@ -22,6 +22,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from bson import ObjectId
 from pymongo import ReturnDocument
@@ -286,7 +287,7 @@ def _code_for_hash(scope: Scope, digest: str) -> str | None:
 def check_in(
     scope: Scope,
     *,
-    door: str,
+    door: str | None,  # as the door sent it: cleaned (and refused if empty) here
     by: str,
     code: str | None = None,
     digest: str | None = None,
@@ -327,14 +328,14 @@ def check_in(
             return_document=ReturnDocument.AFTER,
         )
         if order is not None:
-            line = _find_line(order, code)
+            line = cast(dict, _find_line(order, code))  # the update matched this ticket's line
             return Outcome(ADMITTED, "Valid ticket.", door_ticket(order, line, scope), _used(record), hash=digest)
         if by_ref and mongo.orders().find_one({**by_ref, "lines.ticket": code}, {"_id": 1}) is None:
             by_ref = {}  # a code from before codes began with their reference (or none at all): by code alone
             continue
-        outcome = _why_not(scope, code, digest, scan_id, by_ref)
-        if outcome is not None:
-            return _report(scope, outcome, door, by, scan_id, at, now) if offline and not outcome.admitted else outcome
+        why = _why_not(scope, code, digest, scan_id, by_ref)
+        if why is not None:
+            return _report(scope, why, door, by, scan_id, at, now) if offline and not why.admitted else why
         # Unused, admitting and in scope after all: the order became paid between the two
         # commands. Try the update again.
     raise RuntimeError(f"check-in of a ticket kept changing under us (scope {scope.id})")
@@ -365,7 +366,7 @@ def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -
         return Outcome(NOT_VALID, "The ticket was refunded.", ticket, used=used, state=order["state"], hash=digest)
     ticket = door_ticket(order, line, scope)
     if line["sessionId"] not in scope.session_ids:
-        session = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
+        session: dict = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
         other = {
             "name": session.get("name", ""),
             "start": session.get("start"),

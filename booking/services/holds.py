@@ -354,6 +354,8 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
                 if full is not None and _free_seats_of_ended_carts(full, taken, now):
                     freed_expired = True
                     session = selectors.get_session(session_id)
+                    if session is None:  # deleted meanwhile
+                        raise SessionNotOnSale("This performance is not on sale.")
                     continue
             raise SeatsTaken([seat_name(layout, r, c) for r, c in taken])
         if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
@@ -378,11 +380,11 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
             or session["prices"] != plan.facts.prices
             or session.get("priceRev", 0) != plan.facts.price_rev
         ):
-            facts = hold_facts.sale_facts(session)
-            if facts is None or _not_a_seat(facts.layout, coords):
+            new_facts = hold_facts.sale_facts(session)
+            if new_facts is None or _not_a_seat(new_facts.layout, coords):
                 raise InvalidRequest("The seat map of this performance has changed. Please choose again.")
-            plan = replace(plan, facts=facts)
-            layout = facts.layout
+            plan = replace(plan, facts=new_facts)
+            layout = new_facts.layout
     raise SeatsTaken([seat_name(layout, r, c) for r, c in coords])
 
 
@@ -468,7 +470,7 @@ def no_seat_left_alone(layout: dict, coords) -> list[dict]:
             if (row, beside) in taking or (row, beside) in looked_at or seat_cell(layout, row, beside) is None:
                 continue
             looked_at.add((row, beside))
-            alternatives = [{cell_path(row, beside): {"$ne": FREE}}]
+            alternatives: list[dict] = [{cell_path(row, beside): {"$ne": FREE}}]
             for other in (beside - 1, beside + 1):
                 if (row, other) not in taking and seat_cell(layout, row, other) is not None:
                     alternatives.append({cell_path(row, other): FREE})

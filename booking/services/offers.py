@@ -52,7 +52,7 @@ def clean_ticket_types(types: list[dict]) -> list[dict]:
         if len(description) > 300:
             raise InvalidRequest(f"The description of '{code}' is too long (at most 300 characters).")
         seen.add(code)
-        entry = {"code": code, "name": name, "description": description}
+        entry: dict[str, str | bool] = {"code": code, "name": name, "description": description}
         if raw.get("companion"):
             if code == FULL:
                 raise InvalidRequest("Full price cannot be a companion ticket.")

@@ -41,6 +41,7 @@ booking/tests/test_payment_crashes.py kill the flow at each one and let reconcil
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from bson import ObjectId
 from django.conf import settings
@@ -50,6 +51,7 @@ from .. import clock, faults, mongo, payments
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState, SessionStatus
 from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
 from ..payments import base, money, receipts
+from ..payments.box_office import BoxOfficeProvider
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 from . import carts as cart_service
 from . import checkout, notifications, offers, promos, reservations
@@ -140,7 +142,7 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
     if method == payments.CARD:
         if not payments.card_available():
             raise InvalidRequest("Card payment is not available right now.", fields={"method": "Not available."})
-        until = payment_window_end(cart, now)
+        until: datetime | None = payment_window_end(cart, now)
     else:
         until = box_office_deadline(sessions, now)
         if until is None:
@@ -269,7 +271,7 @@ def visible_order(ref_or_id, owner: str | None) -> dict:
     return order
 
 
-def pay_with_card(order_id: ObjectId | str, owner: str, means: str) -> PayOutcome:
+def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> PayOutcome:
     """Charge the card the browser gathered (Stripe.js: a payment method id) for the order (its id,
     or its booking reference)."""
     order = visible_order(order_id, owner)
@@ -311,7 +313,7 @@ def pay_with_card(order_id: ObjectId | str, owner: str, means: str) -> PayOutcom
         record(payment.id, payment.status, payment.failure)  # (a success is written by settle)
     faults.point("pay.after_confirm")
     if payment.status == base.SUCCEEDED:
-        return _outcome_of(settle(payment, order))
+        return _outcome_of(_settled(payment, order))
     current = orders().find_one({"_id": order["_id"]})
     return PayOutcome(payment.status, current, payment.failure, payment.client_secret)
 
@@ -352,7 +354,7 @@ def _next_attempt(order: dict) -> dict:
     if pay.get("intent"):
         canceled = payments.provider(pay["provider"]).cancel(pay["intent"])
         if canceled.status == base.SUCCEEDED:
-            return settle(canceled)
+            return _settled(canceled)
     orders().update_one(
         {
             "_id": order["_id"],
@@ -391,7 +393,7 @@ def check(order_id: ObjectId, *, quiet: bool = False) -> dict:
         logger.warning("could not ask about the payment of order %s: %s", order["ref"], exc)
         return order
     if payment.status == base.SUCCEEDED:
-        return settle(payment)
+        return _settled(payment)
     record(payment.id, payment.status, payment.failure)
     return orders().find_one({"_id": order_id})
 
@@ -405,6 +407,15 @@ def order_for_payment(payment: base.Payment) -> dict | None:
         if found is not None:
             return found
     return orders().find_one({"$or": [{"payment.intent": payment.id}, {"payment.previous.intent": payment.id}]})
+
+
+def _settled(payment: base.Payment, known: dict | None = None) -> dict:
+    """``settle`` for the payment of an order the caller has just read: it finds that order (None,
+    "no order we know", would mean the order vanished meanwhile: no such booking)."""
+    order = settle(payment, known)
+    if order is None:
+        raise NotFound("No such booking.")
+    return order
 
 
 def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
@@ -568,7 +579,7 @@ def cancel_unpaid(order_id: ObjectId, *, owner: str | None = None, by: str = "",
         provider = payments.provider(pay["provider"])
         canceled = provider.cancel(pay["intent"])
         if canceled.status == base.SUCCEEDED:
-            return settle(canceled)
+            return _settled(canceled)
         record(canceled.id, canceled.status)
     now = clock.now()
     orders().update_one(
@@ -613,10 +624,10 @@ def mark_paid_at_counter(order_id: ObjectId, *, by: str) -> dict:
         return order
     if order["state"] not in PAYABLE:
         raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; it cannot be paid now.")
-    provider = payments.provider("box_office")
-    settled = settle(provider.paid_at_counter(order))
+    provider = cast(BoxOfficeProvider, payments.provider("box_office"))
+    settled = _settled(provider.paid_at_counter(order))
     orders().update_one({"_id": order_id, "paidWith.provider": "box_office"}, {"$set": {"paidWith.by": by}})
-    return orders().find_one({"_id": settled["_id"]})
+    return cast(dict, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
 
 
 # --- 5. reconcile ---

@@ -6,7 +6,9 @@ conditional update: its filter names the token, and any change in between makes 
 """
 
 import secrets
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Any
 
 from bson import ObjectId
 
@@ -49,8 +51,8 @@ def settle(
     session_id: ObjectId,
     cart_id: ObjectId,
     *,
-    sell: set[str] = frozenset(),
-    keep: set[str] = frozenset(),
+    sell: AbstractSet[str] = frozenset(),
+    keep: AbstractSet[str] = frozenset(),
     older_than=None,
 ) -> Settled:
     """Settle a cart's hold in one session: seats in ``sell`` become sold, seats in ``keep`` stay
@@ -72,12 +74,12 @@ def settle(
         to_sell = held & set(sell)
         to_keep = (held & set(keep)) - to_sell
         to_free = held - to_sell - to_keep
-        cells = {}
+        cells: dict[str, Any] = {}
         for key in to_sell:
             cells[cell_path(*parse_seat_key(key))] = SOLD
         for key in to_free:
             cells[cell_path(*parse_seat_key(key))] = FREE
-        update = {"$inc": {"seatsAvailable": len(to_free), "version": 1}}
+        update: dict[str, dict[str, Any]] = {"$inc": {"seatsAvailable": len(to_free), "version": 1}}
         array_filters = None
         if to_keep:
             cells["reservations.$[r].seats"] = sorted(to_keep)
@@ -102,7 +104,7 @@ def sessions_held_by(cart_id: ObjectId, session_ids=None) -> list[ObjectId]:
     """The sessions holding seats for the cart: of ``session_ids`` when given (by _id, the
     sessions' shard key: one shard each), else of every session (the reservations index, asked
     of every shard)."""
-    query = {"reservations._id": cart_id}
+    query: dict[str, Any] = {"reservations._id": cart_id}
     if session_ids is not None:
         query = {"_id": {"$in": list(session_ids)}, **query}
     return [d["_id"] for d in mongo.sessions().find(query, {"_id": 1})]

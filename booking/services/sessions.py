@@ -345,6 +345,6 @@ def unlock_presale(session_id: ObjectId | None, code: str) -> str | None:
     presale = (doc or {}).get("presale") or _NO_PRESALE
     given = hash_access_code(code, presale["salt"])
     matches = hmac.compare_digest(given, presale["codeHash"])
-    if matches and presale["key"] and doc.get("status") == SessionStatus.ON_SALE:
+    if matches and presale["key"] and doc is not None and doc.get("status") == SessionStatus.ON_SALE:
         return presale["key"]
     return None

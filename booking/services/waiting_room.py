@@ -38,6 +38,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import cast
 
 import redis
 from bson import ObjectId
@@ -421,7 +422,10 @@ def stats(config: RoomConfig, now: datetime | None = None) -> RoomStats:
 
 def admission_log(queue_id) -> list[tuple[str, str]]:
     """(owner, queue score) of every admitted buyer, in admission order (tests, the simulation)."""
-    return [tuple(_text(entry).split(" ", 1)) for entry in store().lrange(keys(queue_id)[5], 0, -1)]
+    # Each entry is "owner score" (see the admission script), so it splits in two.
+    return [
+        cast(tuple[str, str], tuple(_text(entry).split(" ", 1))) for entry in store().lrange(keys(queue_id)[5], 0, -1)
+    ]
 
 
 def drop(queue_id) -> None:
@@ -558,6 +562,8 @@ def enable(target_id: ObjectId, *, opens_at: datetime, on_sale_at: datetime, rat
         raise InvalidRequest("This performance has a waiting room already.")
     forget_cached(queue_id)
     config = get_config(queue_id, fresh=True)
+    if config is None:  # ended in between
+        raise NotFound("This performance has no waiting room.")
     _push(config, first=True)
     return config
 
@@ -585,6 +591,8 @@ def change(queue_id: ObjectId, **changes) -> RoomConfig:
     mongo.sessions().update_many(_queue_filter(queue_id), {"$set": update, "$inc": {"waitingRoom.rev": 1}})
     forget_cached(queue_id)
     config = get_config(queue_id, fresh=True)
+    if config is None:  # ended in between
+        raise NotFound("This performance has no waiting room.")
     _push(config)
     return config
 
@@ -628,7 +636,7 @@ def rooms() -> list[RoomConfig]:
     found: dict = {}
     for doc in mongo.sessions().find({"waitingRoom.queueId": {"$exists": True}}, ROOM_FIELDS).sort("start", 1):
         found.setdefault(doc["waitingRoom"]["queueId"], []).append(doc)
-    return [_config_from(queue_id, docs) for queue_id, docs in found.items()]
+    return [config for queue_id, docs in found.items() if (config := _config_from(queue_id, docs)) is not None]
 
 
 # --- the ticket: a waiting buyer's place, signed, for a Redis that comes back empty ---

@@ -2,6 +2,8 @@
 index and admin log expect), permission checks, rendering inside the admin's look, and the
 admin log."""
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.core.exceptions import PermissionDenied
@@ -60,7 +62,7 @@ class MongoModelAdmin(admin.ModelAdmin):
     def document_id(self, raw: str):
         """A MongoDB id from the URL; anything else is a 404."""
         try:
-            return object_id(raw, self.opts.verbose_name)
+            return object_id(raw, str(self.opts.verbose_name))
         except NotFound:
             raise Http404(f"No such {self.opts.verbose_name}.") from None
 
@@ -86,3 +88,11 @@ class MongoModelAdmin(admin.ModelAdmin):
     # ModelAdmin's ORM-based machinery is never reached: every route above is ours.
     def get_queryset(self, request):
         return self.model.objects.none()
+
+
+# The view mixins of the admins (staff/offers.py, staff/payment_settings.py, ...) are mixed into
+# MongoModelAdmin subclasses and call its helpers; for the type checker they are one.
+if TYPE_CHECKING:
+    AdminMixinBase = MongoModelAdmin
+else:
+    AdminMixinBase = object

@@ -5,6 +5,7 @@ under the theater's and the session's URLs and use their permissions: view to lo
 """
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from django import forms
 from django.contrib import messages
@@ -17,7 +18,7 @@ from ..errors import InvalidRequest
 from ..layouts import category_codes_used
 from ..services import offers
 from . import selectors
-from .base import CHANGE, bound
+from .base import CHANGE, AdminMixinBase, bound
 
 
 class TicketTypeForm(forms.Form):
@@ -60,7 +61,8 @@ class PriceTableForm(forms.Form):
         return initial
 
     def tables(self) -> tuple[dict, dict]:
-        full, others = {}, {}
+        full: dict[str, int] = {}
+        others: dict[str, dict[str, int]] = {}
         for t in self.types:
             for cat in self.cats:
                 value: Decimal | None = self.cleaned_data.get(f"{t['code']}__{cat}")
@@ -73,7 +75,7 @@ class PriceTableForm(forms.Form):
         return full, others
 
 
-class TicketTypesAdminMixin:
+class TicketTypesAdminMixin(AdminMixinBase):
     """TheaterAdmin: ``<id>/ticket-types/``."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
@@ -111,8 +113,12 @@ class TicketTypesAdminMixin:
         )
 
 
-class PriceTableAdminMixin:
+class PriceTableAdminMixin(AdminMixinBase):
     """SessionAdmin: ``<id>/prices/``: the theater's ticket types x the session's categories."""
+
+    if TYPE_CHECKING:
+
+        def _session(self, object_id) -> dict: ...  # SessionAdmin's
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def price_table(self, request, object_id):

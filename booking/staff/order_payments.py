@@ -2,6 +2,8 @@
 failed refund, mark a box-office reservation paid at the counter. The views live here, beside
 OrderAdmin (booking/staff/orders.py), which lists their routes."""
 
+from typing import TYPE_CHECKING, cast
+
 from django import forms
 from django.contrib import messages
 from django.http import HttpResponseBadRequest, HttpResponseRedirect
@@ -12,7 +14,7 @@ from ..errors import BookingError
 from ..payments.money import format_money
 from ..services import payments as payment_service
 from ..services import refunds as refund_service
-from .base import CHANGE
+from .base import CHANGE, AdminMixinBase
 
 ROUTES = [
     ("<str:object_id>/refund/", "order_refund", "refund"),
@@ -29,7 +31,7 @@ class RefundTicketsForm(forms.Form):
 
     def __init__(self, *args, order: dict, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["tickets"].choices = [
+        cast(forms.MultipleChoiceField, self.fields["tickets"]).choices = [
             (
                 line["ticket"],
                 f"Row {line['row']}, seat {line['seat']} · {format_money(line['price'], order['currency'])}",
@@ -52,7 +54,11 @@ def refund_summary(order: dict) -> str:
     return format_money(amount, order.get("currency", ""))
 
 
-class OrderPaymentsMixin:
+class OrderPaymentsMixin(AdminMixinBase):
+    if TYPE_CHECKING:
+
+        def _order(self, object_id) -> dict: ...  # OrderAdmin's
+
     """Mixed into OrderAdmin: needs ``_order``, ``require``, ``log``, ``url``."""
 
     def payment_context(self, request, order: dict) -> dict:
@@ -72,7 +78,7 @@ class OrderPaymentsMixin:
         order = self._order(object_id)
         form = RefundTicketsForm(request.POST, order=order)
         if not form.is_valid():
-            messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+            messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
             return HttpResponseRedirect(self.url("change", order["_id"]))
         tickets = form.cleaned_data["tickets"]
         try:

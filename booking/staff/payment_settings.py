@@ -3,15 +3,18 @@ turned on, with its own deadline) and the VAT rates of a theater (per seat categ
 mixed into SessionAdmin and TheaterAdmin, which list the routes; the forms appear on their
 change pages (templates/admin/booking/{session,theater}/_payment_settings.html)."""
 
+from typing import TYPE_CHECKING
+
 from django import forms
 from django.contrib import messages
 from django.http import HttpResponseRedirect
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
+from ..admin_forms import form_data
 from ..payments import money
 from ..services import payment_settings as service
-from .base import CHANGE
+from .base import CHANGE, AdminMixinBase
 
 SESSION_ROUTES = [("<str:object_id>/box-office/", "session_box_office", "box_office")]
 THEATER_ROUTES = [("<str:object_id>/vat/", "theater_vat", "vat")]
@@ -46,7 +49,7 @@ class VatForm(forms.Form):
             raise forms.ValidationError("Give a rate in percent from 0 to 99.99, e.g. 7 or 19.") from None
 
     def clean(self):
-        data = super().clean()
+        data = form_data(super().clean())
         for name, value in list(data.items()):
             if value:
                 try:
@@ -75,14 +78,18 @@ def vat_form(theater: dict, data=None) -> VatForm:
     return VatForm(data, initial=initial, categories=(theater.get("layout") or {}).get("categories", []))
 
 
-class SessionPaymentsMixin:
+class SessionPaymentsMixin(AdminMixinBase):
+    if TYPE_CHECKING:
+
+        def _session(self, object_id) -> dict: ...  # SessionAdmin's
+
     @method_decorator(require_POST)
     def session_box_office(self, request, object_id):
         self.require(request, "change")
         session = self._session(object_id)
         form = box_office_form(session, request.POST)
         if not form.is_valid():
-            messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+            messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
             return HttpResponseRedirect(self.url("change", session["_id"]))
         enabled, minutes = form.cleaned_data["enabled"], form.cleaned_data["deadline_minutes"]
         service.set_box_office(session["_id"], enabled=enabled, deadline_minutes=minutes)
@@ -92,7 +99,11 @@ class SessionPaymentsMixin:
         return HttpResponseRedirect(self.url("change", session["_id"]))
 
 
-class TheaterPaymentsMixin:
+class TheaterPaymentsMixin(AdminMixinBase):
+    if TYPE_CHECKING:
+
+        def _missing(self, request): ...  # TheaterAdmin's
+
     @method_decorator(require_POST)
     def theater_vat(self, request, object_id):
         from .theaters import selectors_get_theater
@@ -103,7 +114,7 @@ class TheaterPaymentsMixin:
             return self._missing(request)
         form = vat_form(theater, request.POST)
         if not form.is_valid():
-            messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+            messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
             return HttpResponseRedirect(self.url("change", theater["_id"]))
         rate, per_category = form.rates()
         service.set_vat_rates(theater["_id"], rate=rate, per_category=per_category)

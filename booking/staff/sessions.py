@@ -240,7 +240,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
             self.require(request, "change")
             form = f.SeatSelectionForm(request.POST, seat_keys=_seat_keys(session))
             if not form.is_valid():
-                status, error = 400, " ".join(e for errs in form.errors.values() for e in errs)
+                status, error = 400, " ".join(str(e) for errs in form.errors.values() for e in errs)
             else:
                 block = form.cleaned_data["action"] == "block"
                 try:

@@ -9,6 +9,7 @@ to end one.
 """
 
 from datetime import timedelta
+from typing import cast
 
 from django import forms
 from django.contrib import messages
@@ -20,7 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import clock, mongo
 from .. import selectors as buyer_selectors
-from ..admin_forms import LocalDateTimeInput, add_field_errors
+from ..admin_forms import LocalDateTimeInput, add_field_errors, form_data
 from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
 from ..services import waiting_room
@@ -55,7 +56,7 @@ class TimesForm(forms.Form):
     )
 
     def clean(self):
-        data = super().clean()
+        data = form_data(super().clean())
         if data.get("opens_at") and data.get("on_sale_at") and data["opens_at"] > data["on_sale_at"]:
             self.add_error("opens_at", "The waiting room must open before (or when) the sale does.")
         return data
@@ -73,7 +74,7 @@ class EnableForm(TimesForm, RateForm):
 
     def __init__(self, *args, choices=(), **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["target"].choices = [("", "— choose —"), *choices]
+        cast(forms.ChoiceField, self.fields["target"]).choices = [("", "— choose —"), *choices]
 
 
 def performance_choices() -> list[tuple[str, str]]:
@@ -173,10 +174,11 @@ class WaitingRoomAdmin(MongoModelAdmin):
                     return HttpResponseRedirect(self.url("changelist"))
                 if refused and not form.errors:
                     form.add_error(None, " ".join(dict.fromkeys(refused)))
+        choices = cast(list, cast(forms.ChoiceField, form.fields["target"]).choices)  # the field keeps a list
         return self.render(
             request,
             "admin/booking/waitingroom/add.html",
-            {"title": "Open a waiting room", "form": form, "no_choices": len(form.fields["target"].choices) == 1},
+            {"title": "Open a waiting room", "form": form, "no_choices": len(choices) == 1},
             status=status,
         )
 

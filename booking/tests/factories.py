@@ -2,14 +2,14 @@
 
 from datetime import timedelta
 
-from booking import clock, mongo
+from booking import clock, mongo, selectors
 from booking.layouts import parse_grid
 from booking.services.sessions import create_session
 from booking.services.theaters import create_theater
 
 CATEGORIES = [{"code": "s", "name": "Stalls"}, {"code": "p", "name": "Premium"}]
 # Ticket types of a theater (services.offers.set_theater_ticket_types)
-TYPES = [
+TYPES: list[dict] = [
     {"code": "full", "name": "Full price"},
     {"code": "reduced", "name": "Reduced", "description": "Students, seniors 65+; show proof at the door"},
     {"code": "companion", "name": "Companion", "companion": True},
@@ -19,6 +19,13 @@ A: ssss.ssss
 B: sspp.ppss
 C: ssss.ssss
 """
+
+
+def reread(session_id) -> dict:
+    """The session as stored now (a test's session exists: a None fails here, with its id)."""
+    session = selectors.get_session(session_id)
+    assert session is not None, f"session {session_id} is gone"
+    return session
 
 
 def make_theater(grid: str = SMALL_GRID, categories=None, name: str = "Test Hall") -> dict:

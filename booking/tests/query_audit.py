@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from bson import ObjectId
 from pymongo import monitoring
@@ -231,7 +232,7 @@ def index_for(flt: dict, sort: list, indexes: dict) -> str | None:
             merged = {**{k: v[0] for k, v in fields.items() if len(v) == 1}, **branch}
             served.append(index_for(merged, [], indexes))
         if all(served) and not any(s.startswith("sort:") for s in served):
-            return "$or(" + ", ".join(sorted(set(served))) + ")"
+            return "$or(" + ", ".join(sorted(set(cast(list[str], served)))) + ")"  # all(served): no None
     if sort:
         for name, spec in candidates.items():
             if implies(fields, spec.get("partialFilterExpression")) and _sort_served(spec["key"], sort, fields):
@@ -280,13 +281,13 @@ def judge(command: Command, indexes: dict) -> tuple[str, str | None]:
 
 def declared_indexes(db) -> dict[str, dict]:
     """{collection: {index name: {key, partialFilterExpression?}}} as the server lists them."""
-    found = {}
+    found: dict[str, dict] = {}
     for collection in db.list_collection_names():
         found[collection] = {}
         for spec in db[collection].list_indexes():
             if spec["name"] == "_id_":
                 continue
-            entry = {"key": list(spec["key"].items())}
+            entry: dict[str, Any] = {"key": list(spec["key"].items())}
             if "partialFilterExpression" in spec:
                 entry["partialFilterExpression"] = dict(spec["partialFilterExpression"])
             found[collection][spec["name"]] = entry

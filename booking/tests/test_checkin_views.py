@@ -6,6 +6,7 @@ import re
 import threading
 from collections import Counter
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -19,7 +20,7 @@ from booking.tests.factories import make_session
 
 pytestmark = pytest.mark.django_db
 
-JSON = {"HTTP_ACCEPT": "application/json"}
+JSON: dict[str, Any] = {"HTTP_ACCEPT": "application/json"}  # Any: extra headers for Client
 
 
 @pytest.fixture

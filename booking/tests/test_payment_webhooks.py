@@ -4,6 +4,7 @@ its own webhook to a live server."""
 
 import json
 import time
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -127,7 +128,7 @@ def test_a_bad_signature_is_refused_with_400_and_changes_nothing(session, how):
         answer = post(succeeded, timestamp=int(time.time()) - 3600)
     else:
         body, signature = signed(succeeded)
-        headers = {} if how == "no header" else {"HTTP_STRIPE_SIGNATURE": signature}
+        headers: dict[str, Any] = {} if how == "no header" else {"HTTP_STRIPE_SIGNATURE": signature}
         body = body.replace(b'"amount": 7000', b'"amount": 1') if how == "changed body" else body
         answer = Client().post(URL, body, content_type="application/json", **headers)
     assert answer.status_code == 400

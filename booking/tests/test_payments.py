@@ -3,6 +3,7 @@ declined, 3-D Secure, double submit, late payments, box office, cancel."""
 
 import threading
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -219,7 +220,7 @@ def test_late_payment_races_another_buyer_for_the_same_seats():
         asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
         expire_hold_of(order)
         authenticate(order["payment"]["intent"], asked.client_secret)
-        outcome = {}
+        outcome: dict[str, Any] = {}
 
         def settle(order=order, outcome=outcome):
             outcome["alice"] = payments.check(order["_id"])["state"]

@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 import time
+from typing import Any
 
 import pytest
 from django.test import AsyncClient
@@ -192,7 +193,7 @@ def test_standalone_mongodb_refuses_change_streams_and_pages_poll(client, settin
     from devmongo import DevMongoServer
 
     server = DevMongoServer(port=0).start()  # no --replset: $changeStream answers 40573
-    other = MongoClient(server.uri, serverSelectionTimeoutMS=3000)
+    other: MongoClient[dict[str, Any]] = MongoClient(server.uri, serverSelectionTimeoutMS=3000)
     standalone = push.Hub(db=other["theater"])
     try:
         assert standalone.available(wait=5) is False
@@ -233,7 +234,7 @@ def test_sse_view_sends_hello_then_the_seats_another_buyer_holds(process_hub):
         response = await AsyncClient().get(reverse("booking:seat_live", kwargs={"session_id": sid}))
         assert response.status_code == 200
         assert response["Content-Type"] == "text/event-stream"
-        stream = aiter(response.streaming_content)
+        stream = aiter(response.streaming_content)  # type: ignore[attr-defined]  # an SSE stream; the stub's response type has no streaming_content
         first = (await anext(stream)).decode()
         assert "event: hello" in first and f'"v":{session["version"]}' in first
         await asyncio.to_thread(hold, session, "2:3", "buyer-b")

@@ -54,6 +54,7 @@ def test_the_write_itself_refuses_outside_the_window():
     """Not just the page or the read: the findAndModify's filter names the window."""
     session, opens, closes = windowed()
     facts = hold_facts.sale_facts(session)
+    assert facts is not None
 
     def matches(now):
         plan = holds.HoldPlan(session["_id"], session["_id"], [(0, 0)], facts, now, False)

@@ -28,10 +28,12 @@ def test_best_available_avoids_leaving_a_single_seat():
     seats[0][0] = HELD
     # free run is seats 1..4 (4 seats); taking 3 in the middle-ish would strand one
     chosen = best_available(layout, seats, 3)
+    assert chosen is not None
     assert chosen in ([(0, 1), (0, 2), (0, 3)], [(0, 2), (0, 3), (0, 4)])
     assert orphans_created(seats, chosen) == [] or len(orphans_created(seats, chosen)) == 1
     layout, seats = grid_of("A: ssssss")
     chosen = best_available(layout, seats, 2)
+    assert chosen is not None
     assert not orphans_created(seats, chosen)
 
 

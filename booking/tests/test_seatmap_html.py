@@ -6,13 +6,13 @@ import time
 import pytest
 from django.template import Context, Engine
 
-from booking import seatmap_html, selectors
+from booking import seatmap_html
 from booking.demo import GRAND_CATEGORIES
 from booking.layouts import parse_grid
 from booking.services import holds
 from booking.services.theaters import create_theater
 from booking.tests.commands import counting_commands
-from booking.tests.factories import make_session, make_theater
+from booking.tests.factories import make_session, make_theater, reread
 
 
 def buttons(html):
@@ -37,7 +37,7 @@ def test_states_and_the_viewers_own_seats():
     session = make_session()
     mine = holds.hold_seats(session["_id"], "s:me", None, ["0:0", "0:1"])
     holds.hold_seats(session["_id"], "s:other", None, ["2:0"])
-    session = selectors.get_session(session["_id"])
+    session = reread(session["_id"])
     shared = seatmap_html.seat_map_html(session)
     for_me = shared.for_viewer({"0:0", "0:1"}, picked={"0:0"})
     for_them = shared.for_viewer()
@@ -72,9 +72,9 @@ def test_cache_is_per_session_version():
     seatmap_html.clear_cache()
     session = make_session()
     first = seatmap_html.seat_map_html(session)
-    assert seatmap_html.seat_map_html(selectors.get_session(session["_id"])) is first
+    assert seatmap_html.seat_map_html(reread(session["_id"])) is first
     holds.hold_seats(session["_id"], "s:x", None, ["0:0"])
-    again = seatmap_html.seat_map_html(selectors.get_session(session["_id"]))
+    again = seatmap_html.seat_map_html(reread(session["_id"]))
     assert again is not first and again.version == session["version"] + 1
 
 
@@ -84,7 +84,7 @@ def test_a_new_version_rebuilds_only_the_rows_that_changed():
     seatmap_html.seat_map_html(session)
     built_before = seatmap_html.stats["rows_built"]
     holds.hold_seats(session["_id"], "s:x", None, ["1:0", "1:1"])
-    changed = selectors.get_session(session["_id"])
+    changed = reread(session["_id"])
     shared = seatmap_html.seat_map_html(changed)
     assert seatmap_html.stats["rows_built"] - built_before == 1  # row B only; rows A and C reused
     # the reused rows make exactly the map a fresh build makes, overlay included
@@ -149,7 +149,7 @@ def test_900_seat_map_renders_more_than_20x_faster_than_a_template_loop():
     session = make_session(theater, prices={"p": 5500, "s": 3900})
     assert session["seatsTotal"] == 900
     holds.hold_seats(session["_id"], "s:me", None, ["10:20", "10:21"])
-    session = selectors.get_session(session["_id"])
+    session = reread(session["_id"])
     engine = Engine(libraries={"booking_tags": "booking.templatetags.booking_tags"})
     naive = best_of(lambda: naive_render(session, engine))
     seatmap_html.clear_cache()

@@ -4,6 +4,7 @@ one scatter-gather on purpose is Q1 (what's on: a range over every venue's sessi
 docs/architecture.md with why. Watched through pymongo's command monitoring."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,7 @@ def test_q2_q3_c1_to_c4_carry_the_shard_key(settings):
     session = make_session()
     other = make_session(days=2)
     sid = session["_id"]
-    state = {}
+    state: dict[str, Any] = {}
 
     def c1_new_cart():
         state["cart"] = holds.hold_seats(sid, ALICE, None, ["0:0", "0:1"]).cart_id

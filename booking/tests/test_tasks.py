@@ -6,11 +6,13 @@ import io
 import json
 import socket
 from datetime import timedelta
+from typing import cast
 
 import pytest
 import redis
 from django.conf import settings as django_settings
 from django.core import mail
+from django.core.mail import EmailMultiAlternatives
 from django.core.management import CommandError, call_command
 
 from booking import clock, faults, mongo
@@ -87,12 +89,13 @@ def test_confirmation_mail_has_text_and_html_reference_seats_and_ticket_link(set
     order = buy(session, seats=["0:0", "1:2"], email="alice+t@example.org")  # a stalls and a premium seat
     assert notifications.send_confirmation(order["_id"]) == "sent"
     assert len(mail.outbox) == 1
-    message = mail.outbox[0]
+    message = cast(EmailMultiAlternatives, mail.outbox[0])  # the confirmation has an HTML part
     assert message.to == ["alice+t@example.org"]
     assert message.from_email == settings.DEFAULT_FROM_EMAIL
     assert order["ref"] in message.subject and "Hamlet" in message.subject
     link = f"https://tickets.example.org/orders/{order['ref']}/?email=alice%2Bt%40example.org"
     html, mimetype = message.alternatives[0]
+    assert isinstance(html, str)
     assert mimetype == "text/html"
     seats = {(line["row"], line["seat"]) for line in order["lines"]}
     assert seats == {("A", "1"), ("B", "3")}
@@ -125,7 +128,7 @@ def test_a_customer_name_cannot_inject_html_into_the_mail():
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
     order = checkout_paid(ALICE, cart.cart_id, "<script>x</script>", "a@example.org")
     notifications.send_confirmation(order["_id"])
-    html = mail.outbox[0].alternatives[0][0]
+    html = cast(str, cast(EmailMultiAlternatives, mail.outbox[0]).alternatives[0][0])
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "Hello <script>x</script>," in mail.outbox[0].body  # plain text is not HTML-escaped
 

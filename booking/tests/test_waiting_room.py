@@ -14,7 +14,7 @@ from bson import ObjectId
 from booking import clock, mongo, selectors
 from booking.services import admission, hold_facts, holds, waiting_room
 from booking.services.admission import AdmissionRequired
-from booking.tests.factories import make_session
+from booking.tests.factories import make_session, reread
 
 T0 = datetime(2031, 3, 1, 10, 0, tzinfo=UTC)  # on-sale
 
@@ -58,8 +58,8 @@ def test_early_arrivals_get_a_fair_random_order():
     (joining in the same order every time) is first about equally often, and so is the one who
     came last. Chi-square with 4 degrees of freedom, p = 0.001 -> 18.47."""
     trials, buyers = 600, 5
-    first = Counter()
-    last_comer_places = Counter()
+    first: Counter[object] = Counter()  # owners
+    last_comer_places: Counter[object] = Counter()  # places
     for _ in range(trials):
         config = room(rate=60_000)  # everybody admitted in one go at the sale
         owners = [f"s:early{i}" for i in range(buyers)]
@@ -279,8 +279,8 @@ def test_a_queue_lost_by_redis_is_rebuilt_from_the_buyers_tickets():
         assert result.note == "restored" and result.score == tickets[owner][1]
     after = {o: waiting_room.poll(config, o, now=T0 - timedelta(minutes=1)).position for o in owners}
     newcomer_place = waiting_room.poll(config, "s:new", now=T0 - timedelta(minutes=1)).position
-    relative = sorted(owners, key=after.get)
-    assert relative == sorted(owners, key=before.get)  # the same order as before the loss
+    relative = sorted(owners, key=lambda o: after[o])
+    assert relative == sorted(owners, key=lambda o: before[o])  # the same order as before the loss
     # a ticket is honoured once per epoch: replaying it after admission does not queue again
     waiting_room.tick(config, now=T0 + timedelta(minutes=1))
     assert waiting_room.poll(config, relative[0], ticket=tickets[relative[0]], now=T0 + ms(60_001)).state == "admitted"
@@ -336,7 +336,7 @@ def test_admission_token_signature_expiry_and_binding(settings):
     assert not admission.verify(forged, qid, "s:me", now_ms=at)
     assert not admission.verify(waiting_room.sign_ticket(qid, "s:me", "e", "0.1"), qid, "s:me", now_ms=at)
     for junk in (None, "", "x" * 500, "a:b", 42):
-        assert not admission.verify(junk, qid, "s:me", now_ms=at)
+        assert not admission.verify(junk, qid, "s:me", now_ms=at)  # type: ignore[arg-type]  # junk on purpose
     assert admission.expiry_ms(token) == at + 600_000
 
 
@@ -363,7 +363,7 @@ def token_for(config, owner):
 def test_hold_on_a_queued_session_is_refused_without_admission(queued, facts_known):
     session, config = queued
     if facts_known:  # this process knows the session: the hold writes without reading it first
-        hold_facts.sale_facts(selectors.get_session(session["_id"]))
+        hold_facts.sale_facts(reread(session["_id"]))
     else:
         hold_facts._sale_facts.clear()
     with pytest.raises(AdmissionRequired) as refused:
@@ -408,7 +408,7 @@ def test_best_available_and_toggle_are_refused_too_and_release_is_not(queued):
 def test_a_session_queued_after_this_process_read_it_is_guarded_by_the_write_itself(queued):
     """Facts kept from before the room existed: the write's own filter refuses."""
     plain = make_session()
-    hold_facts.sale_facts(selectors.get_session(plain["_id"]))
+    hold_facts.sale_facts(reread(plain["_id"]))
     holds.hold_seats(plain["_id"], "s:early-bird", None, ["0:0"])  # before: no queue, holds work
     waiting_room.enable(plain["_id"], opens_at=clock.now(), on_sale_at=clock.now() + timedelta(minutes=1), rate=60)
     with pytest.raises(AdmissionRequired):

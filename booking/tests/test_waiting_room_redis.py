@@ -13,6 +13,7 @@ import socket
 import subprocess
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -25,18 +26,20 @@ from booking.tests.ports import free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
+HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}  # Any: extra headers for Client
 
 
 class OwnRedis:
     def __init__(self, workdir, persistent: bool):
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.args = [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1"]
+        server = shutil.which("redis-server")
+        assert server is not None, "redis-server is not installed"
+        self.args = [server, "--port", str(self.port), "--bind", "127.0.0.1"]
         self.args += ["--dir", str(workdir)]
         self.args += ["--appendonly", "yes", "--appendfsync", "always"] if persistent else ["--appendonly", "no"]
         self.args += ["--save", ""]
-        self.proc = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self):
         self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -3,6 +3,7 @@ redirect, the seat actions' 403 without admission, bad input (4xx, never 500), R
 
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from bson import ObjectId
@@ -16,7 +17,7 @@ from booking.tests.ports import free_port
 
 pytestmark = pytest.mark.django_db
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
+HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}  # Any: extra headers for Client
 
 
 @pytest.fixture(autouse=True)

@@ -112,7 +112,7 @@ def test_filtered_list_by_day_still_shows_cards(client):
 class PlainFilterForm(WhatsOnFilterForm):
     """The same form with Django's own widgets, to compare with."""
 
-    date = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    date = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))  # type: ignore[assignment]  # Django's own field on purpose
     theater = forms.ChoiceField(required=False, choices=[("", "All theaters")])
 
 
