@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import Client
 from pymongo import MongoClient
+from pymongo.collection import Collection
 
 from booking import clock, mongo, selectors
 from booking.invariants import check_invariants
@@ -51,7 +52,7 @@ def test_ended_carts_past_their_retention_are_deleted_and_the_others_stay():
     spec = mongo.carts().index_information()["ended_ttl"]
     server = DevMongoServer(port=0, ttl_monitor_sleep_secs=1).start()
     try:
-        carts = MongoClient(server.uri, tz_aware=True)["ttl"]["carts"]
+        carts: Collection[dict] = MongoClient(server.uri, tz_aware=True)["ttl"]["carts"]
         carts.create_index(spec["key"], name="ended_ttl", expireAfterSeconds=spec["expireAfterSeconds"])
         now = datetime.now(UTC)
         carts.insert_many(
