@@ -17,7 +17,7 @@ def test_cart_seat_cell_is_one_line_on_a_phone(new_page, shot):
     page = new_page({"width": 390, "height": 844})
     page.goto(f"/sessions/{show['_id']}/")
     page.get_by_role("button", name=re.compile(r"^Row C, seat 4,")).click(force=True)
-    expect(page.locator("#cart-summary")).to_contain_text("C")
+    expect(page.locator("#cart-summary")).to_contain_text("Row C, seat 4")
     page.goto("/cart/")
     cell = page.locator(".lines-table tbody td").first  # the seat cell
     expect(cell).to_contain_text("Row C")
