@@ -14,7 +14,7 @@ from pymongo import MongoClient
 from pymongo.database import Database
 from pymongo.errors import OperationFailure
 
-from .domain import CartState, MailState
+from .domain import CartState, MailState, OrderState
 
 _lock = threading.Lock()
 _client: MongoClient | None = None
@@ -137,7 +137,7 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
 # (renamed, retired: the seed's ticket_code, ...) is dropped.
-OWNED_COLLECTIONS = ("theaters", "sessions", "carts", "orders")
+OWNED_COLLECTIONS = ("theaters", "sessions", "carts", "orders", "checkin_conflicts", "promo_codes")
 
 
 def _index(collection, keys, *, name: str, **options) -> str:
@@ -226,7 +226,32 @@ def ensure_indexes() -> list[str]:
     # payments (services/payments.py, refunds.py): the webhook's lookup and reconcile's queries
     created.append(_index(orders(), [("payment.intent", 1)], name="payment_intent"))
     created.append(_index(orders(), [("payment.previous.intent", 1)], name="payment_previous", sparse=True))
-    created.append(_index(orders(), [("state", 1), ("payment.until", 1)], name="state_payment_until"))
+    # reconcile's payment queries, each partial (a plain state index would also serve, and walk,
+    # every paid, expired or canceled order of the retention): pending orders by their window's
+    # end; expired/canceled card orders by payment status (one still open at the
+    # provider); canceled orders whose hold is not released yet
+    created.append(
+        _index(
+            orders(),
+            [("state", 1), ("payment.until", 1)],
+            name="pending_until",
+            partialFilterExpression={"state": OrderState.PENDING_PAYMENT},
+        )
+    )
+    created.append(
+        _index(
+            orders(),
+            [("state", 1), ("payment.status", 1)],
+            name="ended_card_status",
+            partialFilterExpression={
+                "method": "card",
+                "state": {"$in": [OrderState.EXPIRED, OrderState.CANCELED]},
+            },
+        )
+    )
+    created.append(
+        _index(orders(), [("state", 1)], name="hold_release_pending", partialFilterExpression={"holdReleased": False})
+    )
     for flag in ("settling", "refundDue", "noticeMail"):
         created.append(_index(orders(), [(flag, 1)], name=flag, sparse=True))
     # door check-in of refunded tickets (services/checkin.py): they are refused, also offline
