@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from booking import mongo
 from booking.tests.factories import make_session
+from booking.tests.localstripe import VISA, card
 
 pytestmark = pytest.mark.django_db
 
@@ -32,10 +33,17 @@ def toggle(client, session, key):
 
 
 def buy(client, session, key="0:0"):
+    """Checkout, then pay by card through the pay endpoint (as pay.js does): a paid order, and the
+    order page the payment answer sends the buyer to."""
     toggle(client, session, key)
-    response = client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com"})
+    response = client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com", "method": "card"})
     assert response.status_code == 302
-    return mongo.orders().find_one({}), response
+    order = mongo.orders().find_one({})
+    paid = client.post(url("pay", ref=order["ref"]), {"payment_method": card(VISA)}).json()
+    assert paid["status"] == "paid" and paid["redirect"] == url("order", ref=order["ref"])
+    order = mongo.orders().find_one({"_id": order["_id"]})
+    assert order["state"] == "paid"
+    return order, paid["redirect"]
 
 
 # 3. a cancelled booking offers no "Print tickets", and says why
@@ -52,10 +60,10 @@ def test_a_canceled_booking_offers_no_print_tickets_and_says_why(client, session
 
 # 4. the thank-you line only right after checkout
 def test_thank_you_only_right_after_checkout_not_through_find_my_booking(client, session):
-    order, response = buy(client, session)
-    first = client.get(response["Location"]).content.decode()
+    order, page_url = buy(client, session)
+    first = client.get(page_url).content.decode()  # the first view of the order page after payment
     assert "Thank you" in first and "confirmation is on its way" in first
-    again = client.get(response["Location"]).content.decode()
+    again = client.get(page_url).content.decode()  # a reload
     assert "Thank you" not in again and "confirmation is on its way" not in again
     other = Client()
     found = other.post(url("find_booking"), {"ref": order["ref"], "email": "ada@example.com"})

@@ -13,6 +13,7 @@ from booking.services import carts as cart_service
 from booking.services import checkin, checkout, holds
 from booking.tests import query_audit
 from booking.tests.factories import make_session
+from booking.tests.paying import checkout_paid
 
 ALICE = "s:alice"
 
@@ -69,9 +70,7 @@ def test_q2_q3_c1_to_c4_carry_the_shard_key(settings):
         assert untargeted(run) == [], name
 
     state["order"] = None
-    assert (
-        untargeted(lambda: state.update(order=checkout.checkout(ALICE, state["cart"], "Ada", "ada@example.com"))) == []
-    )
+    assert untargeted(lambda: state.update(order=checkout_paid(ALICE, state["cart"], "Ada", "ada@example.com"))) == []
     assert untargeted(lambda: selectors.get_order_by_ref(state["order"]["ref"])) == []  # the confirmation page
     assert untargeted(lambda: selectors.find_order(state["order"]["ref"], "ada@example.com")) == []
 
@@ -88,7 +87,7 @@ def test_q2_q3_c1_to_c4_carry_the_shard_key(settings):
 def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_with():
     session = make_session()
     hold = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
-    order = checkout.checkout(ALICE, hold.cart_id, "Ada", "ada@example.com")
+    order = checkout_paid(ALICE, hold.cart_id, "Ada", "ada@example.com")
     scope = checkin.get_scope(session["_id"])
     first, second = (line["ticket"] for line in order["lines"])
     assert len(first) == 24 and checkout.ref_of_ticket(first) == order["ref"]
@@ -102,7 +101,7 @@ def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_w
 def test_a_ticket_code_from_before_codes_carried_the_reference_still_checks_in():
     session = make_session()
     hold = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
-    order = checkout.checkout(ALICE, hold.cart_id, "Ada", "ada@example.com")
+    order = checkout_paid(ALICE, hold.cart_id, "Ada", "ada@example.com")
     legacy = "ABCDEFGH" + "x" * 16  # starts with eight reference letters, but not this order's
     mongo.orders().update_one({"_id": order["_id"], "ref": order["ref"]}, {"$set": {"lines.0.ticket": legacy}})
     outcome = checkin.check_in(checkin.get_scope(session["_id"]), code=legacy, door="North", by="anna")
