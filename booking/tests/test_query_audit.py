@@ -83,7 +83,9 @@ def buyer_flow(session, stadium_match):
     done = buyer.post("/checkout/", {"name": "Ada Lovelace", "email": "ada@example.com"})
     assert done.status_code == 302, done.content
     ref = done["Location"].rstrip("/").rsplit("/", 1)[-1]
-    paying.pay(selectors.get_order_by_ref(ref))  # checkout leaves it pending_payment: pay by card
+    order = selectors.get_order_by_ref(ref)
+    assert order is not None
+    paying.pay(order)  # checkout leaves it pending_payment: pay by card
     assert buyer.get(f"/orders/{ref}/").status_code == 200
     assert buyer.get(f"/orders/{ref}/tickets/").status_code == 200
     stranger = Client()
