@@ -26,7 +26,7 @@ def an_order(theater=THEATER, **extra):
 
 
 def numbers(theater=THEATER):
-    ids = [s["_id"] for s in mongo.orders().find({"sessions.theaterId": theater}, {"_id": 1})]
+    ids = [s["_id"] for s in mongo.orders().find({"sessions.theaterId": theater}, {"_id": 1}).hint("_id_")]
     return sorted(o["receiptNo"] for o in mongo.orders().find({"_id": {"$in": ids}, "receiptNo": {"$exists": True}}))
 
 
