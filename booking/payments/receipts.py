@@ -1,6 +1,6 @@
 """Receipt numbers: one gap-free sequence per theater, made with conditional updates.
 
-A counter document per theater, ``receipt_counters: {_id: theaterId, last: n, lastOrder: id}``,
+A counter document per theater, ``receipt_counters: {_id: theaterId, last: n, lastOrder: id, lastRef: ref}``,
 holds the last number given and the order it went to. Giving the next one is two writes:
 
 1. the counter: ``last: n -> n + 1, lastOrder: <this order>``, conditional on ``last`` still
