@@ -506,9 +506,11 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
         result.wall_seconds = meter.seconds
         doc = mongo.sessions().find_one({"_id": sid}, {"seats": 1})
         result.sold = sum(row.count(SOLD) for row in doc["seats"])
-        result.orders = mongo.orders().count_documents({"state": OrderState.PAID})
+        result.orders = mongo.orders().count_documents(
+            {"state": OrderState.PAID}, hint="_id_"
+        )  # every order, on purpose
         per_seat: dict = {}
-        for order in mongo.orders().find({"state": OrderState.PAID}, {"lines": 1}):
+        for order in mongo.orders().find({"state": OrderState.PAID}, {"lines": 1}).hint("_id_"):
             for line in order["lines"]:
                 per_seat[line["key"]] = per_seat.get(line["key"], 0) + 1
         result.seats_in_two_orders = sum(1 for n in per_seat.values() if n > 1)
