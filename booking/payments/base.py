@@ -58,6 +58,7 @@ class Payment:
     amount: int  # minor units
     currency: str  # upper case, like orders
     order_id: str = ""  # what we told the provider when starting it (metadata), "" if unknown
+    order_ref: str = ""  # the order's reference, likewise (orders are sharded on it)
     client_secret: str = ""  # what the buyer's browser needs to finish it (3-D Secure); never stored
     failure: str = ""  # why the last try failed, for the buyer
 

@@ -20,6 +20,7 @@ class BoxOfficeProvider(base.Provider):
             amount=order["total"],
             currency=order["currency"],
             order_id=str(order["_id"]),
+            order_ref=order["ref"],
         )
 
     def paid_at_counter(self, order: dict) -> base.Payment:
@@ -30,6 +31,7 @@ class BoxOfficeProvider(base.Provider):
             amount=order["total"],
             currency=order["currency"],
             order_id=str(order["_id"]),
+            order_ref=order["ref"],
         )
 
     def retrieve(self, payment_id: str) -> base.Payment:

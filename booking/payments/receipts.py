@@ -1,6 +1,6 @@
 """Receipt numbers: one gap-free sequence per theater, made with conditional updates.
 
-A counter document per theater, ``receipt_counters: {_id: theaterId, last: n, lastOrder: id}``,
+A counter document per theater, ``receipt_counters: {_id: theaterId, last: n, lastOrder: id, lastRef: ref}``,
 holds the last number given and the order it went to. Giving the next one is two writes:
 
 1. the counter: ``last: n -> n + 1, lastOrder: <this order>``, conditional on ``last`` still
@@ -57,22 +57,26 @@ def _roll_forward(counter: dict) -> None:
     holder = counter.get("lastOrder")
     if holder is None:
         return
+    by_ref = {"ref": counter["lastRef"]} if counter.get("lastRef") else {}  # orders are sharded on ref
     mongo.orders().update_one(
-        {"_id": holder, "receiptNo": {"$exists": False}},
+        {"_id": holder, **by_ref, "receiptNo": {"$exists": False}},
         {"$set": {"receiptNo": counter["last"], "receiptTheater": counter["_id"], "receiptOn": clock.now()}},
     )
 
 
-def assign(order_id: ObjectId, theater_id=None) -> int:
+def assign(order_id: ObjectId, theater_id=None, ref: str | None = None) -> int:
     """The order's receipt number, given now if it has none yet (safe to call any number of times,
-    from any number of processes). ``theater_id``: its sequence, if the caller knows it."""
+    from any number of processes). ``theater_id``: its sequence, if the caller knows it; ``ref``:
+    the order's reference, if known (orders are sharded on it: every command goes to one shard)."""
+    mine_filter: dict = {"_id": order_id, **({"ref": ref} if ref else {})}
     if theater_id is None:
-        order = mongo.orders().find_one({"_id": order_id}, {"receiptNo": 1, "sessions": 1, "receiptTheater": 1})
+        order = mongo.orders().find_one(mine_filter, {"receiptNo": 1, "sessions": 1, "receiptTheater": 1, "ref": 1})
         if order is None:
             raise LookupError(f"no order {order_id}")
         if order.get("receiptNo"):
             return order["receiptNo"]
         theater_id = theater_of(order)
+        mine_filter["ref"] = order["ref"]
     for _ in range(MAX_ATTEMPTS):
         counter = _counter(theater_id)
         if counter.get("lastOrder") == order_id:
@@ -81,26 +85,26 @@ def assign(order_id: ObjectId, theater_id=None) -> int:
             # The previous holder's number first; then ours, read after it: if this order ever got
             # a number, the counter has moved past it only after that number was written.
             _roll_forward(counter)
-            mine = mongo.orders().find_one({"_id": order_id}, {"receiptNo": 1})
+            mine = mongo.orders().find_one(mine_filter, {"receiptNo": 1})
             if mine is None:
                 raise LookupError(f"no order {order_id}")
             if mine.get("receiptNo"):
                 return mine["receiptNo"]
             taken = counters().update_one(
                 {"_id": theater_id, "last": counter["last"]},
-                {"$set": {"last": counter["last"] + 1, "lastOrder": order_id}},
+                {"$set": {"last": counter["last"] + 1, "lastOrder": order_id, "lastRef": mine_filter.get("ref")}},
             )
             if not taken.modified_count:
                 continue  # someone else took the next number: read again
             number = counter["last"] + 1
         faults.point("receipt.after_counter")
         written = mongo.orders().update_one(
-            {"_id": order_id, "receiptNo": {"$exists": False}},
+            {**mine_filter, "receiptNo": {"$exists": False}},
             {"$set": {"receiptNo": number, "receiptTheater": theater_id, "receiptOn": clock.now()}},
         )
         if written.modified_count:
             return number
-        return mongo.orders().find_one({"_id": order_id}, {"receiptNo": 1})["receiptNo"]
+        return mongo.orders().find_one(mine_filter, {"receiptNo": 1})["receiptNo"]
     raise RuntimeError(f"could not give order {order_id} a receipt number: the counter kept moving")
 
 

@@ -82,6 +82,7 @@ def to_payment(intent) -> base.Payment:
         amount=int(data.get("amount") or 0),
         currency=str(data.get("currency") or "").upper(),
         order_id=str((data.get("metadata") or {}).get("order", "")),
+        order_ref=str((data.get("metadata") or {}).get("ref", "")),
         client_secret=data.get("client_secret") or "",
         failure=_buyer_message(error) if error else "",
     )

@@ -235,6 +235,11 @@ def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
     return order
 
 
+def _mine(order: dict) -> dict:
+    """The filter for this order, carrying its shard key (orders are sharded on ref)."""
+    return {"_id": order["_id"], "ref": order["ref"]}
+
+
 def ensure_payment(order: dict) -> dict:
     """The order's current attempt has a payment at the provider (made now if not)."""
     pay = order["payment"]
@@ -243,13 +248,13 @@ def ensure_payment(order: dict) -> dict:
     provider = payments.provider(pay["provider"])
     started = provider.start(order, idempotency_key=f"order-{order['_id']}-{pay['attempt']}")
     written = orders().update_one(
-        {"_id": order["_id"], "payment.attempt": pay["attempt"], "payment.intent": None},
+        {**_mine(order), "payment.attempt": pay["attempt"], "payment.intent": None},
         {"$set": {"payment.intent": started.id, "payment.status": base.OPEN}},
     )
     faults.point("pay.after_intent")
     if written.modified_count:
         return {**order, "payment": {**pay, "intent": started.id, "status": base.OPEN}}
-    return orders().find_one({"_id": order["_id"]})  # another request made one meanwhile
+    return orders().find_one(_mine(order))  # another request made one meanwhile
 
 
 # --- 2. pay by card ---
@@ -293,11 +298,11 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
         order = ensure_payment(order)
         pay = order["payment"]
     claimed = orders().update_one(
-        {"_id": order["_id"], "state": PENDING, "payment.intent": pay["intent"], "payment.status": base.OPEN},
+        {**_mine(order), "state": PENDING, "payment.intent": pay["intent"], "payment.status": base.OPEN},
         {"$set": {"payment.status": CONFIRMING, "payment.confirmOn": clock.now()}},
     )
     if not claimed.modified_count:
-        return _outcome_of(orders().find_one({"_id": order["_id"]}))  # a second submit: the first decides
+        return _outcome_of(orders().find_one(_mine(order)))  # a second submit: the first decides
     faults.point("pay.after_claim")
     provider = payments.provider(pay["provider"])
     key = f"order-{order['_id']}-{pay['attempt']}-{means}"
@@ -305,7 +310,7 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
         payment = provider.confirm(pay["intent"], means, idempotency_key=key)
     except base.PaymentDeclined as exc:
         record(pay["intent"], base.FAILED, exc.message)
-        return PayOutcome(base.FAILED, orders().find_one({"_id": order["_id"]}), exc.message)
+        return PayOutcome(base.FAILED, orders().find_one(_mine(order)), exc.message)
     except base.ProviderError as exc:
         logger.warning("confirming the payment of order %s failed: %s", order["ref"], exc)
         return _outcome_of(check(order["_id"], quiet=True))
@@ -314,7 +319,7 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
     faults.point("pay.after_confirm")
     if payment.status == base.SUCCEEDED:
         return _outcome_of(_settled(payment, order))
-    current = orders().find_one({"_id": order["_id"]})
+    current = orders().find_one(_mine(order))
     return PayOutcome(payment.status, current, payment.failure, payment.client_secret)
 
 
@@ -403,7 +408,8 @@ def check(order_id: ObjectId, *, quiet: bool = False) -> dict:
 
 def order_for_payment(payment: base.Payment) -> dict | None:
     if payment.order_id and ObjectId.is_valid(payment.order_id):
-        found = orders().find_one({"_id": ObjectId(payment.order_id)})
+        by_ref = {"ref": payment.order_ref} if payment.order_ref else {}  # targeted when known
+        found = orders().find_one({"_id": ObjectId(payment.order_id), **by_ref})
         if found is not None:
             return found
     return orders().find_one({"$or": [{"payment.intent": payment.id}, {"payment.previous.intent": payment.id}]})
@@ -441,7 +447,7 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
             return refunds.refund_extra_payment(order["_id"], payment, why)
         now = clock.now()
         paid = orders().update_one(
-            {"_id": order["_id"], "state": {"$in": list(PAYABLE)}, "paidWith": {"$exists": False}},
+            {**_mine(order), "state": {"$in": list(PAYABLE)}, "paidWith": {"$exists": False}},
             {
                 "$set": {
                     "state": PAID,
@@ -474,21 +480,21 @@ def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
         if not _secure_seats(session_id, order, keys):
             return _seats_lost(order)
         faults.point("pay.after_sell")
-    receipts.assign(order_id, receipts.theater_of(order))
+    receipts.assign(order_id, receipts.theater_of(order), ref=order["ref"])
     faults.point("pay.after_receipt")
     mongo.carts().update_one(  # its seats are all in the order: nothing else is held by it
-        {"_id": order["cartId"], "state": {"$ne": CartState.DONE}},
+        {"_id": order["cartId"], "owner": order["owner"], "state": {"$ne": CartState.DONE}},
         {"$set": {"state": CartState.DONE, "orderId": order_id, "endedOn": clock.now()}},
     )
     faults.point("pay.after_cart_done")
     done = orders().update_one(
-        {"_id": order_id, "settling": True},
+        {**_mine(order), "settling": True},
         {"$unset": {"settling": ""}, "$set": {"mail": MailState.PENDING}},
     )
     if done.modified_count:
         logger.info("order %s paid, %d seats sold", order["ref"], len(order["lines"]))
         notifications.order_confirmed(order_id)
-    return orders().find_one({"_id": order_id})
+    return orders().find_one(_mine(order))
 
 
 def _secure_seats(session_id: ObjectId, order: dict, keys: list[str]) -> bool:

@@ -8,7 +8,7 @@ __all__ = ["card", "checkout_paid", "checkout_paid_setup", "pay"]
 
 
 def pay(order: dict, number: str = VISA, means: str | None = None) -> dict:
-    outcome = payments.pay_with_card(order["_id"], order["owner"], means or card(number))
+    outcome = payments.pay_with_card(order["ref"], order["owner"], means or card(number))
     assert outcome.status == "paid", (outcome.status, outcome.message)
     return outcome.order
 

@@ -43,12 +43,6 @@ def test_every_collection_has_a_shard_key_with_an_index_that_supports_it():
         assert any(spec["key"][0][0] == field for spec in indexes.values()), collection
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 20, after issue 15): the card payment's writes (services/payments.py "
-    "ensure_payment, pay_with_card, settle, finish_paid; payments/receipts.assign) address orders and "
-    "carts by _id without ref/owner, so they are not shard-targeted yet; strict: passes -> fails",
-)
 def test_q2_q3_c1_to_c4_carry_the_shard_key(settings):
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 0  # with a client limit, see the next test
     session = make_session()
