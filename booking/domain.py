@@ -76,6 +76,21 @@ class OrderState(StrEnum):
 SEAT_OWNING_ORDER_STATES = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED)
 
 
+class SalesChannel(StrEnum):
+    """Where an order was sold (the order's ``channel`` field, ``ORDER_CHANNEL_FIELD``). An order
+    without the field was sold online (every order from before counter sales). Written by the
+    counter sale (staff sell for a customer); read by the reports (booking/reports/)."""
+
+    ONLINE = "online"  # the buyer's own checkout (also when paid later at the box office)
+    BOX_OFFICE = "box_office"  # staff sold it at the counter
+    PHONE = "phone"  # staff sold it on the phone
+    COMPLIMENTARY = "complimentary"  # given away by staff (a reason is required)
+
+
+ORDER_CHANNEL_FIELD = "channel"
+DEFAULT_CHANNEL = SalesChannel.ONLINE  # what an order without ``channel`` counts as
+
+
 class MailState(StrEnum):
     """The confirmation mail: ``pending -> sent``, ``pending -> failed``, ``failed -> pending``
     (reconcile's next round, or an operator), ``sent -> pending`` (an operator re-sends)."""
@@ -374,3 +389,4 @@ class Order(TypedDict):
     mailFailures: NotRequired[int]
     mailRetryAt: NotRequired[datetime]
     mailRound: NotRequired[int]
+    channel: NotRequired[SalesChannel]  # absent: online (DEFAULT_CHANNEL)

@@ -71,6 +71,18 @@ class DoorCheckin(MongoDocument):
         permissions = [("checkin_tickets", "Can check in tickets at the door")]
 
 
+class Report(MongoDocument):
+    """Carries the reports permission (``booking.view_reports``: sales figures, exports, attendee
+    lists; booking/staff/reports.py). The figures are aggregated from the orders in MongoDB."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_reports"
+        verbose_name = "sales report"
+        default_permissions = ()
+        permissions = [("view_reports", "Can view sales reports, exports and attendee lists")]
+
+
 class WaitingRoom(MongoDocument):
     """The waiting room of a high-demand sale (booking/staff/waiting_rooms.py); the document named
     is the queue's session, or the performance of a sectioned venue."""

@@ -205,6 +205,10 @@ def ensure_indexes() -> list[str]:
     # the staff search by name: an anchored prefix of a word of the name (booking/names.py)
     created.append(_index(orders(), [("nameKeys", 1)], name="name_prefix"))
     created.append(_index(orders(), [("createdOn", -1), ("_id", -1)], name="newest"))
+    # the staff order list's filters by state and by sales channel, newest first (staff/order_filters.py;
+    # an online order has no channel: indexed as null)
+    created.append(_index(orders(), [("state", 1), ("createdOn", -1), ("_id", -1)], name="state_newest"))
+    created.append(_index(orders(), [("channel", 1), ("createdOn", -1), ("_id", -1)], name="channel_newest"))
     # mails still to send, and failed ones by their next round (a sent mail leaves both: years of
     # orders stay out of the way); one partial index per state, each filter a plain equality
     pending, failed = {"mail": MailState.PENDING}, {"mail": MailState.FAILED}

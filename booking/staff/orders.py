@@ -10,7 +10,7 @@ from .. import admin_forms as f
 from ..errors import BookingError
 from ..services import notifications
 from ..services import orders as order_service
-from . import selectors
+from . import order_filters, selectors
 from .base import CHANGE, MongoModelAdmin, bound
 from .order_payments import ROUTES as PAYMENT_ROUTES
 from .order_payments import OrderPaymentsMixin
@@ -37,17 +37,31 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
         return False  # an order is canceled, never deleted: it is the receipt
 
     def order_list(self, request):
+        """Search and filter (staff/order_filters.py); a booking reference typed alone opens its order."""
         self.require(request, "view")
-        form = f.OrderSearchForm(request.GET or None)
-        text = form.cleaned_data["q"] if form.is_valid() else ""
-        orders = selectors.search_orders(text)
+        form = order_filters.OrderFilterForm(request.GET or None)
+        valid = form.is_valid() if form.is_bound else True
+        data = form.cleaned_data if form.is_bound and valid else {}
+        if data.get("q") and not form.filtering():
+            found = order_filters.order_by_ref(data["q"])
+            if found is not None:
+                return HttpResponseRedirect(self.url("change", found["_id"]))
+        orders = order_filters.filter_orders(data) if valid else []
         for order in orders:
             order["seatCount"] = len(order.get("lines", []))
+            order["channel"] = order_filters.channel_of(order)
+        searched = bool(data.get("q")) or (form.is_bound and valid and form.filtering())
         return self.render(
             request,
             "admin/booking/order/list.html",
-            {"title": "Orders", "form": form, "orders": orders, "searched": bool(text)},
-            status=200 if not form.is_bound or form.is_valid() else 400,
+            {
+                "title": "Orders",
+                "form": form,
+                "orders": orders,
+                "searched": searched,
+                "limit": selectors.STAFF_LIST_LIMIT,
+            },
+            status=200 if valid else 400,
         )
 
     def _order(self, object_id) -> dict:

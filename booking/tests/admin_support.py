@@ -24,7 +24,8 @@ def make_staff(username: str, perms: Sequence[str] = ()) -> User:
 
 
 def every_booking_perm() -> list[str]:
-    return [f"{action}_{model}" for model in ALL_BOOKING for action in ("view", "add", "change", "delete")]
+    models = [f"{action}_{model}" for model in ALL_BOOKING for action in ("view", "add", "change", "delete")]
+    return [*models, "view_reports"]  # the sales reports (booking/staff/reports.py)
 
 
 def sell(session_id, seats, *, owner="s:buyer", name="Ada Lovelace", email="ada@example.com") -> dict:

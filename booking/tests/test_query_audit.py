@@ -175,11 +175,21 @@ def staff_flow(client, session, order):
         "/admin/booking/order/?q=ada",
         "/admin/booking/order/?q=Lovelace",
         "/admin/booking/order/?q=ada@example.com",
-        f"/admin/booking/order/?q={order['ref']}",
+        f"/admin/booking/order/?q={order['ref'][:6]}",
+        f"/admin/booking/order/?session={session['_id']}&state=paid&channel=online",
+        "/admin/booking/order/?state=refunded",
+        "/admin/booking/order/?channel=box_office",
+        "/admin/booking/order/?channel=online",
+        f"/admin/booking/order/?since={clock.now().date().isoformat()}&until={clock.now().date().isoformat()}",
+        f"/admin/booking/report/session/{sid}/",
+        f"/admin/booking/report/series/{sid}/",
+        f"/admin/booking/report/session/{sid}/sales.csv",
+        f"/admin/booking/report/session/{sid}/attendees.csv",
         f"/admin/booking/order/{order['_id']}/change/",
     ]
     for page in pages:
         assert client.get(page).status_code == 200, page
+    assert client.get(f"/admin/booking/order/?q={order['ref']}").status_code == 302  # opens the order
     live = holds.hold_seats(session["_id"], "s:staff-expired", None, ["2:0"])
     assert client.post(f"/admin/booking/cart/{live.cart_id}/expire/").status_code == 302
     response = client.post(f"/admin/booking/order/{order['_id']}/change/", {"reason": "audit"})
@@ -240,7 +250,10 @@ def test_the_planner_rule_flags_what_mongodb_would_scan():
     assert verdict("orders", {"seatsReleased": False}) == "scan"
     # a partial index serves only a filter that implies its expression
     assert verdict("orders", {"state": {"$in": ["canceled", "failed"]}, "seatsReleased": False}) == "index"
-    assert verdict("orders", {"state": "canceled"}) == "scan"
+    assert verdict("carts", {"items.sessionId": 1}) == "scan"
+    # the staff order list's filters (issue 17): state and channel have their index
+    assert verdict("orders", {"state": "canceled"}) == "index"
+    assert verdict("orders", {"channel": {"$in": [None, "online"]}}, [("createdOn", -1), ("_id", -1)]) == "index"
     assert verdict("carts", {"client": "1.2.3.4", "state": "active", "expiresAt": {"$gt": 1}}) == "index"
     assert verdict("carts", {"client": "1.2.3.4"}) == "scan"
     # sorts served by an index, equality on a leading field, $elemMatch into an array index

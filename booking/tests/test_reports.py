@@ -1,0 +1,445 @@
+"""Sales reports and exports (issue 17): the figures equal what the orders say, in the page, the
+CSV and the XLSX; the attendee list; the order list's filters; permissions and bad input.
+
+Known sales are made through the services (holds, ticket types, checkout, card payment at
+localstripe, box-office payment, refunds, door check-in). The counter sale (which writes an
+order's ``channel``) is another engineer's work in progress: the box-office, phone and
+complimentary orders here are made the same way and then given their ``channel`` value
+(``domain.SalesChannel``), the only thing the counter adds that the reports read.
+"""
+
+import csv
+import io
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from openpyxl import load_workbook
+
+from booking import mongo
+from booking.domain import SalesChannel
+from booking.invariants import check_invariants
+from booking.payments import money
+from booking.reports import figures
+from booking.services import checkin, checkout, holds, offers, payment_settings, payments, refunds
+from booking.services import sessions as session_service
+from booking.tests.admin_support import make_staff
+from booking.tests.factories import TYPES, make_session, make_theater
+from booking.tests.paying import pay
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+SEAT_OWNING = ("paid", "partially_refunded")
+
+
+@pytest.fixture(autouse=True)
+def _no_orphan_rule(settings):
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False  # the sales pick seats for their figures, not their places
+
+
+@pytest.fixture
+def reporter(client, db):
+    """Staff with the reports permission only."""
+    client.force_login(make_staff("reporter", ["view_reports"]))
+    return client
+
+
+def buy(session, owner, seats, *, types=None, method="card", channel=None, name="Ada Lovelace"):
+    """An order made through the services: hold, ticket types, checkout, payment (card at
+    localstripe, or the box office's "paid at the counter"); ``channel`` as the counter sale sets it."""
+    cart = holds.hold_seats(session["_id"], owner, None, list(seats))
+    for key, kind in (types or {}).items():
+        offers.choose_ticket_type(owner, cart.cart_id, session["_id"], key, kind)
+    order = checkout.checkout(owner, cart.cart_id, name, f"{owner[2:]}@example.com", method)
+    order = pay(order) if method == "card" else payments.mark_paid_at_counter(order["_id"], by="clerk")
+    if channel is not None:
+        mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"channel": channel}})
+    return mongo.orders().find_one({"_id": order["_id"]})
+
+
+def hall():
+    theater = make_theater()
+    offers.set_theater_ticket_types(theater["_id"], TYPES)
+    payment_settings.set_vat_rates(theater["_id"], rate="7", per_category={"p": "19"})  # two rates
+    return theater
+
+
+def on_sale(theater, *, name="Hamlet", days=1):
+    session = make_session(theater, name=name, days=days)
+    offers.set_price_table(session["_id"], {"s": 2000, "p": 3500}, {"reduced": {"s": 1500, "p": 2500}})
+    payment_settings.set_box_office(session["_id"], enabled=True, deadline_minutes=30)
+    return session
+
+
+@pytest.fixture
+def sales():
+    """Two Hamlet sessions (a series) and a Lear in the same hall, with known sales."""
+    theater = hall()
+    first, second, lear = on_sale(theater), on_sale(theater, days=2), on_sale(theater, name="Lear")
+    made = {
+        # online, card: full and reduced stalls, a full premium seat (19 % VAT)
+        "a": buy(first, "s:a", ["0:0", "0:1", "1:2"], types={"0:1": "reduced"}),
+        "b": buy(first, "s:b", ["2:0", "2:1"]),  # one ticket refunded below
+        "c": buy(first, "s:c", ["2:2"]),  # refunded in full below
+        "d": buy(first, "s:d", ["0:5", "0:6"], method="box_office", channel=SalesChannel.BOX_OFFICE),
+        "e": buy(first, "s:e", ["1:5"], method="box_office", channel=SalesChannel.COMPLIMENTARY),
+        "f": buy(second, "s:f", ["0:0"], types={"0:0": "reduced"}, channel=SalesChannel.PHONE),
+        "g": buy(second, "s:g", ["1:2", "1:3"]),
+        "lear": buy(lear, "s:l", ["0:0", "0:1"]),  # another show: in neither Hamlet report
+    }
+    b_refunded = next(line["ticket"] for line in made["b"]["lines"] if line["key"] == "2:1")
+    refunds.refund_tickets(made["b"]["_id"], tickets=[b_refunded], reason="cannot come", by="clerk")
+    refunds.refund_tickets(made["c"]["_id"], reason="canceled", by="clerk")
+    # a reservation not paid yet: its seat is held, not sold
+    cart = holds.hold_seats(first["_id"], "s:pending", None, ["2:5"])
+    checkout.checkout("s:pending", cart.cart_id, "Pending Person", "p@example.com", "box_office")
+    holds.hold_seats(first["_id"], "s:browsing", None, ["2:6"])  # a live cart
+    session_service.set_blocked(first["_id"], [(2, 8)], True)  # a house seat
+    scope = checkin.get_scope(first["_id"])
+    for order, door in ((made["a"], "North"), (made["d"], "South")):
+        assert checkin.check_in(scope, code=order["lines"][0]["ticket"], door=door, by="anna").admitted
+    assert check_invariants() == []
+    return {"first": first, "second": second, "lear": lear, **made}
+
+
+# --- what the orders say, computed here without the report's code ---
+
+
+def sold_lines(session_ids):
+    orders = mongo.orders().find({}).hint([("_id", 1)])  # every order, on purpose (test only)
+    return [
+        (order, line)
+        for order in orders
+        if order["state"] in SEAT_OWNING
+        for line in order["lines"]
+        if line["sessionId"] in session_ids
+    ]
+
+
+def refunded_lines(session_ids):
+    orders = mongo.orders().find({}).hint([("_id", 1)])
+    return [(o, line) for o in orders for line in o.get("refundedLines", []) if line["sessionId"] in session_ids]
+
+
+def paid(line):
+    return line["price"] - line.get("discount", 0)
+
+
+def split(pairs):
+    """(gross, net, vat) of (order, line) pairs, per VAT rate as the receipts do."""
+    vat_lines = money.breakdown((paid(line), line["vat"]) for _order, line in pairs)
+    return sum(v.gross for v in vat_lines), sum(v.net for v in vat_lines), sum(v.vat for v in vat_lines)
+
+
+def grouped(pairs, key):
+    groups = defaultdict(list)
+    for order, line in pairs:
+        groups[key(order, line)].append((order, line))
+    return {k: (len(v), *split(v)) for k, v in groups.items()}
+
+
+def as_figures(rows):
+    return {f.key: (f.tickets, f.gross, f.net, f.vat) for f in rows}
+
+
+def expect_report(report, session_ids):
+    pairs = sold_lines(session_ids)
+    assert (report.totals.tickets, report.totals.gross, report.totals.net, report.totals.vat) == (
+        len(pairs),
+        *split(pairs),
+    )
+    assert as_figures(report.by_category) == grouped(pairs, lambda o, line: line["cat"])
+    assert as_figures(report.by_type) == grouped(pairs, lambda o, line: line["ticketType"])
+    assert as_figures(report.by_channel) == grouped(pairs, lambda o, line: o.get("channel", "online"))
+    assert report.totals.checked_in == sum(1 for _o, line in pairs if line.get("checkedIn"))
+    gone = refunded_lines(session_ids)
+    assert (report.refunds.tickets, report.refunds.gross) == (len(gone), sum(paid(line) for _o, line in gone))
+    assert sum(d.tickets for d in report.days) == len(pairs)
+    assert sum(d.gross for d in report.days) == report.totals.gross
+    grids = [mongo.sessions().find_one({"_id": sid}) for sid in session_ids]
+    for state, code in (("sold", 2), ("held", 1), ("blocked", 3), ("free", 0)):
+        assert report.seats[state] == sum(row.count(code) for g in grids for row in g["seats"]), state
+    assert report.seats["sold"] == len(pairs)  # every sold seat is a ticket of a paid order
+
+
+def test_session_figures_equal_what_the_orders_say(sales):
+    first = sales["first"]
+    report = figures.build("session", first["_id"])
+    expect_report(report, {first["_id"]})
+    # and the same figures written out by hand, so a shared mistake in both computations shows
+    # a: 2000 + 1500 + 3500 (p, 19 %); b: 2000 (its 2:1 refunded); d: 2 x 2000; e: 3500 (p)
+    assert report.totals.tickets == 7 and report.totals.gross == 16500
+    stalls = money.net_of(9500, "7")
+    premium = money.net_of(7000, "19")
+    assert report.totals.net == stalls + premium and report.totals.vat == 16500 - stalls - premium
+    channels = {f.key: (f.tickets, f.gross) for f in report.by_channel}
+    assert channels == {"online": (4, 9000), "box_office": (2, 4000), "complimentary": (1, 3500)}
+    assert {f.key: f.tickets for f in report.by_type} == {"full": 6, "reduced": 1}
+    assert (report.refunds.tickets, report.refunds.gross) == (2, 4000)
+    assert {f.key: f.tickets for f in report.refunds_by_channel} == {"online": 2}
+    assert report.totals.checked_in == 2
+    assert report.seats == {"sold": 7, "held": 2, "blocked": 1, "free": 14, "total": 24, "occupancy": 29}
+    assert [d.tickets for d in report.days] == [7]
+
+
+def test_series_report_covers_every_session_of_the_show_and_nothing_else(sales):
+    first, second = sales["first"], sales["second"]
+    report = figures.build("series", second["_id"])  # from any of its sessions
+    assert [row.id for row in report.sessions] == [str(first["_id"]), str(second["_id"])]
+    expect_report(report, {first["_id"], second["_id"]})
+    assert report.totals.tickets == 7 + 3
+    by_session = {row.id: (row.sales.tickets, row.sales.gross, row.refunded_tickets) for row in report.sessions}
+    assert by_session == {str(first["_id"]): (7, 16500, 2), str(second["_id"]): (3, 1500 + 3500 + 3500, 0)}
+    assert {f.key: f.tickets for f in report.by_channel}["phone"] == 1
+
+
+def read_csv_sections(text: str) -> dict[str, list[list[str]]]:
+    sections: dict[str, list[list[str]]] = {}
+    current = None
+    for row in csv.reader(io.StringIO(text)):
+        if not row:
+            current = None
+        elif current is None:
+            current = sections.setdefault(row[0], [])
+        else:
+            current.append(row)
+    return sections
+
+
+def cents(text) -> int:
+    return round(float(text) * 100)
+
+
+def test_csv_and_xlsx_carry_the_same_figures(sales, reporter):
+    first = sales["first"]
+    report = figures.build("session", first["_id"])
+    base = f"/admin/booking/report/session/{first['_id']}"
+
+    response = reporter.get(f"{base}/sales.csv")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert "attachment" in response["Content-Disposition"]
+    sections = read_csv_sections(response.content.decode())
+    summary = dict(sections["Summary"][1:])
+    assert int(summary["Tickets sold"]) == report.totals.tickets == 7
+    assert cents(summary["Gross"]) == report.totals.gross and cents(summary["Net"]) == report.totals.net
+    assert cents(summary["VAT"]) == report.totals.vat and cents(summary["Refunded"]) == 4000
+    assert (int(summary["Sold"]), int(summary["Held"]), int(summary["Blocked"]), int(summary["Free"])) == (7, 2, 1, 14)
+    assert int(summary["Checked in"]) == 2
+    categories = {
+        row[0]: (int(row[1]), cents(row[2]), cents(row[3]), cents(row[4])) for row in sections["By category"][1:]
+    }
+    assert categories == {f.label: (f.tickets, f.gross, f.net, f.vat) for f in report.by_category}
+    channels = {row[0]: (int(row[1]), cents(row[2]), int(row[5])) for row in sections["By channel"][1:]}
+    assert channels == {"Online": (4, 9000, 2), "Box office": (2, 4000, 0), "Complimentary": (1, 3500, 0)}
+    assert [int(r[1]) for r in sections["Per day"][1:]] == [7]
+
+    response = reporter.get(f"{base}/sales.xlsx")
+    assert response.status_code == 200 and response["Content-Type"].endswith("spreadsheetml.sheet")
+    book = load_workbook(io.BytesIO(response.content), read_only=True)
+    assert book.sheetnames == ["Summary", "Sessions", "By category", "By ticket type", "By channel", "Per day"]
+    xsummary = {row[0]: row[1] for row in book["Summary"].iter_rows(min_row=2, values_only=True)}
+    assert xsummary["Tickets sold"] == 7 and round(xsummary["Gross"] * 100) == report.totals.gross
+    assert round(xsummary["Net"] * 100) == report.totals.net and round(xsummary["VAT"] * 100) == report.totals.vat
+    xtypes = {r[0]: (r[1], round(r[2] * 100)) for r in book["By ticket type"].iter_rows(min_row=2, values_only=True)}
+    assert xtypes == {"Full price": (6, 15000), "Reduced": (1, 1500)}
+    sessions = list(book["Sessions"].iter_rows(min_row=2, values_only=True))
+    assert len(sessions) == 1 and sessions[0][5] == 7  # sold
+    # every CSV figure is in the XLSX, table by table
+    for title, rows in sections.items():
+        sheet = [list(r) for r in book[title].iter_rows(values_only=True)]
+        assert len(sheet) == len(rows), title
+        for csv_row, xlsx_row in zip(rows, sheet, strict=True):
+            for text, value in zip(csv_row, xlsx_row, strict=True):
+                if isinstance(value, float) or (isinstance(value, int) and "." in text):
+                    assert cents(text) == round(value * 100), title  # money (165.00 reads back as 165)
+                elif isinstance(value, datetime):
+                    assert text == value.strftime("%Y-%m-%d %H:%M")
+                else:
+                    assert text == ("" if value is None else str(value)), title
+
+
+def test_series_downloads_and_the_chart(sales, reporter):
+    base = f"/admin/booking/report/series/{sales['first']['_id']}"
+    sections = read_csv_sections(reporter.get(f"{base}/sales.csv").content.decode())
+    assert len(sections["Sessions"]) == 1 + 2
+    assert int(dict(sections["Summary"][1:])["Tickets sold"]) == 10
+    chart = reporter.get(f"{base}/chart.svg")
+    assert chart.status_code == 200 and chart["Content-Type"] == "image/svg+xml"
+    assert chart.content.lstrip().startswith(b"<?xml") and b"<svg" in chart.content
+
+
+def test_report_page_shows_the_figures(sales, reporter):
+    first = sales["first"]
+    page = reporter.get(f"/admin/booking/report/session/{first['_id']}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "€165" in html  # gross
+    assert "Complimentary" in html and "Box office" in html and "Reduced" in html and "Premium" in html
+    assert f"/admin/booking/report/session/{first['_id']}/chart.svg" in html
+    series = reporter.get(f"/admin/booking/report/series/{first['_id']}/").content.decode()
+    assert "2 sessions" in series and str(sales["second"]["_id"]) in series
+    index = reporter.get("/admin/booking/report/").content.decode()
+    assert f"/admin/booking/report/session/{first['_id']}/" in index
+
+
+def test_attendee_list_csv_and_pdf(sales, reporter):
+    first = sales["first"]
+    response = reporter.get(f"/admin/booking/report/session/{first['_id']}/attendees.csv")
+    assert response.status_code == 200
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    header, body = rows[0], rows[1:]
+    assert header == ["Row", "Seat", "Name", "Category", "Ticket type", "Reference", "Checked in", "Door"]
+    expected = sorted(sold_lines({first["_id"]}), key=lambda p: tuple(int(x) for x in p[1]["key"].split(":")))
+    assert [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in body] == [
+        (
+            line["row"],
+            line["seat"],
+            o["name"],
+            {"s": "Stalls", "p": "Premium"}[line["cat"]],
+            line["ticketTypeName"],
+            o["ref"],
+        )
+        for o, line in expected
+    ]
+    doors = {(r[0], r[1]): r[7] for r in body}
+
+    def seat(order, n=0):
+        return order["lines"][n]["row"], order["lines"][n]["seat"]
+
+    assert doors[seat(sales["a"])] == "North" and doors[seat(sales["d"])] == "South"
+    assert sum(1 for r in body if r[6]) == 2
+    assert seat(sales["c"]) not in doors  # a refunded ticket is nobody's seat now
+
+    pdf = reporter.get(f"/admin/booking/report/session/{first['_id']}/attendees.pdf")
+    assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf" and pdf.content.startswith(b"%PDF")
+
+
+def test_names_are_never_formulas_in_the_exports(reporter):
+    theater = hall()
+    session = on_sale(theater)
+    buy(session, "s:x", ["0:0"], name='=HYPERLINK("http://evil")')
+    rows = list(
+        csv.reader(
+            io.StringIO(reporter.get(f"/admin/booking/report/session/{session['_id']}/attendees.csv").content.decode())
+        )
+    )
+    assert rows[1][2] == '\'=HYPERLINK("http://evil")'
+
+
+def test_no_sales_yet(reporter):
+    session = on_sale(hall())
+    report = figures.build("session", session["_id"])
+    assert report.totals.tickets == 0 and report.days == [] and report.seats["free"] == 24
+    for path in ("", "sales.csv", "sales.xlsx", "chart.svg", "attendees.csv", "attendees.pdf"):
+        assert reporter.get(f"/admin/booking/report/session/{session['_id']}/{path}").status_code == 200, path
+
+
+def test_sales_per_day_are_local_days():
+    hours = [
+        {"_id": "2026-01-01T22", "tickets": 1, "gross": 100},  # 23:00 in Berlin: Jan 1
+        {"_id": "2026-01-01T23", "tickets": 2, "gross": 200},  # 00:00 in Berlin: Jan 2
+        {"_id": "2026-01-04T10", "tickets": 1, "gross": 50},
+    ]
+    days = figures._days(hours)
+    assert [(d.day, d.tickets, d.gross) for d in days] == [
+        (date(2026, 1, 1), 1, 100),
+        (date(2026, 1, 2), 2, 200),
+        (date(2026, 1, 3), 0, 0),  # a day without sales is on the chart too
+        (date(2026, 1, 4), 1, 50),
+    ]
+    assert figures.local_day("2026-07-01T22") == date(2026, 7, 2)  # summer time: UTC+2
+
+
+# --- the order list: filters and opening by reference ---
+
+
+def refs(client, **params):
+    response = client.get("/admin/booking/order/", params)
+    assert response.status_code == 200, response.content
+    return {o["ref"] for o in response.context["orders"]}
+
+
+def test_orders_filter_by_session_state_channel_and_day(sales, manager_client):
+    first, second = sales["first"], sales["second"]
+    assert refs(manager_client, session=str(second["_id"])) == {sales["f"]["ref"], sales["g"]["ref"]}
+    assert refs(manager_client, session=str(first["_id"]), state="partially_refunded") == {sales["b"]["ref"]}
+    assert refs(manager_client, state="refunded") == {sales["c"]["ref"]}
+    assert refs(manager_client, channel="box_office") == {sales["d"]["ref"]}
+    assert refs(manager_client, channel="complimentary", session=str(first["_id"])) == {sales["e"]["ref"]}
+    online = refs(manager_client, channel="online", state="paid")
+    assert online == {sales[k]["ref"] for k in ("a", "g", "lear")}
+    today = datetime.now(UTC).astimezone().date()
+    everything = refs(manager_client, since=str(today - timedelta(days=1)), until=str(today + timedelta(days=1)))
+    assert {sales[k]["ref"] for k in ("a", "b", "c", "d", "e", "f", "g", "lear")} <= everything
+    assert refs(manager_client, until=str(today - timedelta(days=3))) == set()
+    assert refs(manager_client, q="Ada", channel="phone") == {sales["f"]["ref"]}
+
+
+def test_typing_a_reference_opens_its_order(sales, manager_client):
+    order = sales["d"]
+    for typed in (order["ref"], order["ref"].lower(), f" {order['ref'][:4]}-{order['ref'][4:]} "):
+        response = manager_client.get("/admin/booking/order/", {"q": typed})
+        assert response.status_code == 302 and response["Location"].endswith(f"/order/{order['_id']}/change/")
+    # a reference nobody has is a search that finds nothing, not an error
+    assert manager_client.get("/admin/booking/order/", {"q": "ZZZZZZZZ"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"since": "2026-13-45"},
+        {"until": "yesterday"},
+        {"since": "2026-05-02", "until": "2026-05-01"},
+        {"since": "0001-01-01"},
+        {"session": "not-an-id"},
+        {"state": "stolen"},
+        {"channel": "carrier-pigeon"},
+    ],
+)
+def test_bad_order_filters_are_a_400(manager_client, params):
+    response = manager_client.get("/admin/booking/order/", params)
+    assert response.status_code == 400
+    assert b"errornote" in response.content
+
+
+# --- permissions and bad input ---
+
+
+REPORT_PATHS = (
+    "",
+    "session/{id}/",
+    "series/{id}/",
+    "session/{id}/sales.csv",
+    "series/{id}/sales.xlsx",
+    "session/{id}/chart.svg",
+    "session/{id}/attendees.csv",
+    "session/{id}/attendees.pdf",
+)
+
+
+def test_reports_need_their_own_permission(client, db):
+    session = on_sale(hall())
+    # every other booking permission is not enough: revenue and customer names are the reports'
+    from booking.tests.admin_support import ALL_BOOKING
+
+    others = [f"{a}_{m}" for m in ALL_BOOKING for a in ("view", "add", "change", "delete")]
+    client.force_login(make_staff("clerk", others))
+    for path in REPORT_PATHS:
+        assert client.get("/admin/booking/report/" + path.format(id=session["_id"])).status_code == 403, path
+    assert b"/admin/booking/report/" not in client.get("/admin/").content
+    client.logout()
+    for path in REPORT_PATHS:
+        response = client.get("/admin/booking/report/" + path.format(id=session["_id"]))
+        assert response.status_code == 302 and "/login/" in response["Location"], path
+
+
+def test_the_admin_index_lists_reports_for_those_allowed(reporter):
+    assert b"/admin/booking/report/" in reporter.get("/admin/").content
+
+
+def test_unknown_or_malformed_session_is_a_404(reporter):
+    for bad in ("ffffffffffffffffffffffff", "nope", "1234"):
+        for path in REPORT_PATHS[1:]:
+            url = "/admin/booking/report/" + path.format(id=bad)
+            assert reporter.get(url).status_code == 404, url
+    assert reporter.get("/admin/booking/report/", {"when": "someday"}).status_code == 400
