@@ -342,6 +342,10 @@ BOOKING_PAYMENT_LATE_SECONDS = env.int("BOOKING_PAYMENT_LATE_SECONDS", default=1
 BOOKING_PAYMENT_CHECK_GRACE_SECONDS = env.int("BOOKING_PAYMENT_CHECK_GRACE_SECONDS", default=60)
 # VAT in percent (prices include it). Ticket rate per theater overrides the default (staff).
 BOOKING_VAT_RATE = env.str("BOOKING_VAT_RATE", default="7")
+# Reports (booking/reports/figures.py): group the figures in MongoDB ($group pipelines; less to
+# transfer for a long series) or in the app from one indexed find (the default: the dev stand-in's
+# $group costs about 1 ms per ticket; docs/performance.md, "Reports")
+BOOKING_REPORTS_GROUP_ON_SERVER = env.bool("BOOKING_REPORTS_GROUP_ON_SERVER", default=False)
 BOOKING_FEE = env.int("BOOKING_FEE", default=0)  # per order, minor units, VAT included; 0: none
 BOOKING_FEE_VAT_RATE = env.str("BOOKING_FEE_VAT_RATE", default="19")
 # Pay at the box office (per session, off unless staff turn it on): unpaid seats go back this

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
+from django.test import Client, override_settings
 
 from booking import clock, mongo, selectors
 from booking.demo_stadium import create_match, create_stadium
@@ -190,6 +190,8 @@ def staff_flow(client, session, order):
     for page in pages:
         assert client.get(page).status_code == 200, page
     assert client.get(f"/admin/booking/order/?q={order['ref']}").status_code == 302  # opens the order
+    with override_settings(BOOKING_REPORTS_GROUP_ON_SERVER=True):  # the reports' $group pipelines
+        assert client.get(f"/admin/booking/report/series/{sid}/").status_code == 200
     live = holds.hold_seats(session["_id"], "s:staff-expired", None, ["2:0"])
     assert client.post(f"/admin/booking/cart/{live.cart_id}/expire/").status_code == 302
     response = client.post(f"/admin/booking/order/{order['_id']}/change/", {"reason": "audit"})

@@ -182,6 +182,15 @@ def test_session_figures_equal_what_the_orders_say(sales):
     assert [d.tickets for d in report.days] == [7]
 
 
+def test_grouping_in_mongodb_or_in_the_app_gives_the_same_report(sales, settings):
+    for kind in ("session", "series"):
+        settings.BOOKING_REPORTS_GROUP_ON_SERVER = False
+        in_app = figures.build(kind, sales["first"]["_id"])
+        settings.BOOKING_REPORTS_GROUP_ON_SERVER = True
+        on_server = figures.build(kind, sales["first"]["_id"])
+        assert in_app == on_server, kind
+
+
 def test_series_report_covers_every_session_of_the_show_and_nothing_else(sales):
     first, second = sales["first"], sales["second"]
     report = figures.build("series", second["_id"])  # from any of its sessions

@@ -1,0 +1,336 @@
+"""``python -m bench.reports [--scale 0.01] [--samples 15]``: the sales reports at volume.
+
+Builds 1,000 sessions (20 shows of 50 performances, 1,200 seats each) and 500,000 orders (1-3
+tickets, paid, partly refunded, refunded, expired; online, box office, phone, complimentary;
+check-ins) straight into the database (``--scale`` shrinks both for a quick run), then times the
+report pages and downloads, the attendee list and the order list's filters through Django's test
+client (the whole view: the aggregation, the Python roll-up, the template or the file), and counts
+the MongoDB commands of each. Not a timed test: it prints a Markdown table (docs/performance.md,
+"Reports").
+
+MongoDB: ``MONGODB_URI`` (a throwaway database ``bench_reports``), else devmongo started here with
+``--notablescan`` (every query of the pages must have its index, as in the tests).
+"""
+
+import argparse
+import os
+import random
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bson import ObjectId
+from pymongo import monitoring
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOWS = 20
+SESSIONS = 1_000
+ORDERS = 500_000
+ROWS, SEATS_PER_ROW = 30, 40  # 1,200 seats
+
+
+def start_devmongo() -> tuple[subprocess.Popen | None, str]:
+    uri = os.environ.get("MONGODB_URI")
+    if uri:
+        return None, uri
+    sys.path.insert(0, str(ROOT))
+    from bench.stack import free_port, wait_for_port
+
+    port = free_port()
+    args = [sys.executable, "-m", "devmongo", "--port", str(port), "--notablescan", "--log-level", "warning"]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port(port, proc, "devmongo")
+    return proc, f"mongodb://127.0.0.1:{port}/"
+
+
+def setup_django(uri: str, workdir: Path) -> None:
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "bench.settings",  # static files from the source folders
+            "MONGODB_URI": uri,
+            "MONGODB_DB": "bench_reports",
+            "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+            "LOG_LEVEL": "WARNING",
+            "DEBUG": "False",
+            "SECRET_KEY": "bench-" + secrets.token_hex(16),
+            "DEV_ENV_FILE": "",
+        }
+    )
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", "--noinput", verbosity=0)
+
+
+def grid() -> str:
+    rows = []
+    for r in range(ROWS):
+        cat = "p" if r < 8 else "s"
+        label = chr(ord("A") + r) if r < 26 else f"A{chr(ord('A') + r - 26)}"
+        half = cat * (SEATS_PER_ROW // 2)
+        rows.append(f"{label}: {half}.{half}")
+    return "\n".join(rows) + "\n"
+
+
+def build(scale: float, log) -> dict:
+    from booking import mongo
+    from booking.layouts import parse_grid
+    from booking.names import name_keys
+    from booking.services import offers
+    from booking.services.sessions import create_session
+    from booking.services.theaters import create_theater
+
+    db = mongo.get_db()
+    for name in ("theaters", "sessions", "orders", "carts"):
+        db[name].drop()
+    mongo.ensure_indexes()
+    rng = random.Random(17)
+    theater = create_theater(
+        "Bench Hall", parse_grid(grid(), [{"code": "s", "name": "Stalls"}, {"code": "p", "name": "Premium"}])
+    )
+    types = [{"code": "full", "name": "Full price"}, {"code": "reduced", "name": "Reduced"}]
+    offers.set_theater_ticket_types(theater["_id"], types)
+    n_sessions = max(2, round(SESSIONS * scale))
+    n_orders = max(20, round(ORDERS * scale))
+    shows = max(1, min(SHOWS, n_sessions // 2))
+    now = datetime.now(UTC)
+    started = time.monotonic()
+    sessions = []
+    for i in range(n_sessions):
+        start = now + timedelta(days=1 + i // shows, hours=i % shows % 4)
+        session = create_session(
+            theater["_id"],
+            name=f"Show {i % shows:02d}",
+            description="",
+            start=start,
+            end=start + timedelta(hours=2),
+            prices={"s": 3900, "p": 5500},
+        )
+        sessions.append(session)
+    log(f"{n_sessions} sessions in {time.monotonic() - started:.1f} s")
+
+    # every session's free seats, handed out to orders in order (a sold seat is in one order)
+    layout = sessions[0]["layout"]
+    seat_list = [
+        (r, c, row["label"], cell["label"], cell["cat"])
+        for r, row in enumerate(layout["rows"])
+        for c, cell in enumerate(row["cells"])
+        if cell is not None
+    ]
+    next_seat = [0] * n_sessions
+    sold_keys: list[list[tuple[int, int]]] = [[] for _ in range(n_sessions)]
+    names = ["Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov", "Ken Thompson"]
+    channels = ["box_office"] * 8 + ["phone"] * 5 + ["complimentary"] * 2  # 15 % of orders, the rest online
+    started = time.monotonic()
+    batch: list[dict] = []
+    inserted = 0
+    for n in range(n_orders):
+        s_index = n % n_sessions
+        session = sessions[s_index]
+        count = rng.choice((1, 2, 2, 3))
+        if next_seat[s_index] + count > len(seat_list):
+            count = 0
+        created = session["start"] - timedelta(days=rng.uniform(1, 60))
+        state = rng.choices(["paid", "partially_refunded", "refunded", "expired"], [90, 4, 3, 3])[0]
+        ref = f"B{n:07d}"  # unique (random ones would collide among 500,000)
+        lines = []
+        for _ in range(count if state != "expired" else 0):
+            r, c, row_label, seat_label, cat = seat_list[next_seat[s_index]]
+            next_seat[s_index] += 1
+            reduced = rng.random() < 0.2
+            price = {"s": 3900, "p": 5500}[cat] - (1000 if reduced else 0)
+            line = {
+                "sessionId": session["_id"],
+                "key": f"{r}:{c}",
+                "row": row_label,
+                "seat": seat_label,
+                "cat": cat,
+                "price": price,
+                "ticketType": "reduced" if reduced else "full",
+                "ticketTypeName": "Reduced" if reduced else "Full price",
+                "vat": "7",
+                "ticket": ref + secrets.token_urlsafe(12),
+            }
+            if state == "paid" and rng.random() < 0.3:
+                line["checkedIn"] = {"at": session["start"], "door": rng.choice(["North", "South"]), "by": "anna"}
+            lines.append(line)
+        if state != "expired" and not lines:
+            state = "expired"
+        refunded_lines = []
+        if state == "refunded":
+            refunded_lines, lines = lines, []
+        elif state == "partially_refunded":
+            if len(lines) > 1:
+                refunded_lines, lines = lines[:1], lines[1:]
+            else:
+                state = "paid"
+        for line in lines:
+            sold_keys[s_index].append(tuple(int(x) for x in line["key"].split(":")))
+        name = rng.choice(names)
+        order = {
+            "ref": ref,
+            "cartId": ObjectId(),
+            "owner": f"s:{secrets.token_hex(6)}",
+            "name": name,
+            "email": f"{ref.lower()}@example.com",
+            "nameKeys": name_keys(name),
+            "lines": lines,
+            "sessions": [{"_id": session["_id"], "name": session["name"], "start": session["start"]}],
+            "fee": {"amount": 0, "vat": "19"},
+            "total": sum(line["price"] for line in lines + refunded_lines),
+            "currency": "EUR",
+            "state": state,
+            "method": "card",
+            "createdOn": created,
+            "purgeAt": created + timedelta(days=3650),
+            "mail": "sent",
+        }
+        if state != "expired":
+            order["paidOn"] = created + timedelta(minutes=3)
+        if refunded_lines:
+            order["refundedLines"] = refunded_lines
+        if rng.random() < 0.15:
+            order["channel"] = rng.choice(channels)
+        batch.append(order)
+        if len(batch) == 5000:
+            mongo.orders().insert_many(batch, ordered=False)
+            inserted += len(batch)
+            batch = []
+            if inserted % 50_000 == 0:
+                log(f"{inserted} orders ({time.monotonic() - started:.0f} s)")
+    if batch:
+        mongo.orders().insert_many(batch, ordered=False)
+    log(f"{n_orders} orders in {time.monotonic() - started:.1f} s")
+    for s_index, keys in enumerate(sold_keys):  # the grids agree with the orders
+        if keys:
+            sets = {f"seats.{r}.{c}": 2 for r, c in keys}
+            mongo.sessions().update_one(
+                {"_id": sessions[s_index]["_id"]}, {"$set": sets, "$inc": {"seatsAvailable": -len(keys)}}
+            )
+    return {"sessions": sessions, "orders": n_orders, "shows": shows}
+
+
+class Counter(monitoring.CommandListener):
+    """Counts the MongoDB commands (pymongo's command monitoring) of one request."""
+
+    def __init__(self):
+        self.n = 0
+
+    def started(self, event):
+        if event.command_name not in ("endSessions", "hello", "isMaster", "ping"):
+            self.n += 1
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+def time_pages(data: dict, samples: int, log) -> list[dict]:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from booking import mongo
+
+    user = User.objects.filter(username="bench").first() or User.objects.create_superuser("bench", "b@x.example", "pw")
+    client = Client()
+    client.force_login(user)
+    rng = random.Random(5)
+    sessions = data["sessions"]
+    picks = [rng.choice(sessions) for _ in range(samples)]
+    some_ref = mongo.orders().find_one({"state": "paid", "lines.sessionId": picks[0]["_id"]}, {"ref": 1})["ref"]
+    day = (picks[0]["start"] - timedelta(days=10)).date().isoformat()
+    series = sum(1 for s in sessions if s["name"] == picks[0]["name"])
+    pages = {
+        "session report page": lambda s: f"/admin/booking/report/session/{s['_id']}/",
+        "session chart (SVG)": lambda s: f"/admin/booking/report/session/{s['_id']}/chart.svg",
+        "session figures CSV": lambda s: f"/admin/booking/report/session/{s['_id']}/sales.csv",
+        "session figures XLSX": lambda s: f"/admin/booking/report/session/{s['_id']}/sales.xlsx",
+        f"series report page ({series} sessions)": lambda s: f"/admin/booking/report/series/{s['_id']}/",
+        f"series figures XLSX ({series} sessions)": lambda s: f"/admin/booking/report/series/{s['_id']}/sales.xlsx",
+        "attendee list CSV": lambda s: f"/admin/booking/report/session/{s['_id']}/attendees.csv",
+        "attendee list PDF": lambda s: f"/admin/booking/report/session/{s['_id']}/attendees.pdf",
+        "orders of a session": lambda s: f"/admin/booking/order/?session={s['_id']}",
+        "orders: state refunded": lambda s: "/admin/booking/order/?state=refunded",
+        "orders: channel phone": lambda s: "/admin/booking/order/?channel=phone",
+        "orders: one day": lambda s: f"/admin/booking/order/?since={day}&until={day}",
+        "orders: reference typed (opens it)": lambda s: f"/admin/booking/order/?q={some_ref}",
+    }
+    counter = Counter()
+    mongo.add_listener(counter)  # the app's client is made again with it
+    rows = []
+    for label, path in pages.items():
+        client.get(path(picks[0]), secure=True)  # warm: imports (matplotlib, openpyxl), template loading
+        times, commands, size = [], [], 0
+        for session in picks:
+            counter.n = 0
+            began = time.perf_counter()
+            response = client.get(path(session), secure=True)
+            times.append((time.perf_counter() - began) * 1000)
+            commands.append(counter.n)
+            if response.status_code not in (200, 302):
+                raise RuntimeError(f"{path(session)} answered {response.status_code}")
+            size = max(size, len(response.content))
+        rows.append(
+            {
+                "page": label,
+                "p50": statistics.median(times),
+                "max": max(times),
+                "commands": max(commands),
+                "bytes": size,
+            }
+        )
+        log(f"{label}: p50 {rows[-1]['p50']:.0f} ms, max {rows[-1]['max']:.0f} ms, {rows[-1]['commands']} commands")
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.reports", description=__doc__)
+    parser.add_argument("--scale", type=float, default=1.0, help="share of 1,000 sessions / 500,000 orders")
+    parser.add_argument("--samples", type=int, default=15, help="random sessions each page is timed on")
+    args = parser.parse_args(argv)
+
+    def log(msg):
+        print(msg, flush=True)
+
+    proc, uri = start_devmongo()
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-reports-") as workdir:
+            setup_django(uri, Path(workdir))
+            began = time.monotonic()
+            data = build(args.scale, log)
+            log(f"built in {time.monotonic() - began:.0f} s")
+            rows = time_pages(data, args.samples, log)
+            from booking import mongo
+
+            n_sessions = len(data["sessions"])
+            server = "devmongo (the stand-in, --notablescan)" if proc else "MongoDB at MONGODB_URI"
+            print()
+            print(
+                f"{n_sessions:,} sessions ({data['shows']} shows), {data['orders']:,} orders "
+                f"({mongo.orders().estimated_document_count():,} stored); {server}; "
+                f"{args.samples} random sessions per row; Django test client, whole view."
+            )
+            print()
+            print("| page | p50 ms | max ms | MongoDB commands | bytes |")
+            print("| --- | ---: | ---: | ---: | ---: |")
+            for row in rows:
+                print(f"| {row['page']} | {row['p50']:.0f} | {row['max']:.0f} | {row['commands']} | {row['bytes']:,} |")
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
