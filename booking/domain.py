@@ -89,6 +89,17 @@ class SalesChannel(StrEnum):
 
 ORDER_CHANNEL_FIELD = "channel"
 DEFAULT_CHANNEL = SalesChannel.ONLINE  # what an order without ``channel`` counts as
+# An order whose ``method`` is this was given away by staff (the counter's payment method; its
+# ``channel`` says where: box office or phone). The reports count it as complimentary, at no revenue.
+COMPLIMENTARY_METHOD = "complimentary"
+
+
+def sales_channel(order: dict) -> str:
+    """The channel an order counts under in the reports: complimentary when given away, else its
+    ``channel``, else online."""
+    if order.get("method") == COMPLIMENTARY_METHOD:
+        return SalesChannel.COMPLIMENTARY.value
+    return order.get(ORDER_CHANNEL_FIELD) or DEFAULT_CHANNEL.value
 
 
 class MailState(StrEnum):

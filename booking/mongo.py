@@ -209,6 +209,15 @@ def ensure_indexes() -> list[str]:
     # an online order has no channel: indexed as null)
     created.append(_index(orders(), [("state", 1), ("createdOn", -1), ("_id", -1)], name="state_newest"))
     created.append(_index(orders(), [("channel", 1), ("createdOn", -1), ("_id", -1)], name="channel_newest"))
+    given_away = {"method": "complimentary"}  # domain.COMPLIMENTARY_METHOD: tickets staff gave away
+    created.append(
+        _index(
+            orders(),
+            [("method", 1), ("createdOn", -1), ("_id", -1)],
+            name="complimentary_newest",
+            partialFilterExpression=given_away,
+        )
+    )
     # mails still to send, and failed ones by their next round (a sent mail leaves both: years of
     # orders stay out of the way); one partial index per state, each filter a plain equality
     pending, failed = {"mail": MailState.PENDING}, {"mail": MailState.FAILED}

@@ -27,7 +27,9 @@ What counts:
   ``discount``); the booking fee is per order, not per seat, and not in these figures;
 * refunds: the tickets in ``refundedLines`` (any order state) and their amounts;
 * check-ins: sold tickets with ``checkedIn``;
-* the sales channel: the order's ``channel`` (``domain.SalesChannel``), absent = online;
+* the sales channel: ``domain.sales_channel``: complimentary when the order's ``method`` is
+  (staff gave the tickets away: counted as tickets, at no revenue), else the order's ``channel``
+  (``domain.SalesChannel``: box office, phone), absent = online;
 * the day of a sale: when the order was paid (``paidOn``), else when it was made (``createdOn``),
   as a local calendar day.
 """
@@ -42,7 +44,14 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .. import mongo
-from ..domain import DEFAULT_CHANNEL, ORDER_CHANNEL_FIELD, SEAT_OWNING_ORDER_STATES, SalesChannel
+from ..domain import (
+    COMPLIMENTARY_METHOD,
+    DEFAULT_CHANNEL,
+    ORDER_CHANNEL_FIELD,
+    SEAT_OWNING_ORDER_STATES,
+    SalesChannel,
+    sales_channel,
+)
 from ..errors import NotFound
 from ..payments import money
 from ..staff.selectors import session_counts
@@ -170,12 +179,20 @@ def series_sessions(session_id: ObjectId) -> tuple[list[dict], bool]:
 # --- the aggregations ---
 
 
+def _given_away() -> dict:
+    return {"$eq": ["$method", COMPLIMENTARY_METHOD]}
+
+
 def _gross_expr(line: str) -> dict:
-    return {"$subtract": [f"${line}.price", {"$ifNull": [f"${line}.discount", 0]}]}
+    """What the buyer paid for a line: its price less its promo share; nothing when given away."""
+    paid = {"$subtract": [f"${line}.price", {"$ifNull": [f"${line}.discount", 0]}]}
+    return {"$cond": [_given_away(), 0, paid]}
 
 
 def _channel_expr() -> dict:
-    return {"$ifNull": [f"${ORDER_CHANNEL_FIELD}", DEFAULT_CHANNEL.value]}
+    """``domain.sales_channel`` as an expression."""
+    channel = {"$ifNull": [f"${ORDER_CHANNEL_FIELD}", DEFAULT_CHANNEL.value]}
+    return {"$cond": [_given_away(), SalesChannel.COMPLIMENTARY.value, channel]}
 
 
 def sales_pipeline(session_ids: list[ObjectId]) -> list[dict]:
@@ -185,7 +202,14 @@ def sales_pipeline(session_ids: list[ObjectId]) -> list[dict]:
     in_scope = {"$in": session_ids}
     return [
         {"$match": {"lines.sessionId": in_scope, "state": {"$in": [s.value for s in SEAT_OWNING_ORDER_STATES]}}},
-        {"$project": {"lines": 1, ORDER_CHANNEL_FIELD: 1, "soldOn": {"$ifNull": ["$paidOn", "$createdOn"]}}},
+        {
+            "$project": {
+                "lines": 1,
+                "method": 1,
+                ORDER_CHANNEL_FIELD: 1,
+                "soldOn": {"$ifNull": ["$paidOn", "$createdOn"]},
+            }
+        },
         {"$unwind": "$lines"},
         {"$match": {"lines.sessionId": in_scope}},
         {
@@ -227,7 +251,7 @@ def refunds_pipeline(session_ids: list[ObjectId]) -> list[dict]:
     in_scope = {"$in": session_ids}
     return [
         {"$match": {"refundedLines.sessionId": in_scope}},
-        {"$project": {"refundedLines": 1, ORDER_CHANNEL_FIELD: 1}},
+        {"$project": {"refundedLines": 1, "method": 1, ORDER_CHANNEL_FIELD: 1}},
         {"$unwind": "$refundedLines"},
         {"$match": {"refundedLines.sessionId": in_scope}},
         {
@@ -240,7 +264,9 @@ def refunds_pipeline(session_ids: list[ObjectId]) -> list[dict]:
     ]
 
 
-def _line_gross(line: dict) -> int:
+def _line_gross(order: dict, line: dict) -> int:
+    if order.get("method") == COMPLIMENTARY_METHOD:
+        return 0  # given away: no money
     return int(line["price"]) - int(line.get("discount", 0))
 
 
@@ -257,6 +283,7 @@ def read_in_app(session_ids: list[ObjectId]) -> tuple[list[dict], list[dict], li
     query = {"$or": [{"lines.sessionId": in_scope}, {"refundedLines.sessionId": in_scope}]}
     fields = {
         "state": 1,
+        "method": 1,
         ORDER_CHANNEL_FIELD: 1,
         "paidOn": 1,
         "createdOn": 1,
@@ -267,7 +294,7 @@ def read_in_app(session_ids: list[ObjectId]) -> tuple[list[dict], list[dict], li
     hours: dict[str, dict] = {}
     refunded: dict[tuple, dict] = {}
     for order in mongo.orders().find(query, fields).batch_size(2000):
-        channel = order.get(ORDER_CHANNEL_FIELD) or DEFAULT_CHANNEL.value
+        channel = sales_channel(order)
         if order["state"] in owning:
             hour = _hour_key(order.get("paidOn") or order.get("createdOn"))
             for line in order.get("lines", []):
@@ -287,11 +314,11 @@ def read_in_app(session_ids: list[ObjectId]) -> tuple[list[dict], list[dict], li
                 )
                 row["typeName"] = max(filter(None, (row["typeName"], line.get("ticketTypeName"))), default=None)
                 row["tickets"] += 1
-                row["gross"] += _line_gross(line)
+                row["gross"] += _line_gross(order, line)
                 row["checkedIn"] += 1 if (line.get("checkedIn") or {}).get("at") else 0
                 per_hour = hours.setdefault(hour, {"_id": hour, "tickets": 0, "gross": 0})
                 per_hour["tickets"] += 1
-                per_hour["gross"] += _line_gross(line)
+                per_hour["gross"] += _line_gross(order, line)
         for line in order.get("refundedLines", []):
             if line["sessionId"] not in wanted:
                 continue
@@ -300,7 +327,7 @@ def read_in_app(session_ids: list[ObjectId]) -> tuple[list[dict], list[dict], li
                 key, {"_id": {"s": key[0], "vat": key[1], "channel": channel}, "tickets": 0, "gross": 0}
             )
             row["tickets"] += 1
-            row["gross"] += _line_gross(line)
+            row["gross"] += _line_gross(order, line)
     return list(groups.values()), list(hours.values()), list(refunded.values())
 
 
@@ -468,7 +495,7 @@ def attendees(session_id: ObjectId) -> tuple[dict, list[dict]]:
     session = _session(session_id)
     categories = {c["code"]: c["name"] for c in (session.get("layout") or {}).get("categories", [])}
     query = {"lines.sessionId": session_id, "state": {"$in": [s.value for s in SEAT_OWNING_ORDER_STATES]}}
-    fields = {"ref": 1, "name": 1, "lines": 1, ORDER_CHANNEL_FIELD: 1}
+    fields = {"ref": 1, "name": 1, "lines": 1, "method": 1, ORDER_CHANNEL_FIELD: 1}
     people = []
     for order in mongo.orders().find(query, fields).batch_size(1000):
         for line in order["lines"]:
@@ -484,7 +511,7 @@ def attendees(session_id: ObjectId) -> tuple[dict, list[dict]]:
                     "type": line.get("ticketTypeName") or line.get("ticketType") or "",
                     "name": order.get("name", ""),
                     "ref": order["ref"],
-                    "channel": order.get(ORDER_CHANNEL_FIELD) or DEFAULT_CHANNEL.value,
+                    "channel": sales_channel(order),
                     "checkedInAt": checked.get("at"),
                     "door": checked.get("door", ""),
                 }

@@ -3,7 +3,8 @@
 
 Every combination is index-backed: the session through ``lines.sessionId``; the state through
 ``state+createdOn+_id``; the channel through ``channel+createdOn+_id`` (an online order has no
-``channel``: it is found as ``null``); the days through ``newest`` (``createdOn+_id``), which also
+``channel``: it is found as ``null``), complimentary ones (``method``) through the partial
+``complimentary_newest``; the days through ``newest`` (``createdOn+_id``), which also
 gives the order of the list. The server picks among them; the other filters are checked on what
 the index found. Newest first, at most ``STAFF_LIST_LIMIT``.
 """
@@ -16,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .. import mongo
-from ..domain import DEFAULT_CHANNEL, ORDER_CHANNEL_FIELD, OrderState, SalesChannel
+from ..domain import COMPLIMENTARY_METHOD, DEFAULT_CHANNEL, ORDER_CHANNEL_FIELD, OrderState, SalesChannel, sales_channel
 from ..errors import NotFound
 from ..forms import DayField
 from ..ids import object_id
@@ -99,8 +100,12 @@ def order_query(data: dict) -> dict | None:
     if data.get("state"):
         query["state"] = data["state"]
     channel = data.get("channel")
-    if channel:
+    if channel == SalesChannel.COMPLIMENTARY:  # given away (the counter's method), or so marked
+        given = [{"method": COMPLIMENTARY_METHOD}, {ORDER_CHANNEL_FIELD: channel}]
+        query["$and"] = [*query.get("$and", []), {"$or": given}]
+    elif channel:
         query[ORDER_CHANNEL_FIELD] = {"$in": [None, channel]} if channel == DEFAULT_CHANNEL else channel
+        query["method"] = {"$ne": COMPLIMENTARY_METHOD}  # those count as complimentary
     span = {}
     if data.get("since"):
         span["$gte"] = _local_midnight(data["since"])
@@ -116,7 +121,7 @@ def filter_orders(data: dict) -> list[dict]:
     query = order_query(data)
     if query is None:
         return []
-    found = mongo.orders().find(query, {**ORDER_LIST_FIELDS, ORDER_CHANNEL_FIELD: 1})
+    found = mongo.orders().find(query, {**ORDER_LIST_FIELDS, ORDER_CHANNEL_FIELD: 1, "method": 1})
     return with_ids(found.sort(NEWEST_FIRST).limit(STAFF_LIST_LIMIT))
 
 
@@ -129,4 +134,4 @@ def order_by_ref(text: str) -> dict | None:
 
 
 def channel_of(order: dict) -> str:
-    return order.get(ORDER_CHANNEL_FIELD) or SalesChannel.ONLINE.value
+    return sales_channel(order)

@@ -179,6 +179,7 @@ def staff_flow(client, session, order):
         f"/admin/booking/order/?session={session['_id']}&state=paid&channel=online",
         "/admin/booking/order/?state=refunded",
         "/admin/booking/order/?channel=box_office",
+        "/admin/booking/order/?channel=complimentary",
         "/admin/booking/order/?channel=online",
         f"/admin/booking/order/?since={clock.now().date().isoformat()}&until={clock.now().date().isoformat()}",
         f"/admin/booking/report/session/{sid}/",
