@@ -59,7 +59,7 @@ def hold_from(client, session, owner, keys):
 
 def once_at(fault_hook, point, action):
     """Run ``action`` the first time the fault point ``point`` is reached."""
-    fired = []
+    fired: list[str] = []
 
     def hook(name):
         if name == point and not fired:
