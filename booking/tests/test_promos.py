@@ -173,8 +173,14 @@ def test_500_racing_buyers_use_a_cap_100_code_exactly_100_times():
     assert len(won) == 100 and len(lost) == 400 and set(lost) == {promos.NOT_VALID}
     assert uses("RUSH") == 100
     assert mongo.carts().count_documents({"promo.code": "RUSH"}, hint="_id_") == 100
-    # the winners' carts expire: every use comes back
-    mongo.carts().update_many({"_id": {"$in": won}}, {"$set": {"expiresAt": now - timedelta(seconds=1)}})
+    # half the winners cancel, the other half's holds expire: every use comes back, once
+    owners = {c["_id"]: c["owner"] for c in carts}
+    for cart_id in won[:50]:
+        cancel_cart(cart_id, owners[cart_id])
+    assert uses("RUSH") == 50
+    mongo.carts().update_many({"_id": {"$in": won[50:]}}, {"$set": {"expiresAt": now - timedelta(seconds=1)}})
+    expire_stale_carts(now)
+    assert uses("RUSH") == 0
     expire_stale_carts(now)
     assert uses("RUSH") == 0
     assert [b for b in check_invariants() if "promo" in b] == []
@@ -226,3 +232,20 @@ def test_a_staff_edit_between_the_read_and_the_redeem_makes_the_redeem_miss(faul
     assert uses("EDITED") == 0 and "promo" not in (selectors.get_cart(ALICE, result.cart_id) or {})
     cart = promos.apply_code(ALICE, result.cart_id, "EDITED")
     assert cart["promo"]["value"] == 90
+
+
+def test_unknown_and_used_up_codes_take_the_same_reads_and_answer():
+    """Codes are not enumerable: an unknown code and a used-up one cost the same commands and get
+    the same message (the answer time follows the work; the rate limit is in test_ticket_type_views)."""
+    from booking.tests.commands import counting_commands
+
+    session = make_session()
+    promos.create_code("USEDUP", "percent", 10, cap=1)
+    mongo.promo_codes().update_one({"code": "USEDUP"}, {"$set": {"uses": 1}})
+    result = held(session, ("0:0",))
+    seen = {}
+    for code in ("USEDUP", "NOSUCHCODE"):
+        with counting_commands() as counter, pytest.raises(InvalidRequest) as exc:
+            promos.apply_code(ALICE, result.cart_id, code)
+        seen[code] = (counter.commands, exc.value.message)
+    assert seen["USEDUP"] == seen["NOSUCHCODE"] and seen["USEDUP"][1] == promos.NOT_VALID
