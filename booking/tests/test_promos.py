@@ -174,7 +174,7 @@ def test_500_racing_buyers_use_a_cap_100_code_exactly_100_times():
     assert uses("RUSH") == 100
     assert mongo.carts().count_documents({"promo.code": "RUSH"}, hint="_id_") == 100
     # half the winners cancel, the other half's holds expire: every use comes back, once
-    owners = {c["_id"]: c["owner"] for c in carts}
+    owners = {c["_id"]: str(c["owner"]) for c in carts}
     for cart_id in won[:50]:
         cancel_cart(cart_id, owners[cart_id])
     assert uses("RUSH") == 50
