@@ -30,6 +30,7 @@ import secrets
 from datetime import datetime
 
 from bson import ObjectId
+from django.utils.translation import gettext
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
@@ -76,9 +77,13 @@ def clean_terms(
     if per_order is not None and (not isinstance(per_order, int) or per_order < 1):
         raise InvalidRequest("The per-order cap must be 1 or more (or empty).", fields={"per_order": "1 or more."})
     if session_id is not None and series is not None:
-        raise InvalidRequest("Choose one session or a series, not both.", fields={"scope": "One session or a series."})
+        raise InvalidRequest(
+            gettext("Choose one session or a series, not both."), fields={"scope": gettext("One session or a series.")}
+        )
     if series is not None and not (series.get("name") and series.get("theaterId")):
-        raise InvalidRequest("A series needs its show and theater.", fields={"scope": "Choose a session of the show."})
+        raise InvalidRequest(
+            gettext("A series needs its show and theater."), fields={"scope": gettext("Choose a session of the show.")}
+        )
     if valid_from and valid_until and valid_until <= valid_from:
         raise InvalidRequest("“Valid until” must be after “valid from”.", fields={"valid_until": "After valid from."})
     terms: dict = {"kind": kind, "value": value, "cap": cap, "uses": 0}
@@ -151,7 +156,7 @@ def series_of(session_id: ObjectId) -> dict:
     """The series a session belongs to: every session of its show (name) in its theater."""
     session = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "theaterId": 1})
     if session is None:
-        raise InvalidRequest("No such session.", fields={"session": "No such session."})
+        raise InvalidRequest(gettext("No such session."), fields={"session": gettext("No such session.")})
     return {"name": session["name"], "theaterId": session["theaterId"]}
 
 
@@ -180,10 +185,10 @@ def update_code(code_id: ObjectId, kind: str, value: int, **terms) -> dict:
         return updated
     current = mongo.promo_codes().find_one({"_id": code_id}, {"uses": 1, "batch": 1})
     if current is None:
-        raise NotFound("No such promo code.")
+        raise NotFound(gettext("No such promo code."))
     if current.get("batch"):
-        raise InvalidRequest("A voucher of a batch cannot be edited on its own.")
-    message = f"The code was used {current['uses']} times already: the cap cannot be lower."
+        raise InvalidRequest(gettext("A voucher of a batch cannot be edited on its own."))
+    message = gettext("The code was used %(uses)s times already: the cap cannot be lower.") % {"uses": current["uses"]}
     raise InvalidRequest(message, fields={"cap": message})
 
 
