@@ -11,7 +11,9 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from booking import mongo
-from booking.tests.factories import make_session
+from booking.services import checkout, holds, offers, promos
+from booking.tests.factories import TYPES, make_session, make_theater
+from booking.tests.paying import pay
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -66,3 +68,25 @@ def test_manager_adds_a_series_code_and_exports_a_voucher_batch(new_page, shot, 
     page.goto("/admin/booking/promocode/")
     expect(page.locator("table.voucher-batches")).to_contain_text("0 / 12")
     shot(page, "list")
+
+
+@VIEWPORTS
+def test_the_order_page_shows_ticket_types_and_the_code(new_page, shot, viewport):
+    theater = make_theater()
+    offers.set_theater_ticket_types(theater["_id"], TYPES)
+    session = make_session(theater, name="Hamlet")
+    offers.set_price_table(session["_id"], {"s": 2000, "p": 3500}, {"reduced": {"s": 1500}})
+    promos.create_code("SPRING-24", "percent", 10, cap=5)
+    hold = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
+    offers.choose_ticket_type("s:ada", hold.cart_id, session["_id"], "0:1", "reduced")
+    promos.apply_code("s:ada", hold.cart_id, "SPRING-24")
+    order = pay(checkout.checkout("s:ada", hold.cart_id, "Ada Lovelace", "ada@example.com"))
+    User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")
+    page = new_page(viewport)
+    page.goto(f"/admin/login/?next=/admin/booking/order/{order['_id']}/change/")
+    page.get_by_label("Username").fill("boss")
+    page.get_by_label("Password").fill("a-long-test-password")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator(".order-discount")).to_contain_text("SPRING-24: −€3.50")
+    expect(page.get_by_role("cell", name="Reduced", exact=True)).to_be_visible()
+    shot(page, "order")
