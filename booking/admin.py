@@ -6,9 +6,10 @@ booking/models.py for why) and each ModelAdmin serves its own views (booking/sta
 
 from django.contrib import admin
 
-from .models import Cart, Order, Report, Session, Theater, WaitingRoom
+from .models import Cart, Order, PromoCode, Report, Session, Theater, WaitingRoom
 from .staff.carts import CartAdmin
 from .staff.orders import OrderAdmin
+from .staff.promo_codes import PromoCodeAdmin
 from .staff.reports import ReportAdmin
 from .staff.sessions import SessionAdmin
 from .staff.theaters import TheaterAdmin
@@ -19,4 +20,5 @@ admin.site.register(Session, SessionAdmin)
 admin.site.register(Cart, CartAdmin)
 admin.site.register(Order, OrderAdmin)
 admin.site.register(WaitingRoom, WaitingRoomAdmin)  # the waiting room for big on-sales (issue 19)
+admin.site.register(PromoCode, PromoCodeAdmin)  # promo codes and voucher batches (issue 16)
 admin.site.register(Report, ReportAdmin)  # sales reports and exports (issue 17)
