@@ -322,9 +322,9 @@ def read_in_app(session_ids: list[ObjectId]) -> tuple[list[dict], list[dict], li
         for line in order.get("refundedLines", []):
             if line["sessionId"] not in wanted:
                 continue
-            key = (line["sessionId"], line.get("vat"), channel)
+            back = (line["sessionId"], line.get("vat"), channel)
             row = refunded.setdefault(
-                key, {"_id": {"s": key[0], "vat": key[1], "channel": channel}, "tickets": 0, "gross": 0}
+                back, {"_id": {"s": back[0], "vat": back[1], "channel": channel}, "tickets": 0, "gross": 0}
             )
             row["tickets"] += 1
             row["gross"] += _line_gross(order, line)
