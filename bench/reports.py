@@ -101,7 +101,7 @@ def build(scale: float, log) -> dict:
     offers.set_theater_ticket_types(theater["_id"], types)
     n_sessions = max(2, round(SESSIONS * scale))
     n_orders = max(20, round(ORDERS * scale))
-    shows = max(1, round(SHOWS * scale)) if n_sessions >= 100 else max(1, n_sessions // 2)  # series of 50
+    shows = max(1, n_sessions // (SESSIONS // SHOWS))  # series of 50 sessions, as at full size
     now = datetime.now(UTC)
     started = time.monotonic()
     sessions = []
