@@ -67,6 +67,11 @@ bench-small:
 bench-push:
 	$(PYTHON) -m bench.push
 
+# Sales reports at 1,000 sessions / 500,000 orders (docs/performance.md, "Reports"); SCALE=0.2 for a quicker run.
+.PHONY: bench-reports
+bench-reports:
+	$(PYTHON) -m bench.reports --scale $(or $(SCALE),1)
+
 # The on-sale simulation (issue 19; docs/performance.md "On-sale simulation"): 5,000 buyers for
 # the 830-seat hall, with the waiting room and without; results in bench/results/onsale.md.
 .PHONY: bench-onsale bench-onsale-small
