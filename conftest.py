@@ -24,6 +24,14 @@ import pytest
 from django.conf import settings
 
 
+def pytest_configure(config):
+    """The German catalog's .mo, compiled from locale/'s .po before any test renders a page (the
+    .mo files are not in git: booking/catalogs.py)."""
+    from booking.catalogs import compile_catalogs
+
+    compile_catalogs(settings.BASE_DIR / "locale")
+
+
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist the slow and browser tests go first (otherwise in the order collected):
     the long ones start at once, spread over the workers, and the many short ones fill the gaps

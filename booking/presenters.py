@@ -6,9 +6,9 @@ from datetime import datetime
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext, pgettext
 
-from .formatting import day_title, escape, format_money
+from .formatting import day_title, escape, format_money, thousands
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:
@@ -96,7 +96,7 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
             start = session.get("start")
             group = groups[item["sessionId"]] = CartGroup(
                 session_id=str(item["sessionId"]),
-                name=session.get("name", "Performance"),
+                name=session.get("name") or gettext("Performance"),
                 theater=session.get("theaterName", ""),
                 start=timezone.localtime(start) if start else None,
             )
@@ -134,7 +134,7 @@ def order_tickets(order: dict) -> list[dict]:
                 "seat": line["seat"],
                 "category": (session.get("categories") or {}).get(line["cat"], line["cat"]),
                 "price": line["price"],
-                "ticket_type": line.get("ticketTypeName") or "Full price",
+                "ticket_type": line.get("ticketTypeName") or gettext("Full price"),
             }
         )
     return tickets
@@ -151,6 +151,7 @@ def section_stands(sections: list[dict]) -> list[dict]:
     placeholder = "0" * 24
     session_url = reverse("booking:session", args=[placeholder])
     stands: list[dict] = []
+    sold_out = pgettext("a stadium section", "sold out")
     for section in sections:
         name = section["section"]["name"]
         stand = name.split(" ", 1)[0]
@@ -159,11 +160,15 @@ def section_stands(sections: list[dict]) -> list[dict]:
         free, total = section.get("seatsAvailable", 0), section.get("seatsTotal", 0)
         level = "sold" if free <= 0 else ("few" if free * 10 <= total else "ok")
         short = escape(name.removeprefix(stand).strip() or name)
-        label = f"Section {escape(name)}: " + (f"{free} of {total} seats free" if free > 0 else "sold out")
+        if free > 0:
+            state = gettext("%(free)s of %(total)s seats free") % {"free": thousands(free), "total": thousands(total)}
+        else:
+            state = sold_out
+        label = gettext("Section %(name)s: %(state)s") % {"name": escape(name), "state": escape(state)}
         url = session_url.replace(placeholder, str(section["_id"]))
         stands[-1]["blocks"].append(
             f'<li><a class="block block-{level}" href="{url}" aria-label="{label}">'
-            f"<strong>{short}</strong><small>{free if free > 0 else 'sold out'}</small></a></li>"
+            f"<strong>{short}</strong><small>{thousands(free) if free > 0 else escape(sold_out)}</small></a></li>"
         )
     for stand in stands:
         stand["blocks_html"] = mark_safe("".join(stand.pop("blocks")))  # noqa: S308 - every part escaped above

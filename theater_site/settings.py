@@ -57,6 +57,9 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The buyer's language: the django_language cookie (set by the header's switch), else the
+    # browser's Accept-Language, else English. URLs carry no language prefix (docs/architecture.md).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -108,7 +111,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"  # the source language, and the one shown when the browser asks for none we have
+LANGUAGES = [("en", "English"), ("de", "Deutsch")]
+LOCALE_PATHS = [BASE_DIR / "locale"]  # django.po / djangojs.po; the .mo files are compiled (booking/catalogs.py)
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600  # the buyer's choice is remembered for a year
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = env.str("TIME_ZONE", default="Europe/Berlin")
 USE_I18N = True
 USE_TZ = True
@@ -135,6 +142,7 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_SECURE = True
     SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe the app over plain HTTP
 
 # Content-Security-Policy (Django's own middleware): scripts only from our origin, no inline

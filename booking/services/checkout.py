@@ -24,6 +24,7 @@ from bson import ObjectId
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
+from django.utils import translation
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo
@@ -89,6 +90,16 @@ def clean_customer(name: str, email: str) -> tuple[str, str]:
     if errors:
         raise InvalidRequest(" ".join(errors.values()), fields=errors)
     return name, email
+
+
+def buyer_language(language: str | None = None) -> str:
+    """The language a buyer's mails are written in: the one given if the site has it, else the
+    active one (the request's: LocaleMiddleware), else the site's default."""
+    wanted = language or translation.get_language() or settings.LANGUAGE_CODE
+    try:
+        return translation.get_supported_language_variant(wanted)
+    except LookupError:
+        return settings.LANGUAGE_CODE
 
 
 def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str, method: str = "card") -> dict:
@@ -198,7 +209,7 @@ def _new_order(cart: dict, ref: str) -> dict:
         s["_id"]: s
         for s in mongo.sessions().find(
             {"_id": {"$in": list({i["sessionId"] for i in cart["items"]})}},
-            {"name": 1, "start": 1, "theaterName": 1, "layout.categories": 1},
+            {"name": 1, "nameDe": 1, "start": 1, "theaterName": 1, "layout.categories": 1},
         )
     }
     order = {
@@ -208,11 +219,13 @@ def _new_order(cart: dict, ref: str) -> dict:
         "owner": cart["owner"],
         "name": customer.get("name", ""),
         "email": customer.get("email", ""),
+        "language": customer.get("language") or settings.LANGUAGE_CODE,  # its mails are written in it
         "lines": lines,
         "sessions": [
             {
                 "_id": sid,
                 "name": s.get("name"),
+                **({"nameDe": s["nameDe"]} if s.get("nameDe") else {}),  # the staff's German title
                 "start": s.get("start"),
                 "theaterName": s.get("theaterName"),
                 "categories": {c["code"]: c["name"] for c in s.get("layout", {}).get("categories", [])},

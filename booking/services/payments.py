@@ -118,10 +118,19 @@ def methods_for(cart: dict | None, sessions: list[dict] | None = None, now: date
     return {payments.CARD: payments.card_available(), payments.BOX_OFFICE: box_office_deadline(sessions, now)}
 
 
-def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: str = payments.CARD) -> dict:
+def start(
+    owner: str,
+    cart_id: ObjectId | None,
+    name: str,
+    email: str,
+    method: str = payments.CARD,
+    language: str | None = None,
+) -> dict:
     """Checkout: the cart's seats become an order waiting for payment. Submitting twice returns the
-    same order."""
+    same order. ``language``: the buyer's (default: the active one, the request's), kept on the
+    order so its mails are written in it."""
     name, email = checkout.clean_customer(name, email)
+    customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
     if method not in METHODS:
         raise InvalidRequest("Please choose how to pay.", fields={"method": "Please choose how to pay."})
     now = clock.now()
@@ -155,7 +164,7 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
             "$set": {
                 "state": CartState.PAYING,
                 "checkoutOn": now,
-                "customer": {"name": name, "email": email},
+                "customer": customer,
                 "payMethod": method,
                 "expiresAt": until,
                 "orderRef": order_ref,  # the order's booking reference (services/checkout.py)
@@ -169,7 +178,7 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
         cart_service.expire_cart(cart["_id"], now)
         raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
     faults.point("pay.after_cart")
-    moved = {**cart, "state": CartState.PAYING, "customer": {"name": name, "email": email}, "payMethod": method}
+    moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
     moved["orderRef"] = order_ref
     return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
 
