@@ -17,6 +17,7 @@ from django.utils import timezone, translation
 from django.utils.formats import date_format
 from django.utils.translation import gettext, pgettext
 
+
 def escape(text) -> str:
     """Text made safe inside HTML markup and attribute values built in Python (the seat map).
     The same characters as Django's ``escape`` and the templates' autoescaping (``& < > " '``),
@@ -104,11 +105,10 @@ def _local_format(moment: datetime, pattern: str) -> str:
     return dates.format_datetime(local, pattern, tzinfo=local.tzinfo, locale=_locale())
 
 
-def sale_time(moment: datetime) -> str:
-    """An on-sale or presale time as the buyer reads it (seconds only when they matter):
+def sale_time(moment: datetime, seconds: bool = False) -> str:
+    """An on-sale or presale time as the buyer reads it (seconds when they matter, or asked for):
     "Sat 05 Dec 2026, 10:00" / "Sa., 05. Dez. 2026, 10:00"."""
-    with_seconds = bool(timezone.localtime(moment).second)
-    if with_seconds:
+    if seconds or timezone.localtime(moment).second:
         pattern = pgettext("sale time with seconds, CLDR date pattern", "EEE dd MMM yyyy, HH:mm:ss")
     else:
         pattern = pgettext("sale time, CLDR date pattern", "EEE dd MMM yyyy, HH:mm")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 from django import forms
 from django.conf import settings
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext
 
 from .lru import LRUCache
 from .seat_grid import parse_seat_key
@@ -82,7 +82,11 @@ class SeatForm(forms.Form):
     """One seat key "row:col" (the map's buttons post ``seat``)."""
 
     seat = forms.CharField(
-        max_length=12, error_messages={"required": "Choose a seat.", "max_length": "That is not a seat on this map."}
+        max_length=12,
+        error_messages={
+            "required": gettext("Choose a seat."),
+            "max_length": gettext("That is not a seat on this map."),
+        },
     )
 
     def clean_seat(self):
@@ -90,7 +94,7 @@ class SeatForm(forms.Form):
         try:
             parse_seat_key(raw)
         except ValueError:
-            raise forms.ValidationError("That is not a seat on this map.") from None
+            raise forms.ValidationError(gettext("That is not a seat on this map.")) from None
         return raw
 
 
@@ -104,14 +108,16 @@ class SeatsForm(forms.Form):
 
     def clean(self):
         if not self.raw_seats:
-            raise forms.ValidationError("Choose at least one seat.")
+            raise forms.ValidationError(gettext("Choose at least one seat."))
         if len(self.raw_seats) > settings.BOOKING_MAX_SEATS_PER_CART:
-            raise forms.ValidationError(f"Choose at most {settings.BOOKING_MAX_SEATS_PER_CART} seats.")
+            raise forms.ValidationError(
+                gettext("Choose at most %(max)d seats.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART}
+            )
         for raw in self.raw_seats:
             try:
                 parse_seat_key(raw)
             except ValueError:
-                raise forms.ValidationError("That is not a seat on this map.") from None
+                raise forms.ValidationError(gettext("That is not a seat on this map.")) from None
         self.cleaned_data["seats"] = self.raw_seats
         return self.cleaned_data
 
@@ -119,8 +125,8 @@ class SeatsForm(forms.Form):
 class BestAvailableForm(forms.Form):
     count = forms.IntegerField(
         error_messages={
-            "required": "Say how many seats you need.",
-            "invalid": "Give the number of seats as a whole number.",
+            "required": gettext("Say how many seats you need."),
+            "invalid": gettext("Give the number of seats as a whole number."),
         },
     )
 
@@ -128,12 +134,12 @@ class BestAvailableForm(forms.Form):
         count = self.cleaned_data["count"]
         maximum = settings.BOOKING_MAX_SEATS_PER_CART
         if not 1 <= count <= maximum:
-            raise forms.ValidationError(f"Choose between 1 and {maximum} seats.")
+            raise forms.ValidationError(gettext("Choose between 1 and %(max)d seats.") % {"max": maximum})
         return count
 
 
 class RemoveSeatForm(SeatForm):
-    session = forms.CharField(max_length=40, error_messages={"required": "Which performance?"})
+    session = forms.CharField(max_length=40, error_messages={"required": gettext("Which performance?")})
 
 
 class CheckoutForm(forms.Form):
@@ -149,8 +155,10 @@ class FindBookingForm(forms.Form):
     ref = forms.CharField(
         max_length=20,
         label="Booking reference",
-        error_messages={"required": "Enter the booking reference from your confirmation."},
+        error_messages={"required": gettext("Enter the booking reference from your confirmation.")},
     )
     email = forms.CharField(
-        max_length=300, label="E-mail", error_messages={"required": "Enter the e-mail address you booked with."}
+        max_length=300,
+        label=gettext("E-mail"),
+        error_messages={"required": gettext("Enter the e-mail address you booked with.")},
     )

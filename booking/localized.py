@@ -8,13 +8,14 @@ tickets use it. A page in German shows the German text where there is one, else 
 
 from django.conf import settings
 from django.utils import translation
+from django.utils.translation import gettext_lazy
 
 # The languages besides the source language, and the suffix of their fields ("de" -> nameDe).
 TRANSLATED_FIELDS = ("name", "description")
 
 
 def field_suffix(language: str | None) -> str:
-    """"De" for German, "" for the source language (whose text is the main field)."""
+    """ "De" for German, "" for the source language (whose text is the main field)."""
     base = (language or settings.LANGUAGE_CODE).split("-")[0]
     return "" if base == settings.LANGUAGE_CODE.split("-")[0] else base.capitalize()
 
@@ -29,3 +30,19 @@ def localized(doc: dict | None, field: str, language: str | None = None) -> str:
         if text:
             return text
     return doc.get(field) or ""
+
+
+# An order's state as the buyer reads it (the order page's badge, messages about the order).
+ORDER_STATE_LABELS = {
+    "pending_payment": gettext_lazy("Waiting for payment"),
+    "paid": gettext_lazy("Paid"),
+    "expired": gettext_lazy("Expired (not paid)"),
+    "canceled": gettext_lazy("Canceled"),
+    "refunded": gettext_lazy("Refunded"),
+    "partially_refunded": gettext_lazy("Partly refunded"),
+    "failed": gettext_lazy("Not completed"),
+}
+
+
+def order_state_label(state: str) -> str:
+    return str(ORDER_STATE_LABELS.get(state, state.replace("_", " ")))

@@ -26,6 +26,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -92,12 +93,12 @@ def _answer(request, raw_queue_id: str, *, partial: bool):
     try:
         queue_id = object_id(raw_queue_id, "waiting room")
     except NotFound:
-        return render(request, "404.html", {"message": "No such waiting room."}, status=404)
+        return render(request, "404.html", {"message": gettext("No such waiting room.")}, status=404)
     config = waiting_room.get_config(queue_id)
     if config is None:
         target = _no_queue_target(queue_id)
         if target is None:
-            return render(request, "404.html", {"message": "No such waiting room."}, status=404)
+            return render(request, "404.html", {"message": gettext("No such waiting room.")}, status=404)
         return _go(request, target)  # the room has ended: seats are sold to everybody
     if has_admission(request, queue_id):
         return _go(request, target_url(config))

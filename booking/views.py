@@ -20,6 +20,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
+from django.utils.translation import gettext, gettext_noop, ngettext
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap
 
@@ -135,31 +136,35 @@ def whats_on(request):
 def _load_session(session_id: str) -> dict:
     session = selectors.get_session(object_id(session_id, "performance"))
     if session is None:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     return session
 
 
 def _sale_notice(session: dict, access=frozenset()) -> str:
     phase = sale_phase(session, clock.now(), access)
     if phase == SalePhase.CANCELED:
-        return "This performance has been canceled."
+        return gettext("This performance has been canceled.")
     if phase == SalePhase.STARTED:
-        return "This performance has started; seats can no longer be booked."
+        return gettext("This performance has started; seats can no longer be booked.")
     if phase == SalePhase.CLOSED:
-        return "Sales for this performance have closed."
+        return gettext("Sales for this performance have closed.")
     if phase == SalePhase.PRESALE:
         opens = formatting.sale_time(session["saleOpens"])
-        return f"On sale to members until {opens}, to everyone from {opens}."
+        return gettext("On sale to members until %(opens)s, to everyone from %(opens)s.") % {"opens": opens}
     if phase == SalePhase.NOT_YET:
         presale = session.get("presale")
         if presale and presale["key"] not in access:
             members = formatting.sale_time(presale["opens"])
-            return f"On sale to members from {members}, to everyone from {formatting.sale_time(session['saleOpens'])}."
-        return f"On sale from {formatting.sale_time(_opening(session, access))}."
+            everyone = formatting.sale_time(session["saleOpens"])
+            return gettext("On sale to members from %(members)s, to everyone from %(everyone)s.") % {
+                "members": members,
+                "everyone": everyone,
+            }
+        return gettext("On sale from %(opens)s.") % {"opens": formatting.sale_time(_opening(session, access))}
     if phase != SalePhase.OPEN:
-        return "This performance is not on sale."
+        return gettext("This performance is not on sale.")
     if session.get("seatsAvailable", 0) <= 0:
-        return "This performance is sold out."
+        return gettext("This performance is sold out.")
     return ""
 
 
@@ -190,7 +195,7 @@ def _load_session_page(session_id: str) -> tuple[dict, seatmap_html.SeatMapHtml]
     sid = object_id(session_id, "performance")
     session = selectors.get_session_head(sid)
     if session is None or session.get("status") == SessionStatus.DRAFT:
-        raise NotFound("No such performance.")  # a draft is for staff only
+        raise NotFound(gettext("No such performance."))  # a draft is for staff only
     shared = seatmap_html.cached_seat_map(sid, session["version"])
     if shared is None:
         session = _load_session(session_id)
@@ -279,7 +284,7 @@ def performance_page(request, performance_id):
     except NotFound as exc:
         return _error_page(request, exc, 404)
     if not sections:
-        return _error_page(request, "No such performance.", 404)
+        return _error_page(request, gettext("No such performance."), 404)
     gate = queue_views.performance_gate(request, sections)  # waiting room
     if gate is not None:
         return gate
@@ -297,7 +302,7 @@ def seat_map(request, session_id):
         return _error_page(request, exc, 404)
     version = selectors.session_version(sid)
     if version is None:
-        return _error_page(request, "No such performance.", 404)
+        return _error_page(request, gettext("No such performance."), 404)
     etag = f'"{version}"'
     if etag in _etags(request.META.get("HTTP_IF_NONE_MATCH", "")):
         response = HttpResponse(status=304)
@@ -308,7 +313,7 @@ def seat_map(request, session_id):
         if session is not None and shared is not None and session["version"] != version:
             shared, session = None, selectors.get_session(sid)  # changed again meanwhile
         if session is None or session.get("status") == SessionStatus.DRAFT:
-            return _error_page(request, "No such performance.", 404)
+            return _error_page(request, gettext("No such performance."), 404)
         response = render(request, "booking/session.html#seatmap", _map_context(request, session, cart, shared=shared))
         etag = f'"{session["version"]}"'
     response["ETag"] = etag
@@ -365,7 +370,7 @@ def _seat_action(request, session_id, service, *args, notice: str = ""):
     cart, expired = _current_cart(request)
     session = selectors.get_session(sid)
     if session is None:
-        return _error_page(request, "No such performance.", 404)
+        return _error_page(request, gettext("No such performance."), 404)
     context = {
         **_map_context(request, session, cart),
         **_cart_context(request, cart, expired, [session]),
@@ -443,15 +448,18 @@ def best_available(request, session_id):
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
     count = form.cleaned_data["count"]
-    seats = "seat is" if count == 1 else f"{count} seats are"
-    notice = f"Your {seats} highlighted on the map and held for you."
+    notice = ngettext(
+        "Your seat is highlighted on the map and held for you.",
+        "Your %(count)d seats are highlighted on the map and held for you.",
+        count,
+    ) % {"count": count}
     return _seat_action(request, session_id, holds.hold_best_available, count, notice=notice)
 
 
 # --- members' presale: an access code unlocks holds for this buyer ---
 
-WRONG_ACCESS_CODE = "That code does not open a presale for this performance."
-TOO_MANY_CODES = "Too many access codes tried from your connection. Please wait a minute and try again."
+WRONG_ACCESS_CODE = gettext_noop("That code does not open a presale for this performance.")
+TOO_MANY_CODES = gettext_noop("Too many access codes tried from your connection. Please wait a minute and try again.")
 
 
 @require_POST
@@ -460,16 +468,16 @@ def presale_access(request, session_id):
     wrong one, a session without presale and an unknown id get the same answer after the same
     work (services.sessions.unlock_presale), and every try is counted (BOOKING_ACCESS_CODE_RATE)."""
     if ratelimits.rate_exceeded(request, "booking.access", settings.BOOKING_ACCESS_CODE_RATE):
-        response = _error_page(request, TOO_MANY_CODES, 429)
+        response = _error_page(request, gettext(TOO_MANY_CODES), 429)
         response["Retry-After"] = "60"
         return response
     sid = ObjectId(session_id) if ObjectId.is_valid(session_id) else None
     key = session_service.unlock_presale(sid, request.POST.get("code", ""))
     if key is None:
-        messages.error(request, WRONG_ACCESS_CODE)
+        messages.error(request, gettext(WRONG_ACCESS_CODE))
     else:
         buyer.add_presale_key(request, key)
-        messages.success(request, "Code accepted: you can choose seats in the members' presale.")
+        messages.success(request, gettext("Code accepted: you can choose seats in the members' presale."))
     return redirect("booking:session", session_id=session_id)
 
 
@@ -495,7 +503,7 @@ def cart_remove(request):
     try:
         sid = object_id(form.cleaned_data["session"], "performance")
         holds.release_seats(sid, buyer.owner(request) or "", buyer.cart_id(request), [form.cleaned_data["seat"]])
-        messages.success(request, "The seat was removed from your cart.")
+        messages.success(request, gettext("The seat was removed from your cart."))
     except BookingError as exc:
         if status_for(exc) in (400, 404):
             return _error_page(request, exc, status_for(exc))
@@ -510,7 +518,7 @@ def cart_cancel(request):
     if cart_id and owner:
         freed = cart_service.cancel_cart(cart_id, owner)
         if freed:
-            messages.success(request, "Your held seats were released.")
+            messages.success(request, gettext("Your held seats were released."))
     buyer.forget_cart(request)
     return redirect("booking:whats_on")
 
@@ -546,7 +554,9 @@ def _visible_order(request, ref: str) -> dict | None:
 
 
 JUST_BOOKED_COOKIE = "just_booked"  # the order checkout just made, read once by its page
-NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
+NO_SUCH_BOOKING = gettext_noop(
+    "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
+)
 
 
 def _order_context(order: dict, request=None) -> dict:
@@ -559,11 +569,11 @@ class TooManyLookups(Exception):
     pass
 
 
-TOO_MANY_LOOKUPS = "Too many booking lookups from your connection. Please wait a minute and try again."
+TOO_MANY_LOOKUPS = gettext_noop("Too many booking lookups from your connection. Please wait a minute and try again.")
 
 
 def _too_many_lookups(request):
-    response = _error_page(request, TOO_MANY_LOOKUPS, 429)
+    response = _error_page(request, gettext(TOO_MANY_LOOKUPS), 429)
     response["Retry-After"] = "60"
     return response
 
@@ -575,7 +585,7 @@ def order_page(request, ref):
     except TooManyLookups:
         return _too_many_lookups(request)
     if order is None:
-        return _error_page(request, NO_SUCH_BOOKING, 404)
+        return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
     from .payment_views import refresh_order, stripe_csp  # this is the payment's return page too
 
     order = refresh_order(order)
@@ -594,7 +604,7 @@ def order_tickets(request, ref):
     except TooManyLookups:
         return _too_many_lookups(request)
     if order is None:
-        return _error_page(request, NO_SUCH_BOOKING, 404)
+        return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
     return render(request, "booking/tickets.html", _order_context(order))
 
 
@@ -616,7 +626,7 @@ def find_booking(request):
     if request.method == "POST":
         if ratelimits.lookup_rate_exceeded(request):
             form.is_valid()
-            form.add_error(None, TOO_MANY_LOOKUPS)
+            form.add_error(None, gettext(TOO_MANY_LOOKUPS))
             response = render(request, "booking/find_booking.html", {"form": form}, status=429)
             response["Retry-After"] = "60"
             return response
@@ -626,6 +636,6 @@ def find_booking(request):
                 found = request.session.get("found_orders", [])
                 request.session["found_orders"] = [*found[-19:], order["ref"]]
                 return redirect("booking:order", ref=order["ref"])
-            form.add_error(None, "No booking matches that reference and e-mail address.")
+            form.add_error(None, gettext("No booking matches that reference and e-mail address."))
         status = 400
     return render(request, "booking/find_booking.html", {"form": form}, status=status)

@@ -93,6 +93,8 @@ def order_breakdown(order: dict) -> list[VatLine]:
 def format_money(minor_units: int, currency: str = "") -> str:
     """Receipts' amounts: "1,234.50 EUR" in English, "1.234,50 EUR" in German (the active language)."""
     text = numbers.format_decimal(
-        Decimal(int(minor_units)) / 100, format="#,##0.00", locale=translation.to_locale(translation.get_language() or "en")
+        Decimal(int(minor_units)) / 100,
+        format="#,##0.00",
+        locale=translation.to_locale(translation.get_language() or "en"),
     )
     return f"{text} {currency}".strip()

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.utils import translation
+from django.utils.translation import gettext, gettext_noop
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo
@@ -74,11 +75,11 @@ def clean_customer(name: str, email: str) -> tuple[str, str]:
     email = str(email or "").strip().lower()
     errors = {}
     if not name:
-        errors["name"] = "Please enter your name."
+        errors["name"] = gettext("Please enter your name.")
     elif len(name) > 100:
-        errors["name"] = "Please use at most 100 characters for the name."
+        errors["name"] = gettext("Please use at most 100 characters for the name.")
     elif notifications.has_invisible_characters(raw_name, allowed=NAME_JOINERS):
-        errors["name"] = "The name has invisible control or formatting characters; please type it again."
+        errors["name"] = gettext("The name has invisible control or formatting characters; please type it again.")
     try:
         if len(email) > 254:
             raise ValidationError("too long")
@@ -86,10 +87,15 @@ def clean_customer(name: str, email: str) -> tuple[str, str]:
         if notifications.address_problem(email):
             raise ValidationError("no mail can be sent there")
     except ValidationError:
-        errors["email"] = "Please enter a valid e-mail address."
+        errors["email"] = gettext("Please enter a valid e-mail address.")
     if errors:
         raise InvalidRequest(" ".join(errors.values()), fields=errors)
     return name, email
+
+
+# Stored on a failed order in English (the source language) and translated when shown.
+FAILED_TO_BOOK = gettext_noop("Your seats could not be booked.")
+HOLD_ENDED_BEFORE_PAYMENT = gettext_noop("Your hold on some seats ended before payment completed; nothing was charged.")
 
 
 def buyer_language(language: str | None = None) -> str:
@@ -116,15 +122,15 @@ def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
     go to one shard)."""
     cart = mongo.carts().find_one({"_id": cart_id, **({"owner": owner} if owner else {})})
     if cart is None:
-        raise NotFound("No such cart.")
+        raise NotFound(gettext("No such cart."))
     order = _store_order(cart)
     if cart["state"] == CartState.DONE:
         return order
     if cart["state"] != CartState.CHECKING_OUT:
-        raise CheckoutFailed("This booking was not completed.")
+        raise CheckoutFailed(gettext("This booking was not completed."))
     if order["state"] == OrderState.FAILED:
         _end_cart(cart, CartState.CANCELED, order)
-        raise CheckoutFailed(order.get("failure", "Your seats could not be booked."))
+        raise CheckoutFailed(gettext(order.get("failure") or FAILED_TO_BOOK))
     faults.point("checkout.after_order")
     by_session: dict[ObjectId, set[str]] = {}
     for item in cart["items"]:
@@ -134,12 +140,12 @@ def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
             _sell(session_id, cart_id, keys, order)
             faults.point("checkout.after_sell")
     except reservations.HoldLost:
-        order = _fail_order(order, "Your hold on some seats ended before payment completed; nothing was charged.")
+        order = _fail_order(order, HOLD_ENDED_BEFORE_PAYMENT)
         order_service.release_order_seats(order)  # seats already sold in another session go back
         reservations.release_all(cart_id, session_ids=cart_service.session_ids_of(cart))
         _end_cart(cart, CartState.CANCELED, order)
         promos.release_for_cart(cart_id, owner=cart["owner"])
-        raise CheckoutFailed(order["failure"]) from None
+        raise CheckoutFailed(gettext(order["failure"])) from None
     if _end_cart(cart, CartState.DONE, order):
         logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
         notifications.order_confirmed(order["_id"])  # only now that the order is stored and sold

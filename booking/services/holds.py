@@ -13,10 +13,10 @@ from datetime import datetime
 
 from bson import ObjectId
 from django.conf import settings
-from django.utils import timezone
+from django.utils.translation import gettext
 from pymongo import ReturnDocument
 
-from .. import clock, faults, mongo, selectors
+from .. import clock, faults, formatting, mongo, selectors
 from ..domain import (
     HOLDING_STATES,
     CartItem,
@@ -96,19 +96,21 @@ class ReleaseResult:
 def parse_seats(raw_keys) -> Coords:
     """Seat keys from a request ('3:12') -> coordinates; duplicates and junk are refused."""
     if not isinstance(raw_keys, (list, tuple)) or not raw_keys:
-        raise InvalidRequest("Choose at least one seat.")
+        raise InvalidRequest(gettext("Choose at least one seat."))
     if len(raw_keys) > settings.BOOKING_MAX_SEATS_PER_CART:
-        raise TooManySeats(f"You can hold at most {settings.BOOKING_MAX_SEATS_PER_CART} seats at once.")
+        raise TooManySeats(
+            gettext("You can hold at most %(max)d seats at once.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART}
+        )
     coords = []
     for raw in raw_keys:
         try:
             row, col = (int(part) for part in str(raw).split(":"))
         except ValueError:
-            raise InvalidRequest(f"'{str(raw)[:20]}' is not a seat.") from None
+            raise InvalidRequest(gettext("'%(seat)s' is not a seat.") % {"seat": str(raw)[:20]}) from None
         if row < 0 or col < 0:
-            raise InvalidRequest(f"'{str(raw)[:20]}' is not a seat.")
+            raise InvalidRequest(gettext("'%(seat)s' is not a seat.") % {"seat": str(raw)[:20]})
         if (row, col) in coords:
-            raise InvalidRequest("The same seat was asked for twice.")
+            raise InvalidRequest(gettext("The same seat was asked for twice."))
         coords.append((row, col))
     return coords
 
@@ -116,7 +118,7 @@ def parse_seats(raw_keys) -> Coords:
 def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors.get_session) -> dict:
     session = read(session_id)
     if session is None or session.get("status") == SessionStatus.DRAFT:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     refuse_outside_sale_window(session, now)
     check_admission(session)  # waiting room: a queued sale needs the buyer's admission
     return session
@@ -128,17 +130,19 @@ def refuse_outside_sale_window(session: dict, now: datetime) -> None:
     if phase == SalePhase.OPEN:
         return
     if phase == SalePhase.STARTED:
-        raise SessionNotOnSale("This performance has already started; seats can no longer be booked.")
+        raise SessionNotOnSale(gettext("This performance has already started; seats can no longer be booked."))
     if phase == SalePhase.CLOSED:
-        raise SessionNotOnSale("Sales for this performance have closed.")
+        raise SessionNotOnSale(gettext("Sales for this performance have closed."))
     if phase == SalePhase.PRESALE:
         raise SessionNotOnSale(
-            f"On sale to members with an access code until {_when(session['saleOpens'])}, "
-            f"to everyone from {_when(session['saleOpens'])}."
+            gettext("On sale to members with an access code until %(opens)s, to everyone from %(opens)s.")
+            % {"opens": _when(session["saleOpens"])}
         )
     if phase == SalePhase.NOT_YET:
-        raise SessionNotOnSale(f"Not on sale yet: seats can be booked from {_when(opening_for(session))}.")
-    raise SessionNotOnSale("This performance is not on sale.")
+        raise SessionNotOnSale(
+            gettext("Not on sale yet: seats can be booked from %(opens)s.") % {"opens": _when(opening_for(session))}
+        )
+    raise SessionNotOnSale(gettext("This performance is not on sale."))
 
 
 def opening_for(session: dict) -> datetime:
@@ -150,7 +154,7 @@ def opening_for(session: dict) -> datetime:
 
 
 def _when(moment: datetime) -> str:
-    return timezone.localtime(moment).strftime("%a %d %b %Y, %H:%M:%S")
+    return formatting.sale_time(moment, seconds=True)
 
 
 def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime, cart=UNREAD) -> dict | None:
@@ -226,13 +230,14 @@ def _check_request(
     in_cart = len(cart["items"]) if cart else 0
     if in_cart + len(coords) > settings.BOOKING_MAX_SEATS_PER_CART:
         raise TooManySeats(
-            f"A cart can hold at most {settings.BOOKING_MAX_SEATS_PER_CART} seats; you have {in_cart} already."
+            gettext("A cart can hold at most %(max)d seats; you have %(count)d already.")
+            % {"max": settings.BOOKING_MAX_SEATS_PER_CART, "count": in_cart}
         )
     _check_live_holds_limit(cart, carts.owner_live)
     _check_client_held_seats_limit(client, carts.client_held, len(coords))
     for row, col in coords:
         if seat_key(row, col) in mine:
-            raise InvalidRequest(f"{seat_name(layout, row, col)} is already in your cart.")
+            raise InvalidRequest(gettext("%(seat)s is already in your cart.") % {"seat": seat_name(layout, row, col)})
 
 
 def _record_in_cart(
@@ -278,7 +283,7 @@ def _record_in_cart(
     if cart is None:
         # The cart ended (expired, checked out) or filled up meanwhile: give the seats back.
         reservations.settle(plan.session_id, plan.cart_id, keep=mine)
-        raise CartExpired("Your hold has ended. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended. Please choose your seats again."))
     return cart, expires_at
 
 
@@ -291,7 +296,10 @@ def _refuse_non_seats(layout: dict, coords) -> None:
     missing = _not_a_seat(layout, coords)
     if missing is not None:
         row, col = missing
-        raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
+        raise InvalidRequest(
+            gettext("There is no seat at row %(row)d, position %(column)d in this hall.")
+            % {"row": row + 1, "column": col + 1}
+        )
 
 
 def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, SaleFacts]:
@@ -299,7 +307,7 @@ def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, SaleFacts
     session = load_session_for_sale(session_id, now, read=selectors.get_session_for_hold)
     facts = hold_facts.sale_facts(session)
     if facts is None:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     return session, facts
 
 
@@ -307,7 +315,7 @@ def _check_live_holds_limit(cart: dict | None, owner_live: int) -> None:
     """One client may not keep several carts going at once to get round the per-cart limit."""
     limit = getattr(settings, "BOOKING_MAX_LIVE_CARTS_PER_OWNER", 0)
     if limit and cart is None and owner_live >= limit:
-        raise TooManySeats("You already have seats on hold. Finish or cancel that booking first.")
+        raise TooManySeats(gettext("You already have seats on hold. Finish or cancel that booking first."))
 
 
 def _check_client_held_seats_limit(client: str | None, held: int, adding: int) -> None:
@@ -318,8 +326,11 @@ def _check_client_held_seats_limit(client: str | None, held: int, adding: int) -
     limit = getattr(settings, "BOOKING_MAX_HELD_SEATS_PER_CLIENT", 0)
     if limit and client and held + adding > limit:
         raise TooManySeats(
-            f"Too many seats are on hold from your connection right now ({held}; at most {limit}). "
-            "Please finish or cancel a booking first."
+            gettext(
+                "Too many seats are on hold from your connection right now (%(held)d; at most %(limit)d). "
+                "Please finish or cancel a booking first."
+            )
+            % {"held": held, "limit": limit}
         )
 
 
@@ -355,14 +366,17 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
                     freed_expired = True
                     session = selectors.get_session(session_id)
                     if session is None:  # deleted meanwhile
-                        raise SessionNotOnSale("This performance is not on sale.")
+                        raise SessionNotOnSale(gettext("This performance is not on sale."))
                     continue
             raise SeatsTaken([seat_name(layout, r, c) for r, c in taken])
         if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
             alone = orphans_created(seats, coords)
             if alone:
                 names = ", ".join(seat_name(layout, r, c) for r, c in alone)
-                raise OrphanSeat(f"That would leave {names} on its own. Please choose seats next to each other.")
+                raise OrphanSeat(
+                    gettext("That would leave %(seat)s on its own. Please choose seats next to each other.")
+                    % {"seat": names}
+                )
         if "reservations" in session:
             has_reservation = any(res["_id"] == plan.cart_id for res in session["reservations"])
         else:
@@ -372,7 +386,7 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
             return _after_write(session, written, layout)
         session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
         if session is None or session.get("status") != SessionStatus.ON_SALE:
-            raise SessionNotOnSale("This performance is not on sale.")
+            raise SessionNotOnSale(gettext("This performance is not on sale."))
         refuse_outside_sale_window(session, now)  # the window closed (or the staff moved it) meanwhile
         check_admission(session)  # waiting room: queued since the last read
         if (
@@ -382,7 +396,7 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
         ):
             new_facts = hold_facts.sale_facts(session)
             if new_facts is None or _not_a_seat(new_facts.layout, coords):
-                raise InvalidRequest("The seat map of this performance has changed. Please choose again.")
+                raise InvalidRequest(gettext("The seat map of this performance has changed. Please choose again."))
             plan = replace(plan, facts=new_facts)
             layout = new_facts.layout
     raise SeatsTaken([seat_name(layout, r, c) for r, c in coords])
@@ -543,12 +557,12 @@ def release_seats(
     if cart is UNREAD:
         cart = selectors.get_cart(owner, cart_id)
     if cart is None or cart_id is None or cart["_id"] != cart_id or cart["owner"] != owner:
-        raise NotFound("You have no seats on hold.")
+        raise NotFound(gettext("You have no seats on hold."))
     if not is_live(cart, now):
-        raise CartExpired("Your hold has ended. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended. Please choose your seats again."))
     items = [i for i in cart["items"] if i["sessionId"] == session_id and i["key"] in keys]
     if len(items) != len(keys):
-        raise InvalidRequest("Those seats are not in your cart.")
+        raise InvalidRequest(gettext("Those seats are not in your cart."))
     price = sum(i["price"] for i in items)
     freed = {cell_path(r, c): FREE for r, c in coords}
     written = None
@@ -610,10 +624,10 @@ def release_reservation(session_id: ObjectId, owner: str, cart_id: ObjectId | No
     """Give back every seat the owner's cart holds in one session (same two writes as one seat)."""
     cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}, {"items": 1}) if cart_id else None
     if cart is None:
-        raise NotFound("You have no seats on hold.")
+        raise NotFound(gettext("You have no seats on hold."))
     keys = [i["key"] for i in cart["items"] if i["sessionId"] == session_id]
     if not keys:
-        raise InvalidRequest("You have no seats on hold for this performance.")
+        raise InvalidRequest(gettext("You have no seats on hold for this performance."))
     return len(release_seats(session_id, owner, cart_id, keys).seats)
 
 
@@ -622,20 +636,25 @@ def hold_best_available(
 ) -> HoldResult:
     """Hold the best ``count`` seats side by side; when no row has them, say so with a split."""
     if not isinstance(count, int) or not 1 <= count <= settings.BOOKING_MAX_SEATS_PER_CART:
-        raise InvalidRequest(f"Choose between 1 and {settings.BOOKING_MAX_SEATS_PER_CART} seats.")
+        raise InvalidRequest(
+            gettext("Choose between 1 and %(max)d seats.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART}
+        )
     for _attempt in range(3):
         session = load_session_for_sale(session_id, clock.now())
         if categories and not categories <= set(session["prices"]):
-            raise InvalidRequest("Unknown seat category.")
+            raise InvalidRequest(gettext("Unknown seat category."))
         seats = best_available(session["layout"], session["seats"], count, categories)
         if seats is None:
             split = best_split(session["layout"], session["seats"], count, categories)
             if split:
                 raise NoAdjacentSeats(
-                    f"There are no {count} seats together any more. The best we can offer is split across rows.",
+                    gettext(
+                        "There are no %(count)d seats together any more. The best we can offer is split across rows."
+                    )
+                    % {"count": count},
                     suggestion=split,
                 )
-            raise NoAdjacentSeats(f"There are not {count} seats left.")
+            raise NoAdjacentSeats(gettext("There are not %(count)d seats left.") % {"count": count})
         try:
             return hold_seats(session_id, owner, cart_id, [seat_key(r, c) for r, c in seats], allow_orphans=True)
         except SeatsTaken:

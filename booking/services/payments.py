@@ -45,11 +45,13 @@ from typing import cast
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils.translation import gettext
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo, payments
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState, SessionStatus
 from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
+from ..localized import order_state_label
 from ..payments import base, money, receipts
 from ..payments.box_office import BoxOfficeProvider
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
@@ -132,30 +134,34 @@ def start(
     name, email = checkout.clean_customer(name, email)
     customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
     if method not in METHODS:
-        raise InvalidRequest("Please choose how to pay.", fields={"method": "Please choose how to pay."})
+        raise InvalidRequest(
+            gettext("Please choose how to pay."), fields={"method": gettext("Please choose how to pay.")}
+        )
     now = clock.now()
     cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
     if cart is None:
-        raise NotFound("You have no seats on hold.")
+        raise NotFound(gettext("You have no seats on hold."))
     if cart["state"] == CartState.CHECKING_OUT:
         return checkout.finish_checkout(cart["_id"])  # begun before payments existed
     if cart["state"] in (CartState.PAYING, CartState.DONE):
         return _order_of_started_cart(cart)
     if cart["state"] != CartState.ACTIVE or cart["expiresAt"] <= now:
         cart_service.expire_cart(cart["_id"], now)
-        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended and the seats were released. Please choose your seats again."))
     if not cart["items"]:
-        raise InvalidRequest("Your cart is empty.")
+        raise InvalidRequest(gettext("Your cart is empty."))
     offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
     sessions = cart_sessions(cart)
     if method == payments.CARD:
         if not payments.card_available():
-            raise InvalidRequest("Card payment is not available right now.", fields={"method": "Not available."})
+            raise InvalidRequest(
+                gettext("Card payment is not available right now."), fields={"method": gettext("Not available.")}
+            )
         until: datetime | None = payment_window_end(cart, now)
     else:
         until = box_office_deadline(sessions, now)
         if until is None:
-            message = "Paying at the box office is not offered for these seats."
+            message = gettext("Paying at the box office is not offered for these seats.")
             raise InvalidRequest(message, fields={"method": message})
     order_ref = checkout.new_booking_ref()
     result = mongo.carts().update_one(
@@ -176,7 +182,7 @@ def start(
         if current and current["state"] in (CartState.PAYING, CartState.DONE):
             return _order_of_started_cart(current)  # a second submit got there first
         cart_service.expire_cart(cart["_id"], now)
-        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended and the seats were released. Please choose your seats again."))
     faults.point("pay.after_cart")
     moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
     moved["orderRef"] = order_ref
@@ -193,7 +199,7 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
         order = orders().find_one({"ref": ref, "cartId": cart["_id"]} if ref else {"cartId": cart["_id"]})
     if order is None:
         if cart["state"] != CartState.PAYING:
-            raise NotFound("No such order.")
+            raise NotFound(gettext("No such order."))
         sessions = sessions if sessions is not None else cart_sessions(cart)
         order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions))
         faults.point("pay.after_order")
@@ -281,7 +287,7 @@ def visible_order(ref_or_id, owner: str | None) -> dict:
     query = {"_id": ref_or_id} if isinstance(ref_or_id, ObjectId) else {"ref": str(ref_or_id).upper()}
     order = orders().find_one(query)
     if order is None or not owner or order.get("owner") != owner:
-        raise NotFound("No such booking.")
+        raise NotFound(gettext("No such booking."))
     return order
 
 
@@ -290,9 +296,9 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
     or its booking reference)."""
     order = visible_order(order_id, owner)
     if order.get("method") != payments.CARD:
-        raise InvalidRequest("This booking is paid at the box office.")
+        raise InvalidRequest(gettext("This booking is paid at the box office."))
     if not isinstance(means, str) or not means or len(means) > 255:
-        raise InvalidRequest("The card details did not arrive. Please try again.")
+        raise InvalidRequest(gettext("The card details did not arrive. Please try again."))
     if order["state"] == PENDING and order["payment"]["status"] == base.ACTION:
         order = check(order["_id"], quiet=True)  # the bank's step (3-D Secure) may have ended
     if order["state"] != PENDING:
@@ -364,7 +370,7 @@ def _next_attempt(order: dict) -> dict:
     can never be paid later beside the new one (if it was paid after all, it is settled)."""
     pay = order["payment"]
     if pay["attempt"] >= MAX_ATTEMPTS:
-        raise InvalidRequest("Too many payment attempts for this booking. Please contact the box office.")
+        raise InvalidRequest(gettext("Too many payment attempts for this booking. Please contact the box office."))
     if pay.get("intent"):
         canceled = payments.provider(pay["provider"]).cancel(pay["intent"])
         if canceled.status == base.SUCCEEDED:
@@ -390,7 +396,7 @@ def check(order_id: ObjectId, *, quiet: bool = False) -> dict:
     it. Returns the order as it is afterwards."""
     order = orders().find_one({"_id": order_id})
     if order is None:
-        raise NotFound("No such booking.")
+        raise NotFound(gettext("No such booking."))
     pay = order.get("payment") or {}
     if order["state"] in SEAT_OWNING and order.get("settling"):
         return finish_paid(order_id)
@@ -429,7 +435,7 @@ def _settled(payment: base.Payment, known: dict | None = None) -> dict:
     "no order we know", would mean the order vanished meanwhile: no such booking)."""
     order = settle(payment, known)
     if order is None:
-        raise NotFound("No such booking.")
+        raise NotFound(gettext("No such booking."))
     return order
 
 
@@ -586,9 +592,12 @@ def cancel_unpaid(order_id: ObjectId, *, owner: str | None = None, by: str = "",
     is paid), then the order, then its seats go back."""
     order = orders().find_one({"_id": order_id})
     if order is None or (owner is not None and order.get("owner") != owner):
-        raise NotFound("No such booking.")
+        raise NotFound(gettext("No such booking."))
     if order["state"] not in (PENDING, EXPIRED):
-        raise Conflict(f"Booking {order['ref']} is {order['state'].replace('_', ' ')}; it cannot be canceled here.")
+        raise Conflict(
+            gettext("Booking %(ref)s is %(state)s; it cannot be canceled here.")
+            % {"ref": order["ref"], "state": order_state_label(order["state"]).lower()}
+        )
     pay = order.get("payment") or {}
     if pay.get("intent"):
         provider = payments.provider(pay["provider"])
@@ -632,7 +641,7 @@ def mark_paid_at_counter(order_id: ObjectId, *, by: str) -> dict:
     """Staff took the money at the box office."""
     order = orders().find_one({"_id": order_id})
     if order is None:
-        raise NotFound("No such order.")
+        raise NotFound(gettext("No such order."))
     if order.get("method") != payments.BOX_OFFICE:
         raise Conflict(f"Order {order['ref']} is paid by card, not at the box office.")
     if order["state"] in SEAT_OWNING:

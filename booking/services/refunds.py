@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils.translation import gettext, gettext_noop
 
 from .. import clock, faults, mongo, payments
 from ..domain import CartState
@@ -40,7 +41,7 @@ PENDING = "pending"
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 CLAIM_SECONDS = 60
-SEATS_TAKEN = (
+SEATS_TAKEN = gettext_noop(  # stored on the order in English; translated where shown (mail, page)
     "Your payment arrived after your hold had ended and someone else had booked the seats meanwhile. "
     "We refunded the full amount."
 )
@@ -78,7 +79,7 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
     free for sale again. The booking fee goes back with the last ticket."""
     order = orders().find_one({"_id": order_id})
     if order is None:
-        raise NotFound("No such order.")
+        raise NotFound(gettext("No such order."))
     if order["state"] not in SEAT_OWNING:
         raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; there is nothing to refund.")
     paid_with = order.get("paidWith")
@@ -90,7 +91,7 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
     codes = {line["ticket"] for line in lines} if not tickets else set(tickets)
     selected = [line for line in lines if line["ticket"] in codes]
     if not selected or len(selected) != len(codes):
-        raise InvalidRequest("Choose tickets of this order to refund.")
+        raise InvalidRequest(gettext("Choose tickets of this order to refund."))
     remaining = [line for line in lines if line["ticket"] not in codes]
     fee = (order.get("fee") or {}).get("amount", 0)
     amount = sum(money.line_amount(line) for line in selected) + (fee if not remaining else 0)
@@ -110,7 +111,7 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
         },
     )
     if not changed.modified_count:
-        raise Conflict("The order changed meanwhile; please look again.")
+        raise Conflict(gettext("The order changed meanwhile; please look again."))
     faults.point("refund.after_order")
     release_refunded_seats(order_id)
     if not remaining:
