@@ -3,6 +3,8 @@
 // read-only map clickable without a reload. The server's hold refuses anything sent early anyway.
 (function () {
   "use strict";
+  // Django's JavaScript catalog (/i18n/js/, loaded first) translates; English without it.
+  var gettext = window.gettext || String;
   var box = document.getElementById("sale-countdown");
   if (!box) return;
   var opens = Number(box.dataset.opensMs);
@@ -39,7 +41,7 @@
     if (!open) {
       open = true;
       box.classList.add("countdown-open");
-      box.textContent = "On sale now: choose your seats.";
+      box.textContent = gettext("On sale now: choose your seats.");
     }
     unlock();
   }
