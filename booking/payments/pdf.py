@@ -43,7 +43,7 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bo
                 cell(_when(session.get("start"))),
                 cell(
                     escape(seat_label(line["row"], line["seat"]))
-                    + (" <i>(%s)</i>" % escape(gettext("refunded")) if refunded else ""),
+                    + (f" <i>({escape(gettext('refunded'))})</i>" if refunded else ""),
                     raw=True,
                 ),
                 cell(category),
