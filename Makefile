@@ -3,7 +3,7 @@
 PYTHON ?= .venv/bin/python
 VENV_BIN := $(dir $(PYTHON))
 
-.PHONY: run test test-fast lint typecheck format venv
+.PHONY: run test test-fast lint typecheck format venv messages
 
 # The whole app with demo data (PORT, DEVMONGO_PORT, DEV_REDIS_PORT move it; see README).
 run:
@@ -32,6 +32,15 @@ typecheck: venv
 format: venv
 	$(VENV_BIN)ruff format .
 	$(VENV_BIN)ruff check --fix .
+
+# The German catalog: extract new strings into locale/de (then translate them; the completeness
+# test, booking/tests/test_i18n_catalog.py, names any left) and compile (Babel, booking/catalogs.py).
+MESSAGES_IGNORE := --ignore=.venv --ignore=bench --ignore=chaos --ignore=tests --ignore=devmongo --ignore=deploy \
+	--ignore=staticfiles --ignore='booking/tests/*' --ignore='static/vendor/*' --ignore='*/migrations/*'
+messages: venv
+	$(PYTHON) manage.py makemessages -l de --no-location $(MESSAGES_IGNORE)
+	$(PYTHON) manage.py makemessages -l de --no-location -d djangojs $(MESSAGES_IGNORE)
+	$(PYTHON) manage.py compile_catalogs
 
 venv:
 	@bash -c 'source scripts/_env.sh && ensure_venv'

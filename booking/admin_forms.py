@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from . import clock
 from .errors import InvalidLayout, InvalidRequest
@@ -236,12 +237,35 @@ class SessionForm(PricedForm):
     description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 60}))
     start = forms.DateTimeField(widget=LocalDateTimeInput(), input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
     end = forms.DateTimeField(widget=LocalDateTimeInput(), input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
+    # German pages show these when set, else the name and description above (booking/localized.py)
+    name_de = forms.CharField(
+        label=gettext_lazy("Show name in German"),
+        max_length=120,
+        required=False,
+        widget=forms.TextInput(attrs={"size": 50, "lang": "de"}),
+        help_text=gettext_lazy("Optional. Shown to buyers reading the site in German; empty: the name above."),
+    )
+    description_de = forms.CharField(
+        label=gettext_lazy("Description in German"),
+        max_length=2000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 60, "lang": "de"}),
+        help_text=gettext_lazy("Optional. Empty: German pages show the description above."),
+    )
 
     def clean(self):
         data = form_data(super().clean())
         if all(k in data for k in ("name", "start", "end")):
             try:
-                clean_details(data["name"], data.get("description", ""), data["start"], data["end"], now=clock.now())
+                clean_details(
+                    data["name"],
+                    data.get("description", ""),
+                    data["start"],
+                    data["end"],
+                    now=clock.now(),
+                    name_de=data.get("name_de", ""),
+                    description_de=data.get("description_de", ""),
+                )
             except InvalidRequest as exc:
                 add_field_errors(self, exc)
         return data
@@ -252,6 +276,8 @@ class SessionForm(PricedForm):
         return {
             "name": data["name"],
             "description": data["description"],
+            "name_de": data.get("name_de", ""),
+            "description_de": data.get("description_de", ""),
             "start": data["start"],
             "end": data["end"],
             "prices": self.prices_in_cents(),

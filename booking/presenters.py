@@ -9,6 +9,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import get_language, gettext, pgettext
 
 from .formatting import day_title, escape, format_money, thousands
+from .localized import localized
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:
@@ -59,8 +60,8 @@ def session_card(session: dict, start: datetime | None = None) -> SessionCard:
     left = session.get("seatsAvailable", 0)
     return SessionCard(
         id=str(session["_id"]),
-        name=session.get("name", ""),
-        description=session.get("description", ""),
+        name=localized(session, "name"),  # the staff's German text on German pages, when set
+        description=localized(session, "description"),
         theater=session.get("theaterName", ""),
         start=start or timezone.localtime(session["start"]),
         end=session.get("end"),
@@ -96,7 +97,7 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
             start = session.get("start")
             group = groups[item["sessionId"]] = CartGroup(
                 session_id=str(item["sessionId"]),
-                name=session.get("name") or gettext("Performance"),
+                name=localized(session, "name") or gettext("Performance"),
                 theater=session.get("theaterName", ""),
                 start=timezone.localtime(start) if start else None,
             )
@@ -127,7 +128,7 @@ def order_tickets(order: dict) -> list[dict]:
         tickets.append(
             {
                 "code": line["ticket"],
-                "show": session.get("name", ""),
+                "show": localized(session, "name"),
                 "theater": session.get("theaterName", ""),
                 "start": timezone.localtime(start) if start else None,
                 "row": line["row"],

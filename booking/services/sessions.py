@@ -18,14 +18,31 @@ MAX_PRICE = 1_000_000  # minor units: 10,000.00 is more than any seat here costs
 MAX_DURATION = timedelta(hours=24)
 
 
-def clean_details(name: str, description: str, start: datetime, end: datetime, *, now: datetime) -> dict:
+def clean_details(
+    name: str,
+    description: str,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime,
+    name_de: str = "",
+    description_de: str = "",
+) -> dict:
+    """The show's details as stored; ``name_de`` / ``description_de``: the German text staff may
+    add (``nameDe`` / ``descriptionDe``; empty: German pages show the main text, booking/localized.py)."""
     name = " ".join(str(name or "").split())
     description = str(description or "").strip()
+    name_de = " ".join(str(name_de or "").split())
+    description_de = str(description_de or "").strip()
     errors = {}
     if not name or len(name) > 120:
         errors["name"] = "The show needs a name of 1 to 120 characters."
     if len(description) > 2000:
         errors["description"] = "Please keep the description under 2,000 characters."
+    if len(name_de) > 120:
+        errors["name_de"] = "Please keep the German name under 120 characters."
+    if len(description_de) > 2000:
+        errors["description_de"] = "Please keep the German description under 2,000 characters."
     if not isinstance(start, datetime) or start.tzinfo is None:
         errors["start"] = "Give the start as a date and time."
     elif start <= now:
@@ -38,7 +55,14 @@ def clean_details(name: str, description: str, start: datetime, end: datetime, *
         errors["end"] = "A performance cannot last longer than 24 hours."
     if errors:
         raise InvalidRequest(" ".join(errors.values()), fields=errors)
-    return {"name": name, "description": description, "start": start, "end": end}
+    return {
+        "name": name,
+        "description": description,
+        "nameDe": name_de,
+        "descriptionDe": description_de,
+        "start": start,
+        "end": end,
+    }
 
 
 def clean_prices(prices: dict, layout: dict) -> dict[str, int]:
@@ -75,14 +99,22 @@ def price_layout(theater: dict) -> dict:
 
 
 def create_session(
-    theater_id: ObjectId, *, name: str, description: str, start: datetime, end: datetime, prices: dict
+    theater_id: ObjectId,
+    *,
+    name: str,
+    description: str,
+    start: datetime,
+    end: datetime,
+    prices: dict,
+    name_de: str = "",
+    description_de: str = "",
 ) -> dict:
     """A new performance: the theater's whole seat map is copied into the session (preallocated)."""
     theater = mongo.theaters().find_one({"_id": theater_id})
     if theater is None:
         raise NotFound("No such theater.")
     now = clock.now()
-    details = clean_details(name, description, start, end, now=now)
+    details = clean_details(name, description, start, end, now=now, name_de=name_de, description_de=description_de)
     if theater.get("sections"):
         return create_section_sessions(theater, details, prices, now)[0]
     layout = theater["layout"]
@@ -137,11 +169,15 @@ def create_section_sessions(theater: dict, details: dict, prices: dict, now: dat
     return docs
 
 
-def update_session_details(session_id: ObjectId, *, name, description, start, end, prices) -> dict:
+def update_session_details(
+    session_id: ObjectId, *, name, description, start, end, prices, name_de="", description_de=""
+) -> dict:
     session = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "status": 1})
     if session is None:
         raise NotFound("No such session.")
-    details = clean_details(name, description, start, end, now=clock.now())
+    details = clean_details(
+        name, description, start, end, now=clock.now(), name_de=name_de, description_de=description_de
+    )
     clean = clean_prices(prices, session["layout"])
     mongo.sessions().update_one({"_id": session_id}, {"$set": {**details, "prices": clean}, "$inc": {"version": 1}})
     return mongo.sessions().find_one({"_id": session_id})

@@ -185,6 +185,8 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         initial = {
             "name": session["name"],
             "description": session.get("description", ""),
+            "name_de": session.get("nameDe", ""),
+            "description_de": session.get("descriptionDe", ""),
             "start": timezone.localtime(session["start"]),
             "end": timezone.localtime(session["end"]),
             **f.PricedForm.price_initial(session["prices"]),
