@@ -18,7 +18,7 @@ from django.http import HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext, gettext_noop, ngettext
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -268,7 +268,8 @@ def session_page(request, session_id):
         # The same page for every viewer without a cart, a message, a presale or a waiting-room
         # turn: built once per version.
         tz = timezone.get_current_timezone_name()
-        key = (session["_id"], session["version"], template, _sale_notice(session), tz)
+        language = translation.get_language()  # the page's words and formats are the buyer's language's
+        key = (session["_id"], session["version"], template, _sale_notice(session), tz, language)
         extra = {"csrf_token": seatmap_html.CSRF_MARKER, "server_now_ms": SERVER_NOW_MARKER}
         html = seatmap_html.shared_page(key, lambda: render_to_string(template, context(**extra), request))
         html = html.replace(SERVER_NOW_MARKER, str(int(clock.now().timestamp() * 1000)))
