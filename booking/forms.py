@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 from django import forms
 from django.conf import settings
-from django.utils.translation import get_language, gettext
+from django.utils.translation import get_language, gettext, gettext_lazy
 
 from .lru import LRUCache
 from .seat_grid import parse_seat_key
@@ -70,12 +70,12 @@ class DayField(forms.DateField):
 
 class WhatsOnFilterForm(forms.Form):
     date = DayField(required=False, widget=KeptDateInput(attrs={"type": "date"}))
-    theater = forms.ChoiceField(required=False, choices=[("", "All theaters")], widget=KeptSelect)
+    theater = forms.ChoiceField(required=False, choices=[("", gettext_lazy("All theaters"))], widget=KeptSelect)
 
     def __init__(self, *args, theaters=(), **kwargs):
         super().__init__(*args, **kwargs)
         field = cast(forms.ChoiceField, self.fields["theater"])
-        field.choices = [("", "All theaters")] + [(str(t["_id"]), t["name"]) for t in theaters]
+        field.choices = [("", gettext("All theaters"))] + [(str(t["_id"]), t["name"]) for t in theaters]
 
 
 class SeatForm(forms.Form):
@@ -84,8 +84,8 @@ class SeatForm(forms.Form):
     seat = forms.CharField(
         max_length=12,
         error_messages={
-            "required": gettext("Choose a seat."),
-            "max_length": gettext("That is not a seat on this map."),
+            "required": gettext_lazy("Choose a seat."),
+            "max_length": gettext_lazy("That is not a seat on this map."),
         },
     )
 
@@ -125,8 +125,8 @@ class SeatsForm(forms.Form):
 class BestAvailableForm(forms.Form):
     count = forms.IntegerField(
         error_messages={
-            "required": gettext("Say how many seats you need."),
-            "invalid": gettext("Give the number of seats as a whole number."),
+            "required": gettext_lazy("Say how many seats you need."),
+            "invalid": gettext_lazy("Give the number of seats as a whole number."),
         },
     )
 
@@ -139,26 +139,34 @@ class BestAvailableForm(forms.Form):
 
 
 class RemoveSeatForm(SeatForm):
-    session = forms.CharField(max_length=40, error_messages={"required": gettext("Which performance?")})
+    session = forms.CharField(max_length=40, error_messages={"required": gettext_lazy("Which performance?")})
 
 
 class CheckoutForm(forms.Form):
     """Only shapes the fields; the engine's checkout validates name and e-mail (one set of rules)."""
 
-    name = forms.CharField(max_length=200, required=False, widget=forms.TextInput(attrs={"autocomplete": "name"}))
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        widget=forms.TextInput(attrs={"autocomplete": "name"}),
+        label=gettext_lazy("Name"),
+    )
     email = forms.CharField(
-        max_length=300, required=False, widget=forms.EmailInput(attrs={"autocomplete": "email"}), label="E-mail"
+        max_length=300,
+        required=False,
+        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+        label=gettext_lazy("E-mail"),
     )
 
 
 class FindBookingForm(forms.Form):
     ref = forms.CharField(
         max_length=20,
-        label="Booking reference",
-        error_messages={"required": gettext("Enter the booking reference from your confirmation.")},
+        label=gettext_lazy("Booking reference"),
+        error_messages={"required": gettext_lazy("Enter the booking reference from your confirmation.")},
     )
     email = forms.CharField(
         max_length=300,
-        label=gettext("E-mail"),
-        error_messages={"required": gettext("Enter the e-mail address you booked with.")},
+        label=gettext_lazy("E-mail"),
+        error_messages={"required": gettext_lazy("Enter the e-mail address you booked with.")},
     )

@@ -11,7 +11,7 @@ the field; plain post: 302 back to the cart with the message (a bad choice or co
 from django import forms
 from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 from django.views.decorators.http import require_POST
 
 from . import buyer
@@ -22,7 +22,7 @@ from .services import offers
 
 
 class TicketTypeForm(RemoveSeatForm):
-    ticket_type = forms.SlugField(max_length=20, error_messages={"required": gettext("Choose a ticket type.")})
+    ticket_type = forms.SlugField(max_length=20, error_messages={"required": gettext_lazy("Choose a ticket type.")})
 
 
 def _cart_answer(request, *, field_errors: dict | None = None, status: int = 200):

@@ -74,6 +74,12 @@ def session_card(session: dict, start: datetime | None = None) -> SessionCard:
     )
 
 
+def type_shown(offer: dict) -> dict:
+    """A ticket type as the buyer reads it: the default "Full price" in their language (staff's
+    own type names are shown as staff wrote them)."""
+    return {**offer, "name": gettext(offer["name"])} if offer.get("name") == "Full price" else offer
+
+
 @dataclass
 class CartGroup:
     session_id: str
@@ -110,7 +116,7 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
                 "category": categories.get(item["cat"], item["cat"]),
                 "price": item["price"],
                 "ticket_type": item.get("ticketType") or "full",  # services/offers.py
-                "offers": item.get("offers") or [],
+                "offers": [type_shown(offer) for offer in item.get("offers") or []],
                 "error_key": f"{item['sessionId']}:{item['key']}",
             }
         )
@@ -135,7 +141,7 @@ def order_tickets(order: dict) -> list[dict]:
                 "seat": line["seat"],
                 "category": (session.get("categories") or {}).get(line["cat"], line["cat"]),
                 "price": line["price"],
-                "ticket_type": line.get("ticketTypeName") or gettext("Full price"),
+                "ticket_type": gettext(line.get("ticketTypeName") or "Full price"),  # the default's name translated
             }
         )
     return tickets

@@ -17,7 +17,7 @@ import re
 
 from bson import ObjectId
 from django.conf import settings
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_noop, ngettext
 from pymongo import ReturnDocument
 
 from .. import clock, mongo, selectors
@@ -25,7 +25,7 @@ from ..domain import live_cart_filter
 from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
 
 FULL = "full"
-FULL_PRICE = {"code": FULL, "name": "Full price", "description": ""}
+FULL_PRICE = {"code": FULL, "name": gettext_noop("Full price"), "description": ""}  # shown translated
 CODE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,19}$")
 
 
