@@ -4,6 +4,7 @@ cancel (seats become free again); re-send the confirmation mail."""
 from django.contrib import messages
 from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
@@ -46,7 +47,7 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
         return self.render(
             request,
             "admin/booking/order/list.html",
-            {"title": "Orders", "form": form, "orders": orders, "searched": bool(text)},
+            {"title": gettext("Orders"), "form": form, "orders": orders, "searched": bool(text)},
             status=200 if not form.is_bound or form.is_valid() else 400,
         )
 
@@ -101,8 +102,11 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
                         f"Order {order['ref']}",
                         f"{what} ({seats} seats free again): {form.cleaned_data['reason']}",
                     )
-                    done = "canceled and refunded" if refunded else "canceled"
-                    messages.success(request, f"Order {order['ref']} was {done}; its {seats} seats are free again.")
+                    if refunded:
+                        text = gettext("Order %(ref)s was canceled and refunded; its %(seats)s seats are free again.")
+                    else:
+                        text = gettext("Order %(ref)s was canceled; its %(seats)s seats are free again.")
+                    messages.success(request, text % {"ref": order["ref"], "seats": seats})
                     return HttpResponseRedirect(self.url("change", order["_id"]))
         sessions = {s["_id"]: s for s in order.get("sessions", [])}
         lines = [
@@ -118,7 +122,7 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
             request,
             "admin/booking/order/detail.html",
             {
-                "title": f"Order {order['ref']}",
+                "title": gettext("Order %(ref)s") % {"ref": order["ref"]},
                 "order": order,
                 "lines": lines,
                 "form": form,

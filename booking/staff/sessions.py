@@ -6,6 +6,7 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
@@ -58,7 +59,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         return self.render(
             request,
             "admin/booking/session/list.html",
-            {"title": "Sessions", "filter": form, "sessions": sessions, "when": when},
+            {"title": gettext("Sessions"), "filter": form, "sessions": sessions, "when": when},
             status=status,
         )
 
@@ -107,12 +108,16 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                         session_label(session),
                         f"Created session in {theater['name']} ({session['seatsTotal']} seats), on sale.",
                     )
-                    messages.success(request, f"“{session['name']}” is on sale ({session['seatsTotal']} seats).")
+                    messages.success(
+                        request,
+                        gettext("“%(name)s” is on sale (%(seatsTotal)s seats).")
+                        % {"name": session["name"], "seatsTotal": session["seatsTotal"]},
+                    )
                     return HttpResponseRedirect(self.url("seats", session["_id"]))
         return self.render(
             request,
             "admin/booking/session/form.html",
-            {"title": f"Add session in {theater['name']}", "form": form, "theater": theater},
+            {"title": gettext("Add session in %(name)s") % {"name": theater["name"]}, "form": form, "theater": theater},
             status=status,
         )
 
@@ -151,7 +156,11 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                             f"Created session in {theater['name']} as part of a series.",
                         )
                 if created:
-                    messages.success(request, f"{len(created)} sessions of “{data['name']}” are on sale.")
+                    messages.success(
+                        request,
+                        gettext("%(count)s sessions of “%(name)s” are on sale.")
+                        % {"count": len(created), "name": data["name"]},
+                    )
                 if refused and not created:
                     status = 400
             else:
@@ -160,7 +169,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
             request,
             "admin/booking/session/series.html",
             {
-                "title": f"Add a series in {theater['name']}",
+                "title": gettext("Add a series in %(name)s") % {"name": theater["name"]},
                 "form": form,
                 "theater": theater,
                 "created": created,
@@ -206,13 +215,13 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                 else:
                     changed = ", ".join(form.changed_data) or "nothing"
                     self.log(request, CHANGE, updated["_id"], session_label(updated), f"Changed {changed}.")
-                    messages.success(request, f"“{updated['name']}” was saved.")
+                    messages.success(request, gettext("“%(name)s” was saved.") % {"name": updated["name"]})
                     return HttpResponseRedirect(self.url("change", updated["_id"]))
         return self.render(
             request,
             "admin/booking/session/form.html",
             {
-                "title": f"Change session “{session['name']}”",
+                "title": gettext("Change session “%(name)s”") % {"name": session["name"]},
                 "form": form,
                 "session": session,
                 "counts": selectors.seat_counts(session["seats"]),
@@ -259,15 +268,23 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                         session_label(session),
                         f"{what} {count} seat{'s' if count != 1 else ''} ({seats}).",
                     )
-                    messages.success(
-                        request,
-                        f"{what} {count} seat{'s' if count != 1 else ''}"
-                        + (" (house seats, not for sale)." if block else " (on sale again)."),
-                    )
+                    if block:
+                        shown = ngettext(
+                            "Blocked %(count)d seat (house seats, not for sale).",
+                            "Blocked %(count)d seats (house seats, not for sale).",
+                            count,
+                        )
+                    else:
+                        shown = ngettext(
+                            "Released %(count)d seat (on sale again).",
+                            "Released %(count)d seats (on sale again).",
+                            count,
+                        )
+                    messages.success(request, shown % {"count": count})
                     return HttpResponseRedirect(self.url("seats", session["_id"]))
             session = self._session(object_id)
         context = {
-            "title": f"Seat map: {session['name']}",
+            "title": gettext("Seat map: %(name)s") % {"name": session["name"]},
             "error": error,
             **self._seat_map_context(request, session, checked),
         }
@@ -296,7 +313,11 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
             session_label(session),
             f"Copied the theater's current seat map ({updated['seatsTotal']} seats).",
         )
-        messages.success(request, f"The seat map now matches the theater ({updated['seatsTotal']} seats).")
+        messages.success(
+            request,
+            gettext("The seat map now matches the theater (%(seatsTotal)s seats).")
+            % {"seatsTotal": updated["seatsTotal"]},
+        )
         return HttpResponseRedirect(self.url("seats", session["_id"]))
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
@@ -340,12 +361,18 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                     note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
                     note += " (new access code)" if data["presale_code"] else ""
                     self.log(request, CHANGE, updated["_id"], session_label(updated), note + ".")
-                    messages.success(request, f"The sale window of “{updated['name']}” was saved.")
+                    messages.success(
+                        request, gettext("The sale window of “%(name)s” was saved.") % {"name": updated["name"]}
+                    )
                     return HttpResponseRedirect(self.url("sale_window", updated["_id"]))
         return self.render(
             request,
             "admin/booking/session/sale_window.html",
-            {"title": f"Sale window of “{session['name']}”", "form": form, "session": session},
+            {
+                "title": gettext("Sale window of “%(name)s”") % {"name": session["name"]},
+                "form": form,
+                "session": session,
+            },
             status=status,
         )
 
@@ -359,7 +386,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         status = 200
         if request.method == "POST" and form.is_valid():
             if session.get("status") == SessionStatus.CANCELED:
-                messages.info(request, "This session was already canceled.")
+                messages.info(request, gettext("This session was already canceled."))
                 return HttpResponseRedirect(self.url("change", session["_id"]))
             try:
                 canceled = session_service.cancel_session(
@@ -371,13 +398,22 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
             else:
                 note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
                 self.log(request, CHANGE, session["_id"], session_label(session), f"Canceled the session{note}.")
-                messages.success(request, f"“{session['name']}” was canceled{note}.")
+                shown = ngettext(
+                    "“%(name)s” was canceled and %(count)d paid order canceled.",
+                    "“%(name)s” was canceled and %(count)d paid orders canceled.",
+                    canceled,
+                )
+                messages.success(
+                    request,
+                    (shown if canceled else gettext("“%(name)s” was canceled."))
+                    % {"name": session["name"], "count": canceled},
+                )
                 return HttpResponseRedirect(self.url("change", session["_id"]))
         return self.render(
             request,
             "admin/booking/session/cancel.html",
             {
-                "title": f"Cancel “{session['name']}”?",
+                "title": gettext("Cancel “%(name)s”?") % {"name": session["name"]},
                 "session": session,
                 "paid": paid,
                 "holds": len(session.get("reservations", [])),

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
@@ -43,7 +44,7 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
         return self.render(
             request,
             "admin/booking/theater/list.html",
-            {"title": "Theaters", "theaters": selectors.theaters_with_session_counts()},
+            {"title": gettext("Theaters"), "theaters": selectors.theaters_with_session_counts()},
         )
 
     @staticmethod
@@ -100,12 +101,14 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
                         f"Created theater with {theater['seatCount']} seats.",
                     )
                     messages.success(
-                        request, f"Theater “{theater['name']}” was created with {theater['seatCount']} seats."
+                        request,
+                        gettext("Theater “%(name)s” was created with %(seats)s seats.")
+                        % {"name": theater["name"], "seats": theater["seatCount"]},
                     )
                     return HttpResponseRedirect(self.url("change", theater["_id"]))
-            return self._editor(request, form, formset, layout, title="Add theater", status=400)
+            return self._editor(request, form, formset, layout, title=gettext("Add theater"), status=400)
         example = parse_grid(EXAMPLE_GRID, EXAMPLE_CATEGORIES)
-        return self._editor(request, form, formset, example, title="Add theater")
+        return self._editor(request, form, formset, example, title=gettext("Add theater"))
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_change(self, request, object_id):
@@ -139,7 +142,8 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
                     )
                     messages.success(
                         request,
-                        f"Theater “{updated['name']}” was saved. Sessions already created keep their seat map.",
+                        gettext("Theater “%(name)s” was saved. Sessions already created keep their seat map.")
+                        % {"name": updated["name"]},
                     )
                     return HttpResponseRedirect(self.url("change", updated["_id"]))
             return self._editor(
@@ -181,12 +185,12 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
                 status, error = 409, exc.message
             else:
                 self.log(request, DELETION, theater["_id"], theater["name"], "Deleted theater.")
-                messages.success(request, f"Theater “{theater['name']}” was deleted.")
+                messages.success(request, gettext("Theater “%(name)s” was deleted.") % {"name": theater["name"]})
                 return HttpResponseRedirect(self.url("changelist"))
         return self.render(
             request,
             "admin/booking/theater/delete.html",
-            {"title": "Delete theater?", "theater": theater, "sessions": sessions, "error": error},
+            {"title": gettext("Delete theater?"), "theater": theater, "sessions": sessions, "error": error},
             status=status,
         )
 
@@ -208,14 +212,16 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
                     f"Imported layout from JSON ({theater['seatCount']} seats).",
                 )
                 messages.success(
-                    request, f"Theater “{theater['name']}” was imported with {theater['seatCount']} seats."
+                    request,
+                    gettext("Theater “%(name)s” was imported with %(seats)s seats.")
+                    % {"name": theater["name"], "seats": theater["seatCount"]},
                 )
                 return HttpResponseRedirect(self.url("change", theater["_id"]))
         status = 400 if request.method == "POST" else 200
         return self.render(
             request,
             "admin/booking/theater/import.html",
-            {"title": "Import a theater layout", "form": form},
+            {"title": gettext("Import a theater layout"), "form": form},
             status=status,
         )
 
