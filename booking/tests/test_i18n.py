@@ -4,10 +4,12 @@ buyer's mails are written in the language they checked out in; staff's German sh
 shown on German pages. English stays the default (the test client sends no Accept-Language)."""
 
 import re
+from typing import Any, cast
 
 import pytest
 from django.conf import settings as django_settings
 from django.core import mail
+from django.core.mail import EmailMultiAlternatives
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -21,8 +23,8 @@ from booking.tests.localstripe import VISA, card
 
 pytestmark = pytest.mark.django_db
 
-GERMAN = {"HTTP_ACCEPT_LANGUAGE": "de-DE,de;q=0.9,en;q=0.5"}
-HTMX = {"HTTP_HX_REQUEST": "true"}
+GERMAN: dict[str, Any] = {"HTTP_ACCEPT_LANGUAGE": "de-DE,de;q=0.9,en;q=0.5"}
+HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture(autouse=True)
@@ -182,7 +184,7 @@ def test_the_confirmation_mail_is_in_the_language_the_buyer_checked_out_in(setti
     assert message.subject == f"Ihre Buchung {order['ref']}: Hamlet, Prinz von Dänemark"
     assert "Guten Tag Ada," in message.body
     assert "Reihe A, Platz 1 (Stalls): 20,00 EUR" in message.body and "1 Platz, gesamt 20,00 EUR" in message.body
-    html = message.alternatives[0][0]
+    html = str(cast(EmailMultiAlternatives, message).alternatives[0][0])
     assert '<html lang="de">' in html and "Öffnen Sie Ihre Tickets" in html
     assert "Quittung" in html  # the receipt line; the PDF itself rides along
     english = _paid_order(Client(), make_session(name="Macbeth", days=2))

@@ -5,6 +5,7 @@
   "use strict";
   // Django's JavaScript catalog (/i18n/js/, loaded first) translates; English without it.
   var gettext = window.gettext || String;
+  var ngettext = window.ngettext || function (one, many, n) { return n === 1 ? one : many; };
   var box = document.getElementById("sale-countdown");
   if (!box) return;
   var opens = Number(box.dataset.opensMs);
@@ -22,7 +23,8 @@
     s -= h * 3600;
     var m = Math.floor(s / 60);
     s -= m * 60;
-    return (days ? days + (days === 1 ? " day, " : " days, ") : "") + pad(h) + ":" + pad(m) + ":" + pad(s);
+    var dayText = days ? ngettext("%(count)s day", "%(count)s days", days).replace("%(count)s", days) + ", " : "";
+    return dayText + pad(h) + ":" + pad(m) + ":" + pad(s);
   }
 
   function unlock() {

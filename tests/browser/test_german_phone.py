@@ -31,7 +31,7 @@ def german_phone(chromium, live_server):
 def test_a_german_phone_books_in_german_and_can_switch_to_english(german_phone, shot):
     SHOTS.mkdir(parents=True, exist_ok=True)
     theater = make_theater(STUDIO_GRID, STUDIO_CATEGORIES, name="Studiobühne")
-    show = make_session(
+    make_session(
         theater,
         name="Waiting for Godot",
         name_de="Warten auf Godot",
@@ -70,3 +70,30 @@ def test_a_german_phone_books_in_german_and_can_switch_to_english(german_phone, 
     expect(page.get_by_role("heading", level=1)).to_have_text("What's on")  # remembered
     expect(page.locator("li.show").first).to_contain_text("Waiting for Godot")
     page.screenshot(path=str(SHOTS / "whats-on-en-after-switch-390.png"), full_page=True)
+
+
+def test_german_pages_on_a_laptop(chromium, live_server):
+    """The same pages at 1366x768 in German, through checkout's details step (screenshots looked at)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    theater = make_theater(STUDIO_GRID, STUDIO_CATEGORIES, name="Studiobühne")
+    show = make_session(theater, name="Waiting for Godot", name_de="Warten auf Godot", prices={"s": 123450, "r": 1500})
+    context = chromium.new_context(base_url=live_server.url, viewport={"width": 1366, "height": 768}, locale="de-DE")
+    context.set_default_timeout(8000)
+    page = context.new_page()
+    page.on("pageerror", lambda exc: pytest.fail(f"JavaScript error: {exc}"))
+    try:
+        page.goto("/")
+        expect(page.locator("li.show").first).to_contain_text("1.234,50\xa0€")  # Babel's German money
+        page.screenshot(path=str(SHOTS / "whats-on-de-1366.png"))
+        page.goto(f"/sessions/{show['_id']}/")
+        page.get_by_role("button", name=re.compile(r"^Reihe C, Platz 4,")).click(force=True)
+        expect(page.locator("#cart-summary")).to_contain_text("Warten auf Godot")
+        page.screenshot(path=str(SHOTS / "session-de-1366.png"))
+        page.goto("/checkout/")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Kasse")
+        expect(page.get_by_text("Wie möchten Sie bezahlen?")).to_be_visible()
+        page.get_by_role("button", name=re.compile(r"^Weiter · 1 Ticket für")).click()
+        expect(page.get_by_text("Bitte geben Sie Ihren Namen ein.")).to_be_visible()
+        page.screenshot(path=str(SHOTS / "checkout-errors-de-1366.png"), full_page=True)
+    finally:
+        context.close()
