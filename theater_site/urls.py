@@ -1,8 +1,8 @@
 from django.contrib import admin
 from django.templatetags.static import static
 from django.urls import include, path
-from django.views.generic import RedirectView
 from django.views.decorators.cache import cache_control
+from django.views.generic import RedirectView
 from django.views.i18n import JavaScriptCatalog
 
 
