@@ -46,12 +46,23 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bo
                     + (f" <i>({escape(gettext('refunded'))})</i>" if refunded else ""),
                     raw=True,
                 ),
-                cell(category),
+                cell(f"{escape(category)}<br/><font size=8>{escape(_ticket_type(line))}</font>", raw=True),
                 f"{money.rate_text(line.get('vat', settings.BOOKING_VAT_RATE))} %",
                 money.format_money(line["price"], currency),
             ]
         )
     return rows
+
+
+def _ticket_type(line: dict) -> str:
+    name = line.get("ticketTypeName") or "Full price"
+    return gettext(name) if name == "Full price" else name  # the default's stored name, translated
+
+
+def discount_label(order: dict) -> str:
+    """The promo code's row: "Promo code SPRING-24" (an order from before codes were kept: no code)."""
+    code = (order.get("promo") or {}).get("code")
+    return gettext("Promo code %(code)s") % {"code": code} if code else gettext("Promo code")
 
 
 def sale_breakdown(order: dict) -> list[money.VatLine]:
@@ -106,7 +117,7 @@ def receipt_pdf(order: dict) -> bytes:
             gettext("Performance"),
             gettext("Date"),
             gettext("Seat"),
-            gettext("Category"),
+            gettext("Category, ticket"),
             gettext("VAT"),
             gettext("Price"),
         ]
@@ -115,7 +126,7 @@ def receipt_pdf(order: dict) -> bytes:
     rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded=True)
     discount = sum(line.get("discount", 0) for line in [*order.get("lines", []), *order.get("refundedLines", [])])
     if discount:
-        rows.append([gettext("Promo code"), "", "", "", "", money.format_money(-discount, currency)])
+        rows.append([cell(discount_label(order)), "", "", "", "", money.format_money(-discount, currency)])
     fee = order.get("fee") or {}
     if fee.get("amount"):
         rows.append(

@@ -324,6 +324,7 @@ class TicketLine:
     seat: str
     category: str
     price: str
+    ticket_type: str = ""  # as bought (issue 16's ticket types)
 
 
 def ticket_link(order: dict) -> str:
@@ -347,6 +348,9 @@ def confirmation_context(order: dict) -> dict:
                 seat=line["seat"],
                 category=session.get("categories", {}).get(line["cat"], line["cat"]),
                 price=format_money_code(line["price"], currency),
+                ticket_type=gettext(line.get("ticketTypeName") or "Full price")
+                if (line.get("ticketTypeName") or "Full price") == "Full price"
+                else line["ticketTypeName"],  # the default's stored name, translated
             )
         )
     shows = sorted({line.show for line in lines})
@@ -357,6 +361,9 @@ def confirmation_context(order: dict) -> dict:
         "shows": shows,
         "seat_count": len(lines),
         "total": format_money_code(order["total"], currency),
+        "discount": format_money_code(-order["discount"], currency) if order.get("discount") else "",
+        "promo_code": (order.get("promo") or {}).get("code", ""),
+        "fee": format_money_code(order["fee"]["amount"], currency) if (order.get("fee") or {}).get("amount") else "",
         "ticket_link": ticket_link(order),
         "receipt": bool(order.get("paidWith")),  # its PDF is attached (payments)
     }
