@@ -26,7 +26,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -195,12 +195,12 @@ def wait_text(seconds: int | None) -> str:
     if seconds is None:
         return ""
     if seconds < 60:
-        return "less than a minute"
+        return gettext("less than a minute")
     minutes = round(seconds / 60)
     if minutes < 60:
-        return f"about {minutes} minute{'s' if minutes != 1 else ''}"
+        return ngettext("about %(count)d minute", "about %(count)d minutes", minutes) % {"count": minutes}
     hours, minutes = divmod(minutes, 60)
-    return f"about {hours} h {minutes:02d} min"
+    return gettext("about %(hours)d h %(minutes)02d min") % {"hours": hours, "minutes": minutes}
 
 
 # --- used by the session page and the seat actions (booking/views.py) ---

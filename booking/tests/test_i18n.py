@@ -183,7 +183,10 @@ def test_the_confirmation_mail_is_in_the_language_the_buyer_checked_out_in(setti
     [message] = mail.outbox
     assert message.subject == f"Ihre Buchung {order['ref']}: Hamlet, Prinz von Dänemark"
     assert "Guten Tag Ada," in message.body
-    assert "Reihe A, Platz 1 (Stalls, Normalpreis): 20,00 EUR" in message.body and "1 Platz, gesamt 20,00 EUR" in message.body
+    assert (
+        "Reihe A, Platz 1 (Stalls, Normalpreis): 20,00 EUR" in message.body
+        and "1 Platz, gesamt 20,00 EUR" in message.body
+    )
     html = str(cast(EmailMultiAlternatives, message).alternatives[0][0])
     assert '<html lang="de">' in html and "Öffnen Sie Ihre Tickets" in html
     assert "Quittung" in html  # the receipt line; the PDF itself rides along
