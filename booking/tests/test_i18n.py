@@ -230,3 +230,20 @@ def test_staff_set_the_german_title_in_the_session_form(manager_client):
     assert "<h1>The Tempest</h1>" in Client().get(url("session", session_id=str(session["_id"]))).content.decode()
     too_long = manager_client.post(form_url, {**data, "name_de": "x" * 121})
     assert too_long.status_code == 400 and mongo.sessions().find_one({"_id": session["_id"]})["nameDe"] == "Der Sturm"
+
+
+def test_the_scripts_get_their_words_from_the_javascript_catalog(client):
+    german = german_client().get("/i18n/js/?lang=de")
+    assert german.status_code == 200 and "max-age=86400" in german["Cache-Control"]
+    body = german.content.decode()
+    assert (
+        "Jetzt im Verkauf: W\\u00e4hlen Sie Ihre Pl\\u00e4tze." in body
+        or "Jetzt im Verkauf: Wählen Sie Ihre Plätze." in body
+    )
+    assert (
+        "Offline \\u00b7 gegen die Liste dieses Telefons gepr\\u00fcft" in body
+        or "gegen die Liste dieses Telefons" in body
+    )
+    assert "Jetzt im Verkauf" not in client.get("/i18n/js/?lang=en").content.decode()
+    whats_on = german_client().get("/").content.decode()
+    assert "/i18n/js/" not in whats_on  # only pages whose scripts show words load it
