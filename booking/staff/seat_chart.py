@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 
+from ..contrast import ink_on
 from ..formatting import seat_label
 from ..seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
 
@@ -20,6 +21,7 @@ class Cell:
     label: str = ""
     cat: str = ""
     color: str = ""
+    ink: str = ""  # the label's colour on ``color`` (black or white, AA contrast)
     wheelchair: bool = False
     companion: bool = False
     state: str = ""
@@ -59,6 +61,7 @@ def layout_rows(layout: dict) -> list[Row]:
                     label=cell["label"],
                     cat=cell["cat"],
                     color=colors[cell["cat"]],
+                    ink=ink_on(colors[cell["cat"]]),
                     wheelchair=bool(cell.get("wheelchair")),
                     companion=bool(cell.get("companion")),
                     title=f"{seat_label(row['label'], cell['label'])}: {names[cell['cat']]}{extra}",
