@@ -40,7 +40,10 @@ class CategoryForm(forms.Form):
         max_length=40, required=False, widget=forms.TextInput(attrs={"size": 16, "aria-label": "Category name"})
     )
     color = forms.CharField(
-        max_length=7, required=False, initial="#3b82f6", widget=forms.TextInput(attrs={"type": "color", "aria-label": gettext_lazy("Colour")})
+        max_length=7,
+        required=False,
+        initial="#3b82f6",
+        widget=forms.TextInput(attrs={"type": "color", "aria-label": gettext_lazy("Colour")}),
     )
 
     def clean_code(self):

@@ -34,7 +34,9 @@ STATE_CLASSES = {FREE: "", HELD: " h", SOLD: " x", BLOCKED: " x"}
 MINE_WORDS = "held by you"
 
 CACHE_SIZE = 64
-_SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6};--on-cat:#[0-9a-f]{6}\}$")  # layouts are validated; belt and braces
+_SAFE_CSS = re.compile(
+    r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6};--on-cat:#[0-9a-f]{6}\}$"
+)  # layouts are validated; belt and braces
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext
 
 from ..contrast import ink_on
 from ..formatting import seat_label
@@ -23,6 +25,7 @@ class Cell:
     color: str = ""
     ink: str = ""  # the label's colour on ``color`` (black or white, AA contrast)
     wheelchair: bool = False
+    released: bool = False  # a wheelchair space put on general sale before the show (services/wheelchair.py)
     companion: bool = False
     state: str = ""
     owner: str = ""  # order ref or short cart id
@@ -48,9 +51,13 @@ def layout_rows(layout: dict) -> list[Row]:
             if cell is None:
                 cells.append(Cell(gap=True))
                 continue
+            released = cell.get("releasedFrom") == "wheelchair"
             extra = (
                 " (wheelchair space)"
                 if cell.get("wheelchair")
+                else gettext(" (wheelchair space, on general sale since %(when)s)")
+                % {"when": timezone.localtime(cell["releasedOn"]).strftime("%d %b %H:%M")}
+                if released and cell.get("releasedOn")
                 else " (companion seat)"
                 if cell.get("companion")
                 else ""
@@ -63,6 +70,7 @@ def layout_rows(layout: dict) -> list[Row]:
                     color=colors[cell["cat"]],
                     ink=ink_on(colors[cell["cat"]]),
                     wheelchair=bool(cell.get("wheelchair")),
+                    released=released,
                     companion=bool(cell.get("companion")),
                     title=f"{seat_label(row['label'], cell['label'])}: {names[cell['cat']]}{extra}",
                 )
@@ -73,16 +81,21 @@ def layout_rows(layout: dict) -> list[Row]:
 
 def category_legend(layout: dict) -> list[dict]:
     counts: dict[str, int] = {}
-    wheelchair = 0
+    wheelchair = released = 0
     for row in layout["rows"]:
         for cell in row["cells"]:
             if cell is not None:
                 counts[cell["cat"]] = counts.get(cell["cat"], 0) + 1
                 wheelchair += bool(cell.get("wheelchair"))
+                released += cell.get("releasedFrom") == "wheelchair"
+    extra = [{"code": "", "name": "of which wheelchair spaces", "color": "", "count": wheelchair}] if wheelchair else []
+    if released:
+        name = gettext("wheelchair spaces now on general sale (dashed outline)")
+        extra.append({"code": "", "name": name, "color": "", "count": released})
     return [
         {"code": c["code"], "name": c["name"], "color": c["color"], "count": counts.get(c["code"], 0)}
         for c in layout["categories"]
-    ] + ([{"code": "", "name": "of which wheelchair spaces", "color": "", "count": wheelchair}] if wheelchair else [])
+    ] + extra
 
 
 def session_rows(session: dict, owners: dict[str, dict], checked: AbstractSet[str] = frozenset()) -> list[Row]:
