@@ -4,7 +4,7 @@ never a space a buyer holds, and safely when a buyer holds it at the same moment
 
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.conf import settings
@@ -40,7 +40,7 @@ def cell(session_id, r, c) -> dict:
     return reread(session_id)["layout"]["rows"][r]["cells"][c]
 
 
-def due(show) -> object:
+def due(show) -> datetime:
     """The first moment the show's spaces are due: exactly the release period before its start."""
     return show["start"] - settings.BOOKING_WHEELCHAIR_RELEASE_BEFORE
 
@@ -107,7 +107,7 @@ def test_a_buyer_holding_the_space_between_the_release_read_and_its_write_keeps_
     show, at, fault_hook
 ):
     at(due(show))
-    holder = {}
+    holder: dict = {}
 
     def buyer_holds_first(name):
         if name == "wheelchair.before_release" and not holder:
