@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 from booking import clock, mongo
 from booking.demo import GRAND_CATEGORIES, STUDIO_CATEGORIES, STUDIO_GRID, grand_hall_grid
 from booking.demo_stadium import create_match, create_stadium
-from booking.services import waiting_room
+from booking.services import promos, waiting_room
 from booking.tests.factories import make_session, make_theater
 from booking.tests.paying import checkout_paid
 
@@ -188,6 +188,8 @@ def test_no_serious_axe_violations_on_staff_pages(new_page, venues, viewport, st
         venues["queued"]["_id"], opens_at=now - timedelta(minutes=5), on_sale_at=now + timedelta(hours=1), rate=60
     )
     [cart] = mongo.carts().find({}, hint=[("_id", 1)])
+    code = promos.create_code("SPRING10", "percent", 10, cap=100)
+    batch = promos.generate_batch(3, "amount", 500, prefix="GIFT")
     theater_id, studio_id = venues["grand_theater"]["_id"], venues["studio"]["_id"]
     admin = "/admin/booking"
     pages = [
@@ -213,6 +215,11 @@ def test_no_serious_axe_violations_on_staff_pages(new_page, venues, viewport, st
         (f"{admin}/order/", "orders"),
         (f"{admin}/order/?q=grace", "orders: search"),
         (f"{admin}/order/{paid['_id']}/change/", "order"),
+        (f"{admin}/promocode/", "promo codes"),
+        (f"{admin}/promocode/add/", "promo code: add"),
+        (f"{admin}/promocode/{code['_id']}/change/", "promo code"),
+        (f"{admin}/promocode/batch/add/", "voucher batch: add"),
+        (f"{admin}/promocode/batch/{batch}/", "voucher batch"),
         (f"{admin}/waitingroom/", "waiting rooms"),
         (f"{admin}/waitingroom/add/", "waiting room: add"),
         (f"{admin}/waitingroom/{room.queue_id}/change/", "waiting room"),
