@@ -30,8 +30,8 @@ from .. import clock, faults, mongo, payments
 from ..domain import CartState
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..payments import base, money
+from . import change_notices, promos, reservations
 from . import orders as order_service
-from . import promos, reservations
 from .payments import PAID, PARTIALLY_REFUNDED, REFUNDED, SEAT_OWNING
 
 logger = logging.getLogger("booking.refunds")
@@ -73,9 +73,12 @@ def _refunds_seen(order: dict) -> dict:
     return clause
 
 
-def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: str = "") -> dict:
+def refund_tickets(
+    order_id: ObjectId, *, tickets=None, reason: str = "", by: str = "", notice: str | None = "cancel"
+) -> dict:
     """Staff: refund the whole order (``tickets`` None) or these ticket codes; their seats become
-    free for sale again. The booking fee goes back with the last ticket."""
+    free for sale again. The booking fee goes back with the last ticket. ``notice``: the kind of
+    e-mail the customer gets (services/change_notices.py), stored in the same write; None: none."""
     order = orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound("No such order.")
@@ -86,6 +89,8 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
         raise Conflict(f"Order {order['ref']} has no payment to refund.")
     if order.get("settling"):
         raise Conflict(f"Order {order['ref']} is still being completed; try again in a moment.")
+    if order.get("exchangeOpen"):
+        raise Conflict(f"Order {order['ref']} is being exchanged right now; try again in a moment.")
     lines = order["lines"]
     codes = {line["ticket"] for line in lines} if not tickets else set(tickets)
     selected = [line for line in lines if line["ticket"] in codes]
@@ -97,7 +102,13 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
     refund = _record(amount, paid_with, reason or "Canceled by the theater", tickets=sorted(codes), by=by)
     now = clock.now()
     changed = orders().update_one(
-        {"_id": order_id, "state": order["state"], "lines.ticket": {"$all": sorted(codes)}, **_refunds_seen(order)},
+        {
+            "_id": order_id,
+            "state": order["state"],
+            "lines.ticket": {"$all": sorted(codes)},
+            "exchangeOpen": {"$exists": False},
+            **_refunds_seen(order),
+        },
         {
             "$set": {
                 "state": REFUNDED if not remaining else PARTIALLY_REFUNDED,
@@ -106,7 +117,11 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
                 "refundDue": True,
                 **({"canceledOn": now, "canceledBy": by, "cancelReason": reason} if not remaining else {}),
             },
-            "$push": {"refundedLines": {"$each": selected}, "refunds": refund},
+            "$push": {
+                "refundedLines": {"$each": selected},
+                "refunds": refund,
+                **({"changeNotices": change_notices.new_notice(notice, ref=refund["_id"])} if notice else {}),
+            },
         },
     )
     if not changed.modified_count:
@@ -117,6 +132,8 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
         promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # the code's use goes back
     faults.point("refund.after_seats")
     process(order_id, refund["_id"])
+    if notice:
+        change_notices.queue(order_id)
     logger.info("order %s: %d tickets refunded (%d) by %s", order["ref"], len(selected), amount, by or "?")
     return orders().find_one({"_id": order_id})
 
