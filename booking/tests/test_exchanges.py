@@ -1,0 +1,221 @@
+"""Exchanges (services/exchanges.py): tickets move to other seats; the price difference goes back
+through the payment or is taken at the counter; the customer never has both or neither set of
+tickets, even when the process dies between any two writes."""
+
+from datetime import timedelta
+
+import pytest
+from django.core import mail
+
+from booking import faults, mongo
+from booking.errors import Conflict, InvalidRequest, SeatsTaken
+from booking.invariants import check_invariants
+from booking.seat_grid import FREE, SOLD
+from booking.services import change_notices, checkin, exchanges, holds
+from booking.services.reconcile import reconcile
+from booking.tests.factories import make_session
+from booking.tests.paying import checkout_paid
+
+pytestmark = pytest.mark.slow
+
+# SMALL_GRID: row A "ssss.ssss" (stalls 20.00), row B "sspp.ppss" (premium 35.00 at 1:2, 1:3, 1:5, 1:6)
+
+
+def paid(session, keys, owner="s:ada", email="ada@example.com"):
+    cart = holds.hold_seats(session["_id"], owner, None, list(keys))
+    return checkout_paid(owner, cart.cart_id, "Ada Lovelace", email)
+
+
+def cell(session_id, key):
+    r, c = (int(x) for x in key.split(":"))
+    return mongo.sessions().find_one({"_id": session_id})["seats"][r][c]
+
+
+def stored(order):
+    return mongo.orders().find_one({"_id": order["_id"]})
+
+
+def stripe_refunds(order):
+    from booking.payments.stripe_provider import client
+
+    return [r.amount for r in client().v1.refunds.list({"payment_intent": order["paidWith"]["id"]}).data]
+
+
+def admits(session_id, code):
+    return checkin.check_in(checkin.get_scope(session_id), door="Main", by="door", code=code).admitted
+
+
+@pytest.fixture
+def session():
+    return make_session()
+
+
+def test_moving_to_cheaper_seats_refunds_the_difference_through_the_card(session):
+    order = paid(session, ["1:2", "1:3"])  # two premium seats, 70.00
+    old_codes = [line["ticket"] for line in order["lines"]]
+    done = exchanges.exchange(order["_id"], old_codes, session["_id"], ["0:0", "0:1"], by="staff", reason="view")
+    assert [line["key"] for line in done["lines"]] == ["0:0", "0:1"]
+    assert done["total"] == order["total"] - 3000 and done["state"] == "paid"
+    assert [cell(session["_id"], k) for k in ("0:0", "0:1", "1:2", "1:3")] == [SOLD, SOLD, FREE, FREE]
+    [record] = done["exchanges"]
+    assert record["state"] == "done" and record["difference"] == -3000 and "exchangeOpen" not in done
+    assert done["refunds"][-1]["status"] == "succeeded" and stripe_refunds(done) == [3000]
+    assert {line["ticket"] for line in done["exchangedLines"]} == set(old_codes)
+    assert check_invariants() == []
+    # the new tickets let in, the old ones do not
+    assert admits(session["_id"], done["lines"][0]["ticket"])
+    assert not admits(session["_id"], old_codes[0])
+    assert check_invariants() == []
+
+
+def test_moving_some_tickets_to_another_dearer_session_takes_the_difference_at_the_counter(session):
+    other = make_session(name="Hamlet", days=2)
+    order = paid(session, ["0:0", "0:1"])
+    keep, move = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    with pytest.raises(InvalidRequest, match="take the difference at the counter"):
+        exchanges.exchange(order["_id"], [move], other["_id"], ["1:2"])
+    assert stored(order)["lines"] == order["lines"] and cell(other["_id"], "1:2") == FREE
+    done = exchanges.exchange(order["_id"], [move], other["_id"], ["1:2"], settle=exchanges.COUNTER, by="anna")
+    assert [(line["sessionId"], line["key"]) for line in done["lines"]] == [
+        (session["_id"], "0:0"),
+        (other["_id"], "1:2"),
+    ]
+    assert done["topUps"][0]["amount"] == 1500 and done["total"] == order["total"] + 1500
+    assert cell(session["_id"], "0:1") == FREE and cell(other["_id"], "1:2") == SOLD
+    assert any(s["_id"] == other["_id"] for s in done["sessions"])
+    assert admits(session["_id"], keep) and admits(other["_id"], done["lines"][1]["ticket"])
+    assert check_invariants() == []
+
+
+def test_a_seat_taken_meanwhile_changes_nothing(session):
+    order = paid(session, ["0:0"])
+    holds.hold_seats(session["_id"], "s:bob", None, ["0:5"])
+    with pytest.raises(SeatsTaken):
+        exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:5"])
+    assert stored(order)["lines"] == order["lines"] and "exchanges" not in stored(order)
+    assert check_invariants() == []
+
+
+def test_the_race_for_a_seat_between_the_check_and_the_take_abandons_the_exchange(session, fault_hook):
+    order = paid(session, ["0:0"])
+
+    def someone_buys_it_first(name):
+        if name == "exchange.after_start":
+            fault_hook(None)
+            paid(session, ["0:5"], owner="s:bob", email="bob@example.com")
+
+    fault_hook(someone_buys_it_first)
+    with pytest.raises(Conflict, match="taken meanwhile"):
+        exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:5"])
+    after = stored(order)
+    assert after["lines"] == order["lines"] and after["exchanges"][0]["state"] == "abandoned"
+    assert "exchangeOpen" not in after and cell(session["_id"], "0:0") == SOLD
+    assert check_invariants() == []
+
+
+def test_bad_input_is_refused_and_changes_nothing(session):
+    order = paid(session, ["0:0", "0:1"])
+    code = order["lines"][0]["ticket"]
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [], session["_id"], [])
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], ["not-a-ticket"], session["_id"], ["0:5"])
+    with pytest.raises(InvalidRequest, match="as many new seats"):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:5", "0:6"])
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:4"])  # the aisle
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["x"])
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:5"], settle="cash please")
+    with pytest.raises(SeatsTaken):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:1"])  # its own other seat
+    assert admits(session["_id"], code)
+    with pytest.raises(Conflict, match="already used"):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:5"])
+    assert stored(order)["lines"][1] == order["lines"][1] and "exchanges" not in stored(order)
+    assert check_invariants() == []
+
+
+POINTS = [
+    "exchange.after_start",
+    "exchange.after_take",
+    "exchange.after_switch",
+    "exchange.after_unmark",
+    "exchange.after_release",
+    "exchange.after_money",
+]
+
+
+def tickets_now(order_id):
+    return sorted(line["key"] for line in mongo.orders().find_one({"_id": order_id})["lines"])
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_crash_at_any_point_is_rolled_forward_without_losing_or_doubling_a_seat(session, crash_at, point):
+    order = paid(session, ["1:2", "1:3"])
+    codes = [line["ticket"] for line in order["lines"]]
+    crash_at(point)
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.exchange(order["_id"], codes, session["_id"], ["0:0", "0:1"], by="staff")
+    faults.set_hook(None)
+    # Between the writes the customer has exactly one set of valid tickets, and every seat of
+    # both sets is kept from other buyers (none can be sold twice).
+    assert tickets_now(order["_id"]) in (["1:2", "1:3"], ["0:0", "0:1"])
+    for key in ("1:2", "1:3") if point not in ("exchange.after_release", "exchange.after_money") else ():
+        assert cell(session["_id"], key) == SOLD
+    if point != "exchange.after_start":
+        assert cell(session["_id"], "0:0") == SOLD
+        with pytest.raises(SeatsTaken):
+            holds.hold_seats(session["_id"], "s:bob", None, ["0:0"])
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert tickets_now(order["_id"]) == ["0:0", "0:1"] and "exchangeOpen" not in after
+    assert after["exchanges"][0]["state"] == "done"
+    assert [cell(session["_id"], k) for k in ("0:0", "0:1", "1:2", "1:3")] == [SOLD, SOLD, FREE, FREE]
+    assert after["refunds"][-1]["status"] == "succeeded" and stripe_refunds(after) == [3000]
+    assert "exchangeHolds" not in mongo.sessions().find_one({"_id": session["_id"]}) or not mongo.sessions().find_one(
+        {"_id": session["_id"]}
+    )["exchangeHolds"]
+    assert [n["kind"] for n in after["changeNotices"]] == ["exchange"]
+    assert check_invariants() == []
+    # the freed seats sell again
+    paid(session, ["1:2", "1:3"], owner="s:bob", email="bob@example.com")
+    assert check_invariants() == []
+
+
+def test_an_abandoned_exchange_whose_seats_were_taken_gives_them_back(session, crash_at):
+    """A crash after the take, then the exchange is abandoned (its tickets were refunded
+    meanwhile): reconcile gives the new seats back."""
+    from booking.services import refunds
+
+    order = paid(session, ["0:0"])
+    crash_at("exchange.after_take")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:5"])
+    faults.set_hook(None)
+    with pytest.raises(Conflict, match="being exchanged"):
+        refunds.refund_tickets(order["_id"])
+    # the ticket was used at the door meanwhile: the switch no longer applies
+    admits(session["_id"], order["lines"][0]["ticket"])
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and tickets_now(order["_id"]) == ["0:0"]
+    assert cell(session["_id"], "0:5") == FREE and cell(session["_id"], "0:0") == SOLD
+    assert check_invariants() == []
+
+
+def test_the_customer_gets_one_mail_with_the_new_tickets_however_often_the_task_runs(session, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    order = paid(session, ["1:2", "1:3"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:3"], by="staff")
+    mail.outbox.clear()
+    assert change_notices.send_pending(order["_id"]) == ["sent"]
+    assert change_notices.send_pending(order["_id"]) == []
+    [message] = mail.outbox
+    assert message.to == ["ada@example.com"] and "new seats" in message.subject
+    assert "A4 is now A4" not in message.body and "is now A4" in message.body
+    names = [a[0] for a in message.attachments]
+    assert names == [f"tickets-{order['ref']}.pdf", f"receipt-{order['ref']}.pdf"]
+    assert message.attachments[0][1].startswith(b"%PDF")
+    assert stored(order)["changeNotices"][0]["state"] == "sent"
