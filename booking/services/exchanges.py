@@ -479,15 +479,16 @@ def finish_open(now: datetime | None = None, grace: timedelta | None = None) -> 
     now = now or clock.now()
     grace = timedelta(seconds=settings.BOOKING_RECONCILE_GRACE_SECONDS) if grace is None else grace
     finished = 0
+    # ids are non-empty strings: ``$gt ""`` is a range on the sparse index holding just these
     for order in (
-        mongo.orders().find({"exchangeOpen": {"$exists": True}}, {"exchangeOpen": 1, "exchanges": 1}).limit(500)
+        mongo.orders().find({"exchangeOpen": {"$gt": ""}}, {"exchangeOpen": 1, "exchanges": 1}).limit(500)
     ):
         record = _open_record(order)
         if record is not None and record["createdOn"] > now - grace:
             continue  # its request may still be running
         finish(order["_id"])
         finished += 1
-    for session in mongo.sessions().find({"exchangeHolds._id": {"$exists": True}}, {"_id": 1}).limit(500):
+    for session in mongo.sessions().find({"exchangeHolds._id": {"$gt": ""}}, {"_id": 1}).limit(500):
         release_stray_holds(session["_id"])
     return finished
 
