@@ -480,9 +480,7 @@ def finish_open(now: datetime | None = None, grace: timedelta | None = None) -> 
     grace = timedelta(seconds=settings.BOOKING_RECONCILE_GRACE_SECONDS) if grace is None else grace
     finished = 0
     # ids are non-empty strings: ``$gt ""`` is a range on the sparse index holding just these
-    for order in (
-        mongo.orders().find({"exchangeOpen": {"$gt": ""}}, {"exchangeOpen": 1, "exchanges": 1}).limit(500)
-    ):
+    for order in mongo.orders().find({"exchangeOpen": {"$gt": ""}}, {"exchangeOpen": 1, "exchanges": 1}).limit(500):
         record = _open_record(order)
         if record is not None and record["createdOn"] > now - grace:
             continue  # its request may still be running

@@ -42,6 +42,13 @@ def exchange_targets(order: dict) -> list[dict]:
     return sorted(found, key=lambda s: (s["_id"] not in own, s["start"], s["_id"]))
 
 
+class SeatKeysField(forms.MultipleChoiceField):
+    """Seat keys ticked on the map ("3:12"); which exist is the exchange's own check."""
+
+    def valid_value(self, value) -> bool:
+        return True
+
+
 class ExchangeForm(forms.Form):
     tickets = forms.MultipleChoiceField(
         label=gettext_lazy("Tickets to move"),
@@ -49,7 +56,7 @@ class ExchangeForm(forms.Form):
         error_messages={"required": gettext_lazy("Choose the tickets to move.")},
     )
     session = forms.ChoiceField(label=gettext_lazy("To the performance"))
-    seats = forms.MultipleChoiceField(required=False, widget=forms.MultipleHiddenInput)
+    seats = SeatKeysField(required=False, widget=forms.MultipleHiddenInput)
     settle = forms.ChoiceField(
         label=gettext_lazy("Price difference"),
         choices=[

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from .. import admin_forms as f
 from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
+from ..services import session_cancel
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
@@ -370,6 +371,8 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                 note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
                 self.log(request, CHANGE, session["_id"], session_label(session), f"Canceled the session{note}.")
                 messages.success(request, f"“{session['name']}” was canceled{note}.")
+                if canceled:  # the worker refunds them: its progress is on the cancel page
+                    return HttpResponseRedirect(self.url("cancel", session["_id"]))
                 return HttpResponseRedirect(self.url("change", session["_id"]))
         return self.render(
             request,
@@ -380,6 +383,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                 "paid": paid,
                 "holds": len(session.get("reservations", [])),
                 "form": form,
+                "progress": session_cancel.progress(session),  # its orders, refunded by the worker
             },
             status=status,
         )

@@ -174,9 +174,10 @@ def test_a_crash_at_any_point_is_rolled_forward_without_losing_or_doubling_a_sea
     assert after["exchanges"][0]["state"] == "done"
     assert [cell(session["_id"], k) for k in ("0:0", "0:1", "1:2", "1:3")] == [SOLD, SOLD, FREE, FREE]
     assert after["refunds"][-1]["status"] == "succeeded" and stripe_refunds(after) == [3000]
-    assert "exchangeHolds" not in mongo.sessions().find_one({"_id": session["_id"]}) or not mongo.sessions().find_one(
-        {"_id": session["_id"]}
-    )["exchangeHolds"]
+    assert (
+        "exchangeHolds" not in mongo.sessions().find_one({"_id": session["_id"]})
+        or not mongo.sessions().find_one({"_id": session["_id"]})["exchangeHolds"]
+    )
     assert [n["kind"] for n in after["changeNotices"]] == ["exchange"]
     assert check_invariants() == []
     # the freed seats sell again
