@@ -552,7 +552,10 @@ NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” wit
 def _order_context(order: dict, request=None) -> dict:
     from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
 
-    return {**payment_context(request, order), "order": order, "tickets": presenters.order_tickets(order)}
+    from .order_history import order_history  # booked, paid, moved, canceled, mailed (issue 17)
+
+    tickets = presenters.order_tickets(order)
+    return {**payment_context(request, order), "order": order, "tickets": tickets, "history": order_history(order)}
 
 
 class TooManyLookups(Exception):

@@ -220,3 +220,12 @@ def test_the_customer_gets_one_mail_with_the_new_tickets_however_often_the_task_
     assert names == [f"tickets-{order['ref']}.pdf", f"receipt-{order['ref']}.pdf"]
     assert message.attachments[0][1].startswith(b"%PDF")
     assert stored(order)["changeNotices"][0]["state"] == "sent"
+
+
+def test_the_buyers_page_shows_the_new_tickets_and_the_history(session, client, db):
+    order = paid(session, ["1:2", "1:3"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:3"], by="anna <a@x>")
+    page = client.get(f"/orders/{order['ref']}/", {"email": "ada@example.com"}).content.decode()
+    assert "Changes to this booking" in page and "Tickets moved" in page and "B3 → A4" in page
+    assert "anna" not in page  # staff names stay in the admin
+    assert "Row A, seat 4" in page
