@@ -550,9 +550,8 @@ NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” wit
 
 
 def _order_context(order: dict, request=None) -> dict:
-    from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
-
     from .order_history import order_history  # booked, paid, moved, canceled, mailed (issue 17)
+    from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
 
     tickets = presenters.order_tickets(order)
     return {**payment_context(request, order), "order": order, "tickets": tickets, "history": order_history(order)}

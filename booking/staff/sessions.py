@@ -18,6 +18,8 @@ from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 from .offers import PriceTableAdminMixin
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
 from .seat_chart import category_legend, session_rows
+from .series_actions import ROUTES as SERIES_ROUTES
+from .series_actions import SeriesActionsMixin
 
 
 def session_label(session: dict) -> str:
@@ -25,7 +27,7 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
+class SessionAdmin(SeriesActionsMixin, SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
     routes = [
         ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
         ("", "session_list", "changelist"),
@@ -38,6 +40,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
         ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
         *SESSION_ROUTES,  # pay at the box office (payments)
+        *SERIES_ROUTES,  # bulk actions on the show's series (staff/series_actions.py)
     ]
 
     # --- list ---
