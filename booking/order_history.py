@@ -17,6 +17,7 @@ class Event:
     detail: str = ""
     by: str = ""  # staff only: who did it
     state: str = ""  # e.g. a refund's or a mail's status
+    mail: bool = False  # an e-mail to the customer (the buyer's page shows those sent only)
 
 
 def _seats(lines) -> str:
@@ -70,6 +71,7 @@ def order_history(order: dict) -> list[Event]:
                 kinds.get(notice["kind"], notice["kind"])
                 + (f" — {notice['failure']}" if notice.get("failure") else ""),
                 state=notice["state"],
+                mail=True,
             )
         )
     return sorted(events, key=lambda e: e.when)

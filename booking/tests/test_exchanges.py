@@ -207,7 +207,7 @@ def test_an_abandoned_exchange_whose_seats_were_taken_gives_them_back(session, c
 
 
 def test_the_customer_gets_one_mail_with_the_new_tickets_however_often_the_task_runs(session, settings):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
     order = paid(session, ["1:2", "1:3"])
     exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:3"], by="staff")
     mail.outbox.clear()

@@ -39,7 +39,7 @@ def admits(session, code):
 
 @pytest.fixture
 def mails(settings):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
     mail.outbox.clear()
     return mail.outbox
 

@@ -1,0 +1,85 @@
+"""Staff change a booking in real Chromium: move a ticket to a cheaper seat (preview, then the
+exchange, the difference refunded through the card) and refund one ticket of the order; the
+buyer's page then shows the new tickets and what happened. Screenshots at 1366x768 (and the
+buyer's page on a phone) go to /tmp/shots/changes/ as well as test-artifacts/browser/."""
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import expect
+
+from booking import mongo
+from booking.invariants import check_invariants
+from booking.seat_grid import FREE, SOLD
+from booking.tests.admin_support import sell
+from booking.tests.factories import make_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+LAPTOP = {"width": 1366, "height": 768}
+PHONE = {"width": 390, "height": 844}
+SHOTS = Path("/tmp/shots/changes")
+
+
+def keep(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def cell(session, key):
+    r, c = (int(x) for x in key.split(":"))
+    return mongo.sessions().find_one({"_id": session["_id"]})["seats"][r][c]
+
+
+def test_staff_exchange_a_ticket_and_refund_another(new_page, shot):
+    session = make_session(name="The Seagull")
+    order = sell(session["_id"], ["1:2", "1:3", "1:5", "1:6"])  # four premium seats, B3, B4, B5, B6
+    User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")
+    page = new_page(LAPTOP)
+    page.goto("/admin/login/")
+    page.get_by_label("Username").fill("boss")
+    page.get_by_label("Password").fill("a-long-test-password")
+    page.get_by_role("button", name="Log in").click()
+
+    # --- exchange: B3 moves to A1, 15.00 cheaper ---
+    page.goto(f"/admin/booking/order/{order['_id']}/change/")
+    page.get_by_role("link", name="Move tickets…").click()
+    expect(page.get_by_role("heading", name="2. New seats")).to_be_visible()
+    page.get_by_label("B3 · €35").check()
+    page.locator('input[name=seats][value="0:0"]').check()
+    page.get_by_role("button", name="Preview").click()
+    preview = page.locator(".exchange-preview")
+    expect(preview).to_contain_text("the customer gets €15 back")
+    expect(preview).to_contain_text("A1")
+    shot(page, "exchange-preview")
+    keep(page, "exchange-preview-1366")
+    page.get_by_role("button", name="Move the tickets").click()
+    expect(page.locator(".messagelist")).to_contain_text("Moved B3 to A1")
+    expect(page.locator(".order-history")).to_contain_text("B3 → A1")
+    assert cell(session, "0:0") == SOLD and cell(session, "1:2") == FREE
+
+    # --- partial refund: B6 is canceled, the others stay valid ---
+    refund = page.locator("form.refund-tickets")
+    refund.get_by_label("Row B, seat 6 · 35.00 EUR").check()
+    refund.get_by_label("Reason:").fill("Customer cannot come")
+    refund.get_by_role("button", name="Refund the chosen tickets").click()
+    expect(page.locator(".messagelist")).to_contain_text("Refunded 1 ticket")
+    expect(page.locator(".order-history")).to_contain_text("Tickets canceled and refunded")
+    shot(page, "order-after-changes")
+    keep(page, "order-after-changes-1366")
+    after = mongo.orders().find_one({"_id": order["_id"]})
+    assert after["state"] == "partially_refunded"
+    assert sorted(line["key"] for line in after["lines"]) == ["0:0", "1:3", "1:5"]
+    assert [r["status"] for r in after["refunds"]] == ["succeeded", "succeeded"]
+    assert check_invariants() == []
+
+    # --- the buyer's page (the mail's link), on a phone ---
+    buyer = new_page(PHONE)
+    buyer.goto(f"/orders/{order['ref']}/?email=ada%40example.com")
+    expect(buyer.locator(".order-history")).to_contain_text("B3 → A1")
+    expect(buyer.locator(".tickets")).to_contain_text("Row A · Seat 1")
+    keep(buyer, "buyer-order-390")
+    buyer_laptop = new_page(LAPTOP)
+    buyer_laptop.goto(f"/orders/{order['ref']}/?email=ada%40example.com")
+    keep(buyer_laptop, "buyer-order-1366")
