@@ -36,9 +36,13 @@ FAILED = "failed"
 CLAIM_SECONDS = 120
 
 
-def new_notice(kind: str, ref: str = "") -> dict:
-    """A notice to push onto the order in the write that makes the change."""
-    return {"_id": f"n{secrets.token_hex(6)}", "kind": kind, "ref": ref, "state": PENDING, "createdOn": clock.now()}
+def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None) -> dict:
+    """A notice to push onto the order in the write that makes the change. ``ref``: the exchange
+    or (first) refund it tells of; ``refunds``: every refund of that change."""
+    notice = {"_id": f"n{secrets.token_hex(6)}", "kind": kind, "ref": ref, "state": PENDING, "createdOn": clock.now()}
+    if refunds:
+        notice["refunds"] = refunds
+    return notice
 
 
 def queue(order_id: ObjectId) -> bool:
@@ -162,10 +166,12 @@ def _describe(order: dict, notice: dict) -> dict:
         context["refunded"] = format_money_code(-difference, currency) if difference < 0 else ""
         context["paid_more"] = format_money_code(difference, currency) if difference > 0 else ""
     else:
-        refund = next((r for r in order.get("refunds", []) if r["_id"] == notice["ref"]), None) or {}
+        ids = set(notice.get("refunds") or [notice["ref"]])
+        mine = [r for r in order.get("refunds", []) if r["_id"] in ids]
+        refund = mine[0] if mine else {}
         lines = [line for line in order.get("refundedLines", []) if line["ticket"] in set(refund.get("tickets", []))]
         context["canceled"] = [f"{line['row']}{line['seat']}" for line in lines]
-        context["refunded"] = format_money_code(refund.get("amount", 0), currency) if refund else ""
+        context["refunded"] = format_money_code(sum(r["amount"] for r in mine), currency) if mine else ""
         context["reason"] = refund.get("reason", "")
     return context
 

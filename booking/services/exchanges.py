@@ -344,10 +344,10 @@ def _switch(order: dict, record: dict) -> None:
     if not any(s["_id"] == record["sessionId"] for s in order.get("sessions", [])):
         pushes["sessions"] = record["session"]
     if difference < 0:
-        refund = _refund_record(order, record, -difference)
-        pushes["refunds"] = refund
+        records = _refund_records(order, record, -difference)
+        pushes["refunds"] = {"$each": records}
         sets["refundDue"] = True
-        sets["exchanges.$.refund"] = refund["_id"]
+        sets["exchanges.$.refunds"] = [r["_id"] for r in records]
     elif difference > 0:
         pushes["topUps"] = {
             "provider": "box_office",
@@ -371,23 +371,30 @@ def _switch(order: dict, record: dict) -> None:
         faults.point("exchange.after_switch")
 
 
-def _refund_record(order: dict, record: dict, amount: int) -> dict:
+def _refund_records(order: dict, record: dict, amount: int) -> list[dict]:
+    """The difference goes back in cash at the counter, or through the order's payments (the card
+    first, then earlier top-ups: services/refunds.allocate)."""
+    from .refunds import allocate
+
     if record["settle"] == COUNTER:
-        payment = {"provider": "box_office", "id": f"counter-{record['_id']}"}
+        parts = [({"provider": "box_office", "id": f"counter-{record['_id']}"}, amount)]
     else:
-        payment = {"provider": order["paidWith"]["provider"], "id": order["paidWith"]["id"]}
-    return {
-        "_id": f"r{secrets.token_hex(6)}",
-        "amount": amount,
-        "payment": payment,
-        "reason": record.get("reason") or "Exchange: price difference",
-        "tickets": [],
-        "exchange": record["_id"],
-        "status": "pending",
-        "tries": 0,
-        "by": record.get("by", ""),
-        "createdOn": clock.now(),
-    }
+        parts = allocate(order, amount)
+    return [
+        {
+            "_id": f"r{secrets.token_hex(6)}",
+            "amount": part,
+            "payment": payment,
+            "reason": record.get("reason") or "Exchange: price difference",
+            "tickets": [],
+            "exchange": record["_id"],
+            "status": "pending",
+            "tries": 0,
+            "by": record.get("by", ""),
+            "createdOn": clock.now(),
+        }
+        for payment, part in parts
+    ]
 
 
 def _release_old(order: dict, record: dict) -> None:
@@ -430,8 +437,8 @@ def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
 def _settle_money_and_close(order: dict, record: dict) -> None:
     from . import refunds
 
-    if record.get("refund"):
-        refunds.process(order["_id"], record["refund"])  # failed: reconcile retries it (refundDue)
+    for refund_id in record.get("refunds") or []:
+        refunds.process(order["_id"], refund_id)  # failed: reconcile retries it (refundDue)
         faults.point("exchange.after_money")
     closed = mongo.orders().update_one(
         {

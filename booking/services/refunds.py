@@ -64,6 +64,29 @@ def _record(amount: int, payment: dict, reason: str, *, tickets=(), by: str = ""
     }
 
 
+def allocate(order: dict, amount: int) -> list[tuple[dict, int]]:
+    """Which payments of the order an amount goes back through: the order's payment first, up to
+    what is left of it, then the top-ups of exchanges (services/exchanges.py). A provider never
+    refunds more than a payment took, so an order paid partly by card and partly at the counter
+    gets two refunds."""
+    payments_taken = [order["paidWith"], *(order.get("topUps") or [])]
+    back: dict[str, int] = {}
+    for refund in order.get("refunds") or []:
+        if refund["status"] != FAILED or refund.get("tries", 0) < settings.BOOKING_REFUND_MAX_TRIES:
+            back[refund["payment"]["id"]] = back.get(refund["payment"]["id"], 0) + refund["amount"]
+    parts = []
+    for payment in payments_taken:
+        if amount <= 0:
+            break
+        part = min(amount, payment["amount"] - back.get(payment["id"], 0))
+        if part > 0:
+            parts.append(({"provider": payment["provider"], "id": payment["id"]}, part))
+            amount -= part
+    if amount > 0 or not parts:  # nothing to give back (free tickets), or more than was ever taken
+        parts.append(({"provider": order["paidWith"]["provider"], "id": order["paidWith"]["id"]}, amount))
+    return parts
+
+
 def _refunds_seen(order: dict) -> dict:
     """A filter clause: the order still has exactly the refunds the caller read."""
     n = len(order.get("refunds") or [])
@@ -99,7 +122,9 @@ def refund_tickets(
     remaining = [line for line in lines if line["ticket"] not in codes]
     fee = (order.get("fee") or {}).get("amount", 0)
     amount = sum(money.line_amount(line) for line in selected) + (fee if not remaining else 0)
-    refund = _record(amount, paid_with, reason or "Canceled by the theater", tickets=sorted(codes), by=by)
+    why = reason or "Canceled by the theater"
+    records = [_record(part, paid, why, tickets=sorted(codes), by=by) for paid, part in allocate(order, amount)]
+    refund = records[0]
     now = clock.now()
     changed = orders().update_one(
         {
@@ -119,8 +144,16 @@ def refund_tickets(
             },
             "$push": {
                 "refundedLines": {"$each": selected},
-                "refunds": refund,
-                **({"changeNotices": change_notices.new_notice(notice, ref=refund["_id"])} if notice else {}),
+                "refunds": {"$each": records},
+                **(
+                    {
+                        "changeNotices": change_notices.new_notice(
+                            notice, ref=refund["_id"], refunds=[r["_id"] for r in records]
+                        )
+                    }
+                    if notice
+                    else {}
+                ),
             },
         },
     )
@@ -131,7 +164,8 @@ def refund_tickets(
     if not remaining:
         promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # the code's use goes back
     faults.point("refund.after_seats")
-    process(order_id, refund["_id"])
+    for record in records:
+        process(order_id, record["_id"])
     if notice:
         change_notices.queue(order_id)
     logger.info("order %s: %d tickets refunded (%d) by %s", order["ref"], len(selected), amount, by or "?")

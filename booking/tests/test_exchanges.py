@@ -229,3 +229,24 @@ def test_the_buyers_page_shows_the_new_tickets_and_the_history(session, client, 
     assert "Changes to this booking" in page and "Tickets moved" in page and "B3 → A4" in page
     assert "anna" not in page  # staff names stay in the admin
     assert "Row A, seat 4" in page
+
+
+def test_canceling_after_a_dearer_exchange_refunds_the_card_and_the_counter_each_their_part(session):
+    order = paid(session, ["0:0", "0:1"])  # 2 x 20.00 by card
+    code = order["lines"][0]["ticket"]
+    exchanges.exchange(order["_id"], [code], session["_id"], ["1:5"], settle=exchanges.COUNTER, by="anna")
+    exchanges.exchange(
+        order["_id"], [stored(order)["lines"][0]["ticket"]], session["_id"], ["1:6"], settle=exchanges.COUNTER
+    )  # now 2 x 35.00: 40.00 by card, 30.00 at the counter
+    from booking.services import refunds
+
+    done = refunds.refund_tickets(order["_id"], reason="cannot come", by="anna")
+    parts = sorted((r["payment"]["provider"], r["amount"], r["status"]) for r in done["refunds"])
+    fee = (order.get("fee") or {}).get("amount", 0)
+    assert parts == [
+        ("box_office", 1500, "succeeded"),
+        ("box_office", 1500, "succeeded"),
+        ("stripe", 4000 + fee, "succeeded"),
+    ]
+    assert stripe_refunds(done) == [4000 + fee]
+    assert done["state"] == "refunded" and check_invariants() == []
