@@ -108,8 +108,8 @@ def _exchange_in_flight(order: dict) -> list[tuple]:
     record = next((x for x in order.get("exchanges", []) if x["_id"] == xid), None) if xid else None
     if record is None:
         return []
-    lines = record["new"] if record["state"] in ("started", "taken") else record["old"]
-    if record["state"] not in ("started", "taken", "switched"):
+    lines = record["new"] if record["state"] in ("started", "awaiting_payment", "taken") else record["old"]
+    if record["state"] not in ("started", "awaiting_payment", "taken", "switched"):
         return []
     return [(line["sessionId"], line["key"]) for line in lines]
 

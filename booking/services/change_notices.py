@@ -28,6 +28,7 @@ from .notifications import MailServerUnavailable, address_problem, is_permanent
 logger = logging.getLogger("booking.change_notices")
 
 EXCHANGE = "exchange"
+EXCHANGE_PAYMENT = "exchange_payment"  # the customer is asked to pay a dearer exchange's difference
 CANCEL = "cancel"
 SESSION_CANCELED = "session_canceled"
 PENDING = "pending"
@@ -147,6 +148,7 @@ def requeue_pending(now=None) -> int:
 
 SUBJECTS = {
     EXCHANGE: "Your booking {ref} has changed: new seats",
+    EXCHANGE_PAYMENT: "Your booking {ref}: please pay the difference for your new seats",
     CANCEL: "Your booking {ref}: tickets canceled",
     SESSION_CANCELED: "Your booking {ref}: the performance is canceled",
 }
@@ -156,7 +158,7 @@ def _describe(order: dict, notice: dict) -> dict:
     """What changed, in the words of the mail."""
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     context: dict = {"kind": notice["kind"]}
-    if notice["kind"] == EXCHANGE:
+    if notice["kind"] in (EXCHANGE, EXCHANGE_PAYMENT):
         record = next((x for x in order.get("exchanges", []) if x["_id"] == notice["ref"]), None) or {}
         context["moved"] = [
             {"old": f"{o['row']}{o['seat']}", "new": f"{n['row']}{n['seat']}"}
@@ -165,6 +167,9 @@ def _describe(order: dict, notice: dict) -> dict:
         difference = record.get("difference", 0)
         context["refunded"] = format_money_code(-difference, currency) if difference < 0 else ""
         context["paid_more"] = format_money_code(difference, currency) if difference > 0 else ""
+        context["online"] = bool(record.get("paidDifference") or record.get("payment"))
+        until = (record.get("payment") or {}).get("until")
+        context["pay_until"] = mail_time(until) if until else ""
     else:
         ids = set(notice.get("refunds") or [notice["ref"]])
         mine = [r for r in order.get("refunds", []) if r["_id"] in ids]

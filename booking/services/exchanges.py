@@ -39,10 +39,10 @@ from bson import ObjectId
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from .. import clock, faults, mongo
+from .. import clock, faults, mongo, payments
 from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound, SeatsTaken
-from ..payments import money
+from ..payments import base, money
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat_cell, seat_name
 from . import change_notices, checkout, offers
 
@@ -50,11 +50,12 @@ logger = logging.getLogger("booking.exchanges")
 
 STARTED = "started"
 TAKEN = "taken"
+AWAITING = "awaiting_payment"  # a dearer seat paid through the provider: the customer pays online first
 SWITCHED = "switched"
 RELEASED = "released"
 DONE = "done"
 ABANDONED = "abandoned"
-OPEN_STATES = (STARTED, TAKEN, SWITCHED, RELEASED)
+OPEN_STATES = (STARTED, AWAITING, TAKEN, SWITCHED, RELEASED)
 # How a price difference is settled: through the order's own payment (a refund), or at the counter.
 PROVIDER = "provider"
 COUNTER = "counter"
@@ -191,7 +192,8 @@ def exchange(
     if settle not in SETTLEMENTS:
         raise InvalidRequest(_("Choose how the price difference is settled."))
     found = plan(order_id, tickets, session_id, keys)
-    if found.difference > 0 and settle != COUNTER:
+    online = payments.provider(found.order["paidWith"]["provider"]).online and payments.card_available()
+    if found.difference > 0 and settle != COUNTER and not online:
         raise InvalidRequest(
             _("The new seats cost %(amount)s more: take the difference at the counter.")
             % {"amount": money.format_money(found.difference, found.currency)},
@@ -228,6 +230,9 @@ def exchange(
     faults.point("exchange.after_start")
     order = finish(order_id)
     current = next(x for x in order.get("exchanges", []) if x["_id"] == xid)
+    if current["state"] == AWAITING:
+        logger.info("order %s: exchange %s waits for the customer's payment", order["ref"], xid)
+        return order
     if current["state"] == ABANDONED:
         raise Conflict(current.get("failure") or _("The new seats were taken meanwhile; nothing was changed."))
     logger.info("order %s: %d tickets exchanged by %s (%+d)", order["ref"], len(tickets), by or "?", found.difference)
@@ -239,7 +244,7 @@ def _open_record(order: dict) -> dict | None:
     return next((x for x in order.get("exchanges", []) if x["_id"] == xid), None) if xid else None
 
 
-def finish(order_id: ObjectId) -> dict:
+def finish(order_id: ObjectId, now: datetime | None = None) -> dict:
     """Roll the order's open exchange forward from wherever it stopped (the request itself, or
     reconcile after a crash). Returns the order afterwards."""
     for _attempt in range(10):
@@ -250,6 +255,9 @@ def finish(order_id: ObjectId) -> dict:
         state = record["state"]
         if state == STARTED:
             _take(order, record)
+        elif state == AWAITING:
+            if not _check_payment(order, record, now or clock.now()):
+                return _order(order_id)  # still waiting for the customer
         elif state == TAKEN:
             _switch(order, record)
         elif state == SWITCHED:
@@ -298,6 +306,31 @@ def _take(order: dict, record: dict) -> None:
             _abandon(order, record, _("The new seats were taken meanwhile; nothing was changed."))
             return
     faults.point("exchange.after_take")
+    if record["difference"] > 0 and record["settle"] == PROVIDER:
+        until = min(
+            now + timedelta(seconds=getattr(settings, "BOOKING_EXCHANGE_PAYMENT_SECONDS", 2 * 86400)),
+            record["session"]["start"] - timedelta(hours=1),
+        )
+        notice = change_notices.new_notice(change_notices.EXCHANGE_PAYMENT, ref=record["_id"])
+        moved = mongo.orders().update_one(
+            {
+                "_id": order["_id"],
+                "ref": order["ref"],
+                "exchanges": {"$elemMatch": {"_id": record["_id"], "state": STARTED}},
+            },
+            {
+                "$set": {
+                    "exchanges.$.state": AWAITING,
+                    "exchanges.$.payment": {"provider": order["paidWith"]["provider"], "intent": None, "until": until},
+                },
+                "$push": {"changeNotices": notice},
+            },
+        )
+        if moved.modified_count:
+            change_notices.queue(order["_id"])  # the customer's link to pay
+        else:
+            release_stray_holds(session_id)
+        return
     if not _set_state(order, record, TAKEN):
         # Someone else moved it on (or abandoned it): if it is no longer open, give the seats back.
         release_stray_holds(session_id)
@@ -309,7 +342,7 @@ def _abandon(order: dict, record: dict, why: str) -> None:
             "_id": order["_id"],
             "ref": order["ref"],
             "exchangeOpen": record["_id"],
-            "exchanges": {"$elemMatch": {"_id": record["_id"], "state": {"$in": [STARTED, TAKEN]}}},
+            "exchanges": {"$elemMatch": {"_id": record["_id"], "state": {"$in": [STARTED, AWAITING, TAKEN]}}},
         },
         {
             "$set": {"exchanges.$.state": ABANDONED, "exchanges.$.failure": why, "exchanges.$.doneOn": clock.now()},
@@ -318,6 +351,130 @@ def _abandon(order: dict, record: dict, why: str) -> None:
     )
     faults.point("exchange.after_abandon")
     release_stray_holds(record["sessionId"])
+
+
+def _difference_payment(order: dict, record: dict) -> dict:
+    """What the provider is asked to charge: the difference, under the order's id and reference
+    (its webhook finds the order; ``settle`` hands it to ``difference_paid``)."""
+    return {"_id": order["_id"], "ref": order["ref"], "total": record["difference"], "currency": order["currency"]}
+
+
+def ensure_intent(order: dict, record: dict) -> str:
+    """The exchange's payment at the provider (made once: its idempotency key is the exchange's)."""
+    pay = record["payment"]
+    if pay.get("intent"):
+        return pay["intent"]
+    started = payments.provider(pay["provider"]).start(
+        _difference_payment(order, record), idempotency_key=f"exchange-{record['_id']}"
+    )
+    mongo.orders().update_one(
+        {
+            "_id": order["_id"],
+            "ref": order["ref"],
+            "exchanges": {"$elemMatch": {"_id": record["_id"], "payment.intent": None}},
+        },
+        {"$set": {"exchanges.$.payment.intent": started.id}},
+    )
+    faults.point("exchange.after_intent")
+    return started.id
+
+
+def _check_payment(order: dict, record: dict, now: datetime) -> bool:
+    """An exchange waiting for the customer's payment: paid -> it goes on (True); the time to pay
+    is over -> the payment is canceled at the provider (unless it succeeded meanwhile) and the
+    exchange abandoned, the new seats given back. Returns True when it moved on."""
+    provider = payments.provider(record["payment"]["provider"])
+    intent = record["payment"].get("intent")
+    if intent is None:
+        if record["payment"]["until"] <= now:
+            _abandon(order, record, _("The difference was not paid in time; nothing was changed."))
+            return True
+        ensure_intent(order, record)
+        return False
+    try:
+        payment = provider.retrieve(intent)
+        if payment.status != base.SUCCEEDED and record["payment"]["until"] <= now:
+            payment = provider.cancel(intent)
+            if payment.status != base.SUCCEEDED:
+                _abandon(order, record, _("The difference was not paid in time; nothing was changed."))
+                return True
+    except base.ProviderError as exc:
+        logger.warning("exchange %s: could not ask about its payment: %s", record["_id"], exc)
+        return False
+    if payment.status == base.SUCCEEDED:
+        return _paid(order, record, payment)
+    return False
+
+
+def _paid(order: dict, record: dict, payment: base.Payment) -> bool:
+    """The customer paid the difference: the exchange goes on to the switch (the payment becomes
+    a top-up there)."""
+    done = mongo.orders().update_one(
+        {
+            "_id": order["_id"],
+            "ref": order["ref"],
+            "exchanges": {"$elemMatch": {"_id": record["_id"], "state": AWAITING}},
+        },
+        {
+            "$set": {
+                "exchanges.$.state": TAKEN,
+                "exchanges.$.paidDifference": {
+                    "provider": payment.provider,
+                    "id": payment.id,
+                    "amount": payment.amount,
+                    "on": clock.now(),
+                },
+            }
+        },
+    )
+    faults.point("exchange.after_paid")
+    return bool(done.modified_count)
+
+
+def difference_paid(order: dict, payment: base.Payment) -> dict | None:
+    """``payments.settle`` found a succeeded payment of this order that is an exchange's
+    difference: the exchange goes on. None when the payment is no exchange's (settle goes on)."""
+    record = next((x for x in order.get("exchanges", []) if (x.get("payment") or {}).get("intent") == payment.id), None)
+    if record is None:
+        return None
+    if record["state"] == AWAITING:
+        _paid(order, record, payment)
+        return finish(order["_id"])
+    if record["state"] == ABANDONED:
+        from . import refunds  # paid after it was given up: the money goes back
+
+        return refunds.refund_extra_payment(order["_id"], payment, "exchange given up")
+    return _order(order["_id"])
+
+
+def pay_difference(order_id: ObjectId, means: str) -> tuple[str, dict, str]:
+    """The customer's card form (the order page): charge the difference. Returns (status, order,
+    message): "paid" (the exchange went on), "action" (3-D Secure: the client secret is the
+    message), "failed" (declined; try again), or the exchange's state when it waits no more."""
+    order = _order(order_id)
+    record = _open_record(order)
+    if record is None or record["state"] != AWAITING:
+        return "done", order, ""
+    if not isinstance(means, str) or not means or len(means) > 255:
+        raise InvalidRequest(_("The card details did not arrive. Please try again."))
+    intent = ensure_intent(order, record)
+    provider = payments.provider(record["payment"]["provider"])
+    try:
+        payment = provider.confirm(intent, means, idempotency_key=f"exchange-{record['_id']}-{means}")
+    except base.PaymentDeclined as exc:
+        return "failed", order, exc.message
+    if payment.status == base.SUCCEEDED:
+        _paid(order, record, payment)
+        return "paid", finish(order_id), ""
+    if payment.status == base.ACTION:
+        return "action", order, payment.client_secret
+    return payment.status, order, payment.failure
+
+
+def awaiting_payment(order: dict) -> dict | None:
+    """The exchange of this order that waits for the customer's payment, if any (the order page)."""
+    record = _open_record(order)
+    return record if record is not None and record["state"] == AWAITING else None
 
 
 def _switch(order: dict, record: dict) -> None:
@@ -348,6 +505,8 @@ def _switch(order: dict, record: dict) -> None:
         pushes["refunds"] = {"$each": records}
         sets["refundDue"] = True
         sets["exchanges.$.refunds"] = [r["_id"] for r in records]
+    elif difference > 0 and record.get("paidDifference"):
+        pushes["topUps"] = {**record["paidDifference"], "why": "exchange"}  # paid online by the customer
     elif difference > 0:
         pushes["topUps"] = {
             "provider": "box_office",
@@ -491,7 +650,7 @@ def finish_open(now: datetime | None = None, grace: timedelta | None = None) -> 
         record = _open_record(order)
         if record is not None and record["createdOn"] > now - grace:
             continue  # its request may still be running
-        finish(order["_id"])
+        finish(order["_id"], now)
         finished += 1
     for session in mongo.sessions().find({"exchangeHolds._id": {"$gt": ""}}, {"_id": 1}).limit(500):
         release_stray_holds(session["_id"])

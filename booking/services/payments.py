@@ -436,6 +436,12 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
         if order is None:
             logger.error("payment %s %s succeeded for no order we know", payment.provider, payment.id)
             return None
+        if order.get("exchanges") and payment.id != (order.get("paidWith") or {}).get("id"):
+            from . import exchanges  # a dearer exchange's difference, paid by the customer (issue 17)
+
+            handled = exchanges.difference_paid(order, payment)
+            if handled is not None:
+                return handled
         kept = order.get("paidWith") or {}
         if kept.get("id") == payment.id:
             return finish_paid(order["_id"]) if order.get("settling") else order

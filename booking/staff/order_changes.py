@@ -60,7 +60,12 @@ class ExchangeForm(forms.Form):
     settle = forms.ChoiceField(
         label=gettext_lazy("Price difference"),
         choices=[
-            (exchanges.PROVIDER, gettext_lazy("Refund a lower price through the order's payment")),
+            (
+                exchanges.PROVIDER,
+                gettext_lazy(
+                    "Through the order's payment: a lower price refunded, a higher one paid online by the customer"
+                ),
+            ),
             (exchanges.COUNTER, gettext_lazy("Settle at the counter (cash or card terminal)")),
         ],
         initial=exchanges.PROVIDER,
@@ -159,6 +164,13 @@ class OrderChangesMixin(AdminMixinBase):
             reason=data["reason"],
         )
         record = done["exchanges"][-1]
+        if record["state"] == exchanges.AWAITING:
+            text = _(
+                "The new seats are kept for the customer until they pay %(amount)s online (a link is on its way)"
+            ) % {"amount": format_money(record["difference"], order["currency"])}
+            self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
+            messages.info(request, text + ".")
+            return HttpResponseRedirect(self.url("change", order["_id"]))
         text = _("Moved %(seats)s to %(new)s") % {
             "seats": ", ".join(f"{o['row']}{o['seat']}" for o in record["old"]),
             "new": ", ".join(f"{n['row']}{n['seat']}" for n in record["new"]),

@@ -14,6 +14,7 @@ from booking.seat_grid import FREE, SOLD
 from booking.services import change_notices, checkin, exchanges, holds
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
+from booking.tests.localstripe import VISA, card
 from booking.tests.paying import checkout_paid
 
 pytestmark = pytest.mark.slow
@@ -72,9 +73,6 @@ def test_moving_some_tickets_to_another_dearer_session_takes_the_difference_at_t
     other = make_session(name="Hamlet", days=2)
     order = paid(session, ["0:0", "0:1"])
     keep, move = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
-    with pytest.raises(InvalidRequest, match="take the difference at the counter"):
-        exchanges.exchange(order["_id"], [move], other["_id"], ["1:2"])
-    assert stored(order)["lines"] == order["lines"] and cell(other["_id"], "1:2") == FREE
     done = exchanges.exchange(order["_id"], [move], other["_id"], ["1:2"], settle=exchanges.COUNTER, by="anna")
     assert [(line["sessionId"], line["key"]) for line in done["lines"]] == [
         (session["_id"], "0:0"),
@@ -250,3 +248,64 @@ def test_canceling_after_a_dearer_exchange_refunds_the_card_and_the_counter_each
     ]
     assert stripe_refunds(done) == [4000 + fee]
     assert done["state"] == "refunded" and check_invariants() == []
+
+
+def test_a_dearer_seat_paid_online_keeps_the_old_tickets_valid_until_the_customer_pays(session, settings):
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+    order = paid(session, ["0:0", "0:1"])
+    old, keep = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    waiting = exchanges.exchange(order["_id"], [old], session["_id"], ["1:2"], by="anna")
+    assert waiting["exchanges"][0]["state"] == "awaiting_payment" and waiting["lines"] == order["lines"]
+    assert cell(session["_id"], "1:2") == SOLD  # kept for the customer meanwhile
+    with pytest.raises(SeatsTaken):
+        holds.hold_seats(session["_id"], "s:bob", None, ["1:2", "1:3"])
+    assert check_invariants() == []
+    mail.outbox.clear()
+    change_notices.send_pending(order["_id"])
+    assert "please pay the difference" in mail.outbox[0].subject and "A1 becomes B3" in mail.outbox[0].body
+
+    status, after, _ = exchanges.pay_difference(order["_id"], card(VISA))
+    assert status == "paid" and sorted(line["key"] for line in after["lines"]) == ["0:1", "1:2"]
+    assert after["topUps"][0]["provider"] == "stripe" and after["topUps"][0]["amount"] == 1500
+    assert cell(session["_id"], "0:0") == FREE and after["exchanges"][0]["state"] == "done"
+    assert admits(session["_id"], keep) and not admits(session["_id"], old)
+    assert check_invariants() == []
+    # a later refund of everything goes back through both card payments, each its part
+    from booking.services import refunds
+
+    done = refunds.refund_tickets(after["_id"], by="anna")
+    assert sorted(r["amount"] for r in done["refunds"]) == sorted([1500, order["paidWith"]["amount"]])
+    assert all(r["status"] == "succeeded" for r in done["refunds"]) and check_invariants() == []
+
+
+def test_an_unpaid_difference_gives_the_new_seats_back_when_its_time_is_over(session, settings):
+    from booking import clock
+
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    reconcile(grace=timedelta(0))
+    assert stored(order)["exchanges"][0]["state"] == "awaiting_payment"  # not yet
+    later = clock.now() + timedelta(days=3)
+    reconcile(now=later, grace=timedelta(0))
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and after["lines"] == order["lines"]
+    assert cell(session["_id"], "1:2") == FREE and "exchangeOpen" not in after
+    assert check_invariants() == []
+
+
+def test_the_webhook_of_the_difference_payment_finishes_the_exchange(session):
+    from booking.payments.stripe_provider import StripeProvider
+    from booking.services import payments
+
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    record = stored(order)["exchanges"][0]
+    intent = record["payment"]["intent"]
+    stripe = StripeProvider()
+    paid_now = stripe.confirm(intent, card(VISA), idempotency_key=f"test-{intent}")
+    assert paid_now.status == "succeeded"
+    settled = payments.settle(stripe.retrieve(intent))  # as the webhook does
+    assert settled is not None and settled["exchanges"][0]["state"] == "done"
+    assert sorted(line["key"] for line in settled["lines"]) == ["0:1", "1:2"]
+    assert payments.settle(stripe.retrieve(intent))["exchanges"][0]["state"] == "done"  # a replay: nothing more
+    assert not stored(order).get("extraPayments") and check_invariants() == []
