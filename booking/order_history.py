@@ -40,17 +40,22 @@ def order_history(order: dict) -> list[Event]:
         money = ""
         if diff < 0:
             money = _("%(amount)s back") % {"amount": format_money(-diff, currency)}
+        elif diff > 0 and record.get("paidDifference"):
+            money = _("%(amount)s paid by card") % {"amount": format_money(diff, currency)}
+        elif diff > 0 and record.get("payment"):
+            money = _("%(amount)s to pay online") % {"amount": format_money(diff, currency)}
         elif diff > 0:
             money = _("%(amount)s paid at the counter") % {"amount": format_money(diff, currency)}
         detail = " · ".join(p for p in (moved, (record.get("session") or {}).get("name") or "", money) if p)
-        state = (
-            record["state"]
-            if record["state"] in ("abandoned",)
-            else ("" if record["state"] == "done" else _("under way"))
+        state = {"done": "", "abandoned": record["state"], "awaiting_payment": _("waiting for payment")}.get(
+            record["state"], _("under way")
         )
         if record["state"] == "abandoned":
             detail += f" — {record.get('failure', '')}"
-        events.append(Event(record["createdOn"], _("Tickets moved"), detail, record.get("by", ""), state))
+        what = {"awaiting_payment": _("New seats offered"), "abandoned": _("Move of tickets not done")}.get(
+            record["state"], _("Tickets moved")
+        )
+        events.append(Event(record["createdOn"], what, detail, record.get("by", ""), state))
     for refund in order.get("refunds", []):
         if refund.get("exchange"):
             continue  # shown with its exchange

@@ -83,3 +83,31 @@ def test_staff_exchange_a_ticket_and_refund_another(new_page, shot):
     buyer_laptop = new_page(LAPTOP)
     buyer_laptop.goto(f"/orders/{order['ref']}/?email=ada%40example.com")
     keep(buyer_laptop, "buyer-order-1366")
+
+
+def test_the_customer_pays_a_dearer_exchange_on_their_phone(new_page, shot):
+    from booking.services import exchanges
+    from booking.tests.localstripe import VISA
+
+    session = make_session(name="The Seagull")
+    order = sell(session["_id"], ["0:0", "0:1"])  # two stalls seats, A1 and A2
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"], by="anna")
+    page = new_page(PHONE)
+    page.goto(f"/orders/{order['ref']}/?email=ada%40example.com")
+    due = page.locator(".exchange-due")
+    expect(due).to_contain_text("A1 becomes B3")
+    expect(due.locator("[data-card-element] input")).to_have_count(5)
+    element = due.locator("[data-card-element]")
+    element.get_by_placeholder("number").fill(VISA)
+    element.get_by_placeholder("exp_month").fill("12")
+    element.get_by_placeholder("exp_year").fill("34")
+    element.get_by_placeholder("cvc").fill("123")
+    shot(page, "difference-card-form")
+    keep(page, "buyer-pay-difference-390")
+    due.get_by_role("button", name="Pay €15").click()
+    expect(page.locator(".tickets")).to_contain_text("Row B · Seat 3")
+    expect(page.locator(".exchange-due")).to_have_count(0)
+    keep(page, "buyer-after-paying-difference-390")
+    after = mongo.orders().find_one({"_id": order["_id"]})
+    assert sorted(line["key"] for line in after["lines"]) == ["0:1", "1:2"]
+    assert cell(session, "0:0") == FREE and check_invariants() == []
