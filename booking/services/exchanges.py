@@ -308,7 +308,7 @@ def _take(order: dict, record: dict) -> None:
     faults.point("exchange.after_take")
     if record["difference"] > 0 and record["settle"] == PROVIDER:
         until = min(
-            now + timedelta(seconds=getattr(settings, "BOOKING_EXCHANGE_PAYMENT_SECONDS", 2 * 86400)),
+            now + timedelta(seconds=settings.BOOKING_EXCHANGE_PAYMENT_SECONDS),
             record["session"]["start"] - timedelta(hours=1),
         )
         notice = change_notices.new_notice(change_notices.EXCHANGE_PAYMENT, ref=record["_id"])
