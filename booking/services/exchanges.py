@@ -351,6 +351,18 @@ def _abandon(order: dict, record: dict, why: str) -> None:
     )
     faults.point("exchange.after_abandon")
     release_stray_holds(record["sessionId"])
+    paid = record.get("paidDifference")
+    if paid:  # the customer paid and the move cannot happen: the money goes back (once: refunds.py)
+        from . import refunds
+
+        payment = base.Payment(
+            provider=paid["provider"],
+            id=paid["id"],
+            status=base.SUCCEEDED,
+            amount=paid["amount"],
+            currency=order["currency"],
+        )
+        refunds.refund_extra_payment(order["_id"], payment, "exchange not done")
 
 
 def _difference_payment(order: dict, record: dict) -> dict:
@@ -471,6 +483,27 @@ def pay_difference(order_id: ObjectId, means: str) -> tuple[str, dict, str]:
     return payment.status, order, payment.failure
 
 
+def call_off(order_id: ObjectId, *, by: str = "") -> dict:
+    """Staff: give up an exchange that waits for the customer's payment (the customer changed
+    their mind, or staff want to do something else with the order). The payment is canceled at
+    the provider first; one that succeeded meanwhile lets the exchange go on instead."""
+    order = _order(order_id)
+    record = _open_record(order)
+    if record is None or record["state"] != AWAITING:
+        raise Conflict(_("No exchange of this order is waiting for a payment."))
+    intent = record["payment"].get("intent")
+    if intent:
+        try:
+            payment = payments.provider(record["payment"]["provider"]).cancel(intent)
+        except base.ProviderError as exc:
+            raise Conflict(_("The payment service did not answer; try again in a moment.")) from exc
+        if payment.status == base.SUCCEEDED:
+            _paid(order, record, payment)
+            return finish(order_id)
+    _abandon(order, record, _("Called off by %(by)s.") % {"by": by or "staff"})
+    return _order(order_id)
+
+
 def awaiting_payment(order: dict) -> dict | None:
     """The exchange of this order that waits for the customer's payment, if any (the order page)."""
     record = _open_record(order)
@@ -483,6 +516,10 @@ def _switch(order: dict, record: dict) -> None:
     present = [line for line in order["lines"] if line["ticket"] in tickets]
     if len(present) != len(tickets) or any(line.get("checkedIn") for line in present):
         _abandon(order, record, _("The tickets changed meanwhile (refunded or used); nothing was changed."))
+        return
+    target = mongo.sessions().find_one({"_id": record["sessionId"]}, {"status": 1})
+    if target is None or target.get("status") != SessionStatus.ON_SALE:
+        _abandon(order, record, _("The new performance was canceled meanwhile; nothing was changed."))
         return
     remaining = [line for line in order["lines"] if line["ticket"] not in tickets]
     new_lines = remaining + record["new"]

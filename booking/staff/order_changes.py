@@ -12,7 +12,7 @@ from django.utils.decorators import method_decorator
 from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import clock, mongo
 from ..domain import SessionStatus
@@ -25,7 +25,10 @@ from ..services import exchanges
 from .base import CHANGE, AdminMixinBase
 from .seat_chart import session_rows
 
-ROUTES = [("<str:object_id>/exchange/", "order_exchange", "exchange")]
+ROUTES = [
+    ("<str:object_id>/exchange/", "order_exchange", "exchange"),
+    ("<str:object_id>/exchange/call-off/", "order_exchange_call_off", "exchange_call_off"),
+]
 
 
 def exchange_targets(order: dict) -> list[dict]:
@@ -102,8 +105,10 @@ class OrderChangesMixin(AdminMixinBase):
     """Mixed into OrderAdmin: needs ``_order``, ``require``, ``log``, ``url``, ``render``."""
 
     def history_context(self, order: dict) -> dict:
+        waiting = exchanges.awaiting_payment(order)
         return {
             "history": order_history(order),
+            "exchange_waiting": {**waiting, "amount": waiting["difference"]} if waiting else None,
             "can_exchange": order["state"] in ("paid", "partially_refunded")
             and bool(order.get("paidWith"))
             and bool(order.get("lines")),
@@ -151,6 +156,24 @@ class OrderChangesMixin(AdminMixinBase):
             },
             status=status,
         )
+
+    @method_decorator(require_POST)
+    def order_exchange_call_off(self, request, object_id):
+        """Give up an exchange that waits for the customer's payment; the kept seats are freed."""
+        self.require(request, "change")
+        order = self._order(object_id)
+        try:
+            after = exchanges.call_off(order["_id"], by=staff_name(request.user))
+        except BookingError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(self.url("change", order["_id"]))
+        if after["exchanges"][-1]["state"] == exchanges.ABANDONED:
+            text = _("The exchange was called off; the seats kept for it are free again.")
+        else:
+            text = _("The customer had just paid: the exchange went through.")
+        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
+        messages.success(request, text)
+        return HttpResponseRedirect(self.url("change", order["_id"]))
 
     def _do_exchange(self, request, order: dict, form: ExchangeForm, plan: exchanges.Plan):
         data = form.cleaned_data

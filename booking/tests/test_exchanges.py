@@ -309,3 +309,51 @@ def test_the_webhook_of_the_difference_payment_finishes_the_exchange(session):
     assert sorted(line["key"] for line in settled["lines"]) == ["0:1", "1:2"]
     assert payments.settle(stripe.retrieve(intent))["exchanges"][0]["state"] == "done"  # a replay: nothing more
     assert not stored(order).get("extraPayments") and check_invariants() == []
+
+
+def test_staff_call_off_an_exchange_waiting_for_payment(session, manager_client):
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    page = manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert "payment" in page and "Call off this exchange" in page and "the current tickets stay valid" in page
+    response = manager_client.post(f"/admin/booking/order/{order['_id']}/exchange/call-off/", follow=True)
+    assert "The exchange was called off" in response.content.decode()
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and after["lines"] == order["lines"]
+    assert cell(session["_id"], "1:2") == FREE and check_invariants() == []
+    again = manager_client.post(f"/admin/booking/order/{order['_id']}/exchange/call-off/", follow=True)
+    assert "No exchange of this order is waiting" in again.content.decode()
+    assert manager_client.get(f"/admin/booking/order/{order['_id']}/exchange/call-off/").status_code == 405
+
+
+def test_a_difference_paid_for_a_move_that_can_no_longer_happen_goes_back(session, crash_at):
+    """Paid online, then (before the switch) the old ticket is used at the door: the exchange is
+    abandoned and the difference refunded, never kept without seats."""
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    crash_at("exchange.after_paid")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.pay_difference(order["_id"], card(VISA))
+    faults.set_hook(None)
+    assert admits(session["_id"], order["lines"][0]["ticket"])  # the old ticket, still valid, is used
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and after["lines"][0]["key"] == "0:0"
+    assert after["extraPayments"][0]["amount"] == 1500 and after["refunds"][-1]["status"] == "succeeded"
+    assert cell(session["_id"], "1:2") == FREE and check_invariants() == []
+
+
+def test_a_move_into_a_performance_canceled_meanwhile_does_not_happen(session, crash_at):
+    from booking.services import session_cancel
+
+    other = make_session(days=2)
+    order = paid(session, ["0:0", "0:1"])
+    crash_at("exchange.after_take")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], other["_id"], ["0:0"], settle="counter")
+    faults.set_hook(None)
+    session_cancel.start(other["_id"], by="anna")
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and [line["key"] for line in after["lines"]] == ["0:0", "0:1"]
+    assert cell(other["_id"], "0:0") == FREE and check_invariants() == []
