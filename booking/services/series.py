@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 from .. import clock, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import InvalidRequest, NotFound
+from ..formatting import format_money
 from . import session_cancel
 from .sessions import MAX_PRICE
 
@@ -19,7 +20,16 @@ PUBLISH = "publish"
 PRICES = "prices"
 CANCEL = "cancel"
 ACTIONS = (PUBLISH, PRICES, CANCEL)
-FIELDS = {"name": 1, "start": 1, "status": 1, "prices": 1, "theaterId": 1, "theaterName": 1, "layout.categories": 1}
+FIELDS = {
+    "name": 1,
+    "start": 1,
+    "status": 1,
+    "prices": 1,
+    "currency": 1,
+    "theaterId": 1,
+    "theaterName": 1,
+    "layout.categories": 1,
+}
 
 
 def series_of(session_id: ObjectId) -> list[dict]:
@@ -75,7 +85,8 @@ def preview(session_id: ObjectId, action: str, *, category: str = "", price: int
                 change.skip = _("has this price already")
             else:
                 change.old_price = old
-                change.changes.append(f"{old} → {price}")
+                currency = session.get("currency", "")
+                change.changes.append(f"{format_money(old, currency)} → {format_money(price, currency)}")
         else:
             change.orders = mongo.orders().count_documents(
                 {"lines.sessionId": session["_id"], "state": {"$in": list(SEAT_OWNING_ORDER_STATES)}}

@@ -373,7 +373,12 @@ class SessionAdmin(SeriesActionsMixin, SessionPaymentsMixin, PriceTableAdminMixi
             else:
                 note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
                 self.log(request, CHANGE, session["_id"], session_label(session), f"Canceled the session{note}.")
-                messages.success(request, f"“{session['name']}” was canceled{note}.")
+                refunding = (
+                    f"; its {canceled} paid order{'s are' if canceled != 1 else ' is'} being refunded"
+                    if canceled
+                    else ""
+                )
+                messages.success(request, f"“{session['name']}” was canceled{refunding}.")
                 if canceled:  # the worker refunds them: its progress is on the cancel page
                     return HttpResponseRedirect(self.url("cancel", session["_id"]))
                 return HttpResponseRedirect(self.url("change", session["_id"]))

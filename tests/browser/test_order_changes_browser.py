@@ -3,6 +3,7 @@ exchange, the difference refunded through the card) and refund one ticket of the
 buyer's page then shows the new tickets and what happened. Screenshots at 1366x768 (and the
 buyer's page on a phone) go to /tmp/shots/changes/ as well as test-artifacts/browser/."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,39 @@ def test_the_customer_pays_a_dearer_exchange_on_their_phone(new_page, shot):
     after = mongo.orders().find_one({"_id": order["_id"]})
     assert sorted(line["key"] for line in after["lines"]) == ["0:1", "1:2"]
     assert cell(session, "0:0") == FREE and check_invariants() == []
+
+
+def test_staff_see_a_series_preview_and_a_session_cancellation_progress(new_page, shot):
+    """Screenshots to look at: the series' bulk actions with a price preview, the cancel page."""
+    from booking.services import session_cancel
+    from booking.tests.factories import make_theater
+
+    theater = make_theater()
+    shows = [make_session(theater, name="The Seagull", days=d) for d in (1, 2, 3)]
+    sell(shows[0]["_id"], ["0:0", "0:1"])
+    User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")
+    page = new_page(LAPTOP)
+    page.goto("/admin/login/")
+    page.get_by_label("Username").fill("boss")
+    page.get_by_label("Password").fill("a-long-test-password")
+    page.get_by_role("button", name="Log in").click()
+
+    page.goto(f"/admin/booking/session/{shows[0]['_id']}/change/")
+    page.get_by_role("link", name="Series: bulk actions…").click()
+    page.get_by_label("Change a category's price").check()
+    page.get_by_label("Category:").select_option("s")
+    page.get_by_label("New price:").fill("24.50")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator(".series-preview")).to_contain_text("€20 → €24.50")
+    keep(page, "series-preview-1366")
+    page.get_by_role("button", name="Apply to these performances").click()
+    expect(page.locator(".messagelist")).to_contain_text("3 performances changed")
+
+    page.goto(f"/admin/booking/session/{shows[0]['_id']}/cancel/")
+    page.get_by_label(re.compile("cancel", re.I)).first.check()
+    page.get_by_role("button", name="Cancel the session").click()
+    expect(page.locator("#cancel-progress")).to_contain_text("0 of 1 orders canceled and refunded")
+    session_cancel.run(shows[0]["_id"])  # the worker
+    expect(page.locator("#cancel-progress")).to_contain_text("1 of 1 orders canceled and refunded")  # polled
+    keep(page, "session-cancel-progress-1366")
+    assert check_invariants() == []
