@@ -357,3 +357,11 @@ def test_a_move_into_a_performance_canceled_meanwhile_does_not_happen(session, c
     after = stored(order)
     assert after["exchanges"][0]["state"] == "abandoned" and [line["key"] for line in after["lines"]] == ["0:0", "0:1"]
     assert cell(other["_id"], "0:0") == FREE and check_invariants() == []
+
+
+def test_the_door_says_an_exchanged_ticket_was_exchanged(session):
+    order = paid(session, ["0:0", "0:1"])
+    old = order["lines"][0]["ticket"]
+    exchanges.exchange(order["_id"], [old], session["_id"], ["0:5"])
+    outcome = checkin.check_in(checkin.get_scope(session["_id"]), door="Main", by="door", code=old)
+    assert outcome.status == checkin.NOT_VALID and "exchanged for another seat" in outcome.message
