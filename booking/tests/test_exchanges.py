@@ -365,3 +365,56 @@ def test_the_door_says_an_exchanged_ticket_was_exchanged(session):
     exchanges.exchange(order["_id"], [old], session["_id"], ["0:5"])
     outcome = checkin.check_in(checkin.get_scope(session["_id"]), door="Main", by="door", code=old)
     assert outcome.status == checkin.NOT_VALID and "exchanged for another seat" in outcome.message
+
+
+def test_eight_staff_moving_eight_orders_to_the_same_seat_give_it_to_one(session, monkeypatch):
+    import threading
+
+    from booking.tests.threads import PerThreadClient
+
+    orders = [paid(session, [f"{r}:{c}", f"{r}:{c + 1}"], owner=f"s:p{r}{c}") for r in (1, 2) for c in (0, 2, 5, 7)]
+    clients = PerThreadClient()
+    monkeypatch.setattr(mongo, "get_client", clients.get)
+    start = threading.Barrier(8)
+    outcomes: list = []
+    lock = threading.Lock()
+
+    def staff(order):
+        start.wait()
+        try:
+            exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:0"], settle="counter")
+            result = "moved"
+        except (SeatsTaken, Conflict) as exc:
+            result = type(exc).__name__
+        with lock:
+            outcomes.append((order["_id"], result))
+
+    threads = [threading.Thread(target=staff, args=(o,)) for o in orders]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    monkeypatch.undo()
+    clients.close()
+    moved = [oid for oid, result in outcomes if result == "moved"]
+    assert len(outcomes) == 8 and len(moved) == 1, outcomes
+    with_it = mongo.orders().find({"lines.sessionId": session["_id"]}, {"lines": 1})
+    owners = [o["_id"] for o in with_it if any(line["key"] == "0:0" for line in o["lines"])]
+    assert owners == moved and mongo.orders().count_documents({"exchangeOpen": {"$gt": ""}}) == 0
+    assert check_invariants() == []
+
+
+def test_a_check_in_of_another_ticket_during_the_exchange_is_kept(session, fault_hook):
+    order = paid(session, ["0:0", "0:1"])
+    moving, staying = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+
+    def door_scans_the_other_ticket(name):
+        if name == "exchange.after_take":
+            fault_hook(None)
+            assert admits(session["_id"], staying)
+
+    fault_hook(door_scans_the_other_ticket)
+    done = exchanges.exchange(order["_id"], [moving], session["_id"], ["0:5"], settle="counter")
+    kept = next(line for line in done["lines"] if line["ticket"] == staying)
+    assert kept["checkedIn"]["door"] == "Main" and done["exchanges"][0]["state"] == "done"
+    assert check_invariants() == []
