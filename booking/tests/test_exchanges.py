@@ -418,3 +418,29 @@ def test_a_check_in_of_another_ticket_during_the_exchange_is_kept(session, fault
     kept = next(line for line in done["lines"] if line["ticket"] == staying)
     assert kept["checkedIn"]["door"] == "Main" and done["exchanges"][0]["state"] == "done"
     assert check_invariants() == []
+
+
+def pdf_text(data: bytes) -> str:
+    """The text drawn in a ReportLab PDF (its page streams, inflated)."""
+    import base64
+    import re
+    import zlib
+
+    out = []
+    for stream in re.findall(rb"stream\r?\n(.*?)endstream", data, re.S):
+        try:  # ReportLab: ASCII85, then Flate
+            out.append(zlib.decompress(base64.a85decode(stream.strip().removesuffix(b"~>"))).decode("latin-1"))
+        except (ValueError, zlib.error):
+            out.append(stream.decode("latin-1"))
+    return "".join(out).replace("\\(", "(").replace("\\)", ")")
+
+
+def test_the_receipt_shows_the_exchange_and_what_was_paid_at_the_counter(session):
+    from booking.payments.pdf import receipt_pdf
+
+    order = paid(session, ["0:0", "0:1"])
+    done = exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:5"], settle="counter")
+    text = pdf_text(receipt_pdf(done))
+    assert "(exchanged)" in text and "Exchange: difference paid at the box office" in text
+    paid_total = done["paidWith"]["amount"] + 1500
+    assert f"{paid_total // 100}.{paid_total % 100:02d}" in text  # total paid includes the counter's part
