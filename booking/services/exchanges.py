@@ -185,10 +185,11 @@ def exchange(
     by: str = "",
     reason: str = "",
 ) -> dict:
-    """Move ``tickets`` of the order to ``keys`` of ``session_id``. ``settle``: a cheaper seat's
-    difference goes back through the order's payment (``provider``) or in cash (``counter``); a
-    dearer seat's difference is taken at the counter (``counter``; a card cannot be charged again
-    without its holder). Returns the order afterwards."""
+    """Move ``tickets`` of the order to ``keys`` of ``session_id``. ``settle``: ``provider``: a
+    cheaper seat's difference goes back through the order's payments, a dearer one is paid online
+    by the customer (the exchange waits in ``awaiting_payment``: a card cannot be charged again
+    without its holder); ``counter``: either is settled in cash or by card terminal at the counter.
+    Returns the order afterwards."""
     if settle not in SETTLEMENTS:
         raise InvalidRequest(_("Choose how the price difference is settled."))
     found = plan(order_id, tickets, session_id, keys)
@@ -401,7 +402,10 @@ def _check_payment(order: dict, record: dict, now: datetime) -> bool:
         if record["payment"]["until"] <= now:
             _abandon(order, record, _("The difference was not paid in time; nothing was changed."))
             return True
-        ensure_intent(order, record)
+        try:
+            ensure_intent(order, record)
+        except base.ProviderError as exc:  # the customer's page (or reconcile) makes it later
+            logger.warning("exchange %s: could not start its payment: %s", record["_id"], exc)
         return False
     try:
         payment = provider.retrieve(intent)
