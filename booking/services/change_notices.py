@@ -22,6 +22,7 @@ from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 
 from .. import clock, faults, mongo
+from ..domain import SEAT_OWNING_ORDER_STATES
 from ..formatting import format_money_code, mail_time
 from .notifications import MailServerUnavailable, address_problem, is_permanent
 
@@ -175,16 +176,20 @@ def _describe(order: dict, notice: dict) -> dict:
         mine = [r for r in order.get("refunds", []) if r["_id"] in ids]
         refund = mine[0] if mine else {}
         lines = [line for line in order.get("refundedLines", []) if line["ticket"] in set(refund.get("tickets", []))]
+        if not mine:  # a reservation nobody paid, called off: all its seats
+            lines = order.get("lines", [])
+            context["reason"] = order.get("cancelReason", "")
         context["canceled"] = [f"{line['row']}{line['seat']}" for line in lines]
         context["refunded"] = format_money_code(sum(r["amount"] for r in mine), currency) if mine else ""
-        context["reason"] = refund.get("reason", "")
+        context["reason"] = refund.get("reason", "") or context.get("reason", "")
     return context
 
 
 def message(order: dict, notice: dict) -> EmailMultiAlternatives:
     from .notifications import confirmation_context
 
-    context = {**confirmation_context(order), **_describe(order, notice), "still_valid": bool(order.get("lines"))}
+    valid = order["state"] in SEAT_OWNING_ORDER_STATES and bool(order.get("lines"))
+    context = {**confirmation_context(order), **_describe(order, notice), "still_valid": valid}
     subject = SUBJECTS[notice["kind"]].format(ref=order["ref"])
     mail = EmailMultiAlternatives(
         subject=subject,
@@ -193,7 +198,7 @@ def message(order: dict, notice: dict) -> EmailMultiAlternatives:
         to=[order["email"]],
     )
     mail.attach_alternative(render_to_string("booking/email/order_changed.html", context), "text/html")
-    if order.get("lines"):
+    if valid:
         mail.attach(f"tickets-{order['ref']}.pdf", tickets_pdf(order), "application/pdf")
     if order.get("paidWith"):
         from ..payments.pdf import receipt_pdf

@@ -112,7 +112,7 @@ def run(session_id: ObjectId) -> dict:
             mongo.sessions().update_one({"_id": session_id}, {"$set": {"cancelRun.beatOn": clock.now()}})
     for order in mongo.orders().find({"state": OrderState.PENDING_PAYMENT, "lines.sessionId": session_id}, {"_id": 1}):
         try:
-            payments.cancel_unpaid(order["_id"], by=by, reason=REASON)
+            payments.cancel_unpaid(order["_id"], by=by, reason=REASON, notice=change_notices.SESSION_CANCELED)
         except BookingError as exc:
             skipped += 1
             logger.warning("session %s: reservation %s not called off yet: %s", session_id, order["_id"], exc.message)

@@ -65,3 +65,23 @@ def test_the_task_sends_the_pending_notices(settings):
     [message] = mail.outbox
     assert "No tickets of this booking are valid any more." in message.body
     assert [a[0] for a in message.attachments] == [f"receipt-{order['ref']}.pdf"]  # no tickets left to attach
+
+
+def test_staff_calling_off_an_unpaid_reservation_tells_the_customer_without_tickets(settings):
+    from booking.services import holds, payments
+
+    settings.MAILERS = LOCMEM
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
+    order = payments.start("s:ada", cart.cart_id, "Ada", "ada@example.com")
+    payments.cancel_unpaid(order["_id"], by="anna", reason="no show at the box office")
+    mail.outbox.clear()
+    assert change_notices.send_pending(order["_id"]) == ["sent"]
+    [message] = mail.outbox
+    assert "tickets canceled" in message.subject and "A1, A2" in message.body
+    assert "no show at the box office" in message.body and message.attachments == []
+    # the buyer giving up themselves gets no such mail
+    cart = holds.hold_seats(session["_id"], "s:bob", None, ["2:0", "2:1"])
+    other = payments.start("s:bob", cart.cart_id, "Bob", "bob@example.com")
+    payments.cancel_unpaid(other["_id"], owner="s:bob")
+    assert "changeNotices" not in mongo.orders().find_one({"_id": other["_id"]})
