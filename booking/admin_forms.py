@@ -42,7 +42,10 @@ class CategoryForm(forms.Form):
         widget=forms.TextInput(attrs={"size": 16, "aria-label": gettext_lazy("Category name")}),
     )
     color = forms.CharField(
-        max_length=7, required=False, initial="#3b82f6", widget=forms.TextInput(attrs={"type": "color"})
+        max_length=7,
+        required=False,
+        initial="#3b82f6",
+        widget=forms.TextInput(attrs={"type": "color", "aria-label": gettext_lazy("Colour")}),
     )
 
     def clean_code(self):
@@ -470,6 +473,8 @@ class SessionFilterForm(forms.Form):
     def __init__(self, *args, theater_choices, **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.ChoiceField, self.fields["theater"]).choices = [("", gettext("All theaters")), *theater_choices]
+        for name, field in self.fields.items():  # the filter shows each label as a <summary>, not a <label>
+            field.widget.attrs.setdefault("aria-label", self[name].label)
 
 
 class SeatSelectionForm(forms.Form):

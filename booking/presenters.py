@@ -174,8 +174,9 @@ def section_stands(sections: list[dict]) -> list[dict]:
         label = gettext("Section %(name)s: %(state)s") % {"name": escape(name), "state": escape(state)}
         url = session_url.replace(placeholder, str(section["_id"]))
         stands[-1]["blocks"].append(
+            # the space: the visible text reads "1 40", which the name must contain (label in name)
             f'<li><a class="block block-{level}" href="{url}" aria-label="{label}">'
-            f"<strong>{short}</strong><small>{thousands(free) if free > 0 else escape(sold_out)}</small></a></li>"
+            f"<strong>{short}</strong> <small>{thousands(free) if free > 0 else escape(sold_out)}</small></a></li>"
         )
     for stand in stands:
         stand["blocks_html"] = mark_safe("".join(stand.pop("blocks")))  # noqa: S308 - every part escaped above
