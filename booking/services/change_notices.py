@@ -19,7 +19,9 @@ from bson import ObjectId
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
+from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES
@@ -147,11 +149,11 @@ def requeue_pending(now=None) -> int:
 
 # --- the message ---
 
-SUBJECTS = {
-    EXCHANGE: "Your booking {ref} has changed: new seats",
-    EXCHANGE_PAYMENT: "Your booking {ref}: please pay the difference for your new seats",
-    CANCEL: "Your booking {ref}: tickets canceled",
-    SESSION_CANCELED: "Your booking {ref}: the performance is canceled",
+SUBJECTS = {  # translated when the mail is written, in the buyer's language
+    EXCHANGE: gettext_noop("Your booking %(ref)s has changed: new seats"),
+    EXCHANGE_PAYMENT: gettext_noop("Your booking %(ref)s: please pay the difference for your new seats"),
+    CANCEL: gettext_noop("Your booking %(ref)s: tickets canceled"),
+    SESSION_CANCELED: gettext_noop("Your booking %(ref)s: the performance is canceled"),
 }
 
 
@@ -186,11 +188,19 @@ def _describe(order: dict, notice: dict) -> dict:
 
 
 def message(order: dict, notice: dict) -> EmailMultiAlternatives:
+    """The notice in the language the buyer checked out in (as the confirmation)."""
+    from .notifications import order_language
+
+    with translation.override(order_language(order)):
+        return _message(order, notice)
+
+
+def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
     from .notifications import confirmation_context
 
     valid = order["state"] in SEAT_OWNING_ORDER_STATES and bool(order.get("lines"))
     context = {**confirmation_context(order), **_describe(order, notice), "still_valid": valid}
-    subject = SUBJECTS[notice["kind"]].format(ref=order["ref"])
+    subject = _(SUBJECTS[notice["kind"]]) % {"ref": order["ref"]}
     mail = EmailMultiAlternatives(
         subject=subject,
         body=render_to_string("booking/email/order_changed.txt", context),
