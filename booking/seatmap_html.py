@@ -19,6 +19,8 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from django.utils.translation import get_language
+
 from .contrast import ink_on
 from .formatting import escape, format_money, seat_label
 from .lru import LRUCache
@@ -63,7 +65,8 @@ class SeatMapHtml:
         return "".join(chunks)
 
 
-_maps: LRUCache[tuple, SeatMapHtml] = LRUCache(CACHE_SIZE)  # (session id, version) -> its map
+# (session id, version, language) -> its map: seat names and prices are written in the viewer's language
+_maps: LRUCache[tuple, SeatMapHtml] = LRUCache(CACHE_SIZE)
 # Per session: the HTML of each row as last built, keyed by (row index, the row's cell states).
 # A hold changes one row, so a new version re-renders that row and reuses the others.
 _row_memos: LRUCache[object, "_RowMemo"] = LRUCache(CACHE_SIZE)
@@ -79,12 +82,13 @@ class _RowMemo:
 
 def seat_map_html(session: dict) -> SeatMapHtml:
     """The shared map of this session version, built once per process and version."""
-    return _maps.get_or_build((session["_id"], session["version"]), lambda: _build_reusing_rows(session))
+    key = (session["_id"], session["version"], get_language())
+    return _maps.get_or_build(key, lambda: _build_reusing_rows(session))
 
 
 def cached_seat_map(session_id, version: int) -> SeatMapHtml | None:
     """The shared map of this version if this process has built it, else None (nothing is read)."""
-    return _maps.get((session_id, version))
+    return _maps.get((session_id, version, get_language()))
 
 
 def clear_cache() -> None:
@@ -117,7 +121,8 @@ def _build_reusing_rows(session: dict) -> SeatMapHtml:
     layout, names, prices or width changed since; then keep this version's rows for the next."""
     signature = _signature(session)
     layout_rows = session["layout"]["rows"]
-    memo = _row_memos.get(session["_id"])
+    memo_key = (session["_id"], get_language())  # a row's words are its language's
+    memo = _row_memos.get(memo_key)
     earlier: dict = {}
     if (
         memo is not None
@@ -128,7 +133,7 @@ def _build_reusing_rows(session: dict) -> SeatMapHtml:
     built, used = _build(session, signature, earlier)
     # bounded: past four versions' worth, keep only the rows of this version
     rows = used if len(earlier) > 4 * max(len(used), 1) else {**earlier, **used}
-    _row_memos.put(session["_id"], _RowMemo(signature, layout_rows, rows))
+    _row_memos.put(memo_key, _RowMemo(signature, layout_rows, rows))
     return built
 
 

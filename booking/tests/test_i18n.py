@@ -247,3 +247,17 @@ def test_the_scripts_get_their_words_from_the_javascript_catalog(client):
     assert "Jetzt im Verkauf" not in client.get("/i18n/js/?lang=en").content.decode()
     whats_on = german_client().get("/").content.decode()
     assert "/i18n/js/" not in whats_on  # only pages whose scripts show words load it
+
+
+def test_the_seat_map_is_kept_per_language(client):
+    """The built map is shared by every viewer of a version, once per language: a German viewer's
+    map never reaches an English one (seat names and prices are written in the viewer's language)."""
+    session = make_session(prices={"s": 123450, "p": 3500})
+    page_url = url("session", session_id=str(session["_id"]))
+    german = german_client().get(page_url).content.decode()
+    assert 'aria-label="Reihe A, Platz 1, Stalls, 1.234,50\xa0€' in german
+    english = client.get(page_url).content.decode()
+    assert 'aria-label="Row A, seat 1, Stalls, €1,234.50' in english and "Reihe A" not in english
+    hold(client, session, "0:0")  # a new version, built first for the English buyer
+    again = german_client().get(page_url).content.decode()
+    assert "Reihe A, Platz 2" in again and "Row A, seat 2" not in again
