@@ -261,3 +261,25 @@ def test_the_seat_map_is_kept_per_language(client):
     hold(client, session, "0:0")  # a new version, built first for the English buyer
     again = german_client().get(page_url).content.decode()
     assert "Reihe A, Platz 2" in again and "Row A, seat 2" not in again
+
+
+def test_the_door_page_and_its_answers_in_german():
+    from booking.tests.checkin_support import door_staff, sell, tickets
+
+    session = make_session(name="Hamlet")
+    order = sell(session, ["1:2"])
+    door = german_client()
+    door.force_login(door_staff())
+    page = door.get(f"/checkin/{session['_id']}/").content.decode()
+    assert '<html lang="de">' in page and "Code eingeben" in page and "Abmelden" in page
+    assert '"locale": "de-DE"' in page  # door.js writes its clock times the German way
+    scan = f"/checkin/{session['_id']}/scan"
+    first = door.post(scan, {"code": tickets(order)[0], "door": "Nord"}).content.decode()
+    assert "Einlass" in first and "Reihe B · Platz 3" in first
+    again = door.post(
+        scan,
+        f'{{"code": "{tickets(order)[0]}", "door": "Süd"}}',
+        content_type="application/json",
+        HTTP_ACCEPT="application/json",
+    ).json()
+    assert again["status"] == "used" and again["message"] == "Bereits benutzt."
