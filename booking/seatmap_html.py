@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from .formatting import escape, format_money, seat_label
 from .lru import LRUCache
-from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD
+from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, has_wheelchair_spaces
 
 STATE_WORDS = {
     FREE: "available",
@@ -33,7 +33,9 @@ STATE_CLASSES = {FREE: "", HELD: " h", SOLD: " x", BLOCKED: " x"}
 MINE_WORDS = "held by you"
 
 CACHE_SIZE = 64
-_SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6}\}$")  # layouts are validated; belt and braces
+# layouts are validated; belt and braces
+_SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6};--on:#(000|fff)\}$")
+OFF_SALE_WORDS = "not on sale"  # every free seat of a canceled performance
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class SeatMapHtml:
     # seat key -> (chunk index, html of that seat when it is the viewer's own)
     held: dict[str, tuple[int, str]]
     width: int  # cells in the widest row, for the map's CSS width
+    wheelchair: bool = False  # the hall has wheelchair spaces (best available offers them)
 
     def for_viewer(self, mine: set[str] | frozenset = frozenset(), picked: set[str] | frozenset = frozenset()) -> str:
         """The map for one viewer: their held seats shown as theirs, ``picked`` ones highlighted."""
@@ -106,7 +109,7 @@ def _signature(session: dict) -> tuple:
     layout = session["layout"]
     categories = _categories(layout, session["prices"], session.get("currency"))
     width = max((len(r["cells"]) for r in layout["rows"]), default=0)
-    return categories, width
+    return categories, width, session.get("status") == "canceled"
 
 
 def _build_reusing_rows(session: dict) -> SeatMapHtml:
@@ -131,7 +134,7 @@ def _build_reusing_rows(session: dict) -> SeatMapHtml:
 
 def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml, dict]:
     """The map, and the rows it is made of (``earlier`` rows are reused where their states match)."""
-    categories_list, width = signature
+    categories_list, width, off_sale = signature
     categories = {code: (name, price) for code, name, price in categories_list}
     states = session["seats"]
     chunks: list[str] = []
@@ -142,17 +145,19 @@ def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml,
         memo_key = (r, row_states)
         found = earlier.get(memo_key)
         if found is None:
-            found = _build_row(r, row, row_states, categories, width)
+            found = _build_row(r, row, row_states, categories, width, off_sale)
         used[memo_key] = found
         parts, row_held = found
         base = len(chunks)
         chunks.extend(parts)
         for key, (index, html) in row_held.items():
             held[key] = (base + index, html)
-    return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width), used
+    wheelchair = has_wheelchair_spaces(session["layout"])
+    built = SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width, wheelchair=wheelchair)
+    return built, used
 
 
-def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int) -> tuple:
+def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int, off_sale: bool = False) -> tuple:
     """One row's HTML as parts: every seat held by someone is a part of its own (the viewer's
     overlay swaps it), with its "held by you" variant in ``held``."""
     stats["rows_built"] += 1
@@ -174,7 +179,7 @@ def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: in
             held[key] = (len(parts), _seat(r, c, cell, row_label, categories, HELD, mine=True))
             parts.append(_seat(r, c, cell, row_label, categories, HELD))
         else:
-            out.append(_seat(r, c, cell, row_label, categories, state))
+            out.append(_seat(r, c, cell, row_label, categories, state, off_sale=off_sale))
     out.append('<i class="g"></i>' * (width - len(cells)))
     out.append(f'<span class="rl" aria-hidden="true">{row_label}</span></div>')
     parts.append("".join(out))
@@ -182,16 +187,26 @@ def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: in
 
 
 def _seat(
-    r: int, c: int, cell: dict, row_label: str, categories: dict, state: int, mine=False, picked=False, oob=False
+    r: int,
+    c: int,
+    cell: dict,
+    row_label: str,
+    categories: dict,
+    state: int,
+    mine=False,
+    picked=False,
+    oob=False,
+    off_sale=False,
 ) -> str:
     """One seat's button. ``row_label`` is escaped; ``categories``: code -> (escaped name, price)."""
     cat = cell["cat"]
     cat_name, price = categories[cat]
     label = escape(cell["label"])
-    extra = flag_words = ""
+    extra = flag_words = data = ""
     mark = label
     if cell.get("wheelchair"):
-        extra, flag_words, mark = " wc", ", wheelchair space", "♿"
+        # the mark is a symbol: the seat's own label rides along for the seat's info sheet (site.js)
+        extra, flag_words, mark, data = " wc", ", wheelchair space", "♿", f' data-l="{label}"'
     elif cell.get("companion"):
         extra, flag_words = " cp", ", companion seat"
     name = f"{seat_label(row_label, label)}, {cat_name}, {price}{flag_words}"
@@ -199,6 +214,8 @@ def _seat(
         classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", MINE_WORDS, False
     elif state == HELD:
         classes, words, taken = f"h c-{cat}{extra}", STATE_WORDS[HELD], True
+    elif off_sale and state == FREE:
+        classes, words, taken = f"c-{cat}{extra} x", OFF_SALE_WORDS, True
     else:
         classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
         words, taken = STATE_WORDS.get(state, "not for sale"), state != FREE
@@ -207,7 +224,7 @@ def _seat(
     swap = ' hx-swap-oob="true"' if oob else ""
     return (
         f'<button class="s {classes}" name="seat" value="{r}:{c}" id="s{r}-{c}" '
-        f'aria-label="{name}, {words}"{disabled}{swap}>{mark}</button>'
+        f'aria-label="{name}, {words}"{disabled}{swap}{data}>{mark}</button>'
     )
 
 
@@ -238,10 +255,36 @@ def legend(session: dict) -> list[dict]:
 
 
 def category_css(session: dict) -> str:
-    """One CSS rule per category colour (codes are single letters, colours validated hex)."""
+    """One CSS rule per category colour (codes are single letters, colours validated hex), with
+    the seat number's colour on it: black or white, whichever contrasts more (at least 4.58:1 on
+    any colour, so AA for the numbers on every category)."""
     used = session["prices"]
-    rules = [f".c-{c['code']}{{--cat:{c['color']}}}" for c in session["layout"]["categories"] if c["code"] in used]
+    rules = [
+        f".c-{c['code']}{{--cat:{c['color']};--on:{text_colour_on(c['color'])}}}"
+        for c in session["layout"]["categories"]
+        if c["code"] in used
+    ]
     return "".join(rule for rule in rules if _SAFE_CSS.match(rule))
+
+
+def relative_luminance(colour: str) -> float:
+    """WCAG 2's relative luminance of "#rrggbb"."""
+    channels = []
+    for i in (1, 3, 5):
+        v = int(colour[i : i + 2], 16) / 255
+        channels.append(v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4)
+    red, green, blue = channels
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def contrast_ratio(a: str, b: str) -> float:
+    la, lb = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def text_colour_on(background: str) -> str:
+    """#000 or #fff, whichever has the higher contrast on ``background``."""
+    return "#000" if contrast_ratio(background, "#000000") >= contrast_ratio(background, "#ffffff") else "#fff"
 
 
 # Whole rendered pages that are the same for every viewer without a cart (most viewers), per key.

@@ -99,6 +99,7 @@ def _session_document(theater: dict, theater_name: str, layout: dict, details: d
         "_id": ObjectId(),
         "theaterId": theater["_id"],
         "theaterName": theater_name,
+        "front": theater.get("front", "stage"),  # the word at the front of the map (booking/venue_front.py)
         **details,
         "prices": prices,
         "currency": settings.BOOKING_CURRENCY,
@@ -209,6 +210,7 @@ def set_blocked(session_id: ObjectId, coords: list[tuple[int, int]], blocked: bo
 def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str = "") -> int:
     """Take a session off sale. Refused while it has paid orders, unless staff confirm canceling
     them (their seats become free). Holds in carts are released. Returns orders canceled."""
+    from . import carts as cart_service
     from . import orders as order_service
     from . import reservations
 
@@ -226,6 +228,9 @@ def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str
         order_service.cancel_order(order["_id"], by=by, reason="Performance canceled")
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])
+    show = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "start": 1})
+    for hold in session.get("reservations", []):  # the buyers' carts say why their seats went (bug 1 of issue 18)
+        cart_service.drop_canceled_session(hold["_id"], show or {"_id": session_id})
     from . import payments  # orders still waiting for their money: the payment is called off
 
     for order in mongo.orders().find({"state": OrderState.PENDING_PAYMENT, "lines.sessionId": session_id}, {"_id": 1}):
