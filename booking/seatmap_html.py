@@ -268,7 +268,9 @@ def category_css(session: dict) -> str:
 
 
 def relative_luminance(colour: str) -> float:
-    """WCAG 2's relative luminance of "#rrggbb"."""
+    """WCAG 2's relative luminance of "#rrggbb" (or "#rgb")."""
+    if len(colour) == 4:
+        colour = "#" + "".join(ch * 2 for ch in colour[1:])
     channels = []
     for i in (1, 3, 5):
         v = int(colour[i : i + 2], 16) / 255
