@@ -509,7 +509,7 @@ def best_available(request, session_id):
                 accept=form.cleaned_data["accept"],
             )
         except NoAdjacentSeats as exc:
-            offer["suggestion"] = exc.suggestion
+            offer["suggestion"], offer["why"] = exc.suggestion, exc.message
             raise
 
     def best_context(session, result) -> dict:
@@ -524,7 +524,8 @@ def best_available(request, session_id):
         if not split:
             return {**here, "best": {**asked, "none": True}}
         keys = ",".join(seat_key(r, c) for r, c in split)
-        return {**here, "best": {**asked, "offer": seat_words.describe_seats(session, split), "keys": keys}}
+        words = seat_words.describe_seats(session, split)
+        return {**here, "best": {**asked, "offer": words, "keys": keys, "why": offer.get("why", "")}}
 
     notice = ngettext(
         "Your seat is highlighted on the map and held for you.",

@@ -257,21 +257,32 @@
     if (old) old.remove();
     var area = document.getElementById("notice");
     var msg = area && area.querySelector(".msg");
-    if (!msg || !lastTouch || Date.now() - lastTouch.at > 8000) return;
-    var target = (lastTouch.id && document.getElementById(lastTouch.id)) || lastTouch.el;
-    if (!target || !target.isConnected || !target.getClientRects().length) return;
+    if (!msg) return;
+    var target = lastTouch && Date.now() - lastTouch.at < 8000 &&
+      ((lastTouch.id && document.getElementById(lastTouch.id)) || lastTouch.el);
+    if (!target || !target.isConnected || !target.getClientRects().length || msg.querySelector("a, button, input")) {
+      // nothing touched to show it by, or a way on (a link) in it: the notice area above the map shows it
+      area.classList.add("shown");
+      return;
+    }
+    // best available answers in its own panel, right under the form the buyer used
+    if (target.closest(".best, #best-result") && $("#best-result") && $("#best-result").children.length) return;
     var pop = msg.cloneNode(true);
     pop.classList.add("notice-pop");
     pop.setAttribute("aria-hidden", "true");  // the notice area says it to screen readers
     document.body.appendChild(pop);
     var r = target.getBoundingClientRect();
     var width = document.documentElement.clientWidth;
+    var bar = $("#cart-bar");
+    var bottom = window.innerHeight - (bar && !bar.hidden && bar.offsetHeight ? bar.offsetHeight : 0);
     var left = Math.max(8, Math.min(r.left, width - pop.offsetWidth - 8));
+    var top = r.bottom + 8 + pop.offsetHeight <= bottom ? r.bottom + 8 : r.top - 8 - pop.offsetHeight;  // below, else above
     pop.style.left = (left + window.scrollX) + "px";
-    pop.style.top = (r.bottom + 8 + window.scrollY) + "px";
+    pop.style.top = (Math.max(4, top) + window.scrollY) + "px";
     setTimeout(function () { pop.remove(); }, 6000);
   }
   document.addEventListener("pointerdown", function () { var pop = $(".notice-pop"); if (pop) pop.remove(); });
+
 
   // --- the list of seats (screen readers, keyboards) -----------------------------------------
 
@@ -363,20 +374,31 @@
 
   // --- after every swap and at the start ----------------------------------------------------
 
-  document.addEventListener("htmx:afterSettle", function (e) {
-    overview();
-    soon();
-    var id = e.detail && e.detail.elt && e.detail.elt.id;
-    if (id === "notice" || (e.detail.target && e.detail.target.id === "notice")) popNotice();
-    if (sheetSeat && !document.getElementById(sheetSeat)) hideSheet();
+  // A new notice (a refusal, 400/403/429, is the answer's target; others come out of band) pops
+  // up once htmx has settled it (settling puts the swapped element's classes back).
+  var noticeFresh = false;
+  function freshNotice() {
+    noticeFresh = true;
+    setTimeout(function () { if (noticeFresh) { noticeFresh = false; popNotice(); } }, 60);
+  }
+  document.addEventListener("htmx:afterSwap", function (e) {
+    if (e.detail.target && e.detail.target.id === "notice") freshNotice();
   });
   document.addEventListener("htmx:oobAfterSwap", function (e) {
-    if (e.detail.target && e.detail.target.id === "notice") setTimeout(popNotice, 0);
+    if (e.detail.target && e.detail.target.id === "notice") freshNotice();
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    overview();
+    soon();
+    if (sheetSeat && !document.getElementById(sheetSeat)) hideSheet();
   });
 
   document.addEventListener("DOMContentLoaded", function () {
     var template = document.getElementById("map-words");
     if (!template) return;
+    // Notices pop up by what the buyer touched; the notice area above the map stays in the page
+    // only to announce them (aria-live), unless nothing was touched (site.css).
+    document.documentElement.classList.add("map-js");
     var d = template.dataset;
     words = { hold: d.hold, release: d.release, taken: d.taken, row: d.row, seat: d.seat,
               wheelchair: d.wheelchair, companion: d.companion, mine: d.mine, zoomFirst: d.zoomFirst,

@@ -237,3 +237,40 @@ def test_the_list_of_seats_holds_from_a_button_and_hovering_shows_the_price(new_
     expect(page.locator("#seat-list")).to_be_visible()
     page.get_by_role("button", name="Seat map").click()
     expect(page.locator("#seatmap .map-scroll")).to_be_visible()
+
+
+POP_BY = """id => {
+  const pop = document.querySelector('.notice-pop');
+  if (!pop) return null;
+  const p = pop.getBoundingClientRect(), s = document.getElementById(id).getBoundingClientRect();
+  const below = p.top - s.bottom, above = s.top - p.bottom;  // by the seat: just under it, or just over it
+  return {gap: below >= 0 && below <= 20 ? below : above, text: pop.textContent, hidden: pop.getAttribute('aria-hidden')};
+}"""
+
+
+def test_notices_appear_by_the_seat_touched_and_are_announced(new_page, halls, settings):
+    studio = halls["Studio Stage"]
+    page, other = new_page(PHONE), new_page(PHONE)
+    page.goto(f"/sessions/{studio['_id']}/")
+    expect(page.locator("#notice")).to_have_attribute("aria-live", "polite")
+    seat(page, "D", 1).click()
+    expect(seat(page, "D", 1)).to_have_attribute("aria-label", re.compile("held by you$"))
+    seat(page, "D", 3).click()  # would leave D2 alone
+    expect(page.locator("#notice")).to_contain_text("would leave Row D, seat 2 on its own")
+    expect(page.locator(".notice-pop")).to_be_visible()
+    pop = page.evaluate(POP_BY, "s3-2")
+    assert 0 <= pop["gap"] <= 20 and "on its own" in pop["text"] and pop["hidden"] == "true"
+    assert page.locator("#notice").bounding_box()["height"] <= 1  # announced there, not shown twice
+    page.screenshot(path="/tmp/shots/map/notice-by-the-seat.png")
+
+    other.goto(f"/sessions/{studio['_id']}/")
+    seat(other, "D", 1).click(force=True)  # held by the first buyer: just taken
+    expect(other.locator("#notice")).to_contain_text("just taken by someone else")
+    expect(other.locator(".notice-pop")).to_contain_text("just taken")
+    assert 0 <= other.evaluate(POP_BY, "s3-0")["gap"] <= 20
+
+    settings.BOOKING_HOLD_RATE = "2/m"  # the rate limit's answer (429) pops up by the seat too
+    for number in (5, 6, 7):
+        seat(other, "A", number - 4).click()
+    expect(other.locator("#notice")).to_contain_text("choosing seats very fast")
+    expect(other.locator(".notice-pop")).to_contain_text("choosing seats very fast")
