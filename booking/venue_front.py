@@ -21,7 +21,7 @@ def clean_front(front: str | None) -> str:
     if front in (None, ""):
         return DEFAULT
     if front not in FRONTS:
-        raise InvalidRequest(_("The front of a venue is one of: stage, pitch, field, screen."))
+        raise InvalidRequest(str(_("The front of a venue is one of: stage, pitch, field, screen.")))
     return front
 
 
