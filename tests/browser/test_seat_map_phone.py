@@ -303,3 +303,20 @@ def test_notices_appear_by_the_seat_touched_and_are_announced(new_page, halls, s
         seat(other, "A", number - 4).click()
     expect(other.locator("#notice")).to_contain_text("choosing seats very fast")
     expect(other.locator(".notice-pop")).to_contain_text("choosing seats very fast")
+
+
+def test_reduced_motion_is_respected_and_the_focused_seat_is_outlined(chromium, live_server, halls):
+    context = chromium.new_context(base_url=live_server.url, viewport=PHONE, reduced_motion="reduce")
+    try:
+        page = context.new_page()
+        page.goto(f"/sessions/{halls['Studio Stage']['_id']}/")
+        page.get_by_label("Seats", exact=True).select_option("2")
+        page.get_by_role("button", name="Find seats").click()
+        expect(page.locator("#seatmap button.s.pk")).to_have_count(2)  # picked: highlighted without a pulse
+        assert page.locator("#seatmap button.s.pk").first.evaluate("b => getComputedStyle(b).animationName") == "none"
+        seat(page, "A", 1).focus()
+        page.keyboard.press("ArrowRight")
+        style = "() => getComputedStyle(document.activeElement).outline"
+        assert re.search(r"solid 3px", page.evaluate(style))
+    finally:
+        context.close()
