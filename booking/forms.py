@@ -129,6 +129,7 @@ class BestAvailableForm(forms.Form):
     category = forms.RegexField(
         regex=r"^[a-z]?$", required=False, error_messages={"invalid": _("Choose a category from the list.")}
     )
+    max_price = forms.IntegerField(required=False, min_value=0)  # minor units: only categories up to this price
     wheelchair = forms.BooleanField(required=False)  # count wheelchair spaces, each with a companion seat
     accept = forms.CharField(required=False, max_length=400)  # the split suggestion the buyer takes
 

@@ -285,6 +285,7 @@ def session_page(request, session_id):
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
             "held_here": len(selectors.cart_seat_keys(cart, session["_id"])),
             "has_wheelchair": shared.wheelchair,
+            "price_steps": sorted({p for p in session["prices"].values()}),
             "wheelchair_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART // 2 + 1),
             "admission": turn,
             **extra,
@@ -494,6 +495,7 @@ def best_available(request, session_id):
         return _bad_seat_request(request, _form_error(form))
     count = form.cleaned_data["count"]
     category = form.cleaned_data["category"] or None
+    max_price = form.cleaned_data["max_price"]
     wheelchair = form.cleaned_data["wheelchair"]
     offer: dict = {}
 
@@ -505,6 +507,7 @@ def best_available(request, session_id):
                 cart_id,
                 count,
                 {category} if category else None,
+                max_price=max_price,
                 wheelchair=wheelchair,
                 accept=form.cleaned_data["accept"],
             )
@@ -513,7 +516,7 @@ def best_available(request, session_id):
             raise
 
     def best_context(session, result) -> dict:
-        asked = {"count": count, "category": category or "", "wheelchair": wheelchair}
+        asked = {"count": count, "category": category or "", "wheelchair": wheelchair, "max_price": max_price}
         asked["seat_total"] = 2 * count if wheelchair else count
         asked["csrf"] = get_token(request)  # the answer is rendered without the request
         here = {"session_id": str(session["_id"])}

@@ -630,6 +630,7 @@ def hold_best_available(
     *,
     wheelchair: bool = False,
     accept: list[str] | None = None,
+    max_price: int | None = None,
 ) -> HoldResult:
     """Hold the best ``count`` seats side by side, of ``categories`` only when given (never a
     category the buyer did not choose), and nothing else: the cart gains exactly these seats.
@@ -638,7 +639,8 @@ def hold_best_available(
     for a hall that never had such a block). ``accept``: the buyer takes that suggestion; it is
     held only if it is still the suggestion now (else a fresh one is offered), so this endpoint
     cannot hold seats of the buyer's choosing past the orphan rule.
-    ``wheelchair``: ``count`` wheelchair spaces, each with a companion seat beside it."""
+    ``wheelchair``: ``count`` wheelchair spaces, each with a companion seat beside it.
+    ``max_price``: only categories whose (full) price is at most this many minor units."""
     if not isinstance(count, int) or not 1 <= count <= settings.BOOKING_MAX_SEATS_PER_CART:
         raise InvalidRequest(_("Choose between 1 and %(max)s seats.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART})
     if wheelchair and 2 * count > settings.BOOKING_MAX_SEATS_PER_CART:
@@ -647,6 +649,11 @@ def hold_best_available(
         session = load_session_for_sale(session_id, clock.now())
         if categories and not categories <= set(session["prices"]):
             raise InvalidRequest(_("Unknown seat category."))
+        if max_price is not None:
+            affordable = {code for code, price in session["prices"].items() if price <= max_price}
+            categories = affordable if categories is None else categories & affordable
+            if not categories:
+                raise NoAdjacentSeats(_("No seats of this category are offered at that price."))
         layout, grid = session["layout"], session["seats"]
         if wheelchair:
             seats = best_wheelchair(layout, grid, count, categories)

@@ -160,3 +160,15 @@ def test_a_hall_without_wheelchair_spaces_does_not_offer_them(client, hall):
     assert "Wheelchair spaces, each with a companion seat" not in page
     with pytest.raises(InvalidRequest):
         holds.hold_best_available(hall["_id"], "s:ann", None, 6, wheelchair=True)  # 12 seats: over the cart's 10
+
+
+def test_a_price_limit_keeps_to_the_categories_at_or_under_it(client, hall):
+    page = client.get(reverse("booking:session", args=[str(hall["_id"])])).content.decode()
+    assert '<option value="2000">Up to €20 a seat</option>' in page
+    best(client, hall, count="3", max_price="2000")  # exactly the stalls price: stalls only
+    assert {i["cat"] for i in cart_items(hall)} == {"s"}
+    with pytest.raises(NoAdjacentSeats, match="at that price"):
+        holds.hold_best_available(hall["_id"], "s:ann", None, 2, max_price=1999)
+    with pytest.raises(NoAdjacentSeats, match="at that price"):
+        holds.hold_best_available(hall["_id"], "s:ann", None, 2, {"p"}, max_price=2000)
+    assert best(client, hall, count="2", max_price="-1").status_code == 400

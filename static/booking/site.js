@@ -180,6 +180,10 @@
       var out = el.querySelector(".countdown-time");
       if (out) out.textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
       el.classList.toggle("countdown-urgent", left <= 60);
+      if (left === 0 && el.classList.contains("countdown-bar")) {
+        var bar = el.closest(".cart-bar");
+        if (bar) bar.hidden = true;  // the hold ended: the cart says so, nothing left to check out
+      }
       if (left === 0 && !el.dataset.done && el.classList.contains("countdown")) {
         el.dataset.done = "1";
         holdExpired();
