@@ -189,7 +189,7 @@
     var seat = e.target.closest && e.target.closest(SEAT);
     if (!seat) return;
     touched(seat);
-    if (bypass === seat.id || e.pointerType !== "touch") return;
+    if (bypass === seat.id || (e.pointerType || lastPointer) !== "touch") return;
     e.preventDefault();
     e.stopPropagation();
     if (Date.now() - pinchEnded < 300) return;  // the end of a pinch is not a tap
@@ -388,6 +388,7 @@
     if (e.detail.target && e.detail.target.id === "notice") freshNotice();
   });
   document.addEventListener("htmx:afterSettle", function () {
+    hideTip();  // its seat may have been swapped for a new one
     overview();
     soon();
     if (sheetSeat && !document.getElementById(sheetSeat)) hideSheet();
