@@ -38,3 +38,10 @@ def test_session_page_screenshots(new_page, halls):
             page.wait_for_timeout(300)
             page.screenshot(path=str(folder / f"{name}-{label}.png"))
             page.screenshot(path=str(folder / f"{name}-{label}-full.png"), full_page=True)
+            free = page.locator("#seatmap button.s:not([aria-disabled])").first
+            free.scroll_into_view_if_needed()
+            free.hover()
+            free.click()  # a seat held: the cart bar on a phone, the tooltip on a laptop
+            page.locator("#cart-summary .countdown").wait_for()
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(folder / f"{name}-{label}-held.png"))
