@@ -19,6 +19,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from .contrast import ink_on
 from .formatting import escape, format_money, seat_label
 from .lru import LRUCache
 from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, has_wheelchair_spaces
@@ -33,8 +34,9 @@ STATE_CLASSES = {FREE: "", HELD: " h", SOLD: " x", BLOCKED: " x"}
 MINE_WORDS = "held by you"
 
 CACHE_SIZE = 64
-# layouts are validated; belt and braces
-_SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6};--on:#(000|fff)\}$")
+_SAFE_CSS = re.compile(
+    r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6};--on-cat:#[0-9a-f]{6}\}$"
+)  # layouts are validated; belt and braces
 OFF_SALE_WORDS = "not on sale"  # every free seat of a canceled performance
 
 
@@ -255,38 +257,15 @@ def legend(session: dict) -> list[dict]:
 
 
 def category_css(session: dict) -> str:
-    """One CSS rule per category colour (codes are single letters, colours validated hex), with
-    the seat number's colour on it: black or white, whichever contrasts more (at least 4.58:1 on
-    any colour, so AA for the numbers on every category)."""
+    """One CSS rule per category colour (codes are single letters, colours validated hex), with the
+    seat numbers' colour that reads on it (AA contrast, ``contrast.ink_on``)."""
     used = session["prices"]
     rules = [
-        f".c-{c['code']}{{--cat:{c['color']};--on:{text_colour_on(c['color'])}}}"
+        f".c-{c['code']}{{--cat:{c['color']};--on-cat:{ink_on(c['color'])}}}"
         for c in session["layout"]["categories"]
         if c["code"] in used
     ]
     return "".join(rule for rule in rules if _SAFE_CSS.match(rule))
-
-
-def relative_luminance(colour: str) -> float:
-    """WCAG 2's relative luminance of "#rrggbb" (or "#rgb")."""
-    if len(colour) == 4:
-        colour = "#" + "".join(ch * 2 for ch in colour[1:])
-    channels = []
-    for i in (1, 3, 5):
-        v = int(colour[i : i + 2], 16) / 255
-        channels.append(v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4)
-    red, green, blue = channels
-    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
-
-
-def contrast_ratio(a: str, b: str) -> float:
-    la, lb = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
-    return (la + 0.05) / (lb + 0.05)
-
-
-def text_colour_on(background: str) -> str:
-    """#000 or #fff, whichever has the higher contrast on ``background``."""
-    return "#000" if contrast_ratio(background, "#000000") >= contrast_ratio(background, "#ffffff") else "#fff"
 
 
 # Whole rendered pages that are the same for every viewer without a cart (most viewers), per key.

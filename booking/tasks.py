@@ -14,7 +14,7 @@ from celery import shared_task
 from django.conf import settings
 
 from .domain import SendOutcome
-from .services import carts, notifications, retention
+from .services import carts, notifications, retention, wheelchair
 from .services import reconcile as reconcile_service
 
 logger = logging.getLogger("booking.tasks")
@@ -43,6 +43,13 @@ def expire_stale_carts(self) -> dict:
         "seats_released": report.seats_released + finished.seats_released,
         "interrupted_finished": finished.holds_released,
     }
+
+
+@shared_task(name="booking.tasks.release_wheelchair_spaces", time_limit=120, soft_time_limit=108)
+def release_wheelchair_spaces() -> dict:
+    """Free wheelchair spaces of shows starting soon go on general sale (services/wheelchair.py)."""
+    report = wheelchair.release_due_spaces()
+    return {"sessions": report.sessions, "released": report.released}
 
 
 @shared_task(
