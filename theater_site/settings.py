@@ -359,6 +359,8 @@ BOOKING_FEE_VAT_RATE = env.str("BOOKING_FEE_VAT_RATE", default="19")
 BOOKING_BOX_OFFICE_DEADLINE_MINUTES = env.int("BOOKING_BOX_OFFICE_DEADLINE_MINUTES", default=30)
 # A refund the provider refused or could not be reached for is retried after this, doubling.
 BOOKING_REFUND_RETRY_SECONDS = env.int("BOOKING_REFUND_RETRY_SECONDS", default=300)
+# A dearer exchange the customer pays online keeps its new seats this long (at most to an hour before the show).
+BOOKING_EXCHANGE_PAYMENT_SECONDS = env.int("BOOKING_EXCHANGE_PAYMENT_SECONDS", default=2 * 86400)
 BOOKING_REFUND_MAX_TRIES = env.int("BOOKING_REFUND_MAX_TRIES", default=8)
 # The seller printed on receipts.
 BOOKING_SELLER = env.str("BOOKING_SELLER", default="Stadttheater GmbH, Theaterplatz 1, 10115 Berlin")
