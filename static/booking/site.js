@@ -1,6 +1,8 @@
 /* Small progressive enhancements on top of htmx. Every page works without this file. */
 (function () {
   "use strict";
+  // Django's JavaScript catalog (/i18n/js/, loaded first by base.html) translates; English without it.
+  var gettext = window.gettext || function (text) { return text; };
 
   // Live map: ask "changed since this version?" so an unchanged map costs a 304 and no swap.
   document.addEventListener("htmx:configRequest", function (e) {
@@ -22,8 +24,8 @@
       e.detail.target = document.getElementById("notice");
       e.detail.swapOverride = "outerHTML";
     } else if (status >= 400) {
-      showNotice(status === 404 ? "That is no longer available. Please reload the page." :
-        "Something went wrong. Please try again.");
+      showNotice(status === 404 ? gettext("That is no longer available. Please reload the page.") :
+        gettext("Something went wrong. Please try again."));
     }
   });
 
@@ -76,7 +78,7 @@
   });
 
   document.addEventListener("htmx:sendError", function () {
-    showNotice("We could not reach the box office. Check your connection; we keep trying.");
+    showNotice(gettext("We could not reach the box office. Check your connection; we keep trying."));
   });
 
   function showNotice(text) {
