@@ -18,8 +18,9 @@ as a plain form post without JavaScript and as an htmx post with it.
 import re
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
 
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext, gettext_noop
 
 from .contrast import ink_on
 from .formatting import escape, format_money, seat_label
@@ -27,19 +28,32 @@ from .lru import LRUCache
 from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, has_wheelchair_spaces
 
 STATE_WORDS = {
-    FREE: "available",
-    HELD: "held by someone else",
-    SOLD: "sold",
-    BLOCKED: "not for sale",
+    FREE: gettext_noop("available"),
+    HELD: gettext_noop("held by someone else"),
+    SOLD: gettext_noop("sold"),
+    BLOCKED: gettext_noop("not for sale"),
 }
 STATE_CLASSES = {FREE: "", HELD: " h", SOLD: " x", BLOCKED: " x"}
-MINE_WORDS = "held by you"
+MINE_WORDS = gettext_noop("held by you")
 
 CACHE_SIZE = 64
 _SAFE_CSS = re.compile(
     r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6};--on-cat:#[0-9a-f]{6}\}$"
 )  # layouts are validated; belt and braces
-OFF_SALE_WORDS = "not on sale"  # every free seat of a canceled performance
+OFF_SALE_WORDS = gettext_noop("not on sale")  # every free seat of a canceled performance
+
+
+@lru_cache(maxsize=8)
+def _words(language: str) -> dict:
+    """The seat buttons' words in ``language`` (the active one), looked up once per language: the
+    map is built per language (``_maps``), and a lookup per seat would cost more than the seat."""
+    return {
+        **{state: gettext(text) for state, text in STATE_WORDS.items()},
+        "mine": gettext(MINE_WORDS),
+        "off_sale": gettext(OFF_SALE_WORDS),
+        "wheelchair": gettext(", wheelchair space"),
+        "companion": gettext(", companion seat"),
+    }
 
 
 @dataclass(frozen=True)
@@ -208,24 +222,25 @@ def _seat(
     """One seat's button. ``row_label`` is escaped; ``categories``: code -> (escaped name, price)."""
     cat = cell["cat"]
     cat_name, price = categories[cat]
+    said = _words(get_language())
     label = escape(cell["label"])
     extra = flag_words = data = ""
     mark = label
     if cell.get("wheelchair"):
         # the mark is a symbol: the seat's own label rides along for the seat's info sheet (site.js)
-        extra, flag_words, mark, data = " wc", ", wheelchair space", "♿", f' data-l="{label}"'
+        extra, flag_words, mark, data = " wc", said["wheelchair"], "♿", f' data-l="{label}"'
     elif cell.get("companion"):
-        extra, flag_words = " cp", ", companion seat"
+        extra, flag_words = " cp", said["companion"]
     name = f"{seat_label(row_label, label)}, {cat_name}, {price}{flag_words}"
     if mine:
-        classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", MINE_WORDS, False
+        classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", said["mine"], False
     elif state == HELD:
-        classes, words, taken = f"h c-{cat}{extra}", STATE_WORDS[HELD], True
+        classes, words, taken = f"h c-{cat}{extra}", said[HELD], True
     elif off_sale and state == FREE:
-        classes, words, taken = f"c-{cat}{extra} x", OFF_SALE_WORDS, True
+        classes, words, taken = f"c-{cat}{extra} x", said["off_sale"], True
     else:
         classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
-        words, taken = STATE_WORDS.get(state, "not for sale"), state != FREE
+        words, taken = said.get(state, said[BLOCKED]), state != FREE
     # aria-disabled (not disabled): taken seats stay focusable and say why they cannot be chosen.
     disabled = ' aria-disabled="true"' if taken else ""
     swap = ' hx-swap-oob="true"' if oob else ""
