@@ -81,7 +81,8 @@ def rush_buyer(client: Client, index: int, params: dict):
     """One of the rush's buyers: opens the seat map page, then tries the hall's pairs of seats side
     by side in an order of its own until one hold succeeds (or every pair failed: sold out), then
     checks out. The same blind choice for both systems (pretix's core renders no seat map to pick
-    free seats from). Timestamps (epoch seconds, in ``seconds``) of its start and its order."""
+    free seats from). Once every pair is sold (a counter shared by all buyers) the rest stop, as
+    buyers who see "sold out" do. Timestamps (epoch seconds, in ``seconds``) of its start and its order."""
     system = params["system"]
     slots = list(params["rush_slots"])
     random.Random(index).shuffle(slots)
@@ -92,6 +93,8 @@ def rush_buyer(client: Client, index: int, params: dict):
         page = system.seat_map(client, "rush")
         out.append(_s("rush seat map", page, page.status == 200))
         for seats in slots:
+            if params["rush_orders"].value >= len(slots):
+                break  # sold out: the buyer sees it (both systems alike) and stops trying
             held, ok = system.hold(client, "rush", seats)
             out.append(_s("rush hold", held, held.status == 200))  # a refusal is an honest answer
             if not ok:
@@ -100,6 +103,8 @@ def rush_buyer(client: Client, index: int, params: dict):
             out += [_s("rush checkout request", r, good) for _name, r, good in steps]
             if all(good for _name, _r, good in steps) and steps[-1][0] == "order page":
                 out.append(Sample("_bought_at", time.time(), 0, True))
+                with params["rush_orders"].get_lock():
+                    params["rush_orders"].value += 1
             else:
                 out.append(Sample("rush checkout failed", 0, 0, False))
             break

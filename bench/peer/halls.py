@@ -33,9 +33,9 @@ def seat_keys(layout: dict) -> list[str]:
 
 
 def pair_slots(layout: dict) -> list[list[str]]:
-    """Every row cut into pairs side by side from its left end (a row of 10: 5 pairs). Buying only
-    whole slots never leaves a single seat alone, so our orphan rule refuses nothing pretix would
-    sell: both systems face the same choices."""
+    """Every block of a row cut into pairs side by side from its left end (a row of 10: 5 pairs; an
+    odd block leaves its last 3 seats out). Buying only whole slots never leaves a single seat
+    alone, so our orphan rule refuses nothing pretix would sell: both systems face the same choices."""
     slots = []
     for r, row in enumerate(layout["rows"]):
         run: list[int] = []
@@ -43,7 +43,9 @@ def pair_slots(layout: dict) -> list[list[str]]:
             if cell:
                 run.append(c)
                 continue
-            slots += [[seat_key(r, a), seat_key(r, b)] for a, b in zip(run[::2], run[1::2], strict=False)]
+            if len(run) % 2:  # an odd block keeps its last 3 seats free: a pair beside them leaves none alone
+                run = run[:-3]
+            slots += [[seat_key(r, a), seat_key(r, b)] for a, b in zip(run[::2], run[1::2], strict=True)]
             run = []
     return slots
 

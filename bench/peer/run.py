@@ -93,8 +93,18 @@ def timed(name, flow, base_url, clients, seconds, params, groups, count_label, l
 
 
 def rush(system, base_url, params, groups, buyers, log) -> dict:
+    import multiprocessing
+
+    orders = multiprocessing.get_context("fork").Value("i", 0)  # inherited by the client processes
     result = load.run(
-        flows.rush_buyer, base_url, buyers, 0.0, {**params, "system": system}, max_steps=1, warmup=2.0, window=None
+        flows.rush_buyer,
+        base_url,
+        buyers,
+        0.0,
+        {**params, "system": system, "rush_orders": orders},
+        max_steps=1,
+        warmup=2.0,
+        window=None,
     )
     s = result.samples
     began = min(x.seconds for x in s.get("_began_at", [])) if s.get("_began_at") else 0.0

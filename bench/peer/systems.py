@@ -35,7 +35,7 @@ class Ours:
         r = c.post(f"/sessions/{self.p['sessions'][event]}/release", {"seats": seats}, HTMX)
         return r, r.status == 200 and MINE not in r.body
 
-    def checkout(self, c: Client, index: int) -> list[tuple[str, Response, bool]]:
+    def checkout(self, c: Client, index: int, event: str = "") -> list[tuple[str, Response, bool]]:
         """The details form, its submit (reserve, pay at the box office), the order's page."""
         form = c.get("/checkout/")
         done = c.post(
