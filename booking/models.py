@@ -79,3 +79,13 @@ class WaitingRoom(MongoDocument):
         managed = False
         db_table = "mongodb_waiting_rooms"
         verbose_name = "waiting room"
+
+
+class PromoCode(MongoDocument):
+    """Promo codes and voucher batches (booking/staff/promo_codes.py): view to look and export a
+    batch, add to create codes and batches, change to edit a code's terms."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_promo_codes"
+        verbose_name = "promo code"

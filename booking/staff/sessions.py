@@ -11,12 +11,15 @@ from django.views.decorators.http import require_http_methods, require_POST
 from .. import admin_forms as f
 from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
+from ..services import session_cancel
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 from .offers import PriceTableAdminMixin
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
 from .seat_chart import category_legend, session_rows
+from .series_actions import ROUTES as SERIES_ROUTES
+from .series_actions import SeriesActionsMixin
 
 
 def session_label(session: dict) -> str:
@@ -24,7 +27,7 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
+class SessionAdmin(SeriesActionsMixin, SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
     routes = [
         ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
         ("", "session_list", "changelist"),
@@ -37,6 +40,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
         ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
         *SESSION_ROUTES,  # pay at the box office (payments)
+        *SERIES_ROUTES,  # bulk actions on the show's series (staff/series_actions.py)
     ]
 
     # --- list ---
@@ -369,7 +373,14 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
             else:
                 note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
                 self.log(request, CHANGE, session["_id"], session_label(session), f"Canceled the session{note}.")
-                messages.success(request, f"“{session['name']}” was canceled{note}.")
+                refunding = (
+                    f"; its {canceled} paid order{'s are' if canceled != 1 else ' is'} being refunded"
+                    if canceled
+                    else ""
+                )
+                messages.success(request, f"“{session['name']}” was canceled{refunding}.")
+                if canceled:  # the worker refunds them: its progress is on the cancel page
+                    return HttpResponseRedirect(self.url("cancel", session["_id"]))
                 return HttpResponseRedirect(self.url("change", session["_id"]))
         return self.render(
             request,
@@ -380,6 +391,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                 "paid": paid,
                 "holds": len(session.get("reservations", [])),
                 "form": form,
+                "progress": session_cancel.progress(session),  # its orders, refunded by the worker
             },
             status=status,
         )
