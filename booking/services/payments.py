@@ -109,7 +109,7 @@ def box_office_deadline(sessions: list[dict], now: datetime) -> datetime | None:
 
 def cart_sessions(cart: dict) -> list[dict]:
     ids = list({i["sessionId"] for i in cart.get("items", [])})
-    fields = {"name": 1, "start": 1, "theaterName": 1, "theaterId": 1, "layout.categories": 1, "boxOffice": 1}
+    fields = {"name": 1, "nameDe": 1, "start": 1, "theaterName": 1, "theaterId": 1, "layout.categories": 1, "boxOffice": 1}
     return list(mongo.sessions().find({"_id": {"$in": ids}}, fields))
 
 
@@ -202,7 +202,7 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
         if cart["state"] != CartState.PAYING:
             raise NotFound(gettext("No such order."))
         sessions = sessions if sessions is not None else cart_sessions(cart)
-        order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions))
+        order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions), fresh=fresh)
         faults.point("pay.after_order")
     if order["state"] == PENDING and order.get("method") == payments.CARD:
         try:
@@ -223,7 +223,7 @@ def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
     """The order's document as checkout makes it (lines with their ticket types, locked prices and
     promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
     the booking fee, the payment, no mail yet (it goes once the order is paid)."""
-    order = checkout._new_order(cart, ref)
+    order = checkout._new_order(cart, ref, sessions)
     method = cart.get("payMethod", payments.CARD)
     theaters = theaters_of(sessions)
     by_id = {s["_id"]: s for s in sessions}
