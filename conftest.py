@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+from django.utils import translation
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
@@ -134,6 +135,16 @@ def _indexed_collections(_services) -> frozenset[str]:
 
     mongo.ensure_indexes()
     return frozenset(mongo.get_db().list_collection_names())
+
+
+@pytest.fixture(autouse=True)
+def _english_after_each_test():
+    """A request activates its buyer's language in the thread that served it (LocaleMiddleware), and
+    nothing switches it back afterwards: each test starts and ends in the default language, so a
+    German request in one test never words another test's messages."""
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)

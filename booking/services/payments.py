@@ -109,7 +109,15 @@ def box_office_deadline(sessions: list[dict], now: datetime) -> datetime | None:
 
 def cart_sessions(cart: dict) -> list[dict]:
     ids = list({i["sessionId"] for i in cart.get("items", [])})
-    fields = {"name": 1, "nameDe": 1, "start": 1, "theaterName": 1, "theaterId": 1, "layout.categories": 1, "boxOffice": 1}
+    fields = {
+        "name": 1,
+        "nameDe": 1,
+        "start": 1,
+        "theaterName": 1,
+        "theaterId": 1,
+        "layout.categories": 1,
+        "boxOffice": 1,
+    }
     return list(mongo.sessions().find({"_id": {"$in": ids}}, fields))
 
 
