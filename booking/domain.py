@@ -83,6 +83,7 @@ class MailState(StrEnum):
     PENDING = "pending"
     SENT = "sent"
     FAILED = "failed"  # the mail server refused the address for good, or a round of retries was used up
+    NONE = "none"  # no address: sold at the counter without an e-mail (tickets printed there)
 
 
 # --- what the mail services answer ---

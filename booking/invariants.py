@@ -109,7 +109,7 @@ def offer_breaches() -> list[str]:
     breaches = []
     fields = {"ref": 1, "cartId": 1, "lines": 1, "total": 1}
     for order in mongo.orders().find({"state": OrderState.PAID}, fields, hint=[("_id", 1)]):  # all, on purpose
-        cart = mongo.carts().find_one({"_id": order["cartId"]}, {"items": 1, "promo": 1})
+        cart = mongo.carts().find_one({"_id": order["cartId"]}, {"items": 1, "promo": 1, "comp": 1})
         if cart is None:
             continue
         items = {(i["sessionId"], i["key"]): i for i in cart["items"]}

@@ -40,6 +40,7 @@ from ..errors import (
     TooManySeats,
 )
 from ..seat_grid import (
+    BLOCKED,
     FREE,
     HELD,
     best_available,
@@ -66,6 +67,11 @@ acting_client: ContextVar[str | None] = ContextVar("acting_client", default=None
 # The presale keys the buyer of this request unlocked with an access code (booking/buyer.py); the
 # web layer sets them around a seat action. The hold's filter lets these presales' holds through.
 presale_access: ContextVar[frozenset[str]] = ContextVar("presale_access", default=frozenset())
+
+# Staff selling at the counter (booking/staff/counter.py) may take house seats (blocked by staff):
+# ``blocked -> held`` in the same conditional write, remembered in the reservation's ``house`` and
+# the cart item's ``house``, so a release or an expiry puts them back to blocked, never on sale.
+house_seats: ContextVar[bool] = ContextVar("house_seats", default=False)
 
 
 # "The caller has not read the cart": hold and release read it themselves.
@@ -175,6 +181,7 @@ class HoldPlan:
     now: datetime
     allow_orphans: bool
     access: frozenset[str] = frozenset()  # presale keys the buyer unlocked (``presale_access``)
+    house: frozenset[tuple[int, int]] = frozenset()  # blocked seats taken by staff (``house_seats``)
 
 
 def hold_seats(
@@ -204,14 +211,15 @@ def hold_seats(
     cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
     session = None
     facts = hold_facts.known_sale_facts(session_id)
-    if facts is None or _not_a_seat(facts.layout, coords):
+    if facts is None or _not_a_seat(facts.layout, coords) or house_seats.get():
+        # (staff: which seats are house seats is read, so the write names each cell's state)
         session, facts = _read_for_sale(session_id, now)  # an unknown seat may be in a newer layout
     mine = selectors.cart_seat_keys(cart, session_id)
     _check_request(facts.layout, coords, cart, mine, carts, client)
     plan = HoldPlan(
         session_id, cart["_id"] if cart else ObjectId(), coords, facts, now, allow_orphans, presale_access.get()
     )
-    session = _take_seats(plan, session, cart_has_seats=bool(mine))
+    session, plan = _take_seats(plan, session, cart_has_seats=bool(mine))
     faults.point("hold.after_session")
     cart, expires_at = _record_in_cart(plan, session, cart, owner, client, mine)
     return HoldResult(cart_id=plan.cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
@@ -241,10 +249,10 @@ def _record_in_cart(
     """The hold's second write: a new cart with the seats, or the seats added to the live cart
     (conditional: still active, unexpired, with room). If the cart ended or filled up meanwhile,
     the seats just taken are given back. Returns the cart as written and its new expiry."""
-    items = [_cart_item(session, row, col) for row, col in plan.coords]
+    items = [_cart_item(session, row, col, house=(row, col) in plan.house) for row, col in plan.coords]
     total = sum(i["price"] for i in items)
     now = plan.now
-    expires_at = cart_service.next_expiry(cart, now)
+    expires_at = cart_service.next_expiry(cart, now, owner)
     if cart is None:
         cart = {
             "_id": plan.cart_id,
@@ -323,7 +331,7 @@ def _check_client_held_seats_limit(client: str | None, held: int, adding: int) -
         )
 
 
-def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> dict:
+def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> tuple[dict, HoldPlan]:
     """The conditional update that takes the seats. Retries once after freeing seats held by
     expired carts (the same code the worker runs), so availability never waits for the worker.
 
@@ -334,12 +342,13 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
     retry reads the whole document.
 
     Returns the session's summary with ``version`` as the write left it, and the layout: the write
-    is a findAndModify (still one write) answering with the new version, so nothing is re-read."""
+    is a findAndModify (still one write) answering with the new version, so nothing is re-read;
+    and the plan as written (its facts, and the house seats it took)."""
     session_id, coords, now = plan.session_id, plan.coords, plan.now
     if session is None:
         written = _send_hold_write(plan, cart_has_seats, SUMMARY_ANSWER_FIELDS)
         if written is not None:
-            return {**written, "layout": plan.facts.layout}
+            return {**written, "layout": plan.facts.layout}, plan
         session, facts = _read_for_sale(session_id, now)  # missed: find out why, and try again
         _refuse_non_seats(facts.layout, coords)  # the layout may have been replaced meanwhile
         plan = replace(plan, facts=facts)
@@ -347,7 +356,8 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
     freed_expired = False
     for _attempt in range(4):
         seats = session["seats"]
-        taken = [(r, c) for r, c in coords if seats[r][c] != FREE]
+        house = frozenset((r, c) for r, c in coords if seats[r][c] == BLOCKED) if house_seats.get() else frozenset()
+        taken = [(r, c) for r, c in coords if seats[r][c] != FREE and (r, c) not in house]
         if taken:
             if not freed_expired:
                 full = session if "reservations" in session else selectors.get_session(session_id)
@@ -367,9 +377,10 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
             has_reservation = any(res["_id"] == plan.cart_id for res in session["reservations"])
         else:
             has_reservation = cart_has_seats
+        plan = replace(plan, house=house)
         written = _send_hold_write(plan, has_reservation, WRITE_ANSWER_FIELDS)
         if written is not None:
-            return _after_write(session, written, layout)
+            return _after_write(session, written, layout), plan
         session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
         if session is None or session.get("status") != SessionStatus.ON_SALE:
             raise SessionNotOnSale("This performance is not on sale.")
@@ -409,6 +420,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     keys = [seat_key(r, c) for r, c in coords]
     categories = {layout["rows"][r]["cells"][c]["cat"] for r, c in coords}
     price = sum(facts.prices[layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
+    house = [seat_key(r, c) for r, c in coords if (r, c) in plan.house]
     query: dict = {
         "_id": plan.session_id,
         "status": SessionStatus.ON_SALE,
@@ -416,7 +428,8 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
         "layoutRev": facts.layout_rev if facts.layout_rev else {"$in": [0, None]},  # None: never replaced
         **{f"prices.{cat}": facts.prices[cat] for cat in sorted(categories)},
         "priceRev": facts.price_rev if facts.price_rev else {"$in": [0, None]},  # the other ticket types' prices
-        **seats_free(coords),
+        **seats_free([rc for rc in coords if rc not in plan.house]),
+        **{cell_path(r, c): BLOCKED for r, c in sorted(plan.house)},  # staff: these house seats still blocked
     }
     if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
         guards = no_seat_left_alone(layout, coords)
@@ -425,18 +438,22 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
     query["$and"].append(admission_clause())  # waiting room: in no queue, or one the buyer was admitted to
     cells = {cell_path(r, c): HELD for r, c in coords}
+    taken_free = len(coords) - len(house)  # house seats were not counted as available
     if has_reservation:
         query["reservations._id"] = cart_id
         update = {
             "$set": {**cells, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
-            "$inc": {"seatsAvailable": -len(coords), "version": 1, "reservations.$[r].total": price},
-            "$push": {"reservations.$[r].seats": {"$each": keys}},
+            "$inc": {"seatsAvailable": -taken_free, "version": 1, "reservations.$[r].total": price},
+            "$push": {
+                "reservations.$[r].seats": {"$each": keys},
+                **({"reservations.$[r].house": {"$each": house}} if house else {}),
+            },
         }
         return query, update, [{"r._id": cart_id}]
     query["reservations._id"] = {"$ne": cart_id}
     update = {
         "$set": cells,
-        "$inc": {"seatsAvailable": -len(coords), "version": 1},
+        "$inc": {"seatsAvailable": -taken_free, "version": 1},
         "$push": {
             "reservations": {
                 "_id": cart_id,
@@ -444,6 +461,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
                 "total": price,
                 "v": reservations.new_token(),
                 "modifiedOn": now,
+                **({"house": house} if house else {}),
             }
         },
     }
@@ -511,7 +529,7 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
     return freed
 
 
-def _cart_item(session: dict, row: int, col: int) -> CartItem:
+def _cart_item(session: dict, row: int, col: int, *, house: bool = False) -> CartItem:
     """``session``: with summary fields (prices, the price table) and its layout, as the hold's
     write matched them. The item locks its price and keeps its category's row of the price table
     (``offers``): a later choice of ticket type is priced from it, not from the table as it is then."""
@@ -529,6 +547,8 @@ def _cart_item(session: dict, row: int, col: int) -> CartItem:
     }
     if cell.get("wheelchair"):
         item["wheelchair"] = True
+    if house:
+        item["house"] = True  # a house seat staff took: released, it goes back to blocked
     return item
 
 
@@ -550,7 +570,10 @@ def release_seats(
     if len(items) != len(keys):
         raise InvalidRequest("Those seats are not in your cart.")
     price = sum(i["price"] for i in items)
-    freed = {cell_path(r, c): FREE for r, c in coords}
+    house = sorted(i["key"] for i in items if i.get("house"))  # staff's house seats go back to blocked
+    freed = {cell_path(r, c): BLOCKED if seat_key(r, c) in house else FREE for r, c in coords}
+    back_on_sale = len(keys) - len(house)
+    house_held = {"house": {"$all": house}} if house else {}
     written = None
     if len(keys) == len(selectors.cart_seat_keys(cart, session_id)):
         # The cart's last seats here: the reservation goes too (as settle does), so a later hold
@@ -558,11 +581,13 @@ def release_seats(
         written = mongo.sessions().find_one_and_update(
             {
                 "_id": session_id,
-                "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys, "$size": len(keys)}}},
+                "reservations": {
+                    "$elemMatch": {"_id": cart_id, "seats": {"$all": keys, "$size": len(keys)}, **house_held}
+                },
             },
             {
                 "$set": freed,
-                "$inc": {"seatsAvailable": len(keys), "version": 1},
+                "$inc": {"seatsAvailable": back_on_sale, "version": 1},
                 "$pull": {"reservations": {"_id": cart_id}},
             },
             projection=SUMMARY_ANSWER_FIELDS,
@@ -570,11 +595,14 @@ def release_seats(
         )
     if written is None:
         written = mongo.sessions().find_one_and_update(  # one write that also answers with the new version
-            {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}}}},
+            {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}, **house_held}}},
             {
                 "$set": {**freed, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
-                "$inc": {"seatsAvailable": len(keys), "version": 1, "reservations.$[r].total": -price},
-                "$pull": {"reservations.$[r].seats": {"$in": keys}},
+                "$inc": {"seatsAvailable": back_on_sale, "version": 1, "reservations.$[r].total": -price},
+                "$pull": {
+                    "reservations.$[r].seats": {"$in": keys},
+                    **({"reservations.$[r].house": {"$in": house}} if house else {}),
+                },
             },
             projection=SUMMARY_ANSWER_FIELDS,
             array_filters=[{"r._id": cart_id}],
@@ -586,7 +614,7 @@ def release_seats(
         {
             "$pull": {"items": {"sessionId": session_id, "key": {"$in": keys}}},
             "$inc": {"total": -price},
-            "$set": {"modifiedOn": now, "expiresAt": cart_service.next_expiry(cart, now)},
+            "$set": {"modifiedOn": now, "expiresAt": cart_service.next_expiry(cart, now, owner)},
         },
         return_document=ReturnDocument.AFTER,
     )
