@@ -290,6 +290,7 @@ class CartItem(TypedDict):
     ticketType: NotRequired[str]  # a ticket type code (services/offers.py); absent: "full"
     offers: NotRequired[list[dict]]  # its category's row of the price table at hold time: [{code, name, price}]
     wheelchair: NotRequired[bool]  # a wheelchair space (the companion rule)
+    house: NotRequired[bool]  # a house seat staff took at the counter: released, it goes back to blocked
 
 
 class Customer(TypedDict):

@@ -79,3 +79,15 @@ class WaitingRoom(MongoDocument):
         managed = False
         db_table = "mongodb_waiting_rooms"
         verbose_name = "waiting room"
+
+
+class BoxOffice(MongoDocument):
+    """Carries the permission to sell for a customer at the counter or on the phone
+    (``booking.sell_at_counter``: the session page's "Sell", booking/staff/counter.py)."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_box_office"
+        verbose_name = "box office"
+        default_permissions = ()
+        permissions = [("sell_at_counter", "Can sell tickets at the counter and on the phone")]

@@ -31,6 +31,7 @@ STATE_WORDS = {
 }
 STATE_CLASSES = {FREE: "", HELD: " h", SOLD: " x", BLOCKED: " x"}
 MINE_WORDS = "held by you"
+HOUSE_WORDS = "house seat, blocked: staff may sell it"  # the counter's map (booking/staff/counter.py)
 
 CACHE_SIZE = 64
 _SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6}\}$")  # layouts are validated; belt and braces
@@ -74,14 +75,16 @@ class _RowMemo:
     rows: dict  # (row index, states tuple) -> (parts, held); never changed once kept
 
 
-def seat_map_html(session: dict) -> SeatMapHtml:
-    """The shared map of this session version, built once per process and version."""
-    return _maps.get_or_build((session["_id"], session["version"]), lambda: _build_reusing_rows(session))
+def seat_map_html(session: dict, *, house: bool = False) -> SeatMapHtml:
+    """The shared map of this session version, built once per process and version. ``house``: the
+    counter's map, where staff may choose blocked (house) seats."""
+    key = (session["_id"], session["version"], "house") if house else (session["_id"], session["version"])
+    return _maps.get_or_build(key, lambda: _build_reusing_rows(session, house))
 
 
-def cached_seat_map(session_id, version: int) -> SeatMapHtml | None:
+def cached_seat_map(session_id, version: int, *, house: bool = False) -> SeatMapHtml | None:
     """The shared map of this version if this process has built it, else None (nothing is read)."""
-    return _maps.get((session_id, version))
+    return _maps.get((session_id, version, "house") if house else (session_id, version))
 
 
 def clear_cache() -> None:
@@ -109,12 +112,13 @@ def _signature(session: dict) -> tuple:
     return categories, width
 
 
-def _build_reusing_rows(session: dict) -> SeatMapHtml:
+def _build_reusing_rows(session: dict, house: bool = False) -> SeatMapHtml:
     """Build the map reusing the rows this process last built for the session, unless the
     layout, names, prices or width changed since; then keep this version's rows for the next."""
     signature = _signature(session)
     layout_rows = session["layout"]["rows"]
-    memo = _row_memos.get(session["_id"])
+    memo_id = (session["_id"], "house") if house else session["_id"]
+    memo = _row_memos.get(memo_id)
     earlier: dict = {}
     if (
         memo is not None
@@ -122,14 +126,14 @@ def _build_reusing_rows(session: dict) -> SeatMapHtml:
         and (memo.layout_rows is layout_rows or memo.layout_rows == layout_rows)
     ):
         earlier = memo.rows
-    built, used = _build(session, signature, earlier)
+    built, used = _build(session, signature, earlier, house)
     # bounded: past four versions' worth, keep only the rows of this version
     rows = used if len(earlier) > 4 * max(len(used), 1) else {**earlier, **used}
-    _row_memos.put(session["_id"], _RowMemo(signature, layout_rows, rows))
+    _row_memos.put(memo_id, _RowMemo(signature, layout_rows, rows))
     return built
 
 
-def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml, dict]:
+def _build(session: dict, signature: tuple, earlier: dict, house: bool = False) -> tuple[SeatMapHtml, dict]:
     """The map, and the rows it is made of (``earlier`` rows are reused where their states match)."""
     categories_list, width = signature
     categories = {code: (name, price) for code, name, price in categories_list}
@@ -142,7 +146,7 @@ def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml,
         memo_key = (r, row_states)
         found = earlier.get(memo_key)
         if found is None:
-            found = _build_row(r, row, row_states, categories, width)
+            found = _build_row(r, row, row_states, categories, width, house)
         used[memo_key] = found
         parts, row_held = found
         base = len(chunks)
@@ -152,7 +156,7 @@ def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml,
     return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width), used
 
 
-def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int) -> tuple:
+def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int, house: bool = False) -> tuple:
     """One row's HTML as parts: every seat held by someone is a part of its own (the viewer's
     overlay swaps it), with its "held by you" variant in ``held``."""
     stats["rows_built"] += 1
@@ -174,7 +178,7 @@ def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: in
             held[key] = (len(parts), _seat(r, c, cell, row_label, categories, HELD, mine=True))
             parts.append(_seat(r, c, cell, row_label, categories, HELD))
         else:
-            out.append(_seat(r, c, cell, row_label, categories, state))
+            out.append(_seat(r, c, cell, row_label, categories, state, house=house))
     out.append('<i class="g"></i>' * (width - len(cells)))
     out.append(f'<span class="rl" aria-hidden="true">{row_label}</span></div>')
     parts.append("".join(out))
@@ -182,7 +186,16 @@ def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: in
 
 
 def _seat(
-    r: int, c: int, cell: dict, row_label: str, categories: dict, state: int, mine=False, picked=False, oob=False
+    r: int,
+    c: int,
+    cell: dict,
+    row_label: str,
+    categories: dict,
+    state: int,
+    mine=False,
+    picked=False,
+    oob=False,
+    house=False,
 ) -> str:
     """One seat's button. ``row_label`` is escaped; ``categories``: code -> (escaped name, price)."""
     cat = cell["cat"]
@@ -199,6 +212,8 @@ def _seat(
         classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", MINE_WORDS, False
     elif state == HELD:
         classes, words, taken = f"h c-{cat}{extra}", STATE_WORDS[HELD], True
+    elif house and state == BLOCKED:
+        classes, words, taken = f"hs c-{cat}{extra}", HOUSE_WORDS, False
     else:
         classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
         words, taken = STATE_WORDS.get(state, "not for sale"), state != FREE

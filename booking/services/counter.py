@@ -101,7 +101,9 @@ def clean_sale(sale: CounterSale, sessions: list[dict], now: datetime) -> tuple[
     try:
         name, email = checkout.clean_customer(name, email or "counter@example.invalid")
     except InvalidRequest as exc:
-        errors.update({k: v for k, v in exc.details.get("fields", {}).items() if k == "name" or (k == "email" and sale.email)})
+        errors.update(
+            {k: v for k, v in exc.details.get("fields", {}).items() if k == "name" or (k == "email" and sale.email)}
+        )
     if not sale.email:
         email = ""
     if phone and not PHONE_RE.match(phone):
@@ -151,7 +153,9 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
         return _settle_if_paid_now(_order_of_sold_cart(cart))
     if cart["state"] != CartState.ACTIVE or cart["expiresAt"] <= now:
         cart_service.expire_cart(cart["_id"], now, owner=owner)
-        raise CartExpired(_("The hold ended (nothing was done for a while) and the seats were released. Please choose again."))
+        raise CartExpired(
+            _("The hold ended (nothing was done for a while) and the seats were released. Please choose again.")
+        )
     if not cart["items"]:
         raise InvalidRequest(_("The cart is empty: choose seats first."))
     offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type

@@ -595,7 +595,10 @@ def release_seats(
         )
     if written is None:
         written = mongo.sessions().find_one_and_update(  # one write that also answers with the new version
-            {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}, **house_held}}},
+            {
+                "_id": session_id,
+                "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}, **house_held}},
+            },
             {
                 "$set": {**freed, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
                 "$inc": {"seatsAvailable": back_on_sale, "version": 1, "reservations.$[r].total": -price},

@@ -634,7 +634,9 @@ def mark_paid_at_counter(order_id: ObjectId, *, by: str) -> dict:
         raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; it cannot be paid now.")
     provider = cast(BoxOfficeProvider, payments.provider(order["payment"]["provider"]))  # or the counter's
     settled = _settled(provider.paid_at_counter(order))
-    orders().update_one({"_id": order_id, "paidWith.provider": {"$in": ["box_office", "counter"]}}, {"$set": {"paidWith.by": by}})
+    orders().update_one(
+        {"_id": order_id, "paidWith.provider": {"$in": ["box_office", "counter"]}}, {"$set": {"paidWith.by": by}}
+    )
     return cast(dict, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
 
 

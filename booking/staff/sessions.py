@@ -14,6 +14,7 @@ from ..errors import BookingError, InvalidRequest
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
+from .counter import COUNTER_ROUTES, CounterAdminMixin
 from .offers import PriceTableAdminMixin
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
 from .seat_chart import category_legend, session_rows
@@ -24,7 +25,7 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
+class SessionAdmin(CounterAdminMixin, SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
     routes = [
         ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
         ("", "session_list", "changelist"),
@@ -37,6 +38,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
         ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
         *SESSION_ROUTES,  # pay at the box office (payments)
+        *COUNTER_ROUTES,  # sell at the counter and on the phone (staff/counter.py)
     ]
 
     # --- list ---
