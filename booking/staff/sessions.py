@@ -17,7 +17,7 @@ from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 from .counter import COUNTER_ROUTES, CounterAdminMixin
 from .offers import PriceTableAdminMixin
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
-from .seat_chart import category_legend, session_rows
+from .seat_chart import category_legend, owner_groups, session_rows
 
 
 def session_label(session: dict) -> str:
@@ -222,9 +222,11 @@ class SessionAdmin(CounterAdminMixin, SessionPaymentsMixin, PriceTableAdminMixin
         )
 
     def _seat_map_context(self, request, session: dict, checked=frozenset()) -> dict:
+        rows = session_rows(session, selectors.seat_owners(session), set(checked))
         return {
             "session": session,
-            "rows": session_rows(session, selectors.seat_owners(session), set(checked)),
+            "rows": rows,
+            "owners": owner_groups(rows),
             "legend": category_legend(session["layout"]),
             "counts": selectors.seat_counts(session["seats"]),
             "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,
