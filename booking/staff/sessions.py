@@ -17,6 +17,7 @@ from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 from .counter import COUNTER_ROUTES, CounterAdminMixin
 from .offers import PriceTableAdminMixin
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
+from .performances import PERFORMANCE_ROUTES, PerformanceAdminMixin
 from .seat_chart import category_legend, owner_groups, session_rows
 
 
@@ -25,7 +26,9 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(CounterAdminMixin, SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
+class SessionAdmin(
+    PerformanceAdminMixin, CounterAdminMixin, SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin
+):
     routes = [
         ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
         ("", "session_list", "changelist"),
@@ -39,6 +42,7 @@ class SessionAdmin(CounterAdminMixin, SessionPaymentsMixin, PriceTableAdminMixin
         ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
         *SESSION_ROUTES,  # pay at the box office (payments)
         *COUNTER_ROUTES,  # sell at the counter and on the phone (staff/counter.py)
+        *PERFORMANCE_ROUTES,  # a sectioned venue's performance as one (staff/performances.py)
     ]
 
     # --- list ---

@@ -117,8 +117,10 @@ def test_staff_live_map_keeps_its_scroll_place_and_column_widths_on_refresh(new_
     scroller.evaluate("el => el.scrollLeft = el.scrollWidth")
     left = scroller.evaluate("el => el.scrollLeft")
     assert left > 300
-    widths = page.locator("table.seatgrid tr").first.locator("td.seat").evaluate_all(
-        "cells => cells.map(c => Math.round(c.getBoundingClientRect().width))"
+    widths = (
+        page.locator("table.seatgrid tr")
+        .first.locator("td.seat")
+        .evaluate_all("cells => cells.map(c => Math.round(c.getBoundingClientRect().width))")
     )
     assert len(set(widths)) == 1, widths  # sold cells are as wide as the others
     holds.hold_seats(session["_id"], "s:someone", None, ["3:30", "3:31"])  # the next refresh brings news
