@@ -58,6 +58,8 @@ def check_invariants() -> list[str]:
                 unknown = set(res["seats"]) - known
                 if unknown:
                     breaches.append(f"{label}: cart {res['_id']} holds {sorted(unknown)} without knowing it")
+            if set(res.get("house", ())) - set(res["seats"]):  # staff's house seats (services/counter.py)
+                breaches.append(f"{label}: cart {res['_id']} lists house seats it does not hold")
             for key in res["seats"]:
                 holders[key] += 1
                 r, c = parse_seat_key(key)

@@ -66,7 +66,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             "refund_form": RefundTicketsForm(order=order),
             "refunds": [{**r, "id": r["_id"]} for r in order.get("refunds", [])],  # templates cannot read _id
             "can_refund": order["state"] in payment_service.SEAT_OWNING and bool(order.get("paidWith")),
-            "can_mark_paid": order.get("method") == "box_office" and order["state"] in payment_service.PAYABLE,
+            "can_mark_paid": order.get("method") in ("box_office", "invoice") and order["state"] in payment_service.PAYABLE,
             "payment": order.get("payment") or {},
             "paid_with": order.get("paidWith") or {},
         }

@@ -202,3 +202,23 @@ def test_someone_elses_sale_is_not_shown_to_a_user_without_the_permission(client
     assert client.get(url("sold", order["ref"])).status_code == 403
     assert client.get(url("sold_tickets", order["ref"])).status_code == 403
     assert cells(session, ["0:0"]) == [SOLD]
+
+
+def test_staff_mark_an_invoice_paid_on_the_order_page(seller_client, manager):
+    from django.test import Client
+
+    manager_client = Client()
+    manager_client.force_login(manager)
+    session = make_session(days=4)
+    seller_client.post(url("sell_toggle", session["_id"]), {"seat": "0:0"}, **HTMX)
+    due = (clock.now() + timedelta(days=1)).date().isoformat()
+    sale = {"channel": "phone", "name": "Ida", "method": "invoice", "due": due}
+    seller_client.post(url("sell_checkout", session["_id"]), sale)
+    order = mongo.orders().find_one({"name": "Ida"}, hint=[("_id", 1)])
+    page = manager_client.get(reverse("admin:booking_order_change", args=[str(order["_id"])]))
+    assert "sold on the phone by anna" in page.content.decode()
+    assert manager_client.post(reverse("admin:booking_order_mark_paid", args=[str(order["_id"])])).status_code == 302
+    paid = mongo.orders().find_one({"_id": order["_id"]})
+    assert paid["state"] == "paid" and cells(session, ["0:0"]) == [SOLD]
+    assert seller_client.get(url("sold_tickets", order["ref"])).status_code == 200
+    assert check_invariants() == []

@@ -131,3 +131,22 @@ def test_staff_live_map_keeps_its_scroll_place_and_column_widths_on_refresh(new_
     assert scroller.evaluate("el => el.scrollLeft") == left
     snap(page, "07-staff-live-map-scrolled")
     assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][0][0] != BLOCKED
+
+
+def test_the_demo_stadium_performance_is_one_row_and_one_page_with_its_sections(new_page):
+    from booking.demo_stadium import create_match, create_stadium
+
+    stadium = create_stadium(seats=8000, rows=4, half=10)  # the demo's 100 sections, smaller ones
+    match = create_match(stadium)
+    page = login(new_page, LAPTOP)
+    page.goto("/admin/booking/session/")
+    expect(page.get_by_text("(100 sections)")).to_be_visible()
+    assert page.locator("#result_list tbody tr").count() == 1
+    page.get_by_role("link", name="Cup Final").click()
+    expect(page.locator("#result_list tbody tr")).to_have_count(100)
+    snap(page, "08-stadium-performance")
+    page.locator(f"input[name=sections][value='{match['_id']}']").check()
+    page.get_by_role("button", name="Block ticked sections").click()
+    expect(page.get_by_text("Blocked 80 seats in 1 sections.")).to_be_visible()
+    assert mongo.sessions().find_one({"_id": match["_id"]})["seatsAvailable"] == 0
+    assert check_invariants() == []
