@@ -22,6 +22,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+# Every property test runs against a database: on a loaded machine (CI, xdist) generating an
+# example can take longer than hypothesis's health check allows, which says nothing about the code.
+hypothesis_settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("suite")
 
 
 def pytest_collection_modifyitems(config, items):

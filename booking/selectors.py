@@ -180,6 +180,13 @@ def buyer_carts(owner: str, cart_id: ObjectId | None, client: str | None, now: d
     return found
 
 
+def client_held_seats(client: str, now: datetime) -> int:
+    """Seats in the live carts one client address holds (the client_live index), read after a
+    hold's writes to check the per-client limit (services/holds.py)."""
+    live = mongo.carts().find({"client": client, **live_cart_filter(now)}, {"items.key": 1})
+    return sum(len(doc.get("items", [])) for doc in live)
+
+
 def get_cart(owner: str, cart_id: ObjectId | None) -> dict | None:
     if cart_id is None:
         return None

@@ -222,6 +222,8 @@ def hold_seats(
     session, plan = _take_seats(plan, session, cart_has_seats=bool(mine))
     faults.point("hold.after_session")
     cart, expires_at = _record_in_cart(plan, session, cart, owner, client, mine)
+    faults.point("hold.after_cart")
+    _recheck_client_held_seats(plan, owner, client, cart)
     return HoldResult(cart_id=plan.cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
 
 
@@ -320,15 +322,37 @@ def _check_live_holds_limit(cart: dict | None, owner_live: int) -> None:
 
 def _check_client_held_seats_limit(client: str | None, held: int, adding: int) -> None:
     """One address may not hold more than BOOKING_MAX_HELD_SEATS_PER_CLIENT seats in live carts,
-    however many cookies it throws away. ``held``: counted by the hold's read of carts, so two
-    requests racing from the same address can overshoot by one request; the hold rate limit
-    bounds that."""
+    however many cookies it throws away. ``held``: counted by the hold's read of carts, before
+    the writes: this refuses early and cheaply; ``_recheck_client_held_seats`` makes the limit
+    hold against requests racing from the same address."""
     limit = getattr(settings, "BOOKING_MAX_HELD_SEATS_PER_CLIENT", 0)
     if limit and client and held + adding > limit:
-        raise TooManySeats(
-            f"Too many seats are on hold from your connection right now ({held}; at most {limit}). "
-            "Please finish or cancel a booking first."
-        )
+        raise _too_many_from_client(held, limit)
+
+
+def _too_many_from_client(held: int, limit: int) -> TooManySeats:
+    return TooManySeats(
+        f"Too many seats are on hold from your connection right now ({held}; at most {limit}). "
+        "Please finish or cancel a booking first."
+    )
+
+
+def _recheck_client_held_seats(plan: HoldPlan, owner: str, client: str | None, cart: dict) -> None:
+    """The per-client limit under concurrency: count again after the writes, and if the address
+    is over its limit now, give these seats back and refuse. Every hold that stays counted after
+    its own write, so the last of them saw all the others: the seats kept never exceed the limit
+    (racing requests may all be refused; a hoarder's burst is what this limit is for). No counter
+    to keep in step with every way a hold ends (release, expiry, checkout, reconcile, staff), and
+    nothing to drift after a crash: the carts are the count."""
+    limit = getattr(settings, "BOOKING_MAX_HELD_SEATS_PER_CLIENT", 0)
+    if not (limit and client):
+        return
+    held = selectors.client_held_seats(client, plan.now)
+    if held <= limit:
+        return
+    keys = [seat_key(r, c) for r, c in plan.coords]
+    release_seats(plan.session_id, owner, plan.cart_id, keys, cart=cart)
+    raise _too_many_from_client(held - len(keys), limit)
 
 
 def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> tuple[dict, HoldPlan]:

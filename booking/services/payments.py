@@ -149,6 +149,7 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
             message = "Paying at the box office is not offered for these seats."
             raise InvalidRequest(message, fields={"method": message})
     order_ref = checkout.new_booking_ref()
+    faults.point("pay.before_cart")  # the worker may expire the cart since it was read: the filter decides
     result = mongo.carts().update_one(
         {"_id": cart["_id"], "owner": owner, "state": CartState.ACTIVE, "expiresAt": {"$gt": now}},
         {

@@ -12,7 +12,7 @@ from typing import Any
 
 from bson import ObjectId
 
-from .. import mongo
+from .. import faults, mongo
 from ..seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, parse_seat_key
 
 MAX_ATTEMPTS = 8
@@ -94,6 +94,7 @@ def settle(
         if cells:
             update["$set"] = cells
         held_filter = {cell_path(*parse_seat_key(k)): HELD for k in held}
+        faults.point("settle.after_read")  # the hold may change since it was read: the token decides
         result = mongo.sessions().update_one(
             {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "v": reservation["v"]}}, **held_filter},
             update,

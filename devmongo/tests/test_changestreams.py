@@ -23,28 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 AWAIT = 200  # maxAwaitTimeMS of the streams here
 
 
-@pytest.fixture(scope="module")
-def rs_server():
-    server = DevMongoServer(port=0, replset="rs0").start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def rs_client(rs_server):
-    c = pymongo.MongoClient(rs_server.uri, serverSelectionTimeoutMS=5000)
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def rdb(rs_client, request):
-    name = "cs_" + "".join(ch if ch.isalnum() else "_" for ch in request.node.name)[:50]
-    rs_client.drop_database(name)
-    yield rs_client[name]
-    rs_client.drop_database(name)
-
-
 def _next(stream, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -10,30 +10,6 @@ from pymongo import ReturnDocument
 from pymongo.errors import OperationFailure, ServerSelectionTimeoutError, WriteConcernError
 from pymongo.write_concern import WriteConcern
 
-from devmongo import DevMongoServer
-
-
-@pytest.fixture(scope="module")
-def rs_server():
-    server = DevMongoServer(port=0, replset="rs0").start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def rs_client(rs_server):
-    c = pymongo.MongoClient(rs_server.uri, serverSelectionTimeoutMS=5000)
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def rdb(rs_client, request):
-    name = "r_" + "".join(ch if ch.isalnum() else "_" for ch in request.node.name)[:50]
-    rs_client.drop_database(name)
-    yield rs_client[name]
-    rs_client.drop_database(name)
-
 
 def test_uri_names_the_set(rs_server):
     assert rs_server.uri == f"mongodb://127.0.0.1:{rs_server.port}/?replicaSet=rs0"

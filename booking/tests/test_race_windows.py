@@ -1,0 +1,192 @@
+"""The race windows between a read and the write that re-checks it, forced open with the fault
+points (booking/faults.py) instead of hoped for: the competing operation runs inside the window,
+then the first one goes on. Each test fails when its guard is taken out (docs/reliability.md,
+"Race windows forced in tests", says how that was checked).
+
+- the per-client held-seats limit: two holds from one address, each counted before the other wrote;
+- checkout against expiry: the worker expires the cart between checkout's read and its write;
+- settling a hold against a hold of the same cart: a seat added between settle's read and write;
+- reconcile against a hold and a checkout in progress: reconcile runs inside their windows.
+"""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import pytest
+
+from booking import mongo
+from booking.domain import CartState
+from booking.errors import CartExpired, TooManySeats
+from booking.invariants import check_invariants
+from booking.payments import BOX_OFFICE
+from booking.seat_grid import FREE, HELD
+from booking.services import carts as cart_service
+from booking.services import holds, payments, reservations
+from booking.services.reconcile import reconcile
+from booking.tests.factories import make_session
+
+pytestmark = pytest.mark.django_db
+
+ADDRESS = "ip:203.0.113.50"
+
+
+@pytest.fixture(autouse=True)
+def _seats_picked_freely(settings):
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+
+
+def offer_box_office(session):
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+
+
+def cell(session, key):
+    row, col = (int(x) for x in key.split(":"))
+    return mongo.sessions().find_one({"_id": session["_id"]})["seats"][row][col]
+
+
+def held_from(client):
+    return sum(len(c["items"]) for c in mongo.carts().find({"client": client, "state": CartState.ACTIVE}))
+
+
+def hold_from(client, session, owner, keys):
+    token = holds.acting_client.set(client)
+    try:
+        return holds.hold_seats(session["_id"], owner, None, keys)
+    finally:
+        holds.acting_client.reset(token)
+
+
+def once_at(fault_hook, point, action):
+    """Run ``action`` the first time the fault point ``point`` is reached."""
+    fired: list[str] = []
+
+    def hook(name):
+        if name == point and not fired:
+            fired.append(name)
+            action()
+
+    fault_hook(hook)
+    return fired
+
+
+# --- the per-client held-seats limit (issue 20, hole 6) ---
+
+
+def test_two_holds_each_counted_before_the_other_wrote_stay_within_the_client_limit(settings, fault_hook):
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
+    session = make_session()
+    # B runs whole while A has taken its seats in the session but not yet written its cart: both
+    # counted 0 seats held from the address before their writes.
+    fired = once_at(fault_hook, "hold.after_session", lambda: hold_from(ADDRESS, session, "s:b", ["2:0", "2:1", "2:2"]))
+    with pytest.raises(TooManySeats, match="Too many seats are on hold from your connection"):
+        hold_from(ADDRESS, session, "s:a", ["0:0", "0:1", "0:2"])
+    assert fired
+    assert held_from(ADDRESS) == 3  # B's three; A gave its three back
+    assert [cell(session, k) for k in ("0:0", "0:1", "0:2")] == [FREE, FREE, FREE]
+    assert [cell(session, k) for k in ("2:0", "2:1", "2:2")] == [HELD, HELD, HELD]
+    assert check_invariants() == []
+
+
+def test_two_racing_holds_that_reach_the_client_limit_exactly_are_both_kept(settings, fault_hook):
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
+    session = make_session()
+    once_at(fault_hook, "hold.after_session", lambda: hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"]))
+    hold_from(ADDRESS, session, "s:a", ["0:0", "0:1"])
+    assert held_from(ADDRESS) == 4
+    assert check_invariants() == []
+
+
+def test_a_burst_of_holds_from_one_address_never_holds_more_than_its_limit(settings):
+    """The review's burst: 30 holds of 10 seats at once from one address (fresh cookies each),
+    limit 40. Before the re-check after the writes, 60-70 seats stayed held."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 40
+    settings.BOOKING_MAX_LIVE_CARTS_PER_OWNER = 0
+    session = make_session(grid="\n".join(["s" * 20] * 15))
+    start = threading.Barrier(30)
+
+    def hoarder(n):
+        start.wait()
+        keys = [f"{n // 2}:{(n % 2) * 10 + c}" for c in range(10)]
+        try:
+            hold_from(ADDRESS, session, f"s:hoarder{n}", keys)
+            return 10
+        except TooManySeats:
+            return 0
+
+    with ThreadPoolExecutor(30) as pool:
+        kept = sum(pool.map(hoarder, range(30)))
+    assert 0 < held_from(ADDRESS) == kept <= 40
+    assert check_invariants() == []
+
+
+# --- checkout against expiry ---
+
+
+def test_the_worker_expiring_the_cart_inside_checkout_wins_and_nothing_is_sold(fault_hook):
+    session = make_session()
+    offer_box_office(session)
+    hold = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
+
+    def worker_expires_it():  # a worker whose clock is past the hold's end (clocks differ by host)
+        ends = mongo.carts().find_one({"_id": hold.cart_id})["expiresAt"]
+        assert cart_service.expire_cart(hold.cart_id, ends + timedelta(seconds=1)) == 2
+
+    fired = once_at(fault_hook, "pay.before_cart", worker_expires_it)
+    with pytest.raises(CartExpired):
+        payments.start("s:ada", hold.cart_id, "Ada", "ada@example.org", BOX_OFFICE)
+    assert fired
+    assert mongo.carts().find_one({"_id": hold.cart_id})["state"] == CartState.EXPIRED
+    assert mongo.orders().count_documents({"cartId": hold.cart_id}) == 0
+    assert [cell(session, "0:0"), cell(session, "0:1")] == [FREE, FREE]
+    assert check_invariants() == []
+
+
+# --- settling a hold against a hold of the same cart ---
+
+
+def test_a_seat_the_cart_holds_between_settles_read_and_write_is_not_stranded(fault_hook):
+    session = make_session()
+    hold = holds.hold_seats(session["_id"], "s:ada", None, ["0:0"])
+    # The buyer's next click lands while the worker settles (expires) the cart's hold.
+    fired = once_at(
+        fault_hook,
+        "settle.after_read",
+        lambda: holds.hold_seats(session["_id"], "s:ada", hold.cart_id, ["0:3"]),
+    )
+    reservations.settle(session["_id"], hold.cart_id)
+    assert fired
+    assert [cell(session, "0:0"), cell(session, "0:3")] == [FREE, FREE]  # neither held for nobody
+    assert check_invariants() == []
+
+
+# --- reconcile against a hold and a checkout in progress ---
+
+
+def test_reconcile_inside_a_hold_leaves_the_seat_the_cart_is_about_to_record(fault_hook):
+    """Reconcile runs between a hold's session write and its cart write: the session holds 0:3
+    for the cart, the cart does not list it yet. The grace period keeps reconcile's hands off."""
+    session = make_session()
+    hold = holds.hold_seats(session["_id"], "s:ada", None, ["0:0"])
+    fired = once_at(fault_hook, "hold.after_session", reconcile)
+    holds.hold_seats(session["_id"], "s:ada", hold.cart_id, ["0:3"])
+    assert fired
+    cart = mongo.carts().find_one({"_id": hold.cart_id})
+    assert sorted(i["key"] for i in cart["items"]) == ["0:0", "0:3"]
+    assert [cell(session, "0:0"), cell(session, "0:3")] == [HELD, HELD]
+    assert check_invariants() == []
+
+
+def test_reconcile_inside_a_checkout_leaves_the_paying_cart_and_its_seats(fault_hook):
+    """Reconcile runs after checkout moved the cart to paying and before its order is stored."""
+    session = make_session()
+    offer_box_office(session)
+    hold = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
+    fired = once_at(fault_hook, "pay.after_cart", reconcile)
+    order = payments.start("s:ada", hold.cart_id, "Ada", "ada@example.org", BOX_OFFICE)
+    assert fired
+    assert order["state"] == "pending_payment"
+    assert mongo.orders().count_documents({"cartId": hold.cart_id}) == 1
+    assert mongo.carts().find_one({"_id": hold.cart_id})["state"] == CartState.PAYING
+    assert [cell(session, "0:0"), cell(session, "0:1")] == [HELD, HELD]
+    assert check_invariants() == []
