@@ -279,3 +279,74 @@ def test_a_sale_nobody_submits_again_after_a_crash_is_finished_or_released_by_th
     assert order["state"] == "paid" and not order.get("settling")
     assert cells(session, ["0:0"]) == [SOLD]
     assert check_invariants() == []
+
+
+# --- races and crashes with house seats ---
+
+
+@pytest.mark.slow
+def test_staff_and_buyers_racing_for_house_and_free_seats_sell_each_seat_once(monkeypatch, settings):
+    import threading
+
+    from booking.errors import BookingError
+    from booking.tests.threads import PerThreadClient
+
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    session = make_session()
+    session_service.set_blocked(session["_id"], [(0, 0), (0, 1), (2, 0)], True)
+    clients = PerThreadClient()
+    monkeypatch.setattr(mongo, "get_client", clients.get)
+    wanted = [["0:0", "0:2"], ["0:1", "0:2"], ["0:0", "0:1"], ["2:0", "0:3"]]
+    start = threading.Barrier(12)
+    sold, errors = [], []
+
+    def staff(n):
+        owner = counter.staff_owner(100 + n)
+        token = holds.house_seats.set(True)
+        try:
+            start.wait()
+            held = holds.hold_seats(session["_id"], owner, None, wanted[n % len(wanted)])
+            sold.append(counter.sell(owner, held.cart_id, sale(by=f"staff{n}")))
+        except BookingError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - a crash in a thread must fail the test
+            errors.append(repr(exc))
+        finally:
+            holds.house_seats.reset(token)
+
+    def buyer(n):
+        try:
+            start.wait()
+            holds.hold_seats(session["_id"], f"s:b{n}", None, wanted[n % len(wanted)])
+            errors.append(f"buyer {n} held a house seat")
+        except BookingError:
+            pass
+        except Exception as exc:  # noqa: BLE001
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=staff, args=(n,)) for n in range(8)]
+    threads += [threading.Thread(target=buyer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    clients.close()
+    assert errors == []
+    seats = [key for order in sold for key in (line["key"] for line in order["lines"])]
+    assert len(seats) == len(set(seats)) and sold  # nobody sold a seat twice; someone sold
+    assert check_invariants() == []
+
+
+def test_a_crash_between_a_staff_holds_two_writes_gives_the_house_seat_back_to_blocked(crash_at):
+    session = make_session()
+    session_service.set_blocked(session["_id"], [(0, 0)], True)
+    free_before = available(session)
+    crash_at("hold.after_session")
+    with pytest.raises(faults.InjectedCrash):
+        staff_hold(session, ["0:0", "0:1"])  # the session's write went through, the cart never heard
+    faults.set_hook(None)
+    assert cells(session, ["0:0", "0:1"]) == [HELD, HELD]
+    reconcile(grace=timedelta(0))
+    assert cells(session, ["0:0", "0:1"]) == [BLOCKED, FREE]
+    assert available(session) == free_before
+    assert check_invariants() == []
