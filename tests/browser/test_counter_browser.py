@@ -150,3 +150,6 @@ def test_the_demo_stadium_performance_is_one_row_and_one_page_with_its_sections(
     expect(page.get_by_text("Blocked 80 seats in 1 sections.")).to_be_visible()
     assert mongo.sessions().find_one({"_id": match["_id"]})["seatsAvailable"] == 0
     assert check_invariants() == []
+    page.goto(f"/admin/booking/theater/{stadium['_id']}/change/")  # its own editor, sections as text
+    assert "[North 1]" in page.get_by_label("Sections").input_value()
+    snap(page, "09-sectioned-venue-editor")
