@@ -24,7 +24,7 @@ THERMAL = "thermal"
 LAYOUTS = (PAGE, THERMAL)
 THERMAL_WIDTH = 80 * mm
 THERMAL_PRINTABLE = 72 * mm
-THERMAL_HEIGHT = 120 * mm
+THERMAL_HEIGHT = 110 * mm
 
 
 def _qr(pdf: canvas.Canvas, code: str, x: float, y: float, size: float) -> None:
