@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from bson import ObjectId
 from django import forms
 from django.conf import settings
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -193,6 +194,8 @@ class CounterAdminMixin(AdminMixinBase):
                     level="error",
                     status=status,
                 )
+            if notice:  # without JavaScript: shown on the page it goes back to
+                (messages.error if level == "error" else messages.success)(request, notice)
             return HttpResponseRedirect(self.url("sell", session_id))
         session = self._sale_session(session_id)
         cart = counter.current_cart(owner)

@@ -222,3 +222,14 @@ def test_staff_mark_an_invoice_paid_on_the_order_page(seller_client, manager):
     assert paid["state"] == "paid" and cells(session, ["0:0"]) == [SOLD]
     assert seller_client.get(url("sold_tickets", order["ref"])).status_code == 200
     assert check_invariants() == []
+
+
+def test_without_javascript_a_click_is_a_plain_post_back_to_the_page_with_its_message(seller_client):
+    session = make_session()
+    sell_url = url("sell", session["_id"])
+    response = seller_client.post(url("sell_toggle", session["_id"]), {"seat": "0:0"})
+    assert response.status_code == 302 and response["Location"] == sell_url
+    assert cells(session, ["0:0"]) == [HELD]
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"status": "canceled"}})
+    refused = seller_client.post(url("sell_toggle", session["_id"]), {"seat": "0:1"}, follow=True)
+    assert "not on sale" in refused.content.decode() and cells(session, ["0:1"]) == [FREE]
