@@ -114,6 +114,8 @@ class SessionAdmin(
                         f"Created session in {theater['name']} ({session['seatsTotal']} seats), on sale.",
                     )
                     messages.success(request, f"“{session['name']}” is on sale ({session['seatsTotal']} seats).")
+                    if session.get("performanceId"):  # a sectioned venue: the performance with its sections
+                        return HttpResponseRedirect(self.url("performance", session["performanceId"]))
                     return HttpResponseRedirect(self.url("seats", session["_id"]))
         return self.render(
             request,

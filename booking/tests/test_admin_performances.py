@@ -182,3 +182,13 @@ def test_a_wrong_sectioned_venue_is_refused_with_a_message_and_nothing_stored(ma
 def test_sections_text_round_trips():
     sections = parse_sections("[West]\nA: ss.S\n[East]\nA: pp\n", CATEGORIES)
     assert parse_sections(sections_to_text(sections), CATEGORIES) == sections
+
+
+def test_adding_a_performance_in_a_sectioned_venue_opens_the_performance(manager_client):
+    venue = make_venue(2)
+    data = {"name": "Derby", "description": "", "start": "2031-05-01 18:00", "end": "2031-05-01 20:00"}
+    data.update({"price_s": "10", "price_p": "20"})
+    response = manager_client.post(f"/admin/booking/session/add/?theater={venue['_id']}", data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    first = mongo.sessions().find_one({"name": "Derby"}, hint=[("_id", 1)])
+    assert response["Location"] == f"/admin/booking/session/performance/{first['performanceId']}/"
