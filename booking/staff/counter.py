@@ -16,7 +16,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
@@ -151,16 +151,16 @@ class CounterAdminMixin(AdminMixinBase):
         }
         return self.render(request, "admin/booking/session/sell.html", context, status=status)
 
-    @method_decorator(require_safe)
     def sell_page(self, request, object_id):
         owner = self._require_seller(request)
-        session = self._sale_session(object_id)
+        session = self._sale_session(object_id)  # an unknown id is a 404 whatever the method
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponseNotAllowed(["GET", "HEAD"])
         cart = counter.current_cart(owner)
         if cart is not None:
             cart = counter.touch(owner, cart["_id"]) or cart  # opening the page is working
         return self._page(request, session, cart)
 
-    @method_decorator(require_safe)
     def sell_map(self, request, object_id):
         """The live map partial (polled): ETag = version; the poll is not staff activity."""
         owner = self._require_seller(request)
@@ -168,6 +168,8 @@ class CounterAdminMixin(AdminMixinBase):
         version = selectors.session_version(sid)
         if version is None:
             raise Http404(_("No such session."))
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponseNotAllowed(["GET", "HEAD"])
         if f'"{version}"' in request.META.get("HTTP_IF_NONE_MATCH", ""):
             response = HttpResponse(status=304)
         else:
@@ -246,6 +248,7 @@ class CounterAdminMixin(AdminMixinBase):
     @method_decorator(require_POST)
     def sell_release(self, request, object_id):
         owner = self._require_seller(request)
+        self._sale_session(object_id)  # an unknown session is a 404, as for every action here
         cart = counter.current_cart(owner)
         freed = cart_service.cancel_cart(cart["_id"], owner) if cart else 0
         notice = _("Released %(count)d seats.") % {"count": freed} if freed else _("Nothing was held.")

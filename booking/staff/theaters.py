@@ -196,7 +196,11 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
         form = f.LayoutImportForm(*((request.POST, request.FILES) if request.method == "POST" else ()))
         if request.method == "POST" and form.is_valid():
             try:
-                theater = theater_service.create_theater(form.cleaned_data["name"], form.cleaned_data["layout"])
+                if "sections" in form.cleaned_data:  # a sectioned venue (a stadium)
+                    sections = form.cleaned_data["sections"]
+                    theater = theater_service.create_sectioned_theater(form.cleaned_data["name"], sections)
+                else:
+                    theater = theater_service.create_theater(form.cleaned_data["name"], form.cleaned_data["layout"])
             except BookingError as exc:
                 form.add_error("name", exc.message)
             else:

@@ -192,3 +192,18 @@ def test_adding_a_performance_in_a_sectioned_venue_opens_the_performance(manager
     assert response.status_code == 302, response.content.decode()[:3000]
     first = mongo.sessions().find_one({"name": "Derby"}, hint=[("_id", 1)])
     assert response["Location"] == f"/admin/booking/session/performance/{first['performanceId']}/"
+
+
+def test_a_sectioned_venue_exported_as_json_is_imported_again(manager_client):
+    import json
+
+    venue = make_venue(2)
+    exported = manager_client.get(f"/admin/booking/theater/{venue['_id']}/export/").content.decode()
+    response = manager_client.post("/admin/booking/theater/import/", {"name": "Arena II", "text": exported})
+    assert response.status_code == 302
+    copy = mongo.theaters().find_one({"name": "Arena II"})
+    assert copy["sections"] == venue["sections"] and copy["seatCount"] == 16
+    broken = json.loads(exported)
+    broken["sections"][1]["name"] = broken["sections"][0]["name"]
+    refused = manager_client.post("/admin/booking/theater/import/", {"name": "Arena III", "text": json.dumps(broken)})
+    assert refused.status_code == 400 and "used twice" in refused.content.decode()
