@@ -6,9 +6,10 @@ booking/models.py for why) and each ModelAdmin serves its own views (booking/sta
 
 from django.contrib import admin
 
-from .models import Cart, Order, Session, Theater, WaitingRoom
+from .models import Cart, Order, PromoCode, Session, Theater, WaitingRoom
 from .staff.carts import CartAdmin
 from .staff.orders import OrderAdmin
+from .staff.promo_codes import PromoCodeAdmin
 from .staff.sessions import SessionAdmin
 from .staff.theaters import TheaterAdmin
 from .staff.waiting_rooms import WaitingRoomAdmin
@@ -18,3 +19,4 @@ admin.site.register(Session, SessionAdmin)
 admin.site.register(Cart, CartAdmin)
 admin.site.register(Order, OrderAdmin)
 admin.site.register(WaitingRoom, WaitingRoomAdmin)  # the waiting room for big on-sales (issue 19)
+admin.site.register(PromoCode, PromoCodeAdmin)  # promo codes and voucher batches (issue 16)

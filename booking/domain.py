@@ -335,6 +335,7 @@ class OrderLine(TypedDict):
     price: int
     ticketType: NotRequired[str]  # code and name of the ticket type, as bought
     ticketTypeName: NotRequired[str]
+    discount: NotRequired[int]  # the promo code's share of this line (issue 16)
     ticket: str  # 24 random url-safe characters
     checkedIn: NotRequired[CheckIn]
 
@@ -359,6 +360,9 @@ class Order(TypedDict):
     lines: list[OrderLine]
     sessions: list[OrderSession]
     total: int
+    subtotal: NotRequired[int]  # with a promo code: the lines' prices, before its discount
+    discount: NotRequired[int]
+    promo: NotRequired[dict]  # the code and its terms as redeemed (services/promos.py)
     currency: str
     state: OrderState
     mail: MailState

@@ -20,7 +20,8 @@ def check_invariants() -> list[str]:
     # Every document, on purpose: hinted on _id_ (an index scan, which MongoDB's notablescan allows;
     # booking/tests/test_query_audit.py lists these three as the allowed scans)
     everything = {"hint": [("_id", 1)]}
-    carts = {c["_id"]: c for c in mongo.carts().find({}, {"state": 1, "expiresAt": 1, "items": 1}, **everything)}
+    cart_fields = {"state": 1, "expiresAt": 1, "items": 1, "promo": 1}
+    carts = {c["_id"]: c for c in mongo.carts().find({}, cart_fields, **everything)}
     orders_by_seat: dict = defaultdict(list)
     pending_orders = set()
     order_fields = {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1, "settling": 1}
@@ -81,7 +82,7 @@ def check_invariants() -> list[str]:
                     breaches.append(f"{label}: seat {key} is in order {owners[0]['ref']} but its cell is {state}")
     breaches += money_breaches()  # no order paid twice, no money kept without its seats
     breaches.extend(checkin_breaches())
-    breaches.extend(offer_breaches())
+    breaches.extend(offer_breaches(carts))
     return breaches
 
 
@@ -102,31 +103,68 @@ def checkin_breaches() -> list[str]:
     return breaches
 
 
-def offer_breaches() -> list[str]:
-    """Issue 16: every paid order's lines carry the prices locked at hold time (the cart's items:
-    the price of the item's ticket type in the row of the table it kept), its total is
-    ``pricing.totals`` of them, and no promo code is used more than its cap."""
-    from .services import offers, pricing
+def offer_breaches(carts: dict | None = None) -> list[str]:
+    """Issue 16: every paid order is charged as its seats were held and its code redeemed, and no
+    promo code is used more than its cap.
 
+    - each line's ticket type and price are its cart item's, and the item's price is its type's
+      in the row of the price table the item kept at hold time (while the cart is kept);
+    - each line's discount is what the code's terms as redeemed (the order's ``promo``, else the
+      cart's) take off, and the total is the lines less the discount plus the fee;
+    - a code's ``uses`` is between 0 and its cap, and the bookings holding it (carts whose use was
+      not given back) are no more than its cap.
+
+    ``carts``: every cart by id, with items and promo (check_invariants has read them)."""
+    from .services import offers, pricing, promos
+
+    if carts is None:
+        fields = {"state": 1, "items": 1, "promo": 1}
+        carts = {c["_id"]: c for c in mongo.carts().find({}, fields, hint=[("_id", 1)])}  # all, on purpose
     breaches = []
-    fields = {"ref": 1, "cartId": 1, "lines": 1, "total": 1}
+    fields = {"ref": 1, "cartId": 1, "lines": 1, "total": 1, "fee": 1, "promo": 1, "discount": 1, "compReason": 1}
     for order in mongo.orders().find({"state": OrderState.PAID}, fields, hint=[("_id", 1)]):  # all, on purpose
-        cart = mongo.carts().find_one({"_id": order["cartId"]}, {"items": 1, "promo": 1, "comp": 1})
-        if cart is None:
-            continue
-        items = {(i["sessionId"], i["key"]): i for i in cart["items"]}
-        for line in order["lines"]:
-            item = items.get((line["sessionId"], line["key"]))
-            if item is None:
-                continue
-            locked = next((o["price"] for o in offers.item_offers(item) if o["code"] == offers.item_type(item)), None)
-            if line["price"] != item["price"] or line.get("ticketType", offers.FULL) != offers.item_type(item):
-                breaches.append(f"order {order['ref']}: seat {line['key']} is not charged as it was held")
-            elif locked is not None and locked != item["price"]:
-                breaches.append(f"order {order['ref']}: {line['key']} held at {locked}, charged {item['price']}")
-        if order["total"] != pricing.cart_totals(cart).total:
-            breaches.append(f"order {order['ref']}: total {order['total']} is not what the cart's items and code make")
+        cart = carts.get(order["cartId"])
+        lines = order["lines"]
+        if cart is not None:
+            items = {(i["sessionId"], i["key"]): i for i in cart["items"]}
+            for line in lines:
+                item = items.get((line["sessionId"], line["key"]))
+                if item is None:
+                    continue
+                kept = offers.item_offers(item)
+                locked = next((o["price"] for o in kept if o["code"] == offers.item_type(item)), None)
+                if line["price"] != item["price"] or line.get("ticketType", offers.FULL) != offers.item_type(item):
+                    breaches.append(f"order {order['ref']}: seat {line['key']} is not charged as it was held")
+                elif locked != item["price"]:
+                    breaches.append(
+                        f"order {order['ref']}: seat {line['key']} costs {item['price']} as "
+                        f"{offers.item_type(item)}, the price table said {locked} when it was held"
+                    )
+        promo = order.get("promo") or (cart or {}).get("promo")
+        if promo is None and order.get("compReason"):  # complimentary at the counter (services/counter.py)
+            promo = pricing.COMPLIMENTARY
+        if promo is None and (order.get("discount") or any(line.get("discount") for line in lines)):
+            breaches.append(f"order {order['ref']}: a discount without a promo code")
+        wanted = promos.line_discounts(lines, promo) if promo else [0] * len(lines)
+        if [line.get("discount", 0) for line in lines] != wanted:
+            breaches.append(
+                f"order {order['ref']}: its discounts are not what code {(promo or {}).get('code')} takes off"
+            )
+        fee = (order.get("fee") or {}).get("amount", 0)
+        charged = sum(line["price"] - line.get("discount", 0) for line in lines) + fee
+        if order["total"] != charged:
+            breaches.append(
+                f"order {order['ref']}: total {order['total']}, its tickets less the code and fee {charged}"
+            )
+    holding: Counter = Counter()
+    for cart in carts.values():
+        promo = cart.get("promo")
+        if promo and not promo.get("released"):
+            holding[promo["codeId"]] += 1
     for code in mongo.promo_codes().find({}, {"code": 1, "uses": 1, "cap": 1}, hint=[("_id", 1)]):
-        if code.get("uses", 0) > code.get("cap", 0) or code.get("uses", 0) < 0:
-            breaches.append(f"promo code {code['code']} is used {code.get('uses')} times, its cap is {code.get('cap')}")
+        uses, cap = code.get("uses", 0), code.get("cap", 0)
+        if uses > cap or uses < 0:
+            breaches.append(f"promo code {code['code']} is used {uses} times, its cap is {cap}")
+        if holding[code["_id"]] > cap:
+            breaches.append(f"promo code {code['code']} is in {holding[code['_id']]} bookings, its cap is {cap}")
     return breaches

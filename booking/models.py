@@ -91,3 +91,13 @@ class BoxOffice(MongoDocument):
         verbose_name = "box office"
         default_permissions = ()
         permissions = [("sell_at_counter", "Can sell tickets at the counter and on the phone")]
+
+
+class PromoCode(MongoDocument):
+    """Promo codes and voucher batches (booking/staff/promo_codes.py): view to look and export a
+    batch, add to create codes and batches, change to edit a code's terms."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_promo_codes"
+        verbose_name = "promo code"

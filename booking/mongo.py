@@ -262,9 +262,11 @@ def ensure_indexes() -> list[str]:
         checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
     )
     created.append(checkin_conflicts().create_index([("scanId", 1)], unique=True, name="scan_unique"))
-    # promo codes (services/promos.py): redeemed by their text; a voucher batch exported by batch
+    # promo codes (services/promos.py): redeemed by their text; a voucher batch exported by batch;
+    # the staff list: codes without a batch ({batch: null}) newest first, and the batches
     created.append(promo_codes().create_index([("code", 1)], unique=True, name="code_unique"))
-    created.append(promo_codes().create_index([("batch", 1)], name="batch", sparse=True))
+    batch_keys = [("batch", 1), ("createdOn", -1), ("_id", -1)]
+    created.append(promo_codes().create_index(batch_keys, name="batch_created"))
     _drop_undeclared(set(created))
     return created
 

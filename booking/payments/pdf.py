@@ -13,6 +13,7 @@ from xml.sax.saxutils import escape
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext
 from reportlab.lib import colors
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import getSampleStyleSheet
@@ -39,12 +40,22 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bo
                 cell(session.get("name") or "Performance"),
                 cell(_when(session.get("start"))),
                 cell(f"Row {line['row']}, seat {line['seat']}" + (" <i>(refunded)</i>" if refunded else ""), raw=True),
-                cell(category),
+                cell(f"{escape(category)}<br/><font size=8>{escape(_ticket_type(line))}</font>", raw=True),
                 f"{money.rate_text(line.get('vat', settings.BOOKING_VAT_RATE))} %",
                 money.format_money(line["price"], currency),
             ]
         )
     return rows
+
+
+def _ticket_type(line: dict) -> str:
+    return line.get("ticketTypeName") or gettext("Full price")
+
+
+def discount_label(order: dict) -> str:
+    """The promo code's row: "Promo code SPRING-24" (an order from before codes were kept: no code)."""
+    code = (order.get("promo") or {}).get("code")
+    return gettext("Promo code %(code)s") % {"code": code} if code else gettext("Promo code")
 
 
 def sale_breakdown(order: dict) -> list[money.VatLine]:
@@ -89,12 +100,12 @@ def receipt_pdf(order: dict) -> bytes:
     def cell(text: str, raw: bool = False) -> Paragraph:
         return Paragraph(text if raw else escape(str(text)), body)
 
-    header = [["Performance", "Date", "Seat", "Category", "VAT", "Price"]]
+    header = [["Performance", "Date", "Seat", gettext("Category, ticket"), "VAT", "Price"]]
     rows = _line_rows(order, order.get("lines", []), currency, cell)
     rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded=True)
     discount = sum(line.get("discount", 0) for line in [*order.get("lines", []), *order.get("refundedLines", [])])
     if discount:
-        rows.append(["Promo code", "", "", "", "", money.format_money(-discount, currency)])
+        rows.append([cell(discount_label(order)), "", "", "", "", money.format_money(-discount, currency)])
     fee = order.get("fee") or {}
     if fee.get("amount"):
         rows.append(

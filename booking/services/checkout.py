@@ -221,6 +221,7 @@ def _new_order(cart: dict, ref: str) -> dict:
         ],
         "total": amounts.total,
         **({"subtotal": amounts.subtotal, "discount": amounts.discount} if amounts.discount else {}),
+        **({"promo": order_promo(cart["promo"])} if amounts.discount else {}),  # the code's terms as redeemed
         "currency": settings.BOOKING_CURRENCY,
         "state": OrderState.PAID,
         "mail": MailState.PENDING,  # the confirmation e-mail task sets it sent; reconcile re-queues stragglers
@@ -229,6 +230,12 @@ def _new_order(cart: dict, ref: str) -> dict:
     }
     order["purgeAt"] = order_service.purge_at(order["createdOn"])  # retention: the purge_ttl index
     return order
+
+
+def order_promo(promo: dict) -> dict:
+    """What an order keeps of its cart's promo code: the code and its terms as redeemed (so the
+    receipt names it and check_invariants can work its discount out again after the cart is gone)."""
+    return {k: v for k, v in promo.items() if k != "released"}
 
 
 def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) -> None:

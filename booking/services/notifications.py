@@ -26,6 +26,7 @@ from bson import ObjectId
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
+from django.utils.translation import gettext
 
 from .. import clock, faults, mongo, selectors
 from ..domain import GiveUpOutcome, MailState, OrderState, ReopenOutcome, SendOutcome
@@ -321,6 +322,7 @@ class TicketLine:
     seat: str
     category: str
     price: str
+    ticket_type: str = ""  # as bought (issue 16's ticket types)
 
 
 def ticket_link(order: dict) -> str:
@@ -344,6 +346,7 @@ def confirmation_context(order: dict) -> dict:
                 seat=line["seat"],
                 category=session.get("categories", {}).get(line["cat"], line["cat"]),
                 price=format_money_code(line["price"], currency),
+                ticket_type=line.get("ticketTypeName") or gettext("Full price"),
             )
         )
     shows = sorted({line.show for line in lines})
@@ -354,6 +357,9 @@ def confirmation_context(order: dict) -> dict:
         "shows": shows,
         "seat_count": len(lines),
         "total": format_money_code(order["total"], currency),
+        "discount": format_money_code(-order["discount"], currency) if order.get("discount") else "",
+        "promo_code": (order.get("promo") or {}).get("code", ""),
+        "fee": format_money_code(order["fee"]["amount"], currency) if (order.get("fee") or {}).get("amount") else "",
         "ticket_link": ticket_link(order),
         "receipt": bool(order.get("paidWith")),  # its PDF is attached (payments)
     }

@@ -3,8 +3,12 @@
 A code is a document in ``promo_codes``::
 
     {_id, code (unique, upper case), kind: "percent" | "amount" | "price", value,
-     sessionId?, ticketTypes?: [...], categories?: [...], validFrom?, validUntil?,
-     cap, uses, perOrder?, batch?, createdOn}
+     sessionId? | series?: {name, theaterId}, ticketTypes?: [...], categories?: [...],
+     validFrom?, validUntil?, cap, uses, perOrder?, batch?, createdOn, modifiedOn?}
+
+Scope: every session (neither), one session (``sessionId``) or a series: every session of the
+same show (name) in the same theater (``series``; resolved when the code is redeemed, into the
+``sessionIds`` the cart records, so seats held later in another performance of the show count).
 
 ``percent``: value % off each eligible ticket; ``amount``: value cents off each eligible ticket
 (never below zero); ``price``: each eligible ticket costs value cents. ``perOrder``: at most that
@@ -26,10 +30,11 @@ import secrets
 from datetime import datetime
 
 from bson import ObjectId
+from django.utils.translation import gettext
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from .. import clock, mongo
+from .. import clock, faults, mongo
 from ..domain import CartState, live_cart_filter
 from ..errors import CartExpired, InvalidRequest, NotFound
 from . import offers
@@ -39,7 +44,9 @@ CODE_RE = re.compile(r"^[A-Z0-9-]{4,32}$")
 VOUCHER_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 # Unknown and used-up codes get the same answer (codes are not enumerable).
 NOT_VALID = "This code is not valid or has been used up."
-TERMS = ("kind", "value", "sessionId", "ticketTypes", "categories", "perOrder")
+TERMS = ("kind", "value", "sessionId", "series", "ticketTypes", "categories", "perOrder")
+# The optional terms a staff edit may clear again ($unset)
+OPTIONAL_TERMS = ("sessionId", "series", "ticketTypes", "categories", "validFrom", "validUntil", "perOrder")
 
 
 def normalize(text) -> str:
@@ -51,6 +58,7 @@ def clean_terms(
     value: int,
     *,
     session_id: ObjectId | None = None,
+    series: dict | None = None,
     ticket_types=None,
     categories=None,
     valid_from: datetime | None = None,
@@ -68,11 +76,20 @@ def clean_terms(
         raise InvalidRequest("The uses cap must be between 1 and 1,000,000.", fields={"cap": "1 to 1,000,000."})
     if per_order is not None and (not isinstance(per_order, int) or per_order < 1):
         raise InvalidRequest("The per-order cap must be 1 or more (or empty).", fields={"per_order": "1 or more."})
+    if session_id is not None and series is not None:
+        raise InvalidRequest(
+            gettext("Choose one session or a series, not both."), fields={"scope": gettext("One session or a series.")}
+        )
+    if series is not None and not (series.get("name") and series.get("theaterId")):
+        raise InvalidRequest(
+            gettext("A series needs its show and theater."), fields={"scope": gettext("Choose a session of the show.")}
+        )
     if valid_from and valid_until and valid_until <= valid_from:
         raise InvalidRequest("“Valid until” must be after “valid from”.", fields={"valid_until": "After valid from."})
     terms: dict = {"kind": kind, "value": value, "cap": cap, "uses": 0}
     optional = {
         "sessionId": session_id,
+        "series": {"name": series["name"], "theaterId": series["theaterId"]} if series else None,
         "ticketTypes": sorted(set(ticket_types)) if ticket_types else None,
         "categories": sorted(set(categories)) if categories else None,
         "validFrom": valid_from,
@@ -135,12 +152,54 @@ def batch_csv(batch: str) -> str:
     return out.getvalue()
 
 
+def series_of(session_id: ObjectId) -> dict:
+    """The series a session belongs to: every session of its show (name) in its theater."""
+    session = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "theaterId": 1})
+    if session is None:
+        raise InvalidRequest(gettext("No such session."), fields={"session": gettext("No such session.")})
+    return {"name": session["name"], "theaterId": session["theaterId"]}
+
+
+def series_session_ids(series: dict, now: datetime) -> list[ObjectId]:
+    """The sessions of a series that can still be sold (not started: a cart holds no other)."""
+    query = {"theaterId": series["theaterId"], "start": {"$gt": now}, "name": series["name"]}
+    return [s["_id"] for s in mongo.sessions().find(query, {"_id": 1}).sort([("start", 1), ("_id", 1)]).limit(1000)]
+
+
+def update_code(code_id: ObjectId, kind: str, value: int, **terms) -> dict:
+    """Staff change a code's terms. Carts that redeemed it keep the terms they recorded. One
+    conditional update: the cap never goes below the uses taken (``uses <= cap`` in the filter).
+    Vouchers of a batch stay single-use and are not edited one by one."""
+    cleaned = clean_terms(kind, value, **terms)
+    cleaned.pop("uses")
+    unset = {k: "" for k in OPTIONAL_TERMS if k not in cleaned}
+    update: dict = {"$set": {**cleaned, "modifiedOn": clock.now()}}
+    if unset:
+        update["$unset"] = unset
+    updated = mongo.promo_codes().find_one_and_update(
+        {"_id": code_id, "batch": {"$exists": False}, "uses": {"$lte": cleaned["cap"]}},
+        update,
+        return_document=ReturnDocument.AFTER,
+    )
+    if updated is not None:
+        return updated
+    current = mongo.promo_codes().find_one({"_id": code_id}, {"uses": 1, "batch": 1})
+    if current is None:
+        raise NotFound(gettext("No such promo code."))
+    if current.get("batch"):
+        raise InvalidRequest(gettext("A voucher of a batch cannot be edited on its own."))
+    message = gettext("The code was used %(uses)s times already: the cap cannot be lower.") % {"uses": current["uses"]}
+    raise InvalidRequest(message, fields={"cap": message})
+
+
 # --- what a code takes off (pricing.totals calls this) ---
 
 
 def _eligible(item: dict, promo: dict) -> bool:
     if promo.get("sessionId") and item["sessionId"] != promo["sessionId"]:
         return False
+    if "sessionIds" in promo and item["sessionId"] not in promo["sessionIds"]:
+        return False  # a series, as resolved when the code was redeemed
     if promo.get("ticketTypes") and offers.item_type(item) not in promo["ticketTypes"]:
         return False
     return not (promo.get("categories") and item["cat"] not in promo["categories"])
@@ -197,11 +256,20 @@ def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> dict:
     if (doc.get("validFrom") and doc["validFrom"] > now) or (doc.get("validUntil") and doc["validUntil"] <= now):
         raise InvalidRequest("This code is not valid at this time.", fields={"code": "Not valid at this time."})
     promo = {"codeId": doc["_id"], "code": doc["code"], **{k: doc[k] for k in TERMS if k in doc}}
+    if doc.get("series"):
+        promo["sessionIds"] = series_session_ids(doc["series"], now)
     if not any(line_discounts(cart["items"], promo)):
         message = "This code does not apply to the seats in your cart (another performance or ticket type)."
         raise InvalidRequest(message, fields={"code": message})
+    faults.point("promo.before_redeem")  # tests: a staff edit between the read and the redeem
     taken = mongo.promo_codes().update_one(
-        {"_id": doc["_id"], "cap": doc["cap"], "uses": {"$lt": doc["cap"]}, **_valid_now(now)},
+        {
+            "_id": doc["_id"],
+            "cap": doc["cap"],
+            "uses": {"$lt": doc["cap"]},
+            "modifiedOn": doc.get("modifiedOn"),  # the terms read above (None: never edited)
+            **_valid_now(now),
+        },
         {"$inc": {"uses": 1}},
     )
     if not taken.modified_count:

@@ -12,7 +12,7 @@ from booking.invariants import check_invariants
 from booking.services import holds
 from booking.tests.paying import checkout_paid
 
-ALL_BOOKING = ["theater", "session", "cart", "order"]
+ALL_BOOKING = ["theater", "session", "cart", "order", "promocode"]
 
 
 def make_staff(username: str, perms: Sequence[str] = ()) -> User:

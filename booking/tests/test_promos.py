@@ -173,8 +173,79 @@ def test_500_racing_buyers_use_a_cap_100_code_exactly_100_times():
     assert len(won) == 100 and len(lost) == 400 and set(lost) == {promos.NOT_VALID}
     assert uses("RUSH") == 100
     assert mongo.carts().count_documents({"promo.code": "RUSH"}, hint="_id_") == 100
-    # the winners' carts expire: every use comes back
-    mongo.carts().update_many({"_id": {"$in": won}}, {"$set": {"expiresAt": now - timedelta(seconds=1)}})
+    # half the winners cancel, the other half's holds expire: every use comes back, once
+    owners = {c["_id"]: str(c["owner"]) for c in carts}
+    for cart_id in won[:50]:
+        cancel_cart(cart_id, owners[cart_id])
+    assert uses("RUSH") == 50
+    mongo.carts().update_many({"_id": {"$in": won[50:]}}, {"$set": {"expiresAt": now - timedelta(seconds=1)}})
+    expire_stale_carts(now)
+    assert uses("RUSH") == 0
     expire_stale_carts(now)
     assert uses("RUSH") == 0
     assert [b for b in check_invariants() if "promo" in b] == []
+
+
+def test_a_series_code_redeems_for_every_performance_of_the_show_in_its_theater_only():
+    theater = make_theater()
+    monday, tuesday = make_session(theater, name="Hamlet", days=1), make_session(theater, name="Hamlet", days=2)
+    other_show = make_session(theater, name="Macbeth")
+    elsewhere = make_session(name="Hamlet")  # the same show in another theater
+    promos.create_code("HAMLET-FANS", "percent", 50, series=promos.series_of(monday["_id"]), cap=10)
+    for session, owner in ((other_show, "s:macbeth"), (elsewhere, "s:elsewhere")):
+        result = held(session, ("0:0",), owner)
+        with pytest.raises(InvalidRequest, match="does not apply"):
+            promos.apply_code(owner, result.cart_id, "HAMLET-FANS")
+    assert uses("HAMLET-FANS") == 0
+    result = held(tuesday, ("0:0",))
+    holds.hold_seats(other_show["_id"], ALICE, result.cart_id, ["0:1"])  # the same cart: another show
+    cart = promos.apply_code(ALICE, result.cart_id, "HAMLET-FANS")
+    assert uses("HAMLET-FANS") == 1
+    assert set(cart["promo"]["sessionIds"]) == {monday["_id"], tuesday["_id"]}
+    holds.hold_seats(monday["_id"], ALICE, result.cart_id, ["0:0"])  # held after the code: counts too
+    from booking.services.pricing import cart_totals
+
+    now_held = selectors.get_cart(ALICE, result.cart_id)
+    assert now_held is not None
+    totals = cart_totals(now_held)
+    assert totals.line_discounts == [1000, 0, 1000] and totals.total == 6000 - 2000
+    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    assert order["promo"]["code"] == "HAMLET-FANS" and order["discount"] == 2000
+    assert check_invariants() == []
+
+
+def test_a_staff_edit_between_the_read_and_the_redeem_makes_the_redeem_miss(fault_hook):
+    """The redeem's filter names the terms it read (modifiedOn): a cart never records terms the
+    code no longer has."""
+    session = make_session()
+    doc = promos.create_code("EDITED", "percent", 10, cap=5)
+    result = held(session, ("0:0",))
+
+    def staff_edit(name):
+        if name == "promo.before_redeem":
+            fault_hook(None)
+            promos.update_code(doc["_id"], "percent", 90, cap=5)
+
+    fault_hook(staff_edit)
+    with pytest.raises(InvalidRequest):
+        promos.apply_code(ALICE, result.cart_id, "EDITED")
+    assert uses("EDITED") == 0 and "promo" not in (selectors.get_cart(ALICE, result.cart_id) or {})
+    cart = promos.apply_code(ALICE, result.cart_id, "EDITED")
+    assert cart["promo"]["value"] == 90
+
+
+def test_unknown_and_used_up_codes_take_the_same_reads_and_answer():
+    """Codes are not enumerable: an unknown code and a used-up one cost the same commands and get
+    the same message (the answer time follows the work; the rate limit is in test_ticket_type_views)."""
+    from booking.tests.commands import counting_commands
+
+    session = make_session()
+    promos.create_code("USEDUP", "percent", 10, cap=1)
+    mongo.promo_codes().update_one({"code": "USEDUP"}, {"$set": {"uses": 1}})
+    result = held(session, ("0:0",))
+    seen = {}
+    for code in ("USEDUP", "NOSUCHCODE"):
+        with counting_commands() as counter, pytest.raises(InvalidRequest) as exc:
+            promos.apply_code(ALICE, result.cart_id, code)
+        seen[code] = (counter.commands, exc.value.message)
+    assert seen["USEDUP"] == seen["NOSUCHCODE"] and seen["USEDUP"][1] == promos.NOT_VALID

@@ -17,7 +17,7 @@ from booking import clock, mongo, selectors
 from booking.demo_stadium import create_match, create_stadium
 from booking.invariants import check_invariants
 from booking.services import carts as cart_service
-from booking.services import checkin, holds, notifications, reconcile, retention
+from booking.services import checkin, holds, notifications, promos, reconcile, retention
 from booking.staff import selectors as staff
 from booking.tests import admin_support as support
 from booking.tests import paying, query_audit
@@ -187,6 +187,24 @@ def staff_flow(client, session, order):
     assert staff.search_orders("Ada Lovelace")
 
 
+def offers_flow(client, session):
+    """Issue 16's staff pages for promo codes and vouchers, and a buyer redeeming a series code."""
+    sid = str(session["_id"])
+    code = {"code": "AUDIT-1", "kind": "percent", "value": "10", "scope": "series", "session": sid, "cap": "5"}
+    assert client.post("/admin/booking/promocode/add/", code).status_code == 302
+    batch = client.post(
+        "/admin/booking/promocode/batch/add/", {"count": "3", "kind": "amount", "value": "2", "scope": "all"}
+    )
+    assert batch.status_code == 302
+    doc = mongo.promo_codes().find_one({"code": "AUDIT-1"})
+    for page in ["/admin/booking/promocode/", f"/admin/booking/promocode/{doc['_id']}/change/", batch["Location"]]:
+        assert client.get(page).status_code == 200, page
+    assert client.get(batch["Location"] + "csv/").status_code == 200
+    hold = holds.hold_seats(session["_id"], "s:promo", None, ["2:0"])
+    promos.apply_code("s:promo", hold.cart_id, "AUDIT-1")
+    promos.remove_code("s:promo", hold.cart_id)
+
+
 def checkin_flow(session, order):
     """The door: scans online and offline (a conflict), a pick by hash, the list, counts, search."""
     scope = checkin.get_scope(session["_id"])
@@ -213,6 +231,7 @@ def test_every_command_of_the_main_flows_is_served_by_an_index(manager_client):
         order = buyer_flow(session, match)
         checkin_flow(session, order)
         staff_flow(manager_client, make_session(name="Faust"), order)
+        offers_flow(manager_client, make_session(name="Faust"))
     finally:
         stop(recorder)
     commands = recorder.commands + worker_flow(make_session(name="Lear"), order)

@@ -179,6 +179,7 @@ def test_seat_map_page_reads_the_small_part_when_its_map_is_built_and_shows_the_
 @pytest.mark.django_db
 def test_a_hold_answers_from_its_own_writes_without_reading_again(client, settings):
     settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 0  # its count after the writes: the next test
     session = make_session()
     hold_url = f"/sessions/{session['_id']}/hold"
     client.post(hold_url, {"seats": "0:0"}, HTTP_HX_REQUEST="true")
@@ -196,6 +197,19 @@ def test_a_hold_answers_from_its_own_writes_without_reading_again(client, settin
     assert fresh["ETag"] == f'"{answer["X-Seatmap-Version"]}"'
     answered = buttons(html)[0].replace(" pk", "").replace(' hx-swap-oob="true"', "")
     assert answered in buttons(fresh.content.decode())
+
+
+@pytest.mark.django_db
+def test_with_the_per_client_limit_a_hold_reads_once_after_its_writes_the_addresss_count(client, settings):
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 40
+    session = make_session()
+    hold_url = f"/sessions/{session['_id']}/hold"
+    client.post(hold_url, {"seats": "0:0"}, HTTP_HX_REQUEST="true")
+    with counting_commands() as counter:
+        client.post(hold_url, {"seats": "0:1"}, HTTP_HX_REQUEST="true")
+    assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
+    assert counter.commands[-1] == ("find", "carts")  # the limit under concurrency (docs/reliability.md)
 
 
 @pytest.mark.django_db

@@ -99,13 +99,14 @@ def test_confirmation_mail_has_text_and_html_reference_seats_and_ticket_link(set
     assert mimetype == "text/html"
     seats = {(line["row"], line["seat"]) for line in order["lines"]}
     assert seats == {("A", "1"), ("B", "3")}
-    assert "Row A, seat 1 (Stalls): 20.00 EUR" in message.body
-    assert "Row B, seat 3 (Premium): 35.00 EUR" in message.body
+    assert "Row A, seat 1 (Stalls, Full price): 20.00 EUR" in message.body  # category, ticket type (issue 16)
+    assert "Row B, seat 3 (Premium, Full price): 35.00 EUR" in message.body
     assert "2 seats, total 55.00 EUR" in message.body
     assert link in message.body
     assert f"<strong>{order['ref']}</strong>" in html
     assert f'<a href="{link}">' in html
-    assert '<td style="padding: 2px 8px;">Premium</td>' in html and "<strong>55.00 EUR</strong>" in html
+    assert '<td style="padding: 2px 8px;">Premium<br><small>Full price</small></td>' in html
+    assert "<strong>55.00 EUR</strong>" in html
     assert mongo.orders().find_one({"_id": order["_id"]})["mail"] == "sent"
 
 

@@ -6,7 +6,15 @@
   var box = document.getElementById("sale-countdown");
   if (!box) return;
   var opens = Number(box.dataset.opensMs);
-  var offset = Number(box.dataset.serverNowMs) - Date.now();
+  // The server's clock minus ours, taken when the page's answer began to arrive (not when this
+  // deferred script runs, which on a busy device can be a second later and would unlock late).
+  // Never early: the server wrote its time before we received it. Only while the page itself is
+  // still loading (a deferred script): a page swapped in later (htmx) came after the navigation.
+  var loading = document.readyState !== "complete";
+  var nav = loading && window.performance && performance.getEntriesByType ? performance.getEntriesByType("navigation")[0] : null;
+  var receivedAt = nav && nav.responseStart > 0 ? performance.timeOrigin + nav.responseStart : Date.now();
+  if (!(receivedAt <= Date.now())) receivedAt = Date.now();
+  var offset = Number(box.dataset.serverNowMs) - receivedAt;
   var left = box.querySelector(".countdown-left");
   var open = false;
 
@@ -34,8 +42,10 @@
     var ms = opens - (Date.now() + offset);
     if (ms > 0) {
       left.textContent = format(ms);
+      setTimeout(tick, Math.min(200, ms));  // the last wait ends at the second itself
       return;
     }
+    setTimeout(tick, 200);  // a map swapped in by the live refresh is unlocked too
     if (!open) {
       open = true;
       box.classList.add("countdown-open");
@@ -45,5 +55,4 @@
   }
 
   tick();
-  setInterval(tick, 200);
 })();
