@@ -65,8 +65,9 @@ def current_cart(owner: str) -> dict | None:
 
 
 def touch(owner: str, cart_id: ObjectId | None) -> dict | None:
-    """The staff member is still working: their hold lasts another idle period from now."""
-    if cart_id is None:
+    """The staff member is still working: their hold lasts another idle period from now. (Staff
+    carts only: a buyer's hold keeps its own duration and cap.)"""
+    if cart_id is None or not cart_service.is_staff_owner(owner):
         return None
     now = clock.now()
     return mongo.carts().find_one_and_update(
