@@ -69,3 +69,28 @@ def cancel_performance(performance_id: ObjectId, *, cancel_orders: bool = False,
             continue
         canceled += session_service.cancel_session(section["_id"], cancel_orders=cancel_orders, by=by)
     return canceled
+
+
+def update_details(performance_id: ObjectId, *, name, description, start, end, prices) -> int:
+    """The same name, description, times and prices for every section. Everything is checked
+    before the first section is written (prices against all the sections' categories); then each
+    section is updated by the one-session service (a crash part-way leaves some sections done:
+    saving again finishes them, every write sets the same values). Returns sections updated."""
+    from .. import clock
+
+    sections = sections_of(performance_id, {"_id": 1, "layout": 1})
+    if not sections:
+        raise NotFound("No such performance.")
+    session_service.clean_details(name, description, start, end, now=clock.now())
+    categories: dict = {}
+    rows: list = []
+    for section in sections:
+        for cat in section["layout"]["categories"]:
+            categories.setdefault(cat["code"], cat)
+        rows.extend(section["layout"]["rows"])
+    session_service.clean_prices(prices, {"categories": list(categories.values()), "rows": rows})
+    for section in sections:
+        session_service.update_session_details(
+            section["_id"], name=name, description=description, start=start, end=end, prices=prices
+        )
+    return len(sections)

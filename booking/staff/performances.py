@@ -6,12 +6,14 @@ SessionAdmin (``PERFORMANCE_ROUTES``); the writes are ``services.performances``.
 from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
+from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
-from ..errors import BookingError
+from .. import admin_forms as f
+from ..errors import BookingError, InvalidRequest
 from ..services import performances
 from . import selectors
 from .base import CHANGE, AdminMixinBase, bound
@@ -19,6 +21,7 @@ from .base import CHANGE, AdminMixinBase, bound
 PERFORMANCE_ROUTES = [
     ("performance/<str:performance_id>/", "performance_page", "performance"),
     ("performance/<str:performance_id>/cancel/", "performance_cancel", "performance_cancel"),
+    ("performance/<str:performance_id>/change/", "performance_change", "performance_change"),
 ]
 FIELDS = {"name": 1, "theaterName": 1, "venueName": 1, "start": 1, "status": 1, "section": 1, "seats": 1}
 
@@ -122,5 +125,64 @@ class PerformanceAdminMixin(AdminMixinBase):
                 "paid": performances.paid_orders(pid),
                 "form": form,
             },
+            status=status,
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def performance_change(self, request, performance_id):
+        """Name, description, times and prices of every section at once."""
+        self.require(request, "view")
+        pid = self.document_id(performance_id)
+        sections = performances.sections_of(
+            pid,
+            {"name": 1, "description": 1, "start": 1, "end": 1, "prices": 1, "layout": 1, "venueName": 1, "status": 1},
+        )
+        if not sections:
+            raise Http404(_("No such performance."))
+        first = sections[0]
+        prices: dict = {}
+        categories: dict = {}
+        rows: list = []
+        for section in sections:
+            prices.update(section["prices"])
+            for cat in section["layout"]["categories"]:
+                categories.setdefault(cat["code"], cat)
+            rows.extend(section["layout"]["rows"])
+        initial = {
+            "name": first["name"],
+            "description": first.get("description", ""),
+            "start": timezone.localtime(first["start"]),
+            "end": timezone.localtime(first["end"]),
+            **f.PricedForm.price_initial(prices),
+        }
+        form = f.SessionForm(
+            bound(request), initial=initial, layout={"categories": list(categories.values()), "rows": rows}
+        )
+        status = 200
+        if request.method == "POST":
+            self.require(request, "change")
+            status = 400
+            if form.is_valid():
+                try:
+                    count = performances.update_details(pid, **form.session_details())
+                except InvalidRequest as exc:
+                    f.add_field_errors(form, exc)
+                except BookingError as exc:
+                    form.add_error(None, exc.message)
+                else:
+                    changed = ", ".join(form.changed_data) or "nothing"
+                    self.log(
+                        request,
+                        CHANGE,
+                        first["_id"],
+                        first.get("venueName", ""),
+                        f"Changed {changed} of {count} sections.",
+                    )
+                    messages.success(request, _("Saved for all %(count)d sections.") % {"count": count})
+                    return HttpResponseRedirect(self.url("performance", pid))
+        return self.render(
+            request,
+            "admin/booking/session/performance_form.html",
+            {"title": _("Change the whole performance"), "performance_id": str(pid), "first": first, "form": form},
             status=status,
         )

@@ -207,3 +207,23 @@ def test_a_sectioned_venue_exported_as_json_is_imported_again(manager_client):
     broken["sections"][1]["name"] = broken["sections"][0]["name"]
     refused = manager_client.post("/admin/booking/theater/import/", {"name": "Arena III", "text": json.dumps(broken)})
     assert refused.status_code == 400 and "used twice" in refused.content.decode()
+
+
+def test_details_and_prices_are_changed_for_every_section_at_once(manager_client):
+    pid, sections = make_match(make_venue(3))
+    url = f"/admin/booking/session/performance/{pid}/change/"
+    page = manager_client.get(url)
+    assert page.status_code == 200 and page.context["form"].initial["name"] == "Cup Final"
+    data = {
+        "name": "Cup Final (replay)",
+        "description": "Again",
+        "start": "2031-06-01 18:00",
+        "end": "2031-06-01 20:00",
+    }
+    refused = manager_client.post(url, {**data, "price_s": "12", "price_p": "-1"})
+    assert refused.status_code == 400
+    assert all(s["name"] == "Cup Final" for s in performances.sections_of(pid))  # nothing written
+    assert manager_client.post(url, {**data, "price_s": "12", "price_p": "25"}).status_code == 302
+    for section in performances.sections_of(pid):
+        assert section["name"] == "Cup Final (replay)" and section["prices"] == {"s": 1200, "p": 2500}
+    assert check_invariants() == []
