@@ -350,6 +350,7 @@ class CounterAdminMixin(AdminMixinBase):
                 "title": _("Sold: %(ref)s") % {"ref": order["ref"]},
                 "order": order,
                 "tickets": presenters.order_tickets(order),
+                "method_label": dict(METHOD_CHOICES).get(order["method"], order["method"]),
                 "session_id": str(session_id) if session_id else "",
                 "due": order["payment"]["until"] if order["state"] == "pending_payment" else None,
                 "now": timezone.now(),
