@@ -10,6 +10,7 @@ small, and a map rebuilt by the server is right about house seats without any sc
 """
 
 from contextlib import contextmanager
+from datetime import timedelta
 
 from bson import ObjectId
 from django import forms
@@ -347,12 +348,15 @@ class CounterAdminMixin(AdminMixinBase):
             request,
             "admin/booking/session/sold.html",
             {
-                "title": _("Sold: %(ref)s") % {"ref": order["ref"]},
+                "title": _("Booking %(ref)s") % {"ref": order["ref"]},
                 "order": order,
                 "tickets": presenters.order_tickets(order),
                 "method_label": dict(METHOD_CHOICES).get(order["method"], order["method"]),
                 "session_id": str(session_id) if session_id else "",
-                "due": order["payment"]["until"] if order["state"] == "pending_payment" else None,
+                # the last moment it may be paid (the hold ends at the next instant: midnight, or the start)
+                "due": order["payment"]["until"] - timedelta(seconds=1)
+                if order["state"] == "pending_payment"
+                else None,
                 "now": timezone.now(),
             },
         )
