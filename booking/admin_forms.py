@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from . import clock
 from .errors import InvalidLayout, InvalidRequest
@@ -39,7 +40,10 @@ class CategoryForm(forms.Form):
         max_length=40, required=False, widget=forms.TextInput(attrs={"size": 16, "aria-label": "Category name"})
     )
     color = forms.CharField(
-        max_length=7, required=False, initial="#3b82f6", widget=forms.TextInput(attrs={"type": "color"})
+        max_length=7,
+        required=False,
+        initial="#3b82f6",
+        widget=forms.TextInput(attrs={"type": "color", "aria-label": gettext_lazy("Colour")}),
     )
 
     def clean_code(self):
@@ -420,6 +424,8 @@ class SessionFilterForm(forms.Form):
     def __init__(self, *args, theater_choices, **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.ChoiceField, self.fields["theater"]).choices = [("", "All theaters"), *theater_choices]
+        for name, field in self.fields.items():  # the filter shows each label as a <summary>, not a <label>
+            field.widget.attrs.setdefault("aria-label", self[name].label)
 
 
 class SeatSelectionForm(forms.Form):

@@ -162,8 +162,9 @@ def section_stands(sections: list[dict]) -> list[dict]:
         label = f"Section {escape(name)}: " + (f"{free} of {total} seats free" if free > 0 else "sold out")
         url = session_url.replace(placeholder, str(section["_id"]))
         stands[-1]["blocks"].append(
+            # the space: the visible text reads "1 40", which the name must contain (label in name)
             f'<li><a class="block block-{level}" href="{url}" aria-label="{label}">'
-            f"<strong>{short}</strong><small>{free if free > 0 else 'sold out'}</small></a></li>"
+            f"<strong>{short}</strong> <small>{free if free > 0 else 'sold out'}</small></a></li>"
         )
     for stand in stands:
         stand["blocks_html"] = mark_safe("".join(stand.pop("blocks")))  # noqa: S308 - every part escaped above

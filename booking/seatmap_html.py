@@ -19,6 +19,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from .contrast import ink_on
 from .formatting import escape, format_money, seat_label
 from .lru import LRUCache
 from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD
@@ -34,7 +35,9 @@ MINE_WORDS = "held by you"
 HOUSE_WORDS = "house seat, blocked: staff may sell it"  # the counter's map (booking/staff/counter.py)
 
 CACHE_SIZE = 64
-_SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6}\}$")  # layouts are validated; belt and braces
+_SAFE_CSS = re.compile(
+    r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6};--on-cat:#[0-9a-f]{6}\}$"
+)  # layouts are validated; belt and braces
 
 
 @dataclass(frozen=True)
@@ -253,9 +256,14 @@ def legend(session: dict) -> list[dict]:
 
 
 def category_css(session: dict) -> str:
-    """One CSS rule per category colour (codes are single letters, colours validated hex)."""
+    """One CSS rule per category colour (codes are single letters, colours validated hex), with the
+    seat numbers' colour that reads on it (AA contrast, ``contrast.ink_on``)."""
     used = session["prices"]
-    rules = [f".c-{c['code']}{{--cat:{c['color']}}}" for c in session["layout"]["categories"] if c["code"] in used]
+    rules = [
+        f".c-{c['code']}{{--cat:{c['color']};--on-cat:{ink_on(c['color'])}}}"
+        for c in session["layout"]["categories"]
+        if c["code"] in used
+    ]
     return "".join(rule for rule in rules if _SAFE_CSS.match(rule))
 
 

@@ -550,9 +550,13 @@ NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” wit
 
 
 def _order_context(order: dict, request=None) -> dict:
+    from . import exchange_views
+    from .order_history import order_history  # booked, paid, moved, canceled, mailed (issue 17)
     from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
 
-    return {**payment_context(request, order), "order": order, "tickets": presenters.order_tickets(order)}
+    tickets = presenters.order_tickets(order)
+    context = {**payment_context(request, order), "order": order, "tickets": tickets, "history": order_history(order)}
+    return {**context, **exchange_views.payment_due(order)}  # a dearer exchange the customer pays online
 
 
 class TooManyLookups(Exception):

@@ -5,6 +5,7 @@ Every variable is documented in the README with its default.
 
 import os
 from collections import ChainMap
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -221,6 +222,10 @@ BOOKING_RECONCILE_GRACE_SECONDS = env.int("BOOKING_RECONCILE_GRACE_SECONDS", def
 BOOKING_CHECKOUT_STUCK_SECONDS = env.int("BOOKING_CHECKOUT_STUCK_SECONDS", default=120)
 BOOKING_EXPIRE_EVERY_SECONDS = env.float("BOOKING_EXPIRE_EVERY_SECONDS", default=30)
 BOOKING_RECONCILE_EVERY_SECONDS = env.float("BOOKING_RECONCILE_EVERY_SECONDS", default=300)
+# Free wheelchair spaces become ordinary seats this long before the show (services/wheelchair.py);
+# the beat task looks every BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS.
+BOOKING_WHEELCHAIR_RELEASE_BEFORE = timedelta(hours=env.float("BOOKING_WHEELCHAIR_RELEASE_HOURS", default=24))
+BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS = env.float("BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS", default=300)
 # Time limits of the scheduled tasks (a soft limit raises inside the task; the hard one kills it).
 BOOKING_EXPIRE_TIME_LIMIT_SECONDS = env.int("BOOKING_EXPIRE_TIME_LIMIT_SECONDS", default=120)
 BOOKING_RECONCILE_TIME_LIMIT_SECONDS = env.int("BOOKING_RECONCILE_TIME_LIMIT_SECONDS", default=600)
@@ -311,6 +316,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": BOOKING_COMPACT_EVERY_SECONDS,
         "options": {"expires": BOOKING_COMPACT_EVERY_SECONDS, "time_limit": 600, "soft_time_limit": 540},
     },
+    "release-wheelchair-spaces": {
+        "task": "booking.tasks.release_wheelchair_spaces",
+        "schedule": BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS,
+        "options": {"expires": BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS, "time_limit": 120, "soft_time_limit": 108},
+    },
     "reconcile-holds": {
         "task": "booking.tasks.reconcile",
         "schedule": BOOKING_RECONCILE_EVERY_SECONDS,
@@ -352,6 +362,8 @@ BOOKING_BOX_OFFICE_DEADLINE_MINUTES = env.int("BOOKING_BOX_OFFICE_DEADLINE_MINUT
 BOOKING_STAFF_HOLD_IDLE_SECONDS = env.int("BOOKING_STAFF_HOLD_IDLE_SECONDS", default=20 * 60)
 # A refund the provider refused or could not be reached for is retried after this, doubling.
 BOOKING_REFUND_RETRY_SECONDS = env.int("BOOKING_REFUND_RETRY_SECONDS", default=300)
+# A dearer exchange the customer pays online keeps its new seats this long (at most to an hour before the show).
+BOOKING_EXCHANGE_PAYMENT_SECONDS = env.int("BOOKING_EXCHANGE_PAYMENT_SECONDS", default=2 * 86400)
 BOOKING_REFUND_MAX_TRIES = env.int("BOOKING_REFUND_MAX_TRIES", default=8)
 # The seller printed on receipts.
 BOOKING_SELLER = env.str("BOOKING_SELLER", default="Stadttheater GmbH, Theaterplatz 1, 10115 Berlin")

@@ -29,7 +29,7 @@ def _when(value) -> str:
     return timezone.localtime(value).strftime("%d.%m.%Y %H:%M") if value else ""
 
 
-def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bool = False) -> list[list]:
+def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: str = "") -> list[list]:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     rows = []
     for line in lines:
@@ -39,7 +39,9 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bo
             [
                 cell(session.get("name") or "Performance"),
                 cell(_when(session.get("start"))),
-                cell(f"Row {line['row']}, seat {line['seat']}" + (" <i>(refunded)</i>" if refunded else ""), raw=True),
+                cell(
+                    f"Row {line['row']}, seat {line['seat']}" + (f" <i>({refunded})</i>" if refunded else ""), raw=True
+                ),
                 cell(f"{escape(category)}<br/><font size=8>{escape(_ticket_type(line))}</font>", raw=True),
                 f"{money.rate_text(line.get('vat', settings.BOOKING_VAT_RATE))} %",
                 money.format_money(line["price"], currency),
@@ -102,7 +104,9 @@ def receipt_pdf(order: dict) -> bytes:
 
     header = [["Performance", "Date", "Seat", gettext("Category, ticket"), "VAT", "Price"]]
     rows = _line_rows(order, order.get("lines", []), currency, cell)
-    rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded=True)
+    rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded="refunded")
+    # tickets moved to other seats (an exchange): their new seats are the lines above
+    rows += [row[:5] + [""] for row in _line_rows(order, order.get("exchangedLines", []), currency, cell, "exchanged")]
     discount = sum(line.get("discount", 0) for line in [*order.get("lines", []), *order.get("refundedLines", [])])
     if discount:
         rows.append([cell(discount_label(order)), "", "", "", "", money.format_money(-discount, currency)])
@@ -112,6 +116,12 @@ def receipt_pdf(order: dict) -> bytes:
             ["Booking fee", "", "", "", f"{money.rate_text(fee['vat'])} %", money.format_money(fee["amount"], currency)]
         )
     paid = (order.get("paidWith") or {}).get("amount", order.get("total", 0))
+    for top_up in order.get("topUps") or []:  # an exchange's difference (services/exchanges.py)
+        how = "at the box office" if top_up["provider"] == "box_office" else "by card"
+        rows.append(
+            [f"Exchange: difference paid {how}", "", "", "", "", money.format_money(top_up["amount"], currency)]
+        )
+        paid += top_up["amount"]
     rows.append(["Total paid", "", "", "", "", money.format_money(paid, currency)])
     table = Table(header + rows, colWidths=[44 * mm, 31 * mm, 33 * mm, 24 * mm, 14 * mm, 28 * mm], repeatRows=1)
     table.setStyle(

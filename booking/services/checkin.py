@@ -351,13 +351,27 @@ def _by_ref(code: str) -> dict:
 def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -> Outcome | None:
     """Why the update did not match, read from the order. None: it would match now."""
     order = mongo.orders().find_one(
-        {"$or": [{**by_ref, "lines.ticket": code}, {**by_ref, "refundedLines.ticket": code}]},
-        {**ORDER_FIELDS, "refundedLines": 1},
+        {
+            "$or": [
+                {**by_ref, "lines.ticket": code},
+                {**by_ref, "refundedLines.ticket": code},
+                {**by_ref, "exchangedLines.ticket": code},  # moved to another seat (services/exchanges.py)
+            ]
+        },
+        {**ORDER_FIELDS, "refundedLines": 1, "exchangedLines": 1},
     )
     line = _find_line(order, code) if order is not None else None
     refunded = order is not None and line is None  # its ticket was refunded (services/refunds.py)
     if refunded:
         line = next((x for x in order.get("refundedLines", []) if x.get("ticket") == code), None)
+    if refunded and line is None:
+        old = next((x for x in order.get("exchangedLines", []) if x.get("ticket") == code), None)
+        if old is not None:
+            ticket = door_ticket(order, old, scope)
+            message = "The ticket was exchanged for another seat; the new ticket admits."
+            return Outcome(
+                NOT_VALID, message, ticket, used=_used(old.get("checkedIn")), state=order["state"], hash=digest
+            )
     if line is None:
         return Outcome(UNKNOWN, "Unknown ticket.", hash=digest)
     if refunded:

@@ -54,7 +54,7 @@ from ..payments import base, money, receipts
 from ..payments.box_office import BoxOfficeProvider
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 from . import carts as cart_service
-from . import checkout, notifications, offers, promos, reservations
+from . import change_notices, checkout, notifications, offers, promos, reservations
 
 logger = logging.getLogger("booking.payments")
 
@@ -437,6 +437,12 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
         if order is None:
             logger.error("payment %s %s succeeded for no order we know", payment.provider, payment.id)
             return None
+        if order.get("exchanges") and payment.id != (order.get("paidWith") or {}).get("id"):
+            from . import exchanges  # a dearer exchange's difference, paid by the customer (issue 17)
+
+            handled = exchanges.difference_paid(order, payment)
+            if handled is not None:
+                return handled
         kept = order.get("paidWith") or {}
         if kept.get("id") == payment.id:
             return finish_paid(order["_id"]) if order.get("settling") else order
@@ -574,7 +580,9 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
     return freed
 
 
-def cancel_unpaid(order_id: ObjectId, *, owner: str | None = None, by: str = "", reason: str = "") -> dict:
+def cancel_unpaid(
+    order_id: ObjectId, *, owner: str | None = None, by: str = "", reason: str = "", notice: str = "cancel"
+) -> dict:
     """The buyer gives up paying, or staff cancel a reservation nobody paid: the payment is
     canceled at the provider first (one that succeeded meanwhile is settled instead, and the order
     is paid), then the order, then its seats go back."""
@@ -591,7 +599,8 @@ def cancel_unpaid(order_id: ObjectId, *, owner: str | None = None, by: str = "",
             return _settled(canceled)
         record(canceled.id, canceled.status)
     now = clock.now()
-    orders().update_one(
+    by_staff = owner is None and bool(by)  # the customer is told (issue 17); a buyer canceling knows
+    canceled_now = orders().update_one(
         {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
         {
             "$set": {
@@ -600,11 +609,14 @@ def cancel_unpaid(order_id: ObjectId, *, owner: str | None = None, by: str = "",
                 "canceledBy": by or ("buyer" if owner else ""),
                 "cancelReason": reason,
                 "holdReleased": False,
-            }
+            },
+            **({"$push": {"changeNotices": change_notices.new_notice(notice)}} if by_staff else {}),
         },
     )
     faults.point("pay.cancel_after_order")
     release_canceled_hold(order_id)
+    if by_staff and canceled_now.modified_count:
+        change_notices.queue(order_id)
     return orders().find_one({"_id": order_id})
 
 

@@ -9,7 +9,7 @@ from bson import ObjectId
 from django.conf import settings
 
 from .. import clock, mongo
-from ..domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
+from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..layouts import category_codes_used
 from ..seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
@@ -208,29 +208,19 @@ def set_blocked(session_id: ObjectId, coords: list[tuple[int, int]], blocked: bo
 
 def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str = "") -> int:
     """Take a session off sale. Refused while it has paid orders, unless staff confirm canceling
-    them (their seats become free). Holds in carts are released. Returns orders canceled."""
-    from . import orders as order_service
-    from . import reservations
+    them: then a worker task refunds this session's tickets of each of them and mails everyone
+    (services/session_cancel.py). Holds in carts are released. Returns the paid orders to cancel."""
+    from . import session_cancel
 
-    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "reservations": 1})
+    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1})
     if session is None:
         raise NotFound("No such session.")
-    owning = {"$in": list(SEAT_OWNING_ORDER_STATES)}  # their remaining tickets: refunded (services/refunds.py)
-    paid = list(mongo.orders().find({"state": owning, "lines.sessionId": session_id}, {"_id": 1}))
+    owning = {"$in": list(SEAT_OWNING_ORDER_STATES)}
+    paid = mongo.orders().count_documents({"state": owning, "lines.sessionId": session_id})
     if paid and not cancel_orders:
-        raise Conflict(f"This session has {len(paid)} paid orders. Confirm that they should be canceled too.")
-    mongo.sessions().update_one(
-        {"_id": session_id}, {"$set": {"status": SessionStatus.CANCELED}, "$inc": {"version": 1}}
-    )
-    for order in paid:
-        order_service.cancel_order(order["_id"], by=by, reason="Performance canceled")
-    for hold in session.get("reservations", []):
-        reservations.settle(session_id, hold["_id"])
-    from . import payments  # orders still waiting for their money: the payment is called off
-
-    for order in mongo.orders().find({"state": OrderState.PENDING_PAYMENT, "lines.sessionId": session_id}, {"_id": 1}):
-        payments.cancel_unpaid(order["_id"], by=by, reason="Performance canceled")
-    return len(paid)
+        raise Conflict(f"This session has {paid} paid orders. Confirm that they should be canceled too.")
+    session_cancel.start(session_id, by=by)
+    return paid
 
 
 # --- the sale window: draft or published, on-sale and off-sale times, a members' presale ---

@@ -12,6 +12,8 @@ from ..services import notifications
 from ..services import orders as order_service
 from . import selectors
 from .base import CHANGE, MongoModelAdmin, bound
+from .order_changes import ROUTES as CHANGE_ROUTES
+from .order_changes import OrderChangesMixin
 from .order_payments import ROUTES as PAYMENT_ROUTES
 from .order_payments import OrderPaymentsMixin
 
@@ -22,12 +24,13 @@ def staff_name(user) -> str:
     return f"{name} <{user.email}>" if user.email else name
 
 
-class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
+class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, MongoModelAdmin):
     routes = [
         ("", "order_list", "changelist"),
         ("<str:object_id>/change/", "order_detail", "change"),
         ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
         *PAYMENT_ROUTES,  # refund tickets, retry a refund, paid at the box office
+        *CHANGE_ROUTES,  # move tickets to other seats (exchange)
     ]
 
     def has_add_permission(self, request):
@@ -124,6 +127,7 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
                 "form": form,
                 "cart_id": str(order["cartId"]),
                 **self.payment_context(request, order),
+                **self.history_context(order),  # what happened to it; exchange (staff/order_changes.py)
             },
             status=status,
         )

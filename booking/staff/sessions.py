@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from .. import admin_forms as f
 from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
+from ..services import session_cancel
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
@@ -19,6 +20,8 @@ from .offers import PriceTableAdminMixin
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
 from .performances import PERFORMANCE_ROUTES, PerformanceAdminMixin
 from .seat_chart import category_legend, owner_groups, session_rows
+from .series_actions import ROUTES as SERIES_ROUTES
+from .series_actions import SeriesActionsMixin
 
 
 def session_label(session: dict) -> str:
@@ -27,7 +30,12 @@ def session_label(session: dict) -> str:
 
 
 class SessionAdmin(
-    PerformanceAdminMixin, CounterAdminMixin, SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin
+    PerformanceAdminMixin,
+    CounterAdminMixin,
+    SeriesActionsMixin,
+    SessionPaymentsMixin,
+    PriceTableAdminMixin,
+    MongoModelAdmin,
 ):
     routes = [
         ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
@@ -43,6 +51,7 @@ class SessionAdmin(
         *SESSION_ROUTES,  # pay at the box office (payments)
         *COUNTER_ROUTES,  # sell at the counter and on the phone (staff/counter.py)
         *PERFORMANCE_ROUTES,  # a sectioned venue's performance as one (staff/performances.py)
+        *SERIES_ROUTES,  # bulk actions on the show's series (staff/series_actions.py)
     ]
 
     # --- list ---
@@ -379,7 +388,14 @@ class SessionAdmin(
             else:
                 note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
                 self.log(request, CHANGE, session["_id"], session_label(session), f"Canceled the session{note}.")
-                messages.success(request, f"“{session['name']}” was canceled{note}.")
+                refunding = (
+                    f"; its {canceled} paid order{'s are' if canceled != 1 else ' is'} being refunded"
+                    if canceled
+                    else ""
+                )
+                messages.success(request, f"“{session['name']}” was canceled{refunding}.")
+                if canceled:  # the worker refunds them: its progress is on the cancel page
+                    return HttpResponseRedirect(self.url("cancel", session["_id"]))
                 return HttpResponseRedirect(self.url("change", session["_id"]))
         return self.render(
             request,
@@ -390,6 +406,7 @@ class SessionAdmin(
                 "paid": paid,
                 "holds": len(session.get("reservations", [])),
                 "form": form,
+                "progress": session_cancel.progress(session),  # its orders, refunded by the worker
             },
             status=status,
         )
