@@ -53,10 +53,11 @@ def paid_orders(performance_id: ObjectId) -> int:
 
 
 def cancel_performance(performance_id: ObjectId, *, cancel_orders: bool = False, by: str = "") -> int:
-    """Cancel every section of the performance (each: holds released, unpaid orders called off,
-    paid orders canceled and refunded when confirmed). Refused before anything changes while it
+    """Cancel every section of the performance (each through ``sessions.cancel_session``: off sale,
+    and its worker task releases holds, calls off unpaid orders and refunds and mails the paid
+    ones, resumably: services/session_cancel.py). Refused before anything changes while it
     has paid orders and staff did not confirm. Safe to run again after a crash: canceled sections
-    are canceled again (their orders once). Returns the paid orders canceled."""
+    are canceled again (their orders once). Returns the paid orders to cancel."""
     sections = sections_of(performance_id, {"_id": 1, "status": 1})
     if not sections:
         raise NotFound("No such performance.")
