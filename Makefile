@@ -55,12 +55,18 @@ chaos-control-ci:
 	$(PYTHON) -m chaos --size ci --control
 
 # Performance (docs/performance.md): the real stack on loopback, one table + chart in bench/results/.
-.PHONY: bench bench-small
+.PHONY: bench bench-small bench-peer
 bench:
 	$(PYTHON) -m bench
 
 bench-small:
 	$(PYTHON) -m bench --small --no-chart
+
+# Ours against pretix (issue 21): pretix from PyPI in its own venv (.bench-peer/), its PostgreSQL
+# database on the local server, the same buyers against both; results in bench/results/peer.md.
+# Not in CI (minutes, and pretix's first install and migrate take several more).
+bench-peer:
+	$(PYTHON) -m bench.peer
 
 # Live updates: push (SSE from a change stream) vs polling, and SSE viewers one web process holds.
 .PHONY: bench-push

@@ -221,6 +221,9 @@ class Theater(TypedDict):
     ticketTypes: NotRequired[list[dict]]  # [{code, name, description, companion?}]; absent: full price only
     layout: NotRequired[Layout]  # a hall; or
     sections: NotRequired[list[Section]]  # a sectioned venue (a stadium): one session document per section
+    front: NotRequired[
+        str
+    ]  # what the seats face: "stage" (absent), "pitch", "field", "screen" (booking/venue_front.py)
 
 
 class Reservation(TypedDict):
@@ -278,6 +281,7 @@ class Session(TypedDict):
     performanceId: NotRequired[ObjectId]  # sectioned venues: shared by a performance's sections
     section: NotRequired[SessionSection]
     venueName: NotRequired[str]
+    front: NotRequired[str]  # copied from the theater: the word at the front of the map (absent: "stage")
 
 
 class CartItem(TypedDict):
@@ -313,6 +317,7 @@ class Cart(TypedDict):
     checkoutOn: NotRequired[datetime]
     orderId: NotRequired[ObjectId]
     endedOn: NotRequired[datetime]
+    canceledShows: NotRequired[list[dict]]  # [{sessionId, name, start, seats}]: performances canceled while held
 
 
 class CheckIn(TypedDict):

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, cast
 from django import forms
 from django.conf import settings
 from django.utils.translation import get_language
+from django.utils.translation import gettext_lazy as _
 
 from .lru import LRUCache
 from .seat_grid import parse_seat_key
@@ -124,12 +125,30 @@ class BestAvailableForm(forms.Form):
         },
     )
 
+    # optional: one category code ("" is any category); the engine refuses codes the session has not
+    category = forms.RegexField(
+        regex=r"^[a-z]?$", required=False, error_messages={"invalid": _("Choose a category from the list.")}
+    )
+    max_price = forms.IntegerField(required=False, min_value=0)  # minor units: only categories up to this price
+    wheelchair = forms.BooleanField(required=False)  # count wheelchair spaces, each with a companion seat
+    accept = forms.CharField(required=False, max_length=400)  # the split suggestion the buyer takes
+
     def clean_count(self):
         count = self.cleaned_data["count"]
         maximum = settings.BOOKING_MAX_SEATS_PER_CART
         if not 1 <= count <= maximum:
             raise forms.ValidationError(f"Choose between 1 and {maximum} seats.")
         return count
+
+    def clean_accept(self):
+        raw = self.cleaned_data["accept"]
+        keys = [part.strip() for part in raw.split(",") if part.strip()]
+        for key in keys:
+            try:
+                parse_seat_key(key)
+            except ValueError:
+                raise forms.ValidationError(_("That is not a seat on this map.")) from None
+        return keys or None
 
 
 class RemoveSeatForm(SeatForm):

@@ -204,8 +204,8 @@ def _stripe_timing(view):
 def checkout(request):
     from .views import _current_cart
 
-    cart, _expired = _current_cart(request)
     if request.method != "POST":
+        cart, _expired = _current_cart(request)
         if cart is None or not cart["items"]:
             paying = _paying_order(request)
             if paying is not None:
@@ -230,6 +230,8 @@ def checkout(request):
     except InvalidRequest as exc:
         for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():
             form.add_error(field if field in form.fields else None, message)
+        # the cart is read only for the form shown again: a submit that works reads it once, in start()
+        cart, _expired = _current_cart(request)
         if cart is None:
             return redirect("booking:cart")
         status = 200 if request.htmx else 400  # htmx swaps only 2xx answers: the form with its errors

@@ -169,3 +169,24 @@ def section_stands(sections: list[dict]) -> list[dict]:
     for stand in stands:
         stand["blocks_html"] = mark_safe("".join(stand.pop("blocks")))  # noqa: S308 - every part escaped above
     return stands
+
+
+def canceled_shows(cart: dict) -> list[str]:
+    """What the buyer is told about performances canceled while they held seats in them (the
+    cart remembers them: services.carts.drop_canceled_session)."""
+    from django.utils.formats import date_format
+    from django.utils.translation import ngettext
+
+    told = []
+    for note in cart.get("canceledShows", []):
+        when = date_format(timezone.localtime(note["start"]), "D j M, H:i") if note.get("start") else ""
+        told.append(
+            ngettext(
+                "“%(name)s” (%(when)s) has been canceled. The seat you held for it was released; nothing was charged.",
+                "“%(name)s” (%(when)s) has been canceled. The %(count)s seats you held for it were released; "
+                "nothing was charged.",
+                note["seats"],
+            )
+            % {"name": note["name"], "when": when, "count": note["seats"]}
+        )
+    return told

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .contrast import ink_on
 from .formatting import escape, format_money, seat_label
 from .lru import LRUCache
-from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD
+from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, has_wheelchair_spaces
 
 STATE_WORDS = {
     FREE: "available",
@@ -38,6 +38,7 @@ CACHE_SIZE = 64
 _SAFE_CSS = re.compile(
     r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6};--on-cat:#[0-9a-f]{6}\}$"
 )  # layouts are validated; belt and braces
+OFF_SALE_WORDS = "not on sale"  # every free seat of a canceled performance
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class SeatMapHtml:
     # seat key -> (chunk index, html of that seat when it is the viewer's own)
     held: dict[str, tuple[int, str]]
     width: int  # cells in the widest row, for the map's CSS width
+    wheelchair: bool = False  # the hall has wheelchair spaces (best available offers them)
 
     def for_viewer(self, mine: set[str] | frozenset = frozenset(), picked: set[str] | frozenset = frozenset()) -> str:
         """The map for one viewer: their held seats shown as theirs, ``picked`` ones highlighted."""
@@ -112,7 +114,7 @@ def _signature(session: dict) -> tuple:
     layout = session["layout"]
     categories = _categories(layout, session["prices"], session.get("currency"))
     width = max((len(r["cells"]) for r in layout["rows"]), default=0)
-    return categories, width
+    return categories, width, session.get("status") == "canceled"
 
 
 def _build_reusing_rows(session: dict, house: bool = False) -> SeatMapHtml:
@@ -138,7 +140,7 @@ def _build_reusing_rows(session: dict, house: bool = False) -> SeatMapHtml:
 
 def _build(session: dict, signature: tuple, earlier: dict, house: bool = False) -> tuple[SeatMapHtml, dict]:
     """The map, and the rows it is made of (``earlier`` rows are reused where their states match)."""
-    categories_list, width = signature
+    categories_list, width, off_sale = signature
     categories = {code: (name, price) for code, name, price in categories_list}
     states = session["seats"]
     chunks: list[str] = []
@@ -149,17 +151,21 @@ def _build(session: dict, signature: tuple, earlier: dict, house: bool = False) 
         memo_key = (r, row_states)
         found = earlier.get(memo_key)
         if found is None:
-            found = _build_row(r, row, row_states, categories, width, house)
+            found = _build_row(r, row, row_states, categories, width, off_sale, house)
         used[memo_key] = found
         parts, row_held = found
         base = len(chunks)
         chunks.extend(parts)
         for key, (index, html) in row_held.items():
             held[key] = (base + index, html)
-    return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width), used
+    wheelchair = has_wheelchair_spaces(session["layout"])
+    built = SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width, wheelchair=wheelchair)
+    return built, used
 
 
-def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int, house: bool = False) -> tuple:
+def _build_row(
+    r: int, row: dict, row_states: tuple, categories: dict, width: int, off_sale: bool = False, house: bool = False
+) -> tuple:
     """One row's HTML as parts: every seat held by someone is a part of its own (the viewer's
     overlay swaps it), with its "held by you" variant in ``held``."""
     stats["rows_built"] += 1
@@ -181,7 +187,7 @@ def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: in
             held[key] = (len(parts), _seat(r, c, cell, row_label, categories, HELD, mine=True))
             parts.append(_seat(r, c, cell, row_label, categories, HELD))
         else:
-            out.append(_seat(r, c, cell, row_label, categories, state, house=house))
+            out.append(_seat(r, c, cell, row_label, categories, state, off_sale=off_sale, house=house))
     out.append('<i class="g"></i>' * (width - len(cells)))
     out.append(f'<span class="rl" aria-hidden="true">{row_label}</span></div>')
     parts.append("".join(out))
@@ -198,16 +204,18 @@ def _seat(
     mine=False,
     picked=False,
     oob=False,
+    off_sale=False,
     house=False,
 ) -> str:
     """One seat's button. ``row_label`` is escaped; ``categories``: code -> (escaped name, price)."""
     cat = cell["cat"]
     cat_name, price = categories[cat]
     label = escape(cell["label"])
-    extra = flag_words = ""
+    extra = flag_words = data = ""
     mark = label
     if cell.get("wheelchair"):
-        extra, flag_words, mark = " wc", ", wheelchair space", "♿"
+        # the mark is a symbol: the seat's own label rides along for the seat's info sheet (site.js)
+        extra, flag_words, mark, data = " wc", ", wheelchair space", "♿", f' data-l="{label}"'
     elif cell.get("companion"):
         extra, flag_words = " cp", ", companion seat"
     name = f"{seat_label(row_label, label)}, {cat_name}, {price}{flag_words}"
@@ -217,6 +225,8 @@ def _seat(
         classes, words, taken = f"h c-{cat}{extra}", STATE_WORDS[HELD], True
     elif house and state == BLOCKED:
         classes, words, taken = f"hs c-{cat}{extra}", HOUSE_WORDS, False
+    elif off_sale and state == FREE:
+        classes, words, taken = f"c-{cat}{extra} x", OFF_SALE_WORDS, True
     else:
         classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
         words, taken = STATE_WORDS.get(state, "not for sale"), state != FREE
@@ -225,7 +235,7 @@ def _seat(
     swap = ' hx-swap-oob="true"' if oob else ""
     return (
         f'<button class="s {classes}" name="seat" value="{r}:{c}" id="s{r}-{c}" '
-        f'aria-label="{name}, {words}"{disabled}{swap}>{mark}</button>'
+        f'aria-label="{name}, {words}"{disabled}{swap}{data}>{mark}</button>'
     )
 
 

@@ -20,10 +20,22 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap
 
-from . import buyer, clock, formatting, presenters, queue_views, ratelimits, seatmap_html, selectors
+from . import (
+    buyer,
+    clock,
+    formatting,
+    presenters,
+    queue_views,
+    ratelimits,
+    seat_words,
+    seatmap_html,
+    selectors,
+    venue_front,
+)
 from .domain import CartState, SalePhase, SessionStatus, sale_phase
 from .errors import (
     BookingError,
@@ -184,6 +196,17 @@ def _sale_clock(session: dict, access) -> dict:
     }
 
 
+def _drop_canceled(cart: dict | None, session: dict) -> bool:
+    """A performance canceled while this buyer held seats in it: the cart lets them go and says why
+    (the cancelation drops them itself; this covers a cancelation interrupted before it got there)."""
+    if cart is None or session.get("status") != SessionStatus.CANCELED:
+        return False
+    if not any(i["sessionId"] == session["_id"] for i in cart["items"]):
+        return False
+    cart_service.drop_canceled_session(cart["_id"], session)
+    return True
+
+
 def _load_session_page(session_id: str) -> tuple[dict, seatmap_html.SeatMapHtml]:
     """The session and its built map. When this process has built the map of the current version,
     one small read (no seat states, no layout rows); otherwise a second, full read builds it."""
@@ -214,12 +237,14 @@ def _map_context(request, session: dict, cart: dict | None, picked=(), shared=No
         "refresh_ms": LIVE_REFRESH_SECONDS * 1000,
         "push": settings.BOOKING_PUSH,
         "sale_notice": _sale_notice(session, access),
+        "front": venue_front.front_word(session),
     }
 
 
 def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) -> dict:
     if cart is None:
         return {"cart": None, "cart_expired": expired, "groups": [], "total": 0, "seconds_left": 0}
+    canceled = presenters.canceled_shows(cart)
     known = {s["_id"]: s for s in known_sessions}
     wanted = {i["sessionId"] for i in cart["items"]} - set(known)
     known.update(selectors.session_summaries(wanted))
@@ -232,6 +257,7 @@ def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) 
         "seat_count": len(cart["items"]),
         "expires_at": cart["expiresAt"],
         "seconds_left": presenters.seconds_left(cart["expiresAt"], clock.now()),
+        "canceled_shows": canceled,
     }
 
 
@@ -242,6 +268,8 @@ def session_page(request, session_id):
         session, shared = _load_session_page(session_id)
     except NotFound as exc:
         return _error_page(request, exc, 404)
+    if _drop_canceled(cart, session):
+        cart, expired = _current_cart(request)
     turn = queue_views.session_gate(request, session)  # waiting room: None, a redirect, or the admission
     if isinstance(turn, HttpResponse):
         return turn
@@ -255,6 +283,10 @@ def session_page(request, session_id):
             "legend": seatmap_html.legend(session),
             "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
+            "held_here": len(selectors.cart_seat_keys(cart, session["_id"])),
+            "has_wheelchair": shared.wheelchair,
+            "price_steps": sorted({p for p in session["prices"].values()}),
+            "wheelchair_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART // 2 + 1),
             "admission": turn,
             **extra,
         }
@@ -309,7 +341,20 @@ def seat_map(request, session_id):
             shared, session = None, selectors.get_session(sid)  # changed again meanwhile
         if session is None or session.get("status") == SessionStatus.DRAFT:
             return _error_page(request, "No such performance.", 404)
-        response = render(request, "booking/session.html#seatmap", _map_context(request, session, cart, shared=shared))
+        if cart is not None and session.get("status") == SessionStatus.CANCELED:
+            # canceled while this buyer holds seats: the live map brings the cart's news with it
+            if _drop_canceled(cart, session):
+                cart, _expired = _current_cart(request)
+            context = {
+                **_map_context(request, session, cart, shared=shared),
+                **_cart_context(request, cart, False, [session]),
+                "oob": True,
+            }
+            response = render(request, "booking/session.html#seatmap-with-cart", context)
+        else:
+            response = render(
+                request, "booking/session.html#seatmap", _map_context(request, session, cart, shared=shared)
+            )
         etag = f'"{session["version"]}"'
     response["ETag"] = etag
     response["Cache-Control"] = "private, no-cache"  # always ask; the answer is usually a 304
@@ -321,7 +366,7 @@ def _etags(header: str) -> set[str]:
     return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
 
 
-def _seat_action(request, session_id, service, *args, notice: str = ""):
+def _seat_action(request, session_id, service, *args, notice: str = "", extra=None):
     """Run one hold/release and answer (htmx): the changed seats and the cart, or the refreshed
     map when the action did not go through; a plain form post is sent back to the map.
 
@@ -361,7 +406,7 @@ def _seat_action(request, session_id, service, *args, notice: str = ""):
             (messages.error if level == "error" else messages.success)(request, notice)
         return redirect("booking:session", session_id=str(sid))
     if result is not None and result.session is not None and result.cart is not None:
-        return _seat_change(request, result, notice)
+        return _seat_change(request, result, notice, extra)
     cart, expired = _current_cart(request)
     session = selectors.get_session(sid)
     if session is None:
@@ -372,13 +417,14 @@ def _seat_action(request, session_id, service, *args, notice: str = ""):
         "notice": notice,
         "notice_level": level,
         "oob": True,
+        **(extra(session, None) if extra else {}),
     }
     response = render(request, "booking/session.html#seat-action", context)
     response["ETag"] = f'"{session["version"]}"'
     return response
 
 
-def _seat_change(request, result, notice: str):
+def _seat_change(request, result, notice: str, extra=None):
     """The answer to a hold or release that went through, from its own writes: the changed seats
     (swapped by id), the cart and the notice; the map stays. A few KB instead of the whole map:
     other buyers' changes arrive with the next live refresh, which this version number makes
@@ -393,6 +439,7 @@ def _seat_change(request, result, notice: str):
         "notice": notice,
         "notice_level": "ok",
         "oob": True,
+        **(extra(session, result) if extra else {}),
     }
     # No context processors: nothing in these partials needs the request (the busiest answer there is).
     response = HttpResponse(render_to_string("booking/session.html#seat-change", context))
@@ -439,13 +486,56 @@ def release(request, session_id):
 
 @require_POST
 def best_available(request, session_id):
+    """Best available: ``count`` seats side by side (of one ``category`` when given; ``wheelchair``:
+    that many wheelchair spaces with a companion seat each). The answer says which seats in words
+    and offers to release them in one click; when no block is left, it offers the engine's split,
+    which the buyer takes by posting it back as ``accept``."""
     form = BestAvailableForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
     count = form.cleaned_data["count"]
-    seats = "seat is" if count == 1 else f"{count} seats are"
-    notice = f"Your {seats} highlighted on the map and held for you."
-    return _seat_action(request, session_id, holds.hold_best_available, count, notice=notice)
+    category = form.cleaned_data["category"] or None
+    max_price = form.cleaned_data["max_price"]
+    wheelchair = form.cleaned_data["wheelchair"]
+    offer: dict = {}
+
+    def pick(sid, owner, cart_id):
+        try:
+            return holds.hold_best_available(
+                sid,
+                owner,
+                cart_id,
+                count,
+                {category} if category else None,
+                max_price=max_price,
+                wheelchair=wheelchair,
+                accept=form.cleaned_data["accept"],
+            )
+        except NoAdjacentSeats as exc:
+            offer["suggestion"], offer["why"] = exc.suggestion, exc.message
+            raise
+
+    def best_context(session, result) -> dict:
+        asked = {"count": count, "category": category or "", "wheelchair": wheelchair, "max_price": max_price}
+        asked["seat_total"] = 2 * count if wheelchair else count
+        asked["csrf"] = get_token(request)  # the answer is rendered without the request
+        here = {"session_id": str(session["_id"])}
+        if result is not None:
+            keys = ",".join(seat_key(r, c) for r, c in result.seats)
+            return {**here, "best": {**asked, "held": seat_words.describe_seats(session, result.seats), "keys": keys}}
+        split = offer.get("suggestion")
+        if not split:
+            return {**here, "best": {**asked, "none": True}}
+        keys = ",".join(seat_key(r, c) for r, c in split)
+        words = seat_words.describe_seats(session, split)
+        return {**here, "best": {**asked, "offer": words, "keys": keys, "why": offer.get("why", "")}}
+
+    notice = ngettext(
+        "Your seat is highlighted on the map and held for you.",
+        "Your %(count)s seats are highlighted on the map and held for you.",
+        count * 2 if wheelchair else count,
+    ) % {"count": count * 2 if wheelchair else count}
+    return _seat_action(request, session_id, pick, notice=notice, extra=best_context)
 
 
 # --- members' presale: an access code unlocks holds for this buyer ---

@@ -135,10 +135,12 @@ def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
     return order
 
 
-def _store_order(cart: dict, make=None) -> dict:
+def _store_order(cart: dict, make=None, fresh: bool = False) -> dict:
     """The cart's order, stored once: under the cart's ``orderRef`` (one read by the reference,
     one insert). ``make(cart, ref)``: the new order's document (payments: one waiting for its
-    payment; default: this module's, paid at once)."""
+    payment; default: this module's, paid at once). ``fresh``: the reference was drawn just now
+    by this request, so the insert goes first without the read (the unique indexes on ref and
+    cartId still decide: a clash is read and handled as the read would have)."""
     make = make or _new_order
     ref = cart.get("orderRef")
     if ref is None:  # began checking out before carts carried their order's reference
@@ -146,8 +148,8 @@ def _store_order(cart: dict, make=None) -> dict:
         if existing is not None:
             return existing
         ref = _next_order_ref(cart, None)
-    for _attempt in range(5):
-        existing = mongo.orders().find_one({"ref": ref})
+    for attempt in range(5):
+        existing = None if fresh and attempt == 0 else mongo.orders().find_one({"ref": ref})
         if existing is not None:
             if existing["cartId"] == cart["_id"]:
                 return existing  # stored already (a repeat, or a concurrent finisher)
@@ -176,7 +178,9 @@ def _next_order_ref(cart: dict, taken: str | None) -> str:
     return mongo.carts().find_one(mine, {"orderRef": 1})["orderRef"]
 
 
-def _new_order(cart: dict, ref: str) -> dict:
+def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) -> dict:
+    """``sessions_read``: the cart's sessions with name, start, theaterName and layout.categories,
+    when the caller has them already (payments.start does): no second read."""
     customer = cart.get("customer") or {}
     amounts = pricing.cart_totals(cart)
     lines = [
@@ -194,13 +198,14 @@ def _new_order(cart: dict, ref: str) -> dict:
         }
         for item, off in zip(cart["items"], amounts.line_discounts, strict=True)
     ]
-    sessions = {
-        s["_id"]: s
-        for s in mongo.sessions().find(
-            {"_id": {"$in": list({i["sessionId"] for i in cart["items"]})}},
-            {"name": 1, "start": 1, "theaterName": 1, "layout.categories": 1},
+    if sessions_read is None:
+        sessions_read = list(
+            mongo.sessions().find(
+                {"_id": {"$in": list({i["sessionId"] for i in cart["items"]})}},
+                {"name": 1, "start": 1, "theaterName": 1, "layout.categories": 1},
+            )
         )
-    }
+    sessions = {s["_id"]: s for s in sessions_read}
     order = {
         "_id": ObjectId(),
         "ref": ref,

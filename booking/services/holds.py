@@ -14,6 +14,8 @@ from datetime import datetime
 from bson import ObjectId
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from pymongo import ReturnDocument
 
 from .. import clock, faults, mongo, selectors
@@ -45,7 +47,9 @@ from ..seat_grid import (
     HELD,
     best_available,
     best_split,
+    best_wheelchair,
     cell_path,
+    longest_block,
     orphans_created,
     seat_cell,
     seat_key,
@@ -673,24 +677,67 @@ def release_reservation(session_id: ObjectId, owner: str, cart_id: ObjectId | No
 
 
 def hold_best_available(
-    session_id: ObjectId, owner: str, cart_id: ObjectId | None, count: int, categories: set[str] | None = None
+    session_id: ObjectId,
+    owner: str,
+    cart_id: ObjectId | None,
+    count: int,
+    categories: set[str] | None = None,
+    *,
+    wheelchair: bool = False,
+    accept: list[str] | None = None,
+    max_price: int | None = None,
 ) -> HoldResult:
-    """Hold the best ``count`` seats side by side; when no row has them, say so with a split."""
+    """Hold the best ``count`` seats side by side, of ``categories`` only when given (never a
+    category the buyer did not choose), and nothing else: the cart gains exactly these seats.
+
+    When no row has them, NoAdjacentSeats carries the split the engine suggests (its message true
+    for a hall that never had such a block). ``accept``: the buyer takes that suggestion; it is
+    held only if it is still the suggestion now (else a fresh one is offered), so this endpoint
+    cannot hold seats of the buyer's choosing past the orphan rule.
+    ``wheelchair``: ``count`` wheelchair spaces, each with a companion seat beside it.
+    ``max_price``: only categories whose (full) price is at most this many minor units."""
     if not isinstance(count, int) or not 1 <= count <= settings.BOOKING_MAX_SEATS_PER_CART:
-        raise InvalidRequest(f"Choose between 1 and {settings.BOOKING_MAX_SEATS_PER_CART} seats.")
+        raise InvalidRequest(_("Choose between 1 and %(max)s seats.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART})
+    if wheelchair and 2 * count > settings.BOOKING_MAX_SEATS_PER_CART:
+        raise InvalidRequest(_("Each wheelchair space comes with a companion seat: choose fewer spaces."))
     for _attempt in range(3):
         session = load_session_for_sale(session_id, clock.now())
         if categories and not categories <= set(session["prices"]):
-            raise InvalidRequest("Unknown seat category.")
-        seats = best_available(session["layout"], session["seats"], count, categories)
-        if seats is None:
-            split = best_split(session["layout"], session["seats"], count, categories)
-            if split:
+            raise InvalidRequest(_("Unknown seat category."))
+        if max_price is not None:
+            affordable = {code for code, price in session["prices"].items() if price <= max_price}
+            categories = affordable if categories is None else categories & affordable
+            if not categories:
+                raise NoAdjacentSeats(_("No seats of this category are offered at that price."))
+        layout, grid = session["layout"], session["seats"]
+        if wheelchair:
+            seats = best_wheelchair(layout, grid, count, categories)
+            if seats is None:
                 raise NoAdjacentSeats(
-                    f"There are no {count} seats together any more. The best we can offer is split across rows.",
+                    ngettext(
+                        "There is no free wheelchair space with a companion seat left.",
+                        "There are not %(count)s free wheelchair spaces with companion seats left.",
+                        count,
+                    )
+                    % {"count": count}
+                )
+        else:
+            seats = best_available(layout, grid, count, categories)
+        if seats is None:
+            split = best_split(layout, grid, count, categories)
+            if split and accept is not None and sorted(accept) == sorted(seat_key(r, c) for r, c in split):
+                seats = split
+            elif split:
+                if longest_block(layout, categories) < count:
+                    message = _("There are no %(count)s seats side by side in this hall.")
+                else:
+                    message = _("There are no %(count)s seats together any more.")
+                raise NoAdjacentSeats(
+                    str(message % {"count": count}) + " " + str(_("The best we can offer is split across rows.")),
                     suggestion=split,
                 )
-            raise NoAdjacentSeats(f"There are not {count} seats left.")
+            else:
+                raise NoAdjacentSeats(_("There are not %(count)s seats left.") % {"count": count})
         try:
             return hold_seats(session_id, owner, cart_id, [seat_key(r, c) for r, c in seats], allow_orphans=True)
         except SeatsTaken:

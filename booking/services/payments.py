@@ -187,7 +187,7 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
         if cart["state"] != CartState.PAYING:
             raise NotFound("No such order.")
         sessions = sessions if sessions is not None else cart_sessions(cart)
-        order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions))
+        order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions), fresh=fresh)
         faults.point("pay.after_order")
     if order["state"] == PENDING and order.get("method") == payments.CARD:
         try:
@@ -208,7 +208,7 @@ def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
     """The order's document as checkout makes it (lines with their ticket types, locked prices and
     promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
     the booking fee, the payment, no mail yet (it goes once the order is paid)."""
-    order = checkout._new_order(cart, ref)
+    order = checkout._new_order(cart, ref, sessions)
     method = cart.get("payMethod", payments.CARD)
     theaters = theaters_of(sessions)
     by_id = {s["_id"]: s for s in sessions}

@@ -25,7 +25,7 @@ from django.utils.translation import gettext as _
 from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
 from ..errors import BookingError, NotFound
-from . import change_notices, reservations
+from . import carts, change_notices, reservations
 
 logger = logging.getLogger("booking.session_cancel")
 
@@ -62,6 +62,9 @@ def start(session_id: ObjectId, *, by: str = "") -> dict:
     faults.point("session_cancel.after_start")
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])  # carts' holds: the seats go back
+    show = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "start": 1}) or {"_id": session_id}
+    for hold in session.get("reservations", []):  # the buyers' carts drop them and say why (issue 18, bug 1)
+        carts.drop_canceled_session(hold["_id"], show)
     queue(session_id)
     return mongo.sessions().find_one({"_id": session_id}, {"status": 1, "cancelRun": 1, "name": 1})
 

@@ -99,6 +99,7 @@ def _session_document(theater: dict, theater_name: str, layout: dict, details: d
         "_id": ObjectId(),
         "theaterId": theater["_id"],
         "theaterName": theater_name,
+        "front": theater.get("front", "stage"),  # the word at the front of the map (booking/venue_front.py)
         **details,
         "prices": prices,
         "currency": settings.BOOKING_CURRENCY,
