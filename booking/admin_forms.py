@@ -14,7 +14,7 @@ from django.utils.translation import gettext, gettext_lazy
 from . import clock
 from .errors import InvalidLayout, InvalidRequest
 from .forms import DayField
-from .layouts import category_codes_used, parse_grid, validate_layout
+from .layouts import category_codes_used, parse_grid, validate_layout, validate_sections
 from .services.sessions import clean_details, clean_sale_window
 from .staff.selectors import SessionsShown
 
@@ -144,14 +144,11 @@ class LayoutImportForm(forms.Form):
         if nested_deeper_than(doc, MAX_IMPORT_DEPTH):
             self.add_error(field, TOO_DEEP)
             return data
-        if isinstance(doc, dict) and "sections" in doc and "layout" not in doc:
-            self.add_error(
-                field, gettext("This is a sectioned venue (a stadium); those are set up in code, not imported here.")
-            )
-            return data
-        layout = doc.get("layout", doc) if isinstance(doc, dict) else doc
         try:
-            data["layout"] = validate_layout(layout)
+            if isinstance(doc, dict) and "sections" in doc and "layout" not in doc:
+                data["sections"] = validate_sections(doc["sections"])  # a sectioned venue (a stadium)
+            else:
+                data["layout"] = validate_layout(doc.get("layout", doc) if isinstance(doc, dict) else doc)
         except InvalidLayout as exc:
             self.add_error(field, exc.message)
             return data

@@ -83,6 +83,7 @@ class MailState(StrEnum):
     PENDING = "pending"
     SENT = "sent"
     FAILED = "failed"  # the mail server refused the address for good, or a round of retries was used up
+    NONE = "none"  # no address: sold at the counter without an e-mail (tickets printed there)
 
 
 # --- what the mail services answer ---
@@ -293,6 +294,7 @@ class CartItem(TypedDict):
     ticketType: NotRequired[str]  # a ticket type code (services/offers.py); absent: "full"
     offers: NotRequired[list[dict]]  # its category's row of the price table at hold time: [{code, name, price}]
     wheelchair: NotRequired[bool]  # a wheelchair space (the companion rule)
+    house: NotRequired[bool]  # a house seat staff took at the counter: released, it goes back to blocked
 
 
 class Customer(TypedDict):

@@ -72,6 +72,8 @@ def check_invariants() -> list[str]:
                 unknown = set(res["seats"]) - known
                 if unknown:
                     breaches.append(f"{label}: cart {res['_id']} holds {sorted(unknown)} without knowing it")
+            if set(res.get("house", ())) - set(res["seats"]):  # staff's house seats (services/counter.py)
+                breaches.append(f"{label}: cart {res['_id']} lists house seats it does not hold")
             for key in res["seats"]:
                 holders[key] += 1
                 r, c = parse_seat_key(key)
@@ -144,13 +146,14 @@ def offer_breaches(carts: dict | None = None) -> list[str]:
       not given back) are no more than its cap.
 
     ``carts``: every cart by id, with items and promo (check_invariants has read them)."""
-    from .services import offers, promos
+    from .services import offers, pricing, promos
 
     if carts is None:
         fields = {"state": 1, "items": 1, "promo": 1}
         carts = {c["_id"]: c for c in mongo.carts().find({}, fields, hint=[("_id", 1)])}  # all, on purpose
     breaches = []
-    fields = {"ref": 1, "cartId": 1, "lines": 1, "total": 1, "fee": 1, "promo": 1, "discount": 1, "exchanges": 1}
+    fields = {"ref": 1, "cartId": 1, "lines": 1, "total": 1, "fee": 1, "promo": 1, "discount": 1}
+    fields.update({"exchanges": 1, "compReason": 1})
     for order in mongo.orders().find({"state": OrderState.PAID}, fields, hint=[("_id", 1)]):  # all, on purpose
         if order.get("exchanges"):
             continue  # priced again by an exchange (services/exchanges.py), not by its cart any more
@@ -172,6 +175,8 @@ def offer_breaches(carts: dict | None = None) -> list[str]:
                         f"{offers.item_type(item)}, the price table said {locked} when it was held"
                     )
         promo = order.get("promo") or (cart or {}).get("promo")
+        if promo is None and order.get("compReason"):  # complimentary at the counter (services/counter.py)
+            promo = pricing.COMPLIMENTARY
         if promo is None and (order.get("discount") or any(line.get("discount") for line in lines)):
             breaches.append(f"order {order['ref']}: a discount without a promo code")
         wanted = promos.line_discounts(lines, promo) if promo else [0] * len(lines)

@@ -35,6 +35,7 @@ STATE_WORDS = {
 }
 STATE_CLASSES = {FREE: "", HELD: " h", SOLD: " x", BLOCKED: " x"}
 MINE_WORDS = gettext_noop("held by you")
+HOUSE_WORDS = gettext_noop("house seat, blocked: staff may sell it")  # the counter's map (booking/staff/counter.py)
 
 CACHE_SIZE = 64
 _SAFE_CSS = re.compile(
@@ -51,6 +52,7 @@ def _words(language: str) -> dict:
         **{state: gettext(text) for state, text in STATE_WORDS.items()},
         "mine": gettext(MINE_WORDS),
         "off_sale": gettext(OFF_SALE_WORDS),
+        "house": gettext(HOUSE_WORDS),
         "wheelchair": gettext(", wheelchair space"),
         "companion": gettext(", companion seat"),
     }
@@ -96,15 +98,16 @@ class _RowMemo:
     rows: dict  # (row index, states tuple) -> (parts, held); never changed once kept
 
 
-def seat_map_html(session: dict) -> SeatMapHtml:
-    """The shared map of this session version, built once per process and version."""
-    key = (session["_id"], session["version"], get_language())
-    return _maps.get_or_build(key, lambda: _build_reusing_rows(session))
+def seat_map_html(session: dict, *, house: bool = False) -> SeatMapHtml:
+    """The shared map of this session version, built once per process, version and language.
+    ``house``: the counter's map, where staff may choose blocked (house) seats."""
+    key = (session["_id"], session["version"], get_language(), "house" if house else "")
+    return _maps.get_or_build(key, lambda: _build_reusing_rows(session, house))
 
 
-def cached_seat_map(session_id, version: int) -> SeatMapHtml | None:
+def cached_seat_map(session_id, version: int, *, house: bool = False) -> SeatMapHtml | None:
     """The shared map of this version if this process has built it, else None (nothing is read)."""
-    return _maps.get((session_id, version, get_language()))
+    return _maps.get((session_id, version, get_language(), "house" if house else ""))
 
 
 def clear_cache() -> None:
@@ -132,13 +135,13 @@ def _signature(session: dict) -> tuple:
     return categories, width, session.get("status") == "canceled"
 
 
-def _build_reusing_rows(session: dict) -> SeatMapHtml:
+def _build_reusing_rows(session: dict, house: bool = False) -> SeatMapHtml:
     """Build the map reusing the rows this process last built for the session, unless the
     layout, names, prices or width changed since; then keep this version's rows for the next."""
     signature = _signature(session)
     layout_rows = session["layout"]["rows"]
-    memo_key = (session["_id"], get_language())  # a row's words are its language's
-    memo = _row_memos.get(memo_key)
+    memo_id = (session["_id"], get_language(), "house" if house else "")  # a row's words are its language's
+    memo = _row_memos.get(memo_id)
     earlier: dict = {}
     if (
         memo is not None
@@ -146,14 +149,14 @@ def _build_reusing_rows(session: dict) -> SeatMapHtml:
         and (memo.layout_rows is layout_rows or memo.layout_rows == layout_rows)
     ):
         earlier = memo.rows
-    built, used = _build(session, signature, earlier)
+    built, used = _build(session, signature, earlier, house)
     # bounded: past four versions' worth, keep only the rows of this version
     rows = used if len(earlier) > 4 * max(len(used), 1) else {**earlier, **used}
-    _row_memos.put(memo_key, _RowMemo(signature, layout_rows, rows))
+    _row_memos.put(memo_id, _RowMemo(signature, layout_rows, rows))
     return built
 
 
-def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml, dict]:
+def _build(session: dict, signature: tuple, earlier: dict, house: bool = False) -> tuple[SeatMapHtml, dict]:
     """The map, and the rows it is made of (``earlier`` rows are reused where their states match)."""
     categories_list, width, off_sale = signature
     categories = {code: (name, price) for code, name, price in categories_list}
@@ -166,7 +169,7 @@ def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml,
         memo_key = (r, row_states)
         found = earlier.get(memo_key)
         if found is None:
-            found = _build_row(r, row, row_states, categories, width, off_sale)
+            found = _build_row(r, row, row_states, categories, width, off_sale, house)
         used[memo_key] = found
         parts, row_held = found
         base = len(chunks)
@@ -178,7 +181,9 @@ def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml,
     return built, used
 
 
-def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int, off_sale: bool = False) -> tuple:
+def _build_row(
+    r: int, row: dict, row_states: tuple, categories: dict, width: int, off_sale: bool = False, house: bool = False
+) -> tuple:
     """One row's HTML as parts: every seat held by someone is a part of its own (the viewer's
     overlay swaps it), with its "held by you" variant in ``held``."""
     stats["rows_built"] += 1
@@ -200,7 +205,7 @@ def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: in
             held[key] = (len(parts), _seat(r, c, cell, row_label, categories, HELD, mine=True))
             parts.append(_seat(r, c, cell, row_label, categories, HELD))
         else:
-            out.append(_seat(r, c, cell, row_label, categories, state, off_sale=off_sale))
+            out.append(_seat(r, c, cell, row_label, categories, state, off_sale=off_sale, house=house))
     out.append('<i class="g"></i>' * (width - len(cells)))
     out.append(f'<span class="rl" aria-hidden="true">{row_label}</span></div>')
     parts.append("".join(out))
@@ -218,6 +223,7 @@ def _seat(
     picked=False,
     oob=False,
     off_sale=False,
+    house=False,
 ) -> str:
     """One seat's button. ``row_label`` is escaped; ``categories``: code -> (escaped name, price)."""
     cat = cell["cat"]
@@ -236,6 +242,8 @@ def _seat(
         classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", said["mine"], False
     elif state == HELD:
         classes, words, taken = f"h c-{cat}{extra}", said[HELD], True
+    elif house and state == BLOCKED:
+        classes, words, taken = f"hs c-{cat}{extra}", said["house"], False
     elif off_sale and state == FREE:
         classes, words, taken = f"c-{cat}{extra} x", said["off_sale"], True
     else:

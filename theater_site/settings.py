@@ -366,6 +366,9 @@ BOOKING_FEE_VAT_RATE = env.str("BOOKING_FEE_VAT_RATE", default="19")
 # Pay at the box office (per session, off unless staff turn it on): unpaid seats go back this
 # many minutes before the show unless the session says otherwise.
 BOOKING_BOX_OFFICE_DEADLINE_MINUTES = env.int("BOOKING_BOX_OFFICE_DEADLINE_MINUTES", default=30)
+# Staff selling at the counter (services/counter.py): their holds last while they work and end
+# this long after their last action, so a forgotten counter screen never blocks seats.
+BOOKING_STAFF_HOLD_IDLE_SECONDS = env.int("BOOKING_STAFF_HOLD_IDLE_SECONDS", default=20 * 60)
 # A refund the provider refused or could not be reached for is retried after this, doubling.
 BOOKING_REFUND_RETRY_SECONDS = env.int("BOOKING_REFUND_RETRY_SECONDS", default=300)
 # A dearer exchange the customer pays online keeps its new seats this long (at most to an hour before the show).

@@ -22,8 +22,24 @@ def hold_duration() -> timedelta:
     return timedelta(seconds=settings.BOOKING_HOLD_SECONDS)
 
 
-def next_expiry(cart: dict | None, now: datetime) -> datetime:
-    """Every change extends the hold, but never past the cap from the cart's first hold."""
+# Carts of staff selling at the counter (services/counter.py) are owned by "staff:<user id>".
+STAFF_OWNER_PREFIX = "staff:"
+
+
+def is_staff_owner(owner: str | None) -> bool:
+    return bool(owner) and str(owner).startswith(STAFF_OWNER_PREFIX)
+
+
+def staff_idle() -> timedelta:
+    return timedelta(seconds=settings.BOOKING_STAFF_HOLD_IDLE_SECONDS)
+
+
+def next_expiry(cart: dict | None, now: datetime, owner: str | None = None) -> datetime:
+    """Every change extends the hold, but never past the cap from the cart's first hold. A staff
+    member's cart has no cap: it lasts while they work and ends BOOKING_STAFF_HOLD_IDLE_SECONDS
+    after their last action (a forgotten counter screen does not block seats for the night)."""
+    if is_staff_owner(owner or (cart or {}).get("owner")):
+        return now + staff_idle()
     extended = now + hold_duration()
     if cart is None:
         return extended

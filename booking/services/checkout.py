@@ -245,7 +245,8 @@ def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) ->
         ],
         "total": amounts.total,
         **({"subtotal": amounts.subtotal, "discount": amounts.discount} if amounts.discount else {}),
-        **({"promo": order_promo(cart["promo"])} if amounts.discount else {}),  # the code's terms as redeemed
+        # the code's terms as redeemed (a complimentary counter sale has a discount and no code)
+        **({"promo": order_promo(cart["promo"])} if amounts.discount and cart.get("promo") else {}),
         "currency": settings.BOOKING_CURRENCY,
         "state": OrderState.PAID,
         "mail": MailState.PENDING,  # the confirmation e-mail task sets it sent; reconcile re-queues stragglers

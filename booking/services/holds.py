@@ -41,6 +41,7 @@ from ..errors import (
     TooManySeats,
 )
 from ..seat_grid import (
+    BLOCKED,
     FREE,
     HELD,
     best_available,
@@ -69,6 +70,11 @@ acting_client: ContextVar[str | None] = ContextVar("acting_client", default=None
 # The presale keys the buyer of this request unlocked with an access code (booking/buyer.py); the
 # web layer sets them around a seat action. The hold's filter lets these presales' holds through.
 presale_access: ContextVar[frozenset[str]] = ContextVar("presale_access", default=frozenset())
+
+# Staff selling at the counter (booking/staff/counter.py) may take house seats (blocked by staff):
+# ``blocked -> held`` in the same conditional write, remembered in the reservation's ``house`` and
+# the cart item's ``house``, so a release or an expiry puts them back to blocked, never on sale.
+house_seats: ContextVar[bool] = ContextVar("house_seats", default=False)
 
 
 # "The caller has not read the cart": hold and release read it themselves.
@@ -182,6 +188,7 @@ class HoldPlan:
     now: datetime
     allow_orphans: bool
     access: frozenset[str] = frozenset()  # presale keys the buyer unlocked (``presale_access``)
+    house: frozenset[tuple[int, int]] = frozenset()  # blocked seats taken by staff (``house_seats``)
 
 
 def hold_seats(
@@ -211,14 +218,15 @@ def hold_seats(
     cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
     session = None
     facts = hold_facts.known_sale_facts(session_id)
-    if facts is None or _not_a_seat(facts.layout, coords):
+    if facts is None or _not_a_seat(facts.layout, coords) or house_seats.get():
+        # (staff: which seats are house seats is read, so the write names each cell's state)
         session, facts = _read_for_sale(session_id, now)  # an unknown seat may be in a newer layout
     mine = selectors.cart_seat_keys(cart, session_id)
     _check_request(facts.layout, coords, cart, mine, carts, client)
     plan = HoldPlan(
         session_id, cart["_id"] if cart else ObjectId(), coords, facts, now, allow_orphans, presale_access.get()
     )
-    session = _take_seats(plan, session, cart_has_seats=bool(mine))
+    session, plan = _take_seats(plan, session, cart_has_seats=bool(mine))
     faults.point("hold.after_session")
     cart, expires_at = _record_in_cart(plan, session, cart, owner, client, mine)
     faults.point("hold.after_cart")
@@ -251,10 +259,10 @@ def _record_in_cart(
     """The hold's second write: a new cart with the seats, or the seats added to the live cart
     (conditional: still active, unexpired, with room). If the cart ended or filled up meanwhile,
     the seats just taken are given back. Returns the cart as written and its new expiry."""
-    items = [_cart_item(session, row, col) for row, col in plan.coords]
+    items = [_cart_item(session, row, col, house=(row, col) in plan.house) for row, col in plan.coords]
     total = sum(i["price"] for i in items)
     now = plan.now
-    expires_at = cart_service.next_expiry(cart, now)
+    expires_at = cart_service.next_expiry(cart, now, owner)
     if cart is None:
         cart = {
             "_id": plan.cart_id,
@@ -361,7 +369,7 @@ def _recheck_client_held_seats(plan: HoldPlan, owner: str, client: str | None, c
     raise _too_many_from_client(held - len(keys), limit)
 
 
-def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> dict:
+def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> tuple[dict, HoldPlan]:
     """The conditional update that takes the seats. Retries once after freeing seats held by
     expired carts (the same code the worker runs), so availability never waits for the worker.
 
@@ -372,12 +380,13 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
     retry reads the whole document.
 
     Returns the session's summary with ``version`` as the write left it, and the layout: the write
-    is a findAndModify (still one write) answering with the new version, so nothing is re-read."""
+    is a findAndModify (still one write) answering with the new version, so nothing is re-read;
+    and the plan as written (its facts, and the house seats it took)."""
     session_id, coords, now = plan.session_id, plan.coords, plan.now
     if session is None:
         written = _send_hold_write(plan, cart_has_seats, SUMMARY_ANSWER_FIELDS)
         if written is not None:
-            return {**written, "layout": plan.facts.layout}
+            return {**written, "layout": plan.facts.layout}, plan
         session, facts = _read_for_sale(session_id, now)  # missed: find out why, and try again
         _refuse_non_seats(facts.layout, coords)  # the layout may have been replaced meanwhile
         plan = replace(plan, facts=facts)
@@ -385,7 +394,8 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
     freed_expired = False
     for _attempt in range(4):
         seats = session["seats"]
-        taken = [(r, c) for r, c in coords if seats[r][c] != FREE]
+        house = frozenset((r, c) for r, c in coords if seats[r][c] == BLOCKED) if house_seats.get() else frozenset()
+        taken = [(r, c) for r, c in coords if seats[r][c] != FREE and (r, c) not in house]
         if taken:
             if not freed_expired:
                 full = session if "reservations" in session else selectors.get_session(session_id)
@@ -408,9 +418,10 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
             has_reservation = any(res["_id"] == plan.cart_id for res in session["reservations"])
         else:
             has_reservation = cart_has_seats
+        plan = replace(plan, house=house)
         written = _send_hold_write(plan, has_reservation, WRITE_ANSWER_FIELDS)
         if written is not None:
-            return _after_write(session, written, layout)
+            return _after_write(session, written, layout), plan
         session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
         if session is None or session.get("status") != SessionStatus.ON_SALE:
             raise SessionNotOnSale(gettext("This performance is not on sale."))
@@ -450,6 +461,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     keys = [seat_key(r, c) for r, c in coords]
     categories = {layout["rows"][r]["cells"][c]["cat"] for r, c in coords}
     price = sum(facts.prices[layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
+    house = [seat_key(r, c) for r, c in coords if (r, c) in plan.house]
     query: dict = {
         "_id": plan.session_id,
         "status": SessionStatus.ON_SALE,
@@ -457,7 +469,8 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
         "layoutRev": facts.layout_rev if facts.layout_rev else {"$in": [0, None]},  # None: never replaced
         **{f"prices.{cat}": facts.prices[cat] for cat in sorted(categories)},
         "priceRev": facts.price_rev if facts.price_rev else {"$in": [0, None]},  # the other ticket types' prices
-        **seats_free(coords),
+        **seats_free([rc for rc in coords if rc not in plan.house]),
+        **{cell_path(r, c): BLOCKED for r, c in sorted(plan.house)},  # staff: these house seats still blocked
     }
     if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
         guards = no_seat_left_alone(layout, coords)
@@ -466,18 +479,22 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
     query["$and"].append(admission_clause())  # waiting room: in no queue, or one the buyer was admitted to
     cells = {cell_path(r, c): HELD for r, c in coords}
+    taken_free = len(coords) - len(house)  # house seats were not counted as available
     if has_reservation:
         query["reservations._id"] = cart_id
         update = {
             "$set": {**cells, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
-            "$inc": {"seatsAvailable": -len(coords), "version": 1, "reservations.$[r].total": price},
-            "$push": {"reservations.$[r].seats": {"$each": keys}},
+            "$inc": {"seatsAvailable": -taken_free, "version": 1, "reservations.$[r].total": price},
+            "$push": {
+                "reservations.$[r].seats": {"$each": keys},
+                **({"reservations.$[r].house": {"$each": house}} if house else {}),
+            },
         }
         return query, update, [{"r._id": cart_id}]
     query["reservations._id"] = {"$ne": cart_id}
     update = {
         "$set": cells,
-        "$inc": {"seatsAvailable": -len(coords), "version": 1},
+        "$inc": {"seatsAvailable": -taken_free, "version": 1},
         "$push": {
             "reservations": {
                 "_id": cart_id,
@@ -485,6 +502,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
                 "total": price,
                 "v": reservations.new_token(),
                 "modifiedOn": now,
+                **({"house": house} if house else {}),
             }
         },
     }
@@ -552,7 +570,7 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
     return freed
 
 
-def _cart_item(session: dict, row: int, col: int) -> CartItem:
+def _cart_item(session: dict, row: int, col: int, *, house: bool = False) -> CartItem:
     """``session``: with summary fields (prices, the price table) and its layout, as the hold's
     write matched them. The item locks its price and keeps its category's row of the price table
     (``offers``): a later choice of ticket type is priced from it, not from the table as it is then."""
@@ -570,6 +588,8 @@ def _cart_item(session: dict, row: int, col: int) -> CartItem:
     }
     if cell.get("wheelchair"):
         item["wheelchair"] = True
+    if house:
+        item["house"] = True  # a house seat staff took: released, it goes back to blocked
     return item
 
 
@@ -591,7 +611,10 @@ def release_seats(
     if len(items) != len(keys):
         raise InvalidRequest(gettext("Those seats are not in your cart."))
     price = sum(i["price"] for i in items)
-    freed = {cell_path(r, c): FREE for r, c in coords}
+    house = sorted(i["key"] for i in items if i.get("house"))  # staff's house seats go back to blocked
+    freed = {cell_path(r, c): BLOCKED if seat_key(r, c) in house else FREE for r, c in coords}
+    back_on_sale = len(keys) - len(house)
+    house_held = {"house": {"$all": house}} if house else {}
     written = None
     if len(keys) == len(selectors.cart_seat_keys(cart, session_id)):
         # The cart's last seats here: the reservation goes too (as settle does), so a later hold
@@ -599,11 +622,13 @@ def release_seats(
         written = mongo.sessions().find_one_and_update(
             {
                 "_id": session_id,
-                "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys, "$size": len(keys)}}},
+                "reservations": {
+                    "$elemMatch": {"_id": cart_id, "seats": {"$all": keys, "$size": len(keys)}, **house_held}
+                },
             },
             {
                 "$set": freed,
-                "$inc": {"seatsAvailable": len(keys), "version": 1},
+                "$inc": {"seatsAvailable": back_on_sale, "version": 1},
                 "$pull": {"reservations": {"_id": cart_id}},
             },
             projection=SUMMARY_ANSWER_FIELDS,
@@ -611,11 +636,17 @@ def release_seats(
         )
     if written is None:
         written = mongo.sessions().find_one_and_update(  # one write that also answers with the new version
-            {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}}}},
+            {
+                "_id": session_id,
+                "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}, **house_held}},
+            },
             {
                 "$set": {**freed, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
-                "$inc": {"seatsAvailable": len(keys), "version": 1, "reservations.$[r].total": -price},
-                "$pull": {"reservations.$[r].seats": {"$in": keys}},
+                "$inc": {"seatsAvailable": back_on_sale, "version": 1, "reservations.$[r].total": -price},
+                "$pull": {
+                    "reservations.$[r].seats": {"$in": keys},
+                    **({"reservations.$[r].house": {"$in": house}} if house else {}),
+                },
             },
             projection=SUMMARY_ANSWER_FIELDS,
             array_filters=[{"r._id": cart_id}],
@@ -627,7 +658,7 @@ def release_seats(
         {
             "$pull": {"items": {"sessionId": session_id, "key": {"$in": keys}}},
             "$inc": {"total": -price},
-            "$set": {"modifiedOn": now, "expiresAt": cart_service.next_expiry(cart, now)},
+            "$set": {"modifiedOn": now, "expiresAt": cart_service.next_expiry(cart, now, owner)},
         },
         return_document=ReturnDocument.AFTER,
     )

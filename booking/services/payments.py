@@ -517,13 +517,15 @@ def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
         {"$set": {"state": CartState.DONE, "orderId": order_id, "endedOn": clock.now()}},
     )
     faults.point("pay.after_cart_done")
+    mail = MailState.PENDING if order.get("email") else MailState.NONE  # a counter sale may have no address
     done = orders().update_one(
         {**_mine(order), "settling": True},
-        {"$unset": {"settling": ""}, "$set": {"mail": MailState.PENDING}},
+        {"$unset": {"settling": ""}, "$set": {"mail": mail}},
     )
     if done.modified_count:
         logger.info("order %s paid, %d seats sold", order["ref"], len(order["lines"]))
-        notifications.order_confirmed(order_id)
+        if mail == MailState.PENDING:
+            notifications.order_confirmed(order_id)
     return orders().find_one(_mine(order))
 
 
@@ -663,15 +665,17 @@ def mark_paid_at_counter(order_id: ObjectId, *, by: str) -> dict:
     order = orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(gettext("No such order."))
-    if order.get("method") != payments.BOX_OFFICE:
+    if order.get("method") not in (payments.BOX_OFFICE, payments.counter.INVOICE):  # an invoice: paid later
         raise Conflict(f"Order {order['ref']} is paid by card, not at the box office.")
     if order["state"] in SEAT_OWNING:
         return order
     if order["state"] not in PAYABLE:
         raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; it cannot be paid now.")
-    provider = cast(BoxOfficeProvider, payments.provider("box_office"))
+    provider = cast(BoxOfficeProvider, payments.provider(order["payment"]["provider"]))  # or the counter's
     settled = _settled(provider.paid_at_counter(order))
-    orders().update_one({"_id": order_id, "paidWith.provider": "box_office"}, {"$set": {"paidWith.by": by}})
+    orders().update_one(
+        {"_id": order_id, "paidWith.provider": {"$in": ["box_office", "counter"]}}, {"$set": {"paidWith.by": by}}
+    )
     return cast(dict, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
 
 

@@ -1,6 +1,7 @@
 """Theaters: the hall templates sessions are created from."""
 
 from bson import ObjectId
+from pymongo import ReturnDocument
 
 from .. import clock, mongo
 from ..errors import Conflict, InvalidRequest, NotFound
@@ -76,3 +77,26 @@ def create_sectioned_theater(name: str, sections: list[dict], front: str | None 
     }
     mongo.theaters().insert_one(theater)
     return theater
+
+
+def update_sectioned_theater(theater_id: ObjectId, name: str, sections: list[dict]) -> dict:
+    """Staff edit a sectioned venue's name and sections. Performances already created keep their
+    section documents (as a hall's sessions keep their seat map)."""
+    from ..layouts import validate_sections
+
+    sections = validate_sections(sections)
+    updated = mongo.theaters().find_one_and_update(
+        {"_id": theater_id, "sections": {"$exists": True}},
+        {
+            "$set": {
+                "name": _clean_name(name),
+                "sections": sections,
+                "seatCount": sum(seat_count(s["layout"]) for s in sections),
+                "modifiedOn": clock.now(),
+            }
+        },
+        return_document=ReturnDocument.AFTER,
+    )
+    if updated is None:
+        raise NotFound("No such sectioned venue.")
+    return updated

@@ -17,6 +17,8 @@ from ..services import payments as payment_service
 from ..services import refunds as refund_service
 from .base import CHANGE, AdminMixinBase
 
+PAID_LATER = ("box_office", "invoice")  # staff record the money: at the box office, or an invoice paid
+
 ROUTES = [
     ("<str:object_id>/refund/", "order_refund", "refund"),
     ("<str:object_id>/retry-refund/", "order_retry_refund", "retry_refund"),
@@ -67,7 +69,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             "refund_form": RefundTicketsForm(order=order),
             "refunds": [{**r, "id": r["_id"]} for r in order.get("refunds", [])],  # templates cannot read _id
             "can_refund": order["state"] in payment_service.SEAT_OWNING and bool(order.get("paidWith")),
-            "can_mark_paid": order.get("method") == "box_office" and order["state"] in payment_service.PAYABLE,
+            "can_mark_paid": order.get("method") in PAID_LATER and order["state"] in payment_service.PAYABLE,
             "payment": order.get("payment") or {},
             "paid_with": order.get("paidWith") or {},
         }

@@ -125,6 +125,22 @@ def session_rows(session: dict, owners: dict[str, dict], checked: AbstractSet[st
     return rows
 
 
+def owner_groups(rows: list[Row]) -> list[dict]:
+    """Who holds or bought which seats, one line per order or cart (in the map's order): the map's
+    cells stay one seat wide and link to their owner; the references are listed here instead."""
+    groups: dict[str, dict] = {}
+    for row in rows:
+        for cell in row.cells:
+            if not cell.owner:
+                continue
+            group = groups.setdefault(
+                cell.owner_url,
+                {"label": cell.owner, "url": cell.owner_url, "sold": cell.state == STATE_NAMES[SOLD], "seats": []},
+            )
+            group["seats"].append(seat_label(row.label, cell.label))
+    return list(groups.values())
+
+
 def grid_error_context(text: str, row: int | None, column: int | None) -> dict | None:
     """The line of the text grid an error points at, split around the bad character so the
     template can mark it. Mirrors how layouts.parse_grid counts rows (blank edges dropped) and

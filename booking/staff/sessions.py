@@ -16,9 +16,11 @@ from ..services import session_cancel
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
+from .counter import COUNTER_ROUTES, CounterAdminMixin
 from .offers import PriceTableAdminMixin
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
-from .seat_chart import category_legend, session_rows
+from .performances import PERFORMANCE_ROUTES, PerformanceAdminMixin
+from .seat_chart import category_legend, owner_groups, session_rows
 from .series_actions import ROUTES as SERIES_ROUTES
 from .series_actions import SeriesActionsMixin
 
@@ -28,7 +30,14 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(SeriesActionsMixin, SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
+class SessionAdmin(
+    PerformanceAdminMixin,
+    CounterAdminMixin,
+    SeriesActionsMixin,
+    SessionPaymentsMixin,
+    PriceTableAdminMixin,
+    MongoModelAdmin,
+):
     routes = [
         ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
         ("", "session_list", "changelist"),
@@ -41,6 +50,8 @@ class SessionAdmin(SeriesActionsMixin, SessionPaymentsMixin, PriceTableAdminMixi
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
         ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
         *SESSION_ROUTES,  # pay at the box office (payments)
+        *COUNTER_ROUTES,  # sell at the counter and on the phone (staff/counter.py)
+        *PERFORMANCE_ROUTES,  # a sectioned venue's performance as one (staff/performances.py)
         *SERIES_ROUTES,  # bulk actions on the show's series (staff/series_actions.py)
     ]
 
@@ -117,6 +128,8 @@ class SessionAdmin(SeriesActionsMixin, SessionPaymentsMixin, PriceTableAdminMixi
                         gettext("“%(name)s” is on sale (%(seatsTotal)s seats).")
                         % {"name": session["name"], "seatsTotal": session["seatsTotal"]},
                     )
+                    if session.get("performanceId"):  # a sectioned venue: the performance with its sections
+                        return HttpResponseRedirect(self.url("performance", session["performanceId"]))
                     return HttpResponseRedirect(self.url("seats", session["_id"]))
         return self.render(
             request,
@@ -235,9 +248,11 @@ class SessionAdmin(SeriesActionsMixin, SessionPaymentsMixin, PriceTableAdminMixi
         )
 
     def _seat_map_context(self, request, session: dict, checked=frozenset()) -> dict:
+        rows = session_rows(session, selectors.seat_owners(session), set(checked))
         return {
             "session": session,
-            "rows": session_rows(session, selectors.seat_owners(session), set(checked)),
+            "rows": rows,
+            "owners": owner_groups(rows),
             "legend": category_legend(session["layout"]),
             "counts": selectors.seat_counts(session["seats"]),
             "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,

@@ -18,6 +18,7 @@ from .base import ADDITION, CHANGE, DELETION, MongoModelAdmin
 from .offers import TicketTypesAdminMixin
 from .payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
 from .seat_chart import category_legend, grid_error_context, layout_rows
+from .sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
 
 EXAMPLE_CATEGORIES = [
     {"code": "s", "name": "Stalls", "color": "#3b82f6"},
@@ -26,7 +27,7 @@ EXAMPLE_CATEGORIES = [
 EXAMPLE_GRID = "A: ssss.ssss\nB: sspp.ppss\nC: Ssss.sssS\n"
 
 
-class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin):
+class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin):
     routes = [
         ("<str:object_id>/ticket-types/", "ticket_types", "ticket_types"),  # staff/offers.py
         ("", "theater_list", "changelist"),
@@ -37,6 +38,7 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
         ("<str:object_id>/delete/", "theater_delete", "delete"),
         ("<str:object_id>/export/", "layout_export", "export"),
         *THEATER_ROUTES,  # VAT rates (payments)
+        *SECTIONED_ROUTES,  # stadiums drawn and edited in the admin (staff/sectioned_venues.py)
     ]
 
     def theater_list(self, request):
@@ -116,10 +118,8 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
         theater = selectors_get_theater(self.document_id(object_id))
         if theater is None:
             return self._missing(request)
-        if "layout" not in theater:  # a sectioned venue (a stadium): sections are set up in code, shown here
-            return self.render(
-                request, "admin/booking/theater/sections.html", {"title": theater["name"], "theater": theater}
-            )
+        if "layout" not in theater:  # a sectioned venue (a stadium): its own editor
+            return HttpResponseRedirect(self.url("sections", theater["_id"]))
         layout = theater["layout"]
         form, formset = self._bind(
             request, {"name": theater["name"], "grid": layout_to_grid(layout)}, layout["categories"]
@@ -200,7 +200,11 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
         form = f.LayoutImportForm(*((request.POST, request.FILES) if request.method == "POST" else ()))
         if request.method == "POST" and form.is_valid():
             try:
-                theater = theater_service.create_theater(form.cleaned_data["name"], form.cleaned_data["layout"])
+                if "sections" in form.cleaned_data:  # a sectioned venue (a stadium)
+                    sections = form.cleaned_data["sections"]
+                    theater = theater_service.create_sectioned_theater(form.cleaned_data["name"], sections)
+                else:
+                    theater = theater_service.create_theater(form.cleaned_data["name"], form.cleaned_data["layout"])
             except BookingError as exc:
                 form.add_error("name", exc.message)
             else:
