@@ -72,7 +72,9 @@ def cancel_performance(performance_id: ObjectId, *, cancel_orders: bool = False,
     return canceled
 
 
-def update_details(performance_id: ObjectId, *, name, description, start, end, prices) -> int:
+def update_details(
+    performance_id: ObjectId, *, name, description, start, end, prices, name_de="", description_de=""
+) -> int:
     """The same name, description, times and prices for every section. Everything is checked
     before the first section is written (prices against all the sections' categories); then each
     section is updated by the one-session service (a crash part-way leaves some sections done:
@@ -82,7 +84,9 @@ def update_details(performance_id: ObjectId, *, name, description, start, end, p
     sections = sections_of(performance_id, {"_id": 1, "layout": 1})
     if not sections:
         raise NotFound("No such performance.")
-    session_service.clean_details(name, description, start, end, now=clock.now())
+    session_service.clean_details(
+        name, description, start, end, now=clock.now(), name_de=name_de, description_de=description_de
+    )
     categories: dict = {}
     rows: list = []
     for section in sections:
@@ -92,6 +96,13 @@ def update_details(performance_id: ObjectId, *, name, description, start, end, p
     session_service.clean_prices(prices, {"categories": list(categories.values()), "rows": rows})
     for section in sections:
         session_service.update_session_details(
-            section["_id"], name=name, description=description, start=start, end=end, prices=prices
+            section["_id"],
+            name=name,
+            description=description,
+            start=start,
+            end=end,
+            prices=prices,
+            name_de=name_de,  # the staff's German text (booking/localized.py)
+            description_de=description_de,
         )
     return len(sections)

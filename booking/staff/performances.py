@@ -135,7 +135,18 @@ class PerformanceAdminMixin(AdminMixinBase):
         pid = self.document_id(performance_id)
         sections = performances.sections_of(
             pid,
-            {"name": 1, "description": 1, "start": 1, "end": 1, "prices": 1, "layout": 1, "venueName": 1, "status": 1},
+            {
+                "name": 1,
+                "description": 1,
+                "nameDe": 1,
+                "descriptionDe": 1,
+                "start": 1,
+                "end": 1,
+                "prices": 1,
+                "layout": 1,
+                "venueName": 1,
+                "status": 1,
+            },
         )
         if not sections:
             raise Http404(_("No such performance."))
@@ -151,6 +162,8 @@ class PerformanceAdminMixin(AdminMixinBase):
         initial = {
             "name": first["name"],
             "description": first.get("description", ""),
+            "name_de": first.get("nameDe", ""),
+            "description_de": first.get("descriptionDe", ""),
             "start": timezone.localtime(first["start"]),
             "end": timezone.localtime(first["end"]),
             **f.PricedForm.price_initial(prices),
