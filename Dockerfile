@@ -5,7 +5,7 @@ WORKDIR /app
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
-RUN python manage.py collectstatic --noinput && useradd --system --home /app theater && mkdir -p /var/lib/theater && chown theater /var/lib/theater
+RUN python manage.py collectstatic --noinput && python manage.py compile_catalogs && useradd --system --home /app theater && mkdir -p /var/lib/theater && chown theater /var/lib/theater
 USER theater
 EXPOSE 8000
 CMD ["gunicorn", "theater_site.wsgi", "--workers", "4", "--threads", "4", "--bind", "0.0.0.0:8000"]

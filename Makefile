@@ -3,7 +3,7 @@
 PYTHON ?= .venv/bin/python
 VENV_BIN := $(dir $(PYTHON))
 
-.PHONY: run test test-fast lint typecheck format venv
+.PHONY: run test test-fast lint typecheck format venv messages
 
 # The whole app with demo data (PORT, DEVMONGO_PORT, DEV_REDIS_PORT move it; see README).
 run:
@@ -33,6 +33,15 @@ format: venv
 	$(VENV_BIN)ruff format .
 	$(VENV_BIN)ruff check --fix .
 
+# The German catalog: extract new strings into locale/de (then translate them; the completeness
+# test, booking/tests/test_i18n_catalog.py, names any left) and compile (Babel, booking/catalogs.py).
+MESSAGES_IGNORE := --ignore=.venv --ignore=bench --ignore=chaos --ignore=tests --ignore=devmongo --ignore=deploy \
+	--ignore=staticfiles --ignore='booking/tests/*' --ignore='static/vendor/*' --ignore='*/migrations/*'
+messages: venv
+	$(PYTHON) manage.py makemessages -l de --no-location $(MESSAGES_IGNORE)
+	$(PYTHON) manage.py makemessages -l de --no-location -d djangojs $(MESSAGES_IGNORE)
+	$(PYTHON) manage.py compile_catalogs
+
 venv:
 	@bash -c 'source scripts/_env.sh && ensure_venv'
 
@@ -55,12 +64,18 @@ chaos-control-ci:
 	$(PYTHON) -m chaos --size ci --control
 
 # Performance (docs/performance.md): the real stack on loopback, one table + chart in bench/results/.
-.PHONY: bench bench-small
+.PHONY: bench bench-small bench-peer
 bench:
 	$(PYTHON) -m bench
 
 bench-small:
 	$(PYTHON) -m bench --small --no-chart
+
+# Ours against pretix (issue 21): pretix from PyPI in its own venv (.bench-peer/), its PostgreSQL
+# database on the local server, the same buyers against both; results in bench/results/peer.md.
+# Not in CI (minutes, and pretix's first install and migrate take several more).
+bench-peer:
+	$(PYTHON) -m bench.peer
 
 # Live updates: push (SSE from a change stream) vs polling, and SSE viewers one web process holds.
 .PHONY: bench-push

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+from django.utils import translation
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
@@ -29,6 +30,14 @@ from hypothesis import settings as hypothesis_settings
 # example can take longer than hypothesis's health check allows, which says nothing about the code.
 hypothesis_settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis_settings.load_profile("suite")
+
+
+def pytest_configure(config):
+    """The German catalog's .mo, compiled from locale/'s .po before any test renders a page (the
+    .mo files are not in git: booking/catalogs.py)."""
+    from booking.catalogs import compile_catalogs
+
+    compile_catalogs(settings.BASE_DIR / "locale")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -126,6 +135,16 @@ def _indexed_collections(_services) -> frozenset[str]:
 
     mongo.ensure_indexes()
     return frozenset(mongo.get_db().list_collection_names())
+
+
+@pytest.fixture(autouse=True)
+def _english_after_each_test():
+    """A request activates its buyer's language in the thread that served it (LocaleMiddleware), and
+    nothing switches it back afterwards: each test starts and ends in the default language, so a
+    German request in one test never words another test's messages."""
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)

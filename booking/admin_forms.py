@@ -9,11 +9,12 @@ from typing import Any, cast
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 
 from . import clock
 from .errors import InvalidLayout, InvalidRequest
 from .forms import DayField
-from .layouts import category_codes_used, parse_grid, validate_layout
+from .layouts import category_codes_used, parse_grid, validate_layout, validate_sections
 from .services.sessions import clean_details, clean_sale_window
 from .staff.selectors import SessionsShown
 
@@ -33,13 +34,18 @@ class CategoryForm(forms.Form):
     code = forms.CharField(
         max_length=1,
         required=False,
-        widget=forms.TextInput(attrs={"size": 2, "class": "cat-code", "aria-label": "Letter"}),
+        widget=forms.TextInput(attrs={"size": 2, "class": "cat-code", "aria-label": gettext_lazy("Letter")}),
     )
     name = forms.CharField(
-        max_length=40, required=False, widget=forms.TextInput(attrs={"size": 16, "aria-label": "Category name"})
+        max_length=40,
+        required=False,
+        widget=forms.TextInput(attrs={"size": 16, "aria-label": gettext_lazy("Category name")}),
     )
     color = forms.CharField(
-        max_length=7, required=False, initial="#3b82f6", widget=forms.TextInput(attrs={"type": "color"})
+        max_length=7,
+        required=False,
+        initial="#3b82f6",
+        widget=forms.TextInput(attrs={"type": "color", "aria-label": gettext_lazy("Colour")}),
     )
 
     def clean_code(self):
@@ -48,9 +54,9 @@ class CategoryForm(forms.Form):
     def clean(self):
         data = form_data(super().clean())
         if data.get("code") and not (data.get("name") or "").strip():
-            self.add_error("name", "Give this category a name.")
+            self.add_error("name", gettext("Give this category a name."))
         if (data.get("name") or "").strip() and not data.get("code"):
-            self.add_error("code", "Give this category a letter.")
+            self.add_error("code", gettext("Give this category a letter."))
         return data
 
 
@@ -80,11 +86,13 @@ class TheaterForm(forms.Form):
 
     name = forms.CharField(max_length=100, widget=forms.TextInput(attrs={"size": 40, "autofocus": True}))
     grid = forms.CharField(
-        label="Seating plan",
+        label=gettext_lazy("Seating plan"),
         widget=forms.Textarea(attrs={"rows": 14, "cols": 60, "class": "layout-grid", "spellcheck": "false"}),
-        help_text="One line per row, front row first, starting with the row label and a colon. "
-        "One character per place: a category letter is a seat, its capital a wheelchair space, "
-        "a dot is a gap (aisle, pillar).",
+        help_text=gettext_lazy(
+            "One line per row, front row first, starting with the row label and a colon. "
+            "One character per place: a category letter is a seat, its capital a wheelchair space, "
+            "a dot is a gap (aisle, pillar)."
+        ),
     )
 
     def clean_with(self, categories: list[dict]) -> dict | None:
@@ -101,8 +109,10 @@ class TheaterForm(forms.Form):
 
 
 class LayoutImportForm(forms.Form):
-    name = forms.CharField(max_length=100, required=False, help_text="Leave empty to use the name stored in the file.")
-    file = forms.FileField(required=False, label="JSON file")
+    name = forms.CharField(
+        max_length=100, required=False, help_text=gettext_lazy("Leave empty to use the name stored in the file.")
+    )
+    file = forms.FileField(required=False, label=gettext_lazy("JSON file"))
     text = forms.CharField(
         required=False,
         label="…or paste the JSON",
@@ -114,7 +124,7 @@ class LayoutImportForm(forms.Form):
         upload = data.get("file")
         if upload is not None:
             if upload.size > MAX_IMPORT_BYTES:
-                self.add_error("file", "This file is too big for a layout (at most 2 MB).")
+                self.add_error("file", gettext("This file is too big for a layout (at most 2 MB)."))
                 return data
             raw = upload.read()
             field = "file"
@@ -122,32 +132,31 @@ class LayoutImportForm(forms.Form):
             raw = (data.get("text") or "").encode()
             field = "text"
         if not raw.strip():
-            raise forms.ValidationError("Choose a JSON file or paste the JSON of a layout.")
+            raise forms.ValidationError(gettext("Choose a JSON file or paste the JSON of a layout."))
         try:
             doc = json.loads(raw, parse_constant=_not_json)
         except RecursionError:
             self.add_error(field, TOO_DEEP)
             return data
         except (ValueError, UnicodeDecodeError) as exc:
-            self.add_error(field, f"This is not valid JSON ({str(exc)[:120]}).")
+            self.add_error(field, gettext("This is not valid JSON (%(error)s).") % {"error": str(exc)[:120]})
             return data
         if nested_deeper_than(doc, MAX_IMPORT_DEPTH):
             self.add_error(field, TOO_DEEP)
             return data
-        if isinstance(doc, dict) and "sections" in doc and "layout" not in doc:
-            self.add_error(field, "This is a sectioned venue (a stadium); those are set up in code, not imported here.")
-            return data
-        layout = doc.get("layout", doc) if isinstance(doc, dict) else doc
         try:
-            data["layout"] = validate_layout(layout)
+            if isinstance(doc, dict) and "sections" in doc and "layout" not in doc:
+                data["sections"] = validate_sections(doc["sections"])  # a sectioned venue (a stadium)
+            else:
+                data["layout"] = validate_layout(doc.get("layout", doc) if isinstance(doc, dict) else doc)
         except InvalidLayout as exc:
             self.add_error(field, exc.message)
             return data
         name = (data.get("name") or "").strip() or (doc.get("name") if isinstance(doc, dict) else "") or ""
         if not isinstance(name, str):
-            self.add_error("name", "The name in the file is not text; give the theater a name.")
+            self.add_error("name", gettext("The name in the file is not text; give the theater a name."))
         elif not name.strip():
-            self.add_error("name", "The file has no name in it; give the theater a name.")
+            self.add_error("name", gettext("The file has no name in it; give the theater a name."))
         data["name"] = str(name).strip()
         return data
 
@@ -155,7 +164,7 @@ class LayoutImportForm(forms.Form):
 # A layout file is six levels deep (document, layout, rows, a row, its cells, a cell). Anything
 # much deeper is not a layout, and checking it (or printing it in a message) could recurse too far.
 MAX_IMPORT_DEPTH = 10
-TOO_DEEP = "This JSON is nested too deeply to be a layout."
+TOO_DEEP = gettext_lazy("This JSON is nested too deeply to be a layout.")
 
 
 def _not_json(constant: str):
@@ -194,17 +203,19 @@ class LocalDateTimeInput(forms.DateTimeInput):
 
 def price_field(name: str) -> forms.DecimalField:
     return forms.DecimalField(
-        label=f"Price: {name}",
+        label=gettext("Price: %(category)s") % {"category": name},
         max_digits=8,
         decimal_places=2,
         min_value=Decimal("0"),
         max_value=MAX_PRICE,
         widget=forms.NumberInput(attrs={"step": "0.01", "min": "0", "class": "price"}),
         error_messages={
-            "min_value": "A price cannot be below zero.",
-            "max_value": "That is more than any seat costs here (at most 10,000.00). Check the decimal point.",
-            "max_decimal_places": "Use at most two decimals (cents).",
-            "invalid": "Enter an amount such as 25.50.",
+            "min_value": gettext_lazy("A price cannot be below zero."),
+            "max_value": gettext_lazy(
+                "That is more than any seat costs here (at most 10,000.00). Check the decimal point."
+            ),
+            "max_decimal_places": gettext_lazy("Use at most two decimals (cents)."),
+            "invalid": gettext_lazy("Enter an amount such as 25.50."),
         },
         help_text="e.g. 25.50",
     )
@@ -232,16 +243,39 @@ class PricedForm(forms.Form):
 
 
 class SessionForm(PricedForm):
-    name = forms.CharField(label="Show name", max_length=120, widget=forms.TextInput(attrs={"size": 50}))
+    name = forms.CharField(label=gettext_lazy("Show name"), max_length=120, widget=forms.TextInput(attrs={"size": 50}))
     description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 60}))
     start = forms.DateTimeField(widget=LocalDateTimeInput(), input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
     end = forms.DateTimeField(widget=LocalDateTimeInput(), input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
+    # German pages show these when set, else the name and description above (booking/localized.py)
+    name_de = forms.CharField(
+        label=gettext_lazy("Show name in German"),
+        max_length=120,
+        required=False,
+        widget=forms.TextInput(attrs={"size": 50, "lang": "de"}),
+        help_text=gettext_lazy("Optional. Shown to buyers reading the site in German; empty: the name above."),
+    )
+    description_de = forms.CharField(
+        label=gettext_lazy("Description in German"),
+        max_length=2000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 60, "lang": "de"}),
+        help_text=gettext_lazy("Optional. Empty: German pages show the description above."),
+    )
 
     def clean(self):
         data = form_data(super().clean())
         if all(k in data for k in ("name", "start", "end")):
             try:
-                clean_details(data["name"], data.get("description", ""), data["start"], data["end"], now=clock.now())
+                clean_details(
+                    data["name"],
+                    data.get("description", ""),
+                    data["start"],
+                    data["end"],
+                    now=clock.now(),
+                    name_de=data.get("name_de", ""),
+                    description_de=data.get("description_de", ""),
+                )
             except InvalidRequest as exc:
                 add_field_errors(self, exc)
         return data
@@ -252,6 +286,8 @@ class SessionForm(PricedForm):
         return {
             "name": data["name"],
             "description": data["description"],
+            "name_de": data.get("name_de", ""),
+            "description_de": data.get("description_de", ""),
             "start": data["start"],
             "end": data["end"],
             "prices": self.prices_in_cents(),
@@ -274,38 +310,40 @@ class SaleWindowForm(forms.Form):
     """Draft or published, and when seats can be held (services.sessions.set_sale_window)."""
 
     published = forms.TypedChoiceField(
-        label="Visibility",
-        choices=[("1", "Published (in what's on)"), ("0", "Draft (staff only)")],
+        label=gettext_lazy("Visibility"),
+        choices=[("1", gettext_lazy("Published (in what's on)")), ("0", gettext_lazy("Draft (staff only)"))],
         coerce=lambda v: v == "1",
         widget=forms.RadioSelect,
     )
     sale_opens = forms.DateTimeField(
-        label="On sale from",
+        label=gettext_lazy("On sale from"),
         required=False,
         widget=SecondsDateTimeInput(),
         input_formats=SALE_TIME_FORMATS,
-        help_text="Empty: on sale as soon as it is published.",
+        help_text=gettext_lazy("Empty: on sale as soon as it is published."),
     )
     sale_closes = forms.DateTimeField(
-        label="Off sale at",
+        label=gettext_lazy("Off sale at"),
         required=False,
         widget=SecondsDateTimeInput(),
         input_formats=SALE_TIME_FORMATS,
-        help_text="Empty: at the start.",
+        help_text=gettext_lazy("Empty: at the start."),
     )
     presale_opens = forms.DateTimeField(
-        label="Members' presale from",
+        label=gettext_lazy("Members' presale from"),
         required=False,
         widget=SecondsDateTimeInput(),
         input_formats=SALE_TIME_FORMATS,
-        help_text="Empty: no presale. Ends at the public on-sale time.",
+        help_text=gettext_lazy("Empty: no presale. Ends at the public on-sale time."),
     )
     presale_code = forms.CharField(
-        label="Members' access code",
+        label=gettext_lazy("Members' access code"),
         required=False,
         max_length=64,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Stored hashed. Leave empty to keep the current code; a new code locks out the old one.",
+        help_text=gettext_lazy(
+            "Stored hashed. Leave empty to keep the current code; a new code locks out the old one."
+        ),
     )
 
     def __init__(self, *args, start=None, has_code=False, **kwargs):
@@ -337,21 +375,29 @@ def add_field_errors(form: forms.Form, exc: InvalidRequest) -> None:
         form.add_error(field if field in form.fields else None, message)
 
 
-WEEKDAYS = [("0", "Mon"), ("1", "Tue"), ("2", "Wed"), ("3", "Thu"), ("4", "Fri"), ("5", "Sat"), ("6", "Sun")]
+WEEKDAYS = [
+    ("0", gettext_lazy("Mon")),
+    ("1", gettext_lazy("Tue")),
+    ("2", gettext_lazy("Wed")),
+    ("3", gettext_lazy("Thu")),
+    ("4", gettext_lazy("Fri")),
+    ("5", gettext_lazy("Sat")),
+    ("6", gettext_lazy("Sun")),
+]
 
 
 class SeriesForm(PricedForm):
     """The same show at the same time on many days: one session per chosen day."""
 
-    name = forms.CharField(label="Show name", max_length=120, widget=forms.TextInput(attrs={"size": 50}))
+    name = forms.CharField(label=gettext_lazy("Show name"), max_length=120, widget=forms.TextInput(attrs={"size": 50}))
     description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
     first_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
     last_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
     start_time = forms.TimeField(
-        label="Starts at", widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"), initial="19:30"
+        label=gettext_lazy("Starts at"), widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"), initial="19:30"
     )
     duration = forms.IntegerField(
-        label="Duration (minutes)",
+        label=gettext_lazy("Duration (minutes)"),
         min_value=1,
         max_value=24 * 60,
         initial=150,
@@ -361,7 +407,7 @@ class SeriesForm(PricedForm):
         choices=WEEKDAYS,
         widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),
         initial=[d for d, _ in WEEKDAYS],
-        error_messages={"required": "Choose at least one day of the week."},
+        error_messages={"required": gettext_lazy("Choose at least one day of the week.")},
     )
 
     def clean(self):
@@ -369,13 +415,16 @@ class SeriesForm(PricedForm):
         first, last = data.get("first_day"), data.get("last_day")
         if first and last:
             if last < first:
-                self.add_error("last_day", "The last day must not be before the first day.")
+                self.add_error("last_day", gettext("The last day must not be before the first day."))
             elif first < timezone.localdate():
-                self.add_error("first_day", "The first day is in the past.")
+                self.add_error("first_day", gettext("The first day is in the past."))
             elif len(self.days(data)) > MAX_SERIES_SESSIONS:
-                self.add_error("last_day", f"That is more than {MAX_SERIES_SESSIONS} performances; split it up.")
+                self.add_error(
+                    "last_day",
+                    gettext("That is more than %(max)d performances; split it up.") % {"max": MAX_SERIES_SESSIONS},
+                )
             elif not self.days(data):
-                self.add_error("weekdays", "None of the chosen weekdays falls between the first and last day.")
+                self.add_error("weekdays", gettext("None of the chosen weekdays falls between the first and last day."))
         return data
 
     @staticmethod
@@ -398,7 +447,7 @@ class SeriesForm(PricedForm):
 
 
 class PickTheaterForm(forms.Form):
-    theater = forms.ChoiceField(label="Theater")
+    theater = forms.ChoiceField(label=gettext_lazy("Theater"))
 
     def __init__(self, *args, choices, **kwargs):
         super().__init__(*args, **kwargs)
@@ -406,33 +455,35 @@ class PickTheaterForm(forms.Form):
 
 
 WHEN_CHOICES = [
-    (SessionsShown.ON_SALE, "On sale"),
-    (SessionsShown.PAST, "Past"),
-    (SessionsShown.CANCELED, "Canceled"),
-    (SessionsShown.ALL, "All"),
+    (SessionsShown.ON_SALE, gettext_lazy("On sale")),
+    (SessionsShown.PAST, gettext_lazy("Past")),
+    (SessionsShown.CANCELED, gettext_lazy("Canceled")),
+    (SessionsShown.ALL, gettext_lazy("All")),
 ]
 
 
 class SessionFilterForm(forms.Form):
     theater = forms.ChoiceField(required=False)
-    day = DayField(required=False, label="Date", widget=forms.DateInput(attrs={"type": "date"}))
-    when = forms.ChoiceField(required=False, choices=WHEN_CHOICES, label="Show")
+    day = DayField(required=False, label=gettext_lazy("Date"), widget=forms.DateInput(attrs={"type": "date"}))
+    when = forms.ChoiceField(required=False, choices=WHEN_CHOICES, label=gettext_lazy("Show"))
 
     def __init__(self, *args, theater_choices, **kwargs):
         super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["theater"]).choices = [("", "All theaters"), *theater_choices]
+        cast(forms.ChoiceField, self.fields["theater"]).choices = [("", gettext("All theaters")), *theater_choices]
+        for name, field in self.fields.items():  # the filter shows each label as a <summary>, not a <label>
+            field.widget.attrs.setdefault("aria-label", self[name].label)
 
 
 class SeatSelectionForm(forms.Form):
-    action = forms.ChoiceField(choices=[("block", "Block"), ("unblock", "Unblock")])
+    action = forms.ChoiceField(choices=[("block", gettext_lazy("Block")), ("unblock", gettext_lazy("Unblock"))])
     seats = forms.MultipleChoiceField(
-        choices=[], error_messages={"required": "Tick at least one seat first."}, required=True
+        choices=[], error_messages={"required": gettext_lazy("Tick at least one seat first.")}, required=True
     )
 
     def __init__(self, *args, seat_keys, **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.MultipleChoiceField, self.fields["seats"]).choices = [(k, k) for k in seat_keys]
-        self.fields["seats"].error_messages["invalid_choice"] = "That seat is not on this map."
+        self.fields["seats"].error_messages["invalid_choice"] = gettext("That seat is not on this map.")
 
     def coordinates(self) -> list[tuple[int, int]]:
         # The choices are the "row:col" seat keys, so each is a pair.
@@ -441,7 +492,7 @@ class SeatSelectionForm(forms.Form):
 
 class CancelSessionForm(forms.Form):
     cancel_orders = forms.BooleanField(
-        required=False, label="Also cancel the paid orders of this session (their seats become free)"
+        required=False, label=gettext_lazy("Also cancel the paid orders of this session (their seats become free)")
     )
 
 
@@ -449,7 +500,7 @@ class CancelOrderForm(forms.Form):
     reason = forms.CharField(
         max_length=200,
         widget=forms.TextInput(attrs={"size": 50}),
-        help_text="Kept with the order, e.g. 'customer called, cannot come'.",
+        help_text=gettext_lazy("Kept with the order, e.g. 'customer called, cannot come'."),
     )
 
 
@@ -463,6 +514,6 @@ class OrderSearchForm(forms.Form):
     q = forms.CharField(
         required=False,
         max_length=120,
-        label="Booking reference, e-mail or name",
+        label=gettext_lazy("Booking reference, e-mail or name"),
         widget=forms.TextInput(attrs={"size": 40, "autofocus": True, "type": "search"}),
     )

@@ -3,6 +3,8 @@ and the same data for the templates (the door page, the admin's session page).""
 
 from datetime import datetime
 
+from django.utils.translation import gettext
+
 from .formatting import clock_time
 from .services import checkin
 
@@ -10,7 +12,7 @@ from .services import checkin
 def outcome_data(outcome: checkin.Outcome) -> dict:
     data = {
         "status": outcome.status,
-        "message": outcome.message,
+        "message": gettext(outcome.message) if outcome.message else "",  # kept in English, shown translated
         "ticket": outcome.ticket,
         "used": outcome.used,
         "session": outcome.session,
@@ -32,19 +34,26 @@ def conflict_summary(conflict: dict) -> str:
     mine = conflict["offline"]
     first = conflict.get("first")
     if conflict["kind"] == checkin.USED and first:
-        both = sorted(
-            [
-                (mine["at"], f"at {mine['door']}, {_when(mine['at'])} offline ({mine['by']})"),
-                (
-                    first["at"],
-                    f"at {first['door']}, {_when(first['at'])}{' offline' if first.get('offline') else ''}"
-                    f"{' (' + first['by'] + ')' if first.get('by') else ''}",
-                ),
-            ],
-            key=lambda pair: pair[0],
-        )
-        return f"Let in twice: {both[0][1]} and {both[1][1]}."
-    return f"Let in offline at {mine['door']}, {_when(mine['at'])} ({mine['by']}), but: {conflict.get('reason', '')}"
+        mine_text = gettext("at %(door)s, %(time)s offline (%(by)s)") % {
+            "door": mine["door"],
+            "time": _when(mine["at"]),
+            "by": mine["by"],
+        }
+        where = {"door": first["door"], "time": _when(first["at"])}
+        first_text = (
+            gettext("at %(door)s, %(time)s offline") % where
+            if first.get("offline")
+            else gettext("at %(door)s, %(time)s") % where
+        ) + (f" ({first['by']})" if first.get("by") else "")
+        both = sorted([(mine["at"], mine_text), (first["at"], first_text)], key=lambda pair: pair[0])
+        return gettext("Let in twice: %(first)s and %(second)s.") % {"first": both[0][1], "second": both[1][1]}
+    reason = conflict.get("reason", "")
+    return gettext("Let in offline at %(door)s, %(time)s (%(by)s), but: %(reason)s") % {
+        "door": mine["door"],
+        "time": _when(mine["at"]),
+        "by": mine["by"],
+        "reason": gettext(reason) if reason else "",  # kept in English, shown translated
+    }
 
 
 def conflict_data(conflict: dict) -> dict:

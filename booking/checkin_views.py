@@ -34,6 +34,7 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext, pgettext
 from django.views.decorators.http import require_POST, require_safe
 
 from .checkin_presenters import conflict_data, outcome_data
@@ -74,7 +75,7 @@ def door_staff_only(view):
                 return redirect(f"{reverse('checkin:login')}?next={request.get_full_path()}")
             return _json({"error": "Please sign in again.", "signedOut": True}, 403)
         if not request.user.has_perm(PERMISSION):
-            message = "Your account may not check in tickets. Ask a manager for the door check-in permission."
+            message = gettext("Your account may not check in tickets. Ask a manager for the door check-in permission.")
             if _wants_json(request):
                 return _json({"error": message}, 403)
             return render(request, "checkin/forbidden.html", {"message": message}, status=403)
@@ -110,7 +111,12 @@ def _local(value):
 def offline_version() -> str:
     """Changes whenever an asset the service worker keeps changes (so phones fetch them anew)."""
     digest = hashlib.sha256()
-    for name in [*OFFLINE_ASSETS, "../templates/checkin/sw.js", "../templates/checkin/door.html"]:
+    for name in [
+        *OFFLINE_ASSETS,
+        "../templates/checkin/sw.js",
+        "../templates/checkin/door.html",
+        "../locale/de/LC_MESSAGES/djangojs.po",  # the door script's words (Django's JavaScript catalog)
+    ]:
         path = finders.find(name) if not name.startswith("../") else Path(settings.BASE_DIR) / name[3:]
         if path and Path(path).exists():
             digest.update(Path(path).read_bytes())
@@ -124,7 +130,7 @@ def service_worker(request):
         "checkin/sw.js",
         {  # JSON is JavaScript: the values go in as literals (this is a script, not HTML)
             "version_json": json.dumps(offline_version()),
-            "assets_json": json.dumps([static(name) for name in OFFLINE_ASSETS]),
+            "assets_json": json.dumps([*(static(name) for name in OFFLINE_ASSETS), reverse("javascript-catalog")]),
             "scope_json": json.dumps(reverse("checkin:index")),
         },
         content_type="text/javascript",
@@ -182,6 +188,7 @@ def _page_context(request, scope: checkin.Scope, **extra) -> dict:
         "sectioned": scope.sectioned,
         "user": staff_name(request.user),
         "timeZone": settings.TIME_ZONE,
+        "locale": pgettext("BCP 47 locale of the door page's clock times (24-hour)", "en-GB"),
         "offlineVersion": offline_version(),
         "urls": urls,
     }

@@ -43,7 +43,8 @@ def stadium_sections(seats: int = 100_000, rows: int = 20, half: int = 25) -> li
 
 
 def create_stadium(name: str = "Riverside Stadium", seats: int = 100_000, **shape) -> dict:
-    return create_sectioned_theater(name, stadium_sections(seats, **shape))
+    """A football stadium: its seat maps say "Pitch" at the front, not "Stage"."""
+    return create_sectioned_theater(name, stadium_sections(seats, **shape), front="pitch")
 
 
 def create_match(stadium: dict, name: str = "Cup Final", days: float = 7) -> dict:

@@ -109,6 +109,7 @@ class MailState(StrEnum):
     PENDING = "pending"
     SENT = "sent"
     FAILED = "failed"  # the mail server refused the address for good, or a round of retries was used up
+    NONE = "none"  # no address: sold at the counter without an e-mail (tickets printed there)
 
 
 # --- what the mail services answer ---
@@ -246,6 +247,9 @@ class Theater(TypedDict):
     ticketTypes: NotRequired[list[dict]]  # [{code, name, description, companion?}]; absent: full price only
     layout: NotRequired[Layout]  # a hall; or
     sections: NotRequired[list[Section]]  # a sectioned venue (a stadium): one session document per section
+    front: NotRequired[
+        str
+    ]  # what the seats face: "stage" (absent), "pitch", "field", "screen" (booking/venue_front.py)
 
 
 class Reservation(TypedDict):
@@ -303,6 +307,7 @@ class Session(TypedDict):
     performanceId: NotRequired[ObjectId]  # sectioned venues: shared by a performance's sections
     section: NotRequired[SessionSection]
     venueName: NotRequired[str]
+    front: NotRequired[str]  # copied from the theater: the word at the front of the map (absent: "stage")
 
 
 class CartItem(TypedDict):
@@ -315,6 +320,7 @@ class CartItem(TypedDict):
     ticketType: NotRequired[str]  # a ticket type code (services/offers.py); absent: "full"
     offers: NotRequired[list[dict]]  # its category's row of the price table at hold time: [{code, name, price}]
     wheelchair: NotRequired[bool]  # a wheelchair space (the companion rule)
+    house: NotRequired[bool]  # a house seat staff took at the counter: released, it goes back to blocked
 
 
 class Customer(TypedDict):
@@ -337,6 +343,7 @@ class Cart(TypedDict):
     checkoutOn: NotRequired[datetime]
     orderId: NotRequired[ObjectId]
     endedOn: NotRequired[datetime]
+    canceledShows: NotRequired[list[dict]]  # [{sessionId, name, start, seats}]: performances canceled while held
 
 
 class CheckIn(TypedDict):

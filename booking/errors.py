@@ -3,6 +3,8 @@
 Views turn them into 4xx responses or inline messages; nothing here knows about HTTP.
 """
 
+from django.utils.translation import gettext, ngettext
+
 
 class BookingError(Exception):
     code = "booking_error"
@@ -19,7 +21,10 @@ class InvalidLayout(BookingError):
     def __init__(self, message: str, *, row: int | None = None, column: int | None = None):
         where = ""
         if row is not None:
-            where = f"Row {row + 1}" + (f", column {column + 1}" if column is not None else "") + ": "
+            if column is not None:
+                where = gettext("Row %(row)d, column %(column)d: ") % {"row": row + 1, "column": column + 1}
+            else:
+                where = gettext("Row %(row)d: ") % {"row": row + 1}
         super().__init__(where + message, row=row, column=column)
 
 
@@ -42,8 +47,12 @@ class SeatsTaken(BookingError):
 
     def __init__(self, seat_names: list[str]):
         names = ", ".join(seat_names)
-        verb = "was" if len(seat_names) == 1 else "were"
-        super().__init__(f"Sorry, {names} {verb} just taken by someone else.", seats=seat_names)
+        message = ngettext(
+            "Sorry, %(names)s was just taken by someone else.",
+            "Sorry, %(names)s were just taken by someone else.",
+            len(seat_names),
+        ) % {"names": names}
+        super().__init__(message, seats=seat_names)
         self.seat_names = seat_names
 
 

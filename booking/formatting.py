@@ -7,14 +7,15 @@ wherever it is shown.
 """
 
 from datetime import date, datetime
+from decimal import Decimal
 from functools import lru_cache
 from html import escape as _escape
 
+from babel import Locale, dates, numbers
 from django.conf import settings
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.formats import date_format
-
-CURRENCY_SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£"}
+from django.utils.translation import gettext, pgettext
 
 
 def escape(text) -> str:
@@ -25,29 +26,54 @@ def escape(text) -> str:
     return _escape(str(text))
 
 
+def _locale() -> Locale:
+    """The active language's Babel locale (the request's, or the one a mail task activated)."""
+    return _babel_locale(translation.get_language() or settings.LANGUAGE_CODE)
+
+
+@lru_cache(maxsize=16)
+def _babel_locale(language: str) -> Locale:
+    return Locale.parse(translation.to_locale(language))
+
+
 def thousands(number: int) -> str:
-    """1234567 -> "1,234,567"."""
-    return f"{number:,}"
+    """1234567 -> "1,234,567" in English, "1.234.567" in German."""
+    return _thousands(int(number), translation.get_language() or settings.LANGUAGE_CODE)
+
+
+@lru_cache(maxsize=4096)
+def _thousands(number: int, language: str) -> str:
+    return numbers.format_decimal(number, locale=_babel_locale(language))
 
 
 def format_money(cents: int | None, currency: str | None = None) -> str:
-    """Integer minor units as the pages show them: "€25" or "€25.50"; a currency without a
-    symbol as "25.00 CHF". None is ""."""
+    """Integer minor units as the pages show them, in the active language (Babel's currency
+    patterns): "€25", "€1,234.50" in English, "25 €", "1.234,50 €" in German; a currency
+    without a symbol as "9.00 CHF" / "9,00 CHF". Whole amounts drop the cents. None is ""."""
     if cents is None:
         return ""
-    currency = currency or settings.BOOKING_CURRENCY
-    sign = "-" if cents < 0 else ""
-    whole, minor = divmod(abs(int(cents)), 100)
-    symbol = CURRENCY_SYMBOLS.get(currency)
-    if symbol:
-        amount = thousands(whole) if minor == 0 else f"{thousands(whole)}.{minor:02d}"
-        return f"{sign}{symbol}{amount}"
-    return f"{sign}{thousands(whole)}.{minor:02d} {currency}"
+    return _money(int(cents), currency or settings.BOOKING_CURRENCY, translation.get_language() or "en")
+
+
+@lru_cache(maxsize=4096)
+def _money(cents: int, currency: str, language: str) -> str:
+    # cached: the seat map and what's on ask for the same few prices again and again
+    locale = _babel_locale(language)
+    amount = Decimal(cents) / 100
+    if numbers.get_currency_symbol(currency, locale) == currency:
+        pattern = "#,##0.00 ¤¤"
+    else:
+        pattern = locale.currency_formats["standard"].pattern
+        if cents % 100 == 0:
+            pattern = pattern.replace(".00", "")
+    return numbers.format_currency(amount, currency, format=pattern, locale=locale, currency_digits=False)
 
 
 def format_money_code(cents: int, currency: str) -> str:
-    """Integer minor units as the confirmation mail writes them: "25.00 EUR"."""
-    return f"{cents // 100}.{cents % 100:02d} {currency}"
+    """Integer minor units as the confirmation mail writes them: "25.00 EUR" ("25,00 EUR")."""
+    return numbers.format_currency(
+        Decimal(int(cents)) / 100, currency, format="#,##0.00 ¤¤", locale=_locale(), currency_digits=False
+    )
 
 
 def countdown(seconds) -> str:
@@ -57,15 +83,16 @@ def countdown(seconds) -> str:
 
 
 def seat_label(row: str, seat: str) -> str:
-    """How a seat is named everywhere: "Row A, seat 12"."""
-    return f"Row {row}, seat {seat}"
+    """How a seat is named everywhere: "Row A, seat 12" ("Reihe A, Platz 12")."""
+    return gettext("Row %(row)s, seat %(seat)s") % {"row": row, "seat": seat}
 
 
 @lru_cache(maxsize=256)
 def day_title(day: date, language: str) -> str:
-    """A day's heading in the what's on list, e.g. Saturday, 5 December (Django's ``l, j F``),
-    formatted once per day and language rather than a dozen times on every request."""
-    return date_format(day, "l, j F")
+    """A day's heading in the what's on list, e.g. Saturday, 5 December (Django's ``l, j F``;
+    German: Samstag, 5. Dezember), formatted once per day and language rather than a dozen times
+    on every request."""
+    return date_format(day, pgettext("what's on day heading, Django date format", "l, j F"))
 
 
 def clock_time(moment: datetime) -> str:
@@ -73,12 +100,22 @@ def clock_time(moment: datetime) -> str:
     return timezone.localtime(moment).strftime("%H:%M")
 
 
-def sale_time(moment: datetime) -> str:
-    """An on-sale or presale time as the buyer reads it (seconds only when they matter)."""
+def _local_format(moment: datetime, pattern: str) -> str:
     local = timezone.localtime(moment)
-    return local.strftime("%a %d %b %Y, %H:%M:%S" if local.second else "%a %d %b %Y, %H:%M")
+    return dates.format_datetime(local, pattern, tzinfo=local.tzinfo, locale=_locale())
+
+
+def sale_time(moment: datetime, seconds: bool = False) -> str:
+    """An on-sale or presale time as the buyer reads it (seconds when they matter, or asked for):
+    "Sat 05 Dec 2026, 10:00" / "Sa., 05. Dez. 2026, 10:00"."""
+    if seconds or timezone.localtime(moment).second:
+        pattern = pgettext("sale time with seconds, CLDR date pattern", "EEE dd MMM yyyy, HH:mm:ss")
+    else:
+        pattern = pgettext("sale time, CLDR date pattern", "EEE dd MMM yyyy, HH:mm")
+    return _local_format(moment, pattern)
 
 
 def mail_time(moment: datetime) -> str:
-    """A performance's start as the confirmation mail writes it: "Sat 05 Dec 2026, 19:30" (local time)."""
-    return timezone.localtime(moment).strftime("%a %d %b %Y, %H:%M")
+    """A performance's start as the confirmation mail writes it: "Sat 05 Dec 2026, 19:30" (local
+    time; German "Sa., 05. Dez. 2026, 19:30")."""
+    return _local_format(moment, pgettext("performance start, CLDR date pattern", "EEE dd MMM yyyy, HH:mm"))

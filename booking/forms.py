@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, cast
 
 from django import forms
 from django.conf import settings
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext, gettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from .lru import LRUCache
 from .seat_grid import parse_seat_key
@@ -70,19 +71,23 @@ class DayField(forms.DateField):
 
 class WhatsOnFilterForm(forms.Form):
     date = DayField(required=False, widget=KeptDateInput(attrs={"type": "date"}))
-    theater = forms.ChoiceField(required=False, choices=[("", "All theaters")], widget=KeptSelect)
+    theater = forms.ChoiceField(required=False, choices=[("", gettext_lazy("All theaters"))], widget=KeptSelect)
 
     def __init__(self, *args, theaters=(), **kwargs):
         super().__init__(*args, **kwargs)
         field = cast(forms.ChoiceField, self.fields["theater"])
-        field.choices = [("", "All theaters")] + [(str(t["_id"]), t["name"]) for t in theaters]
+        field.choices = [("", gettext("All theaters"))] + [(str(t["_id"]), t["name"]) for t in theaters]
 
 
 class SeatForm(forms.Form):
     """One seat key "row:col" (the map's buttons post ``seat``)."""
 
     seat = forms.CharField(
-        max_length=12, error_messages={"required": "Choose a seat.", "max_length": "That is not a seat on this map."}
+        max_length=12,
+        error_messages={
+            "required": gettext_lazy("Choose a seat."),
+            "max_length": gettext_lazy("That is not a seat on this map."),
+        },
     )
 
     def clean_seat(self):
@@ -90,7 +95,7 @@ class SeatForm(forms.Form):
         try:
             parse_seat_key(raw)
         except ValueError:
-            raise forms.ValidationError("That is not a seat on this map.") from None
+            raise forms.ValidationError(gettext("That is not a seat on this map.")) from None
         return raw
 
 
@@ -104,14 +109,16 @@ class SeatsForm(forms.Form):
 
     def clean(self):
         if not self.raw_seats:
-            raise forms.ValidationError("Choose at least one seat.")
+            raise forms.ValidationError(gettext("Choose at least one seat."))
         if len(self.raw_seats) > settings.BOOKING_MAX_SEATS_PER_CART:
-            raise forms.ValidationError(f"Choose at most {settings.BOOKING_MAX_SEATS_PER_CART} seats.")
+            raise forms.ValidationError(
+                gettext("Choose at most %(max)d seats.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART}
+            )
         for raw in self.raw_seats:
             try:
                 parse_seat_key(raw)
             except ValueError:
-                raise forms.ValidationError("That is not a seat on this map.") from None
+                raise forms.ValidationError(gettext("That is not a seat on this map.")) from None
         self.cleaned_data["seats"] = self.raw_seats
         return self.cleaned_data
 
@@ -119,38 +126,66 @@ class SeatsForm(forms.Form):
 class BestAvailableForm(forms.Form):
     count = forms.IntegerField(
         error_messages={
-            "required": "Say how many seats you need.",
-            "invalid": "Give the number of seats as a whole number.",
+            "required": gettext_lazy("Say how many seats you need."),
+            "invalid": gettext_lazy("Give the number of seats as a whole number."),
         },
     )
+
+    # optional: one category code ("" is any category); the engine refuses codes the session has not
+    category = forms.RegexField(
+        regex=r"^[a-z]?$", required=False, error_messages={"invalid": _("Choose a category from the list.")}
+    )
+    max_price = forms.IntegerField(required=False, min_value=0)  # minor units: only categories up to this price
+    wheelchair = forms.BooleanField(required=False)  # count wheelchair spaces, each with a companion seat
+    accept = forms.CharField(required=False, max_length=400)  # the split suggestion the buyer takes
 
     def clean_count(self):
         count = self.cleaned_data["count"]
         maximum = settings.BOOKING_MAX_SEATS_PER_CART
         if not 1 <= count <= maximum:
-            raise forms.ValidationError(f"Choose between 1 and {maximum} seats.")
+            raise forms.ValidationError(gettext("Choose between 1 and %(max)d seats.") % {"max": maximum})
         return count
+
+    def clean_accept(self):
+        raw = self.cleaned_data["accept"]
+        keys = [part.strip() for part in raw.split(",") if part.strip()]
+        for key in keys:
+            try:
+                parse_seat_key(key)
+            except ValueError:
+                raise forms.ValidationError(_("That is not a seat on this map.")) from None
+        return keys or None
 
 
 class RemoveSeatForm(SeatForm):
-    session = forms.CharField(max_length=40, error_messages={"required": "Which performance?"})
+    session = forms.CharField(max_length=40, error_messages={"required": gettext_lazy("Which performance?")})
 
 
 class CheckoutForm(forms.Form):
     """Only shapes the fields; the engine's checkout validates name and e-mail (one set of rules)."""
 
-    name = forms.CharField(max_length=200, required=False, widget=forms.TextInput(attrs={"autocomplete": "name"}))
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        widget=forms.TextInput(attrs={"autocomplete": "name"}),
+        label=gettext_lazy("Name"),
+    )
     email = forms.CharField(
-        max_length=300, required=False, widget=forms.EmailInput(attrs={"autocomplete": "email"}), label="E-mail"
+        max_length=300,
+        required=False,
+        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+        label=gettext_lazy("E-mail"),
     )
 
 
 class FindBookingForm(forms.Form):
     ref = forms.CharField(
         max_length=20,
-        label="Booking reference",
-        error_messages={"required": "Enter the booking reference from your confirmation."},
+        label=gettext_lazy("Booking reference"),
+        error_messages={"required": gettext_lazy("Enter the booking reference from your confirmation.")},
     )
     email = forms.CharField(
-        max_length=300, label="E-mail", error_messages={"required": "Enter the e-mail address you booked with."}
+        max_length=300,
+        label=gettext_lazy("E-mail"),
+        error_messages={"required": gettext_lazy("Enter the e-mail address you booked with.")},
     )

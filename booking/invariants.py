@@ -24,7 +24,10 @@ def check_invariants() -> list[str]:
     carts = {c["_id"]: c for c in mongo.carts().find({}, cart_fields, **everything)}
     orders_by_seat: dict = defaultdict(list)
     pending_orders = set()
+    in_flight_seats: set = set()  # seats an open exchange is moving (services/exchanges.py)
+    open_exchanges: set = set()
     order_fields = {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1, "settling": 1}
+    order_fields |= {"exchangeOpen": 1, "exchanges": 1}
     for order in mongo.orders().find({}, order_fields, **everything):
         cart = carts.get(order["cartId"])
         if order["state"] in SEAT_OWNING_ORDER_STATES:  # paid, or partially refunded: its remaining lines
@@ -32,10 +35,15 @@ def check_invariants() -> list[str]:
                 pending_orders.add(order["_id"])  # paid, its seats being sold right now
             for line in order["lines"]:
                 orders_by_seat[(line["sessionId"], line["key"])].append(order)
+            for seat in _exchange_in_flight(order):
+                orders_by_seat[seat].append(order)
+                in_flight_seats.add(seat)
+            if order.get("exchangeOpen"):
+                open_exchanges.add(order["exchangeOpen"])
         elif not order.get("seatsReleased", True):
             breaches.append(f"order {order['ref']} is {order['state']} but its seats were not given back yet")
 
-    session_fields = {"name": 1, "seats": 1, "seatsAvailable": 1, "reservations": 1}
+    session_fields = {"name": 1, "seats": 1, "seatsAvailable": 1, "reservations": 1, "exchangeHolds": 1}
     for session in mongo.sessions().find({}, session_fields, **everything):
         if "seats" not in session:
             continue  # compacted after the show (services/retention.py): no grid to check
@@ -45,6 +53,11 @@ def check_invariants() -> list[str]:
         free = sum(row.count(FREE) for row in grid)
         if free != session["seatsAvailable"]:
             breaches.append(f"{label}: seatsAvailable is {session['seatsAvailable']} but {free} cells are free")
+        for hold in session.get("exchangeHolds", []):
+            if hold["_id"] not in open_exchanges:
+                breaches.append(
+                    f"{label}: seats {hold['seats']} are kept for exchange {hold['_id']}, which is not open"
+                )
         holders: Counter[str] = Counter()
         for res in session.get("reservations", []):
             cart = carts.get(res["_id"])
@@ -59,6 +72,8 @@ def check_invariants() -> list[str]:
                 unknown = set(res["seats"]) - known
                 if unknown:
                     breaches.append(f"{label}: cart {res['_id']} holds {sorted(unknown)} without knowing it")
+            if set(res.get("house", ())) - set(res["seats"]):  # staff's house seats (services/counter.py)
+                breaches.append(f"{label}: cart {res['_id']} lists house seats it does not hold")
             for key in res["seats"]:
                 holders[key] += 1
                 r, c = parse_seat_key(key)
@@ -76,12 +91,30 @@ def check_invariants() -> list[str]:
                     )
                 if state == SOLD and len(owners) != 1:
                     breaches.append(f"{label}: sold seat {key} belongs to {len(owners)} paid orders, not exactly one")
-                if owners and state != SOLD and not all(o["_id"] in pending_orders for o in owners):
+                if (
+                    owners
+                    and state != SOLD
+                    and (sid, key) not in in_flight_seats
+                    and not all(o["_id"] in pending_orders for o in owners)
+                ):
                     breaches.append(f"{label}: seat {key} is in order {owners[0]['ref']} but its cell is {state}")
     breaches += money_breaches()  # no order paid twice, no money kept without its seats
     breaches.extend(checkin_breaches())
     breaches.extend(offer_breaches(carts))
     return breaches
+
+
+def _exchange_in_flight(order: dict) -> list[tuple]:
+    """Seats an open exchange of the order is moving: before the switch the new ones (taken, or
+    about to be), after it the old ones until they are freed. The order owns them meanwhile."""
+    xid = order.get("exchangeOpen")
+    record = next((x for x in order.get("exchanges", []) if x["_id"] == xid), None) if xid else None
+    if record is None:
+        return []
+    lines = record["new"] if record["state"] in ("started", "awaiting_payment", "taken") else record["old"]
+    if record["state"] not in ("started", "awaiting_payment", "taken", "switched"):
+        return []
+    return [(line["sessionId"], line["key"]) for line in lines]
 
 
 def checkin_breaches() -> list[str]:
@@ -113,14 +146,17 @@ def offer_breaches(carts: dict | None = None) -> list[str]:
       not given back) are no more than its cap.
 
     ``carts``: every cart by id, with items and promo (check_invariants has read them)."""
-    from .services import offers, promos
+    from .services import offers, pricing, promos
 
     if carts is None:
         fields = {"state": 1, "items": 1, "promo": 1}
         carts = {c["_id"]: c for c in mongo.carts().find({}, fields, hint=[("_id", 1)])}  # all, on purpose
     breaches = []
     fields = {"ref": 1, "cartId": 1, "lines": 1, "total": 1, "fee": 1, "promo": 1, "discount": 1}
+    fields.update({"exchanges": 1, "compReason": 1})
     for order in mongo.orders().find({"state": OrderState.PAID}, fields, hint=[("_id", 1)]):  # all, on purpose
+        if order.get("exchanges"):
+            continue  # priced again by an exchange (services/exchanges.py), not by its cart any more
         cart = carts.get(order["cartId"])
         lines = order["lines"]
         if cart is not None:
@@ -139,6 +175,8 @@ def offer_breaches(carts: dict | None = None) -> list[str]:
                         f"{offers.item_type(item)}, the price table said {locked} when it was held"
                     )
         promo = order.get("promo") or (cart or {}).get("promo")
+        if promo is None and order.get("compReason"):  # complimentary at the counter (services/counter.py)
+            promo = pricing.COMPLIMENTARY
         if promo is None and (order.get("discount") or any(line.get("discount") for line in lines)):
             breaches.append(f"order {order['ref']}: a discount without a promo code")
         wanted = promos.line_discounts(lines, promo) if promo else [0] * len(lines)

@@ -15,7 +15,10 @@ The row label before ``:`` is optional (rows are then labelled A, B, C ...). Sea
 import re
 import string
 
+from django.utils.translation import gettext
+
 from .errors import InvalidLayout
+from .formatting import thousands
 
 MAX_ROWS = 300
 MAX_CELLS_PER_ROW = 400
@@ -40,24 +43,28 @@ def auto_row_label(index: int) -> str:
 
 def validate_categories(categories) -> list[dict]:
     if not isinstance(categories, list) or not categories:
-        raise InvalidLayout("Give at least one seat category.")
+        raise InvalidLayout(gettext("Give at least one seat category."))
     clean = []
     seen = set()
     for i, cat in enumerate(categories):
         if not isinstance(cat, dict):
-            raise InvalidLayout(f"Category {i + 1} must be an object with a code and a name.")
+            raise InvalidLayout(
+                gettext("Category %(number)s must be an object with a code and a name.") % {"number": i + 1}
+            )
         code = cat.get("code")
         name = str(cat.get("name", "")).strip()
         if not isinstance(code, str) or len(code) != 1 or code not in string.ascii_lowercase:
-            raise InvalidLayout(f"Category {i + 1}: the code must be one lowercase letter (a-z).")
+            raise InvalidLayout(
+                gettext("Category %(number)s: the code must be one lowercase letter (a-z).") % {"number": i + 1}
+            )
         if code in seen:
-            raise InvalidLayout(f"Category code '{code}' is used twice.")
+            raise InvalidLayout(gettext("Category code '%(code)s' is used twice.") % {"code": code})
         if not name or len(name) > 40:
-            raise InvalidLayout(f"Category '{code}' needs a name of 1 to 40 characters.")
+            raise InvalidLayout(gettext("Category '%(code)s' needs a name of 1 to 40 characters.") % {"code": code})
         seen.add(code)
         color = cat.get("color") or DEFAULT_CATEGORY_COLORS[i % len(DEFAULT_CATEGORY_COLORS)]
         if not re.fullmatch(r"#[0-9a-fA-F]{6}", str(color)):
-            raise InvalidLayout(f"Category '{code}': the colour must look like #3b82f6.")
+            raise InvalidLayout(gettext("Category '%(code)s': the colour must look like #3b82f6.") % {"code": code})
         clean.append({"code": code, "name": name, "color": color})
     return clean
 
@@ -88,8 +95,10 @@ def parse_grid(text: str, categories: list[dict]) -> dict:
                 cells.append({"cat": char.lower(), "wheelchair": True})
             else:
                 raise InvalidLayout(
-                    f"'{char}' is not a seat category ({', '.join(sorted(codes))}), "
-                    "its upper case (wheelchair space) or '.' (gap).",
+                    gettext(
+                        "'%(char)s' is not a seat category (%(codes)s), its upper case (wheelchair space) or '.' (gap)."
+                    )
+                    % {"char": char, "codes": ", ".join(sorted(codes))},
                     row=row_index,
                     column=col,
                 )
@@ -137,29 +146,38 @@ def layout_to_grid(layout: dict) -> str:
 def validate_layout(layout) -> dict:
     """Check a layout (from the grid or imported JSON) and return a clean copy."""
     if not isinstance(layout, dict):
-        raise InvalidLayout("A layout must be an object with 'categories' and 'rows'.")
+        raise InvalidLayout(gettext("A layout must be an object with 'categories' and 'rows'."))
     categories = validate_categories(layout.get("categories"))
     codes = {c["code"] for c in categories}
     rows = layout.get("rows")
     if not isinstance(rows, list) or not rows:
-        raise InvalidLayout("A layout needs at least one row.")
+        raise InvalidLayout(gettext("A layout needs at least one row."))
     if len(rows) > MAX_ROWS:
-        raise InvalidLayout(f"A layout may have at most {MAX_ROWS} rows; this one has {len(rows)}.")
+        raise InvalidLayout(
+            gettext("A layout may have at most %(MAX_ROWS)s rows; this one has %(count)s.")
+            % {"MAX_ROWS": MAX_ROWS, "count": len(rows)}
+        )
     clean_rows = []
     row_labels = set()
     seats = 0
     for r, row in enumerate(rows):
         if not isinstance(row, dict) or not isinstance(row.get("cells"), list):
-            raise InvalidLayout("Each row needs a label and a list of cells.", row=r)
+            raise InvalidLayout(gettext("Each row needs a label and a list of cells."), row=r)
         label = str(row.get("label", "")).strip()
         if not _LABEL.match(label):
-            raise InvalidLayout(f"Row label '{label}' must be 1-8 letters or digits.", row=r)
+            raise InvalidLayout(
+                gettext("Row label '%(label)s' must be 1-8 letters or digits.") % {"label": label}, row=r
+            )
         if label in row_labels:
-            raise InvalidLayout(f"Row label '{label}' is used twice.", row=r)
+            raise InvalidLayout(gettext("Row label '%(label)s' is used twice.") % {"label": label}, row=r)
         row_labels.add(label)
         cells = row["cells"]
         if len(cells) > MAX_CELLS_PER_ROW:
-            raise InvalidLayout(f"A row may have at most {MAX_CELLS_PER_ROW} cells.", row=r)
+            raise InvalidLayout(
+                gettext("A row may have at most %(MAX_CELLS_PER_ROW)s cells.")
+                % {"MAX_CELLS_PER_ROW": MAX_CELLS_PER_ROW},
+                row=r,
+            )
         seat_labels = set()
         clean_cells: list[dict | None] = []
         for c, cell in enumerate(cells):
@@ -167,18 +185,34 @@ def validate_layout(layout) -> dict:
                 clean_cells.append(None)
                 continue
             if not isinstance(cell, dict):
-                raise InvalidLayout("A cell is either null (a gap) or a seat object.", row=r, column=c)
+                raise InvalidLayout(gettext("A cell is either null (a gap) or a seat object."), row=r, column=c)
             seat_label = str(cell.get("label", "")).strip()
             if not _LABEL.match(seat_label):
-                raise InvalidLayout(f"Seat label '{seat_label}' must be 1-8 letters or digits.", row=r, column=c)
+                raise InvalidLayout(
+                    gettext("Seat label '%(seat_label)s' must be 1-8 letters or digits.") % {"seat_label": seat_label},
+                    row=r,
+                    column=c,
+                )
             if seat_label in seat_labels:
-                raise InvalidLayout(f"Seat {seat_label} appears twice in row {label}.", row=r, column=c)
+                raise InvalidLayout(
+                    gettext("Seat %(seat_label)s appears twice in row %(label)s.")
+                    % {"seat_label": seat_label, "label": label},
+                    row=r,
+                    column=c,
+                )
             seat_labels.add(seat_label)
             cat = cell.get("cat")
             if not isinstance(cat, str):
-                raise InvalidLayout(f"Seat {seat_label} has no category letter.", row=r, column=c)
+                raise InvalidLayout(
+                    gettext("Seat %(seat_label)s has no category letter.") % {"seat_label": seat_label}, row=r, column=c
+                )
             if cat not in codes:
-                raise InvalidLayout(f"Seat {seat_label} has an unknown category '{cat[:10]}'.", row=r, column=c)
+                raise InvalidLayout(
+                    gettext("Seat %(seat)s has an unknown category '%(category)s'.")
+                    % {"seat": seat_label, "category": cat[:10]},
+                    row=r,
+                    column=c,
+                )
             clean = {"label": seat_label, "cat": cell["cat"]}
             if cell.get("wheelchair"):
                 clean["wheelchair"] = True
@@ -188,9 +222,12 @@ def validate_layout(layout) -> dict:
             seats += 1
         clean_rows.append({"label": label, "cells": clean_cells})
     if seats == 0:
-        raise InvalidLayout("A layout needs at least one seat.")
+        raise InvalidLayout(gettext("A layout needs at least one seat."))
     if seats > MAX_SEATS:
-        raise InvalidLayout(f"A layout may have at most {MAX_SEATS} seats; this one has {seats}.")
+        raise InvalidLayout(
+            gettext("A layout may have at most %(MAX_SEATS)s seats; this one has %(seats)s.")
+            % {"MAX_SEATS": MAX_SEATS, "seats": seats}
+        )
     return {"categories": categories, "rows": clean_rows}
 
 
@@ -214,25 +251,38 @@ def validate_sections(sections) -> list[dict]:
     """``[{"name": "North 1", "layout": {...}}, ...]`` -> a clean copy. Each section is checked as a
     layout of its own (so each stays within one document's limits); names are unique."""
     if not isinstance(sections, list) or not sections:
-        raise InvalidLayout("A sectioned venue needs at least one section.")
+        raise InvalidLayout(gettext("A sectioned venue needs at least one section."))
     if len(sections) > MAX_SECTIONS:
-        raise InvalidLayout(f"A venue may have at most {MAX_SECTIONS} sections; this one has {len(sections)}.")
+        raise InvalidLayout(
+            gettext("A venue may have at most %(MAX_SECTIONS)s sections; this one has %(count)s.")
+            % {"MAX_SECTIONS": MAX_SECTIONS, "count": len(sections)}
+        )
     clean, names, total = [], set(), 0
     for i, section in enumerate(sections):
         if not isinstance(section, dict):
-            raise InvalidLayout(f"Section {i + 1} must be an object with a name and a layout.")
+            raise InvalidLayout(
+                gettext("Section %(number)s must be an object with a name and a layout.") % {"number": i + 1}
+            )
         name = " ".join(str(section.get("name", "")).split())
         if not _SECTION_NAME.match(name):
-            raise InvalidLayout(f"Section {i + 1}: the name must be 1-40 letters, digits, spaces, dots or dashes.")
+            raise InvalidLayout(
+                gettext("Section %(number)s: the name must be 1-40 letters, digits, spaces, dots or dashes.")
+                % {"number": i + 1}
+            )
         if name in names:
-            raise InvalidLayout(f"Section name '{name}' is used twice.")
+            raise InvalidLayout(gettext("Section name '%(name)s' is used twice.") % {"name": name})
         names.add(name)
         try:
             layout = validate_layout(section.get("layout"))
         except InvalidLayout as exc:
-            raise InvalidLayout(f"Section {name}: {exc.message}") from None
+            raise InvalidLayout(
+                gettext("Section %(name)s: %(message)s") % {"name": name, "message": exc.message}
+            ) from None
         total += seat_count(layout)
         clean.append({"name": name, "layout": layout})
     if total > MAX_VENUE_SEATS:
-        raise InvalidLayout(f"A venue may have at most {MAX_VENUE_SEATS:,} seats; this one has {total:,}.")
+        raise InvalidLayout(
+            gettext("A venue may have at most %(max)s seats; this one has %(total)s.")
+            % {"max": thousands(MAX_VENUE_SEATS), "total": thousands(total)}
+        )
     return clean

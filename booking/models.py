@@ -93,6 +93,18 @@ class WaitingRoom(MongoDocument):
         verbose_name = "waiting room"
 
 
+class BoxOffice(MongoDocument):
+    """Carries the permission to sell for a customer at the counter or on the phone
+    (``booking.sell_at_counter``: the session page's "Sell", booking/staff/counter.py)."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_box_office"
+        verbose_name = "box office"
+        default_permissions = ()
+        permissions = [("sell_at_counter", "Can sell tickets at the counter and on the phone")]
+
+
 class PromoCode(MongoDocument):
     """Promo codes and voucher batches (booking/staff/promo_codes.py): view to look and export a
     batch, add to create codes and batches, change to edit a code's terms."""

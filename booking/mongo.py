@@ -267,6 +267,13 @@ def ensure_indexes() -> list[str]:
     )
     for flag in ("settling", "refundDue", "noticeMail"):
         created.append(_index(orders(), [(flag, 1)], name=flag, sparse=True))
+    # staff changes (services/exchanges.py, change_notices.py, session_cancel.py): open exchanges,
+    # seats an exchange took, notices not sent yet, session cancellations under way
+    created.append(_index(orders(), [("exchangeOpen", 1)], name="exchange_open", sparse=True))
+    created.append(_index(orders(), [("exchangedLines.ticket", 1)], name="exchanged_ticket", sparse=True))
+    created.append(_index(sessions(), [("exchangeHolds._id", 1)], name="exchange_holds", sparse=True))
+    created.append(_index(orders(), [("changeNotices.state", 1)], name="change_notices", sparse=True))
+    created.append(_index(sessions(), [("cancelRun.state", 1)], name="cancel_run", sparse=True))
     # door check-in of refunded tickets (services/checkin.py): they are refused, also offline
     created.append(_index(orders(), [("refundedLines.ticket", 1)], name="refunded_ticket", sparse=True))
     created.append(_index(orders(), [("refundedLines.sessionId", 1)], name="refunded_session", sparse=True))

@@ -11,6 +11,7 @@ the field; plain post: 302 back to the cart with the message (a bad choice or co
 from django import forms
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 from django.views.decorators.http import require_POST
 
 from . import buyer
@@ -21,7 +22,7 @@ from .services import offers
 
 
 class TicketTypeForm(RemoveSeatForm):
-    ticket_type = forms.SlugField(max_length=20, error_messages={"required": "Choose a ticket type."})
+    ticket_type = forms.SlugField(max_length=20, error_messages={"required": gettext_lazy("Choose a ticket type.")})
 
 
 def _cart_answer(request, *, field_errors: dict | None = None, status: int = 200):
@@ -36,7 +37,7 @@ def _cart_answer(request, *, field_errors: dict | None = None, status: int = 200
 def choose_ticket_type(request):
     form = TicketTypeForm(request.POST)
     if not form.is_valid():
-        return _cart_answer(request, field_errors={"ticket_type": "Choose a ticket type."}, status=400)
+        return _cart_answer(request, field_errors={"ticket_type": gettext("Choose a ticket type.")}, status=400)
     try:
         sid = object_id(form.cleaned_data["session"], "performance")
         offers.choose_ticket_type(
@@ -57,7 +58,7 @@ def choose_ticket_type(request):
     return redirect("booking:cart")
 
 
-TOO_MANY_PROMO_TRIES = "Too many code attempts from your connection. Please wait a minute and try again."
+TOO_MANY_PROMO_TRIES = gettext_noop("Too many code attempts from your connection. Please wait a minute and try again.")
 
 
 @require_POST
@@ -70,12 +71,12 @@ def apply_promo(request):
     from .services import promos
 
     if ratelimits.rate_exceeded(request, "booking.promo", getattr(settings, "BOOKING_PROMO_CODE_RATE", "10/m")):
-        return _cart_answer(request, field_errors={"code": TOO_MANY_PROMO_TRIES}, status=429)
+        return _cart_answer(request, field_errors={"code": gettext(TOO_MANY_PROMO_TRIES)}, status=429)
     try:
         promos.apply_code(buyer.owner(request) or "", buyer.cart_id(request), request.POST.get("code", "")[:100])
     except BookingError as exc:
         return _cart_answer(request, field_errors={"code": exc.message}, status=400 if not request.htmx else 200)
-    messages.success(request, "The code was applied.")
+    messages.success(request, gettext("The code was applied."))
     return _cart_answer(request) if request.htmx else redirect("booking:cart")
 
 

@@ -29,6 +29,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.csp import CSP
+from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -36,6 +37,7 @@ from . import buyer, clock, payments, presenters, selectors
 from .domain import CartState
 from .errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from .forms import CheckoutForm
+from .localized import ORDER_STATE_LABELS, order_state_label
 from .payments import base, money, receipts
 from .payments.stripe_provider import time_in_stripe_ms
 from .services import payments as payment_service
@@ -44,21 +46,13 @@ from .services import pricing
 logger = logging.getLogger("booking.views")
 
 CARD_FORM_STATES = (base.OPEN, base.FAILED, base.CANCELED, base.ACTION, None)  # the buyer (re)enters a card
-STATE_LABELS = {
-    "pending_payment": "Waiting for payment",
-    "paid": "Paid",
-    "expired": "Expired (not paid)",
-    "canceled": "Canceled",
-    "refunded": "Refunded",
-    "partially_refunded": "Partly refunded",
-    "failed": "Not completed",
-}
+STATE_LABELS = ORDER_STATE_LABELS
 
 
 def state_label(order: dict) -> str:
     if order.get("method") == payments.BOX_OFFICE and order["state"] == "pending_payment":
-        return "Reserved: pay at the box office"
-    return STATE_LABELS.get(order["state"], order["state"])
+        return gettext("Reserved: pay at the box office")
+    return order_state_label(order["state"])
 
 
 # --- the pages that load Stripe.js ---
@@ -131,7 +125,7 @@ def payment_context(request, order: dict) -> dict:
         "is_buyer": is_buyer,
         "state_label": state_label(order),
         "pay_status": pay.get("status"),
-        "pay_failure": pay.get("failure") or "",
+        "pay_failure": gettext(pay["failure"]) if pay.get("failure") else "",  # stored in English
         "card_form": pending and card and pay.get("status") in CARD_FORM_STATES,
         "processing": pending and card and pay.get("status") in (base.PROCESSING, "confirming"),
         "seconds_left": presenters.seconds_left(pay["until"], now) if pending and pay.get("until") else 0,
@@ -204,8 +198,8 @@ def _stripe_timing(view):
 def checkout(request):
     from .views import _current_cart
 
-    cart, _expired = _current_cart(request)
     if request.method != "POST":
+        cart, _expired = _current_cart(request)
         if cart is None or not cart["items"]:
             paying = _paying_order(request)
             if paying is not None:
@@ -219,7 +213,7 @@ def checkout(request):
     owner = buyer.owner(request)
     try:
         if owner is None:
-            raise NotFound("You have no seats on hold.")
+            raise NotFound(gettext("You have no seats on hold."))
         order = payment_service.start(
             owner,
             buyer.cart_id(request),
@@ -230,6 +224,8 @@ def checkout(request):
     except InvalidRequest as exc:
         for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():
             form.add_error(field if field in form.fields else None, message)
+        # the cart is read only for the form shown again: a submit that works reads it once, in start()
+        cart, _expired = _current_cart(request)
         if cart is None:
             return redirect("booking:cart")
         status = 200 if request.htmx else 400  # htmx swaps only 2xx answers: the form with its errors
@@ -283,7 +279,7 @@ def pay(request, ref):
     try:
         outcome = payment_service.pay_with_card(ref, buyer.owner(request), request.POST.get("payment_method", ""))
     except NotFound:
-        return JsonResponse({"status": "error", "message": "No such booking."}, status=404)
+        return JsonResponse({"status": "error", "message": gettext("No such booking.")}, status=404)
     except InvalidRequest as exc:
         return JsonResponse({"status": "failed", "message": exc.message}, status=400)
     except base.ProviderError:
@@ -291,11 +287,12 @@ def pay(request, ref):
         return JsonResponse(
             {
                 "status": "failed",
-                "message": "The payment service did not answer. Nothing was charged; please try again.",
+                "message": gettext("The payment service did not answer. Nothing was charged; please try again."),
             },
             status=502,
         )
-    return JsonResponse(_pay_answer(outcome.status, outcome.order, outcome.message, outcome.client_secret))
+    message = gettext(outcome.message) if outcome.message else ""  # the provider's reason, stored in English
+    return JsonResponse(_pay_answer(outcome.status, outcome.order, message, outcome.client_secret))
 
 
 def _pay_answer(status: str, order: dict, message: str = "", client_secret: str = "") -> dict:
@@ -308,7 +305,7 @@ def _pay_answer(status: str, order: dict, message: str = "", client_secret: str 
     if status == base.ACTION and client_secret:
         answer["client_secret"] = client_secret
     if status == base.FAILED and not message:
-        answer["message"] = "The payment did not go through. Please try again or use another card."
+        answer["message"] = gettext("The payment did not go through. Please try again or use another card.")
     return answer
 
 
@@ -323,7 +320,8 @@ def payment_status(request, ref):
         return HttpResponse(status=404)
     if request.GET.get("format") == "json":
         status = order["state"] if order["state"] != "pending_payment" else order["payment"]["status"]
-        return JsonResponse(_pay_answer(status, order, order["payment"].get("failure") or ""))
+        failure = order["payment"].get("failure")
+        return JsonResponse(_pay_answer(status, order, gettext(failure) if failure else ""))
     if order["state"] != "pending_payment":
         response = HttpResponse(status=204)
         response["HX-Redirect"] = reverse("booking:order", args=[order["ref"]])
@@ -343,7 +341,7 @@ def cancel_payment(request, ref):
         return redirect("booking:order", ref=ref)
     buyer.forget_cart(request)
     if order["state"] == "canceled":
-        messages.success(request, "Your booking was canceled and the seats released. Nothing was charged.")
+        messages.success(request, gettext("Your booking was canceled and the seats released. Nothing was charged."))
         return redirect("booking:whats_on")
     return redirect("booking:order", ref=order["ref"])  # it had been paid meanwhile
 
@@ -369,12 +367,12 @@ def receipt_pdf(request, ref):
     except TooManyLookups:
         return _too_many_lookups(request)
     if order is None or not order.get("paidWith"):
-        return _error_page(request, NO_SUCH_BOOKING, 404)
+        return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
     if not order.get("receiptNo"):
         receipts.assign(order["_id"])
         order = selectors.get_order(order["_id"])
         if order is None:  # gone meanwhile
-            return _error_page(request, NO_SUCH_BOOKING, 404)
+            return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
     response = HttpResponse(make_pdf(order), content_type="application/pdf")
     response["Content-Disposition"] = f'inline; filename="receipt-{order["ref"]}.pdf"'
     response["Cache-Control"] = "private, no-store"

@@ -6,9 +6,10 @@ from datetime import datetime
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext, pgettext
 
-from .formatting import day_title, escape, format_money
+from .formatting import day_title, escape, format_money, thousands
+from .localized import localized
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:
@@ -59,8 +60,8 @@ def session_card(session: dict, start: datetime | None = None) -> SessionCard:
     left = session.get("seatsAvailable", 0)
     return SessionCard(
         id=str(session["_id"]),
-        name=session.get("name", ""),
-        description=session.get("description", ""),
+        name=localized(session, "name"),  # the staff's German text on German pages, when set
+        description=localized(session, "description"),
         theater=session.get("theaterName", ""),
         start=start or timezone.localtime(session["start"]),
         end=session.get("end"),
@@ -71,6 +72,12 @@ def session_card(session: dict, start: datetime | None = None) -> SessionCard:
         few_left=0 < left <= max(10, session.get("seatsTotal", 0) // 20),
         sectioned=bool(session.get("sections")),
     )
+
+
+def type_shown(offer: dict) -> dict:
+    """A ticket type as the buyer reads it: the default "Full price" in their language (staff's
+    own type names are shown as staff wrote them)."""
+    return {**offer, "name": gettext(offer["name"])} if offer.get("name") == "Full price" else offer
 
 
 @dataclass
@@ -96,7 +103,7 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
             start = session.get("start")
             group = groups[item["sessionId"]] = CartGroup(
                 session_id=str(item["sessionId"]),
-                name=session.get("name", "Performance"),
+                name=localized(session, "name") or gettext("Performance"),
                 theater=session.get("theaterName", ""),
                 start=timezone.localtime(start) if start else None,
             )
@@ -109,7 +116,7 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
                 "category": categories.get(item["cat"], item["cat"]),
                 "price": item["price"],
                 "ticket_type": item.get("ticketType") or "full",  # services/offers.py
-                "offers": item.get("offers") or [],
+                "offers": [type_shown(offer) for offer in item.get("offers") or []],
                 "error_key": f"{item['sessionId']}:{item['key']}",
             }
         )
@@ -127,14 +134,14 @@ def order_tickets(order: dict) -> list[dict]:
         tickets.append(
             {
                 "code": line["ticket"],
-                "show": session.get("name", ""),
+                "show": localized(session, "name"),
                 "theater": session.get("theaterName", ""),
                 "start": timezone.localtime(start) if start else None,
                 "row": line["row"],
                 "seat": line["seat"],
                 "category": (session.get("categories") or {}).get(line["cat"], line["cat"]),
                 "price": line["price"],
-                "ticket_type": line.get("ticketTypeName") or "Full price",
+                "ticket_type": gettext(line.get("ticketTypeName") or "Full price"),  # the default's name translated
             }
         )
     return tickets
@@ -151,6 +158,7 @@ def section_stands(sections: list[dict]) -> list[dict]:
     placeholder = "0" * 24
     session_url = reverse("booking:session", args=[placeholder])
     stands: list[dict] = []
+    sold_out = pgettext("a stadium section", "sold out")
     for section in sections:
         name = section["section"]["name"]
         stand = name.split(" ", 1)[0]
@@ -159,12 +167,38 @@ def section_stands(sections: list[dict]) -> list[dict]:
         free, total = section.get("seatsAvailable", 0), section.get("seatsTotal", 0)
         level = "sold" if free <= 0 else ("few" if free * 10 <= total else "ok")
         short = escape(name.removeprefix(stand).strip() or name)
-        label = f"Section {escape(name)}: " + (f"{free} of {total} seats free" if free > 0 else "sold out")
+        if free > 0:
+            state = gettext("%(free)s of %(total)s seats free") % {"free": thousands(free), "total": thousands(total)}
+        else:
+            state = sold_out
+        label = gettext("Section %(name)s: %(state)s") % {"name": escape(name), "state": escape(state)}
         url = session_url.replace(placeholder, str(section["_id"]))
         stands[-1]["blocks"].append(
+            # the space: the visible text reads "1 40", which the name must contain (label in name)
             f'<li><a class="block block-{level}" href="{url}" aria-label="{label}">'
-            f"<strong>{short}</strong><small>{free if free > 0 else 'sold out'}</small></a></li>"
+            f"<strong>{short}</strong> <small>{thousands(free) if free > 0 else escape(sold_out)}</small></a></li>"
         )
     for stand in stands:
         stand["blocks_html"] = mark_safe("".join(stand.pop("blocks")))  # noqa: S308 - every part escaped above
     return stands
+
+
+def canceled_shows(cart: dict) -> list[str]:
+    """What the buyer is told about performances canceled while they held seats in them (the
+    cart remembers them: services.carts.drop_canceled_session)."""
+    from django.utils.formats import date_format
+    from django.utils.translation import ngettext
+
+    told = []
+    for note in cart.get("canceledShows", []):
+        when = date_format(timezone.localtime(note["start"]), "D j M, H:i") if note.get("start") else ""
+        told.append(
+            ngettext(
+                "“%(name)s” (%(when)s) has been canceled. The seat you held for it was released; nothing was charged.",
+                "“%(name)s” (%(when)s) has been canceled. The %(count)s seats you held for it were released; "
+                "nothing was charged.",
+                note["seats"],
+            )
+            % {"name": note["name"], "when": when, "count": note["seats"]}
+        )
+    return told

@@ -26,6 +26,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -92,12 +93,12 @@ def _answer(request, raw_queue_id: str, *, partial: bool):
     try:
         queue_id = object_id(raw_queue_id, "waiting room")
     except NotFound:
-        return render(request, "404.html", {"message": "No such waiting room."}, status=404)
+        return render(request, "404.html", {"message": gettext("No such waiting room.")}, status=404)
     config = waiting_room.get_config(queue_id)
     if config is None:
         target = _no_queue_target(queue_id)
         if target is None:
-            return render(request, "404.html", {"message": "No such waiting room."}, status=404)
+            return render(request, "404.html", {"message": gettext("No such waiting room.")}, status=404)
         return _go(request, target)  # the room has ended: seats are sold to everybody
     if has_admission(request, queue_id):
         return _go(request, target_url(config))
@@ -194,12 +195,12 @@ def wait_text(seconds: int | None) -> str:
     if seconds is None:
         return ""
     if seconds < 60:
-        return "less than a minute"
+        return gettext("less than a minute")
     minutes = round(seconds / 60)
     if minutes < 60:
-        return f"about {minutes} minute{'s' if minutes != 1 else ''}"
+        return ngettext("about %(count)d minute", "about %(count)d minutes", minutes) % {"count": minutes}
     hours, minutes = divmod(minutes, 60)
-    return f"about {hours} h {minutes:02d} min"
+    return gettext("about %(hours)d h %(minutes)02d min") % {"hours": hours, "minutes": minutes}
 
 
 # --- used by the session page and the seat actions (booking/views.py) ---

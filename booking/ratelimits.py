@@ -43,6 +43,7 @@ from django.core import checks
 from django.http import HttpResponse
 from django.template import TemplateDoesNotExist
 from django.template.loader import render_to_string
+from django.utils.translation import gettext, gettext_noop
 from redis.exceptions import RedisError
 
 from . import buyer
@@ -53,7 +54,7 @@ logger = logging.getLogger("booking.ratelimits")
 # The views that take seats (names in booking/urls.py). Releases are never limited.
 HOLD_VIEWS = frozenset({"booking:toggle_seat", "booking:hold", "booking:best_available"})
 
-RATE_LIMITED_MESSAGE = "You are choosing seats very fast. Please wait a moment and try again."
+RATE_LIMITED_MESSAGE = gettext_noop("You are choosing seats very fast. Please wait a moment and try again.")
 
 
 def client_ip(request) -> str:
@@ -205,10 +206,12 @@ def lookup_rate_exceeded(request) -> bool:
 def too_many_requests(request) -> HttpResponse:
     try:
         body: str = render_to_string(
-            "booking/session.html#notice", {"notice": RATE_LIMITED_MESSAGE, "notice_level": "error"}, request=request
+            "booking/session.html#notice",
+            {"notice": gettext(RATE_LIMITED_MESSAGE), "notice_level": "error"},
+            request=request,
         )
     except TemplateDoesNotExist:
-        body = RATE_LIMITED_MESSAGE
+        body = gettext(RATE_LIMITED_MESSAGE)
     response = HttpResponse(body, status=429)
     response["Retry-After"] = "10"
     return response

@@ -171,3 +171,53 @@ def _free_runs(layout: dict, cells: list[int], row: int, categories: set[str] | 
 def _focal_point(seats: list[list[int]]) -> tuple[float, float]:
     widest = max(len(r) for r in seats)
     return (len(seats) - 1) * 0.35, (widest - 1) / 2
+
+
+def longest_block(layout: dict, categories: set[str] | None = None) -> int:
+    """The most seats side by side anywhere in the hall (whatever their state now): when it is
+    shorter than what the buyer asks for, no sale could ever give them that block."""
+    longest = 0
+    for row, cells in enumerate(initial_states(layout)):
+        for start, end in _free_runs(layout, cells, row, categories):
+            longest = max(longest, end - start)
+    return longest
+
+
+def best_wheelchair(
+    layout: dict, seats: list[list[int]], spaces: int, categories: set[str] | None = None
+) -> list[tuple[int, int]] | None:
+    """``spaces`` free wheelchair spaces, each with one free companion seat beside it, closest to
+    the focal point; None when the hall has not that many left."""
+    focal_row, focal_col = _focal_point(seats)
+    candidates = []
+    for row, cells in enumerate(seats):
+        layout_cells = layout["rows"][row]["cells"]
+        for col, state in enumerate(cells):
+            cell = layout_cells[col] if col < len(layout_cells) else None
+            if state != FREE or not cell or not cell.get("wheelchair"):
+                continue
+            if categories is not None and cell["cat"] not in categories:
+                continue
+            companions = [
+                (row, n)
+                for n in (col - 1, col + 1)
+                if 0 <= n < len(cells) and cells[n] == FREE and layout_cells[n] and layout_cells[n].get("companion")
+            ]
+            if companions:
+                distance = abs(col - focal_col) + 1.6 * abs(row - focal_row)
+                candidates.append((distance, row, col, companions))
+    chosen: list[tuple[int, int]] = []
+    taken: set[tuple[int, int]] = set()
+    for _distance, row, col, companions in sorted(candidates):
+        companion = next((c for c in companions if c not in taken), None)
+        if companion is None:
+            continue
+        chosen += [(row, col), companion]
+        taken |= {(row, col), companion}
+        if len(chosen) == 2 * spaces:
+            return sorted(chosen)
+    return None
+
+
+def has_wheelchair_spaces(layout: dict) -> bool:
+    return any(cell and cell.get("wheelchair") for row in layout["rows"] for cell in row["cells"])

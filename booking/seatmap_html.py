@@ -18,22 +18,44 @@ as a plain form post without JavaScript and as an htmx post with it.
 import re
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
 
+from django.utils.translation import get_language, gettext, gettext_noop
+
+from .contrast import ink_on
 from .formatting import escape, format_money, seat_label
 from .lru import LRUCache
-from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD
+from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, has_wheelchair_spaces
 
 STATE_WORDS = {
-    FREE: "available",
-    HELD: "held by someone else",
-    SOLD: "sold",
-    BLOCKED: "not for sale",
+    FREE: gettext_noop("available"),
+    HELD: gettext_noop("held by someone else"),
+    SOLD: gettext_noop("sold"),
+    BLOCKED: gettext_noop("not for sale"),
 }
 STATE_CLASSES = {FREE: "", HELD: " h", SOLD: " x", BLOCKED: " x"}
-MINE_WORDS = "held by you"
+MINE_WORDS = gettext_noop("held by you")
+HOUSE_WORDS = gettext_noop("house seat, blocked: staff may sell it")  # the counter's map (booking/staff/counter.py)
 
 CACHE_SIZE = 64
-_SAFE_CSS = re.compile(r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6}\}$")  # layouts are validated; belt and braces
+_SAFE_CSS = re.compile(
+    r"^\.c-[a-z]\{--cat:#[0-9a-fA-F]{6};--on-cat:#[0-9a-f]{6}\}$"
+)  # layouts are validated; belt and braces
+OFF_SALE_WORDS = gettext_noop("not on sale")  # every free seat of a canceled performance
+
+
+@lru_cache(maxsize=8)
+def _words(language: str) -> dict:
+    """The seat buttons' words in ``language`` (the active one), looked up once per language: the
+    map is built per language (``_maps``), and a lookup per seat would cost more than the seat."""
+    return {
+        **{state: gettext(text) for state, text in STATE_WORDS.items()},
+        "mine": gettext(MINE_WORDS),
+        "off_sale": gettext(OFF_SALE_WORDS),
+        "house": gettext(HOUSE_WORDS),
+        "wheelchair": gettext(", wheelchair space"),
+        "companion": gettext(", companion seat"),
+    }
 
 
 @dataclass(frozen=True)
@@ -45,6 +67,7 @@ class SeatMapHtml:
     # seat key -> (chunk index, html of that seat when it is the viewer's own)
     held: dict[str, tuple[int, str]]
     width: int  # cells in the widest row, for the map's CSS width
+    wheelchair: bool = False  # the hall has wheelchair spaces (best available offers them)
 
     def for_viewer(self, mine: set[str] | frozenset = frozenset(), picked: set[str] | frozenset = frozenset()) -> str:
         """The map for one viewer: their held seats shown as theirs, ``picked`` ones highlighted."""
@@ -60,7 +83,8 @@ class SeatMapHtml:
         return "".join(chunks)
 
 
-_maps: LRUCache[tuple, SeatMapHtml] = LRUCache(CACHE_SIZE)  # (session id, version) -> its map
+# (session id, version, language) -> its map: seat names and prices are written in the viewer's language
+_maps: LRUCache[tuple, SeatMapHtml] = LRUCache(CACHE_SIZE)
 # Per session: the HTML of each row as last built, keyed by (row index, the row's cell states).
 # A hold changes one row, so a new version re-renders that row and reuses the others.
 _row_memos: LRUCache[object, "_RowMemo"] = LRUCache(CACHE_SIZE)
@@ -74,14 +98,16 @@ class _RowMemo:
     rows: dict  # (row index, states tuple) -> (parts, held); never changed once kept
 
 
-def seat_map_html(session: dict) -> SeatMapHtml:
-    """The shared map of this session version, built once per process and version."""
-    return _maps.get_or_build((session["_id"], session["version"]), lambda: _build_reusing_rows(session))
+def seat_map_html(session: dict, *, house: bool = False) -> SeatMapHtml:
+    """The shared map of this session version, built once per process, version and language.
+    ``house``: the counter's map, where staff may choose blocked (house) seats."""
+    key = (session["_id"], session["version"], get_language(), "house" if house else "")
+    return _maps.get_or_build(key, lambda: _build_reusing_rows(session, house))
 
 
-def cached_seat_map(session_id, version: int) -> SeatMapHtml | None:
+def cached_seat_map(session_id, version: int, *, house: bool = False) -> SeatMapHtml | None:
     """The shared map of this version if this process has built it, else None (nothing is read)."""
-    return _maps.get((session_id, version))
+    return _maps.get((session_id, version, get_language(), "house" if house else ""))
 
 
 def clear_cache() -> None:
@@ -106,15 +132,16 @@ def _signature(session: dict) -> tuple:
     layout = session["layout"]
     categories = _categories(layout, session["prices"], session.get("currency"))
     width = max((len(r["cells"]) for r in layout["rows"]), default=0)
-    return categories, width
+    return categories, width, session.get("status") == "canceled"
 
 
-def _build_reusing_rows(session: dict) -> SeatMapHtml:
+def _build_reusing_rows(session: dict, house: bool = False) -> SeatMapHtml:
     """Build the map reusing the rows this process last built for the session, unless the
     layout, names, prices or width changed since; then keep this version's rows for the next."""
     signature = _signature(session)
     layout_rows = session["layout"]["rows"]
-    memo = _row_memos.get(session["_id"])
+    memo_id = (session["_id"], get_language(), "house" if house else "")  # a row's words are its language's
+    memo = _row_memos.get(memo_id)
     earlier: dict = {}
     if (
         memo is not None
@@ -122,16 +149,16 @@ def _build_reusing_rows(session: dict) -> SeatMapHtml:
         and (memo.layout_rows is layout_rows or memo.layout_rows == layout_rows)
     ):
         earlier = memo.rows
-    built, used = _build(session, signature, earlier)
+    built, used = _build(session, signature, earlier, house)
     # bounded: past four versions' worth, keep only the rows of this version
     rows = used if len(earlier) > 4 * max(len(used), 1) else {**earlier, **used}
-    _row_memos.put(session["_id"], _RowMemo(signature, layout_rows, rows))
+    _row_memos.put(memo_id, _RowMemo(signature, layout_rows, rows))
     return built
 
 
-def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml, dict]:
+def _build(session: dict, signature: tuple, earlier: dict, house: bool = False) -> tuple[SeatMapHtml, dict]:
     """The map, and the rows it is made of (``earlier`` rows are reused where their states match)."""
-    categories_list, width = signature
+    categories_list, width, off_sale = signature
     categories = {code: (name, price) for code, name, price in categories_list}
     states = session["seats"]
     chunks: list[str] = []
@@ -142,17 +169,21 @@ def _build(session: dict, signature: tuple, earlier: dict) -> tuple[SeatMapHtml,
         memo_key = (r, row_states)
         found = earlier.get(memo_key)
         if found is None:
-            found = _build_row(r, row, row_states, categories, width)
+            found = _build_row(r, row, row_states, categories, width, off_sale, house)
         used[memo_key] = found
         parts, row_held = found
         base = len(chunks)
         chunks.extend(parts)
         for key, (index, html) in row_held.items():
             held[key] = (base + index, html)
-    return SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width), used
+    wheelchair = has_wheelchair_spaces(session["layout"])
+    built = SeatMapHtml(version=session["version"], chunks=tuple(chunks), held=held, width=width, wheelchair=wheelchair)
+    return built, used
 
 
-def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: int) -> tuple:
+def _build_row(
+    r: int, row: dict, row_states: tuple, categories: dict, width: int, off_sale: bool = False, house: bool = False
+) -> tuple:
     """One row's HTML as parts: every seat held by someone is a part of its own (the viewer's
     overlay swaps it), with its "held by you" variant in ``held``."""
     stats["rows_built"] += 1
@@ -174,7 +205,7 @@ def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: in
             held[key] = (len(parts), _seat(r, c, cell, row_label, categories, HELD, mine=True))
             parts.append(_seat(r, c, cell, row_label, categories, HELD))
         else:
-            out.append(_seat(r, c, cell, row_label, categories, state))
+            out.append(_seat(r, c, cell, row_label, categories, state, off_sale=off_sale, house=house))
     out.append('<i class="g"></i>' * (width - len(cells)))
     out.append(f'<span class="rl" aria-hidden="true">{row_label}</span></div>')
     parts.append("".join(out))
@@ -182,32 +213,48 @@ def _build_row(r: int, row: dict, row_states: tuple, categories: dict, width: in
 
 
 def _seat(
-    r: int, c: int, cell: dict, row_label: str, categories: dict, state: int, mine=False, picked=False, oob=False
+    r: int,
+    c: int,
+    cell: dict,
+    row_label: str,
+    categories: dict,
+    state: int,
+    mine=False,
+    picked=False,
+    oob=False,
+    off_sale=False,
+    house=False,
 ) -> str:
     """One seat's button. ``row_label`` is escaped; ``categories``: code -> (escaped name, price)."""
     cat = cell["cat"]
     cat_name, price = categories[cat]
+    said = _words(get_language())
     label = escape(cell["label"])
-    extra = flag_words = ""
+    extra = flag_words = data = ""
     mark = label
     if cell.get("wheelchair"):
-        extra, flag_words, mark = " wc", ", wheelchair space", "♿"
+        # the mark is a symbol: the seat's own label rides along for the seat's info sheet (site.js)
+        extra, flag_words, mark, data = " wc", said["wheelchair"], "♿", f' data-l="{label}"'
     elif cell.get("companion"):
-        extra, flag_words = " cp", ", companion seat"
+        extra, flag_words = " cp", said["companion"]
     name = f"{seat_label(row_label, label)}, {cat_name}, {price}{flag_words}"
     if mine:
-        classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", MINE_WORDS, False
+        classes, words, taken = f"me{' pk' if picked else ''} c-{cat}{extra}", said["mine"], False
     elif state == HELD:
-        classes, words, taken = f"h c-{cat}{extra}", STATE_WORDS[HELD], True
+        classes, words, taken = f"h c-{cat}{extra}", said[HELD], True
+    elif house and state == BLOCKED:
+        classes, words, taken = f"hs c-{cat}{extra}", said["house"], False
+    elif off_sale and state == FREE:
+        classes, words, taken = f"c-{cat}{extra} x", said["off_sale"], True
     else:
         classes = f"c-{cat}{extra}{STATE_CLASSES.get(state, ' x')}"
-        words, taken = STATE_WORDS.get(state, "not for sale"), state != FREE
+        words, taken = said.get(state, said[BLOCKED]), state != FREE
     # aria-disabled (not disabled): taken seats stay focusable and say why they cannot be chosen.
     disabled = ' aria-disabled="true"' if taken else ""
     swap = ' hx-swap-oob="true"' if oob else ""
     return (
         f'<button class="s {classes}" name="seat" value="{r}:{c}" id="s{r}-{c}" '
-        f'aria-label="{name}, {words}"{disabled}{swap}>{mark}</button>'
+        f'aria-label="{name}, {words}"{disabled}{swap}{data}>{mark}</button>'
     )
 
 
@@ -238,9 +285,14 @@ def legend(session: dict) -> list[dict]:
 
 
 def category_css(session: dict) -> str:
-    """One CSS rule per category colour (codes are single letters, colours validated hex)."""
+    """One CSS rule per category colour (codes are single letters, colours validated hex), with the
+    seat numbers' colour that reads on it (AA contrast, ``contrast.ink_on``)."""
     used = session["prices"]
-    rules = [f".c-{c['code']}{{--cat:{c['color']}}}" for c in session["layout"]["categories"] if c["code"] in used]
+    rules = [
+        f".c-{c['code']}{{--cat:{c['color']};--on-cat:{ink_on(c['color'])}}}"
+        for c in session["layout"]["categories"]
+        if c["code"] in used
+    ]
     return "".join(rule for rule in rules if _SAFE_CSS.match(rule))
 
 

@@ -13,6 +13,8 @@ from .seat_grid import restored_states
 SUMMARY_FIELDS = {
     "name": 1,
     "description": 1,
+    "nameDe": 1,  # the staff's German name and description (booking/localized.py)
+    "descriptionDe": 1,
     "theaterId": 1,
     "theaterName": 1,
     "start": 1,
@@ -42,6 +44,8 @@ SUMMARY_FIELDS = {
 WHATS_ON_FIELDS = {
     "name": 1,
     "description": 1,
+    "nameDe": 1,
+    "descriptionDe": 1,
     "theaterId": 1,
     "theaterName": 1,
     "start": 1,

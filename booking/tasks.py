@@ -14,7 +14,7 @@ from celery import shared_task
 from django.conf import settings
 
 from .domain import SendOutcome
-from .services import carts, notifications, retention
+from .services import carts, notifications, retention, wheelchair
 from .services import reconcile as reconcile_service
 
 logger = logging.getLogger("booking.tasks")
@@ -43,6 +43,13 @@ def expire_stale_carts(self) -> dict:
         "seats_released": report.seats_released + finished.seats_released,
         "interrupted_finished": finished.holds_released,
     }
+
+
+@shared_task(name="booking.tasks.release_wheelchair_spaces", time_limit=120, soft_time_limit=108)
+def release_wheelchair_spaces() -> dict:
+    """Free wheelchair spaces of shows starting soon go on general sale (services/wheelchair.py)."""
+    report = wheelchair.release_due_spaces()
+    return {"sessions": report.sessions, "released": report.released}
 
 
 @shared_task(
@@ -118,3 +125,38 @@ def send_payment_notice(self, order_id: str) -> str:
         raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
     logger.info("refund notice for order %s: %s", order_id, outcome)
     return outcome
+
+
+@shared_task(name="booking.tasks.send_change_notices", bind=True, max_retries=8, time_limit=120, soft_time_limit=90)
+def send_change_notices(self, order_id: str) -> list[str]:
+    """The e-mails telling a customer their booking was changed or canceled by staff
+    (services/change_notices.py); each notice is sent once however often this runs."""
+    from .services import change_notices
+
+    try:
+        oid = ObjectId(order_id)
+    except (InvalidId, TypeError):
+        return ["invalid id"]
+    try:
+        outcomes = change_notices.send_pending(oid)
+    except notifications.MailServerUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            return ["failed"]  # still pending: reconcile queues it again later
+        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
+    logger.info("change notices for order %s: %s", order_id, outcomes)
+    return outcomes
+
+
+@shared_task(
+    name="booking.tasks.cancel_session_orders", bind=True, max_retries=5, time_limit=3600, soft_time_limit=3500
+)
+def cancel_session_orders(self, session_id: str) -> dict:
+    """Cancel and refund every order of a canceled session (services/session_cancel.py): resumable,
+    each order once."""
+    from .services import session_cancel
+
+    try:
+        sid = ObjectId(session_id)
+    except (InvalidId, TypeError):
+        return {"error": "invalid id"}
+    return session_cancel.run(sid)

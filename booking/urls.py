@@ -38,7 +38,7 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from . import live, offer_views, payment_views, queue_views, views
+from . import exchange_views, live, offer_views, payment_views, queue_views, views
 
 app_name = "booking"
 
@@ -72,5 +72,6 @@ urlpatterns = [
     path("orders/<str:ref>/payment", payment_views.payment_status, name="payment_status"),
     path("orders/<str:ref>/cancel-payment", payment_views.cancel_payment, name="cancel_payment"),
     path("orders/<str:ref>/receipt.pdf", payment_views.receipt_pdf, name="receipt"),
+    path("orders/<str:ref>/exchange-pay", exchange_views.exchange_pay, name="exchange_pay"),  # issue 17
     path("payments/stripe/webhook/", payment_views.stripe_webhook, name="stripe_webhook"),
 ]

@@ -18,12 +18,24 @@ from django.http import HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.cache import patch_vary_headers
+from django.utils.translation import gettext, gettext_noop, ngettext
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap
 
-from . import buyer, clock, formatting, presenters, queue_views, ratelimits, seatmap_html, selectors
+from . import (
+    buyer,
+    clock,
+    formatting,
+    presenters,
+    queue_views,
+    ratelimits,
+    seat_words,
+    seatmap_html,
+    selectors,
+    venue_front,
+)
 from .domain import CartState, SalePhase, SessionStatus, sale_phase
 from .errors import (
     BookingError,
@@ -135,31 +147,35 @@ def whats_on(request):
 def _load_session(session_id: str) -> dict:
     session = selectors.get_session(object_id(session_id, "performance"))
     if session is None:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     return session
 
 
 def _sale_notice(session: dict, access=frozenset()) -> str:
     phase = sale_phase(session, clock.now(), access)
     if phase == SalePhase.CANCELED:
-        return "This performance has been canceled."
+        return gettext("This performance has been canceled.")
     if phase == SalePhase.STARTED:
-        return "This performance has started; seats can no longer be booked."
+        return gettext("This performance has started; seats can no longer be booked.")
     if phase == SalePhase.CLOSED:
-        return "Sales for this performance have closed."
+        return gettext("Sales for this performance have closed.")
     if phase == SalePhase.PRESALE:
         opens = formatting.sale_time(session["saleOpens"])
-        return f"On sale to members until {opens}, to everyone from {opens}."
+        return gettext("On sale to members until %(opens)s, to everyone from %(opens)s.") % {"opens": opens}
     if phase == SalePhase.NOT_YET:
         presale = session.get("presale")
         if presale and presale["key"] not in access:
             members = formatting.sale_time(presale["opens"])
-            return f"On sale to members from {members}, to everyone from {formatting.sale_time(session['saleOpens'])}."
-        return f"On sale from {formatting.sale_time(_opening(session, access))}."
+            everyone = formatting.sale_time(session["saleOpens"])
+            return gettext("On sale to members from %(members)s, to everyone from %(everyone)s.") % {
+                "members": members,
+                "everyone": everyone,
+            }
+        return gettext("On sale from %(opens)s.") % {"opens": formatting.sale_time(_opening(session, access))}
     if phase != SalePhase.OPEN:
-        return "This performance is not on sale."
+        return gettext("This performance is not on sale.")
     if session.get("seatsAvailable", 0) <= 0:
-        return "This performance is sold out."
+        return gettext("This performance is sold out.")
     return ""
 
 
@@ -184,13 +200,24 @@ def _sale_clock(session: dict, access) -> dict:
     }
 
 
+def _drop_canceled(cart: dict | None, session: dict) -> bool:
+    """A performance canceled while this buyer held seats in it: the cart lets them go and says why
+    (the cancelation drops them itself; this covers a cancelation interrupted before it got there)."""
+    if cart is None or session.get("status") != SessionStatus.CANCELED:
+        return False
+    if not any(i["sessionId"] == session["_id"] for i in cart["items"]):
+        return False
+    cart_service.drop_canceled_session(cart["_id"], session)
+    return True
+
+
 def _load_session_page(session_id: str) -> tuple[dict, seatmap_html.SeatMapHtml]:
     """The session and its built map. When this process has built the map of the current version,
     one small read (no seat states, no layout rows); otherwise a second, full read builds it."""
     sid = object_id(session_id, "performance")
     session = selectors.get_session_head(sid)
     if session is None or session.get("status") == SessionStatus.DRAFT:
-        raise NotFound("No such performance.")  # a draft is for staff only
+        raise NotFound(gettext("No such performance."))  # a draft is for staff only
     shared = seatmap_html.cached_seat_map(sid, session["version"])
     if shared is None:
         session = _load_session(session_id)
@@ -214,12 +241,14 @@ def _map_context(request, session: dict, cart: dict | None, picked=(), shared=No
         "refresh_ms": LIVE_REFRESH_SECONDS * 1000,
         "push": settings.BOOKING_PUSH,
         "sale_notice": _sale_notice(session, access),
+        "front": venue_front.front_word(session),
     }
 
 
 def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) -> dict:
     if cart is None:
         return {"cart": None, "cart_expired": expired, "groups": [], "total": 0, "seconds_left": 0}
+    canceled = presenters.canceled_shows(cart)
     known = {s["_id"]: s for s in known_sessions}
     wanted = {i["sessionId"] for i in cart["items"]} - set(known)
     known.update(selectors.session_summaries(wanted))
@@ -232,6 +261,7 @@ def _cart_context(request, cart: dict | None, expired: bool, known_sessions=()) 
         "seat_count": len(cart["items"]),
         "expires_at": cart["expiresAt"],
         "seconds_left": presenters.seconds_left(cart["expiresAt"], clock.now()),
+        "canceled_shows": canceled,
     }
 
 
@@ -242,6 +272,8 @@ def session_page(request, session_id):
         session, shared = _load_session_page(session_id)
     except NotFound as exc:
         return _error_page(request, exc, 404)
+    if _drop_canceled(cart, session):
+        cart, expired = _current_cart(request)
     turn = queue_views.session_gate(request, session)  # waiting room: None, a redirect, or the admission
     if isinstance(turn, HttpResponse):
         return turn
@@ -255,6 +287,10 @@ def session_page(request, session_id):
             "legend": seatmap_html.legend(session),
             "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
+            "held_here": len(selectors.cart_seat_keys(cart, session["_id"])),
+            "has_wheelchair": shared.wheelchair,
+            "price_steps": sorted({p for p in session["prices"].values()}),
+            "wheelchair_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART // 2 + 1),
             "admission": turn,
             **extra,
         }
@@ -263,7 +299,8 @@ def session_page(request, session_id):
         # The same page for every viewer without a cart, a message, a presale or a waiting-room
         # turn: built once per version.
         tz = timezone.get_current_timezone_name()
-        key = (session["_id"], session["version"], template, _sale_notice(session), tz)
+        language = translation.get_language()  # the page's words and formats are the buyer's language's
+        key = (session["_id"], session["version"], template, _sale_notice(session), tz, language)
         extra = {"csrf_token": seatmap_html.CSRF_MARKER, "server_now_ms": SERVER_NOW_MARKER}
         html = seatmap_html.shared_page(key, lambda: render_to_string(template, context(**extra), request))
         html = html.replace(SERVER_NOW_MARKER, str(int(clock.now().timestamp() * 1000)))
@@ -279,7 +316,7 @@ def performance_page(request, performance_id):
     except NotFound as exc:
         return _error_page(request, exc, 404)
     if not sections:
-        return _error_page(request, "No such performance.", 404)
+        return _error_page(request, gettext("No such performance."), 404)
     gate = queue_views.performance_gate(request, sections)  # waiting room
     if gate is not None:
         return gate
@@ -297,7 +334,7 @@ def seat_map(request, session_id):
         return _error_page(request, exc, 404)
     version = selectors.session_version(sid)
     if version is None:
-        return _error_page(request, "No such performance.", 404)
+        return _error_page(request, gettext("No such performance."), 404)
     etag = f'"{version}"'
     if etag in _etags(request.META.get("HTTP_IF_NONE_MATCH", "")):
         response = HttpResponse(status=304)
@@ -308,8 +345,21 @@ def seat_map(request, session_id):
         if session is not None and shared is not None and session["version"] != version:
             shared, session = None, selectors.get_session(sid)  # changed again meanwhile
         if session is None or session.get("status") == SessionStatus.DRAFT:
-            return _error_page(request, "No such performance.", 404)
-        response = render(request, "booking/session.html#seatmap", _map_context(request, session, cart, shared=shared))
+            return _error_page(request, gettext("No such performance."), 404)
+        if cart is not None and session.get("status") == SessionStatus.CANCELED:
+            # canceled while this buyer holds seats: the live map brings the cart's news with it
+            if _drop_canceled(cart, session):
+                cart, _expired = _current_cart(request)
+            context = {
+                **_map_context(request, session, cart, shared=shared),
+                **_cart_context(request, cart, False, [session]),
+                "oob": True,
+            }
+            response = render(request, "booking/session.html#seatmap-with-cart", context)
+        else:
+            response = render(
+                request, "booking/session.html#seatmap", _map_context(request, session, cart, shared=shared)
+            )
         etag = f'"{session["version"]}"'
     response["ETag"] = etag
     response["Cache-Control"] = "private, no-cache"  # always ask; the answer is usually a 304
@@ -321,7 +371,7 @@ def _etags(header: str) -> set[str]:
     return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
 
 
-def _seat_action(request, session_id, service, *args, notice: str = ""):
+def _seat_action(request, session_id, service, *args, notice: str = "", extra=None):
     """Run one hold/release and answer (htmx): the changed seats and the cart, or the refreshed
     map when the action did not go through; a plain form post is sent back to the map.
 
@@ -361,24 +411,25 @@ def _seat_action(request, session_id, service, *args, notice: str = ""):
             (messages.error if level == "error" else messages.success)(request, notice)
         return redirect("booking:session", session_id=str(sid))
     if result is not None and result.session is not None and result.cart is not None:
-        return _seat_change(request, result, notice)
+        return _seat_change(request, result, notice, extra)
     cart, expired = _current_cart(request)
     session = selectors.get_session(sid)
     if session is None:
-        return _error_page(request, "No such performance.", 404)
+        return _error_page(request, gettext("No such performance."), 404)
     context = {
         **_map_context(request, session, cart),
         **_cart_context(request, cart, expired, [session]),
         "notice": notice,
         "notice_level": level,
         "oob": True,
+        **(extra(session, None) if extra else {}),
     }
     response = render(request, "booking/session.html#seat-action", context)
     response["ETag"] = f'"{session["version"]}"'
     return response
 
 
-def _seat_change(request, result, notice: str):
+def _seat_change(request, result, notice: str, extra=None):
     """The answer to a hold or release that went through, from its own writes: the changed seats
     (swapped by id), the cart and the notice; the map stays. A few KB instead of the whole map:
     other buyers' changes arrive with the next live refresh, which this version number makes
@@ -393,6 +444,7 @@ def _seat_change(request, result, notice: str):
         "notice": notice,
         "notice_level": "ok",
         "oob": True,
+        **(extra(session, result) if extra else {}),
     }
     # No context processors: nothing in these partials needs the request (the busiest answer there is).
     response = HttpResponse(render_to_string("booking/session.html#seat-change", context))
@@ -439,19 +491,62 @@ def release(request, session_id):
 
 @require_POST
 def best_available(request, session_id):
+    """Best available: ``count`` seats side by side (of one ``category`` when given; ``wheelchair``:
+    that many wheelchair spaces with a companion seat each). The answer says which seats in words
+    and offers to release them in one click; when no block is left, it offers the engine's split,
+    which the buyer takes by posting it back as ``accept``."""
     form = BestAvailableForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
     count = form.cleaned_data["count"]
-    seats = "seat is" if count == 1 else f"{count} seats are"
-    notice = f"Your {seats} highlighted on the map and held for you."
-    return _seat_action(request, session_id, holds.hold_best_available, count, notice=notice)
+    category = form.cleaned_data["category"] or None
+    max_price = form.cleaned_data["max_price"]
+    wheelchair = form.cleaned_data["wheelchair"]
+    offer: dict = {}
+
+    def pick(sid, owner, cart_id):
+        try:
+            return holds.hold_best_available(
+                sid,
+                owner,
+                cart_id,
+                count,
+                {category} if category else None,
+                max_price=max_price,
+                wheelchair=wheelchair,
+                accept=form.cleaned_data["accept"],
+            )
+        except NoAdjacentSeats as exc:
+            offer["suggestion"], offer["why"] = exc.suggestion, exc.message
+            raise
+
+    def best_context(session, result) -> dict:
+        asked = {"count": count, "category": category or "", "wheelchair": wheelchair, "max_price": max_price}
+        asked["seat_total"] = 2 * count if wheelchair else count
+        asked["csrf"] = get_token(request)  # the answer is rendered without the request
+        here = {"session_id": str(session["_id"])}
+        if result is not None:
+            keys = ",".join(seat_key(r, c) for r, c in result.seats)
+            return {**here, "best": {**asked, "held": seat_words.describe_seats(session, result.seats), "keys": keys}}
+        split = offer.get("suggestion")
+        if not split:
+            return {**here, "best": {**asked, "none": True}}
+        keys = ",".join(seat_key(r, c) for r, c in split)
+        words = seat_words.describe_seats(session, split)
+        return {**here, "best": {**asked, "offer": words, "keys": keys, "why": offer.get("why", "")}}
+
+    notice = ngettext(
+        "Your seat is highlighted on the map and held for you.",
+        "Your %(count)s seats are highlighted on the map and held for you.",
+        count * 2 if wheelchair else count,
+    ) % {"count": count * 2 if wheelchair else count}
+    return _seat_action(request, session_id, pick, notice=notice, extra=best_context)
 
 
 # --- members' presale: an access code unlocks holds for this buyer ---
 
-WRONG_ACCESS_CODE = "That code does not open a presale for this performance."
-TOO_MANY_CODES = "Too many access codes tried from your connection. Please wait a minute and try again."
+WRONG_ACCESS_CODE = gettext_noop("That code does not open a presale for this performance.")
+TOO_MANY_CODES = gettext_noop("Too many access codes tried from your connection. Please wait a minute and try again.")
 
 
 @require_POST
@@ -460,16 +555,16 @@ def presale_access(request, session_id):
     wrong one, a session without presale and an unknown id get the same answer after the same
     work (services.sessions.unlock_presale), and every try is counted (BOOKING_ACCESS_CODE_RATE)."""
     if ratelimits.rate_exceeded(request, "booking.access", settings.BOOKING_ACCESS_CODE_RATE):
-        response = _error_page(request, TOO_MANY_CODES, 429)
+        response = _error_page(request, gettext(TOO_MANY_CODES), 429)
         response["Retry-After"] = "60"
         return response
     sid = ObjectId(session_id) if ObjectId.is_valid(session_id) else None
     key = session_service.unlock_presale(sid, request.POST.get("code", ""))
     if key is None:
-        messages.error(request, WRONG_ACCESS_CODE)
+        messages.error(request, gettext(WRONG_ACCESS_CODE))
     else:
         buyer.add_presale_key(request, key)
-        messages.success(request, "Code accepted: you can choose seats in the members' presale.")
+        messages.success(request, gettext("Code accepted: you can choose seats in the members' presale."))
     return redirect("booking:session", session_id=session_id)
 
 
@@ -495,7 +590,7 @@ def cart_remove(request):
     try:
         sid = object_id(form.cleaned_data["session"], "performance")
         holds.release_seats(sid, buyer.owner(request) or "", buyer.cart_id(request), [form.cleaned_data["seat"]])
-        messages.success(request, "The seat was removed from your cart.")
+        messages.success(request, gettext("The seat was removed from your cart."))
     except BookingError as exc:
         if status_for(exc) in (400, 404):
             return _error_page(request, exc, status_for(exc))
@@ -510,7 +605,7 @@ def cart_cancel(request):
     if cart_id and owner:
         freed = cart_service.cancel_cart(cart_id, owner)
         if freed:
-            messages.success(request, "Your held seats were released.")
+            messages.success(request, gettext("Your held seats were released."))
     buyer.forget_cart(request)
     return redirect("booking:whats_on")
 
@@ -546,24 +641,30 @@ def _visible_order(request, ref: str) -> dict | None:
 
 
 JUST_BOOKED_COOKIE = "just_booked"  # the order checkout just made, read once by its page
-NO_SUCH_BOOKING = "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
+NO_SUCH_BOOKING = gettext_noop(
+    "We could not find that booking. Use “Find my booking” with its reference and your e-mail."
+)
 
 
 def _order_context(order: dict, request=None) -> dict:
+    from . import exchange_views
+    from .order_history import order_history  # booked, paid, moved, canceled, mailed (issue 17)
     from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
 
-    return {**payment_context(request, order), "order": order, "tickets": presenters.order_tickets(order)}
+    tickets = presenters.order_tickets(order)
+    context = {**payment_context(request, order), "order": order, "tickets": tickets, "history": order_history(order)}
+    return {**context, **exchange_views.payment_due(order)}  # a dearer exchange the customer pays online
 
 
 class TooManyLookups(Exception):
     pass
 
 
-TOO_MANY_LOOKUPS = "Too many booking lookups from your connection. Please wait a minute and try again."
+TOO_MANY_LOOKUPS = gettext_noop("Too many booking lookups from your connection. Please wait a minute and try again.")
 
 
 def _too_many_lookups(request):
-    response = _error_page(request, TOO_MANY_LOOKUPS, 429)
+    response = _error_page(request, gettext(TOO_MANY_LOOKUPS), 429)
     response["Retry-After"] = "60"
     return response
 
@@ -575,7 +676,7 @@ def order_page(request, ref):
     except TooManyLookups:
         return _too_many_lookups(request)
     if order is None:
-        return _error_page(request, NO_SUCH_BOOKING, 404)
+        return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
     from .payment_views import refresh_order, stripe_csp  # this is the payment's return page too
 
     order = refresh_order(order)
@@ -594,7 +695,7 @@ def order_tickets(request, ref):
     except TooManyLookups:
         return _too_many_lookups(request)
     if order is None:
-        return _error_page(request, NO_SUCH_BOOKING, 404)
+        return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
     return render(request, "booking/tickets.html", _order_context(order))
 
 
@@ -616,7 +717,7 @@ def find_booking(request):
     if request.method == "POST":
         if ratelimits.lookup_rate_exceeded(request):
             form.is_valid()
-            form.add_error(None, TOO_MANY_LOOKUPS)
+            form.add_error(None, gettext(TOO_MANY_LOOKUPS))
             response = render(request, "booking/find_booking.html", {"form": form}, status=429)
             response["Retry-After"] = "60"
             return response
@@ -626,6 +727,6 @@ def find_booking(request):
                 found = request.session.get("found_orders", [])
                 request.session["found_orders"] = [*found[-19:], order["ref"]]
                 return redirect("booking:order", ref=order["ref"])
-            form.add_error(None, "No booking matches that reference and e-mail address.")
+            form.add_error(None, gettext("No booking matches that reference and e-mail address."))
         status = 400
     return render(request, "booking/find_booking.html", {"form": form}, status=status)

@@ -53,6 +53,7 @@ beat: .venv/bin/python manage.py wait_for_services && .venv/bin/celery -A theate
 PROCS
 
 .venv/bin/python manage.py migrate --noinput >/dev/null
+.venv/bin/python manage.py compile_catalogs >/dev/null  # the German .mo from locale/de (Babel, no gettext)
 .venv/bin/python manage.py create_dev_admin
 echo
 echo "  Theater booking is starting at http://127.0.0.1:${PORT}/  (staff: http://127.0.0.1:${PORT}/admin/, admin / admin)"

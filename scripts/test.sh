@@ -10,5 +10,6 @@ source "$(dirname "$0")/_env.sh"
 ensure_venv
 ensure_debian_package redis-server redis-server
 ensure_debian_package chromium chromium
+ensure_debian_package xgettext gettext  # makemessages, for the catalog completeness test
 export DJANGO_SETTINGS_MODULE=theater_site.settings_test
 exec .venv/bin/pytest -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist load --maxschedchunk 1 "$@"

@@ -5,6 +5,7 @@ Every variable is documented in the README with its default.
 
 import os
 from collections import ChainMap
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -57,6 +58,9 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The buyer's language: the django_language cookie (set by the header's switch), else the
+    # browser's Accept-Language, else English. URLs carry no language prefix (docs/architecture.md).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -82,6 +86,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",  # LANGUAGE_CODE, LANGUAGES (the header's switch)
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
@@ -108,7 +113,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"  # the source language, and the one shown when the browser asks for none we have
+LANGUAGES = [("en", "English"), ("de", "Deutsch")]
+LOCALE_PATHS = [BASE_DIR / "locale"]  # django.po / djangojs.po; the .mo files are compiled (booking/catalogs.py)
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600  # the buyer's choice is remembered for a year
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = env.str("TIME_ZONE", default="Europe/Berlin")
 USE_I18N = True
 USE_TZ = True
@@ -135,6 +144,7 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_SECURE = True
     SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe the app over plain HTTP
 
 # Content-Security-Policy (Django's own middleware): scripts only from our origin, no inline
@@ -221,6 +231,10 @@ BOOKING_RECONCILE_GRACE_SECONDS = env.int("BOOKING_RECONCILE_GRACE_SECONDS", def
 BOOKING_CHECKOUT_STUCK_SECONDS = env.int("BOOKING_CHECKOUT_STUCK_SECONDS", default=120)
 BOOKING_EXPIRE_EVERY_SECONDS = env.float("BOOKING_EXPIRE_EVERY_SECONDS", default=30)
 BOOKING_RECONCILE_EVERY_SECONDS = env.float("BOOKING_RECONCILE_EVERY_SECONDS", default=300)
+# Free wheelchair spaces become ordinary seats this long before the show (services/wheelchair.py);
+# the beat task looks every BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS.
+BOOKING_WHEELCHAIR_RELEASE_BEFORE = timedelta(hours=env.float("BOOKING_WHEELCHAIR_RELEASE_HOURS", default=24))
+BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS = env.float("BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS", default=300)
 # Time limits of the scheduled tasks (a soft limit raises inside the task; the hard one kills it).
 BOOKING_EXPIRE_TIME_LIMIT_SECONDS = env.int("BOOKING_EXPIRE_TIME_LIMIT_SECONDS", default=120)
 BOOKING_RECONCILE_TIME_LIMIT_SECONDS = env.int("BOOKING_RECONCILE_TIME_LIMIT_SECONDS", default=600)
@@ -311,6 +325,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": BOOKING_COMPACT_EVERY_SECONDS,
         "options": {"expires": BOOKING_COMPACT_EVERY_SECONDS, "time_limit": 600, "soft_time_limit": 540},
     },
+    "release-wheelchair-spaces": {
+        "task": "booking.tasks.release_wheelchair_spaces",
+        "schedule": BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS,
+        "options": {"expires": BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS, "time_limit": 120, "soft_time_limit": 108},
+    },
     "reconcile-holds": {
         "task": "booking.tasks.reconcile",
         "schedule": BOOKING_RECONCILE_EVERY_SECONDS,
@@ -351,8 +370,13 @@ BOOKING_FEE_VAT_RATE = env.str("BOOKING_FEE_VAT_RATE", default="19")
 # Pay at the box office (per session, off unless staff turn it on): unpaid seats go back this
 # many minutes before the show unless the session says otherwise.
 BOOKING_BOX_OFFICE_DEADLINE_MINUTES = env.int("BOOKING_BOX_OFFICE_DEADLINE_MINUTES", default=30)
+# Staff selling at the counter (services/counter.py): their holds last while they work and end
+# this long after their last action, so a forgotten counter screen never blocks seats.
+BOOKING_STAFF_HOLD_IDLE_SECONDS = env.int("BOOKING_STAFF_HOLD_IDLE_SECONDS", default=20 * 60)
 # A refund the provider refused or could not be reached for is retried after this, doubling.
 BOOKING_REFUND_RETRY_SECONDS = env.int("BOOKING_REFUND_RETRY_SECONDS", default=300)
+# A dearer exchange the customer pays online keeps its new seats this long (at most to an hour before the show).
+BOOKING_EXCHANGE_PAYMENT_SECONDS = env.int("BOOKING_EXCHANGE_PAYMENT_SECONDS", default=2 * 86400)
 BOOKING_REFUND_MAX_TRIES = env.int("BOOKING_REFUND_MAX_TRIES", default=8)
 # The seller printed on receipts.
 BOOKING_SELLER = env.str("BOOKING_SELLER", default="Stadttheater GmbH, Theaterplatz 1, 10115 Berlin")

@@ -7,15 +7,20 @@ booking/services/payments.py and booking/services/refunds.py.
 
 from .base import Provider
 from .box_office import BoxOfficeProvider
+from .counter import COUNTER_METHODS, CounterProvider
 from .stripe_provider import StripeProvider
 
 CARD = "card"
 BOX_OFFICE = "box_office"
 
-_PROVIDERS: dict[str, Provider] = {"stripe": StripeProvider(), "box_office": BoxOfficeProvider()}
+_PROVIDERS: dict[str, Provider] = {
+    "stripe": StripeProvider(),
+    "box_office": BoxOfficeProvider(),
+    "counter": CounterProvider(),  # staff selling at the counter or on the phone (services/counter.py)
+}
 # How the buyer pays -> who takes the money. Another card provider (Mollie, PayPal) is a module
 # with a Provider subclass and one line here.
-METHOD_PROVIDER = {CARD: "stripe", BOX_OFFICE: "box_office"}
+METHOD_PROVIDER = {CARD: "stripe", BOX_OFFICE: "box_office", **dict.fromkeys(COUNTER_METHODS, "counter")}
 
 
 def provider(name: str) -> Provider:

@@ -24,6 +24,7 @@ FIELDS = {
     "extraPayments": 1,
     "refunds": 1,
     "settling": 1,
+    "topUps": 1,
 }
 
 
@@ -53,6 +54,7 @@ def money_breaches() -> list[str]:
         received = (order.get("paidWith") or {}).get("amount", 0) + sum(
             e["amount"] for e in order.get("extraPayments") or []
         )
+        received += sum(t["amount"] for t in order.get("topUps") or [])  # an exchange's difference, paid at the counter
         kept = received - sum(r["amount"] for r in done)
         owes = 0
         if order["state"] in SEAT_OWNING and order.get("lines"):

@@ -13,7 +13,9 @@ optional per-order booking fee (BOOKING_FEE) has its own rate (BOOKING_FEE_VAT_R
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
+from babel import numbers
 from django.conf import settings
+from django.utils import translation
 
 
 def rate(value) -> Decimal:
@@ -89,7 +91,10 @@ def order_breakdown(order: dict) -> list[VatLine]:
 
 
 def format_money(minor_units: int, currency: str = "") -> str:
-    sign = "-" if minor_units < 0 else ""
-    units = abs(int(minor_units))
-    text = f"{sign}{units // 100:,}.{units % 100:02d}"
+    """Receipts' amounts: "1,234.50 EUR" in English, "1.234,50 EUR" in German (the active language)."""
+    text = numbers.format_decimal(
+        Decimal(int(minor_units)) / 100,
+        format="#,##0.00",
+        locale=translation.to_locale(translation.get_language() or "en"),
+    )
     return f"{text} {currency}".strip()

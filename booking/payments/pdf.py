@@ -13,23 +13,25 @@ from xml.sax.saxutils import escape
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from reportlab.lib import colors
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import getSampleStyleSheet
 from reportlab.lib.units import mm
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
+from ..formatting import seat_label
+from ..localized import localized
 from . import money, receipts
 
-METHODS = {"stripe": "Card (Stripe)", "box_office": "Paid at the box office"}
+METHODS = {"stripe": gettext_lazy("Card (Stripe)"), "box_office": gettext_lazy("Paid at the box office")}
 
 
 def _when(value) -> str:
     return timezone.localtime(value).strftime("%d.%m.%Y %H:%M") if value else ""
 
 
-def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bool = False) -> list[list]:
+def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: str = "") -> list[list]:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     rows = []
     for line in lines:
@@ -37,9 +39,13 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bo
         category = (session.get("categories") or {}).get(line["cat"], line["cat"])
         rows.append(
             [
-                cell(session.get("name") or "Performance"),
+                cell(localized(session, "name") or gettext("Performance")),
                 cell(_when(session.get("start"))),
-                cell(f"Row {line['row']}, seat {line['seat']}" + (" <i>(refunded)</i>" if refunded else ""), raw=True),
+                cell(
+                    escape(seat_label(line["row"], line["seat"]))
+                    + (f" <i>({escape(gettext(refunded))})</i>" if refunded else ""),
+                    raw=True,
+                ),
                 cell(f"{escape(category)}<br/><font size=8>{escape(_ticket_type(line))}</font>", raw=True),
                 f"{money.rate_text(line.get('vat', settings.BOOKING_VAT_RATE))} %",
                 money.format_money(line["price"], currency),
@@ -49,7 +55,8 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: bo
 
 
 def _ticket_type(line: dict) -> str:
-    return line.get("ticketTypeName") or gettext("Full price")
+    name = line.get("ticketTypeName") or "Full price"
+    return gettext(name) if name == "Full price" else name  # the default's stored name, translated
 
 
 def discount_label(order: dict) -> str:
@@ -76,21 +83,26 @@ def receipt_pdf(order: dict) -> bytes:
         rightMargin=18 * mm,
         topMargin=18 * mm,
         bottomMargin=18 * mm,
-        title=f"Receipt {receipts.receipt_label(order)}",
+        title=gettext("Receipt %(label)s") % {"label": receipts.receipt_label(order)},
         author=settings.BOOKING_SELLER.split(",")[0],
     )
     story = [
         Paragraph(escape(settings.BOOKING_SELLER), small),
-        Paragraph(f"VAT ID {escape(settings.BOOKING_SELLER_VAT_ID)}", small),
+        Paragraph(escape(gettext("VAT ID %(id)s") % {"id": settings.BOOKING_SELLER_VAT_ID}), small),
         Spacer(1, 8 * mm),
-        Paragraph(f"Receipt {escape(receipts.receipt_label(order) or '(not numbered yet)')}", styles["Title"]),
+        Paragraph(
+            escape(
+                gettext("Receipt %(label)s") % {"label": receipts.receipt_label(order) or gettext("(not numbered yet)")}
+            ),
+            styles["Title"],
+        ),
     ]
     facts = [
-        ["Booking reference", order["ref"]],
-        ["Date", _when(order.get("paidOn") or order.get("createdOn"))],
-        ["Customer", order.get("name", "")],
-        ["E-mail", order.get("email", "")],
-        ["Payment", METHODS.get((order.get("paidWith") or {}).get("provider", ""), "")],
+        [gettext("Booking reference"), order["ref"]],
+        [gettext("Date"), _when(order.get("paidOn") or order.get("createdOn"))],
+        [gettext("Customer"), order.get("name", "")],
+        [gettext("E-mail"), order.get("email", "")],
+        [gettext("Payment"), str(METHODS.get((order.get("paidWith") or {}).get("provider", ""), ""))],
     ]
     story.append(Table(facts, colWidths=[45 * mm, None], hAlign="LEFT"))
     story.append(Spacer(1, 6 * mm))
@@ -100,19 +112,44 @@ def receipt_pdf(order: dict) -> bytes:
     def cell(text: str, raw: bool = False) -> Paragraph:
         return Paragraph(text if raw else escape(str(text)), body)
 
-    header = [["Performance", "Date", "Seat", gettext("Category, ticket"), "VAT", "Price"]]
+    header = [
+        [
+            gettext("Performance"),
+            gettext("Date"),
+            gettext("Seat"),
+            gettext("Category, ticket"),
+            gettext("VAT"),
+            gettext("Price"),
+        ]
+    ]
     rows = _line_rows(order, order.get("lines", []), currency, cell)
-    rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded=True)
+    rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded="refunded")
+    # tickets moved to other seats (an exchange): their new seats are the lines above
+    rows += [row[:5] + [""] for row in _line_rows(order, order.get("exchangedLines", []), currency, cell, "exchanged")]
     discount = sum(line.get("discount", 0) for line in [*order.get("lines", []), *order.get("refundedLines", [])])
     if discount:
         rows.append([cell(discount_label(order)), "", "", "", "", money.format_money(-discount, currency)])
     fee = order.get("fee") or {}
     if fee.get("amount"):
         rows.append(
-            ["Booking fee", "", "", "", f"{money.rate_text(fee['vat'])} %", money.format_money(fee["amount"], currency)]
+            [
+                gettext("Booking fee"),
+                "",
+                "",
+                "",
+                f"{money.rate_text(fee['vat'])} %",
+                money.format_money(fee["amount"], currency),
+            ]
         )
     paid = (order.get("paidWith") or {}).get("amount", order.get("total", 0))
-    rows.append(["Total paid", "", "", "", "", money.format_money(paid, currency)])
+    for top_up in order.get("topUps") or []:  # an exchange's difference (services/exchanges.py)
+        if top_up["provider"] == "box_office":
+            how = gettext("Exchange: difference paid at the box office")
+        else:
+            how = gettext("Exchange: difference paid by card")
+        rows.append([how, "", "", "", "", money.format_money(top_up["amount"], currency)])
+        paid += top_up["amount"]
+    rows.append([gettext("Total paid"), "", "", "", "", money.format_money(paid, currency)])
     table = Table(header + rows, colWidths=[44 * mm, 31 * mm, 33 * mm, 24 * mm, 14 * mm, 28 * mm], repeatRows=1)
     table.setStyle(
         TableStyle(
@@ -129,7 +166,7 @@ def receipt_pdf(order: dict) -> bytes:
     )
     story += [table, Spacer(1, 6 * mm)]
 
-    vat_rows = [["VAT rate", "Net", "VAT", "Gross"]]
+    vat_rows = [[gettext("VAT rate"), gettext("Net"), gettext("VAT"), gettext("Gross")]]
     for line in sale_breakdown(order):
         vat_rows.append(
             [
@@ -154,13 +191,17 @@ def receipt_pdf(order: dict) -> bytes:
 
     refunds = [r for r in order.get("refunds", []) if r.get("status") == "succeeded"]
     if refunds:
-        story.append(Paragraph("Refunds", styles["Heading3"]))
+        story.append(Paragraph(escape(gettext("Refunds")), styles["Heading3"]))
         refund_rows = [
-            [_when(r.get("doneOn")), cell(r.get("reason", "")), money.format_money(-r["amount"], currency)]
+            [
+                _when(r.get("doneOn")),
+                cell(gettext(r["reason"]) if r.get("reason") else ""),
+                money.format_money(-r["amount"], currency),
+            ]
             for r in refunds
         ]
         back = sum(r["amount"] for r in refunds)
-        refund_rows.append(["", "Paid less refunds", money.format_money(paid - back, currency)])
+        refund_rows.append(["", gettext("Paid less refunds"), money.format_money(paid - back, currency)])
         refund_table = Table(refund_rows, colWidths=[34 * mm, 114 * mm, 26 * mm], hAlign="LEFT")
         refund_table.setStyle(
             TableStyle(
@@ -176,8 +217,12 @@ def receipt_pdf(order: dict) -> bytes:
     story.append(Spacer(1, 6 * mm))
     story.append(
         Paragraph(
-            "Prices include VAT. VAT per rate is worked out from the gross total at that rate "
-            "(net rounded half up to the cent).",
+            escape(
+                gettext(
+                    "Prices include VAT. VAT per rate is worked out from the gross total at that rate "
+                    "(net rounded half up to the cent)."
+                )
+            ),
             small,
         )
     )

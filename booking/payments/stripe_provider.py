@@ -24,6 +24,7 @@ import time
 
 import stripe
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from . import base
 
@@ -46,7 +47,7 @@ _EVENTS = {
     "payment_intent.requires_action": base.ACTION,
 }
 WEBHOOK_TOLERANCE_SECONDS = 300  # Stripe's own: an older signature is a replay
-DECLINED = "Your card was declined. Please try another card."
+DECLINED = gettext_noop("Your card was declined. Please try another card.")
 
 _clients: dict = {}
 _lock = threading.Lock()
@@ -91,11 +92,11 @@ def to_payment(intent) -> base.Payment:
 def _buyer_message(error: dict) -> str:
     code = error.get("code") or ""
     if code == "payment_intent_authentication_failure":
-        return "Your bank did not confirm the payment (3-D Secure). Please try again or use another card."
+        return gettext_noop("Your bank did not confirm the payment (3-D Secure). Please try again or use another card.")
     if code in ("expired_card",):
-        return "Your card has expired. Please use another card."
+        return gettext_noop("Your card has expired. Please use another card.")
     if code in ("incorrect_cvc", "invalid_cvc"):
-        return "The card's security code is wrong."
+        return gettext_noop("The card's security code is wrong.")
     return DECLINED
 
 

@@ -25,6 +25,7 @@ from bson import ObjectId
 from django.conf import settings
 from django.core import signing
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from .. import clock
 from ..errors import BookingError
@@ -44,8 +45,10 @@ class AdmissionRequired(BookingError):
 
     def __init__(self, queue_id: ObjectId):
         super().__init__(
-            "Seats for this performance are sold through a waiting room. "
-            "Please wait for your turn there (your admission is missing or has ended).",
+            gettext(
+                "Seats for this performance are sold through a waiting room. "
+                "Please wait for your turn there (your admission is missing or has ended)."
+            ),
             queue_id=queue_id,
         )
         self.queue_id = queue_id

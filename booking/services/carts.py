@@ -22,8 +22,24 @@ def hold_duration() -> timedelta:
     return timedelta(seconds=settings.BOOKING_HOLD_SECONDS)
 
 
-def next_expiry(cart: dict | None, now: datetime) -> datetime:
-    """Every change extends the hold, but never past the cap from the cart's first hold."""
+# Carts of staff selling at the counter (services/counter.py) are owned by "staff:<user id>".
+STAFF_OWNER_PREFIX = "staff:"
+
+
+def is_staff_owner(owner: str | None) -> bool:
+    return bool(owner) and str(owner).startswith(STAFF_OWNER_PREFIX)
+
+
+def staff_idle() -> timedelta:
+    return timedelta(seconds=settings.BOOKING_STAFF_HOLD_IDLE_SECONDS)
+
+
+def next_expiry(cart: dict | None, now: datetime, owner: str | None = None) -> datetime:
+    """Every change extends the hold, but never past the cap from the cart's first hold. A staff
+    member's cart has no cap: it lasts while they work and ends BOOKING_STAFF_HOLD_IDLE_SECONDS
+    after their last action (a forgotten counter screen does not block seats for the night)."""
+    if is_staff_owner(owner or (cart or {}).get("owner")):
+        return now + staff_idle()
     extended = now + hold_duration()
     if cart is None:
         return extended
@@ -149,3 +165,36 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
         if len(stale) < batch_size:
             break
     return report
+
+
+def drop_canceled_session(cart_id: ObjectId, session: dict) -> int:
+    """A performance was canceled while this cart held seats in it: the cart drops those seats
+    (their hold was released by the cancelation) and remembers why, so the buyer is told that the
+    performance was canceled rather than that their hold ran out. Returns the seats dropped.
+
+    ``session``: its _id, name and start. Safe to repeat: the update requires the items still listed."""
+    now = clock.now()
+    session_id = session["_id"]
+    cart = mongo.carts().find_one({"_id": cart_id}, {"items": 1, "owner": 1, "state": 1})
+    if cart is None or cart["state"] != CartState.ACTIVE:
+        return 0
+    items = [i for i in cart["items"] if i["sessionId"] == session_id]
+    if not items:
+        return 0
+    note = {"sessionId": session_id, "name": session.get("name", ""), "start": session.get("start")}
+    note["seats"] = len(items)
+    result = mongo.carts().update_one(
+        {
+            "_id": cart_id,
+            "owner": cart["owner"],
+            "state": CartState.ACTIVE,
+            "items": {"$elemMatch": {"sessionId": session_id}},
+        },
+        {
+            "$pull": {"items": {"sessionId": session_id}},
+            "$inc": {"total": -sum(i["price"] for i in items)},
+            "$push": {"canceledShows": note},
+            "$set": {"modifiedOn": now},
+        },
+    )
+    return len(items) if result.modified_count else 0

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import cast
 
 from bson import ObjectId
+from django.utils.translation import gettext, gettext_noop
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
@@ -38,16 +39,17 @@ from .checkout import ref_of_ticket
 # a refunded ticket has left ``lines`` for ``refundedLines``: services/refunds.py).
 ADMITTING_STATES = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED)
 NOT_ADMITTING = {
-    "canceled": "The booking was canceled.",
-    "refunded": "The booking was refunded.",
-    "failed": "The booking was never completed.",
-    "pending_payment": "The booking is not paid.",
-    "expired": "The booking expired unpaid.",
+    "canceled": gettext_noop("The booking was canceled."),
+    "refunded": gettext_noop("The booking was refunded."),
+    "failed": gettext_noop("The booking was never completed."),
+    "pending_payment": gettext_noop("The booking is not paid."),
+    "expired": gettext_noop("The booking expired unpaid."),
 }
 
 # Outcomes of a scan
 ADMITTED = "admitted"
 USED = "used"
+NOT_VALID_BOOKING = gettext_noop("The booking is not valid.")
 NOT_VALID = "not_valid"  # canceled, refunded, unpaid order
 WRONG_SESSION = "wrong_session"
 UNKNOWN = "unknown"
@@ -77,30 +79,30 @@ def _text(value) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise InvalidRequest("Expected text.")
+        raise InvalidRequest(gettext("Expected text."))
     return value
 
 
 def clean_code(code) -> str:
     code = _text(code).strip()
     if not TICKET_CODE.fullmatch(code):
-        raise InvalidRequest("That is not a ticket code.")
+        raise InvalidRequest(gettext("That is not a ticket code."))
     return code
 
 
 def clean_hash(value) -> str:
     value = _text(value).strip().lower()
     if not TICKET_HASH.fullmatch(value):
-        raise InvalidRequest("That is not a ticket.")
+        raise InvalidRequest(gettext("That is not a ticket."))
     return value
 
 
 def clean_door(door) -> str:
     door = re.sub(r"\s+", " ", _text(door)).strip()
     if not door:
-        raise InvalidRequest("Choose the door you are at first.")
+        raise InvalidRequest(gettext("Choose the door you are at first."))
     if len(door) > DOOR_MAX_LENGTH or not door.isprintable():
-        raise InvalidRequest(f"A door's name is at most {DOOR_MAX_LENGTH} characters.")
+        raise InvalidRequest(gettext("A door's name is at most %(max)d characters.") % {"max": DOOR_MAX_LENGTH})
     return door
 
 
@@ -109,7 +111,7 @@ def clean_scan_id(scan_id) -> str:
         return secrets.token_urlsafe(12)
     scan_id = _text(scan_id)
     if not SCAN_ID.fullmatch(scan_id):
-        raise InvalidRequest("Malformed scan id.")
+        raise InvalidRequest(gettext("Malformed scan id."))
     return scan_id
 
 
@@ -120,7 +122,7 @@ def clean_scan_time(at: datetime | None, now: datetime) -> datetime:
     if at.tzinfo is None:
         raise InvalidRequest("A scan time needs its time zone.")
     if at < now - OFFLINE_PAST_LIMIT or at > now + CLOCK_SKEW:
-        raise InvalidRequest("The scan's time is off by more than the phone's clock can be.")
+        raise InvalidRequest(gettext("The scan's time is off by more than the phone's clock can be."))
     at = min(at, now)
     return at.replace(microsecond=at.microsecond // 1000 * 1000)
 
@@ -173,7 +175,7 @@ def get_scope(scope_id: ObjectId) -> Scope:
     performance_id = session["performanceId"] if session is not None else scope_id
     sections = list(mongo.sessions().find({"performanceId": performance_id}, SCOPE_FIELDS).sort("section.index", 1))
     if not sections:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     first = sections[0]
     return Scope(
         id=performance_id,
@@ -306,7 +308,7 @@ def check_in(
         digest = clean_hash(digest)
         code = _code_for_hash(scope, digest)
         if code is None:
-            outcome = Outcome(UNKNOWN, "Not a ticket for this performance.", hash=digest)
+            outcome = Outcome(UNKNOWN, gettext_noop("Not a ticket for this performance."), hash=digest)
             return _report(scope, outcome, door, by, scan_id, at, now) if offline else outcome
     else:
         code = clean_code(code)
@@ -329,7 +331,9 @@ def check_in(
         )
         if order is not None:
             line = cast(dict, _find_line(order, code))  # the update matched this ticket's line
-            return Outcome(ADMITTED, "Valid ticket.", door_ticket(order, line, scope), _used(record), hash=digest)
+            return Outcome(
+                ADMITTED, gettext_noop("Valid ticket."), door_ticket(order, line, scope), _used(record), hash=digest
+            )
         if by_ref and mongo.orders().find_one({**by_ref, "lines.ticket": code}, {"_id": 1}) is None:
             by_ref = {}  # a code from before codes began with their reference (or none at all): by code alone
             continue
@@ -351,19 +355,35 @@ def _by_ref(code: str) -> dict:
 def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -> Outcome | None:
     """Why the update did not match, read from the order. None: it would match now."""
     order = mongo.orders().find_one(
-        {"$or": [{**by_ref, "lines.ticket": code}, {**by_ref, "refundedLines.ticket": code}]},
-        {**ORDER_FIELDS, "refundedLines": 1},
+        {
+            "$or": [
+                {**by_ref, "lines.ticket": code},
+                {**by_ref, "refundedLines.ticket": code},
+                {**by_ref, "exchangedLines.ticket": code},  # moved to another seat (services/exchanges.py)
+            ]
+        },
+        {**ORDER_FIELDS, "refundedLines": 1, "exchangedLines": 1},
     )
     line = _find_line(order, code) if order is not None else None
     refunded = order is not None and line is None  # its ticket was refunded (services/refunds.py)
     if refunded:
         line = next((x for x in order.get("refundedLines", []) if x.get("ticket") == code), None)
+    if refunded and line is None:
+        old = next((x for x in order.get("exchangedLines", []) if x.get("ticket") == code), None)
+        if old is not None:
+            ticket = door_ticket(order, old, scope)
+            message = "The ticket was exchanged for another seat; the new ticket admits."
+            return Outcome(
+                NOT_VALID, message, ticket, used=_used(old.get("checkedIn")), state=order["state"], hash=digest
+            )
     if line is None:
-        return Outcome(UNKNOWN, "Unknown ticket.", hash=digest)
+        return Outcome(UNKNOWN, gettext_noop("Unknown ticket."), hash=digest)
     if refunded:
         ticket = door_ticket(order, line, scope)
         used = _used(line.get("checkedIn"))
-        return Outcome(NOT_VALID, "The ticket was refunded.", ticket, used=used, state=order["state"], hash=digest)
+        return Outcome(
+            NOT_VALID, gettext_noop("The ticket was refunded."), ticket, used=used, state=order["state"], hash=digest
+        )
     ticket = door_ticket(order, line, scope)
     if line["sessionId"] not in scope.session_ids:
         session: dict = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
@@ -372,15 +392,17 @@ def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -
             "start": session.get("start"),
             "venue": session.get("theaterName", ""),
         }
-        return Outcome(WRONG_SESSION, "This ticket is for another performance.", ticket, session=other, hash=digest)
+        return Outcome(
+            WRONG_SESSION, gettext_noop("This ticket is for another performance."), ticket, session=other, hash=digest
+        )
     if order["state"] not in ADMITTING_STATES:
-        message = NOT_ADMITTING.get(order["state"], f"The booking is {order['state']}.")
+        message = NOT_ADMITTING.get(order["state"], NOT_VALID_BOOKING)
         return Outcome(NOT_VALID, message, ticket, used=_used(line.get("checkedIn")), state=order["state"], hash=digest)
     checked = line.get("checkedIn")
     if checked:
         if checked.get("scanId") == scan_id:  # this very scan, sent again (a retry, a repeated sync)
-            return Outcome(ADMITTED, "Valid ticket.", ticket, _used(checked), hash=digest, replay=True)
-        return Outcome(USED, "Already used.", ticket, _used(checked), hash=digest)
+            return Outcome(ADMITTED, gettext_noop("Valid ticket."), ticket, _used(checked), hash=digest, replay=True)
+        return Outcome(USED, gettext_noop("Already used."), ticket, _used(checked), hash=digest)
     return None
 
 
@@ -490,7 +512,7 @@ def search(scope: Scope, text: str, limit: int = 20) -> list[dict]:
     start). Each hit carries the ticket's hash, which a door checks in with."""
     text = re.sub(r"\s+", " ", _text(text)).strip()
     if len(text) < 2 or len(text) > 100:
-        raise InvalidRequest("Type at least two letters of the name or the booking reference.")
+        raise InvalidRequest(gettext("Type at least two letters of the name or the booking reference."))
     clauses: list[dict] = [{"name": {"$regex": re.escape(text), "$options": "i"}}]
     ref = text.upper().replace(" ", "")
     if re.fullmatch(r"[A-Z0-9]{2,8}", ref):

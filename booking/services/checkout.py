@@ -24,6 +24,8 @@ from bson import ObjectId
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
+from django.utils import translation
+from django.utils.translation import gettext, gettext_noop
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo
@@ -73,11 +75,11 @@ def clean_customer(name: str, email: str) -> tuple[str, str]:
     email = str(email or "").strip().lower()
     errors = {}
     if not name:
-        errors["name"] = "Please enter your name."
+        errors["name"] = gettext("Please enter your name.")
     elif len(name) > 100:
-        errors["name"] = "Please use at most 100 characters for the name."
+        errors["name"] = gettext("Please use at most 100 characters for the name.")
     elif notifications.has_invisible_characters(raw_name, allowed=NAME_JOINERS):
-        errors["name"] = "The name has invisible control or formatting characters; please type it again."
+        errors["name"] = gettext("The name has invisible control or formatting characters; please type it again.")
     try:
         if len(email) > 254:
             raise ValidationError("too long")
@@ -85,10 +87,25 @@ def clean_customer(name: str, email: str) -> tuple[str, str]:
         if notifications.address_problem(email):
             raise ValidationError("no mail can be sent there")
     except ValidationError:
-        errors["email"] = "Please enter a valid e-mail address."
+        errors["email"] = gettext("Please enter a valid e-mail address.")
     if errors:
         raise InvalidRequest(" ".join(errors.values()), fields=errors)
     return name, email
+
+
+# Stored on a failed order in English (the source language) and translated when shown.
+FAILED_TO_BOOK = gettext_noop("Your seats could not be booked.")
+HOLD_ENDED_BEFORE_PAYMENT = gettext_noop("Your hold on some seats ended before payment completed; nothing was charged.")
+
+
+def buyer_language(language: str | None = None) -> str:
+    """The language a buyer's mails are written in: the one given if the site has it, else the
+    active one (the request's: LocaleMiddleware), else the site's default."""
+    wanted = language or translation.get_language() or settings.LANGUAGE_CODE
+    try:
+        return translation.get_supported_language_variant(wanted)
+    except LookupError:
+        return settings.LANGUAGE_CODE
 
 
 def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str, method: str = "card") -> dict:
@@ -105,15 +122,15 @@ def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
     go to one shard)."""
     cart = mongo.carts().find_one({"_id": cart_id, **({"owner": owner} if owner else {})})
     if cart is None:
-        raise NotFound("No such cart.")
+        raise NotFound(gettext("No such cart."))
     order = _store_order(cart)
     if cart["state"] == CartState.DONE:
         return order
     if cart["state"] != CartState.CHECKING_OUT:
-        raise CheckoutFailed("This booking was not completed.")
+        raise CheckoutFailed(gettext("This booking was not completed."))
     if order["state"] == OrderState.FAILED:
         _end_cart(cart, CartState.CANCELED, order)
-        raise CheckoutFailed(order.get("failure", "Your seats could not be booked."))
+        raise CheckoutFailed(gettext(order.get("failure") or FAILED_TO_BOOK))
     faults.point("checkout.after_order")
     by_session: dict[ObjectId, set[str]] = {}
     for item in cart["items"]:
@@ -123,22 +140,24 @@ def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
             _sell(session_id, cart_id, keys, order)
             faults.point("checkout.after_sell")
     except reservations.HoldLost:
-        order = _fail_order(order, "Your hold on some seats ended before payment completed; nothing was charged.")
+        order = _fail_order(order, HOLD_ENDED_BEFORE_PAYMENT)
         order_service.release_order_seats(order)  # seats already sold in another session go back
         reservations.release_all(cart_id, session_ids=cart_service.session_ids_of(cart))
         _end_cart(cart, CartState.CANCELED, order)
         promos.release_for_cart(cart_id, owner=cart["owner"])
-        raise CheckoutFailed(order["failure"]) from None
+        raise CheckoutFailed(gettext(order["failure"])) from None
     if _end_cart(cart, CartState.DONE, order):
         logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
         notifications.order_confirmed(order["_id"])  # only now that the order is stored and sold
     return order
 
 
-def _store_order(cart: dict, make=None) -> dict:
+def _store_order(cart: dict, make=None, fresh: bool = False) -> dict:
     """The cart's order, stored once: under the cart's ``orderRef`` (one read by the reference,
     one insert). ``make(cart, ref)``: the new order's document (payments: one waiting for its
-    payment; default: this module's, paid at once)."""
+    payment; default: this module's, paid at once). ``fresh``: the reference was drawn just now
+    by this request, so the insert goes first without the read (the unique indexes on ref and
+    cartId still decide: a clash is read and handled as the read would have)."""
     make = make or _new_order
     ref = cart.get("orderRef")
     if ref is None:  # began checking out before carts carried their order's reference
@@ -146,8 +165,8 @@ def _store_order(cart: dict, make=None) -> dict:
         if existing is not None:
             return existing
         ref = _next_order_ref(cart, None)
-    for _attempt in range(5):
-        existing = mongo.orders().find_one({"ref": ref})
+    for attempt in range(5):
+        existing = None if fresh and attempt == 0 else mongo.orders().find_one({"ref": ref})
         if existing is not None:
             if existing["cartId"] == cart["_id"]:
                 return existing  # stored already (a repeat, or a concurrent finisher)
@@ -176,7 +195,9 @@ def _next_order_ref(cart: dict, taken: str | None) -> str:
     return mongo.carts().find_one(mine, {"orderRef": 1})["orderRef"]
 
 
-def _new_order(cart: dict, ref: str) -> dict:
+def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) -> dict:
+    """``sessions_read``: the cart's sessions with name, start, theaterName and layout.categories,
+    when the caller has them already (payments.start does): no second read."""
     customer = cart.get("customer") or {}
     amounts = pricing.cart_totals(cart)
     lines = [
@@ -194,13 +215,14 @@ def _new_order(cart: dict, ref: str) -> dict:
         }
         for item, off in zip(cart["items"], amounts.line_discounts, strict=True)
     ]
-    sessions = {
-        s["_id"]: s
-        for s in mongo.sessions().find(
-            {"_id": {"$in": list({i["sessionId"] for i in cart["items"]})}},
-            {"name": 1, "start": 1, "theaterName": 1, "layout.categories": 1},
+    if sessions_read is None:
+        sessions_read = list(
+            mongo.sessions().find(
+                {"_id": {"$in": list({i["sessionId"] for i in cart["items"]})}},
+                {"name": 1, "nameDe": 1, "start": 1, "theaterName": 1, "layout.categories": 1},
+            )
         )
-    }
+    sessions = {s["_id"]: s for s in sessions_read}
     order = {
         "_id": ObjectId(),
         "ref": ref,
@@ -208,11 +230,13 @@ def _new_order(cart: dict, ref: str) -> dict:
         "owner": cart["owner"],
         "name": customer.get("name", ""),
         "email": customer.get("email", ""),
+        "language": customer.get("language") or settings.LANGUAGE_CODE,  # its mails are written in it
         "lines": lines,
         "sessions": [
             {
                 "_id": sid,
                 "name": s.get("name"),
+                **({"nameDe": s["nameDe"]} if s.get("nameDe") else {}),  # the staff's German title
                 "start": s.get("start"),
                 "theaterName": s.get("theaterName"),
                 "categories": {c["code"]: c["name"] for c in s.get("layout", {}).get("categories", [])},
@@ -221,7 +245,8 @@ def _new_order(cart: dict, ref: str) -> dict:
         ],
         "total": amounts.total,
         **({"subtotal": amounts.subtotal, "discount": amounts.discount} if amounts.discount else {}),
-        **({"promo": order_promo(cart["promo"])} if amounts.discount else {}),  # the code's terms as redeemed
+        # the code's terms as redeemed (a complimentary counter sale has a discount and no code)
+        **({"promo": order_promo(cart["promo"])} if amounts.discount and cart.get("promo") else {}),
         "currency": settings.BOOKING_CURRENCY,
         "state": OrderState.PAID,
         "mail": MailState.PENDING,  # the confirmation e-mail task sets it sent; reconcile re-queues stragglers

@@ -13,10 +13,11 @@ from datetime import datetime
 
 from bson import ObjectId
 from django.conf import settings
-from django.utils import timezone
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext as _
 from pymongo import ReturnDocument
 
-from .. import clock, faults, mongo, selectors
+from .. import clock, faults, formatting, mongo, selectors
 from ..domain import (
     HOLDING_STATES,
     CartItem,
@@ -40,11 +41,14 @@ from ..errors import (
     TooManySeats,
 )
 from ..seat_grid import (
+    BLOCKED,
     FREE,
     HELD,
     best_available,
     best_split,
+    best_wheelchair,
     cell_path,
+    longest_block,
     orphans_created,
     seat_cell,
     seat_key,
@@ -66,6 +70,11 @@ acting_client: ContextVar[str | None] = ContextVar("acting_client", default=None
 # The presale keys the buyer of this request unlocked with an access code (booking/buyer.py); the
 # web layer sets them around a seat action. The hold's filter lets these presales' holds through.
 presale_access: ContextVar[frozenset[str]] = ContextVar("presale_access", default=frozenset())
+
+# Staff selling at the counter (booking/staff/counter.py) may take house seats (blocked by staff):
+# ``blocked -> held`` in the same conditional write, remembered in the reservation's ``house`` and
+# the cart item's ``house``, so a release or an expiry puts them back to blocked, never on sale.
+house_seats: ContextVar[bool] = ContextVar("house_seats", default=False)
 
 
 # "The caller has not read the cart": hold and release read it themselves.
@@ -96,19 +105,21 @@ class ReleaseResult:
 def parse_seats(raw_keys) -> Coords:
     """Seat keys from a request ('3:12') -> coordinates; duplicates and junk are refused."""
     if not isinstance(raw_keys, (list, tuple)) or not raw_keys:
-        raise InvalidRequest("Choose at least one seat.")
+        raise InvalidRequest(gettext("Choose at least one seat."))
     if len(raw_keys) > settings.BOOKING_MAX_SEATS_PER_CART:
-        raise TooManySeats(f"You can hold at most {settings.BOOKING_MAX_SEATS_PER_CART} seats at once.")
+        raise TooManySeats(
+            gettext("You can hold at most %(max)d seats at once.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART}
+        )
     coords = []
     for raw in raw_keys:
         try:
             row, col = (int(part) for part in str(raw).split(":"))
         except ValueError:
-            raise InvalidRequest(f"'{str(raw)[:20]}' is not a seat.") from None
+            raise InvalidRequest(gettext("'%(seat)s' is not a seat.") % {"seat": str(raw)[:20]}) from None
         if row < 0 or col < 0:
-            raise InvalidRequest(f"'{str(raw)[:20]}' is not a seat.")
+            raise InvalidRequest(gettext("'%(seat)s' is not a seat.") % {"seat": str(raw)[:20]})
         if (row, col) in coords:
-            raise InvalidRequest("The same seat was asked for twice.")
+            raise InvalidRequest(gettext("The same seat was asked for twice."))
         coords.append((row, col))
     return coords
 
@@ -116,7 +127,7 @@ def parse_seats(raw_keys) -> Coords:
 def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors.get_session) -> dict:
     session = read(session_id)
     if session is None or session.get("status") == SessionStatus.DRAFT:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     refuse_outside_sale_window(session, now)
     check_admission(session)  # waiting room: a queued sale needs the buyer's admission
     return session
@@ -128,17 +139,19 @@ def refuse_outside_sale_window(session: dict, now: datetime) -> None:
     if phase == SalePhase.OPEN:
         return
     if phase == SalePhase.STARTED:
-        raise SessionNotOnSale("This performance has already started; seats can no longer be booked.")
+        raise SessionNotOnSale(gettext("This performance has already started; seats can no longer be booked."))
     if phase == SalePhase.CLOSED:
-        raise SessionNotOnSale("Sales for this performance have closed.")
+        raise SessionNotOnSale(gettext("Sales for this performance have closed."))
     if phase == SalePhase.PRESALE:
         raise SessionNotOnSale(
-            f"On sale to members with an access code until {_when(session['saleOpens'])}, "
-            f"to everyone from {_when(session['saleOpens'])}."
+            gettext("On sale to members with an access code until %(opens)s, to everyone from %(opens)s.")
+            % {"opens": _when(session["saleOpens"])}
         )
     if phase == SalePhase.NOT_YET:
-        raise SessionNotOnSale(f"Not on sale yet: seats can be booked from {_when(opening_for(session))}.")
-    raise SessionNotOnSale("This performance is not on sale.")
+        raise SessionNotOnSale(
+            gettext("Not on sale yet: seats can be booked from %(opens)s.") % {"opens": _when(opening_for(session))}
+        )
+    raise SessionNotOnSale(gettext("This performance is not on sale."))
 
 
 def opening_for(session: dict) -> datetime:
@@ -150,7 +163,7 @@ def opening_for(session: dict) -> datetime:
 
 
 def _when(moment: datetime) -> str:
-    return timezone.localtime(moment).strftime("%a %d %b %Y, %H:%M:%S")
+    return formatting.sale_time(moment, seconds=True)
 
 
 def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime, cart=UNREAD) -> dict | None:
@@ -175,6 +188,7 @@ class HoldPlan:
     now: datetime
     allow_orphans: bool
     access: frozenset[str] = frozenset()  # presale keys the buyer unlocked (``presale_access``)
+    house: frozenset[tuple[int, int]] = frozenset()  # blocked seats taken by staff (``house_seats``)
 
 
 def hold_seats(
@@ -204,14 +218,15 @@ def hold_seats(
     cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
     session = None
     facts = hold_facts.known_sale_facts(session_id)
-    if facts is None or _not_a_seat(facts.layout, coords):
+    if facts is None or _not_a_seat(facts.layout, coords) or house_seats.get():
+        # (staff: which seats are house seats is read, so the write names each cell's state)
         session, facts = _read_for_sale(session_id, now)  # an unknown seat may be in a newer layout
     mine = selectors.cart_seat_keys(cart, session_id)
     _check_request(facts.layout, coords, cart, mine, carts, client)
     plan = HoldPlan(
         session_id, cart["_id"] if cart else ObjectId(), coords, facts, now, allow_orphans, presale_access.get()
     )
-    session = _take_seats(plan, session, cart_has_seats=bool(mine))
+    session, plan = _take_seats(plan, session, cart_has_seats=bool(mine))
     faults.point("hold.after_session")
     cart, expires_at = _record_in_cart(plan, session, cart, owner, client, mine)
     faults.point("hold.after_cart")
@@ -228,13 +243,14 @@ def _check_request(
     in_cart = len(cart["items"]) if cart else 0
     if in_cart + len(coords) > settings.BOOKING_MAX_SEATS_PER_CART:
         raise TooManySeats(
-            f"A cart can hold at most {settings.BOOKING_MAX_SEATS_PER_CART} seats; you have {in_cart} already."
+            gettext("A cart can hold at most %(max)d seats; you have %(count)d already.")
+            % {"max": settings.BOOKING_MAX_SEATS_PER_CART, "count": in_cart}
         )
     _check_live_holds_limit(cart, carts.owner_live)
     _check_client_held_seats_limit(client, carts.client_held, len(coords))
     for row, col in coords:
         if seat_key(row, col) in mine:
-            raise InvalidRequest(f"{seat_name(layout, row, col)} is already in your cart.")
+            raise InvalidRequest(gettext("%(seat)s is already in your cart.") % {"seat": seat_name(layout, row, col)})
 
 
 def _record_in_cart(
@@ -243,10 +259,10 @@ def _record_in_cart(
     """The hold's second write: a new cart with the seats, or the seats added to the live cart
     (conditional: still active, unexpired, with room). If the cart ended or filled up meanwhile,
     the seats just taken are given back. Returns the cart as written and its new expiry."""
-    items = [_cart_item(session, row, col) for row, col in plan.coords]
+    items = [_cart_item(session, row, col, house=(row, col) in plan.house) for row, col in plan.coords]
     total = sum(i["price"] for i in items)
     now = plan.now
-    expires_at = cart_service.next_expiry(cart, now)
+    expires_at = cart_service.next_expiry(cart, now, owner)
     if cart is None:
         cart = {
             "_id": plan.cart_id,
@@ -280,7 +296,7 @@ def _record_in_cart(
     if cart is None:
         # The cart ended (expired, checked out) or filled up meanwhile: give the seats back.
         reservations.settle(plan.session_id, plan.cart_id, keep=mine)
-        raise CartExpired("Your hold has ended. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended. Please choose your seats again."))
     return cart, expires_at
 
 
@@ -293,7 +309,10 @@ def _refuse_non_seats(layout: dict, coords) -> None:
     missing = _not_a_seat(layout, coords)
     if missing is not None:
         row, col = missing
-        raise InvalidRequest(f"There is no seat at row {row + 1}, position {col + 1} in this hall.")
+        raise InvalidRequest(
+            gettext("There is no seat at row %(row)d, position %(column)d in this hall.")
+            % {"row": row + 1, "column": col + 1}
+        )
 
 
 def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, SaleFacts]:
@@ -301,7 +320,7 @@ def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, SaleFacts
     session = load_session_for_sale(session_id, now, read=selectors.get_session_for_hold)
     facts = hold_facts.sale_facts(session)
     if facts is None:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     return session, facts
 
 
@@ -309,7 +328,7 @@ def _check_live_holds_limit(cart: dict | None, owner_live: int) -> None:
     """One client may not keep several carts going at once to get round the per-cart limit."""
     limit = getattr(settings, "BOOKING_MAX_LIVE_CARTS_PER_OWNER", 0)
     if limit and cart is None and owner_live >= limit:
-        raise TooManySeats("You already have seats on hold. Finish or cancel that booking first.")
+        raise TooManySeats(gettext("You already have seats on hold. Finish or cancel that booking first."))
 
 
 def _check_client_held_seats_limit(client: str | None, held: int, adding: int) -> None:
@@ -324,8 +343,11 @@ def _check_client_held_seats_limit(client: str | None, held: int, adding: int) -
 
 def _too_many_from_client(held: int, limit: int) -> TooManySeats:
     return TooManySeats(
-        f"Too many seats are on hold from your connection right now ({held}; at most {limit}). "
-        "Please finish or cancel a booking first."
+        gettext(
+            "Too many seats are on hold from your connection right now (%(held)d; at most %(limit)d). "
+            "Please finish or cancel a booking first."
+        )
+        % {"held": held, "limit": limit}
     )
 
 
@@ -347,7 +369,7 @@ def _recheck_client_held_seats(plan: HoldPlan, owner: str, client: str | None, c
     raise _too_many_from_client(held - len(keys), limit)
 
 
-def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> dict:
+def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> tuple[dict, HoldPlan]:
     """The conditional update that takes the seats. Retries once after freeing seats held by
     expired carts (the same code the worker runs), so availability never waits for the worker.
 
@@ -358,12 +380,13 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
     retry reads the whole document.
 
     Returns the session's summary with ``version`` as the write left it, and the layout: the write
-    is a findAndModify (still one write) answering with the new version, so nothing is re-read."""
+    is a findAndModify (still one write) answering with the new version, so nothing is re-read;
+    and the plan as written (its facts, and the house seats it took)."""
     session_id, coords, now = plan.session_id, plan.coords, plan.now
     if session is None:
         written = _send_hold_write(plan, cart_has_seats, SUMMARY_ANSWER_FIELDS)
         if written is not None:
-            return {**written, "layout": plan.facts.layout}
+            return {**written, "layout": plan.facts.layout}, plan
         session, facts = _read_for_sale(session_id, now)  # missed: find out why, and try again
         _refuse_non_seats(facts.layout, coords)  # the layout may have been replaced meanwhile
         plan = replace(plan, facts=facts)
@@ -371,7 +394,8 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
     freed_expired = False
     for _attempt in range(4):
         seats = session["seats"]
-        taken = [(r, c) for r, c in coords if seats[r][c] != FREE]
+        house = frozenset((r, c) for r, c in coords if seats[r][c] == BLOCKED) if house_seats.get() else frozenset()
+        taken = [(r, c) for r, c in coords if seats[r][c] != FREE and (r, c) not in house]
         if taken:
             if not freed_expired:
                 full = session if "reservations" in session else selectors.get_session(session_id)
@@ -379,24 +403,28 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
                     freed_expired = True
                     session = selectors.get_session(session_id)
                     if session is None:  # deleted meanwhile
-                        raise SessionNotOnSale("This performance is not on sale.")
+                        raise SessionNotOnSale(gettext("This performance is not on sale."))
                     continue
             raise SeatsTaken([seat_name(layout, r, c) for r, c in taken])
         if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
             alone = orphans_created(seats, coords)
             if alone:
                 names = ", ".join(seat_name(layout, r, c) for r, c in alone)
-                raise OrphanSeat(f"That would leave {names} on its own. Please choose seats next to each other.")
+                raise OrphanSeat(
+                    gettext("That would leave %(seat)s on its own. Please choose seats next to each other.")
+                    % {"seat": names}
+                )
         if "reservations" in session:
             has_reservation = any(res["_id"] == plan.cart_id for res in session["reservations"])
         else:
             has_reservation = cart_has_seats
+        plan = replace(plan, house=house)
         written = _send_hold_write(plan, has_reservation, WRITE_ANSWER_FIELDS)
         if written is not None:
-            return _after_write(session, written, layout)
+            return _after_write(session, written, layout), plan
         session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
         if session is None or session.get("status") != SessionStatus.ON_SALE:
-            raise SessionNotOnSale("This performance is not on sale.")
+            raise SessionNotOnSale(gettext("This performance is not on sale."))
         refuse_outside_sale_window(session, now)  # the window closed (or the staff moved it) meanwhile
         check_admission(session)  # waiting room: queued since the last read
         if (
@@ -406,7 +434,7 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
         ):
             new_facts = hold_facts.sale_facts(session)
             if new_facts is None or _not_a_seat(new_facts.layout, coords):
-                raise InvalidRequest("The seat map of this performance has changed. Please choose again.")
+                raise InvalidRequest(gettext("The seat map of this performance has changed. Please choose again."))
             plan = replace(plan, facts=new_facts)
             layout = new_facts.layout
     raise SeatsTaken([seat_name(layout, r, c) for r, c in coords])
@@ -433,6 +461,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     keys = [seat_key(r, c) for r, c in coords]
     categories = {layout["rows"][r]["cells"][c]["cat"] for r, c in coords}
     price = sum(facts.prices[layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
+    house = [seat_key(r, c) for r, c in coords if (r, c) in plan.house]
     query: dict = {
         "_id": plan.session_id,
         "status": SessionStatus.ON_SALE,
@@ -440,7 +469,8 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
         "layoutRev": facts.layout_rev if facts.layout_rev else {"$in": [0, None]},  # None: never replaced
         **{f"prices.{cat}": facts.prices[cat] for cat in sorted(categories)},
         "priceRev": facts.price_rev if facts.price_rev else {"$in": [0, None]},  # the other ticket types' prices
-        **seats_free(coords),
+        **seats_free([rc for rc in coords if rc not in plan.house]),
+        **{cell_path(r, c): BLOCKED for r, c in sorted(plan.house)},  # staff: these house seats still blocked
     }
     if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
         guards = no_seat_left_alone(layout, coords)
@@ -449,18 +479,22 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
     query["$and"].append(admission_clause())  # waiting room: in no queue, or one the buyer was admitted to
     cells = {cell_path(r, c): HELD for r, c in coords}
+    taken_free = len(coords) - len(house)  # house seats were not counted as available
     if has_reservation:
         query["reservations._id"] = cart_id
         update = {
             "$set": {**cells, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
-            "$inc": {"seatsAvailable": -len(coords), "version": 1, "reservations.$[r].total": price},
-            "$push": {"reservations.$[r].seats": {"$each": keys}},
+            "$inc": {"seatsAvailable": -taken_free, "version": 1, "reservations.$[r].total": price},
+            "$push": {
+                "reservations.$[r].seats": {"$each": keys},
+                **({"reservations.$[r].house": {"$each": house}} if house else {}),
+            },
         }
         return query, update, [{"r._id": cart_id}]
     query["reservations._id"] = {"$ne": cart_id}
     update = {
         "$set": cells,
-        "$inc": {"seatsAvailable": -len(coords), "version": 1},
+        "$inc": {"seatsAvailable": -taken_free, "version": 1},
         "$push": {
             "reservations": {
                 "_id": cart_id,
@@ -468,6 +502,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
                 "total": price,
                 "v": reservations.new_token(),
                 "modifiedOn": now,
+                **({"house": house} if house else {}),
             }
         },
     }
@@ -535,7 +570,7 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
     return freed
 
 
-def _cart_item(session: dict, row: int, col: int) -> CartItem:
+def _cart_item(session: dict, row: int, col: int, *, house: bool = False) -> CartItem:
     """``session``: with summary fields (prices, the price table) and its layout, as the hold's
     write matched them. The item locks its price and keeps its category's row of the price table
     (``offers``): a later choice of ticket type is priced from it, not from the table as it is then."""
@@ -553,6 +588,8 @@ def _cart_item(session: dict, row: int, col: int) -> CartItem:
     }
     if cell.get("wheelchair"):
         item["wheelchair"] = True
+    if house:
+        item["house"] = True  # a house seat staff took: released, it goes back to blocked
     return item
 
 
@@ -567,14 +604,17 @@ def release_seats(
     if cart is UNREAD:
         cart = selectors.get_cart(owner, cart_id)
     if cart is None or cart_id is None or cart["_id"] != cart_id or cart["owner"] != owner:
-        raise NotFound("You have no seats on hold.")
+        raise NotFound(gettext("You have no seats on hold."))
     if not is_live(cart, now):
-        raise CartExpired("Your hold has ended. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended. Please choose your seats again."))
     items = [i for i in cart["items"] if i["sessionId"] == session_id and i["key"] in keys]
     if len(items) != len(keys):
-        raise InvalidRequest("Those seats are not in your cart.")
+        raise InvalidRequest(gettext("Those seats are not in your cart."))
     price = sum(i["price"] for i in items)
-    freed = {cell_path(r, c): FREE for r, c in coords}
+    house = sorted(i["key"] for i in items if i.get("house"))  # staff's house seats go back to blocked
+    freed = {cell_path(r, c): BLOCKED if seat_key(r, c) in house else FREE for r, c in coords}
+    back_on_sale = len(keys) - len(house)
+    house_held = {"house": {"$all": house}} if house else {}
     written = None
     if len(keys) == len(selectors.cart_seat_keys(cart, session_id)):
         # The cart's last seats here: the reservation goes too (as settle does), so a later hold
@@ -582,11 +622,13 @@ def release_seats(
         written = mongo.sessions().find_one_and_update(
             {
                 "_id": session_id,
-                "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys, "$size": len(keys)}}},
+                "reservations": {
+                    "$elemMatch": {"_id": cart_id, "seats": {"$all": keys, "$size": len(keys)}, **house_held}
+                },
             },
             {
                 "$set": freed,
-                "$inc": {"seatsAvailable": len(keys), "version": 1},
+                "$inc": {"seatsAvailable": back_on_sale, "version": 1},
                 "$pull": {"reservations": {"_id": cart_id}},
             },
             projection=SUMMARY_ANSWER_FIELDS,
@@ -594,11 +636,17 @@ def release_seats(
         )
     if written is None:
         written = mongo.sessions().find_one_and_update(  # one write that also answers with the new version
-            {"_id": session_id, "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}}}},
+            {
+                "_id": session_id,
+                "reservations": {"$elemMatch": {"_id": cart_id, "seats": {"$all": keys}, **house_held}},
+            },
             {
                 "$set": {**freed, "reservations.$[r].v": reservations.new_token(), "reservations.$[r].modifiedOn": now},
-                "$inc": {"seatsAvailable": len(keys), "version": 1, "reservations.$[r].total": -price},
-                "$pull": {"reservations.$[r].seats": {"$in": keys}},
+                "$inc": {"seatsAvailable": back_on_sale, "version": 1, "reservations.$[r].total": -price},
+                "$pull": {
+                    "reservations.$[r].seats": {"$in": keys},
+                    **({"reservations.$[r].house": {"$in": house}} if house else {}),
+                },
             },
             projection=SUMMARY_ANSWER_FIELDS,
             array_filters=[{"r._id": cart_id}],
@@ -610,7 +658,7 @@ def release_seats(
         {
             "$pull": {"items": {"sessionId": session_id, "key": {"$in": keys}}},
             "$inc": {"total": -price},
-            "$set": {"modifiedOn": now, "expiresAt": cart_service.next_expiry(cart, now)},
+            "$set": {"modifiedOn": now, "expiresAt": cart_service.next_expiry(cart, now, owner)},
         },
         return_document=ReturnDocument.AFTER,
     )
@@ -634,32 +682,75 @@ def release_reservation(session_id: ObjectId, owner: str, cart_id: ObjectId | No
     """Give back every seat the owner's cart holds in one session (same two writes as one seat)."""
     cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}, {"items": 1}) if cart_id else None
     if cart is None:
-        raise NotFound("You have no seats on hold.")
+        raise NotFound(gettext("You have no seats on hold."))
     keys = [i["key"] for i in cart["items"] if i["sessionId"] == session_id]
     if not keys:
-        raise InvalidRequest("You have no seats on hold for this performance.")
+        raise InvalidRequest(gettext("You have no seats on hold for this performance."))
     return len(release_seats(session_id, owner, cart_id, keys).seats)
 
 
 def hold_best_available(
-    session_id: ObjectId, owner: str, cart_id: ObjectId | None, count: int, categories: set[str] | None = None
+    session_id: ObjectId,
+    owner: str,
+    cart_id: ObjectId | None,
+    count: int,
+    categories: set[str] | None = None,
+    *,
+    wheelchair: bool = False,
+    accept: list[str] | None = None,
+    max_price: int | None = None,
 ) -> HoldResult:
-    """Hold the best ``count`` seats side by side; when no row has them, say so with a split."""
+    """Hold the best ``count`` seats side by side, of ``categories`` only when given (never a
+    category the buyer did not choose), and nothing else: the cart gains exactly these seats.
+
+    When no row has them, NoAdjacentSeats carries the split the engine suggests (its message true
+    for a hall that never had such a block). ``accept``: the buyer takes that suggestion; it is
+    held only if it is still the suggestion now (else a fresh one is offered), so this endpoint
+    cannot hold seats of the buyer's choosing past the orphan rule.
+    ``wheelchair``: ``count`` wheelchair spaces, each with a companion seat beside it.
+    ``max_price``: only categories whose (full) price is at most this many minor units."""
     if not isinstance(count, int) or not 1 <= count <= settings.BOOKING_MAX_SEATS_PER_CART:
-        raise InvalidRequest(f"Choose between 1 and {settings.BOOKING_MAX_SEATS_PER_CART} seats.")
+        raise InvalidRequest(_("Choose between 1 and %(max)s seats.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART})
+    if wheelchair and 2 * count > settings.BOOKING_MAX_SEATS_PER_CART:
+        raise InvalidRequest(_("Each wheelchair space comes with a companion seat: choose fewer spaces."))
     for _attempt in range(3):
         session = load_session_for_sale(session_id, clock.now())
         if categories and not categories <= set(session["prices"]):
-            raise InvalidRequest("Unknown seat category.")
-        seats = best_available(session["layout"], session["seats"], count, categories)
-        if seats is None:
-            split = best_split(session["layout"], session["seats"], count, categories)
-            if split:
+            raise InvalidRequest(_("Unknown seat category."))
+        if max_price is not None:
+            affordable = {code for code, price in session["prices"].items() if price <= max_price}
+            categories = affordable if categories is None else categories & affordable
+            if not categories:
+                raise NoAdjacentSeats(_("No seats of this category are offered at that price."))
+        layout, grid = session["layout"], session["seats"]
+        if wheelchair:
+            seats = best_wheelchair(layout, grid, count, categories)
+            if seats is None:
                 raise NoAdjacentSeats(
-                    f"There are no {count} seats together any more. The best we can offer is split across rows.",
+                    ngettext(
+                        "There is no free wheelchair space with a companion seat left.",
+                        "There are not %(count)s free wheelchair spaces with companion seats left.",
+                        count,
+                    )
+                    % {"count": count}
+                )
+        else:
+            seats = best_available(layout, grid, count, categories)
+        if seats is None:
+            split = best_split(layout, grid, count, categories)
+            if split and accept is not None and sorted(accept) == sorted(seat_key(r, c) for r, c in split):
+                seats = split
+            elif split:
+                if longest_block(layout, categories) < count:
+                    message = _("There are no %(count)s seats side by side in this hall.")
+                else:
+                    message = _("There are no %(count)s seats together any more.")
+                raise NoAdjacentSeats(
+                    str(message % {"count": count}) + " " + str(_("The best we can offer is split across rows.")),
                     suggestion=split,
                 )
-            raise NoAdjacentSeats(f"There are not {count} seats left.")
+            else:
+                raise NoAdjacentSeats(_("There are not %(count)s seats left.") % {"count": count})
         try:
             return hold_seats(session_id, owner, cart_id, [seat_key(r, c) for r, c in seats], allow_orphans=True)
         except SeatsTaken:

@@ -26,11 +26,13 @@ from bson import ObjectId
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
+from django.utils import translation
 from django.utils.translation import gettext
 
 from .. import clock, faults, mongo, selectors
 from ..domain import GiveUpOutcome, MailState, OrderState, ReopenOutcome, SendOutcome
 from ..formatting import format_money_code, mail_time
+from ..localized import localized
 
 logger = logging.getLogger("booking.notifications")
 
@@ -339,14 +341,16 @@ def confirmation_context(order: dict) -> dict:
         start = session.get("start")
         lines.append(
             TicketLine(
-                show=session.get("name") or "Performance",
+                show=localized(session, "name") or gettext("Performance"),
                 when=mail_time(start) if start else "",
                 theater=session.get("theaterName") or "",
                 row=line["row"],
                 seat=line["seat"],
                 category=session.get("categories", {}).get(line["cat"], line["cat"]),
                 price=format_money_code(line["price"], currency),
-                ticket_type=line.get("ticketTypeName") or gettext("Full price"),
+                ticket_type=gettext(line.get("ticketTypeName") or "Full price")
+                if (line.get("ticketTypeName") or "Full price") == "Full price"
+                else line["ticketTypeName"],  # the default's stored name, translated
             )
         )
     shows = sorted({line.show for line in lines})
@@ -365,9 +369,21 @@ def confirmation_context(order: dict) -> dict:
     }
 
 
+def order_language(order: dict) -> str:
+    """The language the buyer checked out in (orders made before it was kept: the default)."""
+    return order.get("language") or settings.LANGUAGE_CODE
+
+
 def confirmation_message(order: dict) -> EmailMultiAlternatives:
+    """The confirmation mail (text, HTML, the receipt PDF) in the buyer's language, whoever sends
+    it: the worker's task, reconcile's requeue or an operator's resend."""
+    with translation.override(order_language(order)):
+        return _confirmation_message(order)
+
+
+def _confirmation_message(order: dict) -> EmailMultiAlternatives:
     context = confirmation_context(order)
-    subject = f"Your booking {order['ref']}: {', '.join(context['shows'])}"
+    subject = gettext("Your booking %(ref)s: %(shows)s") % {"ref": order["ref"], "shows": ", ".join(context["shows"])}
     message = EmailMultiAlternatives(
         subject=" ".join(subject.split())[:200],  # no line breaks in a header
         body=render_to_string("booking/email/order_confirmed.txt", context),

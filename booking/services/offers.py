@@ -17,6 +17,7 @@ import re
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils.translation import gettext, gettext_noop, ngettext
 from pymongo import ReturnDocument
 
 from .. import clock, mongo, selectors
@@ -24,7 +25,7 @@ from ..domain import live_cart_filter
 from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
 
 FULL = "full"
-FULL_PRICE = {"code": FULL, "name": "Full price", "description": ""}
+FULL_PRICE = {"code": FULL, "name": gettext_noop("Full price"), "description": ""}  # shown translated
 CODE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,19}$")
 
 
@@ -55,14 +56,14 @@ def clean_ticket_types(types: list[dict]) -> list[dict]:
         entry: dict[str, str | bool] = {"code": code, "name": name, "description": description}
         if raw.get("companion"):
             if code == FULL:
-                raise InvalidRequest("Full price cannot be a companion ticket.")
+                raise InvalidRequest(gettext("Full price cannot be a companion ticket."))
             entry["companion"] = True
         cleaned.append(entry)
     if FULL not in seen:
         cleaned.insert(0, dict(FULL_PRICE))
     cleaned.sort(key=lambda t: t["code"] != FULL)  # full price first, the rest as given
     if len(cleaned) > 20:
-        raise InvalidRequest("At most 20 ticket types per theater.")
+        raise InvalidRequest(gettext("At most 20 ticket types per theater."))
     return cleaned
 
 
@@ -132,9 +133,15 @@ def check_ticket_rules(items: list[dict]) -> None:
     spaces = sum(1 for i in items if i.get("wheelchair"))
     if companions > spaces:
         raise InvalidRequest(
-            "A companion ticket is only available together with a wheelchair space in the same booking "
-            f"(one companion per space; you have {spaces} wheelchair space{'s' if spaces != 1 else ''}).",
-            fields={"ticket_type": "Companion tickets need a wheelchair space in the same booking."},
+            ngettext(
+                "A companion ticket is only available together with a wheelchair space in the same booking "
+                "(one companion per space; you have %(spaces)d wheelchair space).",
+                "A companion ticket is only available together with a wheelchair space in the same booking "
+                "(one companion per space; you have %(spaces)d wheelchair spaces).",
+                spaces,
+            )
+            % {"spaces": spaces},
+            fields={"ticket_type": gettext("Companion tickets need a wheelchair space in the same booking.")},
         )
     counts: dict[str, int] = {}
     for item in items:
@@ -142,7 +149,9 @@ def check_ticket_rules(items: list[dict]) -> None:
     for code, limit in max_per_type().items():
         if counts.get(code, 0) > limit:
             name = next((item_type_name(i) for i in items if item_type(i) == code), code)
-            raise InvalidRequest(f"At most {limit} “{name}” tickets per booking.")
+            raise InvalidRequest(
+                gettext("At most %(limit)d “%(name)s” tickets per booking.") % {"limit": limit, "name": name}
+            )
 
 
 def choose_ticket_type(owner: str, cart_id: ObjectId | None, session_id: ObjectId, key: str, code: str) -> dict:
@@ -151,15 +160,17 @@ def choose_ticket_type(owner: str, cart_id: ObjectId | None, session_id: ObjectI
     now = clock.now()
     cart = selectors.get_cart(owner, cart_id) if cart_id else None
     if cart is None or cart["owner"] != owner:
-        raise NotFound("You have no seats on hold.")
+        raise NotFound(gettext("You have no seats on hold."))
     if cart["state"] != "active" or cart["expiresAt"] <= now:
-        raise CartExpired("Your hold has ended. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended. Please choose your seats again."))
     item = next((i for i in cart["items"] if i["sessionId"] == session_id and i["key"] == key), None)
     if item is None:
-        raise InvalidRequest("That seat is not in your cart.")
+        raise InvalidRequest(gettext("That seat is not in your cart."))
     offer = next((o for o in item_offers(item) if o["code"] == code), None)
     if offer is None:
-        raise InvalidRequest("That ticket type is not offered for this seat.", fields={"ticket_type": "Not offered."})
+        raise InvalidRequest(
+            gettext("That ticket type is not offered for this seat."), fields={"ticket_type": gettext("Not offered.")}
+        )
     if item_type(item) == code:
         return cart
     changed = {**item, "ticketType": code, "price": offer["price"]}
@@ -186,7 +197,7 @@ def choose_ticket_type(owner: str, cart_id: ObjectId | None, session_id: ObjectI
         return_document=ReturnDocument.AFTER,
     )
     if updated is None:
-        raise Conflict("Your cart changed meanwhile; please look again.")
+        raise Conflict(gettext("Your cart changed meanwhile; please look again."))
     return updated
 
 
@@ -202,7 +213,7 @@ def set_theater_ticket_types(theater_id: ObjectId, types: list[dict]) -> dict:
         return_document=ReturnDocument.AFTER,
     )
     if theater is None:
-        raise NotFound("No such theater.")
+        raise NotFound(gettext("No such theater."))
     return theater
 
 
@@ -214,7 +225,7 @@ def set_price_table(session_id: ObjectId, prices: dict, type_prices: dict) -> di
 
     session = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "theaterId": 1, "status": 1})
     if session is None:
-        raise NotFound("No such session.")
+        raise NotFound(gettext("No such session."))
     theater = mongo.theaters().find_one({"_id": session.get("theaterId")}, {"ticketTypes": 1})
     types = ticket_types(theater)
     full = clean_prices(prices, session["layout"])
@@ -229,5 +240,5 @@ def set_price_table(session_id: ObjectId, prices: dict, type_prices: dict) -> di
         return_document=ReturnDocument.AFTER,
     )
     if updated is None:
-        raise NotFound("No such session.")
+        raise NotFound(gettext("No such session."))
     return updated

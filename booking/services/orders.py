@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils.translation import gettext
 
 from .. import clock, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
@@ -31,7 +32,7 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
     now = clock.now()
     order = mongo.orders().find_one({"_id": order_id})
     if order is None:
-        raise NotFound("No such order.")
+        raise NotFound(gettext("No such order."))
     unpaid = (OrderState.PENDING_PAYMENT, OrderState.EXPIRED)
     if order.get("paidWith") or order["state"] in unpaid:
         # Paid through a provider: the money goes back (services/refunds.py); not paid yet: the
@@ -56,7 +57,7 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
         },
     )
     if not result.modified_count:
-        raise Conflict("The order changed meanwhile; please look again.")
+        raise Conflict(gettext("The order changed meanwhile; please look again."))
     order = mongo.orders().find_one({"_id": order_id})
     release_order_seats(order)
     promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # its promo code's use goes back

@@ -11,10 +11,12 @@ from bson import ObjectId
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.translation import gettext
 
 from .. import clock, mongo
 from ..payments.money import format_money
-from .notifications import MailServerUnavailable, is_permanent, ticket_link
+from .notifications import MailServerUnavailable, is_permanent, order_language, ticket_link
 
 logger = logging.getLogger("booking.notices")
 
@@ -25,17 +27,25 @@ CLAIM_SECONDS = 120
 
 
 def notice_message(order: dict) -> EmailMultiAlternatives:
+    """The refund notice in the buyer's language."""
+    with translation.override(order_language(order)):
+        return _notice_message(order)
+
+
+def _notice_message(order: dict) -> EmailMultiAlternatives:
     refunded = sum(r["amount"] for r in order.get("refunds", []))
     context = {
         "name": order.get("name", ""),
         "ref": order["ref"],
-        "reason": order.get("failure")
-        or "Your payment arrived for a booking that was no longer waiting for it, so we refunded it.",
+        # a stored failure is English text: shown translated when it is one of the known messages
+        "reason": gettext(order["failure"])
+        if order.get("failure")
+        else gettext("Your payment arrived for a booking that was no longer waiting for it, so we refunded it."),
         "amount": format_money(refunded, order.get("currency", settings.BOOKING_CURRENCY)),
         "link": ticket_link(order),
     }
     message = EmailMultiAlternatives(
-        subject=f"Your booking {order['ref']}: payment refunded",
+        subject=gettext("Your booking %(ref)s: payment refunded") % {"ref": order["ref"]},
         body=render_to_string("booking/email/payment_refunded.txt", context),
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[order["email"]],

@@ -2,6 +2,7 @@
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils.translation import gettext
 
 from .. import mongo
 from ..errors import NotFound
@@ -20,7 +21,7 @@ def set_box_office(session_id: ObjectId, *, enabled: bool, deadline_minutes: int
         {"$set": {"boxOffice": {"enabled": bool(enabled), "deadlineMinutes": int(deadline_minutes)}}},
     )
     if not done.matched_count:
-        raise NotFound("No such session.")
+        raise NotFound(gettext("No such session."))
 
 
 def set_vat_rates(theater_id: ObjectId, *, rate: str, per_category: dict) -> None:
@@ -30,4 +31,4 @@ def set_vat_rates(theater_id: ObjectId, *, rate: str, per_category: dict) -> Non
         {"_id": theater_id}, {"$set": {"vatRate": money.rate_text(rate), "vatRates": clean}}
     )
     if not done.matched_count:
-        raise NotFound("No such theater.")
+        raise NotFound(gettext("No such theater."))

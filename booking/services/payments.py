@@ -45,16 +45,18 @@ from typing import cast
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils.translation import gettext
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo, payments
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState, SessionStatus
 from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
+from ..localized import order_state_label
 from ..payments import base, money, receipts
 from ..payments.box_office import BoxOfficeProvider
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 from . import carts as cart_service
-from . import checkout, notifications, offers, promos, reservations
+from . import change_notices, checkout, notifications, offers, promos, reservations
 
 logger = logging.getLogger("booking.payments")
 
@@ -107,7 +109,15 @@ def box_office_deadline(sessions: list[dict], now: datetime) -> datetime | None:
 
 def cart_sessions(cart: dict) -> list[dict]:
     ids = list({i["sessionId"] for i in cart.get("items", [])})
-    fields = {"name": 1, "start": 1, "theaterName": 1, "theaterId": 1, "layout.categories": 1, "boxOffice": 1}
+    fields = {
+        "name": 1,
+        "nameDe": 1,
+        "start": 1,
+        "theaterName": 1,
+        "theaterId": 1,
+        "layout.categories": 1,
+        "boxOffice": 1,
+    }
     return list(mongo.sessions().find({"_id": {"$in": ids}}, fields))
 
 
@@ -118,35 +128,48 @@ def methods_for(cart: dict | None, sessions: list[dict] | None = None, now: date
     return {payments.CARD: payments.card_available(), payments.BOX_OFFICE: box_office_deadline(sessions, now)}
 
 
-def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: str = payments.CARD) -> dict:
+def start(
+    owner: str,
+    cart_id: ObjectId | None,
+    name: str,
+    email: str,
+    method: str = payments.CARD,
+    language: str | None = None,
+) -> dict:
     """Checkout: the cart's seats become an order waiting for payment. Submitting twice returns the
-    same order."""
+    same order. ``language``: the buyer's (default: the active one, the request's), kept on the
+    order so its mails are written in it."""
     name, email = checkout.clean_customer(name, email)
+    customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
     if method not in METHODS:
-        raise InvalidRequest("Please choose how to pay.", fields={"method": "Please choose how to pay."})
+        raise InvalidRequest(
+            gettext("Please choose how to pay."), fields={"method": gettext("Please choose how to pay.")}
+        )
     now = clock.now()
     cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
     if cart is None:
-        raise NotFound("You have no seats on hold.")
+        raise NotFound(gettext("You have no seats on hold."))
     if cart["state"] == CartState.CHECKING_OUT:
         return checkout.finish_checkout(cart["_id"])  # begun before payments existed
     if cart["state"] in (CartState.PAYING, CartState.DONE):
         return _order_of_started_cart(cart)
     if cart["state"] != CartState.ACTIVE or cart["expiresAt"] <= now:
         cart_service.expire_cart(cart["_id"], now)
-        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended and the seats were released. Please choose your seats again."))
     if not cart["items"]:
-        raise InvalidRequest("Your cart is empty.")
+        raise InvalidRequest(gettext("Your cart is empty."))
     offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
     sessions = cart_sessions(cart)
     if method == payments.CARD:
         if not payments.card_available():
-            raise InvalidRequest("Card payment is not available right now.", fields={"method": "Not available."})
+            raise InvalidRequest(
+                gettext("Card payment is not available right now."), fields={"method": gettext("Not available.")}
+            )
         until: datetime | None = payment_window_end(cart, now)
     else:
         until = box_office_deadline(sessions, now)
         if until is None:
-            message = "Paying at the box office is not offered for these seats."
+            message = gettext("Paying at the box office is not offered for these seats.")
             raise InvalidRequest(message, fields={"method": message})
     order_ref = checkout.new_booking_ref()
     faults.point("pay.before_cart")  # the worker may expire the cart since it was read: the filter decides
@@ -156,7 +179,7 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
             "$set": {
                 "state": CartState.PAYING,
                 "checkoutOn": now,
-                "customer": {"name": name, "email": email},
+                "customer": customer,
                 "payMethod": method,
                 "expiresAt": until,
                 "orderRef": order_ref,  # the order's booking reference (services/checkout.py)
@@ -168,9 +191,9 @@ def start(owner: str, cart_id: ObjectId | None, name: str, email: str, method: s
         if current and current["state"] in (CartState.PAYING, CartState.DONE):
             return _order_of_started_cart(current)  # a second submit got there first
         cart_service.expire_cart(cart["_id"], now)
-        raise CartExpired("Your hold has ended and the seats were released. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended and the seats were released. Please choose your seats again."))
     faults.point("pay.after_cart")
-    moved = {**cart, "state": CartState.PAYING, "customer": {"name": name, "email": email}, "payMethod": method}
+    moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
     moved["orderRef"] = order_ref
     return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
 
@@ -185,9 +208,9 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
         order = orders().find_one({"ref": ref, "cartId": cart["_id"]} if ref else {"cartId": cart["_id"]})
     if order is None:
         if cart["state"] != CartState.PAYING:
-            raise NotFound("No such order.")
+            raise NotFound(gettext("No such order."))
         sessions = sessions if sessions is not None else cart_sessions(cart)
-        order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions))
+        order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions), fresh=fresh)
         faults.point("pay.after_order")
     if order["state"] == PENDING and order.get("method") == payments.CARD:
         try:
@@ -208,7 +231,7 @@ def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
     """The order's document as checkout makes it (lines with their ticket types, locked prices and
     promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
     the booking fee, the payment, no mail yet (it goes once the order is paid)."""
-    order = checkout._new_order(cart, ref)
+    order = checkout._new_order(cart, ref, sessions)
     method = cart.get("payMethod", payments.CARD)
     theaters = theaters_of(sessions)
     by_id = {s["_id"]: s for s in sessions}
@@ -273,7 +296,7 @@ def visible_order(ref_or_id, owner: str | None) -> dict:
     query = {"_id": ref_or_id} if isinstance(ref_or_id, ObjectId) else {"ref": str(ref_or_id).upper()}
     order = orders().find_one(query)
     if order is None or not owner or order.get("owner") != owner:
-        raise NotFound("No such booking.")
+        raise NotFound(gettext("No such booking."))
     return order
 
 
@@ -282,9 +305,9 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
     or its booking reference)."""
     order = visible_order(order_id, owner)
     if order.get("method") != payments.CARD:
-        raise InvalidRequest("This booking is paid at the box office.")
+        raise InvalidRequest(gettext("This booking is paid at the box office."))
     if not isinstance(means, str) or not means or len(means) > 255:
-        raise InvalidRequest("The card details did not arrive. Please try again.")
+        raise InvalidRequest(gettext("The card details did not arrive. Please try again."))
     if order["state"] == PENDING and order["payment"]["status"] == base.ACTION:
         order = check(order["_id"], quiet=True)  # the bank's step (3-D Secure) may have ended
     if order["state"] != PENDING:
@@ -356,7 +379,7 @@ def _next_attempt(order: dict) -> dict:
     can never be paid later beside the new one (if it was paid after all, it is settled)."""
     pay = order["payment"]
     if pay["attempt"] >= MAX_ATTEMPTS:
-        raise InvalidRequest("Too many payment attempts for this booking. Please contact the box office.")
+        raise InvalidRequest(gettext("Too many payment attempts for this booking. Please contact the box office."))
     if pay.get("intent"):
         canceled = payments.provider(pay["provider"]).cancel(pay["intent"])
         if canceled.status == base.SUCCEEDED:
@@ -382,7 +405,7 @@ def check(order_id: ObjectId, *, quiet: bool = False) -> dict:
     it. Returns the order as it is afterwards."""
     order = orders().find_one({"_id": order_id})
     if order is None:
-        raise NotFound("No such booking.")
+        raise NotFound(gettext("No such booking."))
     pay = order.get("payment") or {}
     if order["state"] in SEAT_OWNING and order.get("settling"):
         return finish_paid(order_id)
@@ -421,7 +444,7 @@ def _settled(payment: base.Payment, known: dict | None = None) -> dict:
     "no order we know", would mean the order vanished meanwhile: no such booking)."""
     order = settle(payment, known)
     if order is None:
-        raise NotFound("No such booking.")
+        raise NotFound(gettext("No such booking."))
     return order
 
 
@@ -437,6 +460,12 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
         if order is None:
             logger.error("payment %s %s succeeded for no order we know", payment.provider, payment.id)
             return None
+        if order.get("exchanges") and payment.id != (order.get("paidWith") or {}).get("id"):
+            from . import exchanges  # a dearer exchange's difference, paid by the customer (issue 17)
+
+            handled = exchanges.difference_paid(order, payment)
+            if handled is not None:
+                return handled
         kept = order.get("paidWith") or {}
         if kept.get("id") == payment.id:
             return finish_paid(order["_id"]) if order.get("settling") else order
@@ -488,13 +517,15 @@ def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
         {"$set": {"state": CartState.DONE, "orderId": order_id, "endedOn": clock.now()}},
     )
     faults.point("pay.after_cart_done")
+    mail = MailState.PENDING if order.get("email") else MailState.NONE  # a counter sale may have no address
     done = orders().update_one(
         {**_mine(order), "settling": True},
-        {"$unset": {"settling": ""}, "$set": {"mail": MailState.PENDING}},
+        {"$unset": {"settling": ""}, "$set": {"mail": mail}},
     )
     if done.modified_count:
         logger.info("order %s paid, %d seats sold", order["ref"], len(order["lines"]))
-        notifications.order_confirmed(order_id)
+        if mail == MailState.PENDING:
+            notifications.order_confirmed(order_id)
     return orders().find_one(_mine(order))
 
 
@@ -572,15 +603,20 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
     return freed
 
 
-def cancel_unpaid(order_id: ObjectId, *, owner: str | None = None, by: str = "", reason: str = "") -> dict:
+def cancel_unpaid(
+    order_id: ObjectId, *, owner: str | None = None, by: str = "", reason: str = "", notice: str = "cancel"
+) -> dict:
     """The buyer gives up paying, or staff cancel a reservation nobody paid: the payment is
     canceled at the provider first (one that succeeded meanwhile is settled instead, and the order
     is paid), then the order, then its seats go back."""
     order = orders().find_one({"_id": order_id})
     if order is None or (owner is not None and order.get("owner") != owner):
-        raise NotFound("No such booking.")
+        raise NotFound(gettext("No such booking."))
     if order["state"] not in (PENDING, EXPIRED):
-        raise Conflict(f"Booking {order['ref']} is {order['state'].replace('_', ' ')}; it cannot be canceled here.")
+        raise Conflict(
+            gettext("Booking %(ref)s is %(state)s; it cannot be canceled here.")
+            % {"ref": order["ref"], "state": order_state_label(order["state"]).lower()}
+        )
     pay = order.get("payment") or {}
     if pay.get("intent"):
         provider = payments.provider(pay["provider"])
@@ -589,7 +625,8 @@ def cancel_unpaid(order_id: ObjectId, *, owner: str | None = None, by: str = "",
             return _settled(canceled)
         record(canceled.id, canceled.status)
     now = clock.now()
-    orders().update_one(
+    by_staff = owner is None and bool(by)  # the customer is told (issue 17); a buyer canceling knows
+    canceled_now = orders().update_one(
         {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
         {
             "$set": {
@@ -598,11 +635,14 @@ def cancel_unpaid(order_id: ObjectId, *, owner: str | None = None, by: str = "",
                 "canceledBy": by or ("buyer" if owner else ""),
                 "cancelReason": reason,
                 "holdReleased": False,
-            }
+            },
+            **({"$push": {"changeNotices": change_notices.new_notice(notice)}} if by_staff else {}),
         },
     )
     faults.point("pay.cancel_after_order")
     release_canceled_hold(order_id)
+    if by_staff and canceled_now.modified_count:
+        change_notices.queue(order_id)
     return orders().find_one({"_id": order_id})
 
 
@@ -624,16 +664,18 @@ def mark_paid_at_counter(order_id: ObjectId, *, by: str) -> dict:
     """Staff took the money at the box office."""
     order = orders().find_one({"_id": order_id})
     if order is None:
-        raise NotFound("No such order.")
-    if order.get("method") != payments.BOX_OFFICE:
+        raise NotFound(gettext("No such order."))
+    if order.get("method") not in (payments.BOX_OFFICE, payments.counter.INVOICE):  # an invoice: paid later
         raise Conflict(f"Order {order['ref']} is paid by card, not at the box office.")
     if order["state"] in SEAT_OWNING:
         return order
     if order["state"] not in PAYABLE:
         raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; it cannot be paid now.")
-    provider = cast(BoxOfficeProvider, payments.provider("box_office"))
+    provider = cast(BoxOfficeProvider, payments.provider(order["payment"]["provider"]))  # or the counter's
     settled = _settled(provider.paid_at_counter(order))
-    orders().update_one({"_id": order_id, "paidWith.provider": "box_office"}, {"$set": {"paidWith.by": by}})
+    orders().update_one(
+        {"_id": order_id, "paidWith.provider": {"$in": ["box_office", "counter"]}}, {"$set": {"paidWith.by": by}}
+    )
     return cast(dict, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
 
 

@@ -27,5 +27,9 @@ def totals(items: list[dict], promo: dict | None = None) -> Totals:
     return Totals(subtotal=subtotal, discount=discount, total=subtotal - discount, line_discounts=discounts)
 
 
+# A complimentary sale at the counter (services/counter.py: the cart's ``comp``): every ticket free.
+COMPLIMENTARY = {"kind": "price", "value": 0}
+
+
 def cart_totals(cart: dict) -> Totals:
-    return totals(cart.get("items", []), cart.get("promo"))
+    return totals(cart.get("items", []), COMPLIMENTARY if cart.get("comp") else cart.get("promo"))

@@ -30,7 +30,7 @@ import secrets
 from datetime import datetime
 
 from bson import ObjectId
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
@@ -43,7 +43,7 @@ KINDS = ("percent", "amount", "price")
 CODE_RE = re.compile(r"^[A-Z0-9-]{4,32}$")
 VOUCHER_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 # Unknown and used-up codes get the same answer (codes are not enumerable).
-NOT_VALID = "This code is not valid or has been used up."
+NOT_VALID = gettext_noop("This code is not valid or has been used up.")
 TERMS = ("kind", "value", "sessionId", "series", "ticketTypes", "categories", "perOrder")
 # The optional terms a staff edit may clear again ($unset)
 OPTIONAL_TERMS = ("sessionId", "series", "ticketTypes", "categories", "validFrom", "validUntil", "perOrder")
@@ -67,9 +67,13 @@ def clean_terms(
     per_order: int | None = None,
 ) -> dict:
     if kind not in KINDS:
-        raise InvalidRequest("Choose percent off, amount off or a fixed price.", fields={"kind": "Unknown kind."})
+        raise InvalidRequest(
+            gettext("Choose percent off, amount off or a fixed price."), fields={"kind": gettext("Unknown kind.")}
+        )
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidRequest("The value must be a whole number, zero or more.", fields={"value": "Zero or more."})
+        raise InvalidRequest(
+            gettext("The value must be a whole number, zero or more."), fields={"value": gettext("Zero or more.")}
+        )
     if kind == "percent" and not 0 < value <= 100:
         raise InvalidRequest("A percentage must be between 1 and 100.", fields={"value": "1 to 100."})
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1_000_000:
@@ -85,7 +89,9 @@ def clean_terms(
             gettext("A series needs its show and theater."), fields={"scope": gettext("Choose a session of the show.")}
         )
     if valid_from and valid_until and valid_until <= valid_from:
-        raise InvalidRequest("“Valid until” must be after “valid from”.", fields={"valid_until": "After valid from."})
+        raise InvalidRequest(
+            gettext("“Valid until” must be after “valid from”."), fields={"valid_until": gettext("After valid from.")}
+        )
     terms: dict = {"kind": kind, "value": value, "cap": cap, "uses": 0}
     optional = {
         "sessionId": session_id,
@@ -108,14 +114,16 @@ def create_code(code: str, kind: str, value: int, **terms) -> dict:
     try:
         mongo.promo_codes().insert_one(doc)
     except DuplicateKeyError:
-        raise InvalidRequest("That code exists already.", fields={"code": "Exists already."}) from None
+        raise InvalidRequest(
+            gettext("That code exists already."), fields={"code": gettext("Exists already.")}
+        ) from None
     return doc
 
 
 def generate_batch(count: int, kind: str, value: int, *, prefix: str = "", **terms) -> str:
     """N single-use voucher codes sharing their terms; returns the batch id (``batch_csv``)."""
     if not isinstance(count, int) or not 1 <= count <= 10_000:
-        raise InvalidRequest("Generate between 1 and 10,000 vouchers.", fields={"count": "1 to 10,000."})
+        raise InvalidRequest(gettext("Generate between 1 and 10,000 vouchers."), fields={"count": "1 to 10,000."})
     prefix = normalize(prefix)[:8]
     terms = clean_terms(kind, value, **{**terms, "cap": 1})
     batch = secrets.token_hex(6)
@@ -244,17 +252,21 @@ def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> dict:
     now = clock.now()
     cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
     if cart is None or not cart.get("items"):
-        raise NotFound("You have no seats on hold.")
+        raise NotFound(gettext("You have no seats on hold."))
     if cart["state"] != CartState.ACTIVE or cart["expiresAt"] <= now:
-        raise CartExpired("Your hold has ended. Please choose your seats again.")
+        raise CartExpired(gettext("Your hold has ended. Please choose your seats again."))
     if cart.get("promo"):
-        raise InvalidRequest("A code is applied already; remove it first.", fields={"code": "One code per booking."})
+        raise InvalidRequest(
+            gettext("A code is applied already; remove it first."), fields={"code": gettext("One code per booking.")}
+        )
     code = normalize(text)
     doc = mongo.promo_codes().find_one({"code": code}) if CODE_RE.match(code) else None
     if doc is None or doc["uses"] >= doc["cap"]:
-        raise InvalidRequest(NOT_VALID, fields={"code": NOT_VALID})
+        raise InvalidRequest(gettext(NOT_VALID), fields={"code": gettext(NOT_VALID)})
     if (doc.get("validFrom") and doc["validFrom"] > now) or (doc.get("validUntil") and doc["validUntil"] <= now):
-        raise InvalidRequest("This code is not valid at this time.", fields={"code": "Not valid at this time."})
+        raise InvalidRequest(
+            gettext("This code is not valid at this time."), fields={"code": gettext("Not valid at this time.")}
+        )
     promo = {"codeId": doc["_id"], "code": doc["code"], **{k: doc[k] for k in TERMS if k in doc}}
     if doc.get("series"):
         promo["sessionIds"] = series_session_ids(doc["series"], now)
@@ -273,7 +285,7 @@ def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> dict:
         {"$inc": {"uses": 1}},
     )
     if not taken.modified_count:
-        raise InvalidRequest(NOT_VALID, fields={"code": NOT_VALID})  # used up meanwhile
+        raise InvalidRequest(gettext(NOT_VALID), fields={"code": gettext(NOT_VALID)})  # used up meanwhile
     updated = mongo.carts().find_one_and_update(
         {"_id": cart["_id"], "owner": owner, **live_cart_filter(now), "promo": {"$exists": False}},
         {"$set": {"promo": promo, "modifiedOn": now}},
@@ -281,7 +293,7 @@ def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> dict:
     )
     if updated is None:
         _give_back(doc["_id"])  # the cart ended or got a code meanwhile: the use goes back at once
-        raise CartExpired("Your cart changed meanwhile; please look again.")
+        raise CartExpired(gettext("Your cart changed meanwhile; please look again."))
     return updated
 
 

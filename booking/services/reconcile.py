@@ -24,7 +24,7 @@ from .. import clock, faults, mongo
 from ..domain import HOLDING_STATES, CartState, MailState, OrderState
 from ..errors import BookingError
 from . import carts as cart_service
-from . import checkout, notifications, orders, payments, reservations
+from . import change_notices, checkout, exchanges, notifications, orders, payments, reservations, session_cancel
 
 logger = logging.getLogger("booking.reconcile")
 
@@ -43,6 +43,7 @@ class ReconcileReport:
     payments_checked: int = 0  # orders whose payment reconcile asked the provider about
     payments_settled: int = 0
     payments_expired: int = 0
+    exchanges_finished: int = 0  # staff exchanges a crash left open (services/exchanges.py)
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -67,6 +68,9 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     ):
         report.seats_released += orders.release_order_seats(order)
         report.orders_released += 1
+    report.exchanges_finished += exchanges.finish_open(now, grace)
+    change_notices.requeue_pending(now)
+    session_cancel.resume_stalled(now)
     _requeue_pending_mails(now, report)
     _retry_failed_mails(now, report)
     logger.info("reconcile: %s", report)

@@ -25,13 +25,14 @@ from datetime import datetime, timedelta
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils.translation import gettext, gettext_noop
 
 from .. import clock, faults, mongo, payments
 from ..domain import CartState
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..payments import base, money
+from . import change_notices, promos, reservations
 from . import orders as order_service
-from . import promos, reservations
 from .payments import PAID, PARTIALLY_REFUNDED, REFUNDED, SEAT_OWNING
 
 logger = logging.getLogger("booking.refunds")
@@ -40,7 +41,7 @@ PENDING = "pending"
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 CLAIM_SECONDS = 60
-SEATS_TAKEN = (
+SEATS_TAKEN = gettext_noop(  # stored on the order in English; translated where shown (mail, page)
     "Your payment arrived after your hold had ended and someone else had booked the seats meanwhile. "
     "We refunded the full amount."
 )
@@ -64,6 +65,29 @@ def _record(amount: int, payment: dict, reason: str, *, tickets=(), by: str = ""
     }
 
 
+def allocate(order: dict, amount: int) -> list[tuple[dict, int]]:
+    """Which payments of the order an amount goes back through: the order's payment first, up to
+    what is left of it, then the top-ups of exchanges (services/exchanges.py). A provider never
+    refunds more than a payment took, so an order paid partly by card and partly at the counter
+    gets two refunds."""
+    payments_taken = [order["paidWith"], *(order.get("topUps") or [])]
+    back: dict[str, int] = {}
+    for refund in order.get("refunds") or []:
+        if refund["status"] != FAILED or refund.get("tries", 0) < settings.BOOKING_REFUND_MAX_TRIES:
+            back[refund["payment"]["id"]] = back.get(refund["payment"]["id"], 0) + refund["amount"]
+    parts = []
+    for payment in payments_taken:
+        if amount <= 0:
+            break
+        part = min(amount, payment["amount"] - back.get(payment["id"], 0))
+        if part > 0:
+            parts.append(({"provider": payment["provider"], "id": payment["id"]}, part))
+            amount -= part
+    if amount > 0 or not parts:  # nothing to give back (free tickets), or more than was ever taken
+        parts.append(({"provider": order["paidWith"]["provider"], "id": order["paidWith"]["id"]}, amount))
+    return parts
+
+
 def _refunds_seen(order: dict) -> dict:
     """A filter clause: the order still has exactly the refunds the caller read."""
     n = len(order.get("refunds") or [])
@@ -73,12 +97,15 @@ def _refunds_seen(order: dict) -> dict:
     return clause
 
 
-def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: str = "") -> dict:
+def refund_tickets(
+    order_id: ObjectId, *, tickets=None, reason: str = "", by: str = "", notice: str | None = "cancel"
+) -> dict:
     """Staff: refund the whole order (``tickets`` None) or these ticket codes; their seats become
-    free for sale again. The booking fee goes back with the last ticket."""
+    free for sale again. The booking fee goes back with the last ticket. ``notice``: the kind of
+    e-mail the customer gets (services/change_notices.py), stored in the same write; None: none."""
     order = orders().find_one({"_id": order_id})
     if order is None:
-        raise NotFound("No such order.")
+        raise NotFound(gettext("No such order."))
     if order["state"] not in SEAT_OWNING:
         raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; there is nothing to refund.")
     paid_with = order.get("paidWith")
@@ -86,18 +113,28 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
         raise Conflict(f"Order {order['ref']} has no payment to refund.")
     if order.get("settling"):
         raise Conflict(f"Order {order['ref']} is still being completed; try again in a moment.")
+    if order.get("exchangeOpen"):
+        raise Conflict(f"Order {order['ref']} is being exchanged right now; try again in a moment.")
     lines = order["lines"]
     codes = {line["ticket"] for line in lines} if not tickets else set(tickets)
     selected = [line for line in lines if line["ticket"] in codes]
     if not selected or len(selected) != len(codes):
-        raise InvalidRequest("Choose tickets of this order to refund.")
+        raise InvalidRequest(gettext("Choose tickets of this order to refund."))
     remaining = [line for line in lines if line["ticket"] not in codes]
     fee = (order.get("fee") or {}).get("amount", 0)
     amount = sum(money.line_amount(line) for line in selected) + (fee if not remaining else 0)
-    refund = _record(amount, paid_with, reason or "Canceled by the theater", tickets=sorted(codes), by=by)
+    why = reason or "Canceled by the theater"
+    records = [_record(part, paid, why, tickets=sorted(codes), by=by) for paid, part in allocate(order, amount)]
+    refund = records[0]
     now = clock.now()
     changed = orders().update_one(
-        {"_id": order_id, "state": order["state"], "lines.ticket": {"$all": sorted(codes)}, **_refunds_seen(order)},
+        {
+            "_id": order_id,
+            "state": order["state"],
+            "lines.ticket": {"$all": sorted(codes)},
+            "exchangeOpen": {"$exists": False},
+            **_refunds_seen(order),
+        },
         {
             "$set": {
                 "state": REFUNDED if not remaining else PARTIALLY_REFUNDED,
@@ -106,17 +143,32 @@ def refund_tickets(order_id: ObjectId, *, tickets=None, reason: str = "", by: st
                 "refundDue": True,
                 **({"canceledOn": now, "canceledBy": by, "cancelReason": reason} if not remaining else {}),
             },
-            "$push": {"refundedLines": {"$each": selected}, "refunds": refund},
+            "$push": {
+                "refundedLines": {"$each": selected},
+                "refunds": {"$each": records},
+                **(
+                    {
+                        "changeNotices": change_notices.new_notice(
+                            notice, ref=refund["_id"], refunds=[r["_id"] for r in records]
+                        )
+                    }
+                    if notice
+                    else {}
+                ),
+            },
         },
     )
     if not changed.modified_count:
-        raise Conflict("The order changed meanwhile; please look again.")
+        raise Conflict(gettext("The order changed meanwhile; please look again."))
     faults.point("refund.after_order")
     release_refunded_seats(order_id)
     if not remaining:
         promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # the code's use goes back
     faults.point("refund.after_seats")
-    process(order_id, refund["_id"])
+    for record in records:
+        process(order_id, record["_id"])
+    if notice:
+        change_notices.queue(order_id)
     logger.info("order %s: %d tickets refunded (%d) by %s", order["ref"], len(selected), amount, by or "?")
     return orders().find_one({"_id": order_id})
 

@@ -13,7 +13,7 @@ from typing import Any
 from bson import ObjectId
 
 from .. import faults, mongo
-from ..seat_grid import FREE, HELD, SOLD, cell_path, parse_seat_key
+from ..seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, parse_seat_key
 
 MAX_ATTEMPTS = 8
 
@@ -74,15 +74,19 @@ def settle(
         to_sell = held & set(sell)
         to_keep = (held & set(keep)) - to_sell
         to_free = held - to_sell - to_keep
+        house = set(reservation.get("house", ())) & held  # staff took these blocked: they go back to blocked
         cells: dict[str, Any] = {}
         for key in to_sell:
             cells[cell_path(*parse_seat_key(key))] = SOLD
         for key in to_free:
-            cells[cell_path(*parse_seat_key(key))] = FREE
-        update: dict[str, dict[str, Any]] = {"$inc": {"seatsAvailable": len(to_free), "version": 1}}
+            cells[cell_path(*parse_seat_key(key))] = BLOCKED if key in house else FREE
+        on_sale_again = len(to_free - house)
+        update: dict[str, dict[str, Any]] = {"$inc": {"seatsAvailable": on_sale_again, "version": 1}}
         array_filters = None
         if to_keep:
             cells["reservations.$[r].seats"] = sorted(to_keep)
+            if house:
+                cells["reservations.$[r].house"] = sorted(house & to_keep)
             cells["reservations.$[r].v"] = new_token()
             array_filters = [{"r._id": cart_id}]
         else:
@@ -97,7 +101,7 @@ def settle(
             array_filters=array_filters,
         )
         if result.matched_count:
-            return Settled(freed=len(to_free), sold=len(to_sell))
+            return Settled(freed=len(to_free), sold=len(to_sell))  # released (house seats back to blocked)
     raise RuntimeError(f"could not settle hold of cart {cart_id} in session {session_id}: it kept changing")
 
 

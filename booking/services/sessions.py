@@ -7,10 +7,12 @@ from datetime import datetime, timedelta
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils.translation import gettext
 
 from .. import clock, mongo
-from ..domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
+from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound
+from ..formatting import thousands
 from ..layouts import category_codes_used
 from ..seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
 
@@ -18,27 +20,51 @@ MAX_PRICE = 1_000_000  # minor units: 10,000.00 is more than any seat here costs
 MAX_DURATION = timedelta(hours=24)
 
 
-def clean_details(name: str, description: str, start: datetime, end: datetime, *, now: datetime) -> dict:
+def clean_details(
+    name: str,
+    description: str,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime,
+    name_de: str = "",
+    description_de: str = "",
+) -> dict:
+    """The show's details as stored; ``name_de`` / ``description_de``: the German text staff may
+    add (``nameDe`` / ``descriptionDe``; empty: German pages show the main text, booking/localized.py)."""
     name = " ".join(str(name or "").split())
     description = str(description or "").strip()
+    name_de = " ".join(str(name_de or "").split())
+    description_de = str(description_de or "").strip()
     errors = {}
     if not name or len(name) > 120:
-        errors["name"] = "The show needs a name of 1 to 120 characters."
+        errors["name"] = gettext("The show needs a name of 1 to 120 characters.")
     if len(description) > 2000:
-        errors["description"] = "Please keep the description under 2,000 characters."
+        errors["description"] = gettext("Please keep the description under 2,000 characters.")
+    if len(name_de) > 120:
+        errors["name_de"] = gettext("Please keep the German name under 120 characters.")
+    if len(description_de) > 2000:
+        errors["description_de"] = gettext("Please keep the German description under 2,000 characters.")
     if not isinstance(start, datetime) or start.tzinfo is None:
-        errors["start"] = "Give the start as a date and time."
+        errors["start"] = gettext("Give the start as a date and time.")
     elif start <= now:
-        errors["start"] = "The start must be in the future."
+        errors["start"] = gettext("The start must be in the future.")
     if not isinstance(end, datetime) or end.tzinfo is None:
-        errors["end"] = "Give the end as a date and time."
+        errors["end"] = gettext("Give the end as a date and time.")
     elif isinstance(start, datetime) and start.tzinfo and end <= start:
-        errors["end"] = "The end must be after the start."
+        errors["end"] = gettext("The end must be after the start.")
     elif isinstance(start, datetime) and start.tzinfo and end - start > MAX_DURATION:
-        errors["end"] = "A performance cannot last longer than 24 hours."
+        errors["end"] = gettext("A performance cannot last longer than 24 hours.")
     if errors:
         raise InvalidRequest(" ".join(errors.values()), fields=errors)
-    return {"name": name, "description": description, "start": start, "end": end}
+    return {
+        "name": name,
+        "description": description,
+        "nameDe": name_de,
+        "descriptionDe": description_de,
+        "start": start,
+        "end": end,
+    }
 
 
 def clean_prices(prices: dict, layout: dict) -> dict[str, int]:
@@ -48,11 +74,16 @@ def clean_prices(prices: dict, layout: dict) -> dict[str, int]:
     for code in category_codes_used(layout):
         value = prices.get(code)
         if isinstance(value, bool) or not isinstance(value, int):
-            errors[f"price_{code}"] = f"Give a price for {names[code]} in cents."
+            errors[f"price_{code}"] = gettext("Give a price for %(category)s in cents.") % {"category": names[code]}
         elif value < 0:
-            errors[f"price_{code}"] = f"The price for {names[code]} cannot be below zero."
+            errors[f"price_{code}"] = gettext("The price for %(category)s cannot be below zero.") % {
+                "category": names[code]
+            }
         elif value > MAX_PRICE:
-            errors[f"price_{code}"] = f"The price for {names[code]} is too high (at most {MAX_PRICE // 100:,})."
+            errors[f"price_{code}"] = gettext("The price for %(category)s is too high (at most %(max)s).") % {
+                "category": names[code],
+                "max": thousands(MAX_PRICE // 100),
+            }
         else:
             clean[code] = value
     if errors:
@@ -75,14 +106,22 @@ def price_layout(theater: dict) -> dict:
 
 
 def create_session(
-    theater_id: ObjectId, *, name: str, description: str, start: datetime, end: datetime, prices: dict
+    theater_id: ObjectId,
+    *,
+    name: str,
+    description: str,
+    start: datetime,
+    end: datetime,
+    prices: dict,
+    name_de: str = "",
+    description_de: str = "",
 ) -> dict:
     """A new performance: the theater's whole seat map is copied into the session (preallocated)."""
     theater = mongo.theaters().find_one({"_id": theater_id})
     if theater is None:
-        raise NotFound("No such theater.")
+        raise NotFound(gettext("No such theater."))
     now = clock.now()
-    details = clean_details(name, description, start, end, now=now)
+    details = clean_details(name, description, start, end, now=now, name_de=name_de, description_de=description_de)
     if theater.get("sections"):
         return create_section_sessions(theater, details, prices, now)[0]
     layout = theater["layout"]
@@ -99,6 +138,7 @@ def _session_document(theater: dict, theater_name: str, layout: dict, details: d
         "_id": ObjectId(),
         "theaterId": theater["_id"],
         "theaterName": theater_name,
+        "front": theater.get("front", "stage"),  # the word at the front of the map (booking/venue_front.py)
         **details,
         "prices": prices,
         "currency": settings.BOOKING_CURRENCY,
@@ -137,11 +177,15 @@ def create_section_sessions(theater: dict, details: dict, prices: dict, now: dat
     return docs
 
 
-def update_session_details(session_id: ObjectId, *, name, description, start, end, prices) -> dict:
+def update_session_details(
+    session_id: ObjectId, *, name, description, start, end, prices, name_de="", description_de=""
+) -> dict:
     session = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "status": 1})
     if session is None:
-        raise NotFound("No such session.")
-    details = clean_details(name, description, start, end, now=clock.now())
+        raise NotFound(gettext("No such session."))
+    details = clean_details(
+        name, description, start, end, now=clock.now(), name_de=name_de, description_de=description_de
+    )
     clean = clean_prices(prices, session["layout"])
     mongo.sessions().update_one({"_id": session_id}, {"$set": {**details, "prices": clean}, "$inc": {"version": 1}})
     return mongo.sessions().find_one({"_id": session_id})
@@ -153,12 +197,12 @@ def refresh_seat_map(session_id: ObjectId) -> dict:
         {"_id": session_id}, {"theaterId": 1, "seatsTotal": 1, "seatsAvailable": 1, "seats": 1}
     )
     if session is None:
-        raise NotFound("No such session.")
+        raise NotFound(gettext("No such session."))
     theater = mongo.theaters().find_one({"_id": session["theaterId"]})
     if theater is None:
-        raise NotFound("The session's theater no longer exists.")
+        raise NotFound(gettext("The session's theater no longer exists."))
     if count_state(session["seats"], HELD) or count_state(session["seats"], SOLD):
-        raise Conflict("The seat map cannot be changed once seats are held or sold.")
+        raise Conflict(gettext("The seat map cannot be changed once seats are held or sold."))
     seats = initial_states(theater["layout"])
     available = count_state(seats, FREE)
     result = mongo.sessions().update_one(
@@ -169,7 +213,7 @@ def refresh_seat_map(session_id: ObjectId) -> dict:
         },
     )
     if not result.matched_count:
-        raise Conflict("Seats were taken meanwhile; the seat map can no longer be changed.")
+        raise Conflict(gettext("Seats were taken meanwhile; the seat map can no longer be changed."))
     return mongo.sessions().find_one({"_id": session_id})
 
 
@@ -180,20 +224,23 @@ def set_blocked(session_id: ObjectId, coords: list[tuple[int, int]], blocked: bo
     """
     session = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "seats": 1})
     if session is None:
-        raise NotFound("No such session.")
+        raise NotFound(gettext("No such session."))
     if not coords:
-        raise InvalidRequest("Choose at least one seat.")
+        raise InvalidRequest(gettext("Choose at least one seat."))
     if len(set(coords)) != len(coords):
-        raise InvalidRequest("The same seat was chosen twice.")
+        raise InvalidRequest(gettext("The same seat was chosen twice."))
     for r, c in coords:
         if seat_cell(session["layout"], r, c) is None:
-            raise InvalidRequest(f"There is no seat at row {r + 1}, position {c + 1}.")
+            raise InvalidRequest(
+                gettext("There is no seat at row %(row)d, position %(column)d.") % {"row": r + 1, "column": c + 1}
+            )
     before, after = (FREE, BLOCKED) if blocked else (BLOCKED, FREE)
     wrong = [(r, c) for r, c in coords if session["seats"][r][c] != before]
     if wrong:
-        what = "free" if blocked else "blocked"
         names = ", ".join(seat_name(session["layout"], r, c) for r, c in wrong[:5])
-        raise Conflict(f"Only {what} seats can be {'blocked' if blocked else 'released'}: {names}.")
+        if blocked:
+            raise Conflict(gettext("Only free seats can be blocked: %(seats)s.") % {"seats": names})
+        raise Conflict(gettext("Only blocked seats can be released: %(seats)s.") % {"seats": names})
     result = mongo.sessions().update_one(
         {"_id": session_id, **{cell_path(r, c): before for r, c in coords}},
         {
@@ -202,35 +249,28 @@ def set_blocked(session_id: ObjectId, coords: list[tuple[int, int]], blocked: bo
         },
     )
     if not result.matched_count:
-        raise Conflict("Some of those seats were taken meanwhile; please look again.")
+        raise Conflict(gettext("Some of those seats were taken meanwhile; please look again."))
     return len(coords)
 
 
 def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str = "") -> int:
     """Take a session off sale. Refused while it has paid orders, unless staff confirm canceling
-    them (their seats become free). Holds in carts are released. Returns orders canceled."""
-    from . import orders as order_service
-    from . import reservations
+    them: then a worker task refunds this session's tickets of each of them and mails everyone
+    (services/session_cancel.py). Holds in carts are released. Returns the paid orders to cancel."""
+    from . import session_cancel
 
-    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "reservations": 1})
+    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1})
     if session is None:
-        raise NotFound("No such session.")
-    owning = {"$in": list(SEAT_OWNING_ORDER_STATES)}  # their remaining tickets: refunded (services/refunds.py)
-    paid = list(mongo.orders().find({"state": owning, "lines.sessionId": session_id}, {"_id": 1}))
+        raise NotFound(gettext("No such session."))
+    owning = {"$in": list(SEAT_OWNING_ORDER_STATES)}
+    paid = mongo.orders().count_documents({"state": owning, "lines.sessionId": session_id})
     if paid and not cancel_orders:
-        raise Conflict(f"This session has {len(paid)} paid orders. Confirm that they should be canceled too.")
-    mongo.sessions().update_one(
-        {"_id": session_id}, {"$set": {"status": SessionStatus.CANCELED}, "$inc": {"version": 1}}
-    )
-    for order in paid:
-        order_service.cancel_order(order["_id"], by=by, reason="Performance canceled")
-    for hold in session.get("reservations", []):
-        reservations.settle(session_id, hold["_id"])
-    from . import payments  # orders still waiting for their money: the payment is called off
-
-    for order in mongo.orders().find({"state": OrderState.PENDING_PAYMENT, "lines.sessionId": session_id}, {"_id": 1}):
-        payments.cancel_unpaid(order["_id"], by=by, reason="Performance canceled")
-    return len(paid)
+        raise Conflict(
+            gettext("This session has %(count)d paid orders. Confirm that they should be canceled too.")
+            % {"count": paid}
+        )
+    session_cancel.start(session_id, by=by)
+    return paid
 
 
 # --- the sale window: draft or published, on-sale and off-sale times, a members' presale ---
@@ -250,18 +290,18 @@ def clean_sale_window(
             errors[field] = "Give a date and time."
     if not errors:
         if sale_closes is not None and sale_closes > start:
-            errors["sale_closes"] = "Sales cannot close after the performance starts."
+            errors["sale_closes"] = gettext("Sales cannot close after the performance starts.")
         elif sale_closes is not None and sale_opens is not None and sale_closes <= sale_opens:
-            errors["sale_closes"] = "The off-sale time must be after the on-sale time."
+            errors["sale_closes"] = gettext("The off-sale time must be after the on-sale time.")
         if sale_opens is not None and sale_opens >= start:
-            errors["sale_opens"] = "Sales must open before the performance starts."
+            errors["sale_opens"] = gettext("Sales must open before the performance starts.")
         if presale_opens is not None:
             if sale_opens is None:
-                errors["presale_opens"] = "A presale needs a public on-sale time to end at."
+                errors["presale_opens"] = gettext("A presale needs a public on-sale time to end at.")
             elif presale_opens >= sale_opens:
-                errors["presale_opens"] = "The presale must open before the public on-sale time."
+                errors["presale_opens"] = gettext("The presale must open before the public on-sale time.")
             elif not has_code:
-                errors["presale_code"] = "A presale needs an access code."
+                errors["presale_code"] = gettext("A presale needs an access code.")
     if errors:
         raise InvalidRequest(" ".join(errors.values()), fields=errors)
     return {"saleOpens": sale_opens, "saleCloses": sale_closes, "presaleOpens": presale_opens}
@@ -293,12 +333,14 @@ def set_sale_window(
     nothing is held or sold. One conditional update; a canceled session is refused."""
     session = mongo.sessions().find_one({"_id": session_id}, {"start": 1, "status": 1, "presale": 1, "seats": 1})
     if session is None:
-        raise NotFound("No such session.")
+        raise NotFound(gettext("No such session."))
     if session.get("status") == SessionStatus.CANCELED:
-        raise Conflict("This session was canceled; its sale window can no longer change.")
+        raise Conflict(gettext("This session was canceled; its sale window can no longer change."))
     code = normalize_access_code(presale_code)
     if presale_code and len(code) < 4:
-        raise InvalidRequest("Use an access code of at least 4 characters.", fields={"presale_code": "Too short."})
+        raise InvalidRequest(
+            gettext("Use an access code of at least 4 characters."), fields={"presale_code": gettext("Too short.")}
+        )
     clean_sale_window(
         session["start"], sale_opens, sale_closes, presale_opens, has_code=bool(code or session.get("presale"))
     )
@@ -324,13 +366,13 @@ def set_sale_window(
         sets["presale.opens"] = presale_opens
     if not published:
         if count_state(session["seats"], HELD) or count_state(session["seats"], SOLD):
-            raise Conflict("Seats are held or sold: this session can no longer go back to draft.")
+            raise Conflict(gettext("Seats are held or sold: this session can no longer go back to draft."))
         query["reservations"] = {"$size": 0}
     update: dict = {"$set": sets, "$inc": {"version": 1}}
     if unsets:
         update["$unset"] = unsets
     if not mongo.sessions().update_one(query, update).matched_count:
-        raise Conflict("The session changed meanwhile (canceled, or seats taken); please look again.")
+        raise Conflict(gettext("The session changed meanwhile (canceled, or seats taken); please look again."))
     return mongo.sessions().find_one({"_id": session_id})
 
 

@@ -45,6 +45,7 @@ from bson import ObjectId
 from django.conf import settings
 from django.core import signing
 from django.utils import timezone
+from django.utils.translation import gettext
 from redis.exceptions import RedisError
 
 from .. import clock, mongo
@@ -520,9 +521,9 @@ def _validate(opens_at: datetime, on_sale_at: datetime, rate, start: datetime, s
     if not isinstance(rate, int) or not 1 <= rate <= MAX_RATE:
         fields["rate"] = f"Admit between 1 and {MAX_RATE:,} buyers per minute."
     if opens_at > on_sale_at:
-        fields["opens_at"] = "The waiting room must open before (or when) the sale does."
+        fields["opens_at"] = gettext("The waiting room must open before (or when) the sale does.")
     if on_sale_at >= start:
-        fields["on_sale_at"] = "The sale must open before the performance starts."
+        fields["on_sale_at"] = gettext("The sale must open before the performance starts.")
     elif sale_opens is not None and on_sale_at < sale_opens:
         when = timezone.localtime(sale_opens).strftime("%d %b %Y %H:%M")
         fields["on_sale_at"] = f"The sale window of this performance opens at {when}: let buyers in from then on."
@@ -544,9 +545,9 @@ def enable(target_id: ObjectId, *, opens_at: datetime, on_sale_at: datetime, rat
         match = {"performanceId": queue_id}
         docs = list(mongo.sessions().find(match, fields))
     if not docs:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     if docs[0].get("status") != SessionStatus.ON_SALE or docs[0]["start"].replace(tzinfo=UTC) <= clock.now():
-        raise InvalidRequest("Only a performance on sale and still ahead can get a waiting room.")
+        raise InvalidRequest(gettext("Only a performance on sale and still ahead can get a waiting room."))
     _validate(opens_at, on_sale_at, rate, docs[0]["start"].replace(tzinfo=UTC), docs[0].get("saleOpens"))
     room = {
         "queueId": queue_id,
@@ -559,11 +560,11 @@ def enable(target_id: ObjectId, *, opens_at: datetime, on_sale_at: datetime, rat
     }
     result = mongo.sessions().update_many({**match, "waitingRoom": {"$exists": False}}, {"$set": {"waitingRoom": room}})
     if result.matched_count == 0:
-        raise InvalidRequest("This performance has a waiting room already.")
+        raise InvalidRequest(gettext("This performance has a waiting room already."))
     forget_cached(queue_id)
     config = get_config(queue_id, fresh=True)
     if config is None:  # ended in between
-        raise NotFound("This performance has no waiting room.")
+        raise NotFound(gettext("This performance has no waiting room."))
     _push(config, first=True)
     return config
 
@@ -574,7 +575,7 @@ def change(queue_id: ObjectId, **changes) -> RoomConfig:
     is kept and reaches Redis with the next poll after it is back."""
     current = get_config(queue_id, fresh=True)
     if current is None:
-        raise NotFound("This performance has no waiting room.")
+        raise NotFound(gettext("This performance has no waiting room."))
     names = {"rate": "rate", "paused": "paused", "opens_at": "opensAt", "on_sale_at": "onSaleAt"}
     unknown = set(changes) - set(names)
     if unknown:
@@ -592,7 +593,7 @@ def change(queue_id: ObjectId, **changes) -> RoomConfig:
     forget_cached(queue_id)
     config = get_config(queue_id, fresh=True)
     if config is None:  # ended in between
-        raise NotFound("This performance has no waiting room.")
+        raise NotFound(gettext("This performance has no waiting room."))
     _push(config)
     return config
 

@@ -4,6 +4,7 @@ from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
 from django.utils import timezone
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_POST
 
 from .. import clock
@@ -44,7 +45,7 @@ class CartAdmin(MongoModelAdmin):
         return self.render(
             request,
             "admin/booking/cart/list.html",
-            {"title": "Carts", "carts": carts, "state": state, "tabs": tabs, "total": total},
+            {"title": gettext("Carts"), "carts": carts, "state": state, "tabs": tabs, "total": total},
         )
 
     def _cart(self, object_id) -> dict:
@@ -63,7 +64,7 @@ class CartAdmin(MongoModelAdmin):
             request,
             "admin/booking/cart/detail.html",
             {
-                "title": f"Cart {cart['_id']}",
+                "title": gettext("Cart %(_id)s") % {"_id": cart["_id"]},
                 "cart": cart,
                 "items": items,
                 "order": order,
@@ -78,8 +79,20 @@ class CartAdmin(MongoModelAdmin):
         cart = self._cart(object_id)
         freed = cart_service.force_expire_cart(cart["_id"])
         if freed is None:
-            messages.error(request, f"This cart is {cart['state'].replace('_', ' ')}, not active; nothing was changed.")
+            messages.error(
+                request,
+                gettext("This cart is %(value)s, not active; nothing was changed.")
+                % {"value": cart["state"].replace("_", " ")},
+            )
             return HttpResponseRedirect(self.url("change", cart["_id"]))
         self.log(request, CHANGE, cart["_id"], f"Cart {cart['_id']}", f"Force-expired; {freed} seats released.")
-        messages.success(request, f"The cart was expired and {freed} seat{'s' if freed != 1 else ''} released.")
+        messages.success(
+            request,
+            ngettext(
+                "The cart was expired and %(count)d seat released.",
+                "The cart was expired and %(count)d seats released.",
+                freed,
+            )
+            % {"count": freed},
+        )
         return HttpResponseRedirect(self.url("change", cart["_id"]))

@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
 from .. import admin_forms as f
@@ -101,14 +102,21 @@ class TicketTypesAdminMixin(AdminMixinBase):
                 else:
                     names = ", ".join(t["name"] for t in updated["ticketTypes"])
                     self.log(request, CHANGE, updated["_id"], updated["name"], f"Ticket types: {names}.")
-                    messages.success(request, f"The ticket types of “{updated['name']}” were saved.")
+                    messages.success(
+                        request, gettext("The ticket types of “%(name)s” were saved.") % {"name": updated["name"]}
+                    )
                     return HttpResponseRedirect(self.url("ticket_types", updated["_id"]))
             else:
                 error = "Please correct the errors below."
         return self.render(
             request,
             "admin/booking/theater/ticket_types.html",
-            {"title": f"Ticket types of “{theater['name']}”", "formset": formset, "theater": theater, "error": error},
+            {
+                "title": gettext("Ticket types of “%(name)s”") % {"name": theater["name"]},
+                "formset": formset,
+                "theater": theater,
+                "error": error,
+            },
             status=status,
         )
 
@@ -141,11 +149,13 @@ class PriceTableAdminMixin(AdminMixinBase):
                     form.add_error(None, exc.message)
                 else:
                     self.log(request, CHANGE, updated["_id"], updated["name"], f"Price table: {full} {others}.")
-                    messages.success(request, f"The price table of “{updated['name']}” was saved.")
+                    messages.success(
+                        request, gettext("The price table of “%(name)s” was saved.") % {"name": updated["name"]}
+                    )
                     return HttpResponseRedirect(self.url("price_table", updated["_id"]))
         return self.render(
             request,
             "admin/booking/session/price_table.html",
-            {"title": f"Prices of “{session['name']}”", "form": form, "session": session},
+            {"title": gettext("Prices of “%(name)s”") % {"name": session["name"]}, "form": form, "session": session},
             status=status,
         )

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpResponseBadRequest, HttpResponseRedirect
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_POST
 
 from ..errors import BookingError
@@ -15,6 +16,8 @@ from ..payments.money import format_money
 from ..services import payments as payment_service
 from ..services import refunds as refund_service
 from .base import CHANGE, AdminMixinBase
+
+PAID_LATER = ("box_office", "invoice")  # staff record the money: at the box office, or an invoice paid
 
 ROUTES = [
     ("<str:object_id>/refund/", "order_refund", "refund"),
@@ -66,7 +69,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             "refund_form": RefundTicketsForm(order=order),
             "refunds": [{**r, "id": r["_id"]} for r in order.get("refunds", [])],  # templates cannot read _id
             "can_refund": order["state"] in payment_service.SEAT_OWNING and bool(order.get("paidWith")),
-            "can_mark_paid": order.get("method") == "box_office" and order["state"] in payment_service.PAYABLE,
+            "can_mark_paid": order.get("method") in PAID_LATER and order["state"] in payment_service.PAYABLE,
             "payment": order.get("payment") or {},
             "paid_with": order.get("paidWith") or {},
         }
@@ -92,11 +95,26 @@ class OrderPaymentsMixin(AdminMixinBase):
         count = f"{len(tickets)} ticket{'s' if len(tickets) != 1 else ''}"
         text = f"Refunded {count} ({refund_summary(done)}): {form.cleaned_data['reason']}"
         self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
+        shown = ngettext(
+            "Refunded %(count)d ticket (%(summary)s): %(reason)s.",
+            "Refunded %(count)d tickets (%(summary)s): %(reason)s.",
+            len(tickets),
+        ) % {
+            "count": len(tickets),
+            "summary": refund_summary(done),
+            "reason": form.cleaned_data["reason"],
+        }
         if refund["status"] == "succeeded":
-            messages.success(request, f"{text}. The seats are free again.")
+            messages.success(request, shown + " " + gettext("The seats are free again."))
         else:
-            why = refund.get("failure") or "the provider is still working on it"
-            messages.warning(request, f"{text}. The seats are free again; the refund is {refund['status']}: {why}.")
+            why = refund.get("failure") or gettext("the provider is still working on it")
+            messages.warning(
+                request,
+                shown
+                + " "
+                + gettext("The seats are free again; the refund is %(status)s: %(why)s.")
+                % {"status": refund["status"], "why": why},
+            )
         return HttpResponseRedirect(self.url("change", order["_id"]))
 
     @method_decorator(require_POST)
@@ -108,8 +126,11 @@ class OrderPaymentsMixin(AdminMixinBase):
             return HttpResponseBadRequest("No such refund; reload the order page.")
         status = refund_service.retry(order["_id"], form.cleaned_data["refund"])
         self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"Refund retried: {status}.")
-        said = {"succeeded": "The refund went through.", "failed": "The refund failed again; see below."}
-        text = said.get(status, "The provider is still working on the refund.")
+        said = {
+            "succeeded": gettext("The refund went through."),
+            "failed": gettext("The refund failed again; see below."),
+        }
+        text = said.get(status, gettext("The provider is still working on the refund."))
         (messages.success if status == "succeeded" else messages.warning)(request, text)
         return HttpResponseRedirect(self.url("change", order["_id"]))
 
@@ -126,7 +147,15 @@ class OrderPaymentsMixin(AdminMixinBase):
         if paid["state"] == "paid":
             total = format_money(paid["total"], paid["currency"])
             self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"Paid at the box office ({total}).")
-            messages.success(request, f"Order {order['ref']} is paid ({total}); its tickets are valid.")
+            messages.success(
+                request,
+                gettext("Order %(ref)s is paid (%(total)s); its tickets are valid.")
+                % {"ref": order["ref"], "total": total},
+            )
         else:
-            messages.error(request, f"Order {order['ref']} could not be paid: {paid.get('failure') or paid['state']}.")
+            messages.error(
+                request,
+                gettext("Order %(ref)s could not be paid: %(state)s.")
+                % {"ref": order["ref"], "state": paid.get("failure") or paid["state"]},
+            )
         return HttpResponseRedirect(self.url("change", order["_id"]))

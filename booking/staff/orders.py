@@ -4,6 +4,7 @@ cancel (seats become free again); re-send the confirmation mail."""
 from django.contrib import messages
 from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
@@ -12,6 +13,8 @@ from ..services import notifications
 from ..services import orders as order_service
 from . import order_filters, selectors
 from .base import CHANGE, MongoModelAdmin, bound
+from .order_changes import ROUTES as CHANGE_ROUTES
+from .order_changes import OrderChangesMixin
 from .order_payments import ROUTES as PAYMENT_ROUTES
 from .order_payments import OrderPaymentsMixin
 
@@ -22,12 +25,13 @@ def staff_name(user) -> str:
     return f"{name} <{user.email}>" if user.email else name
 
 
-class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
+class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, MongoModelAdmin):
     routes = [
         ("", "order_list", "changelist"),
         ("<str:object_id>/change/", "order_detail", "change"),
         ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
         *PAYMENT_ROUTES,  # refund tickets, retry a refund, paid at the box office
+        *CHANGE_ROUTES,  # move tickets to other seats (exchange)
     ]
 
     def has_add_permission(self, request):
@@ -55,7 +59,7 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
             request,
             "admin/booking/order/list.html",
             {
-                "title": "Orders",
+                "title": gettext("Orders"),
                 "form": form,
                 "orders": orders,
                 "searched": searched,
@@ -115,8 +119,11 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
                         f"Order {order['ref']}",
                         f"{what} ({seats} seats free again): {form.cleaned_data['reason']}",
                     )
-                    done = "canceled and refunded" if refunded else "canceled"
-                    messages.success(request, f"Order {order['ref']} was {done}; its {seats} seats are free again.")
+                    if refunded:
+                        text = gettext("Order %(ref)s was canceled and refunded; its %(seats)s seats are free again.")
+                    else:
+                        text = gettext("Order %(ref)s was canceled; its %(seats)s seats are free again.")
+                    messages.success(request, text % {"ref": order["ref"], "seats": seats})
                     return HttpResponseRedirect(self.url("change", order["_id"]))
         sessions = {s["_id"]: s for s in order.get("sessions", [])}
         lines = [
@@ -132,12 +139,13 @@ class OrderAdmin(OrderPaymentsMixin, MongoModelAdmin):
             request,
             "admin/booking/order/detail.html",
             {
-                "title": f"Order {order['ref']}",
+                "title": gettext("Order %(ref)s") % {"ref": order["ref"]},
                 "order": order,
                 "lines": lines,
                 "form": form,
                 "cart_id": str(order["cartId"]),
                 **self.payment_context(request, order),
+                **self.history_context(order),  # what happened to it; exchange (staff/order_changes.py)
             },
             status=status,
         )

@@ -9,6 +9,7 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpResponseRedirect
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from ..admin_forms import form_data
@@ -95,7 +96,11 @@ class SessionPaymentsMixin(AdminMixinBase):
         service.set_box_office(session["_id"], enabled=enabled, deadline_minutes=minutes)
         text = f"Box office {'on' if enabled else 'off'} (unpaid seats go back {minutes} minutes before the show)."
         self.log(request, CHANGE, session["_id"], session["name"], text)
-        messages.success(request, text)
+        if enabled:
+            shown = gettext("Box office on (unpaid seats go back %(minutes)s minutes before the show).")
+        else:
+            shown = gettext("Box office off (unpaid seats go back %(minutes)s minutes before the show).")
+        messages.success(request, shown % {"minutes": minutes})
         return HttpResponseRedirect(self.url("change", session["_id"]))
 
 
@@ -120,5 +125,5 @@ class TheaterPaymentsMixin(AdminMixinBase):
         service.set_vat_rates(theater["_id"], rate=rate, per_category=per_category)
         text = f"VAT: tickets {rate} %" + "".join(f", {k}: {v} %" for k, v in sorted(per_category.items()))
         self.log(request, CHANGE, theater["_id"], theater["name"], text + " (for orders from now on).")
-        messages.success(request, text + ". Orders already made keep their rates.")
+        messages.success(request, text + ". " + gettext("Orders already made keep their rates."))
         return HttpResponseRedirect(self.url("change", theater["_id"]))

@@ -8,7 +8,10 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext
 
+from ..contrast import ink_on
 from ..formatting import seat_label
 from ..seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
 
@@ -20,7 +23,9 @@ class Cell:
     label: str = ""
     cat: str = ""
     color: str = ""
+    ink: str = ""  # the label's colour on ``color`` (black or white, AA contrast)
     wheelchair: bool = False
+    released: bool = False  # a wheelchair space put on general sale before the show (services/wheelchair.py)
     companion: bool = False
     state: str = ""
     owner: str = ""  # order ref or short cart id
@@ -46,9 +51,13 @@ def layout_rows(layout: dict) -> list[Row]:
             if cell is None:
                 cells.append(Cell(gap=True))
                 continue
+            released = cell.get("releasedFrom") == "wheelchair"
             extra = (
                 " (wheelchair space)"
                 if cell.get("wheelchair")
+                else gettext(" (wheelchair space, on general sale since %(when)s)")
+                % {"when": timezone.localtime(cell["releasedOn"]).strftime("%d %b %H:%M")}
+                if released and cell.get("releasedOn")
                 else " (companion seat)"
                 if cell.get("companion")
                 else ""
@@ -59,7 +68,9 @@ def layout_rows(layout: dict) -> list[Row]:
                     label=cell["label"],
                     cat=cell["cat"],
                     color=colors[cell["cat"]],
+                    ink=ink_on(colors[cell["cat"]]),
                     wheelchair=bool(cell.get("wheelchair")),
+                    released=released,
                     companion=bool(cell.get("companion")),
                     title=f"{seat_label(row['label'], cell['label'])}: {names[cell['cat']]}{extra}",
                 )
@@ -70,16 +81,21 @@ def layout_rows(layout: dict) -> list[Row]:
 
 def category_legend(layout: dict) -> list[dict]:
     counts: dict[str, int] = {}
-    wheelchair = 0
+    wheelchair = released = 0
     for row in layout["rows"]:
         for cell in row["cells"]:
             if cell is not None:
                 counts[cell["cat"]] = counts.get(cell["cat"], 0) + 1
                 wheelchair += bool(cell.get("wheelchair"))
+                released += cell.get("releasedFrom") == "wheelchair"
+    extra = [{"code": "", "name": "of which wheelchair spaces", "color": "", "count": wheelchair}] if wheelchair else []
+    if released:
+        name = gettext("wheelchair spaces now on general sale (dashed outline)")
+        extra.append({"code": "", "name": name, "color": "", "count": released})
     return [
         {"code": c["code"], "name": c["name"], "color": c["color"], "count": counts.get(c["code"], 0)}
         for c in layout["categories"]
-    ] + ([{"code": "", "name": "of which wheelchair spaces", "color": "", "count": wheelchair}] if wheelchair else [])
+    ] + extra
 
 
 def session_rows(session: dict, owners: dict[str, dict], checked: AbstractSet[str] = frozenset()) -> list[Row]:
@@ -107,6 +123,22 @@ def session_rows(session: dict, owners: dict[str, dict], checked: AbstractSet[st
             else:
                 cell.title += f": {cell.state}"
     return rows
+
+
+def owner_groups(rows: list[Row]) -> list[dict]:
+    """Who holds or bought which seats, one line per order or cart (in the map's order): the map's
+    cells stay one seat wide and link to their owner; the references are listed here instead."""
+    groups: dict[str, dict] = {}
+    for row in rows:
+        for cell in row.cells:
+            if not cell.owner:
+                continue
+            group = groups.setdefault(
+                cell.owner_url,
+                {"label": cell.owner, "url": cell.owner_url, "sold": cell.state == STATE_NAMES[SOLD], "seats": []},
+            )
+            group["seats"].append(seat_label(row.label, cell.label))
+    return list(groups.values())
 
 
 def grid_error_context(text: str, row: int | None, column: int | None) -> dict | None:

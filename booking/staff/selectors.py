@@ -42,6 +42,9 @@ SESSION_LIST_FIELDS = {
     "seatsTotal": 1,
     "seatsAvailable": 1,
     "seatSummary": 1,  # instead of seats once the session was compacted (services/retention.py)
+    "performanceId": 1,  # sectioned venues: the list shows the performance once (its sections summed)
+    "venueName": 1,
+    "section": 1,
 }
 
 
@@ -140,7 +143,36 @@ def staff_sessions(
         session["counts"] = session_counts(session)
         session.pop("seats", None)
         session["isPast"] = session["start"] <= now
-    return with_ids(sessions)
+    return with_ids(one_row_per_performance(sessions))
+
+
+def one_row_per_performance(sessions: list[dict]) -> list[dict]:
+    """A sectioned venue's section documents as one row (where its first section is): the venue's
+    name, the sections' counts summed, ``sectionCount``; the row links to the performance page."""
+    rows: list[dict] = []
+    performances: dict = {}
+    for session in sessions:
+        pid = session.get("performanceId")
+        if pid is None:
+            rows.append(session)
+            continue
+        row = performances.get(pid)
+        if row is None:
+            row = performances[pid] = {
+                **session,
+                "theaterName": session.get("venueName", session["theaterName"]),
+                "counts": dict(session["counts"]),
+                "sectionCount": 0,
+                "performance": str(pid),
+            }
+            rows.append(row)
+        else:
+            for key in ("sold", "held", "blocked", "free", "total"):
+                row["counts"][key] += session["counts"][key]
+        row["sectionCount"] += 1
+        total = row["counts"]["total"]
+        row["counts"]["occupancy"] = round(100 * row["counts"]["sold"] / total) if total else 0
+    return rows
 
 
 def get_session(session_id: ObjectId) -> dict | None:

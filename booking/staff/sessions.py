@@ -6,17 +6,23 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
 from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
+from ..services import session_cancel
 from ..services import sessions as session_service
 from . import selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
+from .counter import COUNTER_ROUTES, CounterAdminMixin
 from .offers import PriceTableAdminMixin
 from .payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
-from .seat_chart import category_legend, session_rows
+from .performances import PERFORMANCE_ROUTES, PerformanceAdminMixin
+from .seat_chart import category_legend, owner_groups, session_rows
+from .series_actions import ROUTES as SERIES_ROUTES
+from .series_actions import SeriesActionsMixin
 
 
 def session_label(session: dict) -> str:
@@ -24,7 +30,14 @@ def session_label(session: dict) -> str:
     return f"{session['name']} – {start}"
 
 
-class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
+class SessionAdmin(
+    PerformanceAdminMixin,
+    CounterAdminMixin,
+    SeriesActionsMixin,
+    SessionPaymentsMixin,
+    PriceTableAdminMixin,
+    MongoModelAdmin,
+):
     routes = [
         ("<str:object_id>/prices/", "price_table", "price_table"),  # staff/offers.py
         ("", "session_list", "changelist"),
@@ -37,6 +50,9 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
         ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
         *SESSION_ROUTES,  # pay at the box office (payments)
+        *COUNTER_ROUTES,  # sell at the counter and on the phone (staff/counter.py)
+        *PERFORMANCE_ROUTES,  # a sectioned venue's performance as one (staff/performances.py)
+        *SERIES_ROUTES,  # bulk actions on the show's series (staff/series_actions.py)
     ]
 
     # --- list ---
@@ -58,7 +74,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         return self.render(
             request,
             "admin/booking/session/list.html",
-            {"title": "Sessions", "filter": form, "sessions": sessions, "when": when},
+            {"title": gettext("Sessions"), "filter": form, "sessions": sessions, "when": when},
             status=status,
         )
 
@@ -107,12 +123,18 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                         session_label(session),
                         f"Created session in {theater['name']} ({session['seatsTotal']} seats), on sale.",
                     )
-                    messages.success(request, f"“{session['name']}” is on sale ({session['seatsTotal']} seats).")
+                    messages.success(
+                        request,
+                        gettext("“%(name)s” is on sale (%(seatsTotal)s seats).")
+                        % {"name": session["name"], "seatsTotal": session["seatsTotal"]},
+                    )
+                    if session.get("performanceId"):  # a sectioned venue: the performance with its sections
+                        return HttpResponseRedirect(self.url("performance", session["performanceId"]))
                     return HttpResponseRedirect(self.url("seats", session["_id"]))
         return self.render(
             request,
             "admin/booking/session/form.html",
-            {"title": f"Add session in {theater['name']}", "form": form, "theater": theater},
+            {"title": gettext("Add session in %(name)s") % {"name": theater["name"]}, "form": form, "theater": theater},
             status=status,
         )
 
@@ -151,7 +173,11 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                             f"Created session in {theater['name']} as part of a series.",
                         )
                 if created:
-                    messages.success(request, f"{len(created)} sessions of “{data['name']}” are on sale.")
+                    messages.success(
+                        request,
+                        gettext("%(count)s sessions of “%(name)s” are on sale.")
+                        % {"count": len(created), "name": data["name"]},
+                    )
                 if refused and not created:
                     status = 400
             else:
@@ -160,7 +186,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
             request,
             "admin/booking/session/series.html",
             {
-                "title": f"Add a series in {theater['name']}",
+                "title": gettext("Add a series in %(name)s") % {"name": theater["name"]},
                 "form": form,
                 "theater": theater,
                 "created": created,
@@ -185,6 +211,8 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         initial = {
             "name": session["name"],
             "description": session.get("description", ""),
+            "name_de": session.get("nameDe", ""),
+            "description_de": session.get("descriptionDe", ""),
             "start": timezone.localtime(session["start"]),
             "end": timezone.localtime(session["end"]),
             **f.PricedForm.price_initial(session["prices"]),
@@ -204,13 +232,13 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                 else:
                     changed = ", ".join(form.changed_data) or "nothing"
                     self.log(request, CHANGE, updated["_id"], session_label(updated), f"Changed {changed}.")
-                    messages.success(request, f"“{updated['name']}” was saved.")
+                    messages.success(request, gettext("“%(name)s” was saved.") % {"name": updated["name"]})
                     return HttpResponseRedirect(self.url("change", updated["_id"]))
         return self.render(
             request,
             "admin/booking/session/form.html",
             {
-                "title": f"Change session “{session['name']}”",
+                "title": gettext("Change session “%(name)s”") % {"name": session["name"]},
                 "form": form,
                 "session": session,
                 "counts": selectors.seat_counts(session["seats"]),
@@ -220,9 +248,11 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         )
 
     def _seat_map_context(self, request, session: dict, checked=frozenset()) -> dict:
+        rows = session_rows(session, selectors.seat_owners(session), set(checked))
         return {
             "session": session,
-            "rows": session_rows(session, selectors.seat_owners(session), set(checked)),
+            "rows": rows,
+            "owners": owner_groups(rows),
             "legend": category_legend(session["layout"]),
             "counts": selectors.seat_counts(session["seats"]),
             "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,
@@ -257,15 +287,23 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                         session_label(session),
                         f"{what} {count} seat{'s' if count != 1 else ''} ({seats}).",
                     )
-                    messages.success(
-                        request,
-                        f"{what} {count} seat{'s' if count != 1 else ''}"
-                        + (" (house seats, not for sale)." if block else " (on sale again)."),
-                    )
+                    if block:
+                        shown = ngettext(
+                            "Blocked %(count)d seat (house seats, not for sale).",
+                            "Blocked %(count)d seats (house seats, not for sale).",
+                            count,
+                        )
+                    else:
+                        shown = ngettext(
+                            "Released %(count)d seat (on sale again).",
+                            "Released %(count)d seats (on sale again).",
+                            count,
+                        )
+                    messages.success(request, shown % {"count": count})
                     return HttpResponseRedirect(self.url("seats", session["_id"]))
             session = self._session(object_id)
         context = {
-            "title": f"Seat map: {session['name']}",
+            "title": gettext("Seat map: %(name)s") % {"name": session["name"]},
             "error": error,
             **self._seat_map_context(request, session, checked),
         }
@@ -294,7 +332,11 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
             session_label(session),
             f"Copied the theater's current seat map ({updated['seatsTotal']} seats).",
         )
-        messages.success(request, f"The seat map now matches the theater ({updated['seatsTotal']} seats).")
+        messages.success(
+            request,
+            gettext("The seat map now matches the theater (%(seatsTotal)s seats).")
+            % {"seatsTotal": updated["seatsTotal"]},
+        )
         return HttpResponseRedirect(self.url("seats", session["_id"]))
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
@@ -338,12 +380,18 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
                     note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
                     note += " (new access code)" if data["presale_code"] else ""
                     self.log(request, CHANGE, updated["_id"], session_label(updated), note + ".")
-                    messages.success(request, f"The sale window of “{updated['name']}” was saved.")
+                    messages.success(
+                        request, gettext("The sale window of “%(name)s” was saved.") % {"name": updated["name"]}
+                    )
                     return HttpResponseRedirect(self.url("sale_window", updated["_id"]))
         return self.render(
             request,
             "admin/booking/session/sale_window.html",
-            {"title": f"Sale window of “{session['name']}”", "form": form, "session": session},
+            {
+                "title": gettext("Sale window of “%(name)s”") % {"name": session["name"]},
+                "form": form,
+                "session": session,
+            },
             status=status,
         )
 
@@ -357,7 +405,7 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
         status = 200
         if request.method == "POST" and form.is_valid():
             if session.get("status") == SessionStatus.CANCELED:
-                messages.info(request, "This session was already canceled.")
+                messages.info(request, gettext("This session was already canceled."))
                 return HttpResponseRedirect(self.url("change", session["_id"]))
             try:
                 canceled = session_service.cancel_session(
@@ -369,17 +417,29 @@ class SessionAdmin(SessionPaymentsMixin, PriceTableAdminMixin, MongoModelAdmin):
             else:
                 note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
                 self.log(request, CHANGE, session["_id"], session_label(session), f"Canceled the session{note}.")
-                messages.success(request, f"“{session['name']}” was canceled{note}.")
+                shown = ngettext(
+                    "“%(name)s” was canceled; its %(count)d paid order is being refunded.",
+                    "“%(name)s” was canceled; its %(count)d paid orders are being refunded.",
+                    canceled,
+                )
+                messages.success(
+                    request,
+                    (shown if canceled else gettext("“%(name)s” was canceled."))
+                    % {"name": session["name"], "count": canceled},
+                )
+                if canceled:  # the worker refunds them: its progress is on the cancel page
+                    return HttpResponseRedirect(self.url("cancel", session["_id"]))
                 return HttpResponseRedirect(self.url("change", session["_id"]))
         return self.render(
             request,
             "admin/booking/session/cancel.html",
             {
-                "title": f"Cancel “{session['name']}”?",
+                "title": gettext("Cancel “%(name)s”?") % {"name": session["name"]},
                 "session": session,
                 "paid": paid,
                 "holds": len(session.get("reservations", [])),
                 "form": form,
+                "progress": session_cancel.progress(session),  # its orders, refunded by the worker
             },
             status=status,
         )

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
@@ -17,6 +18,7 @@ from .base import ADDITION, CHANGE, DELETION, MongoModelAdmin
 from .offers import TicketTypesAdminMixin
 from .payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
 from .seat_chart import category_legend, grid_error_context, layout_rows
+from .sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
 
 EXAMPLE_CATEGORIES = [
     {"code": "s", "name": "Stalls", "color": "#3b82f6"},
@@ -25,7 +27,7 @@ EXAMPLE_CATEGORIES = [
 EXAMPLE_GRID = "A: ssss.ssss\nB: sspp.ppss\nC: Ssss.sssS\n"
 
 
-class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin):
+class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin):
     routes = [
         ("<str:object_id>/ticket-types/", "ticket_types", "ticket_types"),  # staff/offers.py
         ("", "theater_list", "changelist"),
@@ -36,6 +38,7 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
         ("<str:object_id>/delete/", "theater_delete", "delete"),
         ("<str:object_id>/export/", "layout_export", "export"),
         *THEATER_ROUTES,  # VAT rates (payments)
+        *SECTIONED_ROUTES,  # stadiums drawn and edited in the admin (staff/sectioned_venues.py)
     ]
 
     def theater_list(self, request):
@@ -43,7 +46,7 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
         return self.render(
             request,
             "admin/booking/theater/list.html",
-            {"title": "Theaters", "theaters": selectors.theaters_with_session_counts()},
+            {"title": gettext("Theaters"), "theaters": selectors.theaters_with_session_counts()},
         )
 
     @staticmethod
@@ -100,12 +103,14 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
                         f"Created theater with {theater['seatCount']} seats.",
                     )
                     messages.success(
-                        request, f"Theater “{theater['name']}” was created with {theater['seatCount']} seats."
+                        request,
+                        gettext("Theater “%(name)s” was created with %(seats)s seats.")
+                        % {"name": theater["name"], "seats": theater["seatCount"]},
                     )
                     return HttpResponseRedirect(self.url("change", theater["_id"]))
-            return self._editor(request, form, formset, layout, title="Add theater", status=400)
+            return self._editor(request, form, formset, layout, title=gettext("Add theater"), status=400)
         example = parse_grid(EXAMPLE_GRID, EXAMPLE_CATEGORIES)
-        return self._editor(request, form, formset, example, title="Add theater")
+        return self._editor(request, form, formset, example, title=gettext("Add theater"))
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_change(self, request, object_id):
@@ -113,10 +118,8 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
         theater = selectors_get_theater(self.document_id(object_id))
         if theater is None:
             return self._missing(request)
-        if "layout" not in theater:  # a sectioned venue (a stadium): sections are set up in code, shown here
-            return self.render(
-                request, "admin/booking/theater/sections.html", {"title": theater["name"], "theater": theater}
-            )
+        if "layout" not in theater:  # a sectioned venue (a stadium): its own editor
+            return HttpResponseRedirect(self.url("sections", theater["_id"]))
         layout = theater["layout"]
         form, formset = self._bind(
             request, {"name": theater["name"], "grid": layout_to_grid(layout)}, layout["categories"]
@@ -139,7 +142,8 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
                     )
                     messages.success(
                         request,
-                        f"Theater “{updated['name']}” was saved. Sessions already created keep their seat map.",
+                        gettext("Theater “%(name)s” was saved. Sessions already created keep their seat map.")
+                        % {"name": updated["name"]},
                     )
                     return HttpResponseRedirect(self.url("change", updated["_id"]))
             return self._editor(
@@ -181,12 +185,12 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
                 status, error = 409, exc.message
             else:
                 self.log(request, DELETION, theater["_id"], theater["name"], "Deleted theater.")
-                messages.success(request, f"Theater “{theater['name']}” was deleted.")
+                messages.success(request, gettext("Theater “%(name)s” was deleted.") % {"name": theater["name"]})
                 return HttpResponseRedirect(self.url("changelist"))
         return self.render(
             request,
             "admin/booking/theater/delete.html",
-            {"title": "Delete theater?", "theater": theater, "sessions": sessions, "error": error},
+            {"title": gettext("Delete theater?"), "theater": theater, "sessions": sessions, "error": error},
             status=status,
         )
 
@@ -196,7 +200,11 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
         form = f.LayoutImportForm(*((request.POST, request.FILES) if request.method == "POST" else ()))
         if request.method == "POST" and form.is_valid():
             try:
-                theater = theater_service.create_theater(form.cleaned_data["name"], form.cleaned_data["layout"])
+                if "sections" in form.cleaned_data:  # a sectioned venue (a stadium)
+                    sections = form.cleaned_data["sections"]
+                    theater = theater_service.create_sectioned_theater(form.cleaned_data["name"], sections)
+                else:
+                    theater = theater_service.create_theater(form.cleaned_data["name"], form.cleaned_data["layout"])
             except BookingError as exc:
                 form.add_error("name", exc.message)
             else:
@@ -208,14 +216,16 @@ class TheaterAdmin(TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin)
                     f"Imported layout from JSON ({theater['seatCount']} seats).",
                 )
                 messages.success(
-                    request, f"Theater “{theater['name']}” was imported with {theater['seatCount']} seats."
+                    request,
+                    gettext("Theater “%(name)s” was imported with %(seats)s seats.")
+                    % {"name": theater["name"], "seats": theater["seatCount"]},
                 )
                 return HttpResponseRedirect(self.url("change", theater["_id"]))
         status = 400 if request.method == "POST" else 200
         return self.render(
             request,
             "admin/booking/theater/import.html",
-            {"title": "Import a theater layout", "form": form},
+            {"title": gettext("Import a theater layout"), "form": form},
             status=status,
         )
 

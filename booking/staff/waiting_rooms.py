@@ -17,6 +17,7 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import clock, mongo
@@ -126,7 +127,7 @@ class WaitingRoomAdmin(MongoModelAdmin):
     def room_list(self, request):
         self.require(request, "view")
         rows = [{"config": c, "stats": waiting_room.stats(c)} for c in waiting_room.rooms()]
-        context = {"title": "Waiting rooms", "rows": rows, "now": clock.now()}
+        context = {"title": gettext("Waiting rooms"), "rows": rows, "now": clock.now()}
         return self.render(request, "admin/booking/waitingroom/list.html", context)
 
     # --- open a room ---
@@ -166,9 +167,15 @@ class WaitingRoomAdmin(MongoModelAdmin):
                         )
                 if opened:
                     names = ", ".join(timezone.localtime(c.start).strftime("%a %d %b %H:%M") for c in opened)
-                    messages.success(request, f"Waiting room opened for {len(opened)} performance(s): {names}.")
+                    messages.success(
+                        request,
+                        gettext("Waiting room opened for %(count)s performance(s): %(names)s.")
+                        % {"count": len(opened), "names": names},
+                    )
                     for reason in refused:
-                        messages.warning(request, f"Not opened for one performance: {reason}")
+                        messages.warning(
+                            request, gettext("Not opened for one performance: %(reason)s") % {"reason": reason}
+                        )
                     if len(opened) == 1:
                         return HttpResponseRedirect(self.url("change", opened[0].queue_id))
                     return HttpResponseRedirect(self.url("changelist"))
@@ -178,7 +185,7 @@ class WaitingRoomAdmin(MongoModelAdmin):
         return self.render(
             request,
             "admin/booking/waitingroom/add.html",
-            {"title": "Open a waiting room", "form": form, "no_choices": len(choices) == 1},
+            {"title": gettext("Open a waiting room"), "form": form, "no_choices": len(choices) == 1},
             status=status,
         )
 
@@ -234,7 +241,7 @@ class WaitingRoomAdmin(MongoModelAdmin):
             for k, v in changes.items()
         )
         self.log(request, CHANGE, config.queue_id, room_label(updated), f"Changed {what}.")
-        messages.success(request, f"Changed {what}. It applies from now on.")
+        messages.success(request, gettext("Changed %(what)s. It applies from now on.") % {"what": what})
         return True
 
     def room_stats(self, request, object_id):
@@ -258,8 +265,10 @@ class WaitingRoomAdmin(MongoModelAdmin):
         updated = waiting_room.pause(config.queue_id) if paused else waiting_room.resume(config.queue_id)
         word = "Paused" if paused else "Resumed"
         self.log(request, CHANGE, config.queue_id, room_label(updated), f"{word} admission.")
-        note = " Nobody is let in; everybody keeps their place." if paused else " Buyers are let in again."
-        messages.success(request, f"{word} admission.{note}")
+        if paused:
+            messages.success(request, gettext("Paused admission. Nobody is let in; everybody keeps their place."))
+        else:
+            messages.success(request, gettext("Resumed admission. Buyers are let in again."))
         return HttpResponseRedirect(self.url("change", config.queue_id))
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
@@ -269,13 +278,17 @@ class WaitingRoomAdmin(MongoModelAdmin):
         if request.method == "POST":
             count = waiting_room.disable(config.queue_id)
             self.log(request, DELETION, config.queue_id, room_label(config), "Ended the waiting room.")
-            messages.success(request, f"The waiting room has ended; seats are sold to everybody ({count} session(s)).")
+            messages.success(
+                request,
+                gettext("The waiting room has ended; seats are sold to everybody (%(count)s session(s)).")
+                % {"count": count},
+            )
             return HttpResponseRedirect(self.url("changelist"))
         return self.render(
             request,
             "admin/booking/waitingroom/end.html",
             {
-                "title": f"End the waiting room of “{config.name}”?",
+                "title": gettext("End the waiting room of “%(name)s”?") % {"name": config.name},
                 "config": config,
                 "stats": waiting_room.stats(config),
             },

@@ -2,7 +2,7 @@
 
 from django import template
 
-from ..formatting import countdown, format_money
+from ..formatting import countdown, format_money, thousands
 
 register = template.Library()
 
@@ -13,6 +13,14 @@ def money(cents, currency=None):
     if cents in (None, ""):
         return ""
     return format_money(int(cents), currency or None)
+
+
+@register.filter
+def num(value):
+    """A count with the language's thousands separator: {{ 100000|num }} -> 100,000 / 100.000."""
+    if value in (None, ""):
+        return ""
+    return thousands(int(value))
 
 
 @register.filter

@@ -44,6 +44,8 @@ def make_session(
         start=start,
         end=start + timedelta(hours=2),
         prices=prices or {"s": 2000, "p": 3500},
+        name_de=details.get("name_de", ""),
+        description_de=details.get("description_de", ""),
     )
 
 

@@ -3,6 +3,9 @@
 // read-only map clickable without a reload. The server's hold refuses anything sent early anyway.
 (function () {
   "use strict";
+  // Django's JavaScript catalog (/i18n/js/, loaded first) translates; English without it.
+  var gettext = window.gettext || String;
+  var ngettext = window.ngettext || function (one, many, n) { return n === 1 ? one : many; };
   var box = document.getElementById("sale-countdown");
   if (!box) return;
   var opens = Number(box.dataset.opensMs);
@@ -28,7 +31,8 @@
     s -= h * 3600;
     var m = Math.floor(s / 60);
     s -= m * 60;
-    return (days ? days + (days === 1 ? " day, " : " days, ") : "") + pad(h) + ":" + pad(m) + ":" + pad(s);
+    var dayText = days ? ngettext("%(count)s day", "%(count)s days", days).replace("%(count)s", days) + ", " : "";
+    return dayText + pad(h) + ":" + pad(m) + ":" + pad(s);
   }
 
   function unlock() {
@@ -49,7 +53,7 @@
     if (!open) {
       open = true;
       box.classList.add("countdown-open");
-      box.textContent = "On sale now: choose your seats.";
+      box.textContent = gettext("On sale now: choose your seats.");
     }
     unlock();
   }

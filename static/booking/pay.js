@@ -4,6 +4,8 @@
  * JavaScript) the card choice stays disabled and the box office still works. */
 (function () {
   "use strict";
+  // Django's JavaScript catalog (/i18n/js/, loaded before this file) translates; English without it.
+  var gettext = window.gettext || function (text) { return text; };
 
   // Step 1: the card choice needs JavaScript, so it is switched on here (and preferred).
   function enableCard(root) {
@@ -32,7 +34,7 @@
       headers: { "X-CSRFToken": csrf(form), "Accept": "application/json" },
     });
     var answer = await response.json().catch(function () { return {}; });
-    if (!answer.status) answer = { status: "failed", message: "The payment could not be sent. Please try again." };
+    if (!answer.status) answer = { status: "failed", message: gettext("The payment could not be sent. Please try again.") };
     return answer;
   }
 
@@ -79,7 +81,7 @@
       document.body.toggleAttribute("data-paying", on);
     }
     if (typeof window.Stripe !== "function") {
-      showError("The card form could not be loaded. Please reload the page.");
+      showError(gettext("The card form could not be loaded. Please reload the page."));
       button.disabled = true;
       return;
     }
@@ -89,16 +91,16 @@
 
     async function finish(answer) {
       if (answer.status === "action" && answer.client_secret) {
-        busy.lastChild.textContent = " Confirm the payment with your bank (3-D Secure)…";
+        busy.lastChild.textContent = " " + gettext("Confirm the payment with your bank (3-D Secure)…");
         await stripe.confirmCardPayment(answer.client_secret);  // the bank's step (3-D Secure)
         var status = await fetch(box.dataset.statusUrl + "?format=json", { credentials: "same-origin" });
         var after = await status.json().catch(function () { return {}; });
-        if (after.status === "action") after = { status: "failed", message: "The bank's check was not finished. Please try again." };
+        if (after.status === "action") after = { status: "failed", message: gettext("The bank's check was not finished. Please try again.") };
         return finish(after.status ? after : { status: "processing", redirect: window.location.href });
       }
       if (answer.status === "failed" || answer.status === "open" || answer.status === "canceled") {
         setBusy(false);
-        showError(answer.message || "The payment did not go through. Please try again or use another card.");
+        showError(answer.message || gettext("The payment did not go through. Please try again or use another card."));
         return;
       }
       // paid, processing (the page waits for the outcome), expired, refunded...: the order's page
@@ -114,13 +116,13 @@
         var made = await paymentMethod(stripe, card);
         if (made.error) {
           setBusy(false);
-          showError(made.error.message || "Please check the card details.");
+          showError(made.error.message || gettext("Please check the card details."));
           return;
         }
         await finish(await post(form.action, form, { payment_method: made.id }));
       } catch (err) {
         setBusy(false);
-        showError("Something went wrong. Nothing was charged twice; please try again.");
+        showError(gettext("Something went wrong. Nothing was charged twice; please try again."));
       }
     });
   }

@@ -1,6 +1,8 @@
 /* Small progressive enhancements on top of htmx. Every page works without this file. */
 (function () {
   "use strict";
+  // Django's JavaScript catalog (/i18n/js/, loaded first by base.html) translates; English without it.
+  var gettext = window.gettext || function (text) { return text; };
 
   // Live map: ask "changed since this version?" so an unchanged map costs a 304 and no swap.
   document.addEventListener("htmx:configRequest", function (e) {
@@ -22,8 +24,8 @@
       e.detail.target = document.getElementById("notice");
       e.detail.swapOverride = "outerHTML";
     } else if (status >= 400) {
-      showNotice(status === 404 ? "That is no longer available. Please reload the page." :
-        "Something went wrong. Please try again.");
+      showNotice(status === 404 ? gettext("That is no longer available. Please reload the page.") :
+        gettext("Something went wrong. Please try again."));
     }
   });
 
@@ -76,7 +78,7 @@
   });
 
   document.addEventListener("htmx:sendError", function () {
-    showNotice("We could not reach the box office. Check your connection; we keep trying.");
+    showNotice(gettext("We could not reach the box office. Check your connection; we keep trying."));
   });
 
   function showNotice(text) {
@@ -136,6 +138,7 @@
     if (msg.v !== shown + 1) { fetchMap(); return; }  // a version was missed
     Object.keys(msg.seats).forEach(function (key) { setSeat(key, msg.seats[key]); });
     map.dataset.version = String(msg.v);
+    document.dispatchEvent(new CustomEvent("seatmap:changed"));
     map.dataset.etag = '"' + msg.v + '"';  // the map now is that version's: a poll may answer 304
   }
 
@@ -172,13 +175,18 @@
   // Hold countdown: starts from the seconds the server computed (its clock, not this one's).
   function tick() {
     var now = performance.now();
-    document.querySelectorAll(".countdown[data-seconds]").forEach(function (el) {
+    // the cart's countdown, and the sticky cart bar's (which leaves the hold's end to the cart's)
+    document.querySelectorAll(".countdown[data-seconds], .countdown-bar[data-seconds]").forEach(function (el) {
       if (!el.dataset.deadline) el.dataset.deadline = String(now + Number(el.dataset.seconds) * 1000);
       var left = Math.max(0, Math.round((Number(el.dataset.deadline) - now) / 1000));
       var out = el.querySelector(".countdown-time");
       if (out) out.textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
       el.classList.toggle("countdown-urgent", left <= 60);
-      if (left === 0 && !el.dataset.done) {
+      if (left === 0 && el.classList.contains("countdown-bar")) {
+        var bar = el.closest(".cart-bar");
+        if (bar) bar.hidden = true;  // the hold ended: the cart says so, nothing left to check out
+      }
+      if (left === 0 && !el.dataset.done && el.classList.contains("countdown")) {
         el.dataset.done = "1";
         holdExpired();
       }
@@ -197,15 +205,8 @@
   setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", tick);
 
-  // Zoom for big halls: the seat size follows the available width; these buttons scale it.
-  document.addEventListener("click", function (e) {
-    var button = e.target.closest && e.target.closest("[data-zoom]");
-    if (!button) return;
-    var column = button.closest(".map-column");
-    var zoom = Number(column.style.getPropertyValue("--zoom") || 1);
-    zoom = button.dataset.zoom === "in" ? Math.min(zoom * 1.25, 3) : Math.max(zoom / 1.25, 0.5);
-    column.style.setProperty("--zoom", zoom.toFixed(3));
-  });
+  // Zoom (buttons and pinch), the overview, the seat's sheet and tooltip, notices by the seat and
+  // the list of seats: static/booking/seatmap.js.
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll(".zoom[hidden], .keys-hint[hidden]").forEach(function (el) { el.hidden = false; });
   });

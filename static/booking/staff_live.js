@@ -22,6 +22,19 @@
     if (on) e.preventDefault();  // pushed: the periodic poll is not needed
   });
 
+  // The map is swapped whole on every refresh: keep the staff member's place in a wide hall.
+  var kept = null;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var scroller = document.querySelector(".live-map-scroll");
+    if (scroller && e.detail.target && e.detail.target.id === "live-map") {
+      kept = { left: scroller.scrollLeft, top: window.scrollY };
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    var scroller = document.querySelector(".live-map-scroll");
+    if (scroller && kept) { scroller.scrollLeft = kept.left; kept = null; }
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     var box = document.getElementById("live-map");
     if (!box || !box.dataset.live || !window.EventSource) return;

@@ -12,6 +12,10 @@
   "use strict";
 
   const config = JSON.parse(document.getElementById("door-config").textContent);
+  // Words from Django's JavaScript catalog (/i18n/js/, kept offline by the service worker); English without it.
+  const gettext = window.gettext || ((text) => text);
+  const ngettext = window.ngettext || ((one, many, n) => (n === 1 ? one : many));
+  const fill = (text, values) => text.replace(/%\((\w+)\)s/g, (_, key) => String(values[key]));
   const urls = config.urls;
   const $ = (id) => document.getElementById(id);
   const els = {
@@ -25,8 +29,8 @@
   const CODE = /^[A-Za-z0-9_-]{16,64}$/;
   const DOOR_KEY = "checkin.door";
   const CAMERA_KEY = "checkin.camera";
-  const clock = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit", timeZone: config.timeZone });
-  const day = new Intl.DateTimeFormat("en-GB", { weekday: "short", day: "numeric", month: "short", timeZone: config.timeZone });
+  const clock = new Intl.DateTimeFormat(config.locale || "en-GB", { hour: "2-digit", minute: "2-digit", timeZone: config.timeZone });
+  const day = new Intl.DateTimeFormat(config.locale || "en-GB", { weekday: "short", day: "numeric", month: "short", timeZone: config.timeZone });
 
   const state = {
     tickets: new Map(), // hash -> entry of the downloaded list (with local check-ins)
@@ -57,7 +61,7 @@
   }
 
   function seatText(t) {
-    return (t.section ? t.section + " · " : "") + "Row " + t.row + " · Seat " + t.seat;
+    return (t.section ? t.section + " · " : "") + fill(gettext("Row %(row)s · Seat %(seat)s"), { row: t.row, seat: t.seat });
   }
 
   function csrf() {
@@ -81,7 +85,7 @@
   class Offline extends Error {}
   class Refused extends Error {
     constructor(status, data) {
-      super((data && data.error) || "The server refused (" + status + ").");
+      super((data && data.error) || fill(gettext("The server refused (%(status)s)."), { status: status }));
       this.status = status;
       this.data = data || {};
     }
@@ -247,12 +251,12 @@
 
   function showNet() {
     const list = state.listFrom
-      ? state.tickets.size + " tickets on this phone (list of " + time(state.listFrom) + ")"
-      : "no ticket list on this phone yet";
-    const queue = state.queued ? " · " + state.queued + " to sync" : "";
-    const ready = state.online ? (state.offlineReady ? "ready offline · " : "not ready offline yet · ") : "";
+      ? fill(gettext("%(count)s tickets on this phone (list of %(time)s)"), { count: state.tickets.size, time: time(state.listFrom) })
+      : gettext("no ticket list on this phone yet");
+    const queue = state.queued ? " · " + fill(gettext("%(count)s to sync"), { count: state.queued }) : "";
+    const ready = state.online ? (state.offlineReady ? gettext("ready offline") : gettext("not ready offline yet")) + " · " : "";
     els.net.className = "net " + (state.online ? "on" : "off");
-    els.net.textContent = (state.online ? "Online · " + ready : "Offline: checking against this phone's list · ") + list + queue;
+    els.net.textContent = (state.online ? gettext("Online") + " · " + ready : gettext("Offline: checking against this phone's list") + " · ") + list + queue;
     els.net.dataset.queued = String(state.queued);
   }
 
@@ -281,7 +285,7 @@
       li.append(text("span", d.door), " ", text("strong", String(d.count)));
       return li;
     }));
-    els.countNote.textContent = fromPhone ? "Counted on this phone while offline." : "";
+    els.countNote.textContent = fromPhone ? gettext("Counted on this phone while offline.") : "";
     const known = new Set(Array.from(els.doorNames.options, (o) => o.value));
     for (const d of counts.doors) {
       if (!known.has(d.door)) els.doorNames.append(new Option(d.door, d.door));
@@ -293,13 +297,13 @@
     li.className = "conflict" + (c.seen ? " seen" : "");
     li.dataset.id = c.id;
     const t = c.ticket || {};
-    li.append(text("strong", t.row ? seatText(t) : "Unknown ticket"));
+    li.append(text("strong", t.row ? seatText(t) : gettext("Unknown ticket")));
     if (t.name) li.append(text("span", t.name + " · " + t.ref));
     li.append(text("span", c.summary));
     if (c.seen) {
-      li.append(text("em", "Seen by " + c.seen.by));
+      li.append(text("em", fill(gettext("Seen by %(name)s"), { name: c.seen.by })));
     } else {
-      const button = text("button", "Seen", "btn small");
+      const button = text("button", gettext("Seen"), "btn small");
       button.type = "button";
       button.addEventListener("click", () => markSeen(c.id, button));
       li.append(button);
@@ -361,7 +365,7 @@
     if (error.status === 403) {
       els.net.className = "net off";
       els.net.textContent = error.message + " ";
-      const a = text("a", "Sign in");
+      const a = text("a", gettext("Sign in"));
       a.href = urls.login + "?next=" + encodeURIComponent(urls.page);
       els.net.append(a);
     }
@@ -450,12 +454,12 @@
   }
 
   const VERDICT = {
-    admitted: "Let in",
-    used: "Already used",
-    not_valid: "Not valid",
-    wrong_session: "Other performance",
-    unknown: "Unknown ticket",
-    invalid: "Not a ticket",
+    admitted: gettext("Let in"),
+    used: gettext("Already used"),
+    not_valid: gettext("Not valid"),
+    wrong_session: gettext("Other performance"),
+    unknown: gettext("Unknown ticket"),
+    invalid: gettext("Not a ticket"),
   };
 
   function showResult(r) {
@@ -472,15 +476,17 @@
     }
     let why = "";
     if (r.status === "used" && r.used) {
-      why = "Used at " + r.used.door + ", " + time(r.used.at) + (r.used.by ? " (" + r.used.by + ")" : r.used.here ? " (this phone)" : "");
+      why = fill(gettext("Used at %(door)s, %(time)s"), { door: r.used.door, time: time(r.used.at) })
+        + (r.used.by ? " (" + r.used.by + ")" : r.used.here ? " (" + gettext("this phone") + ")" : "");
     } else if (r.status === "wrong_session" && r.session) {
-      why = "For " + r.session.name + (r.session.start ? ", " + day.format(new Date(r.session.start)) + " " + clock.format(new Date(r.session.start)) : "");
+      const when = r.session.start ? ", " + day.format(new Date(r.session.start)) + " " + clock.format(new Date(r.session.start)) : "";
+      why = fill(gettext("For %(show)s"), { show: r.session.name }) + when;
     } else if (!ok) {
       why = r.message || "";
     }
     if (why) box.append(text("p", why, "why"));
-    if (r.offline) box.append(text("p", ok ? "Offline · syncs when back online" : "Offline · checked against this phone's list", "tag"));
-    const next = text("button", "Next ticket", "btn next");
+    if (r.offline) box.append(text("p", ok ? gettext("Offline · syncs when back online") : gettext("Offline · checked against this phone's list"), "tag"));
+    const next = text("button", gettext("Next ticket"), "btn next");
     next.type = "button";
     next.addEventListener("click", hideResult);
     box.append(next);
@@ -507,7 +513,7 @@
     if (!value) {
       els.door.focus();
       els.door.classList.add("missing");
-      showResult({ status: "invalid", message: "Type the name of your door first (top of the page)." });
+      showResult({ status: "invalid", message: gettext("Type the name of your door first (top of the page).") });
       return "";
     }
     els.door.classList.remove("missing");
@@ -517,7 +523,7 @@
   /* A ticket shown at the door: its code (camera, typed) or its hash (picked from a search). */
   function check(ticket) {
     return checkTicket(ticket).catch((error) => {
-      showResult({ status: "invalid", message: "This phone could not check the ticket (" + error + "). Try again." });
+      showResult({ status: "invalid", message: fill(gettext("This phone could not check the ticket (%(error)s). Try again."), { error: error }) });
     });
   }
 
@@ -525,7 +531,7 @@
     const doorName = door();
     if (!doorName) return;
     if (ticket.code !== undefined && !CODE.test(ticket.code)) {
-      showResult({ status: "invalid", message: "This QR code is not one of our tickets." });
+      showResult({ status: "invalid", message: gettext("This QR code is not one of our tickets.") });
       return;
     }
     const item = { id: newId(), scope: config.scope, door: doorName, at: new Date().toISOString() };
@@ -563,13 +569,13 @@
     if (!entry) {
       r.status = "unknown";
       r.message = state.listFrom
-        ? "Not in this phone's list of " + time(state.listFrom) + ". Sold since? Check when online."
-        : "There is no ticket list on this phone yet: it is downloaded when online.";
+        ? fill(gettext("Not in this phone's list of %(time)s. Sold since? Check when online."), { time: time(state.listFrom) })
+        : gettext("There is no ticket list on this phone yet: it is downloaded when online.");
     } else {
       r.ticket = entry;
       if (!entry.ok) {
         r.status = "not_valid";
-        r.message = "The booking is " + (entry.state || "not valid") + ".";
+        r.message = fill(gettext("The booking is %(state)s."), { state: entry.state || gettext("not valid") });
       } else if (entry.used) {
         r.status = "used";
         r.used = entry.used;
@@ -595,7 +601,7 @@
   async function startCamera() {
     unlockAudio();
     if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
-      els.cameraNote.textContent = "This browser cannot use the camera here: type the code or search.";
+      els.cameraNote.textContent = gettext("This browser cannot use the camera here: type the code or search.");
       return;
     }
     try {
@@ -604,7 +610,7 @@
         video: { facingMode: { ideal: "environment" }, width: { ideal: 1280 }, height: { ideal: 720 } },
       });
     } catch (error) {
-      els.cameraNote.textContent = "No camera (" + error.name + "): type the code or search.";
+      els.cameraNote.textContent = fill(gettext("No camera (%(error)s): type the code or search."), { error: error.name });
       localStorage.removeItem(CAMERA_KEY);
       return;
     }
@@ -667,7 +673,7 @@
     info.append(text("span", hit.name + " · " + hit.ref + (hit.type ? " · " + hit.type : "")));
     if (!hit.ok) info.append(text("em", hit.state || "not valid"));
     else if (hit.used) info.append(text("em", "used at " + hit.used.door + ", " + time(hit.used.at)));
-    const button = text("button", "Admit", "btn small");
+    const button = text("button", gettext("Admit"), "btn small");
     button.type = "button";
     button.addEventListener("click", () => {
       unlockAudio();
@@ -691,7 +697,7 @@
   async function search(q) {
     q = q.replace(/\s+/g, " ").trim();
     if (q.length < 2) {
-      els.hits.replaceChildren(text("li", "Type at least two letters of the name or the booking reference.", "note"));
+      els.hits.replaceChildren(text("li", gettext("Type at least two letters of the name or the booking reference."), "note"));
       return;
     }
     let hits;
@@ -706,7 +712,7 @@
       setOnline(false);
       hits = localSearch(q);
     }
-    els.hits.replaceChildren(...(hits.length ? hits.map(hitItem) : [text("li", "Nobody found for “" + q + "”.", "note")]));
+    els.hits.replaceChildren(...(hits.length ? hits.map(hitItem) : [text("li", fill(gettext("Nobody found for “%(query)s”."), { query: q }), "note")]));
   }
 
   // ---------------------------------------------------------------- wiring
@@ -720,7 +726,7 @@
       els.door.classList.toggle("missing", !value);
     });
     els.camera.hidden = false;
-    els.cameraNote.textContent = "Or type the code or search below.";
+    els.cameraNote.textContent = gettext("Or type the code or search below.");
     els.camera.addEventListener("click", startCamera);
     els.cameraStop.addEventListener("click", stopCamera);
     document.addEventListener("pointerdown", unlockAudio, { passive: true });
@@ -750,7 +756,7 @@
       event.preventDefault();
       // Check-ins made offline leave this phone only through the sync: never dropped unasked.
       if (state.queued) await syncQueue();
-      if (state.queued && !window.confirm(state.queued + " check-ins made offline are not synced yet and would be lost. Sign out anyway?")) {
+      if (state.queued && !window.confirm(fill(ngettext("%(count)s check-in made offline is not synced yet and would be lost. Sign out anyway?", "%(count)s check-ins made offline are not synced yet and would be lost. Sign out anyway?", state.queued), { count: state.queued }))) {
         return;
       }
       stopCamera();

@@ -193,11 +193,16 @@ def test_any_value_anywhere_in_an_imported_layout_is_a_form_error_or_a_theater()
     assert not broken
 
 
-def test_a_sectioned_venues_export_says_it_cannot_be_imported_here():
+def test_a_sectioned_venues_export_is_imported_as_a_sectioned_venue_and_a_broken_one_refused():
     doc = {"name": "Stadium", "sections": [{"name": "North", "layout": _layout_doc()["layout"]}]}
-    response = _import(staff_client(), text=json.dumps(doc))
-    assert response.status_code == 400
-    assert "sectioned venue" in response.content.decode()
+    client = staff_client()
+    before = snapshot()
+    broken = {**doc, "sections": [{"name": "", "layout": _layout_doc()["layout"]}]}
+    response = _import(client, text=json.dumps(broken))
+    assert response.status_code == 400 and "the name must be" in response.content.decode()
+    assert_unchanged(before, snapshot())
+    response = _import(client, text=json.dumps(doc))
+    assert response.status_code == 302  # issue 17: sectioned venues are drawn, edited and imported in the admin
 
 
 # --- 4. booking lookups: a real reference and a made-up one answer alike, under the same limit ---

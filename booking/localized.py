@@ -1,0 +1,48 @@
+"""Show titles and descriptions in the buyer's language.
+
+Staff write a show's name and description in the site's source language (English) and may add a
+German one: ``nameDe`` / ``descriptionDe`` on the session document (the admin's session form; see
+``services/sessions.py``), copied to an order's session summary (``nameDe``) so its mails and
+tickets use it. A page in German shows the German text where there is one, else the main one.
+"""
+
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext_lazy
+
+# The languages besides the source language, and the suffix of their fields ("de" -> nameDe).
+TRANSLATED_FIELDS = ("name", "description")
+
+
+def field_suffix(language: str | None) -> str:
+    """ "De" for German, "" for the source language (whose text is the main field)."""
+    base = (language or settings.LANGUAGE_CODE).split("-")[0]
+    return "" if base == settings.LANGUAGE_CODE.split("-")[0] else base.capitalize()
+
+
+def localized(doc: dict | None, field: str, language: str | None = None) -> str:
+    """``doc[field]`` in ``language`` (default: the active one): its ``<field><Lang>`` when that is
+    set, else the main field."""
+    doc = doc or {}
+    suffix = field_suffix(language or translation.get_language())
+    if suffix:
+        text = doc.get(field + suffix)
+        if text:
+            return text
+    return doc.get(field) or ""
+
+
+# An order's state as the buyer reads it (the order page's badge, messages about the order).
+ORDER_STATE_LABELS = {
+    "pending_payment": gettext_lazy("Waiting for payment"),
+    "paid": gettext_lazy("Paid"),
+    "expired": gettext_lazy("Expired (not paid)"),
+    "canceled": gettext_lazy("Canceled"),
+    "refunded": gettext_lazy("Refunded"),
+    "partially_refunded": gettext_lazy("Partly refunded"),
+    "failed": gettext_lazy("Not completed"),
+}
+
+
+def order_state_label(state: str) -> str:
+    return str(ORDER_STATE_LABELS.get(state, state.replace("_", " ")))

@@ -1,0 +1,52 @@
+"""Sectioned venues (stadiums) drawn as text in the admin: each section is a header line in
+square brackets followed by its rows in the layout editor's own grid format (``layouts.parse_grid``)::
+
+    [North 1]
+    A: ssss.ssss
+    B: ssss.ssss
+
+    [North 2]
+    A: pppp
+"""
+
+import re
+
+from django.utils.translation import gettext as _
+
+from .errors import InvalidLayout
+from .layouts import layout_to_grid, parse_grid, validate_sections
+
+HEADER = re.compile(r"^\s*\[(?P<name>[^\]]*)\]\s*$")
+
+
+def parse_sections(text: str, categories: list[dict]) -> list[dict]:
+    """``[{name, layout}]`` from the text; InvalidLayout naming the section (and its row) when wrong."""
+    sections: list[dict] = []
+    current: dict | None = None
+    for number, line in enumerate(str(text or "").splitlines(), start=1):
+        header = HEADER.match(line)
+        if header:
+            current = {"name": header["name"].strip(), "lines": [], "at": number}
+            sections.append(current)
+        elif line.strip():
+            if current is None:
+                raise InvalidLayout(
+                    _("Line %(n)d: start with a section name in brackets, e.g. [North 1].") % {"n": number}
+                )
+            current["lines"].append(line)
+    if not sections:
+        raise InvalidLayout(_("Give at least one section: a name in brackets, then its rows."))
+    parsed = []
+    for section in sections:
+        try:
+            layout = parse_grid("\n".join(section["lines"]), categories)
+        except InvalidLayout as exc:
+            raise InvalidLayout(
+                _("Section “%(name)s”: %(error)s") % {"name": section["name"], "error": exc.message}
+            ) from None
+        parsed.append({"name": section["name"], "layout": layout})
+    return validate_sections(parsed)
+
+
+def sections_to_text(sections: list[dict]) -> str:
+    return "\n".join(f"[{s['name']}]\n{layout_to_grid(s['layout']).rstrip()}\n" for s in sections)

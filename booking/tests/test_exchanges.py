@@ -1,0 +1,446 @@
+"""Exchanges (services/exchanges.py): tickets move to other seats; the price difference goes back
+through the payment or is taken at the counter; the customer never has both or neither set of
+tickets, even when the process dies between any two writes."""
+
+from datetime import timedelta
+
+import pytest
+from django.core import mail
+
+from booking import faults, mongo
+from booking.errors import Conflict, InvalidRequest, SeatsTaken
+from booking.invariants import check_invariants
+from booking.seat_grid import FREE, SOLD
+from booking.services import change_notices, checkin, exchanges, holds
+from booking.services.reconcile import reconcile
+from booking.tests.factories import make_session
+from booking.tests.localstripe import VISA, card
+from booking.tests.paying import checkout_paid
+
+pytestmark = pytest.mark.slow
+
+# SMALL_GRID: row A "ssss.ssss" (stalls 20.00), row B "sspp.ppss" (premium 35.00 at 1:2, 1:3, 1:5, 1:6)
+
+
+def paid(session, keys, owner="s:ada", email="ada@example.com"):
+    cart = holds.hold_seats(session["_id"], owner, None, list(keys))
+    return checkout_paid(owner, cart.cart_id, "Ada Lovelace", email)
+
+
+def cell(session_id, key):
+    r, c = (int(x) for x in key.split(":"))
+    return mongo.sessions().find_one({"_id": session_id})["seats"][r][c]
+
+
+def stored(order):
+    return mongo.orders().find_one({"_id": order["_id"]})
+
+
+def stripe_refunds(order):
+    from booking.payments.stripe_provider import client
+
+    return [r.amount for r in client().v1.refunds.list({"payment_intent": order["paidWith"]["id"]}).data]
+
+
+def admits(session_id, code):
+    return checkin.check_in(checkin.get_scope(session_id), door="Main", by="door", code=code).admitted
+
+
+@pytest.fixture
+def session():
+    return make_session()
+
+
+def test_moving_to_cheaper_seats_refunds_the_difference_through_the_card(session):
+    order = paid(session, ["1:2", "1:3"])  # two premium seats, 70.00
+    old_codes = [line["ticket"] for line in order["lines"]]
+    done = exchanges.exchange(order["_id"], old_codes, session["_id"], ["0:0", "0:1"], by="staff", reason="view")
+    assert [line["key"] for line in done["lines"]] == ["0:0", "0:1"]
+    assert done["total"] == order["total"] - 3000 and done["state"] == "paid"
+    assert [cell(session["_id"], k) for k in ("0:0", "0:1", "1:2", "1:3")] == [SOLD, SOLD, FREE, FREE]
+    [record] = done["exchanges"]
+    assert record["state"] == "done" and record["difference"] == -3000 and "exchangeOpen" not in done
+    assert done["refunds"][-1]["status"] == "succeeded" and stripe_refunds(done) == [3000]
+    assert {line["ticket"] for line in done["exchangedLines"]} == set(old_codes)
+    assert check_invariants() == []
+    # the new tickets let in, the old ones do not
+    assert admits(session["_id"], done["lines"][0]["ticket"])
+    assert not admits(session["_id"], old_codes[0])
+    assert check_invariants() == []
+
+
+def test_moving_some_tickets_to_another_dearer_session_takes_the_difference_at_the_counter(session):
+    other = make_session(name="Hamlet", days=2)
+    order = paid(session, ["0:0", "0:1"])
+    keep, move = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    done = exchanges.exchange(order["_id"], [move], other["_id"], ["1:2"], settle=exchanges.COUNTER, by="anna")
+    assert [(line["sessionId"], line["key"]) for line in done["lines"]] == [
+        (session["_id"], "0:0"),
+        (other["_id"], "1:2"),
+    ]
+    assert done["topUps"][0]["amount"] == 1500 and done["total"] == order["total"] + 1500
+    assert cell(session["_id"], "0:1") == FREE and cell(other["_id"], "1:2") == SOLD
+    assert any(s["_id"] == other["_id"] for s in done["sessions"])
+    assert admits(session["_id"], keep) and admits(other["_id"], done["lines"][1]["ticket"])
+    assert check_invariants() == []
+
+
+def test_a_seat_taken_meanwhile_changes_nothing(session):
+    order = paid(session, ["0:0"])
+    holds.hold_seats(session["_id"], "s:bob", None, ["0:5"])
+    with pytest.raises(SeatsTaken):
+        exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:5"])
+    assert stored(order)["lines"] == order["lines"] and "exchanges" not in stored(order)
+    assert check_invariants() == []
+
+
+def test_the_race_for_a_seat_between_the_check_and_the_take_abandons_the_exchange(session, fault_hook):
+    order = paid(session, ["0:0"])
+
+    def someone_buys_it_first(name):
+        if name == "exchange.after_start":
+            fault_hook(None)
+            paid(session, ["0:5"], owner="s:bob", email="bob@example.com")
+
+    fault_hook(someone_buys_it_first)
+    with pytest.raises(Conflict, match="taken meanwhile"):
+        exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:5"])
+    after = stored(order)
+    assert after["lines"] == order["lines"] and after["exchanges"][0]["state"] == "abandoned"
+    assert "exchangeOpen" not in after and cell(session["_id"], "0:0") == SOLD
+    assert check_invariants() == []
+
+
+def test_bad_input_is_refused_and_changes_nothing(session):
+    order = paid(session, ["0:0", "0:1"])
+    code = order["lines"][0]["ticket"]
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [], session["_id"], [])
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], ["not-a-ticket"], session["_id"], ["0:5"])
+    with pytest.raises(InvalidRequest, match="as many new seats"):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:5", "0:6"])
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:4"])  # the aisle
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["x"])
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:5"], settle="cash please")
+    with pytest.raises(SeatsTaken):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:1"])  # its own other seat
+    assert admits(session["_id"], code)
+    with pytest.raises(Conflict, match="already used"):
+        exchanges.exchange(order["_id"], [code], session["_id"], ["0:5"])
+    assert stored(order)["lines"][1] == order["lines"][1] and "exchanges" not in stored(order)
+    assert check_invariants() == []
+
+
+POINTS = [
+    "exchange.after_start",
+    "exchange.after_take",
+    "exchange.after_switch",
+    "exchange.after_unmark",
+    "exchange.after_release",
+    "exchange.after_money",
+]
+
+
+def tickets_now(order_id):
+    return sorted(line["key"] for line in mongo.orders().find_one({"_id": order_id})["lines"])
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_crash_at_any_point_is_rolled_forward_without_losing_or_doubling_a_seat(session, crash_at, point):
+    order = paid(session, ["1:2", "1:3"])
+    codes = [line["ticket"] for line in order["lines"]]
+    crash_at(point)
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.exchange(order["_id"], codes, session["_id"], ["0:0", "0:1"], by="staff")
+    faults.set_hook(None)
+    # Between the writes the customer has exactly one set of valid tickets, and every seat of
+    # both sets is kept from other buyers (none can be sold twice).
+    assert tickets_now(order["_id"]) in (["1:2", "1:3"], ["0:0", "0:1"])
+    for key in ("1:2", "1:3") if point not in ("exchange.after_release", "exchange.after_money") else ():
+        assert cell(session["_id"], key) == SOLD
+    if point != "exchange.after_start":
+        assert cell(session["_id"], "0:0") == SOLD
+        with pytest.raises(SeatsTaken):
+            holds.hold_seats(session["_id"], "s:bob", None, ["0:0"])
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert tickets_now(order["_id"]) == ["0:0", "0:1"] and "exchangeOpen" not in after
+    assert after["exchanges"][0]["state"] == "done"
+    assert [cell(session["_id"], k) for k in ("0:0", "0:1", "1:2", "1:3")] == [SOLD, SOLD, FREE, FREE]
+    assert after["refunds"][-1]["status"] == "succeeded" and stripe_refunds(after) == [3000]
+    assert (
+        "exchangeHolds" not in mongo.sessions().find_one({"_id": session["_id"]})
+        or not mongo.sessions().find_one({"_id": session["_id"]})["exchangeHolds"]
+    )
+    assert [n["kind"] for n in after["changeNotices"]] == ["exchange"]
+    assert check_invariants() == []
+    # the freed seats sell again
+    paid(session, ["1:2", "1:3"], owner="s:bob", email="bob@example.com")
+    assert check_invariants() == []
+
+
+def test_an_abandoned_exchange_whose_seats_were_taken_gives_them_back(session, crash_at):
+    """A crash after the take, then the exchange is abandoned (its tickets were refunded
+    meanwhile): reconcile gives the new seats back."""
+    from booking.services import refunds
+
+    order = paid(session, ["0:0"])
+    crash_at("exchange.after_take")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:5"])
+    faults.set_hook(None)
+    with pytest.raises(Conflict, match="being exchanged"):
+        refunds.refund_tickets(order["_id"])
+    # the ticket was used at the door meanwhile: the switch no longer applies
+    admits(session["_id"], order["lines"][0]["ticket"])
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and tickets_now(order["_id"]) == ["0:0"]
+    assert cell(session["_id"], "0:5") == FREE and cell(session["_id"], "0:0") == SOLD
+    assert check_invariants() == []
+
+
+def test_the_customer_gets_one_mail_with_the_new_tickets_however_often_the_task_runs(session, settings):
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+    order = paid(session, ["1:2", "1:3"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:3"], by="staff")
+    mail.outbox.clear()
+    assert change_notices.send_pending(order["_id"]) == ["sent"]
+    assert change_notices.send_pending(order["_id"]) == []
+    [message] = mail.outbox
+    assert message.to == ["ada@example.com"] and "new seats" in message.subject
+    assert "A4 is now A4" not in message.body and "is now A4" in message.body
+    names = [a[0] for a in message.attachments]
+    assert names == [f"tickets-{order['ref']}.pdf", f"receipt-{order['ref']}.pdf"]
+    assert message.attachments[0][1].startswith(b"%PDF")
+    assert stored(order)["changeNotices"][0]["state"] == "sent"
+
+
+def test_the_buyers_page_shows_the_new_tickets_and_the_history(session, client, db):
+    order = paid(session, ["1:2", "1:3"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:3"], by="anna <a@x>")
+    page = client.get(f"/orders/{order['ref']}/", {"email": "ada@example.com"}).content.decode()
+    assert "Changes to this booking" in page and "Tickets moved" in page and "B3 → A4" in page
+    assert "anna" not in page  # staff names stay in the admin
+    assert "Row A, seat 4" in page
+
+
+def test_canceling_after_a_dearer_exchange_refunds_the_card_and_the_counter_each_their_part(session):
+    order = paid(session, ["0:0", "0:1"])  # 2 x 20.00 by card
+    code = order["lines"][0]["ticket"]
+    exchanges.exchange(order["_id"], [code], session["_id"], ["1:5"], settle=exchanges.COUNTER, by="anna")
+    exchanges.exchange(
+        order["_id"], [stored(order)["lines"][0]["ticket"]], session["_id"], ["1:6"], settle=exchanges.COUNTER
+    )  # now 2 x 35.00: 40.00 by card, 30.00 at the counter
+    from booking.services import refunds
+
+    done = refunds.refund_tickets(order["_id"], reason="cannot come", by="anna")
+    parts = sorted((r["payment"]["provider"], r["amount"], r["status"]) for r in done["refunds"])
+    fee = (order.get("fee") or {}).get("amount", 0)
+    assert parts == [
+        ("box_office", 1500, "succeeded"),
+        ("box_office", 1500, "succeeded"),
+        ("stripe", 4000 + fee, "succeeded"),
+    ]
+    assert stripe_refunds(done) == [4000 + fee]
+    assert done["state"] == "refunded" and check_invariants() == []
+
+
+def test_a_dearer_seat_paid_online_keeps_the_old_tickets_valid_until_the_customer_pays(session, settings):
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+    order = paid(session, ["0:0", "0:1"])
+    old, keep = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    waiting = exchanges.exchange(order["_id"], [old], session["_id"], ["1:2"], by="anna")
+    assert waiting["exchanges"][0]["state"] == "awaiting_payment" and waiting["lines"] == order["lines"]
+    assert cell(session["_id"], "1:2") == SOLD  # kept for the customer meanwhile
+    with pytest.raises(SeatsTaken):
+        holds.hold_seats(session["_id"], "s:bob", None, ["1:2", "1:3"])
+    assert check_invariants() == []
+    mail.outbox.clear()
+    change_notices.send_pending(order["_id"])
+    assert "please pay the difference" in mail.outbox[0].subject and "A1 becomes B3" in mail.outbox[0].body
+
+    status, after, _ = exchanges.pay_difference(order["_id"], card(VISA))
+    assert status == "paid" and sorted(line["key"] for line in after["lines"]) == ["0:1", "1:2"]
+    assert after["topUps"][0]["provider"] == "stripe" and after["topUps"][0]["amount"] == 1500
+    assert cell(session["_id"], "0:0") == FREE and after["exchanges"][0]["state"] == "done"
+    assert admits(session["_id"], keep) and not admits(session["_id"], old)
+    assert check_invariants() == []
+    # a later refund of everything goes back through both card payments, each its part
+    from booking.services import refunds
+
+    done = refunds.refund_tickets(after["_id"], by="anna")
+    assert sorted(r["amount"] for r in done["refunds"]) == sorted([1500, order["paidWith"]["amount"]])
+    assert all(r["status"] == "succeeded" for r in done["refunds"]) and check_invariants() == []
+
+
+def test_an_unpaid_difference_gives_the_new_seats_back_when_its_time_is_over(session, settings):
+    from booking import clock
+
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    reconcile(grace=timedelta(0))
+    assert stored(order)["exchanges"][0]["state"] == "awaiting_payment"  # not yet
+    later = clock.now() + timedelta(days=3)
+    reconcile(now=later, grace=timedelta(0))
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and after["lines"] == order["lines"]
+    assert cell(session["_id"], "1:2") == FREE and "exchangeOpen" not in after
+    assert check_invariants() == []
+
+
+def test_the_webhook_of_the_difference_payment_finishes_the_exchange(session):
+    from booking.payments.stripe_provider import StripeProvider
+    from booking.services import payments
+
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    record = stored(order)["exchanges"][0]
+    intent = record["payment"]["intent"]
+    stripe = StripeProvider()
+    paid_now = stripe.confirm(intent, card(VISA), idempotency_key=f"test-{intent}")
+    assert paid_now.status == "succeeded"
+    settled = payments.settle(stripe.retrieve(intent))  # as the webhook does
+    assert settled is not None and settled["exchanges"][0]["state"] == "done"
+    assert sorted(line["key"] for line in settled["lines"]) == ["0:1", "1:2"]
+    assert payments.settle(stripe.retrieve(intent))["exchanges"][0]["state"] == "done"  # a replay: nothing more
+    assert not stored(order).get("extraPayments") and check_invariants() == []
+
+
+def test_staff_call_off_an_exchange_waiting_for_payment(session, manager_client):
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    page = manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert "payment" in page and "Call off this exchange" in page and "the current tickets stay valid" in page
+    response = manager_client.post(f"/admin/booking/order/{order['_id']}/exchange/call-off/", follow=True)
+    assert "The exchange was called off" in response.content.decode()
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and after["lines"] == order["lines"]
+    assert cell(session["_id"], "1:2") == FREE and check_invariants() == []
+    again = manager_client.post(f"/admin/booking/order/{order['_id']}/exchange/call-off/", follow=True)
+    assert "No exchange of this order is waiting" in again.content.decode()
+    assert manager_client.get(f"/admin/booking/order/{order['_id']}/exchange/call-off/").status_code == 405
+
+
+def test_a_difference_paid_for_a_move_that_can_no_longer_happen_goes_back(session, crash_at):
+    """Paid online, then (before the switch) the old ticket is used at the door: the exchange is
+    abandoned and the difference refunded, never kept without seats."""
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    crash_at("exchange.after_paid")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.pay_difference(order["_id"], card(VISA))
+    faults.set_hook(None)
+    assert admits(session["_id"], order["lines"][0]["ticket"])  # the old ticket, still valid, is used
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and after["lines"][0]["key"] == "0:0"
+    assert after["extraPayments"][0]["amount"] == 1500 and after["refunds"][-1]["status"] == "succeeded"
+    assert cell(session["_id"], "1:2") == FREE and check_invariants() == []
+
+
+def test_a_move_into_a_performance_canceled_meanwhile_does_not_happen(session, crash_at):
+    from booking.services import session_cancel
+
+    other = make_session(days=2)
+    order = paid(session, ["0:0", "0:1"])
+    crash_at("exchange.after_take")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], other["_id"], ["0:0"], settle="counter")
+    faults.set_hook(None)
+    session_cancel.start(other["_id"], by="anna")
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and [line["key"] for line in after["lines"]] == ["0:0", "0:1"]
+    assert cell(other["_id"], "0:0") == FREE and check_invariants() == []
+
+
+def test_the_door_says_an_exchanged_ticket_was_exchanged(session):
+    order = paid(session, ["0:0", "0:1"])
+    old = order["lines"][0]["ticket"]
+    exchanges.exchange(order["_id"], [old], session["_id"], ["0:5"])
+    outcome = checkin.check_in(checkin.get_scope(session["_id"]), door="Main", by="door", code=old)
+    assert outcome.status == checkin.NOT_VALID and "exchanged for another seat" in outcome.message
+
+
+def test_eight_staff_moving_eight_orders_to_the_same_seat_give_it_to_one(session, monkeypatch):
+    import threading
+
+    from booking.tests.threads import PerThreadClient
+
+    orders = [paid(session, [f"{r}:{c}", f"{r}:{c + 1}"], owner=f"s:p{r}{c}") for r in (1, 2) for c in (0, 2, 5, 7)]
+    clients = PerThreadClient()
+    monkeypatch.setattr(mongo, "get_client", clients.get)
+    start = threading.Barrier(8)
+    outcomes: list = []
+    lock = threading.Lock()
+
+    def staff(order):
+        start.wait()
+        try:
+            exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:0"], settle="counter")
+            result = "moved"
+        except (SeatsTaken, Conflict) as exc:
+            result = type(exc).__name__
+        with lock:
+            outcomes.append((order["_id"], result))
+
+    threads = [threading.Thread(target=staff, args=(o,)) for o in orders]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    monkeypatch.undo()
+    clients.close()
+    moved = [oid for oid, result in outcomes if result == "moved"]
+    assert len(outcomes) == 8 and len(moved) == 1, outcomes
+    with_it = mongo.orders().find({"lines.sessionId": session["_id"]}, {"lines": 1})
+    owners = [o["_id"] for o in with_it if any(line["key"] == "0:0" for line in o["lines"])]
+    assert owners == moved and mongo.orders().count_documents({"exchangeOpen": {"$gt": ""}}) == 0
+    assert check_invariants() == []
+
+
+def test_a_check_in_of_another_ticket_during_the_exchange_is_kept(session, fault_hook):
+    order = paid(session, ["0:0", "0:1"])
+    moving, staying = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+
+    def door_scans_the_other_ticket(name):
+        if name == "exchange.after_take":
+            fault_hook(None)
+            assert admits(session["_id"], staying)
+
+    fault_hook(door_scans_the_other_ticket)
+    done = exchanges.exchange(order["_id"], [moving], session["_id"], ["0:5"], settle="counter")
+    kept = next(line for line in done["lines"] if line["ticket"] == staying)
+    assert kept["checkedIn"]["door"] == "Main" and done["exchanges"][0]["state"] == "done"
+    assert check_invariants() == []
+
+
+def pdf_text(data: bytes) -> str:
+    """The text drawn in a ReportLab PDF (its page streams, inflated)."""
+    import base64
+    import re
+    import zlib
+
+    out = []
+    for stream in re.findall(rb"stream\r?\n(.*?)endstream", data, re.S):
+        try:  # ReportLab: ASCII85, then Flate
+            out.append(zlib.decompress(base64.a85decode(stream.strip().removesuffix(b"~>"))).decode("latin-1"))
+        except (ValueError, zlib.error):
+            out.append(stream.decode("latin-1"))
+    return "".join(out).replace("\\(", "(").replace("\\)", ")")
+
+
+def test_the_receipt_shows_the_exchange_and_what_was_paid_at_the_counter(session):
+    from booking.payments.pdf import receipt_pdf
+
+    order = paid(session, ["0:0", "0:1"])
+    done = exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:5"], settle="counter")
+    text = pdf_text(receipt_pdf(done))
+    assert "(exchanged)" in text and "Exchange: difference paid at the box office" in text
+    paid_total = done["paidWith"]["amount"] + 1500
+    assert f"{paid_total // 100}.{paid_total % 100:02d}" in text  # total paid includes the counter's part
