@@ -458,3 +458,11 @@ def test_unknown_or_malformed_session_is_a_404(reporter):
             url = "/admin/booking/report/" + path.format(id=bad)
             assert reporter.get(url).status_code == 404, url
     assert reporter.get("/admin/booking/report/", {"when": "someday"}).status_code == 400
+
+
+def test_seat_counts_have_thousands_separators(reporter):
+    big = make_session(make_theater("\n".join(["s" * 40] * 30), name="Big Hall"), name="Big show")  # 1,200 seats
+    index = reporter.get("/admin/booking/report/").content.decode()
+    assert ">1,200<" in index and ">1200<" not in index
+    page = reporter.get(f"/admin/booking/report/session/{big['_id']}/").content.decode()
+    assert "1,200" in page and ">1200<" not in page
