@@ -1,4 +1,4 @@
-"""``python -m bench [--small] [--out DIR]``: run the benchmark and write the results."""
+"""``python -m bench [--small] [--out DIR] [--only FLOWS]``: run the benchmark and write the results."""
 
 import argparse
 import os
@@ -16,15 +16,25 @@ def main(argv=None) -> int:
         "--out", type=Path, default=None, help="results directory (default bench/results/, or bench/results/small/)"
     )
     parser.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib needed)")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated table flows (e.g. whats_on,checkout_box_office): the accounting pass, hello "
+        "world and these rows only, written to bench/results/only/ unless --out",
+    )
     args = parser.parse_args(argv)
 
     from . import report
-    from .run import FULL, SMALL, run
+    from .run import FULL, SMALL, TABLE_FLOWS, run
 
     size = SMALL if args.small else FULL
+    only = tuple(name for name in args.only.split(",") if name)
+    unknown = set(only) - {flow.__name__ for flow in TABLE_FLOWS}
+    if unknown:
+        parser.error(f"no such flow: {', '.join(sorted(unknown))}")
     results_dir = Path(__file__).resolve().parent / "results"
-    out = args.out or (results_dir if size is FULL else results_dir / size.name)
-    results = run(size, log=lambda msg: print(msg, flush=True))
+    out = args.out or (results_dir / "only" if only else results_dir if size is FULL else results_dir / size.name)
+    results = run(size, log=lambda msg: print(msg, flush=True), only=only)
     path = report.write(results, out, with_chart=not args.no_chart)
     print(path.read_text())
     print(f"written to {out}")

@@ -254,8 +254,9 @@ class Pool:
 
 
 class Browser:
-    def __init__(self, client: Pool, index: int, t0: float, timings: list, statuses: dict):
+    def __init__(self, client: Pool, index: int, t0: float, timings: list, statuses: dict, stripe_url: str):
         self.client, self.t0, self.timings, self.statuses = client, t0, timings, statuses
+        self.stripe_url = stripe_url
         self.cookies: dict[str, str] = {}
         self.address = f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255 or 1}"
 
@@ -306,10 +307,22 @@ async def _hold_and_buy(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
     answer = await b.request(
         "checkout", "POST", "/checkout/", {"name": f"Buyer {out.index}", "email": f"b{out.index}@example.org"}
     )
-    if answer.status_code == 302 and "/orders/" in answer.headers.get("location", ""):
+    location = answer.headers.get("location", "")
+    if answer.status_code != 302 or "/orders/" not in location:
+        out.result, out.error = "error", f"checkout {answer.status_code}"
+        return
+    # Since payments (issue 15) checkout leaves the order to pay: the buyer pays by card as the
+    # page does, a card token at (local)stripe (the browser's Stripe.js), then /orders/<ref>/pay.
+    from .flows import card_token
+
+    card, _seconds = await asyncio.to_thread(card_token, b.stripe_url)
+    paid = await b.request(
+        "pay", "POST", urllib.parse.urlsplit(location).path.rstrip("/") + "/pay", {"payment_method": card}
+    )
+    if paid.status_code == 200 and b'"status": "paid"' in paid.content:
         out.result, out.seats = "bought", want
     else:
-        out.result, out.error = "error", f"checkout {answer.status_code}"
+        out.result, out.error = "error", f"pay {paid.status_code}"
 
 
 async def queue_buyer(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
@@ -353,7 +366,7 @@ async def rush_buyer(b: Browser, sid: str, plan: Plan, out: Outcome, on_sale_at:
     await _hold_and_buy(b, sid, plan, out)
 
 
-async def _buyers(base_url: str, sid: str, variant: str, plans_here, t0: float, size: Size, seed: int):
+async def _buyers(base_url: str, stripe_url: str, sid: str, variant: str, plans_here, t0: float, size: Size, seed: int):
     timings: list = []
     statuses: dict = {}
     outcomes = []
@@ -365,7 +378,7 @@ async def _buyers(base_url: str, sid: str, variant: str, plans_here, t0: float, 
         nonlocal transport_errors
         await asyncio.sleep(max(0.0, t0 + plan.arrive - time.monotonic()))
         out = Outcome(index=index, arrived=plan.arrive, early=plan.arrive < size.on_sale_after)
-        b = Browser(client, index, t0, timings, statuses)
+        b = Browser(client, index, t0, timings, statuses, stripe_url)
         try:
             if variant == "queue":
                 await queue_buyer(b, sid, plan, out)
@@ -382,9 +395,9 @@ async def _buyers(base_url: str, sid: str, variant: str, plans_here, t0: float, 
     return outcomes, timings, statuses, transport_errors
 
 
-def _process(base_url, sid, variant, plans_here, t0_wall, size, seed, queue):
+def _process(base_url, stripe_url, sid, variant, plans_here, t0_wall, size, seed, queue):
     t0 = time.monotonic() + (t0_wall - time.time())
-    result = asyncio.run(_buyers(base_url, sid, variant, plans_here, t0, size, seed))
+    result = asyncio.run(_buyers(base_url, stripe_url, sid, variant, plans_here, t0, size, seed))
     queue.put(result)
 
 
@@ -457,7 +470,17 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
         procs = [
             ctx.Process(
                 target=_process,
-                args=(stack.base_url, str(sid), variant, everyone[p::PROCESSES], t0_wall, size, p, queue),
+                args=(
+                    stack.base_url,
+                    stack.stripe_url,
+                    str(sid),
+                    variant,
+                    everyone[p::PROCESSES],
+                    t0_wall,
+                    size,
+                    p,
+                    queue,
+                ),
             )
             for p in range(PROCESSES)
         ]
@@ -571,6 +594,7 @@ def summary(run: RunResult, size: Size) -> dict:
     polls = [t.seconds * 1000 for t in run.timings if t.label in ("poll", "queue-page")]
     maps = [t.seconds * 1000 for t in run.timings if t.label == "map" and t.at >= size.on_sale_after]
     checkouts = [t.seconds * 1000 for t in run.timings if t.label == "checkout"]
+    payments = [t.seconds * 1000 for t in run.timings if t.label == "pay"]
     five = sum(n for code, n in run.statuses.items() if int(code) >= 500)
     return {
         "variant": run.variant,
@@ -602,6 +626,7 @@ def summary(run: RunResult, size: Size) -> dict:
         "poll_p99_ms": percentile(polls, 99),
         "map_after_sale_p99_ms": percentile(maps, 99),
         "checkout_p99_ms": percentile(checkouts, 99),
+        "pay_p99_ms": percentile(payments, 99),
         "errors": [o.error for o in run.outcomes if o.result == "error"][:10],
         "admission": run.admission,
         "cpu_seconds": run.cpu,
@@ -645,6 +670,7 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         ),
         ("seat map page p99 after the sale opened", None, lambda s: fmt(s["map_after_sale_p99_ms"], " ms")),
         ("checkout p99", None, lambda s: fmt(s["checkout_p99_ms"], " ms")),
+        ("card payment p99 (/orders/<ref>/pay, localstripe)", None, lambda s: fmt(s["pay_p99_ms"], " ms")),
         (
             "queue polls (p50 / p99)",
             None,

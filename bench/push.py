@@ -1,34 +1,46 @@
 """Push vs polling, measured (docs/performance.md, "Live updates"; ``make bench-push``).
 
 Starts devmongo (a one-member replica set) and ONE web process: gunicorn with one uvicorn worker
-(bench/asgi.py, the app's ASGI application plus a counter of its MongoDB commands). The clients
-run in this process on asyncio: push viewers are raw HTTP/1.1 Server-Sent Events readers of
-/sessions/<id>/live/; pollers ask /sessions/<id>/map/ every 2 s with If-None-Match, as the page
-does. Holds are written by this process through the engine (holds.hold_seats), one at a time;
-a hold's latency is from just before its write to the moment a client has the version it made.
+(bench/asgi.py: the app's ASGI application, a counter of its MongoDB commands and a trace of each
+change's way through it). The clients are lean (bench/sse_clients.py): one process per core on
+uvloop, each holding its share of the push viewers (raw SSE readers of /sessions/<id>/live/ noting
+each event's version and the time) and of the pollers (/sessions/<id>/map/ every 2 s with
+If-None-Match, as the page does). Holds are written by this process through the engine
+(holds.hold_seats), one at a time; latencies are from just before a hold's write.
 
-1. Propagation, side by side: ``--viewers`` push viewers and ``--pollers`` pollers on one session,
-   ``--holds`` holds spaced ``--every`` seconds apart.
-2. Capacity: ``--capacity`` push viewers open at once on one session; the web worker's CPU, threads
-   and memory while idle, its MongoDB commands while idle (per viewer), then a rush of holds
-   (``--rush-rate`` per second for ``--rush-seconds``): CPU and propagation under it.
+1. Propagation, side by side in one run: ``--viewers`` push viewers and ``--pollers`` pollers on one
+   session, ``--holds`` holds spaced ``--every`` seconds apart. Where the time goes, per change:
+   the write acknowledged, devmongo logged it (its change event's ``wallTime``), the web process
+   received the event, its fan-out began in the event loop, each viewer's write returned, each
+   viewer read it.
+2. Capacity: ``--capacity`` push viewers open at once on another session; the web worker's CPU,
+   threads and memory while idle, its MongoDB commands while idle (per viewer), then a rush of
+   holds (``--rush-rate`` per second for ``--rush-seconds``): CPU, event-loop lag and propagation
+   under it, and whether the worker survived (gunicorn's ``--timeout`` 30 s, as deployed).
 
-Everything shares the machine's cores (clients, web, devmongo): figures are for this machine.
-Writes bench/results/push.md (and prints it).
+Everything shares the machine's cores (clients, web, devmongo): figures are for this machine, with
+its load average. Writes bench/results/push.md and push.json (and prints the former).
+``--small`` is a quick check (200 viewers, 20 pollers, 300 for capacity).
 """
 
 import argparse
-import asyncio
 import json
+import multiprocessing
 import os
+import re
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
+
+from pymongo import monitoring
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 RESULTS = ROOT / "bench" / "results" / "push.md"
+RESULTS_JSON = ROOT / "bench" / "results" / "push.json"
 
 
 def free_port() -> int:
@@ -68,105 +80,85 @@ def proc_stat(pid: int) -> dict:
     return {"cpu": (int(stat[11]) + int(stat[12])) / ticks, "rss_mb": rss / 1024, "threads": threads}
 
 
-class Recorder:
-    """When each version was written, and when each client first had it."""
+def load_average() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+class AckTimes(monitoring.CommandListener):
+    """pymongo listener: when the server acknowledged this process's last write of a session."""
 
     def __init__(self):
-        self.written: dict[int, float] = {}
-        self.seen: dict[str, list[tuple[int, float]]] = {"push": [], "poll": []}
+        self.pending: dict[int, str] = {}
+        self.last_session_write = 0.0
 
-    def latencies(self, kind: str, versions=None) -> list[float]:
-        out = []
-        for version, at in self.seen[kind]:
-            if version in self.written and (versions is None or version in versions):
-                out.append((at - self.written[version]) * 1000)
-        return out
+    def started(self, event):
+        if event.command_name in ("findAndModify", "update"):
+            self.pending[event.request_id] = event.command.get(event.command_name)
 
+    def succeeded(self, event):
+        if self.pending.pop(event.request_id, None) == "sessions":
+            self.last_session_write = time.time()
 
-async def sse_viewer(port: int, path: str, rec: Recorder | None, hello: asyncio.Event, counter: dict):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".encode())
-    await writer.drain()
-    status = await reader.readline()
-    if b" 200 " not in status:
-        counter["refused"] += 1
-        writer.close()
-        return
-    chunked = False
-    while True:
-        line = await reader.readline()
-        if line in (b"\r\n", b""):
-            break
-        if line.lower().startswith(b"transfer-encoding:") and b"chunked" in line.lower():
-            chunked = True
-    buffer = b""
-    try:
-        while True:
-            if chunked:
-                size = int((await reader.readline()).strip() or b"0", 16)
-                if size == 0:
-                    break
-                data = await reader.readexactly(size + 2)
-                buffer += data[:-2]
-            else:
-                data = await reader.read(65536)
-                if not data:
-                    break
-                buffer += data
-            while b"\n\n" in buffer:
-                raw, buffer = buffer.split(b"\n\n", 1)
-                event, payload = "message", None
-                for line in raw.decode().split("\n"):
-                    if line.startswith("event: "):
-                        event = line[7:]
-                    elif line.startswith("data: "):
-                        payload = json.loads(line[6:])
-                now = time.perf_counter()
-                if event == "hello":
-                    counter["hello"] += 1
-                    hello.set()
-                elif event == "seats" and payload and rec is not None and payload.get("v") is not None:
-                    rec.seen["push"].append((payload["v"], now))
-                    counter["bytes"] += len(raw) + 2
-                    counter["events"] += 1
-    except (asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError):
-        pass
-    finally:
-        writer.close()
+    def failed(self, event):
+        self.pending.pop(event.request_id, None)
 
 
-async def poller(client, path: str, rec: Recorder, stop: asyncio.Event, counter: dict, every: float = 2.0):
-    import random
+class Clients:
+    """The viewer and poller processes (bench/sse_clients.py), one per core."""
 
-    etag = None
-    seen = 0
-    await asyncio.sleep(random.uniform(0, every))  # pages open at different times
-    while not stop.is_set():
-        started = time.perf_counter()
-        try:
-            answer = await client.get(path, headers={"If-None-Match": etag} if etag else {})
-        except Exception:  # noqa: BLE001 - counted, the run goes on
-            counter["errors"] += 1
-            await asyncio.sleep(every)
-            continue
-        now = time.perf_counter()
-        counter["requests"] += 1
-        counter["304" if answer.status_code == 304 else str(answer.status_code)] += 1
-        tag = answer.headers.get("etag")
-        if tag:
-            version = int(tag.strip('"W/'))
-            if etag is not None and version > seen:
-                for v in range(seen + 1, version + 1):
-                    rec.seen["poll"].append((v, now))
-            seen = max(seen, version)
-            etag = tag
-        await asyncio.sleep(max(0.0, every - (time.perf_counter() - started)))
+    def __init__(self, port: int, session_id, viewers: int, pollers: int, processes: int):
+        from bench import sse_clients
+
+        context = multiprocessing.get_context("spawn")
+        path, poll_path = f"/sessions/{session_id}/live/", f"/sessions/{session_id}/map/"
+        self.conns, self.procs = [], []
+        for i in range(processes):
+            mine = viewers // processes + (1 if i < viewers % processes else 0)
+            polls = pollers // processes + (1 if i < pollers % processes else 0)
+            parent, child = context.Pipe()
+            proc = context.Process(target=sse_clients.run, args=(child, port, path, mine, polls, poll_path, 2.0))
+            proc.start()
+            self.conns.append(parent)
+            self.procs.append(proc)
+
+    def opened(self) -> dict:
+        answers = [conn.recv() for conn in self.conns]
+        return {
+            "hello": sum(a["hello"] for a in answers),
+            "refused": sum(a["refused"] for a in answers),
+            "open_seconds": max(a["open_seconds"] for a in answers),
+        }
+
+    def stop(self) -> dict:
+        from bench import sse_clients
+
+        for conn in self.conns:
+            conn.send("stop")
+        answers = [conn.recv() for conn in self.conns]
+        for proc in self.procs:
+            proc.join(30)
+        polls = [seen for a in answers for seen in a["poll"]["seen"]]
+        codes: dict[str, int] = {}
+        for a in answers:
+            for code, n in a["poll"].items():
+                if code != "seen":
+                    codes[code] = codes.get(code, 0) + n
+        return {
+            "push": [pair for a in answers for pair in sse_clients.unpack(a)],
+            "reloads": sum(a["reloads"] for a in answers),
+            "closed_early": sum(a["closed_early"] for a in answers),
+            "bytes": sum(a["bytes"] for a in answers),
+            "poll": polls,
+            "poll_codes": codes,
+        }
 
 
 class Bench:
     def __init__(self, args):
         self.args = args
         self.procs: list[subprocess.Popen] = []
+        self.log_path = Path(tempfile.gettempdir()) / f"bench-push-gunicorn-{os.getpid()}.log"
+        self.log = self.log_path.open("w")
 
     def start(self):
         mongo_port, self.web_port = free_port(), free_port()
@@ -179,10 +171,10 @@ class Bench:
             "REDIS_URL": "redis://127.0.0.1:1/0",  # not used by these requests
             "DJANGO_SETTINGS_MODULE": "bench.settings",
         }
-        self.env = env
         self.procs.append(
             subprocess.Popen([PYTHON, "-m", "devmongo", "--port", str(mongo_port), "--replset", "rs0"], cwd=ROOT)
         )
+        self.devmongo_pid = self.procs[-1].pid
         wait_port(mongo_port)
         os.environ.update({k: env[k] for k in ("MONGODB_URI", "MONGODB_DB", "DJANGO_SETTINGS_MODULE", "REDIS_URL")})
         os.environ["BOOKING_HOLD_RATE"] = ""
@@ -198,6 +190,8 @@ class Bench:
         from booking.services.sessions import create_session
         from booking.services.theaters import create_theater
 
+        self.acks = AckTimes()
+        mongo.add_listener(self.acks)
         mongo.get_client().drop_database("bench_push")
         mongo.ensure_indexes()
         theater = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
@@ -227,6 +221,8 @@ class Bench:
             "uvicorn_worker.UvicornWorker",
             "--workers",
             "1",
+            "--timeout",
+            str(self.args.timeout),
             "--bind",
             f"127.0.0.1:{self.web_port}",
             "--log-level",
@@ -234,12 +230,15 @@ class Bench:
             "--backlog",
             "4096",
         ]
-        self.procs.append(subprocess.Popen(web, cwd=ROOT, env=env))
+        self.procs.append(subprocess.Popen(web, cwd=ROOT, env=env, stderr=self.log))
         wait_port(self.web_port)
         time.sleep(1.0)
         master = self.procs[-1].pid
         children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
         self.worker_pid = int(children[0])
+
+    def worker_alive(self) -> bool:
+        return Path(f"/proc/{self.worker_pid}").exists()
 
     def stop(self):
         for proc in reversed(self.procs):
@@ -250,120 +249,147 @@ class Bench:
             except subprocess.TimeoutExpired:
                 proc.kill()
 
-    def hold(self, session, i: int) -> tuple[int, float]:
+    def hold(self, session, i: int) -> tuple[int, float, float]:
         from booking.services import holds
 
         key = self.free[session["_id"]].pop(0)
-        written = time.perf_counter()
+        written = time.time()
         result = holds.hold_seats(session["_id"], f"bench-{i}", None, [key], allow_orphans=True)
-        return result.session["version"], written
+        return result.session["version"], written, self.acks.last_session_write
 
-    async def web_info(self) -> dict:
-        import httpx
+    def web_info(self, query: str = "") -> dict:
+        import urllib.request
 
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.web_port}") as client:
-            return (await client.get("/__bench/push")).json()
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/__bench/push{query}", timeout=60) as answer:
+            return json.loads(answer.read())
 
-    async def open_viewers(self, session, count: int, rec, counter) -> list[asyncio.Task]:
-        tasks, hellos = [], []
-        path = f"/sessions/{session['_id']}/live/"
+    def wait_written(self, expected: int, timeout: float = 60) -> None:
+        """Until the worker has written every change to every viewer (or ``timeout``), then a
+        second for the clients to read the last ones."""
+        deadline = time.monotonic() + timeout
+        while self.web_info()["written"] < expected and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1)
+
+    def holds_at(self, session, count: int, rate: float, start_index: int) -> dict[int, tuple[float, float]]:
+        """``count`` holds at ``rate`` a second (on a schedule, not after each other): version ->
+        (write started, acknowledged)."""
+        written = {}
+        began = time.monotonic()
         for i in range(count):
-            ev = asyncio.Event()
-            hellos.append(ev)
-            tasks.append(asyncio.create_task(sse_viewer(self.web_port, path, rec, ev, counter)))
-            if i % 50 == 49:
-                await asyncio.sleep(0.05)  # a ramp, not a SYN flood
-        deadline = time.monotonic() + 120
-        while counter["hello"] + counter["refused"] < count and time.monotonic() < deadline:
-            await asyncio.sleep(0.2)
-        return tasks
-
-    async def holds_at(self, session, count: int, every: float, rec: Recorder, start_index: int) -> list[int]:
-        versions = []
-        for i in range(count):
-            version, written = await asyncio.to_thread(self.hold, session, start_index + i)
-            rec.written[version] = written
-            versions.append(version)
-            await asyncio.sleep(every)
-        return versions
+            delay = began + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            version, at, ack = self.hold(session, start_index + i)
+            written[version] = (at, ack)
+        return written
 
 
-def new_counter() -> dict:
-    from collections import Counter
+class LoopLag:
+    """Asks the worker's /__bench/push every 0.2 s: how long an answer takes is how long the
+    event loop keeps a new request waiting."""
 
-    return Counter()
+    def __init__(self, bench: Bench):
+        self.bench, self.samples, self.failures = bench, [], 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.done.is_set():
+            started = time.perf_counter()
+            try:
+                self.bench.web_info()
+                self.samples.append((time.perf_counter() - started) * 1000)
+            except OSError:
+                self.failures += 1
+            self.done.wait(0.2)
+
+    def stop(self) -> list[float]:
+        self.done.set()
+        self.thread.join(90)
+        return self.samples
 
 
-async def propagation(bench: Bench, args) -> dict:
-    import httpx
+def stages(session_id, written: dict, trace: dict, reads: list[tuple[int, float]]) -> dict:
+    """Per stage, the ms from a change's write to it (per change; per viewer for the last two)."""
+    out: dict[str, list[float]] = {name: [] for name in ("ack", "logged", "received", "fanout", "written", "read")}
+    for version, (at, ack) in written.items():
+        key = f"{session_id}:{version}"
+        out["ack"].append((ack - at) * 1000)
+        for stage in ("logged", "received", "fanout"):
+            if key in trace[stage]:
+                out[stage].append((trace[stage][key] - at) * 1000)
+        out["written"].extend((t - at) * 1000 for t in trace["written"].get(key, ()))
+    out["read"] = [(t - written[v][0]) * 1000 for v, t in reads if v in written]
+    return out
 
+
+def propagation(bench: Bench, args) -> dict:
     session = bench.sessions[0]
-    rec, counter = Recorder(), new_counter()
-    viewers = await bench.open_viewers(session, args.viewers, rec, counter)
-    stop, pcount = asyncio.Event(), new_counter()
-    limits = httpx.Limits(max_connections=args.pollers + 10, max_keepalive_connections=args.pollers + 10)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{bench.web_port}", limits=limits, timeout=30) as client:
-        pollers = [
-            asyncio.create_task(poller(client, f"/sessions/{session['_id']}/map/", rec, stop, pcount))
-            for _ in range(args.pollers)
-        ]
-        await asyncio.sleep(4)  # every poller has its ETag
-        cpu0 = proc_stat(bench.worker_pid)["cpu"]
-        t0 = time.perf_counter()
-        await bench.holds_at(session, args.holds, args.every, rec, 0)
-        await asyncio.sleep(3)  # the last hold reaches every poller
-        cpu = (proc_stat(bench.worker_pid)["cpu"] - cpu0) / (time.perf_counter() - t0)
-        stop.set()
-        await asyncio.gather(*pollers, return_exceptions=True)
-    for task in viewers:
-        task.cancel()
-    await asyncio.gather(*viewers, return_exceptions=True)
-    push_ms, poll_ms = rec.latencies("push"), rec.latencies("poll")
+    bench.web_info("?reset=1")
+    clients = Clients(bench.web_port, session["_id"], args.viewers, args.pollers, args.clients)
+    opened = clients.opened()
+    time.sleep(4)  # every poller has its ETag
+    load0, cpu0, t0 = load_average(), proc_stat(bench.worker_pid)["cpu"], time.perf_counter()
+    written = bench.holds_at(session, args.holds, 1 / args.every, 0)
+    bench.wait_written(args.holds * opened["hello"])
+    time.sleep(2)  # the last hold reaches every poller
+    cpu = (proc_stat(bench.worker_pid)["cpu"] - cpu0) / (time.perf_counter() - t0)
+    load1 = load_average()
+    seen = clients.stop()
+    trace = bench.web_info("?trace=1")["trace"]
+    poll = [(v, t) for v, t in seen["poll"] if v in written]
     return {
         "viewers": args.viewers,
-        "viewers_connected": counter["hello"],
+        "viewers_connected": opened["hello"],
+        "refused": opened["refused"],
         "pollers": args.pollers,
         "holds": args.holds,
-        "push": push_ms,
-        "poll": poll_ms,
-        "push_expected": args.holds * counter["hello"],
-        "poll_requests": pcount["requests"],
-        "poll_304": pcount["304"],
-        "poll_200": pcount["200"],
-        "poll_errors": pcount["errors"],
-        "event_bytes": counter["bytes"] / max(counter["events"], 1),
+        "every": args.every,
+        "stages": stages(session["_id"], written, trace, seen["push"]),
+        "poll": [(t - written[v][0]) * 1000 for v, t in poll],
+        "push_expected": args.holds * opened["hello"],
+        "poll_expected": args.holds * args.pollers,
+        "poll_codes": seen["poll_codes"],
+        "reloads": seen["reloads"],
+        "closed_early": seen["closed_early"],
         "web_cpu": cpu,
+        "load": [load0, load1],
     }
 
 
-async def capacity(bench: Bench, args) -> dict:
+def capacity(bench: Bench, args) -> dict:
     session = bench.sessions[1]
-    rec, counter = Recorder(), new_counter()
     base = proc_stat(bench.worker_pid)
-    opened_at = time.perf_counter()
-    viewers = await bench.open_viewers(session, args.capacity, rec, counter)
-    open_seconds = time.perf_counter() - opened_at
-    await asyncio.sleep(3)
-    info0, stat0, t0 = await bench.web_info(), proc_stat(bench.worker_pid), time.perf_counter()
-    await asyncio.sleep(args.idle_seconds)
-    info1, stat1, t1 = await bench.web_info(), proc_stat(bench.worker_pid), time.perf_counter()
+    bench.web_info("?reset=1")
+    clients = Clients(bench.web_port, session["_id"], args.capacity, 0, args.clients)
+    opened = clients.opened()
+    time.sleep(3)
+    info0, stat0, t0 = bench.web_info(), proc_stat(bench.worker_pid), time.perf_counter()
+    time.sleep(args.idle_seconds)
+    info1, stat1, t1 = bench.web_info(), proc_stat(bench.worker_pid), time.perf_counter()
     idle_commands = {k: info1["commands"].get(k, 0) - info0["commands"].get(k, 0) for k in info1["commands"]}
     idle_commands = {k: v for k, v in idle_commands.items() if v}
     count = max(1, round(args.rush_rate * args.rush_seconds))
+    load0 = load_average()
+    lag = LoopLag(bench)
     stat2, t2 = proc_stat(bench.worker_pid), time.perf_counter()
-    versions = await bench.holds_at(session, count, 1 / args.rush_rate, rec, 10_000)
-    await asyncio.sleep(2)
-    stat3, t3 = proc_stat(bench.worker_pid), time.perf_counter()
-    info3 = await bench.web_info()
-    for task in viewers:
-        task.cancel()
-    await asyncio.gather(*viewers, return_exceptions=True)
-    rush = rec.latencies("push", set(versions))
+    written = bench.holds_at(session, count, args.rush_rate, 10_000)
+    alive = bench.worker_alive()
+    if alive:
+        bench.wait_written(count * opened["hello"])
+    alive = bench.worker_alive()
+    stat3, t3 = proc_stat(bench.worker_pid) if alive else None, time.perf_counter()
+    lag_ms = lag.stop()
+    load1 = load_average()
+    seen = clients.stop()
+    info3 = bench.web_info("?trace=1")
     return {
         "asked": args.capacity,
-        "connected": counter["hello"],
-        "refused": counter["refused"],
-        "open_seconds": open_seconds,
+        "connected": opened["hello"],
+        "refused": opened["refused"],
+        "open_seconds": opened["open_seconds"],
         "hub_viewers": info0["viewers"],
         "rss_before_mb": base["rss_mb"],
         "rss_mb": stat1["rss_mb"],
@@ -373,40 +399,77 @@ async def capacity(bench: Bench, args) -> dict:
         "idle_commands": idle_commands,
         "rush_holds": count,
         "rush_rate": args.rush_rate,
-        "rush_cpu": (stat3["cpu"] - stat2["cpu"]) / (t3 - t2),
-        "rush": rush,
-        "rush_expected": count * counter["hello"],
+        "rush_cpu": (stat3["cpu"] - stat2["cpu"]) / (t3 - t2) if stat3 else float("nan"),
+        "loop_lag": lag_ms,
+        "loop_lag_failures": lag.failures,
+        "worker_survived": alive,
+        "stages": stages(session["_id"], written, info3["trace"], seen["push"]),
+        "rush_expected": count * opened["hello"],
+        "reloads": seen["reloads"],
+        "closed_early": seen["closed_early"],
         "hub_stats": info3["stats"],
+        "load": [load0, load1],
     }
 
 
-def report(p: dict, c: dict, args) -> str:
-    def row(name, values, expected):
-        return (
-            f"| {name} | {len(values)} of {expected} | {pct(values, 50):.0f} | {pct(values, 90):.0f} | "
-            f"{pct(values, 99):.0f} | {max(values) if values else float('nan'):.0f} |"
-        )
+STAGE_NAMES = {
+    "ack": "write acknowledged (the hold's session write)",
+    "logged": "devmongo logged it (the change event's wallTime, ms)",
+    "received": "the web process has the change event",
+    "fanout": "its fan-out begins in the event loop",
+    "written": "written to each viewer's stream (send returned)",
+    "read": "**read by each viewer** (the client)",
+}
 
-    poll_expected = p["holds"] * p["pollers"]
+
+def table(rows: list[tuple[str, list[float], str]]) -> list[str]:
+    lines = [
+        "| from the write's start to ... | samples | p50 | p90 | p99 | max |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, values, samples in rows:
+        lines.append(
+            f"| {name} | {samples} | {pct(values, 50):.0f} | {pct(values, 90):.0f} | {pct(values, 99):.0f} | "
+            f"{max(values) if values else float('nan'):.0f} |"
+        )
+    return lines
+
+
+def stage_rows(st: dict, expected: int, changes: int) -> list[tuple[str, list[float], str]]:
+    rows = []
+    for stage, name in STAGE_NAMES.items():
+        values = st[stage]
+        total = expected if stage in ("written", "read") else changes
+        rows.append((name, values, f"{len(values)} of {total}"))
+    return rows
+
+
+def report(p: dict, c: dict, args, command: str, commit: str) -> str:
+    poll_row = (
+        "**polling (every 2 s)**: a poll's answer has it",
+        p["poll"],
+        f"{len(p['poll'])} of {p['poll_expected']}",
+    )
+    lag = c["loop_lag"]
+    rush_reads = c["stages"]["read"]
     lines = [
         "# Push vs polling (bench/push.py)",
         "",
-        f"Run: `python -m bench.push {' '.join(sys.argv[1:])}` on {os.cpu_count()} cores shared with other work;",
-        "one web process (gunicorn + 1 uvicorn worker), devmongo replica set, clients in one asyncio process.",
+        f"Run {time.strftime('%Y-%m-%d %H:%M %Z')}: `{command}` at commit {commit}, on {os.cpu_count()} cores shared "
+        "with other work. One web process (gunicorn + 1 uvicorn worker, timeout "
+        f"{args.timeout} s), devmongo replica set, clients in {args.clients} lean processes "
+        "(bench/sse_clients.py, uvloop).",
         "",
-        "## Propagation: a hold written, then seen by another client (ms)",
+        "## Propagation: a hold written, then seen by other clients (ms)",
         "",
-        f"{p['viewers_connected']} push viewers and {p['pollers']} pollers (every 2 s, If-None-Match) on one",
-        f"session of the Grand Hall, {p['holds']} holds {args.every} s apart; "
-        f"web worker CPU {p['web_cpu'] * 100:.0f} %.",
+        f"{p['viewers_connected']} push viewers (refused {p['refused']}) and {p['pollers']} pollers "
+        f"(every 2 s, If-None-Match) on one session of the Grand Hall, {p['holds']} holds {p['every']} s apart; "
+        f"web worker CPU {p['web_cpu'] * 100:.0f} %; load average (1 min) {p['load'][0]:.1f} -> {p['load'][1]:.1f}.",
         "",
-        "| how | samples | p50 | p90 | p99 | max |",
-        "| --- | --- | --- | --- | --- | --- |",
-        row("push (SSE)", p["push"], p["push_expected"]),
-        row("polling (2 s)", p["poll"], poll_expected),
+        *table([*stage_rows(p["stages"], p["push_expected"], p["holds"]), poll_row]),
         "",
-        f"Pushed event size: {p['event_bytes']:.0f} bytes on the wire per change. Polling: {p['poll_requests']} "
-        f"requests ({p['poll_304']} answered 304, {p['poll_200']} full maps, {p['poll_errors']} errors).",
+        f"Polling answers: {p['poll_codes']}. Viewers told to reload: {p['reloads']}; streams closed early: "
+        f"{p['closed_early']}.",
         "",
         "## Capacity: open SSE viewers on one web process",
         "",
@@ -416,43 +479,85 @@ def report(p: dict, c: dict, args) -> str:
         f"Idle {c['idle_seconds']:.0f} s: web worker CPU {c['idle_cpu'] * 100:.1f} %; MongoDB commands the web "
         f"process sent meanwhile: {c['idle_commands'] or 'none'} "
         f"(per idle viewer: {sum(c['idle_commands'].values()) / max(c['connected'], 1):.4f}).",
-        f"Rush: {c['rush_holds']} holds at {c['rush_rate']}/s with all viewers watching: web worker CPU "
-        f"{c['rush_cpu'] * 100:.0f} %.",
+        f"Rush: {c['rush_holds']} holds at {c['rush_rate']:g}/s with all viewers watching "
+        f"({c['rush_rate'] * c['connected']:,.0f} events/s to write): web worker CPU {c['rush_cpu'] * 100:.0f} %; "
+        f"load average {c['load'][0]:.1f} -> {c['load'][1]:.1f}; worker survived: **{c['worker_survived']}**; "
+        f"event-loop lag (a request's answer time, every 0.2 s) p50 {pct(lag, 50):.0f} ms, p99 {pct(lag, 99):.0f} ms, "
+        f"max {max(lag) if lag else float('nan'):.0f} ms ({c['loop_lag_failures']} failed).",
         "",
-        "| rush | samples | p50 | p90 | p99 | max |",
-        "| --- | --- | --- | --- | --- | --- |",
-        row("push (SSE)", c["rush"], c["rush_expected"]),
+        *table(stage_rows(c["stages"], c["rush_expected"], c["rush_holds"])),
         "",
-        f"Hub counters: {c['hub_stats']}.",
+        f"Viewers told to reload (fell 256 events behind): {c['reloads']}; "
+        f"streams closed early: {c['closed_early']}; rush reads: {len(rush_reads)}. Hub counters: {c['hub_stats']}.",
         "",
     ]
     return "\n".join(lines)
 
 
+def summary(values: list[float]) -> dict:
+    return {
+        "n": len(values),
+        "p50": pct(values, 50),
+        "p90": pct(values, 90),
+        "p99": pct(values, 99),
+        "max": max(values) if values else None,
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--viewers", type=int, default=1000)
-    parser.add_argument("--pollers", type=int, default=200)
+    parser.add_argument("--pollers", type=int, default=50)
     parser.add_argument("--holds", type=int, default=40)
     parser.add_argument("--every", type=float, default=0.5)
     parser.add_argument("--capacity", type=int, default=2000)
     parser.add_argument("--idle-seconds", type=float, default=10)
     parser.add_argument("--rush-rate", type=float, default=20)
     parser.add_argument("--rush-seconds", type=float, default=10)
-    parser.add_argument("--no-write", action="store_true", help="print only, do not write bench/results/push.md")
+    parser.add_argument("--clients", type=int, default=os.cpu_count() or 2, help="client processes")
+    parser.add_argument("--timeout", type=int, default=30, help="gunicorn's worker timeout (s)")
+    parser.add_argument("--small", action="store_true", help="200 viewers, 20 pollers, 10 holds, 300 for capacity")
+    parser.add_argument("--no-write", action="store_true", help="print only, do not write the results")
+    parser.add_argument("--out", type=Path, default=RESULTS.parent, help="folder for push.md and push.json")
     args = parser.parse_args()
+    if args.small:
+        args.viewers, args.pollers, args.holds, args.capacity = 200, 20, 10, 300
+        args.idle_seconds, args.rush_rate, args.rush_seconds = 3, 10, 2
+    command = "python -m bench.push " + " ".join(sys.argv[1:])
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     bench = Bench(args)
     try:
         bench.start()
-        p = asyncio.run(propagation(bench, args))
-        c = asyncio.run(capacity(bench, args))
+        p = propagation(bench, args)
+        c = capacity(bench, args)
     finally:
         bench.stop()
-    text = report(p, c, args)
+        bench.log.close()
+    timeouts = re.findall(r"WORKER TIMEOUT.*", bench.log_path.read_text())
+    text = report(p, c, args, command.strip(), commit)
+    if timeouts:
+        text += f"\ngunicorn's log: {timeouts}\n"
     print(text)
     if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(text)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / RESULTS.name).write_text(text)
+        data = {
+            "command": command,
+            "commit": commit,
+            "propagation": {
+                **{k: v for k, v in p.items() if k not in ("stages", "poll")},
+                "stages": {k: summary(v) for k, v in p["stages"].items()},
+                "poll": summary(p["poll"]),
+            },
+            "capacity": {
+                **{k: v for k, v in c.items() if k not in ("stages", "loop_lag")},
+                "stages": {k: summary(v) for k, v in c["stages"].items()},
+                "loop_lag": summary(c["loop_lag"]),
+            },
+        }
+        (args.out / RESULTS_JSON.name).write_text(json.dumps(data, indent=1, default=str) + "\n")
 
 
 if __name__ == "__main__":

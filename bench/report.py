@@ -19,6 +19,8 @@ ROWS = [
     ("c3", "C3 checkout (the order waits for its payment)"),
     ("c3_pay", "C3 its card payment (/orders/<ref>/pay: seats sold)"),
     ("c3_stripe", "C3 of which localstripe: card token + the server's calls"),
+    ("c1_box_office", "C1 hold seats (new cart, before a box-office checkout)"),
+    ("c3_box_office", "C3 checkout at the box office (a confirmed reservation, no provider)"),
     ("c4", "C4 expiry sweep, per stale cart"),
 ]
 
@@ -51,7 +53,7 @@ def _commands(acc: dict | None) -> str:
 def markdown(r: dict) -> str:
     m = r["machine"]
     lines = [
-        f"# Benchmark results ({r['size']} size)",
+        f"# Benchmark results ({r['size']} size{', some rows only' if r.get('only') else ''})",
         "",
         f"Run {r['started']} on {m['cpu']} ({m['cpus']} CPUs), {m['platform']}, Python {m['python']}, commit "
         f"{m.get('commit', '')}. MongoDB: {r['mongodb']}. gunicorn `{m['gunicorn']}`. Load average before "
@@ -66,7 +68,8 @@ def markdown(r: dict) -> str:
         "without the monitor. Bytes exclude the 21-byte wire header each way. CPU over the measured "
         "seconds, per request timed: web = gunicorn's workers, db = the MongoDB stand-in (– for a real "
         "MongoDB); cores busy = the whole machine, client included. Rows timed together (C1 and C2; "
-        "C1 new cart and C3) share one figure; Q3 changed includes the other buyer's hold or release, "
+        "C1 new cart and C3; C1 before a box-office checkout and C3 box office) share one figure; "
+        "Q3 changed includes the other buyer's hold or release, "
         "bare pymongo its untimed undo.",
         "",
         "| request | p50 ms | p99 ms | req/s | server p50 ms | web CPU ms/req | db CPU ms/req | cores busy "
@@ -76,6 +79,8 @@ def markdown(r: dict) -> str:
     acc = r["accounting"]
     for key, title in ROWS:
         if key == "c4":
+            if "c4" not in r:  # a run of some rows only (--only)
+                continue
             c4 = r["c4"]
             lines.append(
                 f"| {title} | {_ms(c4['per_cart_ms'])} (mean) | – | {c4['carts'] / c4['seconds']:.0f} carts/s | – "
@@ -100,6 +105,11 @@ def markdown(r: dict) -> str:
             f"| {g['goal']}<br><small>{g['detail']}</small> | {g['value']:.2f} | {g['limit']} "
             f"| {'yes' if g['met'] else '**no**'} |"
         )
+    if r.get("only"):
+        lines += ["", f"Only these rows were run (`--only {','.join(r['only'])}`), with hello world.", ""]
+        lines += ["## Commands per request (in order)", ""]
+        lines += [f"- {key}: {', '.join(a['list']) or 'none'}" for key, a in acc.items() if a]
+        return "\n".join(lines) + "\n"
     rd = r["render"]
     lines += [
         "",
@@ -192,7 +202,7 @@ def chart(r: dict, path: Path) -> None:
 def write(r: dict, out_dir: Path, with_chart: bool = True) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(r, indent=1, default=str))
-    if with_chart:
+    if with_chart and not r.get("only"):
         chart(r, out_dir / "latency.png")
     md = out_dir / "README.md"
     md.write_text(markdown(r))

@@ -13,6 +13,7 @@ MongoDB: ``MONGODB_URI`` (a throwaway database ``bench_reports``), else devmongo
 """
 
 import argparse
+import contextlib
 import os
 import random
 import secrets
@@ -85,12 +86,13 @@ def build(scale: float, log) -> dict:
     from booking import mongo
     from booking.layouts import parse_grid
     from booking.names import name_keys
+    from booking.reports import summaries
     from booking.services import offers
     from booking.services.sessions import create_session
     from booking.services.theaters import create_theater
 
     db = mongo.get_db()
-    for name in ("theaters", "sessions", "orders", "carts"):
+    for name in ("theaters", "sessions", "orders", "carts", "session_sales"):
         db[name].drop()
     mongo.ensure_indexes()
     rng = random.Random(17)
@@ -210,13 +212,17 @@ def build(scale: float, log) -> dict:
     if batch:
         mongo.orders().insert_many(batch, ordered=False)
     log(f"{n_orders} orders in {time.monotonic() - started:.1f} s")
+    counted = time.monotonic()
+    summaries.refresh_all()  # what `manage.py refresh_report_summaries --all` does after a deploy
+    summaries_s = time.monotonic() - counted
+    log(f"every session's sales summary counted in {summaries_s:.1f} s")
     for s_index, keys in enumerate(sold_keys):  # the grids agree with the orders
         if keys:
             sets = {f"seats.{r}.{c}": 2 for r, c in keys}
             mongo.sessions().update_one(
                 {"_id": sessions[s_index]["_id"]}, {"$set": sets, "$inc": {"seatsAvailable": -len(keys)}}
             )
-    return {"sessions": sessions, "orders": n_orders, "shows": shows}
+    return {"sessions": sessions, "orders": n_orders, "shows": shows, "summaries_s": summaries_s}
 
 
 class Counter(monitoring.CommandListener):
@@ -246,9 +252,10 @@ def cpu_seconds(pid: int | None) -> float:
 
 def time_pages(data: dict, samples: int, log, db_pid: int | None = None) -> list[dict]:
     from django.contrib.auth.models import User
-    from django.test import Client
+    from django.test import Client, override_settings
 
     from booking import mongo
+    from booking.reports import marks
 
     user = User.objects.filter(username="bench").first() or User.objects.create_superuser("bench", "b@x.example", "pw")
     client = Client()
@@ -259,52 +266,88 @@ def time_pages(data: dict, samples: int, log, db_pid: int | None = None) -> list
     some_ref = mongo.orders().find_one({"state": "paid", "lines.sessionId": picks[0]["_id"]}, {"ref": 1})["ref"]
     day = (picks[0]["start"] - timedelta(days=10)).date().isoformat()
     series = sum(1 for s in sessions if s["name"] == picks[0]["name"])
-    pages = {
-        "session report page": lambda s: f"/admin/booking/report/session/{s['_id']}/",
-        "session chart (SVG)": lambda s: f"/admin/booking/report/session/{s['_id']}/chart.svg",
-        "session figures CSV": lambda s: f"/admin/booking/report/session/{s['_id']}/sales.csv",
-        "session figures XLSX": lambda s: f"/admin/booking/report/session/{s['_id']}/sales.xlsx",
-        f"series report page ({series} sessions)": lambda s: f"/admin/booking/report/series/{s['_id']}/",
-        f"series figures XLSX ({series} sessions)": lambda s: f"/admin/booking/report/series/{s['_id']}/sales.xlsx",
-        "attendee list CSV": lambda s: f"/admin/booking/report/session/{s['_id']}/attendees.csv",
-        "attendee list PDF": lambda s: f"/admin/booking/report/session/{s['_id']}/attendees.pdf",
-        "orders of a session": lambda s: f"/admin/booking/order/?session={s['_id']}",
-        "orders: state refunded": lambda s: "/admin/booking/order/?state=refunded",
-        "orders: channel phone": lambda s: "/admin/booking/order/?channel=phone",
-        "orders: one day": lambda s: f"/admin/booking/order/?since={day}&until={day}",
-        "orders: reference typed (opens it)": lambda s: f"/admin/booking/order/?q={some_ref}",
-    }
+    by_name: dict[str, list] = {}
+    for s in sessions:
+        by_name.setdefault(s["name"], []).append(s)
+
+    def one_changed(s):
+        """A sale in one session of the series since its count: its summary is marked (the page
+        recounts that one session)."""
+        other = by_name[s["name"]][len(by_name[s["name"]]) // 2]
+        order = mongo.orders().find_one({"lines.sessionId": other["_id"]}, {"ref": 1, "lines.sessionId": 1})
+        mongo.orders().update_one(
+            {"_id": order["_id"], "ref": order["ref"]}, {"$push": marks.push(marks.sessions_of(order))}
+        )
+
+    from_orders = {"BOOKING_REPORTS_SOURCE": "orders"}  # counted from the orders at each read
+    session_url, series_url = "/admin/booking/report/session/{}/", "/admin/booking/report/series/{}/"
+    pages = [
+        ("session report page", lambda s: session_url.format(s["_id"]), None, None),
+        ("session chart (SVG)", lambda s: session_url.format(s["_id"]) + "chart.svg", None, None),
+        ("session chart (SVG), drawn before", lambda s: session_url.format(s["_id"]) + "chart.svg", "twice", None),
+        ("session figures CSV", lambda s: session_url.format(s["_id"]) + "sales.csv", None, None),
+        ("session figures XLSX", lambda s: session_url.format(s["_id"]) + "sales.xlsx", None, None),
+        (f"series report page ({series} sessions)", lambda s: series_url.format(s["_id"]), None, None),
+        ("series report page, 1 session changed since", lambda s: series_url.format(s["_id"]), one_changed, None),
+        (f"series figures XLSX ({series} sessions)", lambda s: series_url.format(s["_id"]) + "sales.xlsx", None, None),
+        (f"series chart ({series} sessions)", lambda s: series_url.format(s["_id"]) + "chart.svg", None, None),
+        ("BEFORE: session report page, from the orders", lambda s: session_url.format(s["_id"]), None, from_orders),
+        ("BEFORE: series report page, from the orders", lambda s: series_url.format(s["_id"]), None, from_orders),
+        (
+            "BEFORE: series figures XLSX, from the orders",
+            lambda s: series_url.format(s["_id"]) + "sales.xlsx",
+            None,
+            from_orders,
+        ),
+        ("attendee list CSV", lambda s: session_url.format(s["_id"]) + "attendees.csv", None, None),
+        ("attendee list PDF", lambda s: session_url.format(s["_id"]) + "attendees.pdf", None, None),
+        ("orders of a session", lambda s: f"/admin/booking/order/?session={s['_id']}", None, None),
+        ("orders: state refunded", lambda s: "/admin/booking/order/?state=refunded", None, None),
+        ("orders: channel phone", lambda s: "/admin/booking/order/?channel=phone", None, None),
+        ("orders: one day", lambda s: f"/admin/booking/order/?since={day}&until={day}", None, None),
+        ("orders: reference typed (opens it)", lambda s: f"/admin/booking/order/?q={some_ref}", None, None),
+    ]
     counter = Counter()
     mongo.add_listener(counter)  # the app's client is made again with it
     rows = []
-    for label, path in pages.items():
-        client.get(path(picks[0]), secure=True)  # warm: imports (matplotlib, openpyxl), template loading
-        times, commands, size, app_cpu, db_cpu = [], [], 0, [], []
-        for session in picks:
-            counter.n = 0
-            began, cpu, db = time.perf_counter(), time.process_time(), cpu_seconds(db_pid)
-            response = client.get(path(session), secure=True)
-            times.append((time.perf_counter() - began) * 1000)
-            app_cpu.append((time.process_time() - cpu) * 1000)
-            db_cpu.append((cpu_seconds(db_pid) - db) * 1000)
-            commands.append(counter.n)
-            if response.status_code not in (200, 302):
-                raise RuntimeError(f"{path(session)} answered {response.status_code}")
-            size = max(size, len(response.content))
-        rows.append(
-            {
-                "page": label,
-                "p50": statistics.median(times),
-                "max": max(times),
-                "app_cpu": statistics.median(app_cpu),
-                "db_cpu": statistics.median(db_cpu),
-                "commands": max(commands),
-                "bytes": size,
-            }
-        )
-        row = rows[-1]
+    for label, path, before, overrides in pages:
+        context = override_settings(**overrides) if overrides else contextlib.nullcontext()
+        with context:
+            row = _time_page(client, label, path, before, picks, counter, db_pid)
+        rows.append(row)
         log(f"{label}: p50 {row['p50']:.0f} ms, app CPU {row['app_cpu']:.0f} ms, db CPU {row['db_cpu']:.0f} ms")
     return rows
+
+
+def _time_page(client, label, path, before, picks, counter, db_pid) -> dict:
+    """One row: ``path`` of each picked session, timed; ``before`` runs first (untimed): "twice"
+    requests it once before, a function changes something."""
+    client.get(path(picks[0]), secure=True)  # warm: imports (matplotlib, openpyxl), template loading
+    times, commands, size, app_cpu, db_cpu = [], [], 0, [], []
+    for session in picks:
+        if before == "twice":
+            client.get(path(session), secure=True)
+        elif before is not None:
+            before(session)
+        counter.n = 0
+        began, cpu, db = time.perf_counter(), time.process_time(), cpu_seconds(db_pid)
+        response = client.get(path(session), secure=True)
+        times.append((time.perf_counter() - began) * 1000)
+        app_cpu.append((time.process_time() - cpu) * 1000)
+        db_cpu.append((cpu_seconds(db_pid) - db) * 1000)
+        commands.append(counter.n)
+        if response.status_code not in (200, 302):
+            raise RuntimeError(f"{path(session)} answered {response.status_code}")
+        size = max(size, len(response.content))
+    return {
+        "page": label,
+        "p50": statistics.median(times),
+        "max": max(times),
+        "app_cpu": statistics.median(app_cpu),
+        "db_cpu": statistics.median(db_cpu),
+        "commands": max(commands),
+        "bytes": size,
+    }
 
 
 def main(argv=None) -> int:
@@ -336,6 +379,12 @@ def main(argv=None) -> int:
             )
             print()
             print(f"Load average after the timings (1 min): {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.")
+            print()
+            print(
+                f"Every session's sales summary counted once (`manage.py refresh_report_summaries --all`): "
+                f"{data['summaries_s']:.0f} s. Rows marked BEFORE read the figures from the orders at each "
+                "request (BOOKING_REPORTS_SOURCE=orders), as every report did before the summaries."
+            )
             print()
             print("| page | p50 ms | max ms | app CPU ms (p50) | devmongo CPU ms (p50) | MongoDB commands | bytes |")
             print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")

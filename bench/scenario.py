@@ -83,7 +83,9 @@ def _user(variant: str, plan, index: int, outcomes: list, rng: random.Random):
                 if seats is None:
                     raise NoAdjacentSeats("sold out")
             try:
-                result = holds.hold_seats(session_id, owner, None, seats)
+                # like the HTTP load's buyers (bench/flows.py DECLARED), they take a wheelchair
+                # space they picked as a buyer who needs it (issue 18)
+                result = holds.hold_seats(session_id, owner, None, seats, needs_wheelchair=True)
             except HONEST:
                 if variant == "disjoint" or out.attempts >= ATTEMPTS:
                     raise

@@ -41,6 +41,11 @@ class CategoryForm(forms.Form):
         required=False,
         widget=forms.TextInput(attrs={"size": 16, "aria-label": gettext_lazy("Category name")}),
     )
+    name_de = forms.CharField(  # shown to buyers on German pages (booking/localized.py); empty: the name
+        max_length=40,
+        required=False,
+        widget=forms.TextInput(attrs={"size": 16, "aria-label": gettext_lazy("Category name in German (optional)")}),
+    )
     color = forms.CharField(
         max_length=7,
         required=False,
@@ -64,17 +69,25 @@ CategoryFormSet = forms.formset_factory(CategoryForm, extra=0, min_num=CATEGORY_
 
 
 def category_initial(categories: list[dict] | None) -> list[dict]:
-    rows = [{"code": c["code"], "name": c["name"], "color": c.get("color", "#3b82f6")} for c in categories or []]
+    rows = [
+        {"code": c["code"], "name": c["name"], "name_de": c.get("nameDe", ""), "color": c.get("color", "#3b82f6")}
+        for c in categories or []
+    ]
     defaults = ["#3b82f6", "#a855f7", "#10b981", "#f59e0b", "#ef4444", "#14b8a6"]
     while len(rows) < CATEGORY_ROWS:
-        rows.append({"code": "", "name": "", "color": defaults[len(rows) % len(defaults)]})
+        rows.append({"code": "", "name": "", "name_de": "", "color": defaults[len(rows) % len(defaults)]})
     return rows[:CATEGORY_ROWS]
 
 
 def categories_from(formset) -> list[dict]:
     """The filled-in category rows of a valid formset, in order."""
     return [
-        {"code": f.cleaned_data["code"], "name": f.cleaned_data["name"].strip(), "color": f.cleaned_data["color"]}
+        {
+            "code": f.cleaned_data["code"],
+            "name": f.cleaned_data["name"].strip(),
+            **({"nameDe": f.cleaned_data["name_de"].strip()} if (f.cleaned_data.get("name_de") or "").strip() else {}),
+            "color": f.cleaned_data["color"],
+        }
         for f in formset.forms
         if f.cleaned_data.get("code")
     ]

@@ -20,9 +20,22 @@ def outcome_data(outcome: checkin.Outcome) -> dict:
         "hash": outcome.hash,
         "replay": outcome.replay,
     }
+    if outcome.replaced_by is not None:
+        data["replacedBy"] = outcome.replaced_by
+        data["message"] = replaced_message(outcome.replaced_by)
     if outcome.conflict is not None:
         data["conflict"] = conflict_data(outcome.conflict)
     return data
+
+
+def seat_text(seat: dict) -> str:
+    """ "North 1 · Row B · Seat 5", as the door page's script writes it."""
+    text = gettext("Row %(row)s · Seat %(seat)s") % {"row": seat["row"], "seat": seat["seat"]}
+    return f"{seat['section']} · {text}" if seat.get("section") else text
+
+
+def replaced_message(seat: dict) -> str:
+    return gettext("Replaced by an exchange — new seat: %(seat)s.") % {"seat": seat_text(seat)}
 
 
 def _when(at) -> str:

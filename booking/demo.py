@@ -12,12 +12,12 @@ from .services.theaters import create_theater
 
 GRAND_CATEGORIES = [
     {"code": "p", "name": "Premium", "color": "#a855f7"},
-    {"code": "s", "name": "Stalls", "color": "#3b82f6"},
-    {"code": "b", "name": "Back stalls", "color": "#10b981"},
+    {"code": "s", "name": "Stalls", "nameDe": "Parkett", "color": "#3b82f6"},
+    {"code": "b", "name": "Back stalls", "nameDe": "Hinteres Parkett", "color": "#10b981"},
 ]
 STUDIO_CATEGORIES = [
     {"code": "s", "name": "Standard", "color": "#3b82f6"},
-    {"code": "r", "name": "Reduced view", "color": "#f59e0b"},
+    {"code": "r", "name": "Reduced view", "nameDe": "Eingeschränkte Sicht", "color": "#f59e0b"},
 ]
 
 

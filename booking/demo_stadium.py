@@ -11,8 +11,8 @@ from .services.theaters import create_sectioned_theater
 
 STANDS = ["North", "East", "South", "West"]
 STADIUM_CATEGORIES = [
-    {"code": "p", "name": "Halfway line", "color": "#a855f7"},
-    {"code": "s", "name": "Stand", "color": "#3b82f6"},
+    {"code": "p", "name": "Halfway line", "nameDe": "Mittellinie", "color": "#a855f7"},
+    {"code": "s", "name": "Stand", "nameDe": "Tribüne", "color": "#3b82f6"},
 ]
 STADIUM_PRICES = {"p": 8500, "s": 4500}
 

@@ -64,6 +64,13 @@ class OrphanSeat(BookingError):
     code = "orphan_seat"
 
 
+class WheelchairSpaceNotDeclared(BookingError):
+    """A wheelchair space asked for, before its release to general sale, without the buyer saying
+    they need it (services/holds.py)."""
+
+    code = "wheelchair_not_declared"
+
+
 class NoAdjacentSeats(BookingError):
     code = "no_adjacent_seats"
 

@@ -89,6 +89,8 @@ class SeatForm(forms.Form):
             "max_length": gettext_lazy("That is not a seat on this map."),
         },
     )
+    # the buyer said they need the wheelchair space (the seat's sheet asks; services/holds.py)
+    wheelchair = forms.BooleanField(required=False)
 
     def clean_seat(self):
         raw = self.cleaned_data["seat"]
@@ -107,7 +109,11 @@ class SeatsForm(forms.Form):
         raw = data.getlist("seats") if hasattr(data, "getlist") else data.get("seats", [])
         self.raw_seats = [part.strip() for value in raw for part in str(value).split(",") if part.strip()]
 
+    # the buyer said they need the wheelchair spaces among them (services/holds.py)
+    wheelchair = forms.BooleanField(required=False)
+
     def clean(self):
+        super().clean()
         if not self.raw_seats:
             raise forms.ValidationError(gettext("Choose at least one seat."))
         if len(self.raw_seats) > settings.BOOKING_MAX_SEATS_PER_CART:

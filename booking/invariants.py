@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from . import clock, mongo
 from .domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, OrderState, is_stale
 from .payments.checks import money_breaches
+from .reports.summaries import breaches as report_breaches
 from .seat_grid import FREE, HELD, SOLD, parse_seat_key
 from .services.checkin import ADMITTING_STATES
 
@@ -101,6 +102,7 @@ def check_invariants() -> list[str]:
     breaches += money_breaches()  # no order paid twice, no money kept without its seats
     breaches.extend(checkin_breaches())
     breaches.extend(offer_breaches(carts))
+    breaches.extend(report_breaches())  # a sales summary without marks is what its orders say
     return breaches
 
 

@@ -65,7 +65,12 @@ def validate_categories(categories) -> list[dict]:
         color = cat.get("color") or DEFAULT_CATEGORY_COLORS[i % len(DEFAULT_CATEGORY_COLORS)]
         if not re.fullmatch(r"#[0-9a-fA-F]{6}", str(color)):
             raise InvalidLayout(gettext("Category '%(code)s': the colour must look like #3b82f6.") % {"code": code})
-        clean.append({"code": code, "name": name, "color": color})
+        name_de = str(cat.get("nameDe") or "").strip()  # German pages show it (booking/localized.py)
+        if len(name_de) > 40:
+            raise InvalidLayout(
+                gettext("Category '%(code)s': keep the German name under 40 characters.") % {"code": code}
+            )
+        clean.append({"code": code, "name": name, **({"nameDe": name_de} if name_de else {}), "color": color})
     return clean
 
 

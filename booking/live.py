@@ -10,13 +10,12 @@ Events:
   true}`` when the change is more than seat states (the page fetches its map once).
 * a comment every ``push.HEARTBEAT_SECONDS`` (keeps proxies from closing an idle stream).
 
+Each event is encoded once per change by the hub and written as is: nothing per viewer but the write.
+
 Answers 204 (EventSource then stops retrying and the page keeps polling) when push is off
 (``BOOKING_PUSH``), the site is served by WSGI, or the server keeps no change streams (a
 standalone MongoDB).
 """
-
-import asyncio
-import json
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -29,10 +28,6 @@ from .errors import NotFound
 from .ids import object_id
 
 RETRY_MS = 3000  # EventSource reconnects after this long when the connection drops
-
-
-def _event(name: str, data: dict) -> str:
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
 @require_safe
@@ -61,17 +56,9 @@ async def session_live(request, session_id):
 
     async def events():
         try:
-            yield f"retry: {RETRY_MS}\n" + _event("hello", {"v": version})
+            yield f"retry: {RETRY_MS}\n".encode() + push.sse_event("hello", {"v": version})
             while True:
-                try:
-                    message = await asyncio.wait_for(sub.queue.get(), timeout=push.HEARTBEAT_SECONDS)
-                except TimeoutError:
-                    yield ": \n\n"
-                    continue
-                chunk = [_event("seats", message)]
-                while not sub.queue.empty():  # behind (a rush): one write for all that waits
-                    chunk.append(_event("seats", sub.queue.get_nowait()))
-                yield "".join(chunk)
+                yield await sub.take()  # the hub's heartbeat comes the same way
         finally:
             hub.unsubscribe(sub)
 

@@ -32,6 +32,34 @@ def localized(doc: dict | None, field: str, language: str | None = None) -> str:
     return doc.get(field) or ""
 
 
+def category_names(categories: list[dict] | None, language: str | None = None) -> dict[str, str]:
+    """code -> name of a layout's seat categories in ``language`` (default: the active one): the
+    staff's German name (``nameDe``, the theater's layout editor) on German pages when there is one."""
+    return {c["code"]: localized(c, "name", language) for c in categories or []}
+
+
+def order_categories(categories: list[dict] | None) -> dict:
+    """What an order (or an exchange) keeps of a session's categories, for its pages, mails,
+    tickets and receipt in the buyer's language later: ``categories`` {code: name} and, when staff
+    gave German names, ``categoriesDe``."""
+    kept: dict = {"categories": {c["code"]: c["name"] for c in categories or []}}
+    german = {c["code"]: c["nameDe"] for c in categories or [] if c.get("nameDe")}
+    if german:
+        kept["categoriesDe"] = german
+    return kept
+
+
+def order_category(session: dict, code: str, language: str | None = None) -> str:
+    """A seat category's name from an order's session summary (``order_categories``) in
+    ``language``, falling back to the main name, then the code."""
+    suffix = field_suffix(language or translation.get_language())
+    if suffix:
+        name = (session.get("categories" + suffix) or {}).get(code)
+        if name:
+            return name
+    return (session.get("categories") or {}).get(code, code)
+
+
 # An order's state as the buyer reads it (the order page's badge, messages about the order).
 ORDER_STATE_LABELS = {
     "pending_payment": gettext_lazy("Waiting for payment"),

@@ -14,7 +14,7 @@ from pymongo import MongoClient
 from pymongo.database import Database
 from pymongo.errors import OperationFailure
 
-from .domain import CartState, MailState, OrderState
+from .domain import MailState, OrderState
 
 _lock = threading.Lock()
 _client: MongoClient | None = None
@@ -119,6 +119,17 @@ def checkin_conflicts():
     return get_db()["checkin_conflicts"]
 
 
+def session_sales():
+    """The reports' per-session sales summaries (booking/reports/summaries.py)."""
+    return get_db()["session_sales"]
+
+
+# --- scale (issue 20): the per-client held-seats limit's documents, one per client address,
+# read and written by _id only (services/client_holds.py): no index but _id's
+def client_holds():
+    return get_db()["client_holds"]
+
+
 # Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
 # once a minute after their date); the indexes that carry the dates are declared below.
 DAY = 86_400
@@ -133,11 +144,14 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     "orders": {"ref": 1},  # ranged: the reference is random, and its unique index must be the shard key
     "checkin_conflicts": {"scanId": 1},  # ranged: random scan ids, and the unique index is the key's
     "promo_codes": {"code": 1},  # ranged: redeemed by its code, and the unique index is the key's
+    "session_sales": {"_id": "hashed"},  # the reports: read and written by session id
+    # scale (issue 20): one document per client address, addressed by _id alone
+    "client_holds": {"_id": "hashed"},
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
 # (renamed, retired: the seed's ticket_code, ...) is dropped.
-OWNED_COLLECTIONS = ("theaters", "sessions", "carts", "orders", "checkin_conflicts", "promo_codes")
+OWNED_COLLECTIONS = ("theaters", "sessions", "carts", "orders", "checkin_conflicts", "promo_codes", "session_sales")
 
 
 def _index(collection, keys, *, name: str, **options) -> str:
@@ -182,16 +196,7 @@ def ensure_indexes() -> list[str]:
     created.append(_index(sessions(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
     created.append(_index(carts(), [("state", 1), ("expiresAt", 1)], name="state_expires"))
     created.append(_index(carts(), [("owner", 1), ("state", 1)], name="owner_state"))
-    # the per-client held-seats limit counts a client's active carts: only active carts are in it
-    # (a sparse compound index would hold every cart that has any of its keys)
-    created.append(
-        _index(
-            carts(),
-            [("client", 1), ("expiresAt", 1)],
-            name="client_live",
-            partialFilterExpression={"state": CartState.ACTIVE, "client": {"$exists": True}},
-        )
-    )
+    # (no index by client: the per-client held-seats limit counts on client_holds by _id, issue 20)
     # the staff lists: carts of a state, and of every state, newest first
     created.append(_index(carts(), [("state", 1), ("createdOn", -1), ("_id", -1)], name="state_newest"))
     created.append(_index(carts(), [("createdOn", -1), ("_id", -1)], name="newest"))
@@ -277,6 +282,10 @@ def ensure_indexes() -> list[str]:
     # door check-in of refunded tickets (services/checkin.py): they are refused, also offline
     created.append(_index(orders(), [("refundedLines.ticket", 1)], name="refunded_ticket", sparse=True))
     created.append(_index(orders(), [("refundedLines.sessionId", 1)], name="refunded_session", sparse=True))
+    # ... and of tickets replaced by an exchange (an offline door says "replaced: new seat X")
+    created.append(_index(orders(), [("exchangedLines.sessionId", 1)], name="exchanged_session", sparse=True))
+    # a sectioned performance's details change not yet in every section (services/performances.py)
+    created.append(_index(sessions(), [("detailsChange.open", 1)], name="details_change_open", sparse=True))
     # door check-in (services/checkin.py): a scope's conflicts, newest first; one per offline scan
     created.append(
         checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
@@ -287,8 +296,22 @@ def ensure_indexes() -> list[str]:
     created.append(promo_codes().create_index([("code", 1)], unique=True, name="code_unique"))
     batch_keys = [("batch", 1), ("createdOn", -1), ("_id", -1)]
     created.append(promo_codes().create_index(batch_keys, name="batch_created"))
+    created += _report_indexes()
+    # --- scale (issue 20): an address's held-seats document goes once its last hold has ended
+    # (services/client_holds.py); read and written by _id only
+    created.append(_index(client_holds(), [("until", 1)], name="until_ttl", expireAfterSeconds=0))
     _drop_undeclared(set(created))
     return created
+
+
+def _report_indexes() -> list[str]:
+    """The sales reports' summaries (booking/reports/summaries.py): the orders marked for a
+    session's summary (a handful between two refreshes: a sparse index, an order leaves it when its
+    marks are pulled), and the summaries' retention (they go with their session)."""
+    return [
+        _index(orders(), [("reportStale.s", 1)], name="report_stale", sparse=True),
+        _index(session_sales(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),
+    ]
 
 
 def _drop_undeclared(declared: set[str]) -> None:

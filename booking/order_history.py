@@ -67,7 +67,13 @@ def order_history(order: dict) -> list[Event]:
         events.append(
             Event(order["canceledOn"], _("Canceled"), order.get("cancelReason", ""), order.get("canceledBy", ""))
         )
-    kinds = {"exchange": _("new seats"), "cancel": _("tickets canceled"), "session_canceled": _("performance canceled")}
+    kinds = {
+        "exchange": _("new seats"),
+        "cancel": _("tickets canceled"),
+        "session_canceled": _("performance canceled"),
+        "reservation": _("reserved: pay at the box office"),
+        "reservation_lapsed": _("reservation lapsed unpaid"),
+    }
     for notice in order.get("changeNotices", []):
         events.append(
             Event(

@@ -132,6 +132,7 @@ def payment_context(request, order: dict) -> dict:
         "until": pay.get("until"),
         "quote": order_quote(order) if order.get("lines") else None,
         "tickets": presenters.order_tickets(order),
+        "refunded_tickets": presenters.order_tickets({**order, "lines": order.get("refundedLines", [])}),
         "stripe_key": settings.STRIPE_PUBLISHABLE_KEY,
         "stripe_js": settings.STRIPE_JS_URL if pending and card else "",
         "receipt": order["state"] in ("paid", "partially_refunded", "refunded") and bool(order.get("receiptNo")),

@@ -9,7 +9,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import get_language, gettext, pgettext
 
 from .formatting import day_title, escape, format_money, thousands
-from .localized import localized
+from .localized import category_names, localized, order_category
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:
@@ -107,7 +107,7 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
                 theater=session.get("theaterName", ""),
                 start=timezone.localtime(start) if start else None,
             )
-        categories = {c["code"]: c["name"] for c in (session.get("layout") or {}).get("categories", [])}
+        categories = category_names((session.get("layout") or {}).get("categories"))
         group.lines.append(
             {
                 "key": item["key"],
@@ -139,7 +139,7 @@ def order_tickets(order: dict) -> list[dict]:
                 "start": timezone.localtime(start) if start else None,
                 "row": line["row"],
                 "seat": line["seat"],
-                "category": (session.get("categories") or {}).get(line["cat"], line["cat"]),
+                "category": order_category(session, line["cat"]),
                 "price": line["price"],
                 "ticket_type": gettext(line.get("ticketTypeName") or "Full price"),  # the default's name translated
             }

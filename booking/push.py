@@ -6,12 +6,19 @@ that serves no live map, e.g. the Celery worker, never opens a stream) and keeps
 on the database in a thread of its own, filtered on the server (``$match``) to the ``sessions``
 collection's updates that bump a session's ``version`` (every seat change does) and its
 deletes/replaces. (On the database, not the collection: a collection's stream ends for good when the
-collection is dropped, a database's goes on.) Each change is turned into a
-small message (the new version, the cells that changed and their states, seats available) from the
-event's ``updateDescription`` alone: no ``fullDocument``, no read per change. The message is handed
-to the event loop of each subscriber (``loop.call_soon_threadsafe``, once per loop and message, not
-per viewer) and put on every viewer's queue of that session. An idle viewer costs a queue and a
-heartbeat every ``HEARTBEAT_SECONDS``, and no MongoDB read.
+collection is dropped, a database's goes on.) Each change is turned into a small message (the new
+version, the cells that changed and their states, seats available) from the event's
+``updateDescription`` alone: no ``fullDocument``, no read per change.
+
+The fan-out does the per-change work once, not per viewer: the message is encoded as one SSE event
+(bytes) in the stream's thread, handed to each event loop that has viewers of that session
+(``loop.call_soon_threadsafe``, once per loop and change), and appended there to every viewer's
+pending list, which wakes the viewer's response to write it. Nothing waits for a viewer: a viewer
+that does not read (a slow phone, a stalled connection) only lets its own list grow, up to
+``QUEUE_SIZE`` events; then its list is replaced by one ``reload`` event (fetch the map once), so a
+slow viewer costs bounded memory and never delays the others. A viewer that is behind gets all it
+missed in one write. Heartbeats are one timer per event loop for all its viewers. An idle viewer
+costs a list, an ``asyncio.Event`` and no MongoDB read.
 
 A broken stream is reopened from its last resume token (nothing missed); when the server cannot
 resume from it (history lost, token invalid) the stream starts afresh and every viewer is told to
@@ -21,10 +28,13 @@ the pages keep polling; it asks again after ``RETRY_UNAVAILABLE_SECONDS``.
 """
 
 import asyncio
+import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC
 
 from bson import ObjectId
 from pymongo.errors import OperationFailure, PyMongoError
@@ -57,7 +67,7 @@ PIPELINE = [
             ],
         }
     },
-    {"$project": {"operationType": 1, "documentKey": 1, "updateDescription": 1}},
+    {"$project": {"operationType": 1, "documentKey": 1, "updateDescription": 1, "wallTime": 1}},
 ]
 
 STARTING, LIVE, UNAVAILABLE, RECONNECTING = "starting", "live", "unavailable", "reconnecting"
@@ -97,28 +107,50 @@ def message_from_change(change: dict) -> tuple[ObjectId, dict] | None:
     return sid, message
 
 
+def sse_event(name: str, data: dict) -> bytes:
+    """One Server-Sent Event, encoded once and written as is to every viewer."""
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+RELOAD = sse_event("seats", {"v": None, "reload": True})
+HEARTBEAT = b": \n\n"  # an SSE comment: ignored by EventSource, keeps the connection in use
+
+
 @dataclass(eq=False)
 class Subscriber:
-    """One viewer: a queue in the viewer's event loop."""
+    """One viewer: the encoded events waiting to be written to it, in its event loop."""
 
     session_id: ObjectId
     loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
+    pending: list[bytes] = field(default_factory=list)
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    overflows: int = 0  # times it fell QUEUE_SIZE events behind and was told to reload
 
-    def put(self, message: dict) -> None:  # in the subscriber's loop
-        try:
-            self.queue.put_nowait(message)
-        except asyncio.QueueFull:
-            while not self.queue.empty():
-                self.queue.get_nowait()
-            self.queue.put_nowait({"v": None, "reload": True})
+    def put(self, event: bytes) -> None:  # in the subscriber's loop; never waits
+        if len(self.pending) >= QUEUE_SIZE:
+            self.pending[:] = [RELOAD]  # what it missed is replaced by "fetch the map once"
+            self.overflows += 1
+        else:
+            self.pending.append(event)
+        self.wakeup.set()
+
+    async def take(self) -> bytes:
+        """Everything waiting, as one write (waits for the next event when nothing is)."""
+        while not self.pending:
+            self.wakeup.clear()
+            await self.wakeup.wait()
+        chunk = b"".join(self.pending) if len(self.pending) > 1 else self.pending[0]
+        self.pending.clear()
+        return chunk
 
 
 class Hub:
     def __init__(self, db=None):
         self._db = db  # default: booking.mongo.get_db() (per process, fork-safe)
         self._lock = threading.Lock()
-        self._subs: dict[ObjectId, set[Subscriber]] = {}
+        # session -> event loop -> its viewers there (a loop's sets change only in that loop)
+        self._subs: dict[ObjectId, dict[asyncio.AbstractEventLoop, set[Subscriber]]] = {}
+        self._beating: set[asyncio.AbstractEventLoop] = set()  # loops with a heartbeat timer
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._state_changed = threading.Condition(self._lock)
@@ -128,28 +160,53 @@ class Hub:
         self.stats = {"events": 0, "messages": 0, "resumes": 0, "restarts": 0, "opened": 0}
         self.resume_token = None
         self.stream = None  # the open ChangeStream (tests break it)
+        # bench/asgi.py: trace(stage, session id, version, wall time) when the server logged a
+        # change ("logged"), when it arrived here ("received"), when its fan-out began ("fanout")
+        self.trace: Callable[[str, ObjectId, int | None, float], None] | None = None
 
     # --- viewers (in their event loop) ---
 
     def subscribe(self, session_id: ObjectId) -> Subscriber:
-        sub = Subscriber(session_id, asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        sub = Subscriber(session_id, loop)
         with self._lock:
-            self._subs.setdefault(session_id, set()).add(sub)
+            self._subs.setdefault(session_id, {}).setdefault(loop, set()).add(sub)
+            beating = loop in self._beating
+            self._beating.add(loop)
+        if not beating:
+            loop.call_later(HEARTBEAT_SECONDS, self._heartbeat, loop)
         return sub
 
     def unsubscribe(self, sub: Subscriber) -> None:
         with self._lock:
-            subs = self._subs.get(sub.session_id)
+            loops = self._subs.get(sub.session_id)
+            if loops is None:
+                return
+            subs = loops.get(sub.loop)
             if subs is not None:
                 subs.discard(sub)
                 if not subs:
-                    del self._subs[sub.session_id]
+                    del loops[sub.loop]
+            if not loops:
+                del self._subs[sub.session_id]
 
     def viewers(self, session_id: ObjectId | None = None) -> int:
         with self._lock:
             if session_id is not None:
-                return len(self._subs.get(session_id, ()))
-            return sum(len(s) for s in self._subs.values())
+                return sum(len(s) for s in self._subs.get(session_id, {}).values())
+            return sum(len(s) for loops in self._subs.values() for s in loops.values())
+
+    def _heartbeat(self, loop: asyncio.AbstractEventLoop) -> None:
+        """One timer per event loop: a comment to each of its viewers, then again in a while."""
+        with self._lock:
+            subs = [sub for loops in self._subs.values() for sub in loops.get(loop, ())]
+            if not subs:
+                self._beating.discard(loop)
+                return
+        for sub in subs:
+            if not sub.pending:
+                sub.put(HEARTBEAT)
+        loop.call_later(HEARTBEAT_SECONDS, self._heartbeat, loop)
 
     def available(self, wait: float = 2.0) -> bool:
         """Start the stream if needed; True once it is open, False when the server refuses one
@@ -260,8 +317,9 @@ class Hub:
         self.resume_token = None
         self.known.clear()
         with self._lock:
-            everyone = [sub for subs in self._subs.values() for sub in subs]
-        self._deliver(everyone, {"v": None, "reload": True})
+            sessions = list(self._subs)
+        for sid in sessions:
+            self._deliver(sid, None, RELOAD)
 
     def _wait_while_unavailable(self) -> None:
         with self._lock:
@@ -274,30 +332,44 @@ class Hub:
         if found is None:
             return
         sid, message = found
-        if message.get("v") is not None:
-            self.known[sid] = max(self.known.get(sid, 0), message["v"])
+        version = message.get("v")
+        if self.trace is not None:
+            now = time.time()
+            self.trace("received", sid, version, now)
+            wall = change.get("wallTime")  # when the server logged the write (ms)
+            self.trace("logged", sid, version, wall.replace(tzinfo=UTC).timestamp() if wall else now)
+        if version is not None:
+            self.known[sid] = max(self.known.get(sid, 0), version)
         else:
             self.known.pop(sid, None)
+        self._deliver(sid, version, sse_event("seats", message))
+
+    def _deliver(self, sid: ObjectId, version: int | None, event: bytes) -> None:
+        """Hand one encoded event to each event loop with viewers of the session (in the stream's
+        thread: nothing here touches a viewer)."""
         with self._lock:
-            subs = list(self._subs.get(sid, ()))
-        self._deliver(subs, message)
-
-    def _deliver(self, subs: list[Subscriber], message: dict) -> None:
-        by_loop: dict[asyncio.AbstractEventLoop, list[Subscriber]] = {}
-        for sub in subs:
-            by_loop.setdefault(sub.loop, []).append(sub)
-        for loop, group in by_loop.items():
-            self.stats["messages"] += len(group)
+            loops = list(self._subs.get(sid, {}))
+        for loop in loops:
             try:
-                loop.call_soon_threadsafe(_put_all, group, message)
+                loop.call_soon_threadsafe(self._fan_out, loop, sid, version, event)
             except RuntimeError:  # that loop is closed: its viewers are gone
-                for sub in group:
-                    self.unsubscribe(sub)
+                with self._lock:
+                    self._beating.discard(loop)
+                    loops_now = self._subs.get(sid)
+                    if loops_now is not None:
+                        loops_now.pop(loop, None)
+                        if not loops_now:
+                            del self._subs[sid]
 
-
-def _put_all(group: list[Subscriber], message: dict) -> None:
-    for sub in group:
-        sub.put(message)
+    def _fan_out(self, loop: asyncio.AbstractEventLoop, sid: ObjectId, version: int | None, event: bytes) -> None:
+        """In the viewers' loop: the event on every viewer's list (no await, no copy per viewer)."""
+        if self.trace is not None:
+            self.trace("fanout", sid, version, time.time())
+        with self._lock:
+            subs = tuple(self._subs.get(sid, {}).get(loop, ()))
+        self.stats["messages"] += len(subs)
+        for sub in subs:
+            sub.put(event)
 
 
 _hub: Hub | None = None

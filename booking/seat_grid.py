@@ -156,11 +156,16 @@ def best_split(
 
 
 def _free_runs(layout: dict, cells: list[int], row: int, categories: set[str] | None):
-    """(start, end) ranges of consecutive free seats of an allowed category in one row."""
+    """(start, end) ranges of consecutive free seats of an allowed category in one row. Wheelchair
+    spaces are not among them: they are held for buyers who say they need one (best_wheelchair)."""
     layout_cells = layout["rows"][row]["cells"]
     start = None
     for col, state in enumerate(cells + [GAP]):
-        ok = state == FREE and (categories is None or layout_cells[col]["cat"] in categories)
+        ok = (
+            state == FREE
+            and not layout_cells[col].get("wheelchair")
+            and (categories is None or layout_cells[col]["cat"] in categories)
+        )
         if ok and start is None:
             start = col
         elif not ok and start is not None:

@@ -5,6 +5,7 @@ from itertools import groupby
 from django.utils.translation import gettext as _
 
 from .formatting import format_money
+from .localized import category_names
 
 
 def describe_seats(session: dict, coords) -> str:
@@ -25,7 +26,7 @@ def describe_seats(session: dict, coords) -> str:
                 block = [c]
         runs.append(_run(row, block))
     cells = [layout["rows"][r]["cells"][c] for r, c in coords]
-    names = {cat["code"]: cat["name"] for cat in layout["categories"]}
+    names = category_names(layout["categories"])
     categories = list(dict.fromkeys(names.get(cell["cat"], cell["cat"]) for cell in cells))
     total = sum(session["prices"].get(cell["cat"], 0) for cell in cells)
     notes = []

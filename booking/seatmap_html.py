@@ -24,6 +24,7 @@ from django.utils.translation import get_language, gettext, gettext_noop
 
 from .contrast import ink_on
 from .formatting import escape, format_money, seat_label
+from .localized import category_names
 from .lru import LRUCache
 from .seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, has_wheelchair_spaces
 
@@ -123,9 +124,8 @@ def build_seat_map(session: dict) -> SeatMapHtml:
 
 def _categories(layout: dict, prices: dict, currency: str | None) -> tuple:
     """(code, escaped name, price) of every category, as every seat's label shows them."""
-    return tuple(
-        (c["code"], escape(c["name"]), format_money(prices.get(c["code"]), currency)) for c in layout["categories"]
-    )
+    names = category_names(layout["categories"])  # in the page's language (the map is cached per language)
+    return tuple((code, escape(name), format_money(prices.get(code), currency)) for code, name in names.items())
 
 
 def _signature(session: dict) -> tuple:
@@ -277,8 +277,14 @@ def legend(session: dict) -> list[dict]:
     """Categories used in this hall with colour and price, for the legend."""
     prices = session["prices"]
     currency = session.get("currency")
+    names = category_names(session["layout"]["categories"])
     return [
-        {"code": c["code"], "name": c["name"], "color": c["color"], "price": format_money(prices[c["code"]], currency)}
+        {
+            "code": c["code"],
+            "name": names[c["code"]],
+            "color": c["color"],
+            "price": format_money(prices[c["code"]], currency),
+        }
         for c in session["layout"]["categories"]
         if c["code"] in prices
     ]

@@ -4,7 +4,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bson import ObjectId
-from django.conf import settings
 
 from . import clock, mongo
 from .domain import CartState, MailState, SessionStatus, is_live, live_cart_filter, stale_cart_filter
@@ -159,36 +158,24 @@ class BuyerCarts:
 
     cart: dict | None  # the buyer's cart in whatever state, None when they have none
     owner_live: int  # live carts of this owner (BOOKING_MAX_LIVE_CARTS_PER_OWNER)
-    client_held: int  # seats held in live carts started from this client (BOOKING_MAX_HELD_SEATS_PER_CLIENT)
 
 
-def buyer_carts(owner: str, cart_id: ObjectId | None, client: str | None, now: datetime) -> BuyerCarts:
-    """C1's one read of carts: the buyer's cart, and the live carts the anti-hoarding limits count
-    (the owner's, the client address's), in one query whose every branch has its index."""
+def buyer_carts(owner: str, cart_id: ObjectId | None, now: datetime) -> BuyerCarts:
+    """C1's one read of carts: the buyer's cart and the owner's live carts (the per-owner limit),
+    in one query whose every branch has its index and names the shard key (owner). The seats per
+    client address are counted on the address's own document (services/client_holds.py)."""
     live = live_cart_filter(now)
     branches: list[dict] = [{"owner": owner, **live}]
     if cart_id is not None:
         branches.append({"_id": cart_id, "owner": owner})
-    if client and settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT:  # the one branch without the shard key (owner)
-        branches.append({"client": client, **live})
     query = {"$or": branches} if len(branches) > 1 else branches[0]
-    found = BuyerCarts(cart=None, owner_live=0, client_held=0)
+    found = BuyerCarts(cart=None, owner_live=0)
     for doc in mongo.carts().find(query):
-        is_live_now = is_live(doc, now)
         if doc["_id"] == cart_id and doc["owner"] == owner:
             found.cart = doc
-        if is_live_now and doc["owner"] == owner:
+        if is_live(doc, now) and doc["owner"] == owner:
             found.owner_live += 1
-        if is_live_now and client and doc.get("client") == client:
-            found.client_held += len(doc.get("items", []))
     return found
-
-
-def client_held_seats(client: str, now: datetime) -> int:
-    """Seats in the live carts one client address holds (the client_live index), read after a
-    hold's writes to check the per-client limit (services/holds.py)."""
-    live = mongo.carts().find({"client": client, **live_cart_filter(now)}, {"items.key": 1})
-    return sum(len(doc.get("items", [])) for doc in live)
 
 
 def get_cart(owner: str, cart_id: ObjectId | None) -> dict | None:

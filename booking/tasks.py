@@ -14,6 +14,7 @@ from celery import shared_task
 from django.conf import settings
 
 from .domain import SendOutcome
+from .reports import summaries
 from .services import carts, notifications, retention, wheelchair
 from .services import reconcile as reconcile_service
 
@@ -72,6 +73,15 @@ def compact_past_sessions(self) -> int:
     compacted = retention.compact_past_sessions()
     logger.info("compact_past_sessions task=%s: %d sessions compacted", self.request.id, compacted)
     return compacted
+
+
+@shared_task(name="booking.tasks.refresh_report_summaries", bind=True, time_limit=300, soft_time_limit=270)
+def refresh_report_summaries(self) -> int:
+    """Recount the sales summaries of sessions whose orders changed (booking/reports/summaries.py)."""
+    counted = summaries.refresh_marked()
+    if counted:
+        logger.info("refresh_report_summaries task=%s: %d sessions counted", self.request.id, counted)
+    return counted
 
 
 def mail_retry_countdown(retries: int) -> float:

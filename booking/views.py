@@ -7,6 +7,7 @@ message come back (htmx) or the buyer is sent back to the map with a message (pl
 
 import io
 from datetime import datetime, time, timedelta
+from functools import partial
 from typing import Any
 
 import segno
@@ -28,6 +29,7 @@ from . import (
     buyer,
     clock,
     formatting,
+    page_cache,
     presenters,
     queue_views,
     ratelimits,
@@ -49,6 +51,7 @@ from .errors import (
     SeatsTaken,
     SessionNotOnSale,
     TooManySeats,
+    WheelchairSpaceNotDeclared,
 )
 from .forms import (
     BestAvailableForm,
@@ -77,12 +80,13 @@ STATUS_FOR = {
     SessionNotOnSale: 409,
     CheckoutFailed: 409,
     AdmissionRequired: 403,  # a queued sale: the waiting room's admission is missing or ended
+    WheelchairSpaceNotDeclared: 400,  # nothing changed; the message says how to ask for the space
 }
 LIVE_REFRESH_SECONDS = 2
 SERVER_NOW_MARKER = "8c1d0e5a-server-now"  # in a shared page, replaced by the time of each answer
 # Refusals a buyer answers by choosing other seats, not bad input: without JavaScript they are
 # shown on the map the buyer returns to (htmx shows them in place, with their 400).
-RULES_OF_CHOICE = (OrphanSeat, TooManySeats)
+RULES_OF_CHOICE = (OrphanSeat, TooManySeats, WheelchairSpaceNotDeclared)
 
 
 def status_for(error: BookingError) -> int:
@@ -121,6 +125,37 @@ def _error_page(request, error: BookingError | str, status: int):
 
 @require_safe
 def whats_on(request):
+    """Every viewer without a message gets the page kept for a moment (booking/page_cache.py): a
+    hit is no MongoDB command and no template, and a browser holding the same page gets a 304."""
+    template = "booking/whats_on.html#listing" if request.htmx and not request.htmx.boosted else "booking/whats_on.html"
+    if get_messages(request):  # shown once, to this viewer: the page is theirs alone
+        context, status = _whats_on_context(request)
+        return render(request, template, context, status=status)
+
+    refused = []
+
+    def build() -> str | None:
+        context, status = _whats_on_context(request)
+        if status != 200:  # a bad filter: answered as it is, never kept
+            refused.append(render(request, template, context, status=status))
+            return None
+        return render_to_string(template, {**context, "csrf_token": seatmap_html.CSRF_MARKER}, request)
+
+    language, tz = translation.get_language(), timezone.get_current_timezone_name()
+    page = page_cache.kept_page((template, language, tz, request.get_full_path()), build)
+    if page is None:
+        return refused[0]
+    if page_cache.is_fresh(request, page):
+        response = HttpResponse(status=304)
+    else:
+        response = HttpResponse(page_cache.for_viewer(request, page))
+    response["ETag"] = page_cache.etag(request, page)
+    response["Cache-Control"] = "private, no-cache"  # always ask: the answer is a 304 while it is the same
+    patch_vary_headers(response, ["Cookie", "HX-Request"])  # the CSRF token; the listing alone for htmx
+    return response
+
+
+def _whats_on_context(request) -> tuple[dict, int]:
     theaters = selectors.theaters()
     form = WhatsOnFilterForm(request.GET or None, theaters=theaters)
     query: dict[str, Any] = {}
@@ -136,9 +171,7 @@ def whats_on(request):
     elif form.is_bound:
         status = 400
     sessions = selectors.upcoming_sessions(**query) if status == 200 else []
-    context = {"form": form, "days": presenters.whats_on_days(sessions), "filtered": bool(query)}
-    template = "booking/whats_on.html#listing" if request.htmx and not request.htmx.boosted else "booking/whats_on.html"
-    return render(request, template, context, status=status)
+    return {"form": form, "days": presenters.whats_on_days(sessions), "filtered": bool(query)}, status
 
 
 # --- a session's page and its seat map ---
@@ -468,7 +501,9 @@ def toggle_seat(request, session_id):
     form = SeatForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-    return _seat_action(request, session_id, holds.toggle_seat, form.cleaned_data["seat"])
+    seat, needs_wheelchair = form.cleaned_data["seat"], form.cleaned_data["wheelchair"]
+    toggle = partial(holds.toggle_seat, needs_wheelchair=needs_wheelchair)
+    return _seat_action(request, session_id, toggle, seat)
 
 
 @require_POST
@@ -477,7 +512,8 @@ def hold(request, session_id):
     form = SeatsForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-    return _seat_action(request, session_id, holds.hold_seats, form.cleaned_data["seats"])
+    seats, needs_wheelchair = form.cleaned_data["seats"], form.cleaned_data["wheelchair"]
+    return _seat_action(request, session_id, partial(holds.hold_seats, needs_wheelchair=needs_wheelchair), seats)
 
 
 @require_POST

@@ -19,6 +19,7 @@ import httpx
 from bench.cpu import children
 
 ROOT = Path(__file__).resolve().parent.parent
+LOCALSTRIPE = ROOT / "scripts" / "localstripe_server.py"  # localstripe honouring idempotency keys
 
 
 def free_port() -> int:
@@ -197,7 +198,7 @@ class Stack:
         self.start_redis()
         self.procs["stripe"] = Proc(
             "stripe",
-            [python, "-m", "localstripe", "--port", str(self.stripe_port), "--from-scratch"],
+            [python, str(LOCALSTRIPE), "--port", str(self.stripe_port), "--from-scratch"],
             self.env(),
             self.logs,
         )

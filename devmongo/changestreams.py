@@ -17,11 +17,11 @@ import time
 
 from bson.int64 import Int64
 from bson.timestamp import Timestamp
-from mongomock import aggregate as mm_aggregate
 
 from .cursors import batch_size as parse_batch_size
 from .cursors import new_cursor_id
 from .errors import MongoError
+from .expressions import process_pipeline
 from .keys import encode, id_key
 from .limits import MAX_BSON_SIZE
 from .matching import matcher
@@ -365,7 +365,7 @@ def _transform(engine, cur, event):
         if not copied:  # the other stages may change what they are given (a stored document)
             event = clone(event)
             copied = True
-        results = list(mm_aggregate.process_pipeline([event], engine.client[cur.db or "admin"], [{name: arg}], None))
+        results = process_pipeline([event], engine.client[cur.db or "admin"], [{name: arg}])
         if not results:
             return None
         event = results[0]

@@ -13,6 +13,7 @@ import mongomock
 
 from .commands import COMMANDS
 from .errors import MongoError, to_mongo_error
+from .expressions import install as install_expressions
 from .keys import encode, id_key  # noqa: F401 - re-exported (persistence, callers)
 from .limits import (  # noqa: F401 - re-exported
     CURSOR_TIMEOUT,
@@ -32,6 +33,8 @@ from .replset import (
     session_key,
 )
 from .unique import UniqueIndexes
+
+install_expressions()  # every aggregation expression is evaluated by devmongo's parser
 
 log = logging.getLogger("devmongo")
 

@@ -32,6 +32,7 @@ CODE_NAMES = {
     86: "IndexKeySpecsConflict",
     100: "UnsatisfiableWriteConcern",
     115: "CommandNotSupported",
+    168: "InvalidPipelineOperator",
     225: "TransactionTooOld",
     260: "InvalidResumeToken",
     280: "ChangeStreamFatalError",

@@ -726,7 +726,9 @@ def _pull_matcher(value):
     return lambda e: e == value and (type(e) is type(value) or (is_number(e) and is_number(value)))
 
 
-def _op_pull(doc, parts, value, log, ctx):
+def _remove_from_array(doc, parts, log, operator, removes):
+    """$pull and $pullAll: drop the elements `removes` picks from the array at the path (a
+    missing path is no change)."""
     container, key = _walk(doc, parts, False, log)
     if container is None:
         return
@@ -734,27 +736,19 @@ def _op_pull(doc, parts, value, log, ctx):
     if cur is MISSING:
         return
     if not isinstance(cur, list):
-        raise MongoError(2, "Cannot apply $pull to a non-array value")
-    match = _pull_matcher(value)
-    kept = [e for e in cur if not match(e)]
+        raise MongoError(2, f"Cannot apply {operator} to a non-array value")
+    kept = [e for e in cur if not removes(e)]
     if len(kept) != len(cur):
         log.save_whole(cur)
         cur[:] = kept
+
+
+def _op_pull(doc, parts, value, log, ctx):
+    _remove_from_array(doc, parts, log, "$pull", _pull_matcher(value))
 
 
 def _op_pull_all(doc, parts, value, log, ctx):
-    container, key = _walk(doc, parts, False, log)
-    if container is None:
-        return
-    cur = _get(container, key)
-    if cur is MISSING:
-        return
-    if not isinstance(cur, list):
-        raise MongoError(2, "Cannot apply $pullAll to a non-array value")
-    kept = [e for e in cur if e not in value]
-    if len(kept) != len(cur):
-        log.save_whole(cur)
-        cur[:] = kept
+    _remove_from_array(doc, parts, log, "$pullAll", lambda e: e in value)
 
 
 def _op_pop(doc, parts, value, log, ctx):

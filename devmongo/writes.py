@@ -16,9 +16,9 @@ import bson
 from bson.int64 import Int64
 from bson.objectid import ObjectId
 from bson.raw_bson import RawBSONDocument
-from mongomock import aggregate as mm_aggregate
 
 from .errors import MongoError
+from .expressions import process_pipeline
 from .keys import id_key
 from .limits import MAX_BSON_SIZE
 from .reads import maintained_lookups, remember_encoding
@@ -206,7 +206,7 @@ def pipeline_runner(engine, db):
             name = next(iter(stage))
             if name not in ("$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"):
                 raise MongoError(72, f"{name} is not allowed to be used within an update")
-        [new] = mm_aggregate.process_pipeline([clone(doc)], database, pipeline, None)
+        [new] = process_pipeline([clone(doc)], database, pipeline)
         return new
 
     return run

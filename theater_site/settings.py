@@ -199,6 +199,15 @@ CACHES = {
         "TIMEOUT": 3600,
         "OPTIONS": {"MAX_ENTRIES": 2000},
     },
+    # The sales reports' charts (SVG, about 30 KB), keyed on the figures they are drawn from
+    # (booking/staff/reports.py): drawing one costs ~150-250 ms of CPU, a repeat nothing.
+    "charts": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "booking-charts",
+        "KEY_FUNCTION": "booking.fragments.make_key",
+        "TIMEOUT": 3600,
+        "OPTIONS": {"MAX_ENTRIES": 200},
+    },
 }
 
 # --- Booking knobs ---
@@ -209,6 +218,12 @@ BOOKING_HOLD_CAP_SECONDS = env.int(
 )
 BOOKING_MAX_SEATS_PER_CART = env.int("BOOKING_MAX_SEATS_PER_CART", default=10)
 BOOKING_PREVENT_ORPHAN_SEATS = env.bool("BOOKING_PREVENT_ORPHAN_SEATS", default=True)
+# The what's-on page is kept this long per process and served to every viewer without a message
+# (booking/page_cache.py): its seats-left figures are at most this old. 0: built for every request.
+BOOKING_WHATS_ON_CACHE_SECONDS = env.float("BOOKING_WHATS_ON_CACHE_SECONDS", default=1.0)
+# A box-office reservation's notice task is published by a thread of the web process after the
+# answer (booking/publish.py; reconcile queues it again if it is lost). False: before the answer.
+BOOKING_PUBLISH_AFTER_ANSWER = env.bool("BOOKING_PUBLISH_AFTER_ANSWER", default=True)
 # Live seat maps pushed over Server-Sent Events from a change stream (booking/push.py); off: polling.
 BOOKING_PUSH = env.bool("BOOKING_PUSH", default=True)
 # Anti-hoarding (docs/reliability.md). A client is an IP address (see BOOKING_TRUSTED_PROXIES).
@@ -231,6 +246,9 @@ BOOKING_RECONCILE_GRACE_SECONDS = env.int("BOOKING_RECONCILE_GRACE_SECONDS", def
 BOOKING_CHECKOUT_STUCK_SECONDS = env.int("BOOKING_CHECKOUT_STUCK_SECONDS", default=120)
 BOOKING_EXPIRE_EVERY_SECONDS = env.float("BOOKING_EXPIRE_EVERY_SECONDS", default=30)
 BOOKING_RECONCILE_EVERY_SECONDS = env.float("BOOKING_RECONCILE_EVERY_SECONDS", default=300)
+# The reports' summaries of sessions whose orders changed are recounted this often
+# (booking/reports/summaries.py; a series report shows older counts "as of" until then).
+BOOKING_REPORTS_REFRESH_EVERY_SECONDS = env.float("BOOKING_REPORTS_REFRESH_EVERY_SECONDS", default=60)
 # Free wheelchair spaces become ordinary seats this long before the show (services/wheelchair.py);
 # the beat task looks every BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS.
 BOOKING_WHEELCHAIR_RELEASE_BEFORE = timedelta(hours=env.float("BOOKING_WHEELCHAIR_RELEASE_HOURS", default=24))
@@ -330,6 +348,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS,
         "options": {"expires": BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS, "time_limit": 120, "soft_time_limit": 108},
     },
+    "refresh-report-summaries": {
+        "task": "booking.tasks.refresh_report_summaries",
+        "schedule": BOOKING_REPORTS_REFRESH_EVERY_SECONDS,
+        "options": {"expires": BOOKING_REPORTS_REFRESH_EVERY_SECONDS, "time_limit": 300, "soft_time_limit": 270},
+    },
     "reconcile-holds": {
         "task": "booking.tasks.reconcile",
         "schedule": BOOKING_RECONCILE_EVERY_SECONDS,
@@ -361,10 +384,17 @@ BOOKING_PAYMENT_LATE_SECONDS = env.int("BOOKING_PAYMENT_LATE_SECONDS", default=1
 BOOKING_PAYMENT_CHECK_GRACE_SECONDS = env.int("BOOKING_PAYMENT_CHECK_GRACE_SECONDS", default=60)
 # VAT in percent (prices include it). Ticket rate per theater overrides the default (staff).
 BOOKING_VAT_RATE = env.str("BOOKING_VAT_RATE", default="7")
-# Reports (booking/reports/figures.py): group the figures in MongoDB ($group pipelines; less to
-# transfer for a long series) or in the app from one indexed find (the default: the dev stand-in's
-# $group costs about 1 ms per ticket; docs/performance.md, "Reports")
+# Reports (booking/reports/): when a session's orders are counted (reports/tally.py), group them
+# in MongoDB ($group pipelines; less to transfer) or in the app from one indexed find (the default:
+# the dev stand-in's $group costs about 1 ms per ticket; docs/performance.md, "Reports")
 BOOKING_REPORTS_GROUP_ON_SERVER = env.bool("BOOKING_REPORTS_GROUP_ON_SERVER", default=False)
+# Where the report pages take the sales figures from: "summaries" (per-session counts, stored and
+# recounted when the session's orders change: reports/summaries.py) or "orders" (counted at every
+# read: exact, and slow for a long series; a fallback)
+BOOKING_REPORTS_SOURCE = env.str("BOOKING_REPORTS_SOURCE", default="summaries")
+# Sessions changed since their last count that a series report recounts itself (the rest are
+# shown "as of" their count until the worker's next round); a session report always recounts.
+BOOKING_REPORTS_RECOUNT_ON_READ = env.int("BOOKING_REPORTS_RECOUNT_ON_READ", default=10)
 BOOKING_FEE = env.int("BOOKING_FEE", default=0)  # per order, minor units, VAT included; 0: none
 BOOKING_FEE_VAT_RATE = env.str("BOOKING_FEE_VAT_RATE", default="19")
 # Pay at the box office (per session, off unless staff turn it on): unpaid seats go back this
@@ -373,6 +403,9 @@ BOOKING_BOX_OFFICE_DEADLINE_MINUTES = env.int("BOOKING_BOX_OFFICE_DEADLINE_MINUT
 # Staff selling at the counter (services/counter.py): their holds last while they work and end
 # this long after their last action, so a forgotten counter screen never blocks seats.
 BOOKING_STAFF_HOLD_IDLE_SECONDS = env.int("BOOKING_STAFF_HOLD_IDLE_SECONDS", default=20 * 60)
+# The box office sells until the performance starts, plus this many seconds (latecomers at the
+# counter); the online sale window and waiting room never apply to it (services/holds.box_office).
+BOOKING_COUNTER_SALE_AFTER_START_SECONDS = env.int("BOOKING_COUNTER_SALE_AFTER_START_SECONDS", default=0)
 # A refund the provider refused or could not be reached for is retried after this, doubling.
 BOOKING_REFUND_RETRY_SECONDS = env.int("BOOKING_REFUND_RETRY_SECONDS", default=300)
 # A dearer exchange the customer pays online keeps its new seats this long (at most to an hour before the show).

@@ -13,3 +13,9 @@ from theater_site.settings import *  # noqa: E402, F403
 # Django's default hasher (PBKDF2, over a million iterations) costs a quarter of a second or more
 # per user created with a password; the tests check permissions, not hashing.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Each test sees its own writes on the what's-on page at once (test_whats_on_cache.py turns the
+# one-second page cache on to test it).
+BOOKING_WHATS_ON_CACHE_SECONDS = 0
+# What a request queued is in Redis when it returns (test_publish.py turns the publisher thread on).
+BOOKING_PUBLISH_AFTER_ANSWER = False

@@ -28,7 +28,7 @@ class Ours:
         return c.get(f"/sessions/{self.p['sessions'][event]}/")
 
     def hold(self, c: Client, event: str, seats: list[str]) -> tuple[Response, bool]:
-        r = c.post(f"/sessions/{self.p['sessions'][event]}/hold", {"seats": seats}, HTMX)
+        r = c.post(f"/sessions/{self.p['sessions'][event]}/hold", {"seats": seats, "wheelchair": "1"}, HTMX)
         return r, r.status == 200 and MINE in r.body
 
     def release(self, c: Client, event: str, seats: list[str]) -> tuple[Response, bool]:

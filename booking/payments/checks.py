@@ -1,7 +1,7 @@
 """The money invariants, checked with the seat invariants (booking/invariants.py):
 
 - no order is paid twice: every payment an order received beyond the one it keeps
-  (``extraPayments``) has been refunded in full;
+  (``extraPayments``) has been refunded in full, and no payment is kept by two orders;
 - no money is kept without its seats: what an order received minus what went back equals the
   price of the tickets it still holds (and its booking fee while it holds any), so an expired,
   canceled or refunded order keeps nothing;
@@ -34,6 +34,7 @@ def _money(amount: int, currency: str) -> str:
 
 def money_breaches() -> list[str]:
     breaches = []
+    kept_by: dict[tuple, str] = {}  # (provider, payment id) -> the order keeping it
     # every order, as check_invariants reads them (a scan on purpose, hinted on _id: the query
     # audit lists it); orders from before payments have no method and are skipped
     for order in mongo.orders().find({}, FIELDS, hint=[("_id", 1)]):
@@ -51,6 +52,12 @@ def money_breaches() -> list[str]:
             back = sum(r["amount"] for r in done if r["payment"]["id"] == extra["id"])
             if back != extra["amount"]:
                 breaches.append(f"order {ref} was paid twice ({extra['id']}) and the second payment was not refunded")
+        paid_with = order.get("paidWith") or {}
+        if paid_with.get("id"):
+            payment = (paid_with.get("provider"), paid_with["id"])
+            if payment in kept_by:  # one payment counted for two orders: one of them is not paid
+                breaches.append(f"payment {paid_with['id']} is kept by two orders: {kept_by[payment]} and {ref}")
+            kept_by.setdefault(payment, ref)
         received = (order.get("paidWith") or {}).get("amount", 0) + sum(
             e["amount"] for e in order.get("extraPayments") or []
         )

@@ -21,7 +21,7 @@ from reportlab.lib.units import mm
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
 from ..formatting import seat_label
-from ..localized import localized
+from ..localized import localized, order_category
 from . import money, receipts
 
 METHODS = {"stripe": gettext_lazy("Card (Stripe)"), "box_office": gettext_lazy("Paid at the box office")}
@@ -36,7 +36,7 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: st
     rows = []
     for line in lines:
         session = sessions.get(line["sessionId"], {})
-        category = (session.get("categories") or {}).get(line["cat"], line["cat"])
+        category = order_category(session, line["cat"])
         rows.append(
             [
                 cell(localized(session, "name") or gettext("Performance")),

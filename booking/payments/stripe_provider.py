@@ -158,7 +158,8 @@ class StripeProvider(base.Provider):
         if current.status in base.FINAL:
             return current
         try:
-            return to_payment(_wrap(client().v1.payment_intents.cancel, payment_id))
+            cancel = client().v1.payment_intents.cancel
+            return to_payment(_wrap(cancel, payment_id, options={"idempotency_key": f"cancel-{payment_id}"}))
         except base.ProviderError:
             again = self.retrieve(payment_id)  # succeeded meanwhile (Stripe refuses to cancel it)?
             if again.status in base.FINAL:

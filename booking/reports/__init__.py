@@ -1,7 +1,8 @@
 """Sales reports and exports for staff: figures per session and per series, sales per day, the
 attendee list, and their CSV / XLSX / PDF / SVG files.
 
-``figures`` reads (aggregations over the orders of the sessions asked for, through the
-``lines.sessionId`` index: docs/architecture.md, "Reports"); ``exports`` turns what it read into
-files. The admin pages are booking/staff/reports.py.
+``tally`` counts what the orders of some sessions say; ``summaries`` keeps that count per session
+(a materialized view, recounted when a write ``marks`` the session's orders: docs/architecture.md,
+"Reports and exports"); ``figures`` adds the summaries of a report's sessions up; ``exports`` turns
+a report into files. The admin pages are booking/staff/reports.py.
 """

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from .. import clock, faults, mongo
 from ..domain import CartState, is_live, is_stale, stale_cart_filter
-from . import promos, reservations
+from . import client_holds, promos, reservations
 
 logger = logging.getLogger("booking.carts")
 
@@ -123,11 +123,13 @@ def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, "owner": owner, "state": CartState.ACTIVE},
         {"$set": {"state": CartState.CANCELED, "endedOn": now}},
-        projection={"items.sessionId": 1, "promo.codeId": 1},
+        projection={"items.sessionId": 1, "promo.codeId": 1, "client": 1},
     )
     if cart is None:
         return 0
     freed = reservations.release_all(cart_id, session_ids=session_ids_of(cart))
+    if cart.get("client") and client_holds.limit():
+        client_holds.end_cart(cart["client"], cart_id, now)  # its seats stop counting for the address
     if cart.get("promo"):
         promos.release_for_cart(cart_id, owner=owner)
     return freed

@@ -34,6 +34,8 @@ EXCHANGE = "exchange"
 EXCHANGE_PAYMENT = "exchange_payment"  # the customer is asked to pay a dearer exchange's difference
 CANCEL = "cancel"
 SESSION_CANCELED = "session_canceled"
+RESERVATION = "reservation"  # "reserve now, pay at the box office": what, how much, by when, where
+RESERVATION_LAPSED = "reservation_lapsed"  # ... nobody paid by the deadline: the seats went back
 PENDING = "pending"
 SENT = "sent"
 FAILED = "failed"
@@ -154,13 +156,20 @@ SUBJECTS = {  # translated when the mail is written, in the buyer's language
     EXCHANGE_PAYMENT: gettext_noop("Your booking %(ref)s: please pay the difference for your new seats"),
     CANCEL: gettext_noop("Your booking %(ref)s: tickets canceled"),
     SESSION_CANCELED: gettext_noop("Your booking %(ref)s: the performance is canceled"),
+    RESERVATION: gettext_noop("Your reservation %(ref)s: please pay at the box office"),
+    RESERVATION_LAPSED: gettext_noop("Your reservation %(ref)s has lapsed"),
 }
+TEMPLATES = {RESERVATION: "booking/email/reservation", RESERVATION_LAPSED: "booking/email/reservation"}
 
 
 def _describe(order: dict, notice: dict) -> dict:
     """What changed, in the words of the mail."""
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     context: dict = {"kind": notice["kind"]}
+    if notice["kind"] in (RESERVATION, RESERVATION_LAPSED):
+        from .reservation_notices import reservation_context
+
+        return {**context, **reservation_context(order)}
     if notice["kind"] in (EXCHANGE, EXCHANGE_PAYMENT):
         record = next((x for x in order.get("exchanges", []) if x["_id"] == notice["ref"]), None) or {}
         context["moved"] = [
@@ -201,13 +210,14 @@ def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
     valid = order["state"] in SEAT_OWNING_ORDER_STATES and bool(order.get("lines"))
     context = {**confirmation_context(order), **_describe(order, notice), "still_valid": valid}
     subject = _(SUBJECTS[notice["kind"]]) % {"ref": order["ref"]}
+    template = TEMPLATES.get(notice["kind"], "booking/email/order_changed")
     mail = EmailMultiAlternatives(
         subject=subject,
-        body=render_to_string("booking/email/order_changed.txt", context),
+        body=render_to_string(f"{template}.txt", context),
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[order["email"]],
     )
-    mail.attach_alternative(render_to_string("booking/email/order_changed.html", context), "text/html")
+    mail.attach_alternative(render_to_string(f"{template}.html", context), "text/html")
     if valid:
         mail.attach(f"tickets-{order['ref']}.pdf", tickets_pdf(order), "application/pdf")
     if order.get("paidWith"):

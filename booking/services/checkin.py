@@ -32,6 +32,7 @@ from pymongo.errors import DuplicateKeyError
 from .. import clock, mongo
 from ..domain import OrderState
 from ..errors import InvalidRequest, NotFound
+from ..reports import marks
 from ..selectors import group_sections
 from .checkout import ref_of_ticket
 
@@ -45,6 +46,11 @@ NOT_ADMITTING = {
     "pending_payment": gettext_noop("The booking is not paid."),
     "expired": gettext_noop("The booking expired unpaid."),
 }
+
+# A ticket moved to another seat by an exchange (services/exchanges.py): its line left ``lines``
+# for ``exchangedLines``; the door names the seat that replaced it.
+EXCHANGED = "exchanged"
+REPLACED = gettext_noop("Replaced by an exchange.")
 
 # Outcomes of a scan
 ADMITTED = "admitted"
@@ -262,6 +268,7 @@ class Outcome:
     state: str = ""  # the order's state (NOT_VALID)
     hash: str = ""
     replay: bool = False  # ADMITTED by this same scan before (a retried request or sync)
+    replaced_by: dict | None = None  # NOT_VALID, exchanged: the seat that replaced it {row, seat, section}
     conflict: dict | None = None  # an offline check-in that did not match, as stored
 
     @property
@@ -315,6 +322,7 @@ def check_in(
         digest = ticket_hash(code)
     record = {"at": at, "door": door, "by": str(by)[:150], "scanId": scan_id, "offline": offline, "recordedOn": now}
     by_ref = _by_ref(code)
+    counted_in = _ticket_sessions(scope, by_ref, code)
     for _attempt in range(3):
         order = mongo.orders().find_one_and_update(
             {
@@ -324,7 +332,7 @@ def check_in(
                 },
                 "state": {"$in": list(ADMITTING_STATES)},
             },
-            {"$set": {"lines.$[l].checkedIn": record}},
+            {"$set": {"lines.$[l].checkedIn": record}, "$push": marks.push(counted_in)},
             array_filters=[{"l.ticket": code, "l.checkedIn": {"$exists": False}}],
             projection=ORDER_FIELDS,
             return_document=ReturnDocument.AFTER,
@@ -345,6 +353,16 @@ def check_in(
     raise RuntimeError(f"check-in of a ticket kept changing under us (scope {scope.id})")
 
 
+def _ticket_sessions(scope: Scope, by_ref: dict, code: str) -> tuple[ObjectId, ...]:
+    """The session whose sales report counts this ticket's check-in (its mark: reports/marks.py):
+    the scope's one session; at a sectioned performance's gate, the ticket's section, read from its
+    order (a ticket code's session never changes: an exchange makes new codes)."""
+    if len(scope.session_ids) == 1:
+        return scope.session_ids
+    order = mongo.orders().find_one({**by_ref, "lines.ticket": code}, {"lines.ticket": 1, "lines.sessionId": 1})
+    return tuple(line["sessionId"] for line in (order or {}).get("lines", []) if line["ticket"] == code)
+
+
 def _by_ref(code: str) -> dict:
     """The order's reference a ticket code starts with, as a filter: orders are sharded on ref, so
     the check-in's commands go to one shard (docs/architecture.md, "Shard keys")."""
@@ -362,7 +380,7 @@ def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -
                 {**by_ref, "exchangedLines.ticket": code},  # moved to another seat (services/exchanges.py)
             ]
         },
-        {**ORDER_FIELDS, "refundedLines": 1, "exchangedLines": 1},
+        {**ORDER_FIELDS, "refundedLines": 1, "exchangedLines": 1, "exchanges.old.ticket": 1, "exchanges.new": 1},
     )
     line = _find_line(order, code) if order is not None else None
     refunded = order is not None and line is None  # its ticket was refunded (services/refunds.py)
@@ -372,9 +390,14 @@ def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -
         old = next((x for x in order.get("exchangedLines", []) if x.get("ticket") == code), None)
         if old is not None:
             ticket = door_ticket(order, old, scope)
-            message = "The ticket was exchanged for another seat; the new ticket admits."
             return Outcome(
-                NOT_VALID, message, ticket, used=_used(old.get("checkedIn")), state=order["state"], hash=digest
+                NOT_VALID,
+                REPLACED,
+                ticket,
+                used=_used(old.get("checkedIn")),
+                state=EXCHANGED,
+                hash=digest,
+                replaced_by=replacement_seat(order, code, scope),
             )
     if line is None:
         return Outcome(UNKNOWN, gettext_noop("Unknown ticket."), hash=digest)
@@ -481,25 +504,50 @@ def counts(scope: Scope) -> dict:
     }
 
 
+def replacement_seat(order: dict, code: str, scope: Scope | None = None) -> dict | None:
+    """The seat that now stands for an exchanged ticket (``{row, seat, section}``): the new line of
+    the exchange that replaced it, followed through later exchanges of that one. None if the
+    order no longer says (an exchange record without its lines)."""
+    by_old = {}
+    for record in order.get("exchanges", []):
+        for old, new in zip(record.get("old", []), record.get("new", []), strict=False):
+            by_old[old.get("ticket")] = new
+    line = by_old.get(code)
+    seen = {code}
+    while line is not None and line["ticket"] in by_old and line["ticket"] not in seen:
+        seen.add(line["ticket"])
+        line = by_old[line["ticket"]]
+    if line is None:
+        return None
+    section = scope.sections.get(line["sessionId"], "") if scope is not None else ""
+    return {"row": line["row"], "seat": line["seat"], "section": section}
+
+
 def door_list(scope: Scope) -> list[dict]:
     """The scope's tickets as an offline door needs them: the code's SHA-256 (never the code),
     seat, category, ticket type, a short name, the booking reference (printed on the ticket, for
     the fallback search; alone it opens nothing), whether the order admits, and the check-in so
     far. Orders that never sold (failed) are left out."""
     tickets = []
-    # refunded tickets too (they left ``lines``: services/refunds.py), so an offline door refuses them
+    # refunded and exchanged tickets too (they left ``lines``: services/refunds.py, exchanges.py),
+    # so an offline door refuses them saying why, as an online one does
     refunded = {"refundedLines.sessionId": scope.session_clause()}
-    query = {"$or": [scope.lines_filter(), refunded], "state": {"$ne": "failed"}}
-    fields = {**ORDER_FIELDS, "refundedLines": 1}
+    exchanged = {"exchangedLines.sessionId": scope.session_clause()}
+    query = {"$or": [scope.lines_filter(), refunded, exchanged], "state": {"$ne": "failed"}}
+    fields = {**ORDER_FIELDS, "refundedLines": 1, "exchangedLines": 1, "exchanges.old.ticket": 1, "exchanges.new": 1}
     for order in mongo.orders().find(query, fields).batch_size(1000):
-        every = [(line, True) for line in order["lines"]] + [(x, False) for x in order.get("refundedLines", [])]
-        for line, valid in every:
+        every = [(line, "") for line in order["lines"]]
+        every += [(x, OrderState.REFUNDED) for x in order.get("refundedLines", [])]
+        every += [(x, EXCHANGED) for x in order.get("exchangedLines", [])]
+        for line, gone in every:
             if line["sessionId"] not in scope.session_ids:
                 continue
             entry = {"h": ticket_hash(line["ticket"]), **door_ticket(order, line, scope, full_name=False)}
-            entry["ok"] = valid and order["state"] in ADMITTING_STATES
+            entry["ok"] = not gone and order["state"] in ADMITTING_STATES
             if not entry["ok"]:
-                entry["state"] = order["state"] if valid else OrderState.REFUNDED
+                entry["state"] = gone or order["state"]
+            if gone == EXCHANGED:
+                entry["newSeat"] = replacement_seat(order, line["ticket"], scope)
             used = _used(line.get("checkedIn"))
             if used:
                 entry["used"] = {"at": used["at"], "door": used["door"]}

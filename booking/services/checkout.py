@@ -31,7 +31,9 @@ from pymongo.errors import DuplicateKeyError
 from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
 from ..errors import CheckoutFailed, InvalidRequest, NotFound
+from ..localized import order_categories
 from ..names import name_keys
+from ..reports import marks
 from ..seat_grid import SOLD, parse_seat_key
 from . import carts as cart_service
 from . import notifications, offers, pricing, promos, reservations
@@ -173,6 +175,7 @@ def _store_order(cart: dict, make=None, fresh: bool = False) -> dict:
             ref = _next_order_ref(cart, ref)  # another cart's order has this reference
             continue
         order = make(cart, ref)
+        order.update(marks.stored(marks.sessions_of(order)))  # its sessions' sales reports count it
         try:
             mongo.orders().insert_one(order)
             return order
@@ -212,6 +215,7 @@ def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) ->
             "ticketType": offers.item_type(item),
             "ticketTypeName": offers.item_type_name(item),
             "ticket": new_ticket_code(ref),
+            **({"house": True} if item.get("house") else {}),  # a house seat staff sold: blocked again when given back
         }
         for item, off in zip(cart["items"], amounts.line_discounts, strict=True)
     ]
@@ -239,7 +243,7 @@ def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) ->
                 **({"nameDe": s["nameDe"]} if s.get("nameDe") else {}),  # the staff's German title
                 "start": s.get("start"),
                 "theaterName": s.get("theaterName"),
-                "categories": {c["code"]: c["name"] for c in s.get("layout", {}).get("categories", [])},
+                **order_categories(s.get("layout", {}).get("categories")),  # and their German names
             }
             for sid, s in sessions.items()
         ],
@@ -287,7 +291,10 @@ def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) 
 def _fail_order(order: dict, reason: str) -> dict:
     mongo.orders().update_one(
         {"_id": order["_id"], "ref": order["ref"], "state": OrderState.PAID},
-        {"$set": {"state": OrderState.FAILED, "failure": reason, "seatsReleased": False}},
+        {
+            "$set": {"state": OrderState.FAILED, "failure": reason, "seatsReleased": False},
+            "$push": marks.push(marks.sessions_of(order)),
+        },
     )
     return {**order, "state": OrderState.FAILED, "failure": reason, "seatsReleased": False}
 

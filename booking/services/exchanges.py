@@ -42,9 +42,12 @@ from django.utils.translation import gettext as _
 from .. import clock, faults, mongo, payments
 from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound, SeatsTaken
+from ..localized import order_categories
 from ..payments import base, money
+from ..reports import marks
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat_cell, seat_name
 from . import change_notices, checkout, offers
+from . import orders as order_service
 
 logger = logging.getLogger("booking.exchanges")
 
@@ -92,7 +95,7 @@ def _session_summary(session: dict) -> dict:
         "start": session.get("start"),
         "theaterName": session.get("theaterName"),
         "theaterId": session.get("theaterId"),
-        "categories": {c["code"]: c["name"] for c in session.get("layout", {}).get("categories", [])},
+        **order_categories(session.get("layout", {}).get("categories")),
     }
 
 
@@ -337,13 +340,16 @@ def _take(order: dict, record: dict) -> None:
         release_stray_holds(session_id)
 
 
-def _abandon(order: dict, record: dict, why: str) -> None:
-    mongo.orders().update_one(
+def _abandon(order: dict, record: dict, why: str, states: Sequence[str] = (STARTED, AWAITING, TAKEN)) -> bool:
+    """The exchange ends without a switch (one conditional update: still in one of ``states``);
+    its seats go back and a difference the customer paid is refunded. False when it had moved on
+    (switched, or ended already by someone else)."""
+    ended = mongo.orders().update_one(
         {
             "_id": order["_id"],
             "ref": order["ref"],
             "exchangeOpen": record["_id"],
-            "exchanges": {"$elemMatch": {"_id": record["_id"], "state": {"$in": [STARTED, AWAITING, TAKEN]}}},
+            "exchanges": {"$elemMatch": {"_id": record["_id"], "state": {"$in": list(states)}}},
         },
         {
             "$set": {"exchanges.$.state": ABANDONED, "exchanges.$.failure": why, "exchanges.$.doneOn": clock.now()},
@@ -352,6 +358,10 @@ def _abandon(order: dict, record: dict, why: str) -> None:
     )
     faults.point("exchange.after_abandon")
     release_stray_holds(record["sessionId"])
+    if not ended.modified_count:
+        now_record = next((x for x in _order(order["_id"]).get("exchanges", []) if x["_id"] == record["_id"]), None)
+        if now_record is None or now_record["state"] != ABANDONED:
+            return False  # it switched: the difference paid is the order's now
     paid = record.get("paidDifference")
     if paid:  # the customer paid and the move cannot happen: the money goes back (once: refunds.py)
         from . import refunds
@@ -364,6 +374,7 @@ def _abandon(order: dict, record: dict, why: str) -> None:
             currency=order["currency"],
         )
         refunds.refund_extra_payment(order["_id"], payment, "exchange not done")
+    return bool(ended.modified_count)
 
 
 def _difference_payment(order: dict, record: dict) -> dict:
@@ -487,7 +498,7 @@ def pay_difference(order_id: ObjectId, means: str) -> tuple[str, dict, str]:
     return payment.status, order, payment.failure
 
 
-def call_off(order_id: ObjectId, *, by: str = "") -> dict:
+def call_off(order_id: ObjectId, *, by: str = "", why: str = "") -> dict:
     """Staff: give up an exchange that waits for the customer's payment (the customer changed
     their mind, or staff want to do something else with the order). The payment is canceled at
     the provider first; one that succeeded meanwhile lets the exchange go on instead."""
@@ -504,7 +515,7 @@ def call_off(order_id: ObjectId, *, by: str = "") -> dict:
         if payment.status == base.SUCCEEDED:
             _paid(order, record, payment)
             return finish(order_id)
-    _abandon(order, record, _("Called off by %(by)s.") % {"by": by or "staff"})
+    _abandon(order, record, why or _("Called off by %(by)s.") % {"by": by or "staff"})
     return _order(order_id)
 
 
@@ -523,8 +534,12 @@ def _switch(order: dict, record: dict) -> None:
         return
     target = mongo.sessions().find_one({"_id": record["sessionId"]}, {"status": 1})
     if target is None or target.get("status") != SessionStatus.ON_SALE:
-        _abandon(order, record, _("The new performance was canceled meanwhile; nothing was changed."))
+        _abandon(order, record, _canceled_meanwhile())
         return
+    # The session may be canceled right here, after this read: the switch below is conditional on
+    # the exchange still being ``taken``, and the cancel's run abandons every exchange into its
+    # session by a conditional write on the same order (``stop_into``), so one of the two wins.
+    faults.point("exchange.before_switch")
     remaining = [line for line in order["lines"] if line["ticket"] not in tickets]
     new_lines = remaining + record["new"]
     difference = record["difference"]
@@ -538,6 +553,7 @@ def _switch(order: dict, record: dict) -> None:
     pushes: dict = {
         "exchangedLines": {"$each": [{**line, "exchange": record["_id"]} for line in record["old"]]},
         "changeNotices": change_notices.new_notice(change_notices.EXCHANGE, ref=record["_id"]),
+        **marks.push([*marks.sessions_of(order), record["sessionId"]]),  # the sales reports of both
     }
     if not any(s["_id"] == record["sessionId"] for s in order.get("sessions", [])):
         pushes["sessions"] = record["session"]
@@ -607,8 +623,9 @@ def _release_old(order: dict, record: dict) -> None:
 
 
 def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
-    """``sold -> free`` for these seats an order gave up, one seat at a time, never a seat another
-    paid order has in its lines or an exchange has just taken (its marker)."""
+    """``sold -> free`` (a house seat ``sold -> blocked``) for these seats an order gave up, one
+    seat at a time, never a seat another paid order has in its lines or an exchange has just taken
+    (its marker)."""
     freed = 0
     by_session: dict[ObjectId, list[str]] = {}
     for line in lines:
@@ -622,13 +639,14 @@ def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
             {"lines": 1},
         )
         taken = {line["key"] for o in others for line in o["lines"] if line["sessionId"] == session_id}
+        house = {line["key"] for line in lines if line["sessionId"] == session_id and line.get("house")}
         for key in keys:
             if key in taken:
                 continue
             path = cell_path(*parse_seat_key(key))
             result = mongo.sessions().update_one(
                 {"_id": session_id, path: SOLD, "exchangeHolds.seats": {"$ne": key}},
-                {"$set": {path: FREE}, "$inc": {"seatsAvailable": 1, "version": 1}},
+                order_service.give_back(key, house=key in house),  # a house seat: blocked again
             )
             freed += result.modified_count
     return freed
@@ -696,6 +714,40 @@ def finish_open(now: datetime | None = None, grace: timedelta | None = None) -> 
     for session in mongo.sessions().find({"exchangeHolds._id": {"$gt": ""}}, {"_id": 1}).limit(500):
         release_stray_holds(session["_id"])
     return finished
+
+
+def _canceled_meanwhile() -> str:
+    return _("The new performance was canceled meanwhile; nothing was changed.")
+
+
+def stop_into(session_id: ObjectId) -> int:
+    """A canceled session: every exchange still moving tickets into it is stopped. Called by the
+    cancel's run after the status flipped (``session_cancel.run``). Markers (``exchangeHolds``) can
+    no longer be added (``_take`` requires the session on sale), so the markers read now name
+    every exchange that could still switch into it. Each is abandoned by one conditional update
+    of its order (``started`` or ``taken`` -> ``abandoned``), which serializes with the switch
+    (conditional on ``taken``, same document): either the switch came first and the order has the
+    tickets (the run then refunds them), or the switch misses. One waiting for the customer's
+    payment is called off (the payment canceled at the provider first). Each is then rolled
+    forward to its end, so the run finds a switched order finished and refundable. Returns how
+    many were stopped."""
+    session = mongo.sessions().find_one({"_id": session_id}, {"exchangeHolds": 1})
+    stopped = 0
+    for hold in (session or {}).get("exchangeHolds", []):
+        order = mongo.orders().find_one({"_id": hold["orderId"]})
+        record = _open_record(order) if order else None
+        if order is None or record is None or record["_id"] != hold["_id"]:
+            continue
+        if record["state"] == AWAITING:
+            try:
+                call_off(order["_id"], why=_canceled_meanwhile())
+            except Conflict:
+                pass  # moved on meanwhile (or the provider did not answer): finished or retried below
+        elif record["state"] in (STARTED, TAKEN):
+            stopped += _abandon(order, record, _canceled_meanwhile(), states=(STARTED, TAKEN))
+        finish(order["_id"])
+    release_stray_holds(session_id)
+    return stopped
 
 
 def history_of(order: dict) -> list[dict]:

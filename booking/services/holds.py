@@ -9,7 +9,7 @@ the hold is given back at once.
 import logging
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from bson import ObjectId
 from django.conf import settings
@@ -31,6 +31,7 @@ from ..domain import (
     sale_phase,
 )
 from ..errors import (
+    BookingError,
     CartExpired,
     InvalidRequest,
     NoAdjacentSeats,
@@ -39,6 +40,7 @@ from ..errors import (
     SeatsTaken,
     SessionNotOnSale,
     TooManySeats,
+    WheelchairSpaceNotDeclared,
 )
 from ..seat_grid import (
     BLOCKED,
@@ -55,7 +57,7 @@ from ..seat_grid import (
     seat_name,
 )
 from . import carts as cart_service
-from . import hold_facts, offers, reservations
+from . import client_holds, hold_facts, offers, reservations
 from .admission import check as check_admission  # waiting room: a queued sale needs an admission
 from .admission import hold_clause as admission_clause
 from .hold_facts import SaleFacts
@@ -75,6 +77,13 @@ presale_access: ContextVar[frozenset[str]] = ContextVar("presale_access", defaul
 # ``blocked -> held`` in the same conditional write, remembered in the reservation's ``house`` and
 # the cart item's ``house``, so a release or an expiry puts them back to blocked, never on sale.
 house_seats: ContextVar[bool] = ContextVar("house_seats", default=False)
+
+# Staff selling at the counter (booking/staff/counter.py, with ``booking.sell_at_counter``) keep the
+# box office's hours, not the online shop's: before the online on-sale, after the online off-sale,
+# until the performance starts (plus ``BOOKING_COUNTER_SALE_AFTER_START_SECONDS``), and never
+# through a waiting room. Still only a performance on sale (not draft, not canceled), and the
+# hold's write still requires every seat free (or a house seat): another cart's seats stay theirs.
+box_office: ContextVar[bool] = ContextVar("box_office", default=False)
 
 
 # "The caller has not read the cart": hold and release read it themselves.
@@ -129,12 +138,32 @@ def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors
     if session is None or session.get("status") == SessionStatus.DRAFT:
         raise NotFound(gettext("No such performance."))
     refuse_outside_sale_window(session, now)
-    check_admission(session)  # waiting room: a queued sale needs the buyer's admission
+    _check_queue(session)  # waiting room: a queued sale needs the buyer's admission
     return session
+
+
+def counter_sale_ends(session: dict) -> datetime:
+    """When the box office stops selling a performance: its start (plus the setting)."""
+    return session["start"] + timedelta(seconds=settings.BOOKING_COUNTER_SALE_AFTER_START_SECONDS)
+
+
+def _check_queue(session: dict) -> None:
+    """The waiting room's gate, which the box office does not pass through."""
+    if not box_office.get():
+        check_admission(session)
+
+
+def _refuse_outside_counter_hours(session: dict, now: datetime) -> None:
+    if session.get("status") != SessionStatus.ON_SALE:
+        raise SessionNotOnSale(gettext("This performance is not on sale."))
+    if counter_sale_ends(session) <= now:
+        raise SessionNotOnSale(gettext("This performance has already started; seats can no longer be booked."))
 
 
 def refuse_outside_sale_window(session: dict, now: datetime) -> None:
     """SessionNotOnSale, saying when sales open or why they are over, unless this buyer may hold now."""
+    if box_office.get():
+        return _refuse_outside_counter_hours(session, now)
     phase = sale_phase(session, now, presale_access.get())
     if phase == SalePhase.OPEN:
         return
@@ -189,6 +218,7 @@ class HoldPlan:
     allow_orphans: bool
     access: frozenset[str] = frozenset()  # presale keys the buyer unlocked (``presale_access``)
     house: frozenset[tuple[int, int]] = frozenset()  # blocked seats taken by staff (``house_seats``)
+    needs_wheelchair: bool = False  # the buyer said they need the wheelchair spaces asked for
 
 
 def hold_seats(
@@ -198,11 +228,15 @@ def hold_seats(
     seat_keys,
     *,
     allow_orphans: bool = False,
+    needs_wheelchair: bool = False,
     carts: selectors.BuyerCarts | None = None,
 ) -> HoldResult:
     """Hold these seats for the owner's cart (all or nothing). Starts a cart when needed.
 
     ``allow_orphans``: best available already avoids leaving a seat alone wherever it can.
+    ``needs_wheelchair``: the buyer said they need a wheelchair space; without it a wheelchair
+    space is held only once it is released to general sale (``wheelchair_clause``). Staff at the
+    counter (``house_seats``) sell them on the buyer's word.
     ``carts``: the buyer's carts as the caller just read them (``selectors.buyer_carts``), if it did.
 
     When this process knows the session's layout and prices (``hold_facts.SaleFacts``), the session
@@ -214,7 +248,7 @@ def hold_seats(
     now = clock.now()
     client = acting_client.get()
     if carts is None:
-        carts = selectors.buyer_carts(owner, cart_id, client, now)
+        carts = selectors.buyer_carts(owner, cart_id, now)
     cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
     session = None
     facts = hold_facts.known_sale_facts(session_id)
@@ -222,23 +256,35 @@ def hold_seats(
         # (staff: which seats are house seats is read, so the write names each cell's state)
         session, facts = _read_for_sale(session_id, now)  # an unknown seat may be in a newer layout
     mine = selectors.cart_seat_keys(cart, session_id)
-    _check_request(facts.layout, coords, cart, mine, carts, client)
+    _check_request(facts.layout, coords, cart, mine, carts)
     plan = HoldPlan(
-        session_id, cart["_id"] if cart else ObjectId(), coords, facts, now, allow_orphans, presale_access.get()
+        session_id,
+        cart["_id"] if cart else ObjectId(),
+        coords,
+        facts,
+        now,
+        allow_orphans,
+        presale_access.get(),
+        needs_wheelchair=needs_wheelchair or house_seats.get() or box_office.get(),
     )
-    session, plan = _take_seats(plan, session, cart_has_seats=bool(mine))
-    faults.point("hold.after_session")
-    cart, expires_at = _record_in_cart(plan, session, cart, owner, client, mine)
+    counted_for = _reserve_for_client(plan, cart, owner, client)
+    try:
+        session, plan = _take_seats(plan, session, cart_has_seats=bool(mine))
+        faults.point("hold.after_session")
+        cart, expires_at = _record_in_cart(plan, session, cart, owner, client, mine)
+    except BookingError:
+        if counted_for:  # nothing taken, or the seats taken given back: off the address's count
+            client_holds.give_back(counted_for, plan.cart_id, len(coords))
+        raise
     faults.point("hold.after_cart")
-    _recheck_client_held_seats(plan, owner, client, cart)
     return HoldResult(cart_id=plan.cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
 
 
 def _check_request(
-    layout: dict, coords: Coords, cart: dict | None, mine: set[str], carts: selectors.BuyerCarts, client: str | None
+    layout: dict, coords: Coords, cart: dict | None, mine: set[str], carts: selectors.BuyerCarts
 ) -> None:
     """Everything refused before a write: no seat there, the limits (seats per cart, carts per
-    owner, seats per client address), a seat already in the cart."""
+    owner), a seat already in the cart. (Seats per client address: ``_reserve_for_client``.)"""
     _refuse_non_seats(layout, coords)
     in_cart = len(cart["items"]) if cart else 0
     if in_cart + len(coords) > settings.BOOKING_MAX_SEATS_PER_CART:
@@ -247,7 +293,6 @@ def _check_request(
             % {"max": settings.BOOKING_MAX_SEATS_PER_CART, "count": in_cart}
         )
     _check_live_holds_limit(cart, carts.owner_live)
-    _check_client_held_seats_limit(client, carts.client_held, len(coords))
     for row, col in coords:
         if seat_key(row, col) in mine:
             raise InvalidRequest(gettext("%(seat)s is already in your cart.") % {"seat": seat_name(layout, row, col)})
@@ -331,14 +376,21 @@ def _check_live_holds_limit(cart: dict | None, owner_live: int) -> None:
         raise TooManySeats(gettext("You already have seats on hold. Finish or cancel that booking first."))
 
 
-def _check_client_held_seats_limit(client: str | None, held: int, adding: int) -> None:
-    """One address may not hold more than BOOKING_MAX_HELD_SEATS_PER_CLIENT seats in live carts,
-    however many cookies it throws away. ``held``: counted by the hold's read of carts, before
-    the writes: this refuses early and cheaply; ``_recheck_client_held_seats`` makes the limit
-    hold against requests racing from the same address."""
-    limit = getattr(settings, "BOOKING_MAX_HELD_SEATS_PER_CLIENT", 0)
-    if limit and client and held + adding > limit:
-        raise _too_many_from_client(held, limit)
+def _reserve_for_client(plan: HoldPlan, cart: dict | None, owner: str, client: str | None) -> str | None:
+    """The per-client held-seats limit (BOOKING_MAX_HELD_SEATS_PER_CLIENT): one address may not
+    hold more seats in live carts than this, however many cookies it throws away. The seats are
+    reserved on the address's document (services/client_holds.py) in one conditional update
+    BEFORE the session write, so racing requests from one address cannot pass the limit together,
+    and every command names the document's _id (its shard key). A cart's seats count for the
+    address that started it. Returns the address counted for, or None (no limit, no client)."""
+    counted_for = (cart or {}).get("client") or client
+    if not (client_holds.limit() and counted_for):
+        return None
+    until = cart_service.next_expiry(cart, plan.now, owner)  # the hold's end as the cart write sets it
+    held = client_holds.reserve(counted_for, plan.cart_id, len(plan.coords), until, plan.now)
+    if held is not None:
+        raise _too_many_from_client(held, client_holds.limit())
+    return counted_for
 
 
 def _too_many_from_client(held: int, limit: int) -> TooManySeats:
@@ -349,24 +401,6 @@ def _too_many_from_client(held: int, limit: int) -> TooManySeats:
         )
         % {"held": held, "limit": limit}
     )
-
-
-def _recheck_client_held_seats(plan: HoldPlan, owner: str, client: str | None, cart: dict) -> None:
-    """The per-client limit under concurrency: count again after the writes, and if the address
-    is over its limit now, give these seats back and refuse. Every hold that stays counted after
-    its own write, so the last of them saw all the others: the seats kept never exceed the limit
-    (racing requests may all be refused; a hoarder's burst is what this limit is for). No counter
-    to keep in step with every way a hold ends (release, expiry, checkout, reconcile, staff), and
-    nothing to drift after a crash: the carts are the count."""
-    limit = getattr(settings, "BOOKING_MAX_HELD_SEATS_PER_CLIENT", 0)
-    if not (limit and client):
-        return
-    held = selectors.client_held_seats(client, plan.now)
-    if held <= limit:
-        return
-    keys = [seat_key(r, c) for r, c in plan.coords]
-    release_seats(plan.session_id, owner, plan.cart_id, keys, cart=cart)
-    raise _too_many_from_client(held - len(keys), limit)
 
 
 def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> tuple[dict, HoldPlan]:
@@ -414,6 +448,7 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
                     gettext("That would leave %(seat)s on its own. Please choose seats next to each other.")
                     % {"seat": names}
                 )
+        _refuse_undeclared_wheelchair_spaces(plan, session)
         if "reservations" in session:
             has_reservation = any(res["_id"] == plan.cart_id for res in session["reservations"])
         else:
@@ -426,7 +461,7 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
         if session is None or session.get("status") != SessionStatus.ON_SALE:
             raise SessionNotOnSale(gettext("This performance is not on sale."))
         refuse_outside_sale_window(session, now)  # the window closed (or the staff moved it) meanwhile
-        check_admission(session)  # waiting room: queued since the last read
+        _check_queue(session)  # waiting room: queued since the last read
         if (
             session.get("layoutRev", 0) != plan.facts.layout_rev
             or session["prices"] != plan.facts.prices
@@ -438,6 +473,45 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
             plan = replace(plan, facts=new_facts)
             layout = new_facts.layout
     raise SeatsTaken([seat_name(layout, r, c) for r, c in coords])
+
+
+def undeclared_wheelchair_spaces(plan: HoldPlan) -> Coords:
+    """The wheelchair spaces (by the plan's layout) among the seats asked for without the buyer
+    saying they need one."""
+    if plan.needs_wheelchair:
+        return []
+    rows = plan.facts.layout["rows"]
+    return [(r, c) for r, c in plan.coords if rows[r]["cells"][c].get("wheelchair")]
+
+
+def wheelchair_clause(plan: HoldPlan, starts_after: datetime) -> dict:
+    """The hold's filter on the start: after ``starts_after`` (not started), and when it takes a
+    wheelchair space nobody said they need, the space released to general sale by now
+    (``start <= now + before``, the release task's own window, so the rule holds at the boundary
+    even before the task has run). One filter: the check and the seat's change stay one
+    conditional update."""
+    if undeclared_wheelchair_spaces(plan):
+        return {"$gt": starts_after, "$lte": plan.now + settings.BOOKING_WHEELCHAIR_RELEASE_BEFORE}
+    return {"$gt": starts_after}
+
+
+def _refuse_undeclared_wheelchair_spaces(plan: HoldPlan, session: dict) -> None:
+    """What the filter's start clause would refuse, said before the write (the session was read)."""
+    spaces = undeclared_wheelchair_spaces(plan)
+    if not spaces or session["start"] <= plan.now + settings.BOOKING_WHEELCHAIR_RELEASE_BEFORE:
+        return
+    layout = plan.facts.layout
+    names = ", ".join(seat_name(layout, r, c) for r, c in spaces)
+    raise WheelchairSpaceNotDeclared(
+        ngettext(
+            "%(seats)s is a wheelchair space, kept for a buyer who needs it until shortly before the show. "
+            "If you need it, say so when you hold it, or use best available's wheelchair option.",
+            "%(seats)s are wheelchair spaces, kept for buyers who need them until shortly before the show. "
+            "If you need them, say so when you hold them, or use best available's wheelchair option.",
+            len(spaces),
+        )
+        % {"seats": names}
+    )
 
 
 def _send_hold_write(plan: HoldPlan, has_reservation: bool, answer: dict) -> dict | None:
@@ -455,17 +529,22 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     window (``domain.sale_open_filter``: on-sale <= now < off-sale, or a presale the buyer
     unlocked), the layout
     revision and the prices it was priced by, every seat free, no free seat left alone beside
-    them (unless allowed), and this cart's reservation there or not."""
+    them (unless allowed), a wheelchair space needed or on general sale (``wheelchair_clause``),
+    and this cart's reservation there or not."""
     facts, coords, cart_id, now = plan.facts, plan.coords, plan.cart_id, plan.now
     layout = facts.layout
     keys = [seat_key(r, c) for r, c in coords]
     categories = {layout["rows"][r]["cells"][c]["cat"] for r, c in coords}
     price = sum(facts.prices[layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
     house = [seat_key(r, c) for r, c in coords if (r, c) in plan.house]
+    counter = box_office.get()
     query: dict = {
         "_id": plan.session_id,
         "status": SessionStatus.ON_SALE,
-        "start": {"$gt": now},
+        # not started (the box office: a little after); a wheelchair space: needed, or on general sale
+        "start": wheelchair_clause(
+            plan, now - timedelta(seconds=settings.BOOKING_COUNTER_SALE_AFTER_START_SECONDS) if counter else now
+        ),
         "layoutRev": facts.layout_rev if facts.layout_rev else {"$in": [0, None]},  # None: never replaced
         **{f"prices.{cat}": facts.prices[cat] for cat in sorted(categories)},
         "priceRev": facts.price_rev if facts.price_rev else {"$in": [0, None]},  # the other ticket types' prices
@@ -476,8 +555,9 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
         guards = no_seat_left_alone(layout, coords)
         if guards:
             query["$and"] = guards
-    query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
-    query["$and"].append(admission_clause())  # waiting room: in no queue, or one the buyer was admitted to
+    if not counter:  # the box office keeps its own hours and has no queue
+        query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
+        query["$and"].append(admission_clause())  # waiting room: in no queue, or one the buyer was admitted to
     cells = {cell_path(r, c): HELD for r, c in coords}
     taken_free = len(coords) - len(house)  # house seats were not counted as available
     if has_reservation:
@@ -653,12 +733,17 @@ def release_seats(
             return_document=ReturnDocument.AFTER,
         )
     faults.point("release.after_session")
+    expires_at = cart_service.next_expiry(cart, now, owner)
+    if written is not None and cart.get("client") and client_holds.limit():
+        # freed in the session: off the address's count, the entry lasting to the hold's new
+        # end before the cart's write extends it (services/client_holds.py)
+        client_holds.give_back(cart["client"], cart_id, len(keys), until=expires_at)
     cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, "owner": owner, "state": CartState.ACTIVE},
         {
             "$pull": {"items": {"sessionId": session_id, "key": {"$in": keys}}},
             "$inc": {"total": -price},
-            "$set": {"modifiedOn": now, "expiresAt": cart_service.next_expiry(cart, now, owner)},
+            "$set": {"modifiedOn": now, "expiresAt": expires_at},
         },
         return_document=ReturnDocument.AFTER,
     )
@@ -669,13 +754,15 @@ def release_seats(
     return ReleaseResult(seats=coords, session=session, cart=cart)
 
 
-def toggle_seat(session_id: ObjectId, owner: str, cart_id: ObjectId | None, key: str) -> HoldResult | ReleaseResult:
+def toggle_seat(
+    session_id: ObjectId, owner: str, cart_id: ObjectId | None, key: str, *, needs_wheelchair: bool = False
+) -> HoldResult | ReleaseResult:
     """A click on a seat: release it when the owner's live cart holds it, else hold it. One read
-    of carts serves the choice and the action."""
-    carts = selectors.buyer_carts(owner, cart_id, acting_client.get(), clock.now())
+    of carts serves the choice and the action. ``needs_wheelchair``: as for ``hold_seats``."""
+    carts = selectors.buyer_carts(owner, cart_id, clock.now())
     if key in selectors.cart_seat_keys(selectors.live_cart_or_none(carts.cart), session_id):
         return release_seats(session_id, owner, cart_id, [key], cart=carts.cart)
-    return hold_seats(session_id, owner, cart_id, [key], carts=carts)
+    return hold_seats(session_id, owner, cart_id, [key], carts=carts, needs_wheelchair=needs_wheelchair)
 
 
 def release_reservation(session_id: ObjectId, owner: str, cart_id: ObjectId | None) -> int:
@@ -752,7 +839,9 @@ def hold_best_available(
             else:
                 raise NoAdjacentSeats(_("There are not %(count)s seats left.") % {"count": count})
         try:
-            return hold_seats(session_id, owner, cart_id, [seat_key(r, c) for r, c in seats], allow_orphans=True)
+            keys = [seat_key(r, c) for r, c in seats]
+            # asking for wheelchair spaces is saying one needs them; other picks skip the spaces
+            return hold_seats(session_id, owner, cart_id, keys, allow_orphans=True, needs_wheelchair=wheelchair)
         except SeatsTaken:
             continue  # someone was faster: pick again from a fresh map
     raise SeatsTaken(["the seats we picked"])

@@ -32,7 +32,7 @@ from django.utils.translation import gettext
 from .. import clock, faults, mongo, selectors
 from ..domain import GiveUpOutcome, MailState, OrderState, ReopenOutcome, SendOutcome
 from ..formatting import format_money_code, mail_time
-from ..localized import localized
+from ..localized import localized, order_category
 
 logger = logging.getLogger("booking.notifications")
 
@@ -346,7 +346,7 @@ def confirmation_context(order: dict) -> dict:
                 theater=session.get("theaterName") or "",
                 row=line["row"],
                 seat=line["seat"],
-                category=session.get("categories", {}).get(line["cat"], line["cat"]),
+                category=order_category(session, line["cat"]),
                 price=format_money_code(line["price"], currency),
                 ticket_type=gettext(line.get("ticketTypeName") or "Full price")
                 if (line.get("ticketTypeName") or "Full price") == "Full price"

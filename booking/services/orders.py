@@ -15,7 +15,8 @@ from django.utils.translation import gettext
 from .. import clock, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
 from ..errors import Conflict, NotFound
-from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
+from ..reports import marks
+from ..seat_grid import BLOCKED, FREE, SOLD, cell_path, parse_seat_key
 from . import promos
 
 logger = logging.getLogger("booking.orders")
@@ -53,7 +54,8 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
                 "canceledBy": by,
                 "cancelReason": reason,
                 "seatsReleased": False,
-            }
+            },
+            "$push": marks.push(marks.sessions_of(order)),
         },
     )
     if not result.modified_count:
@@ -65,8 +67,19 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
     return mongo.orders().find_one({"_id": order_id})
 
 
+def give_back(key: str, *, house: bool) -> dict:
+    """The update that ends a sold seat's sale: a house seat (staff blocked it, then sold it at the
+    counter) is blocked again and not counted available; any other seat is free (on sale) again.
+    The caller's filter requires the cell sold, so this is one conditional update per seat."""
+    path = cell_path(*parse_seat_key(key))
+    if house:
+        return {"$set": {path: BLOCKED}, "$inc": {"version": 1}}
+    return {"$set": {path: FREE}, "$inc": {"seatsAvailable": 1, "version": 1}}
+
+
 def release_order_seats(order: dict) -> int:
-    """Free the sold seats of a canceled or failed order (safe to repeat). Returns seats freed."""
+    """Free the sold seats of a canceled or failed order (safe to repeat); house seats go back to
+    blocked. Returns seats given back."""
     freed = 0
     by_session: dict[ObjectId, list[str]] = {}
     for line in order["lines"]:
@@ -83,11 +96,11 @@ def release_order_seats(order: dict) -> int:
         )
         taken = {line["key"] for o in others for line in o["lines"] if line["sessionId"] == session_id}
         mine = [k for k in keys if k not in taken]
+        house = {line["key"] for line in order["lines"] if line["sessionId"] == session_id and line.get("house")}
         for key in mine:
             # One seat at a time: a seat this order never sold must not stop the others.
             result = mongo.sessions().update_one(
-                {"_id": session_id, cell_path(*parse_seat_key(key)): SOLD},
-                {"$set": {cell_path(*parse_seat_key(key)): FREE}, "$inc": {"seatsAvailable": 1, "version": 1}},
+                {"_id": session_id, cell_path(*parse_seat_key(key)): SOLD}, give_back(key, house=key in house)
             )
             freed += result.modified_count
     mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"seatsReleased": True}})

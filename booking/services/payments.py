@@ -54,9 +54,19 @@ from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
 from ..localized import order_state_label
 from ..payments import base, money, receipts
 from ..payments.box_office import BoxOfficeProvider
+from ..reports import marks
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key
 from . import carts as cart_service
-from . import change_notices, checkout, notifications, offers, promos, reservations
+from . import (
+    change_notices,
+    checkout,
+    client_holds,
+    notifications,
+    offers,
+    promos,
+    reservation_notices,
+    reservations,
+)
 
 logger = logging.getLogger("booking.payments")
 
@@ -193,6 +203,8 @@ def start(
         cart_service.expire_cart(cart["_id"], now)
         raise CartExpired(gettext("Your hold has ended and the seats were released. Please choose your seats again."))
     faults.point("pay.after_cart")
+    if cart.get("client") and client_holds.limit():
+        client_holds.end_cart(cart["client"], cart["_id"], now)  # no longer a live cart of the address
     moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
     moved["orderRef"] = order_ref
     return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
@@ -212,6 +224,8 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
         sessions = sessions if sessions is not None else cart_sessions(cart)
         order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions), fresh=fresh)
         faults.point("pay.after_order")
+        if order.get("method") == payments.BOX_OFFICE and order["state"] == PENDING:
+            reservation_notices.queue_pending(order)  # stored with the order: what, how much, by when, where
     if order["state"] == PENDING and order.get("method") == payments.CARD:
         try:
             order = ensure_payment(order)
@@ -241,6 +255,8 @@ def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
         summary["theaterId"] = by_id.get(summary["_id"], {}).get("theaterId")  # its receipt sequence
     fee_amount, fee_rate = money.booking_fee()
     order.pop("mail", None)
+    if method == payments.BOX_OFFICE:
+        order["changeNotices"] = [reservation_notices.reserved()]  # in the insert: no reservation without its mail
     order.update(
         {
             "state": PENDING,
@@ -271,6 +287,7 @@ def ensure_payment(order: dict) -> dict:
         return order
     provider = payments.provider(pay["provider"])
     started = provider.start(order, idempotency_key=f"order-{order['_id']}-{pay['attempt']}")
+    faults.point("pay.after_provider_start")  # made there, not written here: a retry sends the same key
     written = orders().update_one(
         {**_mine(order), "payment.attempt": pay["attempt"], "payment.intent": None},
         {"$set": {"payment.intent": started.id, "payment.status": base.OPEN}},
@@ -487,7 +504,8 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
                     "payment.status": base.SUCCEEDED,
                     "payment.intent": payment.id,
                     "lateAfter": order["state"] if order["state"] != PENDING else None,
-                }
+                },
+                "$push": marks.push(marks.sessions_of(order)),
             },
         )
         if paid.modified_count:
@@ -580,7 +598,7 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
     """The payment window (or box-office deadline) of a paying cart ended: cart expired, seats
     back, order expired. Returns seats freed, or None when the cart was not due (or its payment
     turned out to have succeeded: a buyer in the middle of paying is asked about first)."""
-    order = orders().find_one({"cartId": cart_id}, {"payment": 1, "method": 1, "state": 1, "settling": 1})
+    order = orders().find_one({"cartId": cart_id}, {"payment": 1, "method": 1, "state": 1, "settling": 1, "email": 1})
     if order is not None and order["state"] in SEAT_OWNING:
         finish_paid(order["_id"])  # paid already, a crash stopped it before its seats were sold
         return None
@@ -597,10 +615,19 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
     faults.point("pay.expire_after_cart")
     freed = reservations.release_all(cart_id)
     faults.point("pay.expire_after_release")
-    orders().update_one({"cartId": cart_id, "state": PENDING}, {"$set": {"state": EXPIRED, "expiredOn": now}})
+    _expire_order({"cartId": cart_id}, now, order)
     if order is None or order.get("method") != payments.CARD:
         promos.release_for_cart(cart_id)  # a card payment may still come late: its use waits (reconcile)
     return freed
+
+
+def _expire_order(which: dict, now: datetime, order: dict | None) -> None:
+    """``pending_payment -> expired``; a box-office reservation's buyer is told in the same write."""
+    lapsed = order is not None and order.get("method") == payments.BOX_OFFICE and bool(order.get("email"))
+    push = {"$push": {"changeNotices": reservation_notices.lapsed()}} if lapsed else {}
+    done = orders().update_one({**which, "state": PENDING}, {"$set": {"state": EXPIRED, "expiredOn": now}, **push})
+    if lapsed and done.modified_count and order is not None:
+        change_notices.queue(order["_id"])
 
 
 def cancel_unpaid(
@@ -759,7 +786,7 @@ def _settle_or_expire(order_id: ObjectId, now: datetime, report: PaymentReport) 
             return  # the hold still runs (a clock skew between window and cart): not yet
         expire_paying_cart(cart["_id"], now)
     else:
-        orders().update_one({"_id": order_id, "state": PENDING}, {"$set": {"state": EXPIRED, "expiredOn": now}})
+        _expire_order({"_id": order_id}, now, order)
     report.expired += 1
 
 

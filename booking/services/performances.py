@@ -3,8 +3,9 @@
 (``services.sessions``), so every seat change stays one conditional update on one document."""
 
 from bson import ObjectId
+from pymongo import ReturnDocument
 
-from .. import mongo
+from .. import faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..seat_grid import BLOCKED, FREE
@@ -76,15 +77,19 @@ def update_details(
     performance_id: ObjectId, *, name, description, start, end, prices, name_de="", description_de=""
 ) -> int:
     """The same name, description, times and prices for every section. Everything is checked
-    before the first section is written (prices against all the sections' categories); then each
-    section is updated by the one-session service (a crash part-way leaves some sections done:
-    saving again finishes them, every write sets the same values). Returns sections updated."""
+    before anything is written (prices against all the sections' categories). Then the change is
+    recorded on the first section as ``detailsChange: {rev, details, prices, open: true}`` (one
+    write, the revision counted up), and each section is written with ``detailsRev: rev``
+    (conditional on an older one, so a later save is never overwritten by an earlier one). A crash
+    part-way leaves the change recorded and open: ``finish_details`` (reconcile, and the
+    performance's admin pages when they read it) writes the sections still behind, then closes it.
+    Returns the sections updated."""
     from .. import clock
 
     sections = sections_of(performance_id, {"_id": 1, "layout": 1})
     if not sections:
         raise NotFound("No such performance.")
-    session_service.clean_details(
+    details = session_service.clean_details(
         name, description, start, end, now=clock.now(), name_de=name_de, description_de=description_de
     )
     categories: dict = {}
@@ -93,16 +98,51 @@ def update_details(
         for cat in section["layout"]["categories"]:
             categories.setdefault(cat["code"], cat)
         rows.extend(section["layout"]["rows"])
-    session_service.clean_prices(prices, {"categories": list(categories.values()), "rows": rows})
-    for section in sections:
-        session_service.update_session_details(
-            section["_id"],
-            name=name,
-            description=description,
-            start=start,
-            end=end,
-            prices=prices,
-            name_de=name_de,  # the staff's German text (booking/localized.py)
-            description_de=description_de,
+    clean = session_service.clean_prices(prices, {"categories": list(categories.values()), "rows": rows})
+    recorded = mongo.sessions().find_one_and_update(
+        {"_id": sections[0]["_id"], "performanceId": performance_id},
+        {
+            "$set": {"detailsChange.details": details, "detailsChange.prices": clean, "detailsChange.open": True},
+            "$inc": {"detailsChange.rev": 1},
+        },
+        projection={"detailsChange": 1},
+        return_document=ReturnDocument.AFTER,
+    )
+    if recorded is None:
+        raise NotFound("No such performance.")
+    faults.point("performance.after_intent")
+    return _apply_details(performance_id, sections[0]["_id"], recorded["detailsChange"])
+
+
+def _apply_details(performance_id: ObjectId, first_id: ObjectId, change: dict) -> int:
+    """Write the recorded change into every section still behind it, then close it (only this
+    revision: a newer save keeps its own open)."""
+    rev = change["rev"]
+    behind = {"$or": [{"detailsRev": {"$exists": False}}, {"detailsRev": {"$lt": rev}}]}
+    written = 0
+    for section in sections_of(performance_id, {"_id": 1, "layout": 1, "detailsRev": 1}):
+        if section.get("detailsRev", 0) >= rev:
+            continue
+        prices = session_service.clean_prices(change["prices"], section["layout"])  # its categories' prices
+        done = mongo.sessions().update_one(
+            {"_id": section["_id"], **behind},
+            {"$set": {**change["details"], "prices": prices, "detailsRev": rev}, "$inc": {"version": 1}},
         )
-    return len(sections)
+        written += done.modified_count
+        faults.point("performance.after_section")
+    mongo.sessions().update_one(
+        {"_id": first_id, "detailsChange.rev": rev, "detailsChange.open": True}, {"$unset": {"detailsChange.open": ""}}
+    )
+    return written
+
+
+def finish_details(performance_id: ObjectId | None = None) -> int:
+    """Finish details changes a crash left half written: of this performance, or (reconcile) of
+    every performance with one open (sparse index ``detailsChange.open``). Returns sections written."""
+    query: dict = {"detailsChange.open": True}
+    if performance_id is not None:
+        query["performanceId"] = performance_id
+    written = 0
+    for first in mongo.sessions().find(query, {"performanceId": 1, "detailsChange": 1}).limit(100):
+        written += _apply_details(first["performanceId"], first["_id"], first["detailsChange"])
+    return written

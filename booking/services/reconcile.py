@@ -24,7 +24,17 @@ from .. import clock, faults, mongo
 from ..domain import HOLDING_STATES, CartState, MailState, OrderState
 from ..errors import BookingError
 from . import carts as cart_service
-from . import change_notices, checkout, exchanges, notifications, orders, payments, reservations, session_cancel
+from . import (
+    change_notices,
+    checkout,
+    exchanges,
+    notifications,
+    orders,
+    payments,
+    performances,
+    reservations,
+    session_cancel,
+)
 
 logger = logging.getLogger("booking.reconcile")
 
@@ -44,6 +54,7 @@ class ReconcileReport:
     payments_settled: int = 0
     payments_expired: int = 0
     exchanges_finished: int = 0  # staff exchanges a crash left open (services/exchanges.py)
+    sections_updated: int = 0  # a performance's details change a crash left half written (performances.py)
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -71,6 +82,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.exchanges_finished += exchanges.finish_open(now, grace)
     change_notices.requeue_pending(now)
     session_cancel.resume_stalled(now)
+    report.sections_updated += performances.finish_details()
     _requeue_pending_mails(now, report)
     _retry_failed_mails(now, report)
     logger.info("reconcile: %s", report)

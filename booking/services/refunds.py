@@ -31,6 +31,7 @@ from .. import clock, faults, mongo, payments
 from ..domain import CartState
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..payments import base, money
+from ..reports import marks
 from . import change_notices, promos, reservations
 from . import orders as order_service
 from .payments import PAID, PARTIALLY_REFUNDED, REFUNDED, SEAT_OWNING
@@ -41,6 +42,7 @@ PENDING = "pending"
 SUCCEEDED = "succeeded"
 FAILED = "failed"
 CLAIM_SECONDS = 60
+NO_LONGER_LIVE = (CartState.EXPIRED, CartState.CANCELED, CartState.DONE)  # a refunded order's cart
 SEATS_TAKEN = gettext_noop(  # stored on the order in English; translated where shown (mail, page)
     "Your payment arrived after your hold had ended and someone else had booked the seats meanwhile. "
     "We refunded the full amount."
@@ -146,6 +148,7 @@ def refund_tickets(
             "$push": {
                 "refundedLines": {"$each": selected},
                 "refunds": {"$each": records},
+                **marks.push(marks.sessions_of(order)),
                 **(
                     {
                         "changeNotices": change_notices.new_notice(
@@ -193,7 +196,11 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
                 "noticeMail": "pending",
             },
             "$unset": {"settling": ""},
-            "$push": {"refundedLines": {"$each": order["lines"]}, "refunds": refund},
+            "$push": {
+                "refundedLines": {"$each": order["lines"]},
+                "refunds": refund,
+                **marks.push(marks.sessions_of(order)),
+            },
         },
     )
     if not changed.modified_count:
@@ -337,12 +344,17 @@ def retry(order_id: ObjectId, refund_id: str) -> str:
 
 def retry_due(now: datetime | None = None) -> int:
     """Reconcile: refunds never asked for (a crash after the order write), pending at the
-    provider, or failed and due again; seats of refunded tickets not yet freed."""
+    provider, or failed and due again; seats of refunded tickets not yet freed; the promo code's
+    use of an order refunded in full not yet given back."""
     now = now or clock.now()
     tried = 0
-    for order in orders().find({"refundDue": True}, {"refunds": 1, "seatsReleased": 1}).limit(500):
+    for order in (
+        orders().find({"refundDue": True}, {"refunds": 1, "seatsReleased": 1, "state": 1, "cartId": 1}).limit(500)
+    ):
         if order.get("seatsReleased") is False:
             release_refunded_seats(order["_id"])
+        if order.get("state") == REFUNDED:  # no sale after all: the promo code's use goes back (once)
+            promos.release_for_cart(order["cartId"], states=NO_LONGER_LIVE)
         for refund in order.get("refunds", []):
             due = refund.get("retryAt")
             claimed = refund.get("claimedUntil")

@@ -90,6 +90,9 @@ def run(session_id: ObjectId) -> dict:
     if session is None or session.get("status") != SessionStatus.CANCELED or not session.get("cancelRun"):
         return {"refunded": 0, "skipped": 0, "state": "not canceled"}
     by = session["cancelRun"].get("by", "")
+    from . import exchanges
+
+    exchanges.stop_into(session_id)  # before the scan: an exchange that switched first is found by it
     refunded = skipped = 0
     left_for_later: list[ObjectId] = []  # one try per run: such an order waits for the next run
     while True:

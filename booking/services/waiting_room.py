@@ -51,6 +51,7 @@ from redis.exceptions import RedisError
 from .. import clock, mongo
 from ..domain import OrderState, SessionStatus
 from ..errors import InvalidRequest, NotFound
+from ..localized import localized
 from . import admission
 
 logger = logging.getLogger("booking.waiting_room")
@@ -230,7 +231,13 @@ class RoomConfig:
     name: str = ""
     theater: str = ""
     sectioned: bool = False
+    name_de: str = ""  # the staff's German title (booking/localized.py)
     seats_available: int = 1  # when the settings were read (kept seconds): "sold out" on the page
+
+    @property
+    def title(self) -> str:
+        """The show's name in the buyer's language."""
+        return localized({"name": self.name, "nameDe": self.name_de}, "name")
 
     @property
     def burst(self) -> int:
@@ -450,6 +457,7 @@ ROOM_FIELDS = {
     "waitingRoom": 1,
     "start": 1,
     "name": 1,
+    "nameDe": 1,
     "theaterName": 1,
     "venueName": 1,
     "performanceId": 1,
@@ -482,6 +490,7 @@ def _config_from(queue_id: ObjectId, docs: list[dict]) -> RoomConfig | None:
         name=docs[0].get("name", ""),
         theater=docs[0].get("venueName") or docs[0].get("theaterName", ""),
         sectioned=docs[0].get("performanceId") is not None,
+        name_de=docs[0].get("nameDe", ""),
         seats_available=sum(d.get("seatsAvailable", 0) for d in docs),
     )
 

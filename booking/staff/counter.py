@@ -26,7 +26,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST, require_safe
 
 from .. import clock, presenters, seatmap_html, selectors, ticket_pdf
-from ..domain import SessionStatus
+from ..domain import SalePhase, SessionStatus, sale_phase
 from ..errors import BookingError, InvalidRequest
 from ..forms import BestAvailableForm, RemoveSeatForm, SeatForm
 from ..ids import object_id
@@ -83,13 +83,16 @@ class CounterTicketTypeForm(RemoveSeatForm):
 
 @contextmanager
 def staff_hold_rules():
-    """House seats are choosable and the per-address limit does not count the box office's till."""
+    """House seats are choosable, the box office's own hours apply (no online sale window, no
+    waiting room) and the per-address limit does not count the box office's till."""
     house = holds.house_seats.set(True)
+    box_office = holds.box_office.set(True)
     client = holds.acting_client.set(None)
     try:
         yield
     finally:
         holds.acting_client.reset(client)
+        holds.box_office.reset(box_office)
         holds.house_seats.reset(house)
 
 
@@ -119,7 +122,8 @@ class CounterAdminMixin(AdminMixinBase):
             "map_width": shared.width,
             "category_css": seatmap_html.category_css(session),
             "refresh_ms": MAP_REFRESH_MS,
-            "on_sale": session.get("status") == SessionStatus.ON_SALE and session["start"] > clock.now(),
+            "on_sale": session.get("status") == SessionStatus.ON_SALE
+            and holds.counter_sale_ends(session) > clock.now(),
         }
 
     def _cart_context(self, cart: dict | None, session: dict) -> dict:
@@ -145,6 +149,7 @@ class CounterAdminMixin(AdminMixinBase):
             **self._map_context(session, cart),
             **self._cart_context(cart, session),
             "legend": seatmap_html.legend(session),
+            "online_note": online_note(session),
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
             "form": form or CounterSaleForm(),
             "notice": notice,
@@ -373,6 +378,21 @@ class CounterAdminMixin(AdminMixinBase):
         response = HttpResponse(pdf, content_type="application/pdf")
         response["Content-Disposition"] = f'inline; filename="tickets-{order["ref"]}-{layout}.pdf"'
         return response
+
+
+def online_note(session: dict) -> str:
+    """Where the online sale is, when the box office sells regardless (its own hours, no queue)."""
+    now = clock.now()
+    if session.get("status") != SessionStatus.ON_SALE or holds.counter_sale_ends(session) <= now:
+        return ""
+    phase = sale_phase(session, now)
+    if phase in (SalePhase.NOT_YET, SalePhase.PRESALE):
+        return _("Not on sale online yet; the box office sells now.")
+    if phase in (SalePhase.CLOSED, SalePhase.STARTED):
+        return _("Online sales have closed; the box office sells until the performance starts.")
+    if session.get("waitingRoom"):
+        return _("Online buyers queue in a waiting room; the box office sells without it.")
+    return ""
 
 
 def object_id_of(raw: str) -> ObjectId:

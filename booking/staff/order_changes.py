@@ -3,6 +3,7 @@ new seats and the price difference before anything changes). The views live here
 OrderAdmin (booking/staff/orders.py), which lists their routes; the work is
 services/exchanges.py."""
 
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, cast
 
 from django import forms
@@ -141,7 +142,9 @@ class OrderChangesMixin(AdminMixinBase):
                 except BookingError as exc:
                     error = exc.message
                     status = 400 if isinstance(exc, InvalidRequest) else 409
-        rows = seat_rows(object_id_or_none(shown), seats)
+        shown_id = object_id_or_none(shown)
+        now_held = {line["key"] for line in order.get("lines", []) if line["sessionId"] == shown_id}
+        rows = seat_rows(shown_id, seats, mine=now_held)
         return self.render(
             request,
             "admin/booking/order/exchange.html",
@@ -215,8 +218,9 @@ def object_id_or_none(raw: str):
         return None
 
 
-def seat_rows(session_id, checked) -> list | None:
-    """The performance's map with its free seats to tick (blocked house seats are not for sale)."""
+def seat_rows(session_id, checked, mine: AbstractSet[str] = frozenset()) -> list | None:
+    """The performance's map with its free seats to tick (blocked house seats are not for sale);
+    ``mine``: the order's seats there now, outlined so staff see where the customer sits."""
     session = mongo.sessions().find_one({"_id": session_id}) if session_id else None
     if session is None or "seats" not in session:
         return None
@@ -225,6 +229,9 @@ def seat_rows(session_id, checked) -> list | None:
         for cell in row.cells:
             cell.selectable = cell.state == "free"
             cell.checked = cell.checked and cell.selectable
+            if cell.key in mine:
+                cell.mine = True
+                cell.title = _("%(seat)s – this booking") % {"seat": cell.title}
     return rows
 
 

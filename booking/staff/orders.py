@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
 from ..errors import BookingError
+from ..localized import order_state_label
 from ..services import notifications
 from ..services import orders as order_service
 from . import order_filters, selectors
@@ -141,6 +142,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, MongoModelAdmin):
             {
                 "title": gettext("Order %(ref)s") % {"ref": order["ref"]},
                 "order": order,
+                "state_label": order_state_label(order["state"]),  # "Partly refunded", not partially_refunded
                 "lines": lines,
                 "form": form,
                 "cart_id": str(order["cartId"]),

@@ -46,6 +46,7 @@ class CancelPerformanceForm(forms.Form):
 class PerformanceAdminMixin(AdminMixinBase):
     def _sections(self, performance_id: str) -> tuple:
         pid = self.document_id(performance_id)
+        performances.finish_details(pid)  # a details change a crash left half written: finished first
         sections = performances.sections_of(pid, FIELDS)
         if not sections:
             raise Http404(_("No such performance."))
@@ -133,6 +134,7 @@ class PerformanceAdminMixin(AdminMixinBase):
         """Name, description, times and prices of every section at once."""
         self.require(request, "view")
         pid = self.document_id(performance_id)
+        performances.finish_details(pid)  # the form shows the change as every section has it
         sections = performances.sections_of(
             pid,
             {

@@ -5,6 +5,7 @@ Everything here needs ``booking.view_reports`` (the ``Report`` stand-in model ca
 figures are read by booking/reports/figures.py, the files made by booking/reports/exports.py.
 """
 
+from django.core.cache import caches
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 from django.utils.text import slugify
@@ -125,7 +126,14 @@ class ReportAdmin(MongoModelAdmin):
 
     def _chart(self, request, kind, object_id):
         report = self._report(request, kind, object_id)
-        response = HttpResponse(exports.sales_chart_svg(report), content_type="image/svg+xml")
+        # drawn once per figures (and language, time zone: the cache's key function), per process
+        charts = caches["charts"]
+        key = exports.chart_key(report)
+        svg = charts.get(key)
+        if svg is None:
+            svg = exports.sales_chart_svg(report)
+            charts.set(key, svg)
+        response = HttpResponse(svg, content_type="image/svg+xml")
         response["Cache-Control"] = "private, no-store"
         return response
 

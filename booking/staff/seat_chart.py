@@ -33,6 +33,7 @@ class Cell:
     title: str = ""
     selectable: bool = False  # free or blocked: staff can tick it to block / unblock
     checked: bool = False
+    mine: bool = False  # the seat of the order being changed (the exchange page)
 
 
 @dataclass

@@ -5,15 +5,18 @@ The app talks to it through the official ``stripe`` library exactly as it would 
 STRIPE_API_BASE differs. localstripe keeps its objects in memory (``--from-scratch``: nothing from
 an earlier run). Its own quirks, which the tests respect: it declines the cards in its
 ``PaymentMethod._charging_is_declined`` (4000000000000341) when charged, asks 3-D Secure for
-4000002760003184 and friends, ignores idempotency keys, and sends webhooks only to URLs
-registered at ``/_config/webhooks/<id>`` (one second after the event).
+4000002760003184 and friends, and sends webhooks only to URLs registered at
+``/_config/webhooks/<id>`` (one second after the event). It ignores idempotency keys by itself:
+the tests run it through ``scripts/localstripe_server.py``, which answers a repeated key as Stripe
+does (the first answer again) and lists the POSTs it received (``requests_received``).
 """
 
+import importlib.util
 import json
 import os
-import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -35,12 +38,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _binary() -> str:
-    here = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "localstripe"
-    found = shutil.which("localstripe") or (str(here) if here.exists() else None)
-    if found is None:
+SERVER = Path(__file__).resolve().parents[2] / "scripts" / "localstripe_server.py"
+
+
+def _command(port: int) -> list[str]:
+    """localstripe with Stripe's idempotency keys (scripts/localstripe_server.py)."""
+    if importlib.util.find_spec("localstripe") is None:
         pytest.exit("localstripe is not installed (pip install -r requirements-dev.txt)", 2)
-    return found
+    return [sys.executable, str(SERVER), "--port", str(port), "--from-scratch"]
 
 
 def stripe_settings(base: str) -> dict:
@@ -55,10 +60,10 @@ def stripe_settings(base: str) -> dict:
 
 @pytest.fixture(scope="session", autouse=True)
 def localstripe_url():
-    """Start ``localstripe --port N`` and point the app (and its subprocesses) at it."""
+    """Start localstripe on a free port and point the app (and its subprocesses) at it."""
     port = _free_port()
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"localstripe-test-{port}.log"), "wb")  # noqa: SIM115
-    proc = subprocess.Popen([_binary(), "--port", str(port), "--from-scratch"], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(_command(port), stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
     while True:
@@ -131,3 +136,10 @@ def signed(event: dict, secret: str = WEBHOOK_SECRET, timestamp: int | None = No
     t = int(time.time()) if timestamp is None else timestamp
     signature = hmac.new(secret.encode(), b"%d.%s" % (t, payload), hashlib.sha256).hexdigest()
     return payload, f"t={t},v1={signature}"
+
+
+def requests_received(base: str | None = None) -> list[dict]:
+    """Every POST localstripe received under /v1/, oldest first: {path, key (its Idempotency-Key
+    header, or None), replayed (answered with the first answer to that key)}."""
+    with urllib.request.urlopen(f"{base or settings.STRIPE_API_BASE}/_config/requests", timeout=10) as answer:  # noqa: S310
+        return json.loads(answer.read())

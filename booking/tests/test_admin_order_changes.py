@@ -1,6 +1,8 @@
 """The admin's order changes (booking/staff/order_changes.py): moving tickets with a preview,
 the order's history, the session cancellation's progress; permissions and bad input."""
 
+import re
+
 import pytest
 
 from booking import mongo
@@ -30,6 +32,8 @@ def test_staff_preview_then_move_tickets_and_see_it_in_the_history(manager_clien
     page = manager_client.get(url(order))
     assert page.status_code == 200 and 'name="seats" value="0:0"' in page.content.decode()
     assert 'name="seats" value="1:2"' not in page.content.decode()  # its own, sold: not offered
+    own = re.findall(r'<td class="seat st-sold mine"[^>]*title="([^"]+)"', page.content.decode())
+    assert len(own) == 2 and all(t.endswith("– this booking") for t in own)  # where the customer sits now
 
     code = order["lines"][0]["ticket"]
     form = {"tickets": [code], "session": str(session["_id"]), "seats": ["0:0"], "settle": "provider", "reason": "view"}
@@ -46,6 +50,7 @@ def test_staff_preview_then_move_tickets_and_see_it_in_the_history(manager_clien
     log = last_log("order")
     assert log is not None and log.change_message.startswith("Moved B3 to A1")
     page = manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert '<strong data-state="paid">Paid</strong>' in page  # the state's label, not its code
     assert "Tickets moved" in page and "B3 → A1" in page and "E-mail to the customer" in page
     assert_consistent()
 

@@ -231,3 +231,60 @@ def test_details_and_prices_are_changed_for_every_section_at_once(manager_client
     for section in performances.sections_of(pid):
         assert section["name"] == "Cup Final (replay)" and section["prices"] == {"s": 1200, "p": 2500}
     assert check_invariants() == []
+
+
+def _details(name, prices):
+    from datetime import timedelta
+
+    from booking import clock
+
+    start = (clock.now() + timedelta(days=10)).replace(microsecond=0)
+    return {"name": name, "description": "", "start": start, "end": start + timedelta(hours=2), "prices": prices}
+
+
+def test_a_details_change_a_crash_left_half_written_is_finished_by_reconcile(crash_at):
+    from booking import faults
+    from booking.services.reconcile import reconcile
+
+    pid, _ = make_match(make_venue(3))
+    crash_at("performance.after_section")
+    with pytest.raises(faults.InjectedCrash):
+        performances.update_details(pid, **_details("Cup Final (replay)", {"s": 1200, "p": 2500}))
+    faults.set_hook(None)
+    assert [s["name"] for s in performances.sections_of(pid)] == ["Cup Final (replay)", "Cup Final", "Cup Final"]
+    report = reconcile()
+    assert report.sections_updated == 2
+    for section in performances.sections_of(pid):
+        assert section["name"] == "Cup Final (replay)" and section["prices"] == {"s": 1200, "p": 2500}
+    assert "open" not in performances.sections_of(pid)[0]["detailsChange"]
+    assert reconcile().sections_updated == 0
+    assert check_invariants() == []
+
+
+def test_the_performance_page_finishes_a_half_written_change_before_showing_it(manager_client, crash_at):
+    from booking import faults
+
+    pid, _ = make_match(make_venue(2))
+    crash_at("performance.after_section")
+    with pytest.raises(faults.InjectedCrash):
+        performances.update_details(pid, **_details("Derby", {"s": 900, "p": 1900}))
+    faults.set_hook(None)
+    page = manager_client.get(f"/admin/booking/session/performance/{pid}/")
+    assert page.status_code == 200
+    assert [s["name"] for s in performances.sections_of(pid)] == ["Derby", "Derby"]
+
+
+def test_an_older_half_written_change_never_overwrites_a_newer_save(crash_at):
+    from booking import faults
+
+    pid, _ = make_match(make_venue(3))
+    crash_at("performance.after_section")
+    with pytest.raises(faults.InjectedCrash):
+        performances.update_details(pid, **_details("First try", {"s": 1100, "p": 2100}))
+    faults.set_hook(None)
+    older = performances.sections_of(pid)[0]["detailsChange"]
+    performances.update_details(pid, **_details("Second try", {"s": 1300, "p": 2300}))
+    performances._apply_details(pid, performances.sections_of(pid)[0]["_id"], older)  # the first request, late
+    for section in performances.sections_of(pid):
+        assert section["name"] == "Second try" and section["prices"] == {"s": 1300, "p": 2300}
+    assert check_invariants() == []

@@ -364,7 +364,13 @@ def test_the_door_says_an_exchanged_ticket_was_exchanged(session):
     old = order["lines"][0]["ticket"]
     exchanges.exchange(order["_id"], [old], session["_id"], ["0:5"])
     outcome = checkin.check_in(checkin.get_scope(session["_id"]), door="Main", by="door", code=old)
-    assert outcome.status == checkin.NOT_VALID and "exchanged for another seat" in outcome.message
+    assert outcome.status == checkin.NOT_VALID and outcome.message == "Replaced by an exchange."
+    new = next(line for line in stored(order)["lines"] if line["key"] == "0:5")
+    assert outcome.replaced_by == {"row": new["row"], "seat": new["seat"], "section": ""}
+    listed = {t["h"]: t for t in checkin.door_list(checkin.get_scope(session["_id"]))}  # the offline door's list
+    assert listed[checkin.ticket_hash(old)]["ok"] is False and listed[checkin.ticket_hash(old)]["state"] == "exchanged"
+    assert listed[checkin.ticket_hash(old)]["newSeat"] == outcome.replaced_by
+    assert listed[checkin.ticket_hash(new["ticket"])]["ok"] is True
 
 
 def test_eight_staff_moving_eight_orders_to_the_same_seat_give_it_to_one(session, monkeypatch):
@@ -444,3 +450,39 @@ def test_the_receipt_shows_the_exchange_and_what_was_paid_at_the_counter(session
     assert "(exchanged)" in text and "Exchange: difference paid at the box office" in text
     paid_total = done["paidWith"]["amount"] + 1500
     assert f"{paid_total // 100}.{paid_total % 100:02d}" in text  # total paid includes the counter's part
+
+
+def test_a_session_canceled_between_the_switchs_check_and_its_write_gets_no_tickets(session, fault_hook):
+    """The window: the switch has read the new performance on sale, then the performance is
+    canceled and its cancel run goes through, then the switch writes. The run stops the exchange
+    by a conditional write on the order, so the switch misses: the customer keeps the old tickets,
+    the canceled performance has no live tickets and its run is done."""
+    from booking.services import session_cancel
+
+    other = make_session(days=2)
+    order = paid(session, ["0:0", "0:1"])
+    runs: list[dict] = []
+
+    def cancel_in_the_window(name):
+        if name == "exchange.before_switch" and not runs:
+            session_cancel.start(other["_id"], by="anna")
+            runs.append(session_cancel.run(other["_id"]))
+
+    fault_hook(cancel_in_the_window)
+    with pytest.raises(Conflict, match="canceled meanwhile"):
+        exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], other["_id"], ["0:0"], settle="counter")
+    faults.set_hook(None)
+    after = stored(order)
+    assert [(line["sessionId"], line["key"]) for line in after["lines"]] == [
+        (session["_id"], "0:0"),
+        (session["_id"], "0:1"),
+    ]
+    assert after["exchanges"][0]["state"] == "abandoned" and "exchangeOpen" not in after
+    assert not mongo.orders().count_documents(
+        {"lines.sessionId": other["_id"], "state": {"$in": ["paid", "partially_refunded"]}}
+    )
+    assert mongo.sessions().find_one({"_id": other["_id"]})["cancelRun"]["state"] == "done"
+    assert cell(other["_id"], "0:0") == FREE and cell(session["_id"], "0:0") == SOLD
+    assert admits(session["_id"], order["lines"][0]["ticket"])
+    reconcile(grace=timedelta(0))
+    assert check_invariants() == []

@@ -240,3 +240,50 @@ def test_crash_after_a_webhook_was_recorded_is_handled_when_stripe_retries(crash
     assert answer.status_code == 200
     assert_paid_and_sold(session)
     assert refunds.failed_refunds() == []
+
+
+# --- the remaining writes: a new attempt after a decline, a second payment's refund ---
+
+
+def test_crash_after_a_new_attempt_was_written_the_buyer_pays_with_one_charge(crash_at, session):
+    from booking.payments.stripe_provider import StripeProvider, client
+    from booking.tests.localstripe import DECLINED
+
+    cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
+    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    assert payments.pay_with_card(order["_id"], ALICE, card(DECLINED)).status == "failed"
+    crash_at("pay.after_next_attempt")  # attempt 2 written, its payment not made yet
+    with pytest.raises(faults.InjectedCrash):
+        payments.pay_with_card(order["_id"], ALICE, card(VISA))
+    faults.set_hook(None)
+    assert the_order()["payment"]["attempt"] == 2 and the_order()["payment"]["intent"] is None
+    assert payments.pay_with_card(order["_id"], ALICE, card(VISA)).status == "paid"  # the buyer again
+    assert_paid_and_sold(session)
+    assert StripeProvider().retrieve(order["payment"]["intent"]).status == "canceled"  # the declined one
+    mine = [
+        pi
+        for pi in client().v1.payment_intents.list({"limit": 100000}).data
+        if pi.metadata.to_dict().get("order") == str(order["_id"])
+    ]
+    assert sorted(pi.status for pi in mine) == ["canceled", "succeeded"]
+
+
+def test_crash_after_a_second_payment_was_recorded_is_refunded_once_by_reconcile(crash_at, session):
+    from booking.payments.stripe_provider import StripeProvider
+
+    order = checkout_paid(ALICE, holds.hold_seats(session["_id"], ALICE, None, KEYS).cart_id, "Ada", "a@example.com")
+    stripe = StripeProvider()
+    extra = stripe.start(order, idempotency_key=f"test-second-{order['_id']}")  # paid twice (another tab)
+    paid_again = stripe.confirm(extra.id, card(VISA), idempotency_key=f"test-second-{order['_id']}-confirm")
+    crash_at("refund.extra_after_order")
+    with pytest.raises(faults.InjectedCrash):
+        payments.settle(paid_again)
+    faults.set_hook(None)
+    assert any("refund" in b for b in check_invariants())  # recorded, not refunded yet
+    reconcile(now=clock.now() + timedelta(seconds=1), grace=NO_GRACE)
+    payments.settle(paid_again)  # the webhook too, later: nothing more
+    from booking.payments.stripe_provider import client
+
+    assert [r.amount for r in client().v1.refunds.list({"payment_intent": extra.id}).data] == [7000]
+    assert the_order()["state"] == "paid" and cells(session) == [SOLD, SOLD]
+    assert check_invariants() == []

@@ -16,7 +16,7 @@ from booking.seat_grid import FREE, HELD, SOLD
 from booking.services import carts, checkout, holds, payments
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
-from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card
+from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card, requests_received
 
 ALICE = "s:alice"
 BOB = "s:bob"
@@ -137,6 +137,10 @@ def test_double_submit_charges_once():
     for t in threads:
         t.join(timeout=60)
     assert "paid" in results and set(results) <= {"paid", "processing"}
+    confirms = [
+        r for r in requests_received() if r["path"] == f"/v1/payment_intents/{first['payment']['intent']}/confirm"
+    ]
+    assert len(confirms) == 1  # one request charged the card; the others saw it claimed
     assert payments.pay_with_card(first["_id"], ALICE, card(VISA)).status == "paid"  # and once more, later
     assert len(succeeded_intents(first)) == 1
     assert order_of(first)["state"] == "paid"

@@ -58,16 +58,34 @@ def run(coro_fn):
     return in_thread(lambda: asyncio.run(coro_fn()))
 
 
+def parse_events(chunk: bytes) -> list[dict]:
+    """The data of each event in one write (comments, e.g. heartbeats, skipped)."""
+    return [
+        json.loads(line[6:])
+        for raw in chunk.decode().split("\n\n")
+        for line in raw.split("\n")
+        if line.startswith("data: ")
+    ]
+
+
+_read_ahead: dict[push.Subscriber, list[dict]] = {}  # events of a write not yet asked for
+
+
 async def next_message(sub, timeout=5.0):
-    return await asyncio.wait_for(sub.queue.get(), timeout)
+    waiting = _read_ahead.setdefault(sub, [])
+    while not waiting:
+        waiting.extend(parse_events(await asyncio.wait_for(sub.take(), timeout)))
+    return waiting.pop(0)
 
 
 async def no_message(sub, within=0.5):
+    if _read_ahead.get(sub):
+        raise AssertionError(f"unexpected message {_read_ahead[sub][0]}")
     try:
-        message = await asyncio.wait_for(sub.queue.get(), within)
+        chunk = await asyncio.wait_for(sub.take(), within)
     except TimeoutError:
         return True
-    raise AssertionError(f"unexpected message {message}")
+    raise AssertionError(f"unexpected message {chunk!r}")
 
 
 def hold(session, key, owner=None):
@@ -275,3 +293,70 @@ def test_many_viewers_one_stream(hub):
     elapsed = run(scenario)
     assert elapsed < 5
     assert threading.active_count() - threads_before < 10  # not a thread per viewer
+
+
+def test_a_change_is_encoded_once_for_all_its_viewers(hub):
+    """The per-change work is done once: every viewer is handed the same bytes, not its own copy."""
+    session = make_session()
+
+    async def scenario():
+        subs = [hub.subscribe(session["_id"]) for _ in range(500)]
+        await asyncio.to_thread(hold, session, "0:6")
+        chunks = [await asyncio.wait_for(sub.take(), 5) for sub in subs]
+        assert parse_events(chunks[0]) == [
+            {"v": session["version"] + 1, "seats": {"0:6": HELD}, "avail": session["seatsAvailable"] - 1}
+        ]
+        assert all(chunk is chunks[0] for chunk in chunks)
+        for sub in subs:
+            hub.unsubscribe(sub)
+
+    run(scenario)
+
+
+def test_a_viewer_that_stops_reading_delays_nobody_and_is_told_to_reload(process_hub, monkeypatch):
+    """Through the SSE view: one viewer reads nothing (a stalled phone), another reads everything.
+    Changes past the stalled one's bound replace what it missed by one "fetch the map once"; the
+    reader gets every version in order meanwhile; the stalled one, reading again, reloads and then
+    follows the changes from there."""
+    monkeypatch.setattr(push, "QUEUE_SIZE", 5)
+    session = make_session()
+    url = reverse("booking:seat_live", kwargs={"session_id": str(session["_id"])})
+    keys = ["1:0", "1:1", "1:2", "1:3", "1:5", "1:6", "1:7", "1:8", "2:1"]  # column 4 is the aisle
+
+    async def scenario():
+        stalled = aiter((await AsyncClient().get(url)).streaming_content)  # type: ignore[attr-defined]  # an SSE stream; the stub's response type has no streaming_content
+        reader = aiter((await AsyncClient().get(url)).streaming_content)  # type: ignore[attr-defined]
+        await anext(stalled)  # hello; then it reads nothing for a while
+        await anext(reader)
+        seen: list[dict] = []
+        for key in keys:
+            await asyncio.to_thread(hold, session, key)
+            while len(seen) < len(keys[: keys.index(key) + 1]):
+                seen += parse_events(await asyncio.wait_for(anext(reader), 5))
+        assert [m["v"] for m in seen] == [session["version"] + i for i in range(1, 10)]
+        (stalled_sub,) = [s for s in process_hub._subs[session["_id"]][asyncio.get_running_loop()] if s.overflows]
+        assert len(stalled_sub.pending) <= push.QUEUE_SIZE
+        backlog = parse_events(await asyncio.wait_for(anext(stalled), 5))
+        assert backlog[0] == {"v": None, "reload": True}
+        assert [m["v"] for m in backlog[1:]] == [session["version"] + i for i in range(7, 10)]
+        await asyncio.to_thread(hold, session, "2:2")
+        assert parse_events(await asyncio.wait_for(anext(stalled), 5))[0]["v"] == session["version"] + 10
+
+    run(scenario)
+
+
+def test_idle_viewers_get_heartbeats_from_one_timer(hub, monkeypatch):
+    monkeypatch.setattr(push, "HEARTBEAT_SECONDS", 0.2)
+    session = make_session()
+
+    async def scenario():
+        subs = [hub.subscribe(session["_id"]) for _ in range(300)]
+        loop = asyncio.get_running_loop()
+        assert hub._beating == {loop}
+        assert [await asyncio.wait_for(sub.take(), 5) for sub in subs] == [push.HEARTBEAT] * 300
+        for sub in subs:
+            hub.unsubscribe(sub)
+        await asyncio.sleep(0.5)
+        assert hub._beating == set()  # the timer stops with the loop's last viewer
+
+    run(scenario)

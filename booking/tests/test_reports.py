@@ -1,5 +1,7 @@
 """Sales reports and exports (issue 17): the figures equal what the orders say, in the page, the
-CSV and the XLSX; the attendee list; the order list's filters; permissions and bad input.
+CSV and the XLSX, read from the per-session summaries (booking/reports/summaries.py) and counted
+from the orders alike, also after every kind of change and after a crash between an order's write
+and its summary's refresh; the attendee list; the order list's filters; permissions and bad input.
 
 Known sales are made through the services (holds, ticket types, checkout, card payment at
 localstripe, box-office payment, refunds, door check-in). The counter sale (which writes an
@@ -9,6 +11,7 @@ complimentary orders here are made the same way and then given their ``channel``
 """
 
 import csv
+import dataclasses
 import io
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
@@ -18,10 +21,12 @@ from openpyxl import load_workbook
 
 from booking import mongo
 from booking.domain import COMPLIMENTARY_METHOD, SalesChannel, sales_channel
+from booking.faults import InjectedCrash
 from booking.invariants import check_invariants
 from booking.payments import money
-from booking.reports import figures
-from booking.services import checkin, checkout, holds, offers, payment_settings, payments, refunds
+from booking.reports import figures, marks, summaries, tally
+from booking.services import checkin, checkout, exchanges, holds, offers, payment_settings, payments, refunds
+from booking.services import orders as order_service
 from booking.services import sessions as session_service
 from booking.tests.admin_support import make_staff
 from booking.tests.factories import TYPES, make_session, make_theater
@@ -53,11 +58,13 @@ def buy(session, owner, seats, *, types=None, method="card", channel=None, given
         offers.choose_ticket_type(owner, cart.cart_id, session["_id"], key, kind)
     order = checkout.checkout(owner, cart.cart_id, name, f"{owner[2:]}@example.com", method)
     order = pay(order) if method == "card" else payments.mark_paid_at_counter(order["_id"], by="clerk")
+    marked = {"$push": marks.push(marks.sessions_of(order))}  # the counter writes these with the new order
     if channel is not None:
-        mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"channel": channel}})
+        mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"channel": channel}, **marked})
     if given_away:  # as the counter writes a complimentary sale: its method, at the box office
         mongo.orders().update_one(
-            {"_id": order["_id"]}, {"$set": {"method": COMPLIMENTARY_METHOD, "channel": SalesChannel.BOX_OFFICE}}
+            {"_id": order["_id"]},
+            {"$set": {"method": COMPLIMENTARY_METHOD, "channel": SalesChannel.BOX_OFFICE}, **marked},
         )
     return mongo.orders().find_one({"_id": order["_id"]})
 
@@ -189,12 +196,33 @@ def test_session_figures_equal_what_the_orders_say(sales):
 
 
 def test_grouping_in_mongodb_or_in_the_app_gives_the_same_report(sales, settings):
+    ids = [sales["first"]["_id"], sales["second"]["_id"], sales["lear"]["_id"]]
+    in_app, on_server = tally.count_in_app(ids), tally.count_on_server(ids)
+    assert all(tally.same(in_app[sid], on_server[sid]) for sid in ids)
+    settings.BOOKING_REPORTS_SOURCE = "orders"
     for kind in ("session", "series"):
         settings.BOOKING_REPORTS_GROUP_ON_SERVER = False
-        in_app = figures.build(kind, sales["first"]["_id"])
+        app_report = figures.build(kind, sales["first"]["_id"])
         settings.BOOKING_REPORTS_GROUP_ON_SERVER = True
-        on_server = figures.build(kind, sales["first"]["_id"])
-        assert in_app == on_server, kind
+        server_report = figures.build(kind, sales["first"]["_id"])
+        assert without_time(app_report) == without_time(server_report), kind
+
+
+def without_time(report):
+    return dataclasses.replace(report, as_of=None)
+
+
+def test_summaries_and_orders_give_the_same_report(sales, settings):
+    """The pages read the stored summaries; counting the orders at the read gives the same."""
+    for kind in ("session", "series"):
+        settings.BOOKING_REPORTS_SOURCE = "summaries"
+        from_summaries = figures.build(kind, sales["second"]["_id"])
+        settings.BOOKING_REPORTS_SOURCE = "orders"
+        from_orders = figures.build(kind, sales["second"]["_id"])
+        assert without_time(from_summaries) == without_time(from_orders), kind
+        assert from_summaries.behind == 0
+    stored = mongo.session_sales().find_one({"_id": sales["first"]["_id"]})
+    assert stored["version"] == 1 and stored["format"] == summaries.FORMAT
 
 
 def test_series_report_covers_every_session_of_the_show_and_nothing_else(sales):
@@ -206,6 +234,174 @@ def test_series_report_covers_every_session_of_the_show_and_nothing_else(sales):
     by_session = {row.id: (row.sales.tickets, row.sales.gross, row.refunded_tickets) for row in report.sessions}
     assert by_session == {str(first["_id"]): (7, 13000, 2), str(second["_id"]): (3, 1500 + 3500 + 3500, 0)}
     assert {f.key: f.tickets for f in report.by_channel}["phone"] == 1
+
+
+# --- the summaries: marked by every change, recounted, never wrong ---
+
+
+def is_marked(session_id) -> bool:
+    return bool(summaries._marked([session_id]).get(session_id))
+
+
+def counted_and_stored(session_id):
+    """The session's report (recounting it), and its stored summary afterwards."""
+    report = figures.build("session", session_id)
+    return report, mongo.session_sales().find_one({"_id": session_id})
+
+
+def test_every_kind_of_change_marks_the_summary_and_the_report_follows(sales, settings):
+    """After each change the session is marked (the summary stale), and the report read from the
+    summaries again equals what the orders say, with the summary stored afresh and unmarked."""
+    first, second = sales["first"], sales["second"]
+    settings.BOOKING_REPORTS_RECOUNT_ON_READ = 0  # a series shows stale sessions as of their count
+    figures.build("series", first["_id"])  # every summary stored
+    assert not is_marked(first["_id"]) and not is_marked(second["_id"])
+    version = mongo.session_sales().find_one({"_id": first["_id"]})["version"]
+    a, d = (mongo.orders().find_one({"_id": sales[k]["_id"]}) for k in ("a", "d"))
+    g = mongo.orders().find_one({"_id": sales["g"]["_id"]})
+
+    def partial_cancel():
+        refunds.refund_tickets(a["_id"], tickets=[a["lines"][-1]["ticket"]], reason="one cannot come", by="clerk")
+
+    def refund_whole_order():
+        refunds.refund_tickets(d["_id"], reason="canceled", by="clerk")
+
+    def check_in_at_the_door():
+        scope = checkin.get_scope(first["_id"])
+        assert checkin.check_in(scope, code=a["lines"][1]["ticket"], door="North", by="anna").admitted
+
+    def exchange_to_the_other_session():  # g's seats in the second session, one moved to the first
+        exchanges.exchange(g["_id"], [g["lines"][0]["ticket"]], first["_id"], ["1:8"], by="clerk")
+
+    def new_sale():
+        buy(first, "s:h", ["1:0"])
+
+    def cancel_an_order_paid_before_payments():  # no provider payment: canceled, not refunded
+        order = buy(first, "s:i", ["1:1"])
+        mongo.orders().update_one({"_id": order["_id"]}, {"$unset": {"paidWith": ""}})  # as before payments
+        order_service.cancel_order(order["_id"], by="clerk", reason="house closed")
+
+    changes = [
+        (partial_cancel, [first]),
+        (refund_whole_order, [first]),
+        (check_in_at_the_door, [first]),
+        (exchange_to_the_other_session, [first, second]),
+        (new_sale, [first]),
+        (cancel_an_order_paid_before_payments, [first]),
+    ]
+    for change, touched in changes:
+        change()
+        for session in touched:
+            assert is_marked(session["_id"]), (change.__name__, session["name"])
+        series = figures.build("series", first["_id"])  # no recount here (limit 0): as of before
+        assert series.behind == len(touched) and series.as_of is not None
+        for session in touched:
+            report, stored = counted_and_stored(session["_id"])
+            expect_report(report, {session["_id"]})
+            assert stored["version"] > version and not is_marked(session["_id"]), change.__name__
+        expect_report(figures.build("series", first["_id"]), {first["_id"], second["_id"]})
+        assert check_invariants() == [], change.__name__
+
+
+def test_a_crash_between_an_orders_write_and_the_summary_leaves_it_marked(sales, crash_at):
+    """The order is written (with its mark), the process dies before anything else: the next read
+    recounts the session and the figures are right."""
+    first, b = sales["first"], sales["b"]
+    figures.build("session", first["_id"])
+    crash_at("refund.after_order")
+    with pytest.raises(InjectedCrash):
+        refunds.refund_tickets(b["_id"], reason="all of it", by="clerk")
+    refunds.retry_due()  # reconcile finishes the refund's other steps
+    assert is_marked(first["_id"])
+    expect_report(figures.build("session", first["_id"]), {first["_id"]})
+
+
+@pytest.mark.parametrize("point", ["reports.before_count", "reports.after_count", "reports.after_store"])
+def test_a_crash_inside_the_refresh_delays_the_summary_but_never_falsifies_it(sales, crash_at, point):
+    first, b = sales["first"], sales["b"]
+    figures.build("session", first["_id"])
+    refunds.refund_tickets(b["_id"], reason="all of it", by="clerk")
+    crash_at(point)
+    with pytest.raises(InjectedCrash):
+        figures.build("session", first["_id"])
+    assert is_marked(first["_id"])  # whatever was stored, the marks are still there
+    crash_at("none")
+    expect_report(figures.build("session", first["_id"]), {first["_id"]})
+    assert not is_marked(first["_id"])
+
+
+def test_an_older_count_never_overwrites_a_newer_one(sales, fault_hook):
+    """Refresh A counts, then (before A stores) a check-in is written and refresh B counts it,
+    stores and pulls the marks. A's store is conditional on the version it read, so it misses: the
+    summary keeps B's count, which has the check-in."""
+    first, a = sales["first"], sales["a"]
+    figures.build("session", first["_id"])
+    refunds.refund_tickets(sales["b"]["_id"], reason="all of it", by="clerk")  # a mark for A to read
+    scope = checkin.get_scope(first["_id"])
+    done: list[str] = []
+
+    def meanwhile(name):
+        if name == "reports.after_count" and not done:
+            done.append(name)  # once: B's own refresh passes the same point
+            assert checkin.check_in(scope, code=a["lines"][1]["ticket"], door="South", by="anna").admitted
+            summaries.refresh([first["_id"]])  # B
+
+    fault_hook(meanwhile)
+    summaries.refresh([first["_id"]])  # A
+    fault_hook(None)
+    stored = mongo.session_sales().find_one({"_id": first["_id"]})
+    assert stored["version"] == 2  # the first count, then B's; A's missed
+    assert not is_marked(first["_id"])
+    assert sum(row["checkedIn"] for row in stored["groups"]) == 3  # a's two and d's one
+    assert check_invariants() == []
+    expect_report(figures.build("session", first["_id"]), {first["_id"]})
+
+
+def test_a_write_during_the_count_keeps_its_mark(sales, fault_hook):
+    first, a = sales["first"], sales["a"]
+    figures.build("session", first["_id"])
+    scope = checkin.get_scope(first["_id"])
+
+    def meanwhile(name):
+        if name == "reports.after_count":
+            fault_hook(None)
+            assert checkin.check_in(scope, code=a["lines"][1]["ticket"], door="South", by="anna").admitted
+
+    refunds.refund_tickets(sales["b"]["_id"], reason="all of it", by="clerk")
+    fault_hook(meanwhile)
+    summaries.refresh([first["_id"]])
+    assert is_marked(first["_id"])  # the check-in's mark: counted after this refresh's count
+    expect_report(figures.build("session", first["_id"]), {first["_id"]})
+
+
+def test_a_series_shows_sessions_beyond_the_recount_limit_as_of_their_count(sales, settings, reporter):
+    first, second = sales["first"], sales["second"]
+    figures.build("series", first["_id"])
+    before = mongo.session_sales().find_one({"_id": second["_id"]})
+    buy(second, "s:late", ["0:5"])
+    settings.BOOKING_REPORTS_RECOUNT_ON_READ = 0
+    series = figures.build("series", first["_id"])
+    assert series.behind == 1 and series.as_of == before["countedOn"]
+    assert [row.behind for row in series.sessions] == [False, True]
+    assert series.totals.tickets == 10  # the late sale is not in yet: said so on the page
+    page = reporter.get(f"/admin/booking/report/series/{first['_id']}/").content.decode()
+    assert "The sales figures of 1 session are as of" in page and "earlier count" in page
+    assert summaries.refresh_marked() == 2  # the worker's round: this session, and Lear's (never counted yet)
+    assert summaries.refresh_marked() == 0
+    series = figures.build("series", first["_id"])
+    assert series.behind == 0 and series.totals.tickets == 11
+    expect_report(series, {first["_id"], second["_id"]})
+    # a session's own report always counts its changes
+    buy(second, "s:later", ["0:6"])
+    expect_report(figures.build("session", second["_id"]), {second["_id"]})
+
+
+def test_a_change_without_its_mark_is_an_invariant_breach(sales):
+    first = sales["first"]
+    figures.build("session", first["_id"])
+    assert check_invariants() == []
+    mongo.orders().update_one({"_id": sales["d"]["_id"]}, {"$set": {"channel": SalesChannel.PHONE}})  # no mark
+    assert check_invariants() == [f"the sales summary of session {first['_id']} differs from its orders without a mark"]
 
 
 def read_csv_sections(text: str) -> dict[str, list[list[str]]]:
@@ -350,19 +546,22 @@ def test_no_sales_yet(reporter):
 
 
 def test_sales_per_day_are_local_days():
-    hours = [
-        {"_id": "2026-01-01T22", "tickets": 1, "gross": 100},  # 23:00 in Berlin: Jan 1
-        {"_id": "2026-01-01T23", "tickets": 2, "gross": 200},  # 00:00 in Berlin: Jan 2
-        {"_id": "2026-01-04T10", "tickets": 1, "gross": 50},
+    assert tally.hour_day("2026-01-01T22") == "2026-01-01"  # 23:00 in Berlin
+    assert tally.hour_day("2026-01-01T23") == "2026-01-02"  # 00:00 in Berlin
+    assert tally.local_day(datetime(2026, 7, 1, 22, 30, tzinfo=UTC)) == "2026-07-02"  # summer time: UTC+2
+    rows: list[tally.DayRow] = [
+        {"day": "2026-01-01", "tickets": 1, "gross": 100},
+        {"day": "2026-01-02", "tickets": 2, "gross": 200},
+        {"day": "2026-01-04", "tickets": 1, "gross": 50},
+        {"day": "2026-01-02", "tickets": 1, "gross": 10},  # another session's sales that day
     ]
-    days = figures._days(hours)
+    days = figures._days(rows)
     assert [(d.day, d.tickets, d.gross) for d in days] == [
         (date(2026, 1, 1), 1, 100),
-        (date(2026, 1, 2), 2, 200),
+        (date(2026, 1, 2), 3, 210),
         (date(2026, 1, 3), 0, 0),  # a day without sales is on the chart too
         (date(2026, 1, 4), 1, 50),
     ]
-    assert figures.local_day("2026-07-01T22") == date(2026, 7, 2)  # summer time: UTC+2
 
 
 # --- the order list: filters and opening by reference ---
@@ -466,3 +665,18 @@ def test_seat_counts_have_thousands_separators(reporter):
     assert ">1,200<" in index and ">1200<" not in index
     page = reporter.get(f"/admin/booking/report/session/{big['_id']}/").content.decode()
     assert "1,200" in page and ">1200<" not in page
+
+
+def test_the_operator_counts_every_session_once(sales):
+    """``refresh_report_summaries --all`` after the deploy that brings the summaries; without it,
+    the marked sessions only (what the worker does every minute)."""
+    from django.core.management import call_command
+
+    ids = [sales["first"]["_id"], sales["second"]["_id"], sales["lear"]["lines"][0]["sessionId"]]  # "lear": its order
+    call_command("refresh_report_summaries")
+    assert all(not is_marked(sid) for sid in ids)
+    mongo.session_sales().delete_many({"_id": {"$in": ids}})
+    call_command("refresh_report_summaries", "--all")
+    assert mongo.session_sales().count_documents({"_id": {"$in": ids}}) == 3
+    assert check_invariants() == []
+    expect_report(figures.build("series", sales["first"]["_id"]), {sales["first"]["_id"], sales["second"]["_id"]})

@@ -179,7 +179,7 @@ def test_seat_map_page_reads_the_small_part_when_its_map_is_built_and_shows_the_
 @pytest.mark.django_db
 def test_a_hold_answers_from_its_own_writes_without_reading_again(client, settings):
     settings.BOOKING_HOLD_RATE = ""
-    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 0  # its count after the writes: the next test
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 0  # its reservation before the writes: the next test
     session = make_session()
     hold_url = f"/sessions/{session['_id']}/hold"
     client.post(hold_url, {"seats": "0:0"}, HTTP_HX_REQUEST="true")
@@ -200,7 +200,7 @@ def test_a_hold_answers_from_its_own_writes_without_reading_again(client, settin
 
 
 @pytest.mark.django_db
-def test_with_the_per_client_limit_a_hold_reads_once_after_its_writes_the_addresss_count(client, settings):
+def test_with_the_per_client_limit_a_hold_reserves_on_the_addresss_document_first(client, settings):
     settings.BOOKING_HOLD_RATE = ""
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 40
     session = make_session()
@@ -208,8 +208,13 @@ def test_with_the_per_client_limit_a_hold_reads_once_after_its_writes_the_addres
     client.post(hold_url, {"seats": "0:0"}, HTTP_HX_REQUEST="true")
     with counting_commands() as counter:
         client.post(hold_url, {"seats": "0:1"}, HTTP_HX_REQUEST="true")
-    assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
-    assert counter.commands[-1] == ("find", "carts")  # the limit under concurrency (docs/reliability.md)
+    # the limit under concurrency: reserved before the seats are taken (docs/reliability.md)
+    assert counter.writes == [
+        ("findAndModify", "client_holds"),
+        ("findAndModify", "sessions"),
+        ("findAndModify", "carts"),
+    ]
+    assert counter.commands[-1] == ("findAndModify", "carts")  # nothing read after the writes
 
 
 @pytest.mark.django_db
@@ -220,7 +225,8 @@ def test_a_release_answers_with_the_freed_seats_and_the_cart(client, settings):
     client.post(f"{base}/hold", {"seats": "0:0,0:1"}, HTTP_HX_REQUEST="true")
     with counting_commands() as counter:
         answer = client.post(f"{base}/release", {"seats": "0:1"}, HTTP_HX_REQUEST="true")
-    assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
+    # the seat freed in the session goes off the address's count (the per-client limit), then the cart
+    assert counter.writes == [("findAndModify", "sessions"), ("update", "client_holds"), ("findAndModify", "carts")]
     html = answer.content.decode()
     assert buttons(html) == [
         '<button class="s c-s" name="seat" value="0:1" id="s0-1" aria-label="Row A, seat 2, Stalls, €20, available"'

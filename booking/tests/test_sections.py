@@ -60,11 +60,11 @@ def test_section_overview_is_one_query_with_availability_per_section():
 def test_hold_checkout_and_expiry_work_on_section_documents():
     _stadium, first = small_stadium()
     second = mongo.sessions().find_one({"performanceId": first["performanceId"], "section.index": 1})
-    cart = holds.hold_seats(first["_id"], ALICE, None, ["1:0", "1:1"])
+    cart = holds.hold_seats(first["_id"], ALICE, None, ["1:0", "1:1"], needs_wheelchair=True)  # 1:0: a space
     holds.hold_seats(second["_id"], ALICE, cart.cart_id, ["2:0", "2:1"])
     order = checkout_paid(ALICE, cart.cart_id, "Ada", "ada@example.com")
     assert {line["sessionId"] for line in order["lines"]} == {first["_id"], second["_id"]}
-    other = holds.hold_seats(second["_id"], BOB, None, ["3:0", "3:1"])
+    other = holds.hold_seats(second["_id"], BOB, None, ["3:0", "3:1"], needs_wheelchair=True)
     mongo.carts().update_one({"_id": other.cart_id}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
     assert expire_cart(other.cart_id) == 2
     assert check_invariants() == []

@@ -1,7 +1,9 @@
 """Every command on the hot paths carries its collection's shard key (mongo.SHARD_KEYS), so on a
 sharded cluster mongos sends it to one shard (or, for ``$in``, to the shards of those keys). The
-one scatter-gather on purpose is Q1 (what's on: a range over every venue's sessions), listed in
-docs/architecture.md with why. Watched through pymongo's command monitoring."""
+one scatter-gather left is Q1 (what's on: a range over every venue's sessions), listed in
+docs/architecture.md with the design that would target it. The per-client held-seats limit is
+counted on one document per address (client_holds, by _id): C1 and C2 stay targeted with it on.
+Watched through pymongo's command monitoring."""
 
 from datetime import timedelta
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 import pytest
 
 from booking import clock, mongo, selectors
+from booking.errors import TooManySeats
 from booking.services import carts as cart_service
 from booking.services import checkin, checkout, holds
 from booking.tests import query_audit
@@ -43,8 +46,18 @@ def test_every_collection_has_a_shard_key_with_an_index_that_supports_it():
         assert any(spec["key"][0][0] == field for spec in indexes.values()), collection
 
 
-def test_q2_q3_c1_to_c4_carry_the_shard_key(settings):
-    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 0  # with a client limit, see the next test
+@pytest.fixture
+def from_an_address():
+    token = holds.acting_client.set("ip:203.0.113.7")
+    yield
+    holds.acting_client.reset(token)
+
+
+@pytest.mark.parametrize("client_limit", [0, 40], ids=["no client limit", "client limit on"])
+def test_q2_q3_c1_to_c4_carry_the_shard_key(settings, from_an_address, client_limit):
+    """With the per-client held-seats limit on, a hold also reserves on the address's document
+    (client_holds, by _id), a release and a cancel give back there, checkout ends the cart's entry."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = client_limit
     session = make_session()
     other = make_session(days=2)
     sid = session["_id"]
@@ -82,6 +95,8 @@ def test_q2_q3_c1_to_c4_carry_the_shard_key(settings):
     assert untargeted(lambda: cart_service.expire_cart(late.cart_id, owner="s:bob")) == [], "C4"
     gives_up = holds.hold_seats(sid, "s:carol", None, ["2:5"])
     assert untargeted(lambda: cart_service.cancel_cart(gives_up.cart_id, "s:carol")) == []
+    counted = mongo.client_holds().find_one({"_id": "ip:203.0.113.7"})
+    assert (counted is not None) == bool(client_limit)  # the limit's commands were among those watched
 
 
 def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_with():
@@ -108,22 +123,22 @@ def test_a_ticket_code_from_before_codes_carried_the_reference_still_checks_in()
     assert outcome.admitted
 
 
-@pytest.mark.parametrize("limit", [40])
-def test_with_the_per_client_limit_a_hold_reads_carts_of_one_address_across_owners(settings, limit):
-    """The per-client held-seats limit counts the live carts of one address across owners: the
-    hold's carts read has a branch without the shard key (owner), and the count after the writes
-    (issue 20's hole 6: the limit holds under concurrency) is by address alone. Both ask every
-    shard; docs/deploy.md says so, and the limit is a setting (0 turns it off)."""
-    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = limit
+def test_the_client_limit_refused_and_its_ended_holds_pruned_stay_targeted(settings, from_an_address, monkeypatch):
+    """The rare paths of the per-client limit: a refusal reads the address's document, and a
+    refusal with ended holds in it prunes them (a compare-and-set by _id) and reserves again."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 3
     session = make_session()
-    token = holds.acting_client.set("203.0.113.7")
-    try:
-        scattered = untargeted(lambda: holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"]))
-    finally:
-        holds.acting_client.reset(token)
-    assert len(scattered) == 2
-    assert scattered[0].startswith("find carts {'$or': [{'owner'")
-    assert scattered[1].startswith("find carts {'client'")
+    holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+
+    def refused():
+        with pytest.raises(TooManySeats):
+            holds.hold_seats(session["_id"], "s:bob", None, ["2:0", "2:1"])
+
+    assert untargeted(refused) == []
+    later = clock.now() + timedelta(seconds=settings.BOOKING_HOLD_SECONDS + 1)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    assert untargeted(lambda: holds.hold_seats(session["_id"], "s:bob", None, ["2:0", "2:1"])) == []
+    assert mongo.client_holds().find_one({"_id": "ip:203.0.113.7"})["held"] == 2  # Alice's ended entry pruned
 
 
 def test_q1_whats_on_is_the_one_scatter_gather():

@@ -4,7 +4,16 @@ import pytest
 from bson import ObjectId
 
 from booking.payments import base, stripe_provider
-from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card, events_for, signed
+from booking.tests.localstripe import (
+    DECLINED,
+    THREE_D_SECURE,
+    VISA,
+    authenticate,
+    card,
+    events_for,
+    requests_received,
+    signed,
+)
 
 STRIPE = stripe_provider.StripeProvider()
 
@@ -71,21 +80,16 @@ def test_refunds_partial_then_rest_and_a_retry_with_the_same_key_never_refunds_t
     assert sorted(r.amount for r in refunds) == [1000, 3400]
 
 
-def test_every_post_carries_an_idempotency_key(monkeypatch):
-    sent = []
-    http = stripe_provider.client()._requestor._client
-    original = http.request_with_retries
-
-    def spy(method, url, headers, post_data=None, *args, **kwargs):
-        if method.lower() == "post":
-            sent.append((url.rsplit("/v1/", 1)[-1], (headers or {}).get("Idempotency-Key")))
-        return original(method, url, headers, post_data, *args, **kwargs)
-
-    monkeypatch.setattr(http, "request_with_retries", spy)
+def test_every_post_carries_an_idempotency_key():
+    """As localstripe received them (scripts/localstripe_server.py lists the headers that arrived)."""
+    before = len(requests_received())
     started = STRIPE.start(an_order(), idempotency_key="k-keys")
     STRIPE.confirm(started.id, "pm_card_visa", idempotency_key="k-keys-confirm")
     STRIPE.refund(started.id, 100, refund_key="r-keys")
-    assert [key for _, key in sent] == ["k-keys", "k-keys-confirm-pm", "k-keys-confirm", "refund-r-keys"]
+    other = STRIPE.start(an_order(), idempotency_key="k-keys-2")
+    STRIPE.cancel(other.id)
+    sent = [r["key"] for r in requests_received()[before:]]
+    assert sent == ["k-keys", "k-keys-confirm-pm", "k-keys-confirm", "refund-r-keys", "k-keys-2", f"cancel-{other.id}"]
 
 
 def test_webhooks_verify_their_signature():

@@ -87,7 +87,7 @@ def test_a_started_or_canceled_show_is_left_alone(show, at):
 
 def test_a_held_space_stays_a_wheelchair_space_until_it_is_free_again(show, at):
     at(due(show) - timedelta(hours=1))
-    held = holds.hold_seats(show["_id"], "s:wheelchair-user", None, ["0:0"])
+    held = holds.hold_seats(show["_id"], "s:wheelchair-user", None, ["0:0"], needs_wheelchair=True)
     [item] = mongo.carts().find_one({"_id": held.cart_id})["items"]
     assert item["wheelchair"] is True
 

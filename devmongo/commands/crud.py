@@ -9,29 +9,47 @@ from ..writes import delete_doc, insert_doc, update_one_doc, upsert_doc
 from .args import check_collation, coll_name
 
 
-def insert(engine, db, cmd, conn_id):
-    engine.check_db(db)
-    coll = coll_name(cmd, "insert")
-    docs = cmd.get("documents") or []
-    if len(docs) > MAX_WRITE_BATCH:
-        raise MongoError(16, "Write batch sizes must be between 1 and 100000")
-    ordered = cmd.get("ordered", True)
-    store = engine.store(db, coll)
-    n = 0
+def _apply_each(statements, ordered, apply):
+    """Run `apply(index, statement)` over a write batch as MongoDB does: a failing statement
+    becomes a write error at its index, and an ordered batch stops at the first one."""
     errors = []
-    for i, doc in enumerate(docs):
+    for i, statement in enumerate(statements):
         try:
-            insert_doc(engine, db, coll, store, doc)
-            n += 1
+            apply(i, statement)
         except Exception as exc:  # noqa: BLE001
             errors.append(to_mongo_error(exc).to_write_error(i))
             if ordered:
                 break
-    reply = {"n": n}
+    return errors
+
+
+def _write_reply(reply, errors):
     if errors:
         reply["writeErrors"] = errors
     reply["ok"] = 1.0
     return reply
+
+
+def _check_batch_size(items):
+    if len(items) > MAX_WRITE_BATCH:
+        raise MongoError(16, "Write batch sizes must be between 1 and 100000")
+
+
+def insert(engine, db, cmd, conn_id):
+    engine.check_db(db)
+    coll = coll_name(cmd, "insert")
+    docs = cmd.get("documents") or []
+    _check_batch_size(docs)
+    store = engine.store(db, coll)
+    inserted = 0
+
+    def insert_one(_index, doc):
+        nonlocal inserted
+        insert_doc(engine, db, coll, store, doc)
+        inserted += 1
+
+    errors = _apply_each(docs, cmd.get("ordered", True), insert_one)
+    return _write_reply({"n": inserted}, errors)
 
 
 def _update_statement(engine, db, coll, store, stmt):
@@ -64,66 +82,51 @@ def update(engine, db, cmd, conn_id):
     engine.check_db(db)
     coll = coll_name(cmd, "update")
     stmts = cmd.get("updates") or []
-    if len(stmts) > MAX_WRITE_BATCH:
-        raise MongoError(16, "Write batch sizes must be between 1 and 100000")
-    ordered = cmd.get("ordered", True)
+    _check_batch_size(stmts)
     store = engine.store(db, coll)
     n = n_modified = 0
     upserted = []
-    errors = []
-    for i, stmt in enumerate(stmts):
-        try:
-            matched, modified, up_id = _update_statement(engine, db, coll, store, stmt)
-        except Exception as exc:  # noqa: BLE001
-            errors.append(to_mongo_error(exc).to_write_error(i))
-            if ordered:
-                break
-            continue
+
+    def update_one(index, stmt):
+        nonlocal n, n_modified
+        matched, modified, up_id = _update_statement(engine, db, coll, store, stmt)
         n += matched
         n_modified += modified
         if up_id is not MISSING:
             n += 1
-            upserted.append({"index": i, "_id": clone(up_id)})
+            upserted.append({"index": index, "_id": clone(up_id)})
+
+    errors = _apply_each(stmts, cmd.get("ordered", True), update_one)
     reply = {"n": n, "nModified": n_modified}
     if upserted:
         reply["upserted"] = upserted
-    if errors:
-        reply["writeErrors"] = errors
-    reply["ok"] = 1.0
-    return reply
+    return _write_reply(reply, errors)
 
 
 def delete(engine, db, cmd, conn_id):
     engine.check_db(db)
     coll = coll_name(cmd, "delete")
     stmts = cmd.get("deletes") or []
-    ordered = cmd.get("ordered", True)
     store = engine.existing_store(db, coll)
-    n = 0
-    errors = []
-    for i, stmt in enumerate(stmts):
-        try:
-            if not isinstance(stmt, dict) or "q" not in stmt:
-                raise MongoError(40414, "BSON field 'delete.deletes.q' is missing but a required field")
-            check_collation(stmt)
-            limit = stmt.get("limit", 0)
-            if limit not in (0, 1):
-                raise MongoError(9, f"The limit field in delete objects must be 0 or 1. Got {limit}")
-            hint = stmt.get("hint")
-            if engine.notablescan or hint is not None:
-                check_table_scan(engine, db, coll, store, stmt["q"], None, hint, "delete")
-            for doc in match(engine, store, stmt["q"], first_only=limit == 1):
-                if delete_doc(engine, db, coll, store, doc):
-                    n += 1
-        except Exception as exc:  # noqa: BLE001
-            errors.append(to_mongo_error(exc).to_write_error(i))
-            if ordered:
-                break
-    reply = {"n": n}
-    if errors:
-        reply["writeErrors"] = errors
-    reply["ok"] = 1.0
-    return reply
+    deleted = 0
+
+    def delete_matching(_index, stmt):
+        nonlocal deleted
+        if not isinstance(stmt, dict) or "q" not in stmt:
+            raise MongoError(40414, "BSON field 'delete.deletes.q' is missing but a required field")
+        check_collation(stmt)
+        limit = stmt.get("limit", 0)
+        if limit not in (0, 1):
+            raise MongoError(9, f"The limit field in delete objects must be 0 or 1. Got {limit}")
+        hint = stmt.get("hint")
+        if engine.notablescan or hint is not None:
+            check_table_scan(engine, db, coll, store, stmt["q"], None, hint, "delete")
+        for doc in match(engine, store, stmt["q"], first_only=limit == 1):
+            if delete_doc(engine, db, coll, store, doc):
+                deleted += 1
+
+    errors = _apply_each(stmts, cmd.get("ordered", True), delete_matching)
+    return _write_reply({"n": deleted}, errors)
 
 
 def find_and_modify(engine, db, cmd, conn_id):

@@ -2,12 +2,11 @@
 
 import random
 
-from mongomock import aggregate as mm_aggregate
-
 from ..changestreams import open_stream
 from ..cursors import batch_size as parse_batch_size
 from ..cursors import cursor_reply, live_cursor_reply
 from ..errors import MongoError
+from ..expressions import process_pipeline
 from ..keys import canon, encode, id_key, leaf_values
 from ..matching import matcher, translate
 from ..planner import check_table_scan
@@ -252,7 +251,7 @@ def aggregate(engine, db, cmd, conn_id):
             continue  # MongoDB: $group over no documents yields no documents
         if shuffle and "$sort" in stage:
             random.shuffle(results)  # ties of the sort in a random order
-        results = list(mm_aggregate.process_pipeline(results, database, [stage], None))
+        results = process_pipeline(results, database, [stage])
         if shuffle and "$group" in stage:
             random.shuffle(results)  # MongoDB promises no order of groups either
     encoded = [encode(d) for d in results]

@@ -5,12 +5,8 @@ tokens (after a disconnect, after a restart with --data, lost history), and getM
 import datetime
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pymongo
 import pytest
@@ -19,7 +15,8 @@ from pymongo.errors import OperationFailure
 
 from devmongo import DevMongoServer
 
-ROOT = Path(__file__).resolve().parents[2]
+from .cli_support import free_port, start_cli
+
 AWAIT = 200  # maxAwaitTimeMS of the streams here
 
 
@@ -355,48 +352,11 @@ def test_resume_after_restart_with_data(tmp_path):
     server.stop()
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_cli(port, path):
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "devmongo",
-            "--port",
-            str(port),
-            "--data",
-            path,
-            "--replset",
-            "rs0",
-            "--snapshot-interval",
-            "0.2",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if "devmongo listening on" in line:
-            return proc
-        if proc.poll() is not None:
-            break
-    proc.kill()
-    raise AssertionError("devmongo CLI did not start")
-
-
 def test_cli_restarts_sigterm_resumes_kill_9_loses_history(tmp_path):
     path = str(tmp_path / "cli.bson")
-    port = _free_port()
+    port = free_port()
     uri = f"mongodb://127.0.0.1:{port}/?replicaSet=rs0"
-    proc = _start_cli(port, path)
+    proc = start_cli(port, path, "--replset", "rs0", "--snapshot-interval", "0.2")
     client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=15000)
     c = client.app.c
     try:
@@ -405,7 +365,7 @@ def test_cli_restarts_sigterm_resumes_kill_9_loses_history(tmp_path):
         assert _next(stream)["documentKey"] == {"_id": 1}
         proc.send_signal(signal.SIGTERM)  # a clean stop writes the whole history
         proc.communicate(timeout=30)
-        proc = _start_cli(port, path)
+        proc = start_cli(port, path, "--replset", "rs0", "--snapshot-interval", "0.2")
         c.insert_one({"_id": 2})
         assert _next(stream, 15)["documentKey"] == {"_id": 2}
 
@@ -414,7 +374,7 @@ def test_cli_restarts_sigterm_resumes_kill_9_loses_history(tmp_path):
         assert _next(stream)["documentKey"] == {"_id": 3}  # seen, maybe not yet on disk
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
-        proc = _start_cli(port, path)
+        proc = start_cli(port, path, "--replset", "rs0", "--snapshot-interval", "0.2")
         # The stream's position may be past what the snapshot kept: resuming must not skip
         # silently. It fails with MongoDB's error for lost history.
         with pytest.raises(OperationFailure) as exc:

@@ -91,6 +91,42 @@ def test_unordered_insert_reports_all_errors(db):
     assert db.c.count_documents({}) == 4
 
 
+@pytest.mark.parametrize("ordered", [True, False])
+def test_update_and_delete_batches_stop_at_an_error_only_when_ordered(db, ordered):
+    from pymongo import DeleteOne, UpdateOne
+    from pymongo.errors import BulkWriteError
+
+    db.c.insert_many([{"_id": i, "n": i} for i in range(4)])
+    with pytest.raises(BulkWriteError) as exc:
+        db.c.bulk_write(
+            [
+                UpdateOne({"_id": 0}, {"$inc": {"n": 10}}),
+                UpdateOne({"_id": 1}, {"$inc": {"n": "not a number"}}),
+                UpdateOne({"_id": 2}, {"$inc": {"n": 10}}),
+                UpdateOne({"_id": 9}, {"$set": {"n": 9}}, upsert=True),
+            ],
+            ordered=ordered,
+        )
+    details = exc.value.details
+    assert [e["index"] for e in details["writeErrors"]] == [1]
+    assert details["writeErrors"][0]["code"] == 14  # TypeMismatch, as MongoDB
+    if ordered:
+        assert (details["nMatched"], details["nUpserted"]) == (1, 0)
+        assert [d["n"] for d in db.c.find(sort=[("_id", 1)])] == [10, 1, 2, 3]
+    else:
+        assert (details["nMatched"], details["nUpserted"]) == (2, 1)
+        assert details["upserted"] == [{"index": 3, "_id": 9}]
+        assert [d["n"] for d in db.c.find(sort=[("_id", 1)])] == [10, 1, 12, 3, 9]
+
+    with pytest.raises(BulkWriteError) as exc:
+        db.c.bulk_write(
+            [DeleteOne({"_id": 0}), DeleteOne({"n": {"$unknownOperator": 1}}), DeleteOne({"_id": 3})],
+            ordered=ordered,
+        )
+    assert [e["index"] for e in exc.value.details["writeErrors"]] == [1]
+    assert exc.value.details["nRemoved"] == (1 if ordered else 2)
+
+
 def test_bulk_update_many_statements(db):
     from pymongo import DeleteOne, InsertOne, UpdateMany, UpdateOne
 

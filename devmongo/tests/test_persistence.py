@@ -2,7 +2,6 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ import pytest
 from pymongo.errors import DuplicateKeyError
 
 from devmongo import DevMongoServer
+
+from .cli_support import free_port, start_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,47 +69,10 @@ def test_periodic_snapshot_without_stop(tmp_path):
     server.stop()
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_cli(port, path):
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "devmongo",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--data",
-            path,
-            "--log-level",
-            "debug",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if f"devmongo listening on mongodb://127.0.0.1:{port}/" in line:
-            return proc
-        if proc.poll() is not None:
-            break
-    proc.kill()
-    raise AssertionError("devmongo CLI did not start")
-
-
 def test_cli_sigterm_then_restart(tmp_path):
     path = str(tmp_path / "cli.bson")
-    port = _free_port()
-    proc = _start_cli(port, path)
+    port = free_port()
+    proc = start_cli(port, path, "--log-level", "debug")
     try:
         client = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/")
         client.app.c.create_index("k", unique=True)
@@ -119,7 +83,7 @@ def test_cli_sigterm_then_restart(tmp_path):
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert "connection accepted" in out
-    proc = _start_cli(port, path)
+    proc = start_cli(port, path, "--log-level", "debug")
     try:
         client = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/")
         assert client.app.c.count_documents({}) == 10

@@ -4,7 +4,9 @@
  * - an overview (mini-map) and a hint while part of the hall is off-screen;
  * - a tap on a seat (touch) opens a small sheet with its row, number, category, price and notes,
  *   and holds from there; a seat smaller than 24 px is zoomed to first. A mouse click still holds
- *   at once, with the same facts in a tooltip on hover and keyboard focus;
+ *   at once, with the same facts in a tooltip on hover and keyboard focus; a free wheelchair space
+ *   opens the sheet however it is chosen, which asks whether the buyer needs it (the hold then
+ *   carries ``wheelchair=1``; the server refuses it without);
  * - notices (seat just taken, rate limit, orphan seat) pop up by what the buyer touched; the
  *   notice area announces them (aria-live);
  * - a list of the available seats by row and price, with hold buttons (a switch on the map).
@@ -148,31 +150,72 @@
   // --- the sheet (touch) ------------------------------------------------------------------
 
   var sheetSeat = null;
-  function showSheet(seat) {
+  var sheetAsks = false;  // the sheet asks whether the buyer needs this wheelchair space
+  var declared = null;    // the seat key whose hold says the buyer needs the wheelchair space
+
+  // A free wheelchair space is held only for a buyer who says they need it (services/holds.py):
+  // every way to it (tap, click, Enter, the list) opens the sheet, which asks.
+  function asksFirst(seat) {
+    return seat.classList.contains("wc") && !seat.classList.contains("me") && !seat.hasAttribute("aria-disabled");
+  }
+
+  function showSheet(seat, by) {
     var sheet = $("#seat-sheet");
     if (!sheet) return;
     var f = facts(seat);
     sheetSeat = seat.id;
+    sheetAsks = asksFirst(seat);
     sheet.querySelector(".sheet-title").textContent = f.title;
     sheet.querySelector(".sheet-info").textContent = f.info + (f.state ? " · " + f.state : "");
+    var ask = sheet.querySelector(".sheet-ask");
+    if (ask) { ask.textContent = words.needIt; ask.hidden = !sheetAsks; }
     var hold = sheet.querySelector("[data-sheet-hold]");
-    hold.textContent = f.mine ? words.release : (f.free ? words.hold : words.taken);
+    hold.textContent = f.mine ? words.release : (sheetAsks ? words.holdNeeded : (f.free ? words.hold : words.taken));
     hold.disabled = !f.mine && !f.free;
+    sheet.querySelector("[data-sheet-close]").textContent = sheetAsks ? words.notNeeded : words.close;
     sheet.hidden = false;
+    placeSheet(sheet, by);
     hold.focus({ preventScroll: true });
+  }
+
+  // On a touch screen the sheet sits at the bottom (site.css); opened by mouse or keyboard (a
+  // wheelchair space's question) it sits by the seat, below it or above, never over it.
+  function placeSheet(sheet, seat) {
+    sheet.classList.toggle("by-seat", !!seat);
+    if (!seat) { sheet.style.left = sheet.style.top = ""; return; }
+    var r = seat.getBoundingClientRect();
+    var width = document.documentElement.clientWidth;
+    var left = Math.max(8, Math.min(r.left + r.width / 2 - sheet.offsetWidth / 2, width - sheet.offsetWidth - 8));
+    var top = r.bottom + 8 + sheet.offsetHeight <= window.innerHeight ? r.bottom + 8 : r.top - 8 - sheet.offsetHeight;
+    sheet.style.left = (left + window.scrollX) + "px";
+    sheet.style.top = (Math.max(4, top) + window.scrollY) + "px";
   }
   function hideSheet() {
     var sheet = $("#seat-sheet");
     if (sheet && !sheet.hidden) sheet.hidden = true;
     sheetSeat = null;
+    sheetAsks = false;
   }
   document.addEventListener("click", function (e) {
     if (e.target.closest && e.target.closest("[data-sheet-close]")) { restoreFocus(); hideSheet(); }
     if (e.target.closest && e.target.closest("[data-sheet-hold]")) {
       var seat = sheetSeat && document.getElementById(sheetSeat);
+      var needed = sheetAsks;
       hideSheet();
-      if (seat) { bypass = seat.id; seat.focus({ preventScroll: true }); seat.click(); bypass = null; }
+      if (seat) {
+        declared = needed ? seat.value : null;
+        bypass = seat.id; seat.focus({ preventScroll: true }); seat.click(); bypass = null;
+      }
     }
+  });
+  // The hold of a wheelchair space the buyer said they need carries the declaration.
+  document.addEventListener("htmx:configRequest", function (e) {
+    var p = e.detail.parameters;
+    if (!declared || !p) return;
+    if ((p.get ? p.get("seat") : p.seat) === declared) {
+      if (p.set) p.set("wheelchair", "1"); else p.wheelchair = "1";
+    }
+    declared = null;
   });
   function restoreFocus() {
     var seat = sheetSeat && document.getElementById(sheetSeat);
@@ -189,9 +232,12 @@
     var seat = e.target.closest && e.target.closest(SEAT);
     if (!seat) return;
     touched(seat);
-    if (bypass === seat.id || (e.pointerType || lastPointer) !== "touch") return;
+    if (bypass === seat.id) return;
+    var touch = (e.pointerType || lastPointer) === "touch";
+    if (!touch && !asksFirst(seat)) return;
     e.preventDefault();
     e.stopPropagation();
+    if (!touch) { hideTip(); showSheet(seat, seat); return; }  // a wheelchair space: the sheet asks first
     if (Date.now() - pinchEnded < 300) return;  // the end of a pinch is not a tap
     var size = seat.getBoundingClientRect().width;
     if (size < MIN_TARGET) {
@@ -363,6 +409,7 @@
     var seat = b && document.getElementById(b.dataset.for);
     if (!seat) return;
     touched(b);
+    if (asksFirst(seat)) { showSheet(seat, lastPointer === "touch" ? null : b); return; }  // it asks first
     bypass = seat.id;
     seat.click();
     bypass = null;
@@ -403,12 +450,10 @@
     var d = template.dataset;
     words = { hold: d.hold, release: d.release, taken: d.taken, row: d.row, seat: d.seat,
               wheelchair: d.wheelchair, companion: d.companion, mine: d.mine, zoomFirst: d.zoomFirst,
-              listOn: d.listOn, listOff: d.listOff, listEmpty: d.listEmpty, listRow: d.listRow };
+              listOn: d.listOn, listOff: d.listOff, listEmpty: d.listEmpty, listRow: d.listRow,
+              needIt: d.needIt, holdNeeded: d.holdNeeded, notNeeded: d.notNeeded, close: d.close };
     var button = $("[data-view-switch]");
     if (button) button.hidden = false;
-    if (window.matchMedia && window.matchMedia("(pointer: coarse)").matches) {
-      document.querySelectorAll(".touch-hint[hidden]").forEach(function (el) { el.hidden = false; });
-    }
     var saved = null;
     try { saved = window.localStorage.getItem("seatView"); } catch (err) { /* private mode */ }
     if (saved === "list") setListing(true);

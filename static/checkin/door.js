@@ -563,6 +563,22 @@
     await checkOffline(item);
   }
 
+  /* Why a listed ticket does not admit, in the words the server uses online. */
+  function notValidWhy(entry) {
+    if (entry.state === "exchanged") {
+      return entry.newSeat
+        ? fill(gettext("Replaced by an exchange — new seat: %(seat)s."), { seat: seatText(entry.newSeat) })
+        : gettext("Replaced by an exchange.");
+    }
+    const known = {
+      canceled: gettext("The booking was canceled."),
+      refunded: gettext("The ticket was refunded."),
+      pending_payment: gettext("The booking is not paid."),
+      expired: gettext("The booking expired unpaid."),
+    };
+    return known[entry.state] || fill(gettext("The booking is %(state)s."), { state: entry.state || gettext("not valid") });
+  }
+
   async function checkOffline(item) {
     const entry = state.tickets.get(item.hash);
     const r = { offline: true };
@@ -575,7 +591,7 @@
       r.ticket = entry;
       if (!entry.ok) {
         r.status = "not_valid";
-        r.message = fill(gettext("The booking is %(state)s."), { state: entry.state || gettext("not valid") });
+        r.message = notValidWhy(entry);
       } else if (entry.used) {
         r.status = "used";
         r.used = entry.used;
@@ -671,9 +687,10 @@
     const info = document.createElement("div");
     info.append(text("strong", seatText(hit)));
     info.append(text("span", hit.name + " · " + hit.ref + (hit.type ? " · " + hit.type : "")));
-    if (!hit.ok) info.append(text("em", hit.state || "not valid"));
-    else if (hit.used) info.append(text("em", "used at " + hit.used.door + ", " + time(hit.used.at)));
-    const button = text("button", gettext("Admit"), "btn small");
+    if (!hit.ok) info.append(text("em", notValidWhy(hit)));
+    else if (hit.used) info.append(text("em", fill(gettext("Used at %(door)s, %(time)s"), { door: hit.used.door, time: time(hit.used.at) })));
+    // a ticket that will not admit is still checked (the door sees why, in red), but not offered as "Admit"
+    const button = text("button", hit.ok && !hit.used ? gettext("Admit") : gettext("Check"), "btn small");
     button.type = "button";
     button.addEventListener("click", () => {
       unlockAudio();

@@ -31,8 +31,17 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
     accounting = results["accounting"]
     checked = {name: a for name, a in accounting.items() if a and "meets_target" in a}
     # c3_pay: since payments checkout's seats are sold by its card payment, which is checked too
-    assert set(checked) == {"q1", "q2", "q3", "c1", "c1_new_cart", "c1_first_in_worker", "c2", "c3", "c3_pay"}
+    # c3_box_office: our own checkout to a confirmed reservation, no provider (issue 21's checkout row)
+    assert set(checked) == {
+        *("q1", "q2", "q3", "c1", "c1_new_cart", "c1_first_in_worker", "c2", "c3", "c3_pay", "c3_box_office")
+    }
     assert {"c3", "c3_pay", "c3_stripe"} <= set(results["table"])  # localstripe's share in a row of its own
+    assert {"c1_box_office", "c3_box_office"} <= set(results["table"])
+    assert accounting["c3_box_office"]["list"] == [
+        *("find carts", "find sessions", "update carts", "update client_holds", "find theaters", "insert orders")
+    ]
+    goals = {g["goal"].split(":")[0] for g in results["goals"]}
+    assert {"what's on", "checkout to a confirmed order (box office) at 2 clients"} <= goals
     assert {name: a["list"] for name, a in checked.items() if not a["meets_target"]} == {}
     assert accounting["q3"]["status"] == 304
     # a hold reads only carts once its worker knows the session; the first one there reads it too
@@ -67,3 +76,24 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
     markdown = (tmp_path / "README.md").read_text()
     assert markdown.startswith("# Benchmark results")
     assert "| web CPU ms/req | db CPU ms/req | cores busy |" in markdown
+
+
+@pytest.mark.slow
+def test_only_some_rows(tmp_path):
+    """``--only``: the accounting pass, hello world and the rows asked for, nothing else."""
+    env = dict(os.environ)
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "bench", "--small", "--only", "whats_on", "--out", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["table"]) == {"hello", "q1"}
+    assert "sweep" not in results and "scenario" not in results
+    assert [g["goal"].split(":")[0] for g in results["goals"]] == ["what's on"]
+    assert "Q1 what's on" in (tmp_path / "README.md").read_text()

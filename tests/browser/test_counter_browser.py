@@ -19,7 +19,7 @@ from booking.tests.factories import make_session, make_theater
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-SHOTS = Path("/tmp/shots/counter")
+SHOTS = Path("/tmp/shots/front")
 LAPTOP = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}
 
@@ -79,8 +79,11 @@ def test_counter_sale_paid_in_cash_with_a_house_seat_and_printed_tickets(new_pag
 
 def test_phone_sale_on_invoice_from_a_phone_sized_screen(new_page):
     session = make_session(name="Tosca", days=6)
+    opens = clock.now().replace(microsecond=0) + timedelta(days=1)  # online from tomorrow: the box office sells now
+    session_service.set_sale_window(session["_id"], published=True, sale_opens=opens, sale_closes=None)
     page = login(new_page, PHONE)
     page.goto(f"/admin/booking/session/{session['_id']}/sell/")
+    expect(page.locator(".online-note")).to_contain_text("Not on sale online yet; the box office sells now.")
     page.locator("#best-count").select_option("3")
     page.get_by_role("button", name="Find seats").click()
     expect(page.locator("#cart-summary")).to_contain_text("Total (3 seats)")

@@ -46,7 +46,8 @@ def set_door(page, name: str):
 
 def type_code(page, code: str):
     page.get_by_label("Ticket code").fill(code)
-    page.get_by_role("button", name="Check", exact=True).click()
+    # the typed code's own button (a search hit for a used ticket offers a "Check" of its own)
+    page.get_by_role("region", name="Type the code").get_by_role("button", name="Check", exact=True).click()
 
 
 def next_ticket(page):
@@ -129,7 +130,8 @@ def test_door_checks_typed_codes_green_then_red(new_page, show, shot):
     page.get_by_label("Name or booking reference").fill("lovel")
     hits = page.locator("#hits li")
     expect(hits).to_have_count(2)
-    expect(hits.first).to_contain_text("used at North")
+    expect(hits.first).to_contain_text("Used at North")
+    expect(hits.first.get_by_role("button")).to_have_text("Check")  # used: not offered as "Admit"
     shot(page, "search-by-name")
     hits.nth(1).get_by_role("button", name="Admit").click()
     expect(result).to_have_class(re.compile(r"\bok\b"))
@@ -288,4 +290,46 @@ def test_an_offline_door_keeps_admitting_and_reports_the_conflict_when_back(new_
     expect(summary).to_contain_text("1 conflict (0 not seen yet)")
     expect(summary).to_contain_text("Seen by ben")
     shot(admin, "admin-session-check-in")
+    assert check_invariants() == []
+
+
+def test_an_offline_door_says_why_an_exchanged_or_refunded_ticket_does_not_admit(new_page, show, shot):
+    """The phone's list carries the tickets an exchange replaced and the canceled bookings, with
+    their reason: offline the door shows the same red answer as online, never "unknown"."""
+    from booking.services import exchanges
+
+    session, order = show
+    moved = tickets(order)[1]  # B4 (premium) -> B6 (premium): no money changes hands
+    exchanges.exchange(order["_id"], [moved], session["_id"], ["1:5"], settle=exchanges.COUNTER, by="anna")
+    new_seat = next(line for line in mongo.orders().find_one({"_id": order["_id"]})["lines"] if line["key"] == "1:5")
+    gone = sell(session, ["2:0"], name="Bob Canceled")
+    orders.cancel_order(gone["_id"], by="anna")
+    door_staff("anna")
+    east = new_page(PHONE)
+    sign_in(east, "anna", f"/checkin/{session['_id']}/")
+    set_door(east, "East")
+    expect(east.locator("#net")).to_contain_text("4 tickets on this phone")
+    expect(east.locator("#net")).to_contain_text("Online · ready offline")
+    replaced = f"Replaced by an exchange — new seat: Row {new_seat['row']} · Seat {new_seat['seat']}."
+    result = east.locator("#result")
+    type_code(east, moved)  # online first: the server's answer
+    expect(result).to_have_class(re.compile(r"\bbad\b"))
+    expect(result).to_contain_text(replaced)
+    next_ticket(east)
+
+    east.context.set_offline(True)
+    expect(east.locator("#net")).to_contain_text("Offline", timeout=8000)
+    type_code(east, moved)
+    expect(result).to_have_class(re.compile(r"\bbad\b"))
+    expect(result).to_contain_text("Not valid")
+    expect(result).to_contain_text(replaced)
+    expect(result).to_contain_text("Offline · checked against this phone's list")
+    shot(east, "offline-red-exchanged", full_page=False)
+    next_ticket(east)
+    type_code(east, tickets(gone)[0])
+    expect(result).to_have_class(re.compile(r"\bbad\b"))
+    expect(result).to_contain_text("The ticket was refunded.")  # a paid booking canceled by staff is refunded
+    shot(east, "offline-red-canceled", full_page=False)
+    next_ticket(east)
+    east.context.set_offline(False)
     assert check_invariants() == []

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 
 LAPTOP = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}
-SHOTS = Path("/tmp/shots/changes")
+SHOTS = Path("/tmp/shots/front")
 
 
 def keep(page, name: str) -> None:

@@ -43,7 +43,7 @@ def known_sales():
     staff = User.objects.create_user("analyst", "analyst@theater.example", PASSWORD, is_staff=True)
     staff.user_permissions.add(Permission.objects.get(codename="view_reports"))
     staff.user_permissions.add(Permission.objects.get(codename="view_order", content_type__app_label="booking"))
-    return {"first": first, "orders": orders}
+    return {"first": first, "second": second, "orders": orders}
 
 
 def log_in(page, path):
@@ -64,7 +64,7 @@ def no_sideways_scroll(page):
 
 
 @pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
-def test_report_pages(new_page, known_sales, shot, viewport):
+def test_report_pages(new_page, known_sales, shot, viewport, settings):
     size = "laptop" if viewport is LAPTOP else "phone"
     first = known_sales["first"]
     page = new_page(viewport)
@@ -80,8 +80,18 @@ def test_report_pages(new_page, known_sales, shot, viewport):
 
     page.goto(f"/admin/booking/report/series/{first['_id']}/")
     expect(page.locator("body")).to_contain_text("2 sessions")
+    expect(page.locator(".report-as-of")).to_contain_text("Sales figures as of")
     no_sideways_scroll(page)
     save(page, f"series-{size}")
+
+    # a sale since the second session's count, with no recount on read: shown as of its count
+    settings.BOOKING_REPORTS_RECOUNT_ON_READ = 0
+    buy(known_sales["second"], "s:late", ["0:5"])
+    page.goto(f"/admin/booking/report/series/{first['_id']}/")
+    expect(page.locator(".report-as-of.behind")).to_contain_text("The sales figures of 1 session are as of")
+    expect(page.locator(".report-behind")).to_have_count(1)
+    no_sideways_scroll(page)
+    save(page, f"series-behind-{size}")
 
     page.goto("/admin/booking/report/?when=on_sale")
     no_sideways_scroll(page)

@@ -5,11 +5,17 @@ the seat's sheet, the sticky cart bar, best available with its split offer, a pu
 import re
 
 import pytest
+from django.core import mail
+from django.utils import timezone, translation
+from django.utils.formats import date_format
 from playwright.sync_api import expect
 
-from booking import demo, mongo
+from booking import demo, formatting, mongo
 from booking.demo_stadium import create_match, create_stadium
+from booking.services import notifications
 from booking.tests.factories import make_session
+from booking.tests.localstripe import VISA
+from tests.browser.test_card_payment import fill_card
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -94,8 +100,15 @@ def test_no_seat_is_hidden_in_the_section_maps_of_the_100000_seat_stadium(new_pa
     shapes: dict = {}
     for section in sections:
         rows = section["layout"]["rows"]
-        shape = tuple(
-            tuple(cell and (cell["label"], bool(cell.get("wheelchair"))) for cell in row["cells"]) for row in rows
+        shape = tuple(  # what places a seat on the map: its row, its column, its label and its mark
+            (
+                row["label"],
+                tuple(
+                    cell and (cell["label"], bool(cell.get("wheelchair")), bool(cell.get("companion")))
+                    for cell in row["cells"]
+                ),
+            )
+            for row in rows
         )
         shapes.setdefault(shape, section)
     assert len(shapes) == 1  # every section draws the same map (categories differ only in colour)
@@ -136,9 +149,15 @@ def map_centre(page):
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
 
-def phone(chromium, live_server):
+def phone(chromium, live_server, locale: str = "en-GB"):
     context = chromium.new_context(
-        base_url=live_server.url, viewport=PHONE, has_touch=True, is_mobile=True, device_scale_factor=2
+        base_url=live_server.url,
+        viewport=PHONE,
+        has_touch=True,
+        is_mobile=True,
+        device_scale_factor=2,
+        locale=locale,  # the browser's Accept-Language
+        timezone_id="Europe/Berlin",
     )
     context.set_default_timeout(8000)
     page = context.new_page()
@@ -179,67 +198,198 @@ def test_pinch_zooms_the_map_not_the_page_and_a_small_seat_is_zoomed_to_before_c
         context.close()
 
 
-def test_a_phone_buys_end_to_end_by_touch(chromium, live_server, halls):
-    shots = "/tmp/shots/map/phone-flow"
+# What the buyer reads in each language (the German from locale/de; the formats from Babel/CLDR).
+WORDS = {
+    "en": {
+        "whats_on": "What's on",
+        "row_seat": "Row {row}, seat {n},",
+        "sheet_title": "Row {row}, Seat {n}",
+        "held": "held by you$",
+        "available": "available$",
+        "wheelchair_sheet": "Standard · €22 · wheelchair space",
+        "need_it": "This is a wheelchair space – do you need it?",
+        "yes": "Yes, I need it: hold it",
+        "no": "No",
+        "hold": "Hold this seat",
+        "reduced": "Reduced view · €15",
+        "close": "Close",
+        "seats": "Seats",
+        "find": "Find seats",
+        "none_in_hall": "There are no 8 seats side by side in this hall.",
+        "split": "Not side by side, but close:",
+        "hold_8": "Hold these 8 seats",
+        "one_seat": "1 seat",
+        "two_seats": "2 seats",
+        "ten_seats": "10 seats",
+        "bar_money": "€22",
+        "check_out": "Check out",
+        "checkout": "Checkout",
+        "name": "Name",
+        "email": "E-mail",
+        "continue": "^Continue",
+        "payment": "Payment",
+        "pay": r"^Pay €",
+        "paid_heading": "You're going to the theater!",
+        "paid": "Paid",
+        "receipt": r"Receipt \d+ \(PDF\)",
+        "subject": "Your booking {ref}: Waiting for Godot",
+        "show": "Waiting for Godot",
+        "premiere": "The Big Premiere",
+    },
+    "de": {
+        "whats_on": "Spielplan",
+        "row_seat": "Reihe {row}, Platz {n},",
+        "sheet_title": "Reihe {row}, Platz {n}",
+        "held": "von Ihnen vorgemerkt$",
+        "available": "frei$",
+        "wheelchair_sheet": "Standard · 22\xa0€ · Rollstuhlplatz",
+        "need_it": "Dies ist ein Rollstuhlplatz – brauchen Sie ihn?",
+        "yes": "Ja, ich brauche ihn: vormerken",
+        "no": "Nein",
+        "hold": "Diesen Platz vormerken",
+        "reduced": "Eingeschränkte Sicht · 15\xa0€",  # the staff's German category name
+        "close": "Schließen",
+        "seats": "Plätze",
+        "find": "Plätze suchen",
+        "none_in_hall": "In diesem Saal gibt es keine 8 Plätze nebeneinander.",
+        "split": "Nicht nebeneinander, aber nah beieinander:",
+        "hold_8": "Diese 8 Plätze vormerken",
+        "one_seat": "1 Platz",
+        "two_seats": "2 Plätze",
+        "ten_seats": "10 Plätze",
+        "bar_money": "22\xa0€",
+        "check_out": "Zur Kasse",
+        "checkout": "Kasse",
+        "name": "Name",
+        "email": "E-Mail",
+        "continue": "^Weiter",
+        "payment": "Zahlung",
+        "pay": r"^[\d.,]+\s€ bezahlen",
+        "paid_heading": "Sie gehen ins Theater!",
+        "paid": "Bezahlt",
+        "receipt": r"Quittung \d+ \(PDF\)",
+        "subject": "Ihre Buchung {ref}: Warten auf Godot",
+        "show": "Warten auf Godot",
+        "premiere": "Die große Premiere",
+    },
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_a_phone_buys_end_to_end_by_touch(chromium, live_server, halls, language):
+    """The whole purchase on a phone by touch, in each language: what's on, the map (pinch, a
+    wheelchair space asked for in its sheet, a seat's facts on tap, the sticky bar), best
+    available's split offer, checkout, the card payment through localstripe's Stripe.js, the
+    confirmation page and the mail; each page in the buyer's language and its formats."""
+    shots = f"/tmp/shots/map/phone-flow-{language}"
+    words = WORDS[language]
     studio = halls["Studio Stage"]
-    mongo.sessions().update_one(
-        {"_id": studio["_id"]}, {"$set": {"boxOffice": {"enabled": True, "deadlineMinutes": 30}}}
-    )
-    context, page = phone(chromium, live_server)
+    mongo.sessions().update_one({"_id": studio["_id"]}, {"$set": {"nameDe": "Warten auf Godot"}})
+
+    def place(row: str, number: int):
+        return page.get_by_role("button", name=re.compile("^" + words["row_seat"].format(row=row, n=number)))
+
+    def money(cents: int) -> str:
+        with translation.override(language):
+            return formatting.format_money(cents)
+
+    context, page = phone(chromium, live_server, locale={"en": "en-GB", "de": "de-DE"}[language])
     try:
-        page.goto(f"/sessions/{studio['_id']}/")
-        expect(page.locator(".stage")).to_have_text("Stage")
+        page.goto("/")
+        expect(page.locator("html")).to_have_attribute("lang", language)
+        expect(page.get_by_role("heading", level=1)).to_have_text(words["whats_on"])
+        card = page.locator("li.show").filter(has_text=words["show"])
+        expect(card).to_contain_text(f"{money(1500)} – {money(2200)}")  # the price range, per language
+        card.get_by_role("link").first.tap()
+        expect(page.get_by_role("heading", level=1)).to_have_text(words["show"])
+        expect(page.locator(".stage")).to_have_text({"en": "Stage", "de": "Bühne"}[language])
         cdp = touch(page)
         x, y = map_centre(page)
         pinch(page, cdp, x, y, 100, 150)  # a little closer
-        wheelchair = seat(page, "F", 1)
+
+        # a wheelchair space: the sheet asks whether the buyer needs it; "No" holds nothing
+        wheelchair = place("F", 1)
         wheelchair.scroll_into_view_if_needed()
         wheelchair.tap()
         sheet = page.locator("#seat-sheet")
         expect(sheet).to_be_visible()
-        expect(sheet).to_contain_text("Row F, Seat 1")
-        expect(sheet).to_contain_text("Standard · €22 · wheelchair space")
+        expect(sheet).to_contain_text(words["sheet_title"].format(row="F", n=1))
+        expect(sheet).to_contain_text(words["wheelchair_sheet"])
+        expect(sheet).to_contain_text(words["need_it"])
         page.screenshot(path=f"{shots}-1-sheet.png")
-        sheet.get_by_role("button", name="Hold this seat").click()
-        expect(wheelchair).to_have_attribute("aria-label", re.compile("held by you$"))
+        sheet.get_by_role("button", name=words["no"]).tap()
+        expect(sheet).to_be_hidden()
+        expect(wheelchair).to_have_attribute("aria-label", re.compile(words["available"]))
+        wheelchair.tap()
+        sheet.get_by_role("button", name=words["yes"]).tap()
+        expect(wheelchair).to_have_attribute("aria-label", re.compile(words["held"]))
         bar = page.locator("#cart-bar")
         expect(bar).to_be_visible()
-        expect(bar).to_contain_text("1 seat")
-        expect(bar).to_contain_text("€22")
+        expect(bar).to_contain_text(words["one_seat"])
+        expect(bar).to_contain_text(words["bar_money"])
         expect(bar.locator(".countdown-time")).to_have_text(re.compile(r"^1[45]:\d\d$"))
         assert bar.bounding_box()["y"] + bar.bounding_box()["height"] <= PHONE["height"] + 1  # on screen
         page.screenshot(path=f"{shots}-2-bar.png")
 
-        reduced = seat(page, "G", 3)  # reduced view: the category says so in the sheet
+        reduced = place("G", 1)  # reduced view: the category (in the buyer's language) says so
         reduced.scroll_into_view_if_needed()
         reduced.tap()
-        expect(sheet).to_contain_text("Reduced view · €15")
-        sheet.get_by_role("button", name="Close").tap()
+        expect(sheet).to_contain_text(words["reduced"])
+        sheet.get_by_role("button", name=words["close"]).tap()
         expect(sheet).to_be_hidden()
+        expect(reduced).to_have_attribute("aria-label", re.compile(words["available"]))  # a look holds nothing
+        reduced.tap()
+        sheet.get_by_role("button", name=words["hold"]).tap()
+        expect(reduced).to_have_attribute("aria-label", re.compile(words["held"]))
+        expect(bar).to_contain_text(words["two_seats"])
 
         # best available: 8 side by side never fit this hall; the engine's split is offered, then taken
-        page.get_by_label("Seats", exact=True).select_option("8")
-        page.get_by_role("button", name="Find seats").tap()
-        expect(page.locator("#notice")).to_contain_text("There are no 8 seats side by side in this hall.")
+        page.get_by_label(words["seats"], exact=True).select_option("8")
+        page.get_by_role("button", name=words["find"]).tap()
+        expect(page.locator("#notice")).to_contain_text(words["none_in_hall"])
         offer = page.locator("#best-result")
-        expect(offer).to_contain_text("Not side by side, but close:")
+        expect(offer).to_contain_text(words["split"])
         page.screenshot(path=f"{shots}-3-split-offer.png")
-        expect(bar).to_contain_text("1 seat")  # nothing added before the buyer says so
-        offer.get_by_role("button", name="Hold these 8 seats").tap()
-        expect(bar).to_contain_text("9 seats")
-        expect(page.locator("#seatmap button.s.me")).to_have_count(9)
+        expect(bar).to_contain_text(words["two_seats"])  # nothing added before the buyer says so
+        offer.get_by_role("button", name=words["hold_8"]).tap()
+        expect(bar).to_contain_text(words["ten_seats"])
+        expect(page.locator("#seatmap button.s.me")).to_have_count(10)
         page.screenshot(path=f"{shots}-4-held.png")
+        [cart] = mongo.carts().find()
+        total = sum(item["price"] for item in cart["items"])
+        expect(bar).to_contain_text(money(total))
 
-        bar.get_by_role("link", name=re.compile("Check out")).tap()
-        expect(page.get_by_role("heading", name="Checkout")).to_be_visible()
-        page.get_by_label("Name").fill("Ada Lovelace")
-        page.get_by_label("E-mail").fill("ada@example.com")
-        page.get_by_role("radio", name=re.compile("Pay at the box office")).check()
-        page.get_by_role("button", name=re.compile("^Continue")).tap()
-        expect(page.get_by_role("heading", name="Your seats are reserved")).to_be_visible()
-        page.screenshot(path=f"{shots}-5-reserved.png", full_page=True)
+        bar.get_by_role("link", name=re.compile(words["check_out"])).tap()
+        expect(page.get_by_role("heading", name=words["checkout"], exact=True)).to_be_visible()
+        page.get_by_label(words["name"], exact=True).fill("Ada Lovelace")
+        page.get_by_label(words["email"], exact=True).fill("ada@example.com")
+        page.screenshot(path=f"{shots}-5-checkout.png", full_page=True)
+        page.get_by_role("button", name=re.compile(words["continue"])).tap()
+        expect(page.get_by_role("heading", name=words["payment"])).to_be_visible()
+        fill_card(page, VISA)
+        page.screenshot(path=f"{shots}-6-payment.png", full_page=True)
+        pay = page.get_by_role("button", name=re.compile(words["pay"]))
+        expect(pay).to_contain_text(money(total))
+        pay.tap()
+
+        expect(page.get_by_role("heading", name=words["paid_heading"])).to_be_visible()
+        expect(page.locator(".badge-paid")).to_have_text(words["paid"])
+        expect(page.get_by_role("link", name=re.compile(words["receipt"]))).to_be_visible()
+        confirmation = page.locator(".confirmation")
+        expect(confirmation).to_contain_text(money(total))
+        expect(confirmation).to_contain_text(words["reduced"].split(" · ")[0])  # the category, translated
+        with translation.override(language):  # the show's date in the language's own format
+            when = date_format(timezone.localtime(studio["start"]), translation.gettext("D j M, H:i"))
+        expect(confirmation).to_contain_text(when)
+        page.screenshot(path=f"{shots}-7-paid.png", full_page=True)
+
         [order] = mongo.orders().find()
-        assert order["method"] == "box_office" and len(order["lines"]) == 9
+        assert order["state"] == "paid" and len(order["lines"]) == 10 and order["language"] == language
+        assert notifications.send_confirmation(order["_id"]) == "sent"  # what the worker would do
+        [message] = mail.outbox
+        assert message.subject == words["subject"].format(ref=order["ref"])
+        assert words["reduced"].split(" · ")[0] in message.body  # the category in the buyer's language
     finally:
         context.close()
 
@@ -320,3 +470,63 @@ def test_reduced_motion_is_respected_and_the_focused_seat_is_outlined(chromium, 
         assert re.search(r"solid 3px", page.evaluate(style))
     finally:
         context.close()
+
+
+HINTS = "els => els.filter(e => e.getClientRects().length > 0).map(e => e.textContent.trim())"
+
+
+@pytest.mark.parametrize("device", ["phone", "laptop"])
+def test_the_hint_fits_the_device(chromium, live_server, halls, device):
+    """A touch screen reads how to tap and pinch, a mouse-and-keyboard screen how to click and
+    use the keys; never both (above the map and in the empty cart panel)."""
+    if device == "phone":
+        context, page = phone(chromium, live_server)
+    else:
+        context = chromium.new_context(base_url=live_server.url, viewport={"width": 1366, "height": 768})
+        page = context.new_page()
+    try:
+        page.goto(f"/sessions/{halls['Studio Stage']['_id']}/")
+        shown = page.locator(".click-hint, .keys-hint, .touch-hint").evaluate_all(HINTS)
+        if device == "phone":
+            assert shown == [
+                "Tap a seat to see its price, then hold it. Pinch or use + and − to zoom.",
+                "Tap a free seat on the map to see it and hold it, or let us pick the best available.",
+            ]
+        else:
+            assert shown == [
+                "Click a seat to hold it; click it again to let it go.",
+                "Keyboard: Tab to the map, arrow keys move between seats, Enter holds or lets go.",
+                "Click a free seat on the map to hold it, or let us pick the best available.",
+            ]
+        page.screenshot(path=f"/tmp/shots/phone/hint-{device}.png")
+    finally:
+        context.close()
+
+
+def test_a_wheelchair_space_is_held_only_after_the_buyer_says_they_need_it(new_page, halls):
+    """On a laptop too: a click, Enter or the list's button on a free wheelchair space opens its
+    sheet with the question; "No" holds nothing and sends nothing; "Yes" holds it."""
+    page = new_page({"width": 1366, "height": 768})
+    studio = halls["Studio Stage"]
+    page.goto(f"/sessions/{studio['_id']}/")
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url) if r.method == "POST" else None)
+    space, sheet = seat(page, "F", 12), page.locator("#seat-sheet")
+    space.click()
+    expect(sheet).to_contain_text("This is a wheelchair space – do you need it?")
+    sheet.get_by_role("button", name="No").click()
+    expect(sheet).to_be_hidden()
+    space.focus()
+    page.keyboard.press("Enter")
+    expect(sheet).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(sheet).to_be_hidden()
+    page.get_by_role("button", name="List of seats").click()
+    page.locator("#seat-list").get_by_role("button", name=re.compile(r"^Hold this seat: Row F, Seat 12,")).click()
+    expect(sheet).to_contain_text("do you need it?")
+    assert requests == [] and mongo.carts().count_documents({}) == 0
+    page.screenshot(path="/tmp/shots/phone/wheelchair-question-1366.png")
+    sheet.get_by_role("button", name="Yes, I need it: hold it").click()
+    expect(page.locator("#cart-summary")).to_contain_text("Row F, seat 12")
+    [cart] = mongo.carts().find()
+    assert [item.get("wheelchair") for item in cart["items"]] == [True]

@@ -104,3 +104,17 @@ def test_sold_cells_count(session):
     order = buy(session, "s:a", ["0:0"])
     assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][0][0] == SOLD
     assert final_checks(Stats(orders_seen={order["ref"]: 1}), web_log="").ok
+
+
+def test_money_stripe_kept_for_an_order_that_sells_nothing_is_caught(session, localstripe_url):
+    """The run's money check reads localstripe: an order that is no longer paid while its payment
+    is kept there is money kept for unsold seats (shared localstripe: only this order is looked at)."""
+    from chaos.verify import Verdict, _money_at_stripe
+
+    kept = buy(session, "s:a", ["0:0", "0:1"])
+    clean = buy(session, "s:b", ["2:0", "2:1"], name="Bob")
+    mongo.orders().update_one({"_id": kept["_id"]}, {"$set": {"state": "expired"}})  # paid at Stripe, not here
+    verdict = Verdict()
+    _money_at_stripe(verdict, localstripe_url)
+    mine = [b for b in verdict.breaches if kept["ref"] in b or clean["ref"] in b]
+    assert mine == [f"Stripe kept 40.00 for order {kept['ref']} (expired), whose seats are worth 0.00"]

@@ -1,0 +1,140 @@
+"""A promo code's use while a late payment is decided (issue 15). The buyer's hold ended while
+their bank still asked for 3-D Secure: the use stays taken (a capped code is not offered to anyone
+else meanwhile) until the payment is decided; then it is kept if the payment bought the seats,
+given back once if the payment was refunded because the seats were taken or was never made. Never
+lost, never counted twice, also when the process dies in between."""
+
+from datetime import timedelta
+
+import pytest
+
+from booking import clock, faults, mongo
+from booking.errors import InvalidRequest
+from booking.invariants import check_invariants
+from booking.services import carts, checkout, holds, payments, promos
+from booking.services.reconcile import reconcile
+from booking.tests.factories import make_session
+from booking.tests.localstripe import THREE_D_SECURE, authenticate, card
+
+ALICE, BOB, CAROL = "s:alice", "s:bob", "s:carol"
+KEYS = ["1:2", "1:3"]
+NO_GRACE = timedelta(0)
+
+
+def uses() -> int:
+    return mongo.promo_codes().find_one({"code": "ONCE"})["uses"]
+
+
+def late_payer(session):
+    """Alice redeems the only use of ONCE, pays by a 3-D Secure card and her hold ends meanwhile."""
+    promos.create_code("ONCE", "amount", 500, cap=1)
+    cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
+    promos.apply_code(ALICE, cart.cart_id, "ONCE")
+    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
+    assert asked.status == "action"
+    mongo.carts().update_one({"_id": order["cartId"]}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
+    carts.expire_stale_carts()
+    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "expired"
+    assert uses() == 1  # her payment may still come: the use waits for it
+    other = holds.hold_seats(session["_id"], CAROL, None, ["0:0"])
+    with pytest.raises(InvalidRequest):
+        promos.apply_code(CAROL, other.cart_id, "ONCE")  # so nobody else gets it meanwhile
+    return order, asked
+
+
+def later(minutes: float):
+    return clock.now() + timedelta(minutes=minutes)
+
+
+def test_a_late_payment_that_buys_the_seats_keeps_the_use_once(settings):
+    settings.BOOKING_PAYMENT_LATE_SECONDS = 600
+    order, asked = late_payer(make_session())
+    authenticate(order["payment"]["intent"], asked.client_secret)
+    paid = payments.check(order["_id"])
+    assert paid["state"] == "paid" and paid["discount"] == 1000 and paid["paidWith"]["amount"] == 6000
+    assert uses() == 1
+    reconcile(now=later(40), grace=NO_GRACE)  # past the late period: nothing to give back
+    payments.check(order["_id"])
+    assert uses() == 1
+    assert check_invariants() == []
+
+
+def test_a_late_payment_refunded_because_the_seats_were_taken_gives_the_use_back_once(settings):
+    settings.BOOKING_PAYMENT_LATE_SECONDS = 600
+    session = make_session()
+    order, asked = late_payer(session)
+    holds.hold_seats(session["_id"], BOB, None, ["1:3"])  # Bob takes one of her seats
+    authenticate(order["payment"]["intent"], asked.client_secret)
+    lost = payments.check(order["_id"])
+    assert lost["state"] == "refunded" and lost["amountRefunded"] == 6000
+    assert uses() == 0
+    payments.check(order["_id"])  # the return page again, the webhook, reconcile: never twice
+    reconcile(now=later(40), grace=NO_GRACE)
+    assert uses() == 0
+    cart = holds.hold_seats(session["_id"], CAROL, None, ["0:0"])
+    promos.apply_code(CAROL, cart.cart_id, "ONCE")  # the use is free for someone else again
+    assert uses() == 1
+    assert check_invariants() == []
+
+
+def test_a_crash_while_refunding_the_late_payment_still_gives_the_use_back_once(fault_hook):
+    session = make_session()
+    order, asked = late_payer(session)
+    holds.hold_seats(session["_id"], BOB, None, ["1:3"])
+    authenticate(order["payment"]["intent"], asked.client_secret)
+
+    def die(name):
+        if name == "refund.lost_after_order":  # refunded on the order, nothing else done yet
+            raise faults.InjectedCrash(name)
+
+    fault_hook(die)
+    with pytest.raises(faults.InjectedCrash):
+        payments.check(order["_id"])
+    fault_hook(None)
+    reconcile(now=later(1), grace=NO_GRACE)
+    reconcile(now=later(2), grace=NO_GRACE)
+    lost = mongo.orders().find_one({"_id": order["_id"]})
+    assert lost["state"] == "refunded" and lost["refunds"][0]["status"] == "succeeded"
+    assert uses() == 0
+    assert check_invariants() == []
+
+
+def test_a_late_payment_that_never_comes_gives_the_use_back_after_the_late_period(settings):
+    settings.BOOKING_PAYMENT_LATE_SECONDS = 600
+    settings.BOOKING_PAYMENT_CHECK_GRACE_SECONDS = 0
+    late_payer(make_session())
+    reconcile(now=later(5), grace=NO_GRACE)
+    assert uses() == 1  # still within the late period
+    reconcile(now=later(40), grace=NO_GRACE)  # canceled at Stripe: it can never be paid now
+    assert uses() == 0
+    reconcile(now=later(41), grace=NO_GRACE)
+    assert uses() == 0
+    assert check_invariants() == []
+
+
+def test_a_full_refund_crashing_after_the_order_write_still_gives_the_use_back(fault_hook):
+    """Staff refund a paid order with the code in full and the process dies before the use goes back."""
+    from booking.services import refunds
+    from booking.tests.paying import pay
+
+    promos.create_code("ONCE", "amount", 500, cap=1)
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
+    promos.apply_code(ALICE, cart.cart_id, "ONCE")
+    paid = pay(checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com"))
+
+    def die(name):
+        if name == "refund.after_order":
+            raise faults.InjectedCrash(name)
+
+    fault_hook(die)
+    with pytest.raises(faults.InjectedCrash):
+        refunds.refund_tickets(paid["_id"], by="anna")
+    fault_hook(None)
+    reconcile(now=later(1), grace=NO_GRACE)
+    assert mongo.orders().find_one({"_id": paid["_id"]})["state"] == "refunded"
+    assert uses() == 0
+    reconcile(now=later(2), grace=NO_GRACE)
+    assert uses() == 0
+    assert check_invariants() == []

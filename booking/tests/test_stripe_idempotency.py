@@ -1,0 +1,215 @@
+"""Idempotency keys: every POST to Stripe carries one made from our own ids, and a request repeated
+after its answer was lost charges once and makes one PaymentIntent. Through the real ``stripe``
+library against localstripe run by scripts/localstripe_server.py, which keeps a key's first answer
+as Stripe does and lists the requests it received (their headers as they arrived)."""
+
+import http.client
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+import pytest
+
+from booking import faults, mongo
+from booking.invariants import check_invariants
+from booking.payments.stripe_provider import client
+from booking.services import checkout, holds, payments, refunds
+from booking.tests.factories import make_session
+from booking.tests.localstripe import DECLINED, VISA, card, requests_received
+
+ALICE = "s:alice"
+KEYS = ["1:2", "1:3"]
+
+
+def intents_of(order) -> list:
+    """The PaymentIntents localstripe holds for this order (every one ever made for it)."""
+    found = client().v1.payment_intents.list({"limit": 100000}).data
+    return [pi for pi in found if pi.metadata.to_dict().get("order") == str(order["_id"])]
+
+
+def charged(order) -> list[int]:
+    return [pi.amount for pi in intents_of(order) if pi.status == "succeeded"]
+
+
+def start(session, owner=ALICE):
+    cart = holds.hold_seats(session["_id"], owner, None, KEYS)
+    return checkout.checkout(owner, cart.cart_id, "Ada Lovelace", "ada@example.com")
+
+
+def provider_posts(since: int) -> list[dict]:
+    """What our side POSTed to Stripe since then (not the buyer's browser making cards)."""
+    return [r for r in requests_received()[since:] if r["path"].startswith(("/v1/payment_intents", "/v1/refunds"))]
+
+
+def test_every_create_confirm_cancel_and_refund_carries_a_key_made_from_our_ids():
+    session = make_session()
+    before = len(requests_received())
+    order = start(session)
+    declined, visa = card(DECLINED), card(VISA)
+    assert payments.pay_with_card(order["_id"], ALICE, declined).status == "failed"
+    assert payments.pay_with_card(order["_id"], ALICE, visa).status == "paid"  # attempt 2, after canceling 1
+    paid = mongo.orders().find_one({"_id": order["_id"]})
+    refunds.refund_tickets(paid["_id"], tickets=[paid["lines"][0]["ticket"]], by="anna")
+    [refund] = mongo.orders().find_one({"_id": order["_id"]})["refunds"]
+    first, second = order["payment"]["intent"], paid["paidWith"]["id"]
+    sent = [(r["path"], r["key"]) for r in provider_posts(before)]
+    oid = order["_id"]
+    assert sent == [
+        ("/v1/payment_intents", f"order-{oid}-1"),
+        (f"/v1/payment_intents/{first}", f"order-{oid}-1-{declined}-pm"),  # the card onto it
+        (f"/v1/payment_intents/{first}/confirm", f"order-{oid}-1-{declined}"),
+        (f"/v1/payment_intents/{first}/cancel", f"cancel-{first}"),  # the refused one, before a new one
+        ("/v1/payment_intents", f"order-{oid}-2"),
+        (f"/v1/payment_intents/{second}", f"order-{oid}-2-{visa}-pm"),
+        (f"/v1/payment_intents/{second}/confirm", f"order-{oid}-2-{visa}"),
+        ("/v1/refunds", f"refund-{refund['_id']}"),
+    ]
+
+
+def test_a_create_whose_answer_was_lost_is_repeated_with_its_key_and_makes_one_payment(fault_hook):
+    """The process dies after Stripe made the PaymentIntent and before we wrote its id: the buyer's
+    next request makes it again with the same key and gets the same PaymentIntent back."""
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
+
+    def die(name):
+        if name == "pay.after_provider_start":
+            raise faults.InjectedCrash(name)
+
+    fault_hook(die)
+    with pytest.raises(faults.InjectedCrash):
+        checkout.checkout(ALICE, cart.cart_id, "Ada Lovelace", "ada@example.com")
+    fault_hook(None)
+    [order] = mongo.orders().find()
+    assert order["payment"]["intent"] is None  # made at Stripe, unknown here
+    [made] = intents_of(order)
+
+    before = len(requests_received())
+    outcome = payments.pay_with_card(order["ref"], ALICE, card(VISA))  # makes it first, then pays
+    assert outcome.status == "paid"
+    create = provider_posts(before)[0]
+    assert create == {"path": "/v1/payment_intents", "key": f"order-{order['_id']}-1", "replayed": True}
+    assert [pi.id for pi in intents_of(order)] == [made.id]  # one PaymentIntent for the order...
+    assert charged(order) == [7000]  # ...charged once
+    assert mongo.orders().count_documents({"state": "paid"}) == 1
+    assert mongo.orders().find_one({"_id": order["_id"]})["paidWith"]["id"] == made.id
+    assert check_invariants() == []
+
+
+class LosingProxy:
+    """A tiny HTTP proxy in front of localstripe that forwards every request and, for the first
+    request whose path is ``lose``, drops the answer (closes the connection without it), as a
+    network failure after Stripe did the work would. The ``stripe`` library then retries with
+    the same Idempotency-Key."""
+
+    def __init__(self, upstream: str, lose: str):
+        address = urlsplit(upstream)
+        self.host, self.port, self.lose, self.lost = address.hostname or "127.0.0.1", address.port, lose, 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                self.forward()
+
+            def do_POST(self):  # noqa: N802
+                self.forward()
+
+            def forward(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                upstream = http.client.HTTPConnection(proxy.host, proxy.port, timeout=20)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                answer = upstream.getresponse()
+                data = answer.read()
+                upstream.close()
+                if self.command == "POST" and self.path == proxy.lose and not proxy.lost:
+                    proxy.lost += 1
+                    self.close_connection = True  # done at Stripe; the answer never arrives
+                    return
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def losing_proxy(settings, localstripe_url):
+    made = []
+
+    def through(lose: str) -> LosingProxy:
+        proxy = LosingProxy(localstripe_url, lose)
+        made.append(proxy)
+        settings.STRIPE_API_BASE = proxy.url  # the app's client is made again for the new address
+        return proxy
+
+    yield through
+    for proxy in made:
+        proxy.close()
+
+
+def test_a_create_answer_lost_on_the_network_is_retried_by_the_library_and_makes_one_payment(losing_proxy):
+    proxy = losing_proxy("/v1/payment_intents")
+    session = make_session()
+    before = len(requests_received())
+    order = start(session)
+    assert proxy.lost == 1
+    sent = provider_posts(before)
+    key = f"order-{order['_id']}-1"
+    assert [(r["key"], r["replayed"]) for r in sent] == [(key, False), (key, True)]  # the library's retry
+    assert [pi.id for pi in intents_of(order)] == [order["payment"]["intent"]]  # not two
+    assert payments.pay_with_card(order["_id"], ALICE, card(VISA)).status == "paid"
+    assert charged(order) == [7000]
+    assert check_invariants() == []
+
+
+def test_a_confirm_answer_lost_on_the_network_charges_once_and_the_order_is_paid(losing_proxy):
+    session = make_session()
+    order = start(session)
+    proxy = losing_proxy(f"/v1/payment_intents/{order['payment']['intent']}/confirm")
+    before = len(requests_received())
+    outcome = payments.pay_with_card(order["_id"], ALICE, card(VISA))
+    assert proxy.lost == 1 and outcome.status == "paid"
+    confirms = [r for r in provider_posts(before) if r["path"].endswith("/confirm")]
+    assert [r["replayed"] for r in confirms] == [False, True]  # the retry got the first answer again
+    assert charged(order) == [7000]
+    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "paid"
+    assert check_invariants() == []
+
+
+def test_a_refund_answer_lost_on_the_network_refunds_once(losing_proxy):
+    from booking.tests.paying import pay
+
+    session = make_session()
+    paid = pay(start(session))
+    losing_proxy("/v1/refunds")
+    refunds.refund_tickets(paid["_id"], tickets=[paid["lines"][0]["ticket"]], by="anna")
+    [refund] = mongo.orders().find_one({"_id": paid["_id"]})["refunds"]
+    assert refund["status"] == "succeeded"
+    at_stripe = client().v1.refunds.list({"payment_intent": paid["paidWith"]["id"]}).data
+    assert [r.amount for r in at_stripe] == [3500]
+    assert check_invariants() == []
+
+
+def test_the_same_key_with_other_parameters_is_refused_as_stripe_does():
+    import stripe
+
+    payments_api = client().v1.payment_intents
+    first = payments_api.create({"amount": 1000, "currency": "eur"}, {"idempotency_key": "k-same-params"})
+    again = payments_api.create({"amount": 1000, "currency": "eur"}, {"idempotency_key": "k-same-params"})
+    assert again.id == first.id
+    with pytest.raises(stripe.IdempotencyError):
+        payments_api.create({"amount": 2000, "currency": "eur"}, {"idempotency_key": "k-same-params"})

@@ -1,0 +1,100 @@
+"""localstripe (a fake Stripe server, PyPI ``localstripe``) that honours idempotency keys as
+Stripe does. Development (``scripts/run.sh``) and the tests start it instead of the plain
+``localstripe`` command; the arguments are the same (``--port N``, ``--from-scratch``).
+
+localstripe itself ignores the ``Idempotency-Key`` header, so a retried POST (the ``stripe``
+library retries a request whose answer was lost, with the same key) would make a second
+PaymentIntent or refund where Stripe would not. One aiohttp middleware, put in front of
+localstripe's own, does what Stripe documents
+(https://docs.stripe.com/api/idempotent_requests):
+
+- the first answer to a POST with a key is kept (per API key and idempotency key) and given
+  again, unchanged, to every later POST with that key (with ``Idempotent-Replayed: true``);
+  declines (4xx) are kept too, 5xx answers are not;
+- the same key with other parameters (another path or body) is refused: 400 ``idempotency_error``;
+- the same key while its first request is still running: 409 ``idempotency_key_in_use`` (the
+  ``stripe`` library retries that).
+
+Keys are kept in memory for the life of the process (Stripe: 24 hours); ``DELETE /_config/data``
+(localstripe's flush) forgets them. For tests, ``GET /_config/requests`` lists every POST the
+server received under ``/v1/``: its path, its ``Idempotency-Key`` and whether it was replayed.
+"""
+
+import asyncio
+import hashlib
+from collections import deque
+
+from aiohttp import web
+from localstripe import server
+
+Scope = tuple[str, str]  # (Authorization header: the API key, Idempotency-Key)
+
+_answers: dict[Scope, tuple[str, int, bytes, str]] = {}  # -> (fingerprint, status, body, content type)
+_running: set[Scope] = set()
+_requests: deque[dict] = deque(maxlen=100_000)  # what tests ask about; bounded for a long dev run
+_lock = asyncio.Lock()
+
+
+def _error(status: int, kind: str, message: str) -> web.Response:
+    return server.json_response({"error": {"type": kind, "message": message}}, status=status)
+
+
+@web.middleware
+async def idempotency_middleware(request: web.Request, handler):
+    if request.method == "DELETE" and request.path == "/_config/data":
+        _answers.clear()
+        _requests.clear()
+        return await handler(request)
+    if request.method != "POST" or not request.path.startswith("/v1/"):
+        return await handler(request)
+    key = request.headers.get("Idempotency-Key")
+    seen = {"path": request.path, "key": key, "replayed": False}
+    _requests.append(seen)
+    if not key:
+        return await handler(request)
+    scope = (request.headers.get("Authorization", ""), key)
+    fingerprint = hashlib.sha256(request.path.encode() + b"\0" + await request.read()).hexdigest()
+    async with _lock:
+        first = _answers.get(scope)
+        if first is None and scope in _running:
+            return _error(
+                409,
+                "idempotency_error",
+                f"There is currently another in-progress request using this Idempotency Key: {key}",
+            )
+        if first is None:
+            _running.add(scope)
+    if first is not None:
+        if first[0] != fingerprint:
+            return _error(
+                400,
+                "idempotency_error",
+                f"Keys for idempotent requests can only be used with the same parameters they were first used with: "
+                f"{key}",
+            )
+        seen["replayed"] = True
+        response = web.Response(status=first[1], body=first[2], content_type=first[3])
+        response.headers["Idempotent-Replayed"] = "true"
+        response.headers["Idempotency-Key"] = key
+        return response
+    try:
+        response = await handler(request)
+        if response.status < 500:
+            _answers[scope] = (fingerprint, response.status, bytes(response.body or b""), response.content_type)
+        return response
+    finally:
+        _running.discard(scope)
+
+
+async def requests_received(request: web.Request) -> web.Response:
+    return server.json_response(list(_requests))
+
+
+def main() -> None:
+    server.app.middlewares.insert(0, idempotency_middleware)  # outermost: it sees declines as answers
+    server.app.router.add_get("/_config/requests", requests_received)
+    server.start()  # localstripe's own argument parsing and server
+
+
+if __name__ == "__main__":
+    main()
