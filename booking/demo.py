@@ -71,6 +71,7 @@ def seed(force: bool = False) -> bool:
         return False
     if force:
         mongo.sessions().delete_many({"theaterId": {"$in": demo_ids}})
+        mongo.listings().delete_many({"theaterId": {"$in": demo_ids}})
         mongo.theaters().delete_many({"_id": {"$in": demo_ids}})
     grand = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
     studio = create_theater("Studio Stage", parse_grid(STUDIO_GRID, STUDIO_CATEGORIES))

@@ -130,6 +130,11 @@ def client_holds():
     return get_db()["client_holds"]
 
 
+def listings():
+    """What's on, one document per session (services/listings.py)."""
+    return get_db()["listings"]
+
+
 # Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
 # once a minute after their date); the indexes that carry the dates are declared below.
 DAY = 86_400
@@ -147,11 +152,23 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     "session_sales": {"_id": "hashed"},  # the reports: read and written by session id
     # scale (issue 20): one document per client address, addressed by _id alone
     "client_holds": {"_id": "hashed"},
+    # Q1 what's on (services/listings.py): ranged on start, so a range of dates reaches only the
+    # shards owning them; new listings land on the last chunk, at the rate staff publish shows
+    "listings": {"start": 1},
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
 # (renamed, retired: the seed's ticket_code, ...) is dropped.
-OWNED_COLLECTIONS = ("theaters", "sessions", "carts", "orders", "checkin_conflicts", "promo_codes", "session_sales")
+OWNED_COLLECTIONS = (
+    "theaters",
+    "sessions",
+    "carts",
+    "orders",
+    "checkin_conflicts",
+    "promo_codes",
+    "session_sales",
+    "listings",
+)
 
 
 def _index(collection, keys, *, name: str, **options) -> str:
@@ -185,6 +202,16 @@ def ensure_indexes() -> list[str]:
     created.append(
         _index(sessions(), [("performanceId", 1), ("section.index", 1)], name="performance_sections", sparse=True)
     )
+    # sessions whose listing is behind (services/listings.py): reconcile's work list, empty but
+    # for a crash between a session write and its listing's
+    created.append(
+        _index(sessions(), [("listingDue", 1)], name="listing_due", partialFilterExpression={"listingDue": True})
+    )
+    # Q1 what's on: by start, or by theater and start, _id last as in the sessions' indexes
+    created.append(_index(listings(), [("start", 1), ("_id", 1)], name="start_id"))
+    created.append(_index(listings(), [("theaterId", 1), ("start", 1), ("_id", 1)], name="theater_start_id"))
+    # a listing goes a day after its show started (what's on lists upcoming shows only)
+    created.append(_index(listings(), [("start", 1)], name="start_ttl", expireAfterSeconds=DAY))
     # the waiting room: the sessions of a queue (booking/services/waiting_room.py)
     created.append(_index(sessions(), [("waitingRoom.queueId", 1)], name="waiting_room", sparse=True))
     # sessions whose seat grid is still there, by end: the compaction task's work list (the ones

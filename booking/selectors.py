@@ -57,11 +57,15 @@ WHATS_ON_FIELDS = {
     "saleOpens": 1,
 }
 
+# A listing (services/listings.py) carries all of these but the seats left, read from the session.
+LISTING_FIELDS = {field: 1 for field in WHATS_ON_FIELDS if field != "seatsAvailable"}
+
 
 def upcoming_sessions(
     *, start_from: datetime | None = None, start_before: datetime | None = None, theater_id: ObjectId | None = None
 ) -> list[dict]:
-    """Q1 what's on: one indexed query on start (theater+start when filtered), no seat maps."""
+    """Q1 what's on: one indexed range on the listings (ranged on start: shard-targeted), then
+    the seats left of those sessions by _id (targeted too), no seat maps."""
     query: dict = {"start": {"$gt": start_from or clock.now()}, "status": SessionStatus.ON_SALE}
     if start_before is not None:
         query["start"]["$lt"] = start_before
@@ -73,8 +77,16 @@ def upcoming_sessions(
     # which fall past the limit and which section summarises a performance never varies; the
     # indexes end with _id too, so they still serve the sort
     order = [("start", 1), ("_id", 1)]
-    cursor = mongo.sessions().find(query, WHATS_ON_FIELDS).sort(order).limit(500).batch_size(500)
-    return group_sections(list(cursor))
+    listed = list(mongo.listings().find(query, LISTING_FIELDS).sort(order).limit(500).batch_size(500))
+    seats_left = {
+        s["_id"]: s.get("seatsAvailable", 0)
+        for s in mongo.sessions()
+        .find({"_id": {"$in": [listing["_id"] for listing in listed]}}, {"seatsAvailable": 1})
+        .batch_size(500)
+    }
+    for listing in listed:
+        listing["seatsAvailable"] = seats_left.get(listing["_id"], 0)
+    return group_sections(listed)
 
 
 def group_sections(sessions: list[dict]) -> list[dict]:

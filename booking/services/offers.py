@@ -23,6 +23,7 @@ from pymongo import ReturnDocument
 from .. import clock, mongo, selectors
 from ..domain import live_cart_filter
 from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
+from . import listings
 
 FULL = "full"
 FULL_PRICE = {"code": FULL, "name": gettext_noop("Full price"), "description": ""}  # shown translated
@@ -232,13 +233,16 @@ def set_price_table(session_id: ObjectId, prices: dict, type_prices: dict) -> di
     others = clean_type_prices(type_prices, types, set(full))
     updated = mongo.sessions().find_one_and_update(
         {"_id": session_id},
-        {
-            "$set": {"prices": full, "typePrices": others, "ticketTypes": types},
-            "$inc": {"priceRev": 1, "version": 1},
-        },
+        listings.due(
+            {
+                "$set": {"prices": full, "typePrices": others, "ticketTypes": types},
+                "$inc": {"priceRev": 1, "version": 1},
+            }
+        ),
         projection={"seats": 0, "reservations": 0},
         return_document=ReturnDocument.AFTER,
     )
     if updated is None:
         raise NotFound(gettext("No such session."))
+    listings.refresh([session_id])
     return updated

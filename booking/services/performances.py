@@ -9,6 +9,7 @@ from .. import faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..seat_grid import BLOCKED, FREE
+from . import listings
 from . import sessions as session_service
 
 ATTEMPTS = 4  # a buyer may take a seat between the read and the write: read again
@@ -126,8 +127,9 @@ def _apply_details(performance_id: ObjectId, first_id: ObjectId, change: dict) -
         prices = session_service.clean_prices(change["prices"], section["layout"])  # its categories' prices
         done = mongo.sessions().update_one(
             {"_id": section["_id"], **behind},
-            {"$set": {**change["details"], "prices": prices, "detailsRev": rev}, "$inc": {"version": 1}},
+            listings.due({"$set": {**change["details"], "prices": prices, "detailsRev": rev}, "$inc": {"version": 1}}),
         )
+        listings.refresh([section["_id"]])
         written += done.modified_count
         faults.point("performance.after_section")
     mongo.sessions().update_one(

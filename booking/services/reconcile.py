@@ -9,7 +9,8 @@
 - canceled or failed orders whose seats were not yet given back are finished;
 - confirmation mails still pending a few minutes after checkout (Redis was down, or the task was
   lost with its worker) are queued again;
-- failed confirmation mails whose next round is due (``mailRetryAt``) are made pending and queued.
+- failed confirmation mails whose next round is due (``mailRetryAt``) are made pending and queued;
+- what's on entries behind their session (a crash after the session write) are written again.
 Holds younger than the grace period are left alone: their cart write may still be under way.
 """
 
@@ -28,6 +29,7 @@ from . import (
     change_notices,
     checkout,
     exchanges,
+    listings,
     notifications,
     orders,
     payments,
@@ -55,6 +57,7 @@ class ReconcileReport:
     payments_expired: int = 0
     exchanges_finished: int = 0  # staff exchanges a crash left open (services/exchanges.py)
     sections_updated: int = 0  # a performance's details change a crash left half written (performances.py)
+    listings_written: int = 0  # what's on entries a crash left behind their session (listings.py)
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -83,6 +86,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     change_notices.requeue_pending(now)
     session_cancel.resume_stalled(now)
     report.sections_updated += performances.finish_details()
+    report.listings_written += listings.refresh_due()
     _requeue_pending_mails(now, report)
     _retry_failed_mails(now, report)
     logger.info("reconcile: %s", report)

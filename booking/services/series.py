@@ -13,7 +13,7 @@ from .. import clock, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import InvalidRequest, NotFound
 from ..formatting import format_money
-from . import session_cancel
+from . import listings, session_cancel
 from .sessions import MAX_PRICE
 
 PUBLISH = "publish"
@@ -123,7 +123,7 @@ def apply(
         if action == PUBLISH:
             done = mongo.sessions().update_one(
                 {"_id": sid, "status": SessionStatus.DRAFT},
-                {"$set": {"status": SessionStatus.ON_SALE}, "$inc": {"version": 1}},
+                listings.due({"$set": {"status": SessionStatus.ON_SALE}, "$inc": {"version": 1}}),
             )
             ok = bool(done.modified_count)
         elif action == PRICES:
@@ -131,7 +131,7 @@ def apply(
             done = mongo.sessions().update_one(
                 {"_id": sid, f"prices.{category}": seen},
                 # priceRev: holds priced from the old table miss and price again (services/offers.py)
-                {"$set": {f"prices.{category}": price}, "$inc": {"version": 1, "priceRev": 1}},
+                listings.due({"$set": {f"prices.{category}": price}, "$inc": {"version": 1, "priceRev": 1}}),
             )
             ok = seen is not None and bool(done.modified_count)
         elif action == CANCEL:
@@ -140,4 +140,5 @@ def apply(
         else:
             raise InvalidRequest(_("Choose what to do with the series."))
         (result.done if ok else result.changed_meanwhile).append(str(sid))
+    listings.refresh(sid for sid in chosen if str(sid) in result.done)
     return result

@@ -25,7 +25,7 @@ from django.utils.translation import gettext as _
 from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
 from ..errors import BookingError, NotFound
-from . import carts, change_notices, reservations
+from . import carts, change_notices, listings, reservations
 
 logger = logging.getLogger("booking.session_cancel")
 
@@ -50,15 +50,18 @@ def start(session_id: ObjectId, *, by: str = "") -> dict:
     total = mongo.orders().count_documents(_left_query(session_id))
     mongo.sessions().update_one(
         {"_id": session_id, "cancelRun": {"$exists": False}},
-        {
-            "$set": {
-                "status": SessionStatus.CANCELED,
-                "canceledOn": now,
-                "cancelRun": {"state": RUNNING, "total": total, "by": by, "startedOn": now, "beatOn": now},
-            },
-            "$inc": {"version": 1},
-        },
+        listings.due(
+            {
+                "$set": {
+                    "status": SessionStatus.CANCELED,
+                    "canceledOn": now,
+                    "cancelRun": {"state": RUNNING, "total": total, "by": by, "startedOn": now, "beatOn": now},
+                },
+                "$inc": {"version": 1},
+            }
+        ),
     )
+    listings.refresh([session_id])  # off what's on at once
     faults.point("session_cancel.after_start")
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])  # carts' holds: the seats go back

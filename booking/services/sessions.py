@@ -15,6 +15,7 @@ from ..errors import Conflict, InvalidRequest, NotFound
 from ..formatting import thousands
 from ..layouts import category_codes_used
 from ..seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
+from . import listings
 
 MAX_PRICE = 1_000_000  # minor units: 10,000.00 is more than any seat here costs
 MAX_DURATION = timedelta(hours=24)
@@ -127,6 +128,7 @@ def create_session(
     layout = theater["layout"]
     session = _session_document(theater, theater["name"], layout, details, clean_prices(prices, layout), now)
     mongo.sessions().insert_one(session)
+    listings.refresh([session["_id"]])
     return session
 
 
@@ -150,6 +152,7 @@ def _session_document(theater: dict, theater_name: str, layout: dict, details: d
         "reservations": [],
         "version": 1,
         "createdOn": now,
+        **listings.new_session_fields(),
     }
 
 
@@ -174,6 +177,7 @@ def create_section_sessions(theater: dict, details: dict, prices: dict, now: dat
         )
         docs.append(doc)
     mongo.sessions().insert_many(docs)
+    listings.refresh(doc["_id"] for doc in docs)
     return docs
 
 
@@ -187,7 +191,10 @@ def update_session_details(
         name, description, start, end, now=clock.now(), name_de=name_de, description_de=description_de
     )
     clean = clean_prices(prices, session["layout"])
-    mongo.sessions().update_one({"_id": session_id}, {"$set": {**details, "prices": clean}, "$inc": {"version": 1}})
+    mongo.sessions().update_one(
+        {"_id": session_id}, listings.due({"$set": {**details, "prices": clean}, "$inc": {"version": 1}})
+    )
+    listings.refresh([session_id])
     return mongo.sessions().find_one({"_id": session_id})
 
 
@@ -207,13 +214,21 @@ def refresh_seat_map(session_id: ObjectId) -> dict:
     available = count_state(seats, FREE)
     result = mongo.sessions().update_one(
         {"_id": session_id, "seats": session["seats"], "reservations": {"$size": 0}},
-        {
-            "$set": {"layout": theater["layout"], "seats": seats, "seatsTotal": available, "seatsAvailable": available},
-            "$inc": {"version": 1, "layoutRev": 1},  # processes keep layouts per revision
-        },
+        listings.due(
+            {
+                "$set": {
+                    "layout": theater["layout"],
+                    "seats": seats,
+                    "seatsTotal": available,
+                    "seatsAvailable": available,
+                },
+                "$inc": {"version": 1, "layoutRev": 1},  # processes keep layouts per revision
+            }
+        ),
     )
     if not result.matched_count:
         raise Conflict(gettext("Seats were taken meanwhile; the seat map can no longer be changed."))
+    listings.refresh([session_id])
     return mongo.sessions().find_one({"_id": session_id})
 
 
@@ -371,8 +386,9 @@ def set_sale_window(
     update: dict = {"$set": sets, "$inc": {"version": 1}}
     if unsets:
         update["$unset"] = unsets
-    if not mongo.sessions().update_one(query, update).matched_count:
+    if not mongo.sessions().update_one(query, listings.due(update)).matched_count:
         raise Conflict(gettext("The session changed meanwhile (canceled, or seats taken); please look again."))
+    listings.refresh([session_id])
     return mongo.sessions().find_one({"_id": session_id})
 
 

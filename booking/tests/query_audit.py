@@ -298,17 +298,21 @@ def declared_indexes(db) -> dict[str, dict]:
 
 
 def targets(command: Command, shard_key: dict) -> bool:
-    """Does this command carry its collection's shard key (so mongos sends it to one shard, or to
-    the shards of the listed keys)?"""
-    (key_field,) = shard_key  # every shard key here is one field
+    """Does this command carry its collection's shard key (so mongos sends it to one shard, to the
+    shards of the listed keys, or, on a ranged key, to the shards owning the chunks of the range)?"""
+    ((key_field, kind),) = shard_key.items()  # every shard key here is one field
     if command.filter is None:
         return bool(command.documents) and all(key_field in d for d in command.documents)
     fields, ors = predicates(command.filter)
-    if any(_fixes(c) for c in fields.get(key_field, [])):
+    if any(_fixes(c) or (kind == 1 and _bounds(c)) for c in fields.get(key_field, [])):
         return True
     return any(
         all(targets(Command(command.name, command.collection, b), shard_key) for b in branches) for branches in ors
     )
+
+
+def _bounds(cond) -> bool:
+    return isinstance(cond, dict) and bool({"$gt", "$gte", "$lt", "$lte"} & set(cond))
 
 
 def _fixes(cond) -> bool:

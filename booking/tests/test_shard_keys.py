@@ -1,7 +1,7 @@
 """Every command on the hot paths carries its collection's shard key (mongo.SHARD_KEYS), so on a
-sharded cluster mongos sends it to one shard (or, for ``$in``, to the shards of those keys). The
-one scatter-gather left is Q1 (what's on: a range over every venue's sessions), listed in
-docs/architecture.md with the design that would target it. The per-client held-seats limit is
+sharded cluster mongos sends it to one shard (or, for ``$in``, to the shards of those keys; for a
+range on a ranged key, to the shards owning it). Q1 (what's on) reads the listings, ranged on
+start (services/listings.py), and the seats left by _id. The per-client held-seats limit is
 counted on one document per address (client_holds, by _id): C1 and C2 stay targeted with it on.
 Watched through pymongo's command monitoring."""
 
@@ -141,12 +141,22 @@ def test_the_client_limit_refused_and_its_ended_holds_pruned_stay_targeted(setti
     assert mongo.client_holds().find_one({"_id": "ip:203.0.113.7"})["held"] == 2  # Alice's ended entry pruned
 
 
-def test_q1_whats_on_is_the_one_scatter_gather():
+def test_q1_whats_on_is_targeted_on_the_listings_ranged_start():
+    """The listings' range on start goes to the shards owning those dates; the seats left are
+    read by _id. Unfiltered, by day and by theater."""
+    session = make_session()
+    tomorrow = {"start_from": clock.now(), "start_before": clock.now() + timedelta(days=2)}
+    for query in ({}, tomorrow, {"theater_id": session["theaterId"]}):
+        listed: list[dict] = []
+        assert untargeted(lambda query=query, listed=listed: listed.extend(selectors.upcoming_sessions(**query))) == []
+        assert [s["_id"] for s in listed] == [session["_id"]]
+
+
+def test_a_range_on_a_hashed_key_is_scatter_gather():
+    """The rule the test above relies on: the same range on the sessions (hashed _id) is not targeted."""
     make_session()
-    scattered = untargeted(selectors.upcoming_sessions)
-    assert scattered == [
-        "find sessions {'start': {'$gt': 'datetime'}, 'status': 'str'} sort=[('start', 1), ('_id', 1)] limit=500"
-    ]
+    scattered = untargeted(lambda: list(mongo.sessions().find({"start": {"$gt": clock.now()}})))
+    assert scattered == ["find sessions {'start': {'$gt': 'datetime'}}"]
 
 
 def test_an_order_reference_another_cart_took_gives_the_cart_a_new_one_and_one_order():

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
-from booking import mongo
+from booking import clock, mongo
+from booking.services import listings
 
 
 class Command(BaseCommand):
@@ -9,3 +10,6 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         for name in mongo.ensure_indexes():
             self.stdout.write(f"index ok: {name}")
+        # sessions made before what's on had its own collection get their listings
+        written = listings.backfill(clock.now())
+        self.stdout.write(f"listings written for older sessions: {written}")

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
-from booking import demo, mongo
+from booking import clock, demo, mongo
+from booking.services import listings
 
 
 class Command(BaseCommand):
@@ -11,6 +12,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, force=False, **options):
         mongo.ensure_indexes()
+        listings.backfill(clock.now())  # sessions kept from before what's on had its own collection
         if demo.seed(force=force):
             self.stdout.write(self.style.SUCCESS("Demo theaters and sessions created."))
         else:
