@@ -150,6 +150,7 @@ def stats(samples: list, seconds: float) -> dict:
         "p99": percentile(latencies, 99),
         "server_p50": percentile(server, 50) if server else None,
         "rps": len(samples) / seconds if seconds else 0.0,
+        "ok_rps": len(ok) / seconds if seconds else 0.0,  # what the goals count: refusals are fast
         "statuses": sorted({s.status for s in samples}),
     }
 
@@ -574,16 +575,20 @@ def checkout_and_whats_on_goals(r: dict) -> list[dict]:
     out = []
     bo = t.get("c3_box_office")
     if bo:
-        ratio = bo["rps"] / CHECKOUT_BASELINE_PER_S
+        # orders that were made: a refused hold (its checkout then fails too) answers fast and
+        # would count as throughput (the run of 2026-11-24 evening: 603 of 750 refused)
+        done_per_s = bo.get("ok_rps", bo["rps"])
+        ratio = done_per_s / CHECKOUT_BASELINE_PER_S
         out.append(
             {
                 "goal": f"checkout to a confirmed order (box office) at {clients} clients: >= 5x the issue's "
                 f"{CHECKOUT_BASELINE_PER_S:.0f}/s, p99 < {CHECKOUT_GOAL_P99_MS:.0f} ms",
                 "value": ratio,
                 "limit": 5,
-                "met": ratio >= 5 and bo["p99"] < CHECKOUT_GOAL_P99_MS,
-                "detail": f"{bo['rps']:.0f} orders/s (each after its hold), p50 {bo['p50']:.1f} ms, p99 "
-                f"{bo['p99']:.1f} ms" + (f"; hello world {hello['rps']:.0f} req/s" if hello else ""),
+                "met": ratio >= 5 and bo["p99"] < CHECKOUT_GOAL_P99_MS and not bo["failed"],
+                "detail": f"{done_per_s:.0f} confirmed orders/s (each after its hold; {bo['failed']} failed), "
+                f"p50 {bo['p50']:.1f} ms, p99 {bo['p99']:.1f} ms"
+                + (f"; hello world {hello['rps']:.0f} req/s" if hello else ""),
             }
         )
     q1 = t.get("q1")
