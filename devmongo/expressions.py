@@ -19,41 +19,20 @@ import functools
 import math
 import re
 
-from bson import Int64, ObjectId, Regex, Timestamp
+from bson import ObjectId, Regex, Timestamp
 from bson.binary import Binary
 from bson.decimal128 import Decimal128
 from mongomock import aggregate as mm_aggregate
 
 from .errors import MongoError
 from .update import is_number as _is_number
+from .update import type_name
 
 MISSING = object()  # the value of a path that does not exist (MongoDB's "missing")
 
 
 def _type_name(value):
-    if value is MISSING:
-        return "missing"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, Int64):
-        return "long"
-    if isinstance(value, int):
-        return "int" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, Decimal128):
-        return "decimal"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, datetime.datetime):
-        return "date"
-    return type(value).__name__
+    return "missing" if value is MISSING else type_name(value)
 
 
 def _valid_variable_name(name):

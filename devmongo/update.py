@@ -52,6 +52,7 @@ def strict_equal(a, b):
 
 
 def type_name(value):
+    """The BSON type's name as MongoDB's error messages spell it."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -59,9 +60,11 @@ def type_name(value):
     if isinstance(value, Int64):
         return "long"
     if isinstance(value, int):
-        return "int"
+        return "int" if -(2**31) <= value < 2**31 else "long"
     if isinstance(value, float):
         return "double"
+    if isinstance(value, Decimal128):
+        return "decimal"
     if isinstance(value, str):
         return "string"
     if isinstance(value, dict):

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from booking import demo, formatting, mongo
 from booking.demo_stadium import create_match, create_stadium
-from booking.services import notifications
+from booking.services import listings, notifications
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA
 from tests.browser.test_card_payment import fill_card
@@ -285,7 +285,9 @@ def test_a_phone_buys_end_to_end_by_touch(chromium, live_server, halls, language
     shots = f"/tmp/shots/map/phone-flow-{language}"
     words = WORDS[language]
     studio = halls["Studio Stage"]
-    mongo.sessions().update_one({"_id": studio["_id"]}, {"$set": {"nameDe": "Warten auf Godot"}})
+    # as staff's edit does: the session and its what's-on listing (services/listings.py)
+    mongo.sessions().update_one({"_id": studio["_id"]}, listings.due({"$set": {"nameDe": "Warten auf Godot"}}))
+    listings.refresh([studio["_id"]])
 
     def place(row: str, number: int):
         return page.get_by_role("button", name=re.compile("^" + words["row_seat"].format(row=row, n=number)))
