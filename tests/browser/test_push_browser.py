@@ -123,3 +123,20 @@ def test_a_change_missed_before_the_stream_opened_is_fetched_once(new_page, show
     b.goto(f"{asgi_url}/sessions/{show['_id']}/")
     holds.hold_seats(show["_id"], "someone", None, ["2:2"], allow_orphans=True)
     expect(b.locator("#s2-2")).to_have_attribute("aria-label", re.compile("held by someone else$"), timeout=3000)
+
+
+def test_a_stream_held_back_by_a_buffering_proxy_leaves_the_page_polling(new_page, show, asgi_url):
+    """A proxy that buffers the event stream: the request stays open and no event ever arrives.
+    The page must go on polling, so another buyer's hold still shows."""
+    from booking.services import holds
+
+    b = new_page()
+    held_streams = []
+    b.route("**/live/", lambda route: held_streams.append(route))  # never answered, like a buffer
+    polls_b = map_polls(b)
+    b.goto(f"{asgi_url}/sessions/{show['_id']}/")
+    expect(b.locator("#s2-2")).to_have_attribute("aria-label", re.compile("available$"))
+    holds.hold_seats(show["_id"], "someone", None, ["2:2"], allow_orphans=True)
+    expect(b.locator("#s2-2")).to_have_attribute("aria-label", re.compile("held by someone else$"), timeout=8000)
+    assert held_streams, "the page opened no event stream"
+    assert polls_b, "the change did not come by polling"
