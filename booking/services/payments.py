@@ -46,6 +46,7 @@ from typing import cast
 from bson import ObjectId
 from django.conf import settings
 from django.utils.translation import gettext
+from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo, payments
@@ -615,19 +616,29 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
     faults.point("pay.expire_after_cart")
     freed = reservations.release_all(cart_id)
     faults.point("pay.expire_after_release")
-    _expire_order({"cartId": cart_id}, now, order)
+    expired = _expire_order({"cartId": cart_id}, now, order)
     if order is None or order.get("method") != payments.CARD:
         promos.release_for_cart(cart_id)  # a card payment may still come late: its use waits (reconcile)
+    elif expired is not None and not expired["payment"].get("intent"):
+        promos.release_for_cart(cart_id)  # ... unless no payment was ever made: none can come
     return freed
 
 
-def _expire_order(which: dict, now: datetime, order: dict | None) -> None:
-    """``pending_payment -> expired``; a box-office reservation's buyer is told in the same write."""
+def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None:
+    """``pending_payment -> expired``; a box-office reservation's buyer is told in the same write.
+    Returns the order as that write left it (None when it was not pending): its payment as it was
+    at the moment it stopped being payable (a card is only charged while the order is pending)."""
     lapsed = order is not None and order.get("method") == payments.BOX_OFFICE and bool(order.get("email"))
     push = {"$push": {"changeNotices": reservation_notices.lapsed()}} if lapsed else {}
-    done = orders().update_one({**which, "state": PENDING}, {"$set": {"state": EXPIRED, "expiredOn": now}, **push})
-    if lapsed and done.modified_count and order is not None:
+    done = orders().find_one_and_update(
+        {**which, "state": PENDING},
+        {"$set": {"state": EXPIRED, "expiredOn": now}, **push},
+        projection={"payment": 1, "method": 1, "cartId": 1},
+        return_document=ReturnDocument.AFTER,
+    )
+    if lapsed and done is not None and order is not None:
         change_notices.queue(order["_id"])
+    return done
 
 
 def cancel_unpaid(
@@ -786,7 +797,9 @@ def _settle_or_expire(order_id: ObjectId, now: datetime, report: PaymentReport) 
             return  # the hold still runs (a clock skew between window and cart): not yet
         expire_paying_cart(cart["_id"], now)
     else:
-        _expire_order({"_id": order_id}, now, order)
+        expired = _expire_order({"_id": order_id}, now, order)
+        if expired is not None and expired.get("method") == payments.CARD and not expired["payment"].get("intent"):
+            promos.release_for_cart(expired["cartId"])  # no payment was ever made: none can come late
     report.expired += 1
 
 
