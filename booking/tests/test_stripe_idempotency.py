@@ -102,9 +102,10 @@ class LosingProxy:
     network failure after Stripe did the work would. The ``stripe`` library then retries with
     the same Idempotency-Key."""
 
-    def __init__(self, upstream: str, lose: str):
+    def __init__(self, upstream: str, lose: str, before_stripe: bool = False):
         address = urlsplit(upstream)
         self.host, self.port, self.lose, self.lost = address.hostname or "127.0.0.1", address.port, lose, 0
+        self.before_stripe = before_stripe  # drop that request itself, not only its answer
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -116,13 +117,18 @@ class LosingProxy:
 
             def forward(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                losing = self.command == "POST" and self.path == proxy.lose and not proxy.lost
+                if losing and proxy.before_stripe:
+                    proxy.lost += 1
+                    self.close_connection = True  # never reached Stripe
+                    return
                 upstream = http.client.HTTPConnection(proxy.host, proxy.port, timeout=20)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                 upstream.request(self.command, self.path, body=body, headers=headers)
                 answer = upstream.getresponse()
                 data = answer.read()
                 upstream.close()
-                if self.command == "POST" and self.path == proxy.lose and not proxy.lost:
+                if losing:
                     proxy.lost += 1
                     self.close_connection = True  # done at Stripe; the answer never arrives
                     return
@@ -150,8 +156,8 @@ class LosingProxy:
 def losing_proxy(settings, localstripe_url):
     made = []
 
-    def through(lose: str) -> LosingProxy:
-        proxy = LosingProxy(localstripe_url, lose)
+    def through(lose: str, before_stripe: bool = False) -> LosingProxy:
+        proxy = LosingProxy(localstripe_url, lose, before_stripe)
         made.append(proxy)
         settings.STRIPE_API_BASE = proxy.url  # the app's client is made again for the new address
         return proxy
@@ -329,4 +335,24 @@ def test_with_the_keys_ignored_a_refund_retried_after_a_crash_refunds_once(keys_
     assert [r["path"] for r in provider_posts(before)] == []  # looked up, not made again
     at_stripe = client().v1.refunds.list({"payment_intent": paid["paidWith"]["id"]}).data
     assert [r.amount for r in at_stripe] == [7000]
+    assert check_invariants() == []
+
+
+def test_with_the_keys_ignored_a_refund_that_never_reached_stripe_is_made_once_with_the_same_key(
+    keys_ignored, losing_proxy
+):
+    from booking.tests.paying import pay
+
+    session = make_session()
+    paid = pay(start(session))
+    proxy = losing_proxy("/v1/refunds", before_stripe=True)
+    before = len(requests_received())
+    refunds.refund_tickets(paid["_id"], tickets=[paid["lines"][0]["ticket"]], by="anna")
+    assert proxy.lost == 1
+    [refund] = mongo.orders().find_one({"_id": paid["_id"]})["refunds"]
+    assert refund["status"] == "succeeded"
+    made = [r for r in provider_posts(before) if r["path"] == "/v1/refunds"]
+    assert [r["key"] for r in made] == [f"refund-{refund['_id']}"]  # the lost try never arrived; the next, same key
+    at_stripe = client().v1.refunds.list({"payment_intent": paid["paidWith"]["id"]}).data
+    assert [r.amount for r in at_stripe] == [3500]
     assert check_invariants() == []
