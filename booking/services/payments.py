@@ -339,9 +339,10 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
     if not pay.get("intent"):
         order = ensure_payment(order)
         pay = order["payment"]
+    claimed_on = clock.now()
     claimed = orders().update_one(
         {**_mine(order), "state": PENDING, "payment.intent": pay["intent"], "payment.status": base.OPEN},
-        {"$set": {"payment.status": CONFIRMING, "payment.confirmOn": clock.now()}},
+        {"$set": {"payment.status": CONFIRMING, "payment.confirmOn": claimed_on}},
     )
     if not claimed.modified_count:
         return _outcome_of(orders().find_one(_mine(order)))  # a second submit: the first decides
@@ -355,9 +356,10 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
         return PayOutcome(base.FAILED, orders().find_one(_mine(order)), exc.message)
     except base.ProviderError as exc:
         logger.warning("confirming the payment of order %s failed: %s", order["ref"], exc)
+        record(pay["intent"], base.OPEN, our_claim=claimed_on)  # our try is over; the provider says how it ended
         return _outcome_of(check(order["_id"], quiet=True))
     if payment.status != base.SUCCEEDED:
-        record(payment.id, payment.status, payment.failure)  # (a success is written by settle)
+        record(payment.id, payment.status, payment.failure, our_claim=claimed_on)  # (settle writes a success)
     faults.point("pay.after_confirm")
     if payment.status == base.SUCCEEDED:
         return _outcome_of(_settled(payment, order))
@@ -380,14 +382,31 @@ def _outcome_of(order: dict) -> PayOutcome:
     return PayOutcome(status, order, order["payment"].get("failure") or "", secret)
 
 
-def record(payment_id: str, status: str, failure: str = "") -> None:
-    """What the provider says about the order's current payment (never over a success)."""
+def confirm_claim_seconds() -> float:
+    """How long a request's claim of an attempt (``confirming``) lasts: the card put onto the
+    payment and the confirm, each tried up to three times by the library, plus its back-off."""
+    return 2 * 3 * settings.STRIPE_TIMEOUT_SECONDS + 10
+
+
+def record(payment_id: str, status: str, failure: str = "", *, our_claim: datetime | None = None) -> None:
+    """What the provider says about the order's current payment (never over a success). "Open"
+    while a request is confirming only means the confirm has not reached the provider yet: it
+    does not end that claim (the page would offer the card form again, and a second Pay would
+    confirm twice) unless the claim is ``our_claim`` or older than a confirm can take."""
+    query: dict = {
+        "payment.intent": payment_id,
+        "state": {"$in": [PENDING, EXPIRED, CANCELED]},
+        "payment.status": {"$ne": base.SUCCEEDED},
+    }
+    if status == base.OPEN:
+        ended = clock.now() - timedelta(seconds=confirm_claim_seconds())
+        query["$or"] = [
+            {"payment.status": {"$ne": CONFIRMING}},
+            {"payment.confirmOn": {"$lte": ended}},
+            *([{"payment.confirmOn": our_claim}] if our_claim else []),
+        ]
     orders().update_one(
-        {
-            "payment.intent": payment_id,
-            "state": {"$in": [PENDING, EXPIRED, CANCELED]},
-            "payment.status": {"$ne": base.SUCCEEDED},
-        },
+        query,
         {"$set": {"payment.status": status, "payment.failure": failure or None, "payment.checkedOn": clock.now()}},
     )
 
