@@ -70,6 +70,19 @@ def test_details_then_the_card_form_in_place(client, session):
     assert "data-card-form" in again.content.decode()
 
 
+def test_the_countdown_on_the_card_step_shows_the_hold_extended_for_payment(client, session, settings):
+    import re
+
+    settings.BOOKING_HOLD_SECONDS, settings.BOOKING_PAYMENT_WINDOW_SECONDS = 120, 600
+    hold(client, session)
+    details = client.get(url("checkout")).content.decode()
+    [held] = [int(s) for s in re.findall(r'data-seconds="(\d+)"', details)]
+    assert 110 <= held <= 120  # the hold: two minutes
+    answer = client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com", "method": "card"}, **HTMX)
+    [paying] = [int(s) for s in re.findall(r'data-seconds="(\d+)"', answer.content.decode())]
+    assert 590 <= paying <= 600  # extended to the payment window on the card step
+
+
 def test_details_with_errors_come_back_in_place_for_htmx_and_as_400_without(client, session):
     hold(client, session)
     htmx = client.post(url("checkout"), {"name": "", "email": "x", "method": "card"}, **HTMX)
