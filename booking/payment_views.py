@@ -321,6 +321,7 @@ def payment_status(request, ref):
         return HttpResponse(status=404)
     if request.GET.get("format") == "json":
         status = order["state"] if order["state"] != "pending_payment" else order["payment"]["status"]
+        status = base.PROCESSING if status == payment_service.CONFIRMING else status  # a charge under way
         failure = order["payment"].get("failure")
         return JsonResponse(_pay_answer(status, order, gettext(failure) if failure else ""))
     if order["state"] != "pending_payment":

@@ -17,7 +17,10 @@ localstripe's own, does what Stripe documents
 
 Keys are kept in memory for the life of the process (Stripe: 24 hours); ``DELETE /_config/data``
 (localstripe's flush) forgets them. For tests, ``GET /_config/requests`` lists every POST the
-server received under ``/v1/``: its path, its ``Idempotency-Key`` and whether it was replayed.
+server received under ``/v1/``: its path, its ``Idempotency-Key`` and whether it was replayed, and
+``POST /_config/idempotency`` with ``{"honour": false}`` makes it ignore the keys again as plain
+localstripe does (``true``: back to Stripe's way), so a test can show that our own guards alone
+never charge or refund twice.
 """
 
 import asyncio
@@ -33,6 +36,7 @@ _answers: dict[Scope, tuple[str, int, bytes, str]] = {}  # -> (fingerprint, stat
 _running: set[Scope] = set()
 _requests: deque[dict] = deque(maxlen=100_000)  # what tests ask about; bounded for a long dev run
 _lock = asyncio.Lock()
+_honour_keys = [True]  # POST /_config/idempotency {"honour": false}: plain localstripe's way
 
 
 def _error(status: int, kind: str, message: str) -> web.Response:
@@ -50,7 +54,7 @@ async def idempotency_middleware(request: web.Request, handler):
     key = request.headers.get("Idempotency-Key")
     seen = {"path": request.path, "key": key, "replayed": False}
     _requests.append(seen)
-    if not key:
+    if not key or not _honour_keys[0]:
         return await handler(request)
     scope = (request.headers.get("Authorization", ""), key)
     fingerprint = hashlib.sha256(request.path.encode() + b"\0" + await request.read()).hexdigest()
@@ -90,9 +94,15 @@ async def requests_received(request: web.Request) -> web.Response:
     return server.json_response(list(_requests))
 
 
+async def honour_keys(request: web.Request) -> web.Response:
+    _honour_keys[0] = bool((await request.json()).get("honour", True))
+    return server.json_response({"honour": _honour_keys[0]})
+
+
 def main() -> None:
     server.app.middlewares.insert(0, idempotency_middleware)  # outermost: it sees declines as answers
     server.app.router.add_get("/_config/requests", requests_received)
+    server.app.router.add_post("/_config/idempotency", honour_keys)
     server.start()  # localstripe's own argument parsing and server
 
 

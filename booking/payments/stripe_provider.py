@@ -9,8 +9,9 @@ tells us the outcome.
 Every POST carries an idempotency key made from the order and its attempt, so a retried request
 never makes a second PaymentIntent or a second charge at Stripe. Money only moves at ``confirm``,
 which names one PaymentIntent, and a PaymentIntent succeeds at most once; a refund is looked
-up by our own key (its metadata) before one is made, so even a provider that ignored
-idempotency keys (localstripe does) could not refund twice.
+up by our own key (its metadata) before every try to make one (the library's blind retry is
+off for refunds), so even a provider that ignored idempotency keys (localstripe does) could not
+refund twice.
 
 Settings: STRIPE_SECRET_KEY, STRIPE_PUBLISHABLE_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_API_BASE
 (Stripe's address, or localstripe's in development and tests), STRIPE_JS_URL.
@@ -46,6 +47,7 @@ _EVENTS = {
     "payment_intent.processing": base.PROCESSING,
     "payment_intent.requires_action": base.ACTION,
 }
+REFUND_TRIES = 3  # as many as the library's own tries (max_network_retries=2), each after a look-up
 WEBHOOK_TOLERANCE_SECONDS = 300  # Stripe's own: an older signature is a replay
 DECLINED = gettext_noop("Your card was declined. Please try another card.")
 
@@ -167,12 +169,24 @@ class StripeProvider(base.Provider):
             raise
 
     def refund(self, payment_id: str, amount: int, *, refund_key: str) -> base.Refund:
+        """Looked up by our key before each try to make it. The library's own retry (same
+        idempotency key, no look-up) is off here: a provider that ignored the key (localstripe
+        does) would refund again when an answer was lost on the network; this loop asks first."""
         refunds = client().v1.refunds
-        for found in _wrap(refunds.list, {"payment_intent": payment_id, "limit": 100}).data:
-            if found.to_dict().get("metadata", {}).get("refund") == refund_key:
-                return self._refund(found, refund_key)
         params = {"payment_intent": payment_id, "amount": amount, "metadata": {"refund": refund_key}}
-        return self._refund(_wrap(refunds.create, params, {"idempotency_key": f"refund-{refund_key}"}), refund_key)
+        options = {"idempotency_key": f"refund-{refund_key}", "max_network_retries": 0}
+        for attempt in range(REFUND_TRIES):
+            for found in _wrap(refunds.list, {"payment_intent": payment_id, "limit": 100}).data:
+                if found.to_dict().get("metadata", {}).get("refund") == refund_key:
+                    return self._refund(found, refund_key)
+            try:
+                return self._refund(_wrap(refunds.create, params, options), refund_key)
+            except base.ProviderError as exc:
+                lost = isinstance(exc.__cause__, stripe.APIConnectionError | stripe.APIError)  # no answer, or 5xx
+                if not lost or attempt + 1 == REFUND_TRIES:
+                    raise
+                time.sleep(0.5 * 2**attempt)
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _refund(refund, refund_key: str) -> base.Refund:

@@ -46,6 +46,7 @@ from typing import cast
 from bson import ObjectId
 from django.conf import settings
 from django.utils.translation import gettext
+from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from .. import clock, faults, mongo, payments
@@ -338,9 +339,10 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
     if not pay.get("intent"):
         order = ensure_payment(order)
         pay = order["payment"]
+    claimed_on = clock.now()
     claimed = orders().update_one(
         {**_mine(order), "state": PENDING, "payment.intent": pay["intent"], "payment.status": base.OPEN},
-        {"$set": {"payment.status": CONFIRMING, "payment.confirmOn": clock.now()}},
+        {"$set": {"payment.status": CONFIRMING, "payment.confirmOn": claimed_on}},
     )
     if not claimed.modified_count:
         return _outcome_of(orders().find_one(_mine(order)))  # a second submit: the first decides
@@ -354,9 +356,10 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
         return PayOutcome(base.FAILED, orders().find_one(_mine(order)), exc.message)
     except base.ProviderError as exc:
         logger.warning("confirming the payment of order %s failed: %s", order["ref"], exc)
+        record(pay["intent"], base.OPEN, our_claim=claimed_on)  # our try is over; the provider says how it ended
         return _outcome_of(check(order["_id"], quiet=True))
     if payment.status != base.SUCCEEDED:
-        record(payment.id, payment.status, payment.failure)  # (a success is written by settle)
+        record(payment.id, payment.status, payment.failure, our_claim=claimed_on)  # (settle writes a success)
     faults.point("pay.after_confirm")
     if payment.status == base.SUCCEEDED:
         return _outcome_of(_settled(payment, order))
@@ -379,14 +382,31 @@ def _outcome_of(order: dict) -> PayOutcome:
     return PayOutcome(status, order, order["payment"].get("failure") or "", secret)
 
 
-def record(payment_id: str, status: str, failure: str = "") -> None:
-    """What the provider says about the order's current payment (never over a success)."""
+def confirm_claim_seconds() -> float:
+    """How long a request's claim of an attempt (``confirming``) lasts: the card put onto the
+    payment and the confirm, each tried up to three times by the library, plus its back-off."""
+    return 2 * 3 * settings.STRIPE_TIMEOUT_SECONDS + 10
+
+
+def record(payment_id: str, status: str, failure: str = "", *, our_claim: datetime | None = None) -> None:
+    """What the provider says about the order's current payment (never over a success). "Open"
+    while a request is confirming only means the confirm has not reached the provider yet: it
+    does not end that claim (the page would offer the card form again, and a second Pay would
+    confirm twice) unless the claim is ``our_claim`` or older than a confirm can take."""
+    query: dict = {
+        "payment.intent": payment_id,
+        "state": {"$in": [PENDING, EXPIRED, CANCELED]},
+        "payment.status": {"$ne": base.SUCCEEDED},
+    }
+    if status == base.OPEN:
+        ended = clock.now() - timedelta(seconds=confirm_claim_seconds())
+        query["$or"] = [
+            {"payment.status": {"$ne": CONFIRMING}},
+            {"payment.confirmOn": {"$lte": ended}},
+            *([{"payment.confirmOn": our_claim}] if our_claim else []),
+        ]
     orders().update_one(
-        {
-            "payment.intent": payment_id,
-            "state": {"$in": [PENDING, EXPIRED, CANCELED]},
-            "payment.status": {"$ne": base.SUCCEEDED},
-        },
+        query,
         {"$set": {"payment.status": status, "payment.failure": failure or None, "payment.checkedOn": clock.now()}},
     )
 
@@ -615,19 +635,29 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
     faults.point("pay.expire_after_cart")
     freed = reservations.release_all(cart_id)
     faults.point("pay.expire_after_release")
-    _expire_order({"cartId": cart_id}, now, order)
+    expired = _expire_order({"cartId": cart_id}, now, order)
     if order is None or order.get("method") != payments.CARD:
         promos.release_for_cart(cart_id)  # a card payment may still come late: its use waits (reconcile)
+    elif expired is not None and not expired["payment"].get("intent"):
+        promos.release_for_cart(cart_id)  # ... unless no payment was ever made: none can come
     return freed
 
 
-def _expire_order(which: dict, now: datetime, order: dict | None) -> None:
-    """``pending_payment -> expired``; a box-office reservation's buyer is told in the same write."""
+def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None:
+    """``pending_payment -> expired``; a box-office reservation's buyer is told in the same write.
+    Returns the order as that write left it (None when it was not pending): its payment as it was
+    at the moment it stopped being payable (a card is only charged while the order is pending)."""
     lapsed = order is not None and order.get("method") == payments.BOX_OFFICE and bool(order.get("email"))
     push = {"$push": {"changeNotices": reservation_notices.lapsed()}} if lapsed else {}
-    done = orders().update_one({**which, "state": PENDING}, {"$set": {"state": EXPIRED, "expiredOn": now}, **push})
-    if lapsed and done.modified_count and order is not None:
+    done = orders().find_one_and_update(
+        {**which, "state": PENDING},
+        {"$set": {"state": EXPIRED, "expiredOn": now}, **push},
+        projection={"payment": 1, "method": 1, "cartId": 1},
+        return_document=ReturnDocument.AFTER,
+    )
+    if lapsed and done is not None and order is not None:
         change_notices.queue(order["_id"])
+    return done
 
 
 def cancel_unpaid(
@@ -786,7 +816,9 @@ def _settle_or_expire(order_id: ObjectId, now: datetime, report: PaymentReport) 
             return  # the hold still runs (a clock skew between window and cart): not yet
         expire_paying_cart(cart["_id"], now)
     else:
-        _expire_order({"_id": order_id}, now, order)
+        expired = _expire_order({"_id": order_id}, now, order)
+        if expired is not None and expired.get("method") == payments.CARD and not expired["payment"].get("intent"):
+            promos.release_for_cart(expired["cartId"])  # no payment was ever made: none can come late
     report.expired += 1
 
 

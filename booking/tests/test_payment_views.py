@@ -9,7 +9,7 @@ from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider
 from booking.seat_grid import FREE, HELD, SOLD
 from booking.tests.factories import make_session
-from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card
+from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card, requests_received
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -70,6 +70,19 @@ def test_details_then_the_card_form_in_place(client, session):
     assert "data-card-form" in again.content.decode()
 
 
+def test_the_countdown_on_the_card_step_shows_the_hold_extended_for_payment(client, session, settings):
+    import re
+
+    settings.BOOKING_HOLD_SECONDS, settings.BOOKING_PAYMENT_WINDOW_SECONDS = 120, 600
+    hold(client, session)
+    details = client.get(url("checkout")).content.decode()
+    [held] = [int(s) for s in re.findall(r'data-seconds="(\d+)"', details)]
+    assert 110 <= held <= 120  # the hold: two minutes
+    answer = client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com", "method": "card"}, **HTMX)
+    [paying] = [int(s) for s in re.findall(r'data-seconds="(\d+)"', answer.content.decode())]
+    assert 590 <= paying <= 600  # extended to the payment window on the card step
+
+
 def test_details_with_errors_come_back_in_place_for_htmx_and_as_400_without(client, session):
     hold(client, session)
     htmx = client.post(url("checkout"), {"name": "", "email": "x", "method": "card"}, **HTMX)
@@ -121,6 +134,52 @@ def test_a_payment_still_processing_shows_so_and_the_page_moves_on_when_it_is_pa
     done = client.get(url("payment_status", ref=order["ref"]), **HTMX)
     assert done.status_code == 204 and done["HX-Redirect"] == url("order", ref=order["ref"])
     assert "You're going to the theater!" in client.get(url("order", ref=order["ref"])).content.decode()
+
+
+def test_while_the_card_is_being_charged_the_page_says_processing_and_moves_on_when_paid(client, session, fault_hook):
+    """The buyer pressed Pay and reloaded the page while the charge was still under way at Stripe
+    (held here after the attempt was claimed, before Stripe was asked): the order page shows
+    "processing", offers neither a card form nor a cancel, and polls; once the charge went
+    through, the poll sends the page on to the paid booking."""
+    import threading
+
+    from booking.services import payments
+
+    _answer, order = start_card(client, session)
+    claimed, go_on = threading.Event(), threading.Event()
+
+    def hold_the_charge(name):
+        if name == "pay.after_claim":
+            claimed.set()
+            assert go_on.wait(30)
+
+    fault_hook(hold_the_charge)
+    means, outcomes = card(VISA), []
+    paying = threading.Thread(
+        target=lambda: outcomes.append(payments.pay_with_card(order["ref"], order["owner"], means))
+    )
+    paying.start()
+    try:
+        assert claimed.wait(30)
+        page = client.get(url("order", ref=order["ref"])).content.decode()  # the reload
+        assert "Your payment is being processed" in page and 'hx-trigger="load delay:2s"' in page
+        assert "data-card-form" not in page and "Cancel and release the seats" not in page
+        still = client.get(url("payment_status", ref=order["ref"]), **HTMX)
+        assert still.status_code == 200 and "being processed" in still.content.decode()
+        assert client.get(url("payment_status", ref=order["ref"]), {"format": "json"}).json()["status"] == "processing"
+        second = client.post(url("pay", ref=order["ref"]), {"payment_method": card(VISA)}).json()
+        assert second["status"] == "processing"  # Pay pressed again after the reload: not charged again
+        assert cells(session) == [HELD, HELD]
+    finally:
+        go_on.set()
+        paying.join(timeout=60)
+    assert [o.status for o in outcomes] == ["paid"]
+    intent = mongo.orders().find_one({})["paidWith"]["id"]
+    confirms = [r for r in requests_received() if r["path"] == f"/v1/payment_intents/{intent}/confirm"]
+    assert len(confirms) == 1
+    done = client.get(url("payment_status", ref=order["ref"]), **HTMX)
+    assert done.status_code == 204 and done["HX-Redirect"] == url("order", ref=order["ref"])
+    assert cells(session) == [SOLD, SOLD]
 
 
 def test_receipt_pdf_for_the_buyer_only_and_only_when_paid(client, session):

@@ -61,6 +61,25 @@ def test_the_webhook_pays_the_order(session):
     assert check_invariants() == []
 
 
+def test_webhook_and_return_page_whichever_comes_first_the_other_changes_nothing(session):
+    from booking.tests.localstripe import THREE_D_SECURE, authenticate
+
+    first = start(session)  # the webhook first, then the buyer's return page
+    [succeeded] = paid_at_stripe(first)
+    assert post(succeeded).status_code == 200
+    paid = order_of(first)
+    assert payments.check(first["_id"]) == paid and order_of(first) == paid
+    second = start(session, keys=("2:2", "2:3"))  # the return page first (3-D Secure), then the webhook
+    asked = payments.pay_with_card(second["_id"], ALICE, card(THREE_D_SECURE))
+    authenticate(second["payment"]["intent"], asked.client_secret)
+    assert payments.check(second["_id"])["state"] == "paid"
+    returned = order_of(second)
+    [late] = [e for e in events_for(second["payment"]["intent"]) if e["type"] == "payment_intent.succeeded"]
+    assert post(late).status_code == 200 and order_of(second) == returned
+    assert [o["receiptNo"] for o in (paid, returned)] == [1, 2]  # one number each
+    assert check_invariants() == []
+
+
 def test_a_replayed_webhook_is_recorded_once_and_changes_nothing(session):
     order = start(session)
     [succeeded] = paid_at_stripe(order)

@@ -59,6 +59,22 @@ def test_checkout_waits_for_payment_with_the_seats_held_and_the_hold_extended_on
     assert check_invariants() == []
 
 
+def test_the_hold_is_extended_once_not_again_by_a_second_submit_or_a_new_card_attempt(settings, monkeypatch):
+    settings.BOOKING_HOLD_SECONDS, settings.BOOKING_PAYMENT_WINDOW_SECONDS = 120, 600
+    session = make_session()
+    order = start(session)
+    until = mongo.carts().find_one({"_id": order["cartId"]})["expiresAt"]
+    later = clock.now() + timedelta(minutes=5)
+    monkeypatch.setattr(clock, "now", lambda: later)  # five minutes on, still in the window
+    again = checkout.checkout(ALICE, order["cartId"], "Ada Lovelace", "ada@example.com")
+    assert again["_id"] == order["_id"]
+    assert payments.pay_with_card(order["_id"], ALICE, card(DECLINED)).status == "failed"
+    assert payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE)).status == "action"  # attempt 2
+    cart = mongo.carts().find_one({"_id": order["cartId"]})
+    assert cart["expiresAt"] == until == order_of(order)["payment"]["until"]  # the window runs from checkout
+    assert check_invariants() == []
+
+
 def test_the_payment_window_never_goes_past_the_cap(settings):
     settings.BOOKING_HOLD_SECONDS, settings.BOOKING_PAYMENT_CAP_SECONDS = 60, 120
     session = make_session()

@@ -138,3 +138,57 @@ def test_a_full_refund_crashing_after_the_order_write_still_gives_the_use_back(f
     reconcile(now=later(2), grace=NO_GRACE)
     assert uses() == 0
     assert check_invariants() == []
+
+
+def test_a_card_order_whose_payment_was_never_made_gives_the_use_back_when_it_expires(settings):
+    """Stripe was unreachable at checkout (the order waits without a PaymentIntent) and the buyer
+    left: nothing can ever be paid for it, so its use goes back with its seats, not never."""
+    settings.BOOKING_PAYMENT_CHECK_GRACE_SECONDS = 0
+    promos.create_code("ONCE", "amount", 500, cap=1)
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
+    promos.apply_code(ALICE, cart.cart_id, "ONCE")
+    reachable = settings.STRIPE_API_BASE
+    settings.STRIPE_API_BASE = "http://127.0.0.1:9"  # nothing listens: every call fails
+    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    settings.STRIPE_API_BASE = reachable
+    assert order["state"] == "pending_payment" and order["payment"]["intent"] is None
+    assert uses() == 1
+    carts.expire_stale_carts(later(16))  # the hold (15 minutes) ended unpaid
+    expired = mongo.orders().find_one({"_id": order["_id"]})
+    assert expired["state"] == "expired" and expired["payment"]["intent"] is None
+    assert uses() == 0  # at once: there is no payment that could still come
+    reconcile(now=later(60), grace=NO_GRACE)  # long past the late period: still once
+    assert uses() == 0
+    other = holds.hold_seats(session["_id"], CAROL, None, ["0:0"])
+    promos.apply_code(CAROL, other.cart_id, "ONCE")
+    assert uses() == 1
+    assert check_invariants() == []
+
+
+@pytest.mark.parametrize("ends", ["paid at the counter", "lapsed unpaid", "canceled by staff"])
+def test_a_box_office_reservation_keeps_the_use_when_paid_and_gives_it_back_when_it_ends_unpaid(ends):
+    promos.create_code("ONCE", "amount", 500, cap=1)
+    session = make_session(days=1)
+    mongo.sessions().update_one(
+        {"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True, "deadlineMinutes": 60}}}
+    )
+    cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
+    promos.apply_code(ALICE, cart.cart_id, "ONCE")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com", "box_office")
+    assert order["state"] == "pending_payment" and uses() == 1
+    if ends == "paid at the counter":
+        payments.mark_paid_at_counter(order["_id"], by="clerk")
+    elif ends == "lapsed unpaid":
+        carts.expire_stale_carts(order["payment"]["until"] + timedelta(seconds=1))
+    else:
+        payments.cancel_unpaid(order["_id"], by="clerk", reason="no show")
+    reconcile(now=order["payment"]["until"] + timedelta(hours=2), grace=NO_GRACE)
+    state = mongo.orders().find_one({"_id": order["_id"]})["state"]
+    expected = {
+        "paid at the counter": ("paid", 1),
+        "lapsed unpaid": ("expired", 0),
+        "canceled by staff": ("canceled", 0),
+    }
+    assert (state, uses()) == expected[ends]
+    assert check_invariants() == []

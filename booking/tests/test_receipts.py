@@ -8,6 +8,7 @@ from bson import ObjectId
 
 from booking import faults, mongo
 from booking.payments import pdf, receipts
+from booking.tests.test_offer_documents import pdf_text
 
 THEATER = ObjectId()
 OTHER = ObjectId()
@@ -127,4 +128,9 @@ def test_receipt_pdf_is_a_pdf_with_the_number_and_vat():
     receipts.assign(order["_id"])
     data = pdf.receipt_pdf(mongo.orders().find_one({"_id": order["_id"]}))
     assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
-    assert len(data) > 1500
+    text = pdf_text(data)
+    assert "000001" in text  # its number from the theater's sequence
+    # net, VAT and gross per rate: 35.00 at 7 % (32.71 + 2.29), the 1.50 fee at 19 % (1.26 + 0.24)
+    assert "7 % 32.71 EUR 2.29 EUR 35.00 EUR" in text
+    assert "19 % 1.26 EUR 0.24 EUR 1.50 EUR" in text
+    assert "36.50 EUR" in text

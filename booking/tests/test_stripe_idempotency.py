@@ -102,9 +102,10 @@ class LosingProxy:
     network failure after Stripe did the work would. The ``stripe`` library then retries with
     the same Idempotency-Key."""
 
-    def __init__(self, upstream: str, lose: str):
+    def __init__(self, upstream: str, lose: str, before_stripe: bool = False):
         address = urlsplit(upstream)
         self.host, self.port, self.lose, self.lost = address.hostname or "127.0.0.1", address.port, lose, 0
+        self.before_stripe = before_stripe  # drop that request itself, not only its answer
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -116,13 +117,18 @@ class LosingProxy:
 
             def forward(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                losing = self.command == "POST" and self.path == proxy.lose and not proxy.lost
+                if losing and proxy.before_stripe:
+                    proxy.lost += 1
+                    self.close_connection = True  # never reached Stripe
+                    return
                 upstream = http.client.HTTPConnection(proxy.host, proxy.port, timeout=20)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                 upstream.request(self.command, self.path, body=body, headers=headers)
                 answer = upstream.getresponse()
                 data = answer.read()
                 upstream.close()
-                if self.command == "POST" and self.path == proxy.lose and not proxy.lost:
+                if losing:
                     proxy.lost += 1
                     self.close_connection = True  # done at Stripe; the answer never arrives
                     return
@@ -150,8 +156,8 @@ class LosingProxy:
 def losing_proxy(settings, localstripe_url):
     made = []
 
-    def through(lose: str) -> LosingProxy:
-        proxy = LosingProxy(localstripe_url, lose)
+    def through(lose: str, before_stripe: bool = False) -> LosingProxy:
+        proxy = LosingProxy(localstripe_url, lose, before_stripe)
         made.append(proxy)
         settings.STRIPE_API_BASE = proxy.url  # the app's client is made again for the new address
         return proxy
@@ -213,3 +219,140 @@ def test_the_same_key_with_other_parameters_is_refused_as_stripe_does():
     assert again.id == first.id
     with pytest.raises(stripe.IdempotencyError):
         payments_api.create({"amount": 2000, "currency": "eur"}, {"idempotency_key": "k-same-params"})
+
+
+# --- our own guards, with the keys ignored as plain localstripe ignores them ---
+
+
+@pytest.fixture
+def keys_ignored(localstripe_url):
+    """localstripe answers every POST afresh, whatever its Idempotency-Key (its own way): what is
+    left to keep a retry from charging or refunding twice is ours."""
+    import json
+    import urllib.request
+
+    def honour(value: bool) -> None:
+        body = json.dumps({"honour": value}).encode()
+        request = urllib.request.Request(f"{localstripe_url}/_config/idempotency", body, method="POST")
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+            pass
+
+    honour(False)
+    yield
+    honour(True)
+
+
+def test_with_the_keys_ignored_a_double_submit_charges_once(keys_ignored):
+    """Two checkouts and four payments of the same cart at the same moment: one order, one charge
+    (the claim of the attempt lets one request confirm), and the keys sent are the same each time."""
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
+    before = len(requests_received())
+    started: list = []
+    both = [
+        threading.Thread(
+            target=lambda: started.append(checkout.checkout(ALICE, cart.cart_id, "Ada Lovelace", "ada@example.com"))
+        )
+        for _ in range(2)
+    ]
+    for t in both:
+        t.start()
+    for t in both:
+        t.join(timeout=60)
+    assert len({o["_id"] for o in started}) == 1 and mongo.orders().count_documents({}) == 1
+    [order] = mongo.orders().find()
+    creates = [r for r in provider_posts(before) if r["path"] == "/v1/payment_intents"]
+    assert {r["key"] for r in creates} == {f"order-{order['_id']}-1"} and not any(r["replayed"] for r in creates)
+    means, outcomes = card(VISA), []
+    four = [
+        threading.Thread(target=lambda: outcomes.append(payments.pay_with_card(order["_id"], ALICE, means).status))
+        for _ in range(4)
+    ]
+    for t in four:
+        t.start()
+    for t in four:
+        t.join(timeout=60)
+    assert "paid" in outcomes and set(outcomes) <= {"paid", "processing"}
+    assert payments.pay_with_card(order["_id"], ALICE, card(VISA)).status == "paid"  # and again, later
+    intent = order["payment"]["intent"]
+    confirms = [r for r in provider_posts(before) if r["path"].endswith("/confirm")]
+    assert [r["path"] for r in confirms] == [f"/v1/payment_intents/{intent}/confirm"]  # one charge asked for
+    assert charged(order) == [7000]
+    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "paid"
+    assert check_invariants() == []
+
+
+def test_with_the_keys_ignored_a_confirm_answer_lost_on_the_network_charges_once(keys_ignored, losing_proxy):
+    session = make_session()
+    order = start(session)
+    proxy = losing_proxy(f"/v1/payment_intents/{order['payment']['intent']}/confirm")
+    outcome = payments.pay_with_card(order["_id"], ALICE, card(VISA))
+    assert proxy.lost == 1 and outcome.status == "paid"
+    assert charged(order) == [7000]
+    assert check_invariants() == []
+
+
+def test_with_the_keys_ignored_a_refund_answer_lost_on_the_network_refunds_once(keys_ignored, losing_proxy):
+    from booking.tests.paying import pay
+
+    session = make_session()
+    paid = pay(start(session))
+    losing_proxy("/v1/refunds")
+    refunds.refund_tickets(paid["_id"], tickets=[paid["lines"][0]["ticket"]], by="anna")
+    [refund] = mongo.orders().find_one({"_id": paid["_id"]})["refunds"]
+    assert refund["status"] == "succeeded"
+    at_stripe = client().v1.refunds.list({"payment_intent": paid["paidWith"]["id"]}).data
+    assert [r.amount for r in at_stripe] == [3500]
+    assert check_invariants() == []
+
+
+def test_with_the_keys_ignored_a_refund_retried_after_a_crash_refunds_once(keys_ignored, fault_hook):
+    """Refunded at Stripe, then the process died before writing it down: reconcile asks again, and
+    finds the refund by our own id instead of making another."""
+    from datetime import timedelta
+
+    from booking import clock
+    from booking.services import orders
+    from booking.services.reconcile import reconcile
+    from booking.tests.paying import pay
+
+    session = make_session()
+    paid = pay(start(session))
+
+    def die(name):
+        if name == "refund.after_provider":
+            raise faults.InjectedCrash(name)
+
+    fault_hook(die)
+    with pytest.raises(faults.InjectedCrash):
+        orders.cancel_order(paid["_id"], by="staff")
+    fault_hook(None)
+    before = len(requests_received())
+    reconcile(now=clock.now() + timedelta(minutes=2), grace=timedelta(0))
+    reconcile(now=clock.now() + timedelta(minutes=30), grace=timedelta(0))
+    done = mongo.orders().find_one({"_id": paid["_id"]})
+    assert done["state"] == "refunded" and done["refunds"][0]["status"] == "succeeded"
+    assert [r["path"] for r in provider_posts(before)] == []  # looked up, not made again
+    at_stripe = client().v1.refunds.list({"payment_intent": paid["paidWith"]["id"]}).data
+    assert [r.amount for r in at_stripe] == [7000]
+    assert check_invariants() == []
+
+
+def test_with_the_keys_ignored_a_refund_that_never_reached_stripe_is_made_once_with_the_same_key(
+    keys_ignored, losing_proxy
+):
+    from booking.tests.paying import pay
+
+    session = make_session()
+    paid = pay(start(session))
+    proxy = losing_proxy("/v1/refunds", before_stripe=True)
+    before = len(requests_received())
+    refunds.refund_tickets(paid["_id"], tickets=[paid["lines"][0]["ticket"]], by="anna")
+    assert proxy.lost == 1
+    [refund] = mongo.orders().find_one({"_id": paid["_id"]})["refunds"]
+    assert refund["status"] == "succeeded"
+    made = [r for r in provider_posts(before) if r["path"] == "/v1/refunds"]
+    assert [r["key"] for r in made] == [f"refund-{refund['_id']}"]  # the lost try never arrived; the next, same key
+    at_stripe = client().v1.refunds.list({"payment_intent": paid["paidWith"]["id"]}).data
+    assert [r.amount for r in at_stripe] == [3500]
+    assert check_invariants() == []

@@ -1,24 +1,23 @@
 """Every payment page a buyer sees, on a phone (390x844) and a desktop (1366x768) in real Chromium
-through localstripe's Stripe.js: the card form, a declined card answered inline, 3-D Secure,
-"processing" while the bank is slow, the confirmation with its payment state and receipt, find my
-booking for a booking pending, paid and refunded, and a box-office reservation. Each page is
-checked for what matters (totals with VAT, nothing wider than the screen) and saved to
-/tmp/shots/pay/ (or PAYMENT_SHOTS) for a person to look at."""
+through localstripe's Stripe.js: the card form, a declined card and a refused 3-D Secure answered
+inline, "processing" while the charge is under way (the page reloaded meanwhile), the confirmation
+with its payment state and receipt, find my booking for a booking pending, paid and refunded, and
+a box-office reservation. Each page is checked for what matters (totals with VAT, nothing wider
+than the screen) and saved to /tmp/shots/pay/ (or PAYMENT_SHOTS) for a person to look at."""
 
 import os
 import re
+import threading
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from booking import mongo
+from booking import faults, mongo
 from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.payments import base
-from booking.payments.stripe_provider import StripeProvider
 from booking.services import orders
 from booking.tests.factories import make_session, make_theater
-from booking.tests.localstripe import DECLINED, THREE_D_SECURE
+from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA
 from booking.tests.paying import checkout_paid_setup, pay
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -31,6 +30,14 @@ SHOTS = Path(os.environ.get("PAYMENT_SHOTS", "/tmp/shots/pay"))
 def show():
     theater = make_theater(STUDIO_GRID, STUDIO_CATEGORIES, name="Studio Stage")
     return make_session(theater, name="Waiting for Godot", prices={"s": 2200, "r": 1500})
+
+
+@pytest.fixture
+def fault_hook():
+    """fault_hook(fn): booking.faults.point(name) calls fn(name) (in the live server's threads
+    too) until the test ends."""
+    yield faults.set_hook
+    faults.set_hook(None)
 
 
 @pytest.fixture(params=list(SIZES))
@@ -75,7 +82,7 @@ def fill_card(page, number: str):
     element.get_by_placeholder("cvc").fill("123")
 
 
-def test_card_payment_pages(new_page, show, size, monkeypatch):
+def test_card_payment_pages(new_page, show, size, fault_hook):
     page = new_page(SIZES[size])
     hold_two(page, show)
     expect(page.locator(".totals")).to_contain_text("incl. 7 % VAT")
@@ -90,26 +97,34 @@ def test_card_payment_pages(new_page, show, size, monkeypatch):
     expect(page.locator("[data-card-error]")).to_contain_text("declined")
     save(page, size, "3-declined")
 
-    # The bank is slow to tell Stripe (and no webhook comes): the page says so and keeps asking.
-    real = StripeProvider.retrieve
-
-    def slow(self, payment_id):
-        found = real(self, payment_id)
-        status = base.PROCESSING if found.status == base.SUCCEEDED else found.status
-        return base.Payment(**{**found.__dict__, "status": status})
-
-    monkeypatch.setattr(StripeProvider, "retrieve", slow)
+    # 3-D Secure the buyer's bank refuses: answered inline, the card form stays.
     fill_card(page, THREE_D_SECURE)
     page.get_by_role("button", name=re.compile("^Pay €44")).click()
-    bank = page.get_by_role("button", name="Complete authentication")
+    bank = page.get_by_role("button", name="Fail authentication")
     expect(bank).to_be_visible()
     save(page, size, "4-3d-secure", full_page=False)
     bank.click()
+    expect(page.locator("[data-card-error]")).to_contain_text("3-D Secure")
+
+    # The charge is under way at Stripe (held here after the attempt was claimed) and the buyer
+    # reloads: "processing", no card form, no cancel; the page asks on and moves on when paid.
+    claimed, go_on = threading.Event(), threading.Event()
+
+    def hold_the_charge(name):
+        if name == "pay.after_claim" and not go_on.is_set():
+            claimed.set()
+            go_on.wait(30)
+
+    fault_hook(hold_the_charge)
+    fill_card(page, VISA)
+    page.get_by_role("button", name=re.compile("^Pay €44")).click()
+    assert claimed.wait(30)
+    page.reload()
     expect(page.get_by_text("Your payment is being processed")).to_be_visible()
     expect(page.get_by_role("button", name="Cancel and release the seats")).to_have_count(0)  # money may be taken
+    expect(page.locator("[data-card-element]")).to_have_count(0)
     save(page, size, "5-processing")
-    monkeypatch.setattr(StripeProvider, "retrieve", real)  # the bank answered: the page moves on
-
+    go_on.set()  # Stripe answers: the page moves on by itself
     expect(page.get_by_role("heading", name="You're going to the theater!")).to_be_visible(timeout=15000)
     expect(page.locator(".badge-paid")).to_have_text("Paid")
     expect(page.get_by_role("link", name=re.compile(r"Receipt \d+ \(PDF\)"))).to_be_visible()
