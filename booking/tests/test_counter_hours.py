@@ -153,3 +153,16 @@ def test_over_http_a_buyer_is_refused_outside_the_window_and_staff_at_the_counte
     late = client.post(sell, {"seat": "1:0"}, HTTP_HX_REQUEST="true")
     assert "already started" in late.content.decode() and cell(session, "1:0") == FREE
     assert check_invariants() == []
+
+
+def test_the_box_offices_rules_apply_to_staff_carts_only(frozen):
+    """Wired by mistake around a buyer's cart, the counter's rules do not let it in early: the hold
+    refuses (a programming error, never a sale outside the buyer's window)."""
+    session, opens, _ = windowed()
+    session_service.set_blocked(session["_id"], [(0, 0)], True)
+    frozen(opens - MS)
+    for keys in (["1:0"], ["0:0"]):  # an ordinary seat early, a house seat
+        with pytest.raises(RuntimeError, match="staff carts only"):
+            at_counter(session, keys, owner=BUYER)
+    assert cell(session, "1:0") == FREE and mongo.carts().count_documents({"owner": BUYER}) == 0
+    assert check_invariants() == []

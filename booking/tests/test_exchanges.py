@@ -486,3 +486,41 @@ def test_a_session_canceled_between_the_switchs_check_and_its_write_gets_no_tick
     assert admits(session["_id"], order["lines"][0]["ticket"])
     reconcile(grace=timedelta(0))
     assert check_invariants() == []
+
+
+def test_a_session_canceled_in_the_switchs_window_and_run_after_it_refunds_the_moved_tickets(session, fault_hook):
+    """The other order of events: the cancel only flips the status inside the window (its worker
+    run comes later), so the switch, already past its check, writes. The customer then holds
+    tickets of a canceled performance only until the run: it finds the order by its lines and
+    refunds exactly the moved tickets, like every other ticket of that performance. Nobody is
+    left with a valid ticket for the canceled show, the old seat stays freed, the money is right."""
+    from booking.services import session_cancel
+
+    other = make_session(days=2)
+    order = paid(session, ["0:0", "0:1"])
+    flipped: list[str] = []
+
+    def flip_in_the_window(name):
+        if name == "exchange.before_switch" and not flipped:
+            flipped.append(session_cancel.start(other["_id"], by="anna")["status"])
+
+    fault_hook(flip_in_the_window)
+    moved = order["lines"][0]["ticket"]
+    done = exchanges.exchange(order["_id"], [moved], other["_id"], ["0:0"], settle="counter")
+    faults.set_hook(None)
+    assert flipped == ["canceled"] and done["exchanges"][0]["state"] == "done"
+    new = next(line for line in done["lines"] if line["sessionId"] == other["_id"])
+    result = session_cancel.run(other["_id"])
+    assert result["refunded"] == 1
+    after = stored(order)
+    assert after["state"] == "partially_refunded"
+    assert [(line["sessionId"], line["key"]) for line in after["lines"]] == [(session["_id"], "0:1")]
+    assert not mongo.orders().count_documents(
+        {"lines.sessionId": other["_id"], "state": {"$in": ["paid", "partially_refunded"]}}
+    )
+    assert mongo.sessions().find_one({"_id": other["_id"]})["cancelRun"]["state"] == "done"
+    assert sum(r["amount"] for r in after["refunds"]) == new["price"]
+    assert cell(session["_id"], "0:0") == FREE and cell(session["_id"], "0:1") == SOLD
+    assert not admits(other["_id"], new["ticket"]) and not admits(session["_id"], moved)
+    reconcile(grace=timedelta(0))
+    assert check_invariants() == []
