@@ -242,18 +242,24 @@ def _details(name, prices):
     return {"name": name, "description": "", "start": start, "end": start + timedelta(hours=2), "prices": prices}
 
 
-def test_a_details_change_a_crash_left_half_written_is_finished_by_reconcile(crash_at):
+@pytest.mark.parametrize(
+    ("point", "written_before"),
+    [("performance.after_intent", 0), ("performance.after_section", 1)],
+    ids=["recorded, no section written", "one section written"],
+)
+def test_a_details_change_a_crash_left_half_written_is_finished_by_reconcile(crash_at, point, written_before):
     from booking import faults
     from booking.services.reconcile import reconcile
 
     pid, _ = make_match(make_venue(3))
-    crash_at("performance.after_section")
+    crash_at(point)
     with pytest.raises(faults.InjectedCrash):
         performances.update_details(pid, **_details("Cup Final (replay)", {"s": 1200, "p": 2500}))
     faults.set_hook(None)
-    assert [s["name"] for s in performances.sections_of(pid)] == ["Cup Final (replay)", "Cup Final", "Cup Final"]
+    names = ["Cup Final (replay)"] * written_before + ["Cup Final"] * (3 - written_before)
+    assert [s["name"] for s in performances.sections_of(pid)] == names
     report = reconcile()
-    assert report.sections_updated == 2
+    assert report.sections_updated == 3 - written_before
     for section in performances.sections_of(pid):
         assert section["name"] == "Cup Final (replay)" and section["prices"] == {"s": 1200, "p": 2500}
     assert "open" not in performances.sections_of(pid)[0]["detailsChange"]
