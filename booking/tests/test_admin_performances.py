@@ -89,6 +89,7 @@ def test_bad_section_actions_are_400_and_change_nothing(manager_client, data):
     response = manager_client.post(f"/admin/booking/session/performance/{pid}/", data)
     assert response.status_code == 400
     assert all(mongo.sessions().find_one({"_id": s["_id"]})["seatsAvailable"] == 8 for s in sections)
+    assert check_invariants() == []
 
 
 def test_a_section_of_another_performance_is_refused():
@@ -124,6 +125,7 @@ def test_cancel_needs_the_delete_permission(client, db):
     pid, _sections = make_match(make_venue(1))
     client.force_login(make_staff("viewer", ["view_session", "change_session"]))
     assert client.post(f"/admin/booking/session/performance/{pid}/cancel/", {}).status_code == 403
+    assert check_invariants() == []
 
 
 # --- sectioned venues drawn in the admin ---
@@ -165,6 +167,7 @@ def test_a_sectioned_venue_is_created_edited_and_used_for_a_performance(manager_
     assert [s["name"] for s in venue["sections"]] == ["West", "East", "South"] and venue["seatCount"] == 14
     pid, sections = make_match(venue)
     assert len(sections) == 3 and sections[2]["seatsTotal"] == 2
+    assert check_invariants() == []
 
 
 @pytest.mark.parametrize(
@@ -278,6 +281,7 @@ def test_the_performance_page_finishes_a_half_written_change_before_showing_it(m
     page = manager_client.get(f"/admin/booking/session/performance/{pid}/")
     assert page.status_code == 200
     assert [s["name"] for s in performances.sections_of(pid)] == ["Derby", "Derby"]
+    assert check_invariants() == []
 
 
 def test_an_older_half_written_change_never_overwrites_a_newer_save(crash_at):

@@ -193,6 +193,7 @@ def test_session_figures_equal_what_the_orders_say(sales):
     assert report.totals.checked_in == 2
     assert report.seats == {"sold": 7, "held": 2, "blocked": 1, "free": 14, "total": 24, "occupancy": 29}
     assert [d.tickets for d in report.days] == [7]
+    assert check_invariants() == []
 
 
 def test_grouping_in_mongodb_or_in_the_app_gives_the_same_report(sales, settings):
@@ -234,6 +235,7 @@ def test_series_report_covers_every_session_of_the_show_and_nothing_else(sales):
     by_session = {row.id: (row.sales.tickets, row.sales.gross, row.refunded_tickets) for row in report.sessions}
     assert by_session == {str(first["_id"]): (7, 13000, 2), str(second["_id"]): (3, 1500 + 3500 + 3500, 0)}
     assert {f.key: f.tickets for f in report.by_channel}["phone"] == 1
+    assert check_invariants() == []
 
 
 # --- the summaries: marked by every change, recounted, never wrong ---
