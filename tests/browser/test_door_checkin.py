@@ -342,6 +342,10 @@ def test_an_offline_door_says_why_an_exchanged_or_refunded_ticket_does_not_admit
     expect(result).to_have_class(re.compile(r"\bbad\b"))
     expect(result).to_contain_text(f"Replaced by an exchange — new seat: Row A · Seat 1, Macbeth, {when}.")
     shot(east, "offline-red-moved-to-another-show", full_page=False)
+    east.set_viewport_size({"width": 1366, "height": 768})  # a laptop at the box office's door
+    expect(result).to_contain_text("Macbeth")
+    shot(east, "offline-red-moved-to-another-show-laptop", full_page=False)
+    east.set_viewport_size(PHONE)
     next_ticket(east)
     east.context.set_offline(False)
     assert check_invariants() == []
