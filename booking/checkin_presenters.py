@@ -35,6 +35,13 @@ def seat_text(seat: dict) -> str:
 
 
 def replaced_message(seat: dict) -> str:
+    show = seat.get("show")
+    if show:  # moved to another performance: which one, or the holder looks for the seat tonight
+        return gettext("Replaced by an exchange — new seat: %(seat)s, %(show)s, %(when)s.") % {
+            "seat": seat_text(seat),
+            "show": show["name"],
+            "when": show["when"],
+        }
     return gettext("Replaced by an exchange — new seat: %(seat)s.") % {"seat": seat_text(seat)}
 
 
@@ -61,11 +68,15 @@ def conflict_summary(conflict: dict) -> str:
         both = sorted([(mine["at"], mine_text), (first["at"], first_text)], key=lambda pair: pair[0])
         return gettext("Let in twice: %(first)s and %(second)s.") % {"first": both[0][1], "second": both[1][1]}
     reason = conflict.get("reason", "")
+    if conflict.get("replacedBy"):
+        reason_text = replaced_message(conflict["replacedBy"])  # exchanged: the seat that replaced it
+    else:
+        reason_text = gettext(reason) if reason else ""  # kept in English, shown translated
     return gettext("Let in offline at %(door)s, %(time)s (%(by)s), but: %(reason)s") % {
         "door": mine["door"],
         "time": _when(mine["at"]),
         "by": mine["by"],
-        "reason": gettext(reason) if reason else "",  # kept in English, shown translated
+        "reason": reason_text,
     }
 
 

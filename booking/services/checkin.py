@@ -32,6 +32,7 @@ from pymongo.errors import DuplicateKeyError
 from .. import clock, mongo
 from ..domain import OrderState
 from ..errors import InvalidRequest, NotFound
+from ..formatting import mail_time
 from ..reports import marks
 from ..selectors import group_sections
 from .checkout import ref_of_ticket
@@ -285,11 +286,17 @@ def _find_line(order: dict, code: str) -> dict | None:
 
 def _code_for_hash(scope: Scope, digest: str) -> str | None:
     """A ticket picked by its hash (a search hit, an offline list entry): the code behind it,
-    from the scope's orders (index on lines.sessionId)."""
-    for order in mongo.orders().find(scope.lines_filter(), {"lines.ticket": 1, "lines.sessionId": 1}):
-        for line in order["lines"]:
-            if line["sessionId"] in scope.session_ids and ticket_hash(line["ticket"]) == digest:
-                return line["ticket"]
+    from the scope's orders (index on lines.sessionId). Refunded and exchanged tickets too: an
+    offline phone's list may be older than the refund or the exchange, and its sync must hear
+    why such a ticket no longer admits, not "not a ticket for this performance"."""
+    arrays = ("lines", "refundedLines", "exchangedLines")
+    query = {"$or": [{f"{name}.sessionId": scope.session_clause()} for name in arrays]}
+    fields = {f"{name}.{part}": 1 for name in arrays for part in ("ticket", "sessionId")}
+    for order in mongo.orders().find(query, fields):
+        for name in arrays:
+            for line in order.get(name, []):
+                if line["sessionId"] in scope.session_ids and ticket_hash(line["ticket"]) == digest:
+                    return line["ticket"]
     return None
 
 
@@ -449,6 +456,8 @@ def _report(scope: Scope, outcome: Outcome, door: str, by: str, scan_id: str, at
         "state": outcome.state,
         "reportedOn": now,
     }
+    if outcome.replaced_by is not None:  # exchanged: staff are told which seat replaced it
+        conflict["replacedBy"] = outcome.replaced_by
     try:
         mongo.checkin_conflicts().insert_one(conflict)
     except DuplicateKeyError:
@@ -520,7 +529,13 @@ def replacement_seat(order: dict, code: str, scope: Scope | None = None) -> dict
     if line is None:
         return None
     section = scope.sections.get(line["sessionId"], "") if scope is not None else ""
-    return {"row": line["row"], "seat": line["seat"], "section": section}
+    seat = {"row": line["row"], "seat": line["seat"], "section": section}
+    if scope is not None and line["sessionId"] not in scope.session_ids:
+        # moved to another performance: the door says which, or the holder would look for the
+        # new seat tonight
+        show: dict = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
+        seat["show"] = {"name": show.get("name", ""), "when": mail_time(show["start"]) if show.get("start") else ""}
+    return seat
 
 
 def door_list(scope: Scope) -> list[dict]:

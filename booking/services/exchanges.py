@@ -343,38 +343,56 @@ def _take(order: dict, record: dict) -> None:
 def _abandon(order: dict, record: dict, why: str, states: Sequence[str] = (STARTED, AWAITING, TAKEN)) -> bool:
     """The exchange ends without a switch (one conditional update: still in one of ``states``);
     its seats go back and a difference the customer paid is refunded. False when it had moved on
-    (switched, or ended already by someone else)."""
-    ended = mongo.orders().update_one(
-        {
-            "_id": order["_id"],
-            "ref": order["ref"],
-            "exchangeOpen": record["_id"],
-            "exchanges": {"$elemMatch": {"_id": record["_id"], "state": {"$in": list(states)}}},
-        },
-        {
+    (switched, or ended already by someone else).
+
+    A difference the customer paid is recorded for refund (``extraPayments`` and a pending refund,
+    ``refundDue``) in the same write that abandons: a crash right after it leaves the refund for
+    reconcile to retry, never money kept for a move that did not happen. The write is conditional
+    on whether the record has a paid difference, so a payment recorded meanwhile (the webhook,
+    ``_paid``) is seen: the write misses and is made again with it."""
+    from . import refunds
+
+    ended, refund = None, None
+    for _attempt in range(3):
+        paid = record.get("paidDifference")
+        refund = refunds.extra_payment_record(paid, "exchange not done") if paid else None
+        update: dict = {
             "$set": {"exchanges.$.state": ABANDONED, "exchanges.$.failure": why, "exchanges.$.doneOn": clock.now()},
             "$unset": {"exchangeOpen": ""},
-        },
-    )
+        }
+        if paid and refund:
+            extra = {"provider": paid["provider"], "id": paid["id"], "amount": paid["amount"], "on": clock.now()}
+            update["$push"] = {"extraPayments": {**extra, "why": "exchange not done"}, "refunds": refund}
+            update["$set"]["refundDue"] = True
+        ended = mongo.orders().update_one(
+            {
+                "_id": order["_id"],
+                "ref": order["ref"],
+                "exchangeOpen": record["_id"],
+                "exchanges": {
+                    "$elemMatch": {
+                        "_id": record["_id"],
+                        "state": {"$in": list(states)},
+                        "paidDifference": {"$exists": bool(paid)},
+                    }
+                },
+                **({"extraPayments.id": {"$ne": paid["id"]}} if paid else {}),
+            },
+            update,
+        )
+        if ended.modified_count:
+            break
+        current = next((x for x in _order(order["_id"]).get("exchanges", []) if x["_id"] == record["_id"]), None)
+        if current is None or current["state"] not in states or bool(current.get("paidDifference")) == bool(paid):
+            break  # moved on, or ended by someone else (whose write recorded the refund)
+        record = current  # paid meanwhile: abandon again, with the refund
     faults.point("exchange.after_abandon")
     release_stray_holds(record["sessionId"])
-    if not ended.modified_count:
-        now_record = next((x for x in _order(order["_id"]).get("exchanges", []) if x["_id"] == record["_id"]), None)
-        if now_record is None or now_record["state"] != ABANDONED:
-            return False  # it switched: the difference paid is the order's now
-    paid = record.get("paidDifference")
-    if paid:  # the customer paid and the move cannot happen: the money goes back (once: refunds.py)
-        from . import refunds
-
-        payment = base.Payment(
-            provider=paid["provider"],
-            id=paid["id"],
-            status=base.SUCCEEDED,
-            amount=paid["amount"],
-            currency=order["currency"],
-        )
-        refunds.refund_extra_payment(order["_id"], payment, "exchange not done")
-    return bool(ended.modified_count)
+    if not (ended and ended.modified_count):
+        return False
+    if refund is not None:  # asked of the provider now; if this fails or dies, reconcile retries it
+        refunds.process(order["_id"], refund["_id"])
+    return True
 
 
 def _difference_payment(order: dict, record: dict) -> dict:

@@ -143,8 +143,10 @@ def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors
 
 
 def counter_sale_ends(session: dict) -> datetime:
-    """When the box office stops selling a performance: its start (plus the setting)."""
-    return session["start"] + timedelta(seconds=settings.BOOKING_COUNTER_SALE_AFTER_START_SECONDS)
+    """When the box office stops selling a performance: its start (plus the setting), never after
+    its end."""
+    ends = session["start"] + timedelta(seconds=settings.BOOKING_COUNTER_SALE_AFTER_START_SECONDS)
+    return min(ends, session["end"]) if session.get("end") else ends
 
 
 def _check_queue(session: dict) -> None:
@@ -245,6 +247,9 @@ def hold_seats(
     write that misses reads the session to tell why (or to try again).
     """
     coords = parse_seats(seat_keys)
+    if (box_office.get() or house_seats.get()) and not cart_service.is_staff_owner(owner):
+        # the box office's hours and house seats are for staff carts: never a buyer's, however wired
+        raise RuntimeError("the box office's hold rules are for staff carts only")
     now = clock.now()
     client = acting_client.get()
     if carts is None:
@@ -558,6 +563,8 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     if not counter:  # the box office keeps its own hours and has no queue
         query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
         query["$and"].append(admission_clause())  # waiting room: in no queue, or one the buyer was admitted to
+    elif settings.BOOKING_COUNTER_SALE_AFTER_START_SECONDS:  # into the performance, never past its end
+        query["$and"] = [*query.get("$and", []), {"$or": [{"end": None}, {"end": {"$gt": now}}]}]
     cells = {cell_path(r, c): HELD for r, c in coords}
     taken_free = len(coords) - len(house)  # house seats were not counted as available
     if has_reservation:

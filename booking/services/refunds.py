@@ -218,6 +218,12 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
     return orders().find_one({"_id": order_id})
 
 
+def extra_payment_record(paid: dict, why: str) -> dict:
+    """The refund of money no seat is sold for (``paid``: {provider, id, amount}), as
+    ``refund_extra_payment`` records it, for a caller that records it in a write of its own."""
+    return _record(paid["amount"], paid, f"Payment not needed ({why})")
+
+
 def refund_extra_payment(order_id: ObjectId, payment: base.Payment, why: str) -> dict:
     """Money that no seat is sold for: a second payment for a paid order, a payment for a canceled
     order, an amount that is not the order's. It is refunded in full, once."""

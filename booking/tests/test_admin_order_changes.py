@@ -6,6 +6,7 @@ import re
 import pytest
 
 from booking import mongo
+from booking.invariants import check_invariants
 from booking.seat_grid import FREE, SOLD
 from booking.services import session_cancel
 from booking.tests.admin_support import assert_consistent, last_log, make_staff, sell
@@ -91,6 +92,7 @@ def test_moving_tickets_needs_the_change_permission(client, db):
     assert mongo.orders().find_one({"_id": order["_id"]})["lines"] == order["lines"]
     client.logout()
     assert client.get(url(order)).status_code == 302  # to the login
+    assert check_invariants() == []
 
 
 def test_the_session_page_shows_the_cancellation_progress(manager_client):

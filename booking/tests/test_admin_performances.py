@@ -89,6 +89,7 @@ def test_bad_section_actions_are_400_and_change_nothing(manager_client, data):
     response = manager_client.post(f"/admin/booking/session/performance/{pid}/", data)
     assert response.status_code == 400
     assert all(mongo.sessions().find_one({"_id": s["_id"]})["seatsAvailable"] == 8 for s in sections)
+    assert check_invariants() == []
 
 
 def test_a_section_of_another_performance_is_refused():
@@ -124,6 +125,7 @@ def test_cancel_needs_the_delete_permission(client, db):
     pid, _sections = make_match(make_venue(1))
     client.force_login(make_staff("viewer", ["view_session", "change_session"]))
     assert client.post(f"/admin/booking/session/performance/{pid}/cancel/", {}).status_code == 403
+    assert check_invariants() == []
 
 
 # --- sectioned venues drawn in the admin ---
@@ -165,6 +167,7 @@ def test_a_sectioned_venue_is_created_edited_and_used_for_a_performance(manager_
     assert [s["name"] for s in venue["sections"]] == ["West", "East", "South"] and venue["seatCount"] == 14
     pid, sections = make_match(venue)
     assert len(sections) == 3 and sections[2]["seatsTotal"] == 2
+    assert check_invariants() == []
 
 
 @pytest.mark.parametrize(
@@ -242,18 +245,24 @@ def _details(name, prices):
     return {"name": name, "description": "", "start": start, "end": start + timedelta(hours=2), "prices": prices}
 
 
-def test_a_details_change_a_crash_left_half_written_is_finished_by_reconcile(crash_at):
+@pytest.mark.parametrize(
+    ("point", "written_before"),
+    [("performance.after_intent", 0), ("performance.after_section", 1)],
+    ids=["recorded, no section written", "one section written"],
+)
+def test_a_details_change_a_crash_left_half_written_is_finished_by_reconcile(crash_at, point, written_before):
     from booking import faults
     from booking.services.reconcile import reconcile
 
     pid, _ = make_match(make_venue(3))
-    crash_at("performance.after_section")
+    crash_at(point)
     with pytest.raises(faults.InjectedCrash):
         performances.update_details(pid, **_details("Cup Final (replay)", {"s": 1200, "p": 2500}))
     faults.set_hook(None)
-    assert [s["name"] for s in performances.sections_of(pid)] == ["Cup Final (replay)", "Cup Final", "Cup Final"]
+    names = ["Cup Final (replay)"] * written_before + ["Cup Final"] * (3 - written_before)
+    assert [s["name"] for s in performances.sections_of(pid)] == names
     report = reconcile()
-    assert report.sections_updated == 2
+    assert report.sections_updated == 3 - written_before
     for section in performances.sections_of(pid):
         assert section["name"] == "Cup Final (replay)" and section["prices"] == {"s": 1200, "p": 2500}
     assert "open" not in performances.sections_of(pid)[0]["detailsChange"]
@@ -272,6 +281,7 @@ def test_the_performance_page_finishes_a_half_written_change_before_showing_it(m
     page = manager_client.get(f"/admin/booking/session/performance/{pid}/")
     assert page.status_code == 200
     assert [s["name"] for s in performances.sections_of(pid)] == ["Derby", "Derby"]
+    assert check_invariants() == []
 
 
 def test_an_older_half_written_change_never_overwrites_a_newer_save(crash_at):

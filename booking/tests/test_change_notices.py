@@ -8,6 +8,7 @@ import pytest
 from django.core import mail
 
 from booking import clock, mongo
+from booking.invariants import check_invariants
 from booking.services import change_notices, notifications, refunds
 from booking.tests.admin_support import sell
 from booking.tests.factories import make_session
@@ -41,6 +42,7 @@ def test_a_mail_server_that_is_away_leaves_the_notice_pending_then_it_goes_once(
     assert change_notices.send_pending(order["_id"]) == ["sent"]
     assert change_notices.send_pending(order["_id"]) == []
     assert len(mail.outbox) == 1 and "A1" in mail.outbox[0].body
+    assert check_invariants() == []
 
 
 def test_an_address_that_can_never_work_fails_the_notice_for_good(settings):
@@ -51,6 +53,7 @@ def test_an_address_that_can_never_work_fails_the_notice_for_good(settings):
     assert change_notices.send_pending(order["_id"]) == ["failed"]
     [notice] = mongo.orders().find_one({"_id": order["_id"]})["changeNotices"]
     assert notice["state"] == "failed" and "control or formatting" in notice["failure"]
+    assert check_invariants() == []
 
 
 def test_the_task_sends_the_pending_notices(settings):
@@ -65,6 +68,7 @@ def test_the_task_sends_the_pending_notices(settings):
     [message] = mail.outbox
     assert "No tickets of this booking are valid any more." in message.body
     assert [a[0] for a in message.attachments] == [f"receipt-{order['ref']}.pdf"]  # no tickets left to attach
+    assert check_invariants() == []
 
 
 def test_staff_calling_off_an_unpaid_reservation_tells_the_customer_without_tickets(settings):
@@ -85,3 +89,4 @@ def test_staff_calling_off_an_unpaid_reservation_tells_the_customer_without_tick
     other = payments.start("s:bob", cart.cart_id, "Bob", "bob@example.com")
     payments.cancel_unpaid(other["_id"], owner="s:bob")
     assert "changeNotices" not in mongo.orders().find_one({"_id": other["_id"]})
+    assert check_invariants() == []

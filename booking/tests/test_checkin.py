@@ -125,6 +125,7 @@ def test_a_ticket_picked_by_its_hash_checks_in_the_same_way(show):
     assert line_of(order["_id"], code)["checkedIn"]["door"] == "Side"
     unknown = checkin.check_in(scope_of(session), digest="0" * 64, door="Side", by="x")
     assert unknown.status == checkin.UNKNOWN
+    assert check_invariants() == []
 
 
 @pytest.mark.slow
@@ -185,6 +186,7 @@ def test_an_offline_check_in_syncs_with_its_own_time_and_a_replay_is_harmless(sh
     )
     assert again.status == checkin.ADMITTED and again.replay and again.conflict is None
     assert mongo.checkin_conflicts().count_documents({}) == 0
+    assert check_invariants() == []
 
 
 def test_a_ticket_used_at_two_offline_doors_is_a_conflict_stored_once(show):
@@ -231,6 +233,7 @@ def test_an_offline_door_after_an_online_one_is_a_conflict_too(show):
         offline=True,
     )
     assert late.status == checkin.USED and late.conflict["first"]["door"] == "Main"
+    assert check_invariants() == []
 
 
 def test_an_offline_check_in_of_a_canceled_booking_is_a_conflict(show):
@@ -247,6 +250,7 @@ def test_an_offline_check_in_of_a_canceled_booking_is_a_conflict(show):
     )
     assert outcome.status == checkin.NOT_VALID
     assert mongo.checkin_conflicts().find_one({})["kind"] == checkin.NOT_VALID
+    assert check_invariants() == []
 
 
 def test_online_refusals_are_not_conflicts(show):
@@ -256,6 +260,7 @@ def test_online_refusals_are_not_conflicts(show):
     checkin.check_in(scope, code=tickets(order)[0], door="Main", by="anna")
     checkin.check_in(scope, code="B" * 24, door="Main", by="anna")
     assert mongo.checkin_conflicts().count_documents({}) == 0
+    assert check_invariants() == []
 
 
 def test_offline_scan_times_are_bounded(show):
@@ -326,6 +331,7 @@ def test_a_stadium_gate_admits_to_every_section_of_the_performance():
     )
     assert checkin.counts(scope)["checkedIn"] == 2 and checkin.counts(scope)["sold"] == 2
     assert len(checkin.door_list(scope)) == 2
+    assert check_invariants() == []
 
 
 def test_invariant_a_checked_in_ticket_belongs_to_a_paid_order(show):

@@ -153,3 +153,34 @@ def test_over_http_a_buyer_is_refused_outside_the_window_and_staff_at_the_counte
     late = client.post(sell, {"seat": "1:0"}, HTTP_HX_REQUEST="true")
     assert "already started" in late.content.decode() and cell(session, "1:0") == FREE
     assert check_invariants() == []
+
+
+def test_the_box_offices_rules_apply_to_staff_carts_only(frozen):
+    """Wired by mistake around a buyer's cart, the counter's rules do not let it in early: the hold
+    refuses (a programming error, never a sale outside the buyer's window)."""
+    session, opens, _ = windowed()
+    session_service.set_blocked(session["_id"], [(0, 0)], True)
+    frozen(opens - MS)
+    for keys in (["1:0"], ["0:0"]):  # an ordinary seat early, a house seat
+        with pytest.raises(RuntimeError, match="staff carts only"):
+            at_counter(session, keys, owner=BUYER)
+    assert cell(session, "1:0") == FREE and mongo.carts().count_documents({"owner": BUYER}) == 0
+    assert check_invariants() == []
+
+
+def test_the_counter_never_sells_after_the_performance_ended_whatever_the_setting(frozen, settings):
+    """A setting longer than the performance (here 3 hours for a 2-hour show) stops at its end."""
+    settings.BOOKING_COUNTER_SALE_AFTER_START_SECONDS = 3 * 3600
+    session, _, _ = windowed()
+    assert session["end"] == session["start"] + timedelta(hours=2)
+    for facts_known in (False, True):
+        frozen(session["end"] - MS)
+        owner = counter.staff_owner(20 + facts_known)
+        if facts_known:
+            hold_facts.sale_facts(reread(session["_id"]))
+        at_counter(session, [f"{int(facts_known)}:0"], owner=owner)
+        frozen(session["end"])
+        with pytest.raises(SessionNotOnSale, match="already"):
+            at_counter(session, [f"{int(facts_known)}:1"], owner=counter.staff_owner(30 + facts_known))
+        assert cell(session, f"{int(facts_known)}:1") == FREE
+    assert check_invariants() == []

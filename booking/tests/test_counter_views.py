@@ -97,6 +97,7 @@ def test_bad_input_is_a_400_with_a_message_and_changes_nothing(seller_client, na
     assert answer.status_code == 400
     assert 'class="msg msg-error"' in answer.content.decode()
     assert mongo.sessions().find_one({"_id": session["_id"]})["version"] == before
+    assert check_invariants() == []
 
 
 def test_unknown_session_is_a_404(seller_client):
@@ -140,6 +141,7 @@ def test_sale_form_errors_are_shown_with_a_400_and_the_seats_stay_held(seller_cl
         assert "errorlist" in answer.content.decode() or "errornote" in answer.content.decode()
     assert cells(session, ["0:0"]) == [HELD]
     assert mongo.orders().count_documents({}, hint=[("_id", 1)]) == 0
+    assert check_invariants() == []
 
 
 def test_phone_sale_on_invoice_reserves_and_prints_nothing_until_paid(seller_client):
@@ -233,3 +235,4 @@ def test_without_javascript_a_click_is_a_plain_post_back_to_the_page_with_its_me
     mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"status": "canceled"}})
     refused = seller_client.post(url("sell_toggle", session["_id"]), {"seat": "0:1"}, follow=True)
     assert "not on sale" in refused.content.decode() and cells(session, ["0:1"]) == [FREE]
+    assert check_invariants() == []

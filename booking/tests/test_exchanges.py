@@ -486,3 +486,108 @@ def test_a_session_canceled_between_the_switchs_check_and_its_write_gets_no_tick
     assert admits(session["_id"], order["lines"][0]["ticket"])
     reconcile(grace=timedelta(0))
     assert check_invariants() == []
+
+
+def test_a_session_canceled_in_the_switchs_window_and_run_after_it_refunds_the_moved_tickets(session, fault_hook):
+    """The other order of events: the cancel only flips the status inside the window (its worker
+    run comes later), so the switch, already past its check, writes. The customer then holds
+    tickets of a canceled performance only until the run: it finds the order by its lines and
+    refunds exactly the moved tickets, like every other ticket of that performance. Nobody is
+    left with a valid ticket for the canceled show, the old seat stays freed, the money is right."""
+    from booking.services import session_cancel
+
+    other = make_session(days=2)
+    order = paid(session, ["0:0", "0:1"])
+    flipped: list[str] = []
+
+    def flip_in_the_window(name):
+        if name == "exchange.before_switch" and not flipped:
+            flipped.append(session_cancel.start(other["_id"], by="anna")["status"])
+
+    fault_hook(flip_in_the_window)
+    moved = order["lines"][0]["ticket"]
+    done = exchanges.exchange(order["_id"], [moved], other["_id"], ["0:0"], settle="counter")
+    faults.set_hook(None)
+    assert flipped == ["canceled"] and done["exchanges"][0]["state"] == "done"
+    new = next(line for line in done["lines"] if line["sessionId"] == other["_id"])
+    result = session_cancel.run(other["_id"])
+    assert result["refunded"] == 1
+    after = stored(order)
+    assert after["state"] == "partially_refunded"
+    assert [(line["sessionId"], line["key"]) for line in after["lines"]] == [(session["_id"], "0:1")]
+    assert not mongo.orders().count_documents(
+        {"lines.sessionId": other["_id"], "state": {"$in": ["paid", "partially_refunded"]}}
+    )
+    assert mongo.sessions().find_one({"_id": other["_id"]})["cancelRun"]["state"] == "done"
+    assert sum(r["amount"] for r in after["refunds"]) == new["price"]
+    assert cell(session["_id"], "0:0") == FREE and cell(session["_id"], "0:1") == SOLD
+    assert not admits(other["_id"], new["ticket"]) and not admits(session["_id"], moved)
+    reconcile(grace=timedelta(0))
+    assert check_invariants() == []
+
+
+def test_a_crash_right_after_abandoning_a_paid_exchange_still_gives_the_money_and_seats_back(session, crash_at):
+    """The abandon's write is done (the exchange ``abandoned``, no longer open) and the process dies
+    before the new seats and the difference the customer paid go back. The exchange is no longer
+    open, so nothing rolls it forward: reconcile must still find the seats and the money."""
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    crash_at("exchange.after_paid")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.pay_difference(order["_id"], card(VISA))
+    assert admits(session["_id"], order["lines"][0]["ticket"])  # the old ticket is used: no switch now
+    crash_at("exchange.after_abandon")
+    with pytest.raises(faults.InjectedCrash):
+        reconcile(grace=timedelta(0))
+    faults.set_hook(None)
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "abandoned" and "exchangeOpen" not in after
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert after["lines"][0]["key"] == "0:0" and cell(session["_id"], "1:2") == FREE
+    assert after["extraPayments"][0]["amount"] == 1500
+    assert [(r["amount"], r["status"]) for r in after.get("refunds", [])] == [(1500, "succeeded")]
+    assert check_invariants() == []
+
+
+@pytest.mark.parametrize("point", ["exchange.after_intent", "exchange.before_switch", "exchange.after_abandon"])
+def test_the_remaining_crash_points_are_rolled_forward_or_given_back(session, crash_at, point):
+    """after_intent: a dearer move's payment was made at the provider, the process died before the
+    customer paid; before_switch: died after the last check; after_abandon: a move whose new seat
+    went to someone else died after giving up. Reconcile (and the customer's payment) finish each,
+    with one valid set of tickets at every step."""
+    order = paid(session, ["0:0", "0:1"])
+    code = order["lines"][0]["ticket"]
+    crash_at(point)
+    if point == "exchange.after_intent":
+        with pytest.raises(faults.InjectedCrash):
+            exchanges.exchange(order["_id"], [code], session["_id"], ["1:2"])
+    elif point == "exchange.before_switch":
+        with pytest.raises(faults.InjectedCrash):
+            exchanges.exchange(order["_id"], [code], session["_id"], ["0:5"], settle=exchanges.COUNTER)
+    else:  # the exchange died after its start; a buyer held its new seat; reconcile gives up, and dies
+        crash_at("exchange.after_start")
+        with pytest.raises(faults.InjectedCrash):
+            exchanges.exchange(order["_id"], [code], session["_id"], ["0:5"], settle=exchanges.COUNTER)
+        faults.set_hook(None)
+        holds.hold_seats(session["_id"], "s:other", None, ["0:5"], allow_orphans=True)
+        crash_at(point)
+        with pytest.raises(faults.InjectedCrash):
+            reconcile(grace=timedelta(0))
+    faults.set_hook(None)
+    valid = [line["ticket"] for line in stored(order)["lines"]]
+    assert len(valid) == 2 and (code in valid) != any(line["key"] in ("1:2", "0:5") for line in stored(order)["lines"])
+    if point == "exchange.after_intent":
+        status, _, _ = exchanges.pay_difference(order["_id"], card(VISA))
+        assert status == "paid"
+    reconcile(grace=timedelta(0))
+    after = stored(order)
+    assert "exchangeOpen" not in after
+    keys = sorted(line["key"] for line in after["lines"])
+    if point == "exchange.after_abandon":
+        assert after["exchanges"][0]["state"] == "abandoned" and keys == ["0:0", "0:1"]
+        assert cell(session["_id"], "0:5") != FREE  # the buyer's hold, untouched
+    else:
+        assert after["exchanges"][0]["state"] == "done" and len(keys) == 2 and "0:0" not in keys
+        assert cell(session["_id"], "0:0") == FREE
+    assert check_invariants() == []

@@ -193,6 +193,7 @@ def test_session_figures_equal_what_the_orders_say(sales):
     assert report.totals.checked_in == 2
     assert report.seats == {"sold": 7, "held": 2, "blocked": 1, "free": 14, "total": 24, "occupancy": 29}
     assert [d.tickets for d in report.days] == [7]
+    assert check_invariants() == []
 
 
 def test_grouping_in_mongodb_or_in_the_app_gives_the_same_report(sales, settings):
@@ -234,6 +235,7 @@ def test_series_report_covers_every_session_of_the_show_and_nothing_else(sales):
     by_session = {row.id: (row.sales.tickets, row.sales.gross, row.refunded_tickets) for row in report.sessions}
     assert by_session == {str(first["_id"]): (7, 13000, 2), str(second["_id"]): (3, 1500 + 3500 + 3500, 0)}
     assert {f.key: f.tickets for f in report.by_channel}["phone"] == 1
+    assert check_invariants() == []
 
 
 # --- the summaries: marked by every change, recounted, never wrong ---
@@ -680,3 +682,61 @@ def test_the_operator_counts_every_session_once(sales):
     assert mongo.session_sales().count_documents({"_id": {"$in": ids}}) == 3
     assert check_invariants() == []
     expect_report(figures.build("series", sales["first"]["_id"]), {sales["first"]["_id"], sales["second"]["_id"]})
+
+
+def test_real_counter_sales_house_seats_and_a_canceled_performance_report_what_the_orders_say():
+    """The counter's own sales (not given a channel by hand): cash with a house seat, card terminal,
+    a phone sale on invoice (held until paid, then sold), complimentary; then a house seat refunded
+    (blocked again), a dearer exchange settled at the counter, and the performance canceled by its
+    worker run. After each step the report equals what the orders say, and the figures written by
+    hand match."""
+    from booking.services import counter, session_cancel
+    from booking.staff.counter import staff_hold_rules
+
+    theater = hall()
+    session = on_sale(theater, name="Tartuffe", days=5)
+    sid = session["_id"]
+    session_service.set_blocked(sid, [(2, 8)], True)  # a house seat staff kept back
+
+    def sell(staff_id, keys, **fields):
+        owner = counter.staff_owner(staff_id)
+        with staff_hold_rules():
+            held = holds.hold_seats(sid, owner, None, keys)
+        return counter.sell(owner, held.cart_id, counter.CounterSale(by="clerk", by_id=staff_id, **fields))
+
+    def report_now():
+        report = figures.build("session", sid)
+        expect_report(report, {sid})
+        assert check_invariants() == []
+        return report
+
+    cash = sell(1, ["2:8", "0:0"], name="Cash Customer", method=counter.CASH)  # the house seat and a stall
+    sell(2, ["1:2"], name="Terminal Customer", method=counter.CARD_TERMINAL)  # premium, 19 %
+    due = (session["start"] - timedelta(days=2)).date()
+    invoice = sell(3, ["0:5"], name="Phone Customer", method=counter.INVOICE, channel=counter.PHONE, due=due)
+    sell(4, ["0:6"], name="Press", method=counter.COMPLIMENTARY, reason="review")
+    report = report_now()
+    channels = {f.key: (f.tickets, f.gross) for f in report.by_channel}
+    assert channels == {"box_office": (3, 7500), "complimentary": (1, 0)}  # the invoice is not paid yet
+    assert report.seats["held"] == 1 and report.seats["blocked"] == 0 and report.seats["sold"] == 4
+
+    payments.mark_paid_at_counter(invoice["_id"], by="clerk")
+    report = report_now()
+    assert {f.key: (f.tickets, f.gross) for f in report.by_channel}["phone"] == (1, 2000)
+
+    house = next(line["ticket"] for line in cash["lines"] if line["key"] == "2:8")
+    refunds.refund_tickets(cash["_id"], tickets=[house], reason="returned", by="clerk")
+    report = report_now()
+    assert report.seats["blocked"] == 1 and (report.refunds.tickets, report.refunds.gross) == (1, 2000)
+
+    stall = next(line["ticket"] for line in cash["lines"] if line["key"] == "0:0")
+    exchanges.exchange(cash["_id"], [stall], sid, ["1:3"], settle=exchanges.COUNTER, by="clerk")  # +15.00
+    report = report_now()
+    assert report.totals.tickets == 4 and report.totals.gross == 3500 + 3500 + 2000 + 0
+
+    session_cancel.start(sid, by="clerk")
+    assert session_cancel.run(sid)["state"] == "done"
+    report = report_now()
+    assert report.totals.tickets == 0 and report.totals.gross == 0 and report.seats["sold"] == 0
+    assert report.refunds.tickets == 5 and report.refunds.gross == 2000 + 3500 + 3500 + 2000 + 0
+    assert report.seats["blocked"] == 1  # the house seat stays the staff's

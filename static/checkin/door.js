@@ -566,9 +566,12 @@
   /* Why a listed ticket does not admit, in the words the server uses online. */
   function notValidWhy(entry) {
     if (entry.state === "exchanged") {
-      return entry.newSeat
-        ? fill(gettext("Replaced by an exchange — new seat: %(seat)s."), { seat: seatText(entry.newSeat) })
-        : gettext("Replaced by an exchange.");
+      const seat = entry.newSeat;
+      if (seat && seat.show) {
+        // moved to another performance: say which, or the holder looks for the seat tonight
+        return fill(gettext("Replaced by an exchange — new seat: %(seat)s, %(show)s, %(when)s."), { seat: seatText(seat), show: seat.show.name, when: seat.show.when });
+      }
+      return seat ? fill(gettext("Replaced by an exchange — new seat: %(seat)s."), { seat: seatText(seat) }) : gettext("Replaced by an exchange.");
     }
     const known = {
       canceled: gettext("The booking was canceled."),

@@ -296,7 +296,7 @@ def test_an_offline_door_keeps_admitting_and_reports_the_conflict_when_back(new_
 def test_an_offline_door_says_why_an_exchanged_or_refunded_ticket_does_not_admit(new_page, show, shot):
     """The phone's list carries the tickets an exchange replaced and the canceled bookings, with
     their reason: offline the door shows the same red answer as online, never "unknown"."""
-    from booking.services import exchanges
+    from booking.services import checkin, exchanges
 
     session, order = show
     moved = tickets(order)[1]  # B4 (premium) -> B6 (premium): no money changes hands
@@ -304,11 +304,18 @@ def test_an_offline_door_says_why_an_exchanged_or_refunded_ticket_does_not_admit
     new_seat = next(line for line in mongo.orders().find_one({"_id": order["_id"]})["lines"] if line["key"] == "1:5")
     gone = sell(session, ["2:0"], name="Bob Canceled")
     orders.cancel_order(gone["_id"], by="anna")
+    # and one moved to another performance: the order has no ticket for this one any more
+    macbeth = make_session(name="Macbeth", days=3)
+    elsewhere = sell(session, ["0:0"], name="Cy Moved", email="cy@example.com")
+    exchanges.exchange(elsewhere["_id"], tickets(elsewhere), macbeth["_id"], ["0:0"], settle=exchanges.COUNTER)
+    moved_order = mongo.orders().find_one({"_id": elsewhere["_id"]})
+    went = checkin.replacement_seat(moved_order, tickets(elsewhere)[0], checkin.get_scope(session["_id"]))
+    when = went["show"]["when"]
     door_staff("anna")
     east = new_page(PHONE)
     sign_in(east, "anna", f"/checkin/{session['_id']}/")
     set_door(east, "East")
-    expect(east.locator("#net")).to_contain_text("4 tickets on this phone")
+    expect(east.locator("#net")).to_contain_text("5 tickets on this phone")
     expect(east.locator("#net")).to_contain_text("Online · ready offline")
     replaced = f"Replaced by an exchange — new seat: Row {new_seat['row']} · Seat {new_seat['seat']}."
     result = east.locator("#result")
@@ -330,6 +337,15 @@ def test_an_offline_door_says_why_an_exchanged_or_refunded_ticket_does_not_admit
     expect(result).to_have_class(re.compile(r"\bbad\b"))
     expect(result).to_contain_text("The ticket was refunded.")  # a paid booking canceled by staff is refunded
     shot(east, "offline-red-canceled", full_page=False)
+    next_ticket(east)
+    type_code(east, tickets(elsewhere)[0])
+    expect(result).to_have_class(re.compile(r"\bbad\b"))
+    expect(result).to_contain_text(f"Replaced by an exchange — new seat: Row A · Seat 1, Macbeth, {when}.")
+    shot(east, "offline-red-moved-to-another-show", full_page=False)
+    east.set_viewport_size({"width": 1366, "height": 768})  # a laptop at the box office's door
+    expect(result).to_contain_text("Macbeth")
+    shot(east, "offline-red-moved-to-another-show-laptop", full_page=False)
+    east.set_viewport_size(PHONE)
     next_ticket(east)
     east.context.set_offline(False)
     assert check_invariants() == []
