@@ -198,6 +198,26 @@ def test_pinch_zooms_the_map_not_the_page_and_a_small_seat_is_zoomed_to_before_c
         context.close()
 
 
+def test_the_sheet_never_covers_the_seat_tapped(chromium, live_server, halls):
+    """A seat tapped at the bottom of the screen: the sheet comes up from the bottom and the page
+    moves up so that the seat stays in sight above it (before, the sheet hid it)."""
+    context, page = phone(chromium, live_server)
+    try:
+        page.goto(f"/sessions/{halls['Studio Stage']['_id']}/")
+        row = "G"  # the last row, scrolled to the bottom of the screen
+        target = seat(page, row, 1)
+        target.evaluate("b => b.scrollIntoView({block: 'end'})")
+        assert target.bounding_box()["y"] > PHONE["height"] - 300  # low on the screen, where the sheet comes up
+        target.tap()
+        sheet = page.locator("#seat-sheet")
+        expect(sheet).to_contain_text(f"Row {row}, Seat 1")
+        page.screenshot(path="/tmp/shots/map/sheet-above-the-seat.png")
+        seat_box, sheet_box = target.bounding_box(), sheet.bounding_box()
+        assert seat_box["y"] >= 0 and seat_box["y"] + seat_box["height"] <= sheet_box["y"], (seat_box, sheet_box)
+    finally:
+        context.close()
+
+
 # What the buyer reads in each language (the German from locale/de; the formats from Babel/CLDR).
 WORDS = {
     "en": {
