@@ -550,3 +550,35 @@ def test_a_wheelchair_space_is_held_only_after_the_buyer_says_they_need_it(new_p
     expect(page.locator("#cart-summary")).to_contain_text("Row F, seat 12")
     [cart] = mongo.carts().find()
     assert [item.get("wheelchair") for item in cart["items"]] == [True]
+
+
+# The choices of a select the buyer reads without opening it: the chosen option's text against
+# the room inside the box (its padding and Chromium's arrow, about 20 px, taken off).
+CUT_CHOICES = """() => [...document.querySelectorAll('.best-fields select')].flatMap(select => {
+  const style = getComputedStyle(select);
+  const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20;
+  return [...select.options].filter(option => {
+    const probe = document.createElement('span');
+    probe.style.cssText = 'position:absolute;visibility:hidden;white-space:pre';
+    probe.style.font = style.font;
+    probe.textContent = option.text;
+    document.body.append(probe);
+    const cut = probe.getBoundingClientRect().width > room;
+    probe.remove();
+    return cut && option.value === '';  // the choice shown before any is made
+  }).map(option => option.text);
+})"""
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_best_availables_first_choices_are_read_whole_in_german(chromium, live_server, halls, width):
+    """Seen in the end-to-end screenshots: "Jede Kategorie (beste Pl" at both sizes (and "Any
+    category (best" in English) in the best available panel's category box."""
+    context = chromium.new_context(base_url=live_server.url, viewport={"width": width, "height": 800}, locale="de-DE")
+    try:
+        page = context.new_page()
+        page.goto(f"/sessions/{halls['Studio Stage']['_id']}/")
+        expect(page.get_by_label("Kategorie", exact=True)).to_be_visible()
+        assert page.evaluate(CUT_CHOICES) == []
+    finally:
+        context.close()
