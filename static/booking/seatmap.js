@@ -440,10 +440,26 @@
   document.addEventListener("htmx:oobAfterSwap", function (e) {
     if (e.detail.target && e.detail.target.id === "notice") freshNotice();
   });
+  // Best available's split offer is shown on the map too, before the buyer takes it: its seats
+  // (the offer's "accept" keys, "row:col") are outlined until the offer goes; marked again after
+  // every swap or pushed change, which may have replaced those seats' buttons.
+  function markOffer() {
+    var marked = document.querySelectorAll("#seatmap .s.of");
+    for (var i = 0; i < marked.length; i++) marked[i].classList.remove("of");
+    var accept = document.querySelector("#best-result input[name=accept]");
+    if (!accept || !accept.value) return;
+    accept.value.split(",").forEach(function (key) {
+      var seat = document.getElementById("s" + key.replace(":", "-"));
+      if (seat && !seat.classList.contains("me")) seat.classList.add("of");
+    });
+  }
+  document.addEventListener("seatmap:changed", markOffer);
+
   document.addEventListener("htmx:afterSettle", function () {
     hideTip();  // its seat may have been swapped for a new one
     overview();
     soon();
+    markOffer();
     if (sheetSeat && !document.getElementById(sheetSeat)) hideSheet();
   });
 

@@ -42,6 +42,7 @@ WORDS = {
         "held": "held by you$",
         "available": "available$",
         "wheelchair_sheet": "Standard · €22 · wheelchair space",
+        "wheelchair_bought": "Standard · wheelchair space",
         "need_it": "This is a wheelchair space – do you need it?",
         "yes": "Yes, I need it: hold it",
         "no": "No",
@@ -82,6 +83,7 @@ WORDS = {
         "held": "von Ihnen vorgemerkt$",
         "available": "frei$",
         "wheelchair_sheet": "Standard · 22\xa0€ · Rollstuhlplatz",
+        "wheelchair_bought": "Standard · Rollstuhlplatz",
         "need_it": "Dies ist ein Rollstuhlplatz – brauchen Sie ihn?",
         "yes": "Ja, ich brauche ihn: vormerken",
         "no": "Nein",
@@ -264,11 +266,14 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         expect(page.locator("#notice")).to_contain_text(words["none_in_hall"])
         offer = page.locator("#best-result")
         expect(offer).to_contain_text(words["split"])
+        expect(page.locator("#seatmap button.s.of")).to_have_count(8)  # the offer on the map, not held yet
+        shot("best-available-answer")  # what the buyer sees as the answer comes
         offer.scroll_into_view_if_needed()
         shot("best-available-split-offer")
         expect(where_the_cart_is).to_contain_text(money(2200 + 1500))  # nothing added before the buyer says so
         press(offer.get_by_role("button", name=words["hold_8"]))
         expect(page.locator("#seatmap button.s.me")).to_have_count(10)
+        expect(page.locator("#seatmap button.s.of")).to_have_count(0)  # taken: held, no longer an offer
         [cart] = mongo.carts().find()
         total = sum(item["price"] for item in cart["items"])
         expect(where_the_cart_is).to_contain_text(money(total))
@@ -302,6 +307,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         confirmation = page.locator(".confirmation")
         expect(confirmation).to_contain_text(money(total))
         expect(confirmation).to_contain_text(words["reduced"])
+        expect(confirmation).to_contain_text(words["wheelchair_bought"])  # the space bought says so
         with translation.override(language):  # the show's date in the language's own format
             when = date_format(timezone.localtime(show["start"]), translation.gettext("D j M, H:i"))
         expect(confirmation).to_contain_text(when)
