@@ -61,6 +61,13 @@ SHOWS = [
     ("Improv Night", "Our ensemble makes it up as they go, with your suggestions.", "studio", time(21, 0), 90),
     ("The Magic Flute", "Mozart's opera for all ages, sung in English.", "grand", time(19, 0), 170),
 ]
+# The shows' German title and description (the staff's second language fields, services/sessions.py).
+SHOWS_DE = {
+    "Hamlet": ("Hamlet", "Shakespeares Tragödie in einer scharfen neuen Inszenierung."),
+    "The Magic Flute": ("Die Zauberflöte", "Mozarts Oper für alle Generationen, auf Englisch gesungen."),
+    "Waiting for Godot": ("Warten auf Godot", "Zwei Landstreicher, ein Baum und ein Abend, der nie endet."),
+    "Improv Night": ("Improtheater", "Unser Ensemble erfindet alles aus dem Stegreif – mit Ihren Vorschlägen."),
+}
 
 
 def seed(force: bool = False) -> bool:
@@ -86,6 +93,7 @@ def seed(force: bool = False) -> bool:
     for day, (name, description, hall, at, minutes) in enumerate(SHOWS, start=1):
         theater, prices = halls[hall]
         start = datetime.combine(today + timedelta(days=day // 2 + 1), at, tzinfo=tz)
+        name_de, description_de = SHOWS_DE[name]
         create_session(
             theater["_id"],
             name=name,
@@ -93,5 +101,7 @@ def seed(force: bool = False) -> bool:
             start=start,
             end=start + timedelta(minutes=minutes),
             prices=prices,
+            name_de=name_de,
+            description_de=description_de,
         )
     return True

@@ -54,6 +54,8 @@ def create_match(stadium: dict, name: str = "Cup Final", days: float = 7) -> dic
         stadium["_id"],
         name=name,
         description="Riverside Rovers against Harbour Athletic.",
+        name_de="Pokalfinale" if name == "Cup Final" else "",
+        description_de="Riverside Rovers gegen Harbour Athletic.",
         start=start,
         end=start + timedelta(hours=2),
         prices=STADIUM_PRICES,

@@ -114,6 +114,7 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
                 "row": item["row"],
                 "seat": item["seat"],
                 "category": categories.get(item["cat"], item["cat"]),
+                "wheelchair": bool(item.get("wheelchair")),
                 "price": item["price"],
                 "ticket_type": item.get("ticketType") or "full",  # services/offers.py
                 "offers": [type_shown(offer) for offer in item.get("offers") or []],
@@ -140,6 +141,7 @@ def order_tickets(order: dict) -> list[dict]:
                 "row": line["row"],
                 "seat": line["seat"],
                 "category": order_category(session, line["cat"]),
+                "wheelchair": bool(line.get("wheelchair")),  # for the usher at the door, and the buyer
                 "price": line["price"],
                 "ticket_type": gettext(line.get("ticketTypeName") or "Full price"),  # the default's name translated
             }

@@ -216,6 +216,7 @@ def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) ->
             "ticketTypeName": offers.item_type_name(item),
             "ticket": new_ticket_code(ref),
             **({"house": True} if item.get("house") else {}),  # a house seat staff sold: blocked again when given back
+            **({"wheelchair": True} if item.get("wheelchair") else {}),  # a wheelchair space: said on the ticket
         }
         for item, off in zip(cart["items"], amounts.line_discounts, strict=True)
     ]

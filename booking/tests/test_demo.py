@@ -13,3 +13,17 @@ def test_demo_data_is_created_once_with_halls_of_different_shapes_and_a_stadium(
     assert halls["Riverside Stadium"]["seatCount"] == 100_000
     names = [s["name"] for s in selectors.upcoming_sessions()]
     assert len(names) == len(demo.SHOWS) + 1 and "Cup Final" in names
+
+
+def test_the_demo_reads_in_german_on_a_german_page(client):
+    """The demo theater is a German Stadttheater: its shows and seat categories have German names
+    (the staff's second language fields), shown on German pages; English pages keep the English."""
+    demo.seed()
+    german = client.get("/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Die Zauberflöte" in german and "Warten auf Godot" in german and "Pokalfinale" in german
+    assert "The Magic Flute" not in german and "Cup Final" not in german
+    english = client.get("/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "The Magic Flute" in english and "Die Zauberflöte" not in english
+    grand = next(s for s in selectors.upcoming_sessions() if s["name"] == "The Magic Flute")
+    legend = client.get(f"/sessions/{grand['_id']}/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Hinteres Parkett <strong>" in legend and "Back stalls" not in legend

@@ -32,12 +32,13 @@ def _keys(catalog) -> dict:
 
 @pytest.fixture(scope="module")
 def extracted(tmp_path_factory):
-    """{domain: catalog} of the strings the code marks now, extracted into a scratch copy's locale/."""
+    """{domain: catalog} of the strings the code marks now, extracted from a scratch copy into its locale/."""
     if shutil.which("xgettext") is None:
         pytest.fail("xgettext is missing: apt-get install gettext (scripts/test.sh and .ci/run install it)")
     scratch = tmp_path_factory.mktemp("makemessages")
-    for name in SOURCES:
-        (scratch / name).symlink_to(REPO / name, target_is_directory=True)
+    for name in SOURCES:  # copies, not links: makemessages writes a "<template>.py" beside each template,
+        # and two runs at once in one tree (xdist's workers) found and removed each other's (CommandError)
+        shutil.copytree(REPO / name, scratch / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (scratch / "locale").mkdir()
     import os
 
@@ -48,7 +49,7 @@ def extracted(tmp_path_factory):
             patch.setattr(settings, "LOCALE_PATHS", [scratch / "locale"])
             for domain in ("django", "djangojs"):
                 call_command(
-                    "makemessages", locale=["de"], domain=domain, symlinks=True, no_location=True,
+                    "makemessages", locale=["de"], domain=domain, no_location=True,
                     ignore_patterns=IGNORE, verbosity=0,
                 )  # fmt: skip
     finally:

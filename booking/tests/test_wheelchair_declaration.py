@@ -3,10 +3,12 @@ need it (services/holds.py: the hold's one conditional update requires the decla
 within the release period). At the exact release moment it is an ordinary seat to everyone."""
 
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from bson import ObjectId
 from django.conf import settings
+from django.test import Client
 from django.urls import reverse
 
 from booking import clock, mongo
@@ -16,13 +18,14 @@ from booking.seat_grid import FREE, HELD, best_available, longest_block
 from booking.services import holds
 from booking.services.hold_facts import known_sale_facts
 from booking.tests.factories import make_session, make_theater, reread
+from booking.tests.localstripe import VISA, card
 
 pytestmark = pytest.mark.django_db
 
 # Row A: wheelchair spaces at both ends, companion seats beside them; row B: ordinary seats.
 GRID = "A: Ssss.sssS\nB: ssss.ssss\n"
 SPACE = "0:0"
-HTMX = {"HTTP_HX_REQUEST": "true"}
+HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture(autouse=True)
@@ -145,3 +148,28 @@ def test_the_seat_click_without_the_declaration_is_400_and_changes_nothing(clien
     assert declared.status_code == 200 and reread(show["_id"])["seats"][0][0] == HELD
     again = client.post(toggle, {"seat": SPACE}, **HTMX)  # letting it go needs no declaration
     assert again.status_code == 200 and reread(show["_id"])["seats"][0][0] == FREE
+
+
+def test_the_buyers_cart_order_and_tickets_say_wheelchair_space(show, at):
+    """Seen in the end-to-end screenshots: a wheelchair space bought read "Row F, seat 1 Standard"
+    everywhere after the map, so neither the buyer nor the usher at the door could tell."""
+    at(released_at(show) - timedelta(hours=1))
+    buyer = Client(HTTP_ACCEPT_LANGUAGE="de-DE,de;q=0.9")
+    session_url = reverse("booking:session", args=[str(show["_id"])])
+    toggle = reverse("booking:toggle_seat", args=[str(show["_id"])])
+    assert buyer.post(toggle, {"seat": SPACE, "wheelchair": "1"}, **HTMX).status_code == 200
+    assert buyer.post(toggle, {"seat": "1:0"}, **HTMX).status_code == 200  # an ordinary seat beside it
+    assert "Stalls · Rollstuhlplatz" in buyer.get(session_url).content.decode()  # the cart panel
+    cart_page = buyer.get(reverse("booking:cart")).content.decode()
+    assert cart_page.count("Rollstuhlplatz") == 1
+
+    done = buyer.post(reverse("booking:checkout"), {"name": "Ada", "email": "ada@example.com"})
+    ref = done["Location"].rstrip("/").rsplit("/", 1)[-1]
+    assert buyer.post(reverse("booking:pay", args=[ref]), {"payment_method": card(VISA)}).json()["status"] == "paid"
+    order = mongo.orders().find_one({"ref": ref})
+    assert sorted(bool(line.get("wheelchair")) for line in order["lines"]) == [False, True]
+    order_page = buyer.get(reverse("booking:order", args=[ref])).content.decode()
+    assert order_page.count("Stalls · Rollstuhlplatz · Normalpreis") == 2  # its line and its e-ticket
+    tickets = buyer.get(reverse("booking:order_tickets", args=[ref])).content.decode()
+    assert tickets.count("Rollstuhlplatz") == 1
+    assert check_invariants() == []

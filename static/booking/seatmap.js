@@ -174,15 +174,21 @@
     hold.disabled = !f.mine && !f.free;
     sheet.querySelector("[data-sheet-close]").textContent = sheetAsks ? words.notNeeded : words.close;
     sheet.hidden = false;
-    placeSheet(sheet, by);
+    placeSheet(sheet, seat, !!by);
     hold.focus({ preventScroll: true });
   }
 
-  // On a touch screen the sheet sits at the bottom (site.css); opened by mouse or keyboard (a
-  // wheelchair space's question) it sits by the seat, below it or above, never over it.
-  function placeSheet(sheet, seat) {
-    sheet.classList.toggle("by-seat", !!seat);
-    if (!seat) { sheet.style.left = sheet.style.top = ""; return; }
+  // On a touch screen the sheet sits at the bottom (site.css), the page moved up if it would
+  // cover the seat tapped; opened by mouse or keyboard (a wheelchair space's question) it sits
+  // by the seat, below it or above. Never over the seat.
+  function placeSheet(sheet, seat, bySeat) {
+    sheet.classList.toggle("by-seat", bySeat);
+    if (!bySeat) {
+      sheet.style.left = sheet.style.top = "";
+      var covered = seat.getBoundingClientRect().bottom + 8 - sheet.getBoundingClientRect().top;
+      if (covered > 0) window.scrollBy({ top: covered, behavior: "instant" });
+      return;
+    }
     var r = seat.getBoundingClientRect();
     var width = document.documentElement.clientWidth;
     var left = Math.max(8, Math.min(r.left + r.width / 2 - sheet.offsetWidth / 2, width - sheet.offsetWidth - 8));
@@ -434,10 +440,26 @@
   document.addEventListener("htmx:oobAfterSwap", function (e) {
     if (e.detail.target && e.detail.target.id === "notice") freshNotice();
   });
+  // Best available's split offer is shown on the map too, before the buyer takes it: its seats
+  // (the offer's "accept" keys, "row:col") are outlined until the offer goes; marked again after
+  // every swap or pushed change, which may have replaced those seats' buttons.
+  function markOffer() {
+    var marked = document.querySelectorAll("#seatmap .s.of");
+    for (var i = 0; i < marked.length; i++) marked[i].classList.remove("of");
+    var accept = document.querySelector("#best-result input[name=accept]");
+    if (!accept || !accept.value) return;
+    accept.value.split(",").forEach(function (key) {
+      var seat = document.getElementById("s" + key.replace(":", "-"));
+      if (seat && !seat.classList.contains("me")) seat.classList.add("of");
+    });
+  }
+  document.addEventListener("seatmap:changed", markOffer);
+
   document.addEventListener("htmx:afterSettle", function () {
     hideTip();  // its seat may have been swapped for a new one
     overview();
     soon();
+    markOffer();
     if (sheetSeat && !document.getElementById(sheetSeat)) hideSheet();
   });
 
