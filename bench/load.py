@@ -14,6 +14,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 PROCESSES = 2
+RAN_OUT = "ran out of work before the window ended"  # counted in LoadResult.ran_out, not an error
 
 
 @dataclass
@@ -98,6 +99,7 @@ class LoadResult:
     seconds: float = 0.0
     clients: int = 0
     errors: list[str] = field(default_factory=list)
+    ran_out: int = 0  # clients whose flow had no work left before the window ended
 
 
 def _client_thread(flow, base_url, index, params, start_at, stop_at, max_steps, out, errors):
@@ -112,6 +114,8 @@ def _client_thread(flow, base_url, index, params, start_at, stop_at, max_steps, 
         while (time.time() < stop_at or done == 0) and (max_steps is None or done < max_steps):
             result = step()
             if result is None:  # the flow ran out of work (e.g. seats to buy)
+                if time.time() < stop_at:
+                    errors.append(RAN_OUT)
                 break
             out.extend(result)
             done += 1
@@ -164,7 +168,8 @@ def run(
     result = LoadResult(clients=clients)
     for _ in procs:
         out, errors = queue.get()
-        result.errors.extend(errors)
+        result.ran_out += errors.count(RAN_OUT)
+        result.errors.extend(e for e in errors if e != RAN_OUT)
         for s in out:
             result.samples.setdefault(s.label, []).append(s)
     for p in procs:
