@@ -210,14 +210,18 @@ def main(argv=None) -> int:
         per = "per request" if args.what == "whats_on" else "per checkout (its hold included)"
         db_ms = (db_after - db_before) * 1000 / args.repeat if db_before is not None and db_after is not None else None
         print(
-            f"{args.what} ({args.method if args.what == 'checkout' else 'GET /'}): {args.repeat} requests, "
+            f"{args.what} ({'GET /' if args.what == 'whats_on' else args.method}): {args.repeat} requests, "
             f"unprofiled median {median(walls) * 1000:.2f} ms wall, {median(cpu_times) * 1000:.2f} ms CPU in this "
             f"process (mean {sum(cpu_times) / len(cpu_times) * 1000:.2f} ms); profiled median "
             f"{median(profiled) * 1000:.2f} ms; load average {os.getloadavg()[0]:.1f}"
         )
         if db_ms is not None:
             print(f"MongoDB stand-in CPU {per}: {db_ms:.2f} ms (mean; /proc ticks of 10 ms, so coarse)")
-        print(f"MongoDB commands ({len(commands)}): {', '.join(commands)}")
+        print(
+            f"MongoDB commands of a checkout ({len(commands)}): {', '.join(commands)}"
+            if args.what != "whats_on"
+            else f"MongoDB commands of a page built ({len(commands)}): {', '.join(commands)}"
+        )
         if hold_cpu_times:
             holds = hold_cpu_times[5 : 5 + args.repeat]
             print(f"the hold before each checkout: {median(holds) * 1000:.2f} ms CPU (median, unprofiled)")
