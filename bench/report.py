@@ -69,7 +69,7 @@ def markdown(r: dict) -> str:
         "without the monitor. Bytes exclude the 21-byte wire header each way. CPU over the measured "
         "seconds, per request timed: web = gunicorn's workers, db = the MongoDB stand-in (– for a real "
         "MongoDB); cores busy = the whole machine, client included. Rows timed together (C1 and C2; "
-        "C1 new cart and C3; C1 before a box-office checkout and C3 box office) share one figure; "
+        "C1 new cart and C3; C1 and C3 box office in one loop) share one figure; "
         "Q3 changed includes the other buyer's hold or release, "
         "bare pymongo its untimed undo.",
         "",
