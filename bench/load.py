@@ -14,6 +14,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 PROCESSES = 2
+RAN_OUT = "ran out of work before the window ended"  # counted in LoadResult.ran_out, not an error
 
 
 @dataclass
@@ -98,12 +99,22 @@ class LoadResult:
     seconds: float = 0.0
     clients: int = 0
     errors: list[str] = field(default_factory=list)
+    ran_out: int = 0  # clients whose flow had no work left before the window ended
 
 
-def _client_thread(flow, base_url, index, params, start_at, stop_at, max_steps, out, errors):
+def _client_thread(flow, base_url, index, params, sync, seconds, max_steps, out, errors):
     client = Client(base_url, index)
+    ready, go, start = sync
     try:
-        step = flow(client, index, params)
+        try:
+            step = flow(client, index, params)
+        except BaseException:
+            ready.abort()  # the others and the caller stop waiting for this client
+            raise
+        ready.wait()
+        go.wait()
+        start_at = start.value
+        stop_at = start_at + seconds
         while time.time() < start_at:
             time.sleep(0.001)
         done = 0
@@ -112,6 +123,8 @@ def _client_thread(flow, base_url, index, params, start_at, stop_at, max_steps, 
         while (time.time() < stop_at or done == 0) and (max_steps is None or done < max_steps):
             result = step()
             if result is None:  # the flow ran out of work (e.g. seats to buy)
+                if time.time() < stop_at:
+                    errors.append(RAN_OUT)
                 break
             out.extend(result)
             done += 1
@@ -121,13 +134,11 @@ def _client_thread(flow, base_url, index, params, start_at, stop_at, max_steps, 
         client.close()
 
 
-def _worker_process(flow, base_url, indexes, params, start_at, stop_at, max_steps, queue):
+def _worker_process(flow, base_url, indexes, params, sync, seconds, max_steps, queue):
     out: list[Sample] = []
     errors: list[str] = []
     threads = [
-        threading.Thread(
-            target=_client_thread, args=(flow, base_url, i, params, start_at, stop_at, max_steps, out, errors)
-        )
+        threading.Thread(target=_client_thread, args=(flow, base_url, i, params, sync, seconds, max_steps, out, errors))
         for i in indexes
     ]
     for t in threads:
@@ -137,10 +148,17 @@ def _worker_process(flow, base_url, indexes, params, start_at, stop_at, max_step
     queue.put((out, errors))
 
 
+SETUP_TIMEOUT = 600.0  # seconds the clients' setups may take together (a flow that prepares buyers)
+
+
 def run(
     flow, base_url: str, clients: int, seconds: float, params=None, max_steps=None, warmup: float = 3.0, window=None
 ):
     """Run ``clients`` closed-loop clients of ``flow`` for ``seconds`` (after their setup).
+
+    The window starts ``warmup`` seconds after the run begins, or, when the clients' setups take
+    longer (a flow that prepares its buyers first), as soon as every client is set up: no client
+    does its setup inside the window.
 
     ``window``, if given, is a context manager held open for exactly the measured seconds (a
     bench.cpu.CpuMeter): only this function knows when the warmup ends.
@@ -150,13 +168,23 @@ def run(
     processes = min(PROCESSES, clients)
     groups = [list(range(p, clients, processes)) for p in range(processes)]
     start_at = time.time() + warmup + clients * 0.01
-    stop_at = start_at + seconds
+    ready, go, start = ctx.Barrier(clients + 1, timeout=SETUP_TIMEOUT), ctx.Event(), ctx.Value("d", start_at)
     procs = [
-        ctx.Process(target=_worker_process, args=(flow, base_url, g, params, start_at, stop_at, max_steps, queue))
+        ctx.Process(
+            target=_worker_process, args=(flow, base_url, g, params, (ready, go, start), seconds, max_steps, queue)
+        )
         for g in groups
     ]
     for p in procs:
         p.start()
+    try:
+        ready.wait()
+    except threading.BrokenBarrierError:
+        pass  # a client's setup failed: its error comes back with the results
+    start_at = max(start_at, time.time() + 0.01)
+    start.value = start_at
+    stop_at = start_at + seconds
+    go.set()
     if window is not None:
         time.sleep(max(0.0, start_at - time.time()))
         with window:
@@ -164,7 +192,8 @@ def run(
     result = LoadResult(clients=clients)
     for _ in procs:
         out, errors = queue.get()
-        result.errors.extend(errors)
+        result.ran_out += errors.count(RAN_OUT)
+        result.errors.extend(e for e in errors if e != RAN_OUT)
         for s in out:
             result.samples.setdefault(s.label, []).append(s)
     for p in procs:

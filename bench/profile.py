@@ -1,25 +1,103 @@
-"""``python -m bench.profile [checkout|whats_on] [--method box_office|card] [--html FILE]``: where one
-request's time goes, wall clock (pyinstrument: CPU and waiting alike), in this process against the
-benchmark's real stack (devmongo, Redis, localstripe). pyinstrument is not one of our requirements:
-``pip install --target /tmp/prof pyinstrument`` and run with ``PYTHONPATH=/tmp/prof``.
+"""``python -m bench.profile [checkout|whats_on] [--method box_office|card] [--cpu] [--html FILE]``:
+where one request's time goes, in this process against the benchmark's real stack (devmongo,
+Redis, localstripe).
 
-Each request is made a few times first (caches, connections), then profiled ``--repeat`` times in
-one session of the profiler: the tree shows where the sum of their time went.
+Requests go straight to Django's WSGI handler, as gunicorn calls it: one handler for the whole run
+(the middleware loaded once), form bodies urlencoded as a browser sends them, cookies kept, the
+client's address in X-Forwarded-For, and the app in production mode (DEBUG off, the benchmark's
+settings). So the CPU figures are what a gunicorn worker spends on the request, without the HTTP
+parsing (django.test.Client adds a multipart parse, a middleware load per client and template
+signals, which made the old figures several times too high).
+
+Per request: wall and CPU of this process (Django and pymongo), the MongoDB stand-in's CPU over
+the same requests, and the commands one request sends (the command monitor). ``--cpu``: cProfile
+on CPU time; otherwise pyinstrument's wall-clock tree (``pip install --target /tmp/prof
+pyinstrument`` and run with ``PYTHONPATH=/tmp/prof``; it is not one of our requirements).
+
+checkout: each buyer is new (cookies, address), opens the seat map, holds two seats, then checks
+out; the checkout is what is profiled (the hold's CPU is printed beside it); hold: the same, with
+the hold profiled. whats_on: one browser
+asks for the page again and again with its cookies, as the benchmark's clients do.
 """
 
 import argparse
 import contextlib
+import io
 import os
 import sys
 import time
+import urllib.parse
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
 
+class Browser:
+    """One buyer against a WSGI application: cookies and an address, like bench.load.Client."""
+
+    def __init__(self, app, address: str):
+        self.app, self.address = app, address
+        self.cookies: dict[str, str] = {}
+
+    def request(self, method: str, path: str, form: dict | None = None, headers: dict | None = None):
+        body = urllib.parse.urlencode(form or {}, doseq=True).encode() if form is not None else b""
+        path, _, query = path.partition("?")
+        environ = {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "8000",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1",
+            "HTTP_HOST": "127.0.0.1:8000",
+            "HTTP_ACCEPT": "text/html",
+            "HTTP_X_FORWARDED_FOR": self.address,
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.url_scheme": "http",
+            "wsgi.errors": sys.stderr,
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+            "wsgi.version": (1, 0),
+        }
+        if form is not None:
+            environ["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
+            environ["CONTENT_LENGTH"] = str(len(body))
+            if "csrftoken" in self.cookies:
+                environ["HTTP_X_CSRFTOKEN"] = self.cookies["csrftoken"]
+        if self.cookies:
+            environ["HTTP_COOKIE"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        for name, value in (headers or {}).items():
+            environ["HTTP_" + name.upper().replace("-", "_")] = value
+        answer: dict = {}
+
+        def start_response(status, response_headers, exc_info=None):
+            answer["status"] = int(status.split(" ", 1)[0])
+            answer["headers"] = response_headers
+
+        chunks = self.app(environ, start_response)
+        try:
+            answer["body"] = b"".join(chunks)
+        finally:
+            if hasattr(chunks, "close"):
+                chunks.close()
+        for name, value in answer["headers"]:
+            if name.lower() == "set-cookie":
+                key, _, rest = value.partition("=")
+                self.cookies[key.strip()] = rest.split(";", 1)[0]
+        answer["location"] = next((v for k, v in answer["headers"] if k.lower() == "location"), "")
+        return answer
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else float("nan")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__)
-    parser.add_argument("what", choices=["checkout", "whats_on"])
+    parser.add_argument("what", choices=["checkout", "hold", "whats_on"])
     parser.add_argument("--method", default="box_office", choices=["box_office", "card"])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--html", default="")
@@ -28,13 +106,14 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
 
+    from .stack import Stack, app_env
+
+    os.environ.update({k: v for k, v in app_env().items() if k not in os.environ or k == "DEBUG"})
     import django
 
     django.setup()
-    from datetime import timedelta
-
     from django.conf import settings
-    from django.test import Client
+    from django.core.handlers.wsgi import WSGIHandler
 
     if args.cpu:
         import cProfile
@@ -42,12 +121,11 @@ def main(argv=None) -> int:
     else:
         from pyinstrument import Profiler
 
-    from booking import clock
     from booking.services.payment_settings import set_box_office
     from booking.tests.commands import counting_commands
 
     from . import data, flows
-    from .stack import Stack
+    from .cpu import process_cpu_seconds
 
     with Stack() as stack:
         stack.use_in_this_process()
@@ -55,7 +133,8 @@ def main(argv=None) -> int:
 
         mongo.ensure_indexes()
         settings.ALLOWED_HOSTS = ["*"]
-        settings.BOOKING_HOLD_RATE = "1000000/m"
+        app = WSGIHandler()
+        db_pid = (stack._pids("devmongo") or [None])[0]
         hall = data.grand_hall()
         sessions = [data.performance(hall, f"Profile {i}", 7 + i) for i in range(3)]
         for i in range(9):
@@ -64,74 +143,92 @@ def main(argv=None) -> int:
             set_box_office(s["_id"], enabled=True, deadline_minutes=30)
         groups = [(str(s["_id"]), g) for s in sessions for block in data.sale_groups(s) for g in block]
         profiler = cProfile.Profile(time.process_time) if args.cpu else Profiler(interval=0.0005)
-        timings: list[float] = []
+        walls: list[float] = []
         cpu_times: list[float] = []
         hold_cpu_times: list[float] = []  # the hold before each checkout, for comparison
         commands: list[str] = []
+        reader = Browser(app, "10.2.0.1")
 
-        def checkout_once(n: int, profile: bool, count: bool = False) -> float:
+        def checkout_once(n: int, profile: bool, count: bool = False) -> tuple[float, float]:
             session, seats = groups[n]
-            c = Client(REMOTE_ADDR=f"10.1.{n // 250}.{n % 250 + 1}")
-            c.get(f"/sessions/{session}/")
+            buyer = Browser(app, f"10.1.{n // 250}.{n % 250 + 1}")
+            buyer.request("GET", f"/sessions/{session}/")
             hold_cpu = time.process_time()
-            held = c.post(f"/sessions/{session}/hold", {"seats": seats, **flows.DECLARED}, HTTP_HX_REQUEST="true")
+            if profile and args.what == "hold":
+                profiler.enable() if args.cpu else profiler.start()
+            held = buyer.request("POST", f"/sessions/{session}/hold", {"seats": seats, **flows.DECLARED}, flows.HTMX)
+            if profile and args.what == "hold":
+                profiler.disable() if args.cpu else profiler.stop()
             hold_cpu_times.append(time.process_time() - hold_cpu)
-            assert held.status_code == 200, held.status_code
+            assert held["status"] == 200, held["status"]
             form = {"name": f"Buyer {n}", "email": f"buyer{n}@example.org", "method": args.method}
             started, cpu = time.perf_counter(), time.process_time()
-            if profile:
+            if profile and args.what == "checkout":
                 profiler.enable() if args.cpu else profiler.start()
             with counting_commands() if count else contextlib.nullcontext() as counter:
-                done = c.post("/checkout/", form)
-            if profile:
+                done = buyer.request("POST", "/checkout/", form)
+            if profile and args.what == "checkout":
                 profiler.disable() if args.cpu else profiler.stop()
-            seconds = time.perf_counter() - started
-            cpu_times.append(time.process_time() - cpu)
             if count:
                 commands[:] = [" ".join(c) for c in counter.commands]
-            assert done.status_code == 302 and "/orders/" in done["Location"], (done.status_code, done.content[:300])
-            return seconds
+            assert done["status"] == 302 and "/orders/" in done["location"], (done["status"], done["body"][:300])
+            return time.perf_counter() - started, time.process_time() - cpu
 
-        def whats_on_once(n: int, profile: bool, count: bool = False) -> float:
-            c = Client()
+        def whats_on_once(n: int, profile: bool, count: bool = False) -> tuple[float, float]:
             started, cpu = time.perf_counter(), time.process_time()
             if profile:
                 profiler.enable() if args.cpu else profiler.start()
             with counting_commands() if count else contextlib.nullcontext() as counter:
-                r = c.get("/")
+                answer = reader.request("GET", "/")
             if profile:
                 profiler.disable() if args.cpu else profiler.stop()
-            cpu_times.append(time.process_time() - cpu)
             if count:
                 commands[:] = [" ".join(c) for c in counter.commands]
-            assert r.status_code == 200
-            return time.perf_counter() - started
+            assert answer["status"] == 200, answer["status"]
+            return time.perf_counter() - started, time.process_time() - cpu
 
-        once = checkout_once if args.what == "checkout" else whats_on_once
-        once(0, False, count=True)  # the commands of one request (the monitor makes a new client: not timed)
-        for n in range(1, 5):
+        once = whats_on_once if args.what == "whats_on" else checkout_once
+        if args.what == "whats_on":
+            settings.BOOKING_WHATS_ON_CACHE_SECONDS, lifetime = 0, settings.BOOKING_WHATS_ON_CACHE_SECONDS
+            once(0, False)  # the CSRF cookie, as a returning browser has it
+            once(0, False, count=True)  # a page built (no cache): its commands
+            settings.BOOKING_WHATS_ON_CACHE_SECONDS = lifetime
+        else:
+            for n in range(4):  # this process's caches (a session's facts, its theater's VAT) filled
+                once(n, False)
+            once(4, False, count=True)  # the commands of one request (the monitor makes a new client: not timed)
+        for n in range(1 if args.what == "whats_on" else 5, 5):
             once(n, False)
-        # unprofiled first: wall and CPU of this process (the client, Django and pymongo's side)
-        unprofiled = sorted(once(n, False) for n in range(5, 5 + args.repeat))
-        cpu_alone = sorted(cpu_times[5:])
-        for n in range(5 + args.repeat, 5 + 2 * args.repeat):
-            timings.append(once(n, True))
-        _ = clock, timedelta
-        timings.sort()
+        # unprofiled first: wall and CPU of this process (Django and pymongo), and the stand-in's
+        db_before = process_cpu_seconds(db_pid) if db_pid else None
+        for n in range(5, 5 + args.repeat):
+            wall, cpu = once(n, False)
+            walls.append(wall)
+            cpu_times.append(cpu)
+        db_after = process_cpu_seconds(db_pid) if db_pid else None
+        profiled = [once(n, True)[0] for n in range(5 + args.repeat, 5 + 2 * args.repeat)]
+        per = "per request" if args.what == "whats_on" else "per checkout (its hold included)"
+        db_ms = (db_after - db_before) * 1000 / args.repeat if db_before is not None and db_after is not None else None
         print(
-            f"{args.what} ({args.method if args.what == 'checkout' else 'GET /'}): {args.repeat} requests, "
-            f"unprofiled median {unprofiled[len(unprofiled) // 2] * 1000:.2f} ms wall, "
-            f"{cpu_alone[len(cpu_alone) // 2] * 1000:.2f} ms CPU in this process; profiled median "
-            f"{timings[len(timings) // 2] * 1000:.2f} ms; load average {os.getloadavg()[0]:.1f}"
+            f"{args.what} ({'GET /' if args.what == 'whats_on' else args.method}): {args.repeat} requests, "
+            f"unprofiled median {median(walls) * 1000:.2f} ms wall, {median(cpu_times) * 1000:.2f} ms CPU in this "
+            f"process (mean {sum(cpu_times) / len(cpu_times) * 1000:.2f} ms); profiled median "
+            f"{median(profiled) * 1000:.2f} ms; load average {os.getloadavg()[0]:.1f}"
         )
-        print(f"MongoDB commands ({len(commands)}): {', '.join(commands)}")
+        if db_ms is not None:
+            print(f"MongoDB stand-in CPU {per}: {db_ms:.2f} ms (mean; /proc ticks of 10 ms, so coarse)")
+        print(
+            f"MongoDB commands of a checkout ({len(commands)}): {', '.join(commands)}"
+            if args.what != "whats_on"
+            else f"MongoDB commands of a page built ({len(commands)}): {', '.join(commands)}"
+        )
         if hold_cpu_times:
-            holds = sorted(hold_cpu_times[5 : 5 + args.repeat])
-            print(f"the hold before each checkout: {holds[len(holds) // 2] * 1000:.2f} ms CPU (median, unprofiled)")
+            holds = hold_cpu_times[5 : 5 + args.repeat]
+            print(f"the hold before each checkout: {median(holds) * 1000:.2f} ms CPU (median, unprofiled)")
         if args.cpu:
             stats = pstats.Stats(profiler)
             stats.sort_stats("tottime").print_stats(35)
-            stats.sort_stats("cumulative").print_stats(60)
+            stats.sort_stats("cumulative").print_stats(70)
             return 0
         print(profiler.output_text(unicode=False, color=False, show_all=False))
         if args.html:

@@ -19,8 +19,9 @@ ROWS = [
     ("c3", "C3 checkout (the order waits for its payment)"),
     ("c3_pay", "C3 its card payment (/orders/<ref>/pay: seats sold)"),
     ("c3_stripe", "C3 of which localstripe: card token + the server's calls"),
-    ("c1_box_office", "C1 hold seats (new cart, before a box-office checkout)"),
-    ("c3_box_office", "C3 checkout at the box office (a confirmed reservation, no provider)"),
+    ("c3_box_office", "C3 checkout at the box office: a buyer with seats held (a confirmed reservation, no provider)"),
+    ("c1_box_office_loop", "C1 hold seats (new cart), then at once"),
+    ("c3_box_office_loop", "C3 its box-office checkout (hold and checkout in one loop)"),
     ("c4", "C4 expiry sweep, per stale cart"),
 ]
 
@@ -68,7 +69,7 @@ def markdown(r: dict) -> str:
         "without the monitor. Bytes exclude the 21-byte wire header each way. CPU over the measured "
         "seconds, per request timed: web = gunicorn's workers, db = the MongoDB stand-in (– for a real "
         "MongoDB); cores busy = the whole machine, client included. Rows timed together (C1 and C2; "
-        "C1 new cart and C3; C1 before a box-office checkout and C3 box office) share one figure; "
+        "C1 new cart and C3; C1 and C3 box office in one loop) share one figure; "
         "Q3 changed includes the other buyer's hold or release, "
         "bare pymongo its untimed undo.",
         "",

@@ -74,6 +74,26 @@ def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float =
     raise RuntimeError(f"{what} did not listen on port {port} within {timeout}s")
 
 
+def app_env() -> dict:
+    """The app's settings for a benchmark run (gunicorn's, and bench/profile.py's in-process)."""
+    return {
+        "DJANGO_SETTINGS_MODULE": "bench.settings",
+        # production mode over plain http on loopback
+        "DEBUG": "False",
+        "SECRET_KEY": "bench-" + uuid.uuid4().hex,
+        "SECURE_SSL_REDIRECT": "False",
+        "LOG_LEVEL": "WARNING",
+        # Each virtual client gets its own address (X-Forwarded-For), so the anti-hoarding
+        # checks run as in production; the hold rate limits still count in Redis, but
+        # they are raised so that a benchmark client doing hundreds of holds a minute is
+        # not refused (the per-address ceiling refused about 4 % of the box-office row).
+        "BOOKING_TRUSTED_PROXIES": "1",
+        "BOOKING_HOLD_RATE": "1000000/m",
+        "BOOKING_HOLD_RATE_PER_ADDRESS": "1000000/m",
+        "PYTHONPATH": str(ROOT),
+    }
+
+
 @dataclass
 class Stack:
     """Everything the benchmark talks to. Use as a context manager."""
@@ -113,24 +133,11 @@ class Stack:
         env = dict(os.environ)
         env.update(
             {
-                "DJANGO_SETTINGS_MODULE": "bench.settings",
                 "MONGODB_URI": self.mongodb_uri,
                 "MONGODB_DB": self.db_name,
                 "REDIS_URL": self.redis_url,
                 "DATABASE_URL": f"sqlite:///{self.workdir / 'django.sqlite3'}",
-                # production mode over plain http on loopback
-                "DEBUG": "False",
-                "SECRET_KEY": "bench-" + uuid.uuid4().hex,
-                "SECURE_SSL_REDIRECT": "False",
-                "LOG_LEVEL": "WARNING",
-                # Each virtual client gets its own address (X-Forwarded-For), so the anti-hoarding
-                # checks run as in production; the hold rate limits still count in Redis, but
-                # they are raised so that a benchmark client doing hundreds of holds a minute is
-                # not refused (the per-address ceiling refused about 4 % of the box-office row).
-                "BOOKING_TRUSTED_PROXIES": "1",
-                "BOOKING_HOLD_RATE": "1000000/m",
-                "BOOKING_HOLD_RATE_PER_ADDRESS": "1000000/m",
-                "PYTHONPATH": str(ROOT),
+                **app_env(),
                 **self.stripe_settings(),
             }
         )

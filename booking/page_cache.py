@@ -15,12 +15,13 @@ switch posts a form), so one copy serves every viewer without a message to show.
 """
 
 import hashlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.middleware.csrf import get_token
+from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH, get_token
 
 from .lru import LRUCache
 from .seatmap_html import CSRF_MARKER
@@ -74,7 +75,34 @@ def is_fresh(request, page: KeptPage) -> bool:
 
 
 def for_viewer(request, page: KeptPage) -> str:
-    return page.html.replace(CSRF_MARKER, get_token(request))
+    return page.html.replace(CSRF_MARKER, viewer_token(request))
+
+
+_CHAR_INDEX = {char: i for i, char in enumerate(CSRF_ALLOWED_CHARS)}
+_UNBIASED = 256 - 256 % len(CSRF_ALLOWED_CHARS)  # bytes below this map evenly onto the characters
+
+
+def viewer_token(request) -> str:
+    """The viewer's CSRF token, as ``get_token`` makes it: their secret under a new random mask
+    (no two answers carry the same token), but the mask drawn from one ``os.urandom`` call where
+    Django draws each of its 32 characters with ``secrets.choice``: that was a fifth of a kept
+    page's CPU. A viewer without a CSRF cookie yet gets ``get_token``'s, which sets the cookie; a
+    viewer with one is not sent it again (it lasts CSRF_COOKIE_AGE; other pages renew it)."""
+    secret = request.META.get("CSRF_COOKIE", "")
+    if len(secret) != CSRF_SECRET_LENGTH or request.META.get("CSRF_COOKIE_NEEDS_UPDATE"):
+        return get_token(request)
+    mask = _random_chars(CSRF_SECRET_LENGTH)
+    count = len(CSRF_ALLOWED_CHARS)
+    return mask + "".join(
+        CSRF_ALLOWED_CHARS[(_CHAR_INDEX[s] + _CHAR_INDEX[m]) % count] for s, m in zip(secret, mask, strict=True)
+    )
+
+
+def _random_chars(length: int) -> str:
+    chars: list[str] = []
+    while len(chars) < length:
+        chars += [CSRF_ALLOWED_CHARS[b % len(CSRF_ALLOWED_CHARS)] for b in os.urandom(2 * length) if b < _UNBIASED]
+    return "".join(chars[:length])
 
 
 def clear() -> None:

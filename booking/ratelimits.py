@@ -24,8 +24,9 @@ keep working (they need only MongoDB) and reference guessing stays slow: with N 
 client gets at most N times its rate then, not an unlimited one. The held-seats limit applies as
 always.
 
-The counter is one pipelined INCR + EXPIRE on a key per (group, client, window): one round trip
-to Redis on one client kept per process. django-ratelimit did the same counting through Django's
+The counter is INCR + EXPIRE on a key per (group, client, window), and a hold's counters (the
+buyer's, the address's) are counted by one Lua script: one round trip to Redis on one client kept
+per process. django-ratelimit did the same counting through Django's
 cache API in three round trips, each building a new redis-py client (about half a millisecond of a
 seat click that is otherwise a few hundred microseconds of work).
 """
@@ -125,13 +126,32 @@ def window_seconds() -> float:
     return time.time()
 
 
-def count_request(key: str, seconds: int) -> int:
-    """Count one request under ``key`` (one window of one client) in Redis; the count so far."""
-    pipe = counter_store().pipeline(transaction=False)
-    pipe.incr(key)
-    pipe.expire(key, seconds + 1)
-    count, _expiry_set = pipe.execute()
-    return count
+# The counters a request is checked against, in order, in one round trip: each is counted, and
+# the first over its limit stops the rest (so a request refused for the buyer is not counted for
+# the address). KEYS: the counters; ARGV: limit and expiry of each in turn. Returns the 1-based
+# position of the counter over its limit, or 0.
+COUNT_SCRIPT = """
+for i, key in ipairs(KEYS) do
+    local count = redis.call('INCR', key)
+    redis.call('EXPIRE', key, ARGV[2 * i])
+    if count > tonumber(ARGV[2 * i - 1]) then
+        return i
+    end
+end
+return 0
+"""
+_count_script = redis.Redis().register_script(COUNT_SCRIPT)  # its SHA only: called with the client in use
+
+
+def count_requests(counters: list[tuple[str, int, int]]) -> int | None:
+    """Count one request under each ``(key, limit, seconds)`` in turn, in Redis, stopping at the
+    first over its limit: its index, or None. One round trip (EVALSHA; the script is loaded once
+    per server), where a pipeline per counter was one each."""
+    args: list[int] = []
+    for _key, limit, seconds in counters:
+        args += [limit, seconds + 1]
+    over = int(_count_script(keys=[key for key, _limit, _seconds in counters], args=args, client=counter_store()))
+    return over - 1 if over else None
 
 
 class LocalCounts:
@@ -161,40 +181,55 @@ FALLBACK_WARNING_SECONDS = 10.0
 _last_fallback_warning = [float("-inf")]
 
 
-def rate_exceeded(request, group: str, rate: str, who: str | None = None) -> bool:
-    """Count this request of ``who`` (default: the client address) in ``group``; True when it is
-    over ``rate`` ("30/m"; empty: no limit). While Redis is unreachable the count is kept in this
-    process."""
+def counter(group: str, rate: str, who: str | None = None) -> tuple[str, int, int] | None:
+    """The counter of ``who`` (default: the client address) in ``group`` for this window, as
+    (key, limit, seconds); None when ``rate`` is empty (no limit)."""
     if not rate:
-        return False
+        return None
     limit, seconds = parse_rate(rate)
-    address = holds.acting_client.get() or "unknown"  # set for this request by the middleware below
-    client = who or address
-    key = f"rl:{group}:{client}:{seconds}:{int(window_seconds() // seconds)}"
+    client = who or holds.acting_client.get() or "unknown"  # set for this request by the middleware below
+    return f"rl:{group}:{client}:{seconds}:{int(window_seconds() // seconds)}", limit, seconds
+
+
+def first_exceeded(counters: list[tuple[str, int, int] | None]) -> int | None:
+    """Count this request under each counter in turn (None: no limit), stopping at the first over
+    its limit: its index in ``counters``, or None. While Redis is unreachable the counts are kept
+    in this process."""
+    present = [(i, c) for i, c in enumerate(counters) if c is not None]
+    if not present:
+        return None
     try:
-        count = count_request(key, seconds)
+        over = count_requests([c for _i, c in present])
     except (RedisError, OSError) as exc:
-        count = local_counts.incr(key)
+        over = next((n for n, (_i, (key, limit, _s)) in enumerate(present) if local_counts.incr(key) > limit), None)
         now = time.monotonic()
         if now - _last_fallback_warning[0] >= FALLBACK_WARNING_SECONDS:  # not one line per request
             _last_fallback_warning[0] = now
             logger.warning("rate limits counted in this process only, cache unreachable: %s", exc)
-    return count > limit
+    return None if over is None else present[over][0]
+
+
+def rate_exceeded(request, group: str, rate: str, who: str | None = None) -> bool:
+    """Count this request of ``who`` (default: the client address) in ``group``; True when it is
+    over ``rate`` ("30/m"; empty: no limit). While Redis is unreachable the count is kept in this
+    process."""
+    return first_exceeded([counter(group, rate, who)]) is not None
 
 
 def hold_rate_exceeded(request) -> bool:
     """Count this hold request; True when the buyer is over BOOKING_HOLD_RATE or, after that, the
     client address over BOOKING_HOLD_RATE_PER_ADDRESS. A request the buyer's own rate refuses is
-    not counted for the address, so one fast browser cannot use up a household's ceiling."""
+    not counted for the address, so one fast browser cannot use up a household's ceiling. All in
+    one round trip to Redis."""
     rate = settings.BOOKING_HOLD_RATE
+    counters = []
     if buyer.get(request).owner is None:  # no (valid) buyer cookie: all such requests of an address
         address = holds.acting_client.get() or "unknown"  # share one bucket, so throwing cookies
-        if rate_exceeded(request, "booking.hold", rate, who=f"anon:{address}"):  # away gains nothing
-            return True
+        counters.append(counter("booking.hold", rate, who=f"anon:{address}"))  # away gains nothing
     owner = buyer.owner(request, create=True)  # signed: forging one needs SECRET_KEY
-    if rate_exceeded(request, "booking.hold", rate, who=f"buyer:{owner}"):
-        return True
-    return rate_exceeded(request, "booking.hold.address", getattr(settings, "BOOKING_HOLD_RATE_PER_ADDRESS", ""))
+    counters.append(counter("booking.hold", rate, who=f"buyer:{owner}"))
+    counters.append(counter("booking.hold.address", getattr(settings, "BOOKING_HOLD_RATE_PER_ADDRESS", "")))
+    return first_exceeded(counters) is not None
 
 
 def lookup_rate_exceeded(request) -> bool:

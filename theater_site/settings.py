@@ -221,6 +221,9 @@ BOOKING_PREVENT_ORPHAN_SEATS = env.bool("BOOKING_PREVENT_ORPHAN_SEATS", default=
 # The what's-on page is kept this long per process and served to every viewer without a message
 # (booking/page_cache.py): its seats-left figures are at most this old. 0: built for every request.
 BOOKING_WHATS_ON_CACHE_SECONDS = env.float("BOOKING_WHATS_ON_CACHE_SECONDS", default=1.0)
+# A theater's VAT settings are kept this long per process for checkout (services/payment_settings.py):
+# a change reaches the other processes' orders within it. 0: read for every order.
+BOOKING_VAT_CACHE_SECONDS = env.float("BOOKING_VAT_CACHE_SECONDS", default=10.0)
 # A box-office reservation's notice task is published by a thread of the web process after the
 # answer (booking/publish.py; reconcile queues it again if it is lost). False: before the answer.
 BOOKING_PUBLISH_AFTER_ANSWER = env.bool("BOOKING_PUBLISH_AFTER_ANSWER", default=True)

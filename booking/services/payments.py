@@ -64,6 +64,7 @@ from . import (
     client_holds,
     notifications,
     offers,
+    payment_settings,
     promos,
     reservation_notices,
     reservations,
@@ -237,9 +238,9 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
 
 
 def theaters_of(sessions: list[dict]) -> dict:
-    """The VAT settings of the sessions' theaters (money.ticket_rate reads them)."""
-    ids = list({s.get("theaterId") for s in sessions})
-    return {t["_id"]: t for t in mongo.theaters().find({"_id": {"$in": ids}}, {"vatRate": 1, "vatRates": 1})}
+    """The VAT settings of the sessions' theaters (money.ticket_rate reads them), kept per process
+    for a few seconds (services/payment_settings.py)."""
+    return payment_settings.theater_vat_settings(s.get("theaterId") for s in sessions)
 
 
 def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:

@@ -7,8 +7,9 @@ import pytest
 from django.contrib import messages
 
 from booking import mongo
-from booking.services import checkout, holds, payments
+from booking.services import checkout, holds, payment_settings, payments
 from booking.tests.admin_support import last_log, make_staff
+from booking.tests.commands import counting_commands
 from booking.tests.factories import make_session
 
 pytestmark = pytest.mark.django_db
@@ -55,3 +56,34 @@ def test_staff_set_vat_rates_per_theater_and_category_for_new_orders(manager_cli
     refused = manager_client.post(post, {"rate": "120"}, follow=True)
     assert "Give a rate in percent" in refused.content.decode()
     assert mongo.theaters().find_one({"_id": session["theaterId"]})["vatRate"] == "7"
+
+
+def test_a_vat_change_made_in_another_process_reaches_orders_within_the_cache_lifetime(settings, monkeypatch):
+    """Issue 21: checkout keeps a theater's VAT settings per process for BOOKING_VAT_CACHE_SECONDS
+    instead of reading theaters for every order. Another process's change (written straight to
+    the theater here, as its set_vat_rates does) is taken once the lifetime has passed; the
+    process that changes them forgets its copy at once."""
+    settings.BOOKING_VAT_CACHE_SECONDS = 10
+    clock = [1000.0]
+    monkeypatch.setattr(payment_settings, "monotonic", lambda: clock[0])
+    session = make_session()
+    payment_settings.set_box_office(session["_id"], enabled=True, deadline_minutes=30)  # no provider
+
+    def order_for(owner: str, keys: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+        cart = holds.hold_seats(session["_id"], owner, None, keys)
+        with counting_commands() as counter:
+            order = checkout.checkout(owner, cart.cart_id, "Vera", "vera@example.com", "box_office")
+        return sorted(line["vat"] for line in order["lines"]), counter.commands
+
+    vat, commands = order_for("s:v1", ["0:0"])
+    assert vat == ["7"] and ("find", "theaters") in commands  # the default rate, read once
+    mongo.theaters().update_one({"_id": session["theaterId"]}, {"$set": {"vatRate": "19"}})
+    clock[0] += 9.9
+    vat, commands = order_for("s:v2", ["1:2", "1:3"])
+    assert vat == ["7", "7"] and ("find", "theaters") not in commands  # kept: no round trip
+    clock[0] += 0.1  # the lifetime has passed
+    vat, commands = order_for("s:v3", ["2:0"])
+    assert vat == ["19"] and ("find", "theaters") in commands
+    payment_settings.set_vat_rates(session["theaterId"], rate="10", per_category={})  # in this process
+    vat, _commands = order_for("s:v4", ["2:1"])
+    assert vat == ["10"]

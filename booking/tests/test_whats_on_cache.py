@@ -74,6 +74,24 @@ def test_each_viewer_gets_a_token_of_their_own_that_the_language_switch_accepts(
     assert '<html lang="de">' in german and "Hamlet" in german
 
 
+def test_a_returning_viewer_gets_a_new_token_each_time_that_the_csrf_check_accepts():
+    """Issue 21: a viewer with a CSRF cookie gets the token masked by page_cache (not get_token):
+    a different token on every answer (BREACH), each one accepted for their cookie."""
+    make_session(name="Hamlet", days=1)
+    viewer = Client(enforce_csrf_checks=True)
+    first = csrf_token(viewer.get("/").content.decode())  # the cookie is set with this answer
+    cookie = viewer.cookies["csrftoken"].value
+    answer = viewer.get("/")
+    second, third = csrf_token(answer.content.decode()), csrf_token(viewer.get("/").content.decode())
+    assert len({first, second, third}) == 3 and all(len(t) == 64 for t in (second, third))
+    assert "csrftoken" not in answer.cookies and viewer.cookies["csrftoken"].value == cookie  # kept, not re-sent
+    for token in (second, third):
+        switched = viewer.post("/i18n/setlang/", {"language": "de", "next": "/", "csrfmiddlewaretoken": token})
+        assert switched.status_code == 302
+    forged = second[:32] + ("a" if second[32] != "a" else "b") + second[33:]  # the secret changed
+    assert viewer.post("/i18n/setlang/", {"language": "en", "csrfmiddlewaretoken": forged}).status_code == 403
+
+
 def test_kept_per_language_and_per_query_and_for_htmx_apart():
     make_session(name="Hamlet", days=1)
     english = Client().get("/").content.decode()

@@ -36,9 +36,15 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
         *("q1", "q2", "q3", "c1", "c1_new_cart", "c1_first_in_worker", "c2", "c3", "c3_pay", "c3_box_office")
     }
     assert {"c3", "c3_pay", "c3_stripe"} <= set(results["table"])  # localstripe's share in a row of its own
-    assert {"c1_box_office", "c3_box_office"} <= set(results["table"])
-    assert accounting["c3_box_office"]["list"] == [
-        *("find carts", "find sessions", "update carts", "update client_holds", "find theaters", "insert orders")
+    # issue 21: buyers with seats held check out (the goal's row), and hold-then-checkout in one loop
+    assert {"c3_box_office", "c1_box_office_loop", "c3_box_office_loop"} <= set(results["table"])
+    assert "c1_box_office" not in results["table"]  # the goal row's holds are made before its window
+    # the theater's VAT settings are read by a worker's first checkout of the theater only
+    # (BOOKING_VAT_CACHE_SECONDS); the accounting's box-office checkout may be served by either worker
+    box_office = accounting["c3_box_office"]["list"]
+    assert box_office.count("find theaters") <= 1
+    assert [c for c in box_office if c != "find theaters"] == [
+        *("find carts", "find sessions", "update carts", "update client_holds", "insert orders")
     ]
     goals = {g["goal"].split(":")[0] for g in results["goals"]}
     assert {"what's on", "checkout to a confirmed order (box office) at 2 clients"} <= goals

@@ -441,3 +441,23 @@ def test_hold_rate_limit_counts_per_buyer_under_a_higher_ceiling_per_address(set
     # a's refused request was not counted for the address: 5 so far; b's next is the 6th
     assert b.post(hold_url(session), {"seats": "2:1"}, **HTMX).status_code == 429
     assert cell(session, "2:1") == FREE
+
+
+def redis_calls(*commands: str) -> dict[str, int]:
+    stats = ratelimits.counter_store().info("commandstats")
+    return {name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in commands}
+
+
+def test_a_hold_is_counted_for_the_buyer_and_the_address_in_one_round_trip(settings, session):
+    """Issue 21: the hold's two rate counters are one script call (EVALSHA), not a round trip each;
+    counted in Redis's own statistics."""
+    settings.BOOKING_HOLD_RATE = "3/m"
+    settings.BOOKING_HOLD_RATE_PER_ADDRESS = "5/m"
+    client = buyer()
+    assert client.post(hold_url(session), {"seats": "0:0"}, **HTMX).status_code == 200  # its buyer cookie
+    before = redis_calls("evalsha", "eval", "incr", "expire")
+    assert client.post(hold_url(session), {"seats": "0:1"}, **HTMX).status_code == 200
+    after = redis_calls("evalsha", "eval", "incr", "expire")
+    calls = {name: after[name] - before[name] for name in after}
+    assert calls["evalsha"] + calls["eval"] == 1  # the one round trip
+    assert calls["incr"] == 2 and calls["expire"] == 2  # the buyer's counter and the address's
