@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 
 from booking import clock, mongo, selectors
+from booking.domain import CartState, OrderState
 from booking.errors import TooManySeats
+from booking.invariants import check_invariants
+from booking.payments import BOX_OFFICE
 from booking.services import carts as cart_service
-from booking.services import checkin, checkout, holds
+from booking.services import checkin, checkout, holds, payments
 from booking.tests import query_audit
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
@@ -97,6 +100,48 @@ def test_q2_q3_c1_to_c4_carry_the_shard_key(settings, from_an_address, client_li
     assert untargeted(lambda: cart_service.cancel_cart(gives_up.cart_id, "s:carol")) == []
     counted = mongo.client_holds().find_one({"_id": "ip:203.0.113.7"})
     assert (counted is not None) == bool(client_limit)  # the limit's commands were among those watched
+
+
+def test_a_hold_on_seats_an_ended_cart_still_holds_is_targeted(settings):
+    """C1's rare path during an on-sale: the seat is still held by a cart whose hold ended (the
+    worker has not swept it yet), an active one or a paying one (a box-office reservation past its
+    deadline). The hold reads those carts by _id and owner (the reservation names its owner), ends
+    them through their owner, their order's reference and their sessions, and takes the seat."""
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    session = make_session()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    ended = holds.hold_seats(session["_id"], "s:bob", None, ["0:0"])
+    reserved = holds.hold_seats(session["_id"], "s:carol", None, ["0:5"])
+    payments.start("s:carol", reserved.cart_id, "Carol", "carol@example.org", BOX_OFFICE)
+    past = clock.now() - timedelta(seconds=1)
+    for cart in (ended, reserved):
+        mongo.carts().update_one({"_id": cart.cart_id}, {"$set": {"expiresAt": past}})
+    assert untargeted(lambda: holds.hold_seats(session["_id"], ALICE, None, ["0:0"])) == []
+    assert untargeted(lambda: holds.hold_seats(session["_id"], "s:dan", None, ["0:5"])) == []
+    assert [c["state"] for c in mongo.carts().find({"_id": {"$in": [ended.cart_id, reserved.cart_id]}})] == [
+        CartState.EXPIRED,
+        CartState.EXPIRED,
+    ]
+    assert mongo.orders().find_one({"cartId": reserved.cart_id})["state"] == OrderState.EXPIRED
+    assert check_invariants() == []
+
+
+def test_the_expiry_sweep_ends_each_cart_by_its_shard_keys():
+    """C4 from the worker: only the sweep's own read of the due carts asks every shard; each
+    cart's expiry, a paying one's (its order, its sessions) included, is targeted."""
+    session = make_session()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    active = holds.hold_seats(session["_id"], "s:bob", None, ["0:0"])
+    reserved = holds.hold_seats(session["_id"], "s:carol", None, ["2:5"])
+    payments.start("s:carol", reserved.cart_id, "Carol", "carol@example.org", BOX_OFFICE)
+    past = clock.now() - timedelta(seconds=1)
+    for cart in (active, reserved):
+        mongo.carts().update_one({"_id": cart.cart_id}, {"$set": {"expiresAt": past}})
+    assert untargeted(cart_service.expire_stale_carts) == [
+        "find carts {'state': {'$in': ['str']}, 'expiresAt': {'$lte': 'datetime'}} sort=[('expiresAt', 1)] limit=500"
+    ]
+    assert mongo.orders().find_one({"cartId": reserved.cart_id})["state"] == OrderState.EXPIRED
+    assert check_invariants() == []
 
 
 def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_with():
