@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from booking import clock, mongo, selectors
+from booking.demo_stadium import create_match, create_stadium
 from booking.domain import CartState, OrderState
 from booking.errors import TooManySeats
 from booking.invariants import check_invariants
@@ -24,14 +25,14 @@ from booking.tests.paying import checkout_paid
 ALICE = "s:alice"
 
 
-def untargeted(run) -> list[str]:
+def untargeted(run, *, sends=True) -> list[str]:
     recorder = query_audit.Recorder()
     mongo.add_listener(recorder)
     try:
         run()
     finally:
         mongo.remove_listener(recorder)
-    assert recorder.commands, "the path sent nothing"
+    assert recorder.commands or not sends, "the path sent nothing"
     return [
         c.shape()
         for c in recorder.commands
@@ -158,14 +159,43 @@ def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_w
     assert checkout.ref_of_ticket("a-b_cdefghijklmnopqrstuvw") is None  # a code made before: by code alone
 
 
-def test_a_ticket_code_from_before_codes_carried_the_reference_still_checks_in():
+@pytest.mark.parametrize("code", ["ABCDEFGH" + "x" * 16, "a-b_cdefghijklmnopqrstuvw"], ids=["reference-like", "not"])
+def test_a_ticket_code_from_before_codes_carried_the_reference_still_checks_in(code):
+    """A session from before its tickets' codes began with their order's reference (no
+    ``ticketCodesByRef``) is looked up by the code alone (every shard), whatever the code looks like."""
     session = make_session()
     hold = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
     order = checkout_paid(ALICE, hold.cart_id, "Ada", "ada@example.com")
-    legacy = "ABCDEFGH" + "x" * 16  # starts with eight reference letters, but not this order's
-    mongo.orders().update_one({"_id": order["_id"], "ref": order["ref"]}, {"$set": {"lines.0.ticket": legacy}})
-    outcome = checkin.check_in(checkin.get_scope(session["_id"]), code=legacy, door="North", by="anna")
+    mongo.orders().update_one({"_id": order["_id"], "ref": order["ref"]}, {"$set": {"lines.0.ticket": code}})
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$unset": {"ticketCodesByRef": ""}})
+    outcome = checkin.check_in(checkin.get_scope(session["_id"]), code=code, door="North", by="anna")
     assert outcome.admitted
+
+
+@pytest.mark.parametrize("sectioned", [False, True], ids=["a session", "a stadium's gate"])
+@pytest.mark.parametrize("offline", [False, True], ids=["online", "offline"])
+def test_an_unknown_code_at_a_door_is_answered_without_asking_every_shard(sectioned, offline):
+    """Every ticket of a session made since codes carry the reference starts with its order's
+    reference: a code that does not, or whose reference finds nothing, is unknown, by one shard."""
+    if sectioned:
+        stadium = create_stadium("Shard Stadium", seats=3 * 40, rows=4, half=5)
+        session = mongo.sessions().find_one({"performanceId": create_match(stadium)["performanceId"]})
+    else:
+        session = make_session()
+    hold = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
+    checkout_paid(ALICE, hold.cart_id, "Ada", "ada@example.com")
+    scope = checkin.get_scope(session["_id"])
+    at = clock.now() if offline else None
+    for code in ("ABCDEFGH" + "x" * 16, "a-b_cdefghijklmnopqrstuvw"):
+        outcomes: list[checkin.Outcome] = []
+
+        def scan(code=code, outcomes=outcomes):
+            outcomes.append(checkin.check_in(scope, code=code, door="North", by="anna", offline=offline, at=at))
+
+        assert untargeted(scan, sends=False) == [], code  # (online, a code with no reference: nothing sent)
+        assert outcomes[0].status == checkin.UNKNOWN
+    if offline:  # each stored as a conflict, by its scan id
+        assert mongo.checkin_conflicts().count_documents({"scopeId": scope.id}) == 2
 
 
 def test_the_client_limit_refused_and_its_ended_holds_pruned_stay_targeted(settings, from_an_address, monkeypatch):
