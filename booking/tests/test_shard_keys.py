@@ -21,6 +21,7 @@ from booking.services import checkin, checkout, holds, payments
 from booking.tests import query_audit
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.tests.test_query_audit import buyer_flow
 
 ALICE = "s:alice"
 
@@ -143,6 +144,27 @@ def test_the_expiry_sweep_ends_each_cart_by_its_shard_keys():
     ]
     assert mongo.orders().find_one({"cartId": reserved.cart_id})["state"] == OrderState.EXPIRED
     assert check_invariants() == []
+
+
+# What the buyer's pages still send to every shard, each for a reason no key can change
+# (docs/architecture.md, "Shard keys"; docs/deploy.md): what's on's theater filter lists the
+# theaters whole (tiny: keep the collection unsharded, one shard); a stadium's performance page reads
+# its sections by performanceId (one per page view; the sessions are hashed on _id).
+BUYER_PAGES_SCATTER = {
+    "find theaters {} sort=[('name', 1), ('_id', 1)]",
+    "find sessions {'performanceId': 'ObjectId'} sort=[('section.index', 1)]",
+}
+
+
+@pytest.mark.django_db
+def test_the_buyers_whole_flow_through_the_views_carries_the_shard_keys_but_the_two_listed():
+    """What's on, a stadium's performance, a session's page and map (and its 304), hold, seat
+    click, release, best available, the cart, checkout, paying, the order and its tickets, find my
+    booking, cancel: every command through the views, from the buyer's address, the per-client
+    limit on."""
+    session = make_session(name="Hamlet")
+    match = create_match(create_stadium("Shard Stadium", seats=3 * 40, rows=4, half=5))
+    assert set(untargeted(lambda: buyer_flow(session, match))) == BUYER_PAGES_SCATTER
 
 
 def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_with():
