@@ -1,5 +1,6 @@
-"""Time limits at their exact value: what happens at the limit and one millisecond (MongoDB's date
-precision) either side of it. Each test fails if its comparison is off by one (``<`` for ``<=``);
+"""Limits at their exact value: what happens at the limit and one step (a millisecond, MongoDB's
+date precision; a cent) beyond it: compaction, reconcile's grace, a stuck checkout, the box
+office's deadline, a hold's end, an offline scan's age, the highest price. Each test fails if its comparison is off by one (``<`` for ``<=``);
 the limits that count requests or seats have theirs beside them (tests/security/test_limits.py,
 test_race_windows.py, test_refunds.py, test_tasks.py, test_holds.py, test_counter.py)."""
 
@@ -7,11 +8,14 @@ from datetime import timedelta
 
 import pytest
 
-from booking import clock, mongo
+from booking import clock, domain, mongo
 from booking.domain import CartState
+from booking.errors import CartExpired, InvalidRequest
 from booking.invariants import check_invariants
+from booking.payments import BOX_OFFICE
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import holds, payments, reservations, retention
+from booking.services import checkin, holds, payments, reservations, retention, sessions
+from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import reconcile
 from booking.tests import admin_support as support
 from booking.tests.factories import make_session
@@ -85,3 +89,55 @@ def test_the_box_office_is_offered_only_while_its_deadline_is_beyond_a_card_paym
     assert payments.box_office_deadline([session], now) is None
     later = {**session, "start": at_the_window + MS}
     assert payments.box_office_deadline([later], now) == now + timedelta(seconds=600) + MS
+
+
+def test_a_hold_ends_at_exactly_its_expiry(monkeypatch):
+    """At ``expiresAt`` a cart is no longer live and the sweep expires it; a millisecond before it
+    is live, the sweep leaves it and checkout takes it."""
+    session = make_session()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    ending = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
+    cart = mongo.carts().find_one({"_id": ending.cart_id})
+    ends = cart["expiresAt"]
+    assert domain.is_live(cart, ends - MS) and not domain.is_stale(cart, ends - MS)
+    assert not domain.is_live(cart, ends) and domain.is_stale(cart, ends)
+    assert expire_stale_carts(now=ends - MS).carts_expired == 0
+    assert expire_stale_carts(now=ends).carts_expired == 1
+    assert [cell(session["_id"], k) for k in ("0:0", "0:1")] == [FREE, FREE]
+    paying = holds.hold_seats(session["_id"], "s:bob", None, ["2:0", "2:1"])
+    late = holds.hold_seats(session["_id"], "s:eve", None, ["2:5", "2:6"])
+    at = {"moment": mongo.carts().find_one({"_id": paying.cart_id})["expiresAt"] - MS}
+    monkeypatch.setattr(clock, "now", lambda: at["moment"])
+    assert payments.start("s:bob", paying.cart_id, "Bob", "bob@example.org", BOX_OFFICE)["state"] == "pending_payment"
+    at["moment"] = mongo.carts().find_one({"_id": late.cart_id})["expiresAt"]
+    with pytest.raises(CartExpired):
+        payments.start("s:eve", late.cart_id, "Eve", "eve@example.org", BOX_OFFICE)
+    assert check_invariants() == []
+
+
+def test_an_offline_scan_is_taken_up_to_exactly_two_days_old(monkeypatch):
+    """A door's offline scan older than OFFLINE_PAST_LIMIT is refused; exactly that old, admitted."""
+    session = make_session()
+    first, second = support.sell(session["_id"], ["0:0", "0:1"])["lines"]
+    now = whole_ms(clock.now())
+    monkeypatch.setattr(clock, "now", lambda: now)
+    scope = checkin.get_scope(session["_id"])
+    with pytest.raises(InvalidRequest):
+        checkin.check_in(
+            scope, code=first["ticket"], door="N", by="a", offline=True, at=now - checkin.OFFLINE_PAST_LIMIT - MS
+        )
+    outcome = checkin.check_in(
+        scope, code=second["ticket"], door="N", by="a", offline=True, at=now - checkin.OFFLINE_PAST_LIMIT
+    )
+    assert outcome.admitted
+
+
+def test_a_price_of_exactly_the_maximum_is_taken_and_a_cent_more_refused():
+    """sessions.MAX_PRICE (minor units): staff's price form and create_session check it."""
+    layout = make_session()["layout"]
+    codes = sorted(sessions.category_codes_used(layout))
+    assert sessions.clean_prices(dict.fromkeys(codes, sessions.MAX_PRICE), layout) == dict.fromkeys(
+        codes, sessions.MAX_PRICE
+    )
+    with pytest.raises(InvalidRequest, match="too high"):
+        sessions.clean_prices({**dict.fromkeys(codes, 100), codes[0]: sessions.MAX_PRICE + 1}, layout)
