@@ -1,8 +1,9 @@
 """Limits at their exact value: what happens at the limit and one step (a millisecond, MongoDB's
-date precision; a cent) beyond it: compaction, reconcile's grace, a stuck checkout, the box
-office's deadline, a hold's end, an offline scan's age, the highest price. Each test fails if its comparison is off by one (``<`` for ``<=``);
-the limits that count requests or seats have theirs beside them (tests/security/test_limits.py,
-test_race_windows.py, test_refunds.py, test_tasks.py, test_holds.py, test_counter.py)."""
+date precision; a cent; a character) beyond it: compaction, reconcile's grace, a stuck checkout,
+the box office's deadline, a hold's end, an offline scan's age, the highest price, a theater's
+name. Each test fails if its comparison is off by one (``<`` for ``<=``); the limits that count
+requests or seats have theirs beside them (tests/security/test_limits.py, test_race_windows.py,
+test_refunds.py, test_tasks.py, test_holds.py, test_counter.py, test_ticket_types.py)."""
 
 from datetime import timedelta
 
@@ -18,7 +19,7 @@ from booking.services import checkin, holds, payments, reservations, retention, 
 from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import reconcile
 from booking.tests import admin_support as support
-from booking.tests.factories import make_session
+from booking.tests.factories import make_session, make_theater
 
 pytestmark = pytest.mark.django_db
 
@@ -141,3 +142,10 @@ def test_a_price_of_exactly_the_maximum_is_taken_and_a_cent_more_refused():
     )
     with pytest.raises(InvalidRequest, match="too high"):
         sessions.clean_prices({**dict.fromkeys(codes, 100), codes[0]: sessions.MAX_PRICE + 1}, layout)
+
+
+def test_a_theater_name_of_exactly_100_characters_is_taken_and_101_refused():
+    assert make_theater(name="N" * 100)["name"] == "N" * 100
+    with pytest.raises(InvalidRequest, match="1 to 100 characters"):
+        make_theater(name="N" * 101)
+    assert mongo.theaters().count_documents({"name": "N" * 101}) == 0
