@@ -92,9 +92,12 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime | None = None) -> int | 
 
 
 def expire_ended(cart: dict, now: datetime) -> int | None:
-    """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id, state, owner)."""
+    """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id, state, owner;
+    a paying one's ``orderRef`` and ``items.sessionId`` too, when read: then all by shard key)."""
     if cart["state"] == CartState.PAYING:
-        return expire_paying_cart(cart["_id"], now)
+        from . import payments
+
+        return payments.expire_paying_cart(cart["_id"], now, cart=cart)
     return expire_cart(cart["_id"], now, owner=cart.get("owner"))
 
 
@@ -149,7 +152,8 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
     while True:
         stale = list(
             mongo.carts()
-            .find(stale_cart_filter(now), {"state": 1, "owner": 1})
+            # (a paying one's order reference and sessions too: its expiry writes by shard key)
+            .find(stale_cart_filter(now), {"state": 1, "owner": 1, "orderRef": 1, "items.sessionId": 1})
             # No _id tie-breaker: the state_expires index serves this order (with _id it would be
             # a sort in memory of every stale cart, per batch), and every stale cart is expired
             # whichever of equal ones comes first.

@@ -148,6 +148,10 @@ class Scope:
     venue: str
     status: str
     sections: dict  # session id -> section name ("" for an ordinary session)
+    # every ticket of the scope's sessions starts with its order's reference (``ticketCodesByRef``
+    # on each: sessions made since, or surveyed by ``manage.py backfill_orders``): a code that does
+    # not, or whose reference finds nothing, is not one of them, and no shard but one is asked
+    codes_by_ref: bool = False
 
     @property
     def sectioned(self) -> bool:
@@ -162,7 +166,16 @@ class Scope:
         return self.session_ids[0] if len(self.session_ids) == 1 else {"$in": list(self.session_ids)}
 
 
-SCOPE_FIELDS = {"name": 1, "start": 1, "theaterName": 1, "venueName": 1, "status": 1, "performanceId": 1, "section": 1}
+SCOPE_FIELDS = {
+    "name": 1,
+    "start": 1,
+    "theaterName": 1,
+    "venueName": 1,
+    "status": 1,
+    "performanceId": 1,
+    "section": 1,
+    "ticketCodesByRef": 1,
+}
 
 
 def get_scope(scope_id: ObjectId) -> Scope:
@@ -178,6 +191,7 @@ def get_scope(scope_id: ObjectId) -> Scope:
             venue=session.get("theaterName", ""),
             status=session.get("status", ""),
             sections={session["_id"]: ""},
+            codes_by_ref=bool(session.get("ticketCodesByRef")),
         )
     performance_id = session["performanceId"] if session is not None else scope_id
     sections = list(mongo.sessions().find({"performanceId": performance_id}, SCOPE_FIELDS).sort("section.index", 1))
@@ -192,6 +206,7 @@ def get_scope(scope_id: ObjectId) -> Scope:
         venue=first.get("venueName", first.get("theaterName", "")),
         status="canceled" if all(s.get("status") == "canceled" for s in sections) else first.get("status", ""),
         sections={s["_id"]: (s.get("section") or {}).get("name", "") for s in sections},
+        codes_by_ref=all(s.get("ticketCodesByRef") for s in sections),
     )
 
 
@@ -329,6 +344,9 @@ def check_in(
         digest = ticket_hash(code)
     record = {"at": at, "door": door, "by": str(by)[:150], "scanId": scan_id, "offline": offline, "recordedOn": now}
     by_ref = _by_ref(code)
+    if not by_ref and scope.codes_by_ref:  # not a code of this scope's tickets, nor of an order at all
+        outcome = Outcome(UNKNOWN, gettext_noop("Unknown ticket."), hash=digest)
+        return _report(scope, outcome, door, by, scan_id, at, now) if offline else outcome
     counted_in = _ticket_sessions(scope, by_ref, code)
     for _attempt in range(3):
         order = mongo.orders().find_one_and_update(
@@ -349,8 +367,9 @@ def check_in(
             return Outcome(
                 ADMITTED, gettext_noop("Valid ticket."), door_ticket(order, line, scope), _used(record), hash=digest
             )
-        if by_ref and mongo.orders().find_one({**by_ref, "lines.ticket": code}, {"_id": 1}) is None:
-            by_ref = {}  # a code from before codes began with their reference (or none at all): by code alone
+        legacy_codes = not scope.codes_by_ref  # a code from before codes began with their reference?
+        if by_ref and legacy_codes and mongo.orders().find_one({**by_ref, "lines.ticket": code}, {"_id": 1}) is None:
+            by_ref = {}  # it may be one (or none at all): by code alone, every shard
             continue
         why = _why_not(scope, code, digest, scan_id, by_ref)
         if why is not None:

@@ -221,6 +221,7 @@ class HoldPlan:
     access: frozenset[str] = frozenset()  # presale keys the buyer unlocked (``presale_access``)
     house: frozenset[tuple[int, int]] = frozenset()  # blocked seats taken by staff (``house_seats``)
     needs_wheelchair: bool = False  # the buyer said they need the wheelchair spaces asked for
+    owner: str = ""  # the cart's owner, named in a new reservation (a later hold reads the cart by it)
 
 
 def hold_seats(
@@ -271,6 +272,7 @@ def hold_seats(
         allow_orphans,
         presale_access.get(),
         needs_wheelchair=needs_wheelchair or house_seats.get() or box_office.get(),
+        owner=owner,
     )
     counted_for = _reserve_for_client(plan, cart, owner, client)
     try:
@@ -589,6 +591,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
                 "total": price,
                 "v": reservations.new_token(),
                 "modifiedOn": now,
+                **({"owner": plan.owner} if plan.owner else {}),  # carts' shard key: _free_seats_of_ended_carts
                 **({"house": house} if house else {}),
             }
         },
@@ -640,11 +643,16 @@ def _after_write(session: dict, written: dict, layout: dict) -> dict:
 def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
     """Seats held by a cart whose hold has ended count as free: end that cart now."""
     taken_keys = {seat_key(r, c) for r, c in taken}
-    holders = [res["_id"] for res in session.get("reservations", []) if taken_keys & set(res["seats"])]
-    if not holders:
+    holding = [res for res in session.get("reservations", []) if taken_keys & set(res["seats"])]
+    if not holding:
         return False
+    which: dict = {"_id": {"$in": [res["_id"] for res in holding]}}
+    if all(res.get("owner") for res in holding):  # by owner too (carts' shard key): one shard each
+        which["owner"] = {"$in": sorted({res["owner"] for res in holding})}
+    # (a reservation made before they named their owner is read by _id alone: every shard)
     freed = False
-    for holder in mongo.carts().find({"_id": {"$in": holders}}, {"state": 1, "expiresAt": 1, "owner": 1}):
+    fields = {"state": 1, "expiresAt": 1, "owner": 1, "orderRef": 1, "items.sessionId": 1}
+    for holder in mongo.carts().find(which, fields):
         if is_stale(holder, now):  # active or paying (services/payments.py) past its hold
             expired = cart_service.expire_ended(holder, now)
             if expired is None:

@@ -615,11 +615,20 @@ def _seats_lost(order: dict) -> dict:
 # --- 4. expire and cancel ---
 
 
-def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
+def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = None) -> int | None:
     """The payment window (or box-office deadline) of a paying cart ended: cart expired, seats
     back, order expired. Returns seats freed, or None when the cart was not due (or its payment
-    turned out to have succeeded: a buyer in the middle of paying is asked about first)."""
-    order = orders().find_one({"cartId": cart_id}, {"payment": 1, "method": 1, "state": 1, "settling": 1, "email": 1})
+    turned out to have succeeded: a buyer in the middle of paying is asked about first).
+
+    ``cart``: as the caller read it (``owner``, ``orderRef``, ``items.sessionId``), when it did: then
+    every write names its collection's shard key (a hold ending a cart that still holds its seat
+    is on the buyer's path: docs/architecture.md, "Shard keys")."""
+    cart = cart or {}
+    owner, ref = cart.get("owner"), cart.get("orderRef")
+    fields = {"ref": 1, "payment": 1, "method": 1, "state": 1, "settling": 1, "email": 1}
+    order = orders().find_one({"ref": ref, "cartId": cart_id}, fields) if ref else None
+    if order is None:  # no reference read, or the cart was given a new one since (checkout._fresh_ref)
+        order = orders().find_one({"cartId": cart_id}, fields)
     if order is not None and order["state"] in SEAT_OWNING:
         finish_paid(order["_id"])  # paid already, a crash stopped it before its seats were sold
         return None
@@ -628,19 +637,22 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime) -> int | None:
     if at_the_bank and check(order["_id"], quiet=True)["state"] != PENDING:
         return None
     result = mongo.carts().update_one(
-        {"_id": cart_id, "state": CartState.PAYING, "expiresAt": {"$lte": now}},
+        {"_id": cart_id, **({"owner": owner} if owner else {}), "state": CartState.PAYING, "expiresAt": {"$lte": now}},
         {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
     )
     if not result.modified_count:
         return None
     faults.point("pay.expire_after_cart")
-    freed = reservations.release_all(cart_id)
+    # the sessions its items name (a paying cart's items no longer change), else found by the index
+    session_ids = list(dict.fromkeys(i["sessionId"] for i in cart["items"])) if "items" in cart else None
+    freed = reservations.release_all(cart_id, session_ids=session_ids)
     faults.point("pay.expire_after_release")
-    expired = _expire_order({"cartId": cart_id}, now, order)
+    expired = _expire_order({"cartId": cart_id, **({"ref": order["ref"]} if order is not None else {})}, now, order)
     if order is None or order.get("method") != payments.CARD:
-        promos.release_for_cart(cart_id)  # a card payment may still come late: its use waits (reconcile)
+        # a card payment may still come late: its use waits (reconcile)
+        promos.release_for_cart(cart_id, owner=owner)
     elif expired is not None and not expired["payment"].get("intent"):
-        promos.release_for_cart(cart_id)  # ... unless no payment was ever made: none can come
+        promos.release_for_cart(cart_id, owner=owner)  # ... unless no payment was ever made: none can come
     return freed
 
 

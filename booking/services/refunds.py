@@ -311,7 +311,7 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
 
 
 def _failed(order: dict, refund: dict, reason: str) -> str:
-    tries = refund.get("tries", 0) + 1
+    tries = max(refund.get("tries", 0), 1)  # this try is counted already: its claim's $inc (read after it)
     now = clock.now()
     retry_at = None
     if tries < settings.BOOKING_REFUND_MAX_TRIES:

@@ -1,6 +1,6 @@
 """The one way a session's reservation (a cart's hold in that session) is settled.
 
-A reservation is ``{_id: cartId, seats: ["r:c", ...], total, v, modifiedOn}`` inside the session
+A reservation is ``{_id: cartId, owner, seats: ["r:c", ...], total, v, modifiedOn}`` inside the session
 document. ``v`` is a random token renewed on every change, so "settle exactly what I read" is one
 conditional update: its filter names the token, and any change in between makes it miss.
 """

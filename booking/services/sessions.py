@@ -152,6 +152,9 @@ def _session_document(theater: dict, theater_name: str, layout: dict, details: d
         "reservations": [],
         "version": 1,
         "createdOn": now,
+        # every ticket sold for it starts with its order's reference (checkout.new_ticket_code):
+        # a door looks an unknown code up on one shard (services/checkin.py)
+        "ticketCodesByRef": True,
         **listings.new_session_fields(),
     }
 

@@ -226,11 +226,13 @@ def test_reconcile_inside_a_hold_leaves_the_seat_the_cart_is_about_to_record(fau
 
 
 def test_reconcile_inside_a_checkout_leaves_the_paying_cart_and_its_seats(fault_hook):
-    """Reconcile runs after checkout moved the cart to paying and before its order is stored."""
+    """Reconcile runs after checkout moved the cart to paying and before its order is stored, its
+    grace period over (a hold made long before the checkout): the cart's state alone keeps the
+    seats (``paying`` among the holding states)."""
     session = make_session()
     offer_box_office(session)
     hold = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
-    fired = once_at(fault_hook, "pay.after_cart", reconcile)
+    fired = once_at(fault_hook, "pay.after_cart", lambda: reconcile(grace=timedelta(0)))
     order = payments.start("s:ada", hold.cart_id, "Ada", "ada@example.org", BOX_OFFICE)
     assert fired
     assert order["state"] == "pending_payment"

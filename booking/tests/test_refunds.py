@@ -118,6 +118,27 @@ def test_a_refund_given_up_waits_for_staff_and_staff_can_retry_it(settings):
     assert check_invariants() == []
 
 
+def test_a_refund_is_tried_exactly_max_tries_times_then_waits_for_staff(settings, monkeypatch):
+    """BOOKING_REFUND_MAX_TRIES at its exact value: 2 tries, the first wait RETRY_SECONDS, the
+    second failure gives up. (Each try is counted once: at its claim.)"""
+    settings.BOOKING_REFUND_MAX_TRIES = 2
+    settings.BOOKING_REFUND_RETRY_SECONDS = 300
+    order = buy(make_session())
+    monkeypatch.setattr(StripeProvider, "refund", lambda *a, **k: (_ for _ in ()).throw(base.ProviderError("down")))
+    first = orders.cancel_order(order["_id"], by="staff")["refunds"][0]
+    assert (first["status"], first["tries"]) == ("failed", 1)
+    assert first["retryAt"] is not None
+    assert timedelta(seconds=300) <= first["retryAt"] - first["triedOn"] < timedelta(seconds=301)  # the first wait
+    assert refunds.retry_due(now=first["retryAt"] - timedelta(seconds=1)) == 0  # not due yet
+    assert refunds.retry_due(now=first["retryAt"]) == 1
+    second = mongo.orders().find_one({"_id": order["_id"]})["refunds"][0]
+    assert (second["status"], second["tries"], second["retryAt"]) == ("failed", 2, None)  # given up: staff
+    assert refunds.retry_due(now=first["retryAt"] + timedelta(days=30)) == 0
+    monkeypatch.undo()
+    assert refunds.retry(order["_id"], first["_id"]) == "succeeded"  # staff's "Retry refund"
+    assert check_invariants() == []
+
+
 def test_a_second_payment_for_a_paid_order_is_refunded():
     session = make_session()
     order = buy(session)

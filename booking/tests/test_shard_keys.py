@@ -11,24 +11,29 @@ from typing import Any
 import pytest
 
 from booking import clock, mongo, selectors
+from booking.demo_stadium import create_match, create_stadium
+from booking.domain import CartState, OrderState
 from booking.errors import TooManySeats
+from booking.invariants import check_invariants
+from booking.payments import BOX_OFFICE
 from booking.services import carts as cart_service
-from booking.services import checkin, checkout, holds
+from booking.services import checkin, checkout, holds, payments
 from booking.tests import query_audit
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.tests.test_query_audit import buyer_flow
 
 ALICE = "s:alice"
 
 
-def untargeted(run) -> list[str]:
+def untargeted(run, *, sends=True) -> list[str]:
     recorder = query_audit.Recorder()
     mongo.add_listener(recorder)
     try:
         run()
     finally:
         mongo.remove_listener(recorder)
-    assert recorder.commands, "the path sent nothing"
+    assert recorder.commands or not sends, "the path sent nothing"
     return [
         c.shape()
         for c in recorder.commands
@@ -99,6 +104,69 @@ def test_q2_q3_c1_to_c4_carry_the_shard_key(settings, from_an_address, client_li
     assert (counted is not None) == bool(client_limit)  # the limit's commands were among those watched
 
 
+def test_a_hold_on_seats_an_ended_cart_still_holds_is_targeted(settings):
+    """C1's rare path during an on-sale: the seat is still held by a cart whose hold ended (the
+    worker has not swept it yet), an active one or a paying one (a box-office reservation past its
+    deadline). The hold reads those carts by _id and owner (the reservation names its owner), ends
+    them through their owner, their order's reference and their sessions, and takes the seat."""
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    session = make_session()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    ended = holds.hold_seats(session["_id"], "s:bob", None, ["0:0"])
+    reserved = holds.hold_seats(session["_id"], "s:carol", None, ["0:5"])
+    payments.start("s:carol", reserved.cart_id, "Carol", "carol@example.org", BOX_OFFICE)
+    past = clock.now() - timedelta(seconds=1)
+    for cart in (ended, reserved):
+        mongo.carts().update_one({"_id": cart.cart_id}, {"$set": {"expiresAt": past}})
+    assert untargeted(lambda: holds.hold_seats(session["_id"], ALICE, None, ["0:0"])) == []
+    assert untargeted(lambda: holds.hold_seats(session["_id"], "s:dan", None, ["0:5"])) == []
+    assert [c["state"] for c in mongo.carts().find({"_id": {"$in": [ended.cart_id, reserved.cart_id]}})] == [
+        CartState.EXPIRED,
+        CartState.EXPIRED,
+    ]
+    assert mongo.orders().find_one({"cartId": reserved.cart_id})["state"] == OrderState.EXPIRED
+    assert check_invariants() == []
+
+
+def test_the_expiry_sweep_ends_each_cart_by_its_shard_keys():
+    """C4 from the worker: only the sweep's own read of the due carts asks every shard; each
+    cart's expiry, a paying one's (its order, its sessions) included, is targeted."""
+    session = make_session()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    active = holds.hold_seats(session["_id"], "s:bob", None, ["0:0"])
+    reserved = holds.hold_seats(session["_id"], "s:carol", None, ["2:5"])
+    payments.start("s:carol", reserved.cart_id, "Carol", "carol@example.org", BOX_OFFICE)
+    past = clock.now() - timedelta(seconds=1)
+    for cart in (active, reserved):
+        mongo.carts().update_one({"_id": cart.cart_id}, {"$set": {"expiresAt": past}})
+    assert untargeted(cart_service.expire_stale_carts) == [
+        "find carts {'state': {'$in': ['str']}, 'expiresAt': {'$lte': 'datetime'}} sort=[('expiresAt', 1)] limit=500"
+    ]
+    assert mongo.orders().find_one({"cartId": reserved.cart_id})["state"] == OrderState.EXPIRED
+    assert check_invariants() == []
+
+
+# What the buyer's pages still send to every shard, each for a reason no key can change
+# (docs/architecture.md, "Shard keys"; docs/deploy.md): what's on's theater filter lists the
+# theaters whole (tiny: keep the collection unsharded, one shard); a stadium's performance page reads
+# its sections by performanceId (one per page view; the sessions are hashed on _id).
+BUYER_PAGES_SCATTER = {
+    "find theaters {} sort=[('name', 1), ('_id', 1)]",
+    "find sessions {'performanceId': 'ObjectId'} sort=[('section.index', 1)]",
+}
+
+
+@pytest.mark.django_db
+def test_the_buyers_whole_flow_through_the_views_carries_the_shard_keys_but_the_two_listed():
+    """What's on, a stadium's performance, a session's page and map (and its 304), hold, seat
+    click, release, best available, the cart, checkout, paying, the order and its tickets, find my
+    booking, cancel: every command through the views, from the buyer's address, the per-client
+    limit on."""
+    session = make_session(name="Hamlet")
+    match = create_match(create_stadium("Shard Stadium", seats=3 * 40, rows=4, half=5))
+    assert set(untargeted(lambda: buyer_flow(session, match))) == BUYER_PAGES_SCATTER
+
+
 def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_with():
     session = make_session()
     hold = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
@@ -113,14 +181,43 @@ def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_w
     assert checkout.ref_of_ticket("a-b_cdefghijklmnopqrstuvw") is None  # a code made before: by code alone
 
 
-def test_a_ticket_code_from_before_codes_carried_the_reference_still_checks_in():
+@pytest.mark.parametrize("code", ["ABCDEFGH" + "x" * 16, "a-b_cdefghijklmnopqrstuvw"], ids=["reference-like", "not"])
+def test_a_ticket_code_from_before_codes_carried_the_reference_still_checks_in(code):
+    """A session from before its tickets' codes began with their order's reference (no
+    ``ticketCodesByRef``) is looked up by the code alone (every shard), whatever the code looks like."""
     session = make_session()
     hold = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
     order = checkout_paid(ALICE, hold.cart_id, "Ada", "ada@example.com")
-    legacy = "ABCDEFGH" + "x" * 16  # starts with eight reference letters, but not this order's
-    mongo.orders().update_one({"_id": order["_id"], "ref": order["ref"]}, {"$set": {"lines.0.ticket": legacy}})
-    outcome = checkin.check_in(checkin.get_scope(session["_id"]), code=legacy, door="North", by="anna")
+    mongo.orders().update_one({"_id": order["_id"], "ref": order["ref"]}, {"$set": {"lines.0.ticket": code}})
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$unset": {"ticketCodesByRef": ""}})
+    outcome = checkin.check_in(checkin.get_scope(session["_id"]), code=code, door="North", by="anna")
     assert outcome.admitted
+
+
+@pytest.mark.parametrize("sectioned", [False, True], ids=["a session", "a stadium's gate"])
+@pytest.mark.parametrize("offline", [False, True], ids=["online", "offline"])
+def test_an_unknown_code_at_a_door_is_answered_without_asking_every_shard(sectioned, offline):
+    """Every ticket of a session made since codes carry the reference starts with its order's
+    reference: a code that does not, or whose reference finds nothing, is unknown, by one shard."""
+    if sectioned:
+        stadium = create_stadium("Shard Stadium", seats=3 * 40, rows=4, half=5)
+        session = mongo.sessions().find_one({"performanceId": create_match(stadium)["performanceId"]})
+    else:
+        session = make_session()
+    hold = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
+    checkout_paid(ALICE, hold.cart_id, "Ada", "ada@example.com")
+    scope = checkin.get_scope(session["_id"])
+    at = clock.now() if offline else None
+    for code in ("ABCDEFGH" + "x" * 16, "a-b_cdefghijklmnopqrstuvw"):
+        outcomes: list[checkin.Outcome] = []
+
+        def scan(code=code, outcomes=outcomes):
+            outcomes.append(checkin.check_in(scope, code=code, door="North", by="anna", offline=offline, at=at))
+
+        assert untargeted(scan, sends=False) == [], code  # (online, a code with no reference: nothing sent)
+        assert outcomes[0].status == checkin.UNKNOWN
+    if offline:  # each stored as a conflict, by its scan id
+        assert mongo.checkin_conflicts().count_documents({"scopeId": scope.id}) == 2
 
 
 def test_the_client_limit_refused_and_its_ended_holds_pruned_stay_targeted(settings, from_an_address, monkeypatch):

@@ -275,6 +275,25 @@ def test_a_cart_holds_at_most_the_configured_seats(settings, session):
     assert cell(session, "2:0") == FREE
 
 
+def test_a_cart_reaches_its_seat_limit_exactly_and_one_more_is_refused(settings, session):
+    """At the limit's exact value: the third of three seats is held, in one request or added to a
+    cart; the fourth is refused and changes nothing."""
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_SEATS_PER_CART = 3
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    at_once = buyer()
+    assert at_once.post(hold_url(session), {"seats": "0:0,0:1,0:2"}, **HTMX).status_code == 200
+    added = buyer()
+    assert added.post(hold_url(session), {"seats": "2:0,2:1"}, **HTMX).status_code == 200
+    assert added.post(hold_url(session), {"seats": "2:2"}, **HTMX).status_code == 200
+    assert [cell(session, k) for k in ("0:2", "2:2")] == [HELD, HELD]
+    for client, key in ((at_once, "0:3"), (added, "2:3")):
+        response = client.post(hold_url(session), {"seats": key}, **HTMX)
+        assert response.status_code == 400 and "at most 3 seats" in response.content.decode()
+        assert cell(session, key) == FREE
+    assert buyer().post(hold_url(session), {"seats": "0:1,0:2,0:3,0:4"}, **HTMX).status_code == 400  # 4 at once
+
+
 # --- who the client is ---
 
 

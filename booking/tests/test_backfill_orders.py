@@ -1,0 +1,116 @@
+"""``manage.py backfill_orders``: orders and sessions made by older versions get what newer code
+relies on. An order as the first version stored it has no ``nameKeys`` (the staff search by name
+misses it), no ``purgeAt`` (retention never deletes it) and ticket codes that do not start with its
+reference (a door must look such codes up by the code alone, asking every shard)."""
+
+import secrets
+from datetime import UTC, datetime
+
+import pytest
+from django.core.management import call_command
+
+from booking import mongo
+from booking.invariants import check_invariants
+from booking.services import backfill, checkin, holds
+from booking.services import orders as order_service
+from booking.staff import selectors as staff
+from booking.tests.factories import make_session
+from booking.tests.paying import checkout_paid
+
+pytestmark = pytest.mark.django_db
+
+MADE = datetime(2025, 3, 14, 19, 30, tzinfo=UTC)
+
+
+def sold(session, owner, keys, name):
+    hold = holds.hold_seats(session["_id"], owner, None, keys)
+    return checkout_paid(owner, hold.cart_id, name, f"{owner[2:]}@example.org")
+
+
+def as_the_first_version_stored_it(order):
+    """Without the fields added since, its tickets in the first version's format."""
+    codes = {f"lines.{i}.ticket": secrets.token_urlsafe(18) for i in range(len(order["lines"]))}
+    mongo.orders().update_one(
+        {"_id": order["_id"], "ref": order["ref"]},
+        {
+            "$unset": {
+                "nameKeys": "",
+                "purgeAt": "",
+                "language": "",
+                "mail": "",
+                "lines.$[].ticketType": "",
+                "lines.$[].ticketTypeName": "",
+            },
+            "$set": {"createdOn": MADE, **codes},
+        },
+    )
+    return mongo.orders().find_one({"_id": order["_id"]})
+
+
+@pytest.fixture
+def older():
+    """A session from before the marker with an older order, and one whose tickets are all new."""
+    session, newer_session = make_session(name="Hamlet"), make_session(name="Faust", days=2)
+    for s in (session, newer_session):
+        mongo.sessions().update_one({"_id": s["_id"]}, {"$unset": {"ticketCodesByRef": ""}})
+    order = as_the_first_version_stored_it(sold(session, "s:ada", ["0:0", "0:1"], "Ada Lovelace"))
+    newer = sold(newer_session, "s:bob", ["0:0"], "Bob Example")
+    return {"session": session, "order": order, "newer_session": newer_session, "newer": newer}
+
+
+def test_an_older_order_is_found_by_name_and_will_be_deleted_after_the_backfill(older):
+    order = older["order"]
+    assert staff.search_orders("Lovelace") == []  # the gap: not found by name
+    assert "purgeAt" not in order  # never deleted by the purge_ttl index
+    call_command("backfill_orders", "--batch-size", "1")  # a batch per order: the walk resumes by _id
+    assert [o["ref"] for o in staff.search_orders("Lovelace")] == [order["ref"]]
+    assert [o["ref"] for o in staff.search_orders("ada lov")] == [order["ref"]]
+    after = mongo.orders().find_one({"_id": order["_id"]})
+    assert after["purgeAt"] == order_service.purge_at(MADE) == datetime(2036, 1, 1, tzinfo=UTC)
+    assert check_invariants() == []
+
+
+def test_only_sessions_whose_tickets_all_start_with_their_reference_are_marked(older):
+    report = backfill.backfill_orders()
+    assert report.sessions_with_older_codes == {older["session"]["_id"]}
+    marked = {s["_id"] for s in mongo.sessions().find({"ticketCodesByRef": True}, hint=[("_id", 1)])}
+    assert older["newer_session"]["_id"] in marked and older["session"]["_id"] not in marked
+    # the older tickets still check in (by the code alone); the newer session's unknown codes by one shard
+    old_code = older["order"]["lines"][0]["ticket"]
+    assert checkin.check_in(checkin.get_scope(older["session"]["_id"]), code=old_code, door="N", by="a").admitted
+    assert checkin.get_scope(older["newer_session"]["_id"]).codes_by_ref
+    assert not checkin.get_scope(older["session"]["_id"]).codes_by_ref
+
+
+def test_a_refunded_or_exchanged_older_ticket_keeps_its_session_unmarked(older):
+    """A door still answers "refunded" or "replaced" for those codes: found by the code alone."""
+    newer = older["newer"]
+    line = newer["lines"][0]
+    mongo.orders().update_one(
+        {"_id": newer["_id"], "ref": newer["ref"]},
+        {"$push": {"refundedLines": {**line, "ticket": secrets.token_urlsafe(18)}}},
+    )
+    backfill.backfill_orders()
+    assert mongo.sessions().count_documents({"ticketCodesByRef": True}, hint=[("_id", 1)]) == 0
+
+
+def test_a_second_run_changes_nothing(older):
+    first = backfill.backfill_orders()
+    assert (first.name_keys_set, first.purge_dates_set, first.sessions_marked) == (1, 1, 1)
+    again = backfill.backfill_orders()
+    assert (again.name_keys_set, again.purge_dates_set, again.sessions_marked) == (0, 0, 0)
+    assert again.orders_read == first.orders_read == 2
+
+
+def test_the_pages_of_an_older_order_work(older, manager_client, client):
+    order = older["order"]
+    assert manager_client.get(f"/admin/booking/order/{order['_id']}/change/").status_code == 200
+    assert manager_client.get(f"/admin/booking/order/?q={order['ref']}").status_code == 302
+    found = client.post("/find-booking/", {"ref": order["ref"], "email": "ada@example.org"})
+    assert found.status_code == 302
+    assert client.get(f"/orders/{order['ref']}/").status_code == 200
+    assert client.get(f"/orders/{order['ref']}/tickets/").status_code == 200
+    sid = older["session"]["_id"]
+    assert manager_client.get(f"/admin/booking/report/session/{sid}/").status_code == 200
+    assert manager_client.get(f"/admin/booking/report/session/{sid}/sales.csv").status_code == 200
+    assert check_invariants() == []
