@@ -1,6 +1,7 @@
 """Theaters: the hall templates sessions are created from."""
 
 from bson import ObjectId
+from django.utils.translation import gettext
 from pymongo import ReturnDocument
 
 from .. import clock, mongo
@@ -12,7 +13,7 @@ from ..venue_front import clean_front
 def _clean_name(name: str) -> str:
     name = " ".join(str(name or "").split())
     if not name or len(name) > 100:
-        raise InvalidRequest("A theater needs a name of 1 to 100 characters.")
+        raise InvalidRequest(gettext("A theater needs a name of 1 to 100 characters."))
     return name
 
 
