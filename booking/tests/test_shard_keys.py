@@ -6,9 +6,11 @@ counted on one document per address (client_holds, by _id): C1 and C2 stay targe
 Watched through pymongo's command monitoring."""
 
 from datetime import timedelta
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 
 from booking import clock, faults, mongo, selectors
@@ -214,7 +216,9 @@ def test_the_targeted_stadium_page_shows_what_the_read_by_performance_shows():
     )
     for key in ("card", "stands"):
         assert targeted.context[key] == by_performance.context[key], key
-    assert performance_index.backfill() == 1
+    out = StringIO()
+    call_command("ensure_indexes", stdout=out)
+    assert "performance documents written for older performances: 1" in out.getvalue()
     assert mongo.performances().find_one({"_id": match["performanceId"]}) == written
     assert performance_index.backfill() == 0  # never twice, never over one there
     _page, commands = stadium_page(match["performanceId"])
