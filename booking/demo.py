@@ -77,8 +77,10 @@ def seed(force: bool = False) -> bool:
     if demo_ids and not force:
         return False
     if force:
+        demo_performances = mongo.sessions().distinct("performanceId", {"theaterId": {"$in": demo_ids}})
         mongo.sessions().delete_many({"theaterId": {"$in": demo_ids}})
         mongo.listings().delete_many({"theaterId": {"$in": demo_ids}})
+        mongo.performances().delete_many({"_id": {"$in": demo_performances}})
         mongo.theaters().delete_many({"_id": {"$in": demo_ids}})
     grand = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
     studio = create_theater("Studio Stage", parse_grid(STUDIO_GRID, STUDIO_CATEGORIES))

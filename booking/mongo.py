@@ -135,6 +135,11 @@ def listings():
     return get_db()["listings"]
 
 
+def performances():
+    """A sectioned performance's section ids, by performanceId (services/performance_index.py)."""
+    return get_db()["performances"]
+
+
 # Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
 # once a minute after their date); the indexes that carry the dates are declared below.
 DAY = 86_400
@@ -155,6 +160,8 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     # Q1 what's on (services/listings.py): ranged on start, so a range of dates reaches only the
     # shards owning them; new listings land on the last chunk, at the rate staff publish shows
     "listings": {"start": 1},
+    # the stadium performance page (services/performance_index.py): read by _id (the performanceId)
+    "performances": {"_id": "hashed"},
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
@@ -168,6 +175,7 @@ OWNED_COLLECTIONS = (
     "promo_codes",
     "session_sales",
     "listings",
+    "performances",
 )
 
 
@@ -212,6 +220,9 @@ def ensure_indexes() -> list[str]:
     created.append(_index(listings(), [("theaterId", 1), ("start", 1), ("_id", 1)], name="theater_start_id"))
     # a listing goes a day after its show started (what's on lists upcoming shows only)
     created.append(_index(listings(), [("start", 1)], name="start_ttl", expireAfterSeconds=DAY))
+    # a sectioned performance's section ids go when its sections' orders would (no index but
+    # this and _id's: read by _id only)
+    created.append(_index(performances(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
     # the waiting room: the sessions of a queue (booking/services/waiting_room.py)
     created.append(_index(sessions(), [("waitingRoom.queueId", 1)], name="waiting_room", sparse=True))
     # sessions whose seat grid is still there, by end: the compaction task's work list (the ones

@@ -119,8 +119,17 @@ def group_sections(sessions: list[dict]) -> list[dict]:
 
 
 def performance_sections(performance_id: ObjectId) -> list[dict]:
-    """A sectioned performance's overview: one indexed query by performanceId, no seat maps."""
-    return list(mongo.sessions().find({"performanceId": performance_id}, SUMMARY_FIELDS).sort("section.index", 1))
+    """A sectioned performance's overview, its sections in the venue's order, no seat maps: the
+    section ids by the performanceId (``performances``, by _id: one shard), then the sections by
+    ``_id: {$in}`` (the shards owning them). A performance with no such document (made before
+    it, services/performance_index.py) is read by performanceId (indexed, every shard)."""
+    found = mongo.performances().find_one({"_id": performance_id}, {"sections": 1})
+    if found is None:
+        return list(mongo.sessions().find({"performanceId": performance_id}, SUMMARY_FIELDS).sort("section.index", 1))
+    ids = found["sections"]
+    # batch_size: one reply for all (the server's default first batch is 101 documents)
+    sections = mongo.sessions().find({"_id": {"$in": ids}}, SUMMARY_FIELDS).batch_size(max(len(ids), 1))
+    return sorted(sections, key=lambda section: section["section"]["index"])
 
 
 def get_session(session_id: ObjectId) -> dict | None:

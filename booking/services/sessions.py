@@ -9,13 +9,13 @@ from bson import ObjectId
 from django.conf import settings
 from django.utils.translation import gettext
 
-from .. import clock, mongo
+from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..formatting import thousands
 from ..layouts import category_codes_used
 from ..seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
-from . import listings
+from . import listings, performance_index
 
 MAX_PRICE = 1_000_000  # minor units: 10,000.00 is more than any seat here costs
 MAX_DURATION = timedelta(hours=24)
@@ -179,6 +179,10 @@ def create_section_sessions(theater: dict, details: dict, prices: dict, now: dat
             venueName=theater["name"],
         )
         docs.append(doc)
+    # first: the performance page reads the section ids from it (shard-targeted); a crash before
+    # the sections leaves ids that find nothing (services/performance_index.py)
+    performance_index.record(performance_id, (doc["_id"] for doc in docs), details["end"])
+    faults.point("performance.before_sections")
     mongo.sessions().insert_many(docs)
     listings.refresh(doc["_id"] for doc in docs)
     return docs

@@ -47,12 +47,14 @@ def test_whats_on_lists_a_sectioned_performance_once_in_two_queries():
     assert match["theaterName"] == "Test Stadium"
 
 
-def test_section_overview_is_one_query_with_availability_per_section():
+def test_section_overview_is_two_reads_by_id_with_availability_per_section():
+    """The section ids by the performance's id, then the sections by theirs (test_shard_keys.py:
+    both shard-targeted)."""
     _stadium, first = small_stadium()
     holds.hold_seats(first["_id"], ALICE, None, ["0:0", "0:1"])
     with counting_commands() as counter:
         sections = selectors.performance_sections(first["performanceId"])
-    assert counter.commands == [("find", "sessions")]
+    assert counter.commands == [("find", "performances"), ("find", "sessions")]
     assert [s["seatsAvailable"] for s in sections] == [38, 40, 40]
     assert "seats" not in sections[0] and "rows" not in sections[0].get("layout", {})
 

@@ -6,18 +6,21 @@ counted on one document per address (client_holds, by _id): C1 and C2 stay targe
 Watched through pymongo's command monitoring."""
 
 from datetime import timedelta
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
+from django.test import Client
 
-from booking import clock, mongo, selectors
+from booking import clock, faults, mongo, selectors
 from booking.demo_stadium import create_match, create_stadium
 from booking.domain import CartState, OrderState
 from booking.errors import TooManySeats
 from booking.invariants import check_invariants
 from booking.payments import BOX_OFFICE
 from booking.services import carts as cart_service
-from booking.services import checkin, checkout, holds, payments
+from booking.services import checkin, checkout, holds, payments, performance_index
 from booking.tests import query_audit
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
@@ -146,18 +149,16 @@ def test_the_expiry_sweep_ends_each_cart_by_its_shard_keys():
     assert check_invariants() == []
 
 
-# What the buyer's pages still send to every shard, each for a reason no key can change
+# What the buyer's pages still send to every shard, for a reason no key can change
 # (docs/architecture.md, "Shard keys"; docs/deploy.md): what's on's theater filter lists the
-# theaters whole (tiny: keep the collection unsharded, one shard); a stadium's performance page reads
-# its sections by performanceId (one per page view; the sessions are hashed on _id).
+# theaters whole (tiny: keep the collection unsharded, one shard).
 BUYER_PAGES_SCATTER = {
     "find theaters {} sort=[('name', 1), ('_id', 1)]",
-    "find sessions {'performanceId': 'ObjectId'} sort=[('section.index', 1)]",
 }
 
 
 @pytest.mark.django_db
-def test_the_buyers_whole_flow_through_the_views_carries_the_shard_keys_but_the_two_listed():
+def test_the_buyers_whole_flow_through_the_views_carries_the_shard_keys_but_the_one_listed():
     """What's on, a stadium's performance, a session's page and map (and its 304), hold, seat
     click, release, best available, the cart, checkout, paying, the order and its tickets, find my
     booking, cancel: every command through the views, from the buyer's address, the per-client
@@ -165,6 +166,78 @@ def test_the_buyers_whole_flow_through_the_views_carries_the_shard_keys_but_the_
     session = make_session(name="Hamlet")
     match = create_match(create_stadium("Shard Stadium", seats=3 * 40, rows=4, half=5))
     assert set(untargeted(lambda: buyer_flow(session, match))) == BUYER_PAGES_SCATTER
+
+
+def stadium_page(performance_id) -> tuple[Any, list[query_audit.Command]]:
+    """GET the performance page through the view; its answer and the commands it sent."""
+    recorder = query_audit.Recorder()
+    mongo.add_listener(recorder)
+    try:
+        page = Client().get(f"/performances/{performance_id}/")
+    finally:
+        mongo.remove_listener(recorder)
+    return page, recorder.commands
+
+
+@pytest.mark.django_db
+def test_a_stadium_performance_page_asks_only_the_shards_of_its_performance_and_sections():
+    """A stadium on-sale's first page: the section ids by the performance's id (performances,
+    hashed _id: one shard), then the sections by ``_id: {$in}`` naming exactly those ids (the
+    shards owning them), never a read by performanceId (every shard)."""
+    match = create_match(create_stadium("Shard Stadium", seats=3 * 40, rows=4, half=5))
+    section_ids = [s["_id"] for s in mongo.sessions().find({"performanceId": match["performanceId"]}, {"_id": 1})]
+    holds.hold_seats(match["_id"], ALICE, None, ["0:0", "0:1"])
+    page, commands = stadium_page(match["performanceId"])
+    assert page.status_code == 200
+    assert [c.collection for c in commands] == ["performances", "sessions"]
+    for command in commands:
+        assert query_audit.targets(command, mongo.SHARD_KEYS[command.collection]), command.shape()
+    assert commands[0].filter == {"_id": match["performanceId"]}
+    assert commands[1].filter is not None and list(commands[1].filter) == ["_id"]  # by the ids alone
+    assert sorted(commands[1].filter["_id"]["$in"]) == sorted(section_ids)
+    text = page.content.decode()
+    assert text.count("of 40 seats free") == 3 and "38 of 40 seats free" in text  # each section, the hold seen
+
+
+@pytest.mark.django_db
+def test_the_targeted_stadium_page_shows_what_the_read_by_performance_shows():
+    """A performance without its document (made before the collection) is read by performanceId,
+    as the page always did: the page is the same both ways; ensure_indexes' backfill writes the
+    document, and the page is targeted again."""
+    match = create_match(create_stadium("Shard Stadium", seats=3 * 40, rows=4, half=5))
+    holds.hold_seats(match["_id"], ALICE, None, ["1:0"])
+    targeted, commands = stadium_page(match["performanceId"])
+    assert [c.collection for c in commands] == ["performances", "sessions"]
+    written = mongo.performances().find_one({"_id": match["performanceId"]})
+    mongo.performances().delete_one({"_id": match["performanceId"]})
+    by_performance, commands = stadium_page(match["performanceId"])
+    assert [c.shape() for c in commands][-1] == (
+        "find sessions {'performanceId': 'ObjectId'} sort=[('section.index', 1)]"
+    )
+    for key in ("card", "stands"):
+        assert targeted.context[key] == by_performance.context[key], key
+    out = StringIO()
+    call_command("ensure_indexes", stdout=out)
+    assert "performance documents written for older performances: 1" in out.getvalue()
+    assert mongo.performances().find_one({"_id": match["performanceId"]}) == written
+    assert performance_index.backfill() == 0  # never twice, never over one there
+    _page, commands = stadium_page(match["performanceId"])
+    assert [c.collection for c in commands] == ["performances", "sessions"]
+
+
+@pytest.mark.django_db
+def test_a_performance_whose_making_crashed_before_its_sections_is_no_page(crash_at):
+    """The performance document is written first: a crash before the sections leaves ids that
+    find nothing, and the page answers 404 as for no performance (nothing listed, nothing sold)."""
+    stadium = create_stadium("Shard Stadium", seats=3 * 40, rows=4, half=5)
+    crash_at("performance.before_sections")
+    with pytest.raises(faults.InjectedCrash):
+        create_match(stadium)
+    (performance,) = mongo.performances().find({"_id": {"$gte": performance_index.LOWEST_ID}})
+    page, _commands = stadium_page(performance["_id"])
+    assert page.status_code == 404
+    assert selectors.upcoming_sessions() == []
+    assert check_invariants() == []
 
 
 def test_door_check_in_finds_the_order_by_the_reference_its_ticket_code_starts_with():

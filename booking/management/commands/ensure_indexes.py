@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from booking import clock, mongo
-from booking.services import listings
+from booking.services import listings, performance_index
 
 
 class Command(BaseCommand):
@@ -13,3 +13,6 @@ class Command(BaseCommand):
         # sessions made before what's on had its own collection get their listings
         written = listings.backfill(clock.now())
         self.stdout.write(f"listings written for older sessions: {written}")
+        # sectioned performances made before their page read the section ids by performanceId
+        written = performance_index.backfill()
+        self.stdout.write(f"performance documents written for older performances: {written}")
