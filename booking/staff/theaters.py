@@ -91,7 +91,9 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             layout = self._layout(form, formset)
             if layout is not None:
                 try:
-                    theater = theater_service.create_theater(form.cleaned_data["name"], layout)
+                    theater = theater_service.create_theater(
+                        form.cleaned_data["name"], layout, name_de=form.cleaned_data.get("name_de", "")
+                    )
                 except BookingError as exc:
                     form.add_error("name", exc.message)
                 else:
@@ -122,14 +124,21 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             return HttpResponseRedirect(self.url("sections", theater["_id"]))
         layout = theater["layout"]
         form, formset = self._bind(
-            request, {"name": theater["name"], "grid": layout_to_grid(layout)}, layout["categories"]
+            request,
+            {"name": theater["name"], "name_de": theater.get("nameDe", ""), "grid": layout_to_grid(layout)},
+            layout["categories"],
         )
         if request.method == "POST":
             self.require(request, "change")
             new_layout = self._layout(form, formset)
             if new_layout is not None:
                 try:
-                    updated = theater_service.update_theater(theater["_id"], form.cleaned_data["name"], new_layout)
+                    updated = theater_service.update_theater(
+                        theater["_id"],
+                        form.cleaned_data["name"],
+                        new_layout,
+                        name_de=form.cleaned_data.get("name_de", ""),
+                    )
                 except BookingError as exc:
                     form.add_error(None, exc.message)
                 else:
