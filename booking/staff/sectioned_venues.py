@@ -26,7 +26,7 @@ EXAMPLE = "[North 1]\nA: ssss.ssss\nB: ssss.ssss\n\n[North 2]\nA: pppp.pppp\nB: 
 
 
 class SectionedVenueForm(forms.Form):
-    name = forms.CharField(max_length=100, label=gettext_lazy("Name"))
+    name = forms.CharField(max_length=100, label=gettext_lazy("Name"), widget=forms.TextInput(attrs={"size": 40}))
     name_de = f.theater_name_de_field()
     sections = forms.CharField(
         label=gettext_lazy("Sections"),
