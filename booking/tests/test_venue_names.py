@@ -4,6 +4,7 @@ sectioned venue and each of its sections a German name in the admin (``nameDe``,
 ``venueNameDe`` / ``section.nameDe`` in a stadium), what's on reads it from the listings, orders
 keep it, and German pages, mails, tickets and receipts show it. English pages show the main name."""
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,17 +13,18 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
-from booking import mongo, presenters
+from booking import clock, mongo, presenters
 from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.demo_stadium import create_match, create_stadium
 from booking.invariants import check_invariants
 from booking.layouts import parse_grid
 from booking.payments import pdf
-from booking.services import listings, notifications
+from booking.services import checkout, holds, listings, notifications, reservation_notices, waiting_room
 from booking.services.theaters import create_theater
 from booking.tests.factories import make_session, reread
 from booking.tests.localstripe import VISA, card
 from booking.tests.test_admin_performances import _form as sectioned_form
+from booking.tests.test_admin_performances import make_match
 from booking.tests.test_admin_theaters import editor_data
 
 pytestmark = pytest.mark.django_db
@@ -152,3 +154,46 @@ def test_staff_name_a_sectioned_venue_and_its_sections_in_german(manager_client)
     wrong = manager_client.post(edit, sectioned_form(manager_client, sections="[West | Kurve_1]\nA: ss\n"))
     assert wrong.status_code == 400 and "German name" in wrong.content.decode()
     assert mongo.theaters().find_one({"_id": venue["_id"]})["sections"][0]["nameDe"] == "Westkurve"
+
+
+def test_a_renamed_sectioned_venue_reaches_its_performances_sections_and_listings(manager_client):
+    response = manager_client.post(
+        "/admin/booking/theater/add-sectioned/", sectioned_form(manager_client, sections="[West | Westkurve]\nA: ss\n")
+    )
+    assert response.status_code == 302
+    venue = mongo.theaters().find_one({"name": "Harbour Arena"})
+    performance_id, sections = make_match(venue)
+    [west] = sections
+    assert west["theaterNameDe"] == "Harbour Arena – Westkurve" and "venueNameDe" not in west  # no German venue yet
+
+    edit = f"/admin/booking/theater/{venue['_id']}/sections/"
+    renamed = sectioned_form(manager_client, sections="[West | Westkurve]\nA: ss\n", name_de="Hafenarena")
+    assert manager_client.post(edit, renamed).status_code == 302
+    west = reread(west["_id"])
+    assert west["theaterNameDe"] == "Hafenarena – Westkurve" and west["venueNameDe"] == "Hafenarena"
+    listing = mongo.listings().find_one({"_id": west["_id"]})
+    assert listing["theaterNameDe"] == "Hafenarena – Westkurve" and listing["venueNameDe"] == "Hafenarena"
+    assert "Hafenarena" in Client(**GERMAN).get(reverse("booking:whats_on")).content.decode()
+    overview = Client(**GERMAN).get(reverse("booking:performance", args=[str(performance_id)])).content.decode()
+    assert "Hafenarena" in overview and "<h2>Westkurve</h2>" in overview
+    assert check_invariants() == []
+
+
+def test_the_reservation_mail_and_the_waiting_room_name_the_theater_in_german():
+    show = make_session(studio(), name="Godot", prices={"s": 2200, "r": 1500})
+    cart = holds.hold_seats(show["_id"], "s:ada", None, ["6:2"])
+    order = checkout.checkout("s:ada", cart.cart_id, "Ada", "ada@example.com")
+    with translation.override("de"):
+        assert reservation_notices.reservation_context(order)["theaters"] == "Studiobühne"
+    with translation.override("en"):
+        assert reservation_notices.reservation_context(order)["theaters"] == "Studio Stage"
+
+    now = clock.now()
+    premiere = make_session(studio(), name="Premiere", days=3, prices={"s": 2200, "r": 1500})
+    waiting_room.enable(
+        premiere["_id"], opens_at=now - timedelta(minutes=5), on_sale_at=now + timedelta(hours=1), rate=600
+    )
+    queue = Client(**GERMAN).get(reverse("booking:session", args=[str(premiere["_id"])]), follow=True)
+    assert "· Studiobühne</p>" in queue.content.decode()
+    english = Client().get(reverse("booking:session", args=[str(premiere["_id"])]), follow=True)
+    assert "· Studio Stage</p>" in english.content.decode()
