@@ -19,13 +19,14 @@ from booking.demo_stadium import create_match, create_stadium
 from booking.invariants import check_invariants
 from booking.layouts import parse_grid
 from booking.payments import pdf
-from booking.services import checkout, holds, listings, notifications, reservation_notices, waiting_room
+from booking.services import change_notices, checkout, holds, listings, notifications, reservation_notices, waiting_room
 from booking.services.theaters import create_theater
 from booking.tests.factories import make_session, reread
 from booking.tests.localstripe import VISA, card
 from booking.tests.test_admin_performances import _form as sectioned_form
 from booking.tests.test_admin_performances import make_match
 from booking.tests.test_admin_theaters import editor_data
+from booking.tests.test_exchanges import pdf_text
 
 pytestmark = pytest.mark.django_db
 
@@ -109,6 +110,7 @@ def test_german_pages_mails_tickets_and_receipts_name_the_theater_in_german(sett
     with translation.override("de"):
         assert presenters.order_tickets(order)[0]["theater"] == "Studiobühne"
         assert "Studiobühne" in str(pdf._line_rows(order, order["lines"], "EUR", lambda text, raw=False: text))
+        assert "(Studiob\\374hne)" in pdf_text(change_notices.tickets_pdf(order))  # a change notice's tickets
     with translation.override("en"):
         assert presenters.order_tickets(order)[0]["theater"] == "Studio Stage"
         assert "Studio Stage" in str(pdf._line_rows(order, order["lines"], "EUR", lambda text, raw=False: text))

@@ -18,10 +18,11 @@ from booking.errors import WheelchairSpaceNotDeclared
 from booking.invariants import check_invariants
 from booking.payments import pdf
 from booking.seat_grid import FREE, HELD, best_available, longest_block
-from booking.services import holds, notifications
+from booking.services import change_notices, holds, notifications
 from booking.services.hold_facts import known_sale_facts
 from booking.tests.factories import make_session, make_theater, reread
 from booking.tests.localstripe import VISA, card
+from booking.tests.test_exchanges import pdf_text
 
 pytestmark = pytest.mark.django_db
 
@@ -207,4 +208,6 @@ def test_the_payment_page_mail_and_receipt_say_wheelchair_space_and_the_category
     with translation.override(order["language"]):
         rows = pdf._line_rows(order, order["lines"], "EUR", lambda text, raw=False: text)
     assert [words in str(row) for row in rows].count(True) == 1
+    with translation.override(order["language"]):  # the tickets a change notice attaches say it too
+        assert pdf_text(change_notices.tickets_pdf(order)).count(words) == 1
     assert check_invariants() == []
