@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
-from booking import clock, mongo
+from booking import clock, mongo, ticket_pdf
 from booking.errors import WheelchairSpaceNotDeclared
 from booking.invariants import check_invariants
 from booking.payments import pdf
@@ -210,4 +210,5 @@ def test_the_payment_page_mail_and_receipt_say_wheelchair_space_and_the_category
     assert [words in str(row) for row in rows].count(True) == 1
     with translation.override(order["language"]):  # the tickets a change notice attaches say it too
         assert pdf_text(change_notices.tickets_pdf(order)).count(words) == 1
+        assert pdf_text(ticket_pdf.tickets_pdf(order, ticket_pdf.PAGE)).count(words) == 1  # printed at the counter
     assert check_invariants() == []
