@@ -183,6 +183,8 @@ class LayoutImportForm(forms.Form):
         elif not name.strip():
             self.add_error("name", gettext("The file has no name in it; give the theater a name."))
         data["name"] = str(name).strip()
+        german = doc.get("nameDe") if isinstance(doc, dict) else ""  # an exported theater's German name
+        data["name_de"] = german if isinstance(german, str) else ""
         return data
 
 

@@ -211,9 +211,13 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             try:
                 if "sections" in form.cleaned_data:  # a sectioned venue (a stadium)
                     sections = form.cleaned_data["sections"]
-                    theater = theater_service.create_sectioned_theater(form.cleaned_data["name"], sections)
+                    theater = theater_service.create_sectioned_theater(
+                        form.cleaned_data["name"], sections, name_de=form.cleaned_data["name_de"]
+                    )
                 else:
-                    theater = theater_service.create_theater(form.cleaned_data["name"], form.cleaned_data["layout"])
+                    theater = theater_service.create_theater(
+                        form.cleaned_data["name"], form.cleaned_data["layout"], name_de=form.cleaned_data["name_de"]
+                    )
             except BookingError as exc:
                 form.add_error("name", exc.message)
             else:
@@ -244,7 +248,8 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
         if theater is None:
             return self._missing(request)
         shape = {"layout": theater["layout"]} if "layout" in theater else {"sections": theater.get("sections", [])}
-        body = json.dumps({"name": theater["name"], **shape}, indent=2, ensure_ascii=False)
+        german = {"nameDe": theater["nameDe"]} if theater.get("nameDe") else {}
+        body = json.dumps({"name": theater["name"], **german, **shape}, indent=2, ensure_ascii=False)
         response = HttpResponse(body, content_type="application/json; charset=utf-8")
         slug = "".join(ch if ch.isalnum() else "-" for ch in theater["name"].lower()).strip("-") or "theater"
         response["Content-Disposition"] = f'attachment; filename="{slug}-layout.json"'

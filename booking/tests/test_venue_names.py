@@ -4,11 +4,13 @@ sectioned venue and each of its sections a German name in the admin (``nameDe``,
 ``venueNameDe`` / ``section.nameDe`` in a stadium), what's on reads it from the listings, orders
 keep it, and German pages, mails, tickets and receipts show it. English pages show the main name."""
 
+import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.core import mail
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 from django.utils import translation
@@ -199,3 +201,19 @@ def test_the_reservation_mail_and_the_waiting_room_name_the_theater_in_german():
     assert "· Studiobühne</p>" in queue.content.decode()
     english = Client().get(reverse("booking:session", args=[str(premiere["_id"])]), follow=True)
     assert "· Studio Stage</p>" in english.content.decode()
+
+
+def test_the_german_names_travel_with_an_exported_and_imported_venue(manager_client):
+    stadium = create_stadium(seats=2000, rows=2, half=25)
+    exported = manager_client.get(f"/admin/booking/theater/{stadium['_id']}/export/").content
+    assert json.loads(exported)["nameDe"] == "Riverside-Stadion"
+    upload = SimpleUploadedFile("venue.json", exported, content_type="application/json")
+    assert manager_client.post("/admin/booking/theater/import/", {"name": "Copy", "file": upload}).status_code == 302
+    copy = mongo.theaters().find_one({"name": "Copy"})
+    assert copy["nameDe"] == "Riverside-Stadion" and copy["sections"][0]["nameDe"] == "Nord 1"
+
+    hall = studio()
+    exported = manager_client.get(f"/admin/booking/theater/{hall['_id']}/export/").content
+    upload = SimpleUploadedFile("hall.json", exported, content_type="application/json")
+    assert manager_client.post("/admin/booking/theater/import/", {"name": "", "file": upload}).status_code == 302
+    assert mongo.theaters().count_documents({"name": "Studio Stage", "nameDe": "Studiobühne"}) == 2
