@@ -15,14 +15,23 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
-from booking import clock, mongo, presenters
+from booking import clock, faults, mongo, presenters
 from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.demo_stadium import create_match, create_stadium
 from booking.invariants import check_invariants
 from booking.layouts import parse_grid
 from booking.payments import pdf
-from booking.services import change_notices, checkout, holds, listings, notifications, reservation_notices, waiting_room
-from booking.services.theaters import create_theater
+from booking.services import (
+    change_notices,
+    checkout,
+    holds,
+    listings,
+    notifications,
+    reconcile,
+    reservation_notices,
+    waiting_room,
+)
+from booking.services.theaters import create_theater, update_theater
 from booking.tests.factories import make_session, reread
 from booking.tests.localstripe import VISA, card
 from booking.tests.test_admin_performances import _form as sectioned_form
@@ -217,3 +226,19 @@ def test_the_german_names_travel_with_an_exported_and_imported_venue(manager_cli
     upload = SimpleUploadedFile("hall.json", exported, content_type="application/json")
     assert manager_client.post("/admin/booking/theater/import/", {"name": "", "file": upload}).status_code == 302
     assert mongo.theaters().count_documents({"name": "Studio Stage", "nameDe": "Studiobühne"}) == 2
+
+
+def test_a_rename_that_crashed_before_the_listing_is_on_whats_on_after_reconcile(crash_at):
+    hall = studio(name_de="")
+    show = make_session(hall, prices={"s": 2200, "r": 1500})
+    crash_at("listing.before_write")
+    with pytest.raises(faults.InjectedCrash):
+        update_theater(hall["_id"], "Studio Stage", hall["layout"], name_de="Studiobühne")
+    faults.set_hook(None)
+    assert reread(show["_id"])["theaterNameDe"] == "Studiobühne" and reread(show["_id"])["listingDue"] is True
+    assert "theaterNameDe" not in mongo.listings().find_one({"_id": show["_id"]})  # lagging until reconcile
+
+    assert reconcile.reconcile().listings_written == 1
+    assert mongo.listings().find_one({"_id": show["_id"]})["theaterNameDe"] == "Studiobühne"
+    assert "listingDue" not in reread(show["_id"])
+    assert check_invariants() == []
