@@ -93,11 +93,23 @@ def categories_from(formset) -> list[dict]:
     ]
 
 
+def theater_name_de_field() -> forms.CharField:
+    """A theater's (or a sectioned venue's) German name: German pages show it (booking/localized.py)."""
+    return forms.CharField(
+        label=gettext_lazy("Name in German"),
+        max_length=100,
+        required=False,
+        widget=forms.TextInput(attrs={"size": 40, "lang": "de"}),
+        help_text=gettext_lazy("Optional. Shown to buyers reading the site in German; empty: the name above."),
+    )
+
+
 class TheaterForm(forms.Form):
     """Name and the text grid. The layout is parsed in ``clean_with`` because it needs the
     categories from the formset beside it."""
 
     name = forms.CharField(max_length=100, widget=forms.TextInput(attrs={"size": 40, "autofocus": True}))
+    name_de = theater_name_de_field()
     grid = forms.CharField(
         label=gettext_lazy("Seating plan"),
         widget=forms.Textarea(attrs={"rows": 14, "cols": 60, "class": "layout-grid", "spellcheck": "false"}),
@@ -171,6 +183,8 @@ class LayoutImportForm(forms.Form):
         elif not name.strip():
             self.add_error("name", gettext("The file has no name in it; give the theater a name."))
         data["name"] = str(name).strip()
+        german = doc.get("nameDe") if isinstance(doc, dict) else ""  # an exported theater's German name
+        data["name_de"] = german if isinstance(german, str) else ""
         return data
 
 

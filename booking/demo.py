@@ -82,8 +82,8 @@ def seed(force: bool = False) -> bool:
         mongo.listings().delete_many({"theaterId": {"$in": demo_ids}})
         mongo.performances().delete_many({"_id": {"$in": demo_performances}})
         mongo.theaters().delete_many({"_id": {"$in": demo_ids}})
-    grand = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
-    studio = create_theater("Studio Stage", parse_grid(STUDIO_GRID, STUDIO_CATEGORIES))
+    grand = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES), name_de="Großes Haus")
+    studio = create_theater("Studio Stage", parse_grid(STUDIO_GRID, STUDIO_CATEGORIES), name_de="Studiobühne")
     stadium = demo_stadium.create_stadium()  # 100,000 seats in 100 sections: the big-venue path
     demo_stadium.create_match(stadium)
     mongo.theaters().update_many(

@@ -10,6 +10,7 @@ from .services.sessions import create_session
 from .services.theaters import create_sectioned_theater
 
 STANDS = ["North", "East", "South", "West"]
+STANDS_DE = {"North": "Nord", "East": "Ost", "South": "Süd", "West": "West"}  # German pages (booking/localized.py)
 STADIUM_CATEGORIES = [
     {"code": "p", "name": "Halfway line", "nameDe": "Mittellinie", "color": "#a855f7"},
     {"code": "s", "name": "Stand", "nameDe": "Tribüne", "color": "#3b82f6"},
@@ -38,13 +39,20 @@ def stadium_sections(seats: int = 100_000, rows: int = 20, half: int = 25) -> li
         stand, number = STANDS[i // per_stand], i % per_stand + 1
         middle = stand in ("East", "West") and abs(number - (per_stand + 1) / 2) < per_stand / 5
         grid = section_grid(rows, half, "p" if middle else "s")
-        sections.append({"name": f"{stand} {number}", "layout": parse_grid(grid, STADIUM_CATEGORIES)})
+        sections.append(
+            {
+                "name": f"{stand} {number}",
+                "nameDe": f"{STANDS_DE[stand]} {number}",
+                "layout": parse_grid(grid, STADIUM_CATEGORIES),
+            }
+        )
     return sections
 
 
 def create_stadium(name: str = "Riverside Stadium", seats: int = 100_000, **shape) -> dict:
     """A football stadium: its seat maps say "Pitch" at the front, not "Stage"."""
-    return create_sectioned_theater(name, stadium_sections(seats, **shape), front="pitch")
+    name_de = "Riverside-Stadion" if name == "Riverside Stadium" else ""
+    return create_sectioned_theater(name, stadium_sections(seats, **shape), front="pitch", name_de=name_de)
 
 
 def create_match(stadium: dict, name: str = "Cup Final", days: float = 7) -> dict:

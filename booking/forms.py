@@ -9,6 +9,7 @@ from django.conf import settings
 from django.utils.translation import get_language, gettext, gettext_lazy
 from django.utils.translation import gettext_lazy as _
 
+from .localized import localized
 from .lru import LRUCache
 from .seat_grid import parse_seat_key
 
@@ -76,7 +77,7 @@ class WhatsOnFilterForm(forms.Form):
     def __init__(self, *args, theaters=(), **kwargs):
         super().__init__(*args, **kwargs)
         field = cast(forms.ChoiceField, self.fields["theater"])
-        field.choices = [("", gettext("All theaters"))] + [(str(t["_id"]), t["name"]) for t in theaters]
+        field.choices = [("", gettext("All theaters"))] + [(str(t["_id"]), localized(t, "name")) for t in theaters]
 
 
 class SeatForm(forms.Form):

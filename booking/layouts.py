@@ -250,6 +250,7 @@ def category_codes_used(layout: dict) -> list[str]:
 MAX_SECTIONS = 200
 MAX_VENUE_SEATS = 250_000
 _SECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 .\-]{0,39}$")
+_SECTION_NAME_DE = re.compile(r"^[^\W_](?:[^\W_]|[ .\-]){0,39}$")  # as _SECTION_NAME, umlauts too
 
 
 def validate_sections(sections) -> list[dict]:
@@ -277,6 +278,12 @@ def validate_sections(sections) -> list[dict]:
         if name in names:
             raise InvalidLayout(gettext("Section name '%(name)s' is used twice.") % {"name": name})
         names.add(name)
+        name_de = " ".join(str(section.get("nameDe") or "").split())  # German pages show it (booking/localized.py)
+        if name_de and not _SECTION_NAME_DE.match(name_de):
+            raise InvalidLayout(
+                gettext("Section %(number)s: the German name must be 1-40 letters, digits, spaces, dots or dashes.")
+                % {"number": i + 1}
+            )
         try:
             layout = validate_layout(section.get("layout"))
         except InvalidLayout as exc:
@@ -284,7 +291,7 @@ def validate_sections(sections) -> list[dict]:
                 gettext("Section %(name)s: %(message)s") % {"name": name, "message": exc.message}
             ) from None
         total += seat_count(layout)
-        clean.append({"name": name, "layout": layout})
+        clean.append({"name": name, **({"nameDe": name_de} if name_de else {}), "layout": layout})
     if total > MAX_VENUE_SEATS:
         raise InvalidLayout(
             gettext("A venue may have at most %(max)s seats; this one has %(total)s.")

@@ -23,7 +23,7 @@ def whats_on_days(sessions: list[dict]) -> list[dict]:
         theaters = days[-1]["theaters"]
         group = next((t for t in theaters if t["id"] == session["theaterId"]), None)
         if group is None:
-            group = {"id": session["theaterId"], "name": session.get("theaterName", ""), "cards": []}
+            group = {"id": session["theaterId"], "name": localized(session, "theaterName"), "cards": []}
             theaters.append(group)
         group["cards"].append(session_card(session, start))
     return days
@@ -62,7 +62,7 @@ def session_card(session: dict, start: datetime | None = None) -> SessionCard:
         id=str(session["_id"]),
         name=localized(session, "name"),  # the staff's German text on German pages, when set
         description=localized(session, "description"),
-        theater=session.get("theaterName", ""),
+        theater=localized(session, "theaterName"),
         start=start or timezone.localtime(session["start"]),
         end=session.get("end"),
         price_range=price_range,
@@ -104,7 +104,7 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
             group = groups[item["sessionId"]] = CartGroup(
                 session_id=str(item["sessionId"]),
                 name=localized(session, "name") or gettext("Performance"),
-                theater=session.get("theaterName", ""),
+                theater=localized(session, "theaterName"),
                 start=timezone.localtime(start) if start else None,
             )
         categories = category_names((session.get("layout") or {}).get("categories"))
@@ -136,7 +136,7 @@ def order_tickets(order: dict) -> list[dict]:
             {
                 "code": line["ticket"],
                 "show": localized(session, "name"),
-                "theater": session.get("theaterName", ""),
+                "theater": localized(session, "theaterName"),
                 "start": timezone.localtime(start) if start else None,
                 "row": line["row"],
                 "seat": line["seat"],
@@ -162,13 +162,14 @@ def section_stands(sections: list[dict]) -> list[dict]:
     stands: list[dict] = []
     sold_out = pgettext("a stadium section", "sold out")
     for section in sections:
-        name = section["section"]["name"]
-        stand = name.split(" ", 1)[0]
-        if not stands or stands[-1]["name"] != stand:
-            stands.append({"name": stand, "slug": stand.lower(), "blocks": []})
+        slug = section["section"]["name"].split(" ", 1)[0].lower()  # the stand's place (CSS), in English
+        name = localized(section["section"], "name")  # "Nord 3" on German pages when staff named it
+        stand_name = name.split(" ", 1)[0]
+        if not stands or stands[-1]["slug"] != slug:
+            stands.append({"name": stand_name, "slug": slug, "blocks": []})
         free, total = section.get("seatsAvailable", 0), section.get("seatsTotal", 0)
         level = "sold" if free <= 0 else ("few" if free * 10 <= total else "ok")
-        short = escape(name.removeprefix(stand).strip() or name)
+        short = escape(name.removeprefix(stand_name).strip() or name)
         if free > 0:
             state = gettext("%(free)s of %(total)s seats free") % {"free": thousands(free), "total": thousands(total)}
         else:

@@ -5,8 +5,10 @@ square brackets followed by its rows in the layout editor's own grid format (``l
     A: ssss.ssss
     B: ssss.ssss
 
-    [North 2]
+    [North 2 | Nord 2]
     A: pppp
+
+A German name for German pages may follow the name after a bar: ``[North 2 | Nord 2]``.
 """
 
 import re
@@ -26,7 +28,8 @@ def parse_sections(text: str, categories: list[dict]) -> list[dict]:
     for number, line in enumerate(str(text or "").splitlines(), start=1):
         header = HEADER.match(line)
         if header:
-            current = {"name": header["name"].strip(), "lines": [], "at": number}
+            name, _bar, name_de = header["name"].partition("|")
+            current = {"name": name.strip(), "nameDe": name_de.strip(), "lines": [], "at": number}
             sections.append(current)
         elif line.strip():
             if current is None:
@@ -44,9 +47,12 @@ def parse_sections(text: str, categories: list[dict]) -> list[dict]:
             raise InvalidLayout(
                 _("Section “%(name)s”: %(error)s") % {"name": section["name"], "error": exc.message}
             ) from None
-        parsed.append({"name": section["name"], "layout": layout})
+        parsed.append({"name": section["name"], "nameDe": section["nameDe"], "layout": layout})
     return validate_sections(parsed)
 
 
 def sections_to_text(sections: list[dict]) -> str:
-    return "\n".join(f"[{s['name']}]\n{layout_to_grid(s['layout']).rstrip()}\n" for s in sections)
+    return "\n".join(
+        f"[{s['name']}{' | ' + s['nameDe'] if s.get('nameDe') else ''}]\n{layout_to_grid(s['layout']).rstrip()}\n"
+        for s in sections
+    )

@@ -16,6 +16,7 @@ SUMMARY_FIELDS = {
     "descriptionDe": 1,
     "theaterId": 1,
     "theaterName": 1,
+    "theaterNameDe": 1,  # the staff's German venue (and section) name (booking/localized.py)
     "start": 1,
     "end": 1,
     "prices": 1,
@@ -26,6 +27,7 @@ SUMMARY_FIELDS = {
     "performanceId": 1,  # sectioned venues: the section documents of one performance share it
     "section": 1,
     "venueName": 1,
+    "venueNameDe": 1,
     "saleOpens": 1,  # the sale window (domain.sale_phase); of a presale not its code's hash
     "saleCloses": 1,
     "presale.opens": 1,
@@ -47,6 +49,7 @@ WHATS_ON_FIELDS = {
     "descriptionDe": 1,
     "theaterId": 1,
     "theaterName": 1,
+    "theaterNameDe": 1,
     "start": 1,
     "prices": 1,
     "currency": 1,
@@ -54,6 +57,7 @@ WHATS_ON_FIELDS = {
     "seatsTotal": 1,
     "performanceId": 1,
     "venueName": 1,
+    "venueNameDe": 1,
     "saleOpens": 1,
 }
 
@@ -105,6 +109,7 @@ def group_sections(sessions: list[dict]) -> list[dict]:
                 **session,
                 "_id": performance_id,
                 "theaterName": session.get("venueName", session.get("theaterName")),
+                "theaterNameDe": session.get("venueNameDe", ""),  # the venue alone, in German when named
                 "prices": dict(session.get("prices", {})),
                 "sections": 0,
             }
@@ -166,7 +171,7 @@ def session_version(session_id: ObjectId) -> int | None:
 
 
 def theaters() -> list[dict]:
-    return list(mongo.theaters().find({}, {"name": 1, "seatCount": 1}).sort([("name", 1), ("_id", 1)]))
+    return list(mongo.theaters().find({}, {"name": 1, "nameDe": 1, "seatCount": 1}).sort([("name", 1), ("_id", 1)]))
 
 
 def get_theater(theater_id: ObjectId) -> dict | None:

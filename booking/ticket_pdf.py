@@ -50,12 +50,13 @@ def _when(ticket: dict) -> str:
 def _lines(ticket: dict, order: dict) -> list[tuple[str, float, str]]:
     """(font, size, text) from the top: show, when, where, seat, type and price, reference."""
     price = format_money(ticket["price"], order.get("currency"))
+    space = f" · {_('wheelchair space')}" if ticket.get("wheelchair") else ""  # as the ticket page says
     return [
         ("Helvetica-Bold", 15, ticket["show"]),
         ("Helvetica", 11, _when(ticket)),
         ("Helvetica", 11, ticket["theater"]),
         ("Helvetica-Bold", 14, _("Row %(row)s  ·  Seat %(seat)s") % {"row": ticket["row"], "seat": ticket["seat"]}),
-        ("Helvetica", 10, f"{ticket['category']} · {ticket['ticket_type']} · {price}"),
+        ("Helvetica", 10, f"{ticket['category']}{space} · {ticket['ticket_type']} · {price}"),
         ("Helvetica", 10, _("Booking %(ref)s") % {"ref": order["ref"]}),
         ("Helvetica", 8, order.get("name", "")),
     ]

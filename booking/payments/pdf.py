@@ -37,9 +37,19 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: st
     for line in lines:
         session = sessions.get(line["sessionId"], {})
         category = order_category(session, line["cat"])
+        if line.get("wheelchair"):  # the buyer's and the usher's reason to keep the space free
+            category += " · " + gettext("wheelchair space")
         rows.append(
             [
-                cell(localized(session, "name") or gettext("Performance")),
+                cell(
+                    escape(localized(session, "name") or gettext("Performance"))
+                    + (
+                        f"<br/><font size=8>{escape(venue)}</font>"
+                        if (venue := localized(session, "theaterName"))
+                        else ""
+                    ),
+                    raw=True,
+                ),
                 cell(_when(session.get("start"))),
                 cell(
                     escape(seat_label(line["row"], line["seat"]))

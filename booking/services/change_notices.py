@@ -26,6 +26,7 @@ from django.utils.translation import gettext_noop
 from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES
 from ..formatting import format_money_code, mail_time
+from ..localized import localized
 from .notifications import MailServerUnavailable, address_problem, is_permanent
 
 logger = logging.getLogger("booking.change_notices")
@@ -244,16 +245,17 @@ def tickets_pdf(order: dict) -> bytes:
     for line in order.get("lines", []):
         session = sessions.get(line["sessionId"], {})
         pdf.setFont("Helvetica-Bold", 13)
-        pdf.drawString(10 * mm, height - 15 * mm, (session.get("name") or _("Performance"))[:40])
+        pdf.drawString(10 * mm, height - 15 * mm, (localized(session, "name") or _("Performance"))[:40])
         pdf.setFont("Helvetica", 10)
         pdf.drawString(10 * mm, height - 22 * mm, mail_time(session["start"]) if session.get("start") else "")
-        pdf.drawString(10 * mm, height - 28 * mm, (session.get("theaterName") or "")[:50])
+        pdf.drawString(10 * mm, height - 28 * mm, localized(session, "theaterName")[:50])  # in German too
         pdf.setFont("Helvetica-Bold", 12)
         pdf.drawString(
             10 * mm, height - 37 * mm, _("Row %(row)s, seat %(seat)s") % {"row": line["row"], "seat": line["seat"]}
         )
         pdf.setFont("Helvetica", 9)
-        pdf.drawString(10 * mm, height - 43 * mm, f"{line.get('ticketTypeName') or ''} · {order['ref']}")
+        space = f"{_('wheelchair space')} · " if line.get("wheelchair") else ""  # as the e-tickets say
+        pdf.drawString(10 * mm, height - 43 * mm, f"{space}{line.get('ticketTypeName') or ''} · {order['ref']}")
         widget = QrCodeWidget(line["ticket"])
         x0, y0, x1, y1 = widget.getBounds()
         size = 55 * mm

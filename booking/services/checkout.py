@@ -224,7 +224,7 @@ def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) ->
         sessions_read = list(
             mongo.sessions().find(
                 {"_id": {"$in": list({i["sessionId"] for i in cart["items"]})}},
-                {"name": 1, "nameDe": 1, "start": 1, "theaterName": 1, "layout.categories": 1},
+                {"name": 1, "nameDe": 1, "start": 1, "theaterName": 1, "theaterNameDe": 1, "layout.categories": 1},
             )
         )
     sessions = {s["_id"]: s for s in sessions_read}
@@ -244,6 +244,7 @@ def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) ->
                 **({"nameDe": s["nameDe"]} if s.get("nameDe") else {}),  # the staff's German title
                 "start": s.get("start"),
                 "theaterName": s.get("theaterName"),
+                **({"theaterNameDe": s["theaterNameDe"]} if s.get("theaterNameDe") else {}),  # in German
                 **order_categories(s.get("layout", {}).get("categories")),  # and their German names
             }
             for sid, s in sessions.items()

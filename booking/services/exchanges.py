@@ -94,6 +94,7 @@ def _session_summary(session: dict) -> dict:
         "name": session.get("name"),
         "start": session.get("start"),
         "theaterName": session.get("theaterName"),
+        **({"theaterNameDe": session["theaterNameDe"]} if session.get("theaterNameDe") else {}),
         "theaterId": session.get("theaterId"),
         **order_categories(session.get("layout", {}).get("categories")),
     }

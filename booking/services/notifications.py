@@ -343,10 +343,11 @@ def confirmation_context(order: dict) -> dict:
             TicketLine(
                 show=localized(session, "name") or gettext("Performance"),
                 when=mail_time(start) if start else "",
-                theater=session.get("theaterName") or "",
+                theater=localized(session, "theaterName"),  # the staff's German venue name on German mails
                 row=line["row"],
                 seat=line["seat"],
-                category=order_category(session, line["cat"]),
+                category=order_category(session, line["cat"])
+                + (" · " + gettext("wheelchair space") if line.get("wheelchair") else ""),  # as the cart says
                 price=format_money_code(line["price"], currency),
                 ticket_type=gettext(line.get("ticketTypeName") or "Full price")
                 if (line.get("ticketTypeName") or "Full price") == "Full price"

@@ -126,6 +126,7 @@ def cart_sessions(cart: dict) -> list[dict]:
         "nameDe": 1,
         "start": 1,
         "theaterName": 1,
+        "theaterNameDe": 1,
         "theaterId": 1,
         "layout.categories": 1,
         "boxOffice": 1,

@@ -14,6 +14,7 @@ from django.conf import settings
 
 from .. import publish
 from ..formatting import format_money_code, mail_time
+from ..localized import localized
 from . import change_notices
 
 
@@ -37,7 +38,7 @@ def queue_pending(order: dict) -> None:
 def reservation_context(order: dict) -> dict:
     """What the reservation mails say besides the order's lines (confirmation_context)."""
     until = (order.get("payment") or {}).get("until")
-    theaters = sorted({s.get("theaterName") or "" for s in order.get("sessions", [])} - {""})
+    theaters = sorted({localized(s, "theaterName") for s in order.get("sessions", [])} - {""})  # German mails: German
     return {
         "due": format_money_code(order["total"], order.get("currency", settings.BOOKING_CURRENCY)),
         "pay_until": mail_time(until) if until else "",

@@ -16,6 +16,7 @@ from ..formatting import thousands
 from ..layouts import category_codes_used
 from ..seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, count_state, initial_states, seat_cell, seat_name
 from . import listings, performance_index
+from .theaters import session_names
 
 MAX_PRICE = 1_000_000  # minor units: 10,000.00 is more than any seat here costs
 MAX_DURATION = timedelta(hours=24)
@@ -126,20 +127,21 @@ def create_session(
     if theater.get("sections"):
         return create_section_sessions(theater, details, prices, now)[0]
     layout = theater["layout"]
-    session = _session_document(theater, theater["name"], layout, details, clean_prices(prices, layout), now)
+    session = _session_document(theater, session_names(theater), layout, details, clean_prices(prices, layout), now)
     mongo.sessions().insert_one(session)
     listings.refresh([session["_id"]])
     return session
 
 
-def _session_document(theater: dict, theater_name: str, layout: dict, details: dict, prices: dict, now) -> dict:
-    """A session on sale with the layout copied in full (preallocated) and every seat free."""
+def _session_document(theater: dict, names: dict, layout: dict, details: dict, prices: dict, now) -> dict:
+    """A session on sale with the layout copied in full (preallocated) and every seat free;
+    ``names``: the theater's names it copies (theaters.session_names)."""
     seats = initial_states(layout)
     available = count_state(seats, FREE)
     return {
         "_id": ObjectId(),
         "theaterId": theater["_id"],
-        "theaterName": theater_name,
+        **names,  # theaterName, and theaterNameDe when staff gave German names
         "front": theater.get("front", "stage"),  # the word at the front of the map (booking/venue_front.py)
         **details,
         "prices": prices,
@@ -164,7 +166,7 @@ def create_section_sessions(theater: dict, details: dict, prices: dict, now: dat
     ``performanceId`` (the RavenDB seed's chunks), so no document carries the whole stadium.
     Each is an ordinary session to holds, checkout and expiry; cart items name the section's id.
     ``theaterName`` says venue and section (carts, orders and tickets copy it); ``venueName`` is
-    the venue alone (what's on lists the performance once)."""
+    the venue alone (what's on lists the performance once); ``...De``: the German names."""
     sections = theater["sections"]
     all_prices = clean_prices(prices, price_layout(theater))
     performance_id = ObjectId()
@@ -172,11 +174,11 @@ def create_section_sessions(theater: dict, details: dict, prices: dict, now: dat
     for index, section in enumerate(sections):
         layout = section["layout"]
         section_prices = {code: all_prices[code] for code in category_codes_used(layout)}
-        doc = _session_document(theater, f"{theater['name']} – {section['name']}", layout, details, section_prices, now)
+        doc = _session_document(theater, session_names(theater, section), layout, details, section_prices, now)
+        german = {"nameDe": section["nameDe"]} if section.get("nameDe") else {}
         doc.update(
             performanceId=performance_id,
-            section={"name": section["name"], "index": index, "count": len(sections)},
-            venueName=theater["name"],
+            section={"name": section["name"], **german, "index": index, "count": len(sections)},
         )
         docs.append(doc)
     # first: the performance page reads the section ids from it (shard-targeted); a crash before

@@ -232,12 +232,18 @@ class RoomConfig:
     theater: str = ""
     sectioned: bool = False
     name_de: str = ""  # the staff's German title (booking/localized.py)
+    theater_de: str = ""  # the staff's German venue name
     seats_available: int = 1  # when the settings were read (kept seconds): "sold out" on the page
 
     @property
     def title(self) -> str:
         """The show's name in the buyer's language."""
         return localized({"name": self.name, "nameDe": self.name_de}, "name")
+
+    @property
+    def venue(self) -> str:
+        """The theater's (or stadium's) name in the buyer's language."""
+        return localized({"name": self.theater, "nameDe": self.theater_de}, "name")
 
     @property
     def burst(self) -> int:
@@ -459,7 +465,9 @@ ROOM_FIELDS = {
     "name": 1,
     "nameDe": 1,
     "theaterName": 1,
+    "theaterNameDe": 1,
     "venueName": 1,
+    "venueNameDe": 1,
     "performanceId": 1,
     "seatsAvailable": 1,
 }
@@ -491,6 +499,7 @@ def _config_from(queue_id: ObjectId, docs: list[dict]) -> RoomConfig | None:
         theater=docs[0].get("venueName") or docs[0].get("theaterName", ""),
         sectioned=docs[0].get("performanceId") is not None,
         name_de=docs[0].get("nameDe", ""),
+        theater_de=(docs[0].get("venueNameDe") if docs[0].get("venueName") else docs[0].get("theaterNameDe")) or "",
         seats_available=sum(d.get("seatsAvailable", 0) for d in docs),
     )
 

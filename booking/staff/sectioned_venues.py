@@ -26,13 +26,15 @@ EXAMPLE = "[North 1]\nA: ssss.ssss\nB: ssss.ssss\n\n[North 2]\nA: pppp.pppp\nB: 
 
 
 class SectionedVenueForm(forms.Form):
-    name = forms.CharField(max_length=100, label=gettext_lazy("Name"))
+    name = forms.CharField(max_length=100, label=gettext_lazy("Name"), widget=forms.TextInput(attrs={"size": 40}))
+    name_de = f.theater_name_de_field()
     sections = forms.CharField(
         label=gettext_lazy("Sections"),
         widget=forms.Textarea(attrs={"rows": 18, "cols": 60, "class": "layout-grid", "spellcheck": "false"}),
         help_text=gettext_lazy(
             "Each section starts with its name in brackets, e.g. [North 1], followed by its rows as in "
-            "the layout editor: one line per row, a category letter per seat, a dot for a gap."
+            "the layout editor: one line per row, a category letter per seat, a dot for a gap. "
+            "A German name may follow the name after a bar: [North 1 | Nord 1]."
         ),
     )
 
@@ -75,7 +77,9 @@ class SectionedVenueAdminMixin(AdminMixinBase):
             sections = self._parsed(form, formset)
             if sections is not None:
                 try:
-                    theater = theater_service.create_sectioned_theater(form.cleaned_data["name"], sections)
+                    theater = theater_service.create_sectioned_theater(
+                        form.cleaned_data["name"], sections, name_de=form.cleaned_data.get("name_de", "")
+                    )
                 except BookingError as exc:
                     form.add_error("sections", exc.message)
                 else:
@@ -96,7 +100,11 @@ class SectionedVenueAdminMixin(AdminMixinBase):
         for section in theater["sections"]:
             for cat in section["layout"]["categories"]:
                 categories.setdefault(cat["code"], cat)
-        initial = {"name": theater["name"], "sections": sections_to_text(theater["sections"])}
+        initial = {
+            "name": theater["name"],
+            "name_de": theater.get("nameDe", ""),
+            "sections": sections_to_text(theater["sections"]),
+        }
         form, formset = self._sectioned_form(request, initial, list(categories.values()))
         title = _("Change sectioned venue “%(name)s”") % {"name": theater["name"]}
         if request.method == "POST":
@@ -105,7 +113,10 @@ class SectionedVenueAdminMixin(AdminMixinBase):
             if sections is not None:
                 try:
                     updated = theater_service.update_sectioned_theater(
-                        theater["_id"], form.cleaned_data["name"], sections
+                        theater["_id"],
+                        form.cleaned_data["name"],
+                        sections,
+                        name_de=form.cleaned_data.get("name_de", ""),
                     )
                 except BookingError as exc:
                     form.add_error("sections", exc.message)

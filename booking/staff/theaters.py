@@ -91,7 +91,9 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             layout = self._layout(form, formset)
             if layout is not None:
                 try:
-                    theater = theater_service.create_theater(form.cleaned_data["name"], layout)
+                    theater = theater_service.create_theater(
+                        form.cleaned_data["name"], layout, name_de=form.cleaned_data.get("name_de", "")
+                    )
                 except BookingError as exc:
                     form.add_error("name", exc.message)
                 else:
@@ -122,14 +124,21 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             return HttpResponseRedirect(self.url("sections", theater["_id"]))
         layout = theater["layout"]
         form, formset = self._bind(
-            request, {"name": theater["name"], "grid": layout_to_grid(layout)}, layout["categories"]
+            request,
+            {"name": theater["name"], "name_de": theater.get("nameDe", ""), "grid": layout_to_grid(layout)},
+            layout["categories"],
         )
         if request.method == "POST":
             self.require(request, "change")
             new_layout = self._layout(form, formset)
             if new_layout is not None:
                 try:
-                    updated = theater_service.update_theater(theater["_id"], form.cleaned_data["name"], new_layout)
+                    updated = theater_service.update_theater(
+                        theater["_id"],
+                        form.cleaned_data["name"],
+                        new_layout,
+                        name_de=form.cleaned_data.get("name_de", ""),
+                    )
                 except BookingError as exc:
                     form.add_error(None, exc.message)
                 else:
@@ -202,9 +211,13 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             try:
                 if "sections" in form.cleaned_data:  # a sectioned venue (a stadium)
                     sections = form.cleaned_data["sections"]
-                    theater = theater_service.create_sectioned_theater(form.cleaned_data["name"], sections)
+                    theater = theater_service.create_sectioned_theater(
+                        form.cleaned_data["name"], sections, name_de=form.cleaned_data["name_de"]
+                    )
                 else:
-                    theater = theater_service.create_theater(form.cleaned_data["name"], form.cleaned_data["layout"])
+                    theater = theater_service.create_theater(
+                        form.cleaned_data["name"], form.cleaned_data["layout"], name_de=form.cleaned_data["name_de"]
+                    )
             except BookingError as exc:
                 form.add_error("name", exc.message)
             else:
@@ -235,7 +248,8 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
         if theater is None:
             return self._missing(request)
         shape = {"layout": theater["layout"]} if "layout" in theater else {"sections": theater.get("sections", [])}
-        body = json.dumps({"name": theater["name"], **shape}, indent=2, ensure_ascii=False)
+        german = {"nameDe": theater["nameDe"]} if theater.get("nameDe") else {}
+        body = json.dumps({"name": theater["name"], **german, **shape}, indent=2, ensure_ascii=False)
         response = HttpResponse(body, content_type="application/json; charset=utf-8")
         slug = "".join(ch if ch.isalnum() else "-" for ch in theater["name"].lower()).strip("-") or "theater"
         response["Content-Disposition"] = f'attachment; filename="{slug}-layout.json"'

@@ -3,6 +3,7 @@
 from django import template
 
 from ..formatting import countdown, format_money, thousands
+from ..localized import localized as localized_text
 
 register = template.Library()
 
@@ -33,3 +34,10 @@ def mmss(seconds):
 def get_item(mapping, key):
     """{{ field_errors|get_item:key }}: a dict's value, or "" (offers: a message beside its field)."""
     return (mapping or {}).get(key, "") if hasattr(mapping, "get") else ""
+
+
+@register.filter
+def localized(document, field):
+    """{{ session|localized:"venueName" }}: the staff's German text (``venueNameDe``) on German
+    pages when there is one, else the field itself (booking/localized.py)."""
+    return localized_text(document if hasattr(document, "get") else {}, field)

@@ -28,7 +28,8 @@ def test_a_performance_is_one_document_per_section_sharing_a_performance_id():
     stadium, first = small_stadium()
     docs = list(mongo.sessions().find({"performanceId": first["performanceId"]}).sort("section.index", 1))
     assert [d["section"] for d in docs] == [
-        {"name": s["name"], "index": i, "count": 3} for i, s in enumerate(stadium["sections"])
+        {"name": s["name"], "nameDe": s["nameDe"], "index": i, "count": 3}  # the demo's German names ("Nord 1")
+        for i, s in enumerate(stadium["sections"])
     ]
     assert sum(d["seatsTotal"] for d in docs) == stadium["seatCount"] == 120
     assert all(d["theaterName"] == f"Test Stadium – {d['section']['name']}" for d in docs)

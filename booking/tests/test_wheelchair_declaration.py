@@ -8,17 +8,21 @@ from typing import Any
 import pytest
 from bson import ObjectId
 from django.conf import settings
+from django.core import mail
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
-from booking import clock, mongo
+from booking import clock, mongo, ticket_pdf
 from booking.errors import WheelchairSpaceNotDeclared
 from booking.invariants import check_invariants
+from booking.payments import pdf
 from booking.seat_grid import FREE, HELD, best_available, longest_block
-from booking.services import holds
+from booking.services import change_notices, holds, notifications
 from booking.services.hold_facts import known_sale_facts
 from booking.tests.factories import make_session, make_theater, reread
 from booking.tests.localstripe import VISA, card
+from booking.tests.test_exchanges import pdf_text
 
 pytestmark = pytest.mark.django_db
 
@@ -172,4 +176,39 @@ def test_the_buyers_cart_order_and_tickets_say_wheelchair_space(show, at):
     assert order_page.count("Stalls · Rollstuhlplatz · Normalpreis") == 2  # its line and its e-ticket
     tickets = buyer.get(reverse("booking:order_tickets", args=[ref])).content.decode()
     assert tickets.count("Rollstuhlplatz") == 1
+    assert check_invariants() == []
+
+
+@pytest.mark.parametrize(("language", "words"), [("de-DE,de;q=0.9", "Rollstuhlplatz"), ("en", "wheelchair space")])
+def test_the_payment_page_mail_and_receipt_say_wheelchair_space_and_the_category(show, at, language, words):
+    """The reviewer's gaps (issue 18): the payment page's lines named no category, and the
+    confirmation mail and the receipt PDF did not mark the wheelchair space the cart, order page
+    and tickets mark."""
+    at(released_at(show) - timedelta(hours=1))
+    buyer = Client(HTTP_ACCEPT_LANGUAGE=language)
+    toggle = reverse("booking:toggle_seat", args=[str(show["_id"])])
+    assert buyer.post(toggle, {"seat": SPACE, "wheelchair": "1"}, **HTMX).status_code == 200
+    assert buyer.post(toggle, {"seat": "1:0"}, **HTMX).status_code == 200
+    done = buyer.post(reverse("booking:checkout"), {"name": "Ada", "email": "ada@example.com"})
+    ref = done["Location"].rstrip("/").rsplit("/", 1)[-1]
+
+    payment_page = buyer.get(done["Location"]).content.decode()
+    summary = payment_page.split('class="order-lines"', 1)[1].split("</ul>", 1)[0]
+    assert summary.count(f"Stalls · {words} · ") == 1  # the space: its category and what it is
+    assert summary.count("Stalls · ") == 2  # the ordinary seat: its category too
+
+    assert buyer.post(reverse("booking:pay", args=[ref]), {"payment_method": card(VISA)}).json()["status"] == "paid"
+    order = mongo.orders().find_one({"ref": ref})
+    mail.outbox.clear()
+    assert notifications.send_confirmation(order["_id"]) == "sent"
+    [message] = mail.outbox
+    assert message.body.count(f"(Stalls · {words}, ") == 1 and message.body.count("(Stalls, ") == 1
+    html = str(message.alternatives[0][0])
+    assert html.count(f"Stalls · {words}") == 1
+    with translation.override(order["language"]):
+        rows = pdf._line_rows(order, order["lines"], "EUR", lambda text, raw=False: text)
+    assert [words in str(row) for row in rows].count(True) == 1
+    with translation.override(order["language"]):  # the tickets a change notice attaches say it too
+        assert pdf_text(change_notices.tickets_pdf(order)).count(words) == 1
+        assert pdf_text(ticket_pdf.tickets_pdf(order, ticket_pdf.PAGE)).count(words) == 1  # printed at the counter
     assert check_invariants() == []

@@ -36,6 +36,8 @@ WORDS = {
     "en": {
         "whats_on": "What's on",
         "stage": "Stage",
+        "hall": "Studio Stage",
+        "north": "North",
         "row_seat": "Row {row}, seat {n},",
         "sheet_title": "Row {row}, Seat {n}",
         "tip": "Row {row}, Seat {n} · {category} · {price}",
@@ -77,6 +79,8 @@ WORDS = {
     "de": {
         "whats_on": "Spielplan",
         "stage": "Bühne",
+        "hall": "Studiobühne",  # the staff's German venue and section names (issue 18)
+        "north": "Nord",
         "row_seat": "Reihe {row}, Platz {n},",
         "sheet_title": "Reihe {row}, Platz {n}",
         "tip": "Reihe {row}, Platz {n} · {category} · {price}",
@@ -120,7 +124,9 @@ WORDS = {
 
 @pytest.fixture
 def venues():
-    studio = demo.create_theater("Studio Stage", demo.parse_grid(demo.STUDIO_GRID, demo.STUDIO_CATEGORIES))
+    studio = demo.create_theater(
+        "Studio Stage", demo.parse_grid(demo.STUDIO_GRID, demo.STUDIO_CATEGORIES), name_de="Studiobühne"
+    )
     show = make_session(
         studio,
         name="Waiting for Godot",
@@ -185,6 +191,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         expect(page.get_by_role("heading", level=1)).to_have_text(words["whats_on"])
         card = page.locator("li.show").filter(has_text=words["show"])
         expect(card).to_contain_text(f"{money(1500)} – {money(2200)}")  # the price range, per language
+        expect(page.locator("h3.theater-name", has_text=words["hall"]).first).to_be_visible()
         shot("whats-on", full_page=True)
         press(card.get_by_role("link").first)
 
@@ -268,6 +275,9 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         expect(offer).to_contain_text(words["split"])
         expect(page.locator("#seatmap button.s.of")).to_have_count(8)  # the offer on the map, not held yet
         shot("best-available-answer")  # what the buyer sees as the answer comes
+        if not on_phone:  # the offer and its button where the buyer looks, without scrolling (issue 18)
+            for part in (offer.get_by_text(words["split"]), offer.get_by_role("button", name=words["hold_8"])):
+                expect(part).to_be_in_viewport(ratio=1)
         offer.scroll_into_view_if_needed()
         shot("best-available-split-offer")
         expect(where_the_cart_is).to_contain_text(money(2200 + 1500))  # nothing added before the buyer says so
@@ -296,6 +306,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         press(page.get_by_role("button", name=re.compile(words["continue"])))
         expect(page.get_by_role("heading", name=words["payment"])).to_be_visible()
         fill_card(page, VISA)
+        expect(page.locator(".order-lines")).to_contain_text(words["reduced"])  # each seat's category, as the cart
         shot("payment", full_page=True)
         pay = page.get_by_role("button", name=re.compile(words["pay"]))
         expect(pay).to_contain_text(money(total))
@@ -330,6 +341,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         press(page.get_by_role("button", name=words["find_button"]))
         expect(page.locator(".ref-code")).to_have_text(order["ref"])
         expect(page.locator("main")).to_contain_text(words["reduced"])
+        expect(page.locator("main")).to_contain_text(words["hall"])
         shot("order-page", full_page=True)
 
         page.goto(f"/sessions/{venues['premiere']['_id']}/")  # a queued sale: the waiting room
@@ -340,6 +352,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         page.goto(f"/performances/{venues['match']['performanceId']}/")
         expect(page.locator("html")).to_have_attribute("lang", language)
         expect(page.locator(".pitch")).to_have_text(words["pitch"])
+        expect(page.locator(".stand-north h2")).to_have_text(words["north"])
         shot("stadium-overview", full_page=True)
     finally:
         context.close()
