@@ -154,5 +154,5 @@ def test_the_demo_stadium_performance_is_one_row_and_one_page_with_its_sections(
     assert mongo.sessions().find_one({"_id": match["_id"]})["seatsAvailable"] == 0
     assert check_invariants() == []
     page.goto(f"/admin/booking/theater/{stadium['_id']}/change/")  # its own editor, sections as text
-    assert "[North 1]" in page.get_by_label("Sections").input_value()
+    assert "[North 1 | Nord 1]" in page.get_by_label("Sections").input_value()  # with its German name
     snap(page, "09-sectioned-venue-editor")
