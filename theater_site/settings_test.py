@@ -5,6 +5,7 @@ Subprocesses the tests start (Celery workers, gunicorn, manage.py) inherit DEV_E
 """
 
 import os
+import tempfile
 
 os.environ["DEV_ENV_FILE"] = ""  # before the import: the tests never reach a running dev stack
 
@@ -19,3 +20,13 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 BOOKING_WHATS_ON_CACHE_SECONDS = 0
 # What a request queued is in Redis when it returns (test_publish.py turns the publisher thread on).
 BOOKING_PUBLISH_AFTER_ANSWER = False
+
+# The test database in a file, not in memory. With an in-memory SQLite database Django's live
+# server shares one connection between its request threads, and a page that sends several
+# requests at once (the door phone back online: its list, counts and sync together) used it from
+# two threads at a time ("bad parameter or other API misuse": a session read failed and the phone
+# was told to sign in again). pytest-django gives each xdist worker its own file (a _gwN suffix).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"theater-tests-{os.getpid()}.sqlite3")}  # noqa: F405
+    # nothing of it needs to survive a crash: no fsync per commit
+    DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = "PRAGMA synchronous=OFF"  # noqa: F405
