@@ -21,14 +21,26 @@ server received under ``/v1/``: its path, its ``Idempotency-Key`` and whether it
 ``POST /_config/idempotency`` with ``{"honour": false}`` makes it ignore the keys again as plain
 localstripe does (``true``: back to Stripe's way), so a test can show that our own guards alone
 never charge or refund twice.
+
+Where it keeps its objects: localstripe itself pickles its whole store to one fixed file,
+``/tmp/localstripe.pickle``, on every write, for every instance on the machine (the tests start
+one per worker): instances overwrote each other's file, and one killed while writing left a
+truncated file that every later start without ``--from-scratch`` died on (the dev stack with it).
+Here the store is kept in memory unless ``--data PATH`` names a file (``run.sh``: ``.run/``),
+written whole to a temporary file and renamed over it; a file that cannot be read is set aside
+(``PATH.unreadable``) and the server starts empty, saying so.
 """
 
 import asyncio
 import hashlib
+import logging
+import os
+import pickle
+import sys
 from collections import deque
 
 from aiohttp import web
-from localstripe import server
+from localstripe import resources, server
 
 Scope = tuple[str, str]  # (Authorization header: the API key, Idempotency-Key)
 
@@ -99,7 +111,48 @@ async def honour_keys(request: web.Request) -> web.Response:
     return server.json_response({"honour": _honour_keys[0]})
 
 
+def keep_store_at(path: str | None) -> None:
+    """The store on disk at ``path`` only (None: in memory), written atomically."""
+
+    def load(store) -> None:
+        if path is None:
+            return
+        try:
+            with open(path, "rb") as f:
+                old = pickle.load(f)  # noqa: S301 - the dev stack's own file, written by dump() below
+        except FileNotFoundError:
+            return
+        except Exception as exc:  # noqa: BLE001 - any unreadable file: start empty, keep it for a look
+            os.replace(path, path + ".unreadable")
+            logging.warning("localstripe: %s could not be read (%s): starting empty", path, exc)
+            return
+        store.clear()
+        store.update(old)
+
+    def dump(store) -> None:
+        if path is None:
+            return
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "wb") as f:
+            pickle.dump(dict(store), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)
+
+    resources.Store.try_load_from_disk = load
+    resources.Store.dump_to_disk = dump
+
+
+def take_data_option(argv: list[str]) -> str | None:
+    """``--data PATH`` out of ``argv`` (localstripe parses the rest)."""
+    if "--data" not in argv:
+        return None
+    at = argv.index("--data")
+    path = argv[at + 1]
+    del argv[at : at + 2]
+    return path
+
+
 def main() -> None:
+    keep_store_at(take_data_option(sys.argv))
     server.app.middlewares.insert(0, idempotency_middleware)  # outermost: it sees declines as answers
     server.app.router.add_get("/_config/requests", requests_received)
     server.app.router.add_post("/_config/idempotency", honour_keys)

@@ -29,7 +29,7 @@ if [ -z "${STRIPE_SECRET_KEY:-}" ]; then
   export STRIPE_WEBHOOK_SECRET=${STRIPE_WEBHOOK_SECRET:-whsec_dev_localstripe}
   export STRIPE_API_BASE="http://127.0.0.1:${stripe_port}"
   export STRIPE_JS_URL="http://127.0.0.1:${stripe_port}/js.stripe.com/v3/"
-  echo "stripe: .venv/bin/python scripts/localstripe_server.py --port ${stripe_port}" >> "$procfile"
+  echo "stripe: .venv/bin/python scripts/localstripe_server.py --port ${stripe_port} --data .run/localstripe.pickle" >> "$procfile"
   echo "stripehook: .venv/bin/python manage.py localstripe_webhook --url http://127.0.0.1:${PORT}" >> "$procfile"
 fi
 # What the processes below run with, for every other manage.py command too (theater_site/settings.py
