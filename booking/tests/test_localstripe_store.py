@@ -33,7 +33,7 @@ def start(port: int, data) -> subprocess.Popen:
             time.sleep(0.05)
 
 
-def customers(port: int, monkeypatch) -> list[str]:
+def customers(port: int, monkeypatch) -> list[str | None]:
     monkeypatch.setattr(stripe, "api_base", f"http://127.0.0.1:{port}")
     return [c.email for c in stripe.Customer.list(api_key="sk_test_store").data]
 
