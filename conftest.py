@@ -168,6 +168,24 @@ def mongo_db(_indexed_collections):
     yield db
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limit_windows(redis_url):
+    """Every test client is 127.0.0.1 and one Redis serves a worker's whole run, so the hold limit
+    per address (120 a minute) would count the holds of every test in the same minute: each test
+    starts with no rate-limit counts, in Redis and in the in-process fallback."""
+    import redis
+
+    from booking import ratelimits
+
+    store = redis.Redis.from_url(redis_url)
+    keys = list(store.scan_iter(match="rl:*", count=1000))
+    if keys:
+        store.delete(*keys)
+    store.close()
+    ratelimits.local_counts = ratelimits.LocalCounts()
+    yield
+
+
 # --- Chromium: one per test session (per xdist worker) ---
 # The browser tests (tests/browser/) and the Content-Security-Policy tests (tests/security/) open
 # their own browser contexts (own cookies: one buyer each) in it; launching Chromium costs a second

@@ -23,6 +23,7 @@ from booking.invariants import check_invariants
 from booking.services import notifications, waiting_room
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA
+from tests.browser.scrolling import scroll_into_view
 from tests.browser.test_card_payment import fill_card
 from tests.browser.test_seat_map_phone import map_centre, pinch, touch
 
@@ -207,7 +208,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         probe = place("C", 2)
         before = probe.bounding_box()["width"]
         if on_phone:
-            page.locator("#seatmap .map-scroll").scroll_into_view_if_needed()
+            scroll_into_view(page.locator("#seatmap .map-scroll"))
             x, y = map_centre(page)
             pinch(page, touch(page), x, y, 100, 150)
             assert page.evaluate("window.visualViewport.scale") == 1
@@ -220,7 +221,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         reduced = place("G", 1)
         reduced_words = words["tip"].format(row="G", n=1, category=words["reduced"], price=money(1500))
         if on_phone:
-            reduced.scroll_into_view_if_needed()
+            scroll_into_view(reduced)
             reduced.tap()
             expect(sheet).to_contain_text(words["sheet_title"].format(row="G", n=1))
             expect(sheet).to_contain_text(f"{words['reduced']} · {money(1500)}")
@@ -235,7 +236,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
 
         # a wheelchair space: the sheet asks whether the buyer needs it; "No" holds nothing
         wheelchair = place("F", 1)
-        wheelchair.scroll_into_view_if_needed()
+        scroll_into_view(wheelchair)
         press(wheelchair)
         expect(sheet).to_contain_text(words["sheet_title"].format(row="F", n=1))
         expect(sheet).to_contain_text(words["wheelchair_sheet"])
@@ -259,7 +260,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
             expect(cart_bar).to_be_hidden()  # the panel beside the map says it all
         shot("held-sticky-bar" if on_phone else "held-cart-panel")
 
-        reduced.scroll_into_view_if_needed()
+        scroll_into_view(reduced)
         press(reduced)
         if on_phone:  # the tap shows the sheet again; the hold is the sheet's button
             press(sheet.get_by_role("button", name=words["hold"]))
@@ -278,7 +279,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         if not on_phone:  # the offer and its button where the buyer looks, without scrolling (issue 18)
             for part in (offer.get_by_text(words["split"]), offer.get_by_role("button", name=words["hold_8"])):
                 expect(part).to_be_in_viewport(ratio=1)
-        offer.scroll_into_view_if_needed()
+        scroll_into_view(offer)
         shot("best-available-split-offer")
         expect(where_the_cart_is).to_contain_text(money(2200 + 1500))  # nothing added before the buyer says so
         press(offer.get_by_role("button", name=words["hold_8"]))

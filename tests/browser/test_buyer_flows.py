@@ -9,6 +9,7 @@ from booking import selectors
 from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.seat_grid import FREE, HELD
 from booking.tests.factories import make_session, make_theater
+from tests.browser.scrolling import scroll_into_view
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -163,7 +164,7 @@ def test_phone_layout_and_big_hall(new_page, shot):
     shot(laptop, "grand-hall-laptop", full_page=False)
     phone = new_page(viewport={"width": 390, "height": 844})
     phone.goto(f"/sessions/{grand['_id']}/")
-    seat(phone, "K", 20).scroll_into_view_if_needed()
+    scroll_into_view(seat(phone, "K", 20))
     seat(phone, "K", 20).click()
     expect(seat(phone, "K", 20)).to_have_attribute("aria-label", re.compile("held by you$"))
     shot(phone, "grand-hall-phone", full_page=False)

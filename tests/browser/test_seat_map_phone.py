@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from booking import demo, mongo
 from booking.demo_stadium import create_match, create_stadium
 from booking.tests.factories import make_session
+from tests.browser.scrolling import scroll_into_view
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -73,7 +74,7 @@ def test_no_seat_is_hidden_by_labels_or_chrome(new_page, halls, width):
         check_every_seat(page, url, width, name)
         page.goto(url)
         first_free = page.locator("#seatmap button.s:not([aria-disabled])").first
-        first_free.scroll_into_view_if_needed()
+        scroll_into_view(first_free)
         first_free.click()  # with a seat held the sticky cart bar is on screen too
         expect(page.locator("#cart-bar")).to_contain_text("1 seat")
         hidden = page.evaluate(HIDDEN_SEATS)
@@ -166,7 +167,7 @@ def test_pinch_zooms_the_map_not_the_page_and_a_small_seat_is_zoomed_to_before_c
         page.goto(f"/sessions/{halls['Grand Hall']['_id']}/")
         expect(page.locator("[data-minimap]")).to_be_visible()  # the hall is wider than the phone
         expect(page.locator("[data-pan-hint]")).to_contain_text("off-screen")
-        page.locator("#seatmap .map-scroll").scroll_into_view_if_needed()
+        scroll_into_view(page.locator("#seatmap .map-scroll"))
         cdp = touch(page)
         before = seat_width(page, "K", 20)
         assert before >= 24
@@ -176,7 +177,7 @@ def test_pinch_zooms_the_map_not_the_page_and_a_small_seat_is_zoomed_to_before_c
         assert smaller < before * 0.5
         assert page.evaluate("window.visualViewport.scale") == 1  # the page itself did not zoom
         target = seat(page, "K", 20)
-        target.scroll_into_view_if_needed()
+        scroll_into_view(target)
         target.tap()  # too small for a finger: zoomed to, not chosen
         expect(page.locator("#seat-sheet")).to_be_hidden()
         assert seat_width(page, "K", 20) >= 24
@@ -184,7 +185,7 @@ def test_pinch_zooms_the_map_not_the_page_and_a_small_seat_is_zoomed_to_before_c
         x, y = map_centre(page)
         pinch(page, cdp, x, y, 80, 200)  # fingers apart: bigger seats
         assert seat_width(page, "K", 20) > 30
-        target.scroll_into_view_if_needed()
+        scroll_into_view(target)
         target.tap()
         expect(page.locator("#seat-sheet")).to_be_visible()
         expect(page.locator("#seat-sheet")).to_contain_text("Row K, Seat 20")

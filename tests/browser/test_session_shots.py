@@ -8,6 +8,7 @@ import pytest
 
 from booking import demo
 from booking.demo_stadium import create_match, create_stadium
+from tests.browser.scrolling import scroll_into_view
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -39,7 +40,7 @@ def test_session_page_screenshots(new_page, halls):
             page.screenshot(path=str(folder / f"{name}-{label}.png"))
             page.screenshot(path=str(folder / f"{name}-{label}-full.png"), full_page=True)
             free = page.locator("#seatmap button.s:not([aria-disabled])").first
-            free.scroll_into_view_if_needed()
+            scroll_into_view(free)
             free.hover()
             free.click()  # a seat held: the cart bar on a phone, the tooltip on a laptop
             page.locator("#cart-summary .countdown").wait_for()
