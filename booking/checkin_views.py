@@ -73,7 +73,7 @@ def door_staff_only(view):
         if not request.user.is_authenticated:
             if request.method in ("GET", "HEAD") and not _wants_json(request):
                 return redirect(f"{reverse('checkin:login')}?next={request.get_full_path()}")
-            return _json({"error": "Please sign in again.", "signedOut": True}, 403)
+            return _json({"error": gettext("Please sign in again."), "signedOut": True}, 403)
         if not request.user.has_perm(PERMISSION):
             message = gettext("Your account may not check in tickets. Ask a manager for the door check-in permission.")
             if _wants_json(request):

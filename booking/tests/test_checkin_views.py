@@ -82,6 +82,14 @@ def test_signed_out_pages_go_to_the_door_login_and_json_is_403(client, show):
     assert post_json(client, url(session, "scan"), {"code": "x"}).status_code == 403
 
 
+def test_a_signed_out_door_phone_is_told_to_sign_in_again_in_its_language(client, show):
+    session, _ = show
+    for language, words in (("en", "Please sign in again."), ("de", "Bitte melden Sie sich erneut an.")):
+        response = post_json(client, url(session, "sync"), {"scans": []}, HTTP_ACCEPT_LANGUAGE=language)
+        assert response.status_code == 403
+        assert response.json() == {"error": words, "signedOut": True}
+
+
 def test_door_staff_sign_in_on_the_door_login_without_admin_access(client, show):
     session, _ = show
     door_staff("anna")
