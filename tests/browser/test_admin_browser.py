@@ -103,3 +103,20 @@ def test_manager_draws_a_theater_and_puts_a_session_on_sale(staff_login, new_pag
     expect(buyer.get_by_role("button", name=re.compile(r"^Row A, seat 1,"))).to_have_attribute("aria-disabled", "true")
     expect(buyer.get_by_role("button", name=re.compile(r"wheelchair space"))).to_have_count(2)
     shot(buyer, "public-session-seat-map")
+
+
+def test_the_theater_editor_fits_a_phone(new_page, shot):
+    """A manager fixing a category from a phone: the category table and the grid fit 390 px."""
+    User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")
+    page = new_page({"width": 390, "height": 844})
+    page.goto("/admin/login/?next=/admin/booking/theater/add/")
+    page.get_by_label("Username").fill("boss")
+    page.get_by_label("Password").fill("a-long-test-password")
+    page.get_by_role("button", name="Log in").click()
+    table = page.locator("table.categories")
+    expect(table).to_be_visible()
+    shot(page, "theater-editor-390")
+    for control in table.locator("input").all():
+        box = control.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, control.evaluate("e => e.name")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
