@@ -38,3 +38,10 @@ def crash_at(fault_hook):
         fault_hook(hook)
 
     return arm
+
+
+@pytest.fixture
+def no_hold_rate_limit(settings):
+    """No hold rate limit per buyer: for tests that hold more seats a minute than a person clicks
+    (every test client is 127.0.0.1; the limits have their own tests in tests/security/)."""
+    settings.BOOKING_HOLD_RATE = ""

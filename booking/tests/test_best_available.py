@@ -12,10 +12,10 @@ from booking.errors import InvalidRequest, NoAdjacentSeats
 from booking.seat_grid import FREE, HELD, best_wheelchair, longest_block
 from booking.services import holds
 from booking.tests.factories import make_session, make_theater
+from booking.tests.headers import HTMX
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
 CATEGORIES = [
     {"code": "p", "name": "Premium", "color": "#a855f7"},
     {"code": "s", "name": "Stalls", "color": "#3b82f6"},
@@ -26,11 +26,6 @@ A: sspppppss
 B: sspppppss
 C: sssssssss
 """
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
 
 
 @pytest.fixture

@@ -7,16 +7,10 @@ from django.urls import reverse
 
 from booking import mongo
 from booking.tests.factories import make_session
+from booking.tests.headers import HTMX
 from booking.tests.localstripe import VISA, card
 
-pytestmark = pytest.mark.django_db
-
-HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ layout editor (``nameDe``, like a show's ``nameDe``); German pages show it on th
 seat labels), best available's words, the cart, checkout, the order page, the tickets, the mail and
 the receipt. English pages, and categories without a German name, show the main name."""
 
-from typing import Any
-
 import pytest
 from django.core import mail
 from django.test import Client
@@ -16,18 +14,11 @@ from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.payments import pdf
 from booking.services import notifications
 from booking.tests.factories import make_session, make_theater, reread
+from booking.tests.headers import GERMAN, HTMX
 from booking.tests.localstripe import VISA, card
 from booking.tests.test_admin_theaters import editor_data
 
-pytestmark = pytest.mark.django_db
-
-GERMAN: dict[str, Any] = {"HTTP_ACCEPT_LANGUAGE": "de-DE,de;q=0.9"}
-HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 
 def with_german_names(data: dict, **names: str) -> dict:

@@ -13,8 +13,7 @@ from booking.services import counter, offers
 from booking.services import sessions as session_service
 from booking.tests.admin_support import every_booking_perm, make_staff
 from booking.tests.factories import TYPES, make_session
-
-HTMX = {"HTTP_HX_REQUEST": "true"}
+from booking.tests.headers import HTMX
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ buyer's mails are written in the language they checked out in; staff's German sh
 shown on German pages. English stays the default (the test client sends no Accept-Language)."""
 
 import re
-from typing import Any, cast
+from typing import cast
 
 import pytest
 from django.conf import settings as django_settings
@@ -19,17 +19,10 @@ from booking.demo_stadium import create_match, create_stadium
 from booking.payments import money
 from booking.services import notifications
 from booking.tests.factories import make_session
+from booking.tests.headers import GERMAN, HTMX
 from booking.tests.localstripe import VISA, card
 
-pytestmark = pytest.mark.django_db
-
-GERMAN: dict[str, Any] = {"HTTP_ACCEPT_LANGUAGE": "de-DE,de;q=0.9,en;q=0.5"}
-HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 
 def url(name, **kwargs):

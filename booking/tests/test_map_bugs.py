@@ -19,10 +19,9 @@ from booking.services import reservations
 from booking.services import sessions as session_service
 from booking.services.theaters import create_theater
 from booking.tests.factories import make_session
+from booking.tests.headers import HTMX
 
 pytestmark = pytest.mark.django_db
-
-HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture(autouse=True)

@@ -9,15 +9,10 @@ from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider
 from booking.seat_grid import FREE, HELD, SOLD
 from booking.tests.factories import make_session
+from booking.tests.headers import HTMX
 from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card, requests_received
 
-pytestmark = pytest.mark.django_db
-HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 
 @pytest.fixture

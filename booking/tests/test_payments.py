@@ -17,6 +17,7 @@ from booking.services import carts, checkout, holds, payments
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card, requests_received
+from booking.tests.threads import at_once
 
 ALICE = "s:alice"
 BOB = "s:bob"
@@ -143,15 +144,7 @@ def test_double_submit_charges_once():
     again = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
     assert again["_id"] == first["_id"] and mongo.orders().count_documents({}) == 1
     means = card(VISA)
-    results = []
-    threads = [
-        threading.Thread(target=lambda: results.append(payments.pay_with_card(first["_id"], ALICE, means).status))
-        for _ in range(4)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    results = at_once(lambda: payments.pay_with_card(first["_id"], ALICE, means).status, 4)
     assert "paid" in results and set(results) <= {"paid", "processing"}
     confirms = [
         r for r in requests_received() if r["path"] == f"/v1/payment_intents/{first['payment']['intent']}/confirm"

@@ -78,17 +78,13 @@ def test_a_late_payment_refunded_because_the_seats_were_taken_gives_the_use_back
     assert check_invariants() == []
 
 
-def test_a_crash_while_refunding_the_late_payment_still_gives_the_use_back_once(fault_hook):
+def test_a_crash_while_refunding_the_late_payment_still_gives_the_use_back_once(fault_hook, crash_at):
     session = make_session()
     order, asked = late_payer(session)
     holds.hold_seats(session["_id"], BOB, None, ["1:3"])
     authenticate(order["payment"]["intent"], asked.client_secret)
 
-    def die(name):
-        if name == "refund.lost_after_order":  # refunded on the order, nothing else done yet
-            raise faults.InjectedCrash(name)
-
-    fault_hook(die)
+    crash_at("refund.lost_after_order")  # refunded on the order, nothing else done yet
     with pytest.raises(faults.InjectedCrash):
         payments.check(order["_id"])
     fault_hook(None)
@@ -113,7 +109,7 @@ def test_a_late_payment_that_never_comes_gives_the_use_back_after_the_late_perio
     assert check_invariants() == []
 
 
-def test_a_full_refund_crashing_after_the_order_write_still_gives_the_use_back(fault_hook):
+def test_a_full_refund_crashing_after_the_order_write_still_gives_the_use_back(fault_hook, crash_at):
     """Staff refund a paid order with the code in full and the process dies before the use goes back."""
     from booking.services import refunds
     from booking.tests.paying import pay
@@ -124,11 +120,7 @@ def test_a_full_refund_crashing_after_the_order_write_still_gives_the_use_back(f
     promos.apply_code(ALICE, cart.cart_id, "ONCE")
     paid = pay(checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com"))
 
-    def die(name):
-        if name == "refund.after_order":
-            raise faults.InjectedCrash(name)
-
-    fault_hook(die)
+    crash_at("refund.after_order")
     with pytest.raises(faults.InjectedCrash):
         refunds.refund_tickets(paid["_id"], by="anna")
     fault_hook(None)

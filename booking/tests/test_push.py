@@ -18,12 +18,14 @@ from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session
 
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.usefixtures("no_hold_rate_limit"),
+]
 
 
 @pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
+def _seats_one_by_one(settings):
     settings.BOOKING_PREVENT_ORPHAN_SEATS = False  # the tests hold seats one by one
 
 

@@ -6,7 +6,6 @@ keep it, and German pages, mails, tickets and receipts show it. English pages sh
 
 import json
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.core import mail
@@ -33,21 +32,14 @@ from booking.services import (
 )
 from booking.services.theaters import create_theater, update_theater
 from booking.tests.factories import make_session, reread
+from booking.tests.headers import GERMAN, HTMX
 from booking.tests.localstripe import VISA, card
 from booking.tests.test_admin_performances import _form as sectioned_form
 from booking.tests.test_admin_performances import make_match
 from booking.tests.test_admin_theaters import editor_data
 from booking.tests.test_exchanges import pdf_text
 
-pytestmark = pytest.mark.django_db
-
-GERMAN: dict[str, Any] = {"HTTP_ACCEPT_LANGUAGE": "de-DE,de;q=0.9"}
-HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 
 def studio(name_de: str = "Studiobühne") -> dict:

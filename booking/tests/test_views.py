@@ -12,16 +12,10 @@ from booking import buyer, clock, mongo, selectors
 from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session, make_theater
+from booking.tests.headers import HTMX
 from booking.tests.localstripe import VISA, card
 
-pytestmark = pytest.mark.django_db
-
-HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""  # every test client is 127.0.0.1; the limit has its own tests
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import socket
 import subprocess
 import time
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.test import Client
@@ -22,11 +21,10 @@ from django.urls import reverse
 from booking import clock
 from booking.services import admission, waiting_room
 from booking.tests.factories import make_session
+from booking.tests.headers import HTMX
 from booking.tests.ports import free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
-
-HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}  # Any: extra headers for Client
 
 
 class OwnRedis:

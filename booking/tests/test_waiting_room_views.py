@@ -3,7 +3,6 @@ redirect, the seat actions' 403 without admission, bad input (4xx, never 500), R
 
 import re
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from bson import ObjectId
@@ -13,16 +12,10 @@ from django.urls import reverse
 from booking import buyer, clock, mongo, selectors
 from booking.services import admission, waiting_room
 from booking.tests.factories import make_session
+from booking.tests.headers import HTMX
 from booking.tests.ports import free_port
 
-pytestmark = pytest.mark.django_db
-
-HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}  # Any: extra headers for Client
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 
 def url(name, **kwargs):

@@ -14,12 +14,7 @@ from booking.services import holds
 from booking.tests.commands import counting_commands
 from booking.tests.factories import make_session, make_theater
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 
 def cards(page: str) -> list[str]:

@@ -3,7 +3,6 @@ need it (services/holds.py: the hold's one conditional update requires the decla
 within the release period). At the exact release moment it is an ordinary seat to everyone."""
 
 from datetime import datetime, timedelta
-from typing import Any
 
 import pytest
 from bson import ObjectId
@@ -21,20 +20,15 @@ from booking.seat_grid import FREE, HELD, best_available, longest_block
 from booking.services import change_notices, holds, notifications
 from booking.services.hold_facts import known_sale_facts
 from booking.tests.factories import make_session, make_theater, reread
+from booking.tests.headers import HTMX
 from booking.tests.localstripe import VISA, card
 from booking.tests.test_exchanges import pdf_text
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 # Row A: wheelchair spaces at both ends, companion seats beside them; row B: ordinary seats.
 GRID = "A: Ssss.sssS\nB: ssss.ssss\n"
 SPACE = "0:0"
-HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _no_hold_rate_limit(settings):
-    settings.BOOKING_HOLD_RATE = ""
 
 
 @pytest.fixture

@@ -20,14 +20,20 @@ GRID_WITH_MISTAKE = "A: sss..sss\nB: sssxssss\n"
 GRID = "A: sss..sss\nB: ssssssss\nC: pppppppp\nD: Pp....pP\n"  # 26 seats, 2 wheelchair spaces
 
 
-@pytest.fixture
-def staff_login(new_page):
+def log_in_as_boss(new_page, viewport: dict, then: str = "/admin/"):
+    """A superuser signed in through the admin's login page, on the page ``then``."""
     User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")
-    page = new_page({"width": 1400, "height": 1000})
-    page.goto("/admin/")
+    page = new_page(viewport)
+    page.goto(f"/admin/login/?next={then}")
     page.get_by_label("Username").fill("boss")
     page.get_by_label("Password").fill("a-long-test-password")
     page.get_by_role("button", name="Log in").click()
+    return page
+
+
+@pytest.fixture
+def staff_login(new_page):
+    page = log_in_as_boss(new_page, {"width": 1400, "height": 1000})
     expect(page.get_by_role("heading", name="Site administration")).to_be_visible()
     return page
 
@@ -107,12 +113,7 @@ def test_manager_draws_a_theater_and_puts_a_session_on_sale(staff_login, new_pag
 
 def test_the_theater_editor_fits_a_phone(new_page, shot):
     """A manager fixing a category from a phone: the category table and the grid fit 390 px."""
-    User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")
-    page = new_page({"width": 390, "height": 844})
-    page.goto("/admin/login/?next=/admin/booking/theater/add/")
-    page.get_by_label("Username").fill("boss")
-    page.get_by_label("Password").fill("a-long-test-password")
-    page.get_by_role("button", name="Log in").click()
+    page = log_in_as_boss(new_page, {"width": 390, "height": 844}, then="/admin/booking/theater/add/")
     table = page.locator("table.categories")
     expect(table).to_be_visible()
     shot(page, "theater-editor-390")

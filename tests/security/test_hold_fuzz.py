@@ -7,12 +7,12 @@ from hypothesis import strategies as st
 
 from booking import invariants
 from booking.tests.factories import make_session
+from booking.tests.headers import HTMX
 
 from .support import assert_unchanged, buyer_client, csrf, snapshot
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # hypothesis: 120 request bodies
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
 
 coordinate = st.one_of(
     st.integers(min_value=-3, max_value=12),

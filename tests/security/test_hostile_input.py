@@ -20,10 +20,10 @@ from booking import clock, mongo
 from booking.domain import CartState
 from booking.seat_grid import FREE, HELD
 from booking.services import carts as cart_service
+from booking.tests.headers import HTMX
 
 from .support import assert_unchanged, buyer_client, csrf, snapshot
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
 UNKNOWN_ID = "0123456789abcdef01234567"
 
 pytestmark = pytest.mark.django_db

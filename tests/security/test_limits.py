@@ -20,10 +20,10 @@ from booking.errors import TooManySeats
 from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session
+from booking.tests.headers import HTMX
 from booking.tests.paying import checkout_paid
 
 ROOT = Path(__file__).resolve().parents[2]
-HTMX = {"HTTP_HX_REQUEST": "true"}
 _addresses = itertools.count(1)
 
 pytestmark = pytest.mark.django_db

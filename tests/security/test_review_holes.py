@@ -15,11 +15,10 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from booking import clock, mongo
 from booking.services import holds, notifications, reconcile
 from booking.tests.factories import make_theater
+from booking.tests.headers import HTMX
 from booking.tests.paying import checkout_paid
 
 from .support import assert_unchanged, buyer_client, csrf, snapshot
-
-HTMX = {"HTTP_HX_REQUEST": "true"}
 
 pytestmark = pytest.mark.django_db
 
