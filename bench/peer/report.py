@@ -18,6 +18,14 @@ ROWS = [
 ]
 
 
+def _quiet_or_not(r: dict) -> str:
+    """What the one-minute load before the run says about the figures (later loads are mostly the
+    run's own: our half leaves about 5 on two cores)."""
+    if r["load_before"][0] < 2.5:
+        return "The machine was quiet before the run; the later loads are mostly the run's own."
+    return "Two cores shared with other work: noisy figures."
+
+
 def _f(v, digits=1) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
@@ -100,7 +108,7 @@ def markdown(r: dict) -> str:
         f"gunicorn `{r['gunicorn']}`; {r['seconds']:.0f} s per row after an unmeasured warm-up; ours first, "
         f"then pretix. Load average before {', '.join(_f(x, 2) for x in r['load_before'])}; at each system's "
         f"start {'; '.join(f'{n} ' + ', '.join(_f(x, 2) for x in la) for n, la in r['load_during'])}; after "
-        f"{', '.join(_f(x, 2) for x in r['load_after'])}. Two cores shared with other work: noisy figures.",
+        f"{', '.join(_f(x, 2) for x in r['load_after'])}. {_quiet_or_not(r)}",
         "",
         "Latency is what the client saw (ms). CPU: ms per counted request (per order for the checkout rows) "
         "of the web workers, the database (ours: devmongo; pretix: its PostgreSQL backends) and Redis. "
