@@ -10,7 +10,8 @@ localstripe's own, does what Stripe documents
 
 - the first answer to a POST with a key is kept (per API key and idempotency key) and given
   again, unchanged, to every later POST with that key (with ``Idempotent-Replayed: true``);
-  declines (4xx) are kept too, 5xx answers are not;
+  declines (4xx) are kept too, and so are 5xx answers ("including 500 errors": Stripe keeps
+  whatever its endpoint answered once it began to run);
 - the same key with other parameters (another path or body) is refused: 400 ``idempotency_error``;
 - the same key while its first request is still running: 409 ``idempotency_key_in_use`` (the
   ``stripe`` library retries that).
@@ -20,7 +21,9 @@ Keys are kept in memory for the life of the process (Stripe: 24 hours); ``DELETE
 server received under ``/v1/``: its path, its ``Idempotency-Key`` and whether it was replayed, and
 ``POST /_config/idempotency`` with ``{"honour": false}`` makes it ignore the keys again as plain
 localstripe does (``true``: back to Stripe's way), so a test can show that our own guards alone
-never charge or refund twice.
+never charge or refund twice. ``POST /_config/fail_next`` with ``{"path": "/v1/refunds",
+"times": 1}`` makes the next POSTs to that path answer 500 from inside the endpoint, without doing
+anything (an outage at Stripe after the request was taken in): kept under their keys as above.
 
 Where it keeps its objects: localstripe itself pickles its whole store to one fixed file,
 ``/tmp/localstripe.pickle``, on every write, for every instance on the machine (the tests start
@@ -49,6 +52,7 @@ _running: set[Scope] = set()
 _requests: deque[dict] = deque(maxlen=100_000)  # what tests ask about; bounded for a long dev run
 _lock = asyncio.Lock()
 _honour_keys = [True]  # POST /_config/idempotency {"honour": false}: plain localstripe's way
+_fail_next: dict[str, int] = {}  # path -> how many more POSTs to it answer 500 (POST /_config/fail_next)
 
 
 def _error(status: int, kind: str, message: str) -> web.Response:
@@ -60,6 +64,7 @@ async def idempotency_middleware(request: web.Request, handler):
     if request.method == "DELETE" and request.path == "/_config/data":
         _answers.clear()
         _requests.clear()
+        _fail_next.clear()
         return await handler(request)
     if request.method != "POST" or not request.path.startswith("/v1/"):
         return await handler(request)
@@ -67,7 +72,7 @@ async def idempotency_middleware(request: web.Request, handler):
     seen = {"path": request.path, "key": key, "replayed": False}
     _requests.append(seen)
     if not key or not _honour_keys[0]:
-        return await handler(request)
+        return await _failing_or(handler, request)
     scope = (request.headers.get("Authorization", ""), key)
     fingerprint = hashlib.sha256(request.path.encode() + b"\0" + await request.read()).hexdigest()
     async with _lock:
@@ -94,12 +99,25 @@ async def idempotency_middleware(request: web.Request, handler):
         response.headers["Idempotency-Key"] = key
         return response
     try:
-        response = await handler(request)
-        if response.status < 500:
-            _answers[scope] = (fingerprint, response.status, bytes(response.body or b""), response.content_type)
+        response = await _failing_or(handler, request)
+        _answers[scope] = (fingerprint, response.status, bytes(response.body or b""), response.content_type)
         return response
     finally:
         _running.discard(scope)
+
+
+async def _failing_or(handler, request: web.Request) -> web.Response:
+    """The endpoint's answer, or a 500 while a test asked for failures on this path."""
+    if _fail_next.get(request.path, 0) > 0:
+        _fail_next[request.path] -= 1
+        return _error(500, "api_error", "An unknown error occurred (failure asked for by /_config/fail_next).")
+    return await handler(request)
+
+
+async def fail_next(request: web.Request) -> web.Response:
+    asked = await request.json()
+    _fail_next[str(asked["path"])] = int(asked.get("times", 1))
+    return server.json_response({"path": asked["path"], "times": _fail_next[str(asked["path"])]})
 
 
 async def requests_received(request: web.Request) -> web.Response:
@@ -156,6 +174,7 @@ def main() -> None:
     server.app.middlewares.insert(0, idempotency_middleware)  # outermost: it sees declines as answers
     server.app.router.add_get("/_config/requests", requests_received)
     server.app.router.add_post("/_config/idempotency", honour_keys)
+    server.app.router.add_post("/_config/fail_next", fail_next)
     server.start()  # localstripe's own argument parsing and server
 
 

@@ -109,9 +109,10 @@ class Provider:
         succeeded (the flow then settles it), never as an error."""
         raise NotImplementedError
 
-    def refund(self, payment_id: str, amount: int, *, refund_key: str) -> Refund:
+    def refund(self, payment_id: str, amount: int, *, refund_key: str, attempt: int = 1) -> Refund:
         """Give back ``amount`` of it. ``refund_key`` is ours and the same on every retry: the
-        provider is asked for a refund with that key first, so a retry never refunds twice."""
+        provider is asked for a refund with that key first, so a retry never refunds twice.
+        ``attempt``: the how-many-th time this refund is asked for (1 the first time)."""
         raise NotImplementedError
 
     def parse_webhook(self, payload: bytes, headers: dict) -> WebhookEvent:

@@ -49,7 +49,7 @@ class CounterProvider(base.Provider):
     def cancel(self, payment_id: str) -> base.Payment:
         return base.Payment(provider=self.name, id=payment_id, status=base.CANCELED, amount=0, currency="")
 
-    def refund(self, payment_id: str, amount: int, *, refund_key: str) -> base.Refund:
+    def refund(self, payment_id: str, amount: int, *, refund_key: str, attempt: int = 1) -> base.Refund:
         return base.Refund(
             provider=self.name, id=f"counter-{refund_key}", amount=amount, status="succeeded", refund_key=refund_key
         )

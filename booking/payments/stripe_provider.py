@@ -126,6 +126,13 @@ def _wrap(call, *args, **kwargs):
         _spent.ms = getattr(_spent, "ms", 0.0) + (time.perf_counter() - started) * 1000
 
 
+def refund_idempotency_key(refund_key: str, attempt: int, server_errors: int) -> str:
+    """``refund-<our id>``; from a later attempt or after a 5xx answer, one more part for each."""
+    if attempt <= 1 and server_errors == 0:
+        return f"refund-{refund_key}"
+    return f"refund-{refund_key}-{attempt}-{server_errors}"
+
+
 class StripeProvider(base.Provider):
     def __init__(self):
         super().__init__(name="stripe", online=True)
@@ -168,24 +175,33 @@ class StripeProvider(base.Provider):
                 return again
             raise
 
-    def refund(self, payment_id: str, amount: int, *, refund_key: str) -> base.Refund:
+    def refund(self, payment_id: str, amount: int, *, refund_key: str, attempt: int = 1) -> base.Refund:
         """Looked up by our key before each try to make it. The library's own retry (same
         idempotency key, no look-up) is off here: a provider that ignored the key (localstripe
-        does) would refund again when an answer was lost on the network; this loop asks first."""
+        does) would refund again when an answer was lost on the network; this loop asks first.
+
+        The idempotency key is the refund's id while no answer was a 5xx. Stripe keeps a 5xx
+        answer under its key for a day and gives it again to every retry with that key, so after
+        one the next try (and every later ``attempt``) takes a key of its own; the look-up before
+        each try is what keeps that from refunding twice."""
         refunds = client().v1.refunds
         params = {"payment_intent": payment_id, "amount": amount, "metadata": {"refund": refund_key}}
-        options = {"idempotency_key": f"refund-{refund_key}", "max_network_retries": 0}
-        for attempt in range(REFUND_TRIES):
+        server_errors = 0
+        for tried in range(REFUND_TRIES):
             for found in _wrap(refunds.list, {"payment_intent": payment_id, "limit": 100}).data:
                 if found.to_dict().get("metadata", {}).get("refund") == refund_key:
                     return self._refund(found, refund_key)
+            options = {"idempotency_key": refund_idempotency_key(refund_key, attempt, server_errors)}
             try:
-                return self._refund(_wrap(refunds.create, params, options), refund_key)
+                return self._refund(_wrap(refunds.create, params, {**options, "max_network_retries": 0}), refund_key)
             except base.ProviderError as exc:
-                lost = isinstance(exc.__cause__, stripe.APIConnectionError | stripe.APIError)  # no answer, or 5xx
-                if not lost or attempt + 1 == REFUND_TRIES:
+                if isinstance(exc.__cause__, stripe.APIError):  # a 5xx answer: kept under that key
+                    server_errors += 1
+                elif not isinstance(exc.__cause__, stripe.APIConnectionError):  # no answer: same key again
                     raise
-                time.sleep(0.5 * 2**attempt)
+                if tried + 1 == REFUND_TRIES:
+                    raise
+                time.sleep(0.5 * 2**tried)
         raise AssertionError("unreachable")
 
     @staticmethod

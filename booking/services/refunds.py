@@ -284,7 +284,9 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
     faults.point("refund.after_claim")
     provider = payments.provider(refund["payment"]["provider"])
     try:
-        result = provider.refund(refund["payment"]["id"], refund["amount"], refund_key=refund_id)
+        result = provider.refund(
+            refund["payment"]["id"], refund["amount"], refund_key=refund_id, attempt=max(1, refund.get("tries", 1))
+        )
     except base.ProviderError as exc:
         return _failed(order, refund, str(exc))
     faults.point("refund.after_provider")

@@ -109,13 +109,18 @@ def authenticate(payment_id: str, client_secret: str, success: bool = True) -> d
         return json.loads(answer.read())
 
 
+def configure(what: str, settings_body: dict) -> None:
+    """POST ``settings_body`` to localstripe's ``/_config/<what>`` (its own and our wrapper's knobs)."""
+    body = json.dumps(settings_body).encode()
+    request = urllib.request.Request(f"{settings.STRIPE_API_BASE}/_config/{what}", body, method="POST")
+    with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+        pass
+
+
 def register_webhook(url: str, name: str = "tests", events: list[str] | None = None) -> None:
     """Have localstripe send its events (all, or these types) to ``url``, signed with the test
     webhook secret. It cannot forget one: register the name again with ``events=[]``."""
-    body = json.dumps({"url": url, "secret": WEBHOOK_SECRET, "events": events}).encode()
-    request = urllib.request.Request(f"{settings.STRIPE_API_BASE}/_config/webhooks/{name}", body, method="POST")
-    with urllib.request.urlopen(request, timeout=10):  # noqa: S310
-        pass
+    configure(f"webhooks/{name}", {"url": url, "secret": WEBHOOK_SECRET, "events": events})
 
 
 def events_for(payment_id: str) -> list[dict]:

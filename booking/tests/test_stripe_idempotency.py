@@ -15,7 +15,7 @@ from booking.invariants import check_invariants
 from booking.payments.stripe_provider import client
 from booking.services import checkout, holds, payments, refunds
 from booking.tests.factories import make_session
-from booking.tests.localstripe import DECLINED, VISA, card, requests_received
+from booking.tests.localstripe import DECLINED, VISA, card, configure, requests_received
 from booking.tests.threads import at_once
 
 ALICE = "s:alice"
@@ -227,21 +227,12 @@ def test_the_same_key_with_other_parameters_is_refused_as_stripe_does():
 
 
 @pytest.fixture
-def keys_ignored(localstripe_url):
+def keys_ignored():
     """localstripe answers every POST afresh, whatever its Idempotency-Key (its own way): what is
     left to keep a retry from charging or refunding twice is ours."""
-    import json
-    import urllib.request
-
-    def honour(value: bool) -> None:
-        body = json.dumps({"honour": value}).encode()
-        request = urllib.request.Request(f"{localstripe_url}/_config/idempotency", body, method="POST")
-        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
-            pass
-
-    honour(False)
+    configure("idempotency", {"honour": False})
     yield
-    honour(True)
+    configure("idempotency", {"honour": True})
 
 
 def test_with_the_keys_ignored_a_double_submit_charges_once(keys_ignored):
@@ -320,6 +311,66 @@ def test_with_the_keys_ignored_a_refund_that_never_reached_stripe_is_made_once_w
     assert refund["status"] == "succeeded"
     made = [r for r in provider_posts(before) if r["path"] == "/v1/refunds"]
     assert [r["key"] for r in made] == [f"refund-{refund['_id']}"]  # the lost try never arrived; the next, same key
+    at_stripe = client().v1.refunds.list({"payment_intent": paid["paidWith"]["id"]}).data
+    assert [r.amount for r in at_stripe] == [3500]
+    assert check_invariants() == []
+
+
+# --- Stripe's 5xx answers, which it keeps under their idempotency key ---
+
+
+@pytest.fixture
+def refunds_answered_500():
+    """refunds_answered_500(times): the next refund creates answer 500 at "Stripe", having done
+    nothing, and the wrapper keeps each answer under its key as Stripe does (for a day)."""
+    yield lambda times: configure("fail_next", {"path": "/v1/refunds", "times": times})
+    configure("fail_next", {"path": "/v1/refunds", "times": 0})
+
+
+def refund_keys_sent(since: int) -> list[str]:
+    return [r["key"] for r in provider_posts(since) if r["path"] == "/v1/refunds"]
+
+
+def test_a_refund_answered_500_is_tried_again_under_a_new_key_and_refunds_once(refunds_answered_500):
+    """With the same key the retry would only get the kept 500 again."""
+    from booking.tests.paying import pay
+
+    paid = pay(start(make_session()))
+    refunds_answered_500(1)
+    before = len(requests_received())
+    refunds.refund_tickets(paid["_id"], tickets=[paid["lines"][0]["ticket"]], by="anna")
+    [refund] = mongo.orders().find_one({"_id": paid["_id"]})["refunds"]
+    assert refund["status"] == "succeeded"
+    assert refund_keys_sent(before) == [f"refund-{refund['_id']}", f"refund-{refund['_id']}-1-1"]
+    at_stripe = client().v1.refunds.list({"payment_intent": paid["paidWith"]["id"]}).data
+    assert [r.amount for r in at_stripe] == [3500]
+    assert check_invariants() == []
+
+
+def test_a_refund_that_met_only_500s_succeeds_on_its_next_attempt_under_keys_not_used_before(refunds_answered_500):
+    """Every try of the first attempt answered 500 (and Stripe keeps those answers for a day):
+    the refund is marked failed and retried later, and that attempt's keys are new, so it
+    succeeds at once instead of meeting the kept 500s until they expire."""
+    from datetime import timedelta
+
+    from booking import clock
+    from booking.payments.stripe_provider import REFUND_TRIES
+    from booking.tests.paying import pay
+
+    paid = pay(start(make_session()))
+    refunds_answered_500(REFUND_TRIES)
+    before = len(requests_received())
+    refunds.refund_tickets(paid["_id"], tickets=[paid["lines"][0]["ticket"]], by="anna")
+    [refund] = mongo.orders().find_one({"_id": paid["_id"]})["refunds"]
+    assert refund["status"] == "failed" and refund["tries"] == 1
+    first_keys = refund_keys_sent(before)
+    assert len(first_keys) == REFUND_TRIES == len(set(first_keys))
+    later = len(requests_received())
+    assert refunds.retry_due(now=clock.now() + timedelta(days=1)) == 1
+    [refund] = mongo.orders().find_one({"_id": paid["_id"]})["refunds"]
+    assert refund["status"] == "succeeded" and refund["tries"] == 2
+    assert refund_keys_sent(later) == [f"refund-{refund['_id']}-2-0"]
+    assert not [r for r in requests_received()[later:] if r["replayed"]]
     at_stripe = client().v1.refunds.list({"payment_intent": paid["paidWith"]["id"]}).data
     assert [r.amount for r in at_stripe] == [3500]
     assert check_invariants() == []
