@@ -5,6 +5,9 @@ GET /queue/<queue id>/         the waiting room: countdown to the sale, then pla
 GET /queue/<queue id>/status   the same panel for htmx (polled; the answer names the next delay).
                                Admitted: the admission cookie is set and the buyer is sent to the
                                seat map (HX-Redirect, or 302 without htmx)
+GET /queue/<queue id>/live/    the panel pushed as Server-Sent Events (ASGI; ``queue_push``): the
+                               page stops polling while it hears them; 204 (the page polls) when
+                               push is off, under WSGI, or without a buyer cookie
 
 Each poll is one Redis round trip (the script admits whoever's turn it is and answers) and no
 MongoDB read: the queue's settings are kept a few seconds per process. Redis unreachable: the
@@ -16,26 +19,28 @@ sends a buyer without admission to the queue), ``admissions`` (the tokens a seat
 verified for the hold service) and ``admission_refused`` (the 403 with a link to the queue).
 """
 
-import random
 from contextlib import contextmanager
 
+from asgiref.sync import sync_to_async
 from bson import ObjectId
 from django.conf import settings
-from django.http import HttpResponse
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import translation
 from django.utils.html import escape
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from . import buyer, clock, mongo
+from . import buyer, clock, mongo, queue_panel, queue_push
 from .errors import NotFound
 from .ids import object_id
 from .services import admission, waiting_room
 
-TEMPLATE = "booking/queue.html"
+RETRY_MS = 5000  # EventSource reconnects after this long when the stream drops
 
 
 def _cookie(response, name: str, value: str, max_age: int) -> None:
@@ -104,12 +109,7 @@ def _answer(request, raw_queue_id: str, *, partial: bool):
         return _go(request, target_url(config))
     # The page makes the buyer cookie; a poll without one (cookies off) does not join anybody.
     owner = buyer.owner(request, create=not partial)
-    context = {
-        "config": config,
-        "queue_id": str(queue_id),
-        "grace_minutes": max(1, round(settings.BOOKING_QUEUE_GRACE_SECONDS / 60)),
-        "admission_minutes": max(1, round(settings.BOOKING_QUEUE_ADMISSION_SECONDS / 60)),
-    }
+    context = queue_panel.base_context(config, queue_id)
     if owner is None:
         context.update(state="no_cookie", next_poll=settings.BOOKING_QUEUE_POLL_MAX_SECONDS)
         return _render(request, context, partial)
@@ -119,7 +119,7 @@ def _answer(request, raw_queue_id: str, *, partial: bool):
         # HEAD (link previews, crawlers) looks without taking a place in line
         result = waiting_room.poll(config, owner, ticket=ticket, join=request.method != "HEAD")
     except waiting_room.QueueUnavailable:
-        context.update(_unavailable(config))
+        context.update(queue_panel.unavailable_context())
         return _render(request, context, partial)
     if result.state == "admitted":
         response = _go(request, target_url(config))
@@ -128,11 +128,45 @@ def _answer(request, raw_queue_id: str, *, partial: bool):
         _cookie(response, admission.cookie_name(queue_id), token, left_ms // 1000)
         response.delete_cookie(ticket_name, samesite="Lax")
         return response
-    context.update(_status_context(config, result))
+    context.update(queue_panel.status_context(config, result))
     response = _render(request, context, partial)
     if result.state == "waiting" and ticket != (result.epoch, result.score):
         keep = int((config.start - clock.now()).total_seconds()) + 3600
         _cookie(response, ticket_name, waiting_room.sign_ticket(queue_id, owner, result.epoch, result.score), keep)
+    return response
+
+
+@require_safe
+async def queue_live(request, queue_id):
+    """The waiting buyer's panel, pushed: a ``status`` event with the panel's HTML at once and
+    whenever the place is looked at again, ``go`` when it is the buyer's turn (the page then loads
+    the queue page, which lets them in), ``ticket`` when the page should poll once to keep its
+    place in a cookie."""
+    try:
+        queue = object_id(queue_id, "waiting room")
+    except NotFound:
+        return HttpResponse(status=404)
+    owner = buyer.owner(request)
+    if not isinstance(request, ASGIRequest) or not settings.BOOKING_QUEUE_PUSH or owner is None:
+        return HttpResponse(status=204)  # the page polls (a thread per stream under WSGI; no buyer yet)
+    if await sync_to_async(waiting_room.get_config, thread_sensitive=False)(queue) is None:
+        return HttpResponse(status=204)  # the room has ended: the page's next poll sends the buyer on
+    ticket = waiting_room.read_ticket(request.COOKIES.get(waiting_room.ticket_cookie_name(queue)), queue, owner)
+    viewer = queue_push.QueueViewer(queue, owner, ticket, translation.get_language())
+    hub = queue_push.hub()
+    hub.add(viewer)
+
+    async def events():
+        try:
+            yield f"retry: {RETRY_MS}\n\n".encode()
+            while True:
+                yield await viewer.take()
+        finally:
+            hub.remove(viewer)
+
+    response = StreamingHttpResponse(events(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache, no-transform"
+    response["X-Accel-Buffering"] = "no"  # nginx: do not buffer this answer
     return response
 
 
@@ -145,62 +179,8 @@ def _go(request, url: str) -> HttpResponse:
 
 
 def _render(request, context: dict, partial: bool) -> HttpResponse:
-    template = f"{TEMPLATE}#status" if partial else TEMPLATE
+    template = f"{queue_panel.TEMPLATE}#status" if partial else queue_panel.TEMPLATE
     return render(request, template, context)
-
-
-def _seconds_until(ms: int, now_ms: int) -> int:
-    return max(0, -(-(ms - now_ms) // 1000))
-
-
-def _jitter(seconds: float) -> float:
-    """Polls spread out, so the whole room does not ask at the same moment."""
-    return round(seconds * random.uniform(0.8, 1.2), 1)  # noqa: S311 - not security
-
-
-def _unavailable(config) -> dict:
-    return {"state": "unavailable", "next_poll": _jitter(max(settings.BOOKING_QUEUE_POLL_SECONDS, 5))}
-
-
-def _status_context(config, result: waiting_room.PollResult) -> dict:
-    fast, slow = settings.BOOKING_QUEUE_POLL_SECONDS, settings.BOOKING_QUEUE_POLL_MAX_SECONDS
-    context = {"result": result, "note": result.note, "sold_out": config.seats_available <= 0}
-    if result.state != "waiting" or result.before_sale:  # the room is not open yet, or the sale
-        until = _seconds_until(result.opens_ms if result.state != "waiting" else result.on_sale_ms, result.now_ms)
-        context.update(
-            state="not_open" if result.state != "waiting" else "before_sale",
-            seconds=until,
-            countdown=countdown(until),
-            next_poll=_jitter(min(slow, max(fast, until / 2))),
-        )
-        return context
-    wait = result.wait_seconds()
-    if result.paused or wait is None:  # None only while paused (the rate is at least 1)
-        context.update(state="paused", next_poll=_jitter(min(slow, max(fast, 5))))
-        return context
-    # near the front: ask often; far back: rarely (the estimate moves slowly there)
-    next_poll = _jitter(min(slow, max(fast, wait / 10)))
-    context.update(state="waiting", wait=wait, wait_text=wait_text(wait), next_poll=next_poll)
-    return context
-
-
-def countdown(seconds: int) -> str:
-    """h:mm:ss (or m:ss under an hour), as queue.js shows it while counting down."""
-    hours, rest = divmod(max(0, int(seconds)), 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def wait_text(seconds: int | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return gettext("less than a minute")
-    minutes = round(seconds / 60)
-    if minutes < 60:
-        return ngettext("about %(count)d minute", "about %(count)d minutes", minutes) % {"count": minutes}
-    hours, minutes = divmod(minutes, 60)
-    return gettext("about %(hours)d h %(minutes)02d min") % {"hours": hours, "minutes": minutes}
 
 
 # --- used by the session page and the seat actions (booking/views.py) ---
@@ -219,7 +199,7 @@ def session_gate(request, session: dict):
     if expires_ms is None:  # cannot happen: verify() passed, so the token is ours and well formed
         return redirect(queue_url(queue_id))
     seconds_left = max(0, (expires_ms - admission.clock_ms()) // 1000)
-    return {"queue_id": queue_id, "seconds_left": seconds_left, "countdown": countdown(seconds_left)}
+    return {"queue_id": queue_id, "seconds_left": seconds_left, "countdown": queue_panel.countdown(seconds_left)}
 
 
 def performance_gate(request, sections: list[dict]):

@@ -26,6 +26,7 @@ GET  /tickets/<code>.svg               QR code of a ticket code
 GET  /queue/<id>/                      waiting room of a high-demand sale (id: the session's, or the
                                        performance's); joins the buyer; admitted -> the seat map
 GET  /queue/<id>/status                its panel for htmx polling (HX-Redirect when admitted)
+GET  /queue/<id>/live/                 its panel pushed (Server-Sent Events, ASGI; 204: the page polls)
 
 Seat POSTs answer: htmx -> 200 with only the seats the click changed (each swapped by its id,
 out of band), the cart summary and the notice, ``HX-Reswap: none`` (the map stays) and
@@ -67,6 +68,7 @@ urlpatterns = [
     # the waiting room (booking/queue_views.py)
     path("queue/<str:queue_id>/", queue_views.queue_page, name="queue"),
     path("queue/<str:queue_id>/status", queue_views.queue_status, name="queue_status"),
+    path("queue/<str:queue_id>/live/", queue_views.queue_live, name="queue_live"),
     # payments (booking/payment_views.py lists them)
     path("orders/<str:ref>/pay", payment_views.pay, name="pay"),
     path("orders/<str:ref>/payment", payment_views.payment_status, name="payment_status"),

@@ -286,7 +286,10 @@ BOOKING_COMPACT_EVERY_SECONDS = env.float("BOOKING_COMPACT_EVERY_SECONDS", defau
 BOOKING_QUEUE_GRACE_SECONDS = env.int("BOOKING_QUEUE_GRACE_SECONDS", default=120)
 # An admission lets the buyer choose seats for this long (holds need it; checkout does not).
 BOOKING_QUEUE_ADMISSION_SECONDS = env.int("BOOKING_QUEUE_ADMISSION_SECONDS", default=1200)
-# The queue page asks again after this many seconds near the front, up to the max further back.
+# The queue page's place in line is pushed (Server-Sent Events, ASGI) at the pace a poll would have;
+# off (or under WSGI) the page polls.
+BOOKING_QUEUE_PUSH = env.bool("BOOKING_QUEUE_PUSH", default=True)
+# The queue page is looked at again after this many seconds near the front, up to the max further back.
 BOOKING_QUEUE_POLL_SECONDS = env.float("BOOKING_QUEUE_POLL_SECONDS", default=3)
 BOOKING_QUEUE_POLL_MAX_SECONDS = env.float("BOOKING_QUEUE_POLL_MAX_SECONDS", default=20)
 # How long a queue poll waits for Redis before the page says "paused, you keep your place".

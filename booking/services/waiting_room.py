@@ -334,11 +334,12 @@ def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def _run(
+def _args(
     config: RoomConfig, owner: str, join: bool, now_ms: int, ticket: tuple[str, str] | None = None, first=False
 ) -> list:
+    """POLL_SCRIPT's ARGV for one caller."""
     epoch, ticket_score = ticket or ("", "")
-    args = [
+    return [
         now_ms,
         owner,
         1 if join else 0,
@@ -360,6 +361,12 @@ def _run(
         1 if first else 0,
         regather_ms(),
     ]
+
+
+def _run(
+    config: RoomConfig, owner: str, join: bool, now_ms: int, ticket: tuple[str, str] | None = None, first=False
+) -> list:
+    args = _args(config, owner, join, now_ms, ticket, first)
     try:
         return _poll_script()(keys=keys(config.queue_id), args=args)
     except (RedisError, OSError) as exc:
@@ -384,8 +391,31 @@ def poll(
     round trip to Redis, which also admits whoever's turn it is. Raises QueueUnavailable."""
     if not owner:
         raise InvalidRequest("A buyer is needed to join the queue.")
+    return _result(_run(config, owner, join, _ms(now or clock.now()), ticket))
+
+
+def poll_many(
+    config: RoomConfig, callers: list[tuple[str, tuple[str, str] | None]], *, now: datetime | None = None
+) -> list[PollResult]:
+    """``poll`` (joining) for each ``(owner, ticket)`` of ``callers``, in that order, in one round
+    trip to Redis (a pipeline of the script, each call atomic as always): what the pushed waiting
+    room asks for every viewer of a web process that is due. Raises QueueUnavailable."""
+    if not callers:
+        return []
     now_ms = _ms(now or clock.now())
-    raw = _run(config, owner, join, now_ms, ticket)
+    script = _poll_script()
+    try:
+        with store().pipeline(transaction=False) as pipe:
+            for owner, ticket in callers:
+                script(keys=keys(config.queue_id), args=_args(config, owner, True, now_ms, ticket), client=pipe)
+            answers = pipe.execute()
+    except (RedisError, OSError) as exc:
+        logger.warning("waiting room %s: Redis unreachable: %s", config.queue_id, exc)
+        raise QueueUnavailable(str(exc)) from exc
+    return [_result(raw) for raw in answers]
+
+
+def _result(raw: list) -> PollResult:
     state, rank, waiting, score, admitted_at, epoch, note, paused, rate, onsale, opens, _rev, now_back = raw
     return PollResult(
         state=_text(state),

@@ -7,6 +7,8 @@ test-artifacts/browser/ so a person can look at what the buyer saw.
 import os
 import re
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -53,3 +55,38 @@ def shot(request):
         page.screenshot(path=str(folder / f"{next(counter):02d}-{step}.png"), full_page=full_page)
 
     return save
+
+
+@pytest.fixture
+def asgi_url(live_server):
+    """The site under uvicorn (ASGI) in a thread of this process: same settings and test database
+    as ``live_server`` (which is only asked for its database setup)."""
+    import uvicorn
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+    from django.core.asgi import get_asgi_application
+
+    from booking import push
+    from booking.tests.ports import free_port
+
+    push.reset_hub()
+    port = free_port()
+    config = uvicorn.Config(
+        ASGIStaticFilesHandler(get_asgi_application()),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        # The pages' event streams are still open at teardown: without a limit uvicorn waits for
+        # them, the join below gave up after 10 s and left the server running in its thread.
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+    push.reset_hub()

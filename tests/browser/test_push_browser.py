@@ -3,56 +3,15 @@ releases: through push (Server-Sent Events, no map polls sent), and through poll
 disabled by the page's ``?push=0``."""
 
 import re
-import socket
-import threading
 import time
 
 import pytest
 from playwright.sync_api import expect
 
-from booking import push
 from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def asgi_url(live_server):
-    """The site under uvicorn (ASGI) in a thread of this process: same settings and test database
-    as ``live_server`` (which is only asked for its database setup)."""
-    import uvicorn
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-    from django.core.asgi import get_asgi_application
-
-    push.reset_hub()
-    port = free_port()
-    config = uvicorn.Config(
-        ASGIStaticFilesHandler(get_asgi_application()),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        # The pages' event streams are still open at teardown: without a limit uvicorn waits for
-        # them, the join below gave up after 10 s and left the server running in its thread.
-        timeout_graceful_shutdown=1,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
-    push.reset_hub()
 
 
 @pytest.fixture

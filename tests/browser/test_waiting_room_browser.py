@@ -1,7 +1,8 @@
 """The waiting room in real Chromium: a buyer who opens a high-demand performance before the sale
 waits on the queue page with a live countdown, is let in at the on-sale by the page itself (htmx
-poll, then the redirect) and holds a seat. Screenshots at a phone's 390x844 and a laptop's
-1366x768: the countdown, the place in line, the seat map with the buyer's turn, staff's view."""
+poll, then the redirect; served by WSGI, where the stream answers 204) and holds a seat. Served by
+ASGI, the place is pushed and the page sends no polls until it is let in. Screenshots at a phone's
+390x844 and a laptop's 1366x768: the countdown, the place in line, the seat map with the buyer's turn, staff's view."""
 
 import re
 from datetime import timedelta
@@ -85,6 +86,31 @@ def test_queue_page_shows_the_place_and_the_wait_and_moves_up(new_page, shot, sh
     expect(page.get_by_role("heading", name="The box office has paused the queue")).to_be_visible(timeout=15_000)
     expect(page.get_by_text("You keep your place.")).to_be_visible()
     shot(page, "paused")
+
+
+@pytest.mark.parametrize("viewport", [PHONE, LAPTOP], ids=["phone", "laptop"])
+def test_the_place_is_pushed_and_the_page_sends_no_polls_until_its_turn(new_page, shot, show, asgi_url, viewport):
+    now = clock.now()
+    config = waiting_room.enable(show["_id"], opens_at=now - timedelta(minutes=5), on_sale_at=now, rate=12)
+    for i in range(3):  # the first is let in at once, then one every 5 s: two wait ahead of our buyer
+        waiting_room.poll(config, f"s:ahead{i}")
+    page = new_page(viewport)
+    polls, streams = [], []
+    page.on("request", lambda r: polls.append(r.url) if r.url.endswith("/status") else None)
+    page.on("request", lambda r: streams.append(r.url) if r.url.endswith("/live/") else None)
+    page.goto(f"{asgi_url}/queue/{show['_id']}/")
+    expect(page.get_by_role("heading", name="You are in line")).to_be_visible()
+    place = page.locator(".wr-big strong")
+    expect(place).to_have_text("3")
+    shot(page, "pushed-place")
+    expect(place).to_have_text("2", timeout=15_000)  # the next turn: moved up by a push
+    shot(page, "pushed-next")
+    assert streams == [f"{asgi_url}/queue/{show['_id']}/live/"] and polls == []
+    waiting_room.set_rate(show["_id"], 60_000)  # everybody in
+    expect(page).to_have_url(re.compile(rf"/sessions/{show['_id']}/$"), timeout=20_000)
+    expect(page.locator(".wr-turn")).to_contain_text("It's your turn.")
+    shot(page, "let-in-by-push")
+    assert polls == []  # let in by the pushed "go", not by a poll
 
 
 def test_a_seat_click_without_admission_is_refused_with_the_way_to_the_queue(new_page, shot, show):
