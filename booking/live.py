@@ -36,6 +36,8 @@ async def session_live(request, session_id):
         sid = object_id(session_id, "performance")
     except NotFound:
         return HttpResponse(status=404)
+    if request.method == "HEAD":  # headers only: a stream here would never end
+        return HttpResponse(content_type="text/event-stream")
     if not isinstance(request, ASGIRequest):
         return HttpResponse(status=204)  # served by WSGI (a thread per stream): the page polls
     hub = push.hub()

@@ -146,6 +146,8 @@ async def queue_live(request, queue_id):
         queue = object_id(queue_id, "waiting room")
     except NotFound:
         return HttpResponse(status=404)
+    if request.method == "HEAD":  # headers only: a stream here would run (and keep the place) for nothing
+        return HttpResponse(content_type="text/event-stream")
     owner = buyer.owner(request)
     if not isinstance(request, ASGIRequest) or not settings.BOOKING_QUEUE_PUSH or owner is None:
         return HttpResponse(status=204)  # the page polls (a thread per stream under WSGI; no buyer yet)
@@ -154,9 +156,9 @@ async def queue_live(request, queue_id):
     ticket = waiting_room.read_ticket(request.COOKIES.get(waiting_room.ticket_cookie_name(queue)), queue, owner)
     viewer = queue_push.QueueViewer(queue, owner, ticket, translation.get_language())
     hub = queue_push.hub()
-    hub.add(viewer)
 
     async def events():
+        hub.add(viewer)  # here, not before: a stream that never starts must not keep a viewer (and its place)
         try:
             yield f"retry: {RETRY_MS}\n\n".encode()
             while True:

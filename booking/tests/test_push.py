@@ -272,6 +272,17 @@ def test_sse_view_sends_hello_then_the_seats_another_buyer_holds(process_hub):
     run(scenario)
 
 
+def test_head_on_the_stream_answers_headers_at_once_and_subscribes_nobody(process_hub):
+    session = make_session()
+    url = reverse("booking:seat_live", kwargs={"session_id": str(session["_id"])})
+
+    async def head():
+        response = await AsyncClient().head(url)
+        return response.status_code, response["Content-Type"], response.content, process_hub.viewers()
+
+    assert run(head) == (200, "text/event-stream", b"", 0)
+
+
 def test_page_names_its_stream(client):
     session = make_session()
     sid = str(session["_id"])

@@ -172,9 +172,11 @@ def test_where_push_cannot_serve_the_stream_answers_204_and_the_page_polls(setti
         off = (await viewer.get(live_path(config))).status_code
         bad = (await viewer.get("/queue/not-an-id/live/")).status_code
         posted = (await viewer.post(live_path(config))).status_code
-        return anonymous, off, bad, posted
+        settings.BOOKING_QUEUE_PUSH = True
+        head = await viewer.head(live_path(config))  # headers only, at once: no stream, no viewer kept
+        return anonymous, off, bad, posted, head.status_code, head.content, queue_push.hub().count()
 
-    assert run(answers) == (204, 204, 404, 405)
+    assert run(answers) == (204, 204, 404, 405, 200, b"", 0)
 
 
 def test_a_room_that_ended_answers_204_and_the_page_names_its_stream():
