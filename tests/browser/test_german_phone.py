@@ -51,8 +51,9 @@ def test_a_german_phone_books_in_german_and_can_switch_to_english(german_phone, 
 
     card.get_by_role("link").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Warten auf Godot")
+    expect(page.locator("html")).to_have_class(re.compile(r"\bmap-js\b"))  # the map's script is ready
     page.get_by_role("button", name=re.compile(r"^Reihe C, Platz 4,")).click(force=True)
-    expect(page.locator("#cart-summary")).to_contain_text("Reihe C, Platz 4")
+    expect(page.locator("#cart-summary")).to_contain_text("Reihe C, Platz 4", timeout=10_000)
     page.screenshot(path=str(SHOTS / "session-de-390.png"), full_page=False)
     shot(page, "session-de-held")
 
@@ -86,6 +87,7 @@ def test_german_pages_on_a_laptop(chromium, live_server):
         expect(page.locator("li.show").first).to_contain_text("1.234,50\xa0€")  # Babel's German money
         page.screenshot(path=str(SHOTS / "whats-on-de-1366.png"))
         page.goto(f"/sessions/{show['_id']}/")
+        expect(page.locator("html")).to_have_class(re.compile(r"\bmap-js\b"))  # the map's script is ready
         page.get_by_role("button", name=re.compile(r"^Reihe C, Platz 4,")).click(force=True)
         expect(page.locator("#cart-summary")).to_contain_text("Warten auf Godot")
         page.screenshot(path=str(SHOTS / "session-de-1366.png"))

@@ -17,6 +17,7 @@ def test_cart_seat_cell_is_one_line_on_a_phone(new_page, shot):
     show = make_session(theater, name="Waiting for Godot", prices={"s": 2200, "r": 1500})
     page = new_page({"width": 390, "height": 844})
     page.goto(f"/sessions/{show['_id']}/")
+    expect(page.locator("html")).to_have_class(re.compile(r"\bmap-js\b"))  # the map's script is ready
     page.get_by_role("button", name=re.compile(r"^Row C, seat 4,")).click(force=True)
     expect(page.locator("#cart-summary")).to_contain_text("Row C, seat 4")
     page.goto("/cart/")
@@ -46,6 +47,7 @@ def test_order_page_seats_are_one_line_on_a_phone(new_page, shot, width):
     mongo.sessions().update_one({"_id": show["_id"]}, {"$set": {"boxOffice": {"enabled": True, "deadlineMinutes": 30}}})
     page = new_page({"width": width, "height": 844})
     page.goto(f"/sessions/{show['_id']}/")
+    expect(page.locator("html")).to_have_class(re.compile(r"\bmap-js\b"))  # the map's script is ready
     for number in (11, 12):
         page.get_by_role("button", name=re.compile(rf"^Row D, seat {number},")).click(force=True)
         expect(page.locator("#cart-summary")).to_contain_text(f"Row D, seat {number}")
