@@ -274,7 +274,9 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
         },
         {
             "$set": {"refunds.$.claimedUntil": now + timedelta(seconds=CLAIM_SECONDS), "refunds.$.triedOn": now},
-            "$inc": {"refunds.$.tries": 1},
+            # tries: since the last staff retry (which starts them again); claims: ever (the
+            # provider's keys must never repeat one that may hold a kept 5xx answer)
+            "$inc": {"refunds.$.tries": 1, "refunds.$.claims": 1},
         },
     )
     order = orders().find_one({"_id": order_id})
@@ -285,7 +287,7 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
     provider = payments.provider(refund["payment"]["provider"])
     try:
         result = provider.refund(
-            refund["payment"]["id"], refund["amount"], refund_key=refund_id, attempt=max(1, refund.get("tries", 1))
+            refund["payment"]["id"], refund["amount"], refund_key=refund_id, attempt=refund["claims"]
         )
     except base.ProviderError as exc:
         return _failed(order, refund, str(exc))
