@@ -15,7 +15,9 @@ more just after it starts (spread over three seconds). So a waiting buyer costs 
 polling one did, and no HTTP request per update. A viewer whose turn came gets ``go`` with the
 queue page's address: that page (a plain GET) issues the admission cookie and sends the buyer to
 the seat map, as a poll would. Redis unreachable: every due viewer is told the queue is paused
-(places kept) and looked at again a few seconds later.
+(places kept) and looked at again a few seconds later. When staff change the queue (pause,
+resume, rate, end), every viewer of it is looked at on the next tick after this process sees the
+new settings (they are kept 5 s per process), not at its own pace.
 
 A viewer only reads what it is sent: a slow one lets its own list grow, up to ``QUEUE_SIZE``
 events, then keeps only the newest (every event is a whole panel). A closed stream ends its
@@ -74,6 +76,7 @@ class QueueHub:
 
     def __init__(self) -> None:
         self.viewers: dict[ObjectId, set[QueueViewer]] = {}
+        self._revs: dict[ObjectId, int | None] = {}  # each queue's settings revision as last seen
         self._task: asyncio.Task | None = None
         self._beat = time.monotonic()
 
@@ -88,6 +91,7 @@ class QueueHub:
             group.discard(viewer)
             if not group:
                 del self.viewers[viewer.queue_id]
+                self._revs.pop(viewer.queue_id, None)
 
     def count(self, queue_id: ObjectId | None = None) -> int:
         if queue_id is not None:
@@ -99,6 +103,9 @@ class QueueHub:
             await asyncio.sleep(TICK_SECONDS)
             now = time.monotonic()
             for queue_id, group in list(self.viewers.items()):
+                if await self._settings_changed(queue_id):  # staff paused, re-rated, ended: tell everybody now
+                    for viewer in group:
+                        viewer.due = now
                 due = [viewer for viewer in group if viewer.due <= now]
                 if not due:
                     continue
@@ -119,6 +126,18 @@ class QueueHub:
                 for group in self.viewers.values():
                     for viewer in group:
                         viewer.put(push.HEARTBEAT)
+
+    async def _settings_changed(self, queue_id: ObjectId) -> bool:
+        """Whether the queue's settings (kept 5 s per process) changed since the last tick."""
+        try:
+            config = await sync_to_async(waiting_room.get_config, thread_sensitive=False)(queue_id)
+        except Exception:  # MongoDB away: the viewers' own looks go on (the settings kept so far)
+            log.warning("waiting room %s: its settings could not be read", queue_id, exc_info=True)
+            return False
+        rev = None if config is None else config.rev
+        changed = queue_id in self._revs and self._revs[queue_id] != rev
+        self._revs[queue_id] = rev
+        return changed
 
 
 def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueViewer, bytes, float]]:

@@ -109,6 +109,21 @@ def test_before_the_sale_the_panel_counts_down_and_the_place_is_pushed_again_onc
     assert run(scenario) == {"url": queue_path(config)}
 
 
+def test_a_staff_pause_reaches_every_waiting_page_at_once_not_at_its_pace(settings):
+    settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30  # next look: 24-36 s
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    buyer = waiting_buyer(config)
+
+    async def scenario():
+        next_event = await open_stream(buyer, config)
+        assert "You are in line" in (await next_event("status"))["html"]
+        await asyncio.to_thread(waiting_room.pause, config.queue_id)
+        return (await next_event("status", timeout=3))["html"]
+
+    assert "The box office has paused the queue" in run(scenario)
+
+
 def test_with_redis_unreachable_the_pushed_panel_says_paused_and_keeps_the_place(settings):
     _session, config = open_room(on_sale=-1, rate=1)
     waiting_room.poll(config, "s:first")
