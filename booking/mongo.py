@@ -240,6 +240,15 @@ def ensure_indexes() -> list[str]:
     created.append(_index(carts(), [("createdOn", -1), ("_id", -1)], name="newest"))
     retention = settings.BOOKING_CART_RETENTION_DAYS * DAY
     created.append(_index(carts(), [("endedOn", 1)], name="ended_ttl", expireAfterSeconds=retention))
+    # reconcile: promo-code uses a crash left half given back (services/promos.finish_give_backs)
+    created.append(
+        _index(
+            carts(),
+            [("promo.released", 1), ("state", 1)],
+            name="promo_give_back",
+            partialFilterExpression={"promo.codeId": {"$exists": True}},
+        )
+    )
     created.append(_index(orders(), [("ref", 1)], unique=True, name="ref_unique"))
     # unique on a replica set; a collection sharded on ref cannot have a second unique index, and
     # there a cart's one order rests on the cart's orderRef alone (services/checkout.py)

@@ -18,9 +18,20 @@ Redeeming is the same discipline as seats: one conditional update on the code's 
 (``uses < cap`` and still valid) takes a use, then the cart records the code (conditional: live,
 no code yet); if the cart write misses, the use is given back at once. A use is given back again
 when the cart expires or is canceled, when its checkout fails and when its order is canceled,
-each exactly once: the cart's ``promo.released`` is set by a conditional update first, and only the
-call that set it gives the use back (a crash between the two leaves a use taken, never one given
-back twice, so a code is never used more than its cap).
+each exactly once, in three writes a crash can stop anywhere:
+
+1. the cart's ``promo.released`` goes from false (set when the code was redeemed) to ``"giving"``,
+   conditionally: one caller wins, the others stop;
+2. the code's ``uses`` goes down by one, conditional on the cart not being in the code's
+   ``returnedFor`` (its last ``RETURNED_KEPT`` carts, pushed in the same write): done again, it
+   changes nothing;
+3. ``promo.released`` becomes true.
+
+Reconcile (``finish_give_backs``) finishes carts left at ``"giving"`` and gives the use back for
+ended carts that can never be paid (expired or canceled, no order) still at false: a crash right
+after a cart's end write, before its give-back began. A code is never used more than its cap, and
+no use is lost to a crash after the redeem. (Left: a crash between the redeem's ``$inc`` and the
+cart's write, and between ``remove_code``'s two writes, still loses that use.)
 """
 
 import csv
@@ -44,6 +55,9 @@ CODE_RE = re.compile(r"^[A-Z0-9-]{4,32}$")
 VOUCHER_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 # Unknown and used-up codes get the same answer (codes are not enumerable).
 NOT_VALID = gettext_noop("This code is not valid or has been used up.")
+GIVING = "giving"  # promo.released while its use is being given back
+RETURNED_KEPT = 1000  # carts a code remembers having given a use back for (the give-back's idempotency)
+FINISH_BATCH = 200  # carts reconcile finishes per pass
 TERMS = ("kind", "value", "sessionId", "series", "ticketTypes", "categories", "perOrder")
 # The optional terms a staff edit may clear again ($unset)
 OPTIONAL_TERMS = ("sessionId", "series", "ticketTypes", "categories", "validFrom", "validUntil", "perOrder")
@@ -267,7 +281,7 @@ def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> dict:
         raise InvalidRequest(
             gettext("This code is not valid at this time."), fields={"code": gettext("Not valid at this time.")}
         )
-    promo = {"codeId": doc["_id"], "code": doc["code"], **{k: doc[k] for k in TERMS if k in doc}}
+    promo = {"codeId": doc["_id"], "code": doc["code"], "released": False, **{k: doc[k] for k in TERMS if k in doc}}
     if doc.get("series"):
         promo["sessionIds"] = series_session_ids(doc["series"], now)
     if not any(line_discounts(cart["items"], promo)):
@@ -315,7 +329,7 @@ def release_for_cart(
     cart_id: ObjectId, states=(CartState.EXPIRED, CartState.CANCELED), *, owner: str | None = None
 ) -> bool:
     """Give the code's use back once the cart ended without a sale (or, with ``states=(done,)``,
-    once its order was canceled). Exactly once: ``promo.released`` is set conditionally first.
+    once its order was canceled). Exactly once, in the three writes the module says.
     ``owner``: the cart's, when known (carts are sharded on it)."""
     cart = mongo.carts().find_one_and_update(
         {
@@ -323,15 +337,52 @@ def release_for_cart(
             **({"owner": owner} if owner else {}),
             "state": {"$in": list(states)},
             "promo.codeId": {"$exists": True},
-            "promo.released": {"$ne": True},
+            "promo.released": {"$nin": [True, GIVING]},
         },
-        {"$set": {"promo.released": True}},
-        projection={"promo": 1},
+        {"$set": {"promo.released": GIVING}},
+        projection={"promo": 1, "owner": 1},
     )
     if cart is None:
         return False
-    _give_back(cart["promo"]["codeId"])
+    faults.point("promo.after_giving")
+    _finish_give_back(cart)
     return True
+
+
+def _finish_give_back(cart: dict) -> None:
+    """Steps 2 and 3 for a cart at ``"giving"``; safe to repeat."""
+    mongo.promo_codes().update_one(
+        {"_id": cart["promo"]["codeId"], "uses": {"$gt": 0}, "returnedFor": {"$ne": cart["_id"]}},
+        {"$inc": {"uses": -1}, "$push": {"returnedFor": {"$each": [cart["_id"]], "$slice": -RETURNED_KEPT}}},
+    )
+    faults.point("promo.after_give_back")
+    mongo.carts().update_one(
+        {"_id": cart["_id"], "owner": cart["owner"], "promo.released": GIVING}, {"$set": {"promo.released": True}}
+    )
+
+
+def finish_give_backs() -> int:
+    """Reconcile: carts a crash left at ``"giving"``, and ended carts that can never be paid whose
+    give-back never began (a crash right after their end write). Returns the carts finished."""
+    finished = 0
+    for cart in (
+        mongo.carts()
+        .find({"promo.released": GIVING, "promo.codeId": {"$exists": True}}, {"promo": 1, "owner": 1})
+        .limit(FINISH_BATCH)
+    ):
+        _finish_give_back(cart)
+        finished += 1
+    never_begun = {
+        "promo.released": False,
+        "promo.codeId": {"$exists": True},
+        "state": {"$in": [CartState.EXPIRED, CartState.CANCELED]},
+        # never checked out: a cart with an order (it may still be paid late) is payments' to settle
+        "orderRef": {"$exists": False},
+        "orderId": {"$exists": False},
+    }
+    for cart in mongo.carts().find(never_begun, {"owner": 1}).limit(FINISH_BATCH):
+        finished += release_for_cart(cart["_id"], owner=cart["owner"])
+    return finished
 
 
 def _give_back(code_id: ObjectId) -> None:

@@ -34,6 +34,7 @@ from . import (
     orders,
     payments,
     performances,
+    promos,
     reservations,
     session_cancel,
 )
@@ -58,6 +59,7 @@ class ReconcileReport:
     exchanges_finished: int = 0  # staff exchanges a crash left open (services/exchanges.py)
     sections_updated: int = 0  # a performance's details change a crash left half written (performances.py)
     listings_written: int = 0  # what's on entries a crash left behind their session (listings.py)
+    promo_uses_returned: int = 0  # promo-code uses a crash left half given back (promos.py)
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -87,6 +89,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     session_cancel.resume_stalled(now)
     report.sections_updated += performances.finish_details()
     report.listings_written += listings.refresh_due()
+    report.promo_uses_returned += promos.finish_give_backs()
     _requeue_pending_mails(now, report)
     _retry_failed_mails(now, report)
     logger.info("reconcile: %s", report)

@@ -184,3 +184,49 @@ def test_a_box_office_reservation_keeps_the_use_when_paid_and_gives_it_back_when
     }
     assert (state, uses()) == expected[ends]
     assert check_invariants() == []
+
+
+# --- a crash while a use is given back (services/promos.py: three writes, finished by reconcile) ---
+
+
+def two_carts_with_the_code(session):
+    """Alice and Bob each redeemed a use of TWICE (cap 2); Alice's hold has ended (not yet expired)."""
+    promos.create_code("TWICE", "amount", 500, cap=2)
+    mine = holds.hold_seats(session["_id"], ALICE, None, ["1:2", "1:3"])
+    promos.apply_code(ALICE, mine.cart_id, "TWICE")
+    theirs = holds.hold_seats(session["_id"], BOB, None, ["2:2", "2:3"])
+    promos.apply_code(BOB, theirs.cart_id, "TWICE")
+    mongo.carts().update_one({"_id": mine.cart_id}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
+    return mine.cart_id
+
+
+def twice_uses() -> int:
+    return mongo.promo_codes().find_one({"code": "TWICE"})["uses"]
+
+
+@pytest.mark.parametrize("dies_at", ["expire.after_cart", "promo.after_giving", "promo.after_give_back"])
+def test_a_crash_while_an_expired_carts_use_goes_back_returns_it_once_at_reconcile(crash_at, fault_hook, dies_at):
+    """Wherever the expiry dies (after the cart's end write, after marking the give-back, after the
+    code's write), reconcile gives Alice's use back exactly once: Bob's use is never given back
+    with it, and reconcile again changes nothing."""
+    cart_id = two_carts_with_the_code(make_session())
+    assert twice_uses() == 2
+    crash_at(dies_at)
+    with pytest.raises(faults.InjectedCrash):
+        carts.expire_stale_carts()
+    fault_hook(None)
+    assert twice_uses() == (1 if dies_at == "promo.after_give_back" else 2)
+    reconcile(grace=NO_GRACE)
+    assert twice_uses() == 1  # Alice's use back, Bob's still taken
+    assert mongo.carts().find_one({"_id": cart_id})["promo"]["released"] is True
+    reconcile(grace=NO_GRACE)
+    assert twice_uses() == 1
+    assert check_invariants() == []
+
+
+def test_reconcile_leaves_the_use_of_a_cart_whose_late_payment_may_still_come():
+    """An expired card checkout keeps its use until its payment is decided: the give-back sweep
+    takes only carts that never reached payment."""
+    late_payer(make_session())
+    assert promos.finish_give_backs() == 0
+    assert uses() == 1
