@@ -64,7 +64,12 @@ async def session_live(request, session_id):
         finally:
             hub.unsubscribe(sub)
 
-    response = StreamingHttpResponse(events(), content_type="text/event-stream")
+    return event_stream(events())
+
+
+def event_stream(events) -> StreamingHttpResponse:
+    """A Server-Sent Events answer written as it comes (also the waiting room's, queue_views)."""
+    response = StreamingHttpResponse(events, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache, no-transform"
     response["X-Accel-Buffering"] = "no"  # nginx: do not buffer this answer
     return response

@@ -25,7 +25,7 @@ from asgiref.sync import sync_to_async
 from bson import ObjectId
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -35,7 +35,7 @@ from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from . import buyer, clock, mongo, queue_panel, queue_push
+from . import buyer, clock, live, mongo, queue_panel, queue_push
 from .errors import NotFound
 from .ids import object_id
 from .services import admission, waiting_room
@@ -166,10 +166,7 @@ async def queue_live(request, queue_id):
         finally:
             hub.remove(viewer)
 
-    response = StreamingHttpResponse(events(), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache, no-transform"
-    response["X-Accel-Buffering"] = "no"  # nginx: do not buffer this answer
-    return response
+    return live.event_stream(events())
 
 
 def _go(request, url: str) -> HttpResponse:
