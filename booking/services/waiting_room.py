@@ -46,7 +46,7 @@ from django.conf import settings
 from django.core import signing
 from django.utils import timezone
 from django.utils.translation import gettext
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from .. import clock, mongo
 from ..domain import OrderState, SessionStatus
@@ -321,7 +321,7 @@ def _poll_script():
     client = store()
     script = _scripts.get(id(client))
     if script is None:
-        script = _scripts[id(client)] = client.register_script(POLL_SCRIPT)  # EVALSHA, EVAL once if unknown
+        script = _scripts[id(client)] = client.register_script(POLL_SCRIPT)  # for its SHA (_run_all)
     return script
 
 
@@ -366,9 +366,29 @@ def _args(
 def _run(
     config: RoomConfig, owner: str, join: bool, now_ms: int, ticket: tuple[str, str] | None = None, first=False
 ) -> list:
-    args = _args(config, owner, join, now_ms, ticket, first)
+    return _run_all(config, [_args(config, owner, join, now_ms, ticket, first)])[0]
+
+
+def _run_all(config: RoomConfig, calls: list[list]) -> list[list]:
+    """POLL_SCRIPT on the queue's keys once for each ARGV of ``calls``, in order, in one round trip
+    (a pipeline of EVALSHA; not redis-py's pipelined Script, which first asks SCRIPT EXISTS every
+    time). A Redis that does not know the script (restarted) refuses every call unrun: it is
+    loaded and the calls are sent again. Raises QueueUnavailable."""
+    client = store()
+    sha = _poll_script().sha
+    queue_keys = keys(config.queue_id)
     try:
-        return _poll_script()(keys=keys(config.queue_id), args=args)
+        for attempt in (1, 2):
+            with client.pipeline(transaction=False) as pipe:
+                for args in calls:
+                    pipe.evalsha(sha, len(queue_keys), *queue_keys, *args)
+                try:
+                    return pipe.execute()
+                except NoScriptError:
+                    if attempt == 2:
+                        raise
+            client.script_load(POLL_SCRIPT)
+        raise AssertionError("unreachable")
     except (RedisError, OSError) as exc:
         logger.warning("waiting room %s: Redis unreachable: %s", config.queue_id, exc)
         raise QueueUnavailable(str(exc)) from exc
@@ -403,16 +423,8 @@ def poll_many(
     if not callers:
         return []
     now_ms = _ms(now or clock.now())
-    script = _poll_script()
-    try:
-        with store().pipeline(transaction=False) as pipe:
-            for owner, ticket in callers:
-                script(keys=keys(config.queue_id), args=_args(config, owner, True, now_ms, ticket), client=pipe)
-            answers = pipe.execute()
-    except (RedisError, OSError) as exc:
-        logger.warning("waiting room %s: Redis unreachable: %s", config.queue_id, exc)
-        raise QueueUnavailable(str(exc)) from exc
-    return [_result(raw) for raw in answers]
+    calls = [_args(config, owner, True, now_ms, ticket) for owner, ticket in callers]
+    return [_result(raw) for raw in _run_all(config, calls)]
 
 
 def _result(raw: list) -> PollResult:

@@ -486,3 +486,36 @@ def test_change_bumps_the_revision_and_reaches_redis(queued):
 
 def test_ids_are_unique_per_call():
     assert len({waiting_room.keys(i)[0] for i in itertools.islice(iter(ObjectId, None), 3)}) == 3
+
+
+# --- many buyers looked at in one round trip (the pushed waiting room, booking/queue_push.py) ---
+
+
+def commands_run(name: str) -> int:
+    stats = waiting_room.store().info("commandstats")
+    return int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+
+
+def test_poll_many_answers_each_buyer_as_poll_does_in_one_round_trip():
+    config = room(rate=1)  # one buyer a minute: the first caller is let in, the rest wait in order
+    owners = [f"s:many{i}" for i in range(5)]
+    for i, owner in enumerate(owners):
+        waiting_room.poll(config, owner, now=T0 + ms(i))
+    script_checks, evals = commands_run("script|exists"), commands_run("evalsha")
+    many = waiting_room.poll_many(config, [(owner, None) for owner in owners], now=T0 + ms(10))
+    assert commands_run("script|exists") == script_checks  # no SCRIPT EXISTS before the pipeline
+    assert commands_run("evalsha") == evals + 5
+    one_by_one = [waiting_room.poll(config, owner, now=T0 + ms(10)) for owner in owners]
+    assert [(r.state, r.position, r.waiting) for r in many] == [(r.state, r.position, r.waiting) for r in one_by_one]
+    assert [r.state for r in many] == ["admitted", "waiting", "waiting", "waiting", "waiting"]
+    assert [r.position for r in many[1:]] == [1, 2, 3, 4]
+
+
+def test_a_redis_that_forgot_the_script_is_given_it_again_and_the_calls_run_once():
+    config = room(rate=1)
+    waiting_room.poll(config, "s:first", now=T0)
+    waiting_room.store().script_flush()  # what a restarted Redis knows of it
+    [second, third] = waiting_room.poll_many(config, [("s:second", None), ("s:third", None)], now=T0 + ms(1))
+    assert (second.state, second.position, third.position, third.waiting) == ("waiting", 1, 2, 2)
+    waiting_room.store().script_flush()
+    assert waiting_room.poll(config, "s:fourth", now=T0 + ms(2)).position == 3
