@@ -168,25 +168,29 @@ def mongo_db(_indexed_collections):
     yield db
 
 
+@pytest.fixture(scope="session")
+def _test_redis(redis_url):
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
 @pytest.fixture(autouse=True)
-def _fresh_rate_limit_windows(redis_url, monkeypatch):
+def _fresh_rate_limit_windows(_test_redis, monkeypatch):
     """Every test client is 127.0.0.1 and one Redis serves a worker's whole run, so the hold limit
     per address (120 a minute) would count the holds of every test in the same minute: each test
     starts with no rate-limit counts, in Redis and in the in-process fallback. And its window does
     not roll over halfway (a test expecting the third request of "2/m" refused would see it let
     in at a minute's turn); tests of the rollover move this clock themselves."""
-    import redis
-
     from booking import ratelimits
 
     start = time.time()
     monkeypatch.setattr(ratelimits, "window_seconds", lambda: start)
-
-    store = redis.Redis.from_url(redis_url)
-    keys = list(store.scan_iter(match="rl:*", count=1000))
+    keys = list(_test_redis.scan_iter(match="rl:*", count=1000))
     if keys:
-        store.delete(*keys)
-    store.close()
+        _test_redis.delete(*keys)
     ratelimits.local_counts = ratelimits.LocalCounts()
     yield
 

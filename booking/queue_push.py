@@ -147,17 +147,18 @@ def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueView
     go_to_queue = reverse("booking:queue", args=[str(queue_id)])
     if config is None:  # the room has ended: the queue page sends the buyer on to the sale
         return [(viewer, push.sse_event("go", {"url": go_to_queue}), 60.0) for viewer in viewers]
+    base = queue_panel.base_context(config, queue_id)
     try:
         results = waiting_room.poll_many(config, [(viewer.owner, viewer.ticket) for viewer in viewers])
     except waiting_room.QueueUnavailable:
-        context = {**queue_panel.base_context(config, queue_id), **queue_panel.unavailable_context()}
+        context = {**base, **queue_panel.unavailable_context()}
         return [(viewer, _status(viewer, context), context["next_poll"]) for viewer in viewers]
     answers = []
     for viewer, result in zip(viewers, results, strict=True):
         if result.state == "admitted":
             answers.append((viewer, push.sse_event("go", {"url": go_to_queue}), 60.0))
             continue
-        context = {**queue_panel.base_context(config, queue_id), **queue_panel.status_context(config, result)}
+        context = {**base, **queue_panel.status_context(config, result)}
         delay = context["next_poll"]
         if context["state"] in ("not_open", "before_sale"):  # look again just after the moment
             delay = min(delay, context["seconds"] + random.uniform(0.1, ON_SALE_SPREAD_SECONDS))  # noqa: S311
