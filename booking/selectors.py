@@ -210,10 +210,6 @@ def get_cart(owner: str, cart_id: ObjectId | None) -> dict | None:
     return mongo.carts().find_one({"_id": cart_id, "owner": owner})
 
 
-def get_live_cart(owner: str, cart_id: ObjectId | None) -> dict | None:
-    return live_cart_or_none(get_cart(owner, cart_id))
-
-
 def live_cart_or_none(cart: dict | None) -> dict | None:
     """The cart if it is live (active, its hold not run out), else None."""
     return cart if is_live(cart, clock.now()) else None

@@ -32,7 +32,6 @@ from pymongo import ReturnDocument
 from .. import clock, faults, mongo, payments
 from ..domain import CartState, OrderState, live_cart_filter
 from ..errors import CartExpired, InvalidRequest, NotFound
-from ..payments import base
 from ..payments.counter import CARD_TERMINAL, CASH, COMPLIMENTARY, COUNTER_METHODS, INVOICE, PAID_AT_ONCE
 from . import carts as cart_service
 from . import checkout, offers, pricing
@@ -249,7 +248,3 @@ def _settle_if_paid_now(order: dict) -> dict:
 def mark_invoice_paid(order_id: ObjectId, *, by: str) -> dict:
     """The invoice's money arrived: the order becomes paid and its seats sold (as at the box office)."""
     return payment_service.mark_paid_at_counter(order_id, by=by)
-
-
-def is_counter_payment(payment: base.Payment) -> bool:
-    return payment.provider == "counter"
