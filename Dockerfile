@@ -3,8 +3,8 @@
 FROM python:3.12-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
-COPY requirements.txt .
-RUN pip install --no-cache-dir -r requirements.txt
+COPY requirements.txt requirements.lock ./
+RUN pip install --no-cache-dir -r requirements.txt -c requirements.lock
 COPY . .
 RUN python manage.py collectstatic --noinput && python manage.py compile_catalogs && useradd --system --home /app theater && mkdir -p /var/lib/theater && chown theater /var/lib/theater
 USER theater

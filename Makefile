@@ -3,7 +3,7 @@
 PYTHON ?= .venv/bin/python
 VENV_BIN := $(dir $(PYTHON))
 
-.PHONY: run test test-fast lint typecheck format venv messages
+.PHONY: run test test-fast lint typecheck format venv messages lock
 
 # The whole app with demo data (PORT, DEVMONGO_PORT, DEV_REDIS_PORT move it; see README).
 run:
@@ -41,6 +41,10 @@ messages: venv
 	$(PYTHON) manage.py makemessages -l de --no-location $(MESSAGES_IGNORE)
 	$(PYTHON) manage.py makemessages -l de --no-location -d djangojs $(MESSAGES_IGNORE)
 	$(PYTHON) manage.py compile_catalogs
+
+# Production's set (requirements.txt) resolved to exact versions: what the image and both scripts install.
+lock: venv
+	$(VENV_BIN)uv pip compile --universal --python-version 3.12 --quiet --no-header requirements.txt -o requirements.lock
 
 venv:
 	@bash -c 'source scripts/_env.sh && ensure_venv'
