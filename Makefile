@@ -75,7 +75,7 @@ bench:
 bench-small:
 	$(PYTHON) -m bench --small --no-chart
 
-# Ours against pretix (issue 21): pretix from PyPI in its own venv (.bench-peer/), its PostgreSQL
+# Ours against pretix: pretix from PyPI in its own venv (.bench-peer/), its PostgreSQL
 # database on the local server, the same buyers against both; results in bench/results/peer.md.
 # Not in CI (minutes, and pretix's first install and migrate take several more).
 bench-peer:
@@ -91,7 +91,7 @@ bench-push:
 bench-reports:
 	$(PYTHON) -m bench.reports --scale $(or $(SCALE),1)
 
-# The on-sale simulation (issue 19; docs/performance.md "On-sale simulation"): 5,000 buyers for
+# The on-sale simulation (docs/performance.md "On-sale simulation"): 5,000 buyers for
 # the 830-seat hall, with the waiting room and without; results in bench/results/onsale.md.
 .PHONY: bench-onsale bench-onsale-small
 bench-onsale:

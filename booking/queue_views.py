@@ -1,4 +1,4 @@
-"""The waiting room's pages for buyers (issue 19; the queue is ``services/waiting_room.py``).
+"""The waiting room's pages for buyers (the queue is ``services/waiting_room.py``).
 
 GET /queue/<queue id>/         the waiting room: countdown to the sale, then place in line and an
                                estimated wait; joins the buyer (one place per buyer cookie)

@@ -1,4 +1,4 @@
-"""Reads. Each function is one access pattern of the design guide and names its cost."""
+"""Reads. Each function is one access pattern (docs/architecture.md, "Access patterns") and names its cost."""
 
 from dataclasses import dataclass
 from datetime import datetime

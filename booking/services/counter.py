@@ -1,4 +1,4 @@
-"""Selling for a customer at the counter or on the phone (issue 17): the buyer's engine, staff's cart.
+"""Selling for a customer at the counter or on the phone: the buyer's engine, staff's cart.
 
 Staff choose seats on the same live map with the same services as a buyer (``holds``: the same
 conditional writes, orphan rule, limits), under a cart of their own (owner ``staff:<user id>``),

@@ -1,5 +1,5 @@
-"""Updates with an aggregation pipeline and aggregation expressions, as MongoDB answers them
-(issue 20, "The stand-in, closer to MongoDB"). mongomock, which devmongo used to evaluate them
+"""Updates with an aggregation pipeline and aggregation expressions, as MongoDB answers them.
+mongomock, which devmongo used to evaluate them
 with, answered some silently wrong: ``$sum`` of an array or of an expression gave 0, array
 literals were stored unevaluated, ``$unset``/``$replaceWith`` stages, ``$reduce`` and
 ``$mergeObjects`` were missing. Each expected value here is the one the MongoDB manual gives
