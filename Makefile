@@ -3,7 +3,7 @@
 PYTHON ?= .venv/bin/python
 VENV_BIN := $(dir $(PYTHON))
 
-.PHONY: run test test-fast lint typecheck format venv messages
+.PHONY: run test test-fast lint typecheck format venv messages lock
 
 # The whole app with demo data (PORT, DEVMONGO_PORT, DEV_REDIS_PORT move it; see README).
 run:
@@ -42,6 +42,10 @@ messages: venv
 	$(PYTHON) manage.py makemessages -l de --no-location -d djangojs $(MESSAGES_IGNORE)
 	$(PYTHON) manage.py compile_catalogs
 
+# Production's set (requirements.txt) resolved to exact versions: what the image and both scripts install.
+lock: venv
+	$(VENV_BIN)uv pip compile --universal --python-version 3.12 --quiet --no-header requirements.txt -o requirements.lock
+
 venv:
 	@bash -c 'source scripts/_env.sh && ensure_venv'
 
@@ -71,7 +75,7 @@ bench:
 bench-small:
 	$(PYTHON) -m bench --small --no-chart
 
-# Ours against pretix (issue 21): pretix from PyPI in its own venv (.bench-peer/), its PostgreSQL
+# Ours against pretix: pretix from PyPI in its own venv (.bench-peer/), its PostgreSQL
 # database on the local server, the same buyers against both; results in bench/results/peer.md.
 # Not in CI (minutes, and pretix's first install and migrate take several more).
 bench-peer:
@@ -87,7 +91,7 @@ bench-push:
 bench-reports:
 	$(PYTHON) -m bench.reports --scale $(or $(SCALE),1)
 
-# The on-sale simulation (issue 19; docs/performance.md "On-sale simulation"): 5,000 buyers for
+# The on-sale simulation (docs/performance.md "On-sale simulation"): 5,000 buyers for
 # the 830-seat hall, with the waiting room and without; results in bench/results/onsale.md.
 .PHONY: bench-onsale bench-onsale-small
 bench-onsale:

@@ -172,7 +172,7 @@ BUYERS_PER_CLIENT = 250  # buyers with seats held that a client of checkout_box_
 
 
 def checkout_box_office(client: Client, index: int, params: dict):
-    """Issue 21's goal row, **a buyer with seats held checks out** at the box office (C3 box
+    """The goal row, **a buyer with seats held checks out** at the box office (C3 box
     office): a confirmed reservation, the order's page next (302). No provider is called: our own
     checkout alone. Each step is another buyer (cookies and address of their own, as separate
     people are) who holds 2 seats in a new cart during the setup, before the window: the window
@@ -216,7 +216,7 @@ def buyer_address(index: int, n: int) -> str:
 
 def hold_then_checkout_box_office(client: Client, index: int, params: dict):
     """The same checkout with its hold in the same loop (C1 then C3, box office), as the row was
-    before issue 21's second round: one client buys group after group, so the rate is of the two
+    before second round: one client buys group after group, so the rate is of the two
     requests together. Kept beside the goal row for comparison; stops when its seats run out."""
     plan = list(params["box_office_loop_plan"][index])
     for session, _seats in plan[:1]:

@@ -1,4 +1,4 @@
-"""``python -m bench.onsale`` (``make bench-onsale``): the on-sale simulation of issue 19.
+"""``python -m bench.onsale`` (``make bench-onsale``): the on-sale simulation (a waiting room's big on-sale).
 
 5,000 simulated buyers arrive within 60 s for the 830-seat Grand Hall (booking/demo.py); the sale
 opens 30 s after the first arrival. Two runs on the same real stack (bench/stack.py: the MongoDB
@@ -311,7 +311,7 @@ async def _hold_and_buy(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
     if answer.status_code != 302 or "/orders/" not in location:
         out.result, out.error = "error", f"checkout {answer.status_code}"
         return
-    # Since payments (issue 15) checkout leaves the order to pay: the buyer pays by card as the
+    # Since payments checkout leaves the order to pay: the buyer pays by card as the
     # page does, a card token at (local)stripe (the browser's Stripe.js), then /orders/<ref>/pay.
     from .flows import card_token
 
@@ -704,7 +704,7 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         + " |"
     )
     lines = [
-        "# On-sale simulation (issue 19)",
+        "# On-sale simulation",
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {platform.processor() or platform.machine()} "
         f"({os.cpu_count()} CPUs, shared with other work), Python {platform.python_version()}. "

@@ -65,7 +65,7 @@ def markdown(r: dict) -> str:
         f"{r['table_clients']} threads over 2 client processes). Seat map: {r['seats_in_map']} seats. "
         "Latency is what the client saw; server p50 is the time inside Django (`X-Server-Time-Us`). "
         "Commands and bytes: pymongo command monitoring inside the gunicorn worker for one request "
-        "(✓ = the design guide's target), in a second gunicorn used for nothing else: the timed one runs "
+        "(✓ = the access pattern's target), in a second gunicorn used for nothing else: the timed one runs "
         "without the monitor. Bytes exclude the 21-byte wire header each way. CPU over the measured "
         "seconds, per request timed: web = gunicorn's workers, db = the MongoDB stand-in (– for a real "
         "MongoDB); cores busy = the whole machine, client included. Rows timed together (C1 and C2; "

@@ -51,7 +51,7 @@ TABLE_FLOWS = (
 # The per-client limit's reservation (services/client_holds.py), before a hold's session write.
 RESERVE = ["findAndModify client_holds"]
 
-# The design guide's targets, as (description, check over the command list).
+# The access patterns' targets (docs/architecture.md), as (description, check over the command list).
 TARGETS = {
     "q1": ("one indexed query on sessions", lambda cmds: cmds.count("find sessions") == 1),
     "q2": ("one read by _id", lambda cmds: cmds.count("find sessions") == 1 and _writes(cmds) == []),
@@ -577,7 +577,7 @@ def goals(r: dict) -> list[dict]:
     return out
 
 
-# Issue 21's figures for our own checkout and the what's-on page, at the table's clients: the
+# The figures for our own checkout and the what's-on page, at the table's clients: the
 # issue's baseline was 40 checkouts/s (p99 535 ms) and 397 what's-on pages/s.
 CHECKOUT_BASELINE_PER_S = 40.0
 CHECKOUT_GOAL_P99_MS = 100.0

@@ -84,7 +84,7 @@ def _user(variant: str, plan, index: int, outcomes: list, rng: random.Random):
                     raise NoAdjacentSeats("sold out")
             try:
                 # like the HTTP load's buyers (bench/flows.py DECLARED), they take a wheelchair
-                # space they picked as a buyer who needs it (issue 18)
+                # space they picked as a buyer who needs it
                 result = holds.hold_seats(session_id, owner, None, seats, needs_wheelchair=True)
             except HONEST:
                 if variant == "disjoint" or out.attempts >= ATTEMPTS:

@@ -19,6 +19,6 @@ admin.site.register(Theater, TheaterAdmin)
 admin.site.register(Session, SessionAdmin)
 admin.site.register(Cart, CartAdmin)
 admin.site.register(Order, OrderAdmin)
-admin.site.register(WaitingRoom, WaitingRoomAdmin)  # the waiting room for big on-sales (issue 19)
-admin.site.register(PromoCode, PromoCodeAdmin)  # promo codes and voucher batches (issue 16)
-admin.site.register(Report, ReportAdmin)  # sales reports and exports (issue 17)
+admin.site.register(WaitingRoom, WaitingRoomAdmin)  # the waiting room for big on-sales
+admin.site.register(PromoCode, PromoCodeAdmin)  # promo codes and voucher batches
+admin.site.register(Report, ReportAdmin)  # sales reports and exports

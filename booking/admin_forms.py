@@ -535,12 +535,3 @@ class ResendMailForm(forms.Form):
     """The mail round the page showed: a double click, or two staff members, re-send it once."""
 
     round = forms.IntegerField(min_value=0, max_value=10**6, widget=forms.HiddenInput)
-
-
-class OrderSearchForm(forms.Form):
-    q = forms.CharField(
-        required=False,
-        max_length=120,
-        label=gettext_lazy("Booking reference, e-mail or name"),
-        widget=forms.TextInput(attrs={"size": 40, "autofocus": True, "type": "search"}),
-    )

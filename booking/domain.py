@@ -366,7 +366,7 @@ class OrderLine(TypedDict):
     price: int
     ticketType: NotRequired[str]  # code and name of the ticket type, as bought
     ticketTypeName: NotRequired[str]
-    discount: NotRequired[int]  # the promo code's share of this line (issue 16)
+    discount: NotRequired[int]  # the promo code's share of this line
     ticket: str  # 24 random url-safe characters
     checkedIn: NotRequired[CheckIn]
 

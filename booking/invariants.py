@@ -1,4 +1,4 @@
-"""The invariants of the design guide, checked against the database.
+"""The invariants (docs/architecture.md, "Invariants"), checked against the database.
 
 Used by the tests, the chaos harness and ``manage.py check_invariants``. Run it on a quiet
 system (after reconcile): an operation in flight can be between its two writes.
@@ -137,7 +137,7 @@ def checkin_breaches() -> list[str]:
 
 
 def offer_breaches(carts: dict | None = None) -> list[str]:
-    """Issue 16: every paid order is charged as its seats were held and its code redeemed, and no
+    """Every paid order is charged as its seats were held and its code redeemed, and no
     promo code is used more than its cap.
 
     - each line's ticket type and price are its cart item's, and the item's price is its type's

@@ -124,7 +124,7 @@ def session_sales():
     return get_db()["session_sales"]
 
 
-# --- scale (issue 20): the per-client held-seats limit's documents, one per client address,
+# --- scale: the per-client held-seats limit's documents, one per client address,
 # read and written by _id only (services/client_holds.py): no index but _id's
 def client_holds():
     return get_db()["client_holds"]
@@ -155,7 +155,7 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     "checkin_conflicts": {"scanId": 1},  # ranged: random scan ids, and the unique index is the key's
     "promo_codes": {"code": 1},  # ranged: redeemed by its code, and the unique index is the key's
     "session_sales": {"_id": "hashed"},  # the reports: read and written by session id
-    # scale (issue 20): one document per client address, addressed by _id alone
+    # scale: one document per client address, addressed by _id alone
     "client_holds": {"_id": "hashed"},
     # Q1 what's on (services/listings.py): ranged on start, so a range of dates reaches only the
     # shards owning them; new listings land on the last chunk, at the rate staff publish shows
@@ -234,7 +234,7 @@ def ensure_indexes() -> list[str]:
     created.append(_index(sessions(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
     created.append(_index(carts(), [("state", 1), ("expiresAt", 1)], name="state_expires"))
     created.append(_index(carts(), [("owner", 1), ("state", 1)], name="owner_state"))
-    # (no index by client: the per-client held-seats limit counts on client_holds by _id, issue 20)
+    # (no index by client: the per-client held-seats limit counts on client_holds by _id)
     # the staff lists: carts of a state, and of every state, newest first
     created.append(_index(carts(), [("state", 1), ("createdOn", -1), ("_id", -1)], name="state_newest"))
     created.append(_index(carts(), [("createdOn", -1), ("_id", -1)], name="newest"))
@@ -344,7 +344,7 @@ def ensure_indexes() -> list[str]:
     batch_keys = [("batch", 1), ("createdOn", -1), ("_id", -1)]
     created.append(promo_codes().create_index(batch_keys, name="batch_created"))
     created += _report_indexes()
-    # --- scale (issue 20): an address's held-seats document goes once its last hold has ended
+    # --- scale: an address's held-seats document goes once its last hold has ended
     # (services/client_holds.py); read and written by _id only
     created.append(_index(client_holds(), [("until", 1)], name="until_ttl", expireAfterSeconds=0))
     _drop_undeclared(set(created))

@@ -1,4 +1,4 @@
-"""The buyer's offer endpoints (issue 16), beside the cart's in views.py:
+"""The buyer's offer endpoints, beside the cart's in views.py:
 
 POST /cart/ticket-type   session=<id>&seat=r:c&ticket_type=<code>   pick a held seat's ticket type
 POST /cart/promo         code=<text>                                 apply a promo code / voucher

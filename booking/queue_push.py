@@ -1,4 +1,4 @@
-"""The waiting room's place in line, pushed (issue 19): Server-Sent Events from
+"""The waiting room's place in line, pushed: Server-Sent Events from
 ``/queue/<id>/live/`` (``queue_views.queue_live``), so a waiting buyer's page sends no requests.
 
 Each event loop (one per ASGI web process) keeps one ``QueueHub``: its waiting viewers, each with

@@ -1,4 +1,4 @@
-"""The waiting room's pages for buyers (issue 19; the queue is ``services/waiting_room.py``).
+"""The waiting room's pages for buyers (the queue is ``services/waiting_room.py``).
 
 GET /queue/<queue id>/         the waiting room: countdown to the sale, then place in line and an
                                estimated wait; joins the buyer (one place per buyer cookie)
@@ -30,7 +30,6 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import translation
-from django.utils.html import escape
 from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
@@ -219,13 +218,7 @@ def admissions(request, owner: str | None):
 
 def admission_refused(request, error: admission.AdmissionRequired) -> HttpResponse:
     """A hold on a queued sale without admission: 403 and the way to the queue."""
-    url = error.queue_url
-    if request.htmx:
-        body = (
-            '<div id="notice" class="notice-area" role="status" aria-live="polite">'
-            f'<p class="msg msg-error">{escape(error.message)} '
-            f'<a href="{escape(url)}">Go to the waiting room</a></p></div>'
-        )
-        return HttpResponse(body, status=403)
-    html = render_to_string("booking/queue_required.html", {"message": error.message, "url": url}, request=request)
+    # htmx swaps the notice area of the seat map it came from; a plain request gets the whole page
+    template = "booking/queue_required.html#notice" if request.htmx else "booking/queue_required.html"
+    html = render_to_string(template, {"message": error.message, "url": error.queue_url}, request=request)
     return HttpResponse(html, status=403)

@@ -1,4 +1,4 @@
-"""Reads. Each function is one access pattern of the design guide and names its cost."""
+"""Reads. Each function is one access pattern (docs/architecture.md, "Access patterns") and names its cost."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -208,10 +208,6 @@ def get_cart(owner: str, cart_id: ObjectId | None) -> dict | None:
     if cart_id is None:
         return None
     return mongo.carts().find_one({"_id": cart_id, "owner": owner})
-
-
-def get_live_cart(owner: str, cart_id: ObjectId | None) -> dict | None:
-    return live_cart_or_none(get_cart(owner, cart_id))
 
 
 def live_cart_or_none(cart: dict | None) -> dict | None:

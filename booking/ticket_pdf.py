@@ -1,4 +1,4 @@
-"""Tickets printed at the counter (issue 17): a PDF with one page per ticket, either an ordinary
+"""Tickets printed at the counter: a PDF with one page per ticket, either an ordinary
 page (A4, the ticket at the top: any office printer) or an 80 mm thermal-printer roll (72 mm
 printable, one short page per ticket so the printer cuts between them).
 

@@ -74,6 +74,6 @@ urlpatterns = [
     path("orders/<str:ref>/payment", payment_views.payment_status, name="payment_status"),
     path("orders/<str:ref>/cancel-payment", payment_views.cancel_payment, name="cancel_payment"),
     path("orders/<str:ref>/receipt.pdf", payment_views.receipt_pdf, name="receipt"),
-    path("orders/<str:ref>/exchange-pay", exchange_views.exchange_pay, name="exchange_pay"),  # issue 17
+    path("orders/<str:ref>/exchange-pay", exchange_views.exchange_pay, name="exchange_pay"),
     path("payments/stripe/webhook/", payment_views.stripe_webhook, name="stripe_webhook"),
 ]

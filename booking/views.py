@@ -684,7 +684,7 @@ NO_SUCH_BOOKING = gettext_noop(
 
 def _order_context(order: dict, request=None) -> dict:
     from . import exchange_views
-    from .order_history import order_history  # booked, paid, moved, canceled, mailed (issue 17)
+    from .order_history import order_history  # booked, paid, moved, canceled, mailed
     from .payment_views import payment_context  # its payment: state, card form, receipt, refunds
 
     tickets = presenters.order_tickets(order)

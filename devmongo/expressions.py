@@ -862,7 +862,86 @@ def _project(docs, _database, spec):
     return out
 
 
+def _hashable(value):
+    """A group key as something a dict can hold, equal exactly when mongomock's ``==`` would say so
+    (embedded documents compare by their fields, not their order). None when it has no such form."""
+    if isinstance(value, dict):
+        items = [(k, _hashable(v)) for k, v in value.items()]
+        return None if any(v is None and value[k] is not None for k, v in items) else ("d", frozenset(items))
+    if isinstance(value, list):
+        items = [_hashable(v) for v in value]
+        return (
+            None if any(h is None and v is not None for h, v in zip(items, value, strict=True)) else ("l", tuple(items))
+        )
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return ("v", value)
+
+
+def _group(docs, database, spec):
+    """``$group`` as mongomock answers it, in one pass: each document's key is computed once and
+    looked up in a dict, where mongomock sorts every document by its key with Python-level BSON
+    comparisons first (a report's grouping took about 1 ms per document). Output in key order, as
+    mongomock's."""
+    key_expr = spec["_id"]
+    if not key_expr:
+        return mm_aggregate._handle_group_stage(docs, database, spec)
+    groups = {}
+    for doc in docs:
+        try:
+            key = mm_aggregate._parse_expression(key_expr, doc, ignore_missing_keys=True)
+        except KeyError:
+            key = None
+        hashed = _hashable(key)
+        if hashed is None:  # a key Python cannot hash: mongomock's way
+            return mm_aggregate._handle_group_stage(docs, database, spec)
+        groups.setdefault(hashed, (key, []))[1].append(doc)
+    ordered = sorted(groups.values(), key=lambda group: mm_aggregate.filtering.BsonComparable(group[0]))
+    out = []
+    for key, members in ordered:
+        row = mm_aggregate._accumulate_group(spec, members)
+        row["_id"] = key
+        out.append(row)
+    return out
+
+
+def _with_value_at(doc, parts, value):
+    """A copy of ``doc`` with ``value`` at the path: the documents along the path are copied, the
+    rest is shared with ``doc``, as no stage changes a nested document in place."""
+    new = dict(doc)
+    if len(parts) == 1:
+        new[parts[0]] = value
+    else:
+        new[parts[0]] = _with_value_at(doc[parts[0]], parts[1:], value)
+    return new
+
+
+def _unwind(docs, database, spec):
+    """``$unwind`` without a deep copy of the whole document per array element (mongomock's way,
+    most of a report's time): only the documents along the unwound path are copied."""
+    options = spec if isinstance(spec, dict) else {"path": spec}
+    path = options.get("path")
+    simple = set(options) == {"path"} and isinstance(path, str) and path.startswith("$") and "$" not in path[1:]
+    if not simple:  # includeArrayIndex, preserveNullAndEmptyArrays, bad input: mongomock's way
+        return mm_aggregate._handle_unwind_stage(docs, database, spec)
+    parts = path[1:].split(".")
+    out = []
+    for doc in docs:
+        value = doc
+        for part in parts:
+            value = value.get(part, MISSING) if isinstance(value, dict) else MISSING
+        if value is MISSING or value is None or value == []:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            out.append(_with_value_at(doc, parts, item))
+    return out
+
+
 STAGES = {
+    "$group": _group,
+    "$unwind": _unwind,
     "$project": _project,
     "$addFields": _add_fields,
     "$set": lambda docs, database, spec: _add_fields(docs, database, spec, "$set"),

@@ -28,15 +28,28 @@ ensure_venv() {
     rm -rf .venv
     "$py" -m venv .venv
   fi
-  # requirements-dev.txt includes requirements.txt: the stamp is both files, so a change to either
-  # installs again.
+  # requirements-dev.txt includes requirements.txt, and requirements.lock pins what production's set
+  # resolves to: the stamp is all three, so a change to any installs again.
   local wanted
-  wanted=$(cat requirements.txt requirements-dev.txt)
+  wanted=$(cat requirements.txt requirements.lock requirements-dev.txt)
   if [ ! -f .venv/.requirements-dev.stamp ] || [ "$wanted" != "$(cat .venv/.requirements-dev.stamp)" ]; then
-    echo "Installing requirements-dev.txt (and requirements.txt) into .venv"
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -r requirements-dev.txt
+    echo "Installing requirements-dev.txt (production's set as locked in requirements.lock) into .venv"
+    install_requirements
     printf '%s\n' "$wanted" > .venv/.requirements-dev.stamp
+  fi
+}
+
+# uv installs the set in seconds where pip takes about two minutes; pip stays the fallback when uv
+# cannot be had from the package index.
+install_requirements() {
+  local uv_pin
+  uv_pin=$(grep -E '^uv==' requirements-dev.txt)
+  if .venv/bin/python -m pip install --quiet "$uv_pin" 2>/dev/null; then
+    .venv/bin/uv pip install --python .venv/bin/python --quiet -r requirements-dev.txt -c requirements.lock
+  else
+    echo "uv is not available; installing with pip"
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -r requirements-dev.txt -c requirements.lock
   fi
 }
 

@@ -391,9 +391,9 @@ BOOKING_PAYMENT_CHECK_GRACE_SECONDS = env.int("BOOKING_PAYMENT_CHECK_GRACE_SECON
 # VAT in percent (prices include it). Ticket rate per theater overrides the default (staff).
 BOOKING_VAT_RATE = env.str("BOOKING_VAT_RATE", default="7")
 # Reports (booking/reports/): when a session's orders are counted (reports/tally.py), group them
-# in MongoDB ($group pipelines; less to transfer) or in the app from one indexed find (the default:
-# the dev stand-in's $group costs about 1 ms per ticket; docs/performance.md, "Reports")
-BOOKING_REPORTS_GROUP_ON_SERVER = env.bool("BOOKING_REPORTS_GROUP_ON_SERVER", default=False)
+# in MongoDB ($group pipelines: only the grouped rows travel; the default) or in the app from one
+# indexed find (False)
+BOOKING_REPORTS_GROUP_ON_SERVER = env.bool("BOOKING_REPORTS_GROUP_ON_SERVER", default=True)
 # Where the report pages take the sales figures from: "summaries" (per-session counts, stored and
 # recounted when the session's orders change: reports/summaries.py) or "orders" (counted at every
 # read: exact, and slow for a long series; a fallback)

@@ -1,4 +1,4 @@
-"""``python -m bench.peer [--seconds S] [--buyers N] [--out DIR]``: ours against pretix (issue 21).
+"""``python -m bench.peer [--seconds S] [--buyers N] [--out DIR]``: ours against pretix.
 
 Not in CI: it installs pretix into .bench-peer/venv and needs PostgreSQL (docs/performance.md)."""
 

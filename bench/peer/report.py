@@ -156,7 +156,7 @@ def markdown(r: dict) -> str:
         a, b = fn(orush), fn(prush)
         ratio = f"{b / a:.1f}x" if title.startswith("time") and a and b else ""
         lines.append(f"| {title} | {_f(a, digits)} | {_f(b, digits)} | {ratio} |")
-    lines += ["", "## Goals (issue 21)", "", "| goal | measured | limit | met |", "| --- | ---: | ---: | --- |"]
+    lines += ["", "## Goals", "", "| goal | measured | limit | met |", "| --- | ---: | ---: | --- |"]
     for g in r["goals"]:
         lines.append(
             f"| {g['goal']}<br><small>{g['detail']}</small> | {_f(g['value'], 2)} | {g['limit']} "

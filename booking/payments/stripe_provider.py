@@ -226,7 +226,3 @@ class StripeProvider(base.Provider):
         return base.WebhookEvent(
             id=str(data.get("id", "")), type=_EVENTS.get(raw_type, "other"), payment=payment, raw_type=raw_type
         )
-
-
-def publishable_key() -> str:
-    return settings.STRIPE_PUBLISHABLE_KEY

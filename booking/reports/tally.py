@@ -22,11 +22,9 @@ What counts:
   as a local calendar day (``settings.TIME_ZONE``).
 
 Where the grouping runs (``BOOKING_REPORTS_GROUP_ON_SERVER``): in MongoDB, two ``$group``
-pipelines (``count_on_server``: only the grouped rows travel), or in the app over one indexed,
-projected ``find`` (``count_in_app``, the default). Both answer the same rows (a test runs both on
-the same sales). The app is the default because the dev stand-in runs ``$unwind``/``$group``
-through mongomock at about 1 ms per ticket, while its ``find`` takes a fraction of that; on a real
-MongoDB the server grouping is the better choice.
+pipelines (``count_on_server``, the default: only the grouped rows travel), or in the app over one
+indexed, projected ``find`` (``count_in_app``). Both answer the same rows (a test runs both on the
+same sales).
 """
 
 from datetime import UTC, datetime

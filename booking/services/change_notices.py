@@ -267,7 +267,3 @@ def tickets_pdf(order: dict) -> bytes:
         pdf.showPage()
     pdf.save()
     return out.getvalue()
-
-
-def notices_of(order: dict) -> list[dict]:
-    return [{**n, "id": n["_id"]} for n in order.get("changeNotices", [])]

@@ -1,4 +1,4 @@
-"""Selling for a customer at the counter or on the phone (issue 17): the buyer's engine, staff's cart.
+"""Selling for a customer at the counter or on the phone: the buyer's engine, staff's cart.
 
 Staff choose seats on the same live map with the same services as a buyer (``holds``: the same
 conditional writes, orphan rule, limits), under a cart of their own (owner ``staff:<user id>``),
@@ -32,7 +32,6 @@ from pymongo import ReturnDocument
 from .. import clock, faults, mongo, payments
 from ..domain import CartState, OrderState, live_cart_filter
 from ..errors import CartExpired, InvalidRequest, NotFound
-from ..payments import base
 from ..payments.counter import CARD_TERMINAL, CASH, COMPLIMENTARY, COUNTER_METHODS, INVOICE, PAID_AT_ONCE
 from . import carts as cart_service
 from . import checkout, offers, pricing
@@ -249,7 +248,3 @@ def _settle_if_paid_now(order: dict) -> dict:
 def mark_invoice_paid(order_id: ObjectId, *, by: str) -> dict:
     """The invoice's money arrived: the order becomes paid and its seats sold (as at the box office)."""
     return payment_service.mark_paid_at_counter(order_id, by=by)
-
-
-def is_counter_payment(payment: base.Payment) -> bool:
-    return payment.provider == "counter"

@@ -767,8 +767,3 @@ def stop_into(session_id: ObjectId) -> int:
         finish(order["_id"])
     release_stray_holds(session_id)
     return stopped
-
-
-def history_of(order: dict) -> list[dict]:
-    """The order's exchanges, newest first, for the order pages."""
-    return sorted(order.get("exchanges", []), key=lambda x: x["createdOn"], reverse=True)

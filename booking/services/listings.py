@@ -1,4 +1,4 @@
-"""What's on, kept apart from the seat maps so that Q1 is shard-targeted (issue 20).
+"""What's on, kept apart from the seat maps so that Q1 is shard-targeted.
 
 Sessions are sharded on a hashed ``_id`` (the seat map and the hold find them by id), so a range
 on ``start`` over them goes to every shard. ``listings`` holds one small document per session

@@ -324,7 +324,7 @@ class TicketLine:
     seat: str
     category: str
     price: str
-    ticket_type: str = ""  # as bought (issue 16's ticket types)
+    ticket_type: str = ""  # as bought (ticket types)
 
 
 def ticket_link(order: dict) -> str:

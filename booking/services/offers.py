@@ -1,4 +1,4 @@
-"""Ticket types and the price table (issue 16): who pays what for a seat.
+"""Ticket types and the price table: who pays what for a seat.
 
 A theater lists its ticket types (``ticketTypes: [{code, name, description, companion?}]``);
 "Full price" (code ``full``) is always one of them and is the session's ``prices`` column, as

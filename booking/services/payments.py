@@ -500,7 +500,7 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
             logger.error("payment %s %s succeeded for no order we know", payment.provider, payment.id)
             return None
         if order.get("exchanges") and payment.id != (order.get("paidWith") or {}).get("id"):
-            from . import exchanges  # a dearer exchange's difference, paid by the customer (issue 17)
+            from . import exchanges  # a dearer exchange's difference, paid by the customer
 
             handled = exchanges.difference_paid(order, payment)
             if handled is not None:
@@ -696,7 +696,7 @@ def cancel_unpaid(
             return _settled(canceled)
         record(canceled.id, canceled.status)
     now = clock.now()
-    by_staff = owner is None and bool(by)  # the customer is told (issue 17); a buyer canceling knows
+    by_staff = owner is None and bool(by)  # the customer is told; a buyer canceling knows
     canceled_now = orders().update_one(
         {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
         {

@@ -1,5 +1,4 @@
-"""A sectioned performance's section ids, by its performanceId, so that its page is shard-targeted
-(issue 20).
+"""A sectioned performance's section ids, by its performanceId, so that its page is shard-targeted.
 
 Sessions are sharded on a hashed ``_id``: the performance page's read of the sections by
 ``performanceId`` went to every shard. ``performances`` holds one small document per sectioned

@@ -1,4 +1,4 @@
-"""A sectioned venue's performance as one thing for staff (issue 17): its section documents
+"""A sectioned venue's performance as one thing for staff: its section documents
 (``performanceId``) blocked, released or canceled together, each through the one-session service
 (``services.sessions``), so every seat change stays one conditional update on one document."""
 

@@ -1,4 +1,4 @@
-"""Promo codes and vouchers (issue 16).
+"""Promo codes and vouchers.
 
 A code is a document in ``promo_codes``::
 

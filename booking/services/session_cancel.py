@@ -66,7 +66,7 @@ def start(session_id: ObjectId, *, by: str = "") -> dict:
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])  # carts' holds: the seats go back
     show = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "start": 1}) or {"_id": session_id}
-    for hold in session.get("reservations", []):  # the buyers' carts drop them and say why (issue 18, bug 1)
+    for hold in session.get("reservations", []):  # the buyers' carts drop them and say why
         carts.drop_canceled_session(hold["_id"], show)
     queue(session_id)
     return mongo.sessions().find_one({"_id": session_id}, {"status": 1, "cancelRun": 1, "name": 1})

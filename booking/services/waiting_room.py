@@ -1,4 +1,4 @@
-"""The waiting room for big on-sales (issue 19): a fair queue in Redis, admission at a set rate.
+"""The waiting room for big on-sales: a fair queue in Redis, admission at a set rate.
 
 Staff mark a session, every section of a performance, or several sessions of a series "high
 demand": each gets ``waitingRoom`` on its MongoDB document(s) (the source of truth for the
@@ -575,7 +575,7 @@ def queue_of(session: dict) -> ObjectId | None:
 
 
 def _validate(opens_at: datetime, on_sale_at: datetime, rate, start: datetime, sale_opens=None) -> dict:
-    """``sale_opens``: the session's own sale window opening (issue 16), if it has one: admitting
+    """``sale_opens``: the session's own sale window opening, if it has one: admitting
     buyers before it would hand out turns nobody can use."""
     fields = {}
     if not isinstance(rate, int) or not 1 <= rate <= MAX_RATE:

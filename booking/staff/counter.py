@@ -1,4 +1,4 @@
-"""Selling at the counter and on the phone (issue 17): "Sell" on a session in the admin.
+"""Selling at the counter and on the phone: "Sell" on a session in the admin.
 
 The live seat map is the buyer's (``seatmap_html``, ``static/booking/site.js``) with house seats
 choosable, every click goes through the buyer's hold services under the staff member's own cart

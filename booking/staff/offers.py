@@ -1,4 +1,4 @@
-"""Offers in the admin (issue 16): a theater's ticket types, a session's price table.
+"""Offers in the admin: a theater's ticket types, a session's price table.
 
 Mixed into TheaterAdmin and SessionAdmin (their ``routes`` name these views), so the pages sit
 under the theater's and the session's URLs and use their permissions: view to look, change to save.

@@ -1,4 +1,4 @@
-"""A sectioned venue's performance in the admin (issue 17): one performance with its sections
+"""A sectioned venue's performance in the admin: one performance with its sections
 (sales per section and in total, each section's live map and "Sell"), house seats blocked or
 released for whole sections at once, and the whole performance canceled at once. Views mixed into
 SessionAdmin (``PERFORMANCE_ROUTES``); the writes are ``services.performances``."""

@@ -1,4 +1,4 @@
-"""Promo codes and voucher batches in the admin (issue 16).
+"""Promo codes and voucher batches in the admin.
 
 A code: percent off, an amount off or a fixed price per ticket; for every session, a series (every
 performance of the same show in the same theater) or one session; for some ticket types and seat

@@ -1,4 +1,4 @@
-"""Sales reports in the admin (issue 17): per session and per series (the sessions of one show in
+"""Sales reports in the admin: per session and per series (the sessions of one show in
 one hall), their CSV / XLSX downloads and chart, and a session's attendee list (CSV, PDF).
 
 Everything here needs ``booking.view_reports`` (the ``Report`` stand-in model carries it); the

@@ -1,4 +1,4 @@
-"""Sectioned venues (stadiums) created and edited in the admin (issue 17), not only imported or
+"""Sectioned venues (stadiums) created and edited in the admin, not only imported or
 made in code: name, seat categories (shared by the sections) and every section as text
 (``booking/sections_text.py``: ``[North 1]`` then its rows in the layout editor's grid format).
 Views mixed into TheaterAdmin (``SECTIONED_ROUTES``)."""

@@ -1,4 +1,4 @@
-"""Waiting rooms in the admin (issue 19): mark a session, a sectioned performance or a series
+"""Waiting rooms in the admin: mark a session, a sectioned performance or a series
 "high demand"; watch each queue live (waiting, rate, admitted, buying, done, left); pause,
 resume, change the rate or the times live; end the room.
 

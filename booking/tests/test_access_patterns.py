@@ -1,4 +1,4 @@
-"""Every access pattern of the design guide costs the MongoDB commands it promises, or fewer.
+"""Every access pattern (docs/architecture.md) costs the MongoDB commands it promises, or fewer.
 
 Counted through pymongo's command monitoring, so these are the commands really sent."""
 

@@ -68,7 +68,7 @@ def test_orders_are_found_by_reference_email_or_name(manager_client):
     def found(q):
         return [o["ref"] for o in manager_client.get("/admin/booking/order/", {"q": q}).context["orders"]]
 
-    # a whole reference opens its order (issue 17); a part of one is only a search
+    # a whole reference opens its order; a part of one is only a search
     opened = manager_client.get("/admin/booking/order/", {"q": ada["ref"].lower()})
     assert opened.status_code == 302 and opened["Location"].endswith(f"/order/{ada['_id']}/change/")
     assert found("GRACE@example.com") == [grace["ref"]]

@@ -59,7 +59,7 @@ def test_staff_set_vat_rates_per_theater_and_category_for_new_orders(manager_cli
 
 
 def test_a_vat_change_made_in_another_process_reaches_orders_within_the_cache_lifetime(settings, monkeypatch):
-    """Issue 21: checkout keeps a theater's VAT settings per process for BOOKING_VAT_CACHE_SECONDS
+    """Checkout keeps a theater's VAT settings per process for BOOKING_VAT_CACHE_SECONDS
     instead of reading theaters for every order. Another process's change (written straight to
     the theater here, as its set_vat_rates does) is taken once the lifetime has passed; the
     process that changes them forgets its copy at once."""

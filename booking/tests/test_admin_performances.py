@@ -1,4 +1,4 @@
-"""A sectioned venue in the admin (issue 17): its performance listed once with its sections,
+"""A sectioned venue in the admin: its performance listed once with its sections,
 sales summed, whole sections blocked and released, the whole performance canceled at once; and
 sectioned venues drawn and edited in the admin."""
 

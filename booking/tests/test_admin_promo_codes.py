@@ -1,4 +1,4 @@
-"""The admin's promo code and voucher pages (issue 16): create and edit codes with every kind of
+"""The admin's promo code and voucher pages: create and edit codes with every kind of
 term, generate a voucher batch and export it as CSV; bad input is a form error (400, never a
 500) that changes nothing; each page needs its permission."""
 

@@ -1,4 +1,4 @@
-"""Best available as the buyer uses it (issue 18): a category of their choice, the seats in words,
+"""Best available as the buyer uses it: a category of their choice, the seats in words,
 released in one click, the engine's split offered and taken, true messages, exactly what was
 asked added, wheelchair spaces with companions."""
 

@@ -42,7 +42,7 @@ def test_a_valid_ticket_is_admitted_once_with_time_door_and_staff(show):
         "seat": "3",
         "section": "",
         "category": "Premium",
-        "type": "Full price",  # every order line now has a ticket type (issue 16)
+        "type": "Full price",  # every order line now has a ticket type
         "name": "Ada Q. Lovelace",
         "ref": order["ref"],
     }

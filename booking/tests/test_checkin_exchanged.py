@@ -1,4 +1,4 @@
-"""Exchanged and refunded tickets at a door that was offline (issue 17): a phone whose list is older
+"""Exchanged and refunded tickets at a door that was offline: a phone whose list is older
 than an exchange or a refund lets the old ticket in offline, by its scanned code or by a name
 search (the hash only). The sync must know those tickets: the old one comes back "not valid,
 replaced by an exchange" naming the seat (and the performance) that replaced it, stored as a

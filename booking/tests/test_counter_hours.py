@@ -1,4 +1,4 @@
-"""The box office keeps its own hours (issue 17): staff selling at the counter hold seats before the
+"""The box office keeps its own hours: staff selling at the counter hold seats before the
 online on-sale, after the online off-sale and in a queued sale without a waiting-room admission,
 until the performance starts (plus ``BOOKING_COUNTER_SALE_AFTER_START_SECONDS``); never a canceled
 or past performance, never another cart's seats. Buyers' rules are unchanged. The clock is injected

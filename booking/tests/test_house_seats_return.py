@@ -1,4 +1,4 @@
-"""House seats stay house seats (issue 17): a seat staff blocked and then sold at the counter goes
+"""House seats stay house seats: a seat staff blocked and then sold at the counter goes
 back to blocked, not on sale, on every path that ends its sale: a partial refund, a whole cancel,
 an exchange moving the customer elsewhere, a canceled session, and the end of an unpaid counter
 reservation. An ordinary seat of the same order goes back to free. Invariants after each."""

@@ -1,4 +1,4 @@
-"""Ticket types and the promo code on what a buyer and staff read afterwards (issue 16): the
+"""Ticket types and the promo code on what a buyer and staff read afterwards: the
 tickets page, the VAT receipt (PDF), the confirmation mail and the admin's order page."""
 
 import base64

@@ -1,4 +1,4 @@
-"""check_invariants on offers (issue 16): it reports an order not charged as its seats were held
+"""check_invariants on offers: it reports an order not charged as its seats were held
 and its code redeemed, and a code used more than its cap. Each test corrupts the data the way a
 bug would and expects the checker (and the management command) to say so."""
 

@@ -1,4 +1,4 @@
-"""``check_invariants`` reports what issue 15 says must never happen, each seen by corrupting real
+"""``check_invariants`` reports what must never happen to money, each seen by corrupting real
 data made through the real flow (localstripe): a sold seat without its paid order, a paid order
 whose seat is not sold, an order paid twice."""
 

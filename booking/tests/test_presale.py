@@ -1,4 +1,4 @@
-"""Members' presale (issue 16): before the public on-sale, only buyers who entered the access code
+"""Members' presale: before the public on-sale, only buyers who entered the access code
 can hold; the hold's write itself refuses the others. Wrong codes, rate limit."""
 
 import time

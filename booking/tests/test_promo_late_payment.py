@@ -1,4 +1,4 @@
-"""A promo code's use while a late payment is decided (issue 15). The buyer's hold ended while
+"""A promo code's use while a late payment is decided. The buyer's hold ended while
 their bank still asked for 3-D Secure: the use stays taken (a capped code is not offered to anyone
 else meanwhile) until the payment is decided; then it is kept if the payment bought the seats,
 given back once if the payment was refunded because the seats were taken or was never made. Never

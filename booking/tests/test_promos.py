@@ -1,4 +1,4 @@
-"""Promo codes and vouchers (issue 16): terms, validity, caps, release on expiry/cancel, the race."""
+"""Promo codes and vouchers: terms, validity, caps, release on expiry/cancel, the race."""
 
 import threading
 from datetime import timedelta

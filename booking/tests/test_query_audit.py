@@ -204,7 +204,7 @@ def staff_flow(client, session, order):
 
 
 def offers_flow(client, session):
-    """Issue 16's staff pages for promo codes and vouchers, and a buyer redeeming a series code."""
+    """The staff pages for promo codes and vouchers, and a buyer redeeming a series code."""
     sid = str(session["_id"])
     code = {"code": "AUDIT-1", "kind": "percent", "value": "10", "scope": "series", "session": sid, "cap": "5"}
     assert client.post("/admin/booking/promocode/add/", code).status_code == 302
@@ -276,7 +276,7 @@ def test_the_planner_rule_flags_what_mongodb_would_scan():
     # a partial index serves only a filter that implies its expression
     assert verdict("orders", {"state": {"$in": ["canceled", "failed"]}, "seatsReleased": False}) == "index"
     assert verdict("carts", {"items.sessionId": 1}) == "scan"
-    # the staff order list's filters (issue 17): state and channel have their index
+    # the staff order list's filters: state and channel have their index
     assert verdict("orders", {"state": "canceled"}) == "index"
     assert verdict("orders", {"channel": {"$in": [None, "online"]}}, [("createdOn", -1), ("_id", -1)]) == "index"
     # the per-client limit counts on its own document (client_holds, by _id), not carts by address

@@ -71,7 +71,7 @@ def once_at(fault_hook, point, action):
     return fired
 
 
-# --- the per-client held-seats limit (issue 20, hole 6) ---
+# --- the per-client held-seats limit ---
 
 
 def test_a_hold_racing_inside_another_holds_window_counts_the_first_ones_seats(settings, fault_hook):

@@ -1,4 +1,4 @@
-"""Sales reports and exports (issue 17): the figures equal what the orders say, in the page, the
+"""Sales reports and exports: the figures equal what the orders say, in the page, the
 CSV and the XLSX, read from the per-session summaries (booking/reports/summaries.py) and counted
 from the orders alike, also after every kind of change and after a crash between an order's write
 and its summary's refresh; the attendee list; the order list's filters; permissions and bad input.

@@ -1,4 +1,4 @@
-"""Sale windows (issue 16): draft sessions, on-sale and off-sale times, refused by the hold's own
+"""Sale windows: draft sessions, on-sale and off-sale times, refused by the hold's own
 write at the exact second (the clock injected), and what existing documents without the fields do."""
 
 from datetime import timedelta

@@ -99,7 +99,7 @@ def test_confirmation_mail_has_text_and_html_reference_seats_and_ticket_link(set
     assert mimetype == "text/html"
     seats = {(line["row"], line["seat"]) for line in order["lines"]}
     assert seats == {("A", "1"), ("B", "3")}
-    assert "Row A, seat 1 (Stalls, Full price): 20.00 EUR" in message.body  # category, ticket type (issue 16)
+    assert "Row A, seat 1 (Stalls, Full price): 20.00 EUR" in message.body  # category, ticket type
     assert "Row B, seat 3 (Premium, Full price): 35.00 EUR" in message.body
     assert "2 seats, total 55.00 EUR" in message.body
     assert link in message.body

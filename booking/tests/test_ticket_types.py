@@ -1,4 +1,4 @@
-"""Ticket types (issue 16): the price table, the per-seat choice, the price locked at hold time,
+"""Ticket types: the price table, the per-seat choice, the price locked at hold time,
 the companion rule, max per type, order lines carrying the type."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Theater (venue) and section names in the buyer's language (issue 18): staff give a theater, a
+"""Theater (venue) and section names in the buyer's language: staff give a theater, a
 sectioned venue and each of its sections a German name in the admin (``nameDe``, like a show's
 ``nameDe`` and a category's); sessions copy it beside ``theaterName`` (``theaterNameDe``, and
 ``venueNameDe`` / ``section.nameDe`` in a stadium), what's on reads it from the listings, orders

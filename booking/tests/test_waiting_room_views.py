@@ -175,6 +175,16 @@ def test_holds_without_admission_are_refused_by_the_server_with_a_link_to_the_qu
     assert selectors.get_session(session["_id"])["seats"][0][0] == 0
 
 
+def test_a_german_buyer_is_sent_to_the_waiting_room_in_german():
+    session, config = open_room()
+    german = Client(HTTP_ACCEPT_LANGUAGE="de")
+    german.get("/")
+    response = german.post(url("toggle_seat", session_id=str(session["_id"])), {"seat": "0:0"}, **HTMX)
+    assert response.status_code == 403
+    assert f'<a href="{queue_path(config)}">Zum Warteraum</a>' in text(response)
+    assert "Go to the waiting room" not in text(response)
+
+
 def test_an_admitted_buyer_holds_and_another_with_a_copied_token_does_not(client):
     session, config = open_room()
     buyer_a = admitted_client(config)

@@ -75,7 +75,7 @@ def test_each_viewer_gets_a_token_of_their_own_that_the_language_switch_accepts(
 
 
 def test_a_returning_viewer_gets_a_new_token_each_time_that_the_csrf_check_accepts():
-    """Issue 21: a viewer with a CSRF cookie gets the token masked by page_cache (not get_token):
+    """A viewer with a CSRF cookie gets the token masked by page_cache (not get_token):
     a different token on every answer (BREACH), each one accepted for their cookie."""
     make_session(name="Hamlet", days=1)
     viewer = Client(enforce_csrf_checks=True)

@@ -175,7 +175,7 @@ def test_the_buyers_cart_order_and_tickets_say_wheelchair_space(show, at):
 
 @pytest.mark.parametrize(("language", "words"), [("de-DE,de;q=0.9", "Rollstuhlplatz"), ("en", "wheelchair space")])
 def test_the_payment_page_mail_and_receipt_say_wheelchair_space_and_the_category(show, at, language, words):
-    """The reviewer's gaps (issue 18): the payment page's lines named no category, and the
+    """The reviewer's gaps: the payment page's lines named no category, and the
     confirmation mail and the receipt PDF did not mark the wheelchair space the cart, order page
     and tickets mark."""
     at(released_at(show) - timedelta(hours=1))

@@ -1,5 +1,5 @@
-"""Edge cases where devmongo used to answer unlike MongoDB (issue 20, "The stand-in, closer to
-MongoDB"), each as the MongoDB manual or server source says: document size and nesting limits,
+"""Edge cases where devmongo used to answer unlike MongoDB, each as the MongoDB manual or server
+source says: document size and nesting limits,
 an index's key pattern under a second name, projections ($slice, positional $), the order of new
 fields, cursors seeing later writes. (Booleans vs numbers and $exists through arrays:
 test_matching.py; hints: test_server_parameters.py; w > 1: test_replset.py; TTL timing:

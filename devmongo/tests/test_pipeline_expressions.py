@@ -1,5 +1,5 @@
-"""Updates with an aggregation pipeline and aggregation expressions, as MongoDB answers them
-(issue 20, "The stand-in, closer to MongoDB"). mongomock, which devmongo used to evaluate them
+"""Updates with an aggregation pipeline and aggregation expressions, as MongoDB answers them.
+mongomock, which devmongo used to evaluate them
 with, answered some silently wrong: ``$sum`` of an array or of an expression gave 0, array
 literals were stored unevaluated, ``$unset``/``$replaceWith`` stages, ``$reduce`` and
 ``$mergeObjects`` were missing. Each expected value here is the one the MongoDB manual gives
@@ -261,3 +261,91 @@ def test_group_accumulators_take_numbers_only_and_compare_by_bson_order(db):
     )
     assert (group["s"], group["a"]) == (3.5, 1.75)  # a boolean is not a number
     assert (group["lo"], group["hi"]) == (1, True)  # null and missing left out; booleans above strings
+
+
+# --- $unwind and $group, devmongo's own one-pass stages ---
+
+
+@pytest.fixture
+def sales(db):
+    db.sales.insert_many(
+        [
+            {"_id": 1, "lines": [{"cat": "a", "p": 10}, {"cat": "b", "p": 20}], "meta": {"by": "x"}},
+            {"_id": 2, "lines": [{"cat": "a", "p": 5}], "meta": {"by": "y"}},
+            {"_id": 3, "lines": {"cat": "c", "p": 1}},  # not an array: one document, as MongoDB
+            {"_id": 4, "lines": []},  # empty, null and missing: no document
+            {"_id": 5, "lines": None},
+            {"_id": 6},
+        ]
+    )
+    return db.sales
+
+
+def test_unwind_gives_one_document_per_element_and_skips_empty_null_and_missing(sales):
+    out = list(sales.aggregate([{"$unwind": "$lines"}, {"$sort": {"_id": 1, "lines.p": 1}}]))
+    assert [(d["_id"], d["lines"]) for d in out] == [
+        (1, {"cat": "a", "p": 10}),
+        (1, {"cat": "b", "p": 20}),
+        (2, {"cat": "a", "p": 5}),
+        (3, {"cat": "c", "p": 1}),
+    ]
+    assert out[0]["meta"] == {"by": "x"} and out[1]["meta"] == {"by": "x"}
+
+
+def test_unwind_of_a_nested_path_keeps_the_document_around_it(db):
+    db.n.insert_one({"_id": 1, "o": {"tags": ["p", "q"], "k": 1}})
+    out = list(db.n.aggregate([{"$unwind": "$o.tags"}]))
+    assert [d["o"] for d in out] == [{"tags": "p", "k": 1}, {"tags": "q", "k": 1}]
+
+
+def test_unwind_options_keep_mongodbs_answers(sales):
+    out = list(
+        sales.aggregate([{"$unwind": {"path": "$lines", "preserveNullAndEmptyArrays": True, "includeArrayIndex": "i"}}])
+    )
+    assert sorted((d["_id"], d.get("i")) for d in out) == [
+        (1, 0),
+        (1, 1),
+        (2, 0),
+        (3, None),
+        (4, None),
+        (5, None),
+        (6, None),
+    ]
+
+
+def test_group_by_a_document_key_sums_each_group_once(sales):
+    out = list(
+        sales.aggregate(
+            [
+                {"$unwind": "$lines"},
+                {
+                    "$group": {
+                        "_id": {"cat": "$lines.cat"},
+                        "n": {"$sum": 1},
+                        "p": {"$sum": "$lines.p"},
+                        "top": {"$max": "$lines.p"},
+                    }
+                },
+            ]
+        )
+    )
+    assert sorted((d["_id"]["cat"], d["n"], d["p"], d["top"]) for d in out) == [
+        ("a", 2, 15, 10),
+        ("b", 1, 20, 20),
+        ("c", 1, 1, 1),
+    ]
+
+
+def test_group_puts_null_and_missing_keys_together_and_numbers_by_value(db):
+    db.g.insert_many(
+        [
+            {"k": None, "v": 1},
+            {"v": 2},
+            {"k": 1, "v": 3},
+            {"k": 1.0, "v": 4},
+            {"k": [1, 2], "v": 5},
+            {"k": [1, 2], "v": 6},
+        ]
+    )
+    out = {str(d["_id"]): d["v"] for d in db.g.aggregate([{"$group": {"_id": "$k", "v": {"$push": "$v"}}}])}
+    assert out == {"None": [1, 2], "1": [3, 4], "[1, 2]": [5, 6]}

@@ -1,4 +1,4 @@
-/* The seat map made for thumbs and for everyone (issue 18), on top of site.js and htmx:
+/* The seat map made for thumbs and for everyone, on top of site.js and htmx:
  * - zoom: the + and − buttons and a two-finger pinch scale the seats (the map's --zoom), keeping
  *   the point under the fingers in place; one finger pans (the box scrolls natively);
  * - an overview (mini-map) and a hint while part of the hall is off-screen;

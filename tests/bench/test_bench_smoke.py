@@ -1,5 +1,5 @@
 """The benchmark at CI size: it runs from one command and every request costs the MongoDB commands
-the design guide promises. No timing assertions: this machine's timings are not the product's."""
+docs/architecture.md promises. No timing assertions: this machine's timings are not the product's."""
 
 import json
 import os
@@ -31,12 +31,12 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
     accounting = results["accounting"]
     checked = {name: a for name, a in accounting.items() if a and "meets_target" in a}
     # c3_pay: since payments checkout's seats are sold by its card payment, which is checked too
-    # c3_box_office: our own checkout to a confirmed reservation, no provider (issue 21's checkout row)
+    # c3_box_office: our own checkout to a confirmed reservation, no provider (checkout row)
     assert set(checked) == {
         *("q1", "q2", "q3", "c1", "c1_new_cart", "c1_first_in_worker", "c2", "c3", "c3_pay", "c3_box_office")
     }
     assert {"c3", "c3_pay", "c3_stripe"} <= set(results["table"])  # localstripe's share in a row of its own
-    # issue 21: buyers with seats held check out (the goal's row), and hold-then-checkout in one loop
+    # buyers with seats held check out (the goal's row), and hold-then-checkout in one loop
     assert {"c3_box_office", "c1_box_office_loop", "c3_box_office_loop"} <= set(results["table"])
     assert "c1_box_office" not in results["table"]  # the goal row's holds are made before its window
     # the theater's VAT settings are read by a worker's first checkout of the theater only

@@ -1,4 +1,4 @@
-"""The admin's promo code pages in real Chromium (issue 16), on a laptop and a phone: a manager
+"""The admin's promo code pages in real Chromium, on a laptop and a phone: a manager
 adds a code for a series with a mistake pointed out next to its field, generates a voucher batch
 and downloads it as CSV."""
 

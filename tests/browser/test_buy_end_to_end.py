@@ -1,4 +1,4 @@
-"""Issue 18's purchase end to end in real Chromium, in English and in German, on a phone (390x844,
+"""purchase end to end in real Chromium, in English and in German, on a phone (390x844,
 touch emulated) and on a laptop (1366x768): what's on, the seat map (pinch by CDP touch events on
 the phone, the + button on the laptop), a seat's facts (a sheet on tap, a tooltip on hover), a
 wheelchair space asked for, the sticky bar (phone) or the cart panel (laptop), best available's
@@ -80,7 +80,7 @@ WORDS = {
     "de": {
         "whats_on": "Spielplan",
         "stage": "Bühne",
-        "hall": "Studiobühne",  # the staff's German venue and section names (issue 18)
+        "hall": "Studiobühne",  # the staff's German venue and section names
         "north": "Nord",
         "row_seat": "Reihe {row}, Platz {n},",
         "sheet_title": "Reihe {row}, Platz {n}",
@@ -276,7 +276,7 @@ def test_a_buyer_buys_end_to_end(chromium, live_server, venues, language, size):
         expect(offer).to_contain_text(words["split"])
         expect(page.locator("#seatmap button.s.of")).to_have_count(8)  # the offer on the map, not held yet
         shot("best-available-answer")  # what the buyer sees as the answer comes
-        if not on_phone:  # the offer and its button where the buyer looks, without scrolling (issue 18)
+        if not on_phone:  # the offer and its button where the buyer looks, without scrolling
             for part in (offer.get_by_text(words["split"]), offer.get_by_role("button", name=words["hold_8"])):
                 expect(part).to_be_in_viewport(ratio=1)
         scroll_into_view(offer)

@@ -1,4 +1,4 @@
-"""Selling at the counter in real Chromium (issue 17): a counter sale paid in cash, a phone sale
+"""Selling at the counter in real Chromium: a counter sale paid in cash, a phone sale
 on invoice (also on a phone-sized screen), and the staff live seat map keeping its scroll place
 and its column widths while it refreshes. Screenshots go to /tmp/shots/counter/."""
 

@@ -1,4 +1,4 @@
-"""Issue 18, German and English: a German phone (Accept-Language: de, 390x844) gets the site in
+"""German and English: a German phone (Accept-Language: de, 390x844) gets the site in
 German from the first page, holds a seat and reads the cart in German; the header's switch turns
 the site English and it stays English on the next page."""
 

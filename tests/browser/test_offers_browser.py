@@ -1,4 +1,4 @@
-"""Ticket types, a promo code and a members' presale in real Chromium (issue 16), on a laptop
+"""Ticket types, a promo code and a members' presale in real Chromium, on a laptop
 (1366 x 768) and a phone (390 x 844): three seats get their ticket types in the cart, a code takes
 its share off, the card is paid through localstripe; a presale session refuses a buyer without
 the access code and opens with it."""

@@ -1,4 +1,4 @@
-"""Issue 18 bug 8: the cart table on a phone (390x844) keeps each seat on one line."""
+"""The cart table on a phone (390x844) keeps each seat on one line."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""The seat map on a phone (issue 18) in real Chromium: no seat hidden by labels or chrome at 320,
+"""The seat map on a phone in real Chromium: no seat hidden by labels or chrome at 320,
 390 and 768 px for every demo hall (the stadium's sections too), 24 px targets, pinch zoom by touch,
 the seat's sheet, the sticky cart bar, best available with its split offer (the whole purchase, in
 both languages and at both sizes: test_buy_end_to_end.py)."""
@@ -113,7 +113,7 @@ def test_no_seat_is_hidden_in_the_section_maps_of_the_100000_seat_stadium(new_pa
         for section in shapes.values():
             check_every_seat(page, f"/sessions/{section['_id']}/", width, section["section"]["name"])
         page.goto(f"/sessions/{first['_id']}/")
-        expect(page.locator(".stage")).to_have_text("Pitch")  # bug 2: the venue says what is at the front
+        expect(page.locator(".stage")).to_have_text("Pitch")  # the venue says what is at the front
         page.context.close()
 
 

@@ -1,4 +1,4 @@
-"""Issue 21: the what's-on page kept for a second (booking/page_cache.py) in a real browser. A page
+"""The what's-on page kept for a second (booking/page_cache.py) in a real browser. A page
 built for one buyer is served to the next with the next buyer's own CSRF token, so the header's
 language switch (a POST) works for each of them; phone first, then a laptop."""
 

@@ -131,3 +131,25 @@ def test_the_proxy_sends_to_every_web_node_and_checks_their_health():
     for name in services_running(r"^gunicorn "):
         assert f"{name}:8000" in caddyfile
     assert "health_uri /healthz" in caddyfile
+
+
+def test_production_serves_the_asgi_app_everywhere():
+    """The live seat maps and the waiting room are pushed over Server-Sent Events, which only the
+    ASGI app serves: the Procfile, the image's default command and every compose web node agree."""
+    asgi = "theater_site.asgi:application --worker-class uvicorn_worker.UvicornWorker"
+    procfile_web = next(
+        line.split(":", 1)[1] for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("web:")
+    )
+    assert asgi in procfile_web
+    dockerfile_cmd = next(line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("CMD"))
+    assert asgi.replace(" ", '", "') in dockerfile_cmd
+    for name in services_running(r"^gunicorn "):
+        assert asgi in command(name), name
+        assert "theater_site.wsgi" not in command(name)
+
+
+def test_the_image_holds_the_product_only():
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
+    for tool in ("devmongo", "bench", "chaos", "tests", "booking/tests", "requirements-dev.txt"):
+        assert tool in ignored, f"{tool} would be copied into the production image"
+    assert not list(ROOT.glob("*.whl")), "no stray wheels at the top level"

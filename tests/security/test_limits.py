@@ -444,7 +444,7 @@ def test_the_free_seat_check_is_taken_out_only_by_the_chaos_control():
 
 
 def test_hold_rate_limit_counts_per_buyer_under_a_higher_ceiling_per_address(settings, session):
-    """Issue 18 bug 7: one browser's fast clicking must not lock out another on the same address
+    """One browser's fast clicking must not lock out another on the same address
     (families, offices); the address still has a ceiling."""
     settings.BOOKING_HOLD_RATE = "3/m"
     settings.BOOKING_HOLD_RATE_PER_ADDRESS = "5/m"
@@ -468,7 +468,7 @@ def redis_calls(*commands: str) -> dict[str, int]:
 
 
 def test_a_hold_is_counted_for_the_buyer_and_the_address_in_one_round_trip(settings, session):
-    """Issue 21: the hold's two rate counters are one script call (EVALSHA), not a round trip each;
+    """The hold's two rate counters are one script call (EVALSHA), not a round trip each;
     counted in Redis's own statistics."""
     settings.BOOKING_HOLD_RATE = "3/m"
     settings.BOOKING_HOLD_RATE_PER_ADDRESS = "5/m"

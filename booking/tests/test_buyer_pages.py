@@ -1,4 +1,4 @@
-"""Issue 18's "Bugs found when tried as a buyer": each one as a buyer meets it."""
+""" "Bugs found when tried as a buyer": each one as a buyer meets it."""
 
 import pytest
 from django.contrib.staticfiles import finders

@@ -1,4 +1,4 @@
-"""The holes the hostile-input review found (issue 20), one test (or a few) each. Every test here
+"""The holes the hostile-input review found, one test (or a few) each. Every test here
 failed against the code before its fix; the commit that fixed the hole says how it failed.
 
 Limits with their own suite (the rate limits, Redis down) are in test_limits.py.
@@ -201,7 +201,7 @@ def test_a_sectioned_venues_export_is_imported_as_a_sectioned_venue_and_a_broken
     assert response.status_code == 400 and "the name must be" in response.content.decode()
     assert_unchanged(before, snapshot())
     response = _import(client, text=json.dumps(doc))
-    assert response.status_code == 302  # issue 17: sectioned venues are drawn, edited and imported in the admin
+    assert response.status_code == 302  # sectioned venues are drawn, edited and imported in the admin
 
 
 # --- 4. booking lookups: a real reference and a made-up one answer alike, under the same limit ---

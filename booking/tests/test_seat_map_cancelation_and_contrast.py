@@ -1,4 +1,5 @@
-"""Bugs 1 and 2 of issue 18, found when tried as a buyer, and the seat numbers' contrast.
+"""The seat map: the venue's word at its front, a performance canceled while seats are held, and
+the seat numbers' contrast.
 
 1. A performance canceled while a buyer holds seats in it: the buyer kept "Held for you" and a
    Check out button; new visitors' seats were announced "available".
@@ -30,7 +31,7 @@ def _fresh(settings):
     clear_cache()
 
 
-# --- bug 2: the venue decides the word at the front of the map ---
+# --- the venue decides the word at the front of the map ---
 
 
 def test_a_stadium_section_says_pitch_and_a_theater_says_stage(client):
@@ -53,7 +54,7 @@ def test_each_venue_word_and_a_bad_one(client):
         create_theater("Odd", demo.parse_grid("A: ssss", demo.STUDIO_CATEGORIES), front="<b>ring</b>")
 
 
-# --- bug 1: canceled while seats are held ---
+# --- canceled while seats are held ---
 
 
 def hold(client, session, key):
