@@ -616,10 +616,11 @@ def _seats_lost(order: dict) -> dict:
 # --- 4. expire and cancel ---
 
 
-def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = None) -> int | None:
+def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = None) -> cart_service.CartEnd:
     """The payment window (or box-office deadline) of a paying cart ended: cart expired, seats
-    back, order expired. Returns seats freed, or None when the cart was not due (or its payment
-    turned out to have succeeded: a buyer in the middle of paying is asked about first).
+    back, order expired. Returns the seats freed, None when the cart was not due, and whether its
+    payment turned out to have succeeded (a buyer in the middle of paying is asked about first):
+    then its order is settled instead.
 
     ``cart``: as the caller read it (``owner``, ``orderRef``, ``items.sessionId``), when it did: then
     every write names its collection's shard key (a hold ending a cart that still holds its seat
@@ -632,17 +633,19 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = 
         order = orders().find_one({"cartId": cart_id}, fields)
     if order is not None and order["state"] in SEAT_OWNING:
         finish_paid(order["_id"])  # paid already, a crash stopped it before its seats were sold
-        return None
+        return cart_service.CartEnd(None, settled=True)
     paying_now = order is not None and order["state"] == PENDING and order.get("method") == payments.CARD
     at_the_bank = paying_now and order["payment"].get("status") in AT_THE_BANK
-    if at_the_bank and check(order["_id"], quiet=True)["state"] != PENDING:
-        return None
+    if at_the_bank:
+        found = check(order["_id"], quiet=True)["state"]
+        if found != PENDING:
+            return cart_service.CartEnd(None, settled=found in SEAT_OWNING or found == REFUNDED)
     result = mongo.carts().update_one(
         {"_id": cart_id, **({"owner": owner} if owner else {}), "state": CartState.PAYING, "expiresAt": {"$lte": now}},
         {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
     )
     if not result.modified_count:
-        return None
+        return cart_service.CartEnd(None)
     faults.point("pay.expire_after_cart")
     # the sessions its items name (a paying cart's items no longer change), else found by the index
     session_ids = list(dict.fromkeys(i["sessionId"] for i in cart["items"])) if "items" in cart else None
@@ -654,7 +657,7 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = 
         promos.release_for_cart(cart_id, owner=owner)
     elif expired is not None and not expired["payment"].get("intent"):
         promos.release_for_cart(cart_id, owner=owner)  # ... unless no payment was ever made: none can come
-    return freed
+    return cart_service.CartEnd(freed)
 
 
 def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None:
@@ -828,7 +831,9 @@ def _settle_or_expire(order_id: ObjectId, now: datetime, report: PaymentReport) 
     if cart is not None and cart["state"] == CartState.PAYING:
         if cart["expiresAt"] > now:
             return  # the hold still runs (a clock skew between window and cart): not yet
-        expire_paying_cart(cart["_id"], now)
+        if expire_paying_cart(cart["_id"], now).settled:
+            report.settled += 1  # its payment went through just now
+            return
     else:
         expired = _expire_order({"_id": order_id}, now, order)
         if expired is not None and expired.get("method") == payments.CARD and not expired["payment"].get("intent"):

@@ -283,6 +283,32 @@ def test_reconcile_settles_a_payment_whose_webhook_never_came(settings):
     assert check_invariants() == []
 
 
+def test_manage_reconcile_counts_the_payment_it_settles_after_its_webhook_was_lost():
+    """The window ended while the buyer's payment had gone through at Stripe and its webhook was
+    lost: the operator's reconcile settles it (asked before the cart is expired) and says so."""
+    import io
+
+    from django.core.management import call_command
+
+    session = make_session()
+    order = start(session)
+    asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
+    authenticate(order["payment"]["intent"], asked.client_secret)  # paid at Stripe, nobody told us
+    ended = clock.now() - timedelta(minutes=2)
+    mongo.carts().update_one({"_id": order["cartId"]}, {"$set": {"expiresAt": ended}})
+    mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"payment.until": ended}})
+    out = io.StringIO()
+    call_command("reconcile", stdout=out)
+    assert "carts expired: 0" in out.getvalue() and "payments settled: 1," in out.getvalue(), out.getvalue()
+    assert order_of(order)["state"] == "paid" and cells(session, ["1:2", "1:3"]) == [SOLD, SOLD]
+    assert len(succeeded_intents(order)) == 1
+    assert client().v1.refunds.list({"payment_intent": order["payment"]["intent"]}).data == []
+    out = io.StringIO()
+    call_command("reconcile", stdout=out)
+    assert "payments settled: 0," in out.getvalue()  # counted once, when it happened
+    assert check_invariants() == []
+
+
 def test_reconcile_expires_an_abandoned_payment_and_cancels_it_after_the_late_period(settings):
     settings.BOOKING_PAYMENT_CHECK_GRACE_SECONDS = 0
     settings.BOOKING_PAYMENT_LATE_SECONDS = 600
