@@ -185,6 +185,7 @@ def start(
             message = gettext("Paying at the box office is not offered for these seats.")
             raise InvalidRequest(message, fields={"method": message})
     order_ref = checkout.new_booking_ref()
+    unused_code = promos.give_back_unused(cart)  # its seats left the cart: no discount, the use goes back
     faults.point("pay.before_cart")  # the worker may expire the cart since it was read: the filter decides
     result = mongo.carts().update_one(
         {"_id": cart["_id"], "owner": owner, "state": CartState.ACTIVE, "expiresAt": {"$gt": now}},
@@ -196,6 +197,7 @@ def start(
                 "payMethod": method,
                 "expiresAt": until,
                 "orderRef": order_ref,  # the order's booking reference (services/checkout.py)
+                **unused_code,
             }
         },
     )
@@ -206,6 +208,8 @@ def start(
         cart_service.expire_cart(cart["_id"], now)
         raise CartExpired(gettext("Your hold has ended and the seats were released. Please choose your seats again."))
     faults.point("pay.after_cart")
+    if unused_code:
+        promos.finish_give_back(cart)
     if cart.get("client") and client_holds.limit():
         client_holds.end_cart(cart["client"], cart["_id"], now)  # no longer a live cart of the address
     moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
