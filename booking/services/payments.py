@@ -518,6 +518,7 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
 
             why = "paid twice" if kept else ("amount differs" if not matches else f"order was {order['state']}")
             return refunds.refund_extra_payment(order["_id"], payment, why)
+        faults.point("pay.before_paid")  # staff may cancel it since it was read: the filter decides
         now = clock.now()
         paid = orders().update_one(
             {**_mine(order), "state": {"$in": list(PAYABLE)}, "paidWith": {"$exists": False}},
@@ -684,9 +685,14 @@ def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None
 def cancel_unpaid(
     order_id: ObjectId, *, owner: str | None = None, by: str = "", reason: str = "", notice: str = "cancel"
 ) -> dict:
-    """The buyer gives up paying, or staff cancel a reservation nobody paid: the payment is
-    canceled at the provider first (one that succeeded meanwhile is settled instead, and the order
-    is paid), then the order, then its seats go back."""
+    """The buyer gives up paying (``owner``), or staff cancel an order nobody has paid.
+
+    The buyer: the payment is canceled at the provider first (one that succeeded meanwhile, say
+    in another tab, is settled instead and the order is paid), then the order, then its seats go
+    back. Staff: the order is canceled first, then its payment at the provider, then its seats go
+    back; a payment that succeeds meanwhile (or had, unseen) finds the order no longer payable and
+    settle refunds it: the staff's cancel stands. An order paid before the staff's write is a
+    Conflict: nothing is canceled."""
     order = orders().find_one({"_id": order_id})
     if order is None or (owner is not None and order.get("owner") != owner):
         raise NotFound(gettext("No such booking."))
@@ -695,6 +701,8 @@ def cancel_unpaid(
             gettext("Booking %(ref)s is %(state)s; it cannot be canceled here.")
             % {"ref": order["ref"], "state": order_state_label(order["state"]).lower()}
         )
+    if owner is None:
+        return _cancel_by_staff(order, by=by, reason=reason, notice=notice)
     pay = order.get("payment") or {}
     if pay.get("intent"):
         provider = payments.provider(pay["provider"])
@@ -702,26 +710,65 @@ def cancel_unpaid(
         if canceled.status == base.SUCCEEDED:
             return _settled(canceled)
         record(canceled.id, canceled.status)
-    now = clock.now()
-    by_staff = owner is None and bool(by)  # the customer is told (issue 17); a buyer canceling knows
+    orders().update_one(
+        {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
+        {
+            "$set": {
+                "state": CANCELED,
+                "canceledOn": clock.now(),
+                "canceledBy": by or "buyer",
+                "cancelReason": reason,
+                "holdReleased": False,
+            }
+        },
+    )
+    faults.point("pay.cancel_after_order")
+    release_canceled_hold(order_id)
+    return orders().find_one({"_id": order_id})
+
+
+def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
+    """``cancel_unpaid`` for staff: the order first (the customer's notice in the same write, when
+    a staff member is named), then its payment at the provider, then its hold."""
+    order_id = order["_id"]
+    told = bool(by)  # the customer is told; a buyer canceling knows
     canceled_now = orders().update_one(
         {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
         {
             "$set": {
                 "state": CANCELED,
-                "canceledOn": now,
-                "canceledBy": by or ("buyer" if owner else ""),
+                "canceledOn": clock.now(),
+                "canceledBy": by,
                 "cancelReason": reason,
                 "holdReleased": False,
             },
-            **({"$push": {"changeNotices": change_notices.new_notice(notice)}} if by_staff else {}),
+            **({"$push": {"changeNotices": change_notices.new_notice(notice)}} if told else {}),
         },
     )
+    if not canceled_now.modified_count:
+        current = orders().find_one({"_id": order_id}, {"state": 1})
+        if current is None or current["state"] != CANCELED:
+            state = order_state_label(current["state"]).lower() if current else "?"
+            raise Conflict(
+                gettext("Booking %(ref)s was %(state)s meanwhile; it was not canceled.")
+                % {"ref": order["ref"], "state": state}
+            )
     faults.point("pay.cancel_after_order")
+    pay = order.get("payment") or {}
+    if pay.get("intent"):
+        try:
+            ended = payments.provider(pay["provider"]).cancel(pay["intent"])
+        except base.ProviderError as exc:  # reconcile asks again (a canceled order's open payment)
+            logger.warning("could not cancel the payment of canceled order %s: %s", order["ref"], exc)
+        else:
+            if ended.status == base.SUCCEEDED:
+                settle(ended)  # the order is canceled: the money goes back
+            else:
+                record(ended.id, ended.status)
     release_canceled_hold(order_id)
-    if by_staff and canceled_now.modified_count:
+    if told and canceled_now.modified_count:
         change_notices.queue(order_id)
-    return orders().find_one({"_id": order_id})
+    return cast(dict, orders().find_one({"_id": order_id}))
 
 
 def release_canceled_hold(order_id: ObjectId) -> int:

@@ -14,7 +14,7 @@ from booking.invariants import check_invariants
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider, client
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import carts, checkout, holds, payments
+from booking.services import carts, checkout, holds, orders, payments
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.localstripe import (
@@ -340,6 +340,37 @@ def test_a_payment_that_is_not_the_orders_total_leaves_it_unpaid_and_goes_back(a
     assert payments.pay_with_card(order["_id"], ALICE, card(VISA)).status == "paid"
     assert order_of(order)["paidWith"]["amount"] == 7000 and refunded_at_stripe(order["payment"]["intent"]) == []
     assert cells(session, ["1:2", "1:3"]) == [SOLD, SOLD] and check_invariants() == []
+
+
+def test_a_payment_settling_while_staff_cancel_the_order_is_refunded_and_the_order_stays_canceled(fault_hook):
+    """The buyer's payment went through; as its webhook is settled (the order read, not yet
+    written), staff cancel the unpaid order. The staff's cancel stands and the money goes back."""
+    session = make_session()
+    order = start(session)
+    intent = order["payment"]["intent"]
+    asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
+    authenticate(intent, asked.client_secret)
+    staff: list[str] = []
+
+    def staff_cancel_in_the_window(name):
+        if name == "pay.before_paid" and not staff:
+            staff.append("canceling")
+            staff.append(orders.cancel_order(order["_id"], by="anna", reason="customer called")["state"])
+
+    fault_hook(staff_cancel_in_the_window)
+    assert webhook_of_success(intent).status_code == 200
+    fault_hook(None)
+    assert staff == ["canceling", "canceled"]
+    after = order_of(order)
+    assert after["state"] == "canceled" and "paidWith" not in after and "settling" not in after
+    assert [(p["id"], p["amount"]) for p in after["extraPayments"]] == [(intent, 7000)]
+    assert after["amountRefunded"] == 7000 and refunded_at_stripe(intent) == [7000]
+    assert StripeProvider().retrieve(intent).status == base.SUCCEEDED  # charged once, given back once
+    assert cells(session, ["1:2", "1:3"]) == [FREE, FREE]
+    assert mongo.carts().find_one({"_id": order["cartId"]})["state"] == "canceled"
+    reconcile(grace=NO_GRACE)
+    assert order_of(order)["state"] == "canceled" and refunded_at_stripe(intent) == [7000]
+    assert check_invariants() == []
 
 
 def test_the_buyer_can_give_up_paying_and_the_seats_come_back():
