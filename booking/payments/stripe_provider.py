@@ -215,7 +215,7 @@ class StripeProvider(base.Provider):
         secret = settings.STRIPE_WEBHOOK_SECRET
         if not secret:
             raise base.BadSignature("STRIPE_WEBHOOK_SECRET is not set")
-        header = headers.get("Stripe-Signature")
+        header = headers.get("Stripe-Signature") or ""
         try:
             # The library checks the signature; its tolerance looks only into the past and at the
             # wall clock, so the time is checked below, both ways, on the engine's clock.
