@@ -6,6 +6,7 @@ import logging
 from django.conf import settings
 from django.http import JsonResponse
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
 from .errors import InvalidRequest
@@ -15,19 +16,19 @@ from .services import exchanges
 logger = logging.getLogger("booking.exchange_views")
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def exchange_pay(request, ref):
     """POST: charge the card for the difference; GET (pay.js after 3-D Secure): where it stands."""
-    from .views import TooManyLookups, _visible_order  # the order page's own access rule
+    from .views import NO_SUCH_BOOKING, TOO_MANY_LOOKUPS, TooManyLookups, _visible_order  # the order page's rule
 
     try:
         order = _visible_order(request, ref)
     except TooManyLookups:
-        return JsonResponse({"status": "error", "message": "Too many lookups; wait a minute."}, status=429)
+        return JsonResponse({"status": "error", "message": gettext(TOO_MANY_LOOKUPS)}, status=429)
     if order is None:
-        return JsonResponse({"status": "error", "message": "No such booking."}, status=404)
+        return JsonResponse({"status": "error", "message": gettext(NO_SUCH_BOOKING)}, status=404)
     redirect = reverse("booking:order", args=[order["ref"]])
-    if request.method == "GET":
+    if request.method != "POST":
         order = exchanges.finish(order["_id"])  # asks the provider while it waits
         waiting = exchanges.awaiting_payment(order)
         return JsonResponse({"status": "action" if waiting else "paid", "redirect": redirect})
@@ -37,12 +38,15 @@ def exchange_pay(request, ref):
         return JsonResponse({"status": "failed", "message": exc.message}, status=400)
     except base.ProviderError:
         logger.exception("the exchange payment of %s failed at the provider", ref)
-        message = "The payment service did not answer. Nothing was charged; please try again."
+        message = gettext("The payment service did not answer. Nothing was charged; please try again.")
         return JsonResponse({"status": "failed", "message": message}, status=502)
-    answer = {"status": status, "redirect": redirect, "message": "" if status == base.ACTION else message}
+    if status == base.PROCESSING:  # another tab's Pay is charging a card, or the bank is deciding
+        message = gettext("Your payment of the difference is already under way. Your booking's page shows the result.")
+        return JsonResponse({"status": status, "redirect": redirect, "message": message}, status=409)
     if status == base.ACTION:
-        answer["client_secret"] = message
-    return JsonResponse(answer)
+        return JsonResponse({"status": status, "redirect": redirect, "message": "", "client_secret": message})
+    # a decline's reason is stored in English (payments/stripe_provider.py) and worded here
+    return JsonResponse({"status": status, "redirect": redirect, "message": gettext(message) if message else ""})
 
 
 def payment_due(order: dict) -> dict:

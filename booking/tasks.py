@@ -33,15 +33,18 @@ def expire_stale_carts(self) -> dict:
     report = carts.expire_stale_carts()
     finished = reconcile_service.finish_interrupted_expiries()
     logger.info(
-        "expire_stale_carts task=%s: carts expired: %d, seats released: %d, interrupted expiries finished: %d",
+        "expire_stale_carts task=%s: carts expired: %d, seats released: %d, payments settled: %d, "
+        "interrupted expiries finished: %d",
         self.request.id,
         report.carts_expired,
         report.seats_released + finished.seats_released,
+        report.payments_settled,
         finished.holds_released,
     )
     return {
         "carts_expired": report.carts_expired,
         "seats_released": report.seats_released + finished.seats_released,
+        "payments_settled": report.payments_settled,
         "interrupted_finished": finished.holds_released,
     }
 

@@ -88,17 +88,27 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime | None = None) -> int | 
     its order expires (a payment arriving later is still settled: services/payments.py)."""
     from . import payments
 
-    return payments.expire_paying_cart(cart_id, now or clock.now())
+    return payments.expire_paying_cart(cart_id, now or clock.now()).freed
 
 
-def expire_ended(cart: dict, now: datetime) -> int | None:
+@dataclass(frozen=True)
+class CartEnd:
+    """What ending a cart past its hold did. ``freed``: the seats given back, None when the cart
+    was not ended (extended, checked out or paid meanwhile). ``settled``: a paying cart's payment
+    had gone through, so its order was settled instead of expired."""
+
+    freed: int | None
+    settled: bool = False
+
+
+def expire_ended(cart: dict, now: datetime) -> CartEnd:
     """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id, state, owner;
     a paying one's ``orderRef`` and ``items.sessionId`` too, when read: then all by shard key)."""
     if cart["state"] == CartState.PAYING:
         from . import payments
 
         return payments.expire_paying_cart(cart["_id"], now, cart=cart)
-    return expire_cart(cart["_id"], now, owner=cart.get("owner"))
+    return CartEnd(expire_cart(cart["_id"], now, owner=cart.get("owner")))
 
 
 def session_ids_of(cart: dict) -> list[ObjectId]:
@@ -142,6 +152,7 @@ def cancel_cart(cart_id: ObjectId, owner: str) -> int:
 class ExpiryReport:
     carts_expired: int = 0
     seats_released: int = 0
+    payments_settled: int = 0  # paying carts whose payment had gone through: settled, not expired
     cart_ids: list = field(default_factory=list)
 
 
@@ -163,10 +174,11 @@ def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> Ex
         if not stale:
             break
         for doc in stale:
-            freed = expire_ended(doc, now)
-            if freed is not None:
+            ended = expire_ended(doc, now)
+            report.payments_settled += ended.settled
+            if ended.freed is not None:
                 report.carts_expired += 1
-                report.seats_released += freed
+                report.seats_released += ended.freed
                 report.cart_ids.append(doc["_id"])
         if len(stale) < batch_size:
             break

@@ -34,7 +34,7 @@ from ..domain import CartState, OrderState, live_cart_filter
 from ..errors import CartExpired, InvalidRequest, NotFound
 from ..payments.counter import CARD_TERMINAL, CASH, COMPLIMENTARY, COUNTER_METHODS, INVOICE, PAID_AT_ONCE
 from . import carts as cart_service
-from . import checkout, offers, pricing
+from . import checkout, offers, pricing, promos
 from . import payments as payment_service
 
 BOX_OFFICE = "box_office"
@@ -167,6 +167,7 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
     until = deadline or cart_service.next_expiry(cart, now, owner)
     customer = {"name": sale.name, "email": sale.email, **({"phone": sale.phone} if sale.phone else {})}
     order_ref = checkout.new_booking_ref()
+    unused_code = promos.give_back_unused(cart)  # its seats left the cart: no discount, the use goes back
     moved = mongo.carts().find_one_and_update(
         {"_id": cart["_id"], "owner": owner, **live_cart_filter(now)},
         {
@@ -180,6 +181,7 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
                 "channel": sale.channel,
                 "soldBy": {"id": sale.by_id, "name": sale.by},
                 **({"comp": {"reason": sale.reason}} if sale.method == COMPLIMENTARY else {}),
+                **unused_code,
             }
         },
         return_document=ReturnDocument.AFTER,
@@ -190,6 +192,8 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
             return _settle_if_paid_now(_order_of_sold_cart(current))  # a double submit
         raise CartExpired(_("The hold ended meanwhile and the seats were released. Please choose again."))
     faults.point("counter.after_cart")
+    if unused_code:
+        promos.finish_give_back(moved)
     order = checkout._store_order(moved, make=lambda c, ref: _counter_order(c, ref, sessions))
     faults.point("counter.after_order")
     return _settle_if_paid_now(order)

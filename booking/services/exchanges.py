@@ -48,6 +48,7 @@ from ..reports import marks
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat_cell, seat_name
 from . import change_notices, checkout, offers
 from . import orders as order_service
+from .payments import confirm_claim_seconds
 
 logger = logging.getLogger("booking.exchanges")
 
@@ -495,26 +496,81 @@ def difference_paid(order: dict, payment: base.Payment) -> dict | None:
 
 def pay_difference(order_id: ObjectId, means: str) -> tuple[str, dict, str]:
     """The customer's card form (the order page): charge the difference. Returns (status, order,
-    message): "paid" (the exchange went on), "action" (3-D Secure: the client secret is the
-    message), "failed" (declined; try again), or the exchange's state when it waits no more."""
+    message): "paid" (the exchange went on, now or before), "processing" (another request is
+    charging a card for it right now, or the bank is still deciding), "action" (3-D Secure: the
+    client secret is the message), "failed" (declined; try again), or "done" when no exchange
+    waits for a payment.
+
+    The request that charges is the one that claims the exchange's payment (one conditional
+    update, as a card payment's attempt is claimed): a second Pay pressed meanwhile, in another
+    tab or with another card, charges nothing and is told it is under way."""
     order = _order(order_id)
     record = _open_record(order)
     if record is None or record["state"] != AWAITING:
-        return "done", order, ""
+        return _how_it_ended(order), order, ""
     if not isinstance(means, str) or not means or len(means) > 255:
         raise InvalidRequest(_("The card details did not arrive. Please try again."))
     intent = ensure_intent(order, record)
+    claimed_on = clock.now()
+    if not _claim_payment(order, record, claimed_on):
+        current = _order(order_id)
+        waiting = awaiting_payment(current)
+        return ("processing" if waiting else _how_it_ended(current)), current, ""
+    faults.point("exchange.after_claim")
     provider = payments.provider(record["payment"]["provider"])
     try:
         payment = provider.confirm(intent, means, idempotency_key=f"exchange-{record['_id']}-{means}")
     except base.PaymentDeclined as exc:
+        _end_claim(order, record, claimed_on)
         return "failed", order, exc.message
+    except base.ProviderError:
+        _end_claim(order, record, claimed_on)
+        payment = provider.retrieve(intent)  # the charge may have gone through; raises if still unreachable
+        if payment.status not in (base.SUCCEEDED, base.PROCESSING):
+            raise
     if payment.status == base.SUCCEEDED:
         _paid(order, record, payment)
         return "paid", finish(order_id), ""
+    _end_claim(order, record, claimed_on)
     if payment.status == base.ACTION:
         return "action", order, payment.client_secret
     return payment.status, order, payment.failure
+
+
+def _claim_payment(order: dict, record: dict, now: datetime) -> bool:
+    """The exchange's payment is this request's to charge: no other request claimed it within the
+    time a charge can take (a claim left by a crash lapses then)."""
+    lapsed = now - timedelta(seconds=confirm_claim_seconds())
+    claimed = mongo.orders().update_one(
+        {
+            "_id": order["_id"],
+            "ref": order["ref"],
+            "exchanges": {
+                "$elemMatch": {"_id": record["_id"], "state": AWAITING, "payment.confirmOn": {"$not": {"$gt": lapsed}}}
+            },
+        },
+        {"$set": {"exchanges.$.payment.confirmOn": now}},
+    )
+    return bool(claimed.modified_count)
+
+
+def _end_claim(order: dict, record: dict, claimed_on: datetime) -> None:
+    """This request's charge is over (declined, 3-D Secure asked, no answer): the next Pay may try."""
+    mongo.orders().update_one(
+        {
+            "_id": order["_id"],
+            "ref": order["ref"],
+            "exchanges": {"$elemMatch": {"_id": record["_id"], "payment.confirmOn": claimed_on}},
+        },
+        {"$set": {"exchanges.$.payment.confirmOn": None}},
+    )
+
+
+def _how_it_ended(order: dict) -> str:
+    """What a Pay pressed after the order's last exchange stopped waiting is told: "paid" when the
+    customer's payment moved it on, else "done" (nothing to pay: called off or not paid in time)."""
+    last = (order.get("exchanges") or [{}])[-1]  # pushed in the order they were made
+    return "paid" if last.get("paidDifference") and last.get("state") != ABANDONED else "done"
 
 
 def call_off(order_id: ObjectId, *, by: str = "", why: str = "") -> dict:

@@ -654,7 +654,7 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
     fields = {"state": 1, "expiresAt": 1, "owner": 1, "orderRef": 1, "items.sessionId": 1}
     for holder in mongo.carts().find(which, fields):
         if is_stale(holder, now):  # active or paying (services/payments.py) past its hold
-            expired = cart_service.expire_ended(holder, now)
+            expired = cart_service.expire_ended(holder, now).freed
             if expired is None:
                 continue  # extended, checked out or paid meanwhile: still live
             freed |= bool(expired)

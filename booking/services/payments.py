@@ -185,6 +185,7 @@ def start(
             message = gettext("Paying at the box office is not offered for these seats.")
             raise InvalidRequest(message, fields={"method": message})
     order_ref = checkout.new_booking_ref()
+    unused_code = promos.give_back_unused(cart)  # its seats left the cart: no discount, the use goes back
     faults.point("pay.before_cart")  # the worker may expire the cart since it was read: the filter decides
     result = mongo.carts().update_one(
         {"_id": cart["_id"], "owner": owner, "state": CartState.ACTIVE, "expiresAt": {"$gt": now}},
@@ -196,6 +197,7 @@ def start(
                 "payMethod": method,
                 "expiresAt": until,
                 "orderRef": order_ref,  # the order's booking reference (services/checkout.py)
+                **unused_code,
             }
         },
     )
@@ -206,6 +208,8 @@ def start(
         cart_service.expire_cart(cart["_id"], now)
         raise CartExpired(gettext("Your hold has ended and the seats were released. Please choose your seats again."))
     faults.point("pay.after_cart")
+    if unused_code:
+        promos.finish_give_back(cart)
     if cart.get("client") and client_holds.limit():
         client_holds.end_cart(cart["client"], cart["_id"], now)  # no longer a live cart of the address
     moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
@@ -514,6 +518,7 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
 
             why = "paid twice" if kept else ("amount differs" if not matches else f"order was {order['state']}")
             return refunds.refund_extra_payment(order["_id"], payment, why)
+        faults.point("pay.before_paid")  # staff may cancel it since it was read: the filter decides
         now = clock.now()
         paid = orders().update_one(
             {**_mine(order), "state": {"$in": list(PAYABLE)}, "paidWith": {"$exists": False}},
@@ -616,10 +621,11 @@ def _seats_lost(order: dict) -> dict:
 # --- 4. expire and cancel ---
 
 
-def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = None) -> int | None:
+def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = None) -> cart_service.CartEnd:
     """The payment window (or box-office deadline) of a paying cart ended: cart expired, seats
-    back, order expired. Returns seats freed, or None when the cart was not due (or its payment
-    turned out to have succeeded: a buyer in the middle of paying is asked about first).
+    back, order expired. Returns the seats freed, None when the cart was not due, and whether its
+    payment turned out to have succeeded (a buyer in the middle of paying is asked about first):
+    then its order is settled instead.
 
     ``cart``: as the caller read it (``owner``, ``orderRef``, ``items.sessionId``), when it did: then
     every write names its collection's shard key (a hold ending a cart that still holds its seat
@@ -632,17 +638,19 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = 
         order = orders().find_one({"cartId": cart_id}, fields)
     if order is not None and order["state"] in SEAT_OWNING:
         finish_paid(order["_id"])  # paid already, a crash stopped it before its seats were sold
-        return None
+        return cart_service.CartEnd(None, settled=True)
     paying_now = order is not None and order["state"] == PENDING and order.get("method") == payments.CARD
     at_the_bank = paying_now and order["payment"].get("status") in AT_THE_BANK
-    if at_the_bank and check(order["_id"], quiet=True)["state"] != PENDING:
-        return None
+    if at_the_bank:
+        found = check(order["_id"], quiet=True)["state"]
+        if found != PENDING:
+            return cart_service.CartEnd(None, settled=found in SEAT_OWNING or found == REFUNDED)
     result = mongo.carts().update_one(
         {"_id": cart_id, **({"owner": owner} if owner else {}), "state": CartState.PAYING, "expiresAt": {"$lte": now}},
         {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
     )
     if not result.modified_count:
-        return None
+        return cart_service.CartEnd(None)
     faults.point("pay.expire_after_cart")
     # the sessions its items name (a paying cart's items no longer change), else found by the index
     session_ids = list(dict.fromkeys(i["sessionId"] for i in cart["items"])) if "items" in cart else None
@@ -654,7 +662,7 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = 
         promos.release_for_cart(cart_id, owner=owner)
     elif expired is not None and not expired["payment"].get("intent"):
         promos.release_for_cart(cart_id, owner=owner)  # ... unless no payment was ever made: none can come
-    return freed
+    return cart_service.CartEnd(freed)
 
 
 def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None:
@@ -677,9 +685,14 @@ def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None
 def cancel_unpaid(
     order_id: ObjectId, *, owner: str | None = None, by: str = "", reason: str = "", notice: str = "cancel"
 ) -> dict:
-    """The buyer gives up paying, or staff cancel a reservation nobody paid: the payment is
-    canceled at the provider first (one that succeeded meanwhile is settled instead, and the order
-    is paid), then the order, then its seats go back."""
+    """The buyer gives up paying (``owner``), or staff cancel an order nobody has paid.
+
+    The buyer: the payment is canceled at the provider first (one that succeeded meanwhile, say
+    in another tab, is settled instead and the order is paid), then the order, then its seats go
+    back. Staff: the order is canceled first, then its payment at the provider, then its seats go
+    back; a payment that succeeds meanwhile (or had, unseen) finds the order no longer payable and
+    settle refunds it: the staff's cancel stands. An order paid before the staff's write is a
+    Conflict: nothing is canceled."""
     order = orders().find_one({"_id": order_id})
     if order is None or (owner is not None and order.get("owner") != owner):
         raise NotFound(gettext("No such booking."))
@@ -688,6 +701,8 @@ def cancel_unpaid(
             gettext("Booking %(ref)s is %(state)s; it cannot be canceled here.")
             % {"ref": order["ref"], "state": order_state_label(order["state"]).lower()}
         )
+    if owner is None:
+        return _cancel_by_staff(order, by=by, reason=reason, notice=notice)
     pay = order.get("payment") or {}
     if pay.get("intent"):
         provider = payments.provider(pay["provider"])
@@ -695,26 +710,65 @@ def cancel_unpaid(
         if canceled.status == base.SUCCEEDED:
             return _settled(canceled)
         record(canceled.id, canceled.status)
-    now = clock.now()
-    by_staff = owner is None and bool(by)  # the customer is told; a buyer canceling knows
+    orders().update_one(
+        {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
+        {
+            "$set": {
+                "state": CANCELED,
+                "canceledOn": clock.now(),
+                "canceledBy": by or "buyer",
+                "cancelReason": reason,
+                "holdReleased": False,
+            }
+        },
+    )
+    faults.point("pay.cancel_after_order")
+    release_canceled_hold(order_id)
+    return orders().find_one({"_id": order_id})
+
+
+def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
+    """``cancel_unpaid`` for staff: the order first (the customer's notice in the same write, when
+    a staff member is named), then its payment at the provider, then its hold."""
+    order_id = order["_id"]
+    told = bool(by)  # the customer is told; a buyer canceling knows
     canceled_now = orders().update_one(
         {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
         {
             "$set": {
                 "state": CANCELED,
-                "canceledOn": now,
-                "canceledBy": by or ("buyer" if owner else ""),
+                "canceledOn": clock.now(),
+                "canceledBy": by,
                 "cancelReason": reason,
                 "holdReleased": False,
             },
-            **({"$push": {"changeNotices": change_notices.new_notice(notice)}} if by_staff else {}),
+            **({"$push": {"changeNotices": change_notices.new_notice(notice)}} if told else {}),
         },
     )
+    if not canceled_now.modified_count:
+        current = orders().find_one({"_id": order_id}, {"state": 1})
+        if current is None or current["state"] != CANCELED:
+            state = order_state_label(current["state"]).lower() if current else "?"
+            raise Conflict(
+                gettext("Booking %(ref)s was %(state)s meanwhile; it was not canceled.")
+                % {"ref": order["ref"], "state": state}
+            )
     faults.point("pay.cancel_after_order")
+    pay = order.get("payment") or {}
+    if pay.get("intent"):
+        try:
+            ended = payments.provider(pay["provider"]).cancel(pay["intent"])
+        except base.ProviderError as exc:  # reconcile asks again (a canceled order's open payment)
+            logger.warning("could not cancel the payment of canceled order %s: %s", order["ref"], exc)
+        else:
+            if ended.status == base.SUCCEEDED:
+                settle(ended)  # the order is canceled: the money goes back
+            else:
+                record(ended.id, ended.status)
     release_canceled_hold(order_id)
-    if by_staff and canceled_now.modified_count:
+    if told and canceled_now.modified_count:
         change_notices.queue(order_id)
-    return orders().find_one({"_id": order_id})
+    return cast(dict, orders().find_one({"_id": order_id}))
 
 
 def release_canceled_hold(order_id: ObjectId) -> int:
@@ -828,7 +882,9 @@ def _settle_or_expire(order_id: ObjectId, now: datetime, report: PaymentReport) 
     if cart is not None and cart["state"] == CartState.PAYING:
         if cart["expiresAt"] > now:
             return  # the hold still runs (a clock skew between window and cart): not yet
-        expire_paying_cart(cart["_id"], now)
+        if expire_paying_cart(cart["_id"], now).settled:
+            report.settled += 1  # its payment went through just now
+            return
     else:
         expired = _expire_order({"_id": order_id}, now, order)
         if expired is not None and expired.get("method") == payments.CARD and not expired["payment"].get("intent"):

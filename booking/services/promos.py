@@ -29,7 +29,9 @@ each exactly once, in three writes a crash can stop anywhere:
 
 Reconcile (``finish_give_backs``) finishes carts left at ``"giving"`` and gives the use back for
 ended carts that can never be paid (expired or canceled, no order) still at false: a crash right
-after a cart's end write, before its give-back began. A code is never used more than its cap, and
+after a cart's end write, before its give-back began. A code that no longer applies to anything in the cart when it is
+checked out (its seats were removed) gives its use back the same way, step 1 in the checkout's
+cart write (``give_back_unused``). A code is never used more than its cap, and
 no use is lost to a crash after the redeem. (Left: a crash between the redeem's ``$inc`` and the
 cart's write, and between ``remove_code``'s two writes, still loses that use.)
 """
@@ -345,12 +347,27 @@ def release_for_cart(
     if cart is None:
         return False
     faults.point("promo.after_giving")
-    _finish_give_back(cart)
+    finish_give_back(cart)
     return True
 
 
-def _finish_give_back(cart: dict) -> None:
-    """Steps 2 and 3 for a cart at ``"giving"``; safe to repeat."""
+def give_back_unused(cart: dict) -> dict:
+    """For the write that checks a cart out: step 1 of giving its code's use back
+    (``{"promo.released": "giving"}``) when the code takes nothing off the seats the cart holds now
+    (the ones it applied to were removed, or their ticket type changed). No order carries such a
+    code, so its use is free again; ``finish_give_back`` makes the rest of the give-back, reconcile
+    if a crash comes first. ``{}`` when the code still applies (or none is applied).
+
+    Until checkout the code stays on the cart: a seat it applies to, held again, is discounted on
+    the same use."""
+    promo = cart.get("promo")
+    if not promo or promo.get("released") is not False or any(line_discounts(cart.get("items", []), promo)):
+        return {}
+    return {"promo.released": GIVING}
+
+
+def finish_give_back(cart: dict) -> None:
+    """Steps 2 and 3 for a cart at ``"giving"`` (``cart``: its _id, owner, promo); safe to repeat."""
     mongo.promo_codes().update_one(
         {"_id": cart["promo"]["codeId"], "uses": {"$gt": 0}, "returnedFor": {"$ne": cart["_id"]}},
         {"$inc": {"uses": -1}, "$push": {"returnedFor": {"$each": [cart["_id"]], "$slice": -RETURNED_KEPT}}},
@@ -370,7 +387,7 @@ def finish_give_backs() -> int:
         .find({"promo.released": GIVING, "promo.codeId": {"$exists": True}}, {"promo": 1, "owner": 1})
         .limit(FINISH_BATCH)
     ):
-        _finish_give_back(cart)
+        finish_give_back(cart)
         finished += 1
     never_begun = {
         "promo.released": False,

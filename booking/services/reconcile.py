@@ -74,7 +74,9 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.carts_expired += expired.carts_expired
     report.seats_released += expired.seats_released
     paid = payments.reconcile_payments(now)
-    report.payments_checked, report.payments_settled = paid.checked, paid.settled + paid.finished
+    report.payments_checked = paid.checked
+    # settled by the cart expiry (asked first: a payment that went through is not expired) or here
+    report.payments_settled = expired.payments_settled + paid.settled + paid.finished
     report.payments_expired = paid.expired
     _release_dead_holds(now, now - grace, report)
     _drop_lost_cart_items(now - grace, report)

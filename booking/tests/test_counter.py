@@ -141,6 +141,19 @@ def test_complimentary_with_a_promo_code_applied_is_refused():
     assert check_invariants() == []
 
 
+def test_a_code_whose_seats_left_the_counter_cart_gives_its_use_back_at_the_sale():
+    session, other = make_session(), make_session(name="Hamlet")
+    promos.create_code("HAMLETONLY", "percent", 50, session_id=other["_id"], cap=1)
+    held = staff_hold(session, ["0:0"])
+    staff_hold(other, ["0:0"], cart_id=held.cart_id)
+    promos.apply_code(STAFF, held.cart_id, "HAMLETONLY")
+    holds.release_seats(other["_id"], STAFF, held.cart_id, ["0:0"])
+    order = counter.sell(STAFF, held.cart_id, sale(counter.CASH))
+    assert order["state"] == "paid" and order["total"] == 2000 and "promo" not in order
+    assert mongo.promo_codes().find_one({"code": "HAMLETONLY"})["uses"] == 0
+    assert check_invariants() == []
+
+
 @pytest.mark.parametrize(
     ("fields", "field"),
     [

@@ -2,20 +2,24 @@
 through the payment or is taken at the counter; the customer never has both or neither set of
 tickets, even when the process dies between any two writes."""
 
+import itertools
 from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.http import HttpResponse
+from django.test import Client
 
-from booking import faults, mongo
+from booking import buyer, faults, mongo
 from booking.errors import Conflict, InvalidRequest, SeatsTaken
 from booking.invariants import check_invariants
 from booking.seat_grid import FREE, SOLD
 from booking.services import change_notices, checkin, exchanges, holds
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
-from booking.tests.localstripe import VISA, card
+from booking.tests.localstripe import VISA, card, requests_received
 from booking.tests.paying import checkout_paid
+from booking.tests.threads import at_once
 
 pytestmark = pytest.mark.slow
 
@@ -591,3 +595,85 @@ def test_the_remaining_crash_points_are_rolled_forward_or_given_back(session, cr
         assert after["exchanges"][0]["state"] == "done" and len(keys) == 2 and "0:0" not in keys
         assert cell(session["_id"], "0:0") == FREE
     assert check_invariants() == []
+
+
+def browser_of(owner: str) -> Client:
+    """A test client carrying ``owner``'s buyer cookie: the browser that bought the order."""
+    signed = HttpResponse()
+    signed.set_signed_cookie(buyer.COOKIE_NAME, owner, salt=buyer.SALT)
+    browser = Client()
+    browser.cookies[buyer.COOKIE_NAME] = signed.cookies[buyer.COOKIE_NAME].value
+    return browser
+
+
+def test_the_exchange_payment_answers_head_like_get(session):
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    browser = browser_of("s:ada")
+    for ref in (order["ref"], "NOSUCHREF"):
+        path = f"/orders/{ref}/exchange-pay"
+        got, head = browser.get(path), browser.head(path)
+        assert (head.status_code, head["Content-Type"]) == (got.status_code, got["Content-Type"]), ref
+        assert head.content == b""
+    assert stored(order)["exchanges"][0]["state"] == "awaiting_payment"  # a look changes nothing
+
+
+def test_eight_tabs_paying_the_difference_at_once_charge_once_and_each_is_told_what_happened(session):
+    """The customer presses Pay in eight tabs at the same moment, each with a card of its own:
+    one charge, one move, and every other tab hears that the difference is paid or being paid
+    (never that the payment service did not answer)."""
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    intent = stored(order)["exchanges"][0]["payment"]["intent"]
+    means = [card(VISA) for _ in range(8)]
+    tabs = [browser_of("s:ada") for _ in range(8)]
+    path = f"/orders/{order['ref']}/exchange-pay"
+    turn = itertools.count()
+
+    def press_pay():
+        n = next(turn)
+        answer = tabs[n].post(path, {"payment_method": means[n]}, HTTP_ACCEPT="application/json")
+        return answer.status_code, answer.json()
+
+    answers = at_once(press_pay, 8)
+    assert len(answers) == 8
+    kinds = sorted((status, body["status"]) for status, body in answers)
+    assert (200, "paid") in kinds and set(kinds) <= {(200, "paid"), (409, "processing")}, kinds
+    for status, body in answers:
+        assert body["redirect"] == f"/orders/{order['ref']}/"
+        assert status == 200 or body["message"]  # the waiting tabs say why
+    after = stored(order)
+    assert after["exchanges"][0]["state"] == "done" and "exchangeOpen" not in after
+    assert sorted(line["key"] for line in after["lines"]) == ["0:1", "1:2"]
+    assert [t["amount"] for t in after["topUps"]] == [1500] and not after.get("extraPayments")
+    assert cell(session["_id"], "0:0") == FREE and cell(session["_id"], "1:2") == SOLD
+    from booking.payments.stripe_provider import client
+
+    assert client().v1.payment_intents.retrieve(intent).status == "succeeded"
+    assert client().v1.refunds.list({"payment_intent": intent}).data == []
+    confirms = [r for r in requests_received() if r["path"] == f"/v1/payment_intents/{intent}/confirm"]
+    assert len(confirms) == 1  # one tab charged the card; the others saw it under way or done
+    assert check_invariants() == []
+
+
+def test_a_crash_after_claiming_the_difference_payment_lets_a_pay_through_once_the_claim_lapses(
+    session, crash_at, monkeypatch
+):
+    from booking import clock
+    from booking.services.payments import confirm_claim_seconds
+
+    order = paid(session, ["0:0", "0:1"])
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])
+    crash_at("exchange.after_claim")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.pay_difference(order["_id"], card(VISA))
+    faults.set_hook(None)
+    status, _, _ = exchanges.pay_difference(order["_id"], card(VISA))
+    assert status == "processing"  # the claim may still be charging: nothing charged twice
+    intent = stored(order)["exchanges"][0]["payment"]["intent"]
+    assert not [r for r in requests_received() if r["path"] == f"/v1/payment_intents/{intent}/confirm"]
+    later = clock.now() + timedelta(seconds=confirm_claim_seconds() + 1)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    status, after, _ = exchanges.pay_difference(order["_id"], card(VISA))
+    assert status == "paid" and after["exchanges"][0]["state"] == "done"
+    assert [t["amount"] for t in after["topUps"]] == [1500] and check_invariants() == []

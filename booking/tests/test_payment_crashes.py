@@ -184,6 +184,26 @@ def test_crash_while_the_buyer_cancels(crash_at, session):
     assert check_invariants() == []
 
 
+def test_crash_while_staff_cancel_a_payment_the_bank_then_accepts(crash_at, session):
+    """Staff cancel an order whose buyer is on the bank's 3-D Secure screen; the process dies
+    right after the order's write, before the payment is canceled at Stripe; then the bank says
+    yes. Reconcile frees the seats and gives the money back: the cancel stands."""
+    cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
+    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
+    crash_at("pay.cancel_after_order")
+    with pytest.raises(faults.InjectedCrash):
+        orders.cancel_order(order["_id"], by="staff", reason="customer called")
+    faults.set_hook(None)
+    authenticate(order["payment"]["intent"], asked.client_secret)
+    reconcile(now=clock.now() + timedelta(seconds=1), grace=NO_GRACE)
+    done = the_order()
+    assert done["state"] == "canceled" and "paidWith" not in done and cells(session) == [FREE, FREE]
+    assert done["extraPayments"][0]["amount"] == 7000 and done["amountRefunded"] == 7000
+    assert succeeded_refunds_at_stripe({"paidWith": {"id": order["payment"]["intent"]}}) == [7000]
+    assert check_invariants() == []
+
+
 # --- refunds ---
 
 

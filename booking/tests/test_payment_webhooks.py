@@ -155,6 +155,32 @@ def test_a_bad_signature_is_refused_with_400_and_changes_nothing(session, how):
     assert mongo.get_db()["payment_events"].count_documents({}) == 0
 
 
+@pytest.mark.parametrize(
+    "skew, answered",
+    [(-3600, 400), (-301, 400), (-300, 200), (300, 200), (301, 400), (3600, 400)],
+    ids=["an-hour-old", "just-too-old", "oldest-taken", "newest-taken", "just-too-new", "an-hour-ahead"],
+)
+def test_a_signature_is_taken_within_stripes_five_minutes_either_way(session, monkeypatch, skew, answered):
+    """Stripe's library refuses a signature older than its tolerance; one from as far in the future
+    is refused too (a clock that far ahead signed it, or it was made to be replayed later)."""
+    from datetime import UTC, datetime
+
+    from booking import clock
+
+    order = start(session)
+    [succeeded] = paid_at_stripe(order)
+    now = int(time.time())
+    monkeypatch.setattr(clock, "now", lambda: datetime.fromtimestamp(now, UTC))
+    answer = post(succeeded, timestamp=now + skew)
+    assert answer.status_code == answered, answer.content
+    if answered == 400:
+        assert order_of(order)["state"] == "pending_payment" and cells(session, ["1:2", "1:3"]) == [HELD, HELD]
+        assert mongo.get_db()["payment_events"].count_documents({}) == 0
+    else:
+        assert order_of(order)["state"] == "paid" and cells(session, ["1:2", "1:3"]) == [SOLD, SOLD]
+    assert check_invariants() == []
+
+
 def test_the_webhook_needs_no_csrf_token_but_only_takes_post(session):
     assert Client(enforce_csrf_checks=True).get(URL).status_code == 405
 

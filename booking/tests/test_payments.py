@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from booking import clock, mongo, selectors
 from booking.errors import CartExpired, InvalidRequest
@@ -13,10 +14,19 @@ from booking.invariants import check_invariants
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider, client
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import carts, checkout, holds, payments
+from booking.services import carts, checkout, holds, orders, payments
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
-from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card, requests_received
+from booking.tests.localstripe import (
+    DECLINED,
+    THREE_D_SECURE,
+    VISA,
+    authenticate,
+    card,
+    events_for,
+    requests_received,
+    signed,
+)
 from booking.tests.threads import at_once
 
 ALICE = "s:alice"
@@ -260,6 +270,103 @@ def test_late_payment_races_another_buyer_for_the_same_seats():
         mongo.sessions().delete_one({"_id": session["_id"]})
 
 
+def webhook_of_success(payment_id: str):
+    """Stripe's webhook telling the app that this payment succeeded, posted as Stripe posts it."""
+    [event] = [e for e in events_for(payment_id) if e["type"] == "payment_intent.succeeded"]
+    body, signature = signed(event)
+    return Client().post(
+        "/payments/stripe/webhook/", body, content_type="application/json", HTTP_STRIPE_SIGNATURE=signature
+    )
+
+
+def refunded_at_stripe(payment_id: str) -> list[int]:
+    return [r.amount for r in client().v1.refunds.list({"payment_intent": payment_id}).data if r.status == "succeeded"]
+
+
+def paid_orders_with(session, key: str) -> int:
+    lines = {"$elemMatch": {"sessionId": session["_id"], "key": key}}
+    return mongo.orders().count_documents({"state": {"$in": ["paid", "partially_refunded"]}, "lines": lines})
+
+
+@pytest.mark.parametrize("told_by", ["webhook", "reconcile"])
+def test_a_late_payment_for_seats_another_buyer_has_bought_is_refunded_in_full(told_by):
+    """Alice's window ends on her bank's screen; Bob holds, checks out and pays for the same seats;
+    then Alice's bank says yes. Bob keeps the seats, Alice gets all her money back."""
+    session = make_session()
+    order = start(session)
+    intent = order["payment"]["intent"]
+    asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
+    expire_hold_of(order)
+    bobs = start(session, owner=BOB)
+    assert payments.pay_with_card(bobs["_id"], BOB, card(VISA)).status == "paid"
+    authenticate(intent, asked.client_secret)  # Alice's payment goes through, late
+    if told_by == "webhook":
+        assert webhook_of_success(intent).status_code == 200
+    else:
+        reconcile(grace=NO_GRACE)
+    late = order_of(order)
+    assert late["state"] == "refunded" and late["lostSeats"] and late["lines"] == [] and "settling" not in late
+    assert late["amountRefunded"] == 7000 and [r["status"] for r in late["refunds"]] == ["succeeded"]
+    assert refunded_at_stripe(intent) == [7000] and StripeProvider().retrieve(intent).status == base.SUCCEEDED
+    assert order_of(bobs)["state"] == "paid" and refunded_at_stripe(bobs["payment"]["intent"]) == []
+    assert cells(session, ["1:2", "1:3"]) == [SOLD, SOLD]
+    assert [paid_orders_with(session, key) for key in ("1:2", "1:3")] == [1, 1]
+    assert check_invariants() == []
+
+
+@pytest.mark.parametrize("amount, currency", [(6999, "eur"), (7001, "eur"), (7000, "usd")])
+def test_a_payment_that_is_not_the_orders_total_leaves_it_unpaid_and_goes_back(amount, currency):
+    """A payment naming the order (its metadata) succeeds for another sum: it pays nothing and is
+    refunded in full; the order still waits for its own payment, which then buys the seats."""
+    session = make_session()
+    order = start(session)
+    other_sum = {"_id": order["_id"], "ref": order["ref"], "total": amount, "currency": currency}
+    stray = StripeProvider().start(other_sum, idempotency_key=f"stray-{order['_id']}")  # as the app makes one
+    assert StripeProvider().confirm(stray.id, card(VISA), idempotency_key=f"t-{stray.id}").status == base.SUCCEEDED
+    assert webhook_of_success(stray.id).status_code == 200
+    after = order_of(order)
+    assert after["state"] == "pending_payment" and "paidWith" not in after
+    assert [(p["id"], p["amount"]) for p in after["extraPayments"]] == [(stray.id, amount)]
+    assert [(r["amount"], r["status"]) for r in after["refunds"]] == [(amount, "succeeded")]
+    assert refunded_at_stripe(stray.id) == [amount]
+    assert cells(session, ["1:2", "1:3"]) == [HELD, HELD]  # still the buyer's, waiting for the payment
+    assert check_invariants() == []
+    assert payments.pay_with_card(order["_id"], ALICE, card(VISA)).status == "paid"
+    assert order_of(order)["paidWith"]["amount"] == 7000 and refunded_at_stripe(order["payment"]["intent"]) == []
+    assert cells(session, ["1:2", "1:3"]) == [SOLD, SOLD] and check_invariants() == []
+
+
+def test_a_payment_settling_while_staff_cancel_the_order_is_refunded_and_the_order_stays_canceled(fault_hook):
+    """The buyer's payment went through; as its webhook is settled (the order read, not yet
+    written), staff cancel the unpaid order. The staff's cancel stands and the money goes back."""
+    session = make_session()
+    order = start(session)
+    intent = order["payment"]["intent"]
+    asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
+    authenticate(intent, asked.client_secret)
+    staff: list[str] = []
+
+    def staff_cancel_in_the_window(name):
+        if name == "pay.before_paid" and not staff:
+            staff.append("canceling")
+            staff.append(orders.cancel_order(order["_id"], by="anna", reason="customer called")["state"])
+
+    fault_hook(staff_cancel_in_the_window)
+    assert webhook_of_success(intent).status_code == 200
+    fault_hook(None)
+    assert staff == ["canceling", "canceled"]
+    after = order_of(order)
+    assert after["state"] == "canceled" and "paidWith" not in after and "settling" not in after
+    assert [(p["id"], p["amount"]) for p in after["extraPayments"]] == [(intent, 7000)]
+    assert after["amountRefunded"] == 7000 and refunded_at_stripe(intent) == [7000]
+    assert StripeProvider().retrieve(intent).status == base.SUCCEEDED  # charged once, given back once
+    assert cells(session, ["1:2", "1:3"]) == [FREE, FREE]
+    assert mongo.carts().find_one({"_id": order["cartId"]})["state"] == "canceled"
+    reconcile(grace=NO_GRACE)
+    assert order_of(order)["state"] == "canceled" and refunded_at_stripe(intent) == [7000]
+    assert check_invariants() == []
+
+
 def test_the_buyer_can_give_up_paying_and_the_seats_come_back():
     session = make_session()
     order = start(session)
@@ -280,6 +387,32 @@ def test_reconcile_settles_a_payment_whose_webhook_never_came(settings):
     report = reconcile(now=later, grace=NO_GRACE)
     assert report.carts_expired == 0  # asked first: paid, so not expired
     assert order_of(order)["state"] == "paid" and cells(session, ["1:2", "1:3"]) == [SOLD, SOLD]
+    assert check_invariants() == []
+
+
+def test_manage_reconcile_counts_the_payment_it_settles_after_its_webhook_was_lost():
+    """The window ended while the buyer's payment had gone through at Stripe and its webhook was
+    lost: the operator's reconcile settles it (asked before the cart is expired) and says so."""
+    import io
+
+    from django.core.management import call_command
+
+    session = make_session()
+    order = start(session)
+    asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
+    authenticate(order["payment"]["intent"], asked.client_secret)  # paid at Stripe, nobody told us
+    ended = clock.now() - timedelta(minutes=2)
+    mongo.carts().update_one({"_id": order["cartId"]}, {"$set": {"expiresAt": ended}})
+    mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"payment.until": ended}})
+    out = io.StringIO()
+    call_command("reconcile", stdout=out)
+    assert "carts expired: 0" in out.getvalue() and "payments settled: 1," in out.getvalue(), out.getvalue()
+    assert order_of(order)["state"] == "paid" and cells(session, ["1:2", "1:3"]) == [SOLD, SOLD]
+    assert len(succeeded_intents(order)) == 1
+    assert client().v1.refunds.list({"payment_intent": order["payment"]["intent"]}).data == []
+    out = io.StringIO()
+    call_command("reconcile", stdout=out)
+    assert "payments settled: 0," in out.getvalue()  # counted once, when it happened
     assert check_invariants() == []
 
 

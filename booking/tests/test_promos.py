@@ -6,12 +6,14 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from booking import clock, mongo, selectors
+from booking import clock, faults, mongo, selectors
 from booking.errors import InvalidRequest
 from booking.invariants import check_invariants
 from booking.services import checkout, holds, offers, orders, promos
 from booking.services.carts import cancel_cart, expire_stale_carts
+from booking.services.reconcile import reconcile
 from booking.tests.factories import TYPES, make_session, make_theater
+from booking.tests.paying import pay
 
 ALICE = "s:alice"
 
@@ -249,3 +251,83 @@ def test_unknown_and_used_up_codes_take_the_same_reads_and_answer():
             promos.apply_code(ALICE, result.cart_id, code)
         seen[code] = (counter.commands, exc.value.message)
     assert seen["USEDUP"] == seen["NOSUCHCODE"] and seen["USEDUP"][1] == promos.NOT_VALID
+
+
+@pytest.fixture
+def shows():
+    """Show A and show B of one theater, and a code for show B only (two uses)."""
+    theater = make_theater()
+    show_a, show_b = make_session(theater, name="Macbeth"), make_session(theater, name="Hamlet")
+    promos.create_code("HAMLETHALF", "percent", 50, session_id=show_b["_id"], cap=2)
+    return show_a, show_b
+
+
+def a_and_b_with_the_code(shows, owner=ALICE, row=0):
+    """A cart with a seat of show A and one of show B (row ``row``), the code for B applied."""
+    show_a, show_b = shows
+    cart_id = held(show_a, (f"{row}:0",), owner).cart_id
+    holds.hold_seats(show_b["_id"], owner, cart_id, [f"{row}:0"])
+    promos.apply_code(owner, cart_id, "HAMLETHALF")
+    return cart_id
+
+
+def paid_at_stripe(order):
+    from booking.payments.stripe_provider import client
+
+    return [
+        pi.amount
+        for pi in client().v1.payment_intents.list({"limit": 100000}).data
+        if pi.metadata.to_dict().get("order") == str(order["_id"]) and pi.status == "succeeded"
+    ]
+
+
+def test_a_code_whose_seats_left_the_cart_gives_its_use_back_at_checkout(shows):
+    """The code applied to show B's seat; the buyer removed that seat and bought show A's alone:
+    the order has no discount and the code's use is free again (once: Bob's use stays taken)."""
+    show_b = shows[1]
+    bob = a_and_b_with_the_code(shows, "s:bob", row=1)
+    cart_id = a_and_b_with_the_code(shows)
+    assert uses("HAMLETHALF") == 2
+    holds.release_seats(show_b["_id"], ALICE, cart_id, ["0:0"])
+    assert uses("HAMLETHALF") == 2  # still on the cart: a seat of show B would be discounted again
+    order = pay(checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com"))
+    assert order["state"] == "paid" and "promo" not in order and "discount" not in order
+    assert order["total"] == 2000 and paid_at_stripe(order) == [2000]
+    assert uses("HAMLETHALF") == 1  # Alice's use back, Bob's kept
+    assert mongo.carts().find_one({"_id": cart_id})["promo"]["released"] is True
+    reconcile(grace=timedelta(0))
+    assert uses("HAMLETHALF") == 1  # given back once
+    bob_order = pay(checkout.checkout("s:bob", bob, "Bob", "bob@example.com"))
+    assert bob_order["discount"] == 1000 and bob_order["promo"]["code"] == "HAMLETHALF"
+    assert uses("HAMLETHALF") == 1
+    assert check_invariants() == []
+
+
+def test_a_seat_of_the_codes_show_held_again_is_discounted_on_the_same_use(shows):
+    show_b = shows[1]
+    cart_id = a_and_b_with_the_code(shows)
+    holds.release_seats(show_b["_id"], ALICE, cart_id, ["0:0"])
+    holds.hold_seats(show_b["_id"], ALICE, cart_id, ["0:1"])
+    order = pay(checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com"))
+    assert order["discount"] == 1000 and order["total"] == 3000 and paid_at_stripe(order) == [3000]
+    assert [line.get("discount", 0) for line in order["lines"]] == [0, 1000]
+    assert uses("HAMLETHALF") == 1
+    assert check_invariants() == []
+
+
+@pytest.mark.parametrize("point", ["pay.after_cart", "promo.after_give_back"])
+def test_a_crash_while_an_unused_code_goes_back_at_checkout_returns_it_once_at_reconcile(shows, crash_at, point):
+    show_b = shows[1]
+    a_and_b_with_the_code(shows, "s:bob", row=1)
+    cart_id = a_and_b_with_the_code(shows)
+    holds.release_seats(show_b["_id"], ALICE, cart_id, ["0:0"])
+    crash_at(point)
+    with pytest.raises(faults.InjectedCrash):
+        checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com")
+    faults.set_hook(None)
+    reconcile(grace=timedelta(0))
+    assert uses("HAMLETHALF") == 1  # Alice's use back once, Bob's kept
+    order = pay(checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com"))  # the buyer goes on
+    assert order["total"] == 2000 and "promo" not in order
+    reconcile(grace=timedelta(0))
+    assert uses("HAMLETHALF") == 1 and check_invariants() == []
