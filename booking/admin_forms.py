@@ -432,8 +432,7 @@ class SeriesForm(PricedForm):
     )
     weekdays = forms.MultipleChoiceField(
         choices=WEEKDAYS,
-        widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),
-        initial=[d for d, _ in WEEKDAYS],
+        widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),  # none ticked: staff choose the days
         error_messages={"required": gettext_lazy("Choose at least one day of the week.")},
     )
 
@@ -450,7 +449,7 @@ class SeriesForm(PricedForm):
                     "last_day",
                     gettext("That is more than %(max)d performances; split it up.") % {"max": MAX_SERIES_SESSIONS},
                 )
-            elif not self.days(data):
+            elif data.get("weekdays") and not self.days(data):  # none ticked: the field says so
                 self.add_error("weekdays", gettext("None of the chosen weekdays falls between the first and last day."))
         return data
 
