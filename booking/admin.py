@@ -6,8 +6,9 @@ booking/models.py for why) and each ModelAdmin serves its own views (booking/sta
 
 from django.contrib import admin
 
-from .models import Cart, Order, PromoCode, Report, Session, Theater, WaitingRoom
+from .models import BoxOffice, Cart, DoorCheckin, Order, PromoCode, Report, Session, Theater, WaitingRoom
 from .staff.carts import CartAdmin
+from .staff.entries import BoxOfficeAdmin, DoorCheckinAdmin
 from .staff.orders import OrderAdmin
 from .staff.promo_codes import PromoCodeAdmin
 from .staff.reports import ReportAdmin
@@ -22,3 +23,5 @@ admin.site.register(Order, OrderAdmin)
 admin.site.register(WaitingRoom, WaitingRoomAdmin)  # the waiting room for big on-sales (issue 19)
 admin.site.register(PromoCode, PromoCodeAdmin)  # promo codes and voucher batches (issue 16)
 admin.site.register(Report, ReportAdmin)  # sales reports and exports (issue 17)
+admin.site.register(BoxOffice, BoxOfficeAdmin)  # "Box office": on to the sessions to sell
+admin.site.register(DoorCheckin, DoorCheckinAdmin)  # "Door check-in": on to /checkin/
