@@ -6,6 +6,7 @@ booking/models.py for why) and each ModelAdmin serves its own views (booking/sta
 
 from django.contrib import admin
 
+from .login_lockout import AdminLoginForm
 from .models import BoxOffice, Cart, DoorCheckin, Order, PromoCode, Report, Session, Theater, WaitingRoom
 from .staff.carts import CartAdmin
 from .staff.entries import BoxOfficeAdmin, DoorCheckinAdmin
@@ -16,6 +17,7 @@ from .staff.sessions import SessionAdmin
 from .staff.theaters import TheaterAdmin
 from .staff.waiting_rooms import WaitingRoomAdmin
 
+admin.site.login_form = AdminLoginForm  # says when too many failures stopped a sign-in
 admin.site.register(Theater, TheaterAdmin)
 admin.site.register(Session, SessionAdmin)
 admin.site.register(Cart, CartAdmin)
