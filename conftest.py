@@ -192,6 +192,8 @@ def _fresh_rate_limit_windows(_test_redis, monkeypatch):
     if keys:
         _test_redis.delete(*keys)
     ratelimits.local_counts = ratelimits.LocalCounts()
+    # (The staff logins' failure counts, django-axes, are rows in Django's test database: each
+    # test's rollback or flush takes them away, so no lockout outlives its test.)
     yield
 
 

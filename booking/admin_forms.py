@@ -2,7 +2,6 @@
 field; the rules themselves stay in the engine (layouts.parse_grid, sessions.clean_details,
 sessions.clean_prices), whose messages are shown as they are."""
 
-import json
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, cast
@@ -11,7 +10,7 @@ from django import forms
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy
 
-from . import clock
+from . import clock, json_text
 from .errors import InvalidLayout, InvalidRequest
 from .forms import DayField
 from .layouts import category_codes_used, parse_grid, validate_layout, validate_sections
@@ -159,9 +158,12 @@ class LayoutImportForm(forms.Form):
         if not raw.strip():
             raise forms.ValidationError(gettext("Choose a JSON file or paste the JSON of a layout."))
         try:
-            doc = json.loads(raw, parse_constant=_not_json)
+            doc = json_text.loads(raw, parse_constant=_not_json)
         except RecursionError:
             self.add_error(field, TOO_DEEP)
+            return data
+        except json_text.NotText:
+            self.add_error(field, NOT_TEXT)
             return data
         except (ValueError, UnicodeDecodeError) as exc:
             self.add_error(field, gettext("This is not valid JSON (%(error)s).") % {"error": str(exc)[:120]})
@@ -192,6 +194,7 @@ class LayoutImportForm(forms.Form):
 # much deeper is not a layout, and checking it (or printing it in a message) could recurse too far.
 MAX_IMPORT_DEPTH = 10
 TOO_DEEP = gettext_lazy("This JSON is nested too deeply to be a layout.")
+NOT_TEXT = gettext_lazy("This JSON has a character that is not text in it (a lone surrogate such as \\ud800).")
 
 
 def _not_json(constant: str):
@@ -226,6 +229,23 @@ class LocalDateTimeInput(forms.DateTimeInput):
 
     def __init__(self, attrs=None):
         super().__init__(attrs, format="%Y-%m-%dT%H:%M")
+
+
+DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
+
+
+class LocalDateTimeField(forms.DateTimeField):
+    """A date and time in the site's time zone, as every staff form takes one. Near the ends of
+    Python's calendar (the years 1 and 9999) moving it to UTC, as storing or comparing it does,
+    overflows: like ``DayField`` the field takes the years 1900 to 9998 and explains the rest."""
+
+    def __init__(self, *, input_formats=DATETIME_FORMATS, widget=None, **kwargs):
+        super().__init__(input_formats=input_formats, widget=widget or LocalDateTimeInput(), **kwargs)
+
+    def validate(self, value):
+        super().validate(value)
+        if value is not None:
+            DayField.check_in_range(value.date())
 
 
 def price_field(name: str) -> forms.DecimalField:
@@ -272,8 +292,8 @@ class PricedForm(forms.Form):
 class SessionForm(PricedForm):
     name = forms.CharField(label=gettext_lazy("Show name"), max_length=120, widget=forms.TextInput(attrs={"size": 50}))
     description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 60}))
-    start = forms.DateTimeField(widget=LocalDateTimeInput(), input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
-    end = forms.DateTimeField(widget=LocalDateTimeInput(), input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"])
+    start = LocalDateTimeField()
+    end = LocalDateTimeField()
     # German pages show these when set, else the name and description above (booking/localized.py)
     name_de = forms.CharField(
         label=gettext_lazy("Show name in German"),
@@ -342,21 +362,21 @@ class SaleWindowForm(forms.Form):
         coerce=lambda v: v == "1",
         widget=forms.RadioSelect,
     )
-    sale_opens = forms.DateTimeField(
+    sale_opens = LocalDateTimeField(
         label=gettext_lazy("On sale from"),
         required=False,
         widget=SecondsDateTimeInput(),
         input_formats=SALE_TIME_FORMATS,
         help_text=gettext_lazy("Empty: on sale as soon as it is published."),
     )
-    sale_closes = forms.DateTimeField(
+    sale_closes = LocalDateTimeField(
         label=gettext_lazy("Off sale at"),
         required=False,
         widget=SecondsDateTimeInput(),
         input_formats=SALE_TIME_FORMATS,
         help_text=gettext_lazy("Empty: at the start."),
     )
-    presale_opens = forms.DateTimeField(
+    presale_opens = LocalDateTimeField(
         label=gettext_lazy("Members' presale from"),
         required=False,
         widget=SecondsDateTimeInput(),
@@ -432,8 +452,7 @@ class SeriesForm(PricedForm):
     )
     weekdays = forms.MultipleChoiceField(
         choices=WEEKDAYS,
-        widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),
-        initial=[d for d, _ in WEEKDAYS],
+        widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),  # none ticked: staff choose the days
         error_messages={"required": gettext_lazy("Choose at least one day of the week.")},
     )
 
@@ -450,7 +469,7 @@ class SeriesForm(PricedForm):
                     "last_day",
                     gettext("That is more than %(max)d performances; split it up.") % {"max": MAX_SERIES_SESSIONS},
                 )
-            elif not self.days(data):
+            elif data.get("weekdays") and not self.days(data):  # none ticked: the field says so
                 self.add_error("weekdays", gettext("None of the chosen weekdays falls between the first and last day."))
         return data
 

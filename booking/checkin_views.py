@@ -40,6 +40,7 @@ from django.views.decorators.http import require_POST, require_safe
 from .checkin_presenters import conflict_data, outcome_data
 from .errors import BookingError, InvalidRequest, NotFound
 from .ids import object_id
+from .login_lockout import DoorLoginForm
 from .services import checkin
 
 PERMISSION = "booking.checkin_tickets"
@@ -144,6 +145,7 @@ def service_worker(request):
 
 class DoorLoginView(auth_views.LoginView):
     template_name = "checkin/login.html"
+    form_class = DoorLoginForm  # says when too many failures stopped a sign-in (answered 429)
     redirect_authenticated_user = False
 
     def get_default_redirect_url(self):

@@ -62,12 +62,17 @@ class DayField(forms.DateField):
 
     FIRST = date(1900, 1, 1)
     LAST = date(9998, 12, 31)
-    OUT_OF_RANGE = "Choose a date in the years 1900 to 9998."
+    OUT_OF_RANGE = gettext_lazy("Choose a date in the years 1900 to 9998.")
 
     def validate(self, value):
         super().validate(value)
-        if value is not None and not self.FIRST <= value <= self.LAST:
-            raise forms.ValidationError(self.OUT_OF_RANGE, code="out_of_range")
+        if value is not None:
+            self.check_in_range(value)
+
+    @classmethod
+    def check_in_range(cls, day: date) -> None:
+        if not cls.FIRST <= day <= cls.LAST:
+            raise forms.ValidationError(cls.OUT_OF_RANGE, code="out_of_range")
 
 
 class WhatsOnFilterForm(forms.Form):

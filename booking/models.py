@@ -67,6 +67,7 @@ class DoorCheckin(MongoDocument):
         managed = False
         db_table = "mongodb_checkins"
         verbose_name = "door check-in"
+        verbose_name_plural = "door check-in"  # the admin index's entry, a link to /checkin/
         default_permissions = ()
         permissions = [("checkin_tickets", "Can check in tickets at the door")]
 
@@ -95,12 +96,14 @@ class WaitingRoom(MongoDocument):
 
 class BoxOffice(MongoDocument):
     """Carries the permission to sell for a customer at the counter or on the phone
-    (``booking.sell_at_counter``: the session page's "Sell", booking/staff/counter.py)."""
+    (``booking.sell_at_counter``: the session page's "Sell", booking/staff/counter.py). It also
+    shows the sessions and orders, and records an invoice or reservation paid at the counter."""
 
     class Meta:
         managed = False
         db_table = "mongodb_box_office"
         verbose_name = "box office"
+        verbose_name_plural = "box office"  # the admin index's entry, a link to the sessions to sell
         default_permissions = ()
         permissions = [("sell_at_counter", "Can sell tickets at the counter and on the phone")]
 

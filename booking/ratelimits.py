@@ -74,12 +74,17 @@ def client_ip(request) -> str:
         return remote
 
 
-def client_key(request) -> str:
-    """A stable key for the client: the IPv4 address, or the IPv6 /64 network (one household)."""
+def client_address(request) -> str:
+    """The client as one address: the IPv4 address, or its IPv6 /64 network's (one household)."""
     address = ipaddress.ip_address(client_ip(request))
     if address.version == 6:
-        return "ip:" + str(ipaddress.ip_network(f"{address}/64", strict=False).network_address)
-    return f"ip:{address}"
+        return str(ipaddress.ip_network(f"{address}/64", strict=False).network_address)
+    return str(address)
+
+
+def client_key(request) -> str:
+    """A stable key for the client (``client_address``)."""
+    return f"ip:{client_address(request)}"
 
 
 PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

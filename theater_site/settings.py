@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "axes",  # password guessing on the staff logins (booking/login_lockout.py)
     "booking",
 ]
 
@@ -64,6 +65,10 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A login refused for too many failures answers 429 (booking/login_lockout.py). Outside the
+    # booking middlewares below, which are synchronous: so is this one under ASGI too (axes'
+    # asynchronous path passes the lockout no page).
+    "axes.middleware.AxesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -105,6 +110,20 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Password guessing on the staff logins (django-axes; booking/login_lockout.py, README): failed
+# sign-ins counted per client address and per user name, each on its own, in Django's database;
+# at the limit both logins answer 429 until the cool-off after the last failure has passed.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("BOOKING_LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("BOOKING_LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True  # only the failures a sign-in explains (login_lockout.FailedLogins)
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # guessing on does not keep the owner out for ever
+AXES_HANDLER = "booking.login_lockout.FailedLogins"
+AXES_LOCKOUT_CALLABLE = "booking.login_lockout.locked_out_response"
+AXES_CLIENT_IP_CALLABLE = "booking.ratelimits.client_address"  # BOOKING_TRUSTED_PROXIES, IPv6 by /64
+AXES_DISABLE_ACCESS_LOG = True  # no table of every successful sign-in (the admin log has what staff did)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

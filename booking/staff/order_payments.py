@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseBadRequest, HttpResponseRedirect
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, ngettext
@@ -16,6 +17,7 @@ from ..payments.money import format_money
 from ..services import payments as payment_service
 from ..services import refunds as refund_service
 from .base import CHANGE, AdminMixinBase
+from .counter import may_sell
 
 PAID_LATER = ("box_office", "invoice")  # staff record the money: at the box office, or an invoice paid
 
@@ -64,12 +66,18 @@ class OrderPaymentsMixin(AdminMixinBase):
 
     """Mixed into OrderAdmin: needs ``_order``, ``require``, ``log``, ``url``."""
 
+    def may_take_payment(self, request) -> bool:
+        """Records money paid at the counter: staff who change orders, and the box office's sellers."""
+        return self.has_change_permission(request) or may_sell(request.user)
+
     def payment_context(self, request, order: dict) -> dict:
         return {
             "refund_form": RefundTicketsForm(order=order),
             "refunds": [{**r, "id": r["_id"]} for r in order.get("refunds", [])],  # templates cannot read _id
             "can_refund": order["state"] in payment_service.SEAT_OWNING and bool(order.get("paidWith")),
-            "can_mark_paid": order.get("method") in PAID_LATER and order["state"] in payment_service.PAYABLE,
+            "can_mark_paid": order.get("method") in PAID_LATER
+            and order["state"] in payment_service.PAYABLE
+            and self.may_take_payment(request),
             "payment": order.get("payment") or {},
             "paid_with": order.get("paidWith") or {},
         }
@@ -137,7 +145,8 @@ class OrderPaymentsMixin(AdminMixinBase):
     @method_decorator(require_POST)
     def order_mark_paid(self, request, object_id):
         """The buyer paid at the box office: the reservation becomes a sale."""
-        self.require(request, "change")
+        if not self.may_take_payment(request):
+            raise PermissionDenied
         order = self._order(object_id)
         try:
             paid = payment_service.mark_paid_at_counter(order["_id"], by=staff_name(request.user))

@@ -19,14 +19,13 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from .. import admin_forms as f
-from ..admin_forms import LocalDateTimeInput, add_field_errors, form_data
+from ..admin_forms import LocalDateTimeField, add_field_errors, form_data
 from ..errors import InvalidRequest, NotFound
 from ..ids import object_id
 from ..services import promos
 from . import promo_selectors as selectors
 from .base import ADDITION, CHANGE, MongoModelAdmin, bound
 
-DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
 SCOPES = [
     ("all", _("Every session")),
     ("series", _("A series: every performance of the chosen session's show in its theater")),
@@ -67,12 +66,8 @@ class TermsForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text=_("None ticked: every category."),
     )
-    valid_from = forms.DateTimeField(
-        label=_("Valid from"), required=False, widget=LocalDateTimeInput(), input_formats=DATETIME_FORMATS
-    )
-    valid_until = forms.DateTimeField(
-        label=_("Valid until"), required=False, widget=LocalDateTimeInput(), input_formats=DATETIME_FORMATS
-    )
+    valid_from = LocalDateTimeField(label=_("Valid from"), required=False)
+    valid_until = LocalDateTimeField(label=_("Valid until"), required=False)
     per_order = forms.IntegerField(
         label=_("Tickets per booking"),
         required=False,

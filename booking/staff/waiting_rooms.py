@@ -22,13 +22,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import clock, mongo
 from .. import selectors as buyer_selectors
-from ..admin_forms import LocalDateTimeInput, add_field_errors, form_data
+from ..admin_forms import LocalDateTimeField, add_field_errors, form_data
 from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
 from ..services import waiting_room
 from .base import ADDITION, CHANGE, DELETION, MongoModelAdmin, bound
-
-DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
 
 
 def room_label(config: waiting_room.RoomConfig) -> str:
@@ -46,13 +44,9 @@ class RateForm(forms.Form):
 
 
 class TimesForm(forms.Form):
-    opens_at = forms.DateTimeField(
-        label="Waiting room opens", widget=LocalDateTimeInput(), input_formats=DATETIME_FORMATS
-    )
-    on_sale_at = forms.DateTimeField(
+    opens_at = LocalDateTimeField(label="Waiting room opens")
+    on_sale_at = LocalDateTimeField(
         label="Sale opens",
-        widget=LocalDateTimeInput(),
-        input_formats=DATETIME_FORMATS,
         help_text="Everybody who is in the waiting room by then gets a place by lot; later arrivals queue behind.",
     )
 

@@ -45,6 +45,8 @@ def test_staff_set_a_draft_and_a_window_to_the_second(manager_client):
         ({"sale_opens": +2, "sale_closes": +1}, "The off-sale time must be after the on-sale time."),
         ({"sale_opens": +1, "sale_closes": +24 * 5}, "Sales cannot close after the performance starts."),
         ({"sale_opens": "next tuesday"}, "Enter a valid date/time."),
+        ({"sale_opens": "0001-01-01T00:00:00"}, "Choose a date in the years 1900 to 9998."),
+        ({"sale_closes": "0001-01-01T00:00"}, "Choose a date in the years 1900 to 9998."),
         ({"published": "maybe"}, "Select a valid choice."),
         ({"presale_opens": +3, "sale_opens": +2}, "The presale must open before the public on-sale time."),
         ({"presale_opens": +1, "sale_opens": +2}, "A presale needs an access code."),

@@ -1,6 +1,7 @@
 """Sessions in the admin: create (one, a series), list with sales figures, edit, seat map,
 blocking seats, cancel. After every action the booking invariants still hold."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -140,6 +141,31 @@ def test_a_series_refuses_a_reversed_or_past_range(manager_client):
     assert response.context["form"].errors["last_day"] == ["The last day must not be before the first day."]
     data.update(first_day=(today - timedelta(days=3)).isoformat(), last_day=today.isoformat())
     assert manager_client.post(url, data).context["form"].errors["first_day"] == ["The first day is in the past."]
+    assert mongo.sessions().count_documents({}) == 0
+
+
+def test_the_series_form_ticks_no_weekday_and_refuses_a_series_without_one(manager_client):
+    theater = make_theater()
+    url = f"/admin/booking/session/add-series/?theater={theater['_id']}"
+    page = manager_client.get(url)
+    boxes = re.findall(r'<input type="checkbox" name="weekdays"[^>]*>', page.content.decode())
+    assert len(boxes) == 7 and not any("checked" in box for box in boxes)
+
+    first = timezone.localdate() + timedelta(days=1)
+    data = {
+        "name": "Weekly Show",
+        "description": "",
+        "first_day": first.isoformat(),
+        "last_day": (first + timedelta(days=20)).isoformat(),
+        "start_time": "19:30",
+        "duration": "150",
+        "price_s": "20",
+        "price_p": "30",
+    }
+    response = manager_client.post(url, data)  # no weekday ticked
+    assert response.status_code == 400
+    assert response.context["form"].errors["weekdays"] == ["Choose at least one day of the week."]
+    assert "Choose at least one day of the week." in response.content.decode()
     assert mongo.sessions().count_documents({}) == 0
 
 

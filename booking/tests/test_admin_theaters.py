@@ -150,6 +150,45 @@ def test_import_refuses_broken_json_and_bad_layouts(manager_client):
     assert mongo.theaters().count_documents({}) == 0
 
 
+def surrogate_in_name(layout: dict) -> bytes:
+    return json.dumps({"name": "Hall \ud800", "layout": layout}).encode()  # "\\ud800": ASCII, valid JSON
+
+
+def surrogate_in_category(layout: dict) -> bytes:
+    categories = [{**layout["categories"][0], "name": "S\udfff"}, *layout["categories"][1:]]
+    return json.dumps({"name": "Hall", "layout": {**layout, "categories": categories}}).encode()
+
+
+def surrogate_as_bytes(layout: dict) -> bytes:
+    """The three bytes UTF-8 would give a surrogate: json reads them back as one."""
+    return b'{"name": "Hall \xed\xa0\x80", "layout": ' + json.dumps(layout).encode() + b"}"
+
+
+@pytest.mark.parametrize(
+    ("field", "document"),
+    [
+        ("text", surrogate_in_name),
+        ("text", surrogate_in_category),
+        ("file", surrogate_in_name),
+        ("file", surrogate_in_category),
+        ("file", surrogate_as_bytes),  # a browser's form post is UTF-8: only a file brings these bytes
+    ],
+)
+def test_import_refuses_json_with_a_lone_surrogate_as_a_form_error(manager_client, field, document):
+    raw = document(make_theater()["layout"])
+    mongo.theaters().delete_many({})
+    if field == "text":
+        data = {"text": raw.decode()}
+    else:
+        data = {"file": SimpleUploadedFile("hall.json", raw, content_type="application/json")}
+    response = manager_client.post("/admin/booking/theater/import/", data)
+    assert response.status_code == 400
+    message = "This JSON has a character that is not text in it (a lone surrogate such as \\ud800)."
+    assert response.context["form"].errors[field] == [message]
+    assert message in response.content.decode()
+    assert mongo.theaters().count_documents({}) == 0
+
+
 def test_a_sectioned_venue_is_shown_and_exported_not_broken(manager_client):
     from booking.layouts import parse_grid
     from booking.services.theaters import create_sectioned_theater

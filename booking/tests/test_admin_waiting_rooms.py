@@ -99,6 +99,24 @@ def test_bad_input_is_explained_not_a_500(staff_client):
     assert again.status_code == 400 and "already" in text(again)
 
 
+@pytest.mark.parametrize(
+    "times",
+    [
+        {"opens_at": "0001-01-01T00:00"},  # before the first year a time can be moved to UTC in
+        {"on_sale_at": "9999-12-31T23:59"},
+        {"opens_at": "1899-12-31T23:59"},  # the last minute before the years the field takes
+    ],
+)
+def test_a_time_at_the_end_of_the_calendar_is_a_form_error(staff_client, times):
+    session = make_session()
+    response = staff_client.post("/admin/booking/waitingroom/add/", open_data(session["_id"], **times))
+    assert response.status_code == 400
+    [field] = times
+    assert response.context["form"].errors[field] == ["Choose a date in the years 1900 to 9998."]
+    assert "Choose a date in the years 1900 to 9998." in text(response)
+    assert "waitingRoom" not in mongo.sessions().find_one({"_id": session["_id"]})
+
+
 def test_the_dashboard_shows_the_figures_and_staff_pause_resume_and_rerate_live(staff_client):
     session = make_session()
     now = clock.now()
