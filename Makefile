@@ -3,7 +3,7 @@
 PYTHON ?= .venv/bin/python
 VENV_BIN := $(dir $(PYTHON))
 
-.PHONY: run test test-fast lint typecheck format venv messages lock
+.PHONY: run test test-fast lint typecheck format venv messages lock architecture
 
 # The whole app with demo data (PORT, DEVMONGO_PORT, DEV_REDIS_PORT move it; see README).
 run:
@@ -27,6 +27,11 @@ lint: venv
 # mypy with django-stubs on booking/ (configured in pyproject.toml).
 typecheck: venv
 	$(VENV_BIN)mypy
+
+# booking/'s import rules (no loop, layers only downward, no ContextVar below web, no private
+# names across modules) against scripts/architecture_baseline.txt; --all lists the known ones too.
+architecture: venv
+	$(PYTHON) scripts/check_architecture.py $(ARGS)
 
 # Apply ruff's formatting and its fixable lint rules.
 format: venv
