@@ -591,3 +591,33 @@ def test_the_remaining_crash_points_are_rolled_forward_or_given_back(session, cr
         assert after["exchanges"][0]["state"] == "done" and len(keys) == 2 and "0:0" not in keys
         assert cell(session["_id"], "0:0") == FREE
     assert check_invariants() == []
+
+
+def test_a_refund_after_a_card_refund_and_a_counter_top_up_is_split_by_what_each_still_holds(session, manager_client):
+    """Card 40.00, 20.00 of it refunded already; 15.00 paid at the counter for a dearer seat.
+    Refunding the last ticket (35.00) asks the card for the 20.00 it still holds, never more,
+    and records the other 15.00 as cash to pay out at the counter."""
+    from booking.services import refunds
+
+    order = paid(session, ["0:0", "0:1"])  # 2 x 20.00 by card
+    moving, other = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    exchanges.exchange(order["_id"], [moving], session["_id"], ["1:5"], settle=exchanges.COUNTER, by="anna")
+    refunds.refund_tickets(order["_id"], tickets=[other], reason="ill", by="anna")  # 20.00 back to the card
+    [last] = stored(order)["lines"]
+    assert last["key"] == "1:5" and last["price"] == 3500
+    answer = manager_client.post(
+        f"/admin/booking/order/{order['_id']}/refund/",
+        {"tickets": [last["ticket"]], "reason": "cannot come"},
+        follow=True,
+    )
+    done = stored(order)
+    final = [(r["payment"]["provider"], r["amount"], r["status"]) for r in done["refunds"][1:]]
+    assert final == [("stripe", 2000, "succeeded"), ("box_office", 1500, "succeeded")]
+    assert done["refunds"][1]["payment"]["id"] == order["paidWith"]["id"]
+    assert done["refunds"][2]["payment"]["id"] == done["topUps"][0]["id"]
+    assert sorted(stripe_refunds(done)) == [2000, 2000]  # the card gave back all it took, not a cent more
+    assert done["state"] == "refunded" and done["amountRefunded"] == 5500
+    page = answer.content.decode()
+    assert "Refunded 1 ticket (35.00 EUR): cannot come." in page
+    assert "Pay out 15.00 EUR at the counter. The seats are free again." in page
+    assert cell(session["_id"], "1:5") == FREE and check_invariants() == []
