@@ -426,6 +426,69 @@ def test_a_check_in_of_another_ticket_during_the_exchange_is_kept(session, fault
     assert check_invariants() == []
 
 
+def test_a_check_in_of_the_other_ticket_between_the_switchs_read_and_its_write_stays_recorded(session, fault_hook):
+    """The door lets the other ticket in after the switch read the order's lines: the switch's
+    write (conditional on the lines as read) misses, reads again and keeps the check-in."""
+    order = paid(session, ["0:0", "0:1"])
+    moving, staying = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    scanned: list[bool] = []
+
+    def door_scans_the_other_ticket(name):
+        if name == "exchange.before_switch" and not scanned:
+            scanned.append(admits(session["_id"], staying))
+
+    fault_hook(door_scans_the_other_ticket)
+    done = exchanges.exchange(order["_id"], [moving], session["_id"], ["0:5"], settle="counter")
+    assert scanned == [True]
+    assert [line["key"] for line in done["lines"]] == ["0:1", "0:5"]
+    kept = next(line for line in done["lines"] if line["ticket"] == staying)
+    assert kept["checkedIn"]["door"] == "Main" and done["exchanges"][0]["state"] == "done"
+    assert not admits(session["_id"], staying)  # used once: the door still knows
+    assert cell(session["_id"], "0:0") == FREE and check_invariants() == []
+
+
+def test_a_refund_of_the_other_ticket_landing_between_the_switchs_read_and_its_write_is_refused(session, fault_hook):
+    """Staff refund the other ticket: the refund read the order before the exchange began and
+    writes inside the switch's window. It is refused (an exchange is open); the switch goes on,
+    the other ticket stays valid and nothing goes back to the card."""
+    import threading
+
+    from booking.services import refunds
+
+    order = paid(session, ["0:0", "0:1"])
+    moving, staying = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    refund_read, refund_go_on = threading.Event(), threading.Event()
+    outcome: list = []
+
+    def interleave(name):
+        if name == "refund.before_order":
+            refund_read.set()
+            assert refund_go_on.wait(30)
+        elif name == "exchange.before_switch" and not refund_go_on.is_set():
+            refund_go_on.set()
+            staff.join(timeout=30)
+
+    def staff_refund():
+        try:
+            outcome.append(refunds.refund_tickets(order["_id"], tickets=[staying], reason="ill", by="bob"))
+        except Conflict as exc:
+            outcome.append(exc)
+
+    fault_hook(interleave)
+    staff = threading.Thread(target=staff_refund)
+    staff.start()
+    assert refund_read.wait(30)
+    done = exchanges.exchange(order["_id"], [moving], session["_id"], ["0:5"], settle="counter", by="anna")
+    staff.join(timeout=30)
+    [refused] = outcome
+    assert isinstance(refused, Conflict) and "changed meanwhile" in refused.message
+    assert done["exchanges"][0]["state"] == "done" and done["state"] == "paid"
+    assert [line["key"] for line in done["lines"]] == ["0:1", "0:5"] and not done.get("refundedLines")
+    assert not done.get("refunds") and stripe_refunds(done) == []
+    assert [cell(session["_id"], k) for k in ("0:0", "0:1", "0:5")] == [FREE, SOLD, SOLD]
+    assert admits(session["_id"], staying) and check_invariants() == []
+
+
 def pdf_text(data: bytes) -> str:
     """The text drawn in a ReportLab PDF (its page streams, inflated)."""
     import base64
