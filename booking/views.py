@@ -639,8 +639,14 @@ def cart_cancel(request):
     cart_id = buyer.cart_id(request)
     owner = buyer.owner(request)
     if cart_id and owner:
-        freed = cart_service.cancel_cart(cart_id, owner)
-        if freed:
+        outcome = cart_service.give_up_cart(cart_id=cart_id, owner=owner)
+        if outcome.paying_ref:  # this browser's cart is being paid for: it stays, the payment page says so
+            messages.info(
+                request,
+                gettext("Your payment has already begun, so nothing was canceled: your seats stay reserved for it."),
+            )
+            return redirect("booking:order", ref=outcome.paying_ref)
+        if outcome.freed:
             messages.success(request, gettext("Your held seats were released."))
     buyer.forget_cart(request)
     return redirect("booking:whats_on")

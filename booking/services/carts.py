@@ -148,6 +148,25 @@ def cancel_cart(cart_id: ObjectId, owner: str) -> int:
     return freed
 
 
+@dataclass(frozen=True)
+class GiveUp:
+    freed: int  # seats free again
+    paying_ref: str | None = None  # not canceled: its payment has begun (the order's reference)
+
+
+def give_up_cart(*, cart_id: ObjectId, owner: str) -> GiveUp:
+    """The buyer's "Cancel and release the seats" on the cart page. A cart whose payment has begun
+    (the page was left open in another tab) is left as it is: its seats stay with the payment,
+    which the booking's own page can cancel."""
+    freed = cancel_cart(cart_id, owner)
+    if freed:
+        return GiveUp(freed)
+    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}, {"state": 1, "orderRef": 1})
+    if cart is not None and cart["state"] == CartState.PAYING and cart.get("orderRef"):
+        return GiveUp(0, paying_ref=cart["orderRef"])
+    return GiveUp(0)
+
+
 @dataclass
 class ExpiryReport:
     carts_expired: int = 0

@@ -461,6 +461,7 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
         else:
             has_reservation = cart_has_seats
         plan = replace(plan, house=house)
+        faults.point("hold.before_session")  # tests: staff change the session between this read and the write
         written = _send_hold_write(plan, has_reservation, WRITE_ANSWER_FIELDS)
         if written is not None:
             return _after_write(session, written, layout), plan

@@ -129,6 +129,7 @@ def refund_tickets(
     records = [_record(part, paid, why, tickets=sorted(codes), by=by) for paid, part in allocate(order, amount)]
     refund = records[0]
     now = clock.now()
+    faults.point("refund.before_order")  # tests: another refund of this order between the read and the write
     changed = orders().update_one(
         {
             "_id": order_id,
@@ -174,6 +175,19 @@ def refund_tickets(
         change_notices.queue(order_id)
     logger.info("order %s: %d tickets refunded (%d) by %s", order["ref"], len(selected), amount, by or "?")
     return orders().find_one({"_id": order_id})
+
+
+def records_of_tickets(order: dict, tickets) -> list[dict]:
+    """The refund records of these tickets: what one ``refund_tickets`` call made (a ticket is
+    refunded once), one per payment the amount went back through."""
+    wanted = set(tickets)
+    return [r for r in order.get("refunds") or [] if wanted & set(r.get("tickets") or ())]
+
+
+def paid_out_at_counter(records: list[dict]) -> int:
+    """What of these refunds staff hand back themselves (cash or the card terminal): the parts
+    through a provider that takes no money online (the box office, the counter)."""
+    return sum(r["amount"] for r in records if not payments.provider(r["payment"]["provider"]).online)
 
 
 def refund_lost_seats(order_id: ObjectId) -> dict:

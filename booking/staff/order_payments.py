@@ -54,9 +54,8 @@ def staff_name(user) -> str:
     return f"{name} <{user.email}>" if user.email else name
 
 
-def refund_summary(order: dict) -> str:
-    amount = sum(r["amount"] for r in order.get("refunds", [])[-1:])
-    return format_money(amount, order.get("currency", ""))
+def refund_summary(order: dict, records: list[dict]) -> str:
+    return format_money(sum(r["amount"] for r in records), order.get("currency", ""))
 
 
 class OrderPaymentsMixin(AdminMixinBase):
@@ -99,9 +98,11 @@ class OrderPaymentsMixin(AdminMixinBase):
         except BookingError as exc:
             messages.error(request, exc.message)
             return HttpResponseRedirect(self.url("change", order["_id"]))
-        refund = done["refunds"][-1]
+        # one record per payment the money goes back through: the card, and cash at the counter
+        records = refund_service.records_of_tickets(done, tickets)
+        summary = refund_summary(done, records)
         count = f"{len(tickets)} ticket{'s' if len(tickets) != 1 else ''}"
-        text = f"Refunded {count} ({refund_summary(done)}): {form.cleaned_data['reason']}"
+        text = f"Refunded {count} ({summary}): {form.cleaned_data['reason']}"
         self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
         shown = ngettext(
             "Refunded %(count)d ticket (%(summary)s): %(reason)s.",
@@ -109,10 +110,16 @@ class OrderPaymentsMixin(AdminMixinBase):
             len(tickets),
         ) % {
             "count": len(tickets),
-            "summary": refund_summary(done),
+            "summary": summary,
             "reason": form.cleaned_data["reason"],
         }
-        if refund["status"] == "succeeded":
+        at_counter = refund_service.paid_out_at_counter(records)
+        if at_counter:
+            shown += " " + gettext("Pay out %(amount)s at the counter.") % {
+                "amount": format_money(at_counter, done.get("currency", ""))
+            }
+        refund = next((r for r in records if r["status"] != "succeeded"), None)
+        if refund is None:
             messages.success(request, shown + " " + gettext("The seats are free again."))
         else:
             why = refund.get("failure") or gettext("the provider is still working on it")

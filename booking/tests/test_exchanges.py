@@ -430,6 +430,69 @@ def test_a_check_in_of_another_ticket_during_the_exchange_is_kept(session, fault
     assert check_invariants() == []
 
 
+def test_a_check_in_of_the_other_ticket_between_the_switchs_read_and_its_write_stays_recorded(session, fault_hook):
+    """The door lets the other ticket in after the switch read the order's lines: the switch's
+    write (conditional on the lines as read) misses, reads again and keeps the check-in."""
+    order = paid(session, ["0:0", "0:1"])
+    moving, staying = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    scanned: list[bool] = []
+
+    def door_scans_the_other_ticket(name):
+        if name == "exchange.before_switch" and not scanned:
+            scanned.append(admits(session["_id"], staying))
+
+    fault_hook(door_scans_the_other_ticket)
+    done = exchanges.exchange(order["_id"], [moving], session["_id"], ["0:5"], settle="counter")
+    assert scanned == [True]
+    assert [line["key"] for line in done["lines"]] == ["0:1", "0:5"]
+    kept = next(line for line in done["lines"] if line["ticket"] == staying)
+    assert kept["checkedIn"]["door"] == "Main" and done["exchanges"][0]["state"] == "done"
+    assert not admits(session["_id"], staying)  # used once: the door still knows
+    assert cell(session["_id"], "0:0") == FREE and check_invariants() == []
+
+
+def test_a_refund_of_the_other_ticket_landing_between_the_switchs_read_and_its_write_is_refused(session, fault_hook):
+    """Staff refund the other ticket: the refund read the order before the exchange began and
+    writes inside the switch's window. It is refused (an exchange is open); the switch goes on,
+    the other ticket stays valid and nothing goes back to the card."""
+    import threading
+
+    from booking.services import refunds
+
+    order = paid(session, ["0:0", "0:1"])
+    moving, staying = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    refund_read, refund_go_on = threading.Event(), threading.Event()
+    outcome: list = []
+
+    def interleave(name):
+        if name == "refund.before_order":
+            refund_read.set()
+            assert refund_go_on.wait(30)
+        elif name == "exchange.before_switch" and not refund_go_on.is_set():
+            refund_go_on.set()
+            staff.join(timeout=30)
+
+    def staff_refund():
+        try:
+            outcome.append(refunds.refund_tickets(order["_id"], tickets=[staying], reason="ill", by="bob"))
+        except Conflict as exc:
+            outcome.append(exc)
+
+    fault_hook(interleave)
+    staff = threading.Thread(target=staff_refund)
+    staff.start()
+    assert refund_read.wait(30)
+    done = exchanges.exchange(order["_id"], [moving], session["_id"], ["0:5"], settle="counter", by="anna")
+    staff.join(timeout=30)
+    [refused] = outcome
+    assert isinstance(refused, Conflict) and "changed meanwhile" in refused.message
+    assert done["exchanges"][0]["state"] == "done" and done["state"] == "paid"
+    assert [line["key"] for line in done["lines"]] == ["0:1", "0:5"] and not done.get("refundedLines")
+    assert not done.get("refunds") and stripe_refunds(done) == []
+    assert [cell(session["_id"], k) for k in ("0:0", "0:1", "0:5")] == [FREE, SOLD, SOLD]
+    assert admits(session["_id"], staying) and check_invariants() == []
+
+
 def pdf_text(data: bytes) -> str:
     """The text drawn in a ReportLab PDF (its page streams, inflated)."""
     import base64
@@ -677,3 +740,33 @@ def test_a_crash_after_claiming_the_difference_payment_lets_a_pay_through_once_t
     status, after, _ = exchanges.pay_difference(order["_id"], card(VISA))
     assert status == "paid" and after["exchanges"][0]["state"] == "done"
     assert [t["amount"] for t in after["topUps"]] == [1500] and check_invariants() == []
+
+
+def test_a_refund_after_a_card_refund_and_a_counter_top_up_is_split_by_what_each_still_holds(session, manager_client):
+    """Card 40.00, 20.00 of it refunded already; 15.00 paid at the counter for a dearer seat.
+    Refunding the last ticket (35.00) asks the card for the 20.00 it still holds, never more,
+    and records the other 15.00 as cash to pay out at the counter."""
+    from booking.services import refunds
+
+    order = paid(session, ["0:0", "0:1"])  # 2 x 20.00 by card
+    moving, other = order["lines"][0]["ticket"], order["lines"][1]["ticket"]
+    exchanges.exchange(order["_id"], [moving], session["_id"], ["1:5"], settle=exchanges.COUNTER, by="anna")
+    refunds.refund_tickets(order["_id"], tickets=[other], reason="ill", by="anna")  # 20.00 back to the card
+    [last] = stored(order)["lines"]
+    assert last["key"] == "1:5" and last["price"] == 3500
+    answer = manager_client.post(
+        f"/admin/booking/order/{order['_id']}/refund/",
+        {"tickets": [last["ticket"]], "reason": "cannot come"},
+        follow=True,
+    )
+    done = stored(order)
+    final = [(r["payment"]["provider"], r["amount"], r["status"]) for r in done["refunds"][1:]]
+    assert final == [("stripe", 2000, "succeeded"), ("box_office", 1500, "succeeded")]
+    assert done["refunds"][1]["payment"]["id"] == order["paidWith"]["id"]
+    assert done["refunds"][2]["payment"]["id"] == done["topUps"][0]["id"]
+    assert sorted(stripe_refunds(done)) == [2000, 2000]  # the card gave back all it took, not a cent more
+    assert done["state"] == "refunded" and done["amountRefunded"] == 5500
+    page = answer.content.decode()
+    assert "Refunded 1 ticket (35.00 EUR): cannot come." in page
+    assert "Pay out 15.00 EUR at the counter. The seats are free again." in page
+    assert cell(session["_id"], "1:5") == FREE and check_invariants() == []

@@ -5,6 +5,7 @@ import pytest
 from django.urls import reverse
 
 from booking import mongo
+from booking.invariants import check_invariants
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider
 from booking.seat_grid import FREE, HELD, SOLD
@@ -175,6 +176,48 @@ def test_while_the_card_is_being_charged_the_page_says_processing_and_moves_on_w
     done = client.get(url("payment_status", ref=order["ref"]), **HTMX)
     assert done.status_code == 204 and done["HX-Redirect"] == url("order", ref=order["ref"])
     assert cells(session) == [SOLD, SOLD]
+
+
+def test_canceling_the_cart_from_a_second_tab_while_the_card_is_charged_changes_nothing(client, session, fault_hook):
+    """The cart page left open in another tab, its "Cancel and release the seats" pressed while
+    the card is being charged: the cart stays paying with its seats held, the buyer is sent to
+    the booking's page (where the payment can be canceled), and the charge settles the order."""
+    import threading
+
+    from booking.services import payments
+
+    _answer, order = start_card(client, session)
+    claimed, go_on = threading.Event(), threading.Event()
+
+    def hold_the_charge(name):
+        if name == "pay.after_claim":
+            claimed.set()
+            assert go_on.wait(30)
+
+    fault_hook(hold_the_charge)
+    outcomes = []
+    paying = threading.Thread(
+        target=lambda: outcomes.append(payments.pay_with_card(order["ref"], order["owner"], card(VISA)))
+    )
+    paying.start()
+    try:
+        assert claimed.wait(30)
+        second_tab = client.post(url("cart_cancel"), follow=True)
+        cart = mongo.carts().find_one({"_id": order["cartId"]})
+        assert cart["state"] == "paying" and cells(session) == [HELD, HELD]
+        assert mongo.orders().find_one({})["state"] == "pending_payment"
+        assert second_tab.redirect_chain[-1][0] == url("order", ref=order["ref"])
+        assert "Your payment has already begun, so nothing was canceled" in second_tab.content.decode()
+        first_tab = client.get(url("checkout")).content.decode()  # reloaded: it still finds its payment
+        assert order["ref"] in first_tab and "being processed" in first_tab
+    finally:
+        go_on.set()
+        paying.join(timeout=60)
+    assert [o.status for o in outcomes] == ["paid"]
+    paid = mongo.orders().find_one({})
+    assert paid["state"] == "paid" and paid["paidWith"]["amount"] == 7000 and not paid.get("refunds")
+    assert mongo.carts().find_one({"_id": order["cartId"]})["state"] == "done"
+    assert cells(session) == [SOLD, SOLD] and check_invariants() == []
 
 
 def test_receipt_pdf_for_the_buyer_only_and_only_when_paid(client, session):

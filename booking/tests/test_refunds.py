@@ -242,3 +242,40 @@ def test_an_unpaid_order_canceled_by_its_buyer_gives_its_promo_code_use_back():
     payments.cancel_unpaid(order["_id"], owner=ALICE)
     assert mongo.promo_codes().find_one({"code": "FIVE"})["uses"] == 0
     assert check_invariants() == []
+
+
+def test_two_staff_refunding_other_tickets_of_a_partly_refunded_order_at_once_the_second_is_refused(
+    manager_client, fault_hook
+):
+    """Both read the order before either writes: the one that writes second is refused, so no
+    ticket the first refunded comes back into the order and nothing is refunded twice."""
+    from booking.services import checkin
+
+    session = make_session()
+    order = buy(session)  # B3, B4 premium (35.00 each), A1 stalls (20.00)
+    by_key = {line["key"]: line["ticket"] for line in order["lines"]}
+    refunds.refund_tickets(order["_id"], tickets=[by_key["0:0"]], reason="ill", by="anna")  # partly refunded
+    inside: list[str] = []
+
+    def bob_refunds_the_other_ticket_meanwhile(name):
+        if name == "refund.before_order" and not inside:
+            inside.append(name)
+            refunds.refund_tickets(order["_id"], tickets=[by_key["1:3"]], reason="seat broken", by="bob")
+
+    fault_hook(bob_refunds_the_other_ticket_meanwhile)
+    answer = manager_client.post(
+        f"/admin/booking/order/{order['_id']}/refund/", {"tickets": [by_key["1:2"]], "reason": "moved"}, follow=True
+    )
+    assert inside and answer.status_code == 200
+    assert "The order changed meanwhile; please look again." in answer.content.decode()
+    after = mongo.orders().find_one({"_id": order["_id"]})
+    assert after["state"] == "partially_refunded"
+    assert [line["ticket"] for line in after["lines"]] == [by_key["1:2"]]  # bob's and anna's tickets stay out
+    assert sorted(line["ticket"] for line in after["refundedLines"]) == sorted([by_key["0:0"], by_key["1:3"]])
+    assert [(r["amount"], r["status"]) for r in after["refunds"]] == [(2000, "succeeded"), (3500, "succeeded")]
+    assert refunded_at_stripe(order) == [2000, 3500] and after["amountRefunded"] == 5500
+    assert cells(session, ["0:0", "1:2", "1:3"]) == [FREE, SOLD, FREE]
+    door = checkin.get_scope(session["_id"])
+    for refunded in (by_key["0:0"], by_key["1:3"]):
+        assert not checkin.check_in(door, door="Main", by="door", code=refunded).admitted
+    assert check_invariants() == []

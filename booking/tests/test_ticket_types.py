@@ -92,6 +92,36 @@ def test_staff_price_change_during_the_hold_never_changes_what_the_buyer_was_sho
     assert check_invariants() == []
 
 
+def test_staff_changing_only_the_reduced_and_companion_prices_inside_a_holds_window_gives_the_new_prices(
+    fault_hook,
+):
+    """The price table changes between the hold's read of the session and its write, the full
+    prices untouched: the write misses (it names the table's revision) and the seat is held with
+    the new reduced and companion prices, never the ones read."""
+    session = priced_session()  # reduced 15.00, companion 0.00 in stalls
+    changed: list[str] = []
+
+    def staff_save_the_price_table(name):
+        if name == "hold.before_session" and not changed:
+            changed.append(name)
+            offers.set_price_table(
+                session["_id"], {"s": 2000, "p": 3500}, {"reduced": {"s": 1200, "p": 2500}, "companion": {"s": 500}}
+            )
+
+    fault_hook(staff_save_the_price_table)
+    result = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
+    assert changed
+    held = item(result.cart, "0:0")
+    assert {o["code"]: o["price"] for o in held["offers"]} == {"full": 2000, "reduced": 1200, "companion": 500}
+    stored = selectors.get_cart(ALICE, result.cart_id)
+    assert item(stored, "0:0")["offers"] == held["offers"]
+    cart = offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:0", "reduced")
+    assert item(cart, "0:0")["price"] == 1200 and cart["total"] == 1200
+    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    assert [(line["ticketType"], line["price"]) for line in order["lines"]] == [("reduced", 1200)]
+    assert order["total"] == 1200 and check_invariants() == []
+
+
 def test_companion_only_with_a_wheelchair_space_in_the_same_cart():
     theater = create_theater("Access Hall", parse_grid("A: sS..ssss\nB: ssssssss\n", CATEGORIES))
     session = priced_session(theater=theater, table={"reduced": {"s": 1500}, "companion": {"s": 0}})
