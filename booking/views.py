@@ -748,7 +748,7 @@ def ticket_qr(request, code):
 
 @require_http_methods(["GET", "HEAD", "POST"])
 def find_booking(request):
-    form = FindBookingForm(request.POST or None)
+    form = FindBookingForm(request.POST if request.method == "POST" else None)  # a POST without fields too
     status = 200
     if request.method == "POST":
         if ratelimits.lookup_rate_exceeded(request):

@@ -204,6 +204,19 @@ def test_booking_lookups_are_rate_limited_per_client(settings, session):
     assert buyer().post(find, {"ref": "ZZZZZZZZ", "email": "guess@example.org"}).status_code == 400  # someone else
 
 
+def test_an_empty_lookup_is_counted_and_refused_like_any_other(settings):
+    """A POST without fields is a lookup too: 400 with what is missing under the limit, 429 over it."""
+    settings.BOOKING_LOOKUP_RATE = "1/m"
+    client = buyer()
+    find = reverse("booking:find_booking")
+    empty = client.post(find, {})
+    assert empty.status_code == 400
+    assert "Enter the e-mail address you booked with." in empty.content.decode()  # the field's error
+    refused = client.post(find, {})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "Too many booking lookups" in refused.content.decode()
+
+
 def test_the_mails_link_is_rate_limited_too(settings):
     settings.BOOKING_LOOKUP_RATE = "2/m"
     session = make_session()
