@@ -18,10 +18,10 @@ logger = logging.getLogger("booking.exchange_views")
 @require_http_methods(["GET", "POST"])
 def exchange_pay(request, ref):
     """POST: charge the card for the difference; GET (pay.js after 3-D Secure): where it stands."""
-    from .views import TooManyLookups, _visible_order  # the order page's own access rule
+    from .views import TooManyLookups, visible_order  # the order page's own access rule
 
     try:
-        order = _visible_order(request, ref)
+        order = visible_order(request, ref)
     except TooManyLookups:
         return JsonResponse({"status": "error", "message": "Too many lookups; wait a minute."}, status=429)
     if order is None:

@@ -9,7 +9,8 @@ POST /orders/<ref>/pay             payment_method=<id from Stripe.js> -> JSON {s
                                    client_secret (3-D Secure), redirect}
 GET  /orders/<ref>/payment         the payment's state, asked of the provider (the return page's
                                    check; polled while "processing"); JSON with ?format=json
-POST /orders/<ref>/cancel-payment  the buyer gives up: payment canceled, seats released
+POST /orders/<ref>/cancel-payment  the buyer gives up: payment canceled, seats released (the browser
+                                   that booked, or one that opened the order by reference and e-mail)
 GET  /orders/<ref>/receipt.pdf     the receipt of a paid order (same access as the order page)
 POST /payments/stripe/webhook/     Stripe's events (signature checked; no CSRF: Stripe signs them)
 
@@ -42,6 +43,7 @@ from .payments import base, money, receipts
 from .payments.stripe_provider import time_in_stripe_ms
 from .services import payments as payment_service
 from .services import pricing
+from .views import NO_SUCH_BOOKING, TooManyLookups, too_many_lookups, visible_order
 
 logger = logging.getLogger("booking.views")
 
@@ -333,19 +335,31 @@ def payment_status(request, ref):
 
 @require_POST
 def cancel_payment(request, ref):
+    """The buyer's browser, or one that opened the order by reference and e-mail (the mail's link,
+    Find my booking): the order page's own proof, so its "Cancel" works wherever it is shown."""
     try:
-        order = _buyer_order(request, ref)
-        order = payment_service.cancel_unpaid(order["_id"], owner=order["owner"])
+        order = visible_order(request, ref)
+    except TooManyLookups:
+        return too_many_lookups(request)
+    if order is None:
+        return no_such_booking(request)
+    try:
+        order = payment_service.cancel_unpaid(order["_id"], owner=order.get("owner"))
     except NotFound:
-        return HttpResponse(status=404)
+        return no_such_booking(request)
     except BookingError as exc:
         messages.error(request, exc.message)
         return redirect("booking:order", ref=ref)
-    buyer.forget_cart(request)
+    if order.get("owner") and buyer.owner(request) == order["owner"]:
+        buyer.forget_cart(request)  # (another browser's own cart stays)
     if order["state"] == "canceled":
         messages.success(request, gettext("Your booking was canceled and the seats released. Nothing was charged."))
         return redirect("booking:whats_on")
     return redirect("booking:order", ref=order["ref"])  # it had been paid meanwhile
+
+
+def no_such_booking(request):
+    return render(request, "404.html", {"message": gettext(NO_SUCH_BOOKING)}, status=404)
 
 
 def refresh_order(order: dict) -> dict:
@@ -362,19 +376,18 @@ def refresh_order(order: dict) -> dict:
 @require_safe
 def receipt_pdf(request, ref):
     from .payments.pdf import receipt_pdf as make_pdf
-    from .views import NO_SUCH_BOOKING, TooManyLookups, _error_page, _too_many_lookups, _visible_order
 
     try:
-        order = _visible_order(request, ref)
+        order = visible_order(request, ref)
     except TooManyLookups:
-        return _too_many_lookups(request)
+        return too_many_lookups(request)
     if order is None or not order.get("paidWith"):
-        return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
+        return no_such_booking(request)
     if not order.get("receiptNo"):
         receipts.assign(order["_id"])
         order = selectors.get_order(order["_id"])
         if order is None:  # gone meanwhile
-            return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
+            return no_such_booking(request)
     response = HttpResponse(make_pdf(order), content_type="application/pdf")
     response["Content-Disposition"] = f'inline; filename="receipt-{order["ref"]}.pdf"'
     response["Cache-Control"] = "private, no-store"
