@@ -19,6 +19,7 @@ card choice is disabled with a note and the box office still works.
 """
 
 import logging
+import textwrap
 from collections.abc import Iterable
 from typing import cast
 from urllib.parse import urlsplit
@@ -40,7 +41,7 @@ from .errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, N
 from .forms import CheckoutForm
 from .localized import ORDER_STATE_LABELS, order_state_label
 from .payments import base, money, receipts
-from .payments.stripe_provider import time_in_stripe_ms
+from .payments.stripe_provider import TEST_CARDS, in_test_mode, time_in_stripe_ms
 from .services import payments as payment_service
 from .services import pricing
 from .views import NO_SUCH_BOOKING, TooManyLookups, too_many_lookups, visible_order
@@ -137,12 +138,20 @@ def payment_context(request, order: dict) -> dict:
         "refunded_tickets": presenters.order_tickets({**order, "lines": order.get("refundedLines", [])}),
         "stripe_key": settings.STRIPE_PUBLISHABLE_KEY,
         "stripe_js": settings.STRIPE_JS_URL if pending and card else "",
+        "test_cards": test_cards() if pending and card else [],
         "receipt": order["state"] in ("paid", "partially_refunded", "refunded") and bool(order.get("receiptNo")),
         "receipt_label": receipts.receipt_label(order),
         "refunded": sum(r["amount"] for r in order.get("refunds", []) if r["status"] == "succeeded"),
         "refund_pending": any(r["status"] != "succeeded" for r in order.get("refunds", [])),
     }
     return context
+
+
+def test_cards() -> list[tuple[str, str]]:
+    """The test cards and what each does (number in groups of four), in test mode only."""
+    if not in_test_mode():
+        return []
+    return [(" ".join(textwrap.wrap(number, 4)), gettext(label)) for number, _status, label in TEST_CARDS]
 
 
 # --- checkout ---

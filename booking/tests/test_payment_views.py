@@ -82,6 +82,21 @@ def test_the_countdown_on_the_card_step_shows_the_hold_extended_for_payment(clie
     assert 590 <= paying <= 600  # extended to the payment window on the card step
 
 
+def test_in_test_mode_the_card_form_names_the_test_cards_and_with_a_live_key_it_does_not(client, session, settings):
+    answer, order = start_card(client, session)
+    form = answer.content.decode()
+    for grouped, outcome in (
+        ("4242 4242 4242 4242", "pays"),
+        ("4000 0027 6000 3184", "asks for 3-D Secure"),
+        ("4000 0000 0000 0341", "is declined"),
+    ):
+        assert f"<code>{grouped}</code> {outcome}" in form
+    settings.STRIPE_SECRET_KEY = "sk_live_example"  # (the page asks Stripe nothing)
+    settings.STRIPE_PUBLISHABLE_KEY = "pk_live_example"
+    live = client.get(url("order", ref=order["ref"])).content.decode()
+    assert "data-card-form" in live and "4242" not in live and "Test mode" not in live
+
+
 def test_details_with_errors_come_back_in_place_for_htmx_and_as_400_without(client, session):
     hold(client, session)
     htmx = client.post(url("checkout"), {"name": "", "email": "x", "method": "card"}, **HTMX)
