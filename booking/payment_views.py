@@ -31,11 +31,11 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.csp import CSP
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from . import buyer, clock, payments, presenters, selectors
+from . import buyer, clock, payments, presenters, ratelimits, selectors
 from .domain import CartState
 from .errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from .forms import CheckoutForm
@@ -223,15 +223,22 @@ def checkout(request):
     form = PaymentMethodForm(request.POST)
     form.is_valid()  # shapes only; the engine's checkout holds the rules
     owner = buyer.owner(request)
+    method = form.cleaned_data.get("method") or payments.CARD
+    refused = None
+    if owner is not None and method == payments.BOX_OFFICE:  # it mails the address given, at once
+        refused = ratelimits.reservation_mail_refused(form.cleaned_data.get("email", ""))
     try:
         if owner is None:
             raise NotFound(gettext("You have no seats on hold."))
+        if refused is not None:
+            message = gettext(TOO_MANY_RESERVATION_MAILS[refused[0]])
+            raise InvalidRequest(message, fields={"method": message})
         order = payment_service.start(
             owner,
             buyer.cart_id(request),
             form.cleaned_data.get("name", ""),
             form.cleaned_data.get("email", ""),
-            form.cleaned_data.get("method") or payments.CARD,
+            method,
         )
     except InvalidRequest as exc:
         for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():
@@ -240,9 +247,12 @@ def checkout(request):
         cart, _expired = _current_cart(request)
         if cart is None:
             return redirect("booking:cart")
-        status = 200 if request.htmx else 400  # htmx swaps only 2xx answers: the form with its errors
-        context = _details_context(request, cart, form)
-        return stripe_csp(render(request, "booking/checkout.html", context, status=status), context)
+        status = 200 if request.htmx else 429 if refused else 400  # htmx swaps only 2xx answers: the form
+        context = _details_context(request, cart, form)  # with its errors
+        response = render(request, "booking/checkout.html", context, status=status)
+        if refused is not None:
+            response["Retry-After"] = str(refused[1])
+        return stripe_csp(response, context)
     except BookingError as exc:
         messages.error(request, exc.message)
         if isinstance(exc, CartExpired | CheckoutFailed):
@@ -256,6 +266,16 @@ def checkout(request):
     else:
         response = redirect("booking:order", ref=order["ref"])
     return _just_booked(response, order)
+
+
+TOO_MANY_RESERVATION_MAILS = {
+    ratelimits.BY_ADDRESS: gettext_noop(
+        "Too many reservations were mailed from your connection recently. Please pay by card, or try again later."
+    ),
+    ratelimits.BY_EMAIL: gettext_noop(
+        "Too many reservations were mailed to this address recently. Please pay by card, or try again later."
+    ),
+}
 
 
 def _just_booked(response, order: dict):
