@@ -6,8 +6,9 @@ X-Forwarded-For; the client is then the address the outermost trusted proxy saw.
 
 Three limits work together (docs/reliability.md):
 - per cart: ``BOOKING_MAX_SEATS_PER_CART`` (the engine, atomic);
-- per client: ``BOOKING_MAX_HELD_SEATS_PER_CLIENT`` seats in live carts (the engine, told who the
-  client is by this middleware) and ``BOOKING_MAX_LIVE_CARTS_PER_OWNER`` carts per cookie owner;
+- per client: ``BOOKING_MAX_HELD_SEATS_PER_CLIENT`` seats held, in live carts and in carts being
+  paid for (the engine, told who the client is by this middleware), ``BOOKING_MAX_OPEN_RESERVATIONS``
+  unpaid box-office reservations, and ``BOOKING_MAX_LIVE_CARTS_PER_OWNER`` carts per cookie owner;
 - per buyer: ``BOOKING_HOLD_RATE`` hold requests (a fixed-window counter in Redis) for each buyer
   cookie's owner token (booking/buyer.py; signed, so not forgeable; a first request gets its token
   here), and a higher ceiling per

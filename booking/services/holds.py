@@ -390,7 +390,8 @@ def _check_live_holds_limit(cart: dict | None, owner_live: int) -> None:
 
 def _reserve_for_client(plan: HoldPlan, cart: dict | None, owner: str, client: str | None) -> str | None:
     """The per-client held-seats limit (BOOKING_MAX_HELD_SEATS_PER_CLIENT): one address may not
-    hold more seats in live carts than this, however many cookies it throws away. The seats are
+    hold more seats than this (in live carts, and in carts being paid for), however many cookies it
+    throws away. The seats are
     reserved on the address's document (services/client_holds.py) in one conditional update
     BEFORE the session write, so racing requests from one address cannot pass the limit together,
     and every command names the document's _id (its shard key). A cart's seats count for the
