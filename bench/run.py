@@ -59,7 +59,8 @@ TARGETS = {
     # a hold's and a release's writes are findAndModify (still one command each): their replies
     # answer the click. Every buyer has an address here, so the per-client held-seats limit's
     # document is written too (by _id: reserved before a hold, given back after a release's
-    # session write, the cart's entry ended when checkout starts; services/client_holds.py)
+    # session write, the cart's entry made to last while it is paid for before checkout's cart
+    # write; services/client_holds.py)
     "c1": ("3 writes", lambda cmds: _writes(cmds) == [*RESERVE, "findAndModify sessions", "findAndModify carts"]),
     "c1_new_cart": ("3 writes", lambda cmds: _writes(cmds) == [*RESERVE, "findAndModify sessions", "insert carts"]),
     "c1_first_in_worker": (
@@ -73,13 +74,13 @@ TARGETS = {
     # checkout starts the payment (was 4 writes when it sold the seats); paying sells them
     "c3": (
         "4 writes",
-        lambda cmds: _writes(cmds) == ["update carts", "update client_holds", "insert orders", "update orders"],
+        lambda cmds: _writes(cmds) == ["update client_holds", "update carts", "insert orders", "update orders"],
     ),
-    # a box-office reservation: the cart to paying, its per-client entry ended, the order; no
-    # provider, no payment id to write
+    # a box-office reservation: its per-client entry counted among the address's open reservations
+    # to the deadline, the cart to paying, the order; no provider, no payment id to write
     "c3_box_office": (
         "3 writes",
-        lambda cmds: _writes(cmds) == ["update carts", "update client_holds", "insert orders"],
+        lambda cmds: _writes(cmds) == ["findAndModify client_holds", "update carts", "insert orders"],
     ),
     "c3_pay": ("8 writes", lambda cmds: _pay_writes(cmds)),
     "c4": ("1 + sessions-in-cart writes", None),

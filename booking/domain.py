@@ -165,6 +165,17 @@ def live_cart_filter(now: datetime) -> dict:
     return {"state": CartState.ACTIVE, "expiresAt": {"$gt": now}}
 
 
+def is_holding(cart: dict | None, now: datetime) -> bool:
+    """Its seats are held for it: live, or paying (a card payment's window, a box-office
+    reservation's deadline) and not yet past its hold."""
+    return cart is not None and cart["state"] in EXPIRING_STATES and cart["expiresAt"] > now
+
+
+def holding_cart_filter(now: datetime) -> dict:
+    """``is_holding`` as a MongoDB filter (indexed: owner+state, state+expiresAt)."""
+    return {"state": {"$in": list(EXPIRING_STATES)}, "expiresAt": {"$gt": now}}
+
+
 def stale_cart_filter(now: datetime) -> dict:
     """``is_stale`` as a MongoDB filter: the carts expiry ends (indexed: state+expiresAt)."""
     return {"state": {"$in": list(EXPIRING_STATES)}, "expiresAt": {"$lte": now}}

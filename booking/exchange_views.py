@@ -19,10 +19,10 @@ logger = logging.getLogger("booking.exchange_views")
 @require_http_methods(["GET", "HEAD", "POST"])
 def exchange_pay(request, ref):
     """POST: charge the card for the difference; GET (pay.js after 3-D Secure): where it stands."""
-    from .views import NO_SUCH_BOOKING, TOO_MANY_LOOKUPS, TooManyLookups, _visible_order  # the order page's rule
+    from .views import NO_SUCH_BOOKING, TOO_MANY_LOOKUPS, TooManyLookups, visible_order  # the order page
 
     try:
-        order = _visible_order(request, ref)
+        order = visible_order(request, ref)
     except TooManyLookups:
         return JsonResponse({"status": "error", "message": gettext(TOO_MANY_LOOKUPS)}, status=429)
     if order is None:

@@ -9,7 +9,8 @@ POST /orders/<ref>/pay             payment_method=<id from Stripe.js> -> JSON {s
                                    client_secret (3-D Secure), redirect}
 GET  /orders/<ref>/payment         the payment's state, asked of the provider (the return page's
                                    check; polled while "processing"); JSON with ?format=json
-POST /orders/<ref>/cancel-payment  the buyer gives up: payment canceled, seats released
+POST /orders/<ref>/cancel-payment  the buyer gives up: payment canceled, seats released (the browser
+                                   that booked, or one that opened the order by reference and e-mail)
 GET  /orders/<ref>/receipt.pdf     the receipt of a paid order (same access as the order page)
 POST /payments/stripe/webhook/     Stripe's events (signature checked; no CSRF: Stripe signs them)
 
@@ -18,6 +19,7 @@ card choice is disabled with a note and the box office still works.
 """
 
 import logging
+import textwrap
 from collections.abc import Iterable
 from typing import cast
 from urllib.parse import urlsplit
@@ -29,19 +31,20 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.csp import CSP
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from . import buyer, clock, payments, presenters, selectors
+from . import buyer, clock, payments, presenters, ratelimits, selectors
 from .domain import CartState
 from .errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from .forms import CheckoutForm
 from .localized import ORDER_STATE_LABELS, order_state_label
 from .payments import base, money, receipts
-from .payments.stripe_provider import time_in_stripe_ms
+from .payments.stripe_provider import TEST_CARDS, in_test_mode, time_in_stripe_ms
 from .services import payments as payment_service
 from .services import pricing
+from .views import NO_SUCH_BOOKING, TooManyLookups, too_many_lookups, visible_order
 
 logger = logging.getLogger("booking.views")
 
@@ -135,12 +138,20 @@ def payment_context(request, order: dict) -> dict:
         "refunded_tickets": presenters.order_tickets({**order, "lines": order.get("refundedLines", [])}),
         "stripe_key": settings.STRIPE_PUBLISHABLE_KEY,
         "stripe_js": settings.STRIPE_JS_URL if pending and card else "",
+        "test_cards": test_cards() if pending and card else [],
         "receipt": order["state"] in ("paid", "partially_refunded", "refunded") and bool(order.get("receiptNo")),
         "receipt_label": receipts.receipt_label(order),
         "refunded": sum(r["amount"] for r in order.get("refunds", []) if r["status"] == "succeeded"),
         "refund_pending": any(r["status"] != "succeeded" for r in order.get("refunds", [])),
     }
     return context
+
+
+def test_cards() -> list[tuple[str, str]]:
+    """The test cards and what each does (number in groups of four), in test mode only."""
+    if not in_test_mode():
+        return []
+    return [(" ".join(textwrap.wrap(number, 4)), gettext(label)) for number, _status, label in TEST_CARDS]
 
 
 # --- checkout ---
@@ -212,15 +223,22 @@ def checkout(request):
     form = PaymentMethodForm(request.POST)
     form.is_valid()  # shapes only; the engine's checkout holds the rules
     owner = buyer.owner(request)
+    method = form.cleaned_data.get("method") or payments.CARD
+    refused = None
+    if owner is not None and method == payments.BOX_OFFICE:  # it mails the address given, at once
+        refused = ratelimits.reservation_mail_refused(form.cleaned_data.get("email", ""))
     try:
         if owner is None:
             raise NotFound(gettext("You have no seats on hold."))
+        if refused is not None:
+            message = gettext(TOO_MANY_RESERVATION_MAILS[refused[0]])
+            raise InvalidRequest(message, fields={"method": message})
         order = payment_service.start(
             owner,
             buyer.cart_id(request),
             form.cleaned_data.get("name", ""),
             form.cleaned_data.get("email", ""),
-            form.cleaned_data.get("method") or payments.CARD,
+            method,
         )
     except InvalidRequest as exc:
         for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():
@@ -229,9 +247,12 @@ def checkout(request):
         cart, _expired = _current_cart(request)
         if cart is None:
             return redirect("booking:cart")
-        status = 200 if request.htmx else 400  # htmx swaps only 2xx answers: the form with its errors
-        context = _details_context(request, cart, form)
-        return stripe_csp(render(request, "booking/checkout.html", context, status=status), context)
+        status = 200 if request.htmx else 429 if refused else 400  # htmx swaps only 2xx answers: the form
+        context = _details_context(request, cart, form)  # with its errors
+        response = render(request, "booking/checkout.html", context, status=status)
+        if refused is not None:
+            response["Retry-After"] = str(refused[1])
+        return stripe_csp(response, context)
     except BookingError as exc:
         messages.error(request, exc.message)
         if isinstance(exc, CartExpired | CheckoutFailed):
@@ -245,6 +266,16 @@ def checkout(request):
     else:
         response = redirect("booking:order", ref=order["ref"])
     return _just_booked(response, order)
+
+
+TOO_MANY_RESERVATION_MAILS = {
+    ratelimits.BY_ADDRESS: gettext_noop(
+        "Too many reservations were mailed from your connection recently. Please pay by card, or try again later."
+    ),
+    ratelimits.BY_EMAIL: gettext_noop(
+        "Too many reservations were mailed to this address recently. Please pay by card, or try again later."
+    ),
+}
 
 
 def _just_booked(response, order: dict):
@@ -333,19 +364,31 @@ def payment_status(request, ref):
 
 @require_POST
 def cancel_payment(request, ref):
+    """The buyer's browser, or one that opened the order by reference and e-mail (the mail's link,
+    Find my booking): the order page's own proof, so its "Cancel" works wherever it is shown."""
     try:
-        order = _buyer_order(request, ref)
-        order = payment_service.cancel_unpaid(order["_id"], owner=order["owner"])
+        order = visible_order(request, ref)
+    except TooManyLookups:
+        return too_many_lookups(request)
+    if order is None:
+        return no_such_booking(request)
+    try:
+        order = payment_service.cancel_unpaid(order["_id"], owner=order.get("owner"))
     except NotFound:
-        return HttpResponse(status=404)
+        return no_such_booking(request)
     except BookingError as exc:
         messages.error(request, exc.message)
         return redirect("booking:order", ref=ref)
-    buyer.forget_cart(request)
+    if order.get("owner") and buyer.owner(request) == order["owner"]:
+        buyer.forget_cart(request)  # (another browser's own cart stays)
     if order["state"] == "canceled":
         messages.success(request, gettext("Your booking was canceled and the seats released. Nothing was charged."))
         return redirect("booking:whats_on")
     return redirect("booking:order", ref=order["ref"])  # it had been paid meanwhile
+
+
+def no_such_booking(request):
+    return render(request, "404.html", {"message": gettext(NO_SUCH_BOOKING)}, status=404)
 
 
 def refresh_order(order: dict) -> dict:
@@ -362,19 +405,18 @@ def refresh_order(order: dict) -> dict:
 @require_safe
 def receipt_pdf(request, ref):
     from .payments.pdf import receipt_pdf as make_pdf
-    from .views import NO_SUCH_BOOKING, TooManyLookups, _error_page, _too_many_lookups, _visible_order
 
     try:
-        order = _visible_order(request, ref)
+        order = visible_order(request, ref)
     except TooManyLookups:
-        return _too_many_lookups(request)
+        return too_many_lookups(request)
     if order is None or not order.get("paidWith"):
-        return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
+        return no_such_booking(request)
     if not order.get("receiptNo"):
         receipts.assign(order["_id"])
         order = selectors.get_order(order["_id"])
         if order is None:  # gone meanwhile
-            return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
+            return no_such_booking(request)
     response = HttpResponse(make_pdf(order), content_type="application/pdf")
     response["Content-Disposition"] = f'inline; filename="receipt-{order["ref"]}.pdf"'
     response["Cache-Control"] = "private, no-store"

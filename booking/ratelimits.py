@@ -6,8 +6,9 @@ X-Forwarded-For; the client is then the address the outermost trusted proxy saw.
 
 Three limits work together (docs/reliability.md):
 - per cart: ``BOOKING_MAX_SEATS_PER_CART`` (the engine, atomic);
-- per client: ``BOOKING_MAX_HELD_SEATS_PER_CLIENT`` seats in live carts (the engine, told who the
-  client is by this middleware) and ``BOOKING_MAX_LIVE_CARTS_PER_OWNER`` carts per cookie owner;
+- per client: ``BOOKING_MAX_HELD_SEATS_PER_CLIENT`` seats held, in live carts and in carts being
+  paid for (the engine, told who the client is by this middleware), ``BOOKING_MAX_OPEN_RESERVATIONS``
+  unpaid box-office reservations, and ``BOOKING_MAX_LIVE_CARTS_PER_OWNER`` carts per cookie owner;
 - per buyer: ``BOOKING_HOLD_RATE`` hold requests (a fixed-window counter in Redis) for each buyer
   cookie's owner token (booking/buyer.py; signed, so not forgeable; a first request gets its token
   here), and a higher ceiling per
@@ -16,7 +17,9 @@ Three limits work together (docs/reliability.md):
   bucket per address at ``BOOKING_HOLD_RATE``, so throwing cookies away gains nothing. Answered
   with 429 and a Retry-After hint.
 
-Booking lookups by reference and e-mail are limited the same way (``BOOKING_LOOKUP_RATE``).
+Booking lookups by reference and e-mail are limited the same way (``BOOKING_LOOKUP_RATE``), and
+box-office reservations, each of which mails an address nobody has confirmed, per client address
+and per e-mail address (``BOOKING_RESERVATION_MAIL_RATE``, ``..._PER_EMAIL``).
 
 While Redis cannot be reached the rate limits are counted in this process instead (the same
 rates, keys and windows, in memory: ``LocalCounts``), and a warning is logged now and then. Holds
@@ -32,6 +35,7 @@ seat click that is otherwise a few hundred microseconds of work).
 """
 
 import functools
+import hashlib
 import ipaddress
 import logging
 import threading
@@ -104,7 +108,13 @@ def parse_rate(rate: str) -> tuple[int, int]:
 def check_rates(app_configs=None, **kwargs) -> list[checks.Error]:
     """A malformed rate in the settings is refused at start, not on the first hold."""
     errors = []
-    for name in ("BOOKING_HOLD_RATE", "BOOKING_HOLD_RATE_PER_ADDRESS", "BOOKING_LOOKUP_RATE"):
+    for name in (
+        "BOOKING_HOLD_RATE",
+        "BOOKING_HOLD_RATE_PER_ADDRESS",
+        "BOOKING_LOOKUP_RATE",
+        "BOOKING_RESERVATION_MAIL_RATE",
+        "BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL",
+    ):
         rate = getattr(settings, name, "")
         try:
             if rate:
@@ -241,6 +251,31 @@ def lookup_rate_exceeded(request) -> bool:
     """Count this booking lookup by reference and e-mail (Find my booking, the mail's link); True
     when the client is over BOOKING_LOOKUP_RATE: guessing references or e-mails stays slow."""
     return rate_exceeded(request, "booking.lookup", settings.BOOKING_LOOKUP_RATE)
+
+
+# Which of a reservation's two counters refused it (reservation_mail_refused).
+BY_ADDRESS, BY_EMAIL = "address", "email"
+
+
+def reservation_mail_refused(email: str) -> tuple[str, int] | None:
+    """Count this box-office reservation, which mails ``email`` at once (an address nobody has
+    confirmed): None when within BOOKING_RESERVATION_MAIL_RATE for the client address and, after
+    that, BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL for the e-mail address (from any client; its
+    key is a hash, so Redis keeps no e-mail address), else which one refused it and the seconds of
+    its window (the Retry-After). One round trip."""
+    normalized = str(email or "").strip().lower()
+    digest = hashlib.sha256(normalized.encode()).hexdigest()[:32]
+    by_address = counter("booking.reservation_mail", getattr(settings, "BOOKING_RESERVATION_MAIL_RATE", ""))
+    by_email = counter(
+        "booking.reservation_mail.email",
+        getattr(settings, "BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL", ""),
+        who=f"email:{digest}",
+    )
+    over = first_exceeded([by_address, by_email])
+    if over is None:
+        return None
+    _key, _limit, seconds = (by_address, by_email)[over] or ("", 0, 0)
+    return (BY_ADDRESS, BY_EMAIL)[over], seconds
 
 
 def too_many_requests(request) -> HttpResponse:

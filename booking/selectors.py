@@ -6,7 +6,16 @@ from datetime import datetime
 from bson import ObjectId
 
 from . import clock, mongo
-from .domain import CartState, MailState, SessionStatus, is_live, live_cart_filter, stale_cart_filter
+from .domain import (
+    CartState,
+    MailState,
+    SessionStatus,
+    holding_cart_filter,
+    is_holding,
+    is_live,
+    live_cart_filter,
+    stale_cart_filter,
+)
 from .seat_grid import restored_states
 
 SUMMARY_FIELDS = {
@@ -183,15 +192,15 @@ class BuyerCarts:
     """What a hold needs to know of carts, from one read (buyer_carts)."""
 
     cart: dict | None  # the buyer's cart in whatever state, None when they have none
-    owner_live: int  # live carts of this owner (BOOKING_MAX_LIVE_CARTS_PER_OWNER)
+    owner_live: int  # carts of this owner holding seats, live or paying (BOOKING_MAX_LIVE_CARTS_PER_OWNER)
 
 
 def buyer_carts(owner: str, cart_id: ObjectId | None, now: datetime) -> BuyerCarts:
-    """C1's one read of carts: the buyer's cart and the owner's live carts (the per-owner limit),
-    in one query whose every branch has its index and names the shard key (owner). The seats per
-    client address are counted on the address's own document (services/client_holds.py)."""
-    live = live_cart_filter(now)
-    branches: list[dict] = [{"owner": owner, **live}]
+    """C1's one read of carts: the buyer's cart and the owner's carts holding seats (the per-owner
+    limit: live ones, and those being paid for), in one query whose every branch has its index
+    and names the shard key (owner). The seats per client address are counted on the address's
+    own document (services/client_holds.py)."""
+    branches: list[dict] = [{"owner": owner, **holding_cart_filter(now)}]
     if cart_id is not None:
         branches.append({"_id": cart_id, "owner": owner})
     query = {"$or": branches} if len(branches) > 1 else branches[0]
@@ -199,7 +208,7 @@ def buyer_carts(owner: str, cart_id: ObjectId | None, now: datetime) -> BuyerCar
     for doc in mongo.carts().find(query):
         if doc["_id"] == cart_id and doc["owner"] == owner:
             found.cart = doc
-        if is_live(doc, now) and doc["owner"] == owner:
+        if is_holding(doc, now) and doc["owner"] == owner:
             found.owner_live += 1
     return found
 

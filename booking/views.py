@@ -658,7 +658,7 @@ def cart_cancel(request):
 # The checkout view is booking/payment_views.py's (details, then payment on the same page).
 
 
-def _visible_order(request, ref: str) -> dict | None:
+def visible_order(request, ref: str) -> dict | None:
     """The order if this browser bought it or found it by reference and e-mail (the find form, or
     the confirmation mail's link ``?email=``), else None.
 
@@ -705,7 +705,7 @@ class TooManyLookups(Exception):
 TOO_MANY_LOOKUPS = gettext_noop("Too many booking lookups from your connection. Please wait a minute and try again.")
 
 
-def _too_many_lookups(request):
+def too_many_lookups(request):
     response = _error_page(request, gettext(TOO_MANY_LOOKUPS), 429)
     response["Retry-After"] = "60"
     return response
@@ -714,9 +714,9 @@ def _too_many_lookups(request):
 @require_safe
 def order_page(request, ref):
     try:
-        order = _visible_order(request, ref)
+        order = visible_order(request, ref)
     except TooManyLookups:
-        return _too_many_lookups(request)
+        return too_many_lookups(request)
     if order is None:
         return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
     from .payment_views import refresh_order, stripe_csp  # this is the payment's return page too
@@ -733,9 +733,9 @@ def order_page(request, ref):
 @require_safe
 def order_tickets(request, ref):
     try:
-        order = _visible_order(request, ref)
+        order = visible_order(request, ref)
     except TooManyLookups:
-        return _too_many_lookups(request)
+        return too_many_lookups(request)
     if order is None:
         return _error_page(request, gettext(NO_SUCH_BOOKING), 404)
     return render(request, "booking/tickets.html", _order_context(order))
@@ -754,7 +754,7 @@ def ticket_qr(request, code):
 
 @require_http_methods(["GET", "HEAD", "POST"])
 def find_booking(request):
-    form = FindBookingForm(request.POST or None)
+    form = FindBookingForm(request.POST if request.method == "POST" else None)  # a POST without fields too
     status = 200
     if request.method == "POST":
         if ratelimits.lookup_rate_exceeded(request):

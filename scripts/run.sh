@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole app for a person to try: MongoDB stand-in (unless MONGODB_URI is set), Redis
 # (unless REDIS_URL is set), Celery worker and beat, demo data, and the web server. Ctrl-C stops all.
-# PORT (8000), DEVMONGO_PORT (27017) and DEV_REDIS_PORT (6390) move the web server, the MongoDB
-# stand-in and Redis. The stack's settings go to .run/dev.env, which every manage.py command reads.
+# PORT (8000), DEVMONGO_PORT (27017), DEV_REDIS_PORT (6390) and DEV_STRIPE_PORT (8420) move the web
+# server, the MongoDB stand-in, Redis and localstripe: every port the stack opens (README; a second
+# checkout's stack beside the first, tests/dev/test_run_sh.py). The stack's settings go to
+# .run/dev.env, which every manage.py command reads.
 source "$(dirname "$0")/_env.sh"
 ensure_venv
 mkdir -p .run

@@ -251,11 +251,17 @@ BOOKING_PUSH = env.bool("BOOKING_PUSH", default=True)
 # Anti-hoarding (docs/reliability.md). A client is an IP address (see BOOKING_TRUSTED_PROXIES).
 BOOKING_MAX_LIVE_CARTS_PER_OWNER = env.int("BOOKING_MAX_LIVE_CARTS_PER_OWNER", default=2)
 BOOKING_MAX_HELD_SEATS_PER_CLIENT = env.int("BOOKING_MAX_HELD_SEATS_PER_CLIENT", default=40)  # 0: no limit
+# Unpaid box-office reservations at once, per buyer (cookie) and per client address; 0: no limit
+BOOKING_MAX_OPEN_RESERVATIONS = env.int("BOOKING_MAX_OPEN_RESERVATIONS", default=2)
 BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold requests per buyer; "" turns it off
 # ... and per client address, all its buyers together (a household, an office); "" turns it off
 BOOKING_HOLD_RATE_PER_ADDRESS = env.str("BOOKING_HOLD_RATE_PER_ADDRESS", default="120/m")
 # Booking lookups by reference + e-mail per client (Find my booking, the mail's link); "" turns it off
 BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
+# Box-office reservations (each mails its unverified address at once) per client address, and per
+# e-mail address from anywhere; "" turns either off
+BOOKING_RESERVATION_MAIL_RATE = env.str("BOOKING_RESERVATION_MAIL_RATE", default="10/d")
+BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL = env.str("BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL", default="5/d")
 # Members' presale access codes tried per client address (right or wrong); "" turns it off.
 BOOKING_ACCESS_CODE_RATE = env.str("BOOKING_ACCESS_CODE_RATE", default="5/m")
 BOOKING_PROMO_CODE_RATE = env.str("BOOKING_PROMO_CODE_RATE", default="10/m")  # promo codes tried per client

@@ -52,6 +52,14 @@ REFUND_TRIES = 3  # as many as the library's own tries (max_network_retries=2), 
 # Stripe's own (its library refuses an older signature as a replay); a newer one is refused too
 WEBHOOK_TOLERANCE_SECONDS = stripe.Webhook.DEFAULT_TOLERANCE
 DECLINED = gettext_noop("Your card was declined. Please try another card.")
+# Cards that do one thing each in test mode, at Stripe and at localstripe alike: the card form
+# names them then (and the README). Not 4000000000000002, Stripe's generic decline: localstripe
+# declines it only for a card attached to a customer, so in development it pays.
+TEST_CARDS = (
+    ("4242424242424242", base.SUCCEEDED, gettext_noop("pays")),
+    ("4000002760003184", base.ACTION, gettext_noop("asks for 3-D Secure")),
+    ("4000000000000341", base.FAILED, gettext_noop("is declined")),
+)
 
 _clients: dict = {}
 _lock = threading.Lock()
@@ -237,3 +245,8 @@ class StripeProvider(base.Provider):
 def signed_at(header: str) -> int:
     """The time (``t=``) in a Stripe-Signature header the library has verified."""
     return next(int(value) for key, _, value in (part.partition("=") for part in header.split(",")) if key == "t")
+
+
+def in_test_mode() -> bool:
+    """A test key (Stripe's test mode, or localstripe's): no real money moves, test cards work."""
+    return settings.STRIPE_SECRET_KEY.startswith(("sk_test_", "rk_test_"))

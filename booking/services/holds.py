@@ -377,15 +377,21 @@ def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, SaleFacts
 
 
 def _check_live_holds_limit(cart: dict | None, owner_live: int) -> None:
-    """One client may not keep several carts going at once to get round the per-cart limit."""
+    """One client may not keep several carts going at once to get round the per-cart limit; a
+    cart being paid for (by card, or at the box office) still holds its seats, so it counts."""
     limit = getattr(settings, "BOOKING_MAX_LIVE_CARTS_PER_OWNER", 0)
     if limit and cart is None and owner_live >= limit:
-        raise TooManySeats(gettext("You already have seats on hold. Finish or cancel that booking first."))
+        raise TooManySeats(
+            gettext(
+                "You already have seats on hold or waiting for payment. Pay for or cancel one of those bookings first."
+            )
+        )
 
 
 def _reserve_for_client(plan: HoldPlan, cart: dict | None, owner: str, client: str | None) -> str | None:
     """The per-client held-seats limit (BOOKING_MAX_HELD_SEATS_PER_CLIENT): one address may not
-    hold more seats in live carts than this, however many cookies it throws away. The seats are
+    hold more seats than this (in live carts, and in carts being paid for), however many cookies it
+    throws away. The seats are
     reserved on the address's document (services/client_holds.py) in one conditional update
     BEFORE the session write, so racing requests from one address cannot pass the limit together,
     and every command names the document's _id (its shard key). A cart's seats count for the
@@ -394,7 +400,7 @@ def _reserve_for_client(plan: HoldPlan, cart: dict | None, owner: str, client: s
     if not (client_holds.limit() and counted_for):
         return None
     until = cart_service.next_expiry(cart, plan.now, owner)  # the hold's end as the cart write sets it
-    held = client_holds.reserve(counted_for, plan.cart_id, len(plan.coords), until, plan.now)
+    held = client_holds.reserve(counted_for, plan.cart_id, len(plan.coords), until, plan.now, owner=owner)
     if held is not None:
         raise _too_many_from_client(held, client_holds.limit())
     return counted_for

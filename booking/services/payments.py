@@ -45,7 +45,7 @@ from typing import cast
 
 from bson import ObjectId
 from django.conf import settings
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
@@ -159,7 +159,7 @@ def start(
             gettext("Please choose how to pay."), fields={"method": gettext("Please choose how to pay.")}
         )
     now = clock.now()
-    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}) if cart_id else None
+    cart, reserved = _cart_and_open_reservations(owner, cart_id, method, now)
     if cart is None:
         raise NotFound(gettext("You have no seats on hold."))
     if cart["state"] == CartState.CHECKING_OUT:
@@ -178,12 +178,15 @@ def start(
             raise InvalidRequest(
                 gettext("Card payment is not available right now."), fields={"method": gettext("Not available.")}
             )
-        until: datetime | None = payment_window_end(cart, now)
+        until = payment_window_end(cart, now)
     else:
-        until = box_office_deadline(sessions, now)
-        if until is None:
+        deadline = box_office_deadline(sessions, now)
+        if deadline is None:
             message = gettext("Paying at the box office is not offered for these seats.")
             raise InvalidRequest(message, fields={"method": message})
+        _refuse_too_many_reservations(reserved)
+        until = deadline
+    _keep_counting_for_client(cart, method, until, now)
     order_ref = checkout.new_booking_ref()
     unused_code = promos.give_back_unused(cart)  # its seats left the cart: no discount, the use goes back
     faults.point("pay.before_cart")  # the worker may expire the cart since it was read: the filter decides
@@ -210,11 +213,66 @@ def start(
     faults.point("pay.after_cart")
     if unused_code:
         promos.finish_give_back(cart)
-    if cart.get("client") and client_holds.limit():
-        client_holds.end_cart(cart["client"], cart["_id"], now)  # no longer a live cart of the address
     moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
     moved["orderRef"] = order_ref
     return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
+
+
+def _cart_and_open_reservations(
+    owner: str, cart_id: ObjectId | None, method: str, now: datetime
+) -> tuple[dict | None, int]:
+    """Checkout's one read of carts: the buyer's cart and, for a box-office reservation while
+    BOOKING_MAX_OPEN_RESERVATIONS is on, how many other reservations of theirs wait for payment
+    (one query, each branch indexed and by owner, the shard key)."""
+    if cart_id is None:
+        return None, 0
+    branches: list[dict] = [{"_id": cart_id, "owner": owner}]
+    if method == payments.BOX_OFFICE and client_holds.reservations_limit() and not cart_service.is_staff_owner(owner):
+        branches.append(
+            {"owner": owner, "state": CartState.PAYING, "payMethod": payments.BOX_OFFICE, "expiresAt": {"$gt": now}}
+        )
+    cart, reserved = None, 0
+    for doc in mongo.carts().find({"$or": branches} if len(branches) > 1 else branches[0]):
+        if doc["_id"] == cart_id:
+            cart = doc
+        else:
+            reserved += 1
+    return cart, reserved
+
+
+def _refuse_too_many_reservations(reserved: int) -> None:
+    """A buyer has at most BOOKING_MAX_OPEN_RESERVATIONS unpaid box-office reservations at once (the
+    address's count: ``_keep_counting_for_client``)."""
+    most = client_holds.reservations_limit()
+    if most and reserved >= most:
+        message = ngettext(
+            "You already have %(count)d reservation to pay at the box office (at most %(max)d at once). "
+            "Pay for it or cancel it first, or pay by card.",
+            "You already have %(count)d reservations to pay at the box office (at most %(max)d at once). "
+            "Pay for or cancel one of them first, or pay by card.",
+            reserved,
+        ) % {"count": reserved, "max": most}
+        raise InvalidRequest(message, fields={"method": message})
+
+
+def _keep_counting_for_client(cart: dict, method: str, until: datetime, now: datetime) -> None:
+    """The seats stay held while they are paid for (to ``until``), so they keep counting for the
+    address that started the cart, and a box-office reservation is one of its open ones (at most
+    BOOKING_MAX_OPEN_RESERVATIONS). Written BEFORE the cart's write: never an under-count
+    (services/client_holds.py)."""
+    client = cart.get("client")
+    if not client:
+        return
+    if method == payments.BOX_OFFICE and client_holds.reservations_limit():
+        count = client_holds.open_reservation(client, cart["_id"], until, now, owner=cart["owner"])
+        if count is not None:
+            message = gettext(
+                "Too many reservations to pay at the box office from your connection right now "
+                "(%(count)d; at most %(max)d). Pay for or cancel one of them first, or pay by card."
+            ) % {"count": count, "max": client_holds.reservations_limit()}
+            raise InvalidRequest(message, fields={"method": message})
+    elif client_holds.limit():
+        client_holds.extend(client, cart["_id"], until)
 
 
 def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh: bool = False) -> dict:

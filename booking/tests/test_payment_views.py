@@ -1,7 +1,10 @@
 """The payment pages through Django's test client: the checkout's two steps, the pay endpoint's
 answers, the processing state, the return page, the receipt PDF, cancel, find my booking."""
 
+from urllib.parse import urlsplit
+
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from booking import mongo
@@ -9,6 +12,7 @@ from booking.invariants import check_invariants
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider
 from booking.seat_grid import FREE, HELD, SOLD
+from booking.services.notifications import ticket_link
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
 from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card, requests_received
@@ -77,6 +81,21 @@ def test_the_countdown_on_the_card_step_shows_the_hold_extended_for_payment(clie
     answer = client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com", "method": "card"}, **HTMX)
     [paying] = [int(s) for s in re.findall(r'data-seconds="(\d+)"', answer.content.decode())]
     assert 590 <= paying <= 600  # extended to the payment window on the card step
+
+
+def test_in_test_mode_the_card_form_names_the_test_cards_and_with_a_live_key_it_does_not(client, session, settings):
+    answer, order = start_card(client, session)
+    form = answer.content.decode()
+    for grouped, outcome in (
+        ("4242 4242 4242 4242", "pays"),
+        ("4000 0027 6000 3184", "asks for 3-D Secure"),
+        ("4000 0000 0000 0341", "is declined"),
+    ):
+        assert f"<code>{grouped}</code> {outcome}" in form
+    settings.STRIPE_SECRET_KEY = "sk_live_example"  # (the page asks Stripe nothing)
+    settings.STRIPE_PUBLISHABLE_KEY = "pk_live_example"
+    live = client.get(url("order", ref=order["ref"])).content.decode()
+    assert "data-card-form" in live and "4242" not in live and "Test mode" not in live
 
 
 def test_details_with_errors_come_back_in_place_for_htmx_and_as_400_without(client, session):
@@ -253,6 +272,44 @@ def test_box_office_reservation_goes_to_the_order_page(client, session):
     assert "Your seats are reserved" in page and "Reserved: pay at the box office" in page
 
 
+def reserve_at_the_box_office(client, session) -> dict:
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    hold(client, session)
+    answer = client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com", "method": "box_office"})
+    assert answer.status_code == 302
+    return mongo.orders().find_one({})
+
+
+def csrf_post(browser, path: str):
+    return browser.post(path, {"csrfmiddlewaretoken": browser.cookies["csrftoken"].value}, follow=True)
+
+
+def test_the_mails_link_opens_a_reservation_that_its_visitor_can_cancel(client, session):
+    """The reservation mail's link (reference + e-mail) in another browser: the page offers to
+    cancel, and cancelling works there (with the CSRF token the page's form carries)."""
+    order = reserve_at_the_box_office(client, session)
+    elsewhere = Client(enforce_csrf_checks=True)
+    link = urlsplit(ticket_link(order))
+    page = elsewhere.get(f"{link.path}?{link.query}")
+    assert page.status_code == 200 and "Cancel this reservation" in page.content.decode()
+    cancel = url("cancel_payment", ref=order["ref"])
+    assert elsewhere.post(cancel).status_code == 403  # no CSRF token: refused, nothing changes
+    assert mongo.orders().find_one({})["state"] == "pending_payment" and cells(session) == [HELD, HELD]
+    answer = csrf_post(elsewhere, cancel)
+    assert answer.status_code == 200 and "the seats released. Nothing was charged." in answer.content.decode()
+    assert mongo.orders().find_one({})["state"] == "canceled" and cells(session) == [FREE, FREE]
+
+
+def test_a_stranger_without_the_e_mail_cannot_cancel_a_reservation_and_is_told_so(client, session):
+    order = reserve_at_the_box_office(client, session)
+    stranger = Client(enforce_csrf_checks=True)
+    wrong = stranger.get(url("order", ref=order["ref"]) + "?email=eve@example.com")
+    assert wrong.status_code == 404 and "We could not find that booking" in wrong.content.decode()
+    answer = csrf_post(stranger, url("cancel_payment", ref=order["ref"]))
+    assert answer.status_code == 404 and "We could not find that booking" in answer.content.decode()
+    assert mongo.orders().find_one({})["state"] == "pending_payment" and cells(session) == [HELD, HELD]
+
+
 @pytest.mark.parametrize(
     "step, state, badge",
     [
@@ -262,8 +319,6 @@ def test_box_office_reservation_goes_to_the_order_page(client, session):
     ],
 )
 def test_find_my_booking_shows_pending_paid_and_refunded(client, session, step, state, badge):
-    from django.test import Client
-
     from booking.services import orders
 
     _answer, order = start_card(client, session)

@@ -135,6 +135,55 @@ def test_the_address_gets_back_what_a_release_and_a_cancel_free(settings):
     assert held_from(ADDRESS) == 2
 
 
+def test_a_reservation_counts_for_the_address_to_its_deadline_even_when_checkout_dies_after_its_cart(
+    settings, crash_at, monkeypatch
+):
+    """The entry is made to last to the box-office deadline BEFORE the cart's write, so a checkout
+    that dies right after it still counts the reserved seats, past any hold's or payment's end,
+    until the deadline; from the deadline on, no more."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
+    session = make_session(days=2)
+    offer_box_office(session)
+    held = hold_from(ADDRESS, session, "s:a", ["0:0", "0:1", "0:2"])
+    crash_at("pay.after_cart")
+    with pytest.raises(faults.InjectedCrash):
+        payments.start("s:a", held.cart_id, "Ada", "ada@example.org", BOX_OFFICE)
+    faults.set_hook(None)
+    deadline = mongo.carts().find_one({"_id": held.cart_id})["expiresAt"]
+    later = clock.now() + timedelta(seconds=settings.BOOKING_PAYMENT_CAP_SECONDS + 1)
+    assert later < deadline
+    monkeypatch.setattr(clock, "now", lambda: later)
+    with pytest.raises(TooManySeats, match=r"right now \(3; at most 4\)"):
+        hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"])
+    monkeypatch.setattr(clock, "now", lambda: deadline)
+    hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"])
+    assert cell(session, "2:0") == HELD
+
+
+def test_a_checkout_that_dies_before_its_cart_write_counts_only_while_the_cart_holds_its_seats(
+    settings, crash_at, monkeypatch
+):
+    """The entry was made to last to the payment window, the cart never moved to paying: once the
+    cart's own hold has ended, the refusal reads the cart and stops counting it (an over-count
+    bounded by the cart's hold, not by the window it never got)."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
+    settings.BOOKING_PAYMENT_WINDOW_SECONDS = 2 * settings.BOOKING_HOLD_SECONDS  # longer than the hold left
+    session = make_session()
+    held = hold_from(ADDRESS, session, "s:a", ["0:0", "0:1", "0:2"])
+    crash_at("pay.before_cart")
+    with pytest.raises(faults.InjectedCrash):
+        payments.start("s:a", held.cart_id, "Ada", "ada@example.org")
+    faults.set_hook(None)
+    assert mongo.carts().find_one({"_id": held.cart_id})["state"] == CartState.ACTIVE
+    entry = mongo.client_holds().find_one({"_id": ADDRESS})["carts"][str(held.cart_id)]
+    assert entry["until"] > held.expires_at  # counted to the payment window's end
+    with pytest.raises(TooManySeats):
+        hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"])
+    monkeypatch.setattr(clock, "now", lambda: held.expires_at)  # the cart's hold ends; the window would not yet
+    hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"])
+    assert cell(session, "2:0") == HELD
+
+
 def test_two_racing_holds_that_reach_the_client_limit_exactly_are_both_kept(settings, fault_hook):
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
     session = make_session()

@@ -1,5 +1,7 @@
 """The Stripe provider through the official library against a real localstripe process."""
 
+from pathlib import Path
+
 import pytest
 from bson import ObjectId
 
@@ -107,3 +109,29 @@ def test_webhooks_verify_their_signature():
         STRIPE.parse_webhook(body, {})
     with pytest.raises(base.BadSignature):  # an old signature replayed long after
         STRIPE.parse_webhook(body, {"Stripe-Signature": signed(event, timestamp=1_600_000_000)[1]})
+
+
+@pytest.mark.parametrize("number, outcome, _label", stripe_provider.TEST_CARDS)
+def test_the_test_cards_the_card_form_names_do_what_it_says(number, outcome, _label):
+    """The card form's help in test mode (and the README) name these cards: each does that here."""
+    started = STRIPE.start(an_order(), idempotency_key=f"k-named-{number}")
+    try:
+        status = STRIPE.confirm(started.id, card(number), idempotency_key=f"k-named-{number}-confirm").status
+    except base.PaymentDeclined:
+        status = STRIPE.retrieve(started.id).status
+    assert status == outcome
+
+
+def test_stripes_generic_decline_card_is_paid_by_localstripe_so_the_form_does_not_name_it():
+    """4000000000000002 is declined at Stripe; localstripe declines it only for a card attached to
+    a customer, which a PaymentIntent's card never is here."""
+    assert "4000000000000002" not in [number for number, _outcome, _label in stripe_provider.TEST_CARDS]
+    started = STRIPE.start(an_order(), idempotency_key="k-generic-decline")
+    paid = STRIPE.confirm(started.id, card("4000000000000002"), idempotency_key="k-generic-decline-confirm")
+    assert paid.status == base.SUCCEEDED
+
+
+def test_the_readme_names_the_same_test_cards():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for number, _outcome, _label in stripe_provider.TEST_CARDS:
+        assert f"`{number}`" in readme

@@ -44,7 +44,7 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
     box_office = accounting["c3_box_office"]["list"]
     assert box_office.count("find theaters") <= 1
     assert [c for c in box_office if c != "find theaters"] == [
-        *("find carts", "find sessions", "update carts", "update client_holds", "insert orders")
+        *("find carts", "find sessions", "findAndModify client_holds", "update carts", "insert orders")
     ]
     goals = {g["goal"].split(":")[0] for g in results["goals"]}
     assert {"what's on", "checkout to a confirmed order (box office) at 2 clients"} <= goals

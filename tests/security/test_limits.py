@@ -21,6 +21,7 @@ from booking.seat_grid import FREE, HELD
 from booking.services import holds
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
+from booking.tests.localstripe import card
 from booking.tests.paying import checkout_paid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -204,6 +205,19 @@ def test_booking_lookups_are_rate_limited_per_client(settings, session):
     assert buyer().post(find, {"ref": "ZZZZZZZZ", "email": "guess@example.org"}).status_code == 400  # someone else
 
 
+def test_an_empty_lookup_is_counted_and_refused_like_any_other(settings):
+    """A POST without fields is a lookup too: 400 with what is missing under the limit, 429 over it."""
+    settings.BOOKING_LOOKUP_RATE = "1/m"
+    client = buyer()
+    find = reverse("booking:find_booking")
+    empty = client.post(find, {})
+    assert empty.status_code == 400
+    assert "Enter the e-mail address you booked with." in empty.content.decode()  # the field's error
+    refused = client.post(find, {})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "Too many booking lookups" in refused.content.decode()
+
+
 def test_the_mails_link_is_rate_limited_too(settings):
     settings.BOOKING_LOOKUP_RATE = "2/m"
     session = make_session()
@@ -241,6 +255,165 @@ def test_seats_of_ended_carts_do_not_count_against_the_client(settings, session)
     assert client.post(hold_url(session), {"seats": "0:0,0:1"}, **HTMX).status_code == 200
     assert client.post(reverse("booking:cart_cancel")).status_code == 302
     assert buyer(address).post(hold_url(session), {"seats": "2:0,2:1"}, **HTMX).status_code == 200
+
+
+# --- seats in checkout: paying by card, or reserved to pay at the box office ---
+
+ROWS_OF_TWELVE = "".join(f"{row}: ssssssssssss\n" for row in "ABCDEF")  # 72 seats
+
+
+def house_with_box_office() -> dict:
+    """72 seats, the show in four and a half days, "pay at the box office" offered."""
+    session = make_session(grid=ROWS_OF_TWELVE, days=4.5)
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    return session
+
+
+def hold_best(client: Client, session: dict, count: int):
+    return client.post(hold_url(session, "best_available"), {"count": count}, **HTMX)
+
+
+def check_out(client: Client, method: str, email: str = "ada@example.org", *, htmx: bool = True):
+    data = {"name": "Ada", "email": email, "method": method}
+    return client.post(reverse("booking:checkout"), data, **(HTMX if htmx else {}))
+
+
+def free_seats(session: dict) -> int:
+    return selectors.get_session(session["_id"])["seatsAvailable"]
+
+
+@pytest.mark.parametrize("method", ["card", "box_office"])
+def test_seats_in_checkout_count_for_the_address_forty_kept_and_the_41st_refused(settings, method):
+    """Fresh cookies from one address, each holding 10 and checking out: the seats stay held while
+    they are paid for (or wait at the box office), so they keep counting; the 41st is refused."""
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 40
+    settings.BOOKING_MAX_OPEN_RESERVATIONS = 4  # here the seats are what is counted
+    session = house_with_box_office()
+    address = new_address()
+    for n in range(4):
+        hoarder = buyer(address)
+        assert hold_best(hoarder, session, 10).status_code == 200
+        assert check_out(hoarder, method, f"buyer{n}@example.org").status_code in (200, 204)
+    assert mongo.carts().count_documents({"state": "paying"}) == 4
+    refused = hold_best(buyer(address), session, 1)
+    assert refused.status_code == 400
+    assert "from your connection right now (40; at most 40)" in refused.content.decode()
+    assert free_seats(session) == 72 - 40
+    assert hold_best(buyer(), session, 10).status_code == 200  # another address
+
+
+def test_seats_stop_counting_for_the_address_once_paid_or_canceled(settings):
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 20
+    session = house_with_box_office()
+    address = new_address()
+    by_card, at_the_box_office = buyer(address), buyer(address)
+    assert hold_best(by_card, session, 10).status_code == 200
+    assert check_out(by_card, "card").status_code == 200
+    assert hold_best(at_the_box_office, session, 10).status_code == 200
+    assert check_out(at_the_box_office, "box_office").status_code == 204
+    assert hold_best(buyer(address), session, 1).status_code == 400  # 20 held: the limit
+    card_order = mongo.orders().find_one({"method": "card"}, hint="_id_")  # test-only: no index
+    paid = by_card.post(reverse("booking:pay", kwargs={"ref": card_order["ref"]}), {"payment_method": card()})
+    assert paid.json()["status"] == "paid"
+    assert hold_best(buyer(address), session, 10).status_code == 200  # sold seats are not held
+    assert hold_best(buyer(address), session, 1).status_code == 400
+    reservation = mongo.orders().find_one({"method": "box_office"}, hint="_id_")
+    canceled = at_the_box_office.post(reverse("booking:cancel_payment", kwargs={"ref": reservation["ref"]}))
+    assert canceled.status_code == 302 and mongo.orders().find_one({"_id": reservation["_id"]})["state"] == "canceled"
+    assert hold_best(buyer(address), session, 10).status_code == 200
+
+
+def test_one_buyer_keeps_at_most_the_live_carts_limit_while_paying_for_them(settings):
+    """The hoarder's loop with one cookie (hold 10, check out by card, again): the carts being paid
+    for count as the buyer's carts, the third is refused."""
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_LIVE_CARTS_PER_OWNER = 2
+    session = house_with_box_office()
+    hoarder = buyer()
+    for _ in range(2):
+        assert hold_best(hoarder, session, 10).status_code == 200
+        assert check_out(hoarder, "card").status_code == 200
+    refused = hold_best(hoarder, session, 10)
+    assert refused.status_code == 400 and "waiting for payment" in refused.content.decode()
+    assert free_seats(session) == 72 - 20
+
+
+def test_a_buyer_has_at_most_the_open_reservations_limit_at_the_box_office(settings):
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_LIVE_CARTS_PER_OWNER = 3  # so that this limit is the one that is reached
+    settings.BOOKING_MAX_OPEN_RESERVATIONS = 2
+    session = house_with_box_office()
+    reserver = buyer()
+    for _ in range(2):
+        assert hold_best(reserver, session, 2).status_code == 200
+        assert check_out(reserver, "box_office").status_code == 204
+    assert hold_best(reserver, session, 2).status_code == 200
+    refused = check_out(reserver, "box_office", htmx=False)
+    assert refused.status_code == 400
+    assert "already have 2 reservations to pay at the box office" in refused.content.decode()
+    assert mongo.orders().count_documents({}) == 2 and mongo.carts().count_documents({"state": "active"}) == 1
+    assert check_out(reserver, "card").status_code == 200  # paying by card is still open to them
+
+
+def test_an_address_has_at_most_the_open_reservations_limit_at_the_box_office(settings):
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_MAX_OPEN_RESERVATIONS = 2
+    session = house_with_box_office()
+    address = new_address()
+    for n in range(2):
+        reserver = buyer(address)
+        assert hold_best(reserver, session, 2).status_code == 200
+        assert check_out(reserver, "box_office", f"r{n}@example.org").status_code == 204
+    third = buyer(address)
+    assert hold_best(third, session, 2).status_code == 200
+    refused = check_out(third, "box_office", "r3@example.org", htmx=False)
+    assert refused.status_code == 400
+    assert "Too many reservations to pay at the box office from your connection" in refused.content.decode()
+    assert mongo.orders().count_documents({}) == 2
+    other = buyer()
+    assert hold_best(other, session, 2).status_code == 200
+    assert check_out(other, "box_office", "r4@example.org").status_code == 204
+
+
+def test_reservation_mails_are_limited_per_address_even_when_each_reservation_is_canceled(settings):
+    """Reserve with someone's address, cancel, again: each reservation mails at once, so the
+    reservations from one address are counted (BOOKING_RESERVATION_MAIL_RATE)."""
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_RESERVATION_MAIL_RATE = "2/h"
+    session = house_with_box_office()
+    address = new_address()
+    for n in range(2):
+        reserver = buyer(address)
+        assert hold_best(reserver, session, 1).status_code == 200
+        assert check_out(reserver, "box_office", f"victim{n}@example.org").status_code == 204
+        order = mongo.orders().find_one({"email": f"victim{n}@example.org"})
+        assert reserver.post(reverse("booking:cancel_payment", kwargs={"ref": order["ref"]})).status_code == 302
+    reserver = buyer(address)
+    assert hold_best(reserver, session, 1).status_code == 200
+    refused = check_out(reserver, "box_office", "victim2@example.org", htmx=False)
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "Too many reservations were mailed from your connection" in refused.content.decode()
+    assert mongo.orders().count_documents({"email": "victim2@example.org"}) == 0
+    assert check_out(reserver, "card").status_code == 200  # a card payment mails only once paid
+
+
+def test_reservation_mails_are_limited_per_e_mail_address_from_any_address(settings):
+    settings.BOOKING_HOLD_RATE = ""
+    settings.BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL = "2/h"
+    session = house_with_box_office()
+    for spelled in ("victim@example.org", "Victim@Example.org"):
+        reserver = buyer()
+        assert hold_best(reserver, session, 1).status_code == 200
+        assert check_out(reserver, "box_office", spelled).status_code == 204
+    reserver = buyer()
+    assert hold_best(reserver, session, 1).status_code == 200
+    refused = check_out(reserver, "box_office", " VICTIM@example.org ", htmx=False)
+    assert refused.status_code == 429
+    assert "Too many reservations were mailed to this address" in refused.content.decode()
+    assert mongo.orders().count_documents({}) == 2
+    assert check_out(reserver, "box_office", "someone.else@example.org").status_code == 204
 
 
 def test_held_seats_limit_in_the_engine(settings, session):
