@@ -23,7 +23,7 @@ from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
 from ..formatting import seat_label
-from ..localized import localized, order_category
+from ..localized import localized, order_category, sold_ticket_type, ticket_type_name
 from . import money, receipts
 
 MARGIN = 18 * mm
@@ -45,6 +45,7 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: st
         category = order_category(session, line["cat"])
         if line.get("wheelchair"):  # the buyer's and the usher's reason to keep the space free
             category += " · " + gettext("wheelchair space")
+        kind = ticket_type_name(sold_ticket_type(line))
         rows.append(
             [
                 cell(
@@ -62,7 +63,7 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: st
                     + (f" <i>({escape(gettext(refunded))})</i>" if refunded else ""),
                     raw=True,
                 ),
-                cell(f"{escape(category)}<br/><font size=8>{escape(_ticket_type(line))}</font>", raw=True),
+                cell(f"{escape(category)}<br/><font size=8>{escape(kind)}</font>", raw=True),
                 f"{money.rate_text(line.get('vat', settings.BOOKING_VAT_RATE))} %",
                 money.format_money(line["price"], currency),
             ]
@@ -103,11 +104,6 @@ def column_widths(rows: list[list], width: float, *, size: float) -> list[float]
     widths = capped(low)
     widths[0] += width - sum(widths)  # the rounding's crumbs
     return widths
-
-
-def _ticket_type(line: dict) -> str:
-    name = line.get("ticketTypeName") or "Full price"
-    return gettext(name) if name == "Full price" else name  # the default's stored name, translated
 
 
 def discount_label(order: dict) -> str:
