@@ -18,7 +18,7 @@ GRAND_CATEGORIES = [
 ]
 # Both halls' ticket types (services/offers.py), with the German names and conditions German pages,
 # tickets and mails show; the companion ticket only beside a wheelchair space.
-TICKET_TYPES = [
+TICKET_TYPES: list[dict] = [
     {"code": "full", "name": "Full price", "nameDe": "Normalpreis"},
     {
         "code": "concession",
@@ -117,8 +117,8 @@ def seed(force: bool = False) -> bool:
     mongo.theaters().update_many(
         {"_id": {"$in": [grand["_id"], studio["_id"], stadium["_id"]]}}, {"$set": {"demo": True}}
     )
-    for hall in (grand, studio):
-        offers.set_theater_ticket_types(hall["_id"], TICKET_TYPES)
+    for ticketed in (grand, studio):
+        offers.set_theater_ticket_types(ticketed["_id"], TICKET_TYPES)
     halls = {"grand": (grand, {"p": 5500, "s": 3900, "b": 2500}), "studio": (studio, {"s": 2200, "r": 1500})}
     tz = ZoneInfo(settings.TIME_ZONE)
     today = clock.now().astimezone(tz).date()

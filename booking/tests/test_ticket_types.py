@@ -124,7 +124,7 @@ def test_the_types_offered_for_a_seat_are_exactly_those_choosing_accepts(setting
         return {i["key"]: [o["code"] for o in offers.choosable_offers(items, i)] for i in items}
 
     def accepted() -> dict[str, list[str]]:
-        chosen = {}
+        chosen: dict[str, list[str]] = {}
         for it in selectors.get_cart(ALICE, cart_id)["items"]:
             chosen[it["key"]] = []
             for offer in offers.item_offers(it):
