@@ -7,6 +7,7 @@ from django.conf import settings
 
 from . import clock, demo_stadium, mongo
 from .layouts import parse_grid
+from .services import offers
 from .services.sessions import create_session
 from .services.theaters import create_theater
 
@@ -14,6 +15,33 @@ GRAND_CATEGORIES = [
     {"code": "p", "name": "Premium", "color": "#a855f7"},
     {"code": "s", "name": "Stalls", "nameDe": "Parkett", "color": "#3b82f6"},
     {"code": "b", "name": "Back stalls", "nameDe": "Hinteres Parkett", "color": "#10b981"},
+]
+# Both halls' ticket types (services/offers.py), with the German names and conditions German pages,
+# tickets and mails show; the companion ticket only beside a wheelchair space.
+TICKET_TYPES: list[dict] = [
+    {"code": "full", "name": "Full price", "nameDe": "Normalpreis"},
+    {
+        "code": "concession",
+        "name": "Concession",
+        "nameDe": "Ermäßigt",
+        "description": "Students, trainees and seniors 65+: show your ID at the door",
+        "descriptionDe": "Studierende, Auszubildende und Senioren ab 65: Ausweis am Einlass zeigen",
+    },
+    {
+        "code": "child",
+        "name": "Child (under 14)",
+        "nameDe": "Kind (unter 14)",
+        "description": "Under 14 on the day of the performance",
+        "descriptionDe": "Am Tag der Vorstellung unter 14 Jahre alt",
+    },
+    {
+        "code": "companion",
+        "name": "Companion",
+        "nameDe": "Begleitperson",
+        "description": "For the companion of a wheelchair user in the same booking",
+        "descriptionDe": "Für die Begleitperson einer Person im Rollstuhl in derselben Buchung",
+        "companion": True,
+    },
 ]
 STUDIO_CATEGORIES = [
     {"code": "s", "name": "Standard", "color": "#3b82f6"},
@@ -89,6 +117,8 @@ def seed(force: bool = False) -> bool:
     mongo.theaters().update_many(
         {"_id": {"$in": [grand["_id"], studio["_id"], stadium["_id"]]}}, {"$set": {"demo": True}}
     )
+    for ticketed in (grand, studio):
+        offers.set_theater_ticket_types(ticketed["_id"], TICKET_TYPES)
     halls = {"grand": (grand, {"p": 5500, "s": 3900, "b": 2500}), "studio": (studio, {"s": 2200, "r": 1500})}
     tz = ZoneInfo(settings.TIME_ZONE)
     today = clock.now().astimezone(tz).date()
@@ -96,7 +126,7 @@ def seed(force: bool = False) -> bool:
         theater, prices = halls[hall]
         start = datetime.combine(today + timedelta(days=day // 2 + 1), at, tzinfo=tz)
         name_de, description_de = SHOWS_DE[name]
-        create_session(
+        session = create_session(
             theater["_id"],
             name=name,
             description=description,
@@ -106,4 +136,15 @@ def seed(force: bool = False) -> bool:
             name_de=name_de,
             description_de=description_de,
         )
+        offers.set_price_table(session["_id"], prices, reduced_prices(prices))
     return True
+
+
+def reduced_prices(prices: dict[str, int]) -> dict[str, dict[str, int]]:
+    """The demo's other columns of the price table: concessions about 60 % of the full price,
+    children half, companions free, rounded to whole euros."""
+    return {
+        "concession": {cat: round(cents * 0.6 / 100) * 100 for cat, cents in prices.items()},
+        "child": {cat: round(cents * 0.5 / 100) * 100 for cat, cents in prices.items()},
+        "companion": {cat: 0 for cat in prices},
+    }

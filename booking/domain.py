@@ -255,7 +255,7 @@ class Theater(TypedDict):
     seatCount: int
     createdOn: datetime
     modifiedOn: datetime
-    ticketTypes: NotRequired[list[dict]]  # [{code, name, description, companion?}]; absent: full price only
+    ticketTypes: NotRequired[list[dict]]  # [{code, name, nameDe?, description, descriptionDe?, companion?}]
     layout: NotRequired[Layout]  # a hall; or
     sections: NotRequired[list[Section]]  # a sectioned venue (a stadium): one session document per section
     front: NotRequired[
@@ -329,7 +329,7 @@ class CartItem(TypedDict):
     cat: str
     price: int  # locked at hold time (of its ticket type)
     ticketType: NotRequired[str]  # a ticket type code (services/offers.py); absent: "full"
-    offers: NotRequired[list[dict]]  # its category's row of the price table at hold time: [{code, name, price}]
+    offers: NotRequired[list[dict]]  # its category's row of the price table at hold time: [{code, name, ..., price}]
     wheelchair: NotRequired[bool]  # a wheelchair space (the companion rule)
     house: NotRequired[bool]  # a house seat staff took at the counter: released, it goes back to blocked
 
@@ -377,6 +377,9 @@ class OrderLine(TypedDict):
     price: int
     ticketType: NotRequired[str]  # code and name of the ticket type, as bought
     ticketTypeName: NotRequired[str]
+    ticketTypeNameDe: NotRequired[str]  # the German name, and the condition in both languages, as sold
+    ticketTypeDescription: NotRequired[str]
+    ticketTypeDescriptionDe: NotRequired[str]
     discount: NotRequired[int]  # the promo code's share of this line
     ticket: str  # 24 random url-safe characters
     checkedIn: NotRequired[CheckIn]

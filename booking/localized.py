@@ -8,7 +8,7 @@ tickets use it. A page in German shows the German text where there is one, else 
 
 from django.conf import settings
 from django.utils import translation
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 
 # The languages besides the source language, and the suffix of their fields ("de" -> nameDe).
 TRANSLATED_FIELDS = ("name", "description")
@@ -58,6 +58,64 @@ def order_category(session: dict, code: str, language: str | None = None) -> str
         if name:
             return name
     return (session.get("categories") or {}).get(code, code)
+
+
+# The built-in ticket type's name (services/offers.py), stored in English and shown translated.
+FULL_PRICE_NAME = gettext_noop("Full price")
+
+
+# An order line keeps its ticket type's texts as ``ticketType<Field>[<Lang>]``: ticketTypeName,
+# ticketTypeNameDe, ticketTypeDescription, ticketTypeDescriptionDe.
+LINE_TYPE_PREFIX = "ticketType"
+
+
+def type_texts(ticket_type: dict) -> dict:
+    """A ticket type's (or offer's) name and condition in every language it has them: ``name``,
+    ``nameDe``, ``description``, ``descriptionDe`` (the empty ones left out)."""
+    return {key: text for key, text in ticket_type.items() if text and key.startswith(TRANSLATED_FIELDS)}
+
+
+def line_ticket_type(offer: dict) -> dict:
+    """What an order line keeps of the ticket type it is sold as: the code, and the name and
+    condition in every language as they are now (``ticketType``, ``ticketTypeName``,
+    ``ticketTypeNameDe``, ``ticketTypeDescription``...), so its pages, mails and tickets say later
+    what the buyer chose. ``sold_ticket_type`` reads them back."""
+    kept = {LINE_TYPE_PREFIX: offer["code"], LINE_TYPE_PREFIX + "Name": offer.get("name") or offer["code"]}
+    kept.update({LINE_TYPE_PREFIX + key[0].upper() + key[1:]: text for key, text in type_texts(offer).items()})
+    return kept
+
+
+def sold_ticket_type(line: dict) -> dict:
+    """What an order line keeps of its ticket type (``line_ticket_type``), in a ticket type's own
+    shape (``code``, ``name``, ``nameDe``, ``description``, ...) for the two helpers below."""
+    kind = line.get(LINE_TYPE_PREFIX)
+    if isinstance(kind, dict):  # a line written by an early import: {code, name} under ticketType
+        return kind
+    kept = {"code": kind or "full"}  # a line sold before ticket types: full price
+    for field in TRANSLATED_FIELDS:
+        stored = LINE_TYPE_PREFIX + field.capitalize()
+        kept.update({field + key[len(stored) :]: value for key, value in line.items() if key.startswith(stored)})
+    return kept
+
+
+def ticket_type_name(ticket_type: dict | None, language: str | None = None) -> str:
+    """A ticket type's name as buyers and staff read it in ``language`` (default: the active one):
+    the staff's German name (``nameDe``) on German pages when there is one, else the English name;
+    the built-in "Full price" translated. ``ticket_type``: a theater's type, an offer kept by a cart
+    item, or ``sold_ticket_type(line)`` of an order line."""
+    name = localized(ticket_type, "name", language)
+    if name and name != FULL_PRICE_NAME:
+        return name
+    if language:
+        with translation.override(language):
+            return gettext(FULL_PRICE_NAME)
+    return gettext(FULL_PRICE_NAME)
+
+
+def ticket_type_condition(ticket_type: dict | None, language: str | None = None) -> str:
+    """What a ticket type asks of its holder (its ``description``: "Students; show ID at the door"),
+    in ``language`` like ``ticket_type_name``; "" when it asks nothing."""
+    return localized(ticket_type, "description", language)
 
 
 # An order's state as the buyer reads it (the order page's badge, messages about the order).

@@ -9,7 +9,15 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import get_language, gettext, pgettext
 
 from .formatting import day_title, escape, format_money, thousands
-from .localized import category_names, localized, order_category
+from .localized import (
+    category_names,
+    localized,
+    order_category,
+    sold_ticket_type,
+    ticket_type_condition,
+    ticket_type_name,
+)
+from .services import offers
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:
@@ -75,9 +83,9 @@ def session_card(session: dict, start: datetime | None = None) -> SessionCard:
 
 
 def type_shown(offer: dict) -> dict:
-    """A ticket type as the buyer reads it: the default "Full price" in their language (staff's
-    own type names are shown as staff wrote them)."""
-    return {**offer, "name": gettext(offer["name"])} if offer.get("name") == "Full price" else offer
+    """A ticket type offered for a seat as the buyer reads it, in their language: its name and its
+    condition (what its holder must be or show)."""
+    return {**offer, "name": ticket_type_name(offer), "condition": ticket_type_condition(offer)}
 
 
 @dataclass
@@ -108,6 +116,7 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
                 start=timezone.localtime(start) if start else None,
             )
         categories = category_names((session.get("layout") or {}).get("categories"))
+        chosen = type_shown(offers.item_offer(item))
         group.lines.append(
             {
                 "key": item["key"],
@@ -116,8 +125,11 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
                 "category": categories.get(item["cat"], item["cat"]),
                 "wheelchair": bool(item.get("wheelchair")),
                 "price": item["price"],
-                "ticket_type": item.get("ticketType") or "full",  # services/offers.py
-                "offers": [type_shown(offer) for offer in item.get("offers") or []],
+                "ticket_type": offers.item_type(item),
+                "ticket_type_name": chosen["name"],
+                "condition": chosen["condition"],
+                # only what the buyer may choose now (no companion ticket without a wheelchair space)
+                "offers": [type_shown(offer) for offer in offers.choosable_offers(cart["items"], item)],
                 "error_key": f"{item['sessionId']}:{item['key']}",
             }
         )
@@ -143,7 +155,8 @@ def order_tickets(order: dict) -> list[dict]:
                 "category": order_category(session, line["cat"]),
                 "wheelchair": bool(line.get("wheelchair")),  # for the usher at the door, and the buyer
                 "price": line["price"],
-                "ticket_type": gettext(line.get("ticketTypeName") or "Full price"),  # the default's name translated
+                "ticket_type": ticket_type_name(sold_ticket_type(line)),
+                "condition": ticket_type_condition(sold_ticket_type(line)),  # what to show at the door
             }
         )
     return tickets

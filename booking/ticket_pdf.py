@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.units import mm
+from reportlab.lib.utils import simpleSplit
 from reportlab.pdfgen import canvas
 
 from . import presenters
@@ -47,16 +48,21 @@ def _when(ticket: dict) -> str:
     return timezone.localtime(start).strftime("%a %d %b %Y, %H:%M") if start else ""
 
 
-def _lines(ticket: dict, order: dict) -> list[tuple[str, float, str]]:
-    """(font, size, text) from the top: show, when, where, seat, type and price, reference."""
+def _lines(ticket: dict, order: dict, width: float, condition_lines: int) -> list[tuple[str, float, str]]:
+    """(font, size, text) from the top: show, when, where, seat, type and price, the type's
+    condition (the door asks for it: wrapped to ``width``, at most ``condition_lines``), reference."""
     price = format_money(ticket["price"], order.get("currency"))
     space = f" · {_('wheelchair space')}" if ticket.get("wheelchair") else ""  # as the ticket page says
+    condition = simpleSplit(ticket.get("condition") or "", "Helvetica-Oblique", 9, width)
+    if len(condition) > condition_lines:  # the rest of it: "…" (_fit) on the last line that fits
+        condition[condition_lines - 1 :] = [" ".join(condition[condition_lines - 1 :]) + " …"]
     return [
         ("Helvetica-Bold", 15, ticket["show"]),
         ("Helvetica", 11, _when(ticket)),
         ("Helvetica", 11, ticket["theater"]),
         ("Helvetica-Bold", 14, _("Row %(row)s  ·  Seat %(seat)s") % {"row": ticket["row"], "seat": ticket["seat"]}),
         ("Helvetica", 10, f"{ticket['category']}{space} · {ticket['ticket_type']} · {price}"),
+        *(("Helvetica-Oblique", 9, text) for text in condition),
         ("Helvetica", 10, _("Booking %(ref)s") % {"ref": order["ref"]}),
         ("Helvetica", 8, order.get("name", "")),
     ]
@@ -75,7 +81,7 @@ def _page_ticket(pdf: canvas.Canvas, ticket: dict, order: dict) -> None:
     pdf.setStrokeColorRGB(0.6, 0.6, 0.6)
     pdf.roundRect(left - 6 * mm, top - box_h, width - 2 * (left - 6 * mm), box_h + 6 * mm, 4 * mm)
     y = top - 6 * mm
-    for font, size, text in _lines(ticket, order):
+    for font, size, text in _lines(ticket, order, 110 * mm, condition_lines=3):
         pdf.setFont(font, size)
         pdf.drawString(left, y, _fit(pdf, text, font, size, 110 * mm))
         y -= size * 1.6
@@ -90,7 +96,7 @@ def _page_ticket(pdf: canvas.Canvas, ticket: dict, order: dict) -> None:
 def _thermal_ticket(pdf: canvas.Canvas, ticket: dict, order: dict) -> None:
     margin = (THERMAL_WIDTH - THERMAL_PRINTABLE) / 2
     y = THERMAL_HEIGHT - 8 * mm
-    for font, size, text in _lines(ticket, order):
+    for font, size, text in _lines(ticket, order, THERMAL_PRINTABLE, condition_lines=2):
         size = min(size, 12)
         pdf.setFont(font, size)
         pdf.drawCentredString(THERMAL_WIDTH / 2, y, _fit(pdf, text, font, size, THERMAL_PRINTABLE))

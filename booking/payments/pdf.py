@@ -13,16 +13,22 @@ from xml.sax.saxutils import escape
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 from reportlab.lib import colors
+from reportlab.lib.enums import TA_RIGHT
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import getSampleStyleSheet
 from reportlab.lib.units import mm
+from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
 from ..formatting import seat_label
-from ..localized import localized, order_category
+from ..localized import localized, order_category, sold_ticket_type, ticket_type_name
 from . import money, receipts
+
+MARGIN = 18 * mm
+LINE_TABLE_WIDTH = A4[0] - 2 * MARGIN
+CELL_PADDING = 6  # points left and right of a table cell's text (ReportLab's default)
 
 METHODS = {"stripe": gettext_lazy("Card (Stripe)"), "box_office": gettext_lazy("Paid at the box office")}
 
@@ -39,6 +45,7 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: st
         category = order_category(session, line["cat"])
         if line.get("wheelchair"):  # the buyer's and the usher's reason to keep the space free
             category += " · " + gettext("wheelchair space")
+        kind = ticket_type_name(sold_ticket_type(line))
         rows.append(
             [
                 cell(
@@ -56,7 +63,7 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: st
                     + (f" <i>({escape(gettext(refunded))})</i>" if refunded else ""),
                     raw=True,
                 ),
-                cell(f"{escape(category)}<br/><font size=8>{escape(_ticket_type(line))}</font>", raw=True),
+                cell(f"{escape(category)}<br/><font size=8>{escape(kind)}</font>", raw=True),
                 f"{money.rate_text(line.get('vat', settings.BOOKING_VAT_RATE))} %",
                 money.format_money(line["price"], currency),
             ]
@@ -64,9 +71,39 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: st
     return rows
 
 
-def _ticket_type(line: dict) -> str:
-    name = line.get("ticketTypeName") or "Full price"
-    return gettext(name) if name == "Full price" else name  # the default's stored name, translated
+def column_widths(rows: list[list], width: float, *, size: float) -> list[float]:
+    """Widths of a table's columns that fill ``width`` so no text runs into the next column, in any
+    language. A paragraph may wrap but needs its longest word; a plain string (an amount, a rate)
+    does not wrap and gets its whole width, measured in bold (the total's row) to be safe. When
+    not everything fits on one line, the widest columns give way first (the date and the amounts
+    stay on one line); if even the longest words do not fit, every column shrinks alike and
+    paragraphs break their words."""
+    columns = len(rows[0])
+    least, most = [0.0] * columns, [0.0] * columns
+    for row in rows:
+        for i, value in enumerate(row):
+            if isinstance(value, Paragraph):
+                value.wrap(10 * width, 10 * width)  # one line per <br/>: its natural width
+                low, high = value.minWidth(), max(value.getActualLineWidths0() or [0.0])
+            else:
+                low = high = stringWidth(str(value), "Helvetica-Bold", size)
+            least[i] = max(least[i], low + 2 * CELL_PADDING)
+            most[i] = max(most[i], high + 2 * CELL_PADDING)
+    if sum(least) >= width:
+        return [w * width / sum(least) for w in least]
+    if sum(most) <= width:  # all on one line: the first column (the show) takes the rest
+        return [most[0] + width - sum(most), *most[1:]]
+
+    def capped(cap: float) -> list[float]:
+        return [max(lo, min(m, cap)) for lo, m in zip(least, most, strict=True)]
+
+    low, high = 0.0, max(most)  # the widest a column may be so that the table fits
+    for _ in range(50):
+        cap = (low + high) / 2
+        low, high = (cap, high) if sum(capped(cap)) <= width else (low, cap)
+    widths = capped(low)
+    widths[0] += width - sum(widths)  # the rounding's crumbs
+    return widths
 
 
 def discount_label(order: dict) -> str:
@@ -89,8 +126,8 @@ def receipt_pdf(order: dict) -> bytes:
     doc = SimpleDocTemplate(
         out,
         pagesize=A4,
-        leftMargin=18 * mm,
-        rightMargin=18 * mm,
+        leftMargin=MARGIN,
+        rightMargin=MARGIN,
         topMargin=18 * mm,
         bottomMargin=18 * mm,
         title=gettext("Receipt %(label)s") % {"label": receipts.receipt_label(order)},
@@ -122,20 +159,25 @@ def receipt_pdf(order: dict) -> bytes:
     def cell(text: str, raw: bool = False) -> Paragraph:
         return Paragraph(text if raw else escape(str(text)), body)
 
+    head = body.clone("head", fontName="Helvetica-Bold")
+    head_right = head.clone("head_right", alignment=TA_RIGHT)  # above the right-aligned amounts
     header = [
         [
-            gettext("Performance"),
-            gettext("Date"),
-            gettext("Seat"),
-            gettext("Category, ticket"),
-            gettext("VAT"),
-            gettext("Price"),
+            Paragraph(escape(gettext("Performance")), head),
+            Paragraph(escape(gettext("Date")), head),
+            Paragraph(escape(gettext("Seat")), head),
+            Paragraph(escape(gettext("Category, ticket")), head),
+            Paragraph(escape(gettext("VAT")), head_right),
+            Paragraph(escape(gettext("Price")), head_right),
         ]
     ]
     rows = _line_rows(order, order.get("lines", []), currency, cell)
-    rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded="refunded")
+    rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded=gettext_noop("refunded"))
     # tickets moved to other seats (an exchange): their new seats are the lines above
-    rows += [row[:5] + [""] for row in _line_rows(order, order.get("exchangedLines", []), currency, cell, "exchanged")]
+    exchanged = _line_rows(order, order.get("exchangedLines", []), currency, cell, gettext_noop("exchanged"))
+    rows += [row[:5] + [""] for row in exchanged]
+    ticket_rows = len(header) + len(rows)
+    # the sums below: their words span the columns left of the amount (and of the fee's VAT rate)
     discount = sum(line.get("discount", 0) for line in [*order.get("lines", []), *order.get("refundedLines", [])])
     if discount:
         rows.append([cell(discount_label(order)), "", "", "", "", money.format_money(-discount, currency)])
@@ -143,7 +185,7 @@ def receipt_pdf(order: dict) -> bytes:
     if fee.get("amount"):
         rows.append(
             [
-                gettext("Booking fee"),
+                cell(gettext("Booking fee")),
                 "",
                 "",
                 "",
@@ -157,10 +199,13 @@ def receipt_pdf(order: dict) -> bytes:
             how = gettext("Exchange: difference paid at the box office")
         else:
             how = gettext("Exchange: difference paid by card")
-        rows.append([how, "", "", "", "", money.format_money(top_up["amount"], currency)])
+        rows.append([cell(how), "", "", "", "", money.format_money(top_up["amount"], currency)])
         paid += top_up["amount"]
-    rows.append([gettext("Total paid"), "", "", "", "", money.format_money(paid, currency)])
-    table = Table(header + rows, colWidths=[44 * mm, 31 * mm, 33 * mm, 24 * mm, 14 * mm, 28 * mm], repeatRows=1)
+    rows.append([Paragraph(escape(gettext("Total paid")), head), "", "", "", "", money.format_money(paid, currency)])
+    table_rows = header + rows
+    spans = [("SPAN", (0, r), (3 if table_rows[r][4] else 4, r)) for r in range(ticket_rows, len(table_rows))]
+    widths = column_widths(table_rows[:ticket_rows], LINE_TABLE_WIDTH, size=9)
+    table = Table(table_rows, colWidths=widths, repeatRows=1)
     table.setStyle(
         TableStyle(
             [
@@ -171,6 +216,7 @@ def receipt_pdf(order: dict) -> bytes:
                 ("LINEABOVE", (0, -1), (-1, -1), 0.6, colors.black),
                 ("ALIGN", (4, 0), (-1, -1), "RIGHT"),
                 ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                *spans,
             ]
         )
     )

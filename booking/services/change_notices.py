@@ -26,7 +26,7 @@ from django.utils.translation import gettext_noop
 from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES
 from ..formatting import format_money_code, mail_time
-from ..localized import localized
+from ..localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
 from .notifications import MailServerUnavailable, address_problem, is_permanent
 
 logger = logging.getLogger("booking.change_notices")
@@ -235,6 +235,7 @@ def tickets_pdf(order: dict) -> bytes:
     from reportlab.graphics.shapes import Drawing
     from reportlab.lib.pagesizes import A6
     from reportlab.lib.units import mm
+    from reportlab.lib.utils import simpleSplit
     from reportlab.pdfgen import canvas
 
     out = io.BytesIO()
@@ -255,7 +256,11 @@ def tickets_pdf(order: dict) -> bytes:
         )
         pdf.setFont("Helvetica", 9)
         space = f"{_('wheelchair space')} · " if line.get("wheelchair") else ""  # as the e-tickets say
-        pdf.drawString(10 * mm, height - 43 * mm, f"{space}{line.get('ticketTypeName') or ''} · {order['ref']}")
+        kind = sold_ticket_type(line)
+        pdf.drawString(10 * mm, height - 43 * mm, f"{space}{ticket_type_name(kind)} · {order['ref']}")
+        pdf.setFont("Helvetica-Oblique", 8)  # the type's condition: what the door will ask to see
+        for n, text in enumerate(simpleSplit(ticket_type_condition(kind), "Helvetica-Oblique", 8, width - 20 * mm)[:2]):
+            pdf.drawString(10 * mm, height - (48 + 4 * n) * mm, text)
         widget = QrCodeWidget(line["ticket"])
         x0, y0, x1, y1 = widget.getBounds()
         size = 55 * mm

@@ -33,6 +33,7 @@ from .. import clock, mongo
 from ..domain import OrderState
 from ..errors import InvalidRequest, NotFound
 from ..formatting import mail_time
+from ..localized import sold_ticket_type, ticket_type_condition, ticket_type_name
 from ..reports import marks
 from ..selectors import group_sections
 from .checkout import ref_of_ticket
@@ -234,15 +235,6 @@ def short_name(name: str) -> str:
     return f"{parts[0][:20]} {parts[-1][0]}."
 
 
-def ticket_type_name(line: dict) -> str:
-    """The ticket type's name, if the line has one (ticket types are being added: a name or a
-    ``{code, name}`` under ``ticketType``)."""
-    kind = line.get("ticketType")
-    if isinstance(kind, dict):
-        return str(kind.get("name") or kind.get("code") or "")
-    return str(line.get("ticketTypeName") or kind or "")  # services/offers.py: the code and the name
-
-
 def _categories(order: dict, session_id) -> dict:
     for s in order.get("sessions", []):
         if s.get("_id") == session_id:
@@ -257,7 +249,9 @@ def door_ticket(order: dict, line: dict, scope: Scope | None = None, *, full_nam
         "seat": line["seat"],
         "section": section,
         "category": _categories(order, line["sessionId"]).get(line["cat"], line["cat"]),
-        "type": ticket_type_name(line),
+        # in the door staff's language; the condition is what the holder must show (a student card)
+        "type": ticket_type_name(sold_ticket_type(line)),
+        "condition": ticket_type_condition(sold_ticket_type(line)),
         "name": order.get("name", "") if full_name else short_name(order.get("name", "")),
         "ref": order["ref"],
     }

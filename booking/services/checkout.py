@@ -31,7 +31,7 @@ from pymongo.errors import DuplicateKeyError
 from .. import clock, faults, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
 from ..errors import CheckoutFailed, InvalidRequest, NotFound
-from ..localized import order_categories
+from ..localized import line_ticket_type, order_categories
 from ..names import name_keys
 from ..reports import marks
 from ..seat_grid import SOLD, parse_seat_key
@@ -212,8 +212,7 @@ def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) ->
             "cat": item["cat"],
             "price": item["price"],  # locked at hold time
             **({"discount": off} if off else {}),  # the promo code's share of this line
-            "ticketType": offers.item_type(item),
-            "ticketTypeName": offers.item_type_name(item),
+            **line_ticket_type(offers.item_offer(item)),  # its code, name and condition as sold
             "ticket": new_ticket_code(ref),
             **({"house": True} if item.get("house") else {}),  # a house seat staff sold: blocked again when given back
             **({"wheelchair": True} if item.get("wheelchair") else {}),  # a wheelchair space: said on the ticket

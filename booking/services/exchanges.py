@@ -42,7 +42,7 @@ from django.utils.translation import gettext as _
 from .. import clock, faults, mongo, payments
 from ..domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from ..errors import Conflict, InvalidRequest, NotFound, SeatsTaken
-from ..localized import order_categories
+from ..localized import line_ticket_type, order_categories
 from ..payments import base, money
 from ..reports import marks
 from ..seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat_cell, seat_name
@@ -121,8 +121,7 @@ def _new_line(order: dict, old: dict, session: dict, key: str, theater: dict | N
         "seat": cell["label"],
         "cat": cell["cat"],
         "price": offer["price"],
-        "ticketType": offer["code"],
-        "ticketTypeName": offer["name"],
+        **line_ticket_type(offer),
         "vat": money.ticket_rate(theater, cell["cat"]),
         "ticket": checkout.new_ticket_code(order["ref"]),
     }

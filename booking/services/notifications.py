@@ -32,7 +32,7 @@ from django.utils.translation import gettext
 from .. import clock, faults, mongo, selectors
 from ..domain import GiveUpOutcome, MailState, OrderState, ReopenOutcome, SendOutcome
 from ..formatting import format_money_code, mail_time
-from ..localized import localized, order_category
+from ..localized import localized, order_category, sold_ticket_type, ticket_type_condition, ticket_type_name
 
 logger = logging.getLogger("booking.notifications")
 
@@ -325,6 +325,7 @@ class TicketLine:
     category: str
     price: str
     ticket_type: str = ""  # as bought (ticket types)
+    condition: str = ""  # what the ticket type asks its holder to show at the door
 
 
 def ticket_link(order: dict) -> str:
@@ -349,9 +350,8 @@ def confirmation_context(order: dict) -> dict:
                 category=order_category(session, line["cat"])
                 + (" · " + gettext("wheelchair space") if line.get("wheelchair") else ""),  # as the cart says
                 price=format_money_code(line["price"], currency),
-                ticket_type=gettext(line.get("ticketTypeName") or "Full price")
-                if (line.get("ticketTypeName") or "Full price") == "Full price"
-                else line["ticketTypeName"],  # the default's stored name, translated
+                ticket_type=ticket_type_name(sold_ticket_type(line)),
+                condition=ticket_type_condition(sold_ticket_type(line)),
             )
         )
     shows = sorted({line.show for line in lines})

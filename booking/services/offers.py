@@ -1,7 +1,9 @@
 """Ticket types and the price table: who pays what for a seat.
 
-A theater lists its ticket types (``ticketTypes: [{code, name, description, companion?}]``);
-"Full price" (code ``full``) is always one of them and is the session's ``prices`` column, as
+A theater lists its ticket types (``ticketTypes: [{code, name, nameDe?, description,
+descriptionDe?, companion?}]``: ``description`` is the type's condition, what its holder must be or
+show, and ``…De`` the German texts, booking/localized.py); "Full price" (code ``full``) is always one
+of them and is the session's ``prices`` column, as
 before. A session's price table is ``prices`` (full price per category) and ``typePrices: {type:
 {cat: cents}}`` for the other types; a missing cell means that type is not offered in that
 category. ``priceRev`` is bumped by every change of the table, and the hold's filter names it.
@@ -10,23 +12,25 @@ The hold locks the price: each cart item keeps its ``ticketType``, its ``price``
 table for its category as it was at hold time (``offers``). Choosing another type later prices it
 from that row, never from the table as it is now, so a staff change during a hold never changes
 what the buyer was shown. The rules on types in one cart (companion only with a wheelchair space,
-at most N of a type) are ``check_ticket_rules``, run when a type is chosen and again at checkout.
+at most N of a type) are ``ticket_rule_breach``: it refuses a choice, decides which types the cart
+offers (``choosable_offers``) and is run again at checkout.
 """
 
 import re
 
 from bson import ObjectId
 from django.conf import settings
-from django.utils.translation import gettext, gettext_noop, ngettext
+from django.utils.translation import gettext, ngettext
 from pymongo import ReturnDocument
 
 from .. import clock, mongo, selectors
 from ..domain import live_cart_filter
 from ..errors import CartExpired, Conflict, InvalidRequest, NotFound
+from ..localized import FULL_PRICE_NAME, ticket_type_name, type_texts
 from . import listings
 
 FULL = "full"
-FULL_PRICE = {"code": FULL, "name": gettext_noop("Full price"), "description": ""}  # shown translated
+FULL_PRICE = {"code": FULL, "name": FULL_PRICE_NAME, "description": ""}  # shown translated
 CODE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,19}$")
 
 
@@ -41,7 +45,9 @@ def clean_ticket_types(types: list[dict]) -> list[dict]:
     for raw in types:
         code = str(raw.get("code") or "").strip().lower()
         name = " ".join(str(raw.get("name") or "").split())
+        name_de = " ".join(str(raw.get("nameDe") or "").split())
         description = " ".join(str(raw.get("description") or "").split())
+        description_de = " ".join(str(raw.get("descriptionDe") or "").split())
         if not CODE_RE.match(code):
             raise InvalidRequest(
                 f"'{code[:20]}' is not a ticket type code: use up to 20 lowercase letters, digits, - or _.",
@@ -51,10 +57,17 @@ def clean_ticket_types(types: list[dict]) -> list[dict]:
             raise InvalidRequest(f"The code '{code}' is used twice.", fields={"code": "Used twice."})
         if not name or len(name) > 60:
             raise InvalidRequest(f"Give '{code}' a name of at most 60 characters.", fields={"name": "1-60 characters."})
-        if len(description) > 300:
-            raise InvalidRequest(f"The description of '{code}' is too long (at most 300 characters).")
+        if len(name_de) > 60:
+            raise InvalidRequest(f"The German name of '{code}' is too long (at most 60 characters).")
+        if len(description) > 300 or len(description_de) > 300:
+            raise InvalidRequest(f"The condition of '{code}' is too long (at most 300 characters).")
         seen.add(code)
-        entry: dict[str, str | bool] = {"code": code, "name": name, "description": description}
+        entry: dict[str, str | bool] = {"code": code, "name": name}
+        if name_de:
+            entry["nameDe"] = name_de
+        entry["description"] = description
+        if description_de:
+            entry["descriptionDe"] = description_de
         if raw.get("companion"):
             if code == FULL:
                 raise InvalidRequest(gettext("Full price cannot be a companion ticket."))
@@ -87,15 +100,16 @@ def clean_type_prices(type_prices: dict, types: list[dict], categories: set[str]
 
 
 def offers_for(session: dict, cat: str) -> list[dict]:
-    """The row of the price table for one category: [{code, name, price, companion?}] of the types
-    offered there, full price first. This is what a cart item keeps (``offers``)."""
+    """The row of the price table for one category: [{code, name, nameDe?, description?,
+    descriptionDe?, price, companion?}] of the types offered there, full price first. This is what
+    a cart item keeps (``offers``)."""
     row = []
     type_prices = session.get("typePrices") or {}
     for t in ticket_types(session):
         price = session["prices"].get(cat) if t["code"] == FULL else (type_prices.get(t["code"]) or {}).get(cat)
         if price is None:
             continue
-        offer = {"code": t["code"], "name": t["name"], "price": price}
+        offer = {"code": t["code"], **type_texts(t), "price": price}
         if t.get("companion"):
             offer["companion"] = True
         row.append(offer)
@@ -111,14 +125,14 @@ def item_type(item: dict) -> str:
     return item.get("ticketType") or FULL
 
 
-def item_type_name(item: dict) -> str:
+def item_offer(item: dict) -> dict:
+    """The offer of the item's ticket type, as kept at hold time."""
     code = item_type(item)
-    return next((o["name"] for o in item_offers(item) if o["code"] == code), code)
+    return next((o for o in item_offers(item) if o["code"] == code), {"code": code, "name": code})
 
 
 def _is_companion(item: dict) -> bool:
-    code = item_type(item)
-    return any(o.get("companion") for o in item_offers(item) if o["code"] == code)
+    return bool(item_offer(item).get("companion"))
 
 
 def max_per_type() -> dict[str, int]:
@@ -126,14 +140,21 @@ def max_per_type() -> dict[str, int]:
     return dict(getattr(settings, "BOOKING_MAX_PER_TICKET_TYPE", {}) or {})
 
 
-def check_ticket_rules(items: list[dict]) -> None:
-    """The rules on the ticket types of one cart (InvalidRequest with a message when broken):
-    a companion ticket only together with a wheelchair space (one companion per space), and at
-    most ``BOOKING_MAX_PER_TICKET_TYPE[code]`` tickets of a type."""
+def ticket_rule_breach(items: list[dict]) -> InvalidRequest | None:
+    """What is wrong with the ticket types of one cart (an InvalidRequest with the buyer's message),
+    or None. A companion ticket is for someone accompanying a wheelchair user: not on the
+    wheelchair space itself, and at most one per wheelchair space in the same booking; at most
+    ``BOOKING_MAX_PER_TICKET_TYPE[code]`` tickets of a type. Choosing a type, the types the cart
+    offers (``choosable_offers``) and checkout all ask this one function."""
+    if any(i.get("wheelchair") and _is_companion(i) for i in items):
+        return InvalidRequest(
+            gettext("A wheelchair space cannot be a companion ticket; the companion sits beside it."),
+            fields={"ticket_type": gettext("Not for a wheelchair space.")},
+        )
     companions = sum(1 for i in items if _is_companion(i))
     spaces = sum(1 for i in items if i.get("wheelchair"))
     if companions > spaces:
-        raise InvalidRequest(
+        return InvalidRequest(
             ngettext(
                 "A companion ticket is only available together with a wheelchair space in the same booking "
                 "(one companion per space; you have %(spaces)d wheelchair space).",
@@ -149,10 +170,32 @@ def check_ticket_rules(items: list[dict]) -> None:
         counts[item_type(item)] = counts.get(item_type(item), 0) + 1
     for code, limit in max_per_type().items():
         if counts.get(code, 0) > limit:
-            name = next((item_type_name(i) for i in items if item_type(i) == code), code)
-            raise InvalidRequest(
+            name = next((ticket_type_name(item_offer(i)) for i in items if item_type(i) == code), code)
+            return InvalidRequest(
                 gettext("At most %(limit)d “%(name)s” tickets per booking.") % {"limit": limit, "name": name}
             )
+    return None
+
+
+def check_ticket_rules(items: list[dict]) -> None:
+    """Raise ``ticket_rule_breach``'s InvalidRequest if the cart's ticket types break a rule."""
+    breach = ticket_rule_breach(items)
+    if breach is not None:
+        raise breach
+
+
+def _with_type(items: list[dict], item: dict, offer: dict) -> list[dict]:
+    """The cart's items as they would be with ``item`` of ``offer``'s type."""
+    changed = {**item, "ticketType": offer["code"], "price": offer["price"]}
+    return [changed if i is item else i for i in items]
+
+
+def choosable_offers(items: list[dict], item: dict) -> list[dict]:
+    """The offers of one of the cart's items that the buyer may choose now: its own type, and each
+    other one ``ticket_rule_breach`` lets through with the rest of the cart as it is (no companion
+    ticket without a wheelchair space, none past a type's limit)."""
+    own = item_type(item)
+    return [o for o in item_offers(item) if o["code"] == own or ticket_rule_breach(_with_type(items, item, o)) is None]
 
 
 def choose_ticket_type(owner: str, cart_id: ObjectId | None, session_id: ObjectId, key: str, code: str) -> dict:
@@ -174,8 +217,7 @@ def choose_ticket_type(owner: str, cart_id: ObjectId | None, session_id: ObjectI
         )
     if item_type(item) == code:
         return cart
-    changed = {**item, "ticketType": code, "price": offer["price"]}
-    check_ticket_rules([changed if i is item else i for i in cart["items"]])
+    check_ticket_rules(_with_type(cart["items"], item, offer))
     updated = mongo.carts().find_one_and_update(
         {
             "_id": cart["_id"],

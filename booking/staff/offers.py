@@ -11,7 +11,7 @@ from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpResponseRedirect
 from django.utils.decorators import method_decorator
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from .. import admin_forms as f
@@ -23,10 +23,41 @@ from .base import CHANGE, AdminMixinBase, bound
 
 
 class TicketTypeForm(forms.Form):
-    code = forms.SlugField(max_length=20, required=False, help_text="e.g. reduced")
-    name = forms.CharField(max_length=60, required=False)
-    description = forms.CharField(max_length=300, required=False, widget=forms.TextInput(attrs={"size": 60}))
-    companion = forms.BooleanField(required=False, help_text="only together with a wheelchair space")
+    """One ticket type. The German name and condition are shown on German pages, tickets and mails
+    (booking/localized.py); empty: the English ones. The condition (``description``) is what its
+    holder must be or show: the cart shows it where the type is chosen, the ticket and the door too."""
+
+    code = forms.SlugField(max_length=20, required=False, help_text=gettext_lazy("e.g. reduced"))
+    name = forms.CharField(max_length=60, required=False, label=gettext_lazy("Name"))
+    name_de = forms.CharField(max_length=60, required=False, label=gettext_lazy("Name in German (optional)"))
+    description = forms.CharField(
+        max_length=300,
+        required=False,
+        label=gettext_lazy("Condition"),
+        help_text=gettext_lazy("e.g. students and seniors; show ID at the door"),
+        widget=forms.TextInput(attrs={"size": 40}),
+    )
+    description_de = forms.CharField(
+        max_length=300,
+        required=False,
+        label=gettext_lazy("Condition in German (optional)"),
+        widget=forms.TextInput(attrs={"size": 40}),
+    )
+    companion = forms.BooleanField(
+        required=False, label=gettext_lazy("Companion"), help_text=gettext_lazy("only beside a wheelchair space")
+    )
+
+    # the form's fields -> the stored ticket type's (services/offers.py)
+    STORED = {"name_de": "nameDe", "description_de": "descriptionDe"}
+
+    @classmethod
+    def initial_for(cls, ticket_type: dict) -> dict:
+        initial = {field: ticket_type.get(cls.STORED.get(field, field), "") for field in cls.base_fields}
+        return {**initial, "companion": bool(ticket_type.get("companion"))}
+
+    @classmethod
+    def stored(cls, data: dict) -> dict:
+        return {cls.STORED.get(field, field): value for field, value in data.items()}
 
 
 TicketTypeFormSet = forms.formset_factory(TicketTypeForm, extra=3, max_num=20, validate_max=True)
@@ -85,7 +116,7 @@ class TicketTypesAdminMixin(AdminMixinBase):
         theater = selectors.get_theater(self.document_id(object_id))
         if theater is None:
             raise Http404("No such theater.")
-        initial = [{**t, "companion": bool(t.get("companion"))} for t in offers.ticket_types(theater)]
+        initial = [TicketTypeForm.initial_for(t) for t in offers.ticket_types(theater)]
         formset = TicketTypeFormSet(bound(request), initial=initial, prefix="types")
         status, error = 200, ""
         if request.method == "POST":
@@ -93,7 +124,9 @@ class TicketTypesAdminMixin(AdminMixinBase):
             status = 400
             if formset.is_valid():
                 rows = [
-                    d for d in formset.cleaned_data if d and (d.get("code") or d.get("name")) and not d.get("DELETE")
+                    TicketTypeForm.stored(d)
+                    for d in formset.cleaned_data
+                    if d and (d.get("code") or d.get("name")) and not d.get("DELETE")
                 ]
                 try:
                     updated = offers.set_theater_ticket_types(theater["_id"], rows)

@@ -20,6 +20,7 @@ from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
 from ..formatting import format_money
 from ..ids import object_id
+from ..localized import sold_ticket_type, ticket_type_name
 from ..order_history import order_history
 from ..seat_grid import parse_seat_key
 from ..services import exchanges
@@ -243,7 +244,7 @@ def plan_view(plan: exchanges.Plan) -> dict:
             "old_price": format_money(o["price"] - o.get("discount", 0), currency),
             "new": f"{n['row']}{n['seat']}",
             "new_price": format_money(n["price"], currency),
-            "type": n["ticketTypeName"],
+            "type": ticket_type_name(sold_ticket_type(n)),
         }
         for o, n in zip(plan.old, plan.new, strict=True)
     ]

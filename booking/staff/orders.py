@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import admin_forms as f
 from ..errors import BookingError
-from ..localized import order_state_label
+from ..localized import order_state_label, sold_ticket_type, ticket_type_name
 from ..services import notifications
 from ..services import orders as order_service
 from . import order_filters, selectors
@@ -138,6 +138,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, MongoModelAdmin):
                 "session": sessions.get(line["sessionId"], {}),
                 "sessionId": str(line["sessionId"]),
                 "category": sessions.get(line["sessionId"], {}).get("categories", {}).get(line["cat"], line["cat"]),
+                "ticket_type": ticket_type_name(sold_ticket_type(line)),  # in the staff member's language
             }
             for line in order["lines"]
         ]

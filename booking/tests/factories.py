@@ -8,10 +8,17 @@ from booking.services.sessions import create_session
 from booking.services.theaters import create_theater
 
 CATEGORIES = [{"code": "s", "name": "Stalls"}, {"code": "p", "name": "Premium"}]
-# Ticket types of a theater (services.offers.set_theater_ticket_types)
+# Ticket types of a theater (services.offers.set_theater_ticket_types); the companion has no
+# German name or condition: German pages show its English name
 TYPES: list[dict] = [
     {"code": "full", "name": "Full price"},
-    {"code": "reduced", "name": "Reduced", "description": "Students, seniors 65+; show proof at the door"},
+    {
+        "code": "reduced",
+        "name": "Reduced",
+        "nameDe": "Ermäßigt",
+        "description": "Students, seniors 65+; show proof at the door",
+        "descriptionDe": "Studierende, Senioren ab 65; Nachweis am Einlass zeigen",
+    },
     {"code": "companion", "name": "Companion", "companion": True},
 ]
 SMALL_GRID = """\

@@ -40,6 +40,36 @@ def test_staff_edit_ticket_types(manager_client):
     assert [t["code"] for t in stored] == ["full", "reduced", "companion"] and stored[2]["companion"] is True
 
 
+def test_staff_give_a_ticket_type_a_german_name_and_a_condition_in_both_languages(manager_client):
+    theater = make_theater()
+    rows = [
+        {"code": "full", "name": "Full price", "name_de": "Normalpreis"},
+        {
+            "code": "concession",
+            "name": "Concession",
+            "name_de": "Ermäßigt",
+            "description": "Students and seniors; show ID at the door",
+            "description_de": "Studierende und Senioren; Ausweis am Einlass zeigen",
+        },
+        {"code": "child", "name": "Child (under 14)"},
+    ]
+    assert manager_client.post(types_url(theater), types_post(rows)).status_code == 302
+    stored = mongo.theaters().find_one({"_id": theater["_id"]})["ticketTypes"]
+    assert stored == [
+        {"code": "full", "name": "Full price", "nameDe": "Normalpreis", "description": ""},
+        {
+            "code": "concession",
+            "name": "Concession",
+            "nameDe": "Ermäßigt",
+            "description": "Students and seniors; show ID at the door",
+            "descriptionDe": "Studierende und Senioren; Ausweis am Einlass zeigen",
+        },
+        {"code": "child", "name": "Child (under 14)", "description": ""},  # German pages: the English name
+    ]
+    page = manager_client.get(types_url(theater)).content.decode()
+    assert 'value="Ermäßigt"' in page and 'value="Studierende und Senioren; Ausweis am Einlass zeigen"' in page
+
+
 @pytest.mark.parametrize(
     "rows",
     [

@@ -7,14 +7,19 @@ from datetime import timedelta
 
 import pytest
 from bson import ObjectId
+from django.utils import translation
 
 from booking import clock, mongo
 from booking.demo_stadium import create_match, create_stadium
 from booking.errors import InvalidRequest, NotFound
 from booking.invariants import check_invariants
 from booking.services import checkin, orders
-from booking.tests.checkin_support import scope_of, sell, tickets
-from booking.tests.factories import make_session, stored_against_id_order, two_sessions_at_the_same_start
+from booking.tests.checkin_support import a_reduced_ticket, scope_of, sell, tickets
+from booking.tests.factories import (
+    make_session,
+    stored_against_id_order,
+    two_sessions_at_the_same_start,
+)
 from booking.tests.threads import PerThreadClient
 
 
@@ -43,6 +48,7 @@ def test_a_valid_ticket_is_admitted_once_with_time_door_and_staff(show):
         "section": "",
         "category": "Premium",
         "type": "Full price",  # every order line now has a ticket type
+        "condition": "",  # what the holder must show, if the type asks for something
         "name": "Ada Q. Lovelace",
         "ref": order["ref"],
     }
@@ -74,6 +80,23 @@ def test_the_ticket_type_is_shown_when_the_line_has_one(show):
         array_filters=[{"l.ticket": code}],
     )
     assert checkin.check_in(scope_of(session), code=code, door="A", by="x").ticket["type"] == "Reduced"
+
+
+@pytest.mark.parametrize(
+    "language, name, condition",
+    [
+        ("de", "Ermäßigt", "Studierende, Senioren ab 65; Nachweis am Einlass zeigen"),
+        ("en", "Reduced", "Students, seniors 65+; show proof at the door"),
+    ],
+)
+def test_the_door_reads_the_ticket_type_and_what_to_show_in_its_own_language(language, name, condition):
+    session, code = a_reduced_ticket()
+    scope = scope_of(session)
+    with translation.override(language):
+        admitted = checkin.check_in(scope, code=code, door="A", by="anna").ticket
+        [listed] = checkin.door_list(scope)  # what an offline door shows
+    assert (admitted["type"], admitted["condition"]) == (name, condition)
+    assert (listed["type"], listed["condition"]) == (name, condition)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from django.test import Client
 from booking import clock, mongo
 from booking.invariants import check_invariants
 from booking.services import checkin, orders
-from booking.tests.checkin_support import door_staff, sell, tickets
+from booking.tests.checkin_support import a_reduced_ticket, door_staff, sell, tickets
 from booking.tests.factories import make_session
 
 pytestmark = pytest.mark.django_db
@@ -159,6 +159,19 @@ def test_a_scan_as_a_plain_form_post_renders_the_verdict(door, show):
     assert 'class="result ok"' in html and "Row B · Seat 3" in html
     html = door.post(url(session, "scan"), {"code": tickets(order)[0], "door": "North"}).content.decode()
     assert 'class="result bad"' in html and "Already used" in html and "Used at North" in html
+
+
+def test_the_door_page_says_the_ticket_type_and_what_to_ask_for_in_german(door):
+    session, code = a_reduced_ticket()
+    html = door.post(url(session, "scan"), {"code": code, "door": "North"}, HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert (
+        "Ermäßigt" in html
+        and '<p class="condition">Studierende, Senioren ab 65; Nachweis am Einlass zeigen</p>' in html
+    )
+    listed = door.get(url(session, "tickets.json"), HTTP_ACCEPT_LANGUAGE="de").json()["tickets"]  # offline doors
+    assert [(t["type"], t["condition"]) for t in listed] == [
+        ("Ermäßigt", "Studierende, Senioren ab 65; Nachweis am Einlass zeigen")
+    ]
 
 
 def test_canceled_and_wrong_session_tickets_are_red(door, show):

@@ -27,3 +27,25 @@ def test_the_demo_reads_in_german_on_a_german_page(client):
     grand = next(s for s in selectors.upcoming_sessions() if s["name"] == "The Magic Flute")
     legend = client.get(f"/sessions/{grand['_id']}/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
     assert "Hinteres Parkett <strong>" in legend and "Back stalls" not in legend
+
+
+def test_the_demo_sells_ticket_types_named_in_german_on_german_pages(client):
+    """The demo halls offer concessions, children's and companion tickets, each with a German name
+    (and the concession its condition), priced in every demo performance."""
+    demo.seed()
+    for hall in mongo.theaters().find({"name": {"$in": ["Grand Hall", "Studio Stage"]}}):
+        types = hall["ticketTypes"]
+        assert len(types) > 2 and all(t.get("nameDe") for t in types)
+        assert any(t.get("descriptionDe") for t in types) and any(t.get("companion") for t in types)
+    listed = next(s for s in selectors.upcoming_sessions() if s["name"] == "The Magic Flute")
+    flute = mongo.sessions().find_one({"_id": listed["_id"]})
+    assert flute["typePrices"]
+    row, cell = next(
+        (r, c)
+        for r, line in enumerate(flute["layout"]["rows"])
+        for c, seat in enumerate(line["cells"])
+        if seat and seat["cat"] == "s"
+    )
+    assert client.post(f"/sessions/{flute['_id']}/hold", {"seats": f"{row}:{cell}"}).status_code in (200, 302)
+    cart = client.get("/cart/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Normalpreis –" in cart and "Ermäßigt –" in cart and "Concession" not in cart

@@ -1,19 +1,17 @@
 """Ticket types and the promo code on what a buyer and staff read afterwards: the
 tickets page, the VAT receipt (PDF), the confirmation mail and the admin's order page."""
 
-import base64
-import re
-import zlib
-
 import pytest
 from django.test import Client
+from django.utils import translation
 
-from booking import mongo
+from booking import mongo, ticket_pdf
 from booking.invariants import check_invariants
 from booking.payments import pdf
 from booking.services import checkout, holds, notifications, offers, promos
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
+from booking.tests.pdf_reading import drawn_strings
 
 pytestmark = pytest.mark.django_db
 
@@ -38,16 +36,8 @@ def paid_order(settings):
 
 
 def pdf_text(data: bytes) -> str:
-    """The text a PDF from ReportLab shows: its page streams (ASCII85, then Flate) decoded, the
-    strings its Tj operators draw."""
-    texts = []
-    for stream in re.findall(rb"stream\r?\n(.*?)endstream", data, re.S):
-        try:
-            content = zlib.decompress(base64.a85decode(b"<~" + stream.strip(), adobe=True))
-        except (ValueError, zlib.error):
-            continue  # not a page's content (an image, a font)
-        texts += [t.decode("latin-1") for t in re.findall(rb"\(((?:[^()\\]|\\.)*)\)\s*Tj", content)]
-    return " ".join(texts).replace("\\(", "(").replace("\\)", ")")
+    """The text a PDF from ReportLab shows: the strings it draws, in order, one space between."""
+    return " ".join(d.text for d in drawn_strings(data))
 
 
 def test_the_order_keeps_types_prices_and_the_code(paid_order):
@@ -93,3 +83,60 @@ def test_the_admin_order_page_shows_the_types_and_the_code(paid_order, manager_c
     page = manager_client.get(f"/admin/booking/order/{paid_order['_id']}/change/").content.decode()
     assert page.count("<td>Reduced</td>") == 1 and page.count("<td>Full price</td>") == 2
     assert "<code>SPRING-24</code>: −€4 (tickets €55 before it)" in page and 'line-discount">−€2</span>' in page
+
+
+def german(text: str) -> bool:
+    return "Ermäßigt" in text and "Normalpreis" in text and "Reduced" not in text and "Full price" not in text
+
+
+def english(text: str) -> bool:
+    return "Reduced" in text and "Full price" in text and "Ermäßigt" not in text and "Normalpreis" not in text
+
+
+def test_the_ticket_type_reads_in_the_buyers_language_on_every_page_and_document(paid_order, manager_client):
+    """The type's German name (staff's ``nameDe``), kept on the order, on the confirmation and
+    tickets pages, the mail, the receipt, the printed tickets and the staff's order page in German;
+    the English name in English."""
+    ref, email = paid_order["ref"], {"email": "ada@example.com"}
+    for language, reads in (("de", german), ("en", english)):
+        buyer = Client(HTTP_ACCEPT_LANGUAGE=language)
+        assert reads(buyer.get(f"/orders/{ref}/", email).content.decode())
+        assert reads(buyer.get(f"/orders/{ref}/tickets/", email).content.decode())
+        staff_page = manager_client.get(
+            f"/admin/booking/order/{paid_order['_id']}/change/", HTTP_ACCEPT_LANGUAGE=language
+        )
+        assert reads(staff_page.content.decode())
+        mail = notifications.confirmation_message({**paid_order, "language": language})
+        assert reads(str(mail.body)) and reads(str(mail.alternatives[0][0]))
+        with translation.override(language):
+            assert reads(pdf_text(pdf.receipt_pdf(paid_order)))
+            assert reads(pdf_text(ticket_pdf.tickets_pdf(paid_order)))
+            assert reads(pdf_text(ticket_pdf.tickets_pdf(paid_order, ticket_pdf.THERMAL)))
+
+
+def test_a_ticket_type_without_a_german_name_reads_in_english_on_german_pages(paid_order):
+    """An order sold before the type had a German name (or one staff never gave one) keeps its
+    English name; only the built-in "Full price" is translated."""
+    mongo.orders().update_one({"_id": paid_order["_id"]}, {"$unset": {"lines.$[].ticketTypeNameDe": ""}})
+    order = mongo.orders().find_one({"_id": paid_order["_id"]})
+    page = Client(HTTP_ACCEPT_LANGUAGE="de").get(f"/orders/{order['ref']}/", {"email": "ada@example.com"})
+    text = page.content.decode()
+    assert "Reduced" in text and "Normalpreis" in text and "Ermäßigt" not in text
+    with translation.override("de"):
+        receipt = pdf_text(pdf.receipt_pdf(order))
+    assert "Reduced" in receipt and "Normalpreis" in receipt
+
+
+def test_the_ticket_says_what_its_holder_must_show(paid_order):
+    """The reduced type's condition on the e-ticket and on both printed layouts, in the buyer's
+    language; the full price tickets ask for nothing."""
+    for language, condition in (
+        ("de", "Studierende, Senioren ab 65; Nachweis am Einlass zeigen"),
+        ("en", "Students, seniors 65+; show proof at the door"),
+    ):
+        buyer = Client(HTTP_ACCEPT_LANGUAGE=language)
+        tickets = buyer.get(f"/orders/{paid_order['ref']}/tickets/", {"email": "ada@example.com"}).content.decode()
+        assert tickets.count(condition) == 1
+        with translation.override(language):
+            for layout in ticket_pdf.LAYOUTS:
+                assert pdf_text(ticket_pdf.tickets_pdf(paid_order, layout)).count(condition) == 1, layout

@@ -2,12 +2,15 @@
 when threads race for the next number; the receipt PDF."""
 
 import threading
+from datetime import UTC, datetime
 
 import pytest
 from bson import ObjectId
+from django.utils import translation
 
 from booking import faults, mongo
 from booking.payments import pdf, receipts
+from booking.tests.pdf_reading import collisions, drawn_strings
 from booking.tests.test_offer_documents import pdf_text
 
 THEATER = ObjectId()
@@ -134,3 +137,71 @@ def test_receipt_pdf_is_a_pdf_with_the_number_and_vat():
     assert "7 % 32.71 EUR 2.29 EUR 35.00 EUR" in text
     assert "19 % 1.26 EUR 0.24 EUR 1.50 EUR" in text
     assert "36.50 EUR" in text
+
+
+def a_crowded_receipt_order() -> dict:
+    """Every kind of row a receipt has, with long German words: a wheelchair space, a refunded and
+    an exchanged ticket, a promo code, the booking fee and an exchange's top-up at the counter."""
+    session = {
+        "_id": ObjectId(),
+        "theaterId": THEATER,
+        "name": "The Magic Flute",
+        "nameDe": "Die Zauberflöte",
+        "theaterName": "Grand Hall",
+        "theaterNameDe": "Großes Haus",
+        "start": datetime(2026, 11, 29, 18, 30, tzinfo=UTC),
+        "categories": {"b": "Back stalls", "p": "Premium"},
+        "categoriesDe": {"b": "Hinteres Parkett"},
+    }
+
+    def line(seat, cat, price, kind, name, name_de="", **extra):
+        german = {"ticketTypeNameDe": name_de} if name_de else {}
+        return {
+            "sessionId": session["_id"],
+            "row": "G",
+            "seat": seat,
+            "cat": cat,
+            "price": price,
+            "vat": "7",
+            "ticket": f"t{seat}",
+            "ticketType": kind,
+            "ticketTypeName": name,
+            **german,
+            **extra,
+        }
+
+    return an_order(
+        name="Ada Lovelace",
+        email="ada@example.com",
+        currency="EUR",
+        sessions=[session],
+        lines=[
+            line("20", "b", 4000, "full", "Full price", discount=400),
+            line("21", "b", 2000, "concession", "Concession", "Ermäßigt"),
+            line("22", "b", 1000, "child", "Child (under 14)", "Kind (unter 14)", wheelchair=True),
+            line("23", "p", 0, "companion", "Companion", "Begleitperson"),
+        ],
+        refundedLines=[line("24", "b", 4000, "full", "Full price")],
+        exchangedLines=[line("19", "b", 4000, "full", "Full price")],
+        fee={"amount": 150, "vat": "19"},
+        total=6750,
+        promo={"code": "SPRING-24"},
+        topUps=[{"provider": "box_office", "amount": 500}],
+        paidWith={"provider": "box_office", "amount": 6750},
+        paidOn=datetime(2026, 11, 20, 9, 0, tzinfo=UTC),
+    )
+
+
+@pytest.mark.parametrize("language", ["de", "en"])
+def test_the_receipts_columns_never_run_into_each_other(language):
+    """Measured where the PDF draws each string: no two strings on a line overlap, headers
+    included ("Kategorie, Ticket" ran into "MwSt."), and nothing leaves the page's margins."""
+    with translation.override(language):
+        drawn = drawn_strings(pdf.receipt_pdf(a_crowded_receipt_order()))
+    words = " ".join(d.text for d in drawn)
+    head = ("Kategorie," if language == "de" else "Category,", "MwSt." if language == "de" else "VAT")
+    assert all(word in words for word in head), words
+    assert ("(umgebucht)" in words) == (language == "de")  # the exchanged ticket's old seat
+    assert collisions(drawn) == []
+    page_width = 595.28
+    assert [d.text for d in drawn if d.x < pdf.MARGIN or d.end > page_width - pdf.MARGIN] == []

@@ -2,8 +2,10 @@
 
 import pytest
 
+from booking.layouts import parse_grid
 from booking.services import offers
-from booking.tests.factories import TYPES, make_session, make_theater
+from booking.services.theaters import create_theater
+from booking.tests.factories import CATEGORIES, TYPES, make_session, make_theater
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +64,36 @@ def test_promo_code_field_applies_says_why_not_and_is_rate_limited(client, setti
     assert "HALF" in good and "€20" in good
     assert client.post("/cart/promo", {"code": "X"}).status_code == 400  # the third try this minute
     assert client.post("/cart/promo", {"code": "X"}).status_code == 429  # the fourth
+
+
+def test_the_cart_and_checkout_name_the_ticket_types_in_the_buyers_language(client):
+    """German names where staff gave one (else the English name), the built-in full price
+    translated; the chosen type's condition beside its choice."""
+    theater = make_theater()
+    offers.set_theater_ticket_types(theater["_id"], [*TYPES, {"code": "student", "name": "Student"}])
+    session = make_session(theater)
+    offers.set_price_table(session["_id"], {"s": 2000, "p": 3500}, {"reduced": {"s": 1500}, "student": {"s": 1200}})
+    held(client, session, "0:0", "0:1")
+    assert choose(client, session, "0:1", "reduced").status_code == 302
+    german = client.get("/cart/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Normalpreis – 20" in german and "Ermäßigt – 15" in german and "Student – 12" in german
+    assert "Reduced" not in german and "Full price" not in german
+    assert german.count("Studierende, Senioren ab 65; Nachweis am Einlass zeigen") == 1
+    english = client.get("/cart/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Full price – €20" in english and "Reduced – €15" in english and "Student – €12" in english
+    assert english.count("Students, seniors 65+; show proof at the door") == 1
+    checkout = client.get("/checkout/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Ermäßigt" in checkout and "Reduced" not in checkout
+
+
+def test_the_cart_offers_a_companion_ticket_only_beside_a_wheelchair_space(client, settings):
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    theater = create_theater("Access Hall", parse_grid("A: sS..ssss\nB: ssssssss\n", CATEGORIES))
+    offers.set_theater_ticket_types(theater["_id"], TYPES)
+    session = make_session(theater)
+    offers.set_price_table(session["_id"], {"s": 2000}, {"reduced": {"s": 1500}, "companion": {"s": 0}})
+    held(client, session, "1:0")
+    cart = client.get("/cart/").content.decode()
+    assert 'value="reduced"' in cart and 'value="companion"' not in cart and "Companion" not in cart
+    held(client, session, "0:1")  # the wheelchair space
+    assert 'value="companion"' in client.get("/cart/").content.decode()

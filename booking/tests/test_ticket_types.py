@@ -141,6 +141,39 @@ def test_companion_only_with_a_wheelchair_space_in_the_same_cart():
     assert selectors.get_cart(ALICE, result.cart_id)["state"] == "active"
 
 
+def test_the_types_offered_for_a_seat_are_exactly_those_choosing_accepts(settings):
+    """The cart offers a type only if choosing it now passes the rules that refuse it (a companion
+    ticket needs a wheelchair space, a type's limit per booking): tried for every seat and type."""
+    settings.BOOKING_MAX_PER_TICKET_TYPE = {"reduced": 1}
+    theater = create_theater("Access Hall", parse_grid("A: sS..ssss\nB: ssssssss\n", CATEGORIES))
+    session = priced_session(theater=theater, table={"reduced": {"s": 1500}, "companion": {"s": 0}})
+    cart_id = holds.hold_seats(session["_id"], ALICE, None, ["1:0", "1:1"], allow_orphans=True).cart_id
+
+    def offered() -> dict[str, list[str]]:
+        items = selectors.get_cart(ALICE, cart_id)["items"]
+        return {i["key"]: [o["code"] for o in offers.choosable_offers(items, i)] for i in items}
+
+    def accepted() -> dict[str, list[str]]:
+        chosen: dict[str, list[str]] = {}
+        for it in selectors.get_cart(ALICE, cart_id)["items"]:
+            chosen[it["key"]] = []
+            for offer in offers.item_offers(it):
+                try:
+                    offers.choose_ticket_type(ALICE, cart_id, session["_id"], it["key"], offer["code"])
+                except InvalidRequest:
+                    continue
+                chosen[it["key"]].append(offer["code"])
+                offers.choose_ticket_type(ALICE, cart_id, session["_id"], it["key"], offers.item_type(it))  # back
+        return chosen
+
+    assert offered() == accepted() == {"1:0": ["full", "reduced"], "1:1": ["full", "reduced"]}  # no companion
+    offers.choose_ticket_type(ALICE, cart_id, session["_id"], "1:0", "reduced")
+    assert offered() == accepted() == {"1:0": ["full", "reduced"], "1:1": ["full"]}  # one reduced per booking
+    holds.hold_seats(session["_id"], ALICE, cart_id, ["0:1"], allow_orphans=True)  # a wheelchair space
+    companions = {"1:0": ["full", "reduced", "companion"], "1:1": ["full", "companion"], "0:1": ["full"]}
+    assert offered() == accepted() == companions  # not for the wheelchair space itself
+
+
 def test_max_per_type_per_order(settings):
     settings.BOOKING_MAX_PER_TICKET_TYPE = {"reduced": 1}
     session = priced_session()

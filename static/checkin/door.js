@@ -472,6 +472,7 @@
     if (r.ticket) {
       box.append(text("p", seatText(r.ticket), "seat"));
       box.append(text("p", r.ticket.category + (r.ticket.type ? " · " + r.ticket.type : ""), "detail"));
+      if (r.ticket.condition) box.append(text("p", r.ticket.condition, "condition")); // what to ask the holder for
       box.append(text("p", r.ticket.name + " · " + r.ticket.ref, "who"));
     }
     let why = "";
@@ -690,6 +691,7 @@
     const info = document.createElement("div");
     info.append(text("strong", seatText(hit)));
     info.append(text("span", hit.name + " · " + hit.ref + (hit.type ? " · " + hit.type : "")));
+    if (hit.condition) info.append(text("span", hit.condition, "condition"));
     if (!hit.ok) info.append(text("em", notValidWhy(hit)));
     else if (hit.used) info.append(text("em", fill(gettext("Used at %(door)s, %(time)s"), { door: hit.used.door, time: time(hit.used.at) })));
     // a ticket that will not admit is still checked (the door sees why, in red), but not offered as "Admit"
