@@ -18,6 +18,8 @@ from .order_changes import ROUTES as CHANGE_ROUTES
 from .order_changes import OrderChangesMixin
 from .order_payments import ROUTES as PAYMENT_ROUTES
 from .order_payments import OrderPaymentsMixin
+from .order_prints import ROUTES as PRINT_ROUTES
+from .order_prints import OrderPrintsMixin
 
 
 def staff_name(user) -> str:
@@ -26,13 +28,14 @@ def staff_name(user) -> str:
     return f"{name} <{user.email}>" if user.email else name
 
 
-class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, MongoModelAdmin):
+class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoModelAdmin):
     routes = [
         ("", "order_list", "changelist"),
         ("<str:object_id>/change/", "order_detail", "change"),
         ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
         *PAYMENT_ROUTES,  # refund tickets, retry a refund, paid at the box office
         *CHANGE_ROUTES,  # move tickets to other seats (exchange)
+        *PRINT_ROUTES,  # its tickets and receipt as PDFs
     ]
 
     def has_add_permission(self, request):
@@ -147,6 +150,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, MongoModelAdmin):
                 "form": form,
                 "cart_id": str(order["cartId"]),
                 **self.payment_context(request, order),
+                **self.print_context(order),  # tickets and receipt to print (staff/order_prints.py)
                 **self.history_context(order),  # what happened to it; exchange (staff/order_changes.py)
             },
             status=status,

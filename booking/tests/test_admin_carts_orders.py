@@ -1,14 +1,17 @@
 """Carts and orders in the admin: find them, force-expire a cart, cancel an order, re-send its mail."""
 
+import re
+
 import pytest
 from django.contrib.admin.models import CHANGE
 from django.core import mail
 
 from booking import mongo
 from booking.seat_grid import FREE, HELD
-from booking.services import holds, notifications
+from booking.services import checkout, counter, holds, notifications, orders
 from booking.tests.admin_support import assert_consistent, last_log, make_staff, sell
 from booking.tests.factories import make_session
+from booking.tests.pdfs import page_count, pdf_text
 from theater_site.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
@@ -211,8 +214,6 @@ def test_staff_see_a_failed_refund_and_retry_it(manager_client, settings):
 
 
 def test_staff_mark_a_box_office_reservation_paid_at_the_counter(manager_client):
-    from booking.services import checkout
-
     session = make_session()
     mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
     cart = holds.hold_seats(session["_id"], "s:guest", None, ["0:0", "0:1"])
@@ -226,3 +227,75 @@ def test_staff_mark_a_box_office_reservation_paid_at_the_counter(manager_client)
     assert stored["state"] == "paid" and stored["paidWith"]["by"] == "manager <manager@theater.example>"
     assert "Mark paid at the box office" not in response.content.decode()
     assert_consistent()
+
+
+def print_links(page: str) -> dict[str, str]:
+    """The order page's print links by what they print: tickets-page, tickets-thermal, receipt."""
+    links = {}
+    for href in re.findall(r'href="([^"]+\.pdf[^"]*)"', page):
+        href = href.replace("&amp;", "&")
+        if "receipt" in href:
+            links["receipt"] = href
+        elif "tickets" in href:
+            links["tickets-" + href.rsplit("layout=", 1)[-1]] = href
+    return links
+
+
+def assert_prints(client, order: dict, *, receipt: bool = True) -> None:
+    """Every print link of the order page answers its PDF, naming the order and its seats."""
+    links = print_links(client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode())
+    expected = {"tickets-page", "tickets-thermal", *(["receipt"] if receipt else [])}
+    assert set(links) == expected, links
+    seats = [f"Row {line['row']}  ·  Seat {line['seat']}" for line in order["lines"]]
+    for kind, href in links.items():
+        answer = client.get(href)
+        assert answer.status_code == 200 and answer["Content-Type"] == "application/pdf", kind
+        text = pdf_text(answer.content)
+        assert order["ref"] in text, kind
+        if kind == "receipt":
+            stored = mongo.orders().find_one({"_id": order["_id"]})
+            assert f"Receipt {stored['receiptNo']:06d}" in text
+        else:
+            assert all(seat in text for seat in seats) and page_count(answer.content) == len(seats), kind
+
+
+def test_every_paid_order_page_offers_its_tickets_and_receipt_to_print_again(manager_client, manager):
+    session = make_session()
+    online = sell(session["_id"], ["0:0", "0:1"])
+    assert_prints(manager_client, online)
+
+    staff = counter.staff_owner(manager.pk)
+    hold = holds.hold_seats(session["_id"], staff, None, ["1:2", "1:3"])
+    sale = counter.CounterSale(name="Grace Hopper", method=counter.CASH, by="manager", by_id=manager.pk)
+    at_the_counter = counter.sell(staff, hold.cart_id, sale)
+    assert_prints(manager_client, at_the_counter)
+
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    cart = holds.hold_seats(session["_id"], "s:guest", None, ["2:0", "2:1"])
+    reserved = checkout.checkout("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
+    page = manager_client.get(f"/admin/booking/order/{reserved['_id']}/change/").content.decode()
+    assert print_links(page) == {}  # no valid tickets before it is paid
+    manager_client.post(f"/admin/booking/order/{reserved['_id']}/mark-paid/")
+    assert_prints(manager_client, reserved)
+
+
+def test_printing_an_orders_tickets_is_checked_like_its_page(client, manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    links = print_links(manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode())
+    assert manager_client.get(links["tickets-page"].replace("layout=page", "layout=poster")).status_code == 400
+    client.logout()
+    client.force_login(make_staff("seller", ["view_session"]))
+    for href in links.values():
+        assert client.get(href).status_code == 403
+    client.force_login(make_staff("reader", ["view_order"]))  # may see the order page: may print it
+    for href in links.values():
+        assert client.get(href).status_code == 200
+    client.logout()
+    assert all(client.get(href).status_code == 302 for href in links.values())  # to the login
+    assert client.get("/admin/booking/order/000000000000000000000000/tickets.pdf").status_code in (302, 404)
+    orders.cancel_order(order["_id"], by="staff", reason="test")
+    client.force_login(make_staff("boss", ["view_order"]))
+    refunded = client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert set(print_links(refunded)) == {"receipt"}  # its tickets are void; the receipt says so
+    assert client.get(links["tickets-page"]).status_code == 409
