@@ -535,9 +535,7 @@ class CancelOrderForm(forms.Form):
         max_length=500,
         widget=forms.HiddenInput,
         error_messages={
-            "required": gettext_lazy(
-                "Open the cancellation page of this order and confirm there; nothing was changed."
-            )
+            "required": gettext_lazy("Open the cancellation page of this order and confirm there; nothing was changed.")
         },
     )
 
