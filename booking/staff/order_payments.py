@@ -17,6 +17,7 @@ from ..payments.money import format_money
 from ..services import payments as payment_service
 from ..services import refunds as refund_service
 from .base import CHANGE, AdminMixinBase
+from .counter import METHOD_CHOICES
 
 PAID_LATER = ("box_office", "invoice")  # staff record the money: at the box office, or an invoice paid
 
@@ -73,6 +74,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             "can_refund": order["state"] in payment_service.SEAT_OWNING and bool(order.get("paidWith")),
             "can_mark_paid": order.get("method") in PAID_LATER and order["state"] in payment_service.PAYABLE,
             "payment": order.get("payment") or {},
+            "method_label": dict(METHOD_CHOICES).get(order.get("method", ""), order.get("method", "")),
             "paid_with": order.get("paidWith") or {},
         }
 

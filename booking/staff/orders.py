@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from .. import admin_forms as f
 from ..errors import BookingError
 from ..formatting import seat_label
-from ..localized import order_state_label
+from ..localized import order_category, order_state_label
 from ..payments.money import format_money
 from ..services import notifications
 from ..services import orders as order_service
@@ -111,7 +111,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
                 **line,
                 "session": sessions.get(line["sessionId"], {}),
                 "sessionId": str(line["sessionId"]),
-                "category": sessions.get(line["sessionId"], {}).get("categories", {}).get(line["cat"], line["cat"]),
+                "category": order_category(sessions.get(line["sessionId"], {}), line["cat"]),
             }
             for line in order["lines"]
         ]
