@@ -111,7 +111,7 @@ class ExchangeForm(forms.Form):
         return object_id_or_none(raw) if raw else None
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("seats") and data.get("map") is None:
             self.add_error("seats", _("The seat map was not sent with the seats; tick the new seats again."))
         return data
