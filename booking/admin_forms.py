@@ -544,9 +544,18 @@ class CancelSessionForm(forms.Form):
 
 class CancelOrderForm(forms.Form):
     reason = forms.CharField(
+        label=gettext_lazy("Reason"),
         max_length=200,
         widget=forms.TextInput(attrs={"size": 50}),
         help_text=gettext_lazy("Kept with the order, e.g. 'customer called, cannot come'."),
+    )
+    # the cancellation page's token: staff saw what canceling does before it is done
+    confirmation = forms.CharField(
+        max_length=500,
+        widget=forms.HiddenInput,
+        error_messages={
+            "required": gettext_lazy("Open the cancellation page of this order and confirm there; nothing was changed.")
+        },
     )
 
 

@@ -8,7 +8,7 @@ tickets use it. A page in German shows the German text where there is one, else 
 
 from django.conf import settings
 from django.utils import translation
-from django.utils.translation import gettext, gettext_lazy, gettext_noop
+from django.utils.translation import gettext, gettext_lazy, gettext_noop, pgettext_lazy
 
 # The languages besides the source language, and the suffix of their fields ("de" -> nameDe).
 TRANSLATED_FIELDS = ("name", "description")
@@ -132,3 +132,22 @@ ORDER_STATE_LABELS = {
 
 def order_state_label(state: str) -> str:
     return str(ORDER_STATE_LABELS.get(state, state.replace("_", " ")))
+
+
+# The status of a payment, a refund, an exchange or a mail, as staff read it on an order's page.
+STATUS_LABELS = {
+    "pending": pgettext_lazy("status", "pending"),
+    "sent": pgettext_lazy("status", "sent"),
+    "failed": pgettext_lazy("status", "failed"),
+    "none": pgettext_lazy("status", "none (no address)"),
+    "open": pgettext_lazy("status", "open"),
+    "action": pgettext_lazy("status", "waiting for the customer"),
+    "processing": pgettext_lazy("status", "processing"),
+    "succeeded": pgettext_lazy("status", "succeeded"),
+    "canceled": pgettext_lazy("status", "canceled"),
+    "abandoned": pgettext_lazy("status", "not done"),
+}
+
+
+def status_label(status: str) -> str:
+    return str(STATUS_LABELS.get(status, status))

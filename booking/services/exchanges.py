@@ -127,8 +127,25 @@ def _new_line(order: dict, old: dict, session: dict, key: str, theater: dict | N
     }
 
 
-def plan(order_id: ObjectId, tickets: Sequence[str], session_id: ObjectId, keys: Sequence[str]) -> Plan:
-    """Check an exchange and price it, without writing anything (the staff's preview)."""
+def plan(
+    order_id: ObjectId,
+    tickets: Sequence[str],
+    session_id: ObjectId,
+    keys: Sequence[str],
+    *,
+    seats_of: ObjectId | None = None,
+) -> Plan:
+    """Check an exchange and price it, without writing anything (the staff's preview).
+    ``seats_of``: the performance whose seat map the seats were ticked on, when staff ticked them
+    on a page; a seat key is only a row and a column, so seats ticked on another map are refused."""
+    if seats_of is not None and seats_of != session_id:
+        raise InvalidRequest(
+            _(
+                "The new seats were ticked on the seat map of another performance than the one chosen "
+                "in the list; tick them again on the map of the chosen performance."
+            ),
+            fields={"seats": _("Tick the seats on the map of the chosen performance.")},
+        )
     order = _order(order_id)
     if order["state"] not in SEAT_OWNING_ORDER_STATES or not order.get("paidWith"):
         raise Conflict(_("Order %(ref)s is not paid; only paid tickets can be exchanged.") % {"ref": order["ref"]})
@@ -188,15 +205,16 @@ def exchange(
     settle: str = PROVIDER,
     by: str = "",
     reason: str = "",
+    seats_of: ObjectId | None = None,
 ) -> dict:
     """Move ``tickets`` of the order to ``keys`` of ``session_id``. ``settle``: ``provider``: a
     cheaper seat's difference goes back through the order's payments, a dearer one is paid online
     by the customer (the exchange waits in ``awaiting_payment``: a card cannot be charged again
     without its holder); ``counter``: either is settled in cash or by card terminal at the counter.
-    Returns the order afterwards."""
+    ``seats_of``: as for ``plan``. Returns the order afterwards."""
     if settle not in SETTLEMENTS:
         raise InvalidRequest(_("Choose how the price difference is settled."))
-    found = plan(order_id, tickets, session_id, keys)
+    found = plan(order_id, tickets, session_id, keys, seats_of=seats_of)
     online = payments.provider(found.order["paidWith"]["provider"]).online and payments.card_available()
     if found.difference > 0 and settle != COUNTER and not online:
         raise InvalidRequest(

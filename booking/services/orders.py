@@ -5,6 +5,7 @@ then seatsReleased true. Freeing seats before canceling could sell a seat twice 
 this order of writes can only leave seats sold a little longer, and reconcile finishes it.
 """
 
+import hashlib
 import logging
 from datetime import UTC, datetime
 
@@ -15,6 +16,7 @@ from django.utils.translation import gettext
 from .. import clock, mongo
 from ..domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
 from ..errors import Conflict, NotFound
+from ..localized import order_state_label
 from ..reports import marks
 from ..seat_grid import BLOCKED, FREE, SOLD, cell_path, parse_seat_key
 from . import promos
@@ -29,11 +31,52 @@ def purge_at(created_on: datetime) -> datetime:
     return datetime(created_on.year + 1 + settings.BOOKING_ORDER_RETENTION_YEARS, 1, 1, tzinfo=UTC)
 
 
-def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "") -> dict:
+# What staff may cancel: a sale (its money goes back) or a reservation not paid yet.
+CANCELABLE = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED, OrderState.PENDING_PAYMENT)
+
+
+def require_cancelable(order: dict) -> None:
+    if order["state"] not in CANCELABLE:
+        raise Conflict(
+            gettext("Order %(ref)s is %(state)s; there is nothing to cancel.")
+            % {"ref": order["ref"], "state": order_state_label(order["state"]).lower()}
+        )
+
+
+def cancel_fingerprint(order: dict) -> str:
+    """What canceling the order depends on, in short: its state, tickets, payments and refunds,
+    and whom the mail goes to. Staff confirm a cancellation they saw; any change since (a ticket
+    refunded or moved, a payment) gives another fingerprint."""
+    facts = [
+        order["state"],
+        order.get("total"),
+        order.get("email"),
+        order.get("exchangeOpen"),
+        (order.get("paidWith") or {}).get("id"),
+        [line["ticket"] for line in order.get("lines", [])],
+        [refund["_id"] for refund in order.get("refunds") or []],
+        [top_up.get("id") for top_up in order.get("topUps") or []],
+    ]
+    return hashlib.sha256(repr(facts).encode()).hexdigest()[:24]
+
+
+def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "", confirmed: str | None = None) -> dict:
+    """Cancel the order: its seats free again, its money back through its payments (or its
+    reservation ended), the customer told. ``confirmed``: the ``cancel_fingerprint`` of the order
+    staff were shown; the order must still be the same."""
     now = clock.now()
     order = mongo.orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(gettext("No such order."))
+    if confirmed is not None:
+        require_cancelable(order)
+        if cancel_fingerprint(order) != confirmed:
+            raise Conflict(
+                gettext(
+                    "The order changed since the cancellation was shown; look at what it would do now "
+                    "and confirm again."
+                )
+            )
     unpaid = (OrderState.PENDING_PAYMENT, OrderState.EXPIRED)
     if order.get("paidWith") or order["state"] in unpaid:
         # Paid through a provider: the money goes back (services/refunds.py); not paid yet: the

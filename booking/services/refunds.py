@@ -21,6 +21,7 @@ Order of writes, each safe to repeat:
 
 import logging
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bson import ObjectId
@@ -28,7 +29,7 @@ from django.conf import settings
 from django.utils.translation import gettext, gettext_noop
 
 from .. import clock, faults, mongo, payments
-from ..domain import CartState
+from ..domain import CartState, OrderState
 from ..errors import Conflict, InvalidRequest, NotFound
 from ..payments import base, money
 from ..reports import marks
@@ -123,8 +124,7 @@ def refund_tickets(
     if not selected or len(selected) != len(codes):
         raise InvalidRequest(gettext("Choose tickets of this order to refund."))
     remaining = [line for line in lines if line["ticket"] not in codes]
-    fee = (order.get("fee") or {}).get("amount", 0)
-    amount = sum(money.line_amount(line) for line in selected) + (fee if not remaining else 0)
+    amount = refund_amount(order, codes)
     why = reason or "Canceled by the theater"
     records = [_record(part, paid, why, tickets=sorted(codes), by=by) for paid, part in allocate(order, amount)]
     refund = records[0]
@@ -188,6 +188,48 @@ def paid_out_at_counter(records: list[dict]) -> int:
     """What of these refunds staff hand back themselves (cash or the card terminal): the parts
     through a provider that takes no money online (the box office, the counter)."""
     return sum(r["amount"] for r in records if not payments.provider(r["payment"]["provider"]).online)
+
+
+def refund_amount(order: dict, codes: set[str]) -> int:
+    """What refunding these tickets gives back: their prices less their discounts, and the booking
+    fee with the order's last ticket."""
+    lines = order["lines"]
+    fee = (order.get("fee") or {}).get("amount", 0) if all(line["ticket"] in codes for line in lines) else 0
+    return sum(money.line_amount(line) for line in lines if line["ticket"] in codes) + fee
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    """What ``orders.cancel_order`` would do to the order now, for staff to confirm first."""
+
+    seats: list[dict]  # the order's lines: their seats become free, their tickets void
+    refunds: list[dict]  # {provider, means, online, amount}: how much goes back through which payment
+    ends_reservation: bool  # not paid yet: nothing goes back, the reservation ends
+    mail_to: str  # the address the customer is told at; "" when nobody is
+    fingerprint: str  # orders.cancel_fingerprint: cancel_order(confirmed=...) checks it is unchanged
+
+
+def cancel_outcome(order: dict) -> CancelOutcome:
+    """Which seats canceling frees, how much money goes back through which payment, and who gets
+    a mail; a Conflict when the order cannot be canceled."""
+    order_service.require_cancelable(order)
+    unpaid = order["state"] == OrderState.PENDING_PAYMENT
+    paid_with = order.get("paidWith")
+    parts: list[dict] = []
+    if paid_with and not unpaid:
+        taken = {p["id"]: p for p in [paid_with, *(order.get("topUps") or [])]}
+        for payment, amount in allocate(order, refund_amount(order, {line["ticket"] for line in order["lines"]})):
+            means = taken.get(payment["id"], {}).get("means", "")
+            online = payments.provider(payment["provider"]).online
+            parts.append({"provider": payment["provider"], "means": means, "online": online, "amount": amount})
+    told = unpaid or bool(paid_with)  # both send the customer a notice (services/change_notices.py)
+    return CancelOutcome(
+        seats=list(order["lines"]),
+        refunds=parts,
+        ends_reservation=unpaid,
+        mail_to=order.get("email", "") if told else "",
+        fingerprint=order_service.cancel_fingerprint(order),
+    )
 
 
 def refund_lost_seats(order_id: ObjectId) -> dict:

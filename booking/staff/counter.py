@@ -35,6 +35,7 @@ from ..services import counter, holds, offers, pricing, promos
 from ..views import status_for
 from . import selectors as staff_selectors
 from .base import ADDITION, AdminMixinBase
+from .order_prints import tickets_response
 
 PERMISSION = "booking.sell_at_counter"
 COUNTER_ROUTES = [
@@ -378,15 +379,7 @@ class CounterAdminMixin(AdminMixinBase):
     @method_decorator(require_safe)
     def sold_tickets_pdf(self, request, ref):
         order = self._sold_order(request, ref)
-        layout = request.GET.get("layout", ticket_pdf.PAGE)
-        if layout not in ticket_pdf.LAYOUTS:
-            return HttpResponse(_("Unknown layout: use page or thermal."), status=400, content_type="text/plain")
-        if order["state"] not in ("paid", "partially_refunded"):
-            return HttpResponse(_("Tickets are printed once the order is paid."), status=409, content_type="text/plain")
-        pdf = ticket_pdf.tickets_pdf(order, layout)
-        response = HttpResponse(pdf, content_type="application/pdf")
-        response["Content-Disposition"] = f'inline; filename="tickets-{order["ref"]}-{layout}.pdf"'
-        return response
+        return tickets_response(order, request.GET.get("layout", ticket_pdf.PAGE))
 
 
 def online_note(session: dict) -> str:

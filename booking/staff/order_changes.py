@@ -9,21 +9,23 @@ from typing import TYPE_CHECKING, cast
 from django import forms
 from django.contrib import messages
 from django.http import HttpResponseRedirect
+from django.utils import dateformat
 from django.utils.decorators import method_decorator
 from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
-from .. import clock, mongo
+from .. import clock
 from ..domain import SessionStatus
 from ..errors import BookingError, InvalidRequest
 from ..formatting import format_money
 from ..ids import object_id
-from ..localized import sold_ticket_type, ticket_type_name
+from ..localized import localized, sold_ticket_type, ticket_type_name
 from ..order_history import order_history
 from ..seat_grid import parse_seat_key
 from ..services import exchanges
+from . import selectors
 from .base import CHANGE, AdminMixinBase
 from .seat_chart import session_rows
 
@@ -33,25 +35,29 @@ ROUTES = [
 ]
 
 
-def exchange_targets(order: dict) -> list[dict]:
-    """The performances tickets can move to: the order's own (first) and the next ones on sale."""
-    now = clock.now()
-    fields = {"name": 1, "start": 1, "theaterName": 1, "status": 1}
-    found = list(
-        mongo.sessions()
-        .find({"start": {"$gt": now}, "status": SessionStatus.ON_SALE}, fields)
-        .sort([("start", 1), ("_id", 1)])
-        .limit(60)
-    )
-    own = {line["sessionId"] for line in order.get("lines", [])}
-    return sorted(found, key=lambda s: (s["_id"] not in own, s["start"], s["_id"]))
-
-
 class SeatKeysField(forms.MultipleChoiceField):
     """Seat keys ticked on the map ("3:12"); which exist is the exchange's own check."""
 
     def valid_value(self, value) -> bool:
         return True
+
+
+class TargetSearchForm(forms.Form):
+    """Finds the performance to move to: words of its title or hall, its day."""
+
+    find = forms.CharField(
+        label=gettext_lazy("Find a performance"),
+        max_length=100,
+        required=False,
+        widget=forms.TextInput(
+            attrs={"type": "search", "placeholder": gettext_lazy("Title or hall"), "autocomplete": "off"}
+        ),
+    )
+    day = forms.DateField(
+        label=gettext_lazy("On"),
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+    )
 
 
 class ExchangeForm(forms.Form):
@@ -62,6 +68,8 @@ class ExchangeForm(forms.Form):
     )
     session = forms.ChoiceField(label=gettext_lazy("To the performance"))
     seats = SeatKeysField(required=False, widget=forms.MultipleHiddenInput)
+    # the performance whose seat map the page showed: the seats ticked are that map's
+    map = forms.CharField(required=False, widget=forms.HiddenInput)
     settle = forms.ChoiceField(
         label=gettext_lazy("Price difference"),
         choices=[
@@ -78,15 +86,15 @@ class ExchangeForm(forms.Form):
     )
     reason = forms.CharField(label=gettext_lazy("Reason"), max_length=200, required=False)
 
-    def __init__(self, *args, order: dict, targets: list[dict], **kwargs):
+    def __init__(self, *args, order: dict, targets: selectors.ExchangeTargets, **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.MultipleChoiceField, self.fields["tickets"]).choices = [
             (line["ticket"], f"{line['row']}{line['seat']} · {format_money(line['price'], order['currency'])}")
             for line in order.get("lines", [])
         ]
+        own = {s["_id"] for s in targets.own}
         cast(forms.ChoiceField, self.fields["session"]).choices = [
-            (str(s["_id"]), f"{s['name']} · {localtime(s['start']):%a %d %b %Y %H:%M} · {s.get('theaterName', '')}")
-            for s in targets
+            (s["id"], target_label(s, own=s["_id"] in own)) for s in targets.sessions
         ]
 
     def clean_seats(self):
@@ -97,6 +105,33 @@ class ExchangeForm(forms.Form):
             except ValueError:
                 raise forms.ValidationError(_("That is not a seat.")) from None
         return seats
+
+    def clean_map(self):
+        raw = self.cleaned_data.get("map") or ""
+        return object_id_or_none(raw) if raw else None
+
+    def clean(self):
+        data = super().clean() or {}
+        if data.get("seats") and data.get("map") is None:
+            self.add_error("seats", _("The seat map was not sent with the seats; tick the new seats again."))
+        return data
+
+
+def performance_line(session: dict) -> str:
+    """A performance as staff tell it from the others: title, hall (a stadium: venue and section),
+    day and time."""
+    when = dateformat.format(localtime(session["start"]), "D j M Y, H:i") if session.get("start") else ""
+    return " · ".join(part for part in (localized(session, "name"), localized(session, "theaterName"), when) if part)
+
+
+def target_label(session: dict, *, own: bool) -> str:
+    """One performance in the list; the order's own and one no longer on sale say so."""
+    label = performance_line(session)
+    if own:
+        label += " " + _("(this booking)")
+    if session.get("status") != SessionStatus.ON_SALE or session["start"] <= clock.now():
+        label += " – " + _("not on sale")
+    return label
 
 
 class OrderChangesMixin(AdminMixinBase):
@@ -118,34 +153,48 @@ class OrderChangesMixin(AdminMixinBase):
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def order_exchange(self, request, object_id):
-        """Step 1 (GET): tickets and performance; step 2: tick the new seats on its map; "Preview"
-        shows the new tickets and the difference; "Exchange" does it. Nothing changes before."""
+        """Step 1 (GET): tickets and performance (the order's own first; a search finds others);
+        step 2: tick the new seats on the chosen performance's map; "Preview" shows the new tickets
+        and the difference; "Exchange" does it. Nothing changes before. The map shown is always
+        the chosen performance's; seats ticked on another map are dropped or refused."""
         self.require(request, "change")
         order = self._order(object_id)
-        targets = exchange_targets(order)
         data = request.POST if request.method == "POST" else None
-        first = str(order["lines"][0]["sessionId"]) if order.get("lines") else ""
+        action = data.get("action", "") if data is not None else ""
+        search = TargetSearchForm(data)
+        found = search.cleaned_data if search.is_valid() else {}
+        targets = selectors.exchange_targets(
+            order,
+            text=found.get("find", ""),
+            day=found.get("day"),
+            keep=object_id_or_none(data.get("session", "")) if data is not None else None,
+        )
+        first = targets.own[0]["id"] if targets.own else ""
         form = ExchangeForm(data, order=order, targets=targets, initial={"session": first})
+        valid = form.is_valid() if data is not None else True
+        cleaned = form.cleaned_data if data is not None else {}
+        chosen = cleaned.get("session") or first
+        chosen_id = object_id_or_none(chosen)
+        same_map = cleaned.get("map") == chosen_id
         status, preview, error = 200, None, ""
-        shown, seats = first, []
-        if data is not None and not form.is_valid():
+        if data is not None and (search.errors or "session" in form.errors):
             status = 400
-            shown = data.get("session", first)
-        elif data is not None:
-            shown, seats = form.cleaned_data["session"], form.cleaned_data["seats"]
-            action = data.get("action", "")
-            if action in ("preview", "confirm"):
-                try:
-                    plan = exchanges.plan(order["_id"], form.cleaned_data["tickets"], object_id_or_none(shown), seats)
-                    if action == "confirm":
-                        return self._do_exchange(request, order, form, plan)
-                    preview = plan_view(plan)
-                except BookingError as exc:
-                    error = exc.message
-                    status = 400 if isinstance(exc, InvalidRequest) else 409
-        shown_id = object_id_or_none(shown)
-        now_held = {line["key"] for line in order.get("lines", []) if line["sessionId"] == shown_id}
-        rows = seat_rows(shown_id, seats, mine=now_held)
+        if action in ("preview", "confirm") and not valid:
+            status = 400
+        elif action in ("preview", "confirm") and status == 200:
+            try:
+                plan = exchanges.plan(
+                    order["_id"], cleaned["tickets"], chosen_id, cleaned["seats"], seats_of=cleaned["map"]
+                )
+                if action == "confirm":
+                    return self._do_exchange(request, order, form, plan)
+                preview = plan_view(plan)
+            except BookingError as exc:
+                error = exc.message
+                status = 400 if isinstance(exc, InvalidRequest) else 409
+        seats = cleaned.get("seats", []) if same_map else []
+        now_held = {line["key"] for line in order.get("lines", []) if line["sessionId"] == chosen_id}
+        shown = selectors.get_session(chosen_id) if chosen_id else None
         return self.render(
             request,
             "admin/booking/order/exchange.html",
@@ -153,8 +202,13 @@ class OrderChangesMixin(AdminMixinBase):
                 "title": _("Move tickets of order %(ref)s") % {"ref": order["ref"]},
                 "order": order,
                 "form": form,
-                "rows": rows,
-                "shown": shown,
+                "search": search,
+                "targets": targets,
+                "searched": bool(found.get("find") or found.get("day")),
+                "show_errors": action in ("preview", "confirm"),
+                "rows": seat_rows(shown, seats, mine=now_held),
+                "shown": performance_line(shown) if shown else "",
+                "map_id": chosen,
                 "preview": preview,
                 "error": error,
             },
@@ -189,6 +243,7 @@ class OrderChangesMixin(AdminMixinBase):
             settle=data["settle"],
             by=staff_name(request.user),
             reason=data["reason"],
+            seats_of=data["map"],
         )
         record = done["exchanges"][-1]
         if record["state"] == exchanges.AWAITING:
@@ -219,10 +274,9 @@ def object_id_or_none(raw: str):
         return None
 
 
-def seat_rows(session_id, checked, mine: AbstractSet[str] = frozenset()) -> list | None:
+def seat_rows(session: dict | None, checked, mine: AbstractSet[str] = frozenset()) -> list | None:
     """The performance's map with its free seats to tick (blocked house seats are not for sale);
     ``mine``: the order's seats there now, outlined so staff see where the customer sits."""
-    session = mongo.sessions().find_one({"_id": session_id}) if session_id else None
     if session is None or "seats" not in session:
         return None
     rows = session_rows(session, {}, checked=set(checked))
@@ -237,7 +291,19 @@ def seat_rows(session_id, checked, mine: AbstractSet[str] = frozenset()) -> list
 
 
 def plan_view(plan: exchanges.Plan) -> dict:
+    """The preview: seat by seat, both sides' performance, hall and date, and what differs."""
     currency = plan.currency
+    known = {s["_id"]: s for s in plan.order.get("sessions", [])}
+    sources = [known.get(i, {"_id": i}) for i in dict.fromkeys(o["sessionId"] for o in plan.old)]
+    target = plan.session
+    day = localtime(target["start"]).date()
+    changes = []
+    if any(localized(s, "theaterName") != localized(target, "theaterName") for s in sources):
+        changes.append(_("another hall"))
+    if any(s.get("start") and localtime(s["start"]).date() != day for s in sources):
+        changes.append(_("another date"))
+    elif any(s.get("start") != target["start"] for s in sources):
+        changes.append(_("another time"))
     pairs = [
         {
             "old": f"{o['row']}{o['seat']}",
@@ -250,7 +316,9 @@ def plan_view(plan: exchanges.Plan) -> dict:
     ]
     return {
         "pairs": pairs,
-        "session": plan.session,
+        "sources": [performance_line(s) for s in sources],
+        "target": performance_line(target),
+        "changes": ", ".join(str(c) for c in changes),
         "difference": plan.difference,
         "amount": format_money(abs(plan.difference), currency),
     }

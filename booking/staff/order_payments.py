@@ -9,15 +9,16 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseBadRequest, HttpResponseRedirect
 from django.utils.decorators import method_decorator
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
 from ..errors import BookingError
+from ..formatting import seat_label
 from ..payments.money import format_money
 from ..services import payments as payment_service
 from ..services import refunds as refund_service
 from .base import CHANGE, AdminMixinBase
-from .counter import may_sell
+from .counter import METHOD_CHOICES, may_sell
 
 PAID_LATER = ("box_office", "invoice")  # staff record the money: at the box office, or an invoice paid
 
@@ -30,16 +31,17 @@ ROUTES = [
 
 class RefundTicketsForm(forms.Form):
     tickets = forms.MultipleChoiceField(
-        widget=forms.CheckboxSelectMultiple, error_messages={"required": "Choose the tickets to refund."}
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": gettext_lazy("Choose the tickets to refund.")},
     )
-    reason = forms.CharField(max_length=200, help_text="Kept with the refund, e.g. 'seat broken'.")
+    reason = forms.CharField(max_length=200, help_text=gettext_lazy("Kept with the refund, e.g. 'seat broken'."))
 
     def __init__(self, *args, order: dict, **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.MultipleChoiceField, self.fields["tickets"]).choices = [
             (
                 line["ticket"],
-                f"Row {line['row']}, seat {line['seat']} · {format_money(line['price'], order['currency'])}",
+                f"{seat_label(line['row'], line['seat'])} · {format_money(line['price'], order['currency'])}",
             )
             for line in order.get("lines", [])
         ]
@@ -78,6 +80,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             and order["state"] in payment_service.PAYABLE
             and self.may_take_payment(request),
             "payment": order.get("payment") or {},
+            "method_label": dict(METHOD_CHOICES).get(order.get("method", ""), order.get("method", "")),
             "paid_with": order.get("paidWith") or {},
         }
 

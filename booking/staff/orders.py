@@ -1,24 +1,31 @@
 """Orders in the admin: search by reference, e-mail or name; detail with seats and tickets;
-cancel (seats become free again); re-send the confirmation mail."""
+cancel (a page that says what it does, then confirmed: seats free again, money back, the customer
+told); re-send the confirmation mail."""
 
 from django.contrib import messages
+from django.core import signing
 from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect
 from django.utils.decorators import method_decorator
-from django.utils.translation import gettext
-from django.views.decorators.http import require_http_methods, require_POST
+from django.utils.translation import gettext, gettext_noop
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from .. import admin_forms as f
 from ..errors import BookingError
-from ..localized import order_state_label, sold_ticket_type, ticket_type_name
+from ..formatting import seat_label
+from ..localized import order_category, order_state_label, sold_ticket_type, ticket_type_name
+from ..payments.money import format_money
 from ..services import notifications
 from ..services import orders as order_service
+from ..services import refunds as refund_service
 from . import order_filters, selectors
 from .base import CHANGE, MongoModelAdmin, bound
 from .counter import may_sell
 from .order_changes import ROUTES as CHANGE_ROUTES
-from .order_changes import OrderChangesMixin
+from .order_changes import OrderChangesMixin, performance_line
 from .order_payments import ROUTES as PAYMENT_ROUTES
 from .order_payments import OrderPaymentsMixin
+from .order_prints import ROUTES as PRINT_ROUTES
+from .order_prints import OrderPrintsMixin
 
 
 def staff_name(user) -> str:
@@ -27,13 +34,15 @@ def staff_name(user) -> str:
     return f"{name} <{user.email}>" if user.email else name
 
 
-class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, MongoModelAdmin):
+class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoModelAdmin):
     routes = [
         ("", "order_list", "changelist"),
         ("<str:object_id>/change/", "order_detail", "change"),
+        ("<str:object_id>/cancel/", "order_cancel", "cancel"),
         ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
         *PAYMENT_ROUTES,  # refund tickets, retry a refund, paid at the box office
         *CHANGE_ROUTES,  # move tickets to other seats (exchange)
+        *PRINT_ROUTES,  # its tickets and receipt as PDFs
     ]
 
     def has_view_permission(self, request, obj=None):
@@ -96,48 +105,18 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, MongoModelAdmin):
         getattr(messages, done.level)(request, done.message)
         return HttpResponseRedirect(self.url("change", order["_id"]))
 
-    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    @method_decorator(require_safe)
     def order_detail(self, request, object_id):
-        """The order; POST cancels it (needs the change permission)."""
+        """The order; canceling it is its own page (``order_cancel``), confirmed there."""
         self.require(request, "view")
         order = self._order(object_id)
-        form = f.CancelOrderForm(bound(request))
-        status = 200
-        if request.method == "POST":
-            self.require(request, "change")
-            status = 400
-            if form.is_valid():
-                try:
-                    canceled = order_service.cancel_order(
-                        order["_id"], by=staff_name(request.user), reason=form.cleaned_data["reason"]
-                    )
-                except BookingError as exc:
-                    status = 409
-                    form.add_error(None, exc.message)
-                else:
-                    seats = len(canceled["lines"] or canceled.get("refundedLines", []))
-                    refunded = canceled["state"] == "refunded"  # paid through a provider: money back
-                    what = "Canceled and refunded" if refunded else "Canceled"
-                    self.log(
-                        request,
-                        CHANGE,
-                        order["_id"],
-                        f"Order {order['ref']}",
-                        f"{what} ({seats} seats free again): {form.cleaned_data['reason']}",
-                    )
-                    if refunded:
-                        text = gettext("Order %(ref)s was canceled and refunded; its %(seats)s seats are free again.")
-                    else:
-                        text = gettext("Order %(ref)s was canceled; its %(seats)s seats are free again.")
-                    messages.success(request, text % {"ref": order["ref"], "seats": seats})
-                    return HttpResponseRedirect(self.url("change", order["_id"]))
         sessions = {s["_id"]: s for s in order.get("sessions", [])}
         lines = [
             {
                 **line,
                 "session": sessions.get(line["sessionId"], {}),
                 "sessionId": str(line["sessionId"]),
-                "category": sessions.get(line["sessionId"], {}).get("categories", {}).get(line["cat"], line["cat"]),
+                "category": order_category(sessions.get(line["sessionId"], {}), line["cat"]),
                 "ticket_type": ticket_type_name(sold_ticket_type(line)),  # in the staff member's language
             }
             for line in order["lines"]
@@ -150,10 +129,124 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, MongoModelAdmin):
                 "order": order,
                 "state_label": order_state_label(order["state"]),  # "Partly refunded", not partially_refunded
                 "lines": lines,
-                "form": form,
+                "can_cancel": order["state"] in order_service.CANCELABLE,
                 "cart_id": str(order["cartId"]),
                 **self.payment_context(request, order),
+                **self.print_context(order),  # tickets and receipt to print (staff/order_prints.py)
                 **self.history_context(order),  # what happened to it; exchange (staff/order_changes.py)
+            },
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def order_cancel(self, request, object_id):
+        """GET: what canceling would do (the seats freed, the money back and where to, the mail);
+        its form carries a token of what was shown. POST with that token does it, if the order
+        is still as shown; without it nothing changes."""
+        self.require(request, "change")
+        order = self._order(object_id)
+        form = f.CancelOrderForm(bound(request))
+        status = 200
+        if request.method == "POST":
+            status = 400
+            seen = confirmed_fingerprint(form.data.get("confirmation", ""), order)
+            if form.is_valid() and seen is None:
+                form.add_error(None, gettext(NOT_CONFIRMED))
+            elif form.is_valid() and seen is not None:
+                try:
+                    canceled = order_service.cancel_order(
+                        order["_id"], by=staff_name(request.user), reason=form.cleaned_data["reason"], confirmed=seen
+                    )
+                except BookingError as exc:
+                    status = 409
+                    form.add_error(None, exc.message)
+                    order = self._order(object_id)  # what canceling would do now
+                else:
+                    return self._canceled(request, order, canceled, form.cleaned_data["reason"])
+        error = ""
+        try:
+            outcome = refund_service.cancel_outcome(order)
+        except BookingError as exc:
+            outcome, status = None, 409
+            error = "" if exc.message in form.non_field_errors() else exc.message
+        return self.render(
+            request,
+            "admin/booking/order/cancel.html",
+            {
+                "title": gettext("Cancel order %(ref)s") % {"ref": order["ref"]},
+                "order": order,
+                "form": form,
+                "error": error,
+                **(cancel_view(order, outcome) if outcome else {}),
             },
             status=status,
         )
+
+    def _canceled(self, request, order: dict, canceled: dict, reason: str):
+        seats = len(canceled["lines"] or canceled.get("refundedLines", []))
+        refunded = canceled["state"] == "refunded"  # paid through a provider: money back
+        what = "Canceled and refunded" if refunded else "Canceled"
+        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"{what} ({seats} seats free again): {reason}")
+        if refunded:
+            text = gettext("Order %(ref)s was canceled and refunded; its %(seats)s seats are free again.")
+        else:
+            text = gettext("Order %(ref)s was canceled; its %(seats)s seats are free again.")
+        messages.success(request, text % {"ref": order["ref"], "seats": seats})
+        return HttpResponseRedirect(self.url("change", order["_id"]))
+
+
+CANCEL_SALT = "booking.staff.cancel-order"
+NOT_CONFIRMED = gettext_noop("Open the cancellation page of this order and confirm there; nothing was changed.")
+
+
+def confirmation_token(order: dict, fingerprint: str) -> str:
+    """The cancellation page's token: this order, as it was shown (signed with SECRET_KEY)."""
+    return signing.dumps({"order": str(order["_id"]), "seen": fingerprint}, salt=CANCEL_SALT)
+
+
+def confirmed_fingerprint(token: str, order: dict) -> str | None:
+    """The fingerprint a genuine token of this order's cancellation page carries, else None."""
+    try:
+        data = signing.loads(token, salt=CANCEL_SALT)
+    except signing.BadSignature:
+        return None
+    if not isinstance(data, dict) or data.get("order") != str(order["_id"]) or not isinstance(data.get("seen"), str):
+        return None
+    return data["seen"]
+
+
+def refund_sentence(part: dict, currency: str) -> str:
+    amount = format_money(part["amount"], currency)
+    if part["amount"] <= 0:
+        return gettext("Nothing is refunded: the tickets were free.")
+    if part["online"]:
+        return gettext("%(amount)s goes back to the card it was paid with (%(provider)s).") % {
+            "amount": amount,
+            "provider": part["provider"],
+        }
+    if part["means"] == "cash":
+        return gettext("%(amount)s is paid back in cash at the counter: hand it to the customer.") % {"amount": amount}
+    if part["means"] == "card_terminal":
+        return gettext("%(amount)s is paid back on the card terminal at the counter.") % {"amount": amount}
+    return gettext("%(amount)s is paid back at the counter.") % {"amount": amount}
+
+
+def cancel_view(order: dict, outcome: refund_service.CancelOutcome) -> dict:
+    """The confirmation page's facts, as sentences and rows."""
+    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    currency = order.get("currency", "")
+    return {
+        "seats": [
+            {
+                "performance": performance_line(sessions.get(line["sessionId"], {})),
+                "seat": seat_label(line["row"], line["seat"]),
+                "price": format_money(line["price"] - line.get("discount", 0), currency),
+            }
+            for line in outcome.seats
+        ],
+        "refunds": [refund_sentence(part, currency) for part in outcome.refunds],
+        "refund_total": format_money(sum(part["amount"] for part in outcome.refunds), currency),
+        "refunded": sum(part["amount"] for part in outcome.refunds) > 0,
+        "ends_reservation": outcome.ends_reservation,
+        "mail_to": outcome.mail_to,
+        "confirmation": confirmation_token(order, outcome.fingerprint),
+    }

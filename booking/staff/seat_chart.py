@@ -9,11 +9,20 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from ..contrast import ink_on
 from ..formatting import seat_label
+from ..localized import category_names
 from ..seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
+
+# A cell's state as its tooltip and a screen reader say it (STATE_NAMES are the CSS classes).
+STATE_LABELS = {
+    "free": gettext_lazy("free"),
+    "held": gettext_lazy("held"),
+    "sold": gettext_lazy("sold"),
+    "blocked": gettext_lazy("house seat"),
+}
 
 
 @dataclass
@@ -44,7 +53,7 @@ class Row:
 
 def layout_rows(layout: dict) -> list[Row]:
     colors = {c["code"]: c["color"] for c in layout["categories"]}
-    names = {c["code"]: c["name"] for c in layout["categories"]}
+    names = category_names(layout["categories"])  # the staff's German names on German pages
     rows = []
     for row in layout["rows"]:
         cells = []
@@ -54,12 +63,12 @@ def layout_rows(layout: dict) -> list[Row]:
                 continue
             released = cell.get("releasedFrom") == "wheelchair"
             extra = (
-                " (wheelchair space)"
+                gettext(" (wheelchair space)")
                 if cell.get("wheelchair")
                 else gettext(" (wheelchair space, on general sale since %(when)s)")
                 % {"when": timezone.localtime(cell["releasedOn"]).strftime("%d %b %H:%M")}
                 if released and cell.get("releasedOn")
-                else " (companion seat)"
+                else gettext(" (companion seat)")
                 if cell.get("companion")
                 else ""
             )
@@ -116,13 +125,16 @@ def session_rows(session: dict, owners: dict[str, dict], checked: AbstractSet[st
             if state == SOLD and "order" in owner:
                 cell.owner = owner["order"]
                 cell.owner_url = reverse("admin:booking_order_change", args=[str(owner["orderId"])])
-                cell.title += f": sold, order {owner['order']} ({owner.get('name', '')})"
+                cell.title += gettext(": sold, order %(ref)s (%(name)s)") % {
+                    "ref": owner["order"],
+                    "name": owner.get("name", ""),
+                }
             elif state == HELD and "cart" in owner:
                 cell.owner = str(owner["cart"])[-6:]
                 cell.owner_url = reverse("admin:booking_cart_change", args=[str(owner["cart"])])
-                cell.title += f": held in cart {owner['cart']}"
+                cell.title += gettext(": held in cart %(cart)s") % {"cart": owner["cart"]}
             else:
-                cell.title += f": {cell.state}"
+                cell.title += f": {STATE_LABELS.get(cell.state, cell.state)}"
     return rows
 
 

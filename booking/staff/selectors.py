@@ -2,6 +2,7 @@
 (every state, every owner) and are only reached through the admin site's permission checks."""
 
 import re
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
 
@@ -292,3 +293,72 @@ def get_order(order_id: ObjectId) -> dict | None:
 
 def order_for_cart(cart_id: ObjectId) -> dict | None:
     return with_id(mongo.orders().find_one({"cartId": cart_id}, {"ref": 1, "state": 1}))
+
+
+# An exchange's target performances: how many the list shows besides the order's own (a stadium's
+# sections each count as one); the rest are counted and found by searching.
+EXCHANGE_TARGET_LIMIT = 50
+TARGET_FIELDS = {"name": 1, "nameDe": 1, "start": 1, "theaterName": 1, "theaterNameDe": 1, "status": 1}
+TARGET_TEXT_FIELDS = ("name", "nameDe", "theaterName", "theaterNameDe")
+WORD_START = r"(?:^|[\s\-–(/·,.:])"  # spelled out: MongoDB's \b knows only ASCII letters ("Über")
+
+
+@dataclass(frozen=True)
+class ExchangeTargets:
+    """The performances an order's tickets can move to, as the exchange page lists them."""
+
+    own: list[dict]  # the order's own performances, in the order of its lines: always listed, first
+    kept: list[dict]  # the one chosen before, when the search no longer finds it
+    found: list[dict]  # others on sale that match the search, soonest first, at most the limit
+    more: int  # matches beyond the limit (a lower bound when it reached STAFF_COUNT_LIMIT)
+
+    @property
+    def sessions(self) -> list[dict]:
+        return [*self.own, *self.kept, *self.found]
+
+
+def target_search(text: str = "", day: date | None = None) -> dict:
+    """The filter of upcoming performances on sale whose title or hall has a word starting with
+    each word of ``text`` (any case) and, given ``day``, that start on that local calendar day."""
+    query: dict = {"status": SessionStatus.ON_SALE, "start": {"$gt": clock.now()}}
+    if day is not None:
+        begin = timezone.make_aware(datetime.combine(day, time.min))
+        query["start"] = {**query["start"], "$gte": begin, "$lt": begin + timedelta(days=1)}
+    words = (text or "").split()
+    if words:
+        query["$and"] = [
+            {
+                "$or": [
+                    {field: {"$regex": WORD_START + re.escape(word), "$options": "i"}} for field in TARGET_TEXT_FIELDS
+                ]
+            }
+            for word in words
+        ]
+    return query
+
+
+def exchange_targets(
+    order: dict,
+    *,
+    text: str = "",
+    day: date | None = None,
+    keep: ObjectId | None = None,
+    limit: int = EXCHANGE_TARGET_LIMIT,
+) -> ExchangeTargets:
+    """The order's own performances first (whatever their state: the default target), then
+    ``keep`` (chosen before) if it is on sale, then the next ``limit`` on sale matching the search
+    and how many more match."""
+    own_ids = list(dict.fromkeys(line["sessionId"] for line in order.get("lines", [])))
+    by_id = {s["_id"]: s for s in mongo.sessions().find({"_id": {"$in": own_ids}}, TARGET_FIELDS)}
+    own = [by_id[i] for i in own_ids if i in by_id]
+    query = target_search(text, day)
+    others = {**query, "_id": {"$nin": own_ids}}
+    found = list(mongo.sessions().find(others, TARGET_FIELDS).sort([("start", 1), ("_id", 1)]).limit(limit))
+    more = 0
+    if len(found) == limit:
+        more = mongo.sessions().count_documents(others, limit=STAFF_COUNT_LIMIT) - limit
+    kept: list[dict] = []
+    if keep is not None and keep not in own_ids and all(s["_id"] != keep for s in found):
+        on_sale = {"_id": keep, "status": SessionStatus.ON_SALE, "start": {"$gt": clock.now()}}
+        kept = list(mongo.sessions().find(on_sale, TARGET_FIELDS))
+    return ExchangeTargets(own=with_ids(own), kept=with_ids(kept), found=with_ids(found), more=more)

@@ -4,8 +4,15 @@ from django import template
 
 from ..formatting import countdown, format_money, thousands
 from ..localized import localized as localized_text
+from ..localized import status_label
 
 register = template.Library()
+
+
+@register.filter
+def status(code):
+    """A payment's, refund's or mail's status code as staff read it: {{ "succeeded"|status }}."""
+    return status_label(str(code)) if code else ""
 
 
 @register.filter

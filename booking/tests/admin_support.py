@@ -2,6 +2,7 @@
 booking data into a known state. The fixtures built on them (manager, manager_client) are in
 booking/tests/conftest.py."""
 
+import re
 from collections.abc import Sequence
 
 from django.contrib.admin.models import LogEntry
@@ -40,3 +41,21 @@ def last_log(model: str) -> LogEntry | None:
 
 def assert_consistent():
     assert check_invariants() == []
+
+
+def cancel_page(order) -> str:
+    return f"/admin/booking/order/{order['_id']}/cancel/"
+
+
+def confirmation_token(client, order) -> str:
+    """The token of the order's cancel confirmation page, as staff open it."""
+    page = client.get(cancel_page(order)).content.decode()
+    found = re.search(r'name="confirmation" value="([^"]+)"', page)
+    assert found is not None, "no confirmation on the page"
+    return found.group(1)
+
+
+def cancel_confirmed(client, order, reason: str):
+    """Cancel the order as staff do: open its confirmation page, then confirm it."""
+    token = confirmation_token(client, order)
+    return client.post(cancel_page(order), {"reason": reason, "confirmation": token})

@@ -1,14 +1,25 @@
 """Carts and orders in the admin: find them, force-expire a cart, cancel an order, re-send its mail."""
 
+import re
+
 import pytest
 from django.contrib.admin.models import CHANGE
 from django.core import mail
 
 from booking import mongo
-from booking.seat_grid import FREE, HELD
-from booking.services import holds, notifications
-from booking.tests.admin_support import assert_consistent, last_log, make_staff, sell
+from booking.seat_grid import FREE, HELD, SOLD
+from booking.services import checkout, counter, holds, notifications, orders, refunds
+from booking.tests.admin_support import (
+    assert_consistent,
+    cancel_confirmed,
+    cancel_page,
+    confirmation_token,
+    last_log,
+    make_staff,
+    sell,
+)
 from booking.tests.factories import make_session
+from booking.tests.pdfs import page_count, pdf_text
 from theater_site.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
@@ -91,11 +102,12 @@ def test_order_detail_shows_seats_and_tickets(manager_client):
 def test_canceling_an_order_frees_its_seats_and_records_who_and_why(manager_client, manager):
     session = make_session()
     order = sell(session["_id"], ["0:0", "0:1"])
-    url = f"/admin/booking/order/{order['_id']}/change/"
-    assert manager_client.post(url, {"reason": ""}).status_code == 400
+    url = cancel_page(order)
+    token = confirmation_token(manager_client, order)
+    assert manager_client.post(url, {"reason": "", "confirmation": token}).status_code == 400
     assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "paid"
 
-    response = manager_client.post(url, {"reason": "Customer called, cannot come"})
+    response = manager_client.post(url, {"reason": "Customer called, cannot come", "confirmation": token})
     assert response.status_code == 302
     stored = mongo.orders().find_one({"_id": order["_id"]})
     # was "canceled": a paid order's money goes back through its payment now
@@ -110,9 +122,10 @@ def test_canceling_an_order_frees_its_seats_and_records_who_and_why(manager_clie
     assert entry.change_message == "Canceled and refunded (2 seats free again): Customer called, cannot come"
     assert_consistent()
 
-    again = manager_client.post(url, {"reason": "twice"})
+    again = manager_client.post(url, {"reason": "twice", "confirmation": token})
     assert again.status_code == 409
-    assert "is refunded; there is nothing to refund" in again.content.decode()
+    assert "is refunded; there is nothing to cancel" in again.content.decode()
+    assert manager_client.get(url).status_code == 409
     assert_consistent()
 
 
@@ -120,9 +133,95 @@ def test_a_held_seat_is_not_touched_by_canceling_another_order(manager_client):
     session = make_session()
     order = sell(session["_id"], ["0:0", "0:1"])
     holds.hold_seats(session["_id"], "s:other", None, ["0:2", "0:3"])
-    manager_client.post(f"/admin/booking/order/{order['_id']}/change/", {"reason": "refund"})
+    cancel_confirmed(manager_client, order, "refund")
     assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][0][2] == HELD
     assert_consistent()
+
+
+def test_canceling_asks_first_and_says_which_seats_are_freed_what_is_refunded_where_and_who_is_mailed(
+    manager_client,
+):
+    session = make_session(name="The Seagull")
+    order = sell(session["_id"], ["1:2", "1:3"])  # B3, B4: 35.00 each, paid by card
+    detail = f"/admin/booking/order/{order['_id']}/change/"
+    page = manager_client.get(detail).content.decode()
+    assert f'href="{cancel_page(order)}"' in page  # the order page only links to the confirmation
+    assert all('action="/admin/booking/order/' in form for form in re.findall(r"<form method=\"post\"[^>]*>", page))
+    assert not any(f'action="{detail}"' in form for form in re.findall(r"<form[^>]*>", page))
+
+    confirm = manager_client.get(cancel_page(order))
+    text = confirm.content.decode()
+    assert confirm.status_code == 200
+    assert "Row B, seat 3" in text and "Row B, seat 4" in text and "The Seagull" in text
+    assert "70.00 EUR" in text and "back to the card it was paid with (stripe)" in text
+    assert "An e-mail about the cancellation goes to ada@example.com" in text
+
+    def unchanged():
+        stored = mongo.orders().find_one({"_id": order["_id"]})
+        assert stored["state"] == "paid" and stored["lines"] == order["lines"] and not stored.get("refunds")
+        assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][1][2:4] == [SOLD, SOLD]
+
+    # one click on the order page, a post without the confirmation, or with a made-up one: nothing
+    assert manager_client.post(detail, {"reason": "one click"}).status_code == 405
+    assert manager_client.post(cancel_page(order), {"reason": "no confirmation"}).status_code == 400
+    forged = {"reason": "forged", "confirmation": f"{order['_id']}:made-up"}
+    answer = manager_client.post(cancel_page(order), forged)
+    assert answer.status_code == 400 and "Open the cancellation" in answer.content.decode()
+    unchanged()
+    assert mail.outbox == []
+
+    token = re.search(r'name="confirmation" value="([^"]+)"', text).group(1)
+    done = manager_client.post(cancel_page(order), {"reason": "Customer ill", "confirmation": token})
+    assert done.status_code == 302 and done["Location"] == detail
+    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "refunded"
+    assert_consistent()
+
+
+def test_a_confirmation_of_an_order_that_changed_since_is_refused_and_shown_anew(manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    token = confirmation_token(manager_client, order)
+    refunds.refund_tickets(order["_id"], tickets=[order["lines"][0]["ticket"]], reason="seat broken", by="anna")
+    answer = manager_client.post(cancel_page(order), {"reason": "late", "confirmation": token})
+    text = answer.content.decode()
+    assert answer.status_code == 409 and "The order changed since" in text
+    assert "Row A, seat 2" in text and "Row A, seat 1" not in text and "20.00 EUR" in text  # what it would do now
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["state"] == "partially_refunded" and len(stored["refunds"]) == 1
+    assert_consistent()
+
+
+def test_the_confirmation_tells_a_reservation_ends_and_a_counter_sale_is_paid_back_in_cash(manager_client, manager):
+    session = make_session()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    cart = holds.hold_seats(session["_id"], "s:guest", None, ["2:0", "2:1"])
+    reserved = checkout.checkout("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
+    text = manager_client.get(cancel_page(reserved)).content.decode()
+    assert "Nothing was paid yet; the reservation ends." in text and "gus@example.com" in text
+
+    staff = counter.staff_owner(manager.pk)
+    hold = holds.hold_seats(session["_id"], staff, None, ["1:2", "1:3"])
+    sale = counter.CounterSale(name="Grace Hopper", method=counter.CASH, by="manager", by_id=manager.pk)
+    sold = counter.sell(staff, hold.cart_id, sale)
+    text = manager_client.get(cancel_page(sold)).content.decode()
+    assert "70.00 EUR" in text and "in cash at the counter" in text
+    assert "No e-mail is sent: the order has no e-mail address." in text
+    answer = cancel_confirmed(manager_client, sold, "changed plans")
+    assert answer.status_code == 302 and mongo.orders().find_one({"_id": sold["_id"]})["state"] == "refunded"
+    assert_consistent()
+
+
+def test_canceling_needs_the_change_permission(client, db):
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    client.force_login(make_staff("boss", ["view_order", "change_order"]))
+    token = confirmation_token(client, order)
+    client.force_login(make_staff("reader", ["view_order"]))
+    assert client.get(cancel_page(order)).status_code == 403
+    assert client.post(cancel_page(order), {"reason": "x", "confirmation": token}).status_code == 403
+    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "paid"
+    client.force_login(make_staff("clerk", ["view_order", "change_order"]))
+    assert client.get("/admin/booking/order/not-an-id/cancel/").status_code == 404
 
 
 def test_staff_re_send_a_failed_confirmation_mail_once(manager_client, manager):
@@ -197,7 +296,7 @@ def test_staff_see_a_failed_refund_and_retry_it(manager_client, settings):
     reachable = settings.STRIPE_API_BASE
     settings.STRIPE_API_BASE = "http://127.0.0.1:9"  # Stripe unreachable
     url = f"/admin/booking/order/{order['_id']}/change/"
-    manager_client.post(url, {"reason": "sick"})
+    cancel_confirmed(manager_client, order, "sick")
     page = manager_client.get(url).content.decode()
     assert "failed" in page and "APIConnectionError" in page and "Retry refund" in page
     settings.STRIPE_API_BASE = reachable
@@ -211,8 +310,6 @@ def test_staff_see_a_failed_refund_and_retry_it(manager_client, settings):
 
 
 def test_staff_mark_a_box_office_reservation_paid_at_the_counter(manager_client):
-    from booking.services import checkout
-
     session = make_session()
     mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
     cart = holds.hold_seats(session["_id"], "s:guest", None, ["0:0", "0:1"])
@@ -226,3 +323,75 @@ def test_staff_mark_a_box_office_reservation_paid_at_the_counter(manager_client)
     assert stored["state"] == "paid" and stored["paidWith"]["by"] == "manager <manager@theater.example>"
     assert "Mark paid at the box office" not in response.content.decode()
     assert_consistent()
+
+
+def print_links(page: str) -> dict[str, str]:
+    """The order page's print links by what they print: tickets-page, tickets-thermal, receipt."""
+    links = {}
+    for href in re.findall(r'href="([^"]+\.pdf[^"]*)"', page):
+        href = href.replace("&amp;", "&")
+        if "receipt" in href:
+            links["receipt"] = href
+        elif "tickets" in href:
+            links["tickets-" + href.rsplit("layout=", 1)[-1]] = href
+    return links
+
+
+def assert_prints(client, order: dict, *, receipt: bool = True) -> None:
+    """Every print link of the order page answers its PDF, naming the order and its seats."""
+    links = print_links(client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode())
+    expected = {"tickets-page", "tickets-thermal", *(["receipt"] if receipt else [])}
+    assert set(links) == expected, links
+    seats = [f"Row {line['row']}  ·  Seat {line['seat']}" for line in order["lines"]]
+    for kind, href in links.items():
+        answer = client.get(href)
+        assert answer.status_code == 200 and answer["Content-Type"] == "application/pdf", kind
+        text = pdf_text(answer.content)
+        assert order["ref"] in text, kind
+        if kind == "receipt":
+            stored = mongo.orders().find_one({"_id": order["_id"]})
+            assert f"Receipt {stored['receiptNo']:06d}" in text
+        else:
+            assert all(seat in text for seat in seats) and page_count(answer.content) == len(seats), kind
+
+
+def test_every_paid_order_page_offers_its_tickets_and_receipt_to_print_again(manager_client, manager):
+    session = make_session()
+    online = sell(session["_id"], ["0:0", "0:1"])
+    assert_prints(manager_client, online)
+
+    staff = counter.staff_owner(manager.pk)
+    hold = holds.hold_seats(session["_id"], staff, None, ["1:2", "1:3"])
+    sale = counter.CounterSale(name="Grace Hopper", method=counter.CASH, by="manager", by_id=manager.pk)
+    at_the_counter = counter.sell(staff, hold.cart_id, sale)
+    assert_prints(manager_client, at_the_counter)
+
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    cart = holds.hold_seats(session["_id"], "s:guest", None, ["2:0", "2:1"])
+    reserved = checkout.checkout("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
+    page = manager_client.get(f"/admin/booking/order/{reserved['_id']}/change/").content.decode()
+    assert print_links(page) == {}  # no valid tickets before it is paid
+    manager_client.post(f"/admin/booking/order/{reserved['_id']}/mark-paid/")
+    assert_prints(manager_client, reserved)
+
+
+def test_printing_an_orders_tickets_is_checked_like_its_page(client, manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0", "0:1"])
+    links = print_links(manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode())
+    assert manager_client.get(links["tickets-page"].replace("layout=page", "layout=poster")).status_code == 400
+    client.logout()
+    client.force_login(make_staff("seller", ["view_session"]))
+    for href in links.values():
+        assert client.get(href).status_code == 403
+    client.force_login(make_staff("reader", ["view_order"]))  # may see the order page: may print it
+    for href in links.values():
+        assert client.get(href).status_code == 200
+    client.logout()
+    assert all(client.get(href).status_code == 302 for href in links.values())  # to the login
+    assert client.get("/admin/booking/order/000000000000000000000000/tickets.pdf").status_code in (302, 404)
+    orders.cancel_order(order["_id"], by="staff", reason="test")
+    client.force_login(make_staff("boss", ["view_order"]))
+    refunded = client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert set(print_links(refunded)) == {"receipt"}  # its tickets are void; the receipt says so
+    assert client.get(links["tickets-page"]).status_code == 409

@@ -2,15 +2,21 @@
 the order's history, the session cancellation's progress; permissions and bad input."""
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import dateformat, timezone
 
-from booking import mongo
+from booking import clock, mongo
 from booking.invariants import check_invariants
+from booking.layouts import parse_grid
 from booking.seat_grid import FREE, SOLD
 from booking.services import session_cancel
+from booking.services.performances import sections_of
+from booking.services.sessions import create_session
+from booking.services.theaters import create_sectioned_theater
 from booking.tests.admin_support import assert_consistent, last_log, make_staff, sell
-from booking.tests.factories import make_session
+from booking.tests.factories import CATEGORIES, make_session, make_theater
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +43,14 @@ def test_staff_preview_then_move_tickets_and_see_it_in_the_history(manager_clien
     assert len(own) == 2 and all(t.endswith("– this booking") for t in own)  # where the customer sits now
 
     code = order["lines"][0]["ticket"]
-    form = {"tickets": [code], "session": str(session["_id"]), "seats": ["0:0"], "settle": "provider", "reason": "view"}
+    form = {
+        "tickets": [code],
+        "session": str(session["_id"]),
+        "map": str(session["_id"]),
+        "seats": ["0:0"],
+        "settle": "provider",
+        "reason": "view",
+    }
     preview = manager_client.post(url(order), {**form, "action": "preview"})
     text = preview.content.decode()
     assert preview.status_code == 200 and "Preview" in text and "gets <strong>€15</strong> back" in text
@@ -60,7 +73,13 @@ def test_bad_input_is_a_clear_4xx_and_changes_nothing(manager_client):
     session = make_session()
     order = sell(session["_id"], ["0:0", "0:1"])
     code = order["lines"][0]["ticket"]
-    base = {"tickets": [code], "session": str(session["_id"]), "settle": "provider", "action": "preview"}
+    base = {
+        "tickets": [code],
+        "session": str(session["_id"]),
+        "map": str(session["_id"]),
+        "settle": "provider",
+        "action": "preview",
+    }
     cases = [
         ({**base, "seats": ["0:5", "0:6"]}, 400, "as many new seats"),
         ({**base, "seats": ["0:1"]}, 409, "just taken"),
@@ -70,6 +89,7 @@ def test_bad_input_is_a_clear_4xx_and_changes_nothing(manager_client):
         ({**base, "session": "x" * 24, "seats": ["0:5"]}, 400, "Select a valid choice"),
         ({**base, "settle": "barter", "seats": ["0:5"]}, 400, "Select a valid choice"),
         ({**base, "seats": ["0:5"], "action": "confirm", "settle": ""}, 400, "This field is required"),
+        ({**base, "seats": ["0:5"], "map": ""}, 400, "seat map was not sent"),
     ]
     for data, status, text in cases:
         response = manager_client.post(url(order), data)
@@ -106,3 +126,120 @@ def test_the_session_page_shows_the_cancellation_progress(manager_client):
     page = manager_client.get(f"/admin/booking/session/{session['_id']}/cancel/").content.decode()
     assert "1 of 1 orders canceled and refunded" in page and "done" in page
     assert_consistent()
+
+
+def options(page: str) -> list[tuple[str, bool]]:
+    """The target performances offered, in order: (id, selected)."""
+    select = re.search(r'<select name="session".*?</select>', page, re.S)
+    assert select is not None, "no list of performances"
+    return [(i, bool(s)) for i, s in re.findall(r'<option value="([0-9a-f]{24})"( selected)?>', select.group(0))]
+
+
+def map_of(page: str) -> str:
+    """The performance the seat map shown belongs to (the form sends it back with the seats)."""
+    found = re.search(r'<input type="hidden" name="map" value="([0-9a-f]{24})"', page)
+    assert found is not None, "no seat map"
+    return found.group(1)
+
+
+def stadium_sooner(count: int, days: float = 1) -> list[dict]:
+    """A stadium-like venue of ``count`` tiny sections with one match: ``count`` on-sale section
+    sessions, all starting ``days`` from now."""
+    sections = [
+        {"name": f"Block {n}", "layout": parse_grid("A: ssss.ssss\nB: ssss.ssss\nC: ssss.ssss\n", CATEGORIES)}
+        for n in range(1, count + 1)
+    ]
+    venue = create_sectioned_theater("Arena", sections)
+    start = clock.now() + timedelta(days=days)
+    first = create_session(
+        venue["_id"], name="Cup Final", description="", start=start, end=start + timedelta(hours=2), prices={"s": 1000}
+    )
+    return sections_of(first["performanceId"])
+
+
+def test_the_orders_own_performance_is_first_and_shown_when_many_others_start_sooner(manager_client):
+    """More performances on sale before the order's own than the list holds (a stadium's sections
+    each count as one): the order's own performance is still first, chosen, and its map is shown."""
+    own = make_session(days=5, name="Hamlet")
+    order = sell(own["_id"], ["1:2", "1:3"])
+    stadium_sooner(70)
+    page = manager_client.get(url(order)).content.decode()
+    offered = options(page)
+    assert offered[0] == (str(own["_id"]), True) and [s for _, s in offered].count(True) == 1
+    assert map_of(page) == str(own["_id"])
+    assert len(offered) == 1 + 50 and "20 more performances match" in page  # never cut off silently
+
+
+def test_preview_refuses_seats_ticked_on_another_performances_map(manager_client):
+    """The list says one performance, the seats were ticked on the map of another: a 400 that says
+    so, nothing changes, and the page then shows the map of the performance chosen in the list."""
+    own = make_session(days=5, name="Hamlet")
+    order = sell(own["_id"], ["1:2", "1:3"])
+    sections = stadium_sooner(70)
+    other = sections[0]
+    before = mongo.orders().find_one({"_id": order["_id"]})
+    code = order["lines"][0]["ticket"]
+    form = {"tickets": [code], "session": str(other["_id"]), "map": str(own["_id"]), "seats": ["0:0"]}
+    for action in ("preview", "confirm"):
+        response = manager_client.post(url(order), {**form, "settle": "provider", "action": action})
+        page = response.content.decode()
+        assert response.status_code == 400, action
+        assert "ticked on the seat map of another performance" in page, action
+        assert map_of(page) == str(other["_id"]) and "checked" not in re.sub(r'name="(tickets|settle)"[^>]*', "", page)
+    after = mongo.orders().find_one({"_id": order["_id"]})
+    assert after["lines"] == before["lines"] and "exchanges" not in after
+    assert cell(other, "0:0") == FREE and cell(own, "0:0") == FREE
+    assert_consistent()
+
+
+def test_choosing_another_performance_shows_its_map_and_forgets_the_seats_ticked(manager_client):
+    own = make_session(days=5, name="Hamlet")
+    order = sell(own["_id"], ["1:2", "1:3"])
+    studio = make_session(make_theater(name="Studio"), days=6, name="Endgame")
+    code = order["lines"][0]["ticket"]
+    shown = {"tickets": [code], "session": str(studio["_id"]), "map": str(own["_id"]), "seats": ["0:0"]}
+    page = manager_client.post(url(order), {**shown, "action": "show"}).content.decode()
+    assert map_of(page) == str(studio["_id"]) and options(page)[0] == (str(own["_id"]), False)
+    assert (str(studio["_id"]), True) in options(page)
+    assert 'value="0:0" checked' not in page  # ticked on Hamlet's map: not carried to Endgame's
+    assert "Endgame · Studio" in page  # the map says whose it is
+
+
+def test_target_performances_are_found_by_title_and_by_date(manager_client):
+    own = make_session(days=5, name="Hamlet")
+    order = sell(own["_id"], ["1:2", "1:3"])
+    stadium_sooner(70)
+    later = make_session(make_theater(name="Studio"), days=9, name="Endgame")
+    code = order["lines"][0]["ticket"]
+    base = {"tickets": [code], "session": str(own["_id"]), "map": str(own["_id"]), "action": "search"}
+    assert str(later["_id"]) not in dict(options(manager_client.get(url(order)).content.decode()))
+
+    by_title = manager_client.post(url(order), {**base, "find": "endg"}).content.decode()
+    assert [i for i, _ in options(by_title)] == [str(own["_id"]), str(later["_id"])]
+    assert map_of(by_title) == str(own["_id"]) and "more performances match" not in by_title
+
+    day = later["start"].astimezone(timezone.get_current_timezone()).date().isoformat()
+    by_date = manager_client.post(url(order), {**base, "day": day}).content.decode()
+    assert [i for i, _ in options(by_date)] == [str(own["_id"]), str(later["_id"])]
+
+    by_hall = manager_client.post(url(order), {**base, "find": "block 7"}).content.decode()
+    found = [label for _, label in re.findall(r'<option value="([0-9a-f]{24})"[^>]*>([^<]*)', by_hall)]
+    assert [label.split(" · ")[1] for label in found[1:]] == ["Arena – Block 7", "Arena – Block 70"]
+
+    nothing = manager_client.post(url(order), {**base, "find": "zzz"}).content.decode()
+    assert options(nothing) == [(str(own["_id"]), True)] and "No other performance matches" in nothing
+    bad_day = manager_client.post(url(order), {**base, "day": "31.02.2030"})
+    assert bad_day.status_code == 400 and "Enter a valid date" in bad_day.content.decode()
+
+
+def test_the_preview_names_performance_hall_and_date_of_both_sides(manager_client):
+    own = make_session(days=5, name="Hamlet")
+    order = sell(own["_id"], ["1:2", "1:3"])
+    studio = make_session(make_theater(name="Studio"), days=6, name="Endgame")
+    code = order["lines"][0]["ticket"]
+    form = {"tickets": [code], "session": str(studio["_id"]), "map": str(studio["_id"]), "seats": ["0:0"]}
+    page = manager_client.post(url(order), {**form, "settle": "provider", "action": "preview"}).content.decode()
+    preview = page[page.index("exchange-preview") :]
+    own_when, studio_when = (dateformat.format(timezone.localtime(s["start"]), "D j M Y, H:i") for s in (own, studio))
+    assert re.search(rf"From.*Hamlet.*Test Hall.*{own_when}.*To.*Endgame.*Studio.*{studio_when}", preview, re.S)
+    assert "another hall" in preview and "another date" in preview

@@ -139,6 +139,22 @@ def test_bad_input_is_refused_and_changes_nothing(session):
     assert check_invariants() == []
 
 
+def test_seats_ticked_on_another_performances_map_are_refused_and_change_nothing(session):
+    """Seat keys name a row and a column, so the same key exists in another hall: seats picked on
+    one performance's map are never taken in another."""
+    order = paid(session, ["0:0", "0:1"])
+    elsewhere = make_session(days=3)
+    code = order["lines"][0]["ticket"]
+    for move in (exchanges.plan, exchanges.exchange):
+        with pytest.raises(InvalidRequest, match="seat map of another performance"):
+            move(order["_id"], [code], elsewhere["_id"], ["0:5"], seats_of=session["_id"])
+    assert stored(order)["lines"] == order["lines"] and "exchanges" not in stored(order)
+    assert cell(elsewhere["_id"], "0:5") == FREE
+    found = exchanges.plan(order["_id"], [code], elsewhere["_id"], ["0:5"], seats_of=elsewhere["_id"])
+    assert [n["key"] for n in found.new] == ["0:5"]
+    assert check_invariants() == []
+
+
 POINTS = [
     "exchange.after_start",
     "exchange.after_take",

@@ -4,17 +4,21 @@ buyer's page then shows the new tickets and what happened. Screenshots at 1366x7
 buyer's page on a phone) go to /tmp/shots/changes/ as well as test-artifacts/browser/."""
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from booking import mongo
+from booking import clock, mongo
 from booking.invariants import check_invariants
+from booking.layouts import parse_grid
 from booking.seat_grid import FREE, SOLD
+from booking.services.sessions import create_session
+from booking.services.theaters import create_sectioned_theater
 from booking.tests.admin_support import sell
-from booking.tests.factories import make_session
+from booking.tests.factories import CATEGORIES, make_session, make_theater
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -122,7 +126,6 @@ def test_the_customer_pays_a_dearer_exchange_on_their_phone(new_page, shot):
 def test_staff_see_a_series_preview_and_a_session_cancellation_progress(new_page, shot):
     """Screenshots to look at: the series' bulk actions with a price preview, the cancel page."""
     from booking.services import session_cancel
-    from booking.tests.factories import make_theater
 
     theater = make_theater()
     shows = [make_session(theater, name="The Seagull", days=d) for d in (1, 2, 3)]
@@ -152,4 +155,56 @@ def test_staff_see_a_series_preview_and_a_session_cancellation_progress(new_page
     session_cancel.run(shows[0]["_id"])  # the worker
     expect(page.locator("#cancel-progress")).to_contain_text("1 of 1 orders canceled and refunded")  # polled
     keep(page, "session-cancel-progress-1366")
+    assert check_invariants() == []
+
+
+def test_finding_and_choosing_a_performance_brings_its_own_seat_map(new_page):
+    """Many performances on sale before the order's own (a stadium's sections): the list starts
+    with the order's own and its map; typing finds a later one and choosing it swaps the map in
+    place (htmx, no reload), so the seats ticked are always on the chosen performance's map."""
+    own = make_session(days=5, name="Hamlet")
+    later = make_session(make_theater(name="Studio"), days=6, name="Endgame")
+    grid = parse_grid("A: ssss.ssss\n", CATEGORIES)
+    venue = create_sectioned_theater("Arena", [{"name": f"Block {n}", "layout": grid} for n in range(1, 71)])
+    start = clock.now() + timedelta(days=1)
+    create_session(
+        venue["_id"], name="Cup Final", description="", start=start, end=start + timedelta(hours=2), prices={"s": 1000}
+    )
+    order = sell(own["_id"], ["1:2", "1:3"])
+    User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")
+    page = new_page(LAPTOP)
+    page.goto("/admin/login/")
+    page.get_by_label("Username").fill("boss")
+    page.get_by_label("Password").fill("a-long-test-password")
+    page.get_by_role("button", name="Log in").click()
+
+    page.goto(f"/admin/booking/order/{order['_id']}/exchange/")
+    choice = page.get_by_label("To the performance:")
+    expect(choice).to_have_value(str(own["_id"]))
+    expect(page.locator(".map-of")).to_contain_text("Seat map of Hamlet · Test Hall")
+    expect(page.locator(".targets-more")).to_contain_text("21 more performances match")
+    page.evaluate("window.notReloaded = true")
+
+    page.get_by_label("B3 · €35").check()
+    page.locator('input[name=seats][value="0:0"]').check()  # on Hamlet's map
+    page.get_by_label("Find a performance:").press_sequentially("endg")
+    expect(choice.locator("option")).to_have_count(2)  # found while typing
+    expect(page.get_by_label("Find a performance:")).to_have_value("endg")
+    choice.select_option(str(later["_id"]))
+    expect(page.locator(".map-of")).to_contain_text("Seat map of Endgame · Studio")
+    expect(page.locator("input[name=map]")).to_have_value(str(later["_id"]))
+    expect(page.locator('input[name=seats][value="0:0"]')).not_to_be_checked()  # Hamlet's tick is not carried
+    assert page.evaluate("window.notReloaded") is True
+
+    page.locator('input[name=seats][value="0:1"]').check()
+    page.get_by_role("button", name="Preview").click()
+    route = page.locator(".exchange-route")
+    expect(route).to_contain_text("Hamlet · Test Hall")
+    expect(route).to_contain_text("Endgame · Studio")
+    expect(page.locator(".exchange-changes")).to_contain_text("another hall, another date")
+    page.get_by_role("button", name="Move the tickets").click()
+    expect(page.locator(".messagelist")).to_contain_text("Moved B3 to A2")
+    after = mongo.orders().find_one({"_id": order["_id"]})
+    moved = next(line for line in after["lines"] if line["key"] == "0:1")
+    assert moved["sessionId"] == later["_id"] and cell(later, "0:1") == SOLD and cell(own, "1:2") == FREE
     assert check_invariants() == []
