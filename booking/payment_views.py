@@ -226,7 +226,7 @@ def checkout(request):
     method = form.cleaned_data.get("method") or payments.CARD
     refused = None
     if owner is not None and method == payments.BOX_OFFICE:  # it mails the address given, at once
-        refused = ratelimits.reservation_mail_refused(form.cleaned_data.get("email", ""))
+        refused = ratelimits.reservation_mail_refused(request, form.cleaned_data.get("email", ""))
     try:
         if owner is None:
             raise NotFound(gettext("You have no seats on hold."))

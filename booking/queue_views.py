@@ -15,11 +15,9 @@ panel says the queue is paused and the buyer keeps the place. The queue id is th
 or the performance's for a sectioned venue.
 
 The rest of the site uses three helpers from here: ``session_gate`` (a queued session's page
-sends a buyer without admission to the queue), ``admissions`` (the tokens a seat action brings,
+sends a buyer without admission to the queue), ``admitted_queues`` (the tokens a seat action brings,
 verified for the hold service) and ``admission_refused`` (the 403 with a link to the queue).
 """
-
-from contextlib import contextmanager
 
 from asgiref.sync import sync_to_async
 from bson import ObjectId
@@ -209,11 +207,9 @@ def performance_gate(request, sections: list[dict]):
     return redirect(queue_url(queue_id))
 
 
-@contextmanager
-def admissions(request, owner: str | None):
-    """Around a seat action: the hold service accepts the admissions this request presents."""
-    with admission.presenting(owner, admission.tokens_in(request.COOKIES)) as queues:
-        yield queues
+def admitted_queues(request, owner: str | None) -> frozenset[ObjectId]:
+    """The queues whose admission this request presents for ``owner`` (verified), for the hold service."""
+    return admission.verified_queues(owner, admission.tokens_in(request.COOKIES))
 
 
 def admission_refused(request, error: admission.AdmissionRequired) -> HttpResponse:

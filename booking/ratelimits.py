@@ -7,8 +7,9 @@ X-Forwarded-For; the client is then the address the outermost trusted proxy saw.
 Three limits work together (docs/reliability.md):
 - per cart: ``BOOKING_MAX_SEATS_PER_CART`` (the engine, atomic);
 - per client: ``BOOKING_MAX_HELD_SEATS_PER_CLIENT`` seats held, in live carts and in carts being
-  paid for (the engine, told who the client is by this middleware), ``BOOKING_MAX_OPEN_RESERVATIONS``
-  unpaid box-office reservations, and ``BOOKING_MAX_LIVE_CARTS_PER_OWNER`` carts per cookie owner;
+  paid for (the engine, told who the client is by the buyer's views: ``acting_client``),
+  ``BOOKING_MAX_OPEN_RESERVATIONS`` unpaid box-office reservations, and
+  ``BOOKING_MAX_LIVE_CARTS_PER_OWNER`` carts per cookie owner;
 - per buyer: ``BOOKING_HOLD_RATE`` hold requests (a fixed-window counter in Redis) for each buyer
   cookie's owner token (booking/buyer.py; signed, so not forgeable; a first request gets its token
   here), and a higher ceiling per
@@ -52,7 +53,6 @@ from django.utils.translation import gettext, gettext_noop
 from redis.exceptions import RedisError
 
 from . import buyer
-from .services import holds
 
 logger = logging.getLogger("booking.ratelimits")
 
@@ -89,6 +89,15 @@ def client_address(request) -> str:
 def client_key(request) -> str:
     """A stable key for the client (``client_address``)."""
     return f"ip:{client_address(request)}"
+
+
+def acting_client(request) -> str | None:
+    """The client key this request acts for: its seats count towards that address's limit and its
+    requests towards that address's rates. None when REMOTE_ADDR is not an address (a test client)."""
+    try:
+        return client_key(request)
+    except ValueError:
+        return None
 
 
 PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -196,13 +205,13 @@ FALLBACK_WARNING_SECONDS = 10.0
 _last_fallback_warning = [float("-inf")]
 
 
-def counter(group: str, rate: str, who: str | None = None) -> tuple[str, int, int] | None:
-    """The counter of ``who`` (default: the client address) in ``group`` for this window, as
-    (key, limit, seconds); None when ``rate`` is empty (no limit)."""
+def counter(group: str, rate: str, who: str | None) -> tuple[str, int, int] | None:
+    """The counter of ``who`` (a client key, ``acting_client``, or another key) in ``group`` for
+    this window, as (key, limit, seconds); None when ``rate`` is empty (no limit)."""
     if not rate:
         return None
     limit, seconds = parse_rate(rate)
-    client = who or holds.acting_client.get() or "unknown"  # set for this request by the middleware below
+    client = who or "unknown"
     return f"rl:{group}:{client}:{seconds}:{int(window_seconds() // seconds)}", limit, seconds
 
 
@@ -228,7 +237,7 @@ def rate_exceeded(request, group: str, rate: str, who: str | None = None) -> boo
     """Count this request of ``who`` (default: the client address) in ``group``; True when it is
     over ``rate`` ("30/m"; empty: no limit). While Redis is unreachable the count is kept in this
     process."""
-    return first_exceeded([counter(group, rate, who)]) is not None
+    return first_exceeded([counter(group, rate, who or acting_client(request))]) is not None
 
 
 def hold_rate_exceeded(request) -> bool:
@@ -237,13 +246,14 @@ def hold_rate_exceeded(request) -> bool:
     not counted for the address, so one fast browser cannot use up a household's ceiling. All in
     one round trip to Redis."""
     rate = settings.BOOKING_HOLD_RATE
+    address = acting_client(request)
     counters = []
     if buyer.get(request).owner is None:  # no (valid) buyer cookie: all such requests of an address
-        address = holds.acting_client.get() or "unknown"  # share one bucket, so throwing cookies
-        counters.append(counter("booking.hold", rate, who=f"anon:{address}"))  # away gains nothing
+        anonymous = f"anon:{address or 'unknown'}"  # share one bucket, so throwing cookies
+        counters.append(counter("booking.hold", rate, who=anonymous))  # away gains nothing
     owner = buyer.owner(request, create=True)  # signed: forging one needs SECRET_KEY
     counters.append(counter("booking.hold", rate, who=f"buyer:{owner}"))
-    counters.append(counter("booking.hold.address", getattr(settings, "BOOKING_HOLD_RATE_PER_ADDRESS", "")))
+    counters.append(counter("booking.hold.address", getattr(settings, "BOOKING_HOLD_RATE_PER_ADDRESS", ""), address))
     return first_exceeded(counters) is not None
 
 
@@ -257,7 +267,7 @@ def lookup_rate_exceeded(request) -> bool:
 BY_ADDRESS, BY_EMAIL = "address", "email"
 
 
-def reservation_mail_refused(email: str) -> tuple[str, int] | None:
+def reservation_mail_refused(request, email: str) -> tuple[str, int] | None:
     """Count this box-office reservation, which mails ``email`` at once (an address nobody has
     confirmed): None when within BOOKING_RESERVATION_MAIL_RATE for the client address and, after
     that, BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL for the e-mail address (from any client; its
@@ -265,7 +275,9 @@ def reservation_mail_refused(email: str) -> tuple[str, int] | None:
     its window (the Retry-After). One round trip."""
     normalized = str(email or "").strip().lower()
     digest = hashlib.sha256(normalized.encode()).hexdigest()[:32]
-    by_address = counter("booking.reservation_mail", getattr(settings, "BOOKING_RESERVATION_MAIL_RATE", ""))
+    by_address = counter(
+        "booking.reservation_mail", getattr(settings, "BOOKING_RESERVATION_MAIL_RATE", ""), acting_client(request)
+    )
     by_email = counter(
         "booking.reservation_mail.email",
         getattr(settings, "BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL", ""),
@@ -293,27 +305,19 @@ def too_many_requests(request) -> HttpResponse:
 
 
 class HoldRateLimitMiddleware:
-    """Tells the engine who the client is (per-client held-seats limit) and rate-limits holds."""
+    """Rate-limits holds (the per-client held-seats limit is the engine's: ``acting_client``)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        try:
-            client = client_key(request)
-        except ValueError:
-            client = None  # REMOTE_ADDR is not an address (a test client): no per-client limit
-        token = holds.acting_client.set(client)
-        try:
-            return self.get_response(request)
-        finally:
-            holds.acting_client.reset(token)
+        return self.get_response(request)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
         match = request.resolver_match
         if request.method != "POST" or match is None or match.view_name not in HOLD_VIEWS:
             return None
         if hold_rate_exceeded(request):
-            logger.info("hold rate limit hit by %s", holds.acting_client.get())
+            logger.info("hold rate limit hit by %s", acting_client(request))
             return too_many_requests(request)
         return None

@@ -404,14 +404,24 @@ def _etags(header: str) -> set[str]:
     return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
 
 
+def hold_context_for(request, owner: str | None) -> holds.HoldContext:
+    """What the hold service is told of this buyer's request: the client address (its held-seats
+    limit), the presales the buyer unlocked, and the waiting-room admissions presented."""
+    return holds.HoldContext(
+        client=ratelimits.acting_client(request),
+        presale_keys=buyer.presale_keys(request),
+        admitted_queues=queue_views.admitted_queues(request, owner),
+    )
+
+
 def _seat_action(request, session_id, service, *args, notice: str = "", extra=None):
     """Run one hold/release and answer (htmx): the changed seats and the cart, or the refreshed
     map when the action did not go through; a plain form post is sent back to the map.
 
-    ``service(session_id, owner, cart_id, *args)``: one of the engine's seat services (``holds``),
-    returning a HoldResult or ReleaseResult; ``notice``: what to tell the buyer when it went
-    through. Input errors are 400 with a message; lost races and closed sales are shown on the
-    refreshed map.
+    ``service(session_id, owner, cart_id, *args, context=...)``: one of the engine's seat services
+    (``holds``), given this request's ``hold_context_for``, returning a HoldResult or ReleaseResult;
+    ``notice``: what to tell the buyer when it went through. Input errors are 400 with a message;
+    lost races and closed sales are shown on the refreshed map.
     """
     try:
         sid = object_id(session_id, "performance")
@@ -420,10 +430,8 @@ def _seat_action(request, session_id, service, *args, notice: str = "", extra=No
     owner = buyer.owner(request, create=True)
     level = "ok"
     result = None
-    access = holds.presale_access.set(buyer.presale_keys(request))
     try:
-        with queue_views.admissions(request, owner):  # waiting room: the admissions this buyer presents
-            result = service(sid, owner, buyer.cart_id(request), *args)
+        result = service(sid, owner, buyer.cart_id(request), *args, context=hold_context_for(request, owner))
         if isinstance(result, holds.HoldResult):
             buyer.set_cart(request, result.cart_id)
     except AdmissionRequired as exc:
@@ -437,8 +445,6 @@ def _seat_action(request, session_id, service, *args, notice: str = "", extra=No
         notice, level = exc.message, "error"
         if isinstance(exc, CartExpired):
             buyer.forget_cart(request)
-    finally:
-        holds.presale_access.reset(access)
     if not request.htmx:
         if notice:
             (messages.error if level == "error" else messages.success)(request, notice)
@@ -522,7 +528,11 @@ def release(request, session_id):
     form = SeatsForm(request.POST)
     if not form.is_valid():
         return _bad_seat_request(request, _form_error(form))
-    return _seat_action(request, session_id, holds.release_seats, form.cleaned_data["seats"])
+
+    def give_back(sid, owner, cart_id, seats, *, context):  # a release takes no seat: the context is not needed
+        return holds.release_seats(sid, owner, cart_id, seats)
+
+    return _seat_action(request, session_id, give_back, form.cleaned_data["seats"])
 
 
 @require_POST
@@ -540,7 +550,7 @@ def best_available(request, session_id):
     wheelchair = form.cleaned_data["wheelchair"]
     offer: dict = {}
 
-    def pick(sid, owner, cart_id):
+    def pick(sid, owner, cart_id, *, context):
         try:
             return holds.hold_best_available(
                 sid,
@@ -551,6 +561,7 @@ def best_available(request, session_id):
                 max_price=max_price,
                 wheelchair=wheelchair,
                 accept=form.cleaned_data["accept"],
+                context=context,
             )
         except NoAdjacentSeats as exc:
             offer["suggestion"], offer["why"] = exc.suggestion, exc.message

@@ -435,7 +435,7 @@ BOOKING_BOX_OFFICE_DEADLINE_MINUTES = env.int("BOOKING_BOX_OFFICE_DEADLINE_MINUT
 # this long after their last action, so a forgotten counter screen never blocks seats.
 BOOKING_STAFF_HOLD_IDLE_SECONDS = env.int("BOOKING_STAFF_HOLD_IDLE_SECONDS", default=20 * 60)
 # The box office sells until the performance starts, plus this many seconds (latecomers at the
-# counter); the online sale window and waiting room never apply to it (services/holds.box_office).
+# counter); the online sale window and waiting room never apply to it (services/holds.BOX_OFFICE).
 BOOKING_COUNTER_SALE_AFTER_START_SECONDS = env.int("BOOKING_COUNTER_SALE_AFTER_START_SECONDS", default=0)
 # A refund the provider refused or could not be reached for is retried after this, doubling.
 BOOKING_REFUND_RETRY_SECONDS = env.int("BOOKING_REFUND_RETRY_SECONDS", default=300)

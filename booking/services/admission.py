@@ -10,16 +10,14 @@ only for a buyer who presents a valid admission for that queue:
   cookie, ``booking/buyer.py``) through a digest of it, to the queue, and it expires
   ``BOOKING_QUEUE_ADMISSION_SECONDS`` after the admission (the time the waiting room admitted the
   buyer, not the time the token was written). Checking it needs no Redis and no database.
-- The web layer verifies the tokens a request brings (``presenting``) and the hold service reads
-  the verified queue ids from a context variable, like ``holds.acting_client``. The hold's
+- The web layer verifies the tokens a request brings (``verified_queues``) and hands the verified
+  queue ids to the hold service (``holds.HoldContext.admitted_queues``). The hold's
   conditional write requires ``waitingRoom.queueId`` to be absent or one of them
   (``hold_clause``), so a session put in a queue a moment ago is guarded by the same atomic write
   that takes the seats; a write that misses reads the session and ``check`` says why.
 """
 
 import hashlib
-from contextlib import contextmanager
-from contextvars import ContextVar
 
 from bson import ObjectId
 from django.conf import settings
@@ -32,10 +30,6 @@ from ..errors import BookingError
 
 SALT = "booking.waiting_room.admission"
 COOKIE_PREFIX = "wr_"  # one cookie per queue: wr_<queue id>
-
-# The queues whose admission the current request's buyer presented (verified). Set by the web
-# layer around a seat action; empty everywhere else (worker, shell, load scenario).
-admitted_queues: ContextVar[frozenset] = ContextVar("admitted_queues", default=frozenset())
 
 
 class AdmissionRequired(BookingError):
@@ -114,39 +108,28 @@ def tokens_in(cookies) -> dict[ObjectId, str]:
     return found
 
 
-def verified_queues(owner: str | None, tokens: dict[ObjectId, str], now_ms: int | None = None) -> frozenset:
+def verified_queues(owner: str | None, tokens: dict[ObjectId, str], now_ms: int | None = None) -> frozenset[ObjectId]:
+    """The queues these tokens admit ``owner`` to (each verified: signature, queue, buyer, expiry)."""
     if not owner:
         return frozenset()
     return frozenset(qid for qid, token in tokens.items() if verify(token, qid, owner, now_ms))
 
 
-@contextmanager
-def presenting(owner: str | None, tokens: dict[ObjectId, str]):
-    """Within this block the hold service accepts holds on the queues these tokens admit
-    ``owner`` to (each verified here: signature, queue, buyer, expiry)."""
-    reset = admitted_queues.set(verified_queues(owner, tokens))
-    try:
-        yield admitted_queues.get()
-    finally:
-        admitted_queues.reset(reset)
-
-
-def hold_clause() -> dict:
+def hold_clause(*, admitted: frozenset[ObjectId]) -> dict:
     """The hold write's filter clause (one entry of its ``$and``): the session is in no queue, or
     in one this buyer was admitted to. Written as ``$exists`` (and ``$or`` only for a buyer with an admission) rather
     than ``$in: [null, ...]``: the stand-in's compiled matcher takes these, a null operand would
     send every hold's filter to its slow path (devmongo/matching.py)."""
     absent = {"waitingRoom.queueId": {"$exists": False}}
-    admitted = sorted(admitted_queues.get())
     if not admitted:
         return absent
-    return {"$or": [absent, {"waitingRoom.queueId": {"$in": admitted}}]}
+    return {"$or": [absent, {"waitingRoom.queueId": {"$in": sorted(admitted)}}]}
 
 
-def check(session: dict) -> None:
-    """Raise AdmissionRequired when ``session`` (as read) is queued and the buyer holds no valid
-    admission for its queue."""
+def check(session: dict, *, admitted: frozenset[ObjectId]) -> None:
+    """Raise AdmissionRequired when ``session`` (as read) is queued and ``admitted`` (the buyer's
+    verified admissions) does not name its queue."""
     room = session.get("waitingRoom")
     queue_id = room.get("queueId") if isinstance(room, dict) else None
-    if queue_id is not None and queue_id not in admitted_queues.get():
+    if queue_id is not None and queue_id not in admitted:
         raise AdmissionRequired(queue_id)

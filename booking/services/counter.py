@@ -2,7 +2,7 @@
 
 Staff choose seats on the same live map with the same services as a buyer (``holds``: the same
 conditional writes, orphan rule, limits), under a cart of their own (owner ``staff:<user id>``),
-and may take house seats they blocked (``holds.house_seats``). The sale then goes the buyer's way:
+and may take house seats they blocked (``holds.BOX_OFFICE``). The sale then goes the buyer's way:
 
 1. cart ``active -> paying`` (conditional on its hold not having ended), with the customer, the
    payment method, the channel and the staff member;

@@ -7,7 +7,6 @@ the hold is given back at once.
 """
 
 import logging
-from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -64,26 +63,43 @@ from .hold_facts import SaleFacts
 
 logger = logging.getLogger("booking.holds")
 
-# The client (an IP key such as "ip:203.0.113.7") on whose behalf this request holds seats. The
-# web layer sets it per request (booking.ratelimits); None (worker, shell, tests) means no
-# per-client limit. New carts record it, so seats held from one address can be counted.
-acting_client: ContextVar[str | None] = ContextVar("acting_client", default=None)
 
-# The presale keys the buyer of this request unlocked with an access code (booking/buyer.py); the
-# web layer sets them around a seat action. The hold's filter lets these presales' holds through.
-presale_access: ContextVar[frozenset[str]] = ContextVar("presale_access", default=frozenset())
+@dataclass(frozen=True, slots=True)
+class HoldContext:
+    """What a hold depends on besides the cart: on whose behalf and under which rules seats are
+    taken. The buyer's views build it per request (``views.hold_context_for``), the staff counter
+    uses ``BOX_OFFICE``; the default (worker, shell, load scenario) is a buyer with no address,
+    nothing unlocked and no admission."""
 
-# Staff selling at the counter (booking/staff/counter.py) may take house seats (blocked by staff):
-# ``blocked -> held`` in the same conditional write, remembered in the reservation's ``house`` and
-# the cart item's ``house``, so a release or an expiry puts them back to blocked, never on sale.
-house_seats: ContextVar[bool] = ContextVar("house_seats", default=False)
+    # The client (an IP key such as "ip:203.0.113.7"; ``ratelimits.client_key``). New carts record
+    # it, so seats held from one address can be counted; None means no per-client limit.
+    client: str | None = None
+    # The presale keys the buyer unlocked with an access code (booking/buyer.py): the hold's
+    # filter lets these presales' holds through.
+    presale_keys: frozenset[str] = frozenset()
+    # The waiting-room queues whose admission the buyer presented, verified (services/admission.py).
+    admitted_queues: frozenset[ObjectId] = frozenset()
+    # Staff selling at the counter may take house seats (blocked by staff): ``blocked -> held`` in
+    # the same conditional write, remembered in the reservation's ``house`` and the cart item's
+    # ``house``, so a release or an expiry puts them back to blocked, never on sale.
+    house_seats: bool = False
+    # Staff selling at the counter (``booking.sell_at_counter``) keep the box office's hours, not
+    # the online shop's: before the online on-sale, after the online off-sale, until the
+    # performance starts (plus ``BOOKING_COUNTER_SALE_AFTER_START_SECONDS``), and never through a
+    # waiting room. Still only a performance on sale (not draft, not canceled), and the hold's
+    # write still requires every seat free (or a house seat): another cart's seats stay theirs.
+    box_office: bool = False
 
-# Staff selling at the counter (booking/staff/counter.py, with ``booking.sell_at_counter``) keep the
-# box office's hours, not the online shop's: before the online on-sale, after the online off-sale,
-# until the performance starts (plus ``BOOKING_COUNTER_SALE_AFTER_START_SECONDS``), and never
-# through a waiting room. Still only a performance on sale (not draft, not canceled), and the
-# hold's write still requires every seat free (or a house seat): another cart's seats stay theirs.
-box_office: ContextVar[bool] = ContextVar("box_office", default=False)
+    @property
+    def staff_rules(self) -> bool:
+        """The box office's hours or house seats: rules for staff carts only."""
+        return self.house_seats or self.box_office
+
+
+ONLINE = HoldContext()  # a buyer with no address, nothing unlocked and no admission
+# The staff counter: house seats choosable, the box office's hours, and no per-address limit on
+# the box office's till.
+BOX_OFFICE = HoldContext(house_seats=True, box_office=True)
 
 
 # "The caller has not read the cart": hold and release read it themselves.
@@ -133,12 +149,14 @@ def parse_seats(raw_keys) -> Coords:
     return coords
 
 
-def load_session_for_sale(session_id: ObjectId, now: datetime, *, read=selectors.get_session) -> dict:
+def load_session_for_sale(
+    session_id: ObjectId, now: datetime, *, context: HoldContext, read=selectors.get_session
+) -> dict:
     session = read(session_id)
     if session is None or session.get("status") == SessionStatus.DRAFT:
         raise NotFound(gettext("No such performance."))
-    refuse_outside_sale_window(session, now)
-    _check_queue(session)  # waiting room: a queued sale needs the buyer's admission
+    refuse_outside_sale_window(session, now, context=context)
+    _check_queue(session, context)  # waiting room: a queued sale needs the buyer's admission
     return session
 
 
@@ -149,10 +167,10 @@ def counter_sale_ends(session: dict) -> datetime:
     return min(ends, session["end"]) if session.get("end") else ends
 
 
-def _check_queue(session: dict) -> None:
+def _check_queue(session: dict, context: HoldContext) -> None:
     """The waiting room's gate, which the box office does not pass through."""
-    if not box_office.get():
-        check_admission(session)
+    if not context.box_office:
+        check_admission(session, admitted=context.admitted_queues)
 
 
 def _refuse_outside_counter_hours(session: dict, now: datetime) -> None:
@@ -162,11 +180,11 @@ def _refuse_outside_counter_hours(session: dict, now: datetime) -> None:
         raise SessionNotOnSale(gettext("This performance has already started; seats can no longer be booked."))
 
 
-def refuse_outside_sale_window(session: dict, now: datetime) -> None:
+def refuse_outside_sale_window(session: dict, now: datetime, *, context: HoldContext) -> None:
     """SessionNotOnSale, saying when sales open or why they are over, unless this buyer may hold now."""
-    if box_office.get():
+    if context.box_office:
         return _refuse_outside_counter_hours(session, now)
-    phase = sale_phase(session, now, presale_access.get())
+    phase = sale_phase(session, now, context.presale_keys)
     if phase == SalePhase.OPEN:
         return
     if phase == SalePhase.STARTED:
@@ -180,15 +198,16 @@ def refuse_outside_sale_window(session: dict, now: datetime) -> None:
         )
     if phase == SalePhase.NOT_YET:
         raise SessionNotOnSale(
-            gettext("Not on sale yet: seats can be booked from %(opens)s.") % {"opens": _when(opening_for(session))}
+            gettext("Not on sale yet: seats can be booked from %(opens)s.")
+            % {"opens": _when(opening_for(session, context=context))}
         )
     raise SessionNotOnSale(gettext("This performance is not on sale."))
 
 
-def opening_for(session: dict) -> datetime:
-    """When this request's buyer may first hold: a presale they unlocked, else the public on-sale."""
+def opening_for(session: dict, *, context: HoldContext) -> datetime:
+    """When this buyer may first hold: a presale they unlocked, else the public on-sale."""
     presale = session.get("presale")
-    if presale and presale["key"] in presale_access.get():
+    if presale and presale["key"] in context.presale_keys:
         return presale["opens"]
     return session["saleOpens"]
 
@@ -218,8 +237,8 @@ class HoldPlan:
     facts: SaleFacts  # layout and prices the seats are taken by (the write's filter names them)
     now: datetime
     allow_orphans: bool
-    access: frozenset[str] = frozenset()  # presale keys the buyer unlocked (``presale_access``)
-    house: frozenset[tuple[int, int]] = frozenset()  # blocked seats taken by staff (``house_seats``)
+    context: HoldContext = ONLINE  # on whose behalf, under which rules
+    house: frozenset[tuple[int, int]] = frozenset()  # blocked seats taken by staff (``context.house_seats``)
     needs_wheelchair: bool = False  # the buyer said they need the wheelchair spaces asked for
     owner: str = ""  # the cart's owner, named in a new reservation (a later hold reads the cart by it)
 
@@ -233,14 +252,16 @@ def hold_seats(
     allow_orphans: bool = False,
     needs_wheelchair: bool = False,
     carts: selectors.BuyerCarts | None = None,
+    context: HoldContext = ONLINE,
 ) -> HoldResult:
     """Hold these seats for the owner's cart (all or nothing). Starts a cart when needed.
 
     ``allow_orphans``: best available already avoids leaving a seat alone wherever it can.
     ``needs_wheelchair``: the buyer said they need a wheelchair space; without it a wheelchair
     space is held only once it is released to general sale (``wheelchair_clause``). Staff at the
-    counter (``house_seats``) sell them on the buyer's word.
+    counter (``context.house_seats``) sell them on the buyer's word.
     ``carts``: the buyer's carts as the caller just read them (``selectors.buyer_carts``), if it did.
+    ``context``: on whose behalf and under which rules (``HoldContext``).
 
     When this process knows the session's layout and prices (``hold_facts.SaleFacts``), the session
     is not read: the write's filter requires everything a read would have been checked for (on
@@ -248,19 +269,19 @@ def hold_seats(
     write that misses reads the session to tell why (or to try again).
     """
     coords = parse_seats(seat_keys)
-    if (box_office.get() or house_seats.get()) and not cart_service.is_staff_owner(owner):
+    if context.staff_rules and not cart_service.is_staff_owner(owner):
         # the box office's hours and house seats are for staff carts: never a buyer's, however wired
         raise RuntimeError("the box office's hold rules are for staff carts only")
     now = clock.now()
-    client = acting_client.get()
+    client = context.client
     if carts is None:
         carts = selectors.buyer_carts(owner, cart_id, now)
     cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
     session = None
     facts = hold_facts.known_sale_facts(session_id)
-    if facts is None or _not_a_seat(facts.layout, coords) or house_seats.get():
+    if facts is None or _not_a_seat(facts.layout, coords) or context.house_seats:
         # (staff: which seats are house seats is read, so the write names each cell's state)
-        session, facts = _read_for_sale(session_id, now)  # an unknown seat may be in a newer layout
+        session, facts = _read_for_sale(session_id, now, context)  # an unknown seat may be in a newer layout
     mine = selectors.cart_seat_keys(cart, session_id)
     _check_request(facts.layout, coords, cart, mine, carts)
     plan = HoldPlan(
@@ -270,8 +291,8 @@ def hold_seats(
         facts,
         now,
         allow_orphans,
-        presale_access.get(),
-        needs_wheelchair=needs_wheelchair or house_seats.get() or box_office.get(),
+        context,
+        needs_wheelchair=needs_wheelchair or context.staff_rules,
         owner=owner,
     )
     counted_for = _reserve_for_client(plan, cart, owner, client)
@@ -367,9 +388,9 @@ def _refuse_non_seats(layout: dict, coords) -> None:
         )
 
 
-def _read_for_sale(session_id: ObjectId, now: datetime) -> tuple[dict, SaleFacts]:
+def _read_for_sale(session_id: ObjectId, now: datetime, context: HoldContext) -> tuple[dict, SaleFacts]:
     """The hold's read of the session (seat states, no layout, no reservations) and its facts."""
-    session = load_session_for_sale(session_id, now, read=selectors.get_session_for_hold)
+    session = load_session_for_sale(session_id, now, context=context, read=selectors.get_session_for_hold)
     facts = hold_facts.sale_facts(session)
     if facts is None:
         raise NotFound(gettext("No such performance."))
@@ -434,14 +455,15 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
         written = _send_hold_write(plan, cart_has_seats, SUMMARY_ANSWER_FIELDS)
         if written is not None:
             return {**written, "layout": plan.facts.layout}, plan
-        session, facts = _read_for_sale(session_id, now)  # missed: find out why, and try again
+        session, facts = _read_for_sale(session_id, now, plan.context)  # missed: find out why, and try again
         _refuse_non_seats(facts.layout, coords)  # the layout may have been replaced meanwhile
         plan = replace(plan, facts=facts)
     layout = plan.facts.layout
     freed_expired = False
     for _attempt in range(4):
         seats = session["seats"]
-        house = frozenset((r, c) for r, c in coords if seats[r][c] == BLOCKED) if house_seats.get() else frozenset()
+        blocked = frozenset((r, c) for r, c in coords if seats[r][c] == BLOCKED)
+        house = blocked if plan.context.house_seats else frozenset()
         taken = [(r, c) for r, c in coords if seats[r][c] != FREE and (r, c) not in house]
         if taken:
             if not freed_expired:
@@ -474,8 +496,8 @@ def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -
         session = selectors.get_session(session_id)  # lost a race (or a stale cart): look again, whole
         if session is None or session.get("status") != SessionStatus.ON_SALE:
             raise SessionNotOnSale(gettext("This performance is not on sale."))
-        refuse_outside_sale_window(session, now)  # the window closed (or the staff moved it) meanwhile
-        _check_queue(session)  # waiting room: queued since the last read
+        refuse_outside_sale_window(session, now, context=plan.context)  # the window closed (or was moved) meanwhile
+        _check_queue(session, plan.context)  # waiting room: queued since the last read
         if (
             session.get("layoutRev", 0) != plan.facts.layout_rev
             or session["prices"] != plan.facts.prices
@@ -551,7 +573,7 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     categories = {layout["rows"][r]["cells"][c]["cat"] for r, c in coords}
     price = sum(facts.prices[layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
     house = [seat_key(r, c) for r, c in coords if (r, c) in plan.house]
-    counter = box_office.get()
+    counter = plan.context.box_office
     query: dict = {
         "_id": plan.session_id,
         "status": SessionStatus.ON_SALE,
@@ -570,8 +592,9 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
         if guards:
             query["$and"] = guards
     if not counter:  # the box office keeps its own hours and has no queue
-        query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.access)["$and"]]
-        query["$and"].append(admission_clause())  # waiting room: in no queue, or one the buyer was admitted to
+        query["$and"] = [*query.get("$and", []), *sale_open_filter(now, plan.context.presale_keys)["$and"]]
+        # waiting room: in no queue, or one the buyer was admitted to
+        query["$and"].append(admission_clause(admitted=plan.context.admitted_queues))
     elif settings.BOOKING_COUNTER_SALE_AFTER_START_SECONDS:  # into the performance, never past its end
         query["$and"] = [*query.get("$and", []), {"$or": [{"end": None}, {"end": {"$gt": now}}]}]
     cells = {cell_path(r, c): HELD for r, c in coords}
@@ -777,14 +800,22 @@ def release_seats(
 
 
 def toggle_seat(
-    session_id: ObjectId, owner: str, cart_id: ObjectId | None, key: str, *, needs_wheelchair: bool = False
+    session_id: ObjectId,
+    owner: str,
+    cart_id: ObjectId | None,
+    key: str,
+    *,
+    needs_wheelchair: bool = False,
+    context: HoldContext = ONLINE,
 ) -> HoldResult | ReleaseResult:
     """A click on a seat: release it when the owner's live cart holds it, else hold it. One read
-    of carts serves the choice and the action. ``needs_wheelchair``: as for ``hold_seats``."""
+    of carts serves the choice and the action. ``needs_wheelchair``, ``context``: as for ``hold_seats``."""
     carts = selectors.buyer_carts(owner, cart_id, clock.now())
     if key in selectors.cart_seat_keys(selectors.live_cart_or_none(carts.cart), session_id):
         return release_seats(session_id, owner, cart_id, [key], cart=carts.cart)
-    return hold_seats(session_id, owner, cart_id, [key], carts=carts, needs_wheelchair=needs_wheelchair)
+    return hold_seats(
+        session_id, owner, cart_id, [key], carts=carts, needs_wheelchair=needs_wheelchair, context=context
+    )
 
 
 def release_reservation(session_id: ObjectId, owner: str, cart_id: ObjectId | None) -> int:
@@ -808,6 +839,7 @@ def hold_best_available(
     wheelchair: bool = False,
     accept: list[str] | None = None,
     max_price: int | None = None,
+    context: HoldContext = ONLINE,
 ) -> HoldResult:
     """Hold the best ``count`` seats side by side, of ``categories`` only when given (never a
     category the buyer did not choose), and nothing else: the cart gains exactly these seats.
@@ -817,13 +849,14 @@ def hold_best_available(
     held only if it is still the suggestion now (else a fresh one is offered), so this endpoint
     cannot hold seats of the buyer's choosing past the orphan rule.
     ``wheelchair``: ``count`` wheelchair spaces, each with a companion seat beside it.
-    ``max_price``: only categories whose (full) price is at most this many minor units."""
+    ``max_price``: only categories whose (full) price is at most this many minor units.
+    ``context``: as for ``hold_seats``."""
     if not isinstance(count, int) or not 1 <= count <= settings.BOOKING_MAX_SEATS_PER_CART:
         raise InvalidRequest(_("Choose between 1 and %(max)s seats.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART})
     if wheelchair and 2 * count > settings.BOOKING_MAX_SEATS_PER_CART:
         raise InvalidRequest(_("Each wheelchair space comes with a companion seat: choose fewer spaces."))
     for _attempt in range(3):
-        session = load_session_for_sale(session_id, clock.now())
+        session = load_session_for_sale(session_id, clock.now(), context=context)
         if categories and not categories <= set(session["prices"]):
             raise InvalidRequest(_("Unknown seat category."))
         if max_price is not None:
@@ -863,7 +896,9 @@ def hold_best_available(
         try:
             keys = [seat_key(r, c) for r, c in seats]
             # asking for wheelchair spaces is saying one needs them; other picks skip the spaces
-            return hold_seats(session_id, owner, cart_id, keys, allow_orphans=True, needs_wheelchair=wheelchair)
+            return hold_seats(
+                session_id, owner, cart_id, keys, allow_orphans=True, needs_wheelchair=wheelchair, context=context
+            )
         except SeatsTaken:
             continue  # someone was faster: pick again from a fresh map
     raise SeatsTaken(["the seats we picked"])

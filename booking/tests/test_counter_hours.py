@@ -17,7 +17,6 @@ from booking.services import counter, hold_facts, holds, waiting_room
 from booking.services import sessions as session_service
 from booking.services.admission import AdmissionRequired
 from booking.services.reconcile import reconcile
-from booking.staff.counter import staff_hold_rules
 from booking.tests.admin_support import make_staff
 from booking.tests.factories import make_session, reread
 
@@ -49,8 +48,7 @@ def windowed():
 
 
 def at_counter(session, keys, owner=STAFF):
-    with staff_hold_rules():
-        return holds.hold_seats(session["_id"], owner, None, keys)
+    return holds.hold_seats(session["_id"], owner, None, keys, context=holds.BOX_OFFICE)
 
 
 def cell(session, key):
@@ -126,8 +124,7 @@ def test_the_counter_needs_no_waiting_room_admission_and_buyers_still_do(facts_k
     with pytest.raises(AdmissionRequired):
         holds.hold_seats(session["_id"], BUYER, None, ["0:0"])
     at_counter(session, ["0:0"])
-    with staff_hold_rules():
-        holds.hold_best_available(session["_id"], counter.staff_owner(8), None, 2)
+    holds.hold_best_available(session["_id"], counter.staff_owner(8), None, 2, context=holds.BOX_OFFICE)
     assert cell(session, "0:0") == HELD
     assert check_invariants() == []
 

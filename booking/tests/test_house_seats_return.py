@@ -30,11 +30,7 @@ def sold_at_counter(method=counter.CASH, days=1, **fields):
     session = make_session(days=days)
     session_service.set_blocked(session["_id"], [(0, 0)], True)
     free_before = available(session)
-    token = holds.house_seats.set(True)
-    try:
-        held = holds.hold_seats(session["_id"], STAFF, None, [HOUSE, PLAIN])
-    finally:
-        holds.house_seats.reset(token)
+    held = holds.hold_seats(session["_id"], STAFF, None, [HOUSE, PLAIN], context=holds.HoldContext(house_seats=True))
     sale = counter.CounterSale(name="Grace Hopper", method=method, by="anna", by_id=7, **fields)
     order = counter.sell(STAFF, held.cart_id, sale)
     return session, order, free_before
@@ -93,11 +89,7 @@ def test_an_invoice_reservation_ending_unpaid_blocks_the_house_seat_again():
     session = make_session(days=5)
     session_service.set_blocked(session["_id"], [(0, 0)], True)
     free_before = available(session)
-    token = holds.house_seats.set(True)
-    try:
-        held = holds.hold_seats(session["_id"], STAFF, None, [HOUSE, PLAIN])
-    finally:
-        holds.house_seats.reset(token)
+    held = holds.hold_seats(session["_id"], STAFF, None, [HOUSE, PLAIN], context=holds.HoldContext(house_seats=True))
     due = (mongo.sessions().find_one({"_id": session["_id"]})["start"] - timedelta(days=2)).date()
     order = counter.sell(STAFF, held.cart_id, counter.CounterSale(name="Ada", method=counter.INVOICE, due=due))
     assert cells(session, [HOUSE, PLAIN]) == [HELD, HELD]

@@ -51,23 +51,18 @@ def test_without_the_code_the_hold_is_refused_by_the_server(presale, facts_known
         hold_facts.sale_facts(presale)
     with pytest.raises(SessionNotOnSale, match="On sale to members"):
         holds.hold_seats(presale["_id"], "s:public", None, ["0:0"])
-    wrong = holds.presale_access.set(frozenset({"not-the-key"}))
-    try:
-        with pytest.raises(SessionNotOnSale):
-            holds.hold_seats(presale["_id"], "s:public", None, ["0:0"])
-    finally:
-        holds.presale_access.reset(wrong)
+    wrong = holds.HoldContext(presale_keys=frozenset({"not-the-key"}))
+    with pytest.raises(SessionNotOnSale):
+        holds.hold_seats(presale["_id"], "s:public", None, ["0:0"], context=wrong)
     assert selectors.get_session(presale["_id"])["seats"][0][0] != HELD
 
 
 def test_with_the_code_the_hold_goes_through(presale):
     key = session_service.unlock_presale(presale["_id"], " Friends-2026 ")
     assert key is not None and key == presale["presale"]["key"]
-    token = holds.presale_access.set(frozenset({key}))
-    try:
-        holds.hold_seats(presale["_id"], "s:member", None, ["0:0"])
-    finally:
-        holds.presale_access.reset(token)
+    holds.hold_seats(
+        presale["_id"], "s:member", None, ["0:0"], context=holds.HoldContext(presale_keys=frozenset({key}))
+    )
     assert selectors.get_session(presale["_id"])["seats"][0][0] == HELD
 
 
@@ -82,12 +77,10 @@ def test_a_new_code_locks_out_the_old_key(presale):
         presale_code="new-code-1",
     )
     assert session_service.unlock_presale(presale["_id"], CODE) is None
-    token = holds.presale_access.set(frozenset({old}))
-    try:
-        with pytest.raises(SessionNotOnSale):
-            holds.hold_seats(presale["_id"], "s:member", None, ["0:0"])
-    finally:
-        holds.presale_access.reset(token)
+    with pytest.raises(SessionNotOnSale):
+        holds.hold_seats(
+            presale["_id"], "s:member", None, ["0:0"], context=holds.HoldContext(presale_keys=frozenset({old}))
+        )
 
 
 def test_buyer_page_refuses_then_opens_with_the_code(client, presale):

@@ -51,11 +51,7 @@ def held_from(client):
 
 
 def hold_from(client, session, owner, keys):
-    token = holds.acting_client.set(client)
-    try:
-        return holds.hold_seats(session["_id"], owner, None, keys)
-    finally:
-        holds.acting_client.reset(token)
+    return holds.hold_seats(session["_id"], owner, None, keys, context=holds.HoldContext(client=client))
 
 
 def once_at(fault_hook, point, action):
@@ -119,19 +115,16 @@ def test_the_address_gets_back_what_a_release_and_a_cancel_free(settings):
     """Seat clicks on and off, and a cart given up, do not use up the address's share."""
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 2
     session = make_session()
-    token = holds.acting_client.set(ADDRESS)
-    try:
-        cart_id = holds.hold_seats(session["_id"], "s:a", None, ["0:0"]).cart_id
-        for _ in range(3):
-            holds.toggle_seat(session["_id"], "s:a", cart_id, "0:1")  # on
-            holds.toggle_seat(session["_id"], "s:a", cart_id, "0:1")  # off
-        holds.hold_seats(session["_id"], "s:a", cart_id, ["0:1"])
-        with pytest.raises(TooManySeats):
-            holds.hold_seats(session["_id"], "s:b", None, ["2:0"])
-        cart_service.cancel_cart(cart_id, "s:a")
-        holds.hold_seats(session["_id"], "s:b", None, ["2:0", "2:1"])  # exactly the limit again
-    finally:
-        holds.acting_client.reset(token)
+    here = holds.HoldContext(client=ADDRESS)
+    cart_id = holds.hold_seats(session["_id"], "s:a", None, ["0:0"], context=here).cart_id
+    for _ in range(3):
+        holds.toggle_seat(session["_id"], "s:a", cart_id, "0:1", context=here)  # on
+        holds.toggle_seat(session["_id"], "s:a", cart_id, "0:1", context=here)  # off
+    holds.hold_seats(session["_id"], "s:a", cart_id, ["0:1"], context=here)
+    with pytest.raises(TooManySeats):
+        holds.hold_seats(session["_id"], "s:b", None, ["2:0"], context=here)
+    cart_service.cancel_cart(cart_id, "s:a")
+    holds.hold_seats(session["_id"], "s:b", None, ["2:0", "2:1"], context=here)  # exactly the limit again
     assert held_from(ADDRESS) == 2
 
 

@@ -54,15 +54,11 @@ def test_every_collection_has_a_shard_key_with_an_index_that_supports_it():
         assert any(spec["key"][0][0] == field for spec in indexes.values()), collection
 
 
-@pytest.fixture
-def from_an_address():
-    token = holds.acting_client.set("ip:203.0.113.7")
-    yield
-    holds.acting_client.reset(token)
+FROM_AN_ADDRESS = holds.HoldContext(client="ip:203.0.113.7")
 
 
 @pytest.mark.parametrize("client_limit", [0, 40], ids=["no client limit", "client limit on"])
-def test_q2_q3_c1_to_c4_carry_the_shard_key(settings, from_an_address, client_limit):
+def test_q2_q3_c1_to_c4_carry_the_shard_key(settings, client_limit):
     """With the per-client held-seats limit on, a hold also reserves on the address's document
     (client_holds, by _id), a release and a cancel give back there, checkout ends the cart's entry."""
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = client_limit
@@ -72,19 +68,19 @@ def test_q2_q3_c1_to_c4_carry_the_shard_key(settings, from_an_address, client_li
     state: dict[str, Any] = {}
 
     def c1_new_cart():
-        state["cart"] = holds.hold_seats(sid, ALICE, None, ["0:0", "0:1"]).cart_id
+        state["cart"] = holds.hold_seats(sid, ALICE, None, ["0:0", "0:1"], context=FROM_AN_ADDRESS).cart_id
 
     def c1_more_seats_and_another_session():
-        holds.hold_seats(sid, ALICE, state["cart"], ["1:0", "1:1"])
-        holds.hold_seats(other["_id"], ALICE, state["cart"], ["0:0", "0:1"])
+        holds.hold_seats(sid, ALICE, state["cart"], ["1:0", "1:1"], context=FROM_AN_ADDRESS)
+        holds.hold_seats(other["_id"], ALICE, state["cart"], ["0:0", "0:1"], context=FROM_AN_ADDRESS)
 
     paths = {
         "Q2 seat map": lambda: (selectors.get_session(sid), selectors.get_session_head(sid)),
         "Q3 live refresh": lambda: selectors.session_version(sid),
         "C1 hold, new cart": c1_new_cart,
         "C1 hold, cart and session known": c1_more_seats_and_another_session,
-        "C1 best available": lambda: holds.hold_best_available(sid, ALICE, state["cart"], 2),
-        "C1/C2 seat click": lambda: holds.toggle_seat(sid, ALICE, state["cart"], "0:1"),
+        "C1 best available": lambda: holds.hold_best_available(sid, ALICE, state["cart"], 2, context=FROM_AN_ADDRESS),
+        "C1/C2 seat click": lambda: holds.toggle_seat(sid, ALICE, state["cart"], "0:1", context=FROM_AN_ADDRESS),
         "C2 release": lambda: holds.release_seats(sid, ALICE, state["cart"], ["1:1"]),
     }
     for name, run in paths.items():
@@ -95,13 +91,13 @@ def test_q2_q3_c1_to_c4_carry_the_shard_key(settings, from_an_address, client_li
     assert untargeted(lambda: selectors.get_order_by_ref(state["order"]["ref"])) == []  # the confirmation page
     assert untargeted(lambda: selectors.find_order(state["order"]["ref"], "ada@example.com")) == []
 
-    late = holds.hold_seats(sid, "s:bob", None, ["2:0", "2:1"])
-    holds.hold_seats(other["_id"], "s:bob", late.cart_id, ["2:0"])
+    late = holds.hold_seats(sid, "s:bob", None, ["2:0", "2:1"], context=FROM_AN_ADDRESS)
+    holds.hold_seats(other["_id"], "s:bob", late.cart_id, ["2:0"], context=FROM_AN_ADDRESS)
     mongo.carts().update_one(
         {"_id": late.cart_id, "owner": "s:bob"}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}}
     )
     assert untargeted(lambda: cart_service.expire_cart(late.cart_id, owner="s:bob")) == [], "C4"
-    gives_up = holds.hold_seats(sid, "s:carol", None, ["2:5"])
+    gives_up = holds.hold_seats(sid, "s:carol", None, ["2:5"], context=FROM_AN_ADDRESS)
     assert untargeted(lambda: cart_service.cancel_cart(gives_up.cart_id, "s:carol")) == []
     counted = mongo.client_holds().find_one({"_id": "ip:203.0.113.7"})
     assert (counted is not None) == bool(client_limit)  # the limit's commands were among those watched
@@ -293,21 +289,24 @@ def test_an_unknown_code_at_a_door_is_answered_without_asking_every_shard(sectio
         assert mongo.checkin_conflicts().count_documents({"scopeId": scope.id}) == 2
 
 
-def test_the_client_limit_refused_and_its_ended_holds_pruned_stay_targeted(settings, from_an_address, monkeypatch):
+def test_the_client_limit_refused_and_its_ended_holds_pruned_stay_targeted(settings, monkeypatch):
     """The rare paths of the per-client limit: a refusal reads the address's document, and a
     refusal with ended holds in it prunes them (a compare-and-set by _id) and reserves again."""
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 3
     session = make_session()
-    holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"], context=FROM_AN_ADDRESS)
 
     def refused():
         with pytest.raises(TooManySeats):
-            holds.hold_seats(session["_id"], "s:bob", None, ["2:0", "2:1"])
+            holds.hold_seats(session["_id"], "s:bob", None, ["2:0", "2:1"], context=FROM_AN_ADDRESS)
 
     assert untargeted(refused) == []
     later = clock.now() + timedelta(seconds=settings.BOOKING_HOLD_SECONDS + 1)
     monkeypatch.setattr(clock, "now", lambda: later)
-    assert untargeted(lambda: holds.hold_seats(session["_id"], "s:bob", None, ["2:0", "2:1"])) == []
+    assert (
+        untargeted(lambda: holds.hold_seats(session["_id"], "s:bob", None, ["2:0", "2:1"], context=FROM_AN_ADDRESS))
+        == []
+    )
     assert mongo.client_holds().find_one({"_id": "ip:203.0.113.7"})["held"] == 2  # Alice's ended entry pruned
 
 

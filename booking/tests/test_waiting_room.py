@@ -359,6 +359,11 @@ def token_for(config, owner):
     return {config.queue_id: admission.issue(config.queue_id, owner, admission.clock_ms())}
 
 
+def presenting(owner, tokens) -> holds.HoldContext:
+    """The hold context of a buyer presenting these admission tokens (verified as the views do)."""
+    return holds.HoldContext(admitted_queues=admission.verified_queues(owner, tokens))
+
+
 @pytest.mark.parametrize("facts_known", [False, True], ids=["first-hold-in-process", "hold-without-read"])
 def test_hold_on_a_queued_session_is_refused_without_admission(queued, facts_known):
     session, config = queued
@@ -371,8 +376,9 @@ def test_hold_on_a_queued_session_is_refused_without_admission(queued, facts_kno
     assert refused.value.queue_id == session["_id"]
     assert "/queue/" in refused.value.queue_url
     assert selectors.get_session(session["_id"])["seats"][0][0] == 0
-    with admission.presenting("s:me", token_for(config, "s:me")):
-        held = holds.hold_seats(session["_id"], "s:me", None, ["0:0"])
+    held = holds.hold_seats(
+        session["_id"], "s:me", None, ["0:0"], context=presenting("s:me", token_for(config, "s:me"))
+    )
     assert held.seats == [(0, 0)]
 
 
@@ -387,8 +393,8 @@ def test_a_token_of_another_buyer_or_session_or_an_expired_one_is_refused(queued
         "expired": {config.queue_id: admission.issue(config.queue_id, "s:me", admission.clock_ms() - 10**7)},
     }
     for name, tokens in attempts.items():
-        with admission.presenting("s:me", tokens), pytest.raises(AdmissionRequired):
-            holds.hold_seats(session["_id"], "s:me", None, ["0:1"])
+        with pytest.raises(AdmissionRequired):
+            holds.hold_seats(session["_id"], "s:me", None, ["0:1"], context=presenting("s:me", tokens))
             pytest.fail(f"held with {name} token")
     assert selectors.get_session(session["_id"])["seats"][0][1] == 0
 
@@ -399,8 +405,9 @@ def test_best_available_and_toggle_are_refused_too_and_release_is_not(queued):
         holds.hold_best_available(session["_id"], "s:me", None, 2)
     with pytest.raises(AdmissionRequired):
         holds.toggle_seat(session["_id"], "s:me", None, "0:0")
-    with admission.presenting("s:me", token_for(config, "s:me")):
-        held = holds.hold_seats(session["_id"], "s:me", None, ["0:0", "0:1"])
+    held = holds.hold_seats(
+        session["_id"], "s:me", None, ["0:0", "0:1"], context=presenting("s:me", token_for(config, "s:me"))
+    )
     released = holds.release_seats(session["_id"], "s:me", held.cart_id, ["0:0"])  # no admission needed
     assert released.seats == [(0, 0)]
 

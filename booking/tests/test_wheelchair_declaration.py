@@ -110,11 +110,7 @@ def test_the_companion_seat_beside_it_stays_an_ordinary_seat(show, at):
 
 def test_staff_at_the_counter_sell_a_space_on_the_buyers_word(show, at):
     at(released_at(show) - timedelta(hours=1))
-    token = holds.house_seats.set(True)
-    try:
-        holds.hold_seats(show["_id"], "staff:1", None, [SPACE])
-    finally:
-        holds.house_seats.reset(token)
+    holds.hold_seats(show["_id"], "staff:1", None, [SPACE], context=holds.HoldContext(house_seats=True))
     assert reread(show["_id"])["seats"][0][0] == HELD
 
 

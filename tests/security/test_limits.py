@@ -418,14 +418,11 @@ def test_reservation_mails_are_limited_per_e_mail_address_from_any_address(setti
 
 def test_held_seats_limit_in_the_engine(settings, session):
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 3
-    token = holds.acting_client.set("ip:203.0.113.9")
-    try:
-        first = holds.hold_seats(session["_id"], "s:a", None, ["0:0", "0:1"])
-        assert mongo.carts().find_one({"_id": first.cart_id})["client"] == "ip:203.0.113.9"
-        with pytest.raises(TooManySeats):
-            holds.hold_seats(session["_id"], "s:b", None, ["2:0", "2:1"])
-    finally:
-        holds.acting_client.reset(token)
+    from_address = holds.HoldContext(client="ip:203.0.113.9")
+    first = holds.hold_seats(session["_id"], "s:a", None, ["0:0", "0:1"], context=from_address)
+    assert mongo.carts().find_one({"_id": first.cart_id})["client"] == "ip:203.0.113.9"
+    with pytest.raises(TooManySeats):
+        holds.hold_seats(session["_id"], "s:b", None, ["2:0", "2:1"], context=from_address)
     holds.hold_seats(session["_id"], "s:b", None, ["2:0", "2:1"])  # no client known: no such limit
 
 
