@@ -211,12 +211,12 @@ def test_staff_see_a_failed_refund_and_retry_it(manager_client, settings):
 
 
 def test_staff_mark_a_box_office_reservation_paid_at_the_counter(manager_client):
-    from booking.services import checkout
+    from booking.services import payments
 
     session = make_session()
     mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
     cart = holds.hold_seats(session["_id"], "s:guest", None, ["0:0", "0:1"])
-    order = checkout.checkout("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
+    order = payments.start("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
     url = f"/admin/booking/order/{order['_id']}/change/"
     page = manager_client.get(url).content.decode()
     assert "Pay at the box office" in page and "Mark paid at the box office" in page
