@@ -22,7 +22,7 @@ from bson import ObjectId
 from booking import selectors
 from booking.errors import NoAdjacentSeats, OrphanSeat, SeatsTaken
 from booking.seat_grid import FREE, seat_key
-from booking.services import checkout, holds, payments
+from booking.services import holds, payments
 
 HONEST = (SeatsTaken, OrphanSeat, NoAdjacentSeats)
 ATTEMPTS = 10  # a buyer tries again while seats are left, as people do
@@ -91,7 +91,7 @@ def _user(variant: str, plan, index: int, outcomes: list, rng: random.Random):
                     raise
         out.hold = time.perf_counter() - hold_started
         checkout_started = time.perf_counter()
-        order = checkout.checkout(owner, result.cart_id, f"User {index}", f"user{index}@example.org")
+        order = payments.start(owner, result.cart_id, f"User {index}", f"user{index}@example.org")
         paid = payments.pay_with_card(order["_id"], owner, "pm_card_visa")  # Stripe's test card, at localstripe
         if paid.status != "paid":
             raise RuntimeError(f"payment {paid.status}: {paid.message}")

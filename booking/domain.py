@@ -18,11 +18,9 @@ from bson import ObjectId
 
 class CartState(StrEnum):
     """``active -> paying -> done``; ``active -> expired | canceled``; ``paying -> expired | canceled``;
-    ``expired -> done`` (paid late, seats still free). ``checking_out`` is checkout's state from
-    before payments (``active -> checking_out -> done | canceled``), still finished when found."""
+    ``expired -> done`` (paid late, seats still free)."""
 
     ACTIVE = "active"  # taking seats until expiresAt
-    CHECKING_OUT = "checking_out"  # before payments: the customer submitted; checkout (or reconcile) finishes it
     PAYING = "paying"  # its order waits for payment: the hold lasts to the payment window (services/payments.py)
     DONE = "done"  # bought: its order is paid
     EXPIRED = "expired"  # its hold ran out
@@ -31,7 +29,7 @@ class CartState(StrEnum):
 
 # The states in which a cart may hold seats in sessions (a hold of any other cart is dead: reconcile
 # releases it, and the invariants call it a breach).
-HOLDING_STATES = (CartState.ACTIVE, CartState.CHECKING_OUT, CartState.PAYING)
+HOLDING_STATES = (CartState.ACTIVE, CartState.PAYING)
 # The states whose hold ends at expiresAt (expiry ends them: services/carts.py).
 EXPIRING_STATES = (CartState.ACTIVE, CartState.PAYING)
 

@@ -7,7 +7,7 @@ system (after reconcile): an operation in flight can be between its two writes.
 from collections import Counter, defaultdict
 
 from . import clock, mongo
-from .domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, OrderState, is_stale
+from .domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, OrderState, is_stale
 from .payments.checks import money_breaches
 from .reports.summaries import breaches as report_breaches
 from .seat_grid import FREE, HELD, SOLD, parse_seat_key
@@ -30,9 +30,8 @@ def check_invariants() -> list[str]:
     order_fields = {"ref": 1, "state": 1, "lines": 1, "cartId": 1, "seatsReleased": 1, "settling": 1}
     order_fields |= {"exchangeOpen": 1, "exchanges": 1}
     for order in mongo.orders().find({}, order_fields, **everything):
-        cart = carts.get(order["cartId"])
         if order["state"] in SEAT_OWNING_ORDER_STATES:  # paid, or partially refunded: its remaining lines
-            if (cart is not None and cart["state"] == CartState.CHECKING_OUT) or order.get("settling"):
+            if order.get("settling"):
                 pending_orders.add(order["_id"])  # paid, its seats being sold right now
             for line in order["lines"]:
                 orders_by_seat[(line["sessionId"], line["key"])].append(order)

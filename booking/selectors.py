@@ -7,7 +7,6 @@ from bson import ObjectId
 
 from . import clock, mongo
 from .domain import (
-    CartState,
     MailState,
     SessionStatus,
     holding_cart_filter,
@@ -265,7 +264,7 @@ def session_summaries(session_ids) -> dict[ObjectId, dict]:
 
 def expiry_backlog(now: datetime | None = None) -> dict:
     """What the expiry worker has to do, for an operator (worker_status): live active carts, carts
-    whose hold ended but which are not expired yet, the oldest such one, stuck checkouts, pending
+    whose hold ended but which are not expired yet, the oldest such one, pending
     and failed mails (those with a next round due, and those given up). Counting queries on the
     state_expires and mail_pending indexes."""
     now = now or clock.now()
@@ -277,7 +276,6 @@ def expiry_backlog(now: datetime | None = None) -> dict:
         "active": carts.count_documents(live_cart_filter(now)),
         "stale": carts.count_documents(stale_cart_filter(now)),
         "oldest_stale_expired_at": oldest["expiresAt"] if oldest else None,
-        "checking_out": carts.count_documents({"state": CartState.CHECKING_OUT}),
         "mails_pending": mongo.orders().count_documents({"mail": MailState.PENDING}),
         "mails_failed": mongo.orders().count_documents(failed),
         "mails_given_up": mongo.orders().count_documents({**failed, "mailRetryAt": {"$exists": False}}),

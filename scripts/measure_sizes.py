@@ -40,7 +40,7 @@ def main() -> None:
     from booking.errors import NoAdjacentSeats
     from booking.layouts import parse_grid
     from booking.seat_grid import FREE
-    from booking.services import carts, checkout, holds, retention
+    from booking.services import carts, holds, payments, retention
     from booking.services.sessions import create_session
     from booking.services.theaters import create_theater
 
@@ -76,7 +76,7 @@ def main() -> None:
             hold = holds.hold_best_available(session["_id"], owner, None, want)
         except NoAdjacentSeats:
             continue  # no such run left: another party size
-        order = checkout.checkout(owner, hold.cart_id, f"Buyer Number{n}", f"buyer{n}@example.org")
+        order = payments.start(owner, hold.cart_id, f"Buyer Number{n}", f"buyer{n}@example.org")
         n += 1
         sold += len(order["lines"])
         order_sizes.setdefault(len(order["lines"]), []).append(size(mongo.orders().find_one({"ref": order["ref"]})))

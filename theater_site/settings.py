@@ -270,7 +270,7 @@ BOOKING_MAX_PER_TICKET_TYPE: dict[str, int] = {}  # optional: {ticket type code:
 BOOKING_TRUSTED_PROXIES = env.int("BOOKING_TRUSTED_PROXIES", default=0)
 # A hold younger than this is never touched by reconcile (its cart write may still be under way).
 BOOKING_RECONCILE_GRACE_SECONDS = env.int("BOOKING_RECONCILE_GRACE_SECONDS", default=120)
-# A cart stuck in checking_out longer than this is finished by reconcile.
+# A checkout begun before payments (a cart in checking_out) this long ago is finished by reconcile.
 BOOKING_CHECKOUT_STUCK_SECONDS = env.int("BOOKING_CHECKOUT_STUCK_SECONDS", default=120)
 BOOKING_EXPIRE_EVERY_SECONDS = env.float("BOOKING_EXPIRE_EVERY_SECONDS", default=30)
 BOOKING_RECONCILE_EVERY_SECONDS = env.float("BOOKING_RECONCILE_EVERY_SECONDS", default=300)

@@ -9,6 +9,14 @@ after upgrading from a version before these fields; safe to repeat and to run be
   order's reference (codes have since 0b71eb8): a door then answers an unknown code by one shard
   instead of asking every shard for a code from before (services/checkin.py). A session with an
   older ticket, sold, refunded or exchanged, is left without it.
+- Carts the checkout from before payments left in ``checking_out`` (its process died between its
+  steps) are finished as that checkout would have: the buyer submitted their details and the
+  seats were held for them, and that checkout's order was paid at once (there was no payment to
+  wait for), so the order is stored paid, the held seats sold and the cart done (every such cart,
+  by ``reconcile.finish_checkouts_begun_before_payments``, which reconcile runs too for carts stuck
+  longer than BOOKING_CHECKOUT_STUCK_SECONDS). Expiring them instead would take seats from a buyer who was
+  told they were booking them, and could leave a paid order, stored before the crash, without its
+  seats. A seat whose hold was lost meanwhile fails the order and gives back what it sold.
 
 Each write is conditional on the field still missing, so a repeat, or the app writing meanwhile,
 changes nothing twice. The walks go by ``_id`` (an operator's tool: every document, once).
@@ -22,6 +30,7 @@ from bson import ObjectId
 from .. import mongo
 from ..names import name_keys
 from . import orders as order_service
+from . import reconcile
 
 logger = logging.getLogger("booking.backfill")
 
@@ -43,6 +52,7 @@ class BackfillReport:
     purge_dates_set: int = 0
     sessions_marked: int = 0
     sessions_with_older_codes: set = field(default_factory=set)
+    checkouts_finished: int = 0
 
 
 def _by_id(collection, query: dict, fields: dict, batch_size: int):
@@ -70,6 +80,7 @@ def older_code_sessions(order: dict) -> set[ObjectId]:
 
 def backfill_orders(batch_size: int = 500) -> BackfillReport:
     report = BackfillReport()
+    report.checkouts_finished = reconcile.finish_checkouts_begun_before_payments()
     for order in _by_id(mongo.orders(), {}, ORDER_FIELDS, batch_size):
         report.orders_read += 1
         mine = {"_id": order["_id"], "ref": order.get("ref")}  # ref: the orders' shard key
@@ -92,7 +103,9 @@ def backfill_orders(batch_size: int = 500) -> BackfillReport:
         done = mongo.sessions().update_one({"_id": session["_id"], **unmarked}, {"$set": {"ticketCodesByRef": True}})
         report.sessions_marked += done.modified_count
     logger.info(
-        "backfill: %d orders read, nameKeys set on %d, purgeAt on %d; %d sessions marked, %d keep older codes",
+        "backfill: %d checkouts begun before payments finished; %d orders read, nameKeys set on %d, "
+        "purgeAt on %d; %d sessions marked, %d keep older codes",
+        report.checkouts_finished,
         report.orders_read,
         report.name_keys_set,
         report.purge_dates_set,

@@ -1,45 +1,30 @@
-"""Checkout: a cart becomes an order. Since payments, ``checkout`` starts the payment
-(services/payments.py: the order waits for its money and the seats stay held until it comes);
-what follows here is the flow from before payments, kept to finish carts it began
-(``checking_out``) and for its helpers (customer details, references, ticket codes):
-
-1. cart active -> checking_out (only while its hold has not ended), with the customer's details
-   and the booking reference its order will have (``orderRef``)
-2. the order is stored under that reference (unique: a retry finds the same order; a reference
-   another cart's order took already gives the cart a new one, conditionally, so all finishers
-   agree)
-3. per session: the cart's held seats become sold (the filter proves the hold is still the cart's)
-4. cart -> done
-
-The order is written before the seats are sold, so a sold seat always has its order. A crash
-anywhere after step 1 is finished by ``finish_checkout`` (reconcile calls it), never left half
-done: it repeats the missing steps, each of which is safe to repeat.
+"""The order a cart becomes at checkout (the flow is ``payments.start``; the counter's sale too):
+its booking reference and ticket codes, the buyer's details it carries, its document made from the
+cart, and its one insert under the cart's ``orderRef`` (unique ``ref``: a retry finds it; a
+reference another cart's order took gives the cart a new one, conditionally, so every finisher
+agrees on one order).
 """
 
-import logging
 import re
 import secrets
+from collections.abc import Callable
 
 from bson import ObjectId
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.utils import translation
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext
 from pymongo.errors import DuplicateKeyError
 
-from .. import clock, faults, mongo
-from ..domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
-from ..errors import CheckoutFailed, InvalidRequest, NotFound
+from .. import clock, mongo
+from ..domain import MailState, OrderState
+from ..errors import InvalidRequest
 from ..localized import line_ticket_type, order_categories
 from ..names import name_keys
 from ..reports import marks
-from ..seat_grid import SOLD, parse_seat_key
-from . import carts as cart_service
-from . import notifications, offers, pricing, promos, reservations
+from . import notifications, offers, pricing
 from . import orders as order_service
-
-logger = logging.getLogger("booking.checkout")
 
 REF_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read out over the phone
 REF_LENGTH = 8
@@ -95,11 +80,6 @@ def clean_customer(name: str, email: str) -> tuple[str, str]:
     return name, email
 
 
-# Stored on a failed order in English (the source language) and translated when shown.
-FAILED_TO_BOOK = gettext_noop("Your seats could not be booked.")
-HOLD_ENDED_BEFORE_PAYMENT = gettext_noop("Your hold on some seats ended before payment completed; nothing was charged.")
-
-
 def buyer_language(language: str | None = None) -> str:
     """The language a buyer's mails are written in: the one given if the site has it, else the
     active one (the request's: LocaleMiddleware), else the site's default."""
@@ -110,59 +90,15 @@ def buyer_language(language: str | None = None) -> str:
         return settings.LANGUAGE_CODE
 
 
-def checkout(owner: str, cart_id: ObjectId | None, name: str, email: str, method: str = "card") -> dict:
-    """Buy everything in the owner's cart: the order waits for its payment (``method``: "card" or
-    "box_office"; services/payments.py). Submitting twice returns the same order."""
-    from . import payments
-
-    return payments.start(owner, cart_id, name, email, method)
-
-
-def finish_checkout(cart_id: ObjectId, owner: str | None = None) -> dict:
-    """Steps 2-4 for a cart in checking_out; each is safe to repeat. Returns the order.
-    ``owner``: the cart's, when known (carts are sharded on it: the reads and writes of the cart
-    go to one shard)."""
-    cart = mongo.carts().find_one({"_id": cart_id, **({"owner": owner} if owner else {})})
-    if cart is None:
-        raise NotFound(gettext("No such cart."))
-    order = _store_order(cart)
-    if cart["state"] == CartState.DONE:
-        return order
-    if cart["state"] != CartState.CHECKING_OUT:
-        raise CheckoutFailed(gettext("This booking was not completed."))
-    if order["state"] == OrderState.FAILED:
-        _end_cart(cart, CartState.CANCELED, order)
-        raise CheckoutFailed(gettext(order.get("failure") or FAILED_TO_BOOK))
-    faults.point("checkout.after_order")
-    by_session: dict[ObjectId, set[str]] = {}
-    for item in cart["items"]:
-        by_session.setdefault(item["sessionId"], set()).add(item["key"])
-    try:
-        for session_id, keys in by_session.items():
-            _sell(session_id, cart_id, keys, order)
-            faults.point("checkout.after_sell")
-    except reservations.HoldLost:
-        order = _fail_order(order, HOLD_ENDED_BEFORE_PAYMENT)
-        order_service.release_order_seats(order)  # seats already sold in another session go back
-        reservations.release_all(cart_id, session_ids=cart_service.session_ids_of(cart))
-        _end_cart(cart, CartState.CANCELED, order)
-        promos.release_for_cart(cart_id, owner=cart["owner"])
-        raise CheckoutFailed(gettext(order["failure"])) from None
-    if _end_cart(cart, CartState.DONE, order):
-        logger.info("checkout cart=%s order=%s seats=%d", cart_id, order["ref"], len(cart["items"]))
-        notifications.order_confirmed(order["_id"])  # only now that the order is stored and sold
-    return order
-
-
-def _store_order(cart: dict, make=None, fresh: bool = False) -> dict:
+def store_order(cart: dict, *, make: Callable[[dict, str], dict], fresh: bool = False) -> dict:
     """The cart's order, stored once: under the cart's ``orderRef`` (one read by the reference,
     one insert). ``make(cart, ref)``: the new order's document (payments: one waiting for its
-    payment; default: this module's, paid at once). ``fresh``: the reference was drawn just now
-    by this request, so the insert goes first without the read (the unique indexes on ref and
-    cartId still decide: a clash is read and handled as the read would have)."""
-    make = make or _new_order
+    payment; the counter: its sale; a checkout begun before payments: ``new_order``, paid).
+    ``fresh``: the reference was drawn just now by this request, so the insert goes first without
+    the read (the unique indexes on ref and cartId still decide: a clash is read and handled as
+    the read would have)."""
     ref = cart.get("orderRef")
-    if ref is None:  # began checking out before carts carried their order's reference
+    if ref is None:  # a cart from before carts carried their order's reference
         existing = mongo.orders().find_one({"cartId": cart["_id"]})
         if existing is not None:
             return existing
@@ -198,8 +134,11 @@ def _next_order_ref(cart: dict, taken: str | None) -> str:
     return mongo.carts().find_one(mine, {"orderRef": 1})["orderRef"]
 
 
-def _new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) -> dict:
-    """``sessions_read``: the cart's sessions with name, start, theaterName and layout.categories,
+def new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) -> dict:
+    """The order's document made from the cart: its lines (locked prices, promo shares, ticket
+    types, ticket codes), its sessions, totals, the buyer's details, search keys and retention;
+    paid, its confirmation mail pending (payments and the counter change what differs for them).
+    ``sessions_read``: the cart's sessions with name, start, theaterName and layout.categories,
     when the caller has them already (payments.start does): no second read."""
     customer = cart.get("customer") or {}
     amounts = pricing.cart_totals(cart)
@@ -266,44 +205,3 @@ def order_promo(promo: dict) -> dict:
     """What an order keeps of its cart's promo code: the code and its terms as redeemed (so the
     receipt names it and check_invariants can work its discount out again after the cart is gone)."""
     return {k: v for k, v in promo.items() if k != "released"}
-
-
-def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) -> None:
-    settled = reservations.settle(session_id, cart_id, sell=keys)
-    if settled.found:
-        return
-    # No hold left: either this checkout already sold the seats (a repeat after a crash), or the
-    # hold is gone. The seats are ours iff they are sold and no other paid order has them.
-    session = mongo.sessions().find_one({"_id": session_id}, {"seats": 1})
-    sold = session is not None and all(session["seats"][r][c] == SOLD for r, c in (parse_seat_key(k) for k in keys))
-    if sold:
-        others = mongo.orders().count_documents(
-            {
-                "_id": {"$ne": order["_id"]},
-                "state": {"$in": list(SEAT_OWNING_ORDER_STATES)},
-                "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": sorted(keys)}}},
-            }
-        )
-        if not others:
-            return
-    raise reservations.HoldLost(sorted(keys))
-
-
-def _fail_order(order: dict, reason: str) -> dict:
-    mongo.orders().update_one(
-        {"_id": order["_id"], "ref": order["ref"], "state": OrderState.PAID},
-        {
-            "$set": {"state": OrderState.FAILED, "failure": reason, "seatsReleased": False},
-            "$push": marks.push(marks.sessions_of(order)),
-        },
-    )
-    return {**order, "state": OrderState.FAILED, "failure": reason, "seatsReleased": False}
-
-
-def _end_cart(cart: dict, state: CartState, order: dict) -> bool:
-    """Returns True for the one call that moved the cart (so follow-ups happen once)."""
-    result = mongo.carts().update_one(
-        {"_id": cart["_id"], "owner": cart["owner"], "state": CartState.CHECKING_OUT},
-        {"$set": {"state": state, "orderId": order["_id"], "endedOn": clock.now()}},
-    )
-    return bool(result.modified_count)

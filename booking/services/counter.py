@@ -6,7 +6,7 @@ and may take house seats they blocked (``holds.BOX_OFFICE``). The sale then goes
 
 1. cart ``active -> paying`` (conditional on its hold not having ended), with the customer, the
    payment method, the channel and the staff member;
-2. the order is stored ``pending_payment`` under the cart's ``orderRef`` (``checkout._store_order``:
+2. the order is stored ``pending_payment`` under the cart's ``orderRef`` (``checkout.store_order``:
    a second submit, or a finisher after a crash, finds the same one), ``channel`` "box_office" or
    "phone", ``soldBy``;
 3. cash, card terminal, complimentary: settled at once (``payments.settle`` with the counter
@@ -194,7 +194,7 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
     faults.point("counter.after_cart")
     if unused_code:
         promos.finish_give_back(moved)
-    order = checkout._store_order(moved, make=lambda c, ref: _counter_order(c, ref, sessions))
+    order = checkout.store_order(moved, make=lambda c, ref: _counter_order(c, ref, sessions))
     faults.point("counter.after_order")
     return _settle_if_paid_now(order)
 
@@ -208,7 +208,7 @@ def _order_of_sold_cart(cart: dict) -> dict:
     if cart["state"] != CartState.PAYING:
         raise NotFound(_("No such order."))
     sessions = payment_service.cart_sessions(cart)
-    return checkout._store_order(cart, make=lambda c, ref: _counter_order(c, ref, sessions))
+    return checkout.store_order(cart, make=lambda c, ref: _counter_order(c, ref, sessions))
 
 
 def _counter_order(cart: dict, ref: str, sessions: list[dict]) -> dict:

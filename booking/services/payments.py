@@ -5,7 +5,7 @@ Order states: ``pending_payment -> paid | expired | canceled``; a paid order may
 ``refunded`` or ``partially_refunded`` (services/refunds.py). An expired order can still become
 paid when its payment arrives late (below).
 
-1. **Start** (``start``, called by checkout): cart ``active -> paying`` (only while its hold
+1. **Start** (``start``, the checkout view's): cart ``active -> paying`` (only while its hold
    lasts), which extends the hold once to the payment window (BOOKING_PAYMENT_WINDOW_SECONDS,
    never past BOOKING_PAYMENT_CAP_SECONDS from the first hold) or, for "pay at the box office", to
    the session's box-office deadline; then the order is stored ``pending_payment`` (unique
@@ -162,8 +162,6 @@ def start(
     cart, reserved = _cart_and_open_reservations(owner, cart_id, method, now)
     if cart is None:
         raise NotFound(gettext("You have no seats on hold."))
-    if cart["state"] == CartState.CHECKING_OUT:
-        return checkout.finish_checkout(cart["_id"])  # begun before payments existed
     if cart["state"] in (CartState.PAYING, CartState.DONE):
         return _order_of_started_cart(cart)
     if cart["state"] != CartState.ACTIVE or cart["expiresAt"] <= now:
@@ -287,7 +285,7 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
         if cart["state"] != CartState.PAYING:
             raise NotFound(gettext("No such order."))
         sessions = sessions if sessions is not None else cart_sessions(cart)
-        order = checkout._store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions), fresh=fresh)
+        order = checkout.store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions), fresh=fresh)
         faults.point("pay.after_order")
         if order.get("method") == payments.BOX_OFFICE and order["state"] == PENDING:
             reservation_notices.queue_pending(order)  # stored with the order: what, how much, by when, where
@@ -310,7 +308,7 @@ def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
     """The order's document as checkout makes it (lines with their ticket types, locked prices and
     promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
     the booking fee, the payment, no mail yet (it goes once the order is paid)."""
-    order = checkout._new_order(cart, ref, sessions)
+    order = checkout.new_order(cart, ref, sessions)
     method = cart.get("payMethod", payments.CARD)
     theaters = theaters_of(sessions)
     by_id = {s["_id"]: s for s in sessions}
@@ -692,7 +690,7 @@ def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = 
     owner, ref = cart.get("owner"), cart.get("orderRef")
     fields = {"ref": 1, "payment": 1, "method": 1, "state": 1, "settling": 1, "email": 1}
     order = orders().find_one({"ref": ref, "cartId": cart_id}, fields) if ref else None
-    if order is None:  # no reference read, or the cart was given a new one since (checkout._fresh_ref)
+    if order is None:  # no reference read, or the cart was given a new one since (checkout.store_order)
         order = orders().find_one({"cartId": cart_id}, fields)
     if order is not None and order["state"] in SEAT_OWNING:
         finish_paid(order["_id"])  # paid already, a crash stopped it before its seats were sold

@@ -1,6 +1,7 @@
 """Reconcile: finish or undo whatever a crash left half done (the worker runs it every few minutes).
 
-- carts stuck in checking_out are finished (roll forward);
+- carts the checkout from before payments left in checking_out are finished as it would have
+  (``finish_checkouts_begun_before_payments``; ``manage.py backfill_orders`` runs it too);
 - stale active carts are expired;
 - holds in sessions whose cart is missing or no longer live are released, and seats a live cart's
   hold has but the cart does not know about (a crash between the session write and the cart
@@ -20,10 +21,12 @@ from datetime import datetime, timedelta
 
 from bson import ObjectId
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from .. import clock, faults, mongo
-from ..domain import HOLDING_STATES, CartState, MailState, OrderState
-from ..errors import BookingError
+from ..domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
+from ..reports import marks
+from ..seat_grid import SOLD, parse_seat_key
 from . import carts as cart_service
 from . import (
     change_notices,
@@ -40,6 +43,12 @@ from . import (
 )
 
 logger = logging.getLogger("booking.reconcile")
+
+# The cart state of the checkout from before payments (the buyer submitted; the order not yet
+# stored or its seats not yet sold): no cart enters it any more, CartState has it no longer.
+BEGUN_BEFORE_PAYMENTS = "checking_out"
+# Stored on a failed order in English (the source language) and translated when shown.
+HOLD_ENDED_BEFORE_PAYMENT = gettext_noop("Your hold on some seats ended before payment completed; nothing was charged.")
 
 
 @dataclass
@@ -100,14 +109,92 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
 
 def _finish_stuck_checkouts(now: datetime, report: ReconcileReport) -> None:
     stuck_before = now - timedelta(seconds=settings.BOOKING_CHECKOUT_STUCK_SECONDS)
-    for cart in mongo.carts().find(
-        {"state": CartState.CHECKING_OUT, "checkoutOn": {"$lte": stuck_before}}, {"owner": 1}
-    ):
-        try:
-            checkout.finish_checkout(cart["_id"], cart["owner"])
-        except BookingError as exc:
-            logger.warning("stuck checkout %s could not complete: %s", cart["_id"], exc.message)
-        report.checkouts_finished += 1
+    report.checkouts_finished += finish_checkouts_begun_before_payments(begun_before=stuck_before)
+
+
+def finish_checkouts_begun_before_payments(*, begun_before: datetime | None = None) -> int:
+    """Finish every cart still in ``checking_out`` (``begun_before``: only those whose checkout
+    began by then; reconcile leaves younger ones to a node of the old version still finishing
+    them). Safe to repeat and to run beside such a node: every step is conditional. Returns how
+    many carts it tried, finished or failed."""
+    query: dict = {"state": BEGUN_BEFORE_PAYMENTS}
+    if begun_before is not None:
+        query["checkoutOn"] = {"$lte": begun_before}
+    tried = 0
+    for cart in mongo.carts().find(query):
+        order = finish_begun_checkout(cart)
+        if order["state"] == OrderState.FAILED:
+            logger.warning("checkout %s begun before payments failed: %s", cart["_id"], order.get("failure"))
+        tried += 1
+    return tried
+
+
+def finish_begun_checkout(cart: dict) -> dict:
+    """The steps a checkout from before payments had left, each safe to repeat: its order stored
+    paid under the cart's ``orderRef``, per session the held seats sold (the filter proves the hold
+    is still the cart's), the cart done and the confirmation mailed once. Returns the order."""
+    order = checkout.store_order(cart, make=checkout.new_order)
+    if order["state"] == OrderState.FAILED:
+        _end_cart(cart, CartState.CANCELED, order)
+        return order
+    by_session: dict[ObjectId, set[str]] = {}
+    for item in cart["items"]:
+        by_session.setdefault(item["sessionId"], set()).add(item["key"])
+    try:
+        for session_id, keys in by_session.items():
+            _sell(session_id, cart["_id"], keys, order)
+    except reservations.HoldLost:
+        order = _fail_order(order, HOLD_ENDED_BEFORE_PAYMENT)
+        orders.release_order_seats(order)  # seats already sold in another session go back
+        reservations.release_all(cart["_id"], session_ids=cart_service.session_ids_of(cart))
+        _end_cart(cart, CartState.CANCELED, order)
+        promos.release_for_cart(cart["_id"], owner=cart["owner"])
+        return order
+    if _end_cart(cart, CartState.DONE, order):
+        logger.info("checkout begun before payments finished: cart=%s order=%s", cart["_id"], order["ref"])
+        notifications.order_confirmed(order["_id"])  # only now that the order is stored and sold
+    return order
+
+
+def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) -> None:
+    settled = reservations.settle(session_id, cart_id, sell=keys)
+    if settled.found:
+        return
+    # No hold left: either an earlier run sold the seats (a repeat after a crash), or the hold is
+    # gone. The seats are the order's iff they are sold and no other paid order has them.
+    session = mongo.sessions().find_one({"_id": session_id}, {"seats": 1})
+    sold = session is not None and all(session["seats"][r][c] == SOLD for r, c in (parse_seat_key(k) for k in keys))
+    if sold:
+        others = mongo.orders().count_documents(
+            {
+                "_id": {"$ne": order["_id"]},
+                "state": {"$in": list(SEAT_OWNING_ORDER_STATES)},
+                "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": sorted(keys)}}},
+            }
+        )
+        if not others:
+            return
+    raise reservations.HoldLost(sorted(keys))
+
+
+def _fail_order(order: dict, reason: str) -> dict:
+    mongo.orders().update_one(
+        {"_id": order["_id"], "ref": order["ref"], "state": OrderState.PAID},
+        {
+            "$set": {"state": OrderState.FAILED, "failure": reason, "seatsReleased": False},
+            "$push": marks.push(marks.sessions_of(order)),
+        },
+    )
+    return {**order, "state": OrderState.FAILED, "failure": reason, "seatsReleased": False}
+
+
+def _end_cart(cart: dict, state: CartState, order: dict) -> bool:
+    """Returns True for the one call that moved the cart (so follow-ups happen once)."""
+    result = mongo.carts().update_one(
+        {"_id": cart["_id"], "owner": cart["owner"], "state": BEGUN_BEFORE_PAYMENTS},
+        {"$set": {"state": state, "orderId": order["_id"], "endedOn": clock.now()}},
+    )
+    return bool(result.modified_count)
 
 
 # Lower than every cart id: ``{"reservations._id": {"$gte": this}}`` is a range on the
@@ -129,7 +216,8 @@ def _release_dead_holds(now: datetime, older_than: datetime, report: ReconcileRe
         }
         for hold in holds:
             cart = carts.get(hold["_id"])
-            if cart is not None and cart["state"] in HOLDING_STATES:
+            # a checkout begun before payments keeps its seats until it is finished (above)
+            if cart is not None and cart["state"] in (*HOLDING_STATES, BEGUN_BEFORE_PAYMENTS):
                 known = {i["key"] for i in cart["items"] if i["sessionId"] == session["_id"]}
                 if set(hold["seats"]) <= known and hold["seats"]:
                     continue

@@ -1,7 +1,7 @@
 """Checkout and pay in one step, for tests that need a paid order (the card payment itself is
 tested in test_payments.py): the real flow, through localstripe."""
 
-from booking.services import checkout, holds, payments
+from booking.services import holds, payments
 from booking.tests.localstripe import VISA, card
 
 __all__ = ["card", "checkout_paid", "checkout_paid_setup", "pay"]
@@ -14,11 +14,11 @@ def pay(order: dict, number: str = VISA, means: str | None = None) -> dict:
 
 
 def checkout_paid(owner: str, cart_id, name: str, email: str) -> dict:
-    """What ``checkout.checkout`` returned before payments: the order, paid, its seats sold."""
-    return pay(checkout.checkout(owner, cart_id, name, email))
+    """Checkout and pay by card: the order, paid, its seats sold."""
+    return pay(payments.start(owner, cart_id, name, email))
 
 
 def checkout_paid_setup(session: dict, owner: str, keys=("2:0",)) -> dict:
     """A pending order of ``owner`` for these seats (checkout done, not paid yet)."""
     cart = holds.hold_seats(session["_id"], owner, None, list(keys))
-    return checkout.checkout(owner, cart.cart_id, "Someone", "someone@example.com")
+    return payments.start(owner, cart.cart_id, "Someone", "someone@example.com")

@@ -5,7 +5,7 @@ Counted through pymongo's command monitoring, so these are the commands really s
 from datetime import timedelta
 
 from booking import clock, mongo, selectors
-from booking.services import checkout, holds
+from booking.services import holds, payments
 from booking.services.carts import expire_cart
 from booking.tests import paying
 from booking.tests.commands import counting_commands
@@ -82,7 +82,7 @@ def test_c3_checkout_of_one_session_is_three_writes_and_its_payment_eight():
     session = make_session(theater)
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
     with counting_commands() as counter:
-        order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+        order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     # cart active -> paying, the order, its payment's id (+ the provider's call, not MongoDB)
     assert counter.writes == [("update", "carts"), ("insert", "orders"), ("update", "orders")]
     means = paying.card()

@@ -8,7 +8,7 @@ from django.core import mail
 
 from booking import mongo
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import checkout, counter, holds, notifications, orders, refunds
+from booking.services import counter, holds, notifications, orders, payments, refunds
 from booking.tests.admin_support import (
     assert_consistent,
     cancel_confirmed,
@@ -195,7 +195,7 @@ def test_the_confirmation_tells_a_reservation_ends_and_a_counter_sale_is_paid_ba
     session = make_session()
     mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
     cart = holds.hold_seats(session["_id"], "s:guest", None, ["2:0", "2:1"])
-    reserved = checkout.checkout("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
+    reserved = payments.start("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
     text = manager_client.get(cancel_page(reserved)).content.decode()
     assert "Nothing was paid yet; the reservation ends." in text and "gus@example.com" in text
 
@@ -313,7 +313,7 @@ def test_staff_mark_a_box_office_reservation_paid_at_the_counter(manager_client)
     session = make_session()
     mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
     cart = holds.hold_seats(session["_id"], "s:guest", None, ["0:0", "0:1"])
-    order = checkout.checkout("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
+    order = payments.start("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
     url = f"/admin/booking/order/{order['_id']}/change/"
     page = manager_client.get(url).content.decode()
     assert "Pay at the box office" in page and "Mark paid at the box office" in page
@@ -368,7 +368,7 @@ def test_every_paid_order_page_offers_its_tickets_and_receipt_to_print_again(man
 
     mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
     cart = holds.hold_seats(session["_id"], "s:guest", None, ["2:0", "2:1"])
-    reserved = checkout.checkout("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
+    reserved = payments.start("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
     page = manager_client.get(f"/admin/booking/order/{reserved['_id']}/change/").content.decode()
     assert print_links(page) == {}  # no valid tickets before it is paid
     manager_client.post(f"/admin/booking/order/{reserved['_id']}/mark-paid/")

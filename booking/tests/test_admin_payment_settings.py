@@ -7,7 +7,7 @@ import pytest
 from django.contrib import messages
 
 from booking import mongo
-from booking.services import checkout, holds, payment_settings, payments
+from booking.services import holds, payment_settings, payments
 from booking.tests.admin_support import last_log, make_staff
 from booking.tests.commands import counting_commands
 from booking.tests.factories import make_session
@@ -28,7 +28,7 @@ def test_box_office_is_off_by_default_and_staff_turn_it_on_with_a_deadline(manag
     assert "Box office on (unpaid seats go back 45 minutes before the show)." in response.content.decode()
     assert mongo.sessions().find_one({"_id": session["_id"]})["boxOffice"] == {"enabled": True, "deadlineMinutes": 45}
     assert last_log("session").change_message.startswith("Box office on")
-    order = checkout.checkout("s:b", cart.cart_id, "Bea", "bea@example.com", "box_office")
+    order = payments.start("s:b", cart.cart_id, "Bea", "bea@example.com", "box_office")
     assert mongo.carts().find_one({"_id": order["cartId"]})["expiresAt"] == session["start"] - timedelta(minutes=45)
     bad = manager_client.post(post, {"enabled": "on", "deadline_minutes": "-1"}, follow=True)
     assert [m.level for m in bad.context["messages"]] == [messages.ERROR]
@@ -51,7 +51,7 @@ def test_staff_set_vat_rates_per_theater_and_category_for_new_orders(manager_cli
     response = manager_client.post(post, {"rate": "7", "cat_p": "19", "cat_s": ""}, follow=True)
     assert "VAT: tickets 7 %, p: 19 %" in response.content.decode()
     cart = holds.hold_seats(session["_id"], "s:v", None, ["1:2", "1:3", "0:0"])
-    order = checkout.checkout("s:v", cart.cart_id, "Vera", "vera@example.com")
+    order = payments.start("s:v", cart.cart_id, "Vera", "vera@example.com")
     assert sorted(line["vat"] for line in order["lines"]) == ["19", "19", "7"]
     refused = manager_client.post(post, {"rate": "120"}, follow=True)
     assert "Give a rate in percent" in refused.content.decode()
@@ -72,7 +72,7 @@ def test_a_vat_change_made_in_another_process_reaches_orders_within_the_cache_li
     def order_for(owner: str, keys: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
         cart = holds.hold_seats(session["_id"], owner, None, keys)
         with counting_commands() as counter:
-            order = checkout.checkout(owner, cart.cart_id, "Vera", "vera@example.com", "box_office")
+            order = payments.start(owner, cart.cart_id, "Vera", "vera@example.com", "box_office")
         return sorted(line["vat"] for line in order["lines"]), counter.commands
 
     vat, commands = order_for("s:v1", ["0:0"])

@@ -1,17 +1,21 @@
 """``manage.py backfill_orders``: orders and sessions made by older versions get what newer code
 relies on. An order as the first version stored it has no ``nameKeys`` (the staff search by name
 misses it), no ``purgeAt`` (retention never deletes it) and ticket codes that do not start with its
-reference (a door must look such codes up by the code alone, asking every shard)."""
+reference (a door must look such codes up by the code alone, asking every shard). A cart the
+checkout from before payments left in ``checking_out`` is finished as that checkout would have."""
 
 import secrets
 from datetime import UTC, datetime
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
 
-from booking import mongo
+from booking import clock, mongo
+from booking.domain import CartState, OrderState
 from booking.invariants import check_invariants
-from booking.services import backfill, checkin, holds
+from booking.seat_grid import SOLD
+from booking.services import backfill, checkin, checkout, holds, reservations
 from booking.services import orders as order_service
 from booking.staff import selectors as staff
 from booking.tests.factories import make_session
@@ -113,4 +117,53 @@ def test_the_pages_of_an_older_order_work(older, manager_client, client):
     sid = older["session"]["_id"]
     assert manager_client.get(f"/admin/booking/report/session/{sid}/").status_code == 200
     assert manager_client.get(f"/admin/booking/report/session/{sid}/sales.csv").status_code == 200
+    assert check_invariants() == []
+
+
+def begun_before_payments(session, owner, keys, *, stopped_after):
+    """A cart as the checkout from before payments left it when its process died: ``checking_out``
+    with the buyer's details and its order's reference; then, by how far it got, the order stored
+    paid and the seats sold."""
+    hold = holds.hold_seats(session["_id"], owner, None, keys)
+    customer = {"name": "Ada Lovelace", "email": "ada@example.org", "language": "en"}
+    began = {"state": "checking_out", "checkoutOn": clock.now(), "customer": customer, "orderRef": "OLDFL0W2"}
+    mongo.carts().update_one({"_id": hold.cart_id, "owner": owner}, {"$set": began})
+    cart = mongo.carts().find_one({"_id": hold.cart_id})
+    if stopped_after in ("order", "sale"):
+        checkout.store_order(cart, make=checkout.new_order)
+    if stopped_after == "sale":
+        reservations.settle(session["_id"], hold.cart_id, sell=set(keys))
+    return hold.cart_id
+
+
+@pytest.mark.parametrize("stopped_after", ["submit", "order", "sale"])
+def test_a_checkout_begun_before_payments_is_finished_once(stopped_after):
+    session = make_session()
+    cart_id = begun_before_payments(session, "s:ada", ["0:0", "0:1"], stopped_after=stopped_after)
+    call_command("backfill_orders", stdout=StringIO())
+    [order] = mongo.orders().find({"cartId": cart_id})
+    assert order["state"] == OrderState.PAID and order["ref"] == "OLDFL0W2" and order["name"] == "Ada Lovelace"
+    assert sorted(line["key"] for line in order["lines"]) == ["0:0", "0:1"]
+    assert mongo.carts().find_one({"_id": cart_id})["state"] == CartState.DONE
+    grid = mongo.sessions().find_one({"_id": session["_id"]})["seats"]
+    assert [grid[0][0], grid[0][1]] == [SOLD, SOLD]
+    assert check_invariants() == []
+    before = (list(mongo.orders().find()), list(mongo.carts().find()), list(mongo.sessions().find()))
+    assert backfill.backfill_orders().checkouts_finished == 0  # none left: a second run changes nothing
+    assert (list(mongo.orders().find()), list(mongo.carts().find()), list(mongo.sessions().find())) == before
+
+
+def test_a_checkout_begun_before_payments_whose_hold_is_gone_fails_and_gives_its_seats_back():
+    session = make_session()
+    cart_id = begun_before_payments(session, "s:ada", ["0:0"], stopped_after="submit")
+    taken = sold(session, "s:bob", ["0:1"], "Bob")  # the hold's one seat went, another is Bob's
+    mongo.sessions().update_one(
+        {"_id": session["_id"]}, {"$pull": {"reservations": {"_id": cart_id}}, "$set": {"seats.0.0": 0}}
+    )
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$inc": {"seatsAvailable": 1}})
+    assert backfill.backfill_orders().checkouts_finished == 1
+    [order] = mongo.orders().find({"cartId": cart_id})
+    assert order["state"] == OrderState.FAILED
+    assert mongo.carts().find_one({"_id": cart_id})["state"] == CartState.CANCELED
+    assert mongo.orders().find_one({"_id": taken["_id"]})["state"] == OrderState.PAID
     assert check_invariants() == []

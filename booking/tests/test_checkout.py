@@ -6,7 +6,7 @@ from booking import clock, mongo, selectors
 from booking.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.invariants import check_invariants
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import checkout, holds, orders, payments
+from booking.services import holds, orders, payments
 from booking.services.checkout import REF_ALPHABET
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA, card
@@ -22,7 +22,7 @@ def hold(session, keys, owner=ALICE, cart_id=None):
 def test_checkout_stores_one_order_with_tickets_and_paying_sells_the_seats():
     session = make_session()
     cart_id = hold(session, ["1:2", "1:3"])
-    order = checkout.checkout(ALICE, cart_id, "  Ada   Lovelace ", "ADA@example.com")
+    order = payments.start(ALICE, cart_id, "  Ada   Lovelace ", "ADA@example.com")
     assert order["name"] == "Ada Lovelace" and order["email"] == "ada@example.com"
     assert len(order["ref"]) == 8 and set(order["ref"]) <= set(REF_ALPHABET)
     assert order["total"] == 7000 and order["state"] == "pending_payment"  # was "paid": now it waits for the money
@@ -43,8 +43,8 @@ def test_checkout_stores_one_order_with_tickets_and_paying_sells_the_seats():
 def test_a_second_submit_returns_the_same_order():
     session = make_session()
     cart_id = hold(session, ["0:0"])
-    first = checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com")
-    again = checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com")
+    first = payments.start(ALICE, cart_id, "Ada", "ada@example.com")
+    again = payments.start(ALICE, cart_id, "Ada", "ada@example.com")
     assert again["_id"] == first["_id"]
     assert mongo.orders().count_documents({}) == 1
 
@@ -54,7 +54,7 @@ def test_expired_cart_cannot_check_out_and_its_seats_are_released():
     cart_id = hold(session, ["0:0"])
     mongo.carts().update_one({"_id": cart_id}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
     with pytest.raises(CartExpired, match="released"):
-        checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com")
+        payments.start(ALICE, cart_id, "Ada", "ada@example.com")
     assert selectors.get_session(session["_id"])["seats"][0][0] == FREE
     assert mongo.orders().count_documents({}) == 0
     assert check_invariants() == []
@@ -65,7 +65,7 @@ def test_bad_customer_details_are_refused_with_field_messages(name, email):
     session = make_session()
     cart_id = hold(session, ["0:0"])
     with pytest.raises(InvalidRequest) as exc:
-        checkout.checkout(ALICE, cart_id, name, email)
+        payments.start(ALICE, cart_id, name, email)
     assert exc.value.details["fields"]
     assert mongo.carts().find_one({"_id": cart_id})["state"] == "active"
 
@@ -74,7 +74,7 @@ def test_someone_elses_cart_is_not_found():
     session = make_session()
     cart_id = hold(session, ["0:0"])
     with pytest.raises(NotFound):
-        checkout.checkout("s:mallory", cart_id, "M", "m@example.com")
+        payments.start("s:mallory", cart_id, "M", "m@example.com")
     assert mongo.carts().find_one({"_id": cart_id})["state"] == "active"
 
 
@@ -86,7 +86,7 @@ def test_checkout_fails_cleanly_when_the_hold_was_lost():
 
     reservations.settle(session["_id"], cart_id)
     hold(session, ["0:0"], owner="s:bob")
-    order = checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart_id, "Ada", "ada@example.com")
     failed = payments.pay_with_card(order["_id"], ALICE, card(VISA))
     # was CheckoutFailed before any money; now the payment is taken and goes straight back
     assert failed.status == "refunded" and failed.order["refunds"][0]["status"] == "succeeded"

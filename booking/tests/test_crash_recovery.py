@@ -7,7 +7,7 @@ import pytest
 from booking import clock, faults, mongo
 from booking.invariants import check_invariants
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import checkout, holds, payments
+from booking.services import holds, payments
 from booking.services.carts import expire_cart
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
@@ -67,12 +67,12 @@ def test_crash_between_release_writes(crash_at):
 
 @pytest.mark.parametrize("point", ["pay.after_confirm", "pay.after_paid", "pay.after_sell"])
 def test_crash_during_checkout_is_finished_by_reconcile(crash_at, point, settings):
-    # Since payments the checkout's writes that matter are those after the money was taken
-    # (every point of the flow: test_payment_crashes.py); before, checkout.after_* (below).
+    # The checkout's writes that matter are those after the money was taken (every point of the
+    # flow: test_payment_crashes.py).
     settings.BOOKING_CHECKOUT_STUCK_SECONDS = 0
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, ["1:2", "1:3"])
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     crash_at(point)
     with pytest.raises(faults.InjectedCrash):
         payments.pay_with_card(order["_id"], ALICE, card(VISA))
@@ -84,27 +84,6 @@ def test_crash_during_checkout_is_finished_by_reconcile(crash_at, point, setting
     assert cells(session, ["1:2", "1:3"]) == [SOLD, SOLD]
     [order] = mongo.orders().find()
     assert order["state"] == "paid" and len(order["lines"]) == 2
-    assert mongo.carts().find_one({"_id": cart.cart_id})["state"] == "done"
-    assert check_invariants() == []
-
-
-@pytest.mark.parametrize("point", ["checkout.after_order", "checkout.after_sell"])
-def test_a_checkout_begun_before_payments_is_still_finished_by_reconcile(crash_at, point, settings):
-    """Carts a release before payments left in checking_out (order paid, no payment) finish."""
-    settings.BOOKING_CHECKOUT_STUCK_SECONDS = 0
-    session = make_session()
-    cart = holds.hold_seats(session["_id"], ALICE, None, ["1:2", "1:3"])
-    mongo.carts().update_one(
-        {"_id": cart.cart_id},
-        {"$set": {"state": "checking_out", "checkoutOn": clock.now(), "customer": {"name": "Ada", "email": "a@b.co"}}},
-    )
-    crash_at(point)
-    with pytest.raises(faults.InjectedCrash):
-        checkout.finish_checkout(cart.cart_id)
-    faults.set_hook(None)
-    report = reconcile(now=clock.now() + timedelta(hours=2), grace=NO_GRACE)
-    assert report.checkouts_finished == 1
-    assert cells(session, ["1:2", "1:3"]) == [SOLD, SOLD]
     assert mongo.carts().find_one({"_id": cart.cart_id})["state"] == "done"
     assert check_invariants() == []
 

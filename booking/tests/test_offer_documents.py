@@ -8,7 +8,7 @@ from django.utils import translation
 from booking import mongo, ticket_pdf
 from booking.invariants import check_invariants
 from booking.payments import pdf
-from booking.services import checkout, holds, notifications, offers, promos
+from booking.services import holds, notifications, offers, payments, promos
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
 from booking.tests.pdf_reading import drawn_strings
@@ -31,7 +31,7 @@ def paid_order(settings):
     hold = holds.hold_seats(session["_id"], OWNER, None, ["0:0", "0:1", "0:2"])
     offers.choose_ticket_type(OWNER, hold.cart_id, session["_id"], "0:1", "reduced")
     promos.apply_code(OWNER, hold.cart_id, "spring-24")
-    order = pay(checkout.checkout(OWNER, hold.cart_id, "Ada Lovelace", "ada@example.com"))
+    order = pay(payments.start(OWNER, hold.cart_id, "Ada Lovelace", "ada@example.com"))
     return mongo.orders().find_one({"_id": order["_id"]})
 
 

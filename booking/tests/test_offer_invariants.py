@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from booking import mongo
 from booking.invariants import check_invariants
-from booking.services import checkout, holds, offers, promos
+from booking.services import holds, offers, payments, promos
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
 
@@ -30,7 +30,7 @@ def order(settings):
     hold = holds.hold_seats(session["_id"], OWNER, None, ["0:0", "0:1"])
     offers.choose_ticket_type(OWNER, hold.cart_id, session["_id"], "0:1", "reduced")
     promos.apply_code(OWNER, hold.cart_id, "TENOFF")
-    done = pay(checkout.checkout(OWNER, hold.cart_id, "Ada", "ada@example.com"))
+    done = pay(payments.start(OWNER, hold.cart_id, "Ada", "ada@example.com"))
     assert done["total"] == 3500 - 350 and check_invariants() == []
     return done
 

@@ -9,7 +9,7 @@ from django.test import Client
 from booking import clock, faults, mongo
 from booking.invariants import check_invariants
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import checkout, holds, orders, payments, refunds
+from booking.services import holds, orders, payments, refunds
 from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import reconcile
 from booking.tests.localstripe import THREE_D_SECURE, VISA, authenticate, card, events_for, signed
@@ -76,7 +76,7 @@ def test_crash_before_the_card_is_charged_ends_with_the_seats_free(crash_at, ses
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
     crash_at(point)
     with pytest.raises(faults.InjectedCrash):
-        order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+        order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
         payments.pay_with_card(order["_id"], ALICE, card(VISA))
     faults.set_hook(None)
     assert cells(session) == [HELD, HELD]  # still the buyer's while the window lasts
@@ -92,10 +92,10 @@ def test_after_a_crash_before_the_charge_the_buyer_can_simply_pay(crash_at, sess
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
     crash_at(point)
     with pytest.raises(faults.InjectedCrash):
-        order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+        order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
         payments.pay_with_card(order["_id"], ALICE, card(VISA))
     faults.set_hook(None)
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")  # the page again
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")  # the page again
     if point == "pay.after_claim":  # the claim of the crashed request runs out first
         assert payments.pay_with_card(order["_id"], ALICE, card(VISA)).status == "processing"  # not yet
         later = clock.now() + timedelta(seconds=payments.confirm_claim_seconds() + 1)
@@ -123,7 +123,7 @@ def test_after_a_crash_before_the_charge_the_buyer_can_simply_pay(crash_at, sess
 )
 def test_crash_after_the_charge_is_finished_by_reconcile(crash_at, session, point):
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     crash_at(point)
     with pytest.raises(faults.InjectedCrash):
         payments.pay_with_card(order["_id"], ALICE, card(VISA))
@@ -137,7 +137,7 @@ def test_crash_after_the_charge_is_finished_by_reconcile(crash_at, session, poin
 def test_crash_after_the_charge_when_the_worker_expires_the_cart_first(crash_at, session):
     """The expiry task runs before reconcile does: it asks about the payment before ending the hold."""
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     crash_at("pay.after_confirm")
     with pytest.raises(faults.InjectedCrash):
         payments.pay_with_card(order["_id"], ALICE, card(VISA))
@@ -149,7 +149,7 @@ def test_crash_after_the_charge_when_the_worker_expires_the_cart_first(crash_at,
 def test_crash_between_the_charge_and_anything_with_the_3ds_finished_in_the_browser(session):
     """The process that would hear about it is gone: only the payment at Stripe knows."""
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
     authenticate(order["payment"]["intent"], asked.client_secret)
     reconcile(now=after_the_window(), grace=NO_GRACE)
@@ -162,7 +162,7 @@ def test_crash_between_the_charge_and_anything_with_the_3ds_finished_in_the_brow
 @pytest.mark.parametrize("point", ["pay.expire_after_cart", "pay.expire_after_release"])
 def test_crash_while_expiring_an_unpaid_order(crash_at, session, point):
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
-    checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     crash_at(point)
     with pytest.raises(faults.InjectedCrash):
         expire_stale_carts(clock.now() + timedelta(minutes=16))
@@ -174,7 +174,7 @@ def test_crash_while_expiring_an_unpaid_order(crash_at, session, point):
 
 def test_crash_while_the_buyer_cancels(crash_at, session):
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     crash_at("pay.cancel_after_order")
     with pytest.raises(faults.InjectedCrash):
         payments.cancel_unpaid(order["_id"], owner=ALICE)
@@ -189,7 +189,7 @@ def test_crash_while_staff_cancel_a_payment_the_bank_then_accepts(crash_at, sess
     right after the order's write, before the payment is canceled at Stripe; then the bank says
     yes. Reconcile frees the seats and gives the money back: the cancel stands."""
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
     crash_at("pay.cancel_after_order")
     with pytest.raises(faults.InjectedCrash):
@@ -227,7 +227,7 @@ def test_crash_during_a_refund_is_finished_by_reconcile_and_refunds_once(crash_a
 
 def test_crash_after_a_late_payment_lost_its_seats(crash_at, session):
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
     expire_stale_carts(clock.now() + timedelta(minutes=16))
     holds.hold_seats(session["_id"], "s:bob", None, ["1:3"])
@@ -247,7 +247,7 @@ def test_crash_after_a_webhook_was_recorded_is_handled_when_stripe_retries(crash
     from booking.payments.stripe_provider import StripeProvider
 
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     StripeProvider().confirm(order["payment"]["intent"], card(VISA), idempotency_key="crash-hook")
     [event] = events_for(order["payment"]["intent"])
     body, signature = signed(event)
@@ -273,7 +273,7 @@ def test_crash_after_a_new_attempt_was_written_the_buyer_pays_with_one_charge(cr
     from booking.tests.localstripe import DECLINED
 
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     assert payments.pay_with_card(order["_id"], ALICE, card(DECLINED)).status == "failed"
     crash_at("pay.after_next_attempt")  # attempt 2 written, its payment not made yet
     with pytest.raises(faults.InjectedCrash):

@@ -13,7 +13,7 @@ from booking import mongo
 from booking.invariants import check_invariants
 from booking.payments.stripe_provider import StripeProvider
 from booking.seat_grid import HELD, SOLD
-from booking.services import checkout, holds, payments
+from booking.services import holds, payments
 from booking.tests.localstripe import DECLINED, VISA, card, events_for, register_webhook, signed
 
 ALICE = "s:alice"
@@ -22,7 +22,7 @@ URL = "/payments/stripe/webhook/"
 
 def start(session, keys=("1:2", "1:3")):
     cart = holds.hold_seats(session["_id"], ALICE, None, list(keys))
-    return checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    return payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
 
 
 def paid_at_stripe(order, number=VISA):

@@ -14,7 +14,7 @@ from booking.invariants import check_invariants
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider, client
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import carts, checkout, holds, orders, payments
+from booking.services import carts, holds, orders, payments
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.localstripe import (
@@ -41,7 +41,7 @@ def cells(session, keys):
 
 def start(session, keys=("1:2", "1:3"), owner=ALICE, method="card"):
     cart = holds.hold_seats(session["_id"], owner, None, list(keys))
-    return checkout.checkout(owner, cart.cart_id, "Ada Lovelace", "ada@example.com", method)
+    return payments.start(owner, cart.cart_id, "Ada Lovelace", "ada@example.com", method)
 
 
 def order_of(order):
@@ -77,7 +77,7 @@ def test_the_hold_is_extended_once_not_again_by_a_second_submit_or_a_new_card_at
     until = mongo.carts().find_one({"_id": order["cartId"]})["expiresAt"]
     later = clock.now() + timedelta(minutes=5)
     monkeypatch.setattr(clock, "now", lambda: later)  # five minutes on, still in the window
-    again = checkout.checkout(ALICE, order["cartId"], "Ada Lovelace", "ada@example.com")
+    again = payments.start(ALICE, order["cartId"], "Ada Lovelace", "ada@example.com")
     assert again["_id"] == order["_id"]
     assert payments.pay_with_card(order["_id"], ALICE, card(DECLINED)).status == "failed"
     assert payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE)).status == "action"  # attempt 2
@@ -150,8 +150,8 @@ def test_a_failed_three_d_secure_lets_the_buyer_try_again():
 def test_double_submit_charges_once():
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
-    first = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
-    again = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    first = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    again = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     assert again["_id"] == first["_id"] and mongo.orders().count_documents({}) == 1
     means = card(VISA)
     results = at_once(lambda: payments.pay_with_card(first["_id"], ALICE, means).status, 4)
@@ -177,10 +177,10 @@ def test_card_or_box_office_must_be_offered(settings):
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
     with pytest.raises(InvalidRequest, match="box office is not offered"):
-        checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com", "box_office")
+        payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com", "box_office")
     settings.STRIPE_SECRET_KEY = ""
     with pytest.raises(InvalidRequest, match="not available"):
-        checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com", "card")
+        payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com", "card")
     assert mongo.carts().find_one({"_id": cart.cart_id})["state"] == "active"
 
 
@@ -197,7 +197,7 @@ def test_an_unpaid_order_expires_with_its_hold_and_the_seats_come_back():
     assert cells(session, ["1:2", "1:3"]) == [FREE, FREE]
     assert check_invariants() == []
     with pytest.raises(CartExpired):
-        checkout.checkout(ALICE, order["cartId"], "Ada", "ada@example.com")  # a new checkout is refused
+        payments.start(ALICE, order["cartId"], "Ada", "ada@example.com")  # a new checkout is refused
 
 
 def test_payment_after_the_hold_ended_takes_the_seats_when_they_are_still_free():
@@ -474,5 +474,5 @@ def test_box_office_is_not_offered_too_close_to_the_show():
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0"])
     assert payments.methods_for(mongo.carts().find_one({"_id": cart.cart_id}))["box_office"] is None
     with pytest.raises(InvalidRequest):
-        checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com", "box_office")
+        payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com", "box_office")
     assert selectors.get_session(session["_id"])["seats"][0][0] == HELD

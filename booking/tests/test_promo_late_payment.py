@@ -11,7 +11,7 @@ import pytest
 from booking import clock, faults, mongo
 from booking.errors import InvalidRequest
 from booking.invariants import check_invariants
-from booking.services import carts, checkout, holds, payments, promos
+from booking.services import carts, holds, payments, promos
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.localstripe import THREE_D_SECURE, authenticate, card
@@ -30,7 +30,7 @@ def late_payer(session):
     promos.create_code("ONCE", "amount", 500, cap=1)
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
     promos.apply_code(ALICE, cart.cart_id, "ONCE")
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
     assert asked.status == "action"
     mongo.carts().update_one({"_id": order["cartId"]}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
@@ -118,7 +118,7 @@ def test_a_full_refund_crashing_after_the_order_write_still_gives_the_use_back(f
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
     promos.apply_code(ALICE, cart.cart_id, "ONCE")
-    paid = pay(checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com"))
+    paid = pay(payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com"))
 
     crash_at("refund.after_order")
     with pytest.raises(faults.InjectedCrash):
@@ -142,7 +142,7 @@ def test_a_card_order_whose_payment_was_never_made_gives_the_use_back_when_it_ex
     promos.apply_code(ALICE, cart.cart_id, "ONCE")
     reachable = settings.STRIPE_API_BASE
     settings.STRIPE_API_BASE = "http://127.0.0.1:9"  # nothing listens: every call fails
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     settings.STRIPE_API_BASE = reachable
     assert order["state"] == "pending_payment" and order["payment"]["intent"] is None
     assert uses() == 1

@@ -9,7 +9,7 @@ from bson import ObjectId
 from booking import clock, faults, mongo, selectors
 from booking.errors import InvalidRequest
 from booking.invariants import check_invariants
-from booking.services import checkout, holds, offers, orders, promos
+from booking.services import holds, offers, orders, payments, promos
 from booking.services.carts import cancel_cart, expire_stale_carts
 from booking.services.reconcile import reconcile
 from booking.tests.factories import TYPES, make_session, make_theater
@@ -37,7 +37,7 @@ def test_percent_amount_and_fixed_price_through_checkout():
     result = held(session)
     cart = promos.apply_code(ALICE, result.cart_id, " tenoff ")
     assert uses("TENOFF") == 1 and cart["promo"]["code"] == "TENOFF"
-    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, result.cart_id, "Ada", "ada@example.com")
     assert (
         order["total"] == 3600
         and order["discount"] == 400
@@ -118,7 +118,7 @@ def test_use_goes_back_on_expiry_cancel_remove_and_order_cancel(settings):
     assert uses("BACK") == 0
     third = held(session, ("2:0",), "s:cy")
     promos.apply_code("s:cy", third.cart_id, "BACK")
-    order = checkout.checkout("s:cy", third.cart_id, "Cy", "cy@example.com")
+    order = payments.start("s:cy", third.cart_id, "Cy", "cy@example.com")
     assert uses("BACK") == 1
     orders.cancel_order(order["_id"], by="test")
     assert uses("BACK") == 0
@@ -211,7 +211,7 @@ def test_a_series_code_redeems_for_every_performance_of_the_show_in_its_theater_
     assert now_held is not None
     totals = cart_totals(now_held)
     assert totals.line_discounts == [1000, 0, 1000] and totals.total == 6000 - 2000
-    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, result.cart_id, "Ada", "ada@example.com")
     assert order["promo"]["code"] == "HAMLET-FANS" and order["discount"] == 2000
     assert check_invariants() == []
 
@@ -290,14 +290,14 @@ def test_a_code_whose_seats_left_the_cart_gives_its_use_back_at_checkout(shows):
     assert uses("HAMLETHALF") == 2
     holds.release_seats(show_b["_id"], ALICE, cart_id, ["0:0"])
     assert uses("HAMLETHALF") == 2  # still on the cart: a seat of show B would be discounted again
-    order = pay(checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com"))
+    order = pay(payments.start(ALICE, cart_id, "Ada", "ada@example.com"))
     assert order["state"] == "paid" and "promo" not in order and "discount" not in order
     assert order["total"] == 2000 and paid_at_stripe(order) == [2000]
     assert uses("HAMLETHALF") == 1  # Alice's use back, Bob's kept
     assert mongo.carts().find_one({"_id": cart_id})["promo"]["released"] is True
     reconcile(grace=timedelta(0))
     assert uses("HAMLETHALF") == 1  # given back once
-    bob_order = pay(checkout.checkout("s:bob", bob, "Bob", "bob@example.com"))
+    bob_order = pay(payments.start("s:bob", bob, "Bob", "bob@example.com"))
     assert bob_order["discount"] == 1000 and bob_order["promo"]["code"] == "HAMLETHALF"
     assert uses("HAMLETHALF") == 1
     assert check_invariants() == []
@@ -308,7 +308,7 @@ def test_a_seat_of_the_codes_show_held_again_is_discounted_on_the_same_use(shows
     cart_id = a_and_b_with_the_code(shows)
     holds.release_seats(show_b["_id"], ALICE, cart_id, ["0:0"])
     holds.hold_seats(show_b["_id"], ALICE, cart_id, ["0:1"])
-    order = pay(checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com"))
+    order = pay(payments.start(ALICE, cart_id, "Ada", "ada@example.com"))
     assert order["discount"] == 1000 and order["total"] == 3000 and paid_at_stripe(order) == [3000]
     assert [line.get("discount", 0) for line in order["lines"]] == [0, 1000]
     assert uses("HAMLETHALF") == 1
@@ -323,11 +323,11 @@ def test_a_crash_while_an_unused_code_goes_back_at_checkout_returns_it_once_at_r
     holds.release_seats(show_b["_id"], ALICE, cart_id, ["0:0"])
     crash_at(point)
     with pytest.raises(faults.InjectedCrash):
-        checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com")
+        payments.start(ALICE, cart_id, "Ada", "ada@example.com")
     faults.set_hook(None)
     reconcile(grace=timedelta(0))
     assert uses("HAMLETHALF") == 1  # Alice's use back once, Bob's kept
-    order = pay(checkout.checkout(ALICE, cart_id, "Ada", "ada@example.com"))  # the buyer goes on
+    order = pay(payments.start(ALICE, cart_id, "Ada", "ada@example.com"))  # the buyer goes on
     assert order["total"] == 2000 and "promo" not in order
     reconcile(grace=timedelta(0))
     assert uses("HAMLETHALF") == 1 and check_invariants() == []

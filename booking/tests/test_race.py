@@ -13,7 +13,7 @@ from booking import clock, mongo
 from booking.errors import BookingError
 from booking.invariants import check_invariants
 from booking.seat_grid import FREE, HELD, SOLD
-from booking.services import checkout, holds, payments
+from booking.services import holds, payments
 from booking.services.carts import expire_stale_carts
 from booking.services.reconcile import reconcile
 from booking.tests.factories import make_session
@@ -58,7 +58,7 @@ def test_32_buyers_racing_for_overlapping_seats(monkeypatch, settings):
                         holds.release_seats(sid, owner, cart_id, keys)
                         outcome["released"] += 1
                     elif roll < 0.6:
-                        order = checkout.checkout(owner, cart_id, f"Buyer {n}", f"b{n}@example.com")
+                        order = payments.start(owner, cart_id, f"Buyer {n}", f"b{n}@example.com")
                         cart_id = None
                         paid = payments.pay_with_card(order["_id"], owner, card(VISA))  # checkout, then pay
                         if paid.status == "paid":

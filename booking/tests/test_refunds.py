@@ -215,9 +215,9 @@ def test_a_promo_code_is_paid_for_less_its_vat_counts_the_discount_and_its_use_g
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, ["1:2", "1:3"])
     promos.apply_code(ALICE, cart.cart_id, "TENOFF")
-    from booking.services import checkout
+    from booking.services import payments
 
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     assert order["total"] == 6300 and order["discount"] == 700  # 2 x 35.00, less 10 %
     from booking.payments import money
 
@@ -231,13 +231,13 @@ def test_a_promo_code_is_paid_for_less_its_vat_counts_the_discount_and_its_use_g
 
 
 def test_an_unpaid_order_canceled_by_its_buyer_gives_its_promo_code_use_back():
-    from booking.services import checkout, payments, promos
+    from booking.services import payments, promos
 
     promos.create_code("FIVE", "amount", 500, cap=1)
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, ["1:2", "1:3"])
     promos.apply_code(ALICE, cart.cart_id, "FIVE")
-    order = checkout.checkout(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     assert mongo.promo_codes().find_one({"code": "FIVE"})["uses"] == 1
     payments.cancel_unpaid(order["_id"], owner=ALICE)
     assert mongo.promo_codes().find_one({"code": "FIVE"})["uses"] == 0

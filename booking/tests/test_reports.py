@@ -25,7 +25,7 @@ from booking.faults import InjectedCrash
 from booking.invariants import check_invariants
 from booking.payments import money
 from booking.reports import figures, marks, summaries, tally
-from booking.services import checkin, checkout, exchanges, holds, offers, payment_settings, payments, refunds
+from booking.services import checkin, exchanges, holds, offers, payment_settings, payments, refunds
 from booking.services import orders as order_service
 from booking.services import sessions as session_service
 from booking.tests.admin_support import make_staff
@@ -56,7 +56,7 @@ def buy(session, owner, seats, *, types=None, method="card", channel=None, given
     cart = holds.hold_seats(session["_id"], owner, None, list(seats))
     for key, kind in (types or {}).items():
         offers.choose_ticket_type(owner, cart.cart_id, session["_id"], key, kind)
-    order = checkout.checkout(owner, cart.cart_id, name, f"{owner[2:]}@example.com", method)
+    order = payments.start(owner, cart.cart_id, name, f"{owner[2:]}@example.com", method)
     order = pay(order) if method == "card" else payments.mark_paid_at_counter(order["_id"], by="clerk")
     marked = {"$push": marks.push(marks.sessions_of(order))}  # the counter writes these with the new order
     if channel is not None:
@@ -104,7 +104,7 @@ def sales():
     refunds.refund_tickets(made["c"]["_id"], reason="canceled", by="clerk")
     # a reservation not paid yet: its seat is held, not sold
     cart = holds.hold_seats(first["_id"], "s:pending", None, ["2:5"])
-    checkout.checkout("s:pending", cart.cart_id, "Pending Person", "p@example.com", "box_office")
+    payments.start("s:pending", cart.cart_id, "Pending Person", "p@example.com", "box_office")
     holds.hold_seats(first["_id"], "s:browsing", None, ["2:6"])  # a live cart
     session_service.set_blocked(first["_id"], [(2, 8)], True)  # a house seat
     scope = checkin.get_scope(first["_id"])

@@ -9,7 +9,7 @@ were stored in and the order asked for disagree."""
 from datetime import timedelta
 
 from booking import clock, mongo, selectors
-from booking.services import checkout, holds
+from booking.services import holds, payments
 from booking.staff import selectors as staff
 from booking.tests.factories import make_session, make_theater, stored_against_id_order, two_sessions_at_the_same_start
 
@@ -48,7 +48,7 @@ def test_staff_order_and_cart_lists_break_ties_of_creation_time_by_id():
     orders = []
     for owner, seat in (("s:a", "0:0"), ("s:b", "0:1")):
         held = holds.hold_seats(session["_id"], owner, None, [seat])
-        orders.append(checkout.checkout(owner, held.cart_id, "Ada", "ada@example.org"))
+        orders.append(payments.start(owner, held.cart_id, "Ada", "ada@example.org"))
     same = clock.now()
     mongo.orders().update_many({}, {"$set": {"createdOn": same}})
     mongo.carts().update_many({}, {"$set": {"createdOn": same}})

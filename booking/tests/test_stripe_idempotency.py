@@ -13,7 +13,7 @@ import pytest
 from booking import faults, mongo
 from booking.invariants import check_invariants
 from booking.payments.stripe_provider import client
-from booking.services import checkout, holds, payments, refunds
+from booking.services import holds, payments, refunds
 from booking.tests.factories import make_session
 from booking.tests.localstripe import DECLINED, VISA, card, configure, requests_received
 from booking.tests.threads import at_once
@@ -34,7 +34,7 @@ def charged(order) -> list[int]:
 
 def start(session, owner=ALICE):
     cart = holds.hold_seats(session["_id"], owner, None, KEYS)
-    return checkout.checkout(owner, cart.cart_id, "Ada Lovelace", "ada@example.com")
+    return payments.start(owner, cart.cart_id, "Ada Lovelace", "ada@example.com")
 
 
 def provider_posts(since: int) -> list[dict]:
@@ -75,7 +75,7 @@ def test_a_create_whose_answer_was_lost_is_repeated_with_its_key_and_makes_one_p
 
     crash_at("pay.after_provider_start")
     with pytest.raises(faults.InjectedCrash):
-        checkout.checkout(ALICE, cart.cart_id, "Ada Lovelace", "ada@example.com")
+        payments.start(ALICE, cart.cart_id, "Ada Lovelace", "ada@example.com")
     fault_hook(None)
     [order] = mongo.orders().find()
     assert order["payment"]["intent"] is None  # made at Stripe, unknown here
@@ -241,7 +241,7 @@ def test_with_the_keys_ignored_a_double_submit_charges_once(keys_ignored):
     session = make_session()
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
     before = len(requests_received())
-    started = at_once(lambda: checkout.checkout(ALICE, cart.cart_id, "Ada Lovelace", "ada@example.com"), 2)
+    started = at_once(lambda: payments.start(ALICE, cart.cart_id, "Ada Lovelace", "ada@example.com"), 2)
     assert len({o["_id"] for o in started}) == 1 and mongo.orders().count_documents({}) == 1
     [order] = mongo.orders().find()
     creates = [r for r in provider_posts(before) if r["path"] == "/v1/payment_intents"]

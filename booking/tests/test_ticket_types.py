@@ -7,7 +7,7 @@ from booking import mongo, selectors
 from booking.errors import InvalidRequest, NotFound
 from booking.invariants import check_invariants
 from booking.layouts import parse_grid
-from booking.services import checkout, holds, offers
+from booking.services import holds, offers, payments
 from booking.services.theaters import create_theater
 from booking.tests.factories import CATEGORIES, TYPES, make_session, make_theater
 
@@ -38,7 +38,7 @@ def test_default_is_full_price_only_and_existing_sessions_keep_working():
     it = result.cart["items"][0]
     assert it["ticketType"] == "full" and it["price"] == 2000
     assert it["offers"] == [{"code": "full", "name": "Full price", "price": 2000}]
-    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, result.cart_id, "Ada", "ada@example.com")
     assert order["lines"][0]["ticketType"] == "full" and order["lines"][0]["ticketTypeName"] == "Full price"
     assert order["total"] == 2000
     assert check_invariants() == []
@@ -63,7 +63,7 @@ def test_choice_changes_price_and_total_and_order_charges_it():
     cart = offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:1", "full")
     assert cart["total"] == 6000
     offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:2", "reduced")
-    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, result.cart_id, "Ada", "ada@example.com")
     assert [(line["ticketType"], line["price"]) for line in order["lines"]] == [
         ("full", 2000),
         ("full", 2000),
@@ -87,7 +87,7 @@ def test_staff_price_change_during_the_hold_never_changes_what_the_buyer_was_sho
     later = holds.hold_seats(session["_id"], ALICE, result.cart_id, ["0:2"])
     assert item(later.cart, "0:2")["price"] == 9900
     assert {o["code"]: o["price"] for o in item(later.cart, "0:2")["offers"]} == {"full": 9900, "reduced": 8800}
-    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, result.cart_id, "Ada", "ada@example.com")
     assert sorted(line["price"] for line in order["lines"]) == [2000, 2000, 9900]
     assert check_invariants() == []
 
@@ -117,7 +117,7 @@ def test_staff_changing_only_the_reduced_and_companion_prices_inside_a_holds_win
     assert item(stored, "0:0")["offers"] == held["offers"]
     cart = offers.choose_ticket_type(ALICE, result.cart_id, session["_id"], "0:0", "reduced")
     assert item(cart, "0:0")["price"] == 1200 and cart["total"] == 1200
-    order = checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+    order = payments.start(ALICE, result.cart_id, "Ada", "ada@example.com")
     assert [(line["ticketType"], line["price"]) for line in order["lines"]] == [("reduced", 1200)]
     assert order["total"] == 1200 and check_invariants() == []
 
@@ -137,7 +137,7 @@ def test_companion_only_with_a_wheelchair_space_in_the_same_cart():
     # giving the wheelchair space back leaves a companion alone: checkout refuses, nothing changes
     holds.release_seats(session["_id"], ALICE, result.cart_id, ["0:1"])
     with pytest.raises(InvalidRequest, match="wheelchair space"):
-        checkout.checkout(ALICE, result.cart_id, "Ada", "ada@example.com")
+        payments.start(ALICE, result.cart_id, "Ada", "ada@example.com")
     assert selectors.get_cart(ALICE, result.cart_id)["state"] == "active"
 
 

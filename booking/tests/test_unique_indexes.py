@@ -41,7 +41,7 @@ def test_a_second_order_for_one_cart_is_refused_by_the_database(settings):
     assert not settings.MONGODB_SHARDED
     session = make_session()
     hold = holds.hold_seats(session["_id"], "s:ada", None, ["0:0"])
-    order = checkout.checkout("s:ada", hold.cart_id, "Ada", "ada@example.org")
+    order = payments.start("s:ada", hold.cart_id, "Ada", "ada@example.org")
     twin = {**mongo.orders().find_one({"_id": order["_id"]}), "_id": ObjectId(), "ref": checkout.new_booking_ref()}
     with pytest.raises(DuplicateKeyError):
         mongo.orders().insert_one(twin)

@@ -22,10 +22,10 @@ from booking.layouts import parse_grid
 from booking.payments import pdf
 from booking.services import (
     change_notices,
-    checkout,
     holds,
     listings,
     notifications,
+    payments,
     reconcile,
     reservation_notices,
     waiting_room,
@@ -187,7 +187,7 @@ def test_a_renamed_sectioned_venue_reaches_its_performances_sections_and_listing
 def test_the_reservation_mail_and_the_waiting_room_name_the_theater_in_german():
     show = make_session(studio(), name="Godot", prices={"s": 2200, "r": 1500})
     cart = holds.hold_seats(show["_id"], "s:ada", None, ["6:2"])
-    order = checkout.checkout("s:ada", cart.cart_id, "Ada", "ada@example.com")
+    order = payments.start("s:ada", cart.cart_id, "Ada", "ada@example.com")
     with translation.override("de"):
         assert reservation_notices.reservation_context(order)["theaters"] == "Studiobühne"
     with translation.override("en"):

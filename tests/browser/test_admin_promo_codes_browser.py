@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from booking import mongo
-from booking.services import checkout, holds, offers, promos
+from booking.services import holds, offers, payments, promos
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
 
@@ -80,7 +80,7 @@ def test_the_order_page_shows_ticket_types_and_the_code(new_page, shot, viewport
     hold = holds.hold_seats(session["_id"], "s:ada", None, ["0:0", "0:1"])
     offers.choose_ticket_type("s:ada", hold.cart_id, session["_id"], "0:1", "reduced")
     promos.apply_code("s:ada", hold.cart_id, "SPRING-24")
-    order = pay(checkout.checkout("s:ada", hold.cart_id, "Ada Lovelace", "ada@example.com"))
+    order = pay(payments.start("s:ada", hold.cart_id, "Ada Lovelace", "ada@example.com"))
     User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")
     page = new_page(viewport)
     page.goto(f"/admin/login/?next=/admin/booking/order/{order['_id']}/change/")

@@ -31,7 +31,6 @@ class Command(BaseCommand):
             every = settings.BOOKING_EXPIRE_EVERY_SECONDS
             note = "" if age <= 2 * every else f"  (expiry runs every {every:g} s: is the worker or beat down?)"
             out.write(f"oldest of them ended:         {age:.0f} s ago{note}")
-        out.write(f"checkouts in progress:        {backlog['checking_out']}")
         out.write(f"confirmation mails pending:   {backlog['mails_pending']}")
         self.write_failed_mails(backlog)
         self.write_refunds()
