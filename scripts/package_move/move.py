@@ -660,7 +660,7 @@ def main(argv: list[str]) -> int:
     venv = find_venv(repo, args.venv)
     if sys.version_info < (3, 12):  # noqa: UP036 - may be started by an older python3
         # The code uses 3.12 syntax; read it with the project's Python.
-        os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, *argv, "--venv", str(venv)])
+        os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, *argv, "--venv", str(venv)])  # noqa: S606
     ruff = str(venv / "bin" / "ruff")
     layout = load_layout()
 
