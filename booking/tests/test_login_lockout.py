@@ -3,10 +3,11 @@
 booking/login_lockout.py); at the limit both logins answer 429 with a message, even to the right
 password, until the cool-off has passed; a successful sign-in forgets its own failures."""
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from asgiref.sync import async_to_sync
 from axes.handlers import proxy as axes_clock
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -134,14 +135,20 @@ def test_signing_in_to_ones_own_account_does_not_reset_an_address_trying_others(
     assert fail(client, ADMIN_LOGIN, 1, username="user-next") == [429]
 
 
+@pytest.mark.django_db(transaction=True)  # the requests run in a thread of their own: committed data
 def test_over_asgi_the_lockout_is_the_login_page_too(staff):
     """Production serves ASGI (Procfile): the lockout still answers with the page and its message
     (axes' asynchronous middleware would have no page to send; settings keep it synchronous)."""
     client = AsyncClient(REMOTE_ADDR="203.0.113.5")
-    post = async_to_sync(client.post)
-    for i in range(limit()):
-        post(DOOR_LOGIN, {"username": "ada", "password": f"guess-{i}"})
-    right = post(DOOR_LOGIN, {"username": "ada", "password": PASSWORD})
+
+    async def guess_then_sign_in():
+        for i in range(limit()):
+            await client.post(DOOR_LOGIN, {"username": "ada", "password": f"guess-{i}"})
+        return await client.post(DOOR_LOGIN, {"username": "ada", "password": PASSWORD})
+
+    # a thread of its own: a browser test's Playwright may leave an event loop running in this one
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        right = pool.submit(asyncio.run, guess_then_sign_in()).result(timeout=120)
     assert right.status_code == 429 and right["Content-Type"].startswith("text/html")
     page = right.content.decode()
     assert LOCKED in page and 'name="password"' in page
