@@ -39,7 +39,7 @@ format: venv
 	$(VENV_BIN)ruff check --fix .
 
 # The German catalog: extract new strings into locale/de (then translate them; the completeness
-# test, booking/tests/test_i18n_catalog.py, names any left) and compile (Babel, booking/catalogs.py).
+# test, booking/tests/core/test_i18n_catalog.py, names any left) and compile (Babel, booking/core/catalogs.py).
 MESSAGES_IGNORE := --ignore=.venv --ignore=bench --ignore=chaos --ignore=tests --ignore=devmongo --ignore=deploy \
 	--ignore=staticfiles --ignore='booking/tests/*' --ignore='static/vendor/*' --ignore='*/migrations/*'
 messages: venv

@@ -34,8 +34,8 @@ hypothesis_settings.load_profile("suite")
 
 def pytest_configure(config):
     """The German catalog's .mo, compiled from locale/'s .po before any test renders a page (the
-    .mo files are not in git: booking/catalogs.py)."""
-    from booking.catalogs import compile_catalogs
+    .mo files are not in git: booking/core/catalogs.py)."""
+    from booking.core.catalogs import compile_catalogs
 
     compile_catalogs(settings.BASE_DIR / "locale")
 
@@ -110,7 +110,7 @@ def redis_url():
 @pytest.fixture(scope="session", autouse=True)
 def _services(mongodb_uri, redis_url):
     """Point the app (and any subprocess it starts) at the test MongoDB and Redis."""
-    from booking import mongo
+    from booking.core import mongo
 
     db_name = f"test_theater_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{uuid.uuid4().hex[:8]}"
     os.environ.update({"MONGODB_URI": mongodb_uri, "MONGODB_DB": db_name, "REDIS_URL": redis_url})
@@ -131,7 +131,7 @@ def _services(mongodb_uri, redis_url):
 @pytest.fixture(scope="session")
 def _indexed_collections(_services) -> frozenset[str]:
     """The collections ensure_indexes() makes; made once per run."""
-    from booking import mongo
+    from booking.core import mongo
 
     mongo.ensure_indexes()
     return frozenset(mongo.get_db().list_collection_names())
@@ -156,7 +156,7 @@ def mongo_db(_indexed_collections):
     every index again cost more than many tests (and far more on a real MongoDB). ensure_indexes()
     then finds the indexes in place (one cheap command each) and puts back any a test dropped or
     changed (a TTL index rebuilt for another retention, say). Any other collection is dropped."""
-    from booking import mongo
+    from booking.core import mongo
 
     db = mongo.get_db()
     for name in db.list_collection_names():
@@ -184,7 +184,7 @@ def _fresh_rate_limit_windows(_test_redis, monkeypatch):
     starts with no rate-limit counts, in Redis and in the in-process fallback. And its window does
     not roll over halfway (a test expecting the third request of "2/m" refused would see it let
     in at a minute's turn); tests of the rollover move this clock themselves."""
-    from booking import ratelimits
+    from booking.web import ratelimits
 
     start = time.time()
     monkeypatch.setattr(ratelimits, "window_seconds", lambda: start)

@@ -23,7 +23,8 @@ from pymongo import monitoring  # noqa: E402
 
 django_application = get_asgi_application()
 
-from booking import mongo, push  # noqa: E402
+from booking.core import mongo  # noqa: E402
+from booking.web import push  # noqa: E402
 
 
 class _Count(monitoring.CommandListener):

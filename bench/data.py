@@ -5,13 +5,13 @@ from datetime import timedelta
 
 from bson import ObjectId
 
-from booking import clock, mongo
-from booking.demo import GRAND_CATEGORIES
-from booking.domain import CartState
-from booking.layouts import auto_row_label, parse_grid
-from booking.seat_grid import HELD, seat_key
-from booking.services.sessions import create_session
-from booking.services.theaters import create_theater
+from booking.core import clock, mongo
+from booking.core.domain import CartState
+from booking.sales.demo import GRAND_CATEGORIES
+from booking.sales.sessions import create_session
+from booking.venues.layouts import auto_row_label, parse_grid
+from booking.venues.seat_grid import HELD, seat_key
+from booking.venues.theaters import create_theater
 
 PRICES = {"p": 5500, "s": 3900, "b": 2500}
 

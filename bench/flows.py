@@ -10,12 +10,12 @@ import urllib.request
 
 from bson import ObjectId
 
-from booking.domain import SessionStatus
+from booking.core.domain import SessionStatus
 
 from .load import Client, Sample, sample
 
 HTMX = {"HX-Request": "true"}
-# The halls' wheelchair spaces are held only for a buyer who says they need one (services/holds.py):
+# The halls' wheelchair spaces are held only for a buyer who says they need one (sales/holds.py):
 # the load's buyers take them like any other seat, so every hold says so.
 DECLARED = {"wheelchair": "1"}
 MINE = b"held by you"

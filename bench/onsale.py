@@ -1,6 +1,6 @@
 """``python -m bench.onsale`` (``make bench-onsale``): the on-sale simulation (a waiting room's big on-sale).
 
-5,000 simulated buyers arrive within 60 s for the 830-seat Grand Hall (booking/demo.py); the sale
+5,000 simulated buyers arrive within 60 s for the 830-seat Grand Hall (booking/sales/demo.py); the sale
 opens 30 s after the first arrival. Two runs on the same real stack (bench/stack.py: the MongoDB
 stand-in, a redis-server, gunicorn with 2 workers x 8 threads, production settings), with the
 same arrivals, wishes and leavers (one random seed):
@@ -19,7 +19,7 @@ Every buyer is a real HTTP client with its own cookies and address (X-Forwarded-
 proxy), over a pool of keep-alive connections per client process (as a reverse proxy in front of
 the app would hold them), so the app sees ~250 connections, not 5,000. The client is a small
 HTTP/1.1 implementation on asyncio streams: it shares the two cores with the server it measures. Reported: seats sold
-twice (booking/invariants.py and the orders' lines), HTTP 5xx, admitted order against queue order
+twice (booking/sales/invariants.py and the orders' lines), HTTP 5xx, admitted order against queue order
 (the admission log in Redis: every admitted buyer's queue score, in admission order), time to
 sell out, hold latency (p50/p99) during the rush, what each buyer ended with. The results go to
 bench/results/onsale.md (and .json); docs/performance.md explains them.
@@ -405,11 +405,11 @@ def _process(base_url, stripe_url, sid, variant, plans_here, t0_wall, size, seed
 
 
 def seed_hall():
-    from booking import clock
-    from booking.demo import GRAND_CATEGORIES, grand_hall_grid
-    from booking.layouts import parse_grid
-    from booking.services.sessions import create_session
-    from booking.services.theaters import create_theater
+    from booking.core import clock
+    from booking.sales.demo import GRAND_CATEGORIES, grand_hall_grid
+    from booking.sales.sessions import create_session
+    from booking.venues.layouts import parse_grid
+    from booking.venues.theaters import create_theater
 
     grand = create_theater("Grand Hall", parse_grid(grand_hall_grid(), GRAND_CATEGORIES))
     start = clock.now() + timedelta(days=7)
@@ -436,11 +436,11 @@ def run_variant(variant: str, size: Size, log) -> RunResult:
 
 
 def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> RunResult:
-    from booking import mongo
-    from booking.domain import OrderState
-    from booking.invariants import check_invariants
-    from booking.seat_grid import FREE, SOLD
-    from booking.services import waiting_room
+    from booking.core import mongo
+    from booking.core.domain import OrderState
+    from booking.sales import waiting_room
+    from booking.sales.invariants import check_invariants
+    from booking.venues.seat_grid import FREE, SOLD
 
     from .cpu import CpuMeter, children
 
@@ -546,7 +546,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
 def admission_check(queue_id, result: RunResult, size: Size) -> dict:
     """The admission log against the queue's order: scores must rise strictly (admitted in queue
     order), every early buyer (random score < 1) before every late one."""
-    from booking.services import waiting_room
+    from booking.sales import waiting_room
 
     log_entries = waiting_room.admission_log(queue_id)
     scores = [float(score) for _owner, score in log_entries]
@@ -656,7 +656,7 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         ("seats sold / in the hall", None, lambda s: f"{s['sold']} / {s['seats_total']}"),
         ("paid orders", "orders", None),
         ("seats sold twice (order lines)", "seats_sold_twice", None),
-        ("invariant breaches (booking/invariants.py)", "invariant_breaches", None),
+        ("invariant breaches (booking/sales/invariants.py)", "invariant_breaches", None),
         ("every seat taken, after the sale opened", None, lambda s: fmt(s["all_taken_after_s"], " s", 1)),
         ("every seat sold, after the sale opened", None, lambda s: fmt(s["sold_out_after_s"], " s", 1)),
         ("hold requests until every seat was taken", "holds_during_rush", None),

@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     else:
         from pyinstrument import Profiler
 
-    from booking.services.payment_settings import set_box_office
+    from booking.payments.settings import set_box_office
     from booking.tests.commands import counting_commands
 
     from . import data, flows
@@ -129,7 +129,7 @@ def main(argv=None) -> int:
 
     with Stack() as stack:
         stack.use_in_this_process()
-        from booking import mongo
+        from booking.core import mongo
 
         mongo.ensure_indexes()
         settings.ALLOWED_HOSTS = ["*"]

@@ -184,11 +184,11 @@ class Bench:
         django.setup()
         from datetime import timedelta
 
-        from booking import clock, mongo
-        from booking.demo import GRAND_CATEGORIES, grand_hall_grid
-        from booking.layouts import parse_grid
-        from booking.services.sessions import create_session
-        from booking.services.theaters import create_theater
+        from booking.core import clock, mongo
+        from booking.sales.demo import GRAND_CATEGORIES, grand_hall_grid
+        from booking.sales.sessions import create_session
+        from booking.venues.layouts import parse_grid
+        from booking.venues.theaters import create_theater
 
         self.acks = AckTimes()
         mongo.add_listener(self.acks)
@@ -250,7 +250,7 @@ class Bench:
                 proc.kill()
 
     def hold(self, session, i: int) -> tuple[int, float, float]:
-        from booking.services import holds
+        from booking.sales import holds
 
         key = self.free[session["_id"]].pop(0)
         written = time.time()

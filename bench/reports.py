@@ -83,13 +83,13 @@ def grid() -> str:
 
 
 def build(scale: float, log) -> dict:
-    from booking import mongo
-    from booking.layouts import parse_grid
-    from booking.names import name_keys
+    from booking.core import mongo
+    from booking.core.names import name_keys
     from booking.reports import summaries
-    from booking.services import offers
-    from booking.services.sessions import create_session
-    from booking.services.theaters import create_theater
+    from booking.sales import offers
+    from booking.sales.sessions import create_session
+    from booking.venues.layouts import parse_grid
+    from booking.venues.theaters import create_theater
 
     db = mongo.get_db()
     for name in ("theaters", "sessions", "orders", "carts", "session_sales"):
@@ -254,7 +254,7 @@ def time_pages(data: dict, samples: int, log, db_pid: int | None = None) -> list
     from django.contrib.auth.models import User
     from django.test import Client, override_settings
 
-    from booking import mongo
+    from booking.core import mongo
     from booking.reports import marks
 
     user = User.objects.filter(username="bench").first() or User.objects.create_superuser("bench", "b@x.example", "pw")
@@ -367,7 +367,7 @@ def main(argv=None) -> int:
             data = build(args.scale, log)
             log(f"built in {time.monotonic() - began:.0f} s")
             rows = time_pages(data, args.samples, log, proc.pid if proc else None)
-            from booking import mongo
+            from booking.core import mongo
 
             n_sessions = len(data["sessions"])
             server = "devmongo (the stand-in, --notablescan)" if proc else "MongoDB at MONGODB_URI"

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from booking.domain import SessionStatus
+from booking.core.domain import SessionStatus
 
 from . import data, flows, load, scenario
 from .load import Client, percentile
@@ -48,7 +48,7 @@ TABLE_FLOWS = (
     flows.db_floor,
 )
 
-# The per-client limit's reservation (services/client_holds.py), before a hold's session write.
+# The per-client limit's reservation (sales/client_holds.py), before a hold's session write.
 RESERVE = ["findAndModify client_holds"]
 
 # The access patterns' targets (docs/architecture.md), as (description, check over the command list).
@@ -60,7 +60,7 @@ TARGETS = {
     # answer the click. Every buyer has an address here, so the per-client held-seats limit's
     # document is written too (by _id: reserved before a hold, given back after a release's
     # session write, the cart's entry made to last while it is paid for before checkout's cart
-    # write; services/client_holds.py)
+    # write; sales/client_holds.py)
     "c1": ("3 writes", lambda cmds: _writes(cmds) == [*RESERVE, "findAndModify sessions", "findAndModify carts"]),
     "c1_new_cart": ("3 writes", lambda cmds: _writes(cmds) == [*RESERVE, "findAndModify sessions", "insert carts"]),
     "c1_first_in_worker": (
@@ -88,7 +88,7 @@ TARGETS = {
 
 
 def _pay_writes(cmds: list[str]) -> bool:
-    """A card payment's writes (booking/tests/test_access_patterns.py): claim, paid, sold, the
+    """A card payment's writes (booking/tests/sales/test_access_patterns.py): claim, paid, sold, the
     receipt number (the previous holder rolled forward, the counter, the order), cart done,
     settled. The theater's first receipt creates its counter instead of rolling one forward."""
     receipt = [["update orders", "update receipt_counters"], ["insert receipt_counters", "update receipt_counters"]]
@@ -220,7 +220,7 @@ def accounting_pass(stack: Stack, ids: dict, params: dict) -> dict:
 def floor_accounting(stack: Stack, params: dict) -> dict:
     import pymongo
 
-    from booking.command_monitor import RequestCommandMonitor
+    from booking.core.command_monitor import RequestCommandMonitor
 
     monitor = RequestCommandMonitor()
     client = pymongo.MongoClient(stack.mongodb_uri, event_listeners=[monitor])
@@ -264,7 +264,8 @@ def render_cpu(session_id, repeats: int) -> dict:
     from django.template.loader import render_to_string
     from django.test import RequestFactory
 
-    from booking import seatmap_html, selectors
+    from booking.sales import selectors
+    from booking.web import seatmap_html
 
     from .views import naive_context
 
@@ -290,8 +291,8 @@ def render_cpu(session_id, repeats: int) -> dict:
 
 
 def expiry_sweep(count: int) -> dict:
-    from booking.invariants import check_invariants
-    from booking.services.carts import expire_stale_carts
+    from booking.sales.carts import expire_stale_carts
+    from booking.sales.invariants import check_invariants
     from booking.tests.commands import counting_commands
 
     data.stale_carts(count)
@@ -310,8 +311,8 @@ def expiry_sweep(count: int) -> dict:
 
 
 def run_scenarios(size: Size) -> dict:
-    from booking.layouts import parse_grid
-    from booking.services.theaters import create_theater
+    from booking.venues.layouts import parse_grid
+    from booking.venues.theaters import create_theater
 
     out = {}
     hall = create_theater("Scenario Hall", parse_grid(scenario.DISJOINT_GRID, [{"code": "s", "name": "Stalls"}]))
@@ -378,8 +379,9 @@ def run(size: Size, log=print, only: tuple[str, ...] = ()) -> dict:
     import django
 
     django.setup()
-    from booking import mongo, seatmap_html
-    from booking.services.payment_settings import set_box_office
+    from booking.core import mongo
+    from booking.payments.settings import set_box_office
+    from booking.web import seatmap_html
 
     results: dict = {"size": size.name, "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     with Stack() as stack:

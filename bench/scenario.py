@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 from bson import ObjectId
 
-from booking import selectors
-from booking.errors import NoAdjacentSeats, OrphanSeat, SeatsTaken
-from booking.seat_grid import FREE, seat_key
-from booking.services import holds, payments
+from booking.core.errors import NoAdjacentSeats, OrphanSeat, SeatsTaken
+from booking.payments import flow as payments
+from booking.sales import holds, selectors
+from booking.venues.seat_grid import FREE, seat_key
 
 HONEST = (SeatsTaken, OrphanSeat, NoAdjacentSeats)
 ATTEMPTS = 10  # a buyer tries again while seats are left, as people do
@@ -105,7 +105,7 @@ def _user(variant: str, plan, index: int, outcomes: list, rng: random.Random):
 
 
 def _process(variant, plans, first_index, rate, start_at, queue, seed):
-    from booking import mongo
+    from booking.core import mongo
 
     mongo.close_client()
     rng = random.Random(seed)
@@ -129,7 +129,7 @@ def _process(variant, plans, first_index, rate, start_at, queue, seed):
 
 def run(variant: str, plans: list, processes: int = 4, rate: float = 50.0) -> ScenarioResult:
     """``plans``: one per user: (session id, seats) for disjoint, a session id for overlap."""
-    from booking.invariants import check_invariants
+    from booking.sales.invariants import check_invariants
 
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()

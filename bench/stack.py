@@ -228,7 +228,7 @@ class Stack:
         """Point this process's Django settings and MongoDB client at the stack."""
         from django.conf import settings
 
-        from booking import mongo
+        from booking.core import mongo
 
         os.environ.update({"MONGODB_URI": self.mongodb_uri, "MONGODB_DB": self.db_name, "REDIS_URL": self.redis_url})
         settings.MONGODB_URI = self.mongodb_uri

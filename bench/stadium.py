@@ -5,8 +5,8 @@ to the gunicorn with the command monitor, the timed ones to the one without (ben
 
 import bson
 
-from booking import mongo
-from booking.demo_stadium import create_match, create_stadium
+from booking.core import mongo
+from booking.sales.demo_stadium import create_match, create_stadium
 
 from . import flows, load
 from .load import Client

@@ -5,8 +5,8 @@ from bson.errors import InvalidId
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
-from booking import selectors
-from booking.formatting import format_money
+from booking.core.formatting import format_money
+from booking.sales import selectors
 
 
 def hello(request):

@@ -20,8 +20,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
-from booking.command_monitor import enabled as monitor_enabled  # noqa: E402
-from booking.command_monitor import monitor  # noqa: E402
+from booking.core.command_monitor import enabled as monitor_enabled  # noqa: E402
+from booking.core.command_monitor import monitor  # noqa: E402
 
 django_application = get_wsgi_application()
 MONITORED = monitor_enabled()

@@ -1,21 +1,21 @@
 """The staff site: theaters, sessions, carts and orders in Django's own admin.
 
 The data is in MongoDB, so the models registered here are stand-ins without tables (see
-booking/models.py for why) and each ModelAdmin serves its own views (booking/staff/).
+booking/models.py for why) and each ModelAdmin serves its own views (booking/control/).
 """
 
 from django.contrib import admin
 
-from .login_lockout import AdminLoginForm
-from .models import BoxOffice, Cart, DoorCheckin, Order, PromoCode, Report, Session, Theater, WaitingRoom
-from .staff.carts import CartAdmin
-from .staff.entries import BoxOfficeAdmin, DoorCheckinAdmin
-from .staff.orders import OrderAdmin
-from .staff.promo_codes import PromoCodeAdmin
-from .staff.reports import ReportAdmin
-from .staff.sessions import SessionAdmin
-from .staff.theaters import TheaterAdmin
-from .staff.waiting_rooms import WaitingRoomAdmin
+from booking.control.carts import CartAdmin
+from booking.control.entries import BoxOfficeAdmin, DoorCheckinAdmin
+from booking.control.orders import OrderAdmin
+from booking.control.promo_codes import PromoCodeAdmin
+from booking.control.reports import ReportAdmin
+from booking.control.sessions import SessionAdmin
+from booking.control.theaters import TheaterAdmin
+from booking.control.waiting_rooms import WaitingRoomAdmin
+from booking.models import BoxOffice, Cart, DoorCheckin, Order, PromoCode, Report, Session, Theater, WaitingRoom
+from booking.web.login_lockout import AdminLoginForm
 
 admin.site.login_form = AdminLoginForm  # says when too many failures stopped a sign-in
 admin.site.register(Theater, TheaterAdmin)

@@ -6,4 +6,4 @@ class BookingConfig(AppConfig):
     verbose_name = "Booking"
 
     def ready(self):
-        from . import ratelimits  # noqa: F401 - registers its system check (the rate settings)
+        from booking.web import ratelimits  # noqa: F401 - registers its system check (the rate settings)

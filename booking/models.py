@@ -6,7 +6,7 @@ the same /admin/ URL, login, look and permissions, listed on the admin index bes
 Groups, with every action in Django's admin log. Registering a ModelAdmin needs a model, and a
 model is also what Django hangs content types and view/add/change/delete permissions on. So each
 kind of document gets a tiny ``managed = False`` model: the migration creates no table (only the
-content types and permissions come from it), and the ModelAdmins in ``booking/staff/`` replace
+content types and permissions come from it), and the ModelAdmins in ``booking/control/`` replace
 every view with ones that read through the selectors and write through the engine's services.
 
 An instance is never saved. It is only built to name a MongoDB document in the admin log:
@@ -74,7 +74,7 @@ class DoorCheckin(MongoDocument):
 
 class Report(MongoDocument):
     """Carries the reports permission (``booking.view_reports``: sales figures, exports, attendee
-    lists; booking/staff/reports.py). The figures are aggregated from the orders in MongoDB."""
+    lists; booking/control/reports.py). The figures are aggregated from the orders in MongoDB."""
 
     class Meta:
         managed = False
@@ -85,7 +85,7 @@ class Report(MongoDocument):
 
 
 class WaitingRoom(MongoDocument):
-    """The waiting room of a high-demand sale (booking/staff/waiting_rooms.py); the document named
+    """The waiting room of a high-demand sale (booking/control/waiting_rooms.py); the document named
     is the queue's session, or the performance of a sectioned venue."""
 
     class Meta:
@@ -96,7 +96,7 @@ class WaitingRoom(MongoDocument):
 
 class BoxOffice(MongoDocument):
     """Carries the permission to sell for a customer at the counter or on the phone
-    (``booking.sell_at_counter``: the session page's "Sell", booking/staff/counter.py). It also
+    (``booking.sell_at_counter``: the session page's "Sell", booking/control/counter.py). It also
     shows the sessions and orders, and records an invoice or reservation paid at the counter."""
 
     class Meta:
@@ -109,7 +109,7 @@ class BoxOffice(MongoDocument):
 
 
 class PromoCode(MongoDocument):
-    """Promo codes and voucher batches (booking/staff/promo_codes.py): view to look and export a
+    """Promo codes and voucher batches (booking/control/promo_codes.py): view to look and export a
     batch, add to create codes and batches, change to edit a code's terms."""
 
     class Meta:

@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from booking.domain import CartState
+from booking.core.domain import CartState
 
 SIZES = {
     # buyers, seconds of arrivals, hold seconds, hall rows, gunicorn workers x threads, concurrency
@@ -87,10 +87,10 @@ def settings_env(args, db_name: str) -> dict:
 def seed_hall(rows: int):
     from datetime import timedelta
 
-    from booking import clock
-    from booking.layouts import parse_grid
-    from booking.services.sessions import create_session
-    from booking.services.theaters import create_theater
+    from booking.core import clock
+    from booking.sales.sessions import create_session
+    from booking.venues.layouts import parse_grid
+    from booking.venues.theaters import create_theater
 
     from .buyers import Hall
 
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
         import django
 
         django.setup()
-        from booking import mongo
+        from booking.core import mongo
 
         mongo.ensure_indexes()
         hall, seats = seed_hall(args.rows)
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
         print(summary(args, seats, stats, faults, verdict, time.monotonic() - started), flush=True)
     finally:
         if verdict is not None and stack.external_mongo:
-            from booking import mongo
+            from booking.core import mongo
 
             mongo.get_client().drop_database(db_name)
         stack.stop_all()

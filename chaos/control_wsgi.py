@@ -8,7 +8,7 @@ or the control fails (see docs/reliability.md).
 
 import logging
 
-from booking.services import holds
+from booking.sales import holds
 
 
 def no_free_seat_condition(coords) -> dict:

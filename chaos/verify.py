@@ -8,10 +8,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from booking import invariants, mongo
-from booking.domain import HOLDING_STATES, OrderState
-from booking.seat_grid import HELD, SOLD, parse_seat_key
-from booking.services import reconcile
+from booking.core import mongo
+from booking.core.domain import HOLDING_STATES, OrderState
+from booking.sales import invariants, reconcile
+from booking.venues.seat_grid import HELD, SOLD, parse_seat_key
 
 from .buyers import Stats
 

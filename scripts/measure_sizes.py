@@ -36,13 +36,14 @@ def main() -> None:
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 0
     settings.BOOKING_HOLD_RATE = ""
 
-    from booking import clock, demo, mongo
-    from booking.errors import NoAdjacentSeats
-    from booking.layouts import parse_grid
-    from booking.seat_grid import FREE
-    from booking.services import carts, holds, payments, retention
-    from booking.services.sessions import create_session
-    from booking.services.theaters import create_theater
+    from booking.core import clock, mongo
+    from booking.core.errors import NoAdjacentSeats
+    from booking.payments import flow as payments
+    from booking.sales import carts, demo, holds, retention
+    from booking.sales.sessions import create_session
+    from booking.venues.layouts import parse_grid
+    from booking.venues.seat_grid import FREE
+    from booking.venues.theaters import create_theater
 
     mongo.ensure_indexes()
     grand = create_theater("Grand Hall", parse_grid(demo.grand_hall_grid(), demo.GRAND_CATEGORIES))

@@ -50,7 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
-    "axes",  # password guessing on the staff logins (booking/login_lockout.py)
+    "axes",  # password guessing on the staff logins (booking/web/login_lockout.py)
     "booking",
 ]
 
@@ -65,16 +65,16 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # A login refused for too many failures answers 429 (booking/login_lockout.py). Outside the
+    # A login refused for too many failures answers 429 (booking/web/login_lockout.py). Outside the
     # booking middlewares below, which are synchronous: so is this one under ASGI too (axes'
     # asynchronous path passes the lockout no page).
     "axes.middleware.AxesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "booking.buyer.BuyerCookieMiddleware",
-    "booking.middleware.MongoUnavailableMiddleware",
-    "booking.ratelimits.HoldRateLimitMiddleware",
+    "booking.web.buyer.BuyerCookieMiddleware",
+    "booking.web.middleware.MongoUnavailableMiddleware",
+    "booking.web.ratelimits.HoldRateLimitMiddleware",
 ]
 if DEBUG:
     # runserver (and the tests' live server) serve static files themselves; WhiteNoise serves the
@@ -106,12 +106,12 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 # Staff requests (logins, the admin log) and the buyer's "found orders" list use Django's
 # database-backed session: keep each thread's connection instead of opening one per request,
 # checked before reuse. (A buyer's seat click reads no row: who is buying is in the signed
-# ``buyer`` cookie, booking/buyer.py.)
+# ``buyer`` cookie, booking/web/buyer.py.)
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Password guessing on the staff logins (django-axes; booking/login_lockout.py, README): failed
+# Password guessing on the staff logins (django-axes; booking/web/login_lockout.py, README): failed
 # sign-ins counted per client address and per user name, each on its own, in Django's database;
 # at the limit both logins answer 429 until the cool-off after the last failure has passed.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
@@ -120,9 +120,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("BOOKING_LOGIN_LOCKOUT_MINUTES", d
 AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
 AXES_RESET_ON_SUCCESS = True  # only the failures a sign-in explains (login_lockout.FailedLogins)
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # guessing on does not keep the owner out for ever
-AXES_HANDLER = "booking.login_lockout.FailedLogins"
-AXES_LOCKOUT_CALLABLE = "booking.login_lockout.locked_out_response"
-AXES_CLIENT_IP_CALLABLE = "booking.ratelimits.client_address"  # BOOKING_TRUSTED_PROXIES, IPv6 by /64
+AXES_HANDLER = "booking.web.login_lockout.FailedLogins"
+AXES_LOCKOUT_CALLABLE = "booking.web.login_lockout.locked_out_response"
+AXES_CLIENT_IP_CALLABLE = "booking.web.ratelimits.client_address"  # BOOKING_TRUSTED_PROXIES, IPv6 by /64
 AXES_DISABLE_ACCESS_LOG = True  # no table of every successful sign-in (the admin log has what staff did)
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -134,7 +134,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en"  # the source language, and the one shown when the browser asks for none we have
 LANGUAGES = [("en", "English"), ("de", "Deutsch")]
-LOCALE_PATHS = [BASE_DIR / "locale"]  # django.po / djangojs.po; the .mo files are compiled (booking/catalogs.py)
+LOCALE_PATHS = [BASE_DIR / "locale"]  # django.po / djangojs.po; the .mo files are compiled (booking/core/catalogs.py)
 LANGUAGE_COOKIE_AGE = 365 * 24 * 3600  # the buyer's choice is remembered for a year
 LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = env.str("TIME_ZONE", default="Europe/Berlin")
@@ -147,7 +147,7 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # Django's sessions are database-backed (revocable staff logins, the buyer's "found orders" list).
 # The buyer's owner token and cart id are not kept there but in the signed ``buyer`` cookie
-# (booking/buyer.py), which takes its Secure flag and lifetime from these session settings.
+# (booking/web/buyer.py), which takes its Secure flag and lifetime from these session settings.
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 
@@ -210,20 +210,20 @@ CACHES = {
         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
     },
     # Template fragments ({% cache ... using="fragments" %}), in process: a lookup costs microseconds
-    # where Redis costs a round trip. Keys name what a fragment is built from (booking/fragments.py).
+    # where Redis costs a round trip. Keys name what a fragment is built from (booking/core/fragments.py).
     "fragments": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "booking-fragments",
-        "KEY_FUNCTION": "booking.fragments.make_key",
+        "KEY_FUNCTION": "booking.core.fragments.make_key",
         "TIMEOUT": 3600,
         "OPTIONS": {"MAX_ENTRIES": 2000},
     },
     # The sales reports' charts (SVG, about 30 KB), keyed on the figures they are drawn from
-    # (booking/staff/reports.py): drawing one costs ~150-250 ms of CPU, a repeat nothing.
+    # (booking/control/reports.py): drawing one costs ~150-250 ms of CPU, a repeat nothing.
     "charts": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "booking-charts",
-        "KEY_FUNCTION": "booking.fragments.make_key",
+        "KEY_FUNCTION": "booking.core.fragments.make_key",
         "TIMEOUT": 3600,
         "OPTIONS": {"MAX_ENTRIES": 200},
     },
@@ -238,15 +238,15 @@ BOOKING_HOLD_CAP_SECONDS = env.int(
 BOOKING_MAX_SEATS_PER_CART = env.int("BOOKING_MAX_SEATS_PER_CART", default=10)
 BOOKING_PREVENT_ORPHAN_SEATS = env.bool("BOOKING_PREVENT_ORPHAN_SEATS", default=True)
 # The what's-on page is kept this long per process and served to every viewer without a message
-# (booking/page_cache.py): its seats-left figures are at most this old. 0: built for every request.
+# (booking/web/page_cache.py): its seats-left figures are at most this old. 0: built for every request.
 BOOKING_WHATS_ON_CACHE_SECONDS = env.float("BOOKING_WHATS_ON_CACHE_SECONDS", default=1.0)
-# A theater's VAT settings are kept this long per process for checkout (services/payment_settings.py):
+# A theater's VAT settings are kept this long per process for checkout (payments/settings.py):
 # a change reaches the other processes' orders within it. 0: read for every order.
 BOOKING_VAT_CACHE_SECONDS = env.float("BOOKING_VAT_CACHE_SECONDS", default=10.0)
 # A box-office reservation's notice task is published by a thread of the web process after the
-# answer (booking/publish.py; reconcile queues it again if it is lost). False: before the answer.
+# answer (booking/core/publish.py; reconcile queues it again if it is lost). False: before the answer.
 BOOKING_PUBLISH_AFTER_ANSWER = env.bool("BOOKING_PUBLISH_AFTER_ANSWER", default=True)
-# Live seat maps pushed over Server-Sent Events from a change stream (booking/push.py); off: polling.
+# Live seat maps pushed over Server-Sent Events from a change stream (booking/web/push.py); off: polling.
 BOOKING_PUSH = env.bool("BOOKING_PUSH", default=True)
 # Anti-hoarding (docs/reliability.md). A client is an IP address (see BOOKING_TRUSTED_PROXIES).
 BOOKING_MAX_LIVE_CARTS_PER_OWNER = env.int("BOOKING_MAX_LIVE_CARTS_PER_OWNER", default=2)
@@ -277,7 +277,7 @@ BOOKING_RECONCILE_EVERY_SECONDS = env.float("BOOKING_RECONCILE_EVERY_SECONDS", d
 # The reports' summaries of sessions whose orders changed are recounted this often
 # (booking/reports/summaries.py; a series report shows older counts "as of" until then).
 BOOKING_REPORTS_REFRESH_EVERY_SECONDS = env.float("BOOKING_REPORTS_REFRESH_EVERY_SECONDS", default=60)
-# Free wheelchair spaces become ordinary seats this long before the show (services/wheelchair.py);
+# Free wheelchair spaces become ordinary seats this long before the show (sales/wheelchair.py);
 # the beat task looks every BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS.
 BOOKING_WHEELCHAIR_RELEASE_BEFORE = timedelta(hours=env.float("BOOKING_WHEELCHAIR_RELEASE_HOURS", default=24))
 BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS = env.float("BOOKING_WHEELCHAIR_RELEASE_EVERY_SECONDS", default=300)
@@ -306,7 +306,7 @@ BOOKING_ORDER_RETENTION_YEARS = env.int("BOOKING_ORDER_RETENTION_YEARS", default
 BOOKING_SESSION_COMPACT_AFTER_DAYS = env.int("BOOKING_SESSION_COMPACT_AFTER_DAYS", default=7)
 BOOKING_COMPACT_EVERY_SECONDS = env.float("BOOKING_COMPACT_EVERY_SECONDS", default=3600)
 
-# --- Waiting room for big on-sales (booking/services/waiting_room.py; docs/architecture.md) ---
+# --- Waiting room for big on-sales (booking/sales/waiting_room.py; docs/architecture.md) ---
 # A waiting buyer not seen (no poll) for this long loses the place.
 BOOKING_QUEUE_GRACE_SECONDS = env.int("BOOKING_QUEUE_GRACE_SECONDS", default=120)
 # An admission lets the buyer choose seats for this long (holds need it; checkout does not).
@@ -357,7 +357,7 @@ LOGGING = {
     },
 }
 
-# The beat schedule lives here, where a reader looks for it. Tasks are in booking/tasks.py.
+# The beat schedule lives here, where a reader looks for it. Tasks are in booking/sales/tasks.py.
 # A run nobody picked up before the next one is due is dropped (expires): the next run catches up.
 CELERY_BEAT_SCHEDULE = {
     "expire-stale-carts": {
@@ -431,11 +431,11 @@ BOOKING_FEE_VAT_RATE = env.str("BOOKING_FEE_VAT_RATE", default="19")
 # Pay at the box office (per session, off unless staff turn it on): unpaid seats go back this
 # many minutes before the show unless the session says otherwise.
 BOOKING_BOX_OFFICE_DEADLINE_MINUTES = env.int("BOOKING_BOX_OFFICE_DEADLINE_MINUTES", default=30)
-# Staff selling at the counter (services/counter.py): their holds last while they work and end
+# Staff selling at the counter (sales/counter.py): their holds last while they work and end
 # this long after their last action, so a forgotten counter screen never blocks seats.
 BOOKING_STAFF_HOLD_IDLE_SECONDS = env.int("BOOKING_STAFF_HOLD_IDLE_SECONDS", default=20 * 60)
 # The box office sells until the performance starts, plus this many seconds (latecomers at the
-# counter); the online sale window and waiting room never apply to it (services/holds.BOX_OFFICE).
+# counter); the online sale window and waiting room never apply to it (sales/holds.BOX_OFFICE).
 BOOKING_COUNTER_SALE_AFTER_START_SECONDS = env.int("BOOKING_COUNTER_SALE_AFTER_START_SECONDS", default=0)
 # A refund the provider refused or could not be reached for is retried after this, doubling.
 BOOKING_REFUND_RETRY_SECONDS = env.int("BOOKING_REFUND_RETRY_SECONDS", default=300)
@@ -447,4 +447,4 @@ BOOKING_SELLER = env.str("BOOKING_SELLER", default="Stadttheater GmbH, Theaterpl
 BOOKING_SELLER_VAT_ID = env.str("BOOKING_SELLER_VAT_ID", default="DE000000000")
 # Stripe.js comes from Stripe's address (its own rule) and talks to Stripe's API: the pages that
 # load it (checkout, a booking waiting for its card payment) add those origins to the policy above
-# for themselves (booking/payment_views.py: stripe_csp); every other page keeps 'self' only.
+# for themselves (booking/presale/views/payment.py: stripe_csp); every other page keeps 'self' only.

@@ -22,7 +22,7 @@ urlpatterns = [
     path("i18n/js/", cache_control(max_age=86400)(JavaScriptCatalog.as_view()), name="javascript-catalog"),
     # Browsers ask for /favicon.ico whatever the page links: send them to the static icon.
     path("favicon.ico", FaviconRedirect.as_view()),
-    path("healthz", include("booking.health")),
-    path("checkin/", include("booking.checkin_urls")),
-    path("", include("booking.urls")),
+    path("healthz", include("booking.web.health")),
+    path("checkin/", include("booking.checkin.urls")),
+    path("", include("booking.presale.urls")),
 ]

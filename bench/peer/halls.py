@@ -1,9 +1,9 @@
-"""The halls both systems sell: the demo's 830-seat Grand Hall (booking/demo.py) and a 40-seat hall
+"""The halls both systems sell: the demo's 830-seat Grand Hall (booking/sales/demo.py) and a 40-seat hall
 for the rush, as our layouts and as the spec pretix_setup.py turns into pretix seating plans."""
 
-from booking.demo import GRAND_CATEGORIES, grand_hall_grid
-from booking.layouts import parse_grid
-from booking.seat_grid import seat_key
+from booking.sales.demo import GRAND_CATEGORIES, grand_hall_grid
+from booking.venues.layouts import parse_grid
+from booking.venues.seat_grid import seat_key
 
 PRICES = {"p": 5500, "s": 3900, "b": 2500}  # the demo's Grand Hall prices (cents)
 RUSH_GRID = "\n".join(f"{label}: ssssssssss" for label in "ABCD")  # 4 rows of 10: 20 pairs

@@ -181,13 +181,13 @@ def checkout_plan(slots_by_event: dict, clients: int) -> list[list]:
 
 
 def setup_ours(stack: Stack, log) -> dict:
-    from booking import clock
-    from booking.services.payment_settings import set_box_office
-    from booking.services.sessions import create_session
-    from booking.services.theaters import create_theater
+    from booking.core import clock
+    from booking.payments.settings import set_box_office
+    from booking.sales.sessions import create_session
+    from booking.venues.theaters import create_theater
 
     stack.use_in_this_process()
-    from booking import mongo
+    from booking.core import mongo
 
     mongo.ensure_indexes()
     grand = create_theater("Grand Hall", halls.grand_layout())
@@ -234,8 +234,8 @@ def ours_double_sold(session_id: str) -> dict:
     """Seats in more than one order that keeps them (reserved or paid), from the orders collection."""
     from bson import ObjectId
 
-    from booking import mongo
-    from booking.invariants import check_invariants
+    from booking.core import mongo
+    from booking.sales.invariants import check_invariants
 
     sid = ObjectId(session_id)
     counts: dict = {}

@@ -1,9 +1,9 @@
 # The admin index's entries for the counter and the door, and the ready-made staff groups
-# (booking/staff/groups.py; README, "Staff accounts and groups").
+# (booking/control/groups.py; README, "Staff accounts and groups").
 
 from django.db import migrations
 
-from booking.staff.groups import create_groups
+from booking.control.groups import create_groups
 
 
 class Migration(migrations.Migration):

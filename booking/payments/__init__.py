@@ -2,13 +2,13 @@
 with VAT (money.py), receipt numbers (receipts.py) and the receipt PDF (pdf.py).
 
 The flow that uses them (an order's payment from start to paid, refunds, reconcile) is a service:
-booking/services/payments.py and booking/services/refunds.py.
+booking/payments/flow.py and booking/payments/refunds.py.
 """
 
-from .base import Provider
-from .box_office import BoxOfficeProvider
-from .counter import COUNTER_METHODS, CounterProvider
-from .stripe_provider import StripeProvider
+from booking.payments.base import Provider
+from booking.payments.box_office import BoxOfficeProvider
+from booking.payments.counter import COUNTER_METHODS, CounterProvider
+from booking.payments.stripe_provider import StripeProvider
 
 CARD = "card"
 BOX_OFFICE = "box_office"
@@ -16,7 +16,7 @@ BOX_OFFICE = "box_office"
 _PROVIDERS: dict[str, Provider] = {
     "stripe": StripeProvider(),
     "box_office": BoxOfficeProvider(),
-    "counter": CounterProvider(),  # staff selling at the counter or on the phone (services/counter.py)
+    "counter": CounterProvider(),  # staff selling at the counter or on the phone (sales/counter.py)
 }
 # How the buyer pays -> who takes the money. Another card provider (Mollie, PayPal) is a module
 # with a Provider subclass and one line here.

@@ -4,7 +4,7 @@ PayPal, SEPA) is one module.
 A provider starts a payment for an order, confirms it with what the buyer's browser gathered,
 says where a payment stands, cancels one that must not be paid any more, refunds all or part, and
 verifies a webhook. Everything it answers is one of the plain values below, never the provider's
-own objects, so the flow (booking/services/payments.py) is the same for every provider.
+own objects, so the flow (booking/payments/flow.py) is the same for every provider.
 
 Statuses of a payment (``Payment.status``):
 

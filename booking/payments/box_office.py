@@ -5,7 +5,7 @@ box-office deadline, and staff mark the order paid at the counter (the admin's o
 refund of such an order is money handed back at the counter by the staff member who records it.
 """
 
-from . import base
+from booking.payments import base
 
 
 class BoxOfficeProvider(base.Provider):

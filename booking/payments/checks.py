@@ -1,4 +1,4 @@
-"""The money invariants, checked with the seat invariants (booking/invariants.py):
+"""The money invariants, checked with the seat invariants (booking/sales/invariants.py):
 
 - no order is paid twice: every payment an order received beyond the one it keeps
   (``extraPayments``) has been refunded in full, and no payment is kept by two orders;
@@ -10,7 +10,7 @@
 Orders from before payments (no ``method``) carry no payment and are not checked here.
 """
 
-from .. import mongo
+from booking.core import mongo
 
 SEAT_OWNING = ("paid", "partially_refunded")
 FIELDS = {

@@ -1,4 +1,4 @@
-"""Money taken by staff at the counter or on the phone (services/counter.py): cash, the card
+"""Money taken by staff at the counter or on the phone (sales/counter.py): cash, the card
 terminal beside the till (recorded only: the terminal talks to its own acquirer, we make no
 provider call), an invoice paid later, or nothing at all (complimentary).
 
@@ -7,7 +7,7 @@ this provider states succeeded; an invoice stays open until staff record the mon
 order page), and a refund is money handed back by the staff member who records it.
 """
 
-from . import base
+from booking.payments import base
 
 CASH = "cash"
 CARD_TERMINAL = "card_terminal"

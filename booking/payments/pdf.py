@@ -22,9 +22,9 @@ from reportlab.lib.units import mm
 from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
-from ..formatting import seat_label
-from ..localized import localized, order_category, sold_ticket_type, ticket_type_name
-from . import money, receipts
+from booking.core.formatting import seat_label
+from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_name
+from booking.payments import money, receipts
 
 MARGIN = 18 * mm
 LINE_TABLE_WIDTH = A4[0] - 2 * MARGIN
@@ -194,7 +194,7 @@ def receipt_pdf(order: dict) -> bytes:
             ]
         )
     paid = (order.get("paidWith") or {}).get("amount", order.get("total", 0))
-    for top_up in order.get("topUps") or []:  # an exchange's difference (services/exchanges.py)
+    for top_up in order.get("topUps") or []:  # an exchange's difference (sales/exchanges.py)
         if top_up["provider"] == "box_office":
             how = gettext("Exchange: difference paid at the box office")
         else:

@@ -13,7 +13,7 @@ if the counter has moved past an order, that order's number is written, so an or
 number in an attempt that died finds it here instead of taking a second one. Hence no gaps
 (every number the counter gave is written to the order it names, by its taker or the next one)
 and no duplicates (an order takes a number only when the counter's ``last`` is still the one read
-after seeing it has none). ``booking/tests/test_receipts.py`` kills it between the writes and
+after seeing it has none). ``booking/tests/payments/test_receipts.py`` kills it between the writes and
 races threads over one counter.
 """
 
@@ -24,7 +24,7 @@ import time
 from bson import ObjectId
 from pymongo.errors import DuplicateKeyError
 
-from .. import clock, faults, mongo
+from booking.core import clock, faults, mongo
 
 logger = logging.getLogger("booking.receipts")
 

@@ -27,8 +27,8 @@ import stripe
 from django.conf import settings
 from django.utils.translation import gettext_noop
 
-from .. import clock
-from . import base
+from booking.core import clock
+from booking.payments import base
 
 logger = logging.getLogger("booking.payments.stripe")
 

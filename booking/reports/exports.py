@@ -22,7 +22,7 @@ from xml.sax.saxutils import escape
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from .figures import Report
+from booking.reports.figures import Report
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 

@@ -23,12 +23,18 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .. import mongo
-from ..domain import DEFAULT_CHANNEL, ORDER_CHANNEL_FIELD, SEAT_OWNING_ORDER_STATES, SalesChannel, sales_channel
-from ..errors import NotFound
-from ..payments import money
-from ..staff.selectors import session_counts
-from . import summaries, tally
+from booking.control.selectors import session_counts
+from booking.core import mongo
+from booking.core.domain import (
+    DEFAULT_CHANNEL,
+    ORDER_CHANNEL_FIELD,
+    SEAT_OWNING_ORDER_STATES,
+    SalesChannel,
+    sales_channel,
+)
+from booking.core.errors import NotFound
+from booking.payments import money
+from booking.reports import summaries, tally
 
 SERIES_LIMIT = 400  # sessions in one series report (a season of one show in one hall is fewer)
 CHART_MAX_DAYS = 400  # days without sales are filled in up to this span

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from bson import ObjectId
 
-STALE = "reportStale"  # the orders' field of marks (the sparse index reportStale.s: booking/mongo.py)
+STALE = "reportStale"  # the orders' field of marks (the sparse index reportStale.s: booking/core/mongo.py)
 
 
 def _entries(session_ids: Iterable[ObjectId]) -> list[dict]:

@@ -43,9 +43,9 @@ from django.conf import settings
 from pymongo import UpdateOne
 from pymongo.errors import DuplicateKeyError
 
-from .. import clock, faults, mongo
-from ..services import orders as order_service
-from . import marks, tally
+from booking.core import clock, faults, mongo
+from booking.reports import marks, tally
+from booking.sales import orders as order_service
 
 FORMAT = 1  # the rows' shape; a summary of another format is counted again, never read
 STALE = marks.STALE
@@ -121,7 +121,7 @@ def recount(
             "format": FORMAT,
             "tz": settings.TIME_ZONE,
             "countedOn": counted_on,
-            # goes when the session goes (services/retention.py gives a compacted session this date)
+            # goes when the session goes (sales/retention.py gives a compacted session this date)
             "purgeAt": order_service.purge_at(session.get("end") or counted_on),
             **tallies[sid],
         }

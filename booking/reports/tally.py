@@ -34,9 +34,15 @@ from bson import ObjectId
 from django.conf import settings
 from django.utils import timezone
 
-from .. import mongo
-from ..domain import COMPLIMENTARY_METHOD, DEFAULT_CHANNEL, ORDER_CHANNEL_FIELD, SEAT_OWNING_ORDER_STATES, SalesChannel
-from ..domain import sales_channel as channel_of
+from booking.core import mongo
+from booking.core.domain import (
+    COMPLIMENTARY_METHOD,
+    DEFAULT_CHANNEL,
+    ORDER_CHANNEL_FIELD,
+    SEAT_OWNING_ORDER_STATES,
+    SalesChannel,
+)
+from booking.core.domain import sales_channel as channel_of
 
 LINE_FIELDS = ("sessionId", "cat", "price", "discount", "vat", "ticketType", "ticketTypeName", "checkedIn.at")
 

@@ -1,10 +1,10 @@
-"""Template filters for the buyer's and the staff's pages (the values as booking/formatting.py writes them)."""
+"""Template filters for the buyer's and the staff's pages (the values as booking/core/formatting.py writes them)."""
 
 from django import template
 
-from ..formatting import countdown, format_money, thousands
-from ..localized import localized as localized_text
-from ..localized import status_label
+from booking.core.formatting import countdown, format_money, thousands
+from booking.core.localized import localized as localized_text
+from booking.core.localized import status_label
 
 register = template.Library()
 
@@ -46,5 +46,5 @@ def get_item(mapping, key):
 @register.filter
 def localized(document, field):
     """{{ session|localized:"venueName" }}: the staff's German text (``venueNameDe``) on German
-    pages when there is one, else the field itself (booking/localized.py)."""
+    pages when there is one, else the field itself (booking/core/localized.py)."""
     return localized_text(document if hasattr(document, "get") else {}, field)

@@ -3,9 +3,9 @@
 
 from django import template
 
-from ..checkin_presenters import conflict_data
-from ..errors import NotFound
-from ..services import checkin
+from booking.checkin.presenters import conflict_data
+from booking.core.errors import NotFound
+from booking.sales import checkin
 
 register = template.Library()
 

@@ -9,8 +9,8 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission, User
 from django.contrib.contenttypes.models import ContentType
 
-from booking.invariants import check_invariants
-from booking.services import holds
+from booking.sales import holds
+from booking.sales.invariants import check_invariants
 from booking.tests.paying import checkout_paid
 
 ALL_BOOKING = ["theater", "session", "cart", "order", "promocode"]
@@ -26,7 +26,7 @@ def make_staff(username: str, perms: Sequence[str] = ()) -> User:
 
 def every_booking_perm() -> list[str]:
     models = [f"{action}_{model}" for model in ALL_BOOKING for action in ("view", "add", "change", "delete")]
-    return [*models, "view_reports"]  # the sales reports (booking/staff/reports.py)
+    return [*models, "view_reports"]  # the sales reports (booking/control/reports.py)
 
 
 def sell(session_id, seats, *, owner="s:buyer", name="Ada Lovelace", email="ada@example.com") -> dict:

@@ -4,7 +4,7 @@ import secrets
 
 from django.contrib.auth.models import Permission, User
 
-from booking.services import checkin, holds, offers
+from booking.sales import checkin, holds, offers
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import checkout_paid
 

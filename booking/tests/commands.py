@@ -6,7 +6,7 @@ from collections import Counter
 import bson
 from pymongo import monitoring
 
-from booking import mongo
+from booking.core import mongo
 
 WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify"}
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from booking import faults
+from booking.core import faults
 from booking.tests.admin_support import every_booking_perm, make_staff
 
 
@@ -21,7 +21,7 @@ def manager_client(client, manager):
 
 @pytest.fixture
 def fault_hook():
-    """fault_hook(fn): booking.faults.point(name) calls fn(name) until the test ends."""
+    """fault_hook(fn): booking.core.faults.point(name) calls fn(name) until the test ends."""
     yield faults.set_hook
     faults.set_hook(None)
 

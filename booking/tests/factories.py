@@ -2,13 +2,14 @@
 
 from datetime import timedelta
 
-from booking import clock, mongo, selectors
-from booking.layouts import parse_grid
-from booking.services.sessions import create_session
-from booking.services.theaters import create_theater
+from booking.core import clock, mongo
+from booking.sales import selectors
+from booking.sales.sessions import create_session
+from booking.venues.layouts import parse_grid
+from booking.venues.theaters import create_theater
 
 CATEGORIES = [{"code": "s", "name": "Stalls"}, {"code": "p", "name": "Premium"}]
-# Ticket types of a theater (services.offers.set_theater_ticket_types); the companion has no
+# Ticket types of a theater (sales.offers.set_theater_ticket_types); the companion has no
 # German name or condition: German pages show its English name
 TYPES: list[dict] = [
     {"code": "full", "name": "Full price"},

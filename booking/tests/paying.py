@@ -1,7 +1,8 @@
 """Checkout and pay in one step, for tests that need a paid order (the card payment itself is
 tested in test_payments.py): the real flow, through localstripe."""
 
-from booking.services import holds, payments
+from booking.payments import flow as payments
+from booking.sales import holds
 from booking.tests.localstripe import VISA, card
 
 __all__ = ["card", "checkout_paid", "checkout_paid_setup", "pay"]

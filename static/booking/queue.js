@@ -5,7 +5,7 @@
      a few seconds, so the whole room does not ask at the same moment);
    - a poll that failed (network, 5xx) is tried again after a while: htmx would otherwise stop,
      since the next poll is started by the panel the answer brings;
-   - the panel is pushed (Server-Sent Events from /queue/<id>/live/, booking/queue_push.py): while
+   - the panel is pushed (Server-Sent Events from /queue/<id>/live/, booking/presale/queue_push.py): while
      the stream is heard the page sends no polls at all. No EventSource, a 204 (push off, WSGI) or
      nothing heard within HEARD_MS (a proxy buffering the stream): the page keeps polling. A stream
      that drops: one poll at once and polling from there, until the stream (which EventSource

@@ -153,7 +153,7 @@
   var sheetAsks = false;  // the sheet asks whether the buyer needs this wheelchair space
   var declared = null;    // the seat key whose hold says the buyer needs the wheelchair space
 
-  // A free wheelchair space is held only for a buyer who says they need it (services/holds.py):
+  // A free wheelchair space is held only for a buyer who says they need it (sales/holds.py):
   // every way to it (tap, click, Enter, the list) opens the sheet, which asks.
   function asksFirst(seat) {
     return seat.classList.contains("wc") && !seat.classList.contains("me") && !seat.hasAttribute("aria-disabled");

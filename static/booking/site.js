@@ -90,7 +90,7 @@
     area.replaceChildren(p);
   }
 
-  // Live map by push: Server-Sent Events from /sessions/<id>/live/ (booking/live.py) carry the
+  // Live map by push: Server-Sent Events from /sessions/<id>/live/ (booking/web/live.py) carry the
   // seats each change made; they are applied in place, in version order. A version missed (a gap),
   // or a change that is more than seats, makes the page fetch the map once. Polling (the htmx
   // "every" trigger on #seatmap) stays as the fallback: its requests are dropped only while the

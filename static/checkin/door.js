@@ -1,4 +1,4 @@
-/* Door check-in (templates/checkin/door.html, booking/checkin_views.py).
+/* Door check-in (templates/checkin/door.html, booking/checkin/views.py).
 
    - Camera: getUserMedia, frames drawn to a canvas, decoded by jsQR (static/vendor/jsqr-1.4.0).
    - Each scan is checked online (POST scan); the server's one conditional update decides.

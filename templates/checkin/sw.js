@@ -1,5 +1,5 @@
 /* Door check-in service worker (scope {{ scope }}): keeps the door page and its scripts on the
-   phone so the door works without network. Served by booking/checkin_views.py; the version
+   phone so the door works without network. Served by booking/checkin/views.py; the version
    changes with the assets. Check-ins, the ticket list and the counts are never answered from
    here: the page keeps those in IndexedDB and queues what it admits offline. */
 "use strict";

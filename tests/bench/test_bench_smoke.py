@@ -78,7 +78,7 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
 
     stadium = results["stadium"]
     assert stadium["largest_doc_bytes"] < 2 * 1024 * 1024
-    # the performance by _id, then its sections by _id (shard-targeted: services/performance_index.py)
+    # the performance by _id, then its sections by _id (shard-targeted: venues/performance_index.py)
     assert stadium["pages"]["section overview"]["accounting"]["list"] == ["find performances", "find sessions"]
     markdown = (tmp_path / "README.md").read_text()
     assert markdown.startswith("# Benchmark results")

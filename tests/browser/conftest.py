@@ -65,8 +65,8 @@ def asgi_url(live_server):
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
     from django.core.asgi import get_asgi_application
 
-    from booking import push
     from booking.tests.ports import free_port
+    from booking.web import push
 
     push.reset_hub()
     port = free_port()

@@ -16,10 +16,10 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from booking import clock, mongo
-from booking.demo import GRAND_CATEGORIES, STUDIO_CATEGORIES, STUDIO_GRID, grand_hall_grid
-from booking.demo_stadium import create_match, create_stadium
-from booking.services import promos, waiting_room
+from booking.core import clock, mongo
+from booking.sales import promos, waiting_room
+from booking.sales.demo import GRAND_CATEGORIES, STUDIO_CATEGORIES, STUDIO_GRID, grand_hall_grid
+from booking.sales.demo_stadium import create_match, create_stadium
 from booking.tests.factories import make_session, make_theater
 from booking.tests.paying import checkout_paid
 
@@ -157,7 +157,7 @@ def test_no_serious_axe_violations_on_buyer_pages(new_page, venues, viewport):
 
 
 def checkout_paid_for(session: dict) -> dict:
-    from booking.services import holds
+    from booking.sales import holds
 
     cart = holds.hold_seats(session["_id"], "s:a11y-paid", None, ["6:0", "6:1"])
     return checkout_paid("s:a11y-paid", cart.cart_id, "Grace Hopper", "grace@example.com")

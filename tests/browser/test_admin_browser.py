@@ -10,9 +10,9 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from booking import mongo
-from booking.invariants import check_invariants
-from booking.seat_grid import BLOCKED
+from booking.core import mongo
+from booking.sales.invariants import check_invariants
+from booking.venues.seat_grid import BLOCKED
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -10,8 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from booking import mongo
-from booking.services import holds, offers, payments, promos
+from booking.core import mongo
+from booking.payments import flow as payments
+from booking.sales import holds, offers, promos
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
 

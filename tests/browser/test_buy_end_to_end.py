@@ -17,10 +17,11 @@ from django.utils import timezone, translation
 from django.utils.formats import date_format
 from playwright.sync_api import expect
 
-from booking import clock, demo, formatting, mongo
-from booking.demo_stadium import create_match, create_stadium
-from booking.invariants import check_invariants
-from booking.services import notifications, waiting_room
+from booking.core import clock, formatting, mongo
+from booking.notifications import confirmations as notifications
+from booking.sales import demo, waiting_room
+from booking.sales.demo_stadium import create_match, create_stadium
+from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA
 from tests.browser.scrolling import scroll_into_view

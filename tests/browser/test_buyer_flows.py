@@ -5,10 +5,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from booking import selectors
-from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.seat_grid import FREE, HELD
+from booking.sales import selectors
+from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
+from booking.venues.seat_grid import FREE, HELD
 from tests.browser.scrolling import scroll_into_view
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -151,7 +151,7 @@ def test_keyboard_only(new_page, shot, show):
 
 
 def test_phone_layout_and_big_hall(new_page, shot):
-    from booking.demo import GRAND_CATEGORIES, grand_hall_grid
+    from booking.sales.demo import GRAND_CATEGORIES, grand_hall_grid
 
     grand = make_session(
         make_theater(grand_hall_grid(), GRAND_CATEGORIES, name="Grand Hall"),

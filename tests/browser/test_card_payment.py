@@ -6,11 +6,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from booking import mongo
-from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.seat_grid import SOLD
+from booking.core import mongo
+from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
 from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA
+from booking.venues.seat_grid import SOLD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

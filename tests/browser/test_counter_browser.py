@@ -9,13 +9,13 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from booking import clock, mongo
-from booking.invariants import check_invariants
-from booking.seat_grid import BLOCKED, HELD, SOLD
-from booking.services import holds
-from booking.services import sessions as session_service
+from booking.core import clock, mongo
+from booking.sales import holds
+from booking.sales import sessions as session_service
+from booking.sales.invariants import check_invariants
 from booking.tests.admin_support import sell
 from booking.tests.factories import make_session, make_theater
+from booking.venues.seat_grid import BLOCKED, HELD, SOLD
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -137,7 +137,7 @@ def test_staff_live_map_keeps_its_scroll_place_and_column_widths_on_refresh(new_
 
 
 def test_the_demo_stadium_performance_is_one_row_and_one_page_with_its_sections(new_page):
-    from booking.demo_stadium import create_match, create_stadium
+    from booking.sales.demo_stadium import create_match, create_stadium
 
     stadium = create_stadium(seats=8000, rows=4, half=10)  # the demo's 100 sections, smaller ones
     match = create_match(stadium)

@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from booking import mongo
-from booking.invariants import check_invariants
-from booking.services import orders
+from booking.core import mongo
+from booking.sales import orders
+from booking.sales.invariants import check_invariants
 from booking.tests.checkin_support import door_staff, sell, tickets
 from booking.tests.factories import make_session
 
@@ -296,7 +296,7 @@ def test_an_offline_door_keeps_admitting_and_reports_the_conflict_when_back(new_
 def test_an_offline_door_says_why_an_exchanged_or_refunded_ticket_does_not_admit(new_page, show, shot):
     """The phone's list carries the tickets an exchange replaced and the canceled bookings, with
     their reason: offline the door shows the same red answer as online, never "unknown"."""
-    from booking.services import checkin, exchanges
+    from booking.sales import checkin, exchanges
 
     session, order = show
     moved = tickets(order)[1]  # B4 (premium) -> B6 (premium): no money changes hands

@@ -10,10 +10,10 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
-from booking import clock
-from booking.demo import GRAND_CATEGORIES, STUDIO_CATEGORIES, STUDIO_GRID, grand_hall_grid
-from booking.demo_stadium import create_match, create_stadium
-from booking.services import holds, waiting_room
+from booking.core import clock
+from booking.sales import holds, waiting_room
+from booking.sales.demo import GRAND_CATEGORIES, STUDIO_CATEGORIES, STUDIO_GRID, grand_hall_grid
+from booking.sales.demo_stadium import create_match, create_stadium
 from booking.tests.factories import make_session, make_theater
 from booking.tests.paying import checkout_paid
 

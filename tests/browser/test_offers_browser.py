@@ -9,13 +9,13 @@ from datetime import timedelta
 import pytest
 from playwright.sync_api import expect
 
-from booking import clock, mongo, selectors
-from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.seat_grid import HELD, SOLD
-from booking.services import offers, promos
-from booking.services import sessions as session_service
+from booking.core import clock, mongo
+from booking.sales import offers, promos, selectors
+from booking.sales import sessions as session_service
+from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.localstripe import VISA
+from booking.venues.seat_grid import HELD, SOLD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

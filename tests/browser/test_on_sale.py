@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from booking import clock, selectors
-from booking.seat_grid import HELD
-from booking.services import sessions as session_service
+from booking.core import clock
+from booking.sales import selectors
+from booking.sales import sessions as session_service
 from booking.tests.factories import make_session
+from booking.venues.seat_grid import HELD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

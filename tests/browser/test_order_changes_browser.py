@@ -11,14 +11,14 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from booking import clock, mongo
-from booking.invariants import check_invariants
-from booking.layouts import parse_grid
-from booking.seat_grid import FREE, SOLD
-from booking.services.sessions import create_session
-from booking.services.theaters import create_sectioned_theater
+from booking.core import clock, mongo
+from booking.sales.invariants import check_invariants
+from booking.sales.sessions import create_session
 from booking.tests.admin_support import sell
 from booking.tests.factories import CATEGORIES, make_session, make_theater
+from booking.venues.layouts import parse_grid
+from booking.venues.seat_grid import FREE, SOLD
+from booking.venues.theaters import create_sectioned_theater
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -96,7 +96,7 @@ def test_staff_exchange_a_ticket_and_refund_another(new_page, shot):
 
 
 def test_the_customer_pays_a_dearer_exchange_on_their_phone(new_page, shot):
-    from booking.services import exchanges
+    from booking.sales import exchanges
     from booking.tests.localstripe import VISA
 
     session = make_session(name="The Seagull")
@@ -125,7 +125,7 @@ def test_the_customer_pays_a_dearer_exchange_on_their_phone(new_page, shot):
 
 def test_staff_see_a_series_preview_and_a_session_cancellation_progress(new_page, shot):
     """Screenshots to look at: the series' bulk actions with a price preview, the cancel page."""
-    from booking.services import session_cancel
+    from booking.sales import session_cancel
 
     theater = make_theater()
     shows = [make_session(theater, name="The Seagull", days=d) for d in (1, 2, 3)]

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from booking import faults, mongo
-from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.services import orders
+from booking.core import faults, mongo
+from booking.sales import orders
+from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
 from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA
 from booking.tests.paying import checkout_paid_setup, pay
@@ -34,7 +34,7 @@ def show():
 
 @pytest.fixture
 def fault_hook():
-    """fault_hook(fn): booking.faults.point(name) calls fn(name) (in the live server's threads
+    """fault_hook(fn): booking.core.faults.point(name) calls fn(name) (in the live server's threads
     too) until the test ends."""
     yield faults.set_hook
     faults.set_hook(None)

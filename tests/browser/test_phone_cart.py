@@ -5,9 +5,16 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from booking import mongo
-from booking.demo import GRAND_CATEGORIES, STUDIO_CATEGORIES, STUDIO_GRID, TICKET_TYPES, grand_hall_grid, reduced_prices
-from booking.services import offers
+from booking.core import mongo
+from booking.sales import offers
+from booking.sales.demo import (
+    GRAND_CATEGORIES,
+    STUDIO_CATEGORIES,
+    STUDIO_GRID,
+    TICKET_TYPES,
+    grand_hall_grid,
+    reduced_prices,
+)
 from booking.tests.factories import make_session, make_theater
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

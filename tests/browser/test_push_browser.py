@@ -8,7 +8,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
+from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -75,7 +75,7 @@ def test_two_buyers_see_each_other_through_polling_with_push_off(new_page, shot,
 def test_a_change_missed_before_the_stream_opened_is_fetched_once(new_page, show, asgi_url):
     """The page was built at version V; another buyer holds before B's stream is open: the hello
     says V+1 and B fetches the map once."""
-    from booking.services import holds
+    from booking.sales import holds
 
     b = new_page()
     b.route("**/live/", lambda route: (time.sleep(0.2), route.continue_()))  # the stream opens late
@@ -87,7 +87,7 @@ def test_a_change_missed_before_the_stream_opened_is_fetched_once(new_page, show
 def test_a_stream_held_back_by_a_buffering_proxy_leaves_the_page_polling(new_page, show, asgi_url):
     """A proxy that buffers the event stream: the request stays open and no event ever arrives.
     The page must go on polling, so another buyer's hold still shows."""
-    from booking.services import holds
+    from booking.sales import holds
 
     b = new_page()
     held_streams = []

@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from playwright.sync_api import expect
 
-from booking import clock, mongo
-from booking.domain import SalesChannel
-from booking.tests.test_reports import buy, hall, on_sale
+from booking.core import clock, mongo
+from booking.core.domain import SalesChannel
+from booking.tests.reports.test_reports import buy, hall, on_sale
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.slow]
 

@@ -18,10 +18,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from booking import selectors
-from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.seat_grid import HELD
+from booking.sales import selectors
+from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
+from booking.venues.seat_grid import HELD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -185,7 +185,7 @@ def test_enter_holds_and_keys_survive_the_answer_and_the_live_refresh(new_page, 
 
 
 def test_big_hall_scrolls_to_the_focused_seat(new_page, shot):
-    from booking.demo import GRAND_CATEGORIES, grand_hall_grid
+    from booking.sales.demo import GRAND_CATEGORIES, grand_hall_grid
 
     grand = make_session(
         make_theater(grand_hall_grid(), GRAND_CATEGORIES, name="Grand Hall"),

@@ -8,8 +8,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from booking import demo, mongo
-from booking.demo_stadium import create_match, create_stadium
+from booking.core import mongo
+from booking.sales import demo
+from booking.sales.demo_stadium import create_match, create_stadium
 from booking.tests.factories import make_session
 from tests.browser.scrolling import scroll_into_view
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from booking import demo
-from booking.demo_stadium import create_match, create_stadium
+from booking.sales import demo
+from booking.sales.demo_stadium import create_match, create_stadium
 from tests.browser.scrolling import scroll_into_view
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -11,11 +11,11 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from booking import clock, selectors
-from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.seat_grid import HELD
-from booking.services import waiting_room
+from booking.core import clock
+from booking.sales import selectors, waiting_room
+from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
+from booking.venues.seat_grid import HELD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -1,4 +1,4 @@
-"""The what's-on page kept for a second (booking/page_cache.py) in a real browser. A page
+"""The what's-on page kept for a second (booking/web/page_cache.py) in a real browser. A page
 built for one buyer is served to the next with the next buyer's own CSRF token, so the header's
 language switch (a POST) works for each of them; phone first, then a laptop."""
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from booking import page_cache
 from booking.tests.factories import make_session
+from booking.web import page_cache
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

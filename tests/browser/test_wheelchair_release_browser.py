@@ -1,4 +1,4 @@
-"""A wheelchair space released to general sale before the show (services/wheelchair.py), as the
+"""A wheelchair space released to general sale before the show (sales/wheelchair.py), as the
 buyer and staff see it: an ordinary numbered seat on the buyer's map (its name no longer says
 "wheelchair space"), outlined and explained on the staff seat map. Screenshots at 390x844 and
 1366x768 go to /tmp/shots/a11y/."""
@@ -10,8 +10,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from booking.demo import STUDIO_CATEGORIES, STUDIO_GRID
-from booking.services import wheelchair
+from booking.sales import wheelchair
+from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

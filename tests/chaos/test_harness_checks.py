@@ -5,11 +5,11 @@ import random
 
 import pytest
 
-from booking import mongo
-from booking.seat_grid import HELD, SOLD
-from booking.services import holds
+from booking.core import mongo
+from booking.sales import holds
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.venues.seat_grid import HELD, SOLD
 from chaos.buyers import Hall, Stats, free_seats, pick_free_block
 from chaos.verify import final_checks
 

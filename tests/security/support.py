@@ -8,7 +8,7 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from booking import mongo
+from booking.core import mongo
 
 _addresses = itertools.count(1)
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from booking import invariants
+from booking.sales import invariants
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
 

@@ -13,8 +13,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from booking import invariants
-from booking.services import holds
+from booking.sales import holds, invariants
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
 

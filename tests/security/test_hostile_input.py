@@ -16,11 +16,11 @@ import pytest
 from bson import ObjectId
 from django.urls import reverse
 
-from booking import clock, mongo
-from booking.domain import CartState
-from booking.seat_grid import FREE, HELD
-from booking.services import carts as cart_service
+from booking.core import clock, mongo
+from booking.core.domain import CartState
+from booking.sales import carts as cart_service
 from booking.tests.headers import HTMX
+from booking.venues.seat_grid import FREE, HELD
 
 from .support import assert_unchanged, buyer_client, csrf, snapshot
 

@@ -12,8 +12,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from booking import clock, mongo
-from booking.services import holds, notifications, reconcile
+from booking.core import clock, mongo
+from booking.notifications import confirmations as notifications
+from booking.sales import holds, reconcile
 from booking.tests.factories import make_theater
 from booking.tests.headers import HTMX
 from booking.tests.paying import checkout_paid

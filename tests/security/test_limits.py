@@ -15,14 +15,15 @@ import pytest
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from booking import mongo, ratelimits, selectors
-from booking.errors import TooManySeats
-from booking.seat_grid import FREE, HELD
-from booking.services import holds
+from booking.core import mongo
+from booking.core.errors import TooManySeats
+from booking.sales import holds, selectors
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
 from booking.tests.localstripe import card
 from booking.tests.paying import checkout_paid
+from booking.venues.seat_grid import FREE, HELD
+from booking.web import ratelimits
 
 ROOT = Path(__file__).resolve().parents[2]
 _addresses = itertools.count(1)

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from booking.services import backfill
+from booking.sales import backfill
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from booking.invariants import check_invariants
+from booking.sales.invariants import check_invariants
 
 
 class Command(BaseCommand):

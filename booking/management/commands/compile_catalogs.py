@@ -1,9 +1,9 @@
-"""manage.py compile_catalogs: the .mo files from locale/'s .po files (booking/catalogs.py)."""
+"""manage.py compile_catalogs: the .mo files from locale/'s .po files (booking/core/catalogs.py)."""
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from booking.catalogs import compile_catalogs
+from booking.core.catalogs import compile_catalogs
 
 
 class Command(BaseCommand):

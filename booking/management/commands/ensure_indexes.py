@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand
 
-from booking import clock, mongo
-from booking.services import listings, performance_index
+from booking.core import clock, mongo
+from booking.sales import listings
+from booking.venues import performance_index
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from booking.services.reconcile import reconcile
+from booking.sales.reconcile import reconcile
 
 
 class Command(BaseCommand):

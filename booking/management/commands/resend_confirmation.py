@@ -4,8 +4,8 @@ it is queued for the worker, which retries with backoff."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from booking import selectors
-from booking.services import notifications
+from booking.notifications import confirmations as notifications
+from booking.sales import selectors
 
 
 class Command(BaseCommand):

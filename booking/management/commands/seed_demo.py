@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
-from booking import clock, demo, mongo
-from booking.services import listings
+from booking.core import clock, mongo
+from booking.sales import demo, listings
 
 
 class Command(BaseCommand):

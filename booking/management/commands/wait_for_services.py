@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from pymongo.errors import PyMongoError
 
-from booking import mongo
+from booking.core import mongo
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from booking import selectors
+from booking.sales import selectors
 from theater_site.celery import app as celery_app
 
 
@@ -75,8 +75,8 @@ class Command(BaseCommand):
             self.stdout.write("  re-send one on purpose: manage.py resend_confirmation <REF>")
 
     def write_refunds(self) -> None:
-        """Refunds not done yet (services/refunds.py): money owed back; failed ones are retried."""
-        from booking.services.refunds import failed_refunds
+        """Refunds not done yet (payments/refunds.py): money owed back; failed ones are retried."""
+        from booking.payments.refunds import failed_refunds
 
         owed = failed_refunds(limit=20)
         line = f"refunds not done yet:         {len(owed)}"

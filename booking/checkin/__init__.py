@@ -1,0 +1,1 @@
+"""The door: check-in pages for door staff on a phone."""

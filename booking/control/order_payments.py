@@ -1,0 +1,180 @@
+"""Payments in the admin's order page: refund tickets (all or some) through the provider, retry a
+failed refund, mark a box-office reservation paid at the counter. The views live here, beside
+OrderAdmin (booking/control/orders.py), which lists their routes."""
+
+from typing import TYPE_CHECKING, cast
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseBadRequest, HttpResponseRedirect
+from django.utils.decorators import method_decorator
+from django.utils.translation import gettext, gettext_lazy, ngettext
+from django.views.decorators.http import require_POST
+
+from booking.control.base import CHANGE, AdminMixinBase
+from booking.control.counter import METHOD_CHOICES, may_sell
+from booking.core.errors import BookingError
+from booking.core.formatting import seat_label
+from booking.payments import flow as payment_service
+from booking.payments import refunds as refund_service
+from booking.payments.money import format_money
+
+PAID_LATER = ("box_office", "invoice")  # staff record the money: at the box office, or an invoice paid
+
+ROUTES = [
+    ("<str:object_id>/refund/", "order_refund", "refund"),
+    ("<str:object_id>/retry-refund/", "order_retry_refund", "retry_refund"),
+    ("<str:object_id>/mark-paid/", "order_mark_paid", "mark_paid"),
+]
+
+
+class RefundTicketsForm(forms.Form):
+    tickets = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": gettext_lazy("Choose the tickets to refund.")},
+    )
+    reason = forms.CharField(max_length=200, help_text=gettext_lazy("Kept with the refund, e.g. 'seat broken'."))
+
+    def __init__(self, *args, order: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        cast(forms.MultipleChoiceField, self.fields["tickets"]).choices = [
+            (
+                line["ticket"],
+                f"{seat_label(line['row'], line['seat'])} · {format_money(line['price'], order['currency'])}",
+            )
+            for line in order.get("lines", [])
+        ]
+
+
+class RetryRefundForm(forms.Form):
+    refund = forms.RegexField(regex=r"^r[0-9a-f]{12}$")
+
+
+def staff_name(user) -> str:
+    name = user.get_username()
+    return f"{name} <{user.email}>" if user.email else name
+
+
+def refund_summary(order: dict, records: list[dict]) -> str:
+    return format_money(sum(r["amount"] for r in records), order.get("currency", ""))
+
+
+class OrderPaymentsMixin(AdminMixinBase):
+    if TYPE_CHECKING:
+
+        def _order(self, object_id) -> dict: ...  # OrderAdmin's
+
+    """Mixed into OrderAdmin: needs ``_order``, ``require``, ``log``, ``url``."""
+
+    def may_take_payment(self, request) -> bool:
+        """Records money paid at the counter: staff who change orders, and the box office's sellers."""
+        return self.has_change_permission(request) or may_sell(request.user)
+
+    def payment_context(self, request, order: dict) -> dict:
+        return {
+            "refund_form": RefundTicketsForm(order=order),
+            "refunds": [{**r, "id": r["_id"]} for r in order.get("refunds", [])],  # templates cannot read _id
+            "can_refund": order["state"] in payment_service.SEAT_OWNING and bool(order.get("paidWith")),
+            "can_mark_paid": order.get("method") in PAID_LATER
+            and order["state"] in payment_service.PAYABLE
+            and self.may_take_payment(request),
+            "payment": order.get("payment") or {},
+            "method_label": dict(METHOD_CHOICES).get(order.get("method", ""), order.get("method", "")),
+            "paid_with": order.get("paidWith") or {},
+        }
+
+    @method_decorator(require_POST)
+    def order_refund(self, request, object_id):
+        """Refund some tickets (or all of them) through the provider; their seats become free."""
+        self.require(request, "change")
+        order = self._order(object_id)
+        form = RefundTicketsForm(request.POST, order=order)
+        if not form.is_valid():
+            messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
+            return HttpResponseRedirect(self.url("change", order["_id"]))
+        tickets = form.cleaned_data["tickets"]
+        try:
+            done = refund_service.refund_tickets(
+                order["_id"], tickets=tickets, reason=form.cleaned_data["reason"], by=staff_name(request.user)
+            )
+        except BookingError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(self.url("change", order["_id"]))
+        # one record per payment the money goes back through: the card, and cash at the counter
+        records = refund_service.records_of_tickets(done, tickets)
+        summary = refund_summary(done, records)
+        count = f"{len(tickets)} ticket{'s' if len(tickets) != 1 else ''}"
+        text = f"Refunded {count} ({summary}): {form.cleaned_data['reason']}"
+        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
+        shown = ngettext(
+            "Refunded %(count)d ticket (%(summary)s): %(reason)s.",
+            "Refunded %(count)d tickets (%(summary)s): %(reason)s.",
+            len(tickets),
+        ) % {
+            "count": len(tickets),
+            "summary": summary,
+            "reason": form.cleaned_data["reason"],
+        }
+        at_counter = refund_service.paid_out_at_counter(records)
+        if at_counter:
+            shown += " " + gettext("Pay out %(amount)s at the counter.") % {
+                "amount": format_money(at_counter, done.get("currency", ""))
+            }
+        refund = next((r for r in records if r["status"] != "succeeded"), None)
+        if refund is None:
+            messages.success(request, shown + " " + gettext("The seats are free again."))
+        else:
+            why = refund.get("failure") or gettext("the provider is still working on it")
+            messages.warning(
+                request,
+                shown
+                + " "
+                + gettext("The seats are free again; the refund is %(status)s: %(why)s.")
+                % {"status": refund["status"], "why": why},
+            )
+        return HttpResponseRedirect(self.url("change", order["_id"]))
+
+    @method_decorator(require_POST)
+    def order_retry_refund(self, request, object_id):
+        self.require(request, "change")
+        order = self._order(object_id)
+        form = RetryRefundForm(request.POST)
+        if not form.is_valid() or form.cleaned_data["refund"] not in {r["_id"] for r in order.get("refunds", [])}:
+            return HttpResponseBadRequest("No such refund; reload the order page.")
+        status = refund_service.retry(order["_id"], form.cleaned_data["refund"])
+        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"Refund retried: {status}.")
+        said = {
+            "succeeded": gettext("The refund went through."),
+            "failed": gettext("The refund failed again; see below."),
+        }
+        text = said.get(status, gettext("The provider is still working on the refund."))
+        (messages.success if status == "succeeded" else messages.warning)(request, text)
+        return HttpResponseRedirect(self.url("change", order["_id"]))
+
+    @method_decorator(require_POST)
+    def order_mark_paid(self, request, object_id):
+        """The buyer paid at the box office: the reservation becomes a sale."""
+        if not self.may_take_payment(request):
+            raise PermissionDenied
+        order = self._order(object_id)
+        try:
+            paid = payment_service.mark_paid_at_counter(order["_id"], by=staff_name(request.user))
+        except BookingError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(self.url("change", order["_id"]))
+        if paid["state"] == "paid":
+            total = format_money(paid["total"], paid["currency"])
+            self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"Paid at the box office ({total}).")
+            messages.success(
+                request,
+                gettext("Order %(ref)s is paid (%(total)s); its tickets are valid.")
+                % {"ref": order["ref"], "total": total},
+            )
+        else:
+            messages.error(
+                request,
+                gettext("Order %(ref)s could not be paid: %(state)s.")
+                % {"ref": order["ref"], "state": paid.get("failure") or paid["state"]},
+            )
+        return HttpResponseRedirect(self.url("change", order["_id"]))

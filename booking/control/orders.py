@@ -1,0 +1,252 @@
+"""Orders in the admin: search by reference, e-mail or name; detail with seats and tickets;
+cancel (a page that says what it does, then confirmed: seats free again, money back, the customer
+told); re-send the confirmation mail."""
+
+from django.contrib import messages
+from django.core import signing
+from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect
+from django.utils.decorators import method_decorator
+from django.utils.translation import gettext, gettext_noop
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from booking.control import forms as f
+from booking.control import order_filters, selectors
+from booking.control.base import CHANGE, MongoModelAdmin, bound
+from booking.control.counter import may_sell
+from booking.control.order_changes import ROUTES as CHANGE_ROUTES
+from booking.control.order_changes import OrderChangesMixin, performance_line
+from booking.control.order_payments import ROUTES as PAYMENT_ROUTES
+from booking.control.order_payments import OrderPaymentsMixin
+from booking.control.order_prints import ROUTES as PRINT_ROUTES
+from booking.control.order_prints import OrderPrintsMixin
+from booking.core.errors import BookingError
+from booking.core.formatting import seat_label
+from booking.core.localized import order_category, order_state_label, sold_ticket_type, ticket_type_name
+from booking.notifications import confirmations as notifications
+from booking.payments import refunds as refund_service
+from booking.payments.money import format_money
+from booking.sales import orders as order_service
+
+
+def staff_name(user) -> str:
+    """Who canceled, as kept on the order: the login name and the staff member's e-mail."""
+    name = user.get_username()
+    return f"{name} <{user.email}>" if user.email else name
+
+
+class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoModelAdmin):
+    routes = [
+        ("", "order_list", "changelist"),
+        ("<str:object_id>/change/", "order_detail", "change"),
+        ("<str:object_id>/cancel/", "order_cancel", "cancel"),
+        ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
+        *PAYMENT_ROUTES,  # refund tickets, retry a refund, paid at the box office
+        *CHANGE_ROUTES,  # move tickets to other seats (exchange)
+        *PRINT_ROUTES,  # its tickets and receipt as PDFs
+    ]
+
+    def has_view_permission(self, request, obj=None):
+        # the box office looks up a customer's booking and prints a counter sale's order
+        return super().has_view_permission(request, obj) or may_sell(request.user)
+
+    def has_add_permission(self, request):
+        return False  # orders come from checkout only
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # an order is canceled, never deleted: it is the receipt
+
+    def order_list(self, request):
+        """Search and filter (control/order_filters.py); a booking reference typed alone opens its order."""
+        self.require(request, "view")
+        form = order_filters.OrderFilterForm(request.GET or None)
+        valid = form.is_valid() if form.is_bound else True
+        data = form.cleaned_data if form.is_bound and valid else {}
+        if data.get("q") and not form.filtering():
+            found = order_filters.order_by_ref(data["q"])
+            if found is not None:
+                return HttpResponseRedirect(self.url("change", found["_id"]))
+        orders = order_filters.filter_orders(data) if valid else []
+        for order in orders:
+            order["seatCount"] = len(order.get("lines", []))
+            order["channel"] = order_filters.channel_of(order)
+        searched = bool(data.get("q")) or (form.is_bound and valid and form.filtering())
+        return self.render(
+            request,
+            "admin/booking/order/list.html",
+            {
+                "title": gettext("Orders"),
+                "form": form,
+                "orders": orders,
+                "searched": searched,
+                "limit": selectors.STAFF_LIST_LIMIT,
+            },
+            status=200 if valid else 400,
+        )
+
+    def _order(self, object_id) -> dict:
+        order = selectors.get_order(self.document_id(object_id))
+        if order is None:
+            raise Http404("No such order.")
+        return order
+
+    @method_decorator(require_POST)
+    def order_resend_mail(self, request, object_id):
+        """Re-send the confirmation mail (queued for the worker), if it is still in the round the
+        page showed; a pending mail is left to the worker."""
+        self.require(request, "change")
+        order = self._order(object_id)
+        form = f.ResendMailForm(request.POST)
+        if not form.is_valid():
+            return HttpResponseBadRequest("The form was incomplete; reload the order page.")
+        done = notifications.resend(order, form.cleaned_data["round"], send_now=False)
+        if done.reopened:
+            note = f"Confirmation mail re-sent to {order['email']}."
+            self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", note)
+        getattr(messages, done.level)(request, done.message)
+        return HttpResponseRedirect(self.url("change", order["_id"]))
+
+    @method_decorator(require_safe)
+    def order_detail(self, request, object_id):
+        """The order; canceling it is its own page (``order_cancel``), confirmed there."""
+        self.require(request, "view")
+        order = self._order(object_id)
+        sessions = {s["_id"]: s for s in order.get("sessions", [])}
+        lines = [
+            {
+                **line,
+                "session": sessions.get(line["sessionId"], {}),
+                "sessionId": str(line["sessionId"]),
+                "category": order_category(sessions.get(line["sessionId"], {}), line["cat"]),
+                "ticket_type": ticket_type_name(sold_ticket_type(line)),  # in the staff member's language
+            }
+            for line in order["lines"]
+        ]
+        return self.render(
+            request,
+            "admin/booking/order/detail.html",
+            {
+                "title": gettext("Order %(ref)s") % {"ref": order["ref"]},
+                "order": order,
+                "state_label": order_state_label(order["state"]),  # "Partly refunded", not partially_refunded
+                "lines": lines,
+                "can_cancel": order["state"] in order_service.CANCELABLE,
+                "cart_id": str(order["cartId"]),
+                **self.payment_context(request, order),
+                **self.print_context(order),  # tickets and receipt to print (control/order_prints.py)
+                **self.history_context(order),  # what happened to it; exchange (control/order_changes.py)
+            },
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def order_cancel(self, request, object_id):
+        """GET: what canceling would do (the seats freed, the money back and where to, the mail);
+        its form carries a token of what was shown. POST with that token does it, if the order
+        is still as shown; without it nothing changes."""
+        self.require(request, "change")
+        order = self._order(object_id)
+        form = f.CancelOrderForm(bound(request))
+        status = 200
+        if request.method == "POST":
+            status = 400
+            seen = confirmed_fingerprint(form.data.get("confirmation", ""), order)
+            if form.is_valid() and seen is None:
+                form.add_error(None, gettext(NOT_CONFIRMED))
+            elif form.is_valid() and seen is not None:
+                try:
+                    canceled = order_service.cancel_order(
+                        order["_id"], by=staff_name(request.user), reason=form.cleaned_data["reason"], confirmed=seen
+                    )
+                except BookingError as exc:
+                    status = 409
+                    form.add_error(None, exc.message)
+                    order = self._order(object_id)  # what canceling would do now
+                else:
+                    return self._canceled(request, order, canceled, form.cleaned_data["reason"])
+        error = ""
+        try:
+            outcome = refund_service.cancel_outcome(order)
+        except BookingError as exc:
+            outcome, status = None, 409
+            error = "" if exc.message in form.non_field_errors() else exc.message
+        return self.render(
+            request,
+            "admin/booking/order/cancel.html",
+            {
+                "title": gettext("Cancel order %(ref)s") % {"ref": order["ref"]},
+                "order": order,
+                "form": form,
+                "error": error,
+                **(cancel_view(order, outcome) if outcome else {}),
+            },
+            status=status,
+        )
+
+    def _canceled(self, request, order: dict, canceled: dict, reason: str):
+        seats = len(canceled["lines"] or canceled.get("refundedLines", []))
+        refunded = canceled["state"] == "refunded"  # paid through a provider: money back
+        what = "Canceled and refunded" if refunded else "Canceled"
+        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"{what} ({seats} seats free again): {reason}")
+        if refunded:
+            text = gettext("Order %(ref)s was canceled and refunded; its %(seats)s seats are free again.")
+        else:
+            text = gettext("Order %(ref)s was canceled; its %(seats)s seats are free again.")
+        messages.success(request, text % {"ref": order["ref"], "seats": seats})
+        return HttpResponseRedirect(self.url("change", order["_id"]))
+
+
+CANCEL_SALT = "booking.control.cancel-order"
+NOT_CONFIRMED = gettext_noop("Open the cancellation page of this order and confirm there; nothing was changed.")
+
+
+def confirmation_token(order: dict, fingerprint: str) -> str:
+    """The cancellation page's token: this order, as it was shown (signed with SECRET_KEY)."""
+    return signing.dumps({"order": str(order["_id"]), "seen": fingerprint}, salt=CANCEL_SALT)
+
+
+def confirmed_fingerprint(token: str, order: dict) -> str | None:
+    """The fingerprint a genuine token of this order's cancellation page carries, else None."""
+    try:
+        data = signing.loads(token, salt=CANCEL_SALT)
+    except signing.BadSignature:
+        return None
+    if not isinstance(data, dict) or data.get("order") != str(order["_id"]) or not isinstance(data.get("seen"), str):
+        return None
+    return data["seen"]
+
+
+def refund_sentence(part: dict, currency: str) -> str:
+    amount = format_money(part["amount"], currency)
+    if part["amount"] <= 0:
+        return gettext("Nothing is refunded: the tickets were free.")
+    if part["online"]:
+        return gettext("%(amount)s goes back to the card it was paid with (%(provider)s).") % {
+            "amount": amount,
+            "provider": part["provider"],
+        }
+    if part["means"] == "cash":
+        return gettext("%(amount)s is paid back in cash at the counter: hand it to the customer.") % {"amount": amount}
+    if part["means"] == "card_terminal":
+        return gettext("%(amount)s is paid back on the card terminal at the counter.") % {"amount": amount}
+    return gettext("%(amount)s is paid back at the counter.") % {"amount": amount}
+
+
+def cancel_view(order: dict, outcome: refund_service.CancelOutcome) -> dict:
+    """The confirmation page's facts, as sentences and rows."""
+    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    currency = order.get("currency", "")
+    return {
+        "seats": [
+            {
+                "performance": performance_line(sessions.get(line["sessionId"], {})),
+                "seat": seat_label(line["row"], line["seat"]),
+                "price": format_money(line["price"] - line.get("discount", 0), currency),
+            }
+            for line in outcome.seats
+        ],
+        "refunds": [refund_sentence(part, currency) for part in outcome.refunds],
+        "refund_total": format_money(sum(part["amount"] for part in outcome.refunds), currency),
+        "refunded": sum(part["amount"] for part in outcome.refunds) > 0,
+        "ends_reservation": outcome.ends_reservation,
+        "mail_to": outcome.mail_to,
+        "confirmation": confirmation_token(order, outcome.fingerprint),
+    }

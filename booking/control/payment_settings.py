@@ -1,0 +1,129 @@
+"""Payment settings staff change in the admin: "pay at the box office" per session (off unless
+turned on, with its own deadline) and the VAT rates of a theater (per seat category). Views
+mixed into SessionAdmin and TheaterAdmin, which list the routes; the forms appear on their
+change pages (templates/admin/booking/{session,theater}/_payment_settings.html)."""
+
+from typing import TYPE_CHECKING
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpResponseRedirect
+from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
+from django.views.decorators.http import require_POST
+
+from booking.control.base import CHANGE, AdminMixinBase
+from booking.control.forms import form_data
+from booking.payments import money
+from booking.payments import settings as service
+
+SESSION_ROUTES = [("<str:object_id>/box-office/", "session_box_office", "box_office")]
+THEATER_ROUTES = [("<str:object_id>/vat/", "theater_vat", "vat")]
+
+
+class BoxOfficeForm(forms.Form):
+    enabled = forms.BooleanField(required=False, label="Buyers may reserve and pay at the box office")
+    deadline_minutes = forms.IntegerField(
+        min_value=0,
+        max_value=7 * 24 * 60,
+        label="Unpaid seats go back",
+        help_text="minutes before the show (the worker releases them then)",
+    )
+
+
+class VatForm(forms.Form):
+    """The theater's ticket rate and, optionally, one per seat category (percent, prices include it)."""
+
+    rate = forms.CharField(max_length=6, label="Tickets", help_text="percent, e.g. 7")
+
+    def __init__(self, *args, categories=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        for category in categories:
+            self.fields[f"cat_{category['code']}"] = forms.CharField(
+                max_length=6, required=False, label=category["name"], help_text="empty: the ticket rate"
+            )
+
+    def _rate(self, value: str) -> str:
+        try:
+            return money.rate_text(value)
+        except ValueError:
+            raise forms.ValidationError("Give a rate in percent from 0 to 99.99, e.g. 7 or 19.") from None
+
+    def clean(self):
+        data = form_data(super().clean())
+        for name, value in list(data.items()):
+            if value:
+                try:
+                    data[name] = self._rate(value)
+                except forms.ValidationError as exc:
+                    self.add_error(name, exc)
+        return data
+
+    def rates(self) -> tuple[str, dict]:
+        data = self.cleaned_data
+        per_category = {name[4:]: value for name, value in data.items() if name.startswith("cat_") and value}
+        return data["rate"], per_category
+
+
+def box_office_form(session: dict, data=None) -> BoxOfficeForm:
+    box = session.get("boxOffice") or {}
+    initial = {"enabled": bool(box.get("enabled")), "deadline_minutes": service.deadline_minutes(session)}
+    return BoxOfficeForm(data, initial=initial)
+
+
+def vat_form(theater: dict, data=None) -> VatForm:
+    initial = {
+        "rate": money.ticket_rate(theater, ""),
+        **{f"cat_{k}": v for k, v in (theater.get("vatRates") or {}).items()},
+    }
+    return VatForm(data, initial=initial, categories=(theater.get("layout") or {}).get("categories", []))
+
+
+class SessionPaymentsMixin(AdminMixinBase):
+    if TYPE_CHECKING:
+
+        def _session(self, object_id) -> dict: ...  # SessionAdmin's
+
+    @method_decorator(require_POST)
+    def session_box_office(self, request, object_id):
+        self.require(request, "change")
+        session = self._session(object_id)
+        form = box_office_form(session, request.POST)
+        if not form.is_valid():
+            messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
+            return HttpResponseRedirect(self.url("change", session["_id"]))
+        enabled, minutes = form.cleaned_data["enabled"], form.cleaned_data["deadline_minutes"]
+        service.set_box_office(session["_id"], enabled=enabled, deadline_minutes=minutes)
+        text = f"Box office {'on' if enabled else 'off'} (unpaid seats go back {minutes} minutes before the show)."
+        self.log(request, CHANGE, session["_id"], session["name"], text)
+        if enabled:
+            shown = gettext("Box office on (unpaid seats go back %(minutes)s minutes before the show).")
+        else:
+            shown = gettext("Box office off (unpaid seats go back %(minutes)s minutes before the show).")
+        messages.success(request, shown % {"minutes": minutes})
+        return HttpResponseRedirect(self.url("change", session["_id"]))
+
+
+class TheaterPaymentsMixin(AdminMixinBase):
+    if TYPE_CHECKING:
+
+        def _missing(self, request): ...  # TheaterAdmin's
+
+    @method_decorator(require_POST)
+    def theater_vat(self, request, object_id):
+        from booking.control.theaters import selectors_get_theater
+
+        self.require(request, "change")
+        theater = selectors_get_theater(self.document_id(object_id))
+        if theater is None:
+            return self._missing(request)
+        form = vat_form(theater, request.POST)
+        if not form.is_valid():
+            messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
+            return HttpResponseRedirect(self.url("change", theater["_id"]))
+        rate, per_category = form.rates()
+        service.set_vat_rates(theater["_id"], rate=rate, per_category=per_category)
+        text = f"VAT: tickets {rate} %" + "".join(f", {k}: {v} %" for k, v in sorted(per_category.items()))
+        self.log(request, CHANGE, theater["_id"], theater["name"], text + " (for orders from now on).")
+        messages.success(request, text + ". " + gettext("Orders already made keep their rates."))
+        return HttpResponseRedirect(self.url("change", theater["_id"]))

@@ -1,0 +1,203 @@
+"""A sectioned venue's performance in the admin: one performance with its sections
+(sales per section and in total, each section's live map and "Sell"), house seats blocked or
+released for whole sections at once, and the whole performance canceled at once. Views mixed into
+SessionAdmin (``PERFORMANCE_ROUTES``); the writes are ``venues.performances``."""
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect
+from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_http_methods
+
+from booking.control import forms as f
+from booking.control import selectors
+from booking.control.base import CHANGE, AdminMixinBase, bound
+from booking.core.errors import BookingError, InvalidRequest
+from booking.venues import performances
+
+PERFORMANCE_ROUTES = [
+    ("performance/<str:performance_id>/", "performance_page", "performance"),
+    ("performance/<str:performance_id>/cancel/", "performance_cancel", "performance_cancel"),
+    ("performance/<str:performance_id>/change/", "performance_change", "performance_change"),
+]
+FIELDS = {"name": 1, "theaterName": 1, "venueName": 1, "start": 1, "status": 1, "section": 1, "seats": 1}
+
+
+class SectionsActionForm(forms.Form):
+    action = forms.ChoiceField(choices=[("block", "block"), ("unblock", "unblock")])
+    sections = forms.MultipleChoiceField(
+        choices=(), error_messages={"required": gettext_lazy("Tick at least one section.")}
+    )
+
+    def __init__(self, *args, section_ids=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        field = self.fields["sections"]
+        assert isinstance(field, forms.MultipleChoiceField)
+        field.choices = [(i, i) for i in section_ids]
+
+
+class CancelPerformanceForm(forms.Form):
+    cancel_orders = forms.BooleanField(required=False, label=gettext_lazy("Also cancel and refund the paid orders"))
+
+
+class PerformanceAdminMixin(AdminMixinBase):
+    def _sections(self, performance_id: str) -> tuple:
+        pid = self.document_id(performance_id)
+        performances.finish_details(pid)  # a details change a crash left half written: finished first
+        sections = performances.sections_of(pid, FIELDS)
+        if not sections:
+            raise Http404(_("No such performance."))
+        for section in sections:
+            section["counts"] = selectors.session_counts(section)
+            section.pop("seats", None)
+        total = {k: sum(s["counts"][k] for s in sections) for k in ("sold", "held", "blocked", "free", "total")}
+        total["occupancy"] = round(100 * total["sold"] / total["total"]) if total["total"] else 0
+        return pid, selectors.with_ids(sections), total
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def performance_page(self, request, performance_id):
+        self.require(request, "view")
+        pid, sections, total = self._sections(performance_id)
+        form = SectionsActionForm(bound(request), section_ids=[s["id"] for s in sections])
+        status = 200
+        if request.method == "POST":
+            self.require(request, "change")
+            status = 400
+            if form.is_valid():
+                block = form.cleaned_data["action"] == "block"
+                chosen = [self.document_id(i) for i in form.cleaned_data["sections"]]
+                try:
+                    changed = performances.set_sections_blocked(pid, chosen, block)
+                except BookingError as exc:
+                    status = 409
+                    form.add_error(None, exc.message)
+                else:
+                    what = _("Blocked") if block else _("Released")
+                    note = f"{what} {changed} seats in {len(chosen)} sections."
+                    self.log(request, CHANGE, chosen[0], sections[0]["venueName"], note)
+                    messages.success(request, note)
+                    return HttpResponseRedirect(self.url("performance", pid))
+        first = sections[0]
+        return self.render(
+            request,
+            "admin/booking/session/performance.html",
+            {
+                "title": f"{first['name']} – {first.get('venueName', '')}",
+                "performance_id": str(pid),
+                "first": first,
+                "sections": sections,
+                "total": total,
+                "form": form,
+                "can_sell": request.user.has_perm("booking.sell_at_counter"),
+            },
+            status=status,
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def performance_cancel(self, request, performance_id):
+        self.require(request, "delete")
+        pid, sections, total = self._sections(performance_id)
+        form = CancelPerformanceForm(bound(request))
+        status = 200
+        if request.method == "POST" and form.is_valid():
+            try:
+                canceled = performances.cancel_performance(
+                    pid, cancel_orders=form.cleaned_data["cancel_orders"], by=request.user.get_username()
+                )
+            except BookingError as exc:
+                status = 409
+                form.add_error("cancel_orders", exc.message)
+            else:
+                note = f"Canceled the performance ({len(sections)} sections) and {canceled} paid orders."
+                self.log(request, CHANGE, sections[0]["_id"], sections[0]["venueName"], note)
+                messages.success(request, note)
+                return HttpResponseRedirect(self.url("performance", pid))
+        return self.render(
+            request,
+            "admin/booking/session/performance_cancel.html",
+            {
+                "title": _("Cancel the whole performance?"),
+                "performance_id": str(pid),
+                "first": sections[0],
+                "sections": sections,
+                "paid": performances.paid_orders(pid),
+                "form": form,
+            },
+            status=status,
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def performance_change(self, request, performance_id):
+        """Name, description, times and prices of every section at once."""
+        self.require(request, "view")
+        pid = self.document_id(performance_id)
+        performances.finish_details(pid)  # the form shows the change as every section has it
+        sections = performances.sections_of(
+            pid,
+            {
+                "name": 1,
+                "description": 1,
+                "nameDe": 1,
+                "descriptionDe": 1,
+                "start": 1,
+                "end": 1,
+                "prices": 1,
+                "layout": 1,
+                "venueName": 1,
+                "status": 1,
+            },
+        )
+        if not sections:
+            raise Http404(_("No such performance."))
+        first = sections[0]
+        prices: dict = {}
+        categories: dict = {}
+        rows: list = []
+        for section in sections:
+            prices.update(section["prices"])
+            for cat in section["layout"]["categories"]:
+                categories.setdefault(cat["code"], cat)
+            rows.extend(section["layout"]["rows"])
+        initial = {
+            "name": first["name"],
+            "description": first.get("description", ""),
+            "name_de": first.get("nameDe", ""),
+            "description_de": first.get("descriptionDe", ""),
+            "start": timezone.localtime(first["start"]),
+            "end": timezone.localtime(first["end"]),
+            **f.PricedForm.price_initial(prices),
+        }
+        form = f.SessionForm(
+            bound(request), initial=initial, layout={"categories": list(categories.values()), "rows": rows}
+        )
+        status = 200
+        if request.method == "POST":
+            self.require(request, "change")
+            status = 400
+            if form.is_valid():
+                try:
+                    count = performances.update_details(pid, **form.session_details())
+                except InvalidRequest as exc:
+                    f.add_field_errors(form, exc)
+                except BookingError as exc:
+                    form.add_error(None, exc.message)
+                else:
+                    changed = ", ".join(form.changed_data) or "nothing"
+                    self.log(
+                        request,
+                        CHANGE,
+                        first["_id"],
+                        first.get("venueName", ""),
+                        f"Changed {changed} of {count} sections.",
+                    )
+                    messages.success(request, _("Saved for all %(count)d sections.") % {"count": count})
+                    return HttpResponseRedirect(self.url("performance", pid))
+        return self.render(
+            request,
+            "admin/booking/session/performance_form.html",
+            {"title": _("Change the whole performance"), "performance_id": str(pid), "first": first, "form": form},
+            status=status,
+        )

@@ -1,0 +1,121 @@
+"""Bulk actions on a series in the admin (sales/series.py): put every draft on sale, change a
+category's price, or cancel them all; first a preview of what each performance would change, then
+"Apply" does exactly that. Mixed into SessionAdmin (booking/control/sessions.py), which lists the
+route."""
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpResponseRedirect
+from django.utils.decorators import method_decorator
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_http_methods
+
+from booking.control.base import CHANGE, AdminMixinBase
+from booking.core.errors import BookingError
+from booking.core.ids import object_id
+from booking.sales import series
+
+ROUTES = [("<str:object_id>/series-actions/", "series_actions", "series_actions")]
+
+
+class SeriesActionForm(forms.Form):
+    action = forms.ChoiceField(
+        label=gettext_lazy("Action"),
+        choices=[
+            (series.PUBLISH, gettext_lazy("Put the drafts on sale")),
+            (series.PRICES, gettext_lazy("Change a category's price")),
+            (series.CANCEL, gettext_lazy("Cancel every performance (orders refunded, customers mailed)")),
+        ],
+        widget=forms.RadioSelect,
+    )
+    category = forms.ChoiceField(label=gettext_lazy("Category"), required=False)
+    price = forms.DecimalField(
+        label=gettext_lazy("New price"), required=False, min_value=0, max_value=10_000, decimal_places=2
+    )
+
+    def __init__(self, *args, categories: list[dict], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["category"].choices = [("", "—")] + [(c["code"], c["name"]) for c in categories]  # type: ignore[attr-defined]
+
+    def clean(self):
+        data = super().clean() or {}
+        if data.get("action") == series.PRICES:
+            if not data.get("category"):
+                self.add_error("category", _("Choose the category."))
+            if data.get("price") is None:
+                self.add_error("price", _("Give the new price."))
+        return data
+
+    @property
+    def cents(self) -> int | None:
+        price = self.cleaned_data.get("price")
+        return None if price is None else int(price * 100)
+
+
+class SeriesActionsMixin(AdminMixinBase):
+    """Needs ``_session``, ``require``, ``render``, ``log``, ``url`` (SessionAdmin's)."""
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def series_actions(self, request, object_id):
+        self.require(request, "change")
+        session = self._session(object_id)  # type: ignore[attr-defined]
+        categories = session.get("layout", {}).get("categories", [])
+        form = SeriesActionForm(request.POST if request.method == "POST" else None, categories=categories)
+        status, changes, error = 200, None, ""
+        if request.method == "POST" and not form.is_valid():
+            status = 400
+        elif request.method == "POST":
+            action = form.cleaned_data["action"]
+            if action == series.CANCEL:
+                self.require(request, "delete")  # as canceling one session: it ends them for good
+            category, cents = form.cleaned_data.get("category") or "", form.cents
+            try:
+                if request.POST.get("apply") == "yes":
+                    return self._apply(request, session, action, category, cents)
+                changes = series.preview(session["_id"], action, category=category, price=cents)
+            except BookingError as exc:
+                error, status = exc.message, 400
+        listing = [{**s, "id": str(s["_id"])} for s in series.series_of(session["_id"])]  # templates cannot read _id
+        return self.render(
+            request,
+            "admin/booking/session/series_actions.html",
+            {
+                "title": _("The series of “%(name)s”") % {"name": session["name"]},
+                "session": session,
+                "series": listing,
+                "form": form,
+                "changes": changes,
+                "error": error,
+            },
+            status=status,
+        )
+
+    def _apply(self, request, session: dict, action: str, category: str, cents: int | None):
+        chosen, seen = [], {}
+        for raw in request.POST.getlist("sessions"):
+            try:
+                sid = object_id(raw, "session")
+            except BookingError:
+                continue
+            chosen.append(sid)
+            old = request.POST.get(f"old_{raw}", "")
+            if old.isdigit():
+                seen[raw] = int(old)
+        by = request.user.get_username()
+        done = series.apply(session["_id"], action, chosen, category=category, price=cents, seen_prices=seen, by=by)
+        note = _("%(action)s: %(n)d performances changed") % {"action": action, "n": len(done.done)}
+        what = f"{action} {category} {cents}" if action == series.PRICES else action
+        for changed in done.done:
+            self.log(request, CHANGE, changed, f"Session {changed}", f"Series action: {what}")
+        if done.changed_meanwhile:
+            messages.warning(
+                request,
+                note
+                + "; "
+                + _("%(n)d had changed since the preview and were left as they are.")
+                % {"n": len(done.changed_meanwhile)},
+            )
+        else:
+            messages.success(request, note + ".")
+        return HttpResponseRedirect(self.url("series_actions", session["_id"]))

@@ -1,0 +1,451 @@
+"""Sessions in the admin: list with sales figures, create (one or a series), edit, the live seat
+map with who holds or bought each seat, blocking house seats, cancel."""
+
+from django.contrib import messages
+from django.http import Http404, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.utils.translation import gettext, ngettext
+from django.views.decorators.http import require_http_methods, require_POST
+
+from booking.control import forms as f
+from booking.control import selectors
+from booking.control.base import ADDITION, CHANGE, MongoModelAdmin, bound
+from booking.control.counter import COUNTER_ROUTES, CounterAdminMixin
+from booking.control.offers import PriceTableAdminMixin
+from booking.control.payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
+from booking.control.performances import PERFORMANCE_ROUTES, PerformanceAdminMixin
+from booking.control.seat_chart import category_legend, owner_groups, session_rows
+from booking.control.series_actions import ROUTES as SERIES_ROUTES
+from booking.control.series_actions import SeriesActionsMixin
+from booking.core.domain import SessionStatus
+from booking.core.errors import BookingError, InvalidRequest
+from booking.sales import session_cancel
+from booking.sales import sessions as session_service
+
+
+def session_label(session: dict) -> str:
+    start = timezone.localtime(session["start"]).strftime("%a %d %b %Y %H:%M")
+    return f"{session['name']} – {start}"
+
+
+class SessionAdmin(
+    PerformanceAdminMixin,
+    CounterAdminMixin,
+    SeriesActionsMixin,
+    SessionPaymentsMixin,
+    PriceTableAdminMixin,
+    MongoModelAdmin,
+):
+    routes = [
+        ("<str:object_id>/prices/", "price_table", "price_table"),  # control/offers.py
+        ("", "session_list", "changelist"),
+        ("add/", "session_add", "add"),
+        ("add-series/", "session_series", "series"),
+        ("<str:object_id>/change/", "session_change", "change"),
+        ("<str:object_id>/seats/", "seat_map", "seats"),
+        ("<str:object_id>/seats/map/", "seat_map_partial", "seats_partial"),
+        ("<str:object_id>/refresh-map/", "refresh_map", "refresh_map"),
+        ("<str:object_id>/cancel/", "session_cancel", "cancel"),
+        ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
+        *SESSION_ROUTES,  # pay at the box office (payments)
+        *COUNTER_ROUTES,  # sell at the counter and on the phone (control/counter.py)
+        *PERFORMANCE_ROUTES,  # a sectioned venue's performance as one (control/performances.py)
+        *SERIES_ROUTES,  # bulk actions on the show's series (control/series_actions.py)
+    ]
+
+    # --- list ---
+
+    def session_list(self, request):
+        self.require(request, "view")
+        form = f.SessionFilterForm(request.GET or None, theater_choices=selectors.theater_choices())
+        theater_id, day, when = None, None, selectors.SessionsShown.ON_SALE
+        status = 200
+        if form.is_bound:
+            if form.is_valid():
+                if form.cleaned_data["theater"]:
+                    theater_id = self.document_id(form.cleaned_data["theater"])
+                day = form.cleaned_data["day"]
+                when = form.cleaned_data["when"] or selectors.SessionsShown.ON_SALE
+            else:
+                status = 400
+        sessions = selectors.staff_sessions(theater_id=theater_id, day=day, when=when) if status == 200 else []
+        return self.render(
+            request,
+            "admin/booking/session/list.html",
+            {"title": gettext("Sessions"), "filter": form, "sessions": sessions, "when": when},
+            status=status,
+        )
+
+    # --- create ---
+
+    def _theater_or_pick(self, request, title: str, next_name: str):
+        """The theater named by ?theater=, or a page to pick one."""
+        raw = request.GET.get("theater")
+        if raw:
+            theater = selectors.get_theater(self.document_id(raw))
+            if theater is None:
+                raise Http404("No such theater.")
+            return theater, None
+        choices = selectors.theater_choices()
+        form = f.PickTheaterForm(choices=choices)
+        page = self.render(
+            request,
+            "admin/booking/session/pick_theater.html",
+            {"title": title, "form": form, "no_theaters": not choices, "next_name": next_name},
+            status=400 if request.method == "POST" else 200,  # a post must name its theater
+        )
+        return None, page
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def session_add(self, request):
+        self.require(request, "add")
+        theater, page = self._theater_or_pick(request, "Add session: choose the theater", "add")
+        if page:
+            return page
+        form = f.SessionForm(bound(request), layout=session_service.price_layout(theater))
+        status = 200
+        if request.method == "POST":
+            status = 400
+            if form.is_valid():
+                try:
+                    session = session_service.create_session(theater["_id"], **form.session_details())
+                except InvalidRequest as exc:
+                    f.add_field_errors(form, exc)
+                except BookingError as exc:
+                    form.add_error(None, exc.message)
+                else:
+                    self.log(
+                        request,
+                        ADDITION,
+                        session["_id"],
+                        session_label(session),
+                        f"Created session in {theater['name']} ({session['seatsTotal']} seats), on sale.",
+                    )
+                    messages.success(
+                        request,
+                        gettext("“%(name)s” is on sale (%(seatsTotal)s seats).")
+                        % {"name": session["name"], "seatsTotal": session["seatsTotal"]},
+                    )
+                    if session.get("performanceId"):  # a sectioned venue: the performance with its sections
+                        return HttpResponseRedirect(self.url("performance", session["performanceId"]))
+                    return HttpResponseRedirect(self.url("seats", session["_id"]))
+        return self.render(
+            request,
+            "admin/booking/session/form.html",
+            {"title": gettext("Add session in %(name)s") % {"name": theater["name"]}, "form": form, "theater": theater},
+            status=status,
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def session_series(self, request):
+        """Many sessions at once. Each is created by the same service as a single one; a date the
+        service refuses is listed with its reason and the others still go on sale."""
+        self.require(request, "add")
+        theater, page = self._theater_or_pick(request, "Add a series: choose the theater", "series")
+        if page:
+            return page
+        form = f.SeriesForm(bound(request), layout=session_service.price_layout(theater))
+        created, refused, status = [], [], 200
+        if request.method == "POST":
+            if form.is_valid():
+                data = form.cleaned_data
+                for start, end in form.performances():
+                    try:
+                        session = session_service.create_session(
+                            theater["_id"],
+                            name=data["name"],
+                            description=data["description"],
+                            start=start,
+                            end=end,
+                            prices=form.prices_in_cents(),
+                        )
+                    except BookingError as exc:
+                        refused.append({"start": start, "reason": exc.message})
+                    else:
+                        created.append(selectors.with_id(session))
+                        self.log(
+                            request,
+                            ADDITION,
+                            session["_id"],
+                            session_label(session),
+                            f"Created session in {theater['name']} as part of a series.",
+                        )
+                if created:
+                    messages.success(
+                        request,
+                        gettext("%(count)s sessions of “%(name)s” are on sale.")
+                        % {"count": len(created), "name": data["name"]},
+                    )
+                if refused and not created:
+                    status = 400
+            else:
+                status = 400
+        return self.render(
+            request,
+            "admin/booking/session/series.html",
+            {
+                "title": gettext("Add a series in %(name)s") % {"name": theater["name"]},
+                "form": form,
+                "theater": theater,
+                "created": created,
+                "refused": refused,
+                "done": bool(created or refused),
+            },
+            status=status,
+        )
+
+    # --- one session ---
+
+    def _session(self, object_id) -> dict:
+        session = selectors.get_session(self.document_id(object_id))
+        if session is None:
+            raise Http404("No such session.")
+        return session
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def session_change(self, request, object_id):
+        self.require(request, "view")
+        session = self._session(object_id)
+        initial = {
+            "name": session["name"],
+            "description": session.get("description", ""),
+            "name_de": session.get("nameDe", ""),
+            "description_de": session.get("descriptionDe", ""),
+            "start": timezone.localtime(session["start"]),
+            "end": timezone.localtime(session["end"]),
+            **f.PricedForm.price_initial(session["prices"]),
+        }
+        form = f.SessionForm(bound(request), initial=initial, layout=session["layout"])
+        status = 200
+        if request.method == "POST":
+            self.require(request, "change")
+            status = 400
+            if form.is_valid():
+                try:
+                    updated = session_service.update_session_details(session["_id"], **form.session_details())
+                except InvalidRequest as exc:
+                    f.add_field_errors(form, exc)
+                except BookingError as exc:
+                    form.add_error(None, exc.message)
+                else:
+                    changed = ", ".join(form.changed_data) or "nothing"
+                    self.log(request, CHANGE, updated["_id"], session_label(updated), f"Changed {changed}.")
+                    messages.success(request, gettext("“%(name)s” was saved.") % {"name": updated["name"]})
+                    return HttpResponseRedirect(self.url("change", updated["_id"]))
+        return self.render(
+            request,
+            "admin/booking/session/form.html",
+            {
+                "title": gettext("Change session “%(name)s”") % {"name": session["name"]},
+                "form": form,
+                "session": session,
+                "counts": selectors.seat_counts(session["seats"]),
+                "box_office_form": box_office_form(session),
+            },
+            status=status,
+        )
+
+    def _seat_map_context(self, request, session: dict, checked=frozenset()) -> dict:
+        rows = session_rows(session, selectors.seat_owners(session), set(checked))
+        return {
+            "session": session,
+            "rows": rows,
+            "owners": owner_groups(rows),
+            "legend": category_legend(session["layout"]),
+            "counts": selectors.seat_counts(session["seats"]),
+            "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,
+            "now": timezone.now(),
+        }
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def seat_map(self, request, object_id):
+        """The live seat map. POST blocks or unblocks the ticked seats (house seats)."""
+        self.require(request, "view")
+        session = self._session(object_id)
+        status, error = 200, ""
+        checked = set(request.POST.getlist("seats"))
+        if request.method == "POST":
+            self.require(request, "change")
+            form = f.SeatSelectionForm(request.POST, seat_keys=_seat_keys(session))
+            if not form.is_valid():
+                status, error = 400, " ".join(str(e) for errs in form.errors.values() for e in errs)
+            else:
+                block = form.cleaned_data["action"] == "block"
+                try:
+                    count = session_service.set_blocked(session["_id"], form.coordinates(), block)
+                except BookingError as exc:
+                    status, error = 409, exc.message
+                else:
+                    what = "Blocked" if block else "Released"
+                    seats = ", ".join(form.cleaned_data["seats"])
+                    self.log(
+                        request,
+                        CHANGE,
+                        session["_id"],
+                        session_label(session),
+                        f"{what} {count} seat{'s' if count != 1 else ''} ({seats}).",
+                    )
+                    if block:
+                        shown = ngettext(
+                            "Blocked %(count)d seat (house seats, not for sale).",
+                            "Blocked %(count)d seats (house seats, not for sale).",
+                            count,
+                        )
+                    else:
+                        shown = ngettext(
+                            "Released %(count)d seat (on sale again).",
+                            "Released %(count)d seats (on sale again).",
+                            count,
+                        )
+                    messages.success(request, shown % {"count": count})
+                    return HttpResponseRedirect(self.url("seats", session["_id"]))
+            session = self._session(object_id)
+        context = {
+            "title": gettext("Seat map: %(name)s") % {"name": session["name"]},
+            "error": error,
+            **self._seat_map_context(request, session, checked),
+        }
+        return self.render(request, "admin/booking/session/seatmap.html", context, status=status)
+
+    def seat_map_partial(self, request, object_id):
+        """htmx poll: the map again, keeping the seats staff have ticked (sent along)."""
+        self.require(request, "view")
+        session = self._session(object_id)
+        context = self._seat_map_context(request, session, request.GET.getlist("seats"))
+        return TemplateResponse(request, "admin/booking/session/_live_map.html", context)
+
+    @method_decorator(require_POST)
+    def refresh_map(self, request, object_id):
+        self.require(request, "change")
+        session = self._session(object_id)
+        try:
+            updated = session_service.refresh_seat_map(session["_id"])
+        except BookingError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(self.url("change", session["_id"]))
+        self.log(
+            request,
+            CHANGE,
+            session["_id"],
+            session_label(session),
+            f"Copied the theater's current seat map ({updated['seatsTotal']} seats).",
+        )
+        messages.success(
+            request,
+            gettext("The seat map now matches the theater (%(seatsTotal)s seats).")
+            % {"seatsTotal": updated["seatsTotal"]},
+        )
+        return HttpResponseRedirect(self.url("seats", session["_id"]))
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def sale_window(self, request, object_id):
+        """Draft or published, the on-sale and off-sale times, a members' presale with its code."""
+        self.require(request, "view")
+        session = self._session(object_id)
+        local = {k: timezone.localtime(session[k]) if session.get(k) else None for k in ("saleOpens", "saleCloses")}
+        presale = session.get("presale")
+        initial = {
+            "published": "0" if session.get("status") == SessionStatus.DRAFT else "1",
+            "sale_opens": local["saleOpens"],
+            "sale_closes": local["saleCloses"],
+            "presale_opens": timezone.localtime(presale["opens"]) if presale else None,
+        }
+        form = f.SaleWindowForm(bound(request), initial=initial, start=session["start"], has_code=bool(presale))
+        status = 200
+        if request.method == "POST":
+            self.require(request, "change")
+            status = 400
+            if form.is_valid():
+                data = form.cleaned_data
+                try:
+                    updated = session_service.set_sale_window(
+                        session["_id"],
+                        published=data["published"],
+                        sale_opens=data["sale_opens"],
+                        sale_closes=data["sale_closes"],
+                        presale_opens=data["presale_opens"],
+                        presale_code=data["presale_code"],
+                    )
+                except InvalidRequest as exc:
+                    f.add_field_errors(form, exc)
+                except BookingError as exc:
+                    status = 409
+                    form.add_error(None, exc.message)
+                else:
+                    what = "published" if data["published"] else "draft"
+                    note = f"Sale window: {what}, on sale {data['sale_opens'] or 'when published'}, "
+                    note += f"off sale {data['sale_closes'] or 'at the start'}"
+                    note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
+                    note += " (new access code)" if data["presale_code"] else ""
+                    self.log(request, CHANGE, updated["_id"], session_label(updated), note + ".")
+                    messages.success(
+                        request, gettext("The sale window of “%(name)s” was saved.") % {"name": updated["name"]}
+                    )
+                    return HttpResponseRedirect(self.url("sale_window", updated["_id"]))
+        return self.render(
+            request,
+            "admin/booking/session/sale_window.html",
+            {
+                "title": gettext("Sale window of “%(name)s”") % {"name": session["name"]},
+                "form": form,
+                "session": session,
+            },
+            status=status,
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def session_cancel(self, request, object_id):
+        """Cancel a session. Staff need the delete permission: it ends the session for good."""
+        self.require(request, "delete")
+        session = self._session(object_id)
+        paid = selectors.paid_order_count(session["_id"])
+        form = f.CancelSessionForm(bound(request))
+        status = 200
+        if request.method == "POST" and form.is_valid():
+            if session.get("status") == SessionStatus.CANCELED:
+                messages.info(request, gettext("This session was already canceled."))
+                return HttpResponseRedirect(self.url("change", session["_id"]))
+            try:
+                canceled = session_service.cancel_session(
+                    session["_id"], cancel_orders=form.cleaned_data["cancel_orders"], by=request.user.get_username()
+                )
+            except BookingError as exc:
+                status = 409
+                form.add_error("cancel_orders", exc.message)
+            else:
+                note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
+                self.log(request, CHANGE, session["_id"], session_label(session), f"Canceled the session{note}.")
+                shown = ngettext(
+                    "“%(name)s” was canceled; its %(count)d paid order is being refunded.",
+                    "“%(name)s” was canceled; its %(count)d paid orders are being refunded.",
+                    canceled,
+                )
+                messages.success(
+                    request,
+                    (shown if canceled else gettext("“%(name)s” was canceled."))
+                    % {"name": session["name"], "count": canceled},
+                )
+                if canceled:  # the worker refunds them: its progress is on the cancel page
+                    return HttpResponseRedirect(self.url("cancel", session["_id"]))
+                return HttpResponseRedirect(self.url("change", session["_id"]))
+        return self.render(
+            request,
+            "admin/booking/session/cancel.html",
+            {
+                "title": gettext("Cancel “%(name)s”?") % {"name": session["name"]},
+                "session": session,
+                "paid": paid,
+                "holds": len(session.get("reservations", [])),
+                "form": form,
+                "progress": session_cancel.progress(session),  # its orders, refunded by the worker
+            },
+            status=status,
+        )
+
+
+def _seat_keys(session: dict) -> list[str]:
+    return [
+        f"{r}:{c}" for r, row in enumerate(session["layout"]["rows"]) for c, cell in enumerate(row["cells"]) if cell
+    ]

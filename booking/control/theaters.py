@@ -1,0 +1,273 @@
+"""Theaters in the admin: list, layout editor with live preview, JSON import/export, delete."""
+
+import json
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
+from django.views.decorators.http import require_http_methods, require_POST
+
+from booking.control import forms as f
+from booking.control import selectors
+from booking.control.base import ADDITION, CHANGE, DELETION, MongoModelAdmin
+from booking.control.offers import TicketTypesAdminMixin
+from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
+from booking.control.seat_chart import category_legend, grid_error_context, layout_rows
+from booking.control.sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
+from booking.core.errors import BookingError
+from booking.venues import theaters as theater_service
+from booking.venues.layouts import layout_to_grid, parse_grid, seat_count
+
+EXAMPLE_CATEGORIES = [
+    {"code": "s", "name": "Stalls", "color": "#3b82f6"},
+    {"code": "p", "name": "Premium", "color": "#a855f7"},
+]
+EXAMPLE_GRID = "A: ssss.ssss\nB: sspp.ppss\nC: Ssss.sssS\n"
+
+
+class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin):
+    routes = [
+        ("<str:object_id>/ticket-types/", "ticket_types", "ticket_types"),  # control/offers.py
+        ("", "theater_list", "changelist"),
+        ("add/", "theater_add", "add"),
+        ("preview/", "layout_preview", "preview"),
+        ("import/", "layout_import", "import"),
+        ("<str:object_id>/change/", "theater_change", "change"),
+        ("<str:object_id>/delete/", "theater_delete", "delete"),
+        ("<str:object_id>/export/", "layout_export", "export"),
+        *THEATER_ROUTES,  # VAT rates (payments)
+        *SECTIONED_ROUTES,  # stadiums drawn and edited in the admin (control/sectioned_venues.py)
+    ]
+
+    def theater_list(self, request):
+        self.require(request, "view")
+        return self.render(
+            request,
+            "admin/booking/theater/list.html",
+            {"title": gettext("Theaters"), "theaters": selectors.theaters_with_session_counts()},
+        )
+
+    @staticmethod
+    def _bind(request, initial: dict, categories: list[dict]):
+        data = request.POST if request.method == "POST" else None
+        form = f.TheaterForm(data, initial=initial)
+        formset = f.CategoryFormSet(data, initial=f.category_initial(categories), prefix="cat")
+        return form, formset
+
+    @staticmethod
+    def _layout(form, formset) -> dict | None:
+        """The layout drawn in the editor, or None with errors on the forms."""
+        if not (formset.is_valid() and form.is_valid()):
+            return None
+        categories = f.categories_from(formset)
+        if not categories:
+            form.add_error(None, "Give at least one seat category (a letter and a name).")
+            return None
+        return form.clean_with(categories)
+
+    def _editor(self, request, form, formset, layout, *, title, theater=None, status=200):
+        return self.render(
+            request,
+            "admin/booking/theater/form.html",
+            {
+                "title": title,
+                "form": form,
+                "formset": formset,
+                "theater": theater,
+                "preview": preview_context(form, layout),
+                "sessions": selectors.sessions_of_theater(theater["_id"]) if theater else [],
+                "vat_form": vat_form(theater) if theater and "layout" in theater else None,
+            },
+            status=status,
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def theater_add(self, request):
+        self.require(request, "add")
+        form, formset = self._bind(request, {"grid": EXAMPLE_GRID}, EXAMPLE_CATEGORIES)
+        if request.method == "POST":
+            layout = self._layout(form, formset)
+            if layout is not None:
+                try:
+                    theater = theater_service.create_theater(
+                        form.cleaned_data["name"], layout, name_de=form.cleaned_data.get("name_de", "")
+                    )
+                except BookingError as exc:
+                    form.add_error("name", exc.message)
+                else:
+                    self.log(
+                        request,
+                        ADDITION,
+                        theater["_id"],
+                        theater["name"],
+                        f"Created theater with {theater['seatCount']} seats.",
+                    )
+                    messages.success(
+                        request,
+                        gettext("Theater “%(name)s” was created with %(seats)s seats.")
+                        % {"name": theater["name"], "seats": theater["seatCount"]},
+                    )
+                    return HttpResponseRedirect(self.url("change", theater["_id"]))
+            return self._editor(request, form, formset, layout, title=gettext("Add theater"), status=400)
+        example = parse_grid(EXAMPLE_GRID, EXAMPLE_CATEGORIES)
+        return self._editor(request, form, formset, example, title=gettext("Add theater"))
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def theater_change(self, request, object_id):
+        self.require(request, "view")
+        theater = selectors_get_theater(self.document_id(object_id))
+        if theater is None:
+            return self._missing(request)
+        if "layout" not in theater:  # a sectioned venue (a stadium): its own editor
+            return HttpResponseRedirect(self.url("sections", theater["_id"]))
+        layout = theater["layout"]
+        form, formset = self._bind(
+            request,
+            {"name": theater["name"], "name_de": theater.get("nameDe", ""), "grid": layout_to_grid(layout)},
+            layout["categories"],
+        )
+        if request.method == "POST":
+            self.require(request, "change")
+            new_layout = self._layout(form, formset)
+            if new_layout is not None:
+                try:
+                    updated = theater_service.update_theater(
+                        theater["_id"],
+                        form.cleaned_data["name"],
+                        new_layout,
+                        name_de=form.cleaned_data.get("name_de", ""),
+                    )
+                except BookingError as exc:
+                    form.add_error(None, exc.message)
+                else:
+                    self.log(
+                        request,
+                        CHANGE,
+                        updated["_id"],
+                        updated["name"],
+                        f"Changed name/layout ({updated['seatCount']} seats).",
+                    )
+                    messages.success(
+                        request,
+                        gettext("Theater “%(name)s” was saved. Sessions already created keep their seat map.")
+                        % {"name": updated["name"]},
+                    )
+                    return HttpResponseRedirect(self.url("change", updated["_id"]))
+            return self._editor(
+                request,
+                form,
+                formset,
+                new_layout,
+                title=f"Change theater “{theater['name']}”",
+                theater=theater,
+                status=400,
+            )
+        return self._editor(
+            request, form, formset, layout, title=f"Change theater “{theater['name']}”", theater=theater
+        )
+
+    @method_decorator(require_POST)
+    def layout_preview(self, request):
+        """htmx: the seat map the editor's current text would make (nothing is stored)."""
+        if not (self.has_add_permission(request) or self.has_change_permission(request)):
+            self.require(request, "change")
+        form, formset = self._bind(request, {}, [])
+        layout = self._layout(form, formset)
+        return TemplateResponse(
+            request, "admin/booking/theater/_preview.html", {"preview": preview_context(form, layout)}
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def theater_delete(self, request, object_id):
+        self.require(request, "delete")
+        theater = selectors_get_theater(self.document_id(object_id))
+        if theater is None:
+            return self._missing(request)
+        sessions = selectors.sessions_of_theater(theater["_id"])
+        status, error = 200, ""
+        if request.method == "POST":
+            try:
+                theater_service.delete_theater(theater["_id"])
+            except BookingError as exc:
+                status, error = 409, exc.message
+            else:
+                self.log(request, DELETION, theater["_id"], theater["name"], "Deleted theater.")
+                messages.success(request, gettext("Theater “%(name)s” was deleted.") % {"name": theater["name"]})
+                return HttpResponseRedirect(self.url("changelist"))
+        return self.render(
+            request,
+            "admin/booking/theater/delete.html",
+            {"title": gettext("Delete theater?"), "theater": theater, "sessions": sessions, "error": error},
+            status=status,
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def layout_import(self, request):
+        self.require(request, "add")
+        form = f.LayoutImportForm(*((request.POST, request.FILES) if request.method == "POST" else ()))
+        if request.method == "POST" and form.is_valid():
+            try:
+                if "sections" in form.cleaned_data:  # a sectioned venue (a stadium)
+                    sections = form.cleaned_data["sections"]
+                    theater = theater_service.create_sectioned_theater(
+                        form.cleaned_data["name"], sections, name_de=form.cleaned_data["name_de"]
+                    )
+                else:
+                    theater = theater_service.create_theater(
+                        form.cleaned_data["name"], form.cleaned_data["layout"], name_de=form.cleaned_data["name_de"]
+                    )
+            except BookingError as exc:
+                form.add_error("name", exc.message)
+            else:
+                self.log(
+                    request,
+                    ADDITION,
+                    theater["_id"],
+                    theater["name"],
+                    f"Imported layout from JSON ({theater['seatCount']} seats).",
+                )
+                messages.success(
+                    request,
+                    gettext("Theater “%(name)s” was imported with %(seats)s seats.")
+                    % {"name": theater["name"], "seats": theater["seatCount"]},
+                )
+                return HttpResponseRedirect(self.url("change", theater["_id"]))
+        status = 400 if request.method == "POST" else 200
+        return self.render(
+            request,
+            "admin/booking/theater/import.html",
+            {"title": gettext("Import a theater layout"), "form": form},
+            status=status,
+        )
+
+    def layout_export(self, request, object_id):
+        self.require(request, "view")
+        theater = selectors_get_theater(self.document_id(object_id))
+        if theater is None:
+            return self._missing(request)
+        shape = {"layout": theater["layout"]} if "layout" in theater else {"sections": theater.get("sections", [])}
+        german = {"nameDe": theater["nameDe"]} if theater.get("nameDe") else {}
+        body = json.dumps({"name": theater["name"], **german, **shape}, indent=2, ensure_ascii=False)
+        response = HttpResponse(body, content_type="application/json; charset=utf-8")
+        slug = "".join(ch if ch.isalnum() else "-" for ch in theater["name"].lower()).strip("-") or "theater"
+        response["Content-Disposition"] = f'attachment; filename="{slug}-layout.json"'
+        return response
+
+    def _missing(self, request):
+        raise Http404("That theater does not exist (any more).")
+
+
+def selectors_get_theater(theater_id):
+    return selectors.get_theater(theater_id)
+
+
+def preview_context(form, layout: dict | None) -> dict:
+    """What the preview beside the editor shows: the seat map, or what is wrong and where."""
+    if layout is not None:
+        return {"rows": layout_rows(layout), "legend": category_legend(layout), "seats": seat_count(layout)}
+    exc = getattr(form, "layout_error", None)
+    where = grid_error_context(form.data.get("grid", ""), exc.details["row"], exc.details["column"]) if exc else None
+    errors = [e for errs in form.errors.values() for e in errs]
+    return {"rows": [], "errors": errors or ["Check the categories on the left."], "where": where}

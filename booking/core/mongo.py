@@ -1,0 +1,372 @@
+"""The one place that knows how to reach MongoDB.
+
+One MongoClient per process, created lazily. gunicorn and Celery prefork workers fork after
+import, and a pymongo client must not cross a fork, so the client remembers the pid that made it
+and a child process builds its own.
+"""
+
+import os
+import threading
+from urllib.parse import parse_qs, urlsplit
+
+from django.conf import settings
+from pymongo import MongoClient
+from pymongo.database import Database
+from pymongo.errors import OperationFailure
+
+from booking.core.domain import MailState, OrderState
+
+_lock = threading.Lock()
+_client: MongoClient | None = None
+_client_pid: int | None = None
+_listeners: list = []  # pymongo command listeners (command counting in tests and the benchmark)
+
+if os.environ.get("BOOKING_MONGO_MONITOR"):  # opt-in, for the benchmark: see booking/core/command_monitor.py
+    from booking.core.command_monitor import enabled as _monitor_enabled
+    from booking.core.command_monitor import monitor as _request_monitor
+
+    if _monitor_enabled():
+        _listeners.append(_request_monitor)
+
+
+def get_client() -> MongoClient:
+    global _client, _client_pid
+    pid = os.getpid()
+    if _client is not None and _client_pid == pid:
+        return _client
+    with _lock:
+        if _client is None or _client_pid != pid:
+            _client = MongoClient(
+                settings.MONGODB_URI,
+                serverSelectionTimeoutMS=settings.MONGODB_TIMEOUT_MS,
+                connectTimeoutMS=settings.MONGODB_TIMEOUT_MS,
+                tz_aware=True,
+                connect=False,
+                event_listeners=list(_listeners),
+                **write_concern_options(settings.MONGODB_URI),
+            )
+            _client_pid = pid
+    return _client
+
+
+def write_concern_options(uri: str) -> dict:
+    """Majority write concern on a replica set (or an SRV cluster), unless the URI names its own
+    ``w``: an acknowledged hold or sale must survive a failover, or a seat could be sold twice."""
+    options = {key.lower() for key in parse_qs(urlsplit(uri).query)}  # URI options ignore case
+    if "w" in options:
+        return {}
+    if "replicaset" in options or uri.startswith("mongodb+srv://"):
+        return {"w": "majority"}
+    return {}
+
+
+def close_client() -> None:
+    """Forget the client (tests switch databases; a forked child drops the parent's)."""
+    global _client, _client_pid
+    with _lock:
+        if _client is not None and _client_pid == os.getpid():
+            _client.close()
+        _client = None
+        _client_pid = None
+
+
+def add_listener(listener) -> None:
+    """Watch every command this process sends from now on (the client is rebuilt to take it)."""
+    _listeners.append(listener)
+    close_client()
+
+
+def remove_listener(listener) -> None:
+    _listeners.remove(listener)
+    close_client()
+
+
+def _forget_after_fork() -> None:
+    # The parent's sockets belong to the parent; never close them from the child.
+    global _client, _client_pid
+    _client = None
+    _client_pid = None
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def get_db() -> Database:
+    return get_client()[settings.MONGODB_DB]
+
+
+def theaters():
+    return get_db()["theaters"]
+
+
+def sessions():
+    return get_db()["sessions"]
+
+
+def carts():
+    return get_db()["carts"]
+
+
+def orders():
+    return get_db()["orders"]
+
+
+def promo_codes():
+    return get_db()["promo_codes"]
+
+
+def checkin_conflicts():
+    return get_db()["checkin_conflicts"]
+
+
+def session_sales():
+    """The reports' per-session sales summaries (booking/reports/summaries.py)."""
+    return get_db()["session_sales"]
+
+
+# --- scale: the per-client held-seats limit's documents, one per client address,
+# read and written by _id only (sales/client_holds.py): no index but _id's
+def client_holds():
+    return get_db()["client_holds"]
+
+
+def listings():
+    """What's on, one document per session (sales/listings.py)."""
+    return get_db()["listings"]
+
+
+def performances():
+    """A sectioned performance's section ids, by performanceId (venues/performance_index.py)."""
+    return get_db()["performances"]
+
+
+# Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
+# once a minute after their date); the indexes that carry the dates are declared below.
+DAY = 86_400
+
+# The shard key of every collection, chosen per access pattern (docs/architecture.md, "Shard
+# keys"): every command of the hot paths names it (booking/tests/core/test_shard_keys.py). Nothing
+# here shards anything: an operator runs sh.shardCollection with these (docs/deploy.md).
+SHARD_KEYS: dict[str, dict[str, str | int]] = {
+    "theaters": {"_id": "hashed"},
+    "sessions": {"_id": "hashed"},
+    "carts": {"owner": "hashed"},
+    "orders": {"ref": 1},  # ranged: the reference is random, and its unique index must be the shard key
+    "checkin_conflicts": {"scanId": 1},  # ranged: random scan ids, and the unique index is the key's
+    "promo_codes": {"code": 1},  # ranged: redeemed by its code, and the unique index is the key's
+    "session_sales": {"_id": "hashed"},  # the reports: read and written by session id
+    # scale: one document per client address, addressed by _id alone
+    "client_holds": {"_id": "hashed"},
+    # Q1 what's on (sales/listings.py): ranged on start, so a range of dates reaches only the
+    # shards owning them; new listings land on the last chunk, at the rate staff publish shows
+    "listings": {"start": 1},
+    # the stadium performance page (venues/performance_index.py): read by _id (the performanceId)
+    "performances": {"_id": "hashed"},
+}
+
+# The collections whose indexes ensure_indexes owns: an index there that it no longer declares
+# (renamed, retired: the seed's ticket_code, ...) is dropped.
+OWNED_COLLECTIONS = (
+    "theaters",
+    "sessions",
+    "carts",
+    "orders",
+    "checkin_conflicts",
+    "promo_codes",
+    "session_sales",
+    "listings",
+    "performances",
+)
+
+
+def _index(collection, keys, *, name: str, **options) -> str:
+    """Create one index; an index of that name or those keys with other keys or options (sparse
+    turned partial, a retention changed) is dropped first and made again."""
+    try:
+        return collection.create_index(keys, name=name, **options)
+    except OperationFailure as exc:
+        if exc.code not in (85, 86):  # IndexOptionsConflict, IndexKeySpecsConflict
+            raise
+    wanted = list(keys)
+    for existing, spec in collection.index_information().items():
+        if existing != "_id_" and (existing == name or list(spec["key"]) == wanted):
+            collection.drop_index(existing)
+    return collection.create_index(keys, name=name, **options)
+
+
+def ensure_indexes() -> list[str]:
+    """Create every index the access patterns need and drop the ones no longer declared (in the
+    collections listed in OWNED_COLLECTIONS); returns the declared names.
+
+    booking/tests/core/test_query_audit.py checks every command shape the app sends against these.
+    """
+    created = []
+    created.append(_index(theaters(), [("name", 1), ("_id", 1)], name="name_id"))  # the staff list's order
+    # _id last: what's on sorts by (start, _id), so that equal starts come in one order, and these
+    # serve that sort (an index on start alone would leave a sort in memory of every match)
+    created.append(_index(sessions(), [("start", 1), ("_id", 1)], name="start_id"))
+    created.append(_index(sessions(), [("theaterId", 1), ("start", 1), ("_id", 1)], name="theater_start_id"))
+    created.append(_index(sessions(), [("reservations._id", 1)], name="reservation_cart"))
+    created.append(
+        _index(sessions(), [("performanceId", 1), ("section.index", 1)], name="performance_sections", sparse=True)
+    )
+    # sessions whose listing is behind (sales/listings.py): reconcile's work list, empty but
+    # for a crash between a session write and its listing's
+    created.append(
+        _index(sessions(), [("listingDue", 1)], name="listing_due", partialFilterExpression={"listingDue": True})
+    )
+    # Q1 what's on: by start, or by theater and start, _id last as in the sessions' indexes
+    created.append(_index(listings(), [("start", 1), ("_id", 1)], name="start_id"))
+    created.append(_index(listings(), [("theaterId", 1), ("start", 1), ("_id", 1)], name="theater_start_id"))
+    # a listing goes a day after its show started (what's on lists upcoming shows only)
+    created.append(_index(listings(), [("start", 1)], name="start_ttl", expireAfterSeconds=DAY))
+    # a sectioned performance's section ids go when its sections' orders would (no index but
+    # this and _id's: read by _id only)
+    created.append(_index(performances(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
+    # the waiting room: the sessions of a queue (booking/sales/waiting_room.py)
+    created.append(_index(sessions(), [("waitingRoom.queueId", 1)], name="waiting_room", sparse=True))
+    # sessions whose seat grid is still there, by end: the compaction task's work list (the ones
+    # compacted leave the index)
+    created.append(
+        _index(sessions(), [("end", 1)], name="grid_by_end", partialFilterExpression={"seats": {"$exists": True}})
+    )
+    # a compacted session goes when its orders go (sales/retention.py)
+    created.append(_index(sessions(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
+    created.append(_index(carts(), [("state", 1), ("expiresAt", 1)], name="state_expires"))
+    created.append(_index(carts(), [("owner", 1), ("state", 1)], name="owner_state"))
+    # (no index by client: the per-client held-seats limit counts on client_holds by _id)
+    # the staff lists: carts of a state, and of every state, newest first
+    created.append(_index(carts(), [("state", 1), ("createdOn", -1), ("_id", -1)], name="state_newest"))
+    created.append(_index(carts(), [("createdOn", -1), ("_id", -1)], name="newest"))
+    retention = settings.BOOKING_CART_RETENTION_DAYS * DAY
+    created.append(_index(carts(), [("endedOn", 1)], name="ended_ttl", expireAfterSeconds=retention))
+    # reconcile: promo-code uses a crash left half given back (sales/promos.finish_give_backs)
+    created.append(
+        _index(
+            carts(),
+            [("promo.released", 1), ("state", 1)],
+            name="promo_give_back",
+            partialFilterExpression={"promo.codeId": {"$exists": True}},
+        )
+    )
+    created.append(_index(orders(), [("ref", 1)], unique=True, name="ref_unique"))
+    # unique on a replica set; a collection sharded on ref cannot have a second unique index, and
+    # there a cart's one order rests on the cart's orderRef alone (sales/checkout.py)
+    created.append(_index(orders(), [("cartId", 1)], unique=not settings.MONGODB_SHARDED, name="cart_unique"))
+    created.append(_index(orders(), [("email", 1)], name="email"))
+    # the staff search by name: an anchored prefix of a word of the name (booking/core/names.py)
+    created.append(_index(orders(), [("nameKeys", 1)], name="name_prefix"))
+    created.append(_index(orders(), [("createdOn", -1), ("_id", -1)], name="newest"))
+    # the staff order list's filters by state and by sales channel, newest first (control/order_filters.py;
+    # an online order has no channel: indexed as null)
+    created.append(_index(orders(), [("state", 1), ("createdOn", -1), ("_id", -1)], name="state_newest"))
+    created.append(_index(orders(), [("channel", 1), ("createdOn", -1), ("_id", -1)], name="channel_newest"))
+    given_away = {"method": "complimentary"}  # domain.COMPLIMENTARY_METHOD: tickets staff gave away
+    created.append(
+        _index(
+            orders(),
+            [("method", 1), ("createdOn", -1), ("_id", -1)],
+            name="complimentary_newest",
+            partialFilterExpression=given_away,
+        )
+    )
+    # mails still to send, and failed ones by their next round (a sent mail leaves both: years of
+    # orders stay out of the way); one partial index per state, each filter a plain equality
+    pending, failed = {"mail": MailState.PENDING}, {"mail": MailState.FAILED}
+    created.append(
+        _index(orders(), [("mail", 1), ("createdOn", 1)], name="mail_pending", partialFilterExpression=pending)
+    )
+    created.append(
+        _index(
+            orders(), [("mail", 1), ("mailRetryAt", 1), ("_id", 1)], name="mail_failed", partialFilterExpression=failed
+        )
+    )
+    created.append(_index(orders(), [("lines.sessionId", 1)], name="session"))
+    created.append(_index(orders(), [("lines.ticket", 1)], name="line_ticket"))  # door check-in finds a ticket
+    # canceled or failed orders whose seats are not given back yet (reconcile): a handful at most
+    created.append(
+        _index(orders(), [("state", 1)], name="release_pending", partialFilterExpression={"seatsReleased": False})
+    )
+    created.append(_index(orders(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0))
+    # payments (payments/flow.py, payments/refunds.py): the webhook's lookup and reconcile's queries
+    created.append(_index(orders(), [("payment.intent", 1)], name="payment_intent"))
+    created.append(_index(orders(), [("payment.previous.intent", 1)], name="payment_previous", sparse=True))
+    # reconcile's payment queries, each partial (a plain state index would also serve, and walk,
+    # every paid, expired or canceled order of the retention): pending orders by their window's
+    # end; expired/canceled card orders by payment status (one still open at the
+    # provider); canceled orders whose hold is not released yet
+    created.append(
+        _index(
+            orders(),
+            [("state", 1), ("payment.until", 1)],
+            name="pending_until",
+            partialFilterExpression={"state": OrderState.PENDING_PAYMENT},
+        )
+    )
+    created.append(
+        _index(
+            orders(),
+            [("state", 1), ("payment.status", 1)],
+            name="ended_card_status",
+            partialFilterExpression={
+                "method": "card",
+                "state": {"$in": [OrderState.EXPIRED, OrderState.CANCELED]},
+            },
+        )
+    )
+    created.append(
+        _index(orders(), [("state", 1)], name="hold_release_pending", partialFilterExpression={"holdReleased": False})
+    )
+    for flag in ("settling", "refundDue", "noticeMail"):
+        created.append(_index(orders(), [(flag, 1)], name=flag, sparse=True))
+    # staff changes (sales/exchanges.py, notifications/change_notices.py, sales/session_cancel.py): open exchanges,
+    # seats an exchange took, notices not sent yet, session cancellations under way
+    created.append(_index(orders(), [("exchangeOpen", 1)], name="exchange_open", sparse=True))
+    created.append(_index(orders(), [("exchangedLines.ticket", 1)], name="exchanged_ticket", sparse=True))
+    created.append(_index(sessions(), [("exchangeHolds._id", 1)], name="exchange_holds", sparse=True))
+    created.append(_index(orders(), [("changeNotices.state", 1)], name="change_notices", sparse=True))
+    created.append(_index(sessions(), [("cancelRun.state", 1)], name="cancel_run", sparse=True))
+    # door check-in of refunded tickets (sales/checkin.py): they are refused, also offline
+    created.append(_index(orders(), [("refundedLines.ticket", 1)], name="refunded_ticket", sparse=True))
+    created.append(_index(orders(), [("refundedLines.sessionId", 1)], name="refunded_session", sparse=True))
+    # ... and of tickets replaced by an exchange (an offline door says "replaced: new seat X")
+    created.append(_index(orders(), [("exchangedLines.sessionId", 1)], name="exchanged_session", sparse=True))
+    # a sectioned performance's details change not yet in every section (venues/performances.py)
+    created.append(_index(sessions(), [("detailsChange.open", 1)], name="details_change_open", sparse=True))
+    # door check-in (sales/checkin.py): a scope's conflicts, newest first; one per offline scan
+    created.append(
+        checkin_conflicts().create_index([("scopeId", 1), ("reportedOn", -1), ("_id", -1)], name="scope_reported_id")
+    )
+    created.append(checkin_conflicts().create_index([("scanId", 1)], unique=True, name="scan_unique"))
+    # promo codes (sales/promos.py): redeemed by their text; a voucher batch exported by batch;
+    # the staff list: codes without a batch ({batch: null}) newest first, and the batches
+    created.append(promo_codes().create_index([("code", 1)], unique=True, name="code_unique"))
+    batch_keys = [("batch", 1), ("createdOn", -1), ("_id", -1)]
+    created.append(promo_codes().create_index(batch_keys, name="batch_created"))
+    created += _report_indexes()
+    # --- scale: an address's held-seats document goes once its last hold has ended
+    # (sales/client_holds.py); read and written by _id only
+    created.append(_index(client_holds(), [("until", 1)], name="until_ttl", expireAfterSeconds=0))
+    _drop_undeclared(set(created))
+    return created
+
+
+def _report_indexes() -> list[str]:
+    """The sales reports' summaries (booking/reports/summaries.py): the orders marked for a
+    session's summary (a handful between two refreshes: a sparse index, an order leaves it when its
+    marks are pulled), and the summaries' retention (they go with their session)."""
+    return [
+        _index(orders(), [("reportStale.s", 1)], name="report_stale", sparse=True),
+        _index(session_sales(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),
+    ]
+
+
+def _drop_undeclared(declared: set[str]) -> None:
+    db = get_db()
+    existing = set(db.list_collection_names())
+    for name in OWNED_COLLECTIONS:
+        if name not in existing:
+            continue
+        for index in db[name].index_information():
+            if index != "_id_" and index not in declared:
+                db[name].drop_index(index)

@@ -1,0 +1,1 @@
+"""Notifications: every mail the product sends (confirmations, change, payment and reservation notices)."""

@@ -1,0 +1,274 @@
+"""The e-mail a customer gets when staff change or cancel their booking (an exchange, canceled
+tickets, a canceled performance), with the tickets still valid attached as a PDF (and the receipt).
+
+Idempotent like the confirmation mail (notifications/confirmations.py): the notice is stored on the
+order *in the same write as the change* (``changeNotices: [{_id, kind, ref, state: "pending",
+createdOn}]``), so no change can happen without its mail being due; the worker claims a notice
+(``claimedUntil``, a conditional update) before sending and marks it ``sent`` right after, so a
+task queued twice sends one mail. A mail server that is away: the task retries with backoff;
+reconcile queues notices still pending after a while (Redis down, a worker killed). A refusal
+for good marks the notice ``failed`` (shown on the order page).
+"""
+
+import io
+import logging
+import secrets
+from datetime import timedelta
+
+from bson import ObjectId
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
+from booking.core import clock, faults, mongo
+from booking.core.domain import SEAT_OWNING_ORDER_STATES
+from booking.core.formatting import format_money_code, mail_time
+from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
+from booking.notifications.confirmations import MailServerUnavailable, address_problem, is_permanent
+
+logger = logging.getLogger("booking.change_notices")
+
+EXCHANGE = "exchange"
+EXCHANGE_PAYMENT = "exchange_payment"  # the customer is asked to pay a dearer exchange's difference
+CANCEL = "cancel"
+SESSION_CANCELED = "session_canceled"
+RESERVATION = "reservation"  # "reserve now, pay at the box office": what, how much, by when, where
+RESERVATION_LAPSED = "reservation_lapsed"  # ... nobody paid by the deadline: the seats went back
+PENDING = "pending"
+SENT = "sent"
+FAILED = "failed"
+CLAIM_SECONDS = 120
+
+
+def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None) -> dict:
+    """A notice to push onto the order in the write that makes the change. ``ref``: the exchange
+    or (first) refund it tells of; ``refunds``: every refund of that change."""
+    notice = {"_id": f"n{secrets.token_hex(6)}", "kind": kind, "ref": ref, "state": PENDING, "createdOn": clock.now()}
+    if refunds:
+        notice["refunds"] = refunds
+    return notice
+
+
+def queue(order_id: ObjectId) -> bool:
+    """Queue the order's pending notices for the worker; False when the broker is away (reconcile
+    queues them later)."""
+    from booking.sales.tasks import send_change_notices
+
+    try:
+        send_change_notices.apply_async(args=[str(order_id)], retry=True, retry_policy={"max_retries": 1})
+    except Exception as exc:  # noqa: BLE001 - any broker failure: reconcile queues it again
+        logger.warning("could not queue the change notice of order %s: %s", order_id, exc)
+        return False
+    return True
+
+
+def send_pending(order_id: ObjectId) -> list[str]:
+    """Send every pending notice of the order (each at most once). Returns what became of each.
+    Raises MailServerUnavailable when a later try may succeed (the task retries)."""
+    order = mongo.orders().find_one({"_id": order_id})
+    if order is None:
+        return []
+    outcomes = []
+    for notice in order.get("changeNotices", []):
+        if notice["state"] == PENDING:
+            outcomes.append(_send_one(order, notice))
+    return outcomes
+
+
+def _send_one(order: dict, notice: dict) -> str:
+    now = clock.now()
+    mine = {"_id": order["_id"], "ref": order["ref"]}
+    claimed = mongo.orders().update_one(
+        {
+            **mine,
+            "changeNotices": {
+                "$elemMatch": {"_id": notice["_id"], "state": PENDING, "claimedUntil": {"$not": {"$gt": now}}}
+            },
+        },
+        {
+            "$set": {
+                "changeNotices.$.claimedUntil": now + timedelta(seconds=CLAIM_SECONDS),
+                "changeNotices.$.triedOn": now,
+            }
+        },
+    )
+    if not claimed.modified_count:
+        return "busy"
+    problem = address_problem(order.get("email", ""))
+    if problem:
+        _mark(order, notice, FAILED, problem)
+        return FAILED
+    try:
+        message(order, notice).send()
+    except Exception as exc:  # noqa: BLE001 - sorted below: for good, or try again later
+        if isinstance(exc, UnicodeError) or is_permanent(exc):
+            _mark(order, notice, FAILED, str(exc)[:200])
+            return FAILED
+        mongo.orders().update_one(
+            {**mine, "changeNotices._id": notice["_id"]}, {"$unset": {"changeNotices.$.claimedUntil": ""}}
+        )
+        raise MailServerUnavailable(str(exc) or exc.__class__.__name__) from exc
+    faults.point("notice.after_send")
+    _mark(order, notice, SENT)
+    return SENT
+
+
+def _mark(order: dict, notice: dict, state: str, failure: str = "") -> None:
+    sets = {"changeNotices.$.state": state, "changeNotices.$.doneOn": clock.now()}
+    if failure:
+        sets["changeNotices.$.failure"] = failure
+    mongo.orders().update_one(
+        {
+            "_id": order["_id"],
+            "ref": order["ref"],
+            "changeNotices": {"$elemMatch": {"_id": notice["_id"], "state": PENDING}},
+        },
+        {"$set": sets, "$unset": {"changeNotices.$.claimedUntil": ""}},
+    )
+
+
+def requeue_pending(now=None) -> int:
+    """Reconcile: notices still pending a while after the change, with nobody sending them."""
+    now = now or clock.now()
+    stale = now - timedelta(seconds=settings.BOOKING_MAIL_REQUEUE_SECONDS)
+    queued = 0
+    for order in mongo.orders().find({"changeNotices.state": PENDING}, {"changeNotices": 1}).limit(200):
+        due = [
+            n
+            for n in order["changeNotices"]
+            if n["state"] == PENDING
+            and n["createdOn"] <= stale
+            and not (n.get("claimedUntil") and n["claimedUntil"] > now)
+        ]
+        if due:
+            if not queue(order["_id"]):
+                break
+            queued += 1
+    return queued
+
+
+# --- the message ---
+
+SUBJECTS = {  # translated when the mail is written, in the buyer's language
+    EXCHANGE: gettext_noop("Your booking %(ref)s has changed: new seats"),
+    EXCHANGE_PAYMENT: gettext_noop("Your booking %(ref)s: please pay the difference for your new seats"),
+    CANCEL: gettext_noop("Your booking %(ref)s: tickets canceled"),
+    SESSION_CANCELED: gettext_noop("Your booking %(ref)s: the performance is canceled"),
+    RESERVATION: gettext_noop("Your reservation %(ref)s: please pay at the box office"),
+    RESERVATION_LAPSED: gettext_noop("Your reservation %(ref)s has lapsed"),
+}
+TEMPLATES = {RESERVATION: "booking/email/reservation", RESERVATION_LAPSED: "booking/email/reservation"}
+
+
+def _describe(order: dict, notice: dict) -> dict:
+    """What changed, in the words of the mail."""
+    currency = order.get("currency", settings.BOOKING_CURRENCY)
+    context: dict = {"kind": notice["kind"]}
+    if notice["kind"] in (RESERVATION, RESERVATION_LAPSED):
+        from booking.notifications.reservation_notices import reservation_context
+
+        return {**context, **reservation_context(order)}
+    if notice["kind"] in (EXCHANGE, EXCHANGE_PAYMENT):
+        record = next((x for x in order.get("exchanges", []) if x["_id"] == notice["ref"]), None) or {}
+        context["moved"] = [
+            {"old": f"{o['row']}{o['seat']}", "new": f"{n['row']}{n['seat']}"}
+            for o, n in zip(record.get("old", []), record.get("new", []), strict=False)
+        ]
+        difference = record.get("difference", 0)
+        context["refunded"] = format_money_code(-difference, currency) if difference < 0 else ""
+        context["paid_more"] = format_money_code(difference, currency) if difference > 0 else ""
+        context["online"] = bool(record.get("paidDifference") or record.get("payment"))
+        until = (record.get("payment") or {}).get("until")
+        context["pay_until"] = mail_time(until) if until else ""
+    else:
+        ids = set(notice.get("refunds") or [notice["ref"]])
+        mine = [r for r in order.get("refunds", []) if r["_id"] in ids]
+        refund = mine[0] if mine else {}
+        lines = [line for line in order.get("refundedLines", []) if line["ticket"] in set(refund.get("tickets", []))]
+        if not mine:  # a reservation nobody paid, called off: all its seats
+            lines = order.get("lines", [])
+            context["reason"] = order.get("cancelReason", "")
+        context["canceled"] = [f"{line['row']}{line['seat']}" for line in lines]
+        context["refunded"] = format_money_code(sum(r["amount"] for r in mine), currency) if mine else ""
+        context["reason"] = refund.get("reason", "") or context.get("reason", "")
+    return context
+
+
+def message(order: dict, notice: dict) -> EmailMultiAlternatives:
+    """The notice in the language the buyer checked out in (as the confirmation)."""
+    from booking.notifications.confirmations import order_language
+
+    with translation.override(order_language(order)):
+        return _message(order, notice)
+
+
+def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
+    from booking.notifications.confirmations import confirmation_context
+
+    valid = order["state"] in SEAT_OWNING_ORDER_STATES and bool(order.get("lines"))
+    context = {**confirmation_context(order), **_describe(order, notice), "still_valid": valid}
+    subject = _(SUBJECTS[notice["kind"]]) % {"ref": order["ref"]}
+    template = TEMPLATES.get(notice["kind"], "booking/email/order_changed")
+    mail = EmailMultiAlternatives(
+        subject=subject,
+        body=render_to_string(f"{template}.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[order["email"]],
+    )
+    mail.attach_alternative(render_to_string(f"{template}.html", context), "text/html")
+    if valid:
+        mail.attach(f"tickets-{order['ref']}.pdf", tickets_pdf(order), "application/pdf")
+    if order.get("paidWith"):
+        from booking.payments.pdf import receipt_pdf
+
+        mail.attach(f"receipt-{order['ref']}.pdf", receipt_pdf(order), "application/pdf")
+    return mail
+
+
+def tickets_pdf(order: dict) -> bytes:
+    """The tickets still valid, one per page, each with its QR code (ReportLab draws it)."""
+    from reportlab.graphics import renderPDF
+    from reportlab.graphics.barcode.qr import QrCodeWidget
+    from reportlab.graphics.shapes import Drawing
+    from reportlab.lib.pagesizes import A6
+    from reportlab.lib.units import mm
+    from reportlab.lib.utils import simpleSplit
+    from reportlab.pdfgen import canvas
+
+    out = io.BytesIO()
+    pdf = canvas.Canvas(out, pagesize=A6)
+    pdf.setTitle(f"Tickets {order['ref']}")
+    width, height = A6
+    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    for line in order.get("lines", []):
+        session = sessions.get(line["sessionId"], {})
+        pdf.setFont("Helvetica-Bold", 13)
+        pdf.drawString(10 * mm, height - 15 * mm, (localized(session, "name") or _("Performance"))[:40])
+        pdf.setFont("Helvetica", 10)
+        pdf.drawString(10 * mm, height - 22 * mm, mail_time(session["start"]) if session.get("start") else "")
+        pdf.drawString(10 * mm, height - 28 * mm, localized(session, "theaterName")[:50])  # in German too
+        pdf.setFont("Helvetica-Bold", 12)
+        pdf.drawString(
+            10 * mm, height - 37 * mm, _("Row %(row)s, seat %(seat)s") % {"row": line["row"], "seat": line["seat"]}
+        )
+        pdf.setFont("Helvetica", 9)
+        space = f"{_('wheelchair space')} · " if line.get("wheelchair") else ""  # as the e-tickets say
+        kind = sold_ticket_type(line)
+        pdf.drawString(10 * mm, height - 43 * mm, f"{space}{ticket_type_name(kind)} · {order['ref']}")
+        pdf.setFont("Helvetica-Oblique", 8)  # the type's condition: what the door will ask to see
+        for n, text in enumerate(simpleSplit(ticket_type_condition(kind), "Helvetica-Oblique", 8, width - 20 * mm)[:2]):
+            pdf.drawString(10 * mm, height - (48 + 4 * n) * mm, text)
+        widget = QrCodeWidget(line["ticket"])
+        x0, y0, x1, y1 = widget.getBounds()
+        size = 55 * mm
+        drawing = Drawing(size, size, transform=[size / (x1 - x0), 0, 0, size / (y1 - y0), 0, 0])
+        drawing.add(widget)
+        renderPDF.draw(drawing, pdf, (width - size) / 2, 12 * mm)
+        pdf.setFont("Courier", 7)
+        pdf.drawCentredString(width / 2, 8 * mm, line["ticket"])
+        pdf.showPage()
+    pdf.save()
+    return out.getvalue()

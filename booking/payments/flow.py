@@ -1,0 +1,1001 @@
+"""Paying for an order: from checkout to paid, expired or canceled. No seat is ever sold without
+its money, and no money is kept without its seats.
+
+Order states: ``pending_payment -> paid | expired | canceled``; a paid order may become
+``refunded`` or ``partially_refunded`` (payments/refunds.py). An expired order can still become
+paid when its payment arrives late (below).
+
+1. **Start** (``start``, the checkout view's): cart ``active -> paying`` (only while its hold
+   lasts), which extends the hold once to the payment window (BOOKING_PAYMENT_WINDOW_SECONDS,
+   never past BOOKING_PAYMENT_CAP_SECONDS from the first hold) or, for "pay at the box office", to
+   the session's box-office deadline; then the order is stored ``pending_payment`` (unique
+   cartId: a second submit finds it); then, for a card, the provider's payment is made (nothing
+   charged yet) and its id written to the order. While paying, the seats stay *held* by the cart.
+2. **Pay** (``pay_with_card``): the order's current attempt is claimed (``open -> confirming``,
+   conditional, so a double submit confirms once), then the provider charges the card. Declined:
+   the attempt is ``failed`` and the buyer may try again, which is a new attempt with a new
+   payment (the old one is canceled at the provider first). 3-D Secure: ``action``, which the
+   browser finishes with Stripe.js.
+3. **Settle** (``settle``; from the webhook, the return page, reconcile or staff at the box office,
+   whichever comes first; all idempotent): the order ``pending_payment|expired -> paid``
+   (conditional; ``settling: true``), then per session its seats ``held -> sold`` through the
+   cart's hold (the filter proves the hold is still the cart's), or, when the hold has ended,
+   ``free -> sold`` in one conditional update requiring every seat still free; then the receipt
+   number, the cart ``done``, and the order's ``settling`` cleared with its confirmation mail
+   pending. If anyone else has a seat, the order becomes ``refunded``: seats it sold elsewhere go
+   back, the money is refunded automatically, the buyer is told on the page and by e-mail.
+   A payment for an order that is already paid by another payment (two payments for one order)
+   is refunded at once: never paid twice.
+4. **Expire**: a paying cart whose window ended is expired like any cart (worker), its seats
+   released, then the order ``pending_payment -> expired``. Its payment stays open at the
+   provider for BOOKING_PAYMENT_LATE_SECONDS more (a buyer still on a 3-D Secure screen); then
+   reconcile cancels it there (a payment that succeeded meanwhile is settled instead).
+5. **Reconcile** (``reconcile_payments``): asks the provider about every order pending past its
+   window and every expired order whose payment is still open; finishes orders left settling
+   by a crash; releases holds of canceled orders; retries refunds (payments/refunds.py).
+
+Every write is followed by a fault point (booking/core/faults.py) and the crash tests in
+booking/tests/payments/test_payment_crashes.py kill the flow at each one and let reconcile finish.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import cast
+
+from bson import ObjectId
+from django.conf import settings
+from django.utils.translation import gettext, ngettext
+from pymongo import ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from booking import payments
+from booking.core import clock, faults, mongo
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState, SessionStatus
+from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
+from booking.core.localized import order_state_label
+from booking.notifications import change_notices, reservation_notices
+from booking.notifications import confirmations as notifications
+from booking.payments import base, money, receipts
+from booking.payments import settings as payment_settings
+from booking.payments.box_office import BoxOfficeProvider
+from booking.reports import marks
+from booking.sales import carts as cart_service
+from booking.sales import checkout, client_holds, offers, promos, reservations
+from booking.venues.seat_grid import FREE, SOLD, cell_path, parse_seat_key
+
+logger = logging.getLogger("booking.payments")
+
+# Order states (booking/core/domain.py), by the short names this module reads best with.
+PENDING = OrderState.PENDING_PAYMENT
+PAID = OrderState.PAID
+EXPIRED = OrderState.EXPIRED
+CANCELED = OrderState.CANCELED
+REFUNDED = OrderState.REFUNDED
+PARTIALLY_REFUNDED = OrderState.PARTIALLY_REFUNDED
+SEAT_OWNING = SEAT_OWNING_ORDER_STATES  # orders whose (remaining) lines own sold seats
+PAYABLE = (PENDING, EXPIRED)  # a payment arriving for these is taken (seats bought, or refunded)
+CONFIRMING = "confirming"  # an attempt claimed by the request that is charging the card
+METHODS = (payments.CARD, payments.BOX_OFFICE)
+AT_THE_BANK = (base.ACTION, base.PROCESSING, CONFIRMING, base.SUCCEEDED)  # ask before the hold ends
+MAX_ATTEMPTS = 20  # card attempts per order (declines); more is someone trying stolen cards
+
+
+def orders():
+    return mongo.orders()
+
+
+# --- 1. start ---
+
+
+def payment_window_end(cart: dict, now: datetime) -> datetime:
+    """Extended once, to the window, never shortened and never past the cap from the first hold."""
+    window = now + timedelta(seconds=settings.BOOKING_PAYMENT_WINDOW_SECONDS)
+    cap = cart["firstHoldOn"] + timedelta(seconds=settings.BOOKING_PAYMENT_CAP_SECONDS)
+    return max(cart["expiresAt"], min(window, cap))
+
+
+def box_office_deadline(sessions: list[dict], now: datetime) -> datetime | None:
+    """When unpaid box-office seats go back, if every session of the cart offers the box office
+    and that is still far enough ahead (later than a card payment's window); else None."""
+    if not sessions:
+        return None
+    deadlines = []
+    for session in sessions:
+        box = session.get("boxOffice") or {}
+        if not box.get("enabled"):
+            return None
+        minutes = box.get("deadlineMinutes", settings.BOOKING_BOX_OFFICE_DEADLINE_MINUTES)
+        deadlines.append(session["start"] - timedelta(minutes=minutes))
+    deadline = min(deadlines)
+    if deadline <= now + timedelta(seconds=settings.BOOKING_PAYMENT_WINDOW_SECONDS):
+        return None
+    return deadline
+
+
+def cart_sessions(cart: dict) -> list[dict]:
+    ids = list({i["sessionId"] for i in cart.get("items", [])})
+    fields = {
+        "name": 1,
+        "nameDe": 1,
+        "start": 1,
+        "theaterName": 1,
+        "theaterNameDe": 1,
+        "theaterId": 1,
+        "layout.categories": 1,
+        "boxOffice": 1,
+    }
+    return list(mongo.sessions().find({"_id": {"$in": ids}}, fields))
+
+
+def methods_for(cart: dict | None, sessions: list[dict] | None = None, now: datetime | None = None) -> dict:
+    """How this cart can be paid: {"card": bool, "box_office": deadline or None}."""
+    now = now or clock.now()
+    sessions = cart_sessions(cart) if sessions is None and cart else (sessions or [])
+    return {payments.CARD: payments.card_available(), payments.BOX_OFFICE: box_office_deadline(sessions, now)}
+
+
+def start(
+    owner: str,
+    cart_id: ObjectId | None,
+    name: str,
+    email: str,
+    method: str = payments.CARD,
+    language: str | None = None,
+) -> dict:
+    """Checkout: the cart's seats become an order waiting for payment. Submitting twice returns the
+    same order. ``language``: the buyer's (default: the active one, the request's), kept on the
+    order so its mails are written in it."""
+    name, email = checkout.clean_customer(name, email)
+    customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
+    if method not in METHODS:
+        raise InvalidRequest(
+            gettext("Please choose how to pay."), fields={"method": gettext("Please choose how to pay.")}
+        )
+    now = clock.now()
+    cart, reserved = _cart_and_open_reservations(owner, cart_id, method, now)
+    if cart is None:
+        raise NotFound(gettext("You have no seats on hold."))
+    if cart["state"] in (CartState.PAYING, CartState.DONE):
+        return _order_of_started_cart(cart)
+    if cart["state"] != CartState.ACTIVE or cart["expiresAt"] <= now:
+        cart_service.expire_cart(cart["_id"], now)
+        raise CartExpired(gettext("Your hold has ended and the seats were released. Please choose your seats again."))
+    if not cart["items"]:
+        raise InvalidRequest(gettext("Your cart is empty."))
+    offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
+    sessions = cart_sessions(cart)
+    if method == payments.CARD:
+        if not payments.card_available():
+            raise InvalidRequest(
+                gettext("Card payment is not available right now."), fields={"method": gettext("Not available.")}
+            )
+        until = payment_window_end(cart, now)
+    else:
+        deadline = box_office_deadline(sessions, now)
+        if deadline is None:
+            message = gettext("Paying at the box office is not offered for these seats.")
+            raise InvalidRequest(message, fields={"method": message})
+        _refuse_too_many_reservations(reserved)
+        until = deadline
+    _keep_counting_for_client(cart, method, until, now)
+    order_ref = checkout.new_booking_ref()
+    unused_code = promos.give_back_unused(cart)  # its seats left the cart: no discount, the use goes back
+    faults.point("pay.before_cart")  # the worker may expire the cart since it was read: the filter decides
+    result = mongo.carts().update_one(
+        {"_id": cart["_id"], "owner": owner, "state": CartState.ACTIVE, "expiresAt": {"$gt": now}},
+        {
+            "$set": {
+                "state": CartState.PAYING,
+                "checkoutOn": now,
+                "customer": customer,
+                "payMethod": method,
+                "expiresAt": until,
+                "orderRef": order_ref,  # the order's booking reference (sales/checkout.py)
+                **unused_code,
+            }
+        },
+    )
+    if not result.matched_count:
+        current = mongo.carts().find_one({"_id": cart["_id"]})
+        if current and current["state"] in (CartState.PAYING, CartState.DONE):
+            return _order_of_started_cart(current)  # a second submit got there first
+        cart_service.expire_cart(cart["_id"], now)
+        raise CartExpired(gettext("Your hold has ended and the seats were released. Please choose your seats again."))
+    faults.point("pay.after_cart")
+    if unused_code:
+        promos.finish_give_back(cart)
+    moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
+    moved["orderRef"] = order_ref
+    return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
+
+
+def _cart_and_open_reservations(
+    owner: str, cart_id: ObjectId | None, method: str, now: datetime
+) -> tuple[dict | None, int]:
+    """Checkout's one read of carts: the buyer's cart and, for a box-office reservation while
+    BOOKING_MAX_OPEN_RESERVATIONS is on, how many other reservations of theirs wait for payment
+    (one query, each branch indexed and by owner, the shard key)."""
+    if cart_id is None:
+        return None, 0
+    branches: list[dict] = [{"_id": cart_id, "owner": owner}]
+    if method == payments.BOX_OFFICE and client_holds.reservations_limit() and not cart_service.is_staff_owner(owner):
+        branches.append(
+            {"owner": owner, "state": CartState.PAYING, "payMethod": payments.BOX_OFFICE, "expiresAt": {"$gt": now}}
+        )
+    cart, reserved = None, 0
+    for doc in mongo.carts().find({"$or": branches} if len(branches) > 1 else branches[0]):
+        if doc["_id"] == cart_id:
+            cart = doc
+        else:
+            reserved += 1
+    return cart, reserved
+
+
+def _refuse_too_many_reservations(reserved: int) -> None:
+    """A buyer has at most BOOKING_MAX_OPEN_RESERVATIONS unpaid box-office reservations at once (the
+    address's count: ``_keep_counting_for_client``)."""
+    most = client_holds.reservations_limit()
+    if most and reserved >= most:
+        message = ngettext(
+            "You already have %(count)d reservation to pay at the box office (at most %(max)d at once). "
+            "Pay for it or cancel it first, or pay by card.",
+            "You already have %(count)d reservations to pay at the box office (at most %(max)d at once). "
+            "Pay for or cancel one of them first, or pay by card.",
+            reserved,
+        ) % {"count": reserved, "max": most}
+        raise InvalidRequest(message, fields={"method": message})
+
+
+def _keep_counting_for_client(cart: dict, method: str, until: datetime, now: datetime) -> None:
+    """The seats stay held while they are paid for (to ``until``), so they keep counting for the
+    address that started the cart, and a box-office reservation is one of its open ones (at most
+    BOOKING_MAX_OPEN_RESERVATIONS). Written BEFORE the cart's write: never an under-count
+    (sales/client_holds.py)."""
+    client = cart.get("client")
+    if not client:
+        return
+    if method == payments.BOX_OFFICE and client_holds.reservations_limit():
+        count = client_holds.open_reservation(client, cart["_id"], until, now, owner=cart["owner"])
+        if count is not None:
+            message = gettext(
+                "Too many reservations to pay at the box office from your connection right now "
+                "(%(count)d; at most %(max)d). Pay for or cancel one of them first, or pay by card."
+            ) % {"count": count, "max": client_holds.reservations_limit()}
+            raise InvalidRequest(message, fields={"method": message})
+    elif client_holds.limit():
+        client_holds.extend(client, cart["_id"], until)
+
+
+def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh: bool = False) -> dict:
+    """The paying cart's order, stored under the cart's ``orderRef`` if it is not yet (checkout's
+    own way: a second submit, or a finisher after a crash, finds the same one). ``fresh``: the
+    cart was moved to paying just now."""
+    order = None
+    if not fresh:
+        ref = cart.get("orderRef")
+        order = orders().find_one({"ref": ref, "cartId": cart["_id"]} if ref else {"cartId": cart["_id"]})
+    if order is None:
+        if cart["state"] != CartState.PAYING:
+            raise NotFound(gettext("No such order."))
+        sessions = sessions if sessions is not None else cart_sessions(cart)
+        order = checkout.store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions), fresh=fresh)
+        faults.point("pay.after_order")
+        if order.get("method") == payments.BOX_OFFICE and order["state"] == PENDING:
+            reservation_notices.queue_pending(order)  # stored with the order: what, how much, by when, where
+    if order["state"] == PENDING and order.get("method") == payments.CARD:
+        try:
+            order = ensure_payment(order)
+        except base.ProviderError as exc:
+            # The order waits; the payment page tries again (and reconcile ends it if nobody does).
+            logger.warning("could not start the payment of order %s: %s", order["ref"], exc)
+    return order
+
+
+def theaters_of(sessions: list[dict]) -> dict:
+    """The VAT settings of the sessions' theaters (money.ticket_rate reads them), kept per process
+    for a few seconds (payments/settings.py)."""
+    return payment_settings.theater_vat_settings(s.get("theaterId") for s in sessions)
+
+
+def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
+    """The order's document as checkout makes it (lines with their ticket types, locked prices and
+    promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
+    the booking fee, the payment, no mail yet (it goes once the order is paid)."""
+    order = checkout.new_order(cart, ref, sessions)
+    method = cart.get("payMethod", payments.CARD)
+    theaters = theaters_of(sessions)
+    by_id = {s["_id"]: s for s in sessions}
+    for line in order["lines"]:
+        line["vat"] = money.ticket_rate(theaters.get(by_id.get(line["sessionId"], {}).get("theaterId")), line["cat"])
+    for summary in order["sessions"]:
+        summary["theaterId"] = by_id.get(summary["_id"], {}).get("theaterId")  # its receipt sequence
+    fee_amount, fee_rate = money.booking_fee()
+    order.pop("mail", None)
+    if method == payments.BOX_OFFICE:
+        order["changeNotices"] = [reservation_notices.reserved()]  # in the insert: no reservation without its mail
+    order.update(
+        {
+            "state": PENDING,
+            "method": method,
+            "fee": {"amount": fee_amount, "vat": fee_rate},
+            "total": order["total"] + fee_amount,
+            "payment": {
+                "provider": payments.METHOD_PROVIDER[method],
+                "attempt": 1,
+                "intent": None,
+                "status": base.OPEN,
+                "until": cart["expiresAt"],
+            },
+        }
+    )
+    return order
+
+
+def _mine(order: dict) -> dict:
+    """The filter for this order, carrying its shard key (orders are sharded on ref)."""
+    return {"_id": order["_id"], "ref": order["ref"]}
+
+
+def ensure_payment(order: dict) -> dict:
+    """The order's current attempt has a payment at the provider (made now if not)."""
+    pay = order["payment"]
+    if pay.get("intent") or order["state"] != PENDING:
+        return order
+    provider = payments.provider(pay["provider"])
+    started = provider.start(order, idempotency_key=f"order-{order['_id']}-{pay['attempt']}")
+    faults.point("pay.after_provider_start")  # made there, not written here: a retry sends the same key
+    written = orders().update_one(
+        {**_mine(order), "payment.attempt": pay["attempt"], "payment.intent": None},
+        {"$set": {"payment.intent": started.id, "payment.status": base.OPEN}},
+    )
+    faults.point("pay.after_intent")
+    if written.modified_count:
+        return {**order, "payment": {**pay, "intent": started.id, "status": base.OPEN}}
+    return orders().find_one(_mine(order))  # another request made one meanwhile
+
+
+# --- 2. pay by card ---
+
+
+@dataclass
+class PayOutcome:
+    status: str  # "succeeded", "action", "processing", "failed", or the order's state when not pending
+    order: dict
+    message: str = ""
+    client_secret: str = ""  # for Stripe.js to finish 3-D Secure
+
+
+def visible_order(ref_or_id, owner: str | None) -> dict:
+    query = {"_id": ref_or_id} if isinstance(ref_or_id, ObjectId) else {"ref": str(ref_or_id).upper()}
+    order = orders().find_one(query)
+    if order is None or not owner or order.get("owner") != owner:
+        raise NotFound(gettext("No such booking."))
+    return order
+
+
+def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> PayOutcome:
+    """Charge the card the browser gathered (Stripe.js: a payment method id) for the order (its id,
+    or its booking reference)."""
+    order = visible_order(order_id, owner)
+    if order.get("method") != payments.CARD:
+        raise InvalidRequest(gettext("This booking is paid at the box office."))
+    if not isinstance(means, str) or not means or len(means) > 255:
+        raise InvalidRequest(gettext("The card details did not arrive. Please try again."))
+    if order["state"] == PENDING and order["payment"]["status"] == base.ACTION:
+        order = check(order["_id"], quiet=True)  # the bank's step (3-D Secure) may have ended
+    if order["state"] != PENDING:
+        return _outcome_of(order)
+    pay = order["payment"]
+    if pay["status"] in (base.FAILED, base.CANCELED):
+        order = _next_attempt(order)
+        if order["state"] != PENDING:
+            return _outcome_of(order)
+        pay = order["payment"]
+    if not pay.get("intent"):
+        order = ensure_payment(order)
+        pay = order["payment"]
+    claimed_on = clock.now()
+    claimed = orders().update_one(
+        {**_mine(order), "state": PENDING, "payment.intent": pay["intent"], "payment.status": base.OPEN},
+        {"$set": {"payment.status": CONFIRMING, "payment.confirmOn": claimed_on}},
+    )
+    if not claimed.modified_count:
+        return _outcome_of(orders().find_one(_mine(order)))  # a second submit: the first decides
+    faults.point("pay.after_claim")
+    provider = payments.provider(pay["provider"])
+    key = f"order-{order['_id']}-{pay['attempt']}-{means}"
+    try:
+        payment = provider.confirm(pay["intent"], means, idempotency_key=key)
+    except base.PaymentDeclined as exc:
+        record(pay["intent"], base.FAILED, exc.message)
+        return PayOutcome(base.FAILED, orders().find_one(_mine(order)), exc.message)
+    except base.ProviderError as exc:
+        logger.warning("confirming the payment of order %s failed: %s", order["ref"], exc)
+        record(pay["intent"], base.OPEN, our_claim=claimed_on)  # our try is over; the provider says how it ended
+        return _outcome_of(check(order["_id"], quiet=True))
+    if payment.status != base.SUCCEEDED:
+        record(payment.id, payment.status, payment.failure, our_claim=claimed_on)  # (settle writes a success)
+    faults.point("pay.after_confirm")
+    if payment.status == base.SUCCEEDED:
+        return _outcome_of(_settled(payment, order))
+    current = orders().find_one(_mine(order))
+    return PayOutcome(payment.status, current, payment.failure, payment.client_secret)
+
+
+def _outcome_of(order: dict) -> PayOutcome:
+    if order["state"] != PENDING:
+        return PayOutcome(order["state"], order, order.get("failure", ""))
+    status = order["payment"]["status"]
+    if status == CONFIRMING:
+        status = base.PROCESSING
+    secret = ""
+    if status == base.ACTION and order["payment"].get("intent"):
+        try:
+            secret = payments.provider(order["payment"]["provider"]).retrieve(order["payment"]["intent"]).client_secret
+        except base.ProviderError:
+            status = base.PROCESSING
+    return PayOutcome(status, order, order["payment"].get("failure") or "", secret)
+
+
+def confirm_claim_seconds() -> float:
+    """How long a request's claim of an attempt (``confirming``) lasts: the card put onto the
+    payment and the confirm, each tried up to three times by the library, plus its back-off."""
+    return 2 * 3 * settings.STRIPE_TIMEOUT_SECONDS + 10
+
+
+def record(payment_id: str, status: str, failure: str = "", *, our_claim: datetime | None = None) -> None:
+    """What the provider says about the order's current payment (never over a success). "Open"
+    while a request is confirming only means the confirm has not reached the provider yet: it
+    does not end that claim (the page would offer the card form again, and a second Pay would
+    confirm twice) unless the claim is ``our_claim`` or older than a confirm can take."""
+    query: dict = {
+        "payment.intent": payment_id,
+        "state": {"$in": [PENDING, EXPIRED, CANCELED]},
+        "payment.status": {"$ne": base.SUCCEEDED},
+    }
+    if status == base.OPEN:
+        ended = clock.now() - timedelta(seconds=confirm_claim_seconds())
+        query["$or"] = [
+            {"payment.status": {"$ne": CONFIRMING}},
+            {"payment.confirmOn": {"$lte": ended}},
+            *([{"payment.confirmOn": our_claim}] if our_claim else []),
+        ]
+    orders().update_one(
+        query,
+        {"$set": {"payment.status": status, "payment.failure": failure or None, "payment.checkedOn": clock.now()}},
+    )
+
+
+def _next_attempt(order: dict) -> dict:
+    """A new payment after a refused one. The refused one is canceled at the provider first, so it
+    can never be paid later beside the new one (if it was paid after all, it is settled)."""
+    pay = order["payment"]
+    if pay["attempt"] >= MAX_ATTEMPTS:
+        raise InvalidRequest(gettext("Too many payment attempts for this booking. Please contact the box office."))
+    if pay.get("intent"):
+        canceled = payments.provider(pay["provider"]).cancel(pay["intent"])
+        if canceled.status == base.SUCCEEDED:
+            return _settled(canceled)
+    orders().update_one(
+        {
+            "_id": order["_id"],
+            "state": PENDING,
+            "payment.attempt": pay["attempt"],
+            "payment.status": {"$in": [base.FAILED, base.CANCELED]},
+        },
+        {
+            "$set": {"payment.attempt": pay["attempt"] + 1, "payment.intent": None, "payment.status": base.OPEN},
+            "$push": {"payment.previous": {"intent": pay.get("intent"), "failure": pay.get("failure")}},
+        },
+    )
+    faults.point("pay.after_next_attempt")
+    return ensure_payment(orders().find_one({"_id": order["_id"]}))
+
+
+def check(order_id: ObjectId, *, quiet: bool = False) -> dict:
+    """The return page and reconcile: ask the provider where the order's payment stands and act on
+    it. Returns the order as it is afterwards."""
+    order = orders().find_one({"_id": order_id})
+    if order is None:
+        raise NotFound(gettext("No such booking."))
+    pay = order.get("payment") or {}
+    if order["state"] in SEAT_OWNING and order.get("settling"):
+        return finish_paid(order_id)
+    if order["state"] not in (PENDING, EXPIRED, CANCELED) or not pay.get("intent"):
+        return order
+    provider = payments.provider(pay["provider"])
+    if not provider.online or pay.get("status") == base.CANCELED:
+        return order
+    try:
+        payment = provider.retrieve(pay["intent"])
+    except base.ProviderError as exc:
+        if not quiet:
+            raise
+        logger.warning("could not ask about the payment of order %s: %s", order["ref"], exc)
+        return order
+    if payment.status == base.SUCCEEDED:
+        return _settled(payment)
+    record(payment.id, payment.status, payment.failure)
+    return orders().find_one({"_id": order_id})
+
+
+# --- 3. settle ---
+
+
+def order_for_payment(payment: base.Payment) -> dict | None:
+    if payment.order_id and ObjectId.is_valid(payment.order_id):
+        by_ref = {"ref": payment.order_ref} if payment.order_ref else {}  # targeted when known
+        found = orders().find_one({"_id": ObjectId(payment.order_id), **by_ref})
+        if found is not None:
+            return found
+    return orders().find_one({"$or": [{"payment.intent": payment.id}, {"payment.previous.intent": payment.id}]})
+
+
+def _settled(payment: base.Payment, known: dict | None = None) -> dict:
+    """``settle`` for the payment of an order the caller has just read: it finds that order (None,
+    "no order we know", would mean the order vanished meanwhile: no such booking)."""
+    order = settle(payment, known)
+    if order is None:
+        raise NotFound(gettext("No such booking."))
+    return order
+
+
+def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
+    """A payment succeeded: the order it pays becomes paid and its seats sold, or (seats gone,
+    order no longer payable, paid already by another payment) the money goes back. Safe to call
+    any number of times, from anywhere, in any order. ``known``: the order as the caller just
+    read it (saves a read; a stale one only makes the conditional update miss and read again)."""
+    if payment.status != base.SUCCEEDED:
+        raise ValueError("only a succeeded payment is settled")
+    for _ in range(5):
+        order, known = known or order_for_payment(payment), None
+        if order is None:
+            logger.error("payment %s %s succeeded for no order we know", payment.provider, payment.id)
+            return None
+        if order.get("exchanges") and payment.id != (order.get("paidWith") or {}).get("id"):
+            from booking.sales import exchanges  # a dearer exchange's difference, paid by the customer
+
+            handled = exchanges.difference_paid(order, payment)
+            if handled is not None:
+                return handled
+        kept = order.get("paidWith") or {}
+        if kept.get("id") == payment.id:
+            return finish_paid(order["_id"]) if order.get("settling") else order
+        matches = payment.amount == order["total"] and payment.currency == order["currency"]
+        if kept or order["state"] not in PAYABLE or not matches:
+            from booking.payments import refunds
+
+            why = "paid twice" if kept else ("amount differs" if not matches else f"order was {order['state']}")
+            return refunds.refund_extra_payment(order["_id"], payment, why)
+        faults.point("pay.before_paid")  # staff may cancel it since it was read: the filter decides
+        now = clock.now()
+        paid = orders().update_one(
+            {**_mine(order), "state": {"$in": list(PAYABLE)}, "paidWith": {"$exists": False}},
+            {
+                "$set": {
+                    "state": PAID,
+                    "settling": True,
+                    "paidOn": now,
+                    "paidWith": {"provider": payment.provider, "id": payment.id, "amount": payment.amount, "on": now},
+                    "payment.status": base.SUCCEEDED,
+                    "payment.intent": payment.id,
+                    "lateAfter": order["state"] if order["state"] != PENDING else None,
+                },
+                "$push": marks.push(marks.sessions_of(order)),
+            },
+        )
+        if paid.modified_count:
+            faults.point("pay.after_paid")
+            return finish_paid(order["_id"], known=order)
+    raise RuntimeError(f"could not settle payment {payment.id}: its order kept changing")
+
+
+def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
+    """Roll a paid order forward: its seats sold (held -> sold, or free -> sold when its hold has
+    ended), its receipt number, its cart done, its mail pending. Each step is safe to repeat.
+    ``known``: the order as it was just before settle made it paid (its lines and cart)."""
+    order = known or orders().find_one({"_id": order_id})
+    if order is None or (known is None and (order["state"] not in SEAT_OWNING or not order.get("settling"))):
+        return order
+    by_session: dict[ObjectId, list[str]] = {}
+    for line in order["lines"]:
+        by_session.setdefault(line["sessionId"], []).append(line["key"])
+    for session_id, keys in by_session.items():
+        if not _secure_seats(session_id, order, keys):
+            return _seats_lost(order)
+        faults.point("pay.after_sell")
+    receipts.assign(order_id, receipts.theater_of(order), ref=order["ref"])
+    faults.point("pay.after_receipt")
+    mongo.carts().update_one(  # its seats are all in the order: nothing else is held by it
+        {"_id": order["cartId"], "owner": order["owner"], "state": {"$ne": CartState.DONE}},
+        {"$set": {"state": CartState.DONE, "orderId": order_id, "endedOn": clock.now()}},
+    )
+    faults.point("pay.after_cart_done")
+    mail = MailState.PENDING if order.get("email") else MailState.NONE  # a counter sale may have no address
+    done = orders().update_one(
+        {**_mine(order), "settling": True},
+        {"$unset": {"settling": ""}, "$set": {"mail": mail}},
+    )
+    if done.modified_count:
+        logger.info("order %s paid, %d seats sold", order["ref"], len(order["lines"]))
+        if mail == MailState.PENDING:
+            notifications.order_confirmed(order_id)
+    return orders().find_one(_mine(order))
+
+
+def _secure_seats(session_id: ObjectId, order: dict, keys: list[str]) -> bool:
+    """The order's seats in one session become sold: through its cart's hold if it still has
+    them, else taken straight from free in one conditional update. False when anyone else has one."""
+    wanted = set(keys)
+    try:
+        if reservations.settle(session_id, order["cartId"], sell=wanted).found:
+            return True
+    except reservations.HoldLost:
+        reservations.settle(session_id, order["cartId"])  # the part still held goes back first
+    cells = [cell_path(*parse_seat_key(k)) for k in keys]
+    now = clock.now()
+    on_sale = {
+        "status": SessionStatus.ON_SALE,
+        "start": {"$gt": now},
+        "$or": [{"saleCloses": None}, {"saleCloses": {"$gt": now}}],
+    }
+    taken = mongo.sessions().update_one(  # only while it is still on sale (not closed, not started)
+        {"_id": session_id, **on_sale, **{c: FREE for c in cells}},
+        {"$set": {c: SOLD for c in cells}, "$inc": {"seatsAvailable": -len(cells), "version": 1}},
+    )
+    if taken.modified_count:
+        return True
+    # Sold already: by this order (a repeat after a crash) iff no other paid order has them.
+    session = mongo.sessions().find_one({"_id": session_id}, {"seats": 1})
+    if session is None:
+        return False
+    if not all(session["seats"][r][c] == SOLD for r, c in (parse_seat_key(k) for k in keys)):
+        return False
+    return not orders().count_documents(
+        {
+            "_id": {"$ne": order["_id"]},
+            "state": {"$in": list(SEAT_OWNING)},
+            "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": sorted(keys)}}},
+        }
+    )
+
+
+def _seats_lost(order: dict) -> dict:
+    from booking.payments import refunds
+
+    logger.warning("order %s was paid after its hold ended and its seats are taken: refunding", order["ref"])
+    return refunds.refund_lost_seats(order["_id"])
+
+
+# --- 4. expire and cancel ---
+
+
+def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = None) -> cart_service.CartEnd:
+    """The payment window (or box-office deadline) of a paying cart ended: cart expired, seats
+    back, order expired. Returns the seats freed, None when the cart was not due, and whether its
+    payment turned out to have succeeded (a buyer in the middle of paying is asked about first):
+    then its order is settled instead.
+
+    ``cart``: as the caller read it (``owner``, ``orderRef``, ``items.sessionId``), when it did: then
+    every write names its collection's shard key (a hold ending a cart that still holds its seat
+    is on the buyer's path: docs/architecture.md, "Shard keys")."""
+    cart = cart or {}
+    owner, ref = cart.get("owner"), cart.get("orderRef")
+    fields = {"ref": 1, "payment": 1, "method": 1, "state": 1, "settling": 1, "email": 1}
+    order = orders().find_one({"ref": ref, "cartId": cart_id}, fields) if ref else None
+    if order is None:  # no reference read, or the cart was given a new one since (checkout.store_order)
+        order = orders().find_one({"cartId": cart_id}, fields)
+    if order is not None and order["state"] in SEAT_OWNING:
+        finish_paid(order["_id"])  # paid already, a crash stopped it before its seats were sold
+        return cart_service.CartEnd(None, settled=True)
+    paying_now = order is not None and order["state"] == PENDING and order.get("method") == payments.CARD
+    at_the_bank = paying_now and order["payment"].get("status") in AT_THE_BANK
+    if at_the_bank:
+        found = check(order["_id"], quiet=True)["state"]
+        if found != PENDING:
+            return cart_service.CartEnd(None, settled=found in SEAT_OWNING or found == REFUNDED)
+    result = mongo.carts().update_one(
+        {"_id": cart_id, **({"owner": owner} if owner else {}), "state": CartState.PAYING, "expiresAt": {"$lte": now}},
+        {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
+    )
+    if not result.modified_count:
+        return cart_service.CartEnd(None)
+    faults.point("pay.expire_after_cart")
+    # the sessions its items name (a paying cart's items no longer change), else found by the index
+    session_ids = list(dict.fromkeys(i["sessionId"] for i in cart["items"])) if "items" in cart else None
+    freed = reservations.release_all(cart_id, session_ids=session_ids)
+    faults.point("pay.expire_after_release")
+    expired = _expire_order({"cartId": cart_id, **({"ref": order["ref"]} if order is not None else {})}, now, order)
+    if order is None or order.get("method") != payments.CARD:
+        # a card payment may still come late: its use waits (reconcile)
+        promos.release_for_cart(cart_id, owner=owner)
+    elif expired is not None and not expired["payment"].get("intent"):
+        promos.release_for_cart(cart_id, owner=owner)  # ... unless no payment was ever made: none can come
+    return cart_service.CartEnd(freed)
+
+
+def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None:
+    """``pending_payment -> expired``; a box-office reservation's buyer is told in the same write.
+    Returns the order as that write left it (None when it was not pending): its payment as it was
+    at the moment it stopped being payable (a card is only charged while the order is pending)."""
+    lapsed = order is not None and order.get("method") == payments.BOX_OFFICE and bool(order.get("email"))
+    push = {"$push": {"changeNotices": reservation_notices.lapsed()}} if lapsed else {}
+    done = orders().find_one_and_update(
+        {**which, "state": PENDING},
+        {"$set": {"state": EXPIRED, "expiredOn": now}, **push},
+        projection={"payment": 1, "method": 1, "cartId": 1},
+        return_document=ReturnDocument.AFTER,
+    )
+    if lapsed and done is not None and order is not None:
+        change_notices.queue(order["_id"])
+    return done
+
+
+def cancel_unpaid(
+    order_id: ObjectId, *, owner: str | None = None, by: str = "", reason: str = "", notice: str = "cancel"
+) -> dict:
+    """The buyer gives up paying (``owner``), or staff cancel an order nobody has paid.
+
+    The buyer: the payment is canceled at the provider first (one that succeeded meanwhile, say
+    in another tab, is settled instead and the order is paid), then the order, then its seats go
+    back. Staff: the order is canceled first, then its payment at the provider, then its seats go
+    back; a payment that succeeds meanwhile (or had, unseen) finds the order no longer payable and
+    settle refunds it: the staff's cancel stands. An order paid before the staff's write is a
+    Conflict: nothing is canceled."""
+    order = orders().find_one({"_id": order_id})
+    if order is None or (owner is not None and order.get("owner") != owner):
+        raise NotFound(gettext("No such booking."))
+    if order["state"] not in (PENDING, EXPIRED):
+        raise Conflict(
+            gettext("Booking %(ref)s is %(state)s; it cannot be canceled here.")
+            % {"ref": order["ref"], "state": order_state_label(order["state"]).lower()}
+        )
+    if owner is None:
+        return _cancel_by_staff(order, by=by, reason=reason, notice=notice)
+    pay = order.get("payment") or {}
+    if pay.get("intent"):
+        provider = payments.provider(pay["provider"])
+        canceled = provider.cancel(pay["intent"])
+        if canceled.status == base.SUCCEEDED:
+            return _settled(canceled)
+        record(canceled.id, canceled.status)
+    orders().update_one(
+        {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
+        {
+            "$set": {
+                "state": CANCELED,
+                "canceledOn": clock.now(),
+                "canceledBy": by or "buyer",
+                "cancelReason": reason,
+                "holdReleased": False,
+            }
+        },
+    )
+    faults.point("pay.cancel_after_order")
+    release_canceled_hold(order_id)
+    return orders().find_one({"_id": order_id})
+
+
+def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
+    """``cancel_unpaid`` for staff: the order first (the customer's notice in the same write, when
+    a staff member is named), then its payment at the provider, then its hold."""
+    order_id = order["_id"]
+    told = bool(by)  # the customer is told; a buyer canceling knows
+    canceled_now = orders().update_one(
+        {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
+        {
+            "$set": {
+                "state": CANCELED,
+                "canceledOn": clock.now(),
+                "canceledBy": by,
+                "cancelReason": reason,
+                "holdReleased": False,
+            },
+            **({"$push": {"changeNotices": change_notices.new_notice(notice)}} if told else {}),
+        },
+    )
+    if not canceled_now.modified_count:
+        current = orders().find_one({"_id": order_id}, {"state": 1})
+        if current is None or current["state"] != CANCELED:
+            state = order_state_label(current["state"]).lower() if current else "?"
+            raise Conflict(
+                gettext("Booking %(ref)s was %(state)s meanwhile; it was not canceled.")
+                % {"ref": order["ref"], "state": state}
+            )
+    faults.point("pay.cancel_after_order")
+    pay = order.get("payment") or {}
+    if pay.get("intent"):
+        try:
+            ended = payments.provider(pay["provider"]).cancel(pay["intent"])
+        except base.ProviderError as exc:  # reconcile asks again (a canceled order's open payment)
+            logger.warning("could not cancel the payment of canceled order %s: %s", order["ref"], exc)
+        else:
+            if ended.status == base.SUCCEEDED:
+                settle(ended)  # the order is canceled: the money goes back
+            else:
+                record(ended.id, ended.status)
+    release_canceled_hold(order_id)
+    if told and canceled_now.modified_count:
+        change_notices.queue(order_id)
+    return cast(dict, orders().find_one({"_id": order_id}))
+
+
+def release_canceled_hold(order_id: ObjectId) -> int:
+    order = orders().find_one({"_id": order_id}, {"cartId": 1, "state": 1})
+    if order is None or order["state"] != CANCELED:
+        return 0
+    mongo.carts().update_one(
+        {"_id": order["cartId"], "state": CartState.PAYING},
+        {"$set": {"state": CartState.CANCELED, "endedOn": clock.now()}},
+    )
+    freed = reservations.release_all(order["cartId"])
+    promos.release_for_cart(order["cartId"])  # its promo code's use goes back (once)
+    orders().update_one({"_id": order_id}, {"$set": {"holdReleased": True}})
+    return freed
+
+
+def mark_paid_at_counter(order_id: ObjectId, *, by: str) -> dict:
+    """Staff took the money at the box office."""
+    order = orders().find_one({"_id": order_id})
+    if order is None:
+        raise NotFound(gettext("No such order."))
+    if order.get("method") not in (payments.BOX_OFFICE, payments.counter.INVOICE):  # an invoice: paid later
+        raise Conflict(f"Order {order['ref']} is paid by card, not at the box office.")
+    if order["state"] in SEAT_OWNING:
+        return order
+    if order["state"] not in PAYABLE:
+        raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; it cannot be paid now.")
+    provider = cast(BoxOfficeProvider, payments.provider(order["payment"]["provider"]))  # or the counter's
+    settled = _settled(provider.paid_at_counter(order))
+    orders().update_one(
+        {"_id": order_id, "paidWith.provider": {"$in": ["box_office", "counter"]}}, {"$set": {"paidWith.by": by}}
+    )
+    return cast(dict, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
+
+
+# --- 5. reconcile ---
+
+
+@dataclass
+class PaymentReport:
+    checked: int = 0
+    settled: int = 0
+    expired: int = 0
+    canceled_at_provider: int = 0
+    finished: int = 0
+    holds_released: int = 0
+    refunds_retried: int = 0
+
+    def __str__(self):
+        return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
+
+
+def reconcile_payments(now: datetime | None = None) -> PaymentReport:
+    from booking.notifications import payment_notices
+    from booking.payments import refunds
+
+    now = now or clock.now()
+    report = PaymentReport()
+    grace = timedelta(seconds=settings.BOOKING_PAYMENT_CHECK_GRACE_SECONDS)
+    late = timedelta(seconds=settings.BOOKING_PAYMENT_LATE_SECONDS)
+    # Pending past the window: the webhook may be lost, the worker down, or a process died.
+    for order in orders().find({"state": PENDING, "payment.until": {"$lte": now - grace}}, {"_id": 1}).limit(500):
+        report.checked += 1
+        _settle_or_expire(order["_id"], now, report)
+    # Expired (or canceled) with a payment still open at the provider: a late payment is taken;
+    # after the late period the payment is canceled there.
+    stale_open = {
+        "state": {"$in": [EXPIRED, CANCELED]},
+        "method": payments.CARD,
+        "payment.intent": {"$ne": None},
+        "payment.status": {"$ne": base.CANCELED},
+    }
+    for order in orders().find(stale_open, {"_id": 1, "payment": 1}).limit(500):
+        report.checked += 1
+        found = check(order["_id"], quiet=True)
+        if found["state"] in SEAT_OWNING or found["state"] == REFUNDED:
+            report.settled += 1
+            continue
+        if found["payment"]["until"] + late <= now:
+            canceled = payments.provider(found["payment"]["provider"]).cancel(found["payment"]["intent"])
+            if canceled.status == base.SUCCEEDED:
+                settle(canceled)
+                report.settled += 1
+            else:
+                record(canceled.id, base.CANCELED)
+                promos.release_for_cart(found["cartId"])  # it can never be paid now: the code's use goes back
+                report.canceled_at_provider += 1
+    # Paid but not finished (a crash between settle's writes).
+    for order in orders().find({"settling": True, "paidOn": {"$lte": now - grace}}, {"_id": 1}).limit(500):
+        finish_paid(order["_id"])
+        report.finished += 1
+    for order in orders().find({"state": CANCELED, "holdReleased": False}, {"_id": 1}).limit(500):
+        release_canceled_hold(order["_id"])
+        report.holds_released += 1
+    report.refunds_retried += refunds.retry_due(now)
+    payment_notices.requeue_pending(now)
+    if any(report.__dict__.values()):
+        logger.info("reconcile payments: %s", report)
+    return report
+
+
+def _settle_or_expire(order_id: ObjectId, now: datetime, report: PaymentReport) -> None:
+    order = check(order_id, quiet=True)
+    if order["state"] != PENDING:
+        report.settled += order["state"] in SEAT_OWNING
+        return
+    if order["payment"].get("status") in (base.PROCESSING, CONFIRMING) and order["payment"]["until"] > now - timedelta(
+        seconds=settings.BOOKING_PAYMENT_LATE_SECONDS
+    ):
+        return  # the provider is still deciding: ask again next time
+    cart = mongo.carts().find_one({"_id": order["cartId"]}, {"state": 1, "expiresAt": 1})
+    if cart is not None and cart["state"] == CartState.PAYING:
+        if cart["expiresAt"] > now:
+            return  # the hold still runs (a clock skew between window and cart): not yet
+        if expire_paying_cart(cart["_id"], now).settled:
+            report.settled += 1  # its payment went through just now
+            return
+    else:
+        expired = _expire_order({"_id": order_id}, now, order)
+        if expired is not None and expired.get("method") == payments.CARD and not expired["payment"].get("intent"):
+            promos.release_for_cart(expired["cartId"])  # no payment was ever made: none can come late
+    report.expired += 1
+
+
+# --- webhooks ---
+
+
+def payment_events():
+    return mongo.get_db()["payment_events"]
+
+
+def handle_webhook(provider_name: str, payload: bytes, headers) -> tuple[int, str]:
+    """A provider's webhook: (HTTP status, short text). Bad signature: 400, nothing changes.
+    Every verified event is recorded once (its id is the document's); a replay of a handled
+    event changes nothing; an event for a payment we do not know is recorded and answered 200
+    (the provider would otherwise retry it for days). Events may come in any order: a success is
+    settled whenever it comes, and nothing is written over a success."""
+    provider = payments.provider(provider_name)
+    try:
+        event = provider.parse_webhook(payload, headers)
+    except base.BadSignature as exc:
+        logger.warning("%s webhook refused: %s", provider_name, exc)
+        return 400, "bad signature"
+    if not event.id:
+        return 400, "no event id"
+    key = f"{provider_name}:{event.id}"
+    try:
+        payment_events().insert_one(
+            {
+                "_id": key,
+                "type": event.raw_type,
+                "payment": event.payment.id if event.payment else None,
+                "receivedOn": clock.now(),
+                "handled": False,
+            }
+        )
+    except DuplicateKeyError:
+        seen = payment_events().find_one({"_id": key}, {"handled": 1, "outcome": 1})
+        if seen and seen.get("handled"):
+            return 200, f"already handled: {seen.get('outcome', '')}"
+    faults.point("webhook.after_record")
+    outcome = _handle_event(event)
+    payment_events().update_one({"_id": key}, {"$set": {"handled": True, "outcome": outcome}})
+    return 200, outcome
+
+
+def _handle_event(event: base.WebhookEvent) -> str:
+    if event.payment is None or event.type == "other":
+        return "ignored"
+    order = order_for_payment(event.payment)
+    if order is None:
+        logger.warning("webhook for a payment we do not know: %s", event.payment.id)
+        return "unknown payment"
+    if event.type == base.SUCCEEDED and event.payment.status == base.SUCCEEDED:
+        settled = settle(event.payment)
+        return f"order {order['ref']} {settled['state'] if settled else '?'}"
+    if event.type == base.SUCCEEDED:
+        return f"order {order['ref']} {check(order['_id'], quiet=True)['state']}"
+    record(event.payment.id, event.payment.status, event.payment.failure)
+    return f"order {order['ref']} payment {event.payment.status}"

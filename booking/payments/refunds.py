@@ -1,0 +1,462 @@
+"""Refunds: staff cancel a paid order (all its tickets or some), and the automatic ones (seats
+taken before a late payment arrived, a second payment for one order, money for an order that can
+no longer be paid). Never silently dropped: a refund is a record on the order before anything is
+asked of the provider, and it stays there until the provider confirms it.
+
+Order of writes, each safe to repeat:
+
+1. the order: the refunded tickets move from ``lines`` to ``refundedLines``, a refund record
+   ``{_id, amount, payment, status: "pending"}`` is pushed, ``seatsReleased: false``,
+   ``refundDue: true``; state ``refunded`` (no ticket left) or ``partially_refunded``. Conditional
+   on the refunds the caller saw and on the tickets still being there, so two staff members (or a
+   double click) refund a ticket once;
+2. the refunded seats ``sold -> free`` (never a seat another paid order has), ``seatsReleased``;
+3. the provider: a refund with our refund id as its key, looked up first, so a retry after a crash
+   never refunds twice;
+4. the record ``succeeded`` (``amountRefunded`` grows), or ``failed`` with ``retryAt``: reconcile
+   tries again, doubling the wait, up to BOOKING_REFUND_MAX_TRIES; after that it waits for staff
+   (the admin's order page shows it with a "Retry refund" button; ``manage.py worker_status``
+   lists it). ``refundDue`` stays set until every refund of the order has succeeded.
+"""
+
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from bson import ObjectId
+from django.conf import settings
+from django.utils.translation import gettext, gettext_noop
+
+from booking import payments
+from booking.core import clock, faults, mongo
+from booking.core.domain import CartState, OrderState
+from booking.core.errors import Conflict, InvalidRequest, NotFound
+from booking.notifications import change_notices
+from booking.payments import base, money
+from booking.payments.flow import PAID, PARTIALLY_REFUNDED, REFUNDED, SEAT_OWNING
+from booking.reports import marks
+from booking.sales import orders as order_service
+from booking.sales import promos, reservations
+
+logger = logging.getLogger("booking.refunds")
+
+PENDING = "pending"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+CLAIM_SECONDS = 60
+NO_LONGER_LIVE = (CartState.EXPIRED, CartState.CANCELED, CartState.DONE)  # a refunded order's cart
+SEATS_TAKEN = gettext_noop(  # stored on the order in English; translated where shown (mail, page)
+    "Your payment arrived after your hold had ended and someone else had booked the seats meanwhile. "
+    "We refunded the full amount."
+)
+
+
+def orders():
+    return mongo.orders()
+
+
+def _record(amount: int, payment: dict, reason: str, *, tickets=(), by: str = "") -> dict:
+    return {
+        "_id": f"r{secrets.token_hex(6)}",
+        "amount": amount,
+        "payment": {"provider": payment["provider"], "id": payment["id"]},
+        "reason": reason,
+        "tickets": list(tickets),
+        "status": PENDING,
+        "tries": 0,
+        "by": by,
+        "createdOn": clock.now(),
+    }
+
+
+def allocate(order: dict, amount: int) -> list[tuple[dict, int]]:
+    """Which payments of the order an amount goes back through: the order's payment first, up to
+    what is left of it, then the top-ups of exchanges (sales/exchanges.py). A provider never
+    refunds more than a payment took, so an order paid partly by card and partly at the counter
+    gets two refunds."""
+    payments_taken = [order["paidWith"], *(order.get("topUps") or [])]
+    back: dict[str, int] = {}
+    for refund in order.get("refunds") or []:
+        if refund["status"] != FAILED or refund.get("tries", 0) < settings.BOOKING_REFUND_MAX_TRIES:
+            back[refund["payment"]["id"]] = back.get(refund["payment"]["id"], 0) + refund["amount"]
+    parts = []
+    for payment in payments_taken:
+        if amount <= 0:
+            break
+        part = min(amount, payment["amount"] - back.get(payment["id"], 0))
+        if part > 0:
+            parts.append(({"provider": payment["provider"], "id": payment["id"]}, part))
+            amount -= part
+    if amount > 0 or not parts:  # nothing to give back (free tickets), or more than was ever taken
+        parts.append(({"provider": order["paidWith"]["provider"], "id": order["paidWith"]["id"]}, amount))
+    return parts
+
+
+def _refunds_seen(order: dict) -> dict:
+    """A filter clause: the order still has exactly the refunds the caller read."""
+    n = len(order.get("refunds") or [])
+    clause = {f"refunds.{n}": {"$exists": False}}
+    if n:
+        clause[f"refunds.{n - 1}._id"] = order["refunds"][n - 1]["_id"]
+    return clause
+
+
+def refund_tickets(
+    order_id: ObjectId, *, tickets=None, reason: str = "", by: str = "", notice: str | None = "cancel"
+) -> dict:
+    """Staff: refund the whole order (``tickets`` None) or these ticket codes; their seats become
+    free for sale again. The booking fee goes back with the last ticket. ``notice``: the kind of
+    e-mail the customer gets (notifications/change_notices.py), stored in the same write; None: none."""
+    order = orders().find_one({"_id": order_id})
+    if order is None:
+        raise NotFound(gettext("No such order."))
+    if order["state"] not in SEAT_OWNING:
+        raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; there is nothing to refund.")
+    paid_with = order.get("paidWith")
+    if not paid_with:
+        raise Conflict(f"Order {order['ref']} has no payment to refund.")
+    if order.get("settling"):
+        raise Conflict(f"Order {order['ref']} is still being completed; try again in a moment.")
+    if order.get("exchangeOpen"):
+        raise Conflict(f"Order {order['ref']} is being exchanged right now; try again in a moment.")
+    lines = order["lines"]
+    codes = {line["ticket"] for line in lines} if not tickets else set(tickets)
+    selected = [line for line in lines if line["ticket"] in codes]
+    if not selected or len(selected) != len(codes):
+        raise InvalidRequest(gettext("Choose tickets of this order to refund."))
+    remaining = [line for line in lines if line["ticket"] not in codes]
+    amount = refund_amount(order, codes)
+    why = reason or "Canceled by the theater"
+    records = [_record(part, paid, why, tickets=sorted(codes), by=by) for paid, part in allocate(order, amount)]
+    refund = records[0]
+    now = clock.now()
+    faults.point("refund.before_order")  # tests: another refund of this order between the read and the write
+    changed = orders().update_one(
+        {
+            "_id": order_id,
+            "state": order["state"],
+            "lines.ticket": {"$all": sorted(codes)},
+            "exchangeOpen": {"$exists": False},
+            **_refunds_seen(order),
+        },
+        {
+            "$set": {
+                "state": REFUNDED if not remaining else PARTIALLY_REFUNDED,
+                "lines": remaining,
+                "seatsReleased": False,
+                "refundDue": True,
+                **({"canceledOn": now, "canceledBy": by, "cancelReason": reason} if not remaining else {}),
+            },
+            "$push": {
+                "refundedLines": {"$each": selected},
+                "refunds": {"$each": records},
+                **marks.push(marks.sessions_of(order)),
+                **(
+                    {
+                        "changeNotices": change_notices.new_notice(
+                            notice, ref=refund["_id"], refunds=[r["_id"] for r in records]
+                        )
+                    }
+                    if notice
+                    else {}
+                ),
+            },
+        },
+    )
+    if not changed.modified_count:
+        raise Conflict(gettext("The order changed meanwhile; please look again."))
+    faults.point("refund.after_order")
+    release_refunded_seats(order_id)
+    if not remaining:
+        promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # the code's use goes back
+    faults.point("refund.after_seats")
+    for record in records:
+        process(order_id, record["_id"])
+    if notice:
+        change_notices.queue(order_id)
+    logger.info("order %s: %d tickets refunded (%d) by %s", order["ref"], len(selected), amount, by or "?")
+    return orders().find_one({"_id": order_id})
+
+
+def records_of_tickets(order: dict, tickets) -> list[dict]:
+    """The refund records of these tickets: what one ``refund_tickets`` call made (a ticket is
+    refunded once), one per payment the amount went back through."""
+    wanted = set(tickets)
+    return [r for r in order.get("refunds") or [] if wanted & set(r.get("tickets") or ())]
+
+
+def paid_out_at_counter(records: list[dict]) -> int:
+    """What of these refunds staff hand back themselves (cash or the card terminal): the parts
+    through a provider that takes no money online (the box office, the counter)."""
+    return sum(r["amount"] for r in records if not payments.provider(r["payment"]["provider"]).online)
+
+
+def refund_amount(order: dict, codes: set[str]) -> int:
+    """What refunding these tickets gives back: their prices less their discounts, and the booking
+    fee with the order's last ticket."""
+    lines = order["lines"]
+    fee = (order.get("fee") or {}).get("amount", 0) if all(line["ticket"] in codes for line in lines) else 0
+    return sum(money.line_amount(line) for line in lines if line["ticket"] in codes) + fee
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    """What ``orders.cancel_order`` would do to the order now, for staff to confirm first."""
+
+    seats: list[dict]  # the order's lines: their seats become free, their tickets void
+    refunds: list[dict]  # {provider, means, online, amount}: how much goes back through which payment
+    ends_reservation: bool  # not paid yet: nothing goes back, the reservation ends
+    mail_to: str  # the address the customer is told at; "" when nobody is
+    fingerprint: str  # orders.cancel_fingerprint: cancel_order(confirmed=...) checks it is unchanged
+
+
+def cancel_outcome(order: dict) -> CancelOutcome:
+    """Which seats canceling frees, how much money goes back through which payment, and who gets
+    a mail; a Conflict when the order cannot be canceled."""
+    order_service.require_cancelable(order)
+    unpaid = order["state"] == OrderState.PENDING_PAYMENT
+    paid_with = order.get("paidWith")
+    parts: list[dict] = []
+    if paid_with and not unpaid:
+        taken = {p["id"]: p for p in [paid_with, *(order.get("topUps") or [])]}
+        for payment, amount in allocate(order, refund_amount(order, {line["ticket"] for line in order["lines"]})):
+            means = taken.get(payment["id"], {}).get("means", "")
+            online = payments.provider(payment["provider"]).online
+            parts.append({"provider": payment["provider"], "means": means, "online": online, "amount": amount})
+    told = unpaid or bool(paid_with)  # both send the customer a notice (notifications/change_notices.py)
+    return CancelOutcome(
+        seats=list(order["lines"]),
+        refunds=parts,
+        ends_reservation=unpaid,
+        mail_to=order.get("email", "") if told else "",
+        fingerprint=order_service.cancel_fingerprint(order),
+    )
+
+
+def refund_lost_seats(order_id: ObjectId) -> dict:
+    """A paid order whose seats someone else has (its payment came after its hold ended): it
+    becomes refunded, seats it sold elsewhere go back, the money is refunded, the buyer told."""
+    order = orders().find_one({"_id": order_id})
+    if order is None or order["state"] != PAID or not order.get("settling"):
+        return order
+    refund = _record(order["paidWith"]["amount"], order["paidWith"], "Seats taken before the payment arrived")
+    changed = orders().update_one(
+        {"_id": order_id, "state": PAID, "settling": True},
+        {
+            "$set": {
+                "state": REFUNDED,
+                "lines": [],
+                "seatsReleased": False,
+                "refundDue": True,
+                "lostSeats": True,
+                "failure": SEATS_TAKEN,
+                "noticeMail": "pending",
+            },
+            "$unset": {"settling": ""},
+            "$push": {
+                "refundedLines": {"$each": order["lines"]},
+                "refunds": refund,
+                **marks.push(marks.sessions_of(order)),
+            },
+        },
+    )
+    if not changed.modified_count:
+        return orders().find_one({"_id": order_id})
+    faults.point("refund.lost_after_order")
+    release_refunded_seats(order_id)
+    mongo.carts().update_one(
+        {"_id": order["cartId"], "state": CartState.PAYING},
+        {"$set": {"state": CartState.CANCELED, "endedOn": clock.now()}},
+    )
+    reservations.release_all(order["cartId"])
+    promos.release_for_cart(order["cartId"])  # no sale: the promo code's use goes back
+    process(order_id, refund["_id"])
+    queue_notice(order_id)
+    return orders().find_one({"_id": order_id})
+
+
+def extra_payment_record(paid: dict, why: str) -> dict:
+    """The refund of money no seat is sold for (``paid``: {provider, id, amount}), as
+    ``refund_extra_payment`` records it, for a caller that records it in a write of its own."""
+    return _record(paid["amount"], paid, f"Payment not needed ({why})")
+
+
+def refund_extra_payment(order_id: ObjectId, payment: base.Payment, why: str) -> dict:
+    """Money that no seat is sold for: a second payment for a paid order, a payment for a canceled
+    order, an amount that is not the order's. It is refunded in full, once."""
+    order = orders().find_one({"_id": order_id})
+    paid = {"provider": payment.provider, "id": payment.id}
+    refund = _record(payment.amount, paid, f"Payment not needed ({why})")
+    changed = orders().update_one(
+        {"_id": order_id, "extraPayments.id": {"$ne": payment.id}, "paidWith.id": {"$ne": payment.id}},
+        {
+            "$push": {
+                "extraPayments": {**paid, "amount": payment.amount, "on": clock.now(), "why": why},
+                "refunds": refund,
+            },
+            "$set": {"refundDue": True, **({"noticeMail": "pending"} if order["state"] not in SEAT_OWNING else {})},
+        },
+    )
+    if changed.modified_count:
+        logger.warning("order %s: payment %s refunded (%s)", order["ref"], payment.id, why)
+        faults.point("refund.extra_after_order")
+        process(order_id, refund["_id"])
+        if order["state"] not in SEAT_OWNING:
+            queue_notice(order_id)
+    return orders().find_one({"_id": order_id})
+
+
+def release_refunded_seats(order_id: ObjectId) -> int:
+    """The sold seats of the order's refunded tickets become free (safe to repeat)."""
+    order = orders().find_one({"_id": order_id}, {"refundedLines": 1, "seatsReleased": 1})
+    if order is None or order.get("seatsReleased") is not False:
+        return 0
+    return order_service.release_order_seats({"_id": order_id, "lines": order.get("refundedLines", [])})
+
+
+def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> str:
+    """Ask the provider for one refund of the order (claimed first, so two workers do not both
+    ask). Returns its status afterwards."""
+    now = now or clock.now()
+    claimed = orders().update_one(
+        {
+            "_id": order_id,
+            "refunds": {
+                "$elemMatch": {
+                    "_id": refund_id,
+                    "status": {"$in": [PENDING, FAILED]},
+                    "claimedUntil": {"$not": {"$gt": now}},
+                }
+            },
+        },
+        {
+            "$set": {"refunds.$.claimedUntil": now + timedelta(seconds=CLAIM_SECONDS), "refunds.$.triedOn": now},
+            # tries: since the last staff retry (which starts them again); claims: ever (the
+            # provider's keys must never repeat one that may hold a kept 5xx answer)
+            "$inc": {"refunds.$.tries": 1, "refunds.$.claims": 1},
+        },
+    )
+    order = orders().find_one({"_id": order_id})
+    refund = next(r for r in order["refunds"] if r["_id"] == refund_id)
+    if not claimed.modified_count:
+        return refund["status"]
+    faults.point("refund.after_claim")
+    provider = payments.provider(refund["payment"]["provider"])
+    try:
+        result = provider.refund(
+            refund["payment"]["id"], refund["amount"], refund_key=refund_id, attempt=refund["claims"]
+        )
+    except base.ProviderError as exc:
+        return _failed(order, refund, str(exc))
+    faults.point("refund.after_provider")
+    if result.status == "failed":
+        return _failed(order, refund, "the provider refused the refund")
+    done = result.status == "succeeded"
+    update = {
+        "$set": {
+            "refunds.$.status": SUCCEEDED if done else PENDING,
+            "refunds.$.providerRef": result.id,
+            "refunds.$.claimedUntil": None,
+            "refunds.$.retryAt": None if done else now + timedelta(seconds=settings.BOOKING_REFUND_RETRY_SECONDS),
+            "refunds.$.failure": None,
+            **({"refunds.$.doneOn": clock.now()} if done else {}),
+        }
+    }
+    if done:
+        update["$inc"] = {"amountRefunded": refund["amount"]}
+    orders().update_one(
+        {"_id": order_id, "refunds": {"$elemMatch": {"_id": refund_id, "status": {"$ne": SUCCEEDED}}}}, update
+    )
+    _clear_due(order_id)
+    return SUCCEEDED if done else PENDING
+
+
+def _failed(order: dict, refund: dict, reason: str) -> str:
+    tries = max(refund.get("tries", 0), 1)  # this try is counted already: its claim's $inc (read after it)
+    now = clock.now()
+    retry_at = None
+    if tries < settings.BOOKING_REFUND_MAX_TRIES:
+        retry_at = now + timedelta(seconds=settings.BOOKING_REFUND_RETRY_SECONDS * 2 ** (tries - 1))
+    orders().update_one(
+        {"_id": order["_id"], "refunds": {"$elemMatch": {"_id": refund["_id"], "status": {"$ne": SUCCEEDED}}}},
+        {
+            "$set": {
+                "refunds.$.status": FAILED,
+                "refunds.$.failure": reason[:300],
+                "refunds.$.retryAt": retry_at,
+                "refunds.$.claimedUntil": None,
+            }
+        },
+    )
+    log = logger.warning if retry_at else logger.error
+    log("refund %s of order %s failed (try %d): %s", refund["_id"], order["ref"], tries, reason)
+    return FAILED
+
+
+def _clear_due(order_id: ObjectId) -> None:
+    orders().update_one(
+        {"_id": order_id, "refundDue": True, "refunds.status": {"$nin": [PENDING, FAILED]}},
+        {"$unset": {"refundDue": ""}},
+    )
+
+
+def retry(order_id: ObjectId, refund_id: str) -> str:
+    """Staff: try a failed refund again now (also one reconcile gave up on)."""
+    orders().update_one(
+        {"_id": order_id, "refunds": {"$elemMatch": {"_id": refund_id, "status": FAILED}}},
+        {"$set": {"refunds.$.retryAt": clock.now(), "refunds.$.tries": 0}},
+    )
+    return process(order_id, refund_id)
+
+
+def retry_due(now: datetime | None = None) -> int:
+    """Reconcile: refunds never asked for (a crash after the order write), pending at the
+    provider, or failed and due again; seats of refunded tickets not yet freed; the promo code's
+    use of an order refunded in full not yet given back."""
+    now = now or clock.now()
+    tried = 0
+    for order in (
+        orders().find({"refundDue": True}, {"refunds": 1, "seatsReleased": 1, "state": 1, "cartId": 1}).limit(500)
+    ):
+        if order.get("seatsReleased") is False:
+            release_refunded_seats(order["_id"])
+        if order.get("state") == REFUNDED:  # no sale after all: the promo code's use goes back (once)
+            promos.release_for_cart(order["cartId"], states=NO_LONGER_LIVE)
+        for refund in order.get("refunds", []):
+            due = refund.get("retryAt")
+            claimed = refund.get("claimedUntil")
+            if claimed and claimed > now:
+                continue
+            never_asked_or_due = refund["status"] == PENDING and (due is None or due <= now)
+            failed_and_due = refund["status"] == FAILED and due is not None and due <= now
+            if never_asked_or_due or failed_and_due:
+                tried += 1
+                process(order["_id"], refund["_id"], now)
+    for order in (
+        orders().find({"state": {"$in": [REFUNDED, PARTIALLY_REFUNDED]}, "seatsReleased": False}, {"_id": 1}).limit(500)
+    ):
+        release_refunded_seats(order["_id"])
+    return tried
+
+
+def failed_refunds(limit: int = 50) -> list[dict]:
+    """Refunds waiting for staff or for their next try, for worker_status and the admin."""
+    found = []
+    for order in orders().find({"refundDue": True}, {"ref": 1, "refunds": 1}).limit(limit):
+        for refund in order.get("refunds", []):
+            if refund["status"] != SUCCEEDED:
+                found.append({"ref": order["ref"], "orderId": order["_id"], **refund})
+    return found
+
+
+def queue_notice(order_id: ObjectId) -> bool:
+    """Queue the e-mail telling the buyer their money went back (reconcile re-queues it)."""
+    from booking.sales.tasks import send_payment_notice
+
+    try:
+        send_payment_notice.apply_async(args=[str(order_id)], retry=True, retry_policy={"max_retries": 1})
+    except Exception as exc:  # noqa: BLE001 - any broker failure: reconcile queues it again
+        logger.warning("could not queue the refund notice of order %s: %s", order_id, exc)
+        return False
+    return True

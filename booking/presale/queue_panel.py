@@ -1,0 +1,84 @@
+"""What the waiting room's panel says (``templates/booking/queue.html#status``): the context for
+one answer of the queue, and when the page should look again. Used by the page and its poll
+(``queue_views``) and by the pushed updates (``queue_push``)."""
+
+import random
+
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.utils.translation import gettext, ngettext
+
+from booking.sales import waiting_room
+
+TEMPLATE = "booking/queue.html"
+
+
+def base_context(config: waiting_room.RoomConfig, queue_id) -> dict:
+    """What every state of the panel (and the page around it) needs."""
+    return {
+        "config": config,
+        "queue_id": str(queue_id),
+        "grace_minutes": max(1, round(settings.BOOKING_QUEUE_GRACE_SECONDS / 60)),
+        "admission_minutes": max(1, round(settings.BOOKING_QUEUE_ADMISSION_SECONDS / 60)),
+    }
+
+
+def render_status(context: dict) -> str:
+    """The panel alone, in the language active now."""
+    return render_to_string(f"{TEMPLATE}#status", context)
+
+
+def seconds_until(ms: int, now_ms: int) -> int:
+    return max(0, -(-(ms - now_ms) // 1000))
+
+
+def jitter(seconds: float) -> float:
+    """Polls spread out, so the whole room does not ask at the same moment."""
+    return round(seconds * random.uniform(0.8, 1.2), 1)  # noqa: S311 - not security
+
+
+def unavailable_context() -> dict:
+    """Redis cannot be reached: the queue is paused for everybody, places kept."""
+    return {"state": "unavailable", "next_poll": jitter(max(settings.BOOKING_QUEUE_POLL_SECONDS, 5))}
+
+
+def status_context(config: waiting_room.RoomConfig, result: waiting_room.PollResult) -> dict:
+    """What the panel says for this answer of the queue, and when to look again (``next_poll``)."""
+    fast, slow = settings.BOOKING_QUEUE_POLL_SECONDS, settings.BOOKING_QUEUE_POLL_MAX_SECONDS
+    context = {"result": result, "note": result.note, "sold_out": config.seats_available <= 0}
+    if result.state != "waiting" or result.before_sale:  # the room is not open yet, or the sale
+        until = seconds_until(result.opens_ms if result.state != "waiting" else result.on_sale_ms, result.now_ms)
+        context.update(
+            state="not_open" if result.state != "waiting" else "before_sale",
+            seconds=until,
+            countdown=countdown(until),
+            next_poll=jitter(min(slow, max(fast, until / 2))),
+        )
+        return context
+    wait = result.wait_seconds()
+    if result.paused or wait is None:  # None only while paused (the rate is at least 1)
+        context.update(state="paused", next_poll=jitter(min(slow, max(fast, 5))))
+        return context
+    # near the front: ask often; far back: rarely (the estimate moves slowly there)
+    next_poll = jitter(min(slow, max(fast, wait / 10)))
+    context.update(state="waiting", wait=wait, wait_text=wait_text(wait), next_poll=next_poll)
+    return context
+
+
+def countdown(seconds: int) -> str:
+    """h:mm:ss (or m:ss under an hour), as queue.js shows it while counting down."""
+    hours, rest = divmod(max(0, int(seconds)), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def wait_text(seconds: int | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return gettext("less than a minute")
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return ngettext("about %(count)d minute", "about %(count)d minutes", minutes) % {"count": minutes}
+    hours, minutes = divmod(minutes, 60)
+    return gettext("about %(hours)d h %(minutes)02d min") % {"hours": hours, "minutes": minutes}

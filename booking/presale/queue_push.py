@@ -1,0 +1,193 @@
+"""The waiting room's place in line, pushed: Server-Sent Events from
+``/queue/<id>/live/`` (``queue_views.queue_live``), so a waiting buyer's page sends no requests.
+
+Each event loop (one per ASGI web process) keeps one ``QueueHub``: its waiting viewers, each with
+the time its next look is due, and one task that wakes every ``TICK_SECONDS``. The viewers of a
+queue that are due are looked at together: one pipelined round trip to Redis runs the queue's
+poll script for each of them (``waiting_room.poll_many``: it stamps that they are still there,
+joins them once the room opens, admits whoever's turn it is and answers their places), their
+panels are rendered (each in its buyer's language), and each gets one ``status`` event with its
+panel's HTML. That look and render run in a worker thread, never in the event loop.
+
+The pace is the poll's (``queue_panel.status_context``): every ``BOOKING_QUEUE_POLL_SECONDS``
+near the front, up to ``BOOKING_QUEUE_POLL_MAX_SECONDS`` far back, jittered; before the sale, once
+more just after it starts (spread over three seconds). So a waiting buyer costs Redis what a
+polling one did, and no HTTP request per update. A viewer whose turn came gets ``go`` with the
+queue page's address: that page (a plain GET) issues the admission cookie and sends the buyer to
+the seat map, as a poll would. Redis unreachable: every due viewer is told the queue is paused
+(places kept) and looked at again a few seconds later. When staff change the queue (pause,
+resume, rate, end), every viewer of it is looked at on the next tick after this process sees the
+new settings (they are kept 5 s per process), not at its own pace.
+
+A viewer only reads what it is sent: a slow one lets its own list grow, up to ``QUEUE_SIZE``
+events, then keeps only the newest (every event is a whole panel). A closed stream ends its
+viewer; not looked at any more, the buyer leaves the line after the grace period, as when a
+polling page is closed.
+"""
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+from bson import ObjectId
+from django.urls import reverse
+from django.utils import translation
+
+from booking.presale import queue_panel
+from booking.sales import waiting_room
+from booking.web import push
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 0.25  # how often the hub looks for viewers that are due
+QUEUE_SIZE = 8  # events kept for a viewer that does not read; older ones go (each is a whole panel)
+ON_SALE_SPREAD_SECONDS = 3.0  # the looks just after the on-sale are spread over this long
+
+
+@dataclass(eq=False)
+class QueueViewer:
+    """One open waiting-room page: whose, in which language, and when it is looked at next."""
+
+    queue_id: ObjectId
+    owner: str
+    ticket: tuple[str, str] | None
+    language: str
+    due: float = 0.0  # time.monotonic() of the next look; 0: at once
+    pending: list[bytes] = field(default_factory=list)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def put(self, event: bytes) -> None:  # in the viewer's event loop; never waits
+        self.pending.append(event)
+        del self.pending[:-QUEUE_SIZE]
+        self.wake.set()
+
+    async def take(self) -> bytes:
+        while not self.pending:
+            self.wake.clear()
+            await self.wake.wait()
+        events, self.pending = self.pending, []
+        return b"".join(events)
+
+
+class QueueHub:
+    """This event loop's waiting viewers, and the task that looks at the due ones."""
+
+    def __init__(self) -> None:
+        self.viewers: dict[ObjectId, set[QueueViewer]] = {}
+        self._revs: dict[ObjectId, int | None] = {}  # each queue's settings revision as last seen
+        self._task: asyncio.Task | None = None
+        self._beat = time.monotonic()
+
+    def add(self, viewer: QueueViewer) -> None:
+        self.viewers.setdefault(viewer.queue_id, set()).add(viewer)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def remove(self, viewer: QueueViewer) -> None:
+        group = self.viewers.get(viewer.queue_id)
+        if group is not None:
+            group.discard(viewer)
+            if not group:
+                del self.viewers[viewer.queue_id]
+                self._revs.pop(viewer.queue_id, None)
+
+    def count(self, queue_id: ObjectId | None = None) -> int:
+        if queue_id is not None:
+            return len(self.viewers.get(queue_id, ()))
+        return sum(len(group) for group in self.viewers.values())
+
+    async def _run(self) -> None:
+        while self.viewers:
+            await asyncio.sleep(TICK_SECONDS)
+            now = time.monotonic()
+            for queue_id, group in list(self.viewers.items()):
+                if await self._settings_changed(queue_id):  # staff paused, re-rated, ended: tell everybody now
+                    for viewer in group:
+                        viewer.due = now
+                due = [viewer for viewer in group if viewer.due <= now]
+                if not due:
+                    continue
+                for viewer in due:  # not looked at again by the next tick while this look runs
+                    viewer.due = float("inf")
+                try:
+                    answers = await sync_to_async(look, thread_sensitive=False)(queue_id, due)
+                except Exception:  # a bug must not end every viewer's updates: they are looked at again
+                    log.exception("waiting room %s: pushing the places failed", queue_id)
+                    answers = [(viewer, b"", 5.0) for viewer in due]
+                after = time.monotonic()
+                for viewer, event, delay in answers:
+                    if event:
+                        viewer.put(event)
+                    viewer.due = after + delay
+            if now - self._beat >= push.HEARTBEAT_SECONDS:  # keeps proxies from closing idle streams
+                self._beat = now
+                for group in self.viewers.values():
+                    for viewer in group:
+                        viewer.put(push.HEARTBEAT)
+
+    async def _settings_changed(self, queue_id: ObjectId) -> bool:
+        """Whether the queue's settings (kept 5 s per process) changed since the last tick."""
+        try:
+            config = await sync_to_async(waiting_room.get_config, thread_sensitive=False)(queue_id)
+        except Exception:  # MongoDB away: the viewers' own looks go on (the settings kept so far)
+            log.warning("waiting room %s: its settings could not be read", queue_id, exc_info=True)
+            return False
+        rev = None if config is None else config.rev
+        changed = queue_id in self._revs and self._revs[queue_id] != rev
+        self._revs[queue_id] = rev
+        return changed
+
+
+def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueViewer, bytes, float]]:
+    """Look at the queue for these viewers (one round trip to Redis) and word each one's panel:
+    ``(viewer, event, seconds until its next look)`` for each."""
+    config = waiting_room.get_config(queue_id)
+    go_to_queue = reverse("booking:queue", args=[str(queue_id)])
+    if config is None:  # the room has ended: the queue page sends the buyer on to the sale
+        return [(viewer, push.sse_event("go", {"url": go_to_queue}), 60.0) for viewer in viewers]
+    base = queue_panel.base_context(config, queue_id)
+    try:
+        results = waiting_room.poll_many(config, [(viewer.owner, viewer.ticket) for viewer in viewers])
+    except waiting_room.QueueUnavailable:
+        context = {**base, **queue_panel.unavailable_context()}
+        return [(viewer, _status(viewer, context), context["next_poll"]) for viewer in viewers]
+    answers = []
+    for viewer, result in zip(viewers, results, strict=True):
+        if result.state == "admitted":
+            answers.append((viewer, push.sse_event("go", {"url": go_to_queue}), 60.0))
+            continue
+        context = {**base, **queue_panel.status_context(config, result)}
+        delay = context["next_poll"]
+        if context["state"] in ("not_open", "before_sale"):  # look again just after the moment
+            delay = min(delay, context["seconds"] + random.uniform(0.1, ON_SALE_SPREAD_SECONDS))  # noqa: S311
+        event = _status(viewer, context)
+        if result.state == "waiting" and viewer.ticket != (result.epoch, result.score):
+            # A place the page's ticket cookie does not name yet (joined by a push, or put back):
+            # one ordinary poll writes the cookie that would bring the buyer back to it.
+            viewer.ticket = (result.epoch, result.score)
+            event += push.sse_event("ticket", {})
+        answers.append((viewer, event, delay))
+    return answers
+
+
+def _status(viewer: QueueViewer, context: dict) -> bytes:
+    with translation.override(viewer.language):
+        html = queue_panel.render_status(context)
+    return push.sse_event("status", {"html": html})
+
+
+_hubs: dict[asyncio.AbstractEventLoop, QueueHub] = {}
+
+
+def hub() -> QueueHub:
+    """The running event loop's hub (made on first use)."""
+    loop = asyncio.get_running_loop()
+    found = _hubs.get(loop)
+    if found is None:
+        for old in [other for other in _hubs if other.is_closed()]:
+            del _hubs[old]
+        found = _hubs[loop] = QueueHub()
+    return found

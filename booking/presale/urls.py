@@ -1,0 +1,84 @@
+"""The buyer's endpoints. Kept stable: the hostile-input suite and the load harness use them.
+
+GET  /                                 what's on (?date=YYYY-MM-DD&theater=<id>); htmx: the list only
+GET  /sessions/<id>/                   session page with the seat map; htmx: the map panel only
+GET  /performances/<id>/                a sectioned venue (stadium): the sections and their free seats
+GET  /sessions/<id>/map/               live map partial; ETag = session version, If-None-Match -> 304
+                                       after one tiny read (the version) and nothing else
+GET  /sessions/<id>/live/              the map's seat changes as Server-Sent Events (booking/web/live.py;
+                                       ASGI); 204 when push is off or MongoDB keeps no change streams
+POST /sessions/<id>/toggle             seat=r:c   hold a free seat, or release it when it is yours
+POST /sessions/<id>/hold               seats=r:c (repeated or comma-separated)  hold these seats
+POST /sessions/<id>/release            seats=r:c  release seats of your cart
+POST /sessions/<id>/best               count=N    hold the best N adjacent seats
+GET  /cart/                            your cart (the one in your buyer cookie; no URL takes a
+                                       cart id, so another browser's cart is never reachable)
+POST /cart/remove                      session=<id>&seat=r:c
+POST /cart/cancel                      give up the cart, seats released
+POST /cart/ticket-type                 session=<id>&seat=r:c&ticket_type=<code> (booking/presale/views/offers.py)
+POST /cart/promo  code=<text>          apply a promo code (rate-limited); /cart/promo/remove takes it off
+GET  /checkout/  POST name, email, method   checkout; errors inline (400), then the card form
+                                       (htmx) or /orders/<ref>/ (payments: booking/presale/views/payment.py)
+GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
+GET  /orders/<ref>/tickets/            printable tickets (same access)
+GET|POST /find-booking/                ref, email -> /orders/<ref>/
+GET  /tickets/<code>.svg               QR code of a ticket code
+GET  /queue/<id>/                      waiting room of a high-demand sale (id: the session's, or the
+                                       performance's); joins the buyer; admitted -> the seat map
+GET  /queue/<id>/status                its panel for htmx polling (HX-Redirect when admitted)
+GET  /queue/<id>/live/                 its panel pushed (Server-Sent Events, ASGI; 204: the page polls)
+
+Seat POSTs answer: htmx -> 200 with only the seats the click changed (each swapped by its id,
+out of band), the cart summary and the notice, ``HX-Reswap: none`` (the map stays) and
+``X-Seatmap-Version``; when the action did not go through (a seat was just taken: 409-class engine
+errors become a message) -> 200 with the refreshed map and the message; plain post -> 302 back to
+the session page with a message. Bad input (malformed seat, off the map, count out of range) -> 400
+with a message; unknown or malformed ids -> 404. Every POST needs the CSRF token (htmx sends it
+in the X-CSRFToken header).
+"""
+
+from django.urls import path, re_path
+
+from booking.presale.views import exchange as exchange_views
+from booking.presale.views import offers as offer_views
+from booking.presale.views import pages as views
+from booking.presale.views import payment as payment_views
+from booking.presale.views import queue as queue_views
+from booking.web import live
+
+app_name = "booking"
+
+urlpatterns = [
+    path("", views.whats_on, name="whats_on"),
+    path("performances/<str:performance_id>/", views.performance_page, name="performance"),
+    path("sessions/<str:session_id>/", views.session_page, name="session"),
+    path("sessions/<str:session_id>/map/", views.seat_map, name="seat_map"),
+    path("sessions/<str:session_id>/live/", live.session_live, name="seat_live"),
+    path("sessions/<str:session_id>/toggle", views.toggle_seat, name="toggle_seat"),
+    path("sessions/<str:session_id>/hold", views.hold, name="hold"),
+    path("sessions/<str:session_id>/release", views.release, name="release"),
+    path("sessions/<str:session_id>/best", views.best_available, name="best_available"),
+    path("sessions/<str:session_id>/access", views.presale_access, name="presale_access"),
+    path("cart/", views.cart_page, name="cart"),
+    path("cart/remove", views.cart_remove, name="cart_remove"),
+    path("cart/cancel", views.cart_cancel, name="cart_cancel"),
+    path("cart/ticket-type", offer_views.choose_ticket_type, name="cart_ticket_type"),
+    path("cart/promo", offer_views.apply_promo, name="cart_promo"),
+    path("cart/promo/remove", offer_views.remove_promo, name="cart_promo_remove"),
+    path("checkout/", payment_views.checkout, name="checkout"),
+    path("orders/<str:ref>/", views.order_page, name="order"),
+    path("orders/<str:ref>/tickets/", views.order_tickets, name="order_tickets"),
+    path("find-booking/", views.find_booking, name="find_booking"),
+    re_path(r"^tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.svg$", views.ticket_qr, name="ticket_qr"),
+    # the waiting room (booking/presale/views/queue.py)
+    path("queue/<str:queue_id>/", queue_views.queue_page, name="queue"),
+    path("queue/<str:queue_id>/status", queue_views.queue_status, name="queue_status"),
+    path("queue/<str:queue_id>/live/", queue_views.queue_live, name="queue_live"),
+    # payments (booking/presale/views/payment.py lists them)
+    path("orders/<str:ref>/pay", payment_views.pay, name="pay"),
+    path("orders/<str:ref>/payment", payment_views.payment_status, name="payment_status"),
+    path("orders/<str:ref>/cancel-payment", payment_views.cancel_payment, name="cancel_payment"),
+    path("orders/<str:ref>/receipt.pdf", payment_views.receipt_pdf, name="receipt"),
+    path("orders/<str:ref>/exchange-pay", exchange_views.exchange_pay, name="exchange_pay"),
+    path("payments/stripe/webhook/", payment_views.stripe_webhook, name="stripe_webhook"),
+]

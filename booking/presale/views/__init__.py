@@ -1,0 +1,1 @@
+"""The buyer's views, one module per part of the purchase."""

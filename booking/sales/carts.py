@@ -1,0 +1,237 @@
+"""Carts: a buyer's live cart, expiry, cancelation.
+
+A cart belongs to an owner string: ``s:<random token>``, kept in the buyer's signed ``buyer``
+cookie (``booking/web/buyer.py``). It is the authority on when its holds end (``expiresAt``).
+"""
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bson import ObjectId
+from django.conf import settings
+
+from booking.core import clock, faults, mongo
+from booking.core.domain import CartState, is_live, is_stale, stale_cart_filter
+from booking.sales import client_holds, promos, reservations
+
+logger = logging.getLogger("booking.carts")
+
+
+def hold_duration() -> timedelta:
+    return timedelta(seconds=settings.BOOKING_HOLD_SECONDS)
+
+
+# Carts of staff selling at the counter (sales/counter.py) are owned by "staff:<user id>".
+STAFF_OWNER_PREFIX = "staff:"
+
+
+def is_staff_owner(owner: str | None) -> bool:
+    return bool(owner) and str(owner).startswith(STAFF_OWNER_PREFIX)
+
+
+def staff_idle() -> timedelta:
+    return timedelta(seconds=settings.BOOKING_STAFF_HOLD_IDLE_SECONDS)
+
+
+def next_expiry(cart: dict | None, now: datetime, owner: str | None = None) -> datetime:
+    """Every change extends the hold, but never past the cap from the cart's first hold. A staff
+    member's cart has no cap: it lasts while they work and ends BOOKING_STAFF_HOLD_IDLE_SECONDS
+    after their last action (a forgotten counter screen does not block seats for the night)."""
+    if is_staff_owner(owner or (cart or {}).get("owner")):
+        return now + staff_idle()
+    extended = now + hold_duration()
+    if cart is None:
+        return extended
+    cap = cart["firstHoldOn"] + timedelta(seconds=settings.BOOKING_HOLD_CAP_SECONDS)
+    return min(extended, cap)
+
+
+def live_or_expire(cart: dict | None, now: datetime) -> dict | None:
+    """The cart if it is live (``domain.is_live``), else None. A cart found past its hold but still
+    active is expired here and now (the worker's own code), so its seats are free at once rather
+    than when the worker comes round."""
+    if is_live(cart, now):
+        return cart
+    if is_stale(cart, now):
+        expire_ended(cart, now)
+    return None
+
+
+def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | None = None) -> int | None:
+    """Expire one stale cart and free its seats. Returns seats freed, or None if the cart was not
+    stale (already expired by someone else, checked out, or its hold was extended).
+
+    ``owner``: the cart's owner when the caller knows it: carts are sharded on owner, so the
+    write then goes to one shard. The write answers with the cart's sessions, and their holds are
+    settled by _id (targeted); a hold the cart never recorded (a crash between a hold's two
+    writes) is left to reconcile.finish_interrupted_expiries, which the expiry task runs next."""
+    now = now or clock.now()
+    # One write that answers with the cart's sessions and whether a promo code is applied. An
+    # active cart only: a paying one is expire_paying_cart's (its order expires too).
+    cart = mongo.carts().find_one_and_update(
+        {"_id": cart_id, **({"owner": owner} if owner else {}), "state": CartState.ACTIVE, "expiresAt": {"$lte": now}},
+        {"$set": {"state": CartState.EXPIRED, "endedOn": now}},
+        projection={"items.sessionId": 1, "promo.codeId": 1},
+    )
+    if cart is None:
+        return None
+    faults.point("expire.after_cart")
+    freed = reservations.release_all(cart_id, session_ids=session_ids_of(cart))
+    if cart.get("promo"):
+        promos.release_for_cart(cart_id, owner=owner)  # the promo code's use goes back (once)
+    return freed
+
+
+def expire_paying_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
+    """A cart whose payment window (or box-office deadline) ended unpaid: its seats go back and
+    its order expires (a payment arriving later is still settled: payments/flow.py)."""
+    from booking.payments import flow as payments
+
+    return payments.expire_paying_cart(cart_id, now or clock.now()).freed
+
+
+@dataclass(frozen=True)
+class CartEnd:
+    """What ending a cart past its hold did. ``freed``: the seats given back, None when the cart
+    was not ended (extended, checked out or paid meanwhile). ``settled``: a paying cart's payment
+    had gone through, so its order was settled instead of expired."""
+
+    freed: int | None
+    settled: bool = False
+
+
+def expire_ended(cart: dict, now: datetime) -> CartEnd:
+    """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id, state, owner;
+    a paying one's ``orderRef`` and ``items.sessionId`` too, when read: then all by shard key)."""
+    if cart["state"] == CartState.PAYING:
+        from booking.payments import flow as payments
+
+        return payments.expire_paying_cart(cart["_id"], now, cart=cart)
+    return CartEnd(expire_cart(cart["_id"], now, owner=cart.get("owner")))
+
+
+def session_ids_of(cart: dict) -> list[ObjectId]:
+    """The sessions a cart holds seats in, as its items list them (first seen first)."""
+    return list(dict.fromkeys(item["sessionId"] for item in cart.get("items", [])))
+
+
+def force_expire_cart(cart_id: ObjectId) -> int | None:
+    """Staff end an active cart now: its hold ends at once and its seats are free again.
+
+    The hold's end is moved to now (only while the cart is active), then the normal expiry runs,
+    so a cart that began checking out meanwhile is never touched. Returns seats freed, or None
+    when the cart was not active.
+    """
+    now = clock.now()
+    result = mongo.carts().update_one({"_id": cart_id, "state": CartState.ACTIVE}, {"$set": {"expiresAt": now}})
+    if not result.matched_count:
+        return None
+    return expire_cart(cart_id, now)
+
+
+def cancel_cart(cart_id: ObjectId, owner: str) -> int:
+    """The buyer gives up: the cart ends and every seat it holds is free again."""
+    now = clock.now()
+    cart = mongo.carts().find_one_and_update(
+        {"_id": cart_id, "owner": owner, "state": CartState.ACTIVE},
+        {"$set": {"state": CartState.CANCELED, "endedOn": now}},
+        projection={"items.sessionId": 1, "promo.codeId": 1, "client": 1},
+    )
+    if cart is None:
+        return 0
+    freed = reservations.release_all(cart_id, session_ids=session_ids_of(cart))
+    if cart.get("client") and client_holds.limit():
+        client_holds.end_cart(cart["client"], cart_id, now)  # its seats stop counting for the address
+    if cart.get("promo"):
+        promos.release_for_cart(cart_id, owner=owner)
+    return freed
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    freed: int  # seats free again
+    paying_ref: str | None = None  # not canceled: its payment has begun (the order's reference)
+
+
+def give_up_cart(*, cart_id: ObjectId, owner: str) -> GiveUp:
+    """The buyer's "Cancel and release the seats" on the cart page. A cart whose payment has begun
+    (the page was left open in another tab) is left as it is: its seats stay with the payment,
+    which the booking's own page can cancel."""
+    freed = cancel_cart(cart_id, owner)
+    if freed:
+        return GiveUp(freed)
+    cart = mongo.carts().find_one({"_id": cart_id, "owner": owner}, {"state": 1, "orderRef": 1})
+    if cart is not None and cart["state"] == CartState.PAYING and cart.get("orderRef"):
+        return GiveUp(0, paying_ref=cart["orderRef"])
+    return GiveUp(0)
+
+
+@dataclass
+class ExpiryReport:
+    carts_expired: int = 0
+    seats_released: int = 0
+    payments_settled: int = 0  # paying carts whose payment had gone through: settled, not expired
+    cart_ids: list = field(default_factory=list)
+
+
+def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> ExpiryReport:
+    """Expire every active cart whose hold has ended (the worker's job; safe to run in parallel)."""
+    now = now or clock.now()
+    report = ExpiryReport()
+    while True:
+        stale = list(
+            mongo.carts()
+            # (a paying one's order reference and sessions too: its expiry writes by shard key)
+            .find(stale_cart_filter(now), {"state": 1, "owner": 1, "orderRef": 1, "items.sessionId": 1})
+            # No _id tie-breaker: the state_expires index serves this order (with _id it would be
+            # a sort in memory of every stale cart, per batch), and every stale cart is expired
+            # whichever of equal ones comes first.
+            .sort("expiresAt", 1)
+            .limit(batch_size)
+        )
+        if not stale:
+            break
+        for doc in stale:
+            ended = expire_ended(doc, now)
+            report.payments_settled += ended.settled
+            if ended.freed is not None:
+                report.carts_expired += 1
+                report.seats_released += ended.freed
+                report.cart_ids.append(doc["_id"])
+        if len(stale) < batch_size:
+            break
+    return report
+
+
+def drop_canceled_session(cart_id: ObjectId, session: dict) -> int:
+    """A performance was canceled while this cart held seats in it: the cart drops those seats
+    (their hold was released by the cancelation) and remembers why, so the buyer is told that the
+    performance was canceled rather than that their hold ran out. Returns the seats dropped.
+
+    ``session``: its _id, name and start. Safe to repeat: the update requires the items still listed."""
+    now = clock.now()
+    session_id = session["_id"]
+    cart = mongo.carts().find_one({"_id": cart_id}, {"items": 1, "owner": 1, "state": 1})
+    if cart is None or cart["state"] != CartState.ACTIVE:
+        return 0
+    items = [i for i in cart["items"] if i["sessionId"] == session_id]
+    if not items:
+        return 0
+    note = {"sessionId": session_id, "name": session.get("name", ""), "start": session.get("start")}
+    note["seats"] = len(items)
+    result = mongo.carts().update_one(
+        {
+            "_id": cart_id,
+            "owner": cart["owner"],
+            "state": CartState.ACTIVE,
+            "items": {"$elemMatch": {"sessionId": session_id}},
+        },
+        {
+            "$pull": {"items": {"sessionId": session_id}},
+            "$inc": {"total": -sum(i["price"] for i in items)},
+            "$push": {"canceledShows": note},
+            "$set": {"modifiedOn": now},
+        },
+    )
+    return len(items) if result.modified_count else 0

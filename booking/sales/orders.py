@@ -1,0 +1,151 @@
+"""Orders after checkout: staff cancelation and giving a dead order's seats back.
+
+Cancel is the order first (state canceled, seatsReleased false), then its sold seats become free,
+then seatsReleased true. Freeing seats before canceling could sell a seat twice after a crash;
+this order of writes can only leave seats sold a little longer, and reconcile finishes it.
+"""
+
+import hashlib
+import logging
+from datetime import UTC, datetime
+
+from bson import ObjectId
+from django.conf import settings
+from django.utils.translation import gettext
+
+from booking.core import clock, mongo
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
+from booking.core.errors import Conflict, NotFound
+from booking.core.localized import order_state_label
+from booking.reports import marks
+from booking.sales import promos
+from booking.venues.seat_grid import BLOCKED, FREE, SOLD, cell_path, parse_seat_key
+
+logger = logging.getLogger("booking.orders")
+
+
+def purge_at(created_on: datetime) -> datetime:
+    """When an order made at ``created_on`` may go (the purge_ttl index deletes it then): after
+    BOOKING_ORDER_RETENTION_YEARS full calendar years following the year it was made in, the way
+    bookkeeping retention is counted (an order of March 2026 is kept to the end of 2036)."""
+    return datetime(created_on.year + 1 + settings.BOOKING_ORDER_RETENTION_YEARS, 1, 1, tzinfo=UTC)
+
+
+# What staff may cancel: a sale (its money goes back) or a reservation not paid yet.
+CANCELABLE = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED, OrderState.PENDING_PAYMENT)
+
+
+def require_cancelable(order: dict) -> None:
+    if order["state"] not in CANCELABLE:
+        raise Conflict(
+            gettext("Order %(ref)s is %(state)s; there is nothing to cancel.")
+            % {"ref": order["ref"], "state": order_state_label(order["state"]).lower()}
+        )
+
+
+def cancel_fingerprint(order: dict) -> str:
+    """What canceling the order depends on, in short: its state, tickets, payments and refunds,
+    and whom the mail goes to. Staff confirm a cancellation they saw; any change since (a ticket
+    refunded or moved, a payment) gives another fingerprint."""
+    facts = [
+        order["state"],
+        order.get("total"),
+        order.get("email"),
+        order.get("exchangeOpen"),
+        (order.get("paidWith") or {}).get("id"),
+        [line["ticket"] for line in order.get("lines", [])],
+        [refund["_id"] for refund in order.get("refunds") or []],
+        [top_up.get("id") for top_up in order.get("topUps") or []],
+    ]
+    return hashlib.sha256(repr(facts).encode()).hexdigest()[:24]
+
+
+def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "", confirmed: str | None = None) -> dict:
+    """Cancel the order: its seats free again, its money back through its payments (or its
+    reservation ended), the customer told. ``confirmed``: the ``cancel_fingerprint`` of the order
+    staff were shown; the order must still be the same."""
+    now = clock.now()
+    order = mongo.orders().find_one({"_id": order_id})
+    if order is None:
+        raise NotFound(gettext("No such order."))
+    if confirmed is not None:
+        require_cancelable(order)
+        if cancel_fingerprint(order) != confirmed:
+            raise Conflict(
+                gettext(
+                    "The order changed since the cancellation was shown; look at what it would do now "
+                    "and confirm again."
+                )
+            )
+    unpaid = (OrderState.PENDING_PAYMENT, OrderState.EXPIRED)
+    if order.get("paidWith") or order["state"] in unpaid:
+        # Paid through a provider: the money goes back (payments/refunds.py); not paid yet: the
+        # reservation ends (payments/flow.py).
+        from booking.payments import flow as payments
+        from booking.payments import refunds
+
+        if order["state"] in unpaid:
+            return payments.cancel_unpaid(order_id, by=by, reason=reason)
+        return refunds.refund_tickets(order_id, reason=reason, by=by)
+    if order["state"] != OrderState.PAID:
+        raise Conflict(f"Order {order['ref']} is {order['state']}, not paid; there is nothing to cancel.")
+    result = mongo.orders().update_one(
+        {"_id": order_id, "state": OrderState.PAID},
+        {
+            "$set": {
+                "state": OrderState.CANCELED,
+                "canceledOn": now,
+                "canceledBy": by,
+                "cancelReason": reason,
+                "seatsReleased": False,
+            },
+            "$push": marks.push(marks.sessions_of(order)),
+        },
+    )
+    if not result.modified_count:
+        raise Conflict(gettext("The order changed meanwhile; please look again."))
+    order = mongo.orders().find_one({"_id": order_id})
+    release_order_seats(order)
+    promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # its promo code's use goes back
+    logger.info("order %s canceled by %s: %d seats free again", order["ref"], by or "?", len(order["lines"]))
+    return mongo.orders().find_one({"_id": order_id})
+
+
+def give_back(key: str, *, house: bool) -> dict:
+    """The update that ends a sold seat's sale: a house seat (staff blocked it, then sold it at the
+    counter) is blocked again and not counted available; any other seat is free (on sale) again.
+    The caller's filter requires the cell sold, so this is one conditional update per seat."""
+    path = cell_path(*parse_seat_key(key))
+    if house:
+        return {"$set": {path: BLOCKED}, "$inc": {"version": 1}}
+    return {"$set": {path: FREE}, "$inc": {"seatsAvailable": 1, "version": 1}}
+
+
+def release_order_seats(order: dict) -> int:
+    """Free the sold seats of a canceled or failed order (safe to repeat); house seats go back to
+    blocked. Returns seats given back."""
+    freed = 0
+    by_session: dict[ObjectId, list[str]] = {}
+    for line in order["lines"]:
+        by_session.setdefault(line["sessionId"], []).append(line["key"])
+    for session_id, keys in by_session.items():
+        # Never free a seat another paid order holds (possible only if this order never sold it).
+        others = mongo.orders().find(
+            {
+                "_id": {"$ne": order["_id"]},
+                "state": {"$in": list(SEAT_OWNING_ORDER_STATES)},  # their lines own their seats
+                "lines": {"$elemMatch": {"sessionId": session_id, "key": {"$in": keys}}},
+            },
+            {"lines": 1},
+        )
+        taken = {line["key"] for o in others for line in o["lines"] if line["sessionId"] == session_id}
+        mine = [k for k in keys if k not in taken]
+        house = {line["key"] for line in order["lines"] if line["sessionId"] == session_id and line.get("house")}
+        for key in mine:
+            # One seat at a time: a seat this order never sold must not stop the others.
+            result = mongo.sessions().update_one(
+                {"_id": session_id, cell_path(*parse_seat_key(key)): SOLD}, give_back(key, house=key in house)
+            )
+            freed += result.modified_count
+    mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"seatsReleased": True}})
+    return freed

@@ -1,0 +1,144 @@
+"""Bulk actions on a series: the upcoming performances of the same show in the same hall. Staff put
+them on sale, change a category's price or cancel them all at once, after a preview of what each
+would change (``preview_*``); applying does exactly what was previewed (the sessions listed then,
+and each price only if it is still what the preview showed), one conditional update per session.
+"""
+
+from dataclasses import dataclass, field
+
+from bson import ObjectId
+from django.utils.translation import gettext as _
+
+from booking.core import clock, mongo
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
+from booking.core.errors import InvalidRequest, NotFound
+from booking.core.formatting import format_money
+from booking.sales import listings, session_cancel
+from booking.sales.sessions import MAX_PRICE
+
+PUBLISH = "publish"
+PRICES = "prices"
+CANCEL = "cancel"
+ACTIONS = (PUBLISH, PRICES, CANCEL)
+FIELDS = {
+    "name": 1,
+    "start": 1,
+    "status": 1,
+    "prices": 1,
+    "currency": 1,
+    "theaterId": 1,
+    "theaterName": 1,
+    "layout.categories": 1,
+}
+
+
+def series_of(session_id: ObjectId) -> list[dict]:
+    """The performances of this one's show in its hall that have not started and are not canceled
+    (itself included), by start. Served by the theater_start_id index."""
+    doc = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "theaterId": 1})
+    if doc is None:
+        raise NotFound(_("No such session."))
+    query = {
+        "theaterId": doc["theaterId"],
+        "start": {"$gt": clock.now()},
+        "name": doc["name"],
+        "status": {"$in": [SessionStatus.DRAFT, SessionStatus.ON_SALE]},
+    }
+    return list(mongo.sessions().find(query, FIELDS).sort([("start", 1), ("_id", 1)]).limit(500))
+
+
+@dataclass
+class Change:
+    """One performance in a preview: what the action would do to it (``changes``), or why it
+    leaves it as it is (``skip``)."""
+
+    session: dict
+    changes: list[str] = field(default_factory=list)
+    skip: str = ""
+    old_price: int | None = None  # prices: the price the preview saw (applying requires it still)
+    orders: int = 0  # cancel: paid orders that would be refunded
+
+    @property
+    def id(self) -> str:
+        return str(self.session["_id"])
+
+
+def preview(session_id: ObjectId, action: str, *, category: str = "", price: int | None = None) -> list[Change]:
+    if action not in ACTIONS:
+        raise InvalidRequest(_("Choose what to do with the series."))
+    bad_price = price is None or isinstance(price, bool) or not 0 <= price <= MAX_PRICE
+    if action == PRICES and (not category or bad_price):
+        raise InvalidRequest(_("Give a category and a price between 0 and %(max)s.") % {"max": MAX_PRICE // 100})
+    found = []
+    for session in series_of(session_id):
+        change = Change(session)
+        if action == PUBLISH:
+            if session["status"] == SessionStatus.DRAFT:
+                change.changes.append(_("draft → on sale"))
+            else:
+                change.skip = _("on sale already")
+        elif action == PRICES:
+            old = (session.get("prices") or {}).get(category)
+            if old is None:
+                change.skip = _("has no such category")
+            elif old == price:
+                change.skip = _("has this price already")
+            else:
+                change.old_price = old
+                currency = session.get("currency", "")
+                change.changes.append(f"{format_money(old, currency)} → {format_money(price, currency)}")
+        else:
+            change.orders = mongo.orders().count_documents(
+                {"lines.sessionId": session["_id"], "state": {"$in": list(SEAT_OWNING_ORDER_STATES)}}
+            )
+            change.changes.append(_("canceled; %(n)d paid orders refunded and mailed") % {"n": change.orders})
+        found.append(change)
+    return found
+
+
+@dataclass
+class Applied:
+    done: list[str] = field(default_factory=list)  # session ids changed
+    changed_meanwhile: list[str] = field(default_factory=list)  # not as previewed: left alone
+
+
+def apply(
+    session_id: ObjectId,
+    action: str,
+    chosen: list[ObjectId],
+    *,
+    category: str = "",
+    price: int | None = None,
+    seen_prices: dict | None = None,
+    by: str = "",
+) -> Applied:
+    """Apply ``action`` to the ``chosen`` performances of the series (those the preview listed).
+    ``seen_prices``: {session id: the price the preview showed}; a price changed since is left."""
+    series = {s["_id"]: s for s in series_of(session_id)}
+    result = Applied()
+    for sid in chosen:
+        if sid not in series:
+            result.changed_meanwhile.append(str(sid))  # started, canceled or not of this series
+            continue
+        if action == PUBLISH:
+            done = mongo.sessions().update_one(
+                {"_id": sid, "status": SessionStatus.DRAFT},
+                listings.due({"$set": {"status": SessionStatus.ON_SALE}, "$inc": {"version": 1}}),
+            )
+            ok = bool(done.modified_count)
+        elif action == PRICES:
+            seen = (seen_prices or {}).get(str(sid))
+            done = mongo.sessions().update_one(
+                {"_id": sid, f"prices.{category}": seen},
+                # priceRev: holds priced from the old table miss and price again (sales/offers.py)
+                listings.due({"$set": {f"prices.{category}": price}, "$inc": {"version": 1, "priceRev": 1}}),
+            )
+            ok = seen is not None and bool(done.modified_count)
+        elif action == CANCEL:
+            session_cancel.start(sid, by=by)
+            ok = True
+        else:
+            raise InvalidRequest(_("Choose what to do with the series."))
+        (result.done if ok else result.changed_meanwhile).append(str(sid))
+    listings.refresh(sid for sid in chosen if str(sid) in result.done)
+    return result

@@ -1,0 +1,174 @@
+"""Canceling a whole performance: every order in it is canceled and refunded, and every customer
+mailed, by a worker task that can be killed at any point and run again.
+
+1. ``start`` (staff): the session ``canceled`` (off sale at once) with ``cancelRun: {state:
+   "running", total, by, startedOn, beatOn}``; holds in carts are released; the task is queued.
+2. ``run`` (the Celery task ``cancel_session_orders``; also reconcile when the run stalled): each
+   order that still has tickets of this session gets *those tickets* refunded (a partial refund
+   when the order has tickets of other performances too: they stay valid), with the customer's
+   notice in the same write (payments/refunds.py). The refund is conditional on the tickets still
+   being in the order, so an order is refunded once however often the task runs; the run simply
+   asks again which orders still have tickets here. Reservations not paid yet are called off.
+3. ``cancelRun.state: "done"`` when no order is left.
+
+Progress is read from the orders themselves (``progress``): the number left is a count on the
+``lines.sessionId`` index, so it can never drift from what was done.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from bson import ObjectId
+from django.utils.translation import gettext as _
+
+from booking.core import clock, faults, mongo
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
+from booking.core.errors import BookingError, NotFound
+from booking.notifications import change_notices
+from booking.sales import carts, listings, reservations
+
+logger = logging.getLogger("booking.session_cancel")
+
+RUNNING = "running"
+DONE = "done"
+STALLED_AFTER = timedelta(minutes=5)  # no order finished for this long: reconcile queues it again
+REASON = "Performance canceled"
+
+
+def _left_query(session_id: ObjectId) -> dict:
+    return {"lines.sessionId": session_id, "state": {"$in": list(SEAT_OWNING_ORDER_STATES)}}
+
+
+def start(session_id: ObjectId, *, by: str = "") -> dict:
+    """Cancel the session now and leave its orders to the worker. Returns the session."""
+    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "reservations": 1, "cancelRun": 1})
+    if session is None:
+        raise NotFound(_("No such session."))
+    if session.get("status") == SessionStatus.CANCELED and session.get("cancelRun"):
+        return session  # already canceled: the run goes on (or is done)
+    now = clock.now()
+    total = mongo.orders().count_documents(_left_query(session_id))
+    mongo.sessions().update_one(
+        {"_id": session_id, "cancelRun": {"$exists": False}},
+        listings.due(
+            {
+                "$set": {
+                    "status": SessionStatus.CANCELED,
+                    "canceledOn": now,
+                    "cancelRun": {"state": RUNNING, "total": total, "by": by, "startedOn": now, "beatOn": now},
+                },
+                "$inc": {"version": 1},
+            }
+        ),
+    )
+    listings.refresh([session_id])  # off what's on at once
+    faults.point("session_cancel.after_start")
+    for hold in session.get("reservations", []):
+        reservations.settle(session_id, hold["_id"])  # carts' holds: the seats go back
+    show = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "start": 1}) or {"_id": session_id}
+    for hold in session.get("reservations", []):  # the buyers' carts drop them and say why
+        carts.drop_canceled_session(hold["_id"], show)
+    queue(session_id)
+    return mongo.sessions().find_one({"_id": session_id}, {"status": 1, "cancelRun": 1, "name": 1})
+
+
+def queue(session_id: ObjectId) -> bool:
+    from booking.sales.tasks import cancel_session_orders
+
+    try:
+        cancel_session_orders.apply_async(args=[str(session_id)], retry=True, retry_policy={"max_retries": 1})
+    except Exception as exc:  # noqa: BLE001 - the broker is away: reconcile queues it again
+        logger.warning("could not queue the cancellation of session %s: %s", session_id, exc)
+        return False
+    return True
+
+
+def run(session_id: ObjectId) -> dict:
+    """Refund this session's tickets of every order still holding some; then the run is done.
+    Safe to run any number of times, at once or after a crash."""
+    from booking.payments import flow as payments
+    from booking.payments import refunds
+    from booking.sales import orders as order_service
+
+    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "cancelRun": 1})
+    if session is None or session.get("status") != SessionStatus.CANCELED or not session.get("cancelRun"):
+        return {"refunded": 0, "skipped": 0, "state": "not canceled"}
+    by = session["cancelRun"].get("by", "")
+    from booking.sales import exchanges
+
+    exchanges.stop_into(session_id)  # before the scan: an exchange that switched first is found by it
+    refunded = skipped = 0
+    left_for_later: list[ObjectId] = []  # one try per run: such an order waits for the next run
+    while True:
+        query = {**_left_query(session_id), "_id": {"$nin": left_for_later}}
+        batch = list(mongo.orders().find(query, {"lines": 1, "paidWith": 1}).limit(100))
+        if not batch:
+            break
+        for order in batch:
+            mine = [line["ticket"] for line in order["lines"] if line["sessionId"] == session_id]
+            try:
+                if order.get("paidWith"):
+                    refunds.refund_tickets(
+                        order["_id"], tickets=mine, reason=REASON, by=by, notice=change_notices.SESSION_CANCELED
+                    )
+                else:  # from before payments: nothing to refund, the order is canceled
+                    order_service.cancel_order(order["_id"], by=by, reason=REASON)
+                refunded += 1
+            except BookingError as exc:  # e.g. an exchange under way: the next run takes it
+                skipped += 1
+                left_for_later.append(order["_id"])
+                logger.warning("session %s: order %s not canceled yet: %s", session_id, order["_id"], exc.message)
+            faults.point("session_cancel.after_order")
+            mongo.sessions().update_one({"_id": session_id}, {"$set": {"cancelRun.beatOn": clock.now()}})
+    for order in mongo.orders().find({"state": OrderState.PENDING_PAYMENT, "lines.sessionId": session_id}, {"_id": 1}):
+        try:
+            payments.cancel_unpaid(order["_id"], by=by, reason=REASON, notice=change_notices.SESSION_CANCELED)
+        except BookingError as exc:
+            skipped += 1
+            logger.warning("session %s: reservation %s not called off yet: %s", session_id, order["_id"], exc.message)
+    if not skipped and not mongo.orders().count_documents(_left_query(session_id)):
+        mongo.sessions().update_one(
+            {"_id": session_id, "cancelRun.state": RUNNING},
+            {"$set": {"cancelRun.state": DONE, "cancelRun.doneOn": clock.now()}},
+        )
+    logger.info("session %s canceled: %d orders refunded, %d left for later", session_id, refunded, skipped)
+    return {"refunded": refunded, "skipped": skipped, "state": DONE if not skipped else RUNNING}
+
+
+@dataclass(frozen=True)
+class Progress:
+    state: str  # "running" or "done"
+    total: int
+    left: int
+    by: str
+    started: datetime | None
+
+    @property
+    def done(self) -> int:
+        return max(self.total - self.left, 0)
+
+    @property
+    def percent(self) -> int:
+        return 100 if not self.total else round(100 * self.done / self.total)
+
+
+def progress(session: dict) -> Progress | None:
+    """How far the cancellation of this session is (None: it was not canceled this way)."""
+    run_info = session.get("cancelRun")
+    if not run_info:
+        return None
+    left = 0 if run_info["state"] == DONE else mongo.orders().count_documents(_left_query(session["_id"]))
+    total = max(run_info.get("total", 0), left)
+    return Progress(run_info["state"], total, left, run_info.get("by", ""), run_info.get("startedOn"))
+
+
+def resume_stalled(now: datetime | None = None) -> int:
+    """Reconcile: runs with no order finished for a while (the worker died, Redis was away) are
+    queued again."""
+    now = now or clock.now()
+    queued = 0
+    for session in mongo.sessions().find({"cancelRun.state": RUNNING}, {"cancelRun": 1}).limit(100):
+        if session["cancelRun"].get("beatOn", now) <= now - STALLED_AFTER and queue(session["_id"]):
+            queued += 1
+    return queued

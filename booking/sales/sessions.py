@@ -1,0 +1,428 @@
+"""Sessions (performances): created from a theater template, priced per category, on sale."""
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime, timedelta
+
+from bson import ObjectId
+from django.conf import settings
+from django.utils.translation import gettext
+
+from booking.core import clock, faults, mongo
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
+from booking.core.errors import Conflict, InvalidRequest, NotFound
+from booking.core.formatting import thousands
+from booking.sales import listings
+from booking.venues import performance_index
+from booking.venues.layouts import category_codes_used
+from booking.venues.seat_grid import (
+    BLOCKED,
+    FREE,
+    HELD,
+    SOLD,
+    cell_path,
+    count_state,
+    initial_states,
+    seat_cell,
+    seat_name,
+)
+from booking.venues.theaters import session_names
+
+MAX_PRICE = 1_000_000  # minor units: 10,000.00 is more than any seat here costs
+MAX_DURATION = timedelta(hours=24)
+
+
+def clean_details(
+    name: str,
+    description: str,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime,
+    name_de: str = "",
+    description_de: str = "",
+) -> dict:
+    """The show's details as stored; ``name_de`` / ``description_de``: the German text staff may
+    add (``nameDe`` / ``descriptionDe``; empty: German pages show the main text, booking/core/localized.py)."""
+    name = " ".join(str(name or "").split())
+    description = str(description or "").strip()
+    name_de = " ".join(str(name_de or "").split())
+    description_de = str(description_de or "").strip()
+    errors = {}
+    if not name or len(name) > 120:
+        errors["name"] = gettext("The show needs a name of 1 to 120 characters.")
+    if len(description) > 2000:
+        errors["description"] = gettext("Please keep the description under 2,000 characters.")
+    if len(name_de) > 120:
+        errors["name_de"] = gettext("Please keep the German name under 120 characters.")
+    if len(description_de) > 2000:
+        errors["description_de"] = gettext("Please keep the German description under 2,000 characters.")
+    if not isinstance(start, datetime) or start.tzinfo is None:
+        errors["start"] = gettext("Give the start as a date and time.")
+    elif start <= now:
+        errors["start"] = gettext("The start must be in the future.")
+    if not isinstance(end, datetime) or end.tzinfo is None:
+        errors["end"] = gettext("Give the end as a date and time.")
+    elif isinstance(start, datetime) and start.tzinfo and end <= start:
+        errors["end"] = gettext("The end must be after the start.")
+    elif isinstance(start, datetime) and start.tzinfo and end - start > MAX_DURATION:
+        errors["end"] = gettext("A performance cannot last longer than 24 hours.")
+    if errors:
+        raise InvalidRequest(" ".join(errors.values()), fields=errors)
+    return {
+        "name": name,
+        "description": description,
+        "nameDe": name_de,
+        "descriptionDe": description_de,
+        "start": start,
+        "end": end,
+    }
+
+
+def clean_prices(prices: dict, layout: dict) -> dict[str, int]:
+    clean = {}
+    errors = {}
+    names = {c["code"]: c["name"] for c in layout["categories"]}
+    for code in category_codes_used(layout):
+        value = prices.get(code)
+        if isinstance(value, bool) or not isinstance(value, int):
+            errors[f"price_{code}"] = gettext("Give a price for %(category)s in cents.") % {"category": names[code]}
+        elif value < 0:
+            errors[f"price_{code}"] = gettext("The price for %(category)s cannot be below zero.") % {
+                "category": names[code]
+            }
+        elif value > MAX_PRICE:
+            errors[f"price_{code}"] = gettext("The price for %(category)s is too high (at most %(max)s).") % {
+                "category": names[code],
+                "max": thousands(MAX_PRICE // 100),
+            }
+        else:
+            clean[code] = value
+    if errors:
+        raise InvalidRequest(" ".join(errors.values()), fields=errors)
+    return clean
+
+
+def price_layout(theater: dict) -> dict:
+    """The categories and rows a theater's prices are asked for and checked against: its layout,
+    or for a sectioned venue all its sections together (staff's price form and create_session)."""
+    if not theater.get("sections"):
+        return theater["layout"]
+    categories: dict = {}
+    rows = []
+    for section in theater["sections"]:
+        for cat in section["layout"]["categories"]:
+            categories.setdefault(cat["code"], cat)
+        rows.extend(section["layout"]["rows"])
+    return {"categories": list(categories.values()), "rows": rows}
+
+
+def create_session(
+    theater_id: ObjectId,
+    *,
+    name: str,
+    description: str,
+    start: datetime,
+    end: datetime,
+    prices: dict,
+    name_de: str = "",
+    description_de: str = "",
+) -> dict:
+    """A new performance: the theater's whole seat map is copied into the session (preallocated)."""
+    theater = mongo.theaters().find_one({"_id": theater_id})
+    if theater is None:
+        raise NotFound(gettext("No such theater."))
+    now = clock.now()
+    details = clean_details(name, description, start, end, now=now, name_de=name_de, description_de=description_de)
+    if theater.get("sections"):
+        return create_section_sessions(theater, details, prices, now)[0]
+    layout = theater["layout"]
+    session = _session_document(theater, session_names(theater), layout, details, clean_prices(prices, layout), now)
+    mongo.sessions().insert_one(session)
+    listings.refresh([session["_id"]])
+    return session
+
+
+def _session_document(theater: dict, names: dict, layout: dict, details: dict, prices: dict, now) -> dict:
+    """A session on sale with the layout copied in full (preallocated) and every seat free;
+    ``names``: the theater's names it copies (theaters.session_names)."""
+    seats = initial_states(layout)
+    available = count_state(seats, FREE)
+    return {
+        "_id": ObjectId(),
+        "theaterId": theater["_id"],
+        **names,  # theaterName, and theaterNameDe when staff gave German names
+        "front": theater.get("front", "stage"),  # the word at the front of the map (booking/venues/venue_front.py)
+        **details,
+        "prices": prices,
+        "currency": settings.BOOKING_CURRENCY,
+        "status": SessionStatus.ON_SALE,
+        "layout": layout,
+        "seats": seats,
+        "seatsTotal": available,
+        "seatsAvailable": available,
+        "reservations": [],
+        "version": 1,
+        "createdOn": now,
+        # every ticket sold for it starts with its order's reference (checkout.new_ticket_code):
+        # a door looks an unknown code up on one shard (sales/checkin.py)
+        "ticketCodesByRef": True,
+        **listings.new_session_fields(),
+    }
+
+
+def create_section_sessions(theater: dict, details: dict, prices: dict, now: datetime) -> list[dict]:
+    """A performance in a sectioned venue: one session document per section, sharing a
+    ``performanceId`` (the RavenDB seed's chunks), so no document carries the whole stadium.
+    Each is an ordinary session to holds, checkout and expiry; cart items name the section's id.
+    ``theaterName`` says venue and section (carts, orders and tickets copy it); ``venueName`` is
+    the venue alone (what's on lists the performance once); ``...De``: the German names."""
+    sections = theater["sections"]
+    all_prices = clean_prices(prices, price_layout(theater))
+    performance_id = ObjectId()
+    docs = []
+    for index, section in enumerate(sections):
+        layout = section["layout"]
+        section_prices = {code: all_prices[code] for code in category_codes_used(layout)}
+        doc = _session_document(theater, session_names(theater, section), layout, details, section_prices, now)
+        german = {"nameDe": section["nameDe"]} if section.get("nameDe") else {}
+        doc.update(
+            performanceId=performance_id,
+            section={"name": section["name"], **german, "index": index, "count": len(sections)},
+        )
+        docs.append(doc)
+    # first: the performance page reads the section ids from it (shard-targeted); a crash before
+    # the sections leaves ids that find nothing (venues/performance_index.py)
+    performance_index.record(performance_id, (doc["_id"] for doc in docs), details["end"])
+    faults.point("performance.before_sections")
+    mongo.sessions().insert_many(docs)
+    listings.refresh(doc["_id"] for doc in docs)
+    return docs
+
+
+def update_session_details(
+    session_id: ObjectId, *, name, description, start, end, prices, name_de="", description_de=""
+) -> dict:
+    session = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "status": 1})
+    if session is None:
+        raise NotFound(gettext("No such session."))
+    details = clean_details(
+        name, description, start, end, now=clock.now(), name_de=name_de, description_de=description_de
+    )
+    clean = clean_prices(prices, session["layout"])
+    mongo.sessions().update_one(
+        {"_id": session_id}, listings.due({"$set": {**details, "prices": clean}, "$inc": {"version": 1}})
+    )
+    listings.refresh([session_id])
+    return mongo.sessions().find_one({"_id": session_id})
+
+
+def refresh_seat_map(session_id: ObjectId) -> dict:
+    """Copy the theater's current layout again; refused once any seat is held or sold."""
+    session = mongo.sessions().find_one(
+        {"_id": session_id}, {"theaterId": 1, "seatsTotal": 1, "seatsAvailable": 1, "seats": 1}
+    )
+    if session is None:
+        raise NotFound(gettext("No such session."))
+    theater = mongo.theaters().find_one({"_id": session["theaterId"]})
+    if theater is None:
+        raise NotFound(gettext("The session's theater no longer exists."))
+    if count_state(session["seats"], HELD) or count_state(session["seats"], SOLD):
+        raise Conflict(gettext("The seat map cannot be changed once seats are held or sold."))
+    seats = initial_states(theater["layout"])
+    available = count_state(seats, FREE)
+    result = mongo.sessions().update_one(
+        {"_id": session_id, "seats": session["seats"], "reservations": {"$size": 0}},
+        listings.due(
+            {
+                "$set": {
+                    "layout": theater["layout"],
+                    "seats": seats,
+                    "seatsTotal": available,
+                    "seatsAvailable": available,
+                },
+                "$inc": {"version": 1, "layoutRev": 1},  # processes keep layouts per revision
+            }
+        ),
+    )
+    if not result.matched_count:
+        raise Conflict(gettext("Seats were taken meanwhile; the seat map can no longer be changed."))
+    listings.refresh([session_id])
+    return mongo.sessions().find_one({"_id": session_id})
+
+
+def set_blocked(session_id: ObjectId, coords: list[tuple[int, int]], blocked: bool) -> int:
+    """Staff take free seats off sale (house seats) or put blocked seats back on sale.
+
+    All or nothing: one conditional update requiring every cell to be in the expected state.
+    """
+    session = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "seats": 1})
+    if session is None:
+        raise NotFound(gettext("No such session."))
+    if not coords:
+        raise InvalidRequest(gettext("Choose at least one seat."))
+    if len(set(coords)) != len(coords):
+        raise InvalidRequest(gettext("The same seat was chosen twice."))
+    for r, c in coords:
+        if seat_cell(session["layout"], r, c) is None:
+            raise InvalidRequest(
+                gettext("There is no seat at row %(row)d, position %(column)d.") % {"row": r + 1, "column": c + 1}
+            )
+    before, after = (FREE, BLOCKED) if blocked else (BLOCKED, FREE)
+    wrong = [(r, c) for r, c in coords if session["seats"][r][c] != before]
+    if wrong:
+        names = ", ".join(seat_name(session["layout"], r, c) for r, c in wrong[:5])
+        if blocked:
+            raise Conflict(gettext("Only free seats can be blocked: %(seats)s.") % {"seats": names})
+        raise Conflict(gettext("Only blocked seats can be released: %(seats)s.") % {"seats": names})
+    result = mongo.sessions().update_one(
+        {"_id": session_id, **{cell_path(r, c): before for r, c in coords}},
+        {
+            "$set": {cell_path(r, c): after for r, c in coords},
+            "$inc": {"seatsAvailable": -len(coords) if blocked else len(coords), "version": 1},
+        },
+    )
+    if not result.matched_count:
+        raise Conflict(gettext("Some of those seats were taken meanwhile; please look again."))
+    return len(coords)
+
+
+def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str = "") -> int:
+    """Take a session off sale. Refused while it has paid orders, unless staff confirm canceling
+    them: then a worker task refunds this session's tickets of each of them and mails everyone
+    (sales/session_cancel.py). Holds in carts are released. Returns the paid orders to cancel."""
+    from booking.sales import session_cancel
+
+    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1})
+    if session is None:
+        raise NotFound(gettext("No such session."))
+    owning = {"$in": list(SEAT_OWNING_ORDER_STATES)}
+    paid = mongo.orders().count_documents({"state": owning, "lines.sessionId": session_id})
+    if paid and not cancel_orders:
+        raise Conflict(
+            gettext("This session has %(count)d paid orders. Confirm that they should be canceled too.")
+            % {"count": paid}
+        )
+    session_cancel.start(session_id, by=by)
+    return paid
+
+
+# --- the sale window: draft or published, on-sale and off-sale times, a members' presale ---
+
+ACCESS_CODE_MAX = 64
+
+
+def clean_sale_window(
+    start: datetime, sale_opens, sale_closes, presale_opens, *, has_code: bool
+) -> dict[str, datetime | None]:
+    """The window's times, checked together (InvalidRequest with per-field messages): off-sale
+    after on-sale and not after the start; a presale opens before the public on-sale and needs
+    an access code."""
+    errors = {}
+    for field, value in (("sale_opens", sale_opens), ("sale_closes", sale_closes), ("presale_opens", presale_opens)):
+        if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+            errors[field] = "Give a date and time."
+    if not errors:
+        if sale_closes is not None and sale_closes > start:
+            errors["sale_closes"] = gettext("Sales cannot close after the performance starts.")
+        elif sale_closes is not None and sale_opens is not None and sale_closes <= sale_opens:
+            errors["sale_closes"] = gettext("The off-sale time must be after the on-sale time.")
+        if sale_opens is not None and sale_opens >= start:
+            errors["sale_opens"] = gettext("Sales must open before the performance starts.")
+        if presale_opens is not None:
+            if sale_opens is None:
+                errors["presale_opens"] = gettext("A presale needs a public on-sale time to end at.")
+            elif presale_opens >= sale_opens:
+                errors["presale_opens"] = gettext("The presale must open before the public on-sale time.")
+            elif not has_code:
+                errors["presale_code"] = gettext("A presale needs an access code.")
+    if errors:
+        raise InvalidRequest(" ".join(errors.values()), fields=errors)
+    return {"saleOpens": sale_opens, "saleCloses": sale_closes, "presaleOpens": presale_opens}
+
+
+def hash_access_code(code: str, salt: str) -> str:
+    """An access code as stored: HMAC-SHA256 keyed with SECRET_KEY and the presale's salt, so a
+    database copy alone does not let anyone try codes offline."""
+    key = hashlib.sha256(f"booking.access-code|{settings.SECRET_KEY}".encode()).digest()
+    return hmac.new(key, f"{salt}|{normalize_access_code(code)}".encode(), hashlib.sha256).hexdigest()
+
+
+def normalize_access_code(code) -> str:
+    return " ".join(str(code or "").split()).upper()[:ACCESS_CODE_MAX]
+
+
+def set_sale_window(
+    session_id: ObjectId,
+    *,
+    published: bool,
+    sale_opens: datetime | None,
+    sale_closes: datetime | None,
+    presale_opens: datetime | None = None,
+    presale_code: str = "",
+) -> dict:
+    """Staff set a session draft or published and its sale window. ``presale_code``: a new
+    members' code (blank keeps the current one; a presale removed forgets it). A new code gets a
+    new key, so buyers who unlocked the old one must enter the new one. Back to draft only while
+    nothing is held or sold. One conditional update; a canceled session is refused."""
+    session = mongo.sessions().find_one({"_id": session_id}, {"start": 1, "status": 1, "presale": 1, "seats": 1})
+    if session is None:
+        raise NotFound(gettext("No such session."))
+    if session.get("status") == SessionStatus.CANCELED:
+        raise Conflict(gettext("This session was canceled; its sale window can no longer change."))
+    code = normalize_access_code(presale_code)
+    if presale_code and len(code) < 4:
+        raise InvalidRequest(
+            gettext("Use an access code of at least 4 characters."), fields={"presale_code": gettext("Too short.")}
+        )
+    clean_sale_window(
+        session["start"], sale_opens, sale_closes, presale_opens, has_code=bool(code or session.get("presale"))
+    )
+    query: dict = {"_id": session_id, "status": {"$in": [SessionStatus.DRAFT, SessionStatus.ON_SALE]}}
+    sets: dict = {"status": SessionStatus.ON_SALE if published else SessionStatus.DRAFT}
+    unsets: dict = {}
+    for field, value in (("saleOpens", sale_opens), ("saleCloses", sale_closes)):
+        if value is None:
+            unsets[field] = ""
+        else:
+            sets[field] = value
+    if presale_opens is None:
+        unsets["presale"] = ""
+    elif code:
+        salt = secrets.token_hex(8)
+        sets["presale"] = {
+            "opens": presale_opens,
+            "codeHash": hash_access_code(code, salt),
+            "salt": salt,
+            "key": secrets.token_urlsafe(9),
+        }
+    else:
+        sets["presale.opens"] = presale_opens
+    if not published:
+        if count_state(session["seats"], HELD) or count_state(session["seats"], SOLD):
+            raise Conflict(gettext("Seats are held or sold: this session can no longer go back to draft."))
+        query["reservations"] = {"$size": 0}
+    update: dict = {"$set": sets, "$inc": {"version": 1}}
+    if unsets:
+        update["$unset"] = unsets
+    if not mongo.sessions().update_one(query, listings.due(update)).matched_count:
+        raise Conflict(gettext("The session changed meanwhile (canceled, or seats taken); please look again."))
+    listings.refresh([session_id])
+    return mongo.sessions().find_one({"_id": session_id})
+
+
+# The same work for a session without a presale, so an answer's time does not tell which exist.
+_NO_PRESALE = {"salt": "-", "codeHash": "0" * 64, "key": ""}
+
+
+def unlock_presale(session_id: ObjectId | None, code: str) -> str | None:
+    """The presale key a members' access code opens for this session, or None (wrong code, no
+    presale, no such session: the same answer after the same work)."""
+    doc = mongo.sessions().find_one({"_id": session_id}, {"presale": 1, "status": 1}) if session_id else None
+    presale = (doc or {}).get("presale") or _NO_PRESALE
+    given = hash_access_code(code, presale["salt"])
+    matches = hmac.compare_digest(given, presale["codeHash"])
+    if matches and presale["key"] and doc is not None and doc.get("status") == SessionStatus.ON_SALE:
+        return presale["key"]
+    return None

@@ -1,0 +1,176 @@
+"""Celery tasks: thin wrappers around the engine's services. Arguments are ids, never documents.
+
+Every task is safe to run twice at once on several workers: each state change in the engine is
+one conditional update, so whichever run gets there second finds nothing left to do. The beat
+schedule (and the time limits) are in settings.CELERY_BEAT_SCHEDULE.
+"""
+
+import logging
+import random
+
+from bson import ObjectId
+from bson.errors import InvalidId
+from celery import shared_task
+from django.conf import settings
+
+from booking.core.domain import SendOutcome
+from booking.notifications import confirmations as notifications
+from booking.reports import summaries
+from booking.sales import carts, retention, wheelchair
+from booking.sales import reconcile as reconcile_service
+
+logger = logging.getLogger("booking.tasks")
+
+
+@shared_task(
+    name="booking.tasks.expire_stale_carts",
+    bind=True,
+    time_limit=settings.BOOKING_EXPIRE_TIME_LIMIT_SECONDS,
+    soft_time_limit=settings.BOOKING_EXPIRE_TIME_LIMIT_SECONDS * 0.9,
+)
+def expire_stale_carts(self) -> dict:
+    """End every cart whose hold is over and free its seats; then finish any expiry a killed
+    worker left half done (cart expired, seats still held)."""
+    report = carts.expire_stale_carts()
+    finished = reconcile_service.finish_interrupted_expiries()
+    logger.info(
+        "expire_stale_carts task=%s: carts expired: %d, seats released: %d, payments settled: %d, "
+        "interrupted expiries finished: %d",
+        self.request.id,
+        report.carts_expired,
+        report.seats_released + finished.seats_released,
+        report.payments_settled,
+        finished.holds_released,
+    )
+    return {
+        "carts_expired": report.carts_expired,
+        "seats_released": report.seats_released + finished.seats_released,
+        "payments_settled": report.payments_settled,
+        "interrupted_finished": finished.holds_released,
+    }
+
+
+@shared_task(name="booking.tasks.release_wheelchair_spaces", time_limit=120, soft_time_limit=108)
+def release_wheelchair_spaces() -> dict:
+    """Free wheelchair spaces of shows starting soon go on general sale (sales/wheelchair.py)."""
+    report = wheelchair.release_due_spaces()
+    return {"sessions": report.sessions, "released": report.released}
+
+
+@shared_task(
+    name="booking.tasks.reconcile",
+    bind=True,
+    time_limit=settings.BOOKING_RECONCILE_TIME_LIMIT_SECONDS,
+    soft_time_limit=settings.BOOKING_RECONCILE_TIME_LIMIT_SECONDS * 0.9,
+)
+def reconcile(self) -> dict:
+    """Finish stuck checkouts, release holds nobody owns, re-queue pending confirmation mails and
+    retry failed ones whose next round is due."""
+    report = reconcile_service.reconcile()
+    logger.info("reconcile task=%s: %s", self.request.id, report)
+    return dict(report.__dict__)
+
+
+@shared_task(name="booking.tasks.compact_past_sessions", bind=True, time_limit=600, soft_time_limit=540)
+def compact_past_sessions(self) -> int:
+    """Past sessions' seat grids become a summary (sales/retention.py)."""
+    compacted = retention.compact_past_sessions()
+    logger.info("compact_past_sessions task=%s: %d sessions compacted", self.request.id, compacted)
+    return compacted
+
+
+@shared_task(name="booking.tasks.refresh_report_summaries", bind=True, time_limit=300, soft_time_limit=270)
+def refresh_report_summaries(self) -> int:
+    """Recount the sales summaries of sessions whose orders changed (booking/reports/summaries.py)."""
+    counted = summaries.refresh_marked()
+    if counted:
+        logger.info("refresh_report_summaries task=%s: %d sessions counted", self.request.id, counted)
+    return counted
+
+
+def mail_retry_countdown(retries: int) -> float:
+    """Exponential backoff with jitter (so many failed mails do not all come back at once)."""
+    ceiling = min(settings.BOOKING_MAIL_RETRY_MAX_SECONDS, settings.BOOKING_MAIL_RETRY_BASE_SECONDS * 2**retries)
+    return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not security
+
+
+@shared_task(name="booking.tasks.send_order_confirmation", bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
+def send_order_confirmation(self, order_id: str) -> SendOutcome:
+    """The confirmation e-mail of one order (queued once the order is stored)."""
+    try:
+        oid = ObjectId(order_id)
+    except (InvalidId, TypeError):
+        logger.error("send_order_confirmation: %r is not an order id", order_id)
+        return SendOutcome.INVALID_ID
+    try:
+        outcome = notifications.send_confirmation(oid)
+    except notifications.MailServerUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            # Failed for this round; reconcile starts the next one later, up to a cap.
+            notifications.give_up(oid, f"mail server kept failing: {exc}")
+            return SendOutcome.FAILED
+        countdown = mail_retry_countdown(self.request.retries)
+        logger.warning(
+            "confirmation mail for order %s failed (%s); retry %d in %.1f s",
+            order_id,
+            exc,
+            self.request.retries + 1,
+            countdown,
+        )
+        raise self.retry(countdown=countdown) from exc
+    logger.info("confirmation mail for order %s: %s", order_id, outcome)
+    return outcome
+
+
+@shared_task(name="booking.tasks.send_payment_notice", bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
+def send_payment_notice(self, order_id: str) -> str:
+    """The e-mail telling a buyer their payment was refunded without a booking (payments/refunds.py)."""
+    from booking.notifications import payment_notices
+
+    try:
+        oid = ObjectId(order_id)
+    except (InvalidId, TypeError):
+        return "invalid id"
+    try:
+        outcome = payment_notices.send_notice(oid)
+    except notifications.MailServerUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            return "failed"  # reconcile queues it again later
+        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
+    logger.info("refund notice for order %s: %s", order_id, outcome)
+    return outcome
+
+
+@shared_task(name="booking.tasks.send_change_notices", bind=True, max_retries=8, time_limit=120, soft_time_limit=90)
+def send_change_notices(self, order_id: str) -> list[str]:
+    """The e-mails telling a customer their booking was changed or canceled by staff
+    (notifications/change_notices.py); each notice is sent once however often this runs."""
+    from booking.notifications import change_notices
+
+    try:
+        oid = ObjectId(order_id)
+    except (InvalidId, TypeError):
+        return ["invalid id"]
+    try:
+        outcomes = change_notices.send_pending(oid)
+    except notifications.MailServerUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            return ["failed"]  # still pending: reconcile queues it again later
+        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
+    logger.info("change notices for order %s: %s", order_id, outcomes)
+    return outcomes
+
+
+@shared_task(
+    name="booking.tasks.cancel_session_orders", bind=True, max_retries=5, time_limit=3600, soft_time_limit=3500
+)
+def cancel_session_orders(self, session_id: str) -> dict:
+    """Cancel and refund every order of a canceled session (sales/session_cancel.py): resumable,
+    each order once."""
+    from booking.sales import session_cancel
+
+    try:
+        sid = ObjectId(session_id)
+    except (InvalidId, TypeError):
+        return {"error": "invalid id"}
+    return session_cancel.run(sid)

@@ -1,0 +1,206 @@
+"""The waiting room's place in line pushed over Server-Sent Events (``booking/presale/queue_push.py``,
+``queue_views.queue_live``), through Django's AsyncClient: the panel at once and as the line moves,
+``go`` when it is the buyer's turn (the queue page then lets them in), the buyer's language, Redis
+away, one look for every due viewer of a process, and a 204 (the page polls) wherever push cannot
+serve."""
+
+import asyncio
+import json
+
+import pytest
+from django.test import AsyncClient, Client
+
+from booking.presale import queue_push
+from booking.sales import waiting_room
+from booking.tests.headers import GERMAN
+from booking.tests.ports import free_port
+from booking.tests.presale.test_waiting_room_views import open_room, queue_path, url
+from booking.tests.web.test_push import in_thread, run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _looked_at_often(settings):
+    settings.BOOKING_QUEUE_POLL_SECONDS = 0.2  # near the front the panel is pushed this often,
+    settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 1  # and at least this often further back
+
+
+def live_path(config) -> str:
+    return url("queue_live", queue_id=str(config.queue_id))
+
+
+def waiting_buyer(config) -> Client:
+    """A buyer who opened the queue page (it gave them their buyer cookie and their place)."""
+    client = Client()
+    assert client.get(queue_path(config)).status_code == 200
+    return client
+
+
+async def open_stream(client: Client, config, headers: dict | None = None):
+    """The buyer's page's event stream (its cookies), read event by event: ``await next(name)``."""
+    viewer = AsyncClient()
+    viewer.cookies = client.cookies
+    response = await viewer.get(live_path(config), headers=headers or {})
+    assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
+    chunks = aiter(response.streaming_content)  # type: ignore[attr-defined]  # an SSE stream
+    assert (await anext(chunks)).startswith(b"retry: ")
+    seen: list[tuple[str, dict]] = []
+
+    async def next_event(name: str, timeout: float = 5) -> dict:
+        """The next event of that name within ``timeout`` seconds (the others before it skipped)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            while seen:
+                event, data = seen.pop(0)
+                if event == name:
+                    return data
+            left = deadline - asyncio.get_running_loop().time()
+            for raw in (await asyncio.wait_for(anext(chunks), max(0.0, left))).decode().split("\n\n"):
+                lines = dict(line.split(": ", 1) for line in raw.split("\n") if line and not line.startswith(":"))
+                if "event" in lines:
+                    seen.append((lines["event"], json.loads(lines["data"])))
+
+    return next_event
+
+
+def test_a_waiting_buyer_sees_the_place_pushed_then_is_sent_in_at_their_turn():
+    session, config = open_room(on_sale=-1, rate=1)  # one buyer a minute: the first caller is let in
+    waiting_room.poll(config, "s:first")
+    waiting_room.poll(config, "s:second")
+    buyer = waiting_buyer(config)
+
+    async def scenario():
+        next_event = await open_stream(buyer, config)
+        panel = (await next_event("status"))["html"]
+        assert "You are in line" in panel and "<strong>2</strong>" in panel and "1 person is ahead of you." in panel
+        await asyncio.to_thread(waiting_room.set_rate, config.queue_id, 60_000)  # staff let everybody in
+        return await next_event("go")
+
+    assert run(scenario) == {"url": queue_path(config)}
+    let_in = buyer.get(queue_path(config))  # where the page goes: the queue page issues the admission
+    assert let_in.status_code == 302 and let_in["Location"] == url("session", session_id=str(session["_id"]))
+
+
+def test_the_pushed_panel_is_in_the_buyers_language():
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    buyer = waiting_buyer(config)
+
+    async def scenario():
+        next_event = await open_stream(buyer, config, {"Accept-Language": GERMAN["HTTP_ACCEPT_LANGUAGE"]})
+        return (await next_event("status"))["html"]
+
+    panel = run(scenario)
+    assert "Ihr Platz in der Schlange" in panel and "Your place" not in panel
+
+
+def test_before_the_sale_the_panel_counts_down_and_the_place_is_pushed_again_once_it_starts():
+    _session, config = open_room(on_sale=0.05, rate=600)  # the sale starts in three seconds
+
+    buyer = waiting_buyer(config)
+
+    async def scenario():
+        next_event = await open_stream(buyer, config)
+        before = (await next_event("status"))["html"]
+        assert "The sale starts in" in before
+        return await next_event("go", timeout=10)  # looked at again just after the on-sale: let in
+
+    assert run(scenario) == {"url": queue_path(config)}
+
+
+def test_a_staff_pause_reaches_every_waiting_page_at_once_not_at_its_pace(settings):
+    settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30  # next look: 24-36 s
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    buyer = waiting_buyer(config)
+
+    async def scenario():
+        next_event = await open_stream(buyer, config)
+        assert "You are in line" in (await next_event("status"))["html"]
+        await asyncio.to_thread(waiting_room.pause, config.queue_id)
+        return (await next_event("status", timeout=3))["html"]
+
+    assert "The box office has paused the queue" in run(scenario)
+
+
+def test_with_redis_unreachable_the_pushed_panel_says_paused_and_keeps_the_place(settings):
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    buyer = waiting_buyer(config)
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+
+    async def scenario():
+        next_event = await open_stream(buyer, config)
+        return (await next_event("status"))["html"]
+
+    panel = run(scenario)
+    assert "The queue is paused" in panel and "You keep your place." in panel
+
+
+def test_one_look_serves_every_due_viewer_of_the_process_and_a_closed_page_is_forgotten():
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    buyers = [waiting_buyer(config) for _ in range(3)]
+
+    async def scenario():
+        streams = [await open_stream(buyer, config) for buyer in buyers]
+        panels = [(await next_event("status"))["html"] for next_event in streams]
+        hub = queue_push.hub()
+        assert hub.count(config.queue_id) == 3
+        return panels, hub
+
+    panels, hub = run(scenario)
+    places = sorted(int(panel.split("<strong>")[1].split("<")[0]) for panel in panels)
+    assert places == [1, 2, 3]  # each their own place (the first caller was let in)
+    assert hub.count() == 0  # the streams ended with the loop: their viewers are gone
+
+
+def test_a_place_joined_by_a_push_asks_the_page_to_keep_it_in_a_cookie():
+    """A page opened before the room did has no ticket cookie; the push that joins the buyer asks
+    for one ordinary poll, whose answer writes it (the way back to the place should Redis lose it)."""
+    _session, config = open_room(opens=0.05, on_sale=10, rate=1)  # the room opens in three seconds
+    buyer = waiting_buyer(config)
+    assert waiting_room.ticket_cookie_name(config.queue_id) not in buyer.cookies
+
+    async def scenario():
+        next_event = await open_stream(buyer, config)
+        assert "The waiting room opens soon" in (await next_event("status"))["html"]
+        await next_event("ticket", timeout=10)
+
+    run(scenario)
+
+
+def test_where_push_cannot_serve_the_stream_answers_204_and_the_page_polls(settings):
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    buyer = waiting_buyer(config)
+    # WSGI (a thread per stream, so the page polls). In a thread: the Django test client runs an
+    # async view through async_to_sync, which a Playwright test's loop left in this thread refuses.
+    assert in_thread(lambda: buyer.get(live_path(config)).status_code) == 204
+
+    async def answers():
+        anonymous = (await AsyncClient().get(live_path(config))).status_code  # no buyer cookie yet
+        settings.BOOKING_QUEUE_PUSH = False
+        viewer = AsyncClient()
+        viewer.cookies = buyer.cookies
+        off = (await viewer.get(live_path(config))).status_code
+        bad = (await viewer.get("/queue/not-an-id/live/")).status_code
+        posted = (await viewer.post(live_path(config))).status_code
+        settings.BOOKING_QUEUE_PUSH = True
+        head = await viewer.head(live_path(config))  # headers only, at once: no stream, no viewer kept
+        return anonymous, off, bad, posted, head.status_code, head.content, queue_push.hub().count()
+
+    assert run(answers) == (204, 204, 404, 405, 200, b"", 0)
+
+
+def test_a_room_that_ended_answers_204_and_the_page_names_its_stream():
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    buyer = waiting_buyer(config)
+    page = buyer.get(queue_path(config)).content.decode()
+    assert f'data-live="{live_path(config)}"' in page
+    waiting_room.disable(config.queue_id)
+    viewer = AsyncClient()
+    viewer.cookies = buyer.cookies
+    assert run(lambda: viewer.get(live_path(config))).status_code == 204

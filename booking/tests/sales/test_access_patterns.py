@@ -1,0 +1,113 @@
+"""Every access pattern (docs/architecture.md) costs the MongoDB commands it promises, or fewer.
+
+Counted through pymongo's command monitoring, so these are the commands really sent."""
+
+from datetime import timedelta
+
+from booking.core import clock, mongo
+from booking.payments import flow as payments
+from booking.sales import holds, selectors
+from booking.sales.carts import expire_cart
+from booking.tests import paying
+from booking.tests.commands import counting_commands
+from booking.tests.factories import make_session, make_theater
+
+ALICE = "s:alice"
+
+
+def test_q1_whats_on_is_one_indexed_query_and_one_read_by_id():
+    make_session()
+    make_session(days=2)
+    with counting_commands() as counter:
+        sessions = selectors.upcoming_sessions()
+    assert len(sessions) == 2
+    assert counter.commands == [("find", "listings"), ("find", "sessions")]  # the seats left, by _id
+    # notablescan refuses an unindexed query; the index that serves it must exist all the same
+    leading_keys = [spec["key"][0][0] for spec in mongo.listings().index_information().values()]
+    assert "start" in leading_keys
+
+
+def test_q2_seat_map_is_one_read_by_id_and_q3_version_is_one_tiny_read():
+    session = make_session()
+    with counting_commands() as counter:
+        selectors.get_session(session["_id"])
+        selectors.session_version(session["_id"])
+    assert counter.commands == [("find", "sessions"), ("find", "sessions")]
+
+
+def test_c1_hold_is_two_writes():
+    session = make_session()
+    with counting_commands() as counter:
+        first = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    assert counter.writes == [("findAndModify", "sessions"), ("insert", "carts")]
+    with counting_commands() as counter:
+        holds.hold_seats(session["_id"], ALICE, first.cart_id, ["0:2", "0:3"])
+    assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
+
+
+def test_c1_hold_reads_only_the_carts_once_this_process_knows_the_session():
+    session = make_session()
+    with counting_commands() as counter:  # the first hold here reads the session (no layout, no reservations)
+        first = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    assert counter.commands == [
+        ("find", "carts"),
+        ("find", "sessions"),
+        ("find", "sessions"),  # the layout, kept per process from now on
+        ("findAndModify", "sessions"),
+        ("insert", "carts"),
+    ]
+    assert counter.replies_bytes("find", "sessions") < 12_000  # the whole document is about 40 KB
+    holds.release_seats(session["_id"], ALICE, first.cart_id, ["0:0", "0:1"])  # the cart's last seats here
+    assert selectors.get_session(session["_id"])["reservations"] == []  # so its reservation went too
+    for seats in (["0:0", "0:1"], ["0:2", "0:3"]):  # into an empty reservation, then beside it
+        with counting_commands() as counter:
+            holds.hold_seats(session["_id"], ALICE, first.cart_id, seats)
+        # one read of carts (the buyer's, and the live ones the anti-hoarding limits count), two writes
+        assert counter.commands == [("find", "carts"), ("findAndModify", "sessions"), ("findAndModify", "carts")]
+
+
+def test_c2_release_is_two_writes():
+    session = make_session()
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    with counting_commands() as counter:
+        holds.release_seats(session["_id"], ALICE, cart.cart_id, ["0:1"])
+    # findAndModify: still one write each, and their replies answer the click
+    assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
+
+
+def test_c3_checkout_of_one_session_is_three_writes_and_its_payment_eight():
+    # Was four writes (cart, order, session, cart) when checkout sold the seats. Now checkout
+    # starts the payment and the seats are sold when the money is there (payments/flow.py).
+    theater = make_theater()
+    paying.pay(paying.checkout_paid_setup(make_session(theater), "s:first"))  # its receipt counter exists
+    session = make_session(theater)
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    with counting_commands() as counter:
+        order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
+    # cart active -> paying, the order, its payment's id (+ the provider's call, not MongoDB)
+    assert counter.writes == [("update", "carts"), ("insert", "orders"), ("update", "orders")]
+    means = paying.card()
+    with counting_commands() as counter:
+        paying.pay(order, means=means)
+    assert counter.writes == [
+        ("update", "orders"),  # the attempt claimed (a double submit confirms once)
+        ("update", "orders"),  # paid (after the provider said so)
+        ("update", "sessions"),  # held -> sold
+        ("update", "orders"),  # receipt: the previous number's holder rolled forward (no-op)
+        ("update", "receipt_counters"),  # receipt: the next number
+        ("update", "orders"),  # receipt: its number on the order
+        ("update", "carts"),  # done
+        ("update", "orders"),  # settled: its confirmation mail pending
+    ]
+
+
+def test_c4_expiring_a_cart_is_one_write_plus_one_per_session():
+    first, second = make_session(), make_session(days=2)
+    cart = holds.hold_seats(first["_id"], ALICE, None, ["0:0", "0:1"])
+    holds.hold_seats(second["_id"], ALICE, cart.cart_id, ["2:0"])
+    mongo.carts().update_one({"_id": cart.cart_id}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
+    with counting_commands() as counter:
+        assert expire_cart(cart.cart_id, owner=ALICE) == 3
+    # the cart's write is a findAndModify: it answers with the cart's sessions and whether a promo
+    # code must be given back
+    assert counter.writes == [("findAndModify", "carts"), ("update", "sessions"), ("update", "sessions")]

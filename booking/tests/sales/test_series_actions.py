@@ -1,0 +1,82 @@
+"""Bulk actions on a series (sales/series.py, control/series_actions.py): a preview of what each
+performance would change, then exactly that applied; permissions and bad input."""
+
+import pytest
+
+from booking.core import mongo
+from booking.sales import series, session_cancel
+from booking.tests.admin_support import assert_consistent, make_staff, sell
+from booking.tests.factories import make_session, make_theater
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def three():
+    theater = make_theater()
+    shows = [make_session(theater, days=d) for d in (1, 2, 3)]
+    make_session(theater, days=4, name="Macbeth")  # another show in the same hall: not in the series
+    mongo.sessions().update_one({"_id": shows[2]["_id"]}, {"$set": {"status": "draft"}})
+    return shows
+
+
+def url(session):
+    return f"/admin/booking/session/{session['_id']}/series-actions/"
+
+
+def test_the_price_change_is_previewed_then_applied_as_previewed(manager_client, three):
+    mongo.sessions().update_one({"_id": three[1]["_id"]}, {"$set": {"prices.s": 2500}})
+    form = {"action": "prices", "category": "s", "price": "25.00"}
+    preview = manager_client.post(url(three[0]), form)
+    text = preview.content.decode()
+    assert preview.status_code == 200 and text.count('name="sessions"') == 2 and "€20 → €25" in text
+    assert "has this price already" in text and "Macbeth" not in text
+    assert all(
+        s["prices"]["s"] == 2000 for s in mongo.sessions().find({"_id": {"$in": [three[0]["_id"], three[2]["_id"]]}})
+    )
+    # someone changes one of them after the preview: it is left as they made it
+    mongo.sessions().update_one({"_id": three[2]["_id"]}, {"$set": {"prices.s": 2100}})
+    data = {**form, "apply": "yes", "sessions": [str(three[0]["_id"]), str(three[2]["_id"])]}
+    data |= {f"old_{three[0]['_id']}": "2000", f"old_{three[2]['_id']}": "2000"}
+    response = manager_client.post(url(three[0]), data, follow=True)
+    assert "1 had changed since the preview" in response.content.decode()
+    prices = [mongo.sessions().find_one({"_id": s["_id"]})["prices"]["s"] for s in three]
+    assert prices == [2500, 2500, 2100]
+    assert_consistent()
+
+
+def test_putting_the_drafts_on_sale_and_canceling_the_series(manager_client, three):
+    sell(three[0]["_id"], ["0:0", "0:1"])
+    preview = series.preview(three[0]["_id"], series.PUBLISH)
+    assert [c.skip == "" for c in preview] == [False, False, True]
+    response = manager_client.post(
+        url(three[0]), {"action": "publish", "apply": "yes", "sessions": [str(three[2]["_id"])]}
+    )
+    assert response.status_code == 302
+    assert mongo.sessions().find_one({"_id": three[2]["_id"]})["status"] == "on_sale"
+
+    preview = manager_client.post(url(three[0]), {"action": "cancel"}).content.decode()
+    assert "canceled; 1 paid orders refunded and mailed" in preview
+    ids = [str(s["_id"]) for s in three]
+    assert manager_client.post(url(three[0]), {"action": "cancel", "apply": "yes", "sessions": ids}).status_code == 302
+    for s in three:
+        session_cancel.run(s["_id"])
+        assert mongo.sessions().find_one({"_id": s["_id"]})["status"] == "canceled"
+    assert mongo.orders().find_one({})["state"] == "refunded"
+    assert_consistent()
+
+
+def test_bad_input_and_permissions(client, db, three):
+    manager = make_staff("pricer", ["view_session", "change_session"])
+    client.force_login(manager)
+    assert client.get(url(three[0])).status_code == 200
+    for data in ({}, {"action": "fly"}, {"action": "prices", "category": "s"}, {"action": "prices", "price": "-1"}):
+        assert client.post(url(three[0]), data).status_code == 400, data
+    assert client.post(url(three[0]), {"action": "prices", "category": "s", "price": "99999"}).status_code == 400
+    # canceling needs the delete permission, as canceling one session does
+    assert client.post(url(three[0]), {"action": "cancel"}).status_code == 403
+    assert client.get("/admin/booking/session/nope/series-actions/").status_code == 404
+    client.force_login(make_staff("viewer", ["view_session"]))
+    assert client.get(url(three[0])).status_code == 403
+    assert all(s["status"] != "canceled" for s in mongo.sessions().find({}, hint=[("_id", 1)]))
+    assert_consistent()

@@ -1,0 +1,1 @@
+"""Venues: theaters and their layouts, the seat grid, sectioned venues and their performances."""
