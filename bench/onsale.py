@@ -19,7 +19,7 @@ Every buyer is a real HTTP client with its own cookies and address (X-Forwarded-
 proxy), over a pool of keep-alive connections per client process (as a reverse proxy in front of
 the app would hold them), so the app sees ~250 connections, not 5,000. The client is a small
 HTTP/1.1 implementation on asyncio streams: it shares the two cores with the server it measures. Reported: seats sold
-twice (booking/sales/invariants.py and the orders' lines), HTTP 5xx, admitted order against queue order
+twice (booking/upkeep/invariants.py and the orders' lines), HTTP 5xx, admitted order against queue order
 (the admission log in Redis: every admitted buyer's queue score, in admission order), time to
 sell out, hold latency (p50/p99) during the rush, what each buyer ended with. The results go to
 bench/results/onsale.md (and .json); docs/performance.md explains them.
@@ -439,7 +439,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
     from booking.core import mongo
     from booking.core.domain import OrderState
     from booking.sales import waiting_room
-    from booking.sales.invariants import check_invariants
+    from booking.upkeep.invariants import check_invariants
     from booking.venues.seat_grid import FREE, SOLD
 
     from .cpu import CpuMeter, children
@@ -656,7 +656,7 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         ("seats sold / in the hall", None, lambda s: f"{s['sold']} / {s['seats_total']}"),
         ("paid orders", "orders", None),
         ("seats sold twice (order lines)", "seats_sold_twice", None),
-        ("invariant breaches (booking/sales/invariants.py)", "invariant_breaches", None),
+        ("invariant breaches (booking/upkeep/invariants.py)", "invariant_breaches", None),
         ("every seat taken, after the sale opened", None, lambda s: fmt(s["all_taken_after_s"], " s", 1)),
         ("every seat sold, after the sale opened", None, lambda s: fmt(s["sold_out_after_s"], " s", 1)),
         ("hold requests until every seat was taken", "holds_during_rush", None),

@@ -292,8 +292,8 @@ def render_cpu(session_id, repeats: int) -> dict:
 
 def expiry_sweep(count: int) -> dict:
     from booking.sales.carts import expire_stale_carts
-    from booking.sales.invariants import check_invariants
     from booking.tests.commands import counting_commands
+    from booking.upkeep.invariants import check_invariants
 
     data.stale_carts(count)
     started = time.perf_counter()

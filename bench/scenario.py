@@ -129,7 +129,7 @@ def _process(variant, plans, first_index, rate, start_at, queue, seed):
 
 def run(variant: str, plans: list, processes: int = 4, rate: float = 50.0) -> ScenarioResult:
     """``plans``: one per user: (session id, seats) for disjoint, a session id for overlap."""
-    from booking.sales.invariants import check_invariants
+    from booking.upkeep.invariants import check_invariants
 
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from booking.core import mongo
 from booking.core.domain import HOLDING_STATES, OrderState
-from booking.sales import invariants, reconcile
+from booking.upkeep import invariants, reconcile
 from booking.venues.seat_grid import HELD, SOLD, parse_seat_key
 
 from .buyers import Stats

@@ -1,6 +1,6 @@
 """The Celery app, configured from Django settings (the CELERY_* names).
 
-Redis (REDIS_URL) is the broker; tasks are found in booking/sales/tasks.py (autodiscover_tasks below); the
+Redis (REDIS_URL) is the broker; tasks are found in booking/upkeep/tasks.py (autodiscover_tasks below); the
 beat schedule, with each task's time limit, is CELERY_BEAT_SCHEDULE in settings.py.
 Run: ``celery -A theater_site worker`` (any number) and ``celery -A theater_site beat`` (one).
 """
@@ -14,7 +14,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "theater_site.settings")
 
 app = Celery("theater_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["booking.sales"])
+app.autodiscover_tasks(["booking.upkeep"])
 
 
 @setup_logging.connect

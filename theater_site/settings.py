@@ -357,7 +357,7 @@ LOGGING = {
     },
 }
 
-# The beat schedule lives here, where a reader looks for it. Tasks are in booking/sales/tasks.py.
+# The beat schedule lives here, where a reader looks for it. Tasks are in booking/upkeep/tasks.py.
 # A run nobody picked up before the next one is due is dropped (expires): the next run catches up.
 CELERY_BEAT_SCHEDULE = {
     "expire-stale-carts": {

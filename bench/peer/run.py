@@ -235,7 +235,7 @@ def ours_double_sold(session_id: str) -> dict:
     from bson import ObjectId
 
     from booking.core import mongo
-    from booking.sales.invariants import check_invariants
+    from booking.upkeep.invariants import check_invariants
 
     sid = ObjectId(session_id)
     counts: dict = {}

@@ -12,7 +12,6 @@ for good marks the notice ``failed`` (shown on the order page).
 
 import io
 import logging
-import secrets
 from datetime import timedelta
 
 from bson import ObjectId
@@ -27,42 +26,24 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
-from booking.notifications.confirmations import MailServerUnavailable, address_problem, is_permanent
+from booking.core.text_checks import address_problem
+from booking.notifications.confirmations import MailServerUnavailable, is_permanent
+from booking.sales import outbox
+from booking.sales.outbox import (
+    CANCEL,
+    EXCHANGE,
+    EXCHANGE_PAYMENT,
+    FAILED,
+    PENDING,
+    RESERVATION,
+    RESERVATION_LAPSED,
+    SENT,
+    SESSION_CANCELED,
+)
 
 logger = logging.getLogger("booking.change_notices")
 
-EXCHANGE = "exchange"
-EXCHANGE_PAYMENT = "exchange_payment"  # the customer is asked to pay a dearer exchange's difference
-CANCEL = "cancel"
-SESSION_CANCELED = "session_canceled"
-RESERVATION = "reservation"  # "reserve now, pay at the box office": what, how much, by when, where
-RESERVATION_LAPSED = "reservation_lapsed"  # ... nobody paid by the deadline: the seats went back
-PENDING = "pending"
-SENT = "sent"
-FAILED = "failed"
 CLAIM_SECONDS = 120
-
-
-def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None) -> dict:
-    """A notice to push onto the order in the write that makes the change. ``ref``: the exchange
-    or (first) refund it tells of; ``refunds``: every refund of that change."""
-    notice = {"_id": f"n{secrets.token_hex(6)}", "kind": kind, "ref": ref, "state": PENDING, "createdOn": clock.now()}
-    if refunds:
-        notice["refunds"] = refunds
-    return notice
-
-
-def queue(order_id: ObjectId) -> bool:
-    """Queue the order's pending notices for the worker; False when the broker is away (reconcile
-    queues them later)."""
-    from booking.sales.tasks import send_change_notices
-
-    try:
-        send_change_notices.apply_async(args=[str(order_id)], retry=True, retry_policy={"max_retries": 1})
-    except Exception as exc:  # noqa: BLE001 - any broker failure: reconcile queues it again
-        logger.warning("could not queue the change notice of order %s: %s", order_id, exc)
-        return False
-    return True
 
 
 def send_pending(order_id: ObjectId) -> list[str]:
@@ -144,7 +125,7 @@ def requeue_pending(now=None) -> int:
             and not (n.get("claimedUntil") and n["claimedUntil"] > now)
         ]
         if due:
-            if not queue(order["_id"]):
+            if not outbox.queue_change_notices(order["_id"]):
                 break
             queued += 1
     return queued

@@ -17,7 +17,6 @@ operators racing reopen it once, and the claim still lets one worker send it.
 
 import logging
 import smtplib
-import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote, urlencode
@@ -33,26 +32,12 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import GiveUpOutcome, MailState, OrderState, ReopenOutcome, SendOutcome
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_condition, ticket_type_name
-from booking.sales import selectors
+from booking.core.text_checks import address_problem
+from booking.sales import outbox, selectors
 
 logger = logging.getLogger("booking.notifications")
 
 CLAIM_SECONDS = 120  # longer than one SMTP conversation (its timeout is 10 s)
-PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
-
-
-def order_confirmed(order_id: ObjectId) -> bool:
-    """Queue the confirmation e-mail. Returns False (and logs) when the broker is unreachable."""
-    from booking.sales.tasks import send_order_confirmation
-
-    try:
-        # One quick reconnect (a pooled connection may be stale after a Redis restart), no more:
-        # the buyer is waiting for this request.
-        send_order_confirmation.apply_async(args=[str(order_id)], retry=True, retry_policy=PUBLISH_RETRY)
-    except Exception as exc:  # noqa: BLE001 - any broker failure: the mail is re-queued by reconcile
-        logger.warning("could not queue confirmation mail for order %s (%s); reconcile will retry", order_id, exc)
-        return False
-    return True
 
 
 class MailServerUnavailable(Exception):
@@ -65,32 +50,6 @@ def is_permanent(exc: Exception) -> bool:
         return True
     code = getattr(exc, "smtp_code", None)
     return isinstance(code, int) and 500 <= code < 600
-
-
-# Characters no name or address needs, some of which disguise what is shown (the right-to-left
-# override): controls (Cc), invisible formatting (Cf), line and paragraph separators (Zl, Zp).
-INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
-
-
-def has_invisible_characters(text: str, allowed: frozenset[str] = frozenset()) -> bool:
-    return any(unicodedata.category(ch) in INVISIBLE_CATEGORIES and ch not in allowed for ch in text)
-
-
-def address_problem(email: str) -> str:
-    """Why no mail can ever be sent to this address ("" when it can): it has invisible characters,
-    a non-ASCII part before the @ (the mail backend cannot encode it), or a domain with no IDNA
-    (DNS) form, which the mail backend needs. Checkout refuses such addresses; an order stored
-    with one fails at once for good."""
-    if has_invisible_characters(email):
-        return "the address has control or formatting characters"
-    local, _, domain = email.rpartition("@")
-    if not local.isascii():
-        return "the part before @ is not ASCII"
-    try:
-        domain.encode("idna")
-    except UnicodeError as exc:
-        return f"the domain has no DNS form ({exc})"
-    return ""
 
 
 def send_confirmation(order_id: ObjectId) -> SendOutcome:
@@ -218,7 +177,7 @@ def _reopen(filter_: dict, now, *, fresh_budget: bool) -> bool:
 def queue_reopened(order_id: ObjectId) -> bool:
     """Queue a mail just made pending; if the broker is down, leave it to reconcile's re-queuing
     (it takes pending mails nobody tried)."""
-    if order_confirmed(order_id):
+    if outbox.queue_confirmation(order_id):
         return True
     mongo.orders().update_one({"_id": order_id, "mail": MailState.PENDING}, {"$unset": {"mailTriedOn": ""}})
     return False

@@ -17,6 +17,7 @@ from django.utils.translation import gettext
 from booking.core import clock, mongo
 from booking.notifications.confirmations import MailServerUnavailable, is_permanent, order_language, ticket_link
 from booking.payments.money import format_money
+from booking.sales import outbox
 
 logger = logging.getLogger("booking.notices")
 
@@ -83,14 +84,12 @@ def send_notice(order_id: ObjectId) -> str:
 
 def requeue_pending(now=None) -> int:
     """Reconcile: notices still pending after a while with nobody sending them."""
-    from booking.payments.refunds import queue_notice
-
     now = now or clock.now()
     stale = now - timedelta(seconds=settings.BOOKING_MAIL_REQUEUE_SECONDS)
     queued = 0
     query = {"noticeMail": PENDING, "noticeClaimedUntil": {"$not": {"$gt": stale}}, "createdOn": {"$lte": stale}}
     for order in mongo.orders().find(query, {"_id": 1}).limit(200):
-        if not queue_notice(order["_id"]):
+        if not outbox.queue_payment_notice(order["_id"]):
             break
         queued += 1
     return queued

@@ -12,27 +12,8 @@ and reconcile queues it again when Redis lost the task. In the language the buye
 
 from django.conf import settings
 
-from booking.core import publish
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized
-from booking.notifications import change_notices
-
-
-def reserved() -> dict:
-    """The notice stored with a new box-office order."""
-    return change_notices.new_notice(change_notices.RESERVATION)
-
-
-def lapsed() -> dict:
-    """The notice pushed in the write that expires an unpaid box-office order."""
-    return change_notices.new_notice(change_notices.RESERVATION_LAPSED)
-
-
-def queue_pending(order: dict) -> None:
-    """Queue the order's reservation notice if it is still to be sent (a second submit queues
-    again: harmless, the notice is sent once; a broker that is away: reconcile queues it)."""
-    if any(n["state"] == change_notices.PENDING for n in order.get("changeNotices", [])):
-        publish.soon(change_notices.queue, order["_id"])  # after the answer: the buyer does not wait
 
 
 def reservation_context(order: dict) -> dict:

@@ -1,4 +1,4 @@
-"""The money invariants, checked with the seat invariants (booking/sales/invariants.py):
+"""The money invariants, checked with the seat invariants (booking/upkeep/invariants.py):
 
 - no order is paid twice: every payment an order received beyond the one it keeps
   (``extraPayments``) has been refunded in full, and no payment is kept by two orders;

@@ -54,14 +54,12 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState, SessionStatus
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
-from booking.notifications import change_notices, reservation_notices
-from booking.notifications import confirmations as notifications
 from booking.payments import base, money, receipts
 from booking.payments import settings as payment_settings
 from booking.payments.box_office import BoxOfficeProvider
 from booking.reports import marks
 from booking.sales import carts as cart_service
-from booking.sales import checkout, client_holds, offers, promos, reservations
+from booking.sales import checkout, client_holds, offers, outbox, promos, reservations
 from booking.venues.seat_grid import FREE, SOLD, cell_path, parse_seat_key
 
 logger = logging.getLogger("booking.payments")
@@ -282,7 +280,7 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
         order = checkout.store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions), fresh=fresh)
         faults.point("pay.after_order")
         if order.get("method") == payments.BOX_OFFICE and order["state"] == PENDING:
-            reservation_notices.queue_pending(order)  # stored with the order: what, how much, by when, where
+            outbox.queue_reservation_notice(order)  # stored with the order: what, how much, by when, where
     if order["state"] == PENDING and order.get("method") == payments.CARD:
         try:
             order = ensure_payment(order)
@@ -313,7 +311,7 @@ def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
     fee_amount, fee_rate = money.booking_fee()
     order.pop("mail", None)
     if method == payments.BOX_OFFICE:
-        order["changeNotices"] = [reservation_notices.reserved()]  # in the insert: no reservation without its mail
+        order["changeNotices"] = [outbox.reservation_made()]  # in the insert: no reservation without its mail
     order.update(
         {
             "state": PENDING,
@@ -620,7 +618,7 @@ def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
     if done.modified_count:
         logger.info("order %s paid, %d seats sold", order["ref"], len(order["lines"]))
         if mail == MailState.PENDING:
-            notifications.order_confirmed(order_id)
+            outbox.queue_confirmation(order_id)
     return orders().find_one(_mine(order))
 
 
@@ -720,7 +718,7 @@ def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None
     Returns the order as that write left it (None when it was not pending): its payment as it was
     at the moment it stopped being payable (a card is only charged while the order is pending)."""
     lapsed = order is not None and order.get("method") == payments.BOX_OFFICE and bool(order.get("email"))
-    push = {"$push": {"changeNotices": reservation_notices.lapsed()}} if lapsed else {}
+    push = {"$push": {"changeNotices": outbox.reservation_lapsed()}} if lapsed else {}
     done = orders().find_one_and_update(
         {**which, "state": PENDING},
         {"$set": {"state": EXPIRED, "expiredOn": now}, **push},
@@ -728,7 +726,7 @@ def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None
         return_document=ReturnDocument.AFTER,
     )
     if lapsed and done is not None and order is not None:
-        change_notices.queue(order["_id"])
+        outbox.queue_change_notices(order["_id"])
     return done
 
 
@@ -792,7 +790,7 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
                 "cancelReason": reason,
                 "holdReleased": False,
             },
-            **({"$push": {"changeNotices": change_notices.new_notice(notice)}} if told else {}),
+            **({"$push": {"changeNotices": outbox.new_notice(notice)}} if told else {}),
         },
     )
     if not canceled_now.modified_count:
@@ -817,7 +815,7 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
                 record(ended.id, ended.status)
     release_canceled_hold(order_id)
     if told and canceled_now.modified_count:
-        change_notices.queue(order_id)
+        outbox.queue_change_notices(order_id)
     return cast(dict, orders().find_one({"_id": order_id}))
 
 

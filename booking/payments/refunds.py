@@ -32,12 +32,11 @@ from booking import payments
 from booking.core import clock, faults, mongo
 from booking.core.domain import CartState, OrderState
 from booking.core.errors import Conflict, InvalidRequest, NotFound
-from booking.notifications import change_notices
 from booking.payments import base, money
 from booking.payments.flow import PAID, PARTIALLY_REFUNDED, REFUNDED, SEAT_OWNING
 from booking.reports import marks
 from booking.sales import orders as order_service
-from booking.sales import promos, reservations
+from booking.sales import outbox, promos, reservations
 
 logger = logging.getLogger("booking.refunds")
 
@@ -153,11 +152,7 @@ def refund_tickets(
                 "refunds": {"$each": records},
                 **marks.push(marks.sessions_of(order)),
                 **(
-                    {
-                        "changeNotices": change_notices.new_notice(
-                            notice, ref=refund["_id"], refunds=[r["_id"] for r in records]
-                        )
-                    }
+                    {"changeNotices": outbox.new_notice(notice, ref=refund["_id"], refunds=[r["_id"] for r in records])}
                     if notice
                     else {}
                 ),
@@ -174,7 +169,7 @@ def refund_tickets(
     for record in records:
         process(order_id, record["_id"])
     if notice:
-        change_notices.queue(order_id)
+        outbox.queue_change_notices(order_id)
     logger.info("order %s: %d tickets refunded (%d) by %s", order["ref"], len(selected), amount, by or "?")
     return orders().find_one({"_id": order_id})
 
@@ -272,7 +267,7 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
     reservations.release_all(order["cartId"])
     promos.release_for_cart(order["cartId"])  # no sale: the promo code's use goes back
     process(order_id, refund["_id"])
-    queue_notice(order_id)
+    outbox.queue_payment_notice(order_id)
     return orders().find_one({"_id": order_id})
 
 
@@ -303,7 +298,7 @@ def refund_extra_payment(order_id: ObjectId, payment: base.Payment, why: str) ->
         faults.point("refund.extra_after_order")
         process(order_id, refund["_id"])
         if order["state"] not in SEAT_OWNING:
-            queue_notice(order_id)
+            outbox.queue_payment_notice(order_id)
     return orders().find_one({"_id": order_id})
 
 
@@ -448,15 +443,3 @@ def failed_refunds(limit: int = 50) -> list[dict]:
             if refund["status"] != SUCCEEDED:
                 found.append({"ref": order["ref"], "orderId": order["_id"], **refund})
     return found
-
-
-def queue_notice(order_id: ObjectId) -> bool:
-    """Queue the e-mail telling the buyer their money went back (reconcile re-queues it)."""
-    from booking.sales.tasks import send_payment_notice
-
-    try:
-        send_payment_notice.apply_async(args=[str(order_id)], retry=True, retry_policy={"max_retries": 1})
-    except Exception as exc:  # noqa: BLE001 - any broker failure: reconcile queues it again
-        logger.warning("could not queue the refund notice of order %s: %s", order_id, exc)
-        return False
-    return True

@@ -17,12 +17,11 @@ from django.utils import translation
 from django.utils.translation import gettext
 from pymongo.errors import DuplicateKeyError
 
-from booking.core import clock, mongo
+from booking.core import clock, mongo, text_checks
 from booking.core.domain import MailState, OrderState
 from booking.core.errors import InvalidRequest
 from booking.core.localized import line_ticket_type, order_categories
 from booking.core.names import name_keys
-from booking.notifications import confirmations as notifications
 from booking.reports import marks
 from booking.sales import offers, pricing
 from booking.sales import orders as order_service
@@ -66,13 +65,13 @@ def clean_customer(name: str, email: str) -> tuple[str, str]:
         errors["name"] = gettext("Please enter your name.")
     elif len(name) > 100:
         errors["name"] = gettext("Please use at most 100 characters for the name.")
-    elif notifications.has_invisible_characters(raw_name, allowed=NAME_JOINERS):
+    elif text_checks.has_invisible_characters(raw_name, allowed=NAME_JOINERS):
         errors["name"] = gettext("The name has invisible control or formatting characters; please type it again.")
     try:
         if len(email) > 254:
             raise ValidationError("too long")
         validate_email(email)
-        if notifications.address_problem(email):
+        if text_checks.address_problem(email):
             raise ValidationError("no mail can be sent there")
     except ValidationError:
         errors["email"] = gettext("Please enter a valid e-mail address.")

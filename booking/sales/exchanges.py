@@ -25,7 +25,7 @@ step one conditional update and safe to repeat:
 
 A crash between any two writes leaves a state reconcile rolls forward (``finish_open``); markers of
 exchanges that are no longer open (abandoned) are given back (``release_stray_holds``). While an
-exchange runs, the invariant checker counts its seats as in flight (booking/sales/invariants.py).
+exchange runs, the invariant checker counts its seats as in flight (booking/upkeep/invariants.py).
 Fault points ``exchange.*`` follow every write; booking/tests/sales/test_exchanges.py crashes at each.
 """
 
@@ -44,11 +44,10 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
-from booking.notifications import change_notices
 from booking.payments import base, money
 from booking.payments.flow import confirm_claim_seconds
 from booking.reports import marks
-from booking.sales import checkout, offers
+from booking.sales import checkout, offers, outbox
 from booking.sales import orders as order_service
 from booking.venues.seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat_cell, seat_name
 
@@ -336,7 +335,7 @@ def _take(order: dict, record: dict) -> None:
             now + timedelta(seconds=settings.BOOKING_EXCHANGE_PAYMENT_SECONDS),
             record["session"]["start"] - timedelta(hours=1),
         )
-        notice = change_notices.new_notice(change_notices.EXCHANGE_PAYMENT, ref=record["_id"])
+        notice = outbox.new_notice(outbox.EXCHANGE_PAYMENT, ref=record["_id"])
         moved = mongo.orders().update_one(
             {
                 "_id": order["_id"],
@@ -352,7 +351,7 @@ def _take(order: dict, record: dict) -> None:
             },
         )
         if moved.modified_count:
-            change_notices.queue(order["_id"])  # the customer's link to pay
+            outbox.queue_change_notices(order["_id"])  # the customer's link to pay
         else:
             release_stray_holds(session_id)
         return
@@ -646,7 +645,7 @@ def _switch(order: dict, record: dict) -> None:
     }
     pushes: dict = {
         "exchangedLines": {"$each": [{**line, "exchange": record["_id"]} for line in record["old"]]},
-        "changeNotices": change_notices.new_notice(change_notices.EXCHANGE, ref=record["_id"]),
+        "changeNotices": outbox.new_notice(outbox.EXCHANGE, ref=record["_id"]),
         **marks.push([*marks.sessions_of(order), record["sessionId"]]),  # the sales reports of both
     }
     if not any(s["_id"] == record["sessionId"] for s in order.get("sessions", [])):
@@ -762,7 +761,7 @@ def _settle_money_and_close(order: dict, record: dict) -> None:
         {"$set": {"exchanges.$.state": DONE, "exchanges.$.doneOn": clock.now()}, "$unset": {"exchangeOpen": ""}},
     )
     if closed.modified_count:
-        change_notices.queue(order["_id"])
+        outbox.queue_change_notices(order["_id"])
 
 
 def release_stray_holds(session_id: ObjectId) -> int:

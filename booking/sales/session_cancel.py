@@ -22,11 +22,10 @@ from datetime import datetime, timedelta
 from bson import ObjectId
 from django.utils.translation import gettext as _
 
-from booking.core import clock, faults, mongo
+from booking.core import clock, faults, mongo, work_queue
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
 from booking.core.errors import BookingError, NotFound
-from booking.notifications import change_notices
-from booking.sales import carts, listings, reservations
+from booking.sales import carts, listings, outbox, reservations
 
 logger = logging.getLogger("booking.session_cancel")
 
@@ -74,10 +73,9 @@ def start(session_id: ObjectId, *, by: str = "") -> dict:
 
 
 def queue(session_id: ObjectId) -> bool:
-    from booking.sales.tasks import cancel_session_orders
-
+    """Queue the refund of the session's orders (``run``); False when the broker is away."""
     try:
-        cancel_session_orders.apply_async(args=[str(session_id)], retry=True, retry_policy={"max_retries": 1})
+        work_queue.queue(work_queue.CANCEL_SESSION_ORDERS, str(session_id))
     except Exception as exc:  # noqa: BLE001 - the broker is away: reconcile queues it again
         logger.warning("could not queue the cancellation of session %s: %s", session_id, exc)
         return False
@@ -110,7 +108,7 @@ def run(session_id: ObjectId) -> dict:
             try:
                 if order.get("paidWith"):
                     refunds.refund_tickets(
-                        order["_id"], tickets=mine, reason=REASON, by=by, notice=change_notices.SESSION_CANCELED
+                        order["_id"], tickets=mine, reason=REASON, by=by, notice=outbox.SESSION_CANCELED
                     )
                 else:  # from before payments: nothing to refund, the order is canceled
                     order_service.cancel_order(order["_id"], by=by, reason=REASON)
@@ -123,7 +121,7 @@ def run(session_id: ObjectId) -> dict:
             mongo.sessions().update_one({"_id": session_id}, {"$set": {"cancelRun.beatOn": clock.now()}})
     for order in mongo.orders().find({"state": OrderState.PENDING_PAYMENT, "lines.sessionId": session_id}, {"_id": 1}):
         try:
-            payments.cancel_unpaid(order["_id"], by=by, reason=REASON, notice=change_notices.SESSION_CANCELED)
+            payments.cancel_unpaid(order["_id"], by=by, reason=REASON, notice=outbox.SESSION_CANCELED)
         except BookingError as exc:
             skipped += 1
             logger.warning("session %s: reservation %s not called off yet: %s", session_id, order["_id"], exc.message)

@@ -10,8 +10,8 @@ from django.contrib.auth.models import Permission, User
 from django.contrib.contenttypes.models import ContentType
 
 from booking.sales import holds
-from booking.sales.invariants import check_invariants
 from booking.tests.paying import checkout_paid
+from booking.upkeep.invariants import check_invariants
 
 ALL_BOOKING = ["theater", "session", "cart", "order", "promocode"]
 

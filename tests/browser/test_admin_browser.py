@@ -11,7 +11,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from booking.core import mongo
-from booking.sales.invariants import check_invariants
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import BLOCKED
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

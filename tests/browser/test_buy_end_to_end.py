@@ -21,9 +21,9 @@ from booking.core import clock, formatting, mongo
 from booking.notifications import confirmations as notifications
 from booking.sales import demo, waiting_room
 from booking.sales.demo_stadium import create_match, create_stadium
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA
+from booking.upkeep.invariants import check_invariants
 from tests.browser.scrolling import scroll_into_view
 from tests.browser.test_card_payment import fill_card
 from tests.browser.test_seat_map_phone import map_centre, pinch, touch

@@ -12,9 +12,9 @@ from playwright.sync_api import expect
 from booking.core import clock, mongo
 from booking.sales import holds
 from booking.sales import sessions as session_service
-from booking.sales.invariants import check_invariants
 from booking.tests.admin_support import sell
 from booking.tests.factories import make_session, make_theater
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import BLOCKED, HELD, SOLD
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

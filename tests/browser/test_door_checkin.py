@@ -11,9 +11,9 @@ from playwright.sync_api import expect
 
 from booking.core import mongo
 from booking.sales import orders
-from booking.sales.invariants import check_invariants
 from booking.tests.checkin_support import door_staff, sell, tickets
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
 
 from .fake_camera import qr_frame, write_y4m
 

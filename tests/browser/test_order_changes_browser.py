@@ -12,10 +12,10 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from booking.core import clock, mongo
-from booking.sales.invariants import check_invariants
 from booking.sales.sessions import create_session
 from booking.tests.admin_support import sell
 from booking.tests.factories import CATEGORIES, make_session, make_theater
+from booking.upkeep.invariants import check_invariants
 from booking.venues.layouts import parse_grid
 from booking.venues.seat_grid import FREE, SOLD
 from booking.venues.theaters import create_sectioned_theater

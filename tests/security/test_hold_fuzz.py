@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from booking.sales import invariants
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
+from booking.upkeep import invariants
 
 from .support import assert_unchanged, buyer_client, csrf, snapshot
 

@@ -13,9 +13,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from booking.sales import holds, invariants
+from booking.sales import holds
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.upkeep import invariants
 
 from .support import assert_unchanged, snapshot
 

@@ -14,10 +14,11 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from booking.core import clock, mongo
 from booking.notifications import confirmations as notifications
-from booking.sales import holds, reconcile
+from booking.sales import holds
 from booking.tests.factories import make_theater
 from booking.tests.headers import HTMX
 from booking.tests.paying import checkout_paid
+from booking.upkeep import reconcile
 
 from .support import assert_unchanged, buyer_client, csrf, snapshot
 

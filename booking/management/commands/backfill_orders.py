@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from booking.sales import backfill
+from booking.upkeep import backfill
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from booking.sales.invariants import check_invariants
+from booking.upkeep.invariants import check_invariants
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from booking.sales.reconcile import reconcile
+from booking.upkeep.reconcile import reconcile
 
 
 class Command(BaseCommand):

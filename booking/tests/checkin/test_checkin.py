@@ -13,7 +13,6 @@ from booking.core import clock, mongo
 from booking.core.errors import InvalidRequest, NotFound
 from booking.sales import checkin, orders
 from booking.sales.demo_stadium import create_match, create_stadium
-from booking.sales.invariants import check_invariants
 from booking.tests.checkin_support import a_reduced_ticket, scope_of, sell, tickets
 from booking.tests.factories import (
     make_session,
@@ -21,6 +20,7 @@ from booking.tests.factories import (
     two_sessions_at_the_same_start,
 )
 from booking.tests.threads import PerThreadClient
+from booking.upkeep.invariants import check_invariants
 
 
 @pytest.fixture

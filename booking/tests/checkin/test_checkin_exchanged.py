@@ -15,9 +15,9 @@ from booking.checkin.presenters import conflict_summary
 from booking.core import clock, mongo
 from booking.payments import refunds
 from booking.sales import checkin, exchanges
-from booking.sales.invariants import check_invariants
 from booking.tests.checkin_support import door_staff, sell, tickets
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
 
 pytestmark = pytest.mark.django_db
 

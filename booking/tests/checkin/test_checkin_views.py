@@ -14,9 +14,9 @@ from django.test import Client
 
 from booking.core import clock, mongo
 from booking.sales import checkin, orders
-from booking.sales.invariants import check_invariants
 from booking.tests.checkin_support import a_reduced_ticket, door_staff, sell, tickets
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
 
 pytestmark = pytest.mark.django_db
 

@@ -9,10 +9,10 @@ from django.utils import dateformat, timezone
 
 from booking.core import clock, mongo
 from booking.sales import session_cancel
-from booking.sales.invariants import check_invariants
 from booking.sales.sessions import create_session
 from booking.tests.admin_support import assert_consistent, last_log, make_staff, sell
 from booking.tests.factories import CATEGORIES, make_session, make_theater
+from booking.upkeep.invariants import check_invariants
 from booking.venues.layouts import parse_grid
 from booking.venues.performances import sections_of
 from booking.venues.seat_grid import FREE, SOLD

@@ -6,10 +6,10 @@ import pytest
 
 from booking.core import mongo
 from booking.sales import holds
-from booking.sales.invariants import check_invariants
 from booking.sales.sessions import create_session
 from booking.tests.admin_support import last_log, sell
 from booking.tests.factories import CATEGORIES
+from booking.upkeep.invariants import check_invariants
 from booking.venues import performances
 from booking.venues.layouts import parse_grid
 from booking.venues.seat_grid import BLOCKED, FREE, HELD
@@ -253,7 +253,7 @@ def _details(name, prices):
 )
 def test_a_details_change_a_crash_left_half_written_is_finished_by_reconcile(crash_at, point, written_before):
     from booking.core import faults
-    from booking.sales.reconcile import reconcile
+    from booking.upkeep.reconcile import reconcile
 
     pid, _ = make_match(make_venue(3))
     crash_at(point)

@@ -9,10 +9,10 @@ from django.urls import reverse
 from booking.core import clock, mongo
 from booking.sales import counter, offers
 from booking.sales import sessions as session_service
-from booking.sales.invariants import check_invariants
 from booking.tests.admin_support import every_booking_perm, make_staff
 from booking.tests.factories import TYPES, make_session
 from booking.tests.headers import HTMX
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import BLOCKED, FREE, HELD, SOLD
 
 

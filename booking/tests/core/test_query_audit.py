@@ -18,12 +18,13 @@ from booking.core import clock, mongo
 from booking.notifications import confirmations as notifications
 from booking.reports import summaries
 from booking.sales import carts as cart_service
-from booking.sales import checkin, holds, promos, reconcile, retention, selectors
+from booking.sales import checkin, holds, promos, retention, selectors
 from booking.sales.demo_stadium import create_match, create_stadium
-from booking.sales.invariants import check_invariants
 from booking.tests import admin_support as support
 from booking.tests import paying, query_audit
 from booking.tests.factories import make_session
+from booking.upkeep import reconcile
+from booking.upkeep.invariants import check_invariants
 
 pytestmark = pytest.mark.django_db
 

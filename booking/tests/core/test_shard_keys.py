@@ -21,11 +21,11 @@ from booking.payments import flow as payments
 from booking.sales import carts as cart_service
 from booking.sales import checkin, checkout, holds, selectors
 from booking.sales.demo_stadium import create_match, create_stadium
-from booking.sales.invariants import check_invariants
 from booking.tests import query_audit
 from booking.tests.core.test_query_audit import buyer_flow
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.upkeep.invariants import check_invariants
 from booking.venues import performance_index
 
 ALICE = "s:alice"

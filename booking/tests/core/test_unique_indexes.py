@@ -12,8 +12,8 @@ from booking.core import mongo
 from booking.payments import BOX_OFFICE
 from booking.payments import flow as payments
 from booking.sales import checkout, holds
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
 
 pytestmark = pytest.mark.django_db
 

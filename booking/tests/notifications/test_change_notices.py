@@ -11,9 +11,9 @@ from booking.core import clock, mongo
 from booking.notifications import change_notices
 from booking.notifications import confirmations as notifications
 from booking.payments import refunds
-from booking.sales.invariants import check_invariants
 from booking.tests.admin_support import sell
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
 
 pytestmark = pytest.mark.slow
 LOCMEM = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
@@ -59,7 +59,7 @@ def test_an_address_that_can_never_work_fails_the_notice_for_good(settings):
 
 
 def test_the_task_sends_the_pending_notices(settings):
-    from booking.sales.tasks import send_change_notices
+    from booking.upkeep.tasks import send_change_notices
 
     settings.MAILERS = LOCMEM
     order = sell(make_session()["_id"], ["0:0", "0:1"])

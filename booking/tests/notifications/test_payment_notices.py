@@ -12,10 +12,10 @@ from booking.core import clock, mongo
 from booking.notifications import payment_notices
 from booking.payments import flow as payments
 from booking.sales import carts, holds
-from booking.sales.tasks import send_payment_notice
 from booking.tests.factories import make_session
 from booking.tests.localstripe import THREE_D_SECURE, authenticate, card
 from booking.tests.notifications.test_worker_mail import embedded_worker, empty_queue  # noqa: F401 - fixtures
+from booking.upkeep.tasks import send_payment_notice
 
 pytestmark = pytest.mark.slow
 ALICE, BOB = "s:alice", "s:bob"

@@ -20,11 +20,11 @@ from booking.notifications import change_notices
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.sales import carts, holds
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
-from booking.sales.tasks import send_change_notices
 from booking.tests.factories import make_session
 from booking.tests.notifications.test_worker_mail import embedded_worker, empty_queue  # noqa: F401 - fixtures
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
+from booking.upkeep.tasks import send_change_notices
 
 pytestmark = pytest.mark.slow
 ADA = "s:ada"

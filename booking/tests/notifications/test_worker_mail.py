@@ -20,10 +20,10 @@ from django.core.management import CommandError, call_command
 from booking.core import mongo
 from booking.notifications import confirmations as notifications
 from booking.sales import holds
-from booking.sales.reconcile import reconcile
-from booking.sales.tasks import send_order_confirmation
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.upkeep.reconcile import reconcile
+from booking.upkeep.tasks import send_order_confirmation
 from theater_site.celery import app as celery_app
 
 pytestmark = pytest.mark.slow

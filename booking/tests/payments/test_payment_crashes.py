@@ -11,10 +11,10 @@ from booking.payments import flow as payments
 from booking.payments import refunds
 from booking.sales import holds, orders
 from booking.sales.carts import expire_stale_carts
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.localstripe import THREE_D_SECURE, VISA, authenticate, card, events_for, signed
 from booking.tests.paying import checkout_paid
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, HELD, SOLD
 
 ALICE = "s:alice"

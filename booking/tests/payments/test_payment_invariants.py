@@ -5,9 +5,9 @@ whose seat is not sold, an order paid twice."""
 from booking.core import mongo
 from booking.payments import flow as payments
 from booking.sales import holds
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid, checkout_paid_setup, pay
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import FREE, HELD, SOLD
 
 ALICE = "s:alice"

@@ -13,8 +13,8 @@ from booking.core import mongo
 from booking.payments import flow as payments
 from booking.payments.stripe_provider import StripeProvider
 from booking.sales import holds
-from booking.sales.invariants import check_invariants
 from booking.tests.localstripe import DECLINED, VISA, card, events_for, register_webhook, signed
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import HELD, SOLD
 
 ALICE = "s:alice"

@@ -14,8 +14,6 @@ from booking.payments import base
 from booking.payments import flow as payments
 from booking.payments.stripe_provider import StripeProvider, client
 from booking.sales import carts, holds, orders, selectors
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.localstripe import (
     DECLINED,
@@ -28,6 +26,8 @@ from booking.tests.localstripe import (
     signed,
 )
 from booking.tests.threads import at_once
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, HELD, SOLD
 
 ALICE = "s:alice"

@@ -12,10 +12,10 @@ from booking.core import clock, faults, mongo
 from booking.core.errors import InvalidRequest
 from booking.payments import flow as payments
 from booking.sales import carts, holds, promos
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.localstripe import THREE_D_SECURE, authenticate, card
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 
 ALICE, BOB, CAROL = "s:alice", "s:bob", "s:carol"
 KEYS = ["1:2", "1:3"]

@@ -10,10 +10,10 @@ from booking.core.errors import Conflict, InvalidRequest
 from booking.payments import base, refunds
 from booking.payments.stripe_provider import StripeProvider, client
 from booking.sales import holds, orders
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, SOLD
 
 ALICE = "s:alice"

@@ -15,10 +15,10 @@ from booking.payments import flow as payments
 from booking.payments import refunds
 from booking.payments.stripe_provider import client
 from booking.sales import holds
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
 from booking.tests.localstripe import DECLINED, VISA, card, configure, requests_received
 from booking.tests.threads import at_once
+from booking.upkeep.invariants import check_invariants
 
 ALICE = "s:alice"
 KEYS = ["1:2", "1:3"]
@@ -277,8 +277,8 @@ def test_with_the_keys_ignored_a_refund_retried_after_a_crash_refunds_once(keys_
 
     from booking.core import clock
     from booking.sales import orders
-    from booking.sales.reconcile import reconcile
     from booking.tests.paying import pay
+    from booking.upkeep.reconcile import reconcile
 
     session = make_session()
     paid = pay(start(session))

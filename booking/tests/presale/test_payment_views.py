@@ -11,10 +11,10 @@ from booking.core import mongo
 from booking.notifications.confirmations import ticket_link
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
 from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA, authenticate, card, requests_received
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import FREE, HELD, SOLD
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]

@@ -29,10 +29,10 @@ from booking.reports import figures, marks, summaries, tally
 from booking.sales import checkin, exchanges, holds, offers
 from booking.sales import orders as order_service
 from booking.sales import sessions as session_service
-from booking.sales.invariants import check_invariants
 from booking.tests.admin_support import make_staff
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
+from booking.upkeep.invariants import check_invariants
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

@@ -4,9 +4,9 @@ from booking.core import mongo
 from booking.core.domain import CartState
 from booking.sales import holds
 from booking.sales.carts import force_expire_cart
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import FREE
 
 

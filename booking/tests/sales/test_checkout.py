@@ -7,10 +7,10 @@ from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.payments import flow as payments
 from booking.sales import holds, orders, selectors
 from booking.sales.checkout import REF_ALPHABET
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA, card
 from booking.tests.paying import checkout_paid, pay
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import FREE, HELD, SOLD
 
 ALICE = "s:alice"

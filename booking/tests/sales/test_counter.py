@@ -9,9 +9,9 @@ from booking.core import clock, faults, mongo
 from booking.core.errors import CartExpired, InvalidRequest, SeatsTaken
 from booking.sales import carts, counter, holds, promos
 from booking.sales import sessions as session_service
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import BLOCKED, FREE, HELD, SOLD
 
 STAFF = counter.staff_owner(7)

@@ -14,10 +14,10 @@ from booking.core.errors import SeatsTaken, SessionNotOnSale
 from booking.sales import counter, hold_facts, holds, selectors, waiting_room
 from booking.sales import sessions as session_service
 from booking.sales.admission import AdmissionRequired
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.admin_support import make_staff
 from booking.tests.factories import make_session, reread
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, HELD, SOLD
 
 STAFF = counter.staff_owner(7)

@@ -8,10 +8,10 @@ from booking.core import clock, faults, mongo
 from booking.payments import flow as payments
 from booking.sales import holds
 from booking.sales.carts import expire_cart
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA, card
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, HELD, SOLD
 
 ALICE = "s:alice"

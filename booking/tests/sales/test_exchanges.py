@@ -14,12 +14,12 @@ from booking.core import faults, mongo
 from booking.core.errors import Conflict, InvalidRequest, SeatsTaken
 from booking.notifications import change_notices
 from booking.sales import checkin, exchanges, holds
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA, card, requests_received
 from booking.tests.paying import checkout_paid
 from booking.tests.threads import at_once
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, SOLD
 from booking.web import buyer
 

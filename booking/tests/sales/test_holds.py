@@ -19,8 +19,8 @@ from booking.core.errors import (
 )
 from booking.sales import holds, selectors
 from booking.sales.carts import expire_stale_carts
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import CATEGORIES, make_session
+from booking.upkeep.invariants import check_invariants
 from booking.venues.layouts import parse_grid
 from booking.venues.seat_grid import FREE, GAP, HELD, SOLD, orphans_created
 

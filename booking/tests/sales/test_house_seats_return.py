@@ -9,8 +9,8 @@ from booking.core import mongo
 from booking.payments import refunds
 from booking.sales import carts, counter, exchanges, holds, orders, session_cancel
 from booking.sales import sessions as session_service
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import BLOCKED, FREE, HELD, SOLD
 
 STAFF = counter.staff_owner(7)

@@ -16,10 +16,10 @@ from booking.payments import BOX_OFFICE
 from booking.payments import flow as payments
 from booking.sales import checkin, holds, reservations, retention, sessions
 from booking.sales.carts import expire_stale_carts
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests import admin_support as support
 from booking.tests.factories import make_session, make_theater
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, HELD, SOLD
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,10 @@ from datetime import timedelta
 import pytest
 
 from booking.core import clock, faults, mongo
-from booking.sales import listings, offers, reconcile, selectors, series
+from booking.sales import listings, offers, selectors, series
 from booking.sales import sessions as session_service
 from booking.tests.factories import make_session, make_theater
+from booking.upkeep import reconcile
 
 
 def listed() -> dict:

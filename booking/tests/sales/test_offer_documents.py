@@ -10,10 +10,10 @@ from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.payments import pdf
 from booking.sales import holds, offers, promos
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
 from booking.tests.pdf_reading import drawn_strings
+from booking.upkeep.invariants import check_invariants
 from booking.web import ticket_pdf
 
 pytestmark = pytest.mark.django_db

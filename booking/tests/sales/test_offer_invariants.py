@@ -10,9 +10,9 @@ from django.core.management import CommandError, call_command
 from booking.core import mongo
 from booking.payments import flow as payments
 from booking.sales import holds, offers, promos
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
+from booking.upkeep.invariants import check_invariants
 
 pytestmark = pytest.mark.django_db
 

@@ -11,10 +11,10 @@ from booking.core.errors import InvalidRequest
 from booking.payments import flow as payments
 from booking.sales import holds, offers, orders, promos, selectors
 from booking.sales.carts import cancel_cart, expire_stale_carts
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 
 ALICE = "s:alice"
 

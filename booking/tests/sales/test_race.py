@@ -14,11 +14,11 @@ from booking.core.errors import BookingError
 from booking.payments import flow as payments
 from booking.sales import holds
 from booking.sales.carts import expire_stale_carts
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA, card
 from booking.tests.threads import PerThreadClient
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, HELD, SOLD
 
 GRID = "\n".join(f"{row}: ssssss.ssssss" for row in "ABCDE")

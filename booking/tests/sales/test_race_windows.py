@@ -22,9 +22,9 @@ from booking.payments import BOX_OFFICE
 from booking.payments import flow as payments
 from booking.sales import carts as cart_service
 from booking.sales import holds, reservations
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, HELD
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +96,7 @@ def test_a_hold_racing_inside_another_holds_window_counts_the_first_ones_seats(s
 def test_a_crash_inside_a_hold_over_counts_the_address_until_that_holds_end(settings, crash_at, monkeypatch):
     """A dies after taking its seats, before its cart: its reservation stays (never an
     under-count), so the address is refused until A's hold would have ended; then it counts no
-    more (reconcile gives the seats back, sales/reconcile.py)."""
+    more (reconcile gives the seats back, upkeep/reconcile.py)."""
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
     session = make_session()
     crash_at("hold.after_session")

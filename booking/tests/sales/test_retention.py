@@ -13,9 +13,9 @@ from booking.control import selectors as staff
 from booking.core import clock, mongo
 from booking.sales import carts as cart_service
 from booking.sales import holds, orders, retention, selectors
-from booking.sales.invariants import check_invariants
 from booking.tests import admin_support as support
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import FREE, GAP, SOLD
 from devmongo import DevMongoServer
 

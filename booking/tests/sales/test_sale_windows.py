@@ -10,8 +10,8 @@ from booking.core.domain import SalePhase, SessionStatus, sale_phase
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SessionNotOnSale
 from booking.sales import hold_facts, holds, selectors
 from booking.sales import sessions as session_service
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import HELD
 
 ALICE = "s:alice"

@@ -9,10 +9,10 @@ from booking.core import faults, mongo
 from booking.notifications import change_notices
 from booking.payments import refunds
 from booking.sales import checkin, holds, session_cancel
-from booking.sales.invariants import check_invariants
 from booking.sales.sessions import cancel_session
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import FREE, SOLD
 
 pytestmark = pytest.mark.slow

@@ -9,11 +9,11 @@ import pytest
 
 from booking.core import clock, mongo
 from booking.sales import session_cancel
-from booking.sales.invariants import check_invariants
 from booking.sales.sessions import cancel_session
 from booking.tests.admin_support import sell
 from booking.tests.factories import make_session
 from booking.tests.sales.test_worker import Processes, wait_until
+from booking.upkeep.invariants import check_invariants
 from theater_site.celery import app as celery_app
 
 pytestmark = pytest.mark.slow

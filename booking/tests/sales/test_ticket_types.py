@@ -7,8 +7,8 @@ from booking.core import mongo
 from booking.core.errors import InvalidRequest, NotFound
 from booking.payments import flow as payments
 from booking.sales import holds, offers, selectors
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import CATEGORIES, TYPES, make_session, make_theater
+from booking.upkeep.invariants import check_invariants
 from booking.venues.layouts import parse_grid
 from booking.venues.theaters import create_theater
 

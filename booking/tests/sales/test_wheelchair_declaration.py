@@ -19,11 +19,11 @@ from booking.notifications import confirmations as notifications
 from booking.payments import pdf
 from booking.sales import holds
 from booking.sales.hold_facts import known_sale_facts
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session, make_theater, reread
 from booking.tests.headers import HTMX
 from booking.tests.localstripe import VISA, card
 from booking.tests.sales.test_exchanges import pdf_text
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import FREE, HELD, best_available, longest_block
 from booking.web import ticket_pdf
 

@@ -11,9 +11,10 @@ from django.conf import settings
 
 from booking.control.seat_chart import category_legend, layout_rows
 from booking.core import clock, mongo
-from booking.sales import carts, holds, tasks, wheelchair
-from booking.sales.invariants import check_invariants
+from booking.sales import carts, holds, wheelchair
 from booking.tests.factories import make_session, make_theater, reread
+from booking.upkeep import tasks
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import FREE, HELD
 
 # Row A: wheelchair spaces at both ends, companions beside them; row B: ordinary seats.

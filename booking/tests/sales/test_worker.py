@@ -21,10 +21,10 @@ from django.core.management import call_command
 
 from booking.core import clock, mongo
 from booking.sales import holds
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import reconcile
-from booking.sales.tasks import expire_stale_carts
 from booking.tests.factories import make_session, make_theater
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
+from booking.upkeep.tasks import expire_stale_carts
 from booking.venues.seat_grid import FREE, HELD
 from theater_site.celery import app as celery_app
 

@@ -10,10 +10,10 @@ from booking.core.errors import InvalidLayout
 from booking.sales import holds, selectors
 from booking.sales.carts import expire_cart
 from booking.sales.demo_stadium import create_match, create_stadium, stadium_sections
-from booking.sales.invariants import check_invariants
 from booking.tests.commands import counting_commands
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.upkeep.invariants import check_invariants
 from booking.venues.layouts import validate_sections
 
 ALICE, BOB = "s:alice", "s:bob"

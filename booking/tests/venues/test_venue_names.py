@@ -19,10 +19,9 @@ from booking.notifications import change_notices, reservation_notices
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.payments import pdf
-from booking.sales import holds, listings, reconcile, waiting_room
+from booking.sales import holds, listings, waiting_room
 from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.sales.demo_stadium import create_match, create_stadium
-from booking.sales.invariants import check_invariants
 from booking.tests.control.test_admin_performances import _form as sectioned_form
 from booking.tests.control.test_admin_performances import make_match
 from booking.tests.control.test_admin_theaters import editor_data
@@ -30,6 +29,8 @@ from booking.tests.factories import make_session, reread
 from booking.tests.headers import GERMAN, HTMX
 from booking.tests.localstripe import VISA, card
 from booking.tests.sales.test_exchanges import pdf_text
+from booking.upkeep import reconcile
+from booking.upkeep.invariants import check_invariants
 from booking.venues.layouts import parse_grid
 from booking.venues.theaters import create_theater, update_theater
 from booking.web import presenters

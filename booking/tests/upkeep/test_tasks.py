@@ -19,11 +19,11 @@ from booking.core import clock, faults, mongo
 from booking.notifications import confirmations as notifications
 from booking.sales import holds
 from booking.sales.carts import expire_stale_carts
-from booking.sales.invariants import check_invariants
-from booking.sales.reconcile import finish_interrupted_expiries, reconcile
-from booking.sales.tasks import mail_retry_countdown
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import finish_interrupted_expiries, reconcile
+from booking.upkeep.tasks import mail_retry_countdown
 from booking.venues.seat_grid import FREE
 from theater_site.celery import app as celery_app
 

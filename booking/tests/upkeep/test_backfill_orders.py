@@ -14,11 +14,12 @@ from django.core.management import call_command
 from booking.control import selectors as staff
 from booking.core import clock, mongo
 from booking.core.domain import CartState, OrderState
-from booking.sales import backfill, checkin, checkout, holds, reservations
+from booking.sales import checkin, checkout, holds, reservations
 from booking.sales import orders as order_service
-from booking.sales.invariants import check_invariants
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
+from booking.upkeep import backfill
+from booking.upkeep.invariants import check_invariants
 from booking.venues.seat_grid import SOLD
 
 pytestmark = pytest.mark.django_db

@@ -30,7 +30,7 @@ from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.reports import marks
 from booking.sales import carts as cart_service
-from booking.sales import checkout, exchanges, listings, orders, promos, reservations, session_cancel
+from booking.sales import checkout, exchanges, listings, orders, outbox, promos, reservations, session_cancel
 from booking.venues import performances
 from booking.venues.seat_grid import SOLD, parse_seat_key
 
@@ -144,7 +144,7 @@ def finish_begun_checkout(cart: dict) -> dict:
         return order
     if _end_cart(cart, CartState.DONE, order):
         logger.info("checkout begun before payments finished: cart=%s order=%s", cart["_id"], order["ref"])
-        notifications.order_confirmed(order["_id"])  # only now that the order is stored and sold
+        outbox.queue_confirmation(order["_id"])  # only now that the order is stored and sold
     return order
 
 
@@ -281,7 +281,7 @@ def _requeue_pending_mails(now: datetime, report: ReconcileReport) -> None:
             {"_id": order["_id"], "mail": MailState.PENDING},
             {"$set": {"mailTriedOn": now}, "$inc": {"mailQueued": 1}},
         )
-        if not notifications.order_confirmed(order["_id"]):
+        if not outbox.queue_confirmation(order["_id"]):
             mongo.orders().update_one(
                 {"_id": order["_id"], "mail": MailState.PENDING},
                 {"$unset": {"mailTriedOn": ""}, "$inc": {"mailQueued": -1}},

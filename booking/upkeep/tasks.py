@@ -13,11 +13,13 @@ from bson.errors import InvalidId
 from celery import shared_task
 from django.conf import settings
 
+from booking.core import work_queue
 from booking.core.domain import SendOutcome
+from booking.notifications import change_notices, payment_notices
 from booking.notifications import confirmations as notifications
 from booking.reports import summaries
-from booking.sales import carts, retention, wheelchair
-from booking.sales import reconcile as reconcile_service
+from booking.sales import carts, retention, session_cancel, wheelchair
+from booking.upkeep import reconcile as reconcile_service
 
 logger = logging.getLogger("booking.tasks")
 
@@ -94,7 +96,7 @@ def mail_retry_countdown(retries: int) -> float:
     return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not security
 
 
-@shared_task(name="booking.tasks.send_order_confirmation", bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
+@shared_task(name=work_queue.SEND_ORDER_CONFIRMATION, bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
 def send_order_confirmation(self, order_id: str) -> SendOutcome:
     """The confirmation e-mail of one order (queued once the order is stored)."""
     try:
@@ -122,11 +124,9 @@ def send_order_confirmation(self, order_id: str) -> SendOutcome:
     return outcome
 
 
-@shared_task(name="booking.tasks.send_payment_notice", bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
+@shared_task(name=work_queue.SEND_PAYMENT_NOTICE, bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
 def send_payment_notice(self, order_id: str) -> str:
     """The e-mail telling a buyer their payment was refunded without a booking (payments/refunds.py)."""
-    from booking.notifications import payment_notices
-
     try:
         oid = ObjectId(order_id)
     except (InvalidId, TypeError):
@@ -141,12 +141,10 @@ def send_payment_notice(self, order_id: str) -> str:
     return outcome
 
 
-@shared_task(name="booking.tasks.send_change_notices", bind=True, max_retries=8, time_limit=120, soft_time_limit=90)
+@shared_task(name=work_queue.SEND_CHANGE_NOTICES, bind=True, max_retries=8, time_limit=120, soft_time_limit=90)
 def send_change_notices(self, order_id: str) -> list[str]:
     """The e-mails telling a customer their booking was changed or canceled by staff
     (notifications/change_notices.py); each notice is sent once however often this runs."""
-    from booking.notifications import change_notices
-
     try:
         oid = ObjectId(order_id)
     except (InvalidId, TypeError):
@@ -161,14 +159,10 @@ def send_change_notices(self, order_id: str) -> list[str]:
     return outcomes
 
 
-@shared_task(
-    name="booking.tasks.cancel_session_orders", bind=True, max_retries=5, time_limit=3600, soft_time_limit=3500
-)
+@shared_task(name=work_queue.CANCEL_SESSION_ORDERS, bind=True, max_retries=5, time_limit=3600, soft_time_limit=3500)
 def cancel_session_orders(self, session_id: str) -> dict:
     """Cancel and refund every order of a canceled session (sales/session_cancel.py): resumable,
     each order once."""
-    from booking.sales import session_cancel
-
     try:
         sid = ObjectId(session_id)
     except (InvalidId, TypeError):

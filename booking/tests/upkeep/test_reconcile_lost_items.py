@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 
 from booking.core import clock, faults, mongo
-from booking.sales import holds, reconcile
-from booking.sales.invariants import check_invariants
+from booking.sales import holds
+from booking.upkeep import reconcile
+from booking.upkeep.invariants import check_invariants
 
 ALICE = "s:alice"
 

@@ -30,7 +30,7 @@ from bson import ObjectId
 from booking.core import mongo
 from booking.core.names import name_keys
 from booking.sales import orders as order_service
-from booking.sales import reconcile
+from booking.upkeep import reconcile
 
 logger = logging.getLogger("booking.backfill")
 
