@@ -291,7 +291,7 @@ def render_cpu(session_id, repeats: int) -> dict:
 
 
 def expiry_sweep(count: int) -> dict:
-    from booking.sales.carts import expire_stale_carts
+    from booking.sales.cart_expiry import expire_stale_carts
     from booking.tests.commands import counting_commands
     from booking.upkeep.invariants import check_invariants
 

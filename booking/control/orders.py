@@ -25,6 +25,7 @@ from booking.core.localized import order_category, order_state_label, sold_ticke
 from booking.notifications import confirmations as notifications
 from booking.payments import refunds as refund_service
 from booking.payments.money import format_money
+from booking.sales import cancels
 from booking.sales import orders as order_service
 
 
@@ -153,7 +154,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
                 form.add_error(None, gettext(NOT_CONFIRMED))
             elif form.is_valid() and seen is not None:
                 try:
-                    canceled = order_service.cancel_order(
+                    canceled = cancels.cancel_order(
                         order["_id"], by=staff_name(request.user), reason=form.cleaned_data["reason"], confirmed=seen
                     )
                 except BookingError as exc:

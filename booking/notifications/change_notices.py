@@ -27,7 +27,14 @@ from booking.core.domain import SEAT_OWNING_ORDER_STATES
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
-from booking.notifications.confirmations import MailServerUnavailable, is_permanent
+from booking.notifications.confirmations import (
+    MailServerUnavailable,
+    confirmation_context,
+    is_permanent,
+    order_language,
+)
+from booking.notifications.reservation_notices import reservation_context
+from booking.payments.pdf import receipt_pdf
 from booking.sales import outbox
 from booking.sales.outbox import (
     CANCEL,
@@ -149,8 +156,6 @@ def _describe(order: dict, notice: dict) -> dict:
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     context: dict = {"kind": notice["kind"]}
     if notice["kind"] in (RESERVATION, RESERVATION_LAPSED):
-        from booking.notifications.reservation_notices import reservation_context
-
         return {**context, **reservation_context(order)}
     if notice["kind"] in (EXCHANGE, EXCHANGE_PAYMENT):
         record = next((x for x in order.get("exchanges", []) if x["_id"] == notice["ref"]), None) or {}
@@ -180,15 +185,11 @@ def _describe(order: dict, notice: dict) -> dict:
 
 def message(order: dict, notice: dict) -> EmailMultiAlternatives:
     """The notice in the language the buyer checked out in (as the confirmation)."""
-    from booking.notifications.confirmations import order_language
-
     with translation.override(order_language(order)):
         return _message(order, notice)
 
 
 def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
-    from booking.notifications.confirmations import confirmation_context
-
     valid = order["state"] in SEAT_OWNING_ORDER_STATES and bool(order.get("lines"))
     context = {**confirmation_context(order), **_describe(order, notice), "still_valid": valid}
     subject = _(SUBJECTS[notice["kind"]]) % {"ref": order["ref"]}
@@ -203,8 +204,6 @@ def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
     if valid:
         mail.attach(f"tickets-{order['ref']}.pdf", tickets_pdf(order), "application/pdf")
     if order.get("paidWith"):
-        from booking.payments.pdf import receipt_pdf
-
         mail.attach(f"receipt-{order['ref']}.pdf", receipt_pdf(order), "application/pdf")
     return mail
 

@@ -33,6 +33,7 @@ from booking.core.domain import GiveUpOutcome, MailState, OrderState, ReopenOutc
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
+from booking.payments.pdf import receipt_pdf
 from booking.sales import outbox, selectors
 
 logger = logging.getLogger("booking.notifications")
@@ -353,7 +354,5 @@ def _confirmation_message(order: dict) -> EmailMultiAlternatives:
     )
     message.attach_alternative(render_to_string("booking/email/order_confirmed.html", context), "text/html")
     if order.get("paidWith"):
-        from booking.payments.pdf import receipt_pdf  # the receipt of a paid order rides along
-
         message.attach(f"receipt-{order['ref']}.pdf", receipt_pdf(order), "application/pdf")
     return message

@@ -18,6 +18,8 @@ Statuses of a payment (``Payment.status``):
 
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 OPEN = "open"
 ACTION = "action"
 PROCESSING = "processing"
@@ -25,6 +27,12 @@ SUCCEEDED = "succeeded"
 FAILED = "failed"
 CANCELED = "canceled"
 FINAL = (SUCCEEDED, CANCELED)
+
+
+def confirm_claim_seconds() -> float:
+    """How long a request's claim of an attempt (``confirming``) lasts: the card put onto the
+    payment and the confirm, each tried up to three times by the library, plus its back-off."""
+    return 2 * 3 * settings.STRIPE_TIMEOUT_SECONDS + 10
 
 
 class ProviderError(Exception):

@@ -54,12 +54,12 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState, SessionStatus
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
-from booking.payments import base, money, receipts
+from booking.payments import base, money, receipts, refunds
 from booking.payments import settings as payment_settings
 from booking.payments.box_office import BoxOfficeProvider
 from booking.reports import marks
 from booking.sales import carts as cart_service
-from booking.sales import checkout, client_holds, offers, outbox, promos, reservations
+from booking.sales import checkout, client_holds, exchanges, offers, outbox, promos, reservations
 from booking.venues.seat_grid import FREE, SOLD, cell_path, parse_seat_key
 
 logger = logging.getLogger("booking.payments")
@@ -277,7 +277,7 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
         if cart["state"] != CartState.PAYING:
             raise NotFound(gettext("No such order."))
         sessions = sessions if sessions is not None else cart_sessions(cart)
-        order = checkout.store_order(cart, make=lambda c, ref: _pending_order(c, ref, sessions), fresh=fresh)
+        order = checkout.store_order(cart, make=lambda c, ref: pending_order(c, ref, sessions), fresh=fresh)
         faults.point("pay.after_order")
         if order.get("method") == payments.BOX_OFFICE and order["state"] == PENDING:
             outbox.queue_reservation_notice(order)  # stored with the order: what, how much, by when, where
@@ -296,7 +296,7 @@ def theaters_of(sessions: list[dict]) -> dict:
     return payment_settings.theater_vat_settings(s.get("theaterId") for s in sessions)
 
 
-def _pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
+def pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
     """The order's document as checkout makes it (lines with their ticket types, locked prices and
     promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
     the booking fee, the payment, no mail yet (it goes once the order is paid)."""
@@ -436,12 +436,6 @@ def _outcome_of(order: dict) -> PayOutcome:
     return PayOutcome(status, order, order["payment"].get("failure") or "", secret)
 
 
-def confirm_claim_seconds() -> float:
-    """How long a request's claim of an attempt (``confirming``) lasts: the card put onto the
-    payment and the confirm, each tried up to three times by the library, plus its back-off."""
-    return 2 * 3 * settings.STRIPE_TIMEOUT_SECONDS + 10
-
-
 def record(payment_id: str, status: str, failure: str = "", *, our_claim: datetime | None = None) -> None:
     """What the provider says about the order's current payment (never over a success). "Open"
     while a request is confirming only means the confirm has not reached the provider yet: it
@@ -453,7 +447,7 @@ def record(payment_id: str, status: str, failure: str = "", *, our_claim: dateti
         "payment.status": {"$ne": base.SUCCEEDED},
     }
     if status == base.OPEN:
-        ended = clock.now() - timedelta(seconds=confirm_claim_seconds())
+        ended = clock.now() - timedelta(seconds=base.confirm_claim_seconds())
         query["$or"] = [
             {"payment.status": {"$ne": CONFIRMING}},
             {"payment.confirmOn": {"$lte": ended}},
@@ -552,8 +546,6 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
             logger.error("payment %s %s succeeded for no order we know", payment.provider, payment.id)
             return None
         if order.get("exchanges") and payment.id != (order.get("paidWith") or {}).get("id"):
-            from booking.sales import exchanges  # a dearer exchange's difference, paid by the customer
-
             handled = exchanges.difference_paid(order, payment)
             if handled is not None:
                 return handled
@@ -562,8 +554,6 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
             return finish_paid(order["_id"]) if order.get("settling") else order
         matches = payment.amount == order["total"] and payment.currency == order["currency"]
         if kept or order["state"] not in PAYABLE or not matches:
-            from booking.payments import refunds
-
             why = "paid twice" if kept else ("amount differs" if not matches else f"order was {order['state']}")
             return refunds.refund_extra_payment(order["_id"], payment, why)
         faults.point("pay.before_paid")  # staff may cancel it since it was read: the filter decides
@@ -660,8 +650,6 @@ def _secure_seats(session_id: ObjectId, order: dict, keys: list[str]) -> bool:
 
 
 def _seats_lost(order: dict) -> dict:
-    from booking.payments import refunds
-
     logger.warning("order %s was paid after its hold ended and its seats are taken: refunding", order["ref"])
     return refunds.refund_lost_seats(order["_id"])
 
@@ -870,9 +858,6 @@ class PaymentReport:
 
 
 def reconcile_payments(now: datetime | None = None) -> PaymentReport:
-    from booking.notifications import payment_notices
-    from booking.payments import refunds
-
     now = now or clock.now()
     report = PaymentReport()
     grace = timedelta(seconds=settings.BOOKING_PAYMENT_CHECK_GRACE_SECONDS)
@@ -912,7 +897,6 @@ def reconcile_payments(now: datetime | None = None) -> PaymentReport:
         release_canceled_hold(order["_id"])
         report.holds_released += 1
     report.refunds_retried += refunds.retry_due(now)
-    payment_notices.requeue_pending(now)
     if any(report.__dict__.values()):
         logger.info("reconcile payments: %s", report)
     return report

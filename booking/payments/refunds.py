@@ -30,10 +30,9 @@ from django.utils.translation import gettext, gettext_noop
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import CartState, OrderState
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.payments import base, money
-from booking.payments.flow import PAID, PARTIALLY_REFUNDED, REFUNDED, SEAT_OWNING
 from booking.reports import marks
 from booking.sales import orders as order_service
 from booking.sales import outbox, promos, reservations
@@ -110,7 +109,7 @@ def refund_tickets(
     order = orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(gettext("No such order."))
-    if order["state"] not in SEAT_OWNING:
+    if order["state"] not in SEAT_OWNING_ORDER_STATES:
         raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; there is nothing to refund.")
     paid_with = order.get("paidWith")
     if not paid_with:
@@ -141,7 +140,7 @@ def refund_tickets(
         },
         {
             "$set": {
-                "state": REFUNDED if not remaining else PARTIALLY_REFUNDED,
+                "state": OrderState.REFUNDED if not remaining else OrderState.PARTIALLY_REFUNDED,
                 "lines": remaining,
                 "seatsReleased": False,
                 "refundDue": True,
@@ -233,14 +232,14 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
     """A paid order whose seats someone else has (its payment came after its hold ended): it
     becomes refunded, seats it sold elsewhere go back, the money is refunded, the buyer told."""
     order = orders().find_one({"_id": order_id})
-    if order is None or order["state"] != PAID or not order.get("settling"):
+    if order is None or order["state"] != OrderState.PAID or not order.get("settling"):
         return order
     refund = _record(order["paidWith"]["amount"], order["paidWith"], "Seats taken before the payment arrived")
     changed = orders().update_one(
-        {"_id": order_id, "state": PAID, "settling": True},
+        {"_id": order_id, "state": OrderState.PAID, "settling": True},
         {
             "$set": {
-                "state": REFUNDED,
+                "state": OrderState.REFUNDED,
                 "lines": [],
                 "seatsReleased": False,
                 "refundDue": True,
@@ -290,14 +289,17 @@ def refund_extra_payment(order_id: ObjectId, payment: base.Payment, why: str) ->
                 "extraPayments": {**paid, "amount": payment.amount, "on": clock.now(), "why": why},
                 "refunds": refund,
             },
-            "$set": {"refundDue": True, **({"noticeMail": "pending"} if order["state"] not in SEAT_OWNING else {})},
+            "$set": {
+                "refundDue": True,
+                **({"noticeMail": "pending"} if order["state"] not in SEAT_OWNING_ORDER_STATES else {}),
+            },
         },
     )
     if changed.modified_count:
         logger.warning("order %s: payment %s refunded (%s)", order["ref"], payment.id, why)
         faults.point("refund.extra_after_order")
         process(order_id, refund["_id"])
-        if order["state"] not in SEAT_OWNING:
+        if order["state"] not in SEAT_OWNING_ORDER_STATES:
             outbox.queue_payment_notice(order_id)
     return orders().find_one({"_id": order_id})
 
@@ -416,7 +418,7 @@ def retry_due(now: datetime | None = None) -> int:
     ):
         if order.get("seatsReleased") is False:
             release_refunded_seats(order["_id"])
-        if order.get("state") == REFUNDED:  # no sale after all: the promo code's use goes back (once)
+        if order.get("state") == OrderState.REFUNDED:  # no sale after all: the promo code's use goes back (once)
             promos.release_for_cart(order["cartId"], states=NO_LONGER_LIVE)
         for refund in order.get("refunds", []):
             due = refund.get("retryAt")
@@ -429,7 +431,11 @@ def retry_due(now: datetime | None = None) -> int:
                 tried += 1
                 process(order["_id"], refund["_id"], now)
     for order in (
-        orders().find({"state": {"$in": [REFUNDED, PARTIALLY_REFUNDED]}, "seatsReleased": False}, {"_id": 1}).limit(500)
+        orders()
+        .find(
+            {"state": {"$in": [OrderState.REFUNDED, OrderState.PARTIALLY_REFUNDED]}, "seatsReleased": False}, {"_id": 1}
+        )
+        .limit(500)
     ):
         release_refunded_seats(order["_id"])
     return tried

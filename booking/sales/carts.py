@@ -5,14 +5,14 @@ cookie (``booking/web/buyer.py``). It is the authority on when its holds end (``
 """
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bson import ObjectId
 from django.conf import settings
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import CartState, is_live, is_stale, stale_cart_filter
+from booking.core.domain import CartState
 from booking.sales import client_holds, promos, reservations
 
 logger = logging.getLogger("booking.carts")
@@ -47,17 +47,6 @@ def next_expiry(cart: dict | None, now: datetime, owner: str | None = None) -> d
     return min(extended, cap)
 
 
-def live_or_expire(cart: dict | None, now: datetime) -> dict | None:
-    """The cart if it is live (``domain.is_live``), else None. A cart found past its hold but still
-    active is expired here and now (the worker's own code), so its seats are free at once rather
-    than when the worker comes round."""
-    if is_live(cart, now):
-        return cart
-    if is_stale(cart, now):
-        expire_ended(cart, now)
-    return None
-
-
 def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | None = None) -> int | None:
     """Expire one stale cart and free its seats. Returns seats freed, or None if the cart was not
     stale (already expired by someone else, checked out, or its hold was extended).
@@ -83,14 +72,6 @@ def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | 
     return freed
 
 
-def expire_paying_cart(cart_id: ObjectId, now: datetime | None = None) -> int | None:
-    """A cart whose payment window (or box-office deadline) ended unpaid: its seats go back and
-    its order expires (a payment arriving later is still settled: payments/flow.py)."""
-    from booking.payments import flow as payments
-
-    return payments.expire_paying_cart(cart_id, now or clock.now()).freed
-
-
 @dataclass(frozen=True)
 class CartEnd:
     """What ending a cart past its hold did. ``freed``: the seats given back, None when the cart
@@ -99,16 +80,6 @@ class CartEnd:
 
     freed: int | None
     settled: bool = False
-
-
-def expire_ended(cart: dict, now: datetime) -> CartEnd:
-    """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id, state, owner;
-    a paying one's ``orderRef`` and ``items.sessionId`` too, when read: then all by shard key)."""
-    if cart["state"] == CartState.PAYING:
-        from booking.payments import flow as payments
-
-        return payments.expire_paying_cart(cart["_id"], now, cart=cart)
-    return CartEnd(expire_cart(cart["_id"], now, owner=cart.get("owner")))
 
 
 def session_ids_of(cart: dict) -> list[ObjectId]:
@@ -165,43 +136,6 @@ def give_up_cart(*, cart_id: ObjectId, owner: str) -> GiveUp:
     if cart is not None and cart["state"] == CartState.PAYING and cart.get("orderRef"):
         return GiveUp(0, paying_ref=cart["orderRef"])
     return GiveUp(0)
-
-
-@dataclass
-class ExpiryReport:
-    carts_expired: int = 0
-    seats_released: int = 0
-    payments_settled: int = 0  # paying carts whose payment had gone through: settled, not expired
-    cart_ids: list = field(default_factory=list)
-
-
-def expire_stale_carts(now: datetime | None = None, batch_size: int = 500) -> ExpiryReport:
-    """Expire every active cart whose hold has ended (the worker's job; safe to run in parallel)."""
-    now = now or clock.now()
-    report = ExpiryReport()
-    while True:
-        stale = list(
-            mongo.carts()
-            # (a paying one's order reference and sessions too: its expiry writes by shard key)
-            .find(stale_cart_filter(now), {"state": 1, "owner": 1, "orderRef": 1, "items.sessionId": 1})
-            # No _id tie-breaker: the state_expires index serves this order (with _id it would be
-            # a sort in memory of every stale cart, per batch), and every stale cart is expired
-            # whichever of equal ones comes first.
-            .sort("expiresAt", 1)
-            .limit(batch_size)
-        )
-        if not stale:
-            break
-        for doc in stale:
-            ended = expire_ended(doc, now)
-            report.payments_settled += ended.settled
-            if ended.freed is not None:
-                report.carts_expired += 1
-                report.seats_released += ended.freed
-                report.cart_ids.append(doc["_id"])
-        if len(stale) < batch_size:
-            break
-    return report
 
 
 def drop_canceled_session(cart_id: ObjectId, session: dict) -> int:

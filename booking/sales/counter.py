@@ -35,8 +35,8 @@ from booking.core.domain import CartState, OrderState, live_cart_filter
 from booking.core.errors import CartExpired, InvalidRequest, NotFound
 from booking.payments import flow as payment_service
 from booking.payments.counter import CARD_TERMINAL, CASH, COMPLIMENTARY, COUNTER_METHODS, INVOICE, PAID_AT_ONCE
+from booking.sales import cart_expiry, checkout, offers, pricing, promos
 from booking.sales import carts as cart_service
-from booking.sales import checkout, offers, pricing, promos
 
 BOX_OFFICE = "box_office"
 PHONE = "phone"
@@ -58,7 +58,7 @@ def current_cart(owner: str) -> dict | None:
     now = clock.now()
     found = None
     for cart in mongo.carts().find({"owner": owner, "state": CartState.ACTIVE}).sort("createdOn", -1).limit(5):
-        live = cart_service.live_or_expire(cart, now)
+        live = cart_expiry.live_or_expire(cart, now)
         if live is not None and found is None:
             found = live
     return found
@@ -215,7 +215,7 @@ def _order_of_sold_cart(cart: dict) -> dict:
 def _counter_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
     """The buyer's pending order (lines, VAT, totals), as sold by staff: no online booking fee,
     the channel, who sold it, the customer's phone, a complimentary sale's reason."""
-    order = payment_service._pending_order(cart, ref, sessions)
+    order = payment_service.pending_order(cart, ref, sessions)
     amounts = pricing.cart_totals(cart)
     order["fee"] = {"amount": 0, "vat": order["fee"]["vat"]}  # the booking fee is the online shop's
     order["total"] = amounts.total

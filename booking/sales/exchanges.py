@@ -44,8 +44,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
-from booking.payments import base, money
-from booking.payments.flow import confirm_claim_seconds
+from booking.payments import base, money, refunds
 from booking.reports import marks
 from booking.sales import checkout, offers, outbox
 from booking.sales import orders as order_service
@@ -370,7 +369,6 @@ def _abandon(order: dict, record: dict, why: str, states: Sequence[str] = (START
     reconcile to retry, never money kept for a move that did not happen. The write is conditional
     on whether the record has a paid difference, so a payment recorded meanwhile (the webhook,
     ``_paid``) is seen: the write misses and is made again with it."""
-    from booking.payments import refunds
 
     ended, refund = None, None
     for _attempt in range(3):
@@ -506,8 +504,6 @@ def difference_paid(order: dict, payment: base.Payment) -> dict | None:
         _paid(order, record, payment)
         return finish(order["_id"])
     if record["state"] == ABANDONED:
-        from booking.payments import refunds  # paid after it was given up: the money goes back
-
         return refunds.refund_extra_payment(order["_id"], payment, "exchange given up")
     return _order(order["_id"])
 
@@ -558,7 +554,7 @@ def pay_difference(order_id: ObjectId, means: str) -> tuple[str, dict, str]:
 def _claim_payment(order: dict, record: dict, now: datetime) -> bool:
     """The exchange's payment is this request's to charge: no other request claimed it within the
     time a charge can take (a claim left by a crash lapses then)."""
-    lapsed = now - timedelta(seconds=confirm_claim_seconds())
+    lapsed = now - timedelta(seconds=base.confirm_claim_seconds())
     claimed = mongo.orders().update_one(
         {
             "_id": order["_id"],
@@ -683,12 +679,11 @@ def _switch(order: dict, record: dict) -> None:
 def _refund_records(order: dict, record: dict, amount: int) -> list[dict]:
     """The difference goes back in cash at the counter, or through the order's payments (the card
     first, then earlier top-ups: payments/refunds.allocate)."""
-    from booking.payments.refunds import allocate
 
     if record["settle"] == COUNTER:
         parts = [({"provider": "box_office", "id": f"counter-{record['_id']}"}, amount)]
     else:
-        parts = allocate(order, amount)
+        parts = refunds.allocate(order, amount)
     return [
         {
             "_id": f"r{secrets.token_hex(6)}",
@@ -746,7 +741,6 @@ def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
 
 
 def _settle_money_and_close(order: dict, record: dict) -> None:
-    from booking.payments import refunds
 
     for refund_id in record.get("refunds") or []:
         refunds.process(order["_id"], refund_id)  # failed: reconcile retries it (refundDue)
@@ -815,7 +809,7 @@ def _canceled_meanwhile() -> str:
 
 def stop_into(session_id: ObjectId) -> int:
     """A canceled session: every exchange still moving tickets into it is stopped. Called by the
-    cancel's run after the status flipped (``session_cancel.run``). Markers (``exchangeHolds``) can
+    cancel's run after the status flipped (``cancels.cancel_session_orders``). Markers (``exchangeHolds``) can
     no longer be added (``_take`` requires the session on sale), so the markers read now name
     every exchange that could still switch into it. Each is abandoned by one conditional update
     of its order (``started`` or ``taken`` -> ``abandoned``), which serializes with the switch

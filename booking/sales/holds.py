@@ -41,8 +41,8 @@ from booking.core.errors import (
     TooManySeats,
     WheelchairSpaceNotDeclared,
 )
+from booking.sales import cart_expiry, client_holds, hold_facts, offers, reservations, selectors
 from booking.sales import carts as cart_service
-from booking.sales import client_holds, hold_facts, offers, reservations, selectors
 from booking.sales.admission import check as check_admission  # waiting room: a queued sale needs an admission
 from booking.sales.admission import hold_clause as admission_clause
 from booking.sales.hold_facts import SaleFacts
@@ -221,7 +221,7 @@ def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime, cart=UNR
     ``cart``: the caller's read of it (``selectors.get_cart``), spared a second read."""
     if cart is UNREAD:
         cart = selectors.get_cart(owner, cart_id)
-    return cart_service.live_or_expire(cart, now)
+    return cart_expiry.live_or_expire(cart, now)
 
 
 # --- hold: check the request, take the seats in the session, record them in the cart ---
@@ -684,7 +684,7 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
     fields = {"state": 1, "expiresAt": 1, "owner": 1, "orderRef": 1, "items.sessionId": 1}
     for holder in mongo.carts().find(which, fields):
         if is_stale(holder, now):  # active or paying (payments/flow.py) past its hold
-            expired = cart_service.expire_ended(holder, now).freed
+            expired = cart_expiry.expire_ended(holder, now).freed
             if expired is None:
                 continue  # extended, checked out or paid meanwhile: still live
             freed |= bool(expired)

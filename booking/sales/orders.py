@@ -15,7 +15,7 @@ from django.utils.translation import gettext
 
 from booking.core import clock, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
-from booking.core.errors import Conflict, NotFound
+from booking.core.errors import Conflict
 from booking.core.localized import order_state_label
 from booking.reports import marks
 from booking.sales import promos
@@ -60,41 +60,19 @@ def cancel_fingerprint(order: dict) -> str:
     return hashlib.sha256(repr(facts).encode()).hexdigest()[:24]
 
 
-def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "", confirmed: str | None = None) -> dict:
-    """Cancel the order: its seats free again, its money back through its payments (or its
-    reservation ended), the customer told. ``confirmed``: the ``cancel_fingerprint`` of the order
-    staff were shown; the order must still be the same."""
-    now = clock.now()
-    order = mongo.orders().find_one({"_id": order_id})
-    if order is None:
-        raise NotFound(gettext("No such order."))
-    if confirmed is not None:
-        require_cancelable(order)
-        if cancel_fingerprint(order) != confirmed:
-            raise Conflict(
-                gettext(
-                    "The order changed since the cancellation was shown; look at what it would do now "
-                    "and confirm again."
-                )
-            )
-    unpaid = (OrderState.PENDING_PAYMENT, OrderState.EXPIRED)
-    if order.get("paidWith") or order["state"] in unpaid:
-        # Paid through a provider: the money goes back (payments/refunds.py); not paid yet: the
-        # reservation ends (payments/flow.py).
-        from booking.payments import flow as payments
-        from booking.payments import refunds
-
-        if order["state"] in unpaid:
-            return payments.cancel_unpaid(order_id, by=by, reason=reason)
-        return refunds.refund_tickets(order_id, reason=reason, by=by)
+def cancel_house_paid_order(order: dict, *, by: str, reason: str) -> dict:
+    """Cancel a paid order whose money no provider holds (paid at the counter, complimentary):
+    the order first, then its seats, then its promo code's use (``sales/cancels.py`` decides
+    which way an order is canceled)."""
     if order["state"] != OrderState.PAID:
         raise Conflict(f"Order {order['ref']} is {order['state']}, not paid; there is nothing to cancel.")
+    order_id = order["_id"]
     result = mongo.orders().update_one(
         {"_id": order_id, "state": OrderState.PAID},
         {
             "$set": {
                 "state": OrderState.CANCELED,
-                "canceledOn": now,
+                "canceledOn": clock.now(),
                 "canceledBy": by,
                 "cancelReason": reason,
                 "seatsReleased": False,

@@ -6,6 +6,8 @@ integer minor units.
 
 from dataclasses import dataclass, field
 
+from booking.sales import promos
+
 
 @dataclass(frozen=True)
 class Totals:
@@ -20,9 +22,7 @@ def totals(items: list[dict], promo: dict | None = None) -> Totals:
     subtotal = sum(i["price"] for i in items)
     discounts = [0] * len(items)
     if promo:
-        from booking.sales.promos import line_discounts  # promo terms live with the codes
-
-        discounts = line_discounts(items, promo)
+        discounts = promos.line_discounts(items, promo)  # promo terms live with the codes
     discount = min(sum(discounts), subtotal)
     return Totals(subtotal=subtotal, discount=discount, total=subtotal - discount, line_discounts=discounts)
 

@@ -3,9 +3,10 @@ mailed, by a worker task that can be killed at any point and run again.
 
 1. ``start`` (staff): the session ``canceled`` (off sale at once) with ``cancelRun: {state:
    "running", total, by, startedOn, beatOn}``; holds in carts are released; the task is queued.
-2. ``run`` (the Celery task ``cancel_session_orders``; also reconcile when the run stalled): each
-   order that still has tickets of this session gets *those tickets* refunded (a partial refund
-   when the order has tickets of other performances too: they stay valid), with the customer's
+2. ``sales/cancels.py``'s ``cancel_session_orders`` (the Celery task of that name; also reconcile
+   when the run stalled): each order that still has tickets of this session gets *those tickets*
+   refunded (a partial refund when the order has tickets of other performances too: they stay
+   valid), with the customer's
    notice in the same write (payments/refunds.py). The refund is conditional on the tickets still
    being in the order, so an order is refunded once however often the task runs; the run simply
    asks again which orders still have tickets here. Reservations not paid yet are called off.
@@ -23,9 +24,9 @@ from bson import ObjectId
 from django.utils.translation import gettext as _
 
 from booking.core import clock, faults, mongo, work_queue
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, OrderState, SessionStatus
-from booking.core.errors import BookingError, NotFound
-from booking.sales import carts, listings, outbox, reservations
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
+from booking.core.errors import NotFound
+from booking.sales import carts, listings, reservations
 
 logger = logging.getLogger("booking.session_cancel")
 
@@ -35,7 +36,7 @@ STALLED_AFTER = timedelta(minutes=5)  # no order finished for this long: reconci
 REASON = "Performance canceled"
 
 
-def _left_query(session_id: ObjectId) -> dict:
+def orders_left_query(session_id: ObjectId) -> dict:
     return {"lines.sessionId": session_id, "state": {"$in": list(SEAT_OWNING_ORDER_STATES)}}
 
 
@@ -47,7 +48,7 @@ def start(session_id: ObjectId, *, by: str = "") -> dict:
     if session.get("status") == SessionStatus.CANCELED and session.get("cancelRun"):
         return session  # already canceled: the run goes on (or is done)
     now = clock.now()
-    total = mongo.orders().count_documents(_left_query(session_id))
+    total = mongo.orders().count_documents(orders_left_query(session_id))
     mongo.sessions().update_one(
         {"_id": session_id, "cancelRun": {"$exists": False}},
         listings.due(
@@ -82,58 +83,6 @@ def queue(session_id: ObjectId) -> bool:
     return True
 
 
-def run(session_id: ObjectId) -> dict:
-    """Refund this session's tickets of every order still holding some; then the run is done.
-    Safe to run any number of times, at once or after a crash."""
-    from booking.payments import flow as payments
-    from booking.payments import refunds
-    from booking.sales import orders as order_service
-
-    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "cancelRun": 1})
-    if session is None or session.get("status") != SessionStatus.CANCELED or not session.get("cancelRun"):
-        return {"refunded": 0, "skipped": 0, "state": "not canceled"}
-    by = session["cancelRun"].get("by", "")
-    from booking.sales import exchanges
-
-    exchanges.stop_into(session_id)  # before the scan: an exchange that switched first is found by it
-    refunded = skipped = 0
-    left_for_later: list[ObjectId] = []  # one try per run: such an order waits for the next run
-    while True:
-        query = {**_left_query(session_id), "_id": {"$nin": left_for_later}}
-        batch = list(mongo.orders().find(query, {"lines": 1, "paidWith": 1}).limit(100))
-        if not batch:
-            break
-        for order in batch:
-            mine = [line["ticket"] for line in order["lines"] if line["sessionId"] == session_id]
-            try:
-                if order.get("paidWith"):
-                    refunds.refund_tickets(
-                        order["_id"], tickets=mine, reason=REASON, by=by, notice=outbox.SESSION_CANCELED
-                    )
-                else:  # from before payments: nothing to refund, the order is canceled
-                    order_service.cancel_order(order["_id"], by=by, reason=REASON)
-                refunded += 1
-            except BookingError as exc:  # e.g. an exchange under way: the next run takes it
-                skipped += 1
-                left_for_later.append(order["_id"])
-                logger.warning("session %s: order %s not canceled yet: %s", session_id, order["_id"], exc.message)
-            faults.point("session_cancel.after_order")
-            mongo.sessions().update_one({"_id": session_id}, {"$set": {"cancelRun.beatOn": clock.now()}})
-    for order in mongo.orders().find({"state": OrderState.PENDING_PAYMENT, "lines.sessionId": session_id}, {"_id": 1}):
-        try:
-            payments.cancel_unpaid(order["_id"], by=by, reason=REASON, notice=outbox.SESSION_CANCELED)
-        except BookingError as exc:
-            skipped += 1
-            logger.warning("session %s: reservation %s not called off yet: %s", session_id, order["_id"], exc.message)
-    if not skipped and not mongo.orders().count_documents(_left_query(session_id)):
-        mongo.sessions().update_one(
-            {"_id": session_id, "cancelRun.state": RUNNING},
-            {"$set": {"cancelRun.state": DONE, "cancelRun.doneOn": clock.now()}},
-        )
-    logger.info("session %s canceled: %d orders refunded, %d left for later", session_id, refunded, skipped)
-    return {"refunded": refunded, "skipped": skipped, "state": DONE if not skipped else RUNNING}
-
-
 @dataclass(frozen=True)
 class Progress:
     state: str  # "running" or "done"
@@ -156,7 +105,7 @@ def progress(session: dict) -> Progress | None:
     run_info = session.get("cancelRun")
     if not run_info:
         return None
-    left = 0 if run_info["state"] == DONE else mongo.orders().count_documents(_left_query(session["_id"]))
+    left = 0 if run_info["state"] == DONE else mongo.orders().count_documents(orders_left_query(session["_id"]))
     total = max(run_info.get("total", 0), left)
     return Progress(run_info["state"], total, left, run_info.get("by", ""), run_info.get("startedOn"))
 

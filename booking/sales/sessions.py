@@ -13,7 +13,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.formatting import thousands
-from booking.sales import listings
+from booking.sales import listings, session_cancel
 from booking.venues import performance_index
 from booking.venues.layouts import category_codes_used
 from booking.venues.seat_grid import (
@@ -292,8 +292,6 @@ def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str
     """Take a session off sale. Refused while it has paid orders, unless staff confirm canceling
     them: then a worker task refunds this session's tickets of each of them and mails everyone
     (sales/session_cancel.py). Holds in carts are released. Returns the paid orders to cancel."""
-    from booking.sales import session_cancel
-
     session = mongo.sessions().find_one({"_id": session_id}, {"status": 1})
     if session is None:
         raise NotFound(gettext("No such session."))

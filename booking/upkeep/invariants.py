@@ -10,6 +10,7 @@ from booking.core import clock, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, OrderState, is_stale
 from booking.payments.checks import money_breaches
 from booking.reports.summaries import breaches as report_breaches
+from booking.sales import offers, pricing, promos
 from booking.sales.checkin import ADMITTING_STATES
 from booking.venues.seat_grid import FREE, HELD, SOLD, parse_seat_key
 
@@ -147,8 +148,6 @@ def offer_breaches(carts: dict | None = None) -> list[str]:
       not given back) are no more than its cap.
 
     ``carts``: every cart by id, with items and promo (check_invariants has read them)."""
-    from booking.sales import offers, pricing, promos
-
     if carts is None:
         fields = {"state": 1, "items": 1, "promo": 1}
         carts = {c["_id"]: c for c in mongo.carts().find({}, fields, hint=[("_id", 1)])}  # all, on purpose

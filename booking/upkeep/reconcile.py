@@ -25,12 +25,22 @@ from django.utils.translation import gettext_noop
 
 from booking.core import clock, faults, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
-from booking.notifications import change_notices
+from booking.notifications import change_notices, payment_notices
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.reports import marks
+from booking.sales import (
+    cart_expiry,
+    checkout,
+    exchanges,
+    listings,
+    orders,
+    outbox,
+    promos,
+    reservations,
+    session_cancel,
+)
 from booking.sales import carts as cart_service
-from booking.sales import checkout, exchanges, listings, orders, outbox, promos, reservations, session_cancel
 from booking.venues import performances
 from booking.venues.seat_grid import SOLD, parse_seat_key
 
@@ -71,7 +81,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     grace = timedelta(seconds=settings.BOOKING_RECONCILE_GRACE_SECONDS) if grace is None else grace
     report = ReconcileReport()
     _finish_stuck_checkouts(now, report)
-    expired = cart_service.expire_stale_carts(now)
+    expired = cart_expiry.expire_stale_carts(now)
     report.carts_expired += expired.carts_expired
     report.seats_released += expired.seats_released
     paid = payments.reconcile_payments(now)
@@ -89,6 +99,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
         report.orders_released += 1
     report.exchanges_finished += exchanges.finish_open(now, grace)
     change_notices.requeue_pending(now)
+    payment_notices.requeue_pending(now)
     session_cancel.resume_stalled(now)
     report.sections_updated += performances.finish_details()
     report.listings_written += listings.refresh_due()

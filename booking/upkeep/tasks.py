@@ -18,7 +18,7 @@ from booking.core.domain import SendOutcome
 from booking.notifications import change_notices, payment_notices
 from booking.notifications import confirmations as notifications
 from booking.reports import summaries
-from booking.sales import carts, retention, session_cancel, wheelchair
+from booking.sales import cancels, cart_expiry, retention, wheelchair
 from booking.upkeep import reconcile as reconcile_service
 
 logger = logging.getLogger("booking.tasks")
@@ -33,7 +33,7 @@ logger = logging.getLogger("booking.tasks")
 def expire_stale_carts(self) -> dict:
     """End every cart whose hold is over and free its seats; then finish any expiry a killed
     worker left half done (cart expired, seats still held)."""
-    report = carts.expire_stale_carts()
+    report = cart_expiry.expire_stale_carts()
     finished = reconcile_service.finish_interrupted_expiries()
     logger.info(
         "expire_stale_carts task=%s: carts expired: %d, seats released: %d, payments settled: %d, "
@@ -167,4 +167,4 @@ def cancel_session_orders(self, session_id: str) -> dict:
         sid = ObjectId(session_id)
     except (InvalidId, TypeError):
         return {"error": "invalid id"}
-    return session_cancel.run(sid)
+    return cancels.cancel_session_orders(sid)

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from booking.core import mongo
-from booking.sales import orders
+from booking.sales import cancels
 from booking.tests.checkin_support import door_staff, sell, tickets
 from booking.tests.factories import make_session
 from booking.upkeep.invariants import check_invariants
@@ -67,7 +67,7 @@ def test_door_checks_typed_codes_green_then_red(new_page, show, shot):
     other_show = make_session(name="Macbeth", days=3)
     elsewhere = sell(other_show, ["0:0"], name="Grace Hopper", email="grace@example.com")
     canceled = sell(session, ["2:0"], name="Alan Turing", email="alan@example.com")
-    orders.cancel_order(canceled["_id"], by="boss")
+    cancels.cancel_order(canceled["_id"], by="boss")
     door_staff("anna")
     page = new_page(PHONE)
     refused = refusals(page)
@@ -303,7 +303,7 @@ def test_an_offline_door_says_why_an_exchanged_or_refunded_ticket_does_not_admit
     exchanges.exchange(order["_id"], [moved], session["_id"], ["1:5"], settle=exchanges.COUNTER, by="anna")
     new_seat = next(line for line in mongo.orders().find_one({"_id": order["_id"]})["lines"] if line["key"] == "1:5")
     gone = sell(session, ["2:0"], name="Bob Canceled")
-    orders.cancel_order(gone["_id"], by="anna")
+    cancels.cancel_order(gone["_id"], by="anna")
     # and one moved to another performance: the order has no ticket for this one any more
     macbeth = make_session(name="Macbeth", days=3)
     elsewhere = sell(session, ["0:0"], name="Cy Moved", email="cy@example.com")

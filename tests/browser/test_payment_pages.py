@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from booking.core import faults, mongo
-from booking.sales import orders
+from booking.sales import cancels
 from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
 from booking.tests.localstripe import DECLINED, THREE_D_SECURE, VISA
@@ -145,7 +145,7 @@ def test_find_my_booking_pending_paid_refunded(new_page, show, size):
     pending = checkout_paid_setup(show, "s:one", keys=("6:0", "6:1"))
     paid = pay(checkout_paid_setup(show, "s:two", keys=("6:8", "6:9")))
     refunded = pay(checkout_paid_setup(show, "s:three", keys=("3:8", "3:9")))
-    orders.cancel_order(refunded["_id"], by="staff", reason="show moved")
+    cancels.cancel_order(refunded["_id"], by="staff", reason="show moved")
     page = new_page(SIZES[size])
     find(page, pending, size, "7-find-pending")
     expect(page.locator(".badge-pending_payment")).to_have_text("Waiting for payment")

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from booking.core import clock, mongo
 from booking.core.domain import CartState
-from booking.sales import carts as cart_service
+from booking.sales import cart_expiry
 from booking.tests.headers import HTMX
 from booking.venues.seat_grid import FREE, HELD
 
@@ -383,7 +383,7 @@ def test_checkout_replayed_after_success_buys_nothing_more(session, held_by_alic
 
 def test_checkout_of_an_expired_cart_sells_nothing(session, held_by_alice):
     mongo.carts().update_many({}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
-    cart_service.expire_stale_carts()  # what the worker does; the checkout below must change nothing more
+    cart_expiry.expire_stale_carts()  # what the worker does; the checkout below must change nothing more
     before = snapshot()
     response = _checkout(held_by_alice, "Alice", "alice@example.org")
     assert response.status_code == 302

@@ -5,6 +5,7 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from booking.payments.refunds import failed_refunds
 from booking.sales import selectors
 from theater_site.celery import app as celery_app
 
@@ -76,8 +77,6 @@ class Command(BaseCommand):
 
     def write_refunds(self) -> None:
         """Refunds not done yet (payments/refunds.py): money owed back; failed ones are retried."""
-        from booking.payments.refunds import failed_refunds
-
         owed = failed_refunds(limit=20)
         line = f"refunds not done yet:         {len(owed)}"
         self.stdout.write(self.style.WARNING(line) if owed else line)

@@ -51,8 +51,8 @@ from booking.presale.forms import (
     WhatsOnFilterForm,
 )
 from booking.presale.views import queue as queue_views
+from booking.sales import cart_expiry, holds, pricing, selectors
 from booking.sales import carts as cart_service
-from booking.sales import holds, pricing, selectors
 from booking.sales import sessions as session_service
 from booking.sales.admission import AdmissionRequired
 from booking.venues import seat_words, venue_front
@@ -100,7 +100,7 @@ def _current_cart(request) -> tuple[dict | None, bool]:
     cart = selectors.get_cart(owner, buyer.cart_id(request)) if owner else None
     if cart is None:
         return None, False
-    live = cart_service.live_or_expire(cart, clock.now())
+    live = cart_expiry.live_or_expire(cart, clock.now())
     # ran out: found past its hold (and expired just now), or expired already
     return live, live is None and cart["state"] in (CartState.ACTIVE, CartState.EXPIRED)
 

@@ -11,7 +11,7 @@ from django.utils import translation
 
 from booking.core import clock, mongo
 from booking.core.errors import InvalidRequest, NotFound
-from booking.sales import checkin, orders
+from booking.sales import cancels, checkin
 from booking.sales.demo_stadium import create_match, create_stadium
 from booking.tests.checkin_support import a_reduced_ticket, scope_of, sell, tickets
 from booking.tests.factories import (
@@ -106,7 +106,7 @@ def test_the_door_reads_the_ticket_type_and_what_to_show_in_its_own_language(lan
 def test_a_ticket_of_an_order_that_does_not_admit_is_refused(show, state, words):
     session, order = show
     if state == "staff cancel":  # since payments: the order's money goes back, its tickets with it
-        orders.cancel_order(order["_id"], by="boss")
+        cancels.cancel_order(order["_id"], by="boss")
         state = "refunded"
     else:
         mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"state": state}})
@@ -261,7 +261,7 @@ def test_an_offline_door_after_an_online_one_is_a_conflict_too(show):
 
 def test_an_offline_check_in_of_a_canceled_booking_is_a_conflict(show):
     session, order = show
-    orders.cancel_order(order["_id"], by="boss")
+    cancels.cancel_order(order["_id"], by="boss")
     outcome = checkin.check_in(
         scope_of(session),
         code=tickets(order)[0],
@@ -304,7 +304,7 @@ def test_offline_scan_times_are_bounded(show):
 def test_the_door_list_has_hashes_seats_and_short_names_only(show):
     session, order = show
     other = sell(session, ["0:0"], name="Grace Hopper", email="grace@example.com")
-    orders.cancel_order(other["_id"], by="boss")
+    cancels.cancel_order(other["_id"], by="boss")
     checkin.check_in(scope_of(session), code=tickets(order)[0], door="North", by="anna")
     listed = {entry["h"]: entry for entry in checkin.door_list(scope_of(session))}
     assert len(listed) == 3
@@ -360,7 +360,7 @@ def test_a_stadium_gate_admits_to_every_section_of_the_performance():
 def test_invariant_a_checked_in_ticket_belongs_to_a_paid_order(show):
     session, order = show
     checkin.check_in(scope_of(session), code=tickets(order)[0], door="North", by="anna")
-    orders.cancel_order(order["_id"], by="boss")  # canceled after the door let them in: allowed
+    cancels.cancel_order(order["_id"], by="boss")  # canceled after the door let them in: allowed
     assert check_invariants() == []
     other = sell(session, ["0:0"])
     mongo.orders().update_one(

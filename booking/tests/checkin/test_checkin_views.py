@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from booking.core import clock, mongo
-from booking.sales import checkin, orders
+from booking.sales import cancels, checkin
 from booking.tests.checkin_support import a_reduced_ticket, door_staff, sell, tickets
 from booking.tests.factories import make_session
 from booking.upkeep.invariants import check_invariants
@@ -179,7 +179,7 @@ def test_canceled_and_wrong_session_tickets_are_red(door, show):
     other = make_session(name="Macbeth", days=2)
     wrong = post_json(door, url(other, "scan"), {"code": tickets(order)[0], "door": "A"}).json()
     assert wrong["status"] == "wrong_session" and wrong["session"]["name"] == "Hamlet"
-    orders.cancel_order(order["_id"], by="boss")
+    cancels.cancel_order(order["_id"], by="boss")
     canceled = post_json(door, url(session, "scan"), {"code": tickets(order)[1], "door": "A"}).json()
     assert canceled["status"] == "not_valid" and canceled["state"] == "refunded"  # staff cancel refunds it
     unknown = post_json(door, url(session, "scan"), {"code": "Z" * 24, "door": "A"}).json()

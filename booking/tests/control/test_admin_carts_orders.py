@@ -10,7 +10,7 @@ from booking.core import mongo
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.payments import refunds
-from booking.sales import counter, holds, orders
+from booking.sales import cancels, counter, holds
 from booking.tests.admin_support import (
     assert_consistent,
     cancel_confirmed,
@@ -393,7 +393,7 @@ def test_printing_an_orders_tickets_is_checked_like_its_page(client, manager_cli
     client.logout()
     assert all(client.get(href).status_code == 302 for href in links.values())  # to the login
     assert client.get("/admin/booking/order/000000000000000000000000/tickets.pdf").status_code in (302, 404)
-    orders.cancel_order(order["_id"], by="staff", reason="test")
+    cancels.cancel_order(order["_id"], by="staff", reason="test")
     client.force_login(make_staff("boss", ["view_order"]))
     refunded = client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
     assert set(print_links(refunded)) == {"receipt"}  # its tickets are void; the receipt says so

@@ -8,7 +8,7 @@ import pytest
 from django.utils import dateformat, timezone
 
 from booking.core import clock, mongo
-from booking.sales import session_cancel
+from booking.sales import cancels
 from booking.sales.sessions import create_session
 from booking.tests.admin_support import assert_consistent, last_log, make_staff, sell
 from booking.tests.factories import CATEGORIES, make_session, make_theater
@@ -122,7 +122,7 @@ def test_the_session_page_shows_the_cancellation_progress(manager_client):
     assert response.status_code == 302
     page = manager_client.get(f"/admin/booking/session/{session['_id']}/cancel/").content.decode()
     assert "0 of 1 orders canceled and refunded" in page
-    session_cancel.run(session["_id"])
+    cancels.cancel_session_orders(session["_id"])
     page = manager_client.get(f"/admin/booking/session/{session['_id']}/cancel/").content.decode()
     assert "1 of 1 orders canceled and refunded" in page and "done" in page
     assert_consistent()

@@ -5,7 +5,7 @@ sectioned venues drawn and edited in the admin."""
 import pytest
 
 from booking.core import mongo
-from booking.sales import holds
+from booking.sales import cancels, holds
 from booking.sales.sessions import create_session
 from booking.tests.admin_support import last_log, sell
 from booking.tests.factories import CATEGORIES
@@ -111,10 +111,9 @@ def test_canceling_the_performance_cancels_every_section_once_confirmed(manager_
     done = manager_client.post(url, {"cancel_orders": "on"})
     assert done.status_code == 302
     assert all(s["status"] == "canceled" for s in performances.sections_of(pid))
-    from booking.sales import session_cancel
 
     for section in sections:  # the worker's task per section (sales/session_cancel.py)
-        session_cancel.run(section["_id"])
+        cancels.cancel_session_orders(section["_id"])
     assert mongo.orders().find_one({"_id": order["_id"]})["state"] in ("canceled", "refunded")
     assert mongo.sessions().find_one({"_id": sections[2]["_id"]})["seats"][1][:2] == [FREE, FREE]
     assert check_invariants() == []

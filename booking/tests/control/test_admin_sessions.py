@@ -9,7 +9,7 @@ from django.contrib.admin.models import ADDITION, CHANGE
 from django.utils import timezone
 
 from booking.core import mongo
-from booking.sales import holds, session_cancel
+from booking.sales import cancels, holds
 from booking.tests.admin_support import assert_consistent, last_log, sell
 from booking.tests.factories import make_session, make_theater
 from booking.venues.seat_grid import BLOCKED, FREE, SOLD
@@ -275,7 +275,7 @@ def test_cancel_is_refused_while_orders_exist_unless_confirmed(manager_client):
 
     response = manager_client.post(url, {"cancel_orders": "on"})
     assert response.status_code == 302
-    session_cancel.run(session["_id"])  # the worker's task (booking/tests/sales/test_session_cancel.py)
+    cancels.cancel_session_orders(session["_id"])  # the worker's task (booking/tests/sales/test_session_cancel.py)
     stored = mongo.sessions().find_one({"_id": session["_id"]})
     assert stored["status"] == "canceled" and stored["seatsAvailable"] == 24
     canceled = mongo.orders().find_one({"_id": order["_id"]})

@@ -17,8 +17,7 @@ from booking.control import selectors as staff
 from booking.core import clock, mongo
 from booking.notifications import confirmations as notifications
 from booking.reports import summaries
-from booking.sales import carts as cart_service
-from booking.sales import checkin, holds, promos, retention, selectors
+from booking.sales import cart_expiry, checkin, holds, promos, retention, selectors
 from booking.sales.demo_stadium import create_match, create_stadium
 from booking.tests import admin_support as support
 from booking.tests import paying, query_audit
@@ -144,7 +143,7 @@ def worker_flow(session, order):
 
     recorder = recording()
     try:
-        cart_service.expire_stale_carts()
+        cart_expiry.expire_stale_carts()
         reconcile.finish_interrupted_expiries()
         reconcile.reconcile(grace=timedelta(0))
         notifications.send_confirmation(order["_id"])

@@ -18,8 +18,8 @@ from booking.core.domain import CartState, OrderState
 from booking.core.errors import TooManySeats
 from booking.payments import BOX_OFFICE
 from booking.payments import flow as payments
+from booking.sales import cart_expiry, checkin, checkout, holds, selectors
 from booking.sales import carts as cart_service
-from booking.sales import checkin, checkout, holds, selectors
 from booking.sales.demo_stadium import create_match, create_stadium
 from booking.tests import query_audit
 from booking.tests.core.test_query_audit import buyer_flow
@@ -140,7 +140,7 @@ def test_the_expiry_sweep_ends_each_cart_by_its_shard_keys():
     past = clock.now() - timedelta(seconds=1)
     for cart in (active, reserved):
         mongo.carts().update_one({"_id": cart.cart_id}, {"$set": {"expiresAt": past}})
-    assert untargeted(cart_service.expire_stale_carts) == [
+    assert untargeted(cart_expiry.expire_stale_carts) == [
         "find carts {'state': {'$in': ['str']}, 'expiresAt': {'$lte': 'datetime'}} sort=[('expiresAt', 1)] limit=500"
     ]
     assert mongo.orders().find_one({"cartId": reserved.cart_id})["state"] == OrderState.EXPIRED

@@ -11,7 +11,7 @@ from django.core import mail
 from booking.core import clock, mongo
 from booking.notifications import payment_notices
 from booking.payments import flow as payments
-from booking.sales import carts, holds
+from booking.sales import cart_expiry, holds
 from booking.tests.factories import make_session
 from booking.tests.localstripe import THREE_D_SECURE, authenticate, card
 from booking.tests.notifications.test_worker_mail import embedded_worker, empty_queue  # noqa: F401 - fixtures
@@ -27,7 +27,7 @@ def lost_late_payment(language="en"):
     order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com", "card", language=language)
     asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
     mongo.carts().update_one({"_id": order["cartId"]}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
-    carts.expire_stale_carts()
+    cart_expiry.expire_stale_carts()
     holds.hold_seats(session["_id"], BOB, None, ["1:3"])
     authenticate(order["payment"]["intent"], asked.client_secret)
     return order

@@ -19,7 +19,7 @@ from booking.core.formatting import mail_time
 from booking.notifications import change_notices
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
-from booking.sales import carts, holds
+from booking.sales import cart_expiry, holds
 from booking.tests.factories import make_session
 from booking.tests.notifications.test_worker_mail import embedded_worker, empty_queue  # noqa: F401 - fixtures
 from booking.upkeep.invariants import check_invariants
@@ -154,12 +154,12 @@ def test_an_unpaid_reservation_lapses_at_its_deadline_and_the_buyer_is_told_once
     session = box_office_session(minutes=60, days=0.05)  # the show starts in 72 minutes
     order = reserve(session)
     deadline = session["start"] - timedelta(minutes=60)
-    assert carts.expire_stale_carts(deadline - timedelta(seconds=1)).carts_expired == 0
+    assert cart_expiry.expire_stale_carts(deadline - timedelta(seconds=1)).carts_expired == 0
     assert notices(order) == [("reservation", "pending")]
-    assert carts.expire_stale_carts(deadline + timedelta(seconds=1)).carts_expired == 1
+    assert cart_expiry.expire_stale_carts(deadline + timedelta(seconds=1)).carts_expired == 1
     assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "expired"
     assert notices(order) == [("reservation", "pending"), ("reservation_lapsed", "pending")]
-    carts.expire_stale_carts(deadline + timedelta(seconds=2))  # again: nothing more to say
+    cart_expiry.expire_stale_carts(deadline + timedelta(seconds=2))  # again: nothing more to say
     settings.BOOKING_PAYMENT_CHECK_GRACE_SECONDS = 0
     reconcile(now=deadline + timedelta(minutes=5), grace=timedelta(0))
     assert len(notices(order)) == 2
@@ -192,5 +192,5 @@ def test_a_card_order_gets_no_reservation_mails():
     order = payments.start(ADA, cart.cart_id, "Ada", "ada@example.com", "card")
     assert "changeNotices" not in mongo.orders().find_one({"_id": order["_id"]})
     mongo.carts().update_one({"_id": order["cartId"]}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
-    carts.expire_stale_carts()
+    cart_expiry.expire_stale_carts()
     assert "changeNotices" not in mongo.orders().find_one({"_id": order["_id"]})

@@ -7,10 +7,10 @@ import pytest
 from django.test import Client
 
 from booking.core import clock, faults, mongo
+from booking.payments import base, refunds
 from booking.payments import flow as payments
-from booking.payments import refunds
-from booking.sales import holds, orders
-from booking.sales.carts import expire_stale_carts
+from booking.sales import cancels, holds
+from booking.sales.cart_expiry import expire_stale_carts
 from booking.tests.localstripe import THREE_D_SECURE, VISA, authenticate, card, events_for, signed
 from booking.tests.paying import checkout_paid
 from booking.upkeep.invariants import check_invariants
@@ -100,7 +100,7 @@ def test_after_a_crash_before_the_charge_the_buyer_can_simply_pay(crash_at, sess
     order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")  # the page again
     if point == "pay.after_claim":  # the claim of the crashed request runs out first
         assert payments.pay_with_card(order["_id"], ALICE, card(VISA)).status == "processing"  # not yet
-        later = clock.now() + timedelta(seconds=payments.confirm_claim_seconds() + 1)
+        later = clock.now() + timedelta(seconds=base.confirm_claim_seconds() + 1)
         monkeypatch.setattr(clock, "now", lambda: later)  # still in the payment window
         reconcile(now=later, grace=NO_GRACE)
         payments.check(order["_id"])
@@ -195,7 +195,7 @@ def test_crash_while_staff_cancel_a_payment_the_bank_then_accepts(crash_at, sess
     asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
     crash_at("pay.cancel_after_order")
     with pytest.raises(faults.InjectedCrash):
-        orders.cancel_order(order["_id"], by="staff", reason="customer called")
+        cancels.cancel_order(order["_id"], by="staff", reason="customer called")
     faults.set_hook(None)
     authenticate(order["payment"]["intent"], asked.client_secret)
     reconcile(now=clock.now() + timedelta(seconds=1), grace=NO_GRACE)
@@ -217,7 +217,7 @@ def test_crash_during_a_refund_is_finished_by_reconcile_and_refunds_once(crash_a
     order = checkout_paid(ALICE, cart.cart_id, "Ada", "ada@example.com")
     crash_at(point)
     with pytest.raises(faults.InjectedCrash):
-        orders.cancel_order(order["_id"], by="staff")
+        cancels.cancel_order(order["_id"], by="staff")
     faults.set_hook(None)
     reconcile(now=clock.now() + timedelta(minutes=2), grace=NO_GRACE)  # past the refund's claim
     done = the_order()

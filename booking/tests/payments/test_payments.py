@@ -13,7 +13,7 @@ from booking.core.errors import CartExpired, InvalidRequest
 from booking.payments import base
 from booking.payments import flow as payments
 from booking.payments.stripe_provider import StripeProvider, client
-from booking.sales import carts, holds, orders, selectors
+from booking.sales import cancels, cart_expiry, holds, selectors
 from booking.tests.factories import make_session
 from booking.tests.localstripe import (
     DECLINED,
@@ -187,7 +187,7 @@ def test_card_or_box_office_must_be_offered(settings):
 
 def expire_hold_of(order):
     mongo.carts().update_one({"_id": order["cartId"]}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
-    carts.expire_stale_carts()
+    cart_expiry.expire_stale_carts()
 
 
 def test_an_unpaid_order_expires_with_its_hold_and_the_seats_come_back():
@@ -350,7 +350,7 @@ def test_a_payment_settling_while_staff_cancel_the_order_is_refunded_and_the_ord
     def staff_cancel_in_the_window(name):
         if name == "pay.before_paid" and not staff:
             staff.append("canceling")
-            staff.append(orders.cancel_order(order["_id"], by="anna", reason="customer called")["state"])
+            staff.append(cancels.cancel_order(order["_id"], by="anna", reason="customer called")["state"])
 
     fault_hook(staff_cancel_in_the_window)
     assert webhook_of_success(intent).status_code == 200
@@ -464,8 +464,8 @@ def test_box_office_reservation_expires_unpaid_at_its_deadline():
     session = box_office_session(minutes=60, days=0.05)  # the show starts in 72 minutes
     order = start(session, method="box_office")
     deadline = session["start"] - timedelta(minutes=60)
-    assert carts.expire_stale_carts(deadline - timedelta(seconds=1)).carts_expired == 0
-    assert carts.expire_stale_carts(deadline + timedelta(seconds=1)).carts_expired == 1
+    assert cart_expiry.expire_stale_carts(deadline - timedelta(seconds=1)).carts_expired == 0
+    assert cart_expiry.expire_stale_carts(deadline + timedelta(seconds=1)).carts_expired == 1
     assert order_of(order)["state"] == "expired" and cells(session, ["1:2", "1:3"]) == [FREE, FREE]
     assert check_invariants() == []
 

@@ -11,7 +11,7 @@ import pytest
 from booking.core import clock, faults, mongo
 from booking.core.errors import InvalidRequest
 from booking.payments import flow as payments
-from booking.sales import carts, holds, promos
+from booking.sales import cart_expiry, holds, promos
 from booking.tests.factories import make_session
 from booking.tests.localstripe import THREE_D_SECURE, authenticate, card
 from booking.upkeep.invariants import check_invariants
@@ -35,7 +35,7 @@ def late_payer(session):
     asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
     assert asked.status == "action"
     mongo.carts().update_one({"_id": order["cartId"]}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
-    carts.expire_stale_carts()
+    cart_expiry.expire_stale_carts()
     assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "expired"
     assert uses() == 1  # her payment may still come: the use waits for it
     other = holds.hold_seats(session["_id"], CAROL, None, ["0:0"])
@@ -147,7 +147,7 @@ def test_a_card_order_whose_payment_was_never_made_gives_the_use_back_when_it_ex
     settings.STRIPE_API_BASE = reachable
     assert order["state"] == "pending_payment" and order["payment"]["intent"] is None
     assert uses() == 1
-    carts.expire_stale_carts(later(16))  # the hold (15 minutes) ended unpaid
+    cart_expiry.expire_stale_carts(later(16))  # the hold (15 minutes) ended unpaid
     expired = mongo.orders().find_one({"_id": order["_id"]})
     assert expired["state"] == "expired" and expired["payment"]["intent"] is None
     assert uses() == 0  # at once: there is no payment that could still come
@@ -173,7 +173,7 @@ def test_a_box_office_reservation_keeps_the_use_when_paid_and_gives_it_back_when
     if ends == "paid at the counter":
         payments.mark_paid_at_counter(order["_id"], by="clerk")
     elif ends == "lapsed unpaid":
-        carts.expire_stale_carts(order["payment"]["until"] + timedelta(seconds=1))
+        cart_expiry.expire_stale_carts(order["payment"]["until"] + timedelta(seconds=1))
     else:
         payments.cancel_unpaid(order["_id"], by="clerk", reason="no show")
     reconcile(now=order["payment"]["until"] + timedelta(hours=2), grace=NO_GRACE)
@@ -214,7 +214,7 @@ def test_a_crash_while_an_expired_carts_use_goes_back_returns_it_once_at_reconci
     assert twice_uses() == 2
     crash_at(dies_at)
     with pytest.raises(faults.InjectedCrash):
-        carts.expire_stale_carts()
+        cart_expiry.expire_stale_carts()
     fault_hook(None)
     assert twice_uses() == (1 if dies_at == "promo.after_give_back" else 2)
     reconcile(grace=NO_GRACE)

@@ -9,7 +9,7 @@ from booking.core import clock, mongo
 from booking.core.errors import Conflict, InvalidRequest
 from booking.payments import base, refunds
 from booking.payments.stripe_provider import StripeProvider, client
-from booking.sales import holds, orders
+from booking.sales import cancels, holds
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
 from booking.upkeep.invariants import check_invariants
@@ -36,7 +36,7 @@ def refunded_at_stripe(order):
 def test_staff_cancel_of_a_paid_order_refunds_it_in_full_and_frees_the_seats():
     session = make_session()
     order = buy(session)
-    canceled = orders.cancel_order(order["_id"], by="staff", reason="double booking")
+    canceled = cancels.cancel_order(order["_id"], by="staff", reason="double booking")
     assert canceled["state"] == "refunded" and canceled["seatsReleased"] and canceled["lines"] == []
     [refund] = canceled["refunds"]
     assert refund["status"] == "succeeded" and refund["amount"] == order["total"] == 9000
@@ -44,7 +44,7 @@ def test_staff_cancel_of_a_paid_order_refunds_it_in_full_and_frees_the_seats():
     assert refunded_at_stripe(order) == [9000]
     assert cells(session, ["1:2", "1:3", "0:0"]) == [FREE, FREE, FREE]
     with pytest.raises(Conflict):
-        orders.cancel_order(order["_id"], by="staff")
+        cancels.cancel_order(order["_id"], by="staff")
     assert check_invariants() == []
 
 
@@ -86,7 +86,7 @@ def test_a_failed_refund_is_visible_and_retried_until_it_succeeds(settings):
     order = buy(session)
     reachable = settings.STRIPE_API_BASE
     settings.STRIPE_API_BASE = NOBODY_LISTENS
-    result = orders.cancel_order(order["_id"], by="staff", reason="sick")
+    result = cancels.cancel_order(order["_id"], by="staff", reason="sick")
     [refund] = result["refunds"]
     assert result["state"] == "refunded" and refund["status"] == "failed" and "APIConnectionError" in refund["failure"]
     assert refund["retryAt"] > clock.now() and result["refundDue"]
@@ -109,7 +109,7 @@ def test_a_refund_given_up_waits_for_staff_and_staff_can_retry_it(settings):
     order = buy(session)
     reachable = settings.STRIPE_API_BASE
     settings.STRIPE_API_BASE = NOBODY_LISTENS
-    result = orders.cancel_order(order["_id"], by="staff")
+    result = cancels.cancel_order(order["_id"], by="staff")
     assert result["refunds"][0]["status"] == "failed" and result["refunds"][0]["retryAt"] is None
     reconcile(now=clock.now() + timedelta(days=1), grace=timedelta(0))
     assert mongo.orders().find_one({"_id": order["_id"]})["refunds"][0]["status"] == "failed"
@@ -125,7 +125,7 @@ def test_a_refund_is_tried_exactly_max_tries_times_then_waits_for_staff(settings
     settings.BOOKING_REFUND_RETRY_SECONDS = 300
     order = buy(make_session())
     monkeypatch.setattr(StripeProvider, "refund", lambda *a, **k: (_ for _ in ()).throw(base.ProviderError("down")))
-    first = orders.cancel_order(order["_id"], by="staff")["refunds"][0]
+    first = cancels.cancel_order(order["_id"], by="staff")["refunds"][0]
     assert (first["status"], first["tries"]) == ("failed", 1)
     assert first["retryAt"] is not None
     assert timedelta(seconds=300) <= first["retryAt"] - first["triedOn"] < timedelta(seconds=301)  # the first wait
@@ -192,7 +192,7 @@ def test_worker_status_lists_refunds_not_done(monkeypatch):
     session = make_session()
     order = buy(session)
     monkeypatch.setattr(StripeProvider, "refund", lambda *a, **k: (_ for _ in ()).throw(base.ProviderError("down")))
-    orders.cancel_order(order["_id"], by="staff")
+    cancels.cancel_order(order["_id"], by="staff")
     out = io.StringIO()
     call_command("worker_status", "--no-ping", stdout=out)
     assert "refunds not done yet:         1" in out.getvalue() and f"{order['ref']}  90.00  failed" in out.getvalue()
@@ -224,7 +224,7 @@ def test_a_promo_code_is_paid_for_less_its_vat_counts_the_discount_and_its_use_g
     assert [(v.rate, v.gross) for v in money.order_breakdown(order)] == [("7", 6300)]
     paid = pay(order)
     assert paid["paidWith"]["amount"] == 6300 and check_invariants() == []
-    refunded = orders.cancel_order(order["_id"], by="staff")
+    refunded = cancels.cancel_order(order["_id"], by="staff")
     assert refunded["refunds"][0]["amount"] == 6300 and refunded_at_stripe(paid) == [6300]
     assert mongo.promo_codes().find_one({"code": "TENOFF"})["uses"] == 0
     assert check_invariants() == []

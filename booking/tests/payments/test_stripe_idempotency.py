@@ -14,7 +14,7 @@ from booking.core import faults, mongo
 from booking.payments import flow as payments
 from booking.payments import refunds
 from booking.payments.stripe_provider import client
-from booking.sales import holds
+from booking.sales import cancels, holds
 from booking.tests.factories import make_session
 from booking.tests.localstripe import DECLINED, VISA, card, configure, requests_received
 from booking.tests.threads import at_once
@@ -276,7 +276,6 @@ def test_with_the_keys_ignored_a_refund_retried_after_a_crash_refunds_once(keys_
     from datetime import timedelta
 
     from booking.core import clock
-    from booking.sales import orders
     from booking.tests.paying import pay
     from booking.upkeep.reconcile import reconcile
 
@@ -285,7 +284,7 @@ def test_with_the_keys_ignored_a_refund_retried_after_a_crash_refunds_once(keys_
 
     crash_at("refund.after_provider")
     with pytest.raises(faults.InjectedCrash):
-        orders.cancel_order(paid["_id"], by="staff")
+        cancels.cancel_order(paid["_id"], by="staff")
     fault_hook(None)
     before = len(requests_received())
     reconcile(now=clock.now() + timedelta(minutes=2), grace=timedelta(0))

@@ -42,7 +42,7 @@ def buy(client, session, key="0:0"):
 
 # 3. a cancelled booking offers no "Print tickets", and says why
 def test_a_canceled_booking_offers_no_print_tickets_and_says_why(client, session):
-    from booking.sales.orders import cancel_order
+    from booking.sales.cancels import cancel_order
 
     order, _ = buy(client, session)
     assert "Print tickets" in client.get(url("order", ref=order["ref"])).content.decode()

@@ -26,8 +26,7 @@ from booking.payments import flow as payments
 from booking.payments import money, refunds
 from booking.payments import settings as payment_settings
 from booking.reports import figures, marks, summaries, tally
-from booking.sales import checkin, exchanges, holds, offers
-from booking.sales import orders as order_service
+from booking.sales import cancels, checkin, exchanges, holds, offers
 from booking.sales import sessions as session_service
 from booking.tests.admin_support import make_staff
 from booking.tests.factories import TYPES, make_session, make_theater
@@ -283,7 +282,7 @@ def test_every_kind_of_change_marks_the_summary_and_the_report_follows(sales, se
     def cancel_an_order_paid_before_payments():  # no provider payment: canceled, not refunded
         order = buy(first, "s:i", ["1:1"])
         mongo.orders().update_one({"_id": order["_id"]}, {"$unset": {"paidWith": ""}})  # as before payments
-        order_service.cancel_order(order["_id"], by="clerk", reason="house closed")
+        cancels.cancel_order(order["_id"], by="clerk", reason="house closed")
 
     changes = [
         (partial_cancel, [first]),
@@ -735,7 +734,7 @@ def test_real_counter_sales_house_seats_and_a_canceled_performance_report_what_t
     assert report.totals.tickets == 4 and report.totals.gross == 3500 + 3500 + 2000 + 0
 
     session_cancel.start(sid, by="clerk")
-    assert session_cancel.run(sid)["state"] == "done"
+    assert cancels.cancel_session_orders(sid)["state"] == "done"
     report = report_now()
     assert report.totals.tickets == 0 and report.totals.gross == 0 and report.seats["sold"] == 0
     assert report.refunds.tickets == 5 and report.refunds.gross == 2000 + 3500 + 3500 + 2000 + 0

@@ -7,7 +7,7 @@ import pytest
 
 from booking.core import clock, faults, mongo
 from booking.core.errors import CartExpired, InvalidRequest, SeatsTaken
-from booking.sales import carts, counter, holds, promos
+from booking.sales import cart_expiry, carts, counter, holds, promos
 from booking.sales import sessions as session_service
 from booking.tests.factories import make_session
 from booking.upkeep.invariants import check_invariants
@@ -93,8 +93,8 @@ def test_an_unpaid_invoice_releases_its_seats_at_the_due_date():
     held = staff_hold(session, ["0:0"])
     order = counter.sell(STAFF, held.cart_id, sale(counter.INVOICE, due=clock.now().date()))
     until = order["payment"]["until"]
-    assert carts.expire_stale_carts(now=until - timedelta(milliseconds=1)).carts_expired == 0
-    assert carts.expire_stale_carts(now=until).carts_expired == 1
+    assert cart_expiry.expire_stale_carts(now=until - timedelta(milliseconds=1)).carts_expired == 0
+    assert cart_expiry.expire_stale_carts(now=until).carts_expired == 1
     assert cells(session, ["0:0"]) == [FREE]
     assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "expired"
     assert check_invariants() == []
@@ -212,7 +212,7 @@ def test_an_expired_staff_hold_gives_house_seats_back_to_blocked():
     session_service.set_blocked(session["_id"], [(2, 8)], True)
     held = staff_hold(session, ["2:8", "2:7"])
     cart = mongo.carts().find_one({"_id": held.cart_id})
-    report = carts.expire_stale_carts(now=cart["expiresAt"])
+    report = cart_expiry.expire_stale_carts(now=cart["expiresAt"])
     assert report.carts_expired == 1
     assert cells(session, ["2:8", "2:7"]) == [BLOCKED, FREE]
     assert check_invariants() == []
@@ -235,9 +235,9 @@ def test_staff_hold_lasts_while_they_work_and_ends_exactly_at_the_idle_limit(set
         assert cart is not None and cart["expiresAt"] == current[0] + timedelta(seconds=1200)
     last = current[0]
     limit = last + timedelta(seconds=1200)
-    assert carts.expire_stale_carts(now=limit - timedelta(milliseconds=1)).carts_expired == 0
+    assert cart_expiry.expire_stale_carts(now=limit - timedelta(milliseconds=1)).carts_expired == 0
     assert cells(session, ["0:0"]) == [HELD]
-    assert carts.expire_stale_carts(now=limit).carts_expired == 1  # exactly at the limit: released
+    assert cart_expiry.expire_stale_carts(now=limit).carts_expired == 1  # exactly at the limit: released
     assert cells(session, ["0:0"]) == [FREE]
     current[0] = limit
     assert check_invariants() == []

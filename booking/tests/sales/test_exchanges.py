@@ -13,7 +13,7 @@ from django.test import Client
 from booking.core import faults, mongo
 from booking.core.errors import Conflict, InvalidRequest, SeatsTaken
 from booking.notifications import change_notices
-from booking.sales import checkin, exchanges, holds
+from booking.sales import cancels, checkin, exchanges, holds
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA, card, requests_received
 from booking.tests.paying import checkout_paid
@@ -551,7 +551,7 @@ def test_a_session_canceled_between_the_switchs_check_and_its_write_gets_no_tick
     def cancel_in_the_window(name):
         if name == "exchange.before_switch" and not runs:
             session_cancel.start(other["_id"], by="anna")
-            runs.append(session_cancel.run(other["_id"]))
+            runs.append(cancels.cancel_session_orders(other["_id"]))
 
     fault_hook(cancel_in_the_window)
     with pytest.raises(Conflict, match="canceled meanwhile"):
@@ -595,7 +595,7 @@ def test_a_session_canceled_in_the_switchs_window_and_run_after_it_refunds_the_m
     faults.set_hook(None)
     assert flipped == ["canceled"] and done["exchanges"][0]["state"] == "done"
     new = next(line for line in done["lines"] if line["sessionId"] == other["_id"])
-    result = session_cancel.run(other["_id"])
+    result = cancels.cancel_session_orders(other["_id"])
     assert result["refunded"] == 1
     after = stored(order)
     assert after["state"] == "partially_refunded"
@@ -741,7 +741,7 @@ def test_a_crash_after_claiming_the_difference_payment_lets_a_pay_through_once_t
     session, crash_at, monkeypatch
 ):
     from booking.core import clock
-    from booking.payments.flow import confirm_claim_seconds
+    from booking.payments.base import confirm_claim_seconds
 
     order = paid(session, ["0:0", "0:1"])
     exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["1:2"])

@@ -18,7 +18,7 @@ from booking.core.errors import (
     TooManySeats,
 )
 from booking.sales import holds, selectors
-from booking.sales.carts import expire_stale_carts
+from booking.sales.cart_expiry import expire_stale_carts
 from booking.tests.factories import CATEGORIES, make_session
 from booking.upkeep.invariants import check_invariants
 from booking.venues.layouts import parse_grid

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from booking.core import mongo
 from booking.payments import refunds
-from booking.sales import carts, counter, exchanges, holds, orders, session_cancel
+from booking.sales import cancels, cart_expiry, counter, exchanges, holds, orders, session_cancel
 from booking.sales import sessions as session_service
 from booking.tests.factories import make_session
 from booking.upkeep.invariants import check_invariants
@@ -61,7 +61,7 @@ def test_a_partial_refund_of_a_house_seat_blocks_it_again():
 
 def test_canceling_the_whole_order_blocks_the_house_seat_and_frees_the_other():
     session, order, free_before = sold_at_counter(counter.COMPLIMENTARY, reason="press")
-    orders.cancel_order(order["_id"], by="anna")
+    cancels.cancel_order(order["_id"], by="anna")
     assert cells(session, [HOUSE, PLAIN]) == [BLOCKED, FREE] and available(session) == free_before
     orders.release_order_seats(mongo.orders().find_one({"_id": order["_id"]}) | {"lines": order["lines"]})
     assert cells(session, [HOUSE, PLAIN]) == [BLOCKED, FREE] and available(session) == free_before  # repeat: no-op
@@ -80,7 +80,7 @@ def test_an_exchange_away_from_a_house_seat_blocks_it_again():
 def test_canceling_the_session_blocks_its_house_seats_again():
     session, order, free_before = sold_at_counter()
     session_cancel.start(session["_id"], by="anna")
-    session_cancel.run(session["_id"])
+    cancels.cancel_session_orders(session["_id"])
     assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "refunded"
     assert cells(session, [HOUSE, PLAIN]) == [BLOCKED, FREE] and available(session) == free_before
     assert check_invariants() == []
@@ -94,7 +94,7 @@ def test_an_invoice_reservation_ending_unpaid_blocks_the_house_seat_again():
     due = (mongo.sessions().find_one({"_id": session["_id"]})["start"] - timedelta(days=2)).date()
     order = counter.sell(STAFF, held.cart_id, counter.CounterSale(name="Ada", method=counter.INVOICE, due=due))
     assert cells(session, [HOUSE, PLAIN]) == [HELD, HELD]
-    carts.expire_stale_carts(now=order["payment"]["until"])
+    cart_expiry.expire_stale_carts(now=order["payment"]["until"])
     assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "expired"
     assert cells(session, [HOUSE, PLAIN]) == [BLOCKED, FREE] and available(session) == free_before
     assert check_invariants() == []

@@ -15,7 +15,7 @@ from booking.core.errors import CartExpired, InvalidRequest
 from booking.payments import BOX_OFFICE
 from booking.payments import flow as payments
 from booking.sales import checkin, holds, reservations, retention, sessions
-from booking.sales.carts import expire_stale_carts
+from booking.sales.cart_expiry import expire_stale_carts
 from booking.tests import admin_support as support
 from booking.tests.factories import make_session, make_theater
 from booking.upkeep.invariants import check_invariants

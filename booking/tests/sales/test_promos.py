@@ -9,8 +9,9 @@ from bson import ObjectId
 from booking.core import clock, faults, mongo
 from booking.core.errors import InvalidRequest
 from booking.payments import flow as payments
-from booking.sales import holds, offers, orders, promos, selectors
-from booking.sales.carts import cancel_cart, expire_stale_carts
+from booking.sales import cancels, holds, offers, promos, selectors
+from booking.sales.cart_expiry import expire_stale_carts
+from booking.sales.carts import cancel_cart
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import pay
 from booking.upkeep.invariants import check_invariants
@@ -121,7 +122,7 @@ def test_use_goes_back_on_expiry_cancel_remove_and_order_cancel(settings):
     promos.apply_code("s:cy", third.cart_id, "BACK")
     order = payments.start("s:cy", third.cart_id, "Cy", "cy@example.com")
     assert uses("BACK") == 1
-    orders.cancel_order(order["_id"], by="test")
+    cancels.cancel_order(order["_id"], by="test")
     assert uses("BACK") == 0
     assert check_invariants() == []
 

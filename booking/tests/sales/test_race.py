@@ -13,7 +13,7 @@ from booking.core import clock, mongo
 from booking.core.errors import BookingError
 from booking.payments import flow as payments
 from booking.sales import holds
-from booking.sales.carts import expire_stale_carts
+from booking.sales.cart_expiry import expire_stale_carts
 from booking.tests.factories import make_session
 from booking.tests.localstripe import VISA, card
 from booking.tests.threads import PerThreadClient

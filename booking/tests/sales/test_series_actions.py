@@ -4,7 +4,7 @@ performance would change, then exactly that applied; permissions and bad input."
 import pytest
 
 from booking.core import mongo
-from booking.sales import series, session_cancel
+from booking.sales import cancels, series
 from booking.tests.admin_support import assert_consistent, make_staff, sell
 from booking.tests.factories import make_session, make_theater
 
@@ -60,7 +60,7 @@ def test_putting_the_drafts_on_sale_and_canceling_the_series(manager_client, thr
     ids = [str(s["_id"]) for s in three]
     assert manager_client.post(url(three[0]), {"action": "cancel", "apply": "yes", "sessions": ids}).status_code == 302
     for s in three:
-        session_cancel.run(s["_id"])
+        cancels.cancel_session_orders(s["_id"])
         assert mongo.sessions().find_one({"_id": s["_id"]})["status"] == "canceled"
     assert mongo.orders().find_one({})["state"] == "refunded"
     assert_consistent()

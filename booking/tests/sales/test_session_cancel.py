@@ -8,7 +8,7 @@ from django.core import mail
 from booking.core import faults, mongo
 from booking.notifications import change_notices
 from booking.payments import refunds
-from booking.sales import checkin, holds, session_cancel
+from booking.sales import cancels, checkin, holds, session_cancel
 from booking.sales.sessions import cancel_session
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
@@ -73,7 +73,7 @@ def test_canceling_a_session_refunds_only_its_tickets_and_mails_everyone(mails):
     progress = session_cancel.progress(mongo.sessions().find_one({"_id": tonight["_id"]}))
     assert progress and (progress.state, progress.total, progress.left) == ("running", 2, 2)
 
-    assert session_cancel.run(tonight["_id"]) == {"refunded": 2, "skipped": 0, "state": "done"}
+    assert cancels.cancel_session_orders(tonight["_id"]) == {"refunded": 2, "skipped": 0, "state": "done"}
     after_both, after_only = stored(both), stored(only)
     assert after_both["state"] == "partially_refunded" and [line["key"] for line in after_both["lines"]] == ["0:0"]
     assert after_both["lines"][0]["sessionId"] == tomorrow["_id"]
@@ -106,7 +106,7 @@ def test_a_worker_killed_mid_way_is_finished_by_running_again_each_order_once(cr
 
     faults.set_hook(die_on_the_second)
     with pytest.raises(faults.InjectedCrash):
-        session_cancel.run(session["_id"])
+        cancels.cancel_session_orders(session["_id"])
     faults.set_hook(None)
     states = sorted(stored(o)["state"] for o in orders)
     assert states == ["paid", "paid", "refunded", "refunded"]
@@ -114,8 +114,8 @@ def test_a_worker_killed_mid_way_is_finished_by_running_again_each_order_once(cr
     assert progress and (progress.state, progress.done, progress.left) == ("running", 2, 2)
     assert check_invariants() == []
 
-    assert session_cancel.run(session["_id"])["refunded"] == 2  # only the two left
-    assert session_cancel.run(session["_id"])["refunded"] == 0  # nothing twice
+    assert cancels.cancel_session_orders(session["_id"])["refunded"] == 2  # only the two left
+    assert cancels.cancel_session_orders(session["_id"])["refunded"] == 0  # nothing twice
     for order in orders:
         after = stored(order)
         assert after["state"] == "refunded" and len(after["refunds"]) == 1
@@ -140,5 +140,5 @@ def test_reconcile_queues_a_stalled_run_again(crash_at):
     faults.set_hook(None)
     assert session_cancel.resume_stalled(clock.now()) == 0  # not stalled yet
     assert session_cancel.resume_stalled(clock.now() + timedelta(minutes=6)) == 1
-    assert session_cancel.run(session["_id"])["state"] == "done"
+    assert cancels.cancel_session_orders(session["_id"])["state"] == "done"
     assert check_invariants() == []

@@ -18,7 +18,7 @@ from django.core.management import CommandError, call_command
 from booking.core import clock, faults, mongo
 from booking.notifications import confirmations as notifications
 from booking.sales import holds
-from booking.sales.carts import expire_stale_carts
+from booking.sales.cart_expiry import expire_stale_carts
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
 from booking.upkeep.invariants import check_invariants
