@@ -11,8 +11,9 @@ Orders from before payments (no ``method``) carry no payment and are not checked
 """
 
 from booking.core import mongo
+from booking.core.domain import SEAT_OWNING_ORDER_STATES
 
-SEAT_OWNING = ("paid", "partially_refunded")
+SEAT_OWNING = tuple(SEAT_OWNING_ORDER_STATES)
 FIELDS = {
     "ref": 1,
     "state": 1,

@@ -24,7 +24,7 @@ from django.utils.translation import gettext, ngettext
 from pymongo import ReturnDocument
 
 from booking.core import clock, mongo
-from booking.core.domain import live_cart_filter
+from booking.core.domain import CartState, live_cart_filter
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import FULL_PRICE_NAME, ticket_type_name, type_texts
 from booking.sales import listings, selectors
@@ -205,7 +205,7 @@ def choose_ticket_type(owner: str, cart_id: ObjectId | None, session_id: ObjectI
     cart = selectors.get_cart(owner, cart_id) if cart_id else None
     if cart is None or cart["owner"] != owner:
         raise NotFound(gettext("You have no seats on hold."))
-    if cart["state"] != "active" or cart["expiresAt"] <= now:
+    if cart["state"] != CartState.ACTIVE or cart["expiresAt"] <= now:
         raise CartExpired(gettext("Your hold has ended. Please choose your seats again."))
     item = next((i for i in cart["items"] if i["sessionId"] == session_id and i["key"] == key), None)
     if item is None:
