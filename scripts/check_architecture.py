@@ -13,6 +13,8 @@ Rules, over every module of booking/ but its tests and migrations:
 - upward-import: a module imports only its own layer and the layers below it (LAYERS). Type-only
   imports count here: a lower layer naming an upper layer's type depends on it all the same.
   Imports from or to a module in no layer are not judged (it is reported as unplaced).
+- sibling-import: the audiences (INDEPENDENT: the buyer's, the door's and the staff's packages)
+  do not import each other; what two of them share moves down to the web helpers or a domain.
 - unplaced: every module belongs to a layer, so the table stays complete.
 - contextvar: no ContextVar (nor the contextvars module) below the web layer: services take what
   they depend on as arguments.
@@ -69,7 +71,20 @@ LAYERS = [
 WEB_LAYER = 4
 CONTEXTVAR_FREE_EXTRA: list[str] = []
 
-RULES = ("import-loop", "upward-import", "unplaced", "contextvar", "private-name", "function-import", "syntax")
+# The audiences' packages stand side by side: the buyer's, the door's and the staff's pages share
+# only what lies below them (the web helpers and the domains), never each other's modules.
+INDEPENDENT = ["booking.presale", "booking.checkin", "booking.control"]
+
+RULES = (
+    "import-loop",
+    "upward-import",
+    "sibling-import",
+    "unplaced",
+    "contextvar",
+    "private-name",
+    "function-import",
+    "syntax",
+)
 
 
 @dataclass(frozen=True)
@@ -450,8 +465,32 @@ def check(root: Path = ROOT, package: str = PACKAGE) -> Report:
                         f"{module.name} (layer {own}) imports {imported.target} (layer {other}, above it)",
                     )
                 )
+    violations.extend(sibling_imports(modules, root))
     violations.sort(key=lambda violation: (violation.path, violation.line, violation.rule, violation.target))
     return Report(violations, loops)
+
+
+def sibling_of(module: str) -> str | None:
+    return next((prefix for prefix in INDEPENDENT if is_under(module, prefix)), None)
+
+
+def sibling_imports(modules: dict[str, Module], root: Path) -> list[Violation]:
+    found = []
+    for module in modules.values():
+        own = sibling_of(module.name)
+        if own is None:
+            continue
+        reported: set[str] = set()
+        for imported in module.imports:
+            other = sibling_of(imported.target)
+            if other is not None and other != own and imported.target not in reported:
+                reported.add(imported.target)
+                message = f"{module.name} imports {imported.target}: {own} and {other} share only what lies below them"
+                relative = module.path.relative_to(root).as_posix()
+                found.append(
+                    Violation("sibling-import", module.name, imported.target, relative, imported.line, message)
+                )
+    return found
 
 
 def shortest_cycle(graph: dict[str, set[str]], start: str, within: set[str]) -> list[str]:

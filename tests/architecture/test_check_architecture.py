@@ -80,6 +80,24 @@ def test_an_import_from_a_higher_layer_is_reported_and_downward_or_sideways_ones
     assert keys(tmp_path) == ["upward-import booking.core.clock -> booking.web.live"]
 
 
+def test_the_audiences_do_not_import_each_other_but_share_what_lies_below(tmp_path):
+    tree(
+        tmp_path,
+        {
+            "booking/web/forms.py": "",
+            "booking/presale/forms.py": "from booking.web import forms\n",
+            "booking/presale/views/seatmap.py": "from booking.presale import forms\n",
+            "booking/control/counter.py": "from booking.presale import forms\nfrom booking.web import forms as web\n",
+            "booking/checkin/views.py": "",
+            "booking/control/entries.py": "from booking.checkin.views import PERMISSION\n",
+        },
+    )
+    assert keys(tmp_path) == [
+        "sibling-import booking.control.counter -> booking.presale.forms",
+        "sibling-import booking.control.entries -> booking.checkin.views",
+    ]
+
+
 def test_a_module_in_no_layer_is_reported_so_the_table_stays_complete(tmp_path):
     tree(tmp_path, {"booking/core/clock.py": "", "booking/stray.py": "from booking.core import clock\n"})
     assert keys(tmp_path) == ["unplaced booking.stray"]
