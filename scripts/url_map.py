@@ -28,6 +28,10 @@ import types
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.urls import URLPattern
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
@@ -37,11 +41,11 @@ DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 HEADER = "| URL | view (file under booking/, function) | domain functions it uses |\n| --- | --- | --- |\n"
 
 
-def url_patterns() -> Iterator[tuple[str, object]]:
+def url_patterns() -> Iterator[tuple[str, URLPattern]]:
     """(readable path, URLPattern) for every pattern, includes flattened, in the URLconf's order."""
     from django.urls import URLResolver, get_resolver
 
-    def walk(patterns, prefix: str) -> Iterator[tuple[str, object]]:
+    def walk(patterns, prefix: str) -> Iterator[tuple[str, URLPattern]]:
         for pattern in patterns:
             path = prefix + readable(str(pattern.pattern))
             if isinstance(pattern, URLResolver):
@@ -149,11 +153,12 @@ def uses(func, owner: type | None, depth: int = 1) -> set[str]:
     return found
 
 
-def row(path: str, pattern) -> str | None:
+def row(path: str, pattern: URLPattern) -> str | None:
     """The table's row for one URL; None for a view that is Django's own."""
     view = view_of(pattern.callback)
     if not view.__module__.startswith(("booking.", "theater_site.")):
         return None
+    owner: type | None
     if inspect.isclass(view):
         owner, methods = view, [method for method in vars(view).values() if inspect.isfunction(method)]
     else:
