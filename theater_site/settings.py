@@ -447,4 +447,4 @@ BOOKING_SELLER = env.str("BOOKING_SELLER", default="Stadttheater GmbH, Theaterpl
 BOOKING_SELLER_VAT_ID = env.str("BOOKING_SELLER_VAT_ID", default="DE000000000")
 # Stripe.js comes from Stripe's address (its own rule) and talks to Stripe's API: the pages that
 # load it (checkout, a booking waiting for its card payment) add those origins to the policy above
-# for themselves (booking/presale/views/payment.py: stripe_csp); every other page keeps 'self' only.
+# for themselves (booking/presale/context.py: stripe_csp); every other page keeps 'self' only.

@@ -31,8 +31,8 @@ from booking.core import clock
 from booking.core.domain import SalePhase, SessionStatus, sale_phase
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
+from booking.presale.context import status_for
 from booking.presale.forms import BestAvailableForm, RemoveSeatForm, SeatForm
-from booking.presale.views.pages import status_for
 from booking.sales import carts as cart_service
 from booking.sales import counter, holds, offers, pricing, promos, selectors
 from booking.web import presenters, seatmap_html, ticket_pdf

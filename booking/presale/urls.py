@@ -15,10 +15,10 @@ GET  /cart/                            your cart (the one in your buyer cookie; 
                                        cart id, so another browser's cart is never reachable)
 POST /cart/remove                      session=<id>&seat=r:c
 POST /cart/cancel                      give up the cart, seats released
-POST /cart/ticket-type                 session=<id>&seat=r:c&ticket_type=<code> (booking/presale/views/offers.py)
+POST /cart/ticket-type                 session=<id>&seat=r:c&ticket_type=<code> (booking/presale/views/cart.py)
 POST /cart/promo  code=<text>          apply a promo code (rate-limited); /cart/promo/remove takes it off
 GET  /checkout/  POST name, email, method   checkout; errors inline (400), then the card form
-                                       (htmx) or /orders/<ref>/ (payments: booking/presale/views/payment.py)
+                                       (htmx) or /orders/<ref>/ (booking/presale/views/checkout.py)
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET|POST /find-booking/                ref, email -> /orders/<ref>/
@@ -39,46 +39,42 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from booking.presale.views import exchange as exchange_views
-from booking.presale.views import offers as offer_views
-from booking.presale.views import pages as views
-from booking.presale.views import payment as payment_views
-from booking.presale.views import queue as queue_views
+from booking.presale.views import cart, checkout, exchange, listing, orders, payment, queue, seatmap, seats
 from booking.web import live
 
 app_name = "booking"
 
 urlpatterns = [
-    path("", views.whats_on, name="whats_on"),
-    path("performances/<str:performance_id>/", views.performance_page, name="performance"),
-    path("sessions/<str:session_id>/", views.session_page, name="session"),
-    path("sessions/<str:session_id>/map/", views.seat_map, name="seat_map"),
+    path("", listing.whats_on, name="whats_on"),
+    path("performances/<str:performance_id>/", listing.performance_page, name="performance"),
+    path("sessions/<str:session_id>/", seatmap.session_page, name="session"),
+    path("sessions/<str:session_id>/map/", seatmap.seat_map, name="seat_map"),
     path("sessions/<str:session_id>/live/", live.session_live, name="seat_live"),
-    path("sessions/<str:session_id>/toggle", views.toggle_seat, name="toggle_seat"),
-    path("sessions/<str:session_id>/hold", views.hold, name="hold"),
-    path("sessions/<str:session_id>/release", views.release, name="release"),
-    path("sessions/<str:session_id>/best", views.best_available, name="best_available"),
-    path("sessions/<str:session_id>/access", views.presale_access, name="presale_access"),
-    path("cart/", views.cart_page, name="cart"),
-    path("cart/remove", views.cart_remove, name="cart_remove"),
-    path("cart/cancel", views.cart_cancel, name="cart_cancel"),
-    path("cart/ticket-type", offer_views.choose_ticket_type, name="cart_ticket_type"),
-    path("cart/promo", offer_views.apply_promo, name="cart_promo"),
-    path("cart/promo/remove", offer_views.remove_promo, name="cart_promo_remove"),
-    path("checkout/", payment_views.checkout, name="checkout"),
-    path("orders/<str:ref>/", views.order_page, name="order"),
-    path("orders/<str:ref>/tickets/", views.order_tickets, name="order_tickets"),
-    path("find-booking/", views.find_booking, name="find_booking"),
-    re_path(r"^tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.svg$", views.ticket_qr, name="ticket_qr"),
+    path("sessions/<str:session_id>/toggle", seats.toggle_seat, name="toggle_seat"),
+    path("sessions/<str:session_id>/hold", seats.hold, name="hold"),
+    path("sessions/<str:session_id>/release", seats.release, name="release"),
+    path("sessions/<str:session_id>/best", seats.best_available, name="best_available"),
+    path("sessions/<str:session_id>/access", seatmap.presale_access, name="presale_access"),
+    path("cart/", cart.cart_page, name="cart"),
+    path("cart/remove", cart.cart_remove, name="cart_remove"),
+    path("cart/cancel", cart.cart_cancel, name="cart_cancel"),
+    path("cart/ticket-type", cart.choose_ticket_type, name="cart_ticket_type"),
+    path("cart/promo", cart.apply_promo, name="cart_promo"),
+    path("cart/promo/remove", cart.remove_promo, name="cart_promo_remove"),
+    path("checkout/", checkout.checkout, name="checkout"),
+    path("orders/<str:ref>/", orders.order_page, name="order"),
+    path("orders/<str:ref>/tickets/", orders.order_tickets, name="order_tickets"),
+    path("find-booking/", orders.find_booking, name="find_booking"),
+    re_path(r"^tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.svg$", orders.ticket_qr, name="ticket_qr"),
     # the waiting room (booking/presale/views/queue.py)
-    path("queue/<str:queue_id>/", queue_views.queue_page, name="queue"),
-    path("queue/<str:queue_id>/status", queue_views.queue_status, name="queue_status"),
-    path("queue/<str:queue_id>/live/", queue_views.queue_live, name="queue_live"),
+    path("queue/<str:queue_id>/", queue.queue_page, name="queue"),
+    path("queue/<str:queue_id>/status", queue.queue_status, name="queue_status"),
+    path("queue/<str:queue_id>/live/", queue.queue_live, name="queue_live"),
     # payments (booking/presale/views/payment.py lists them)
-    path("orders/<str:ref>/pay", payment_views.pay, name="pay"),
-    path("orders/<str:ref>/payment", payment_views.payment_status, name="payment_status"),
-    path("orders/<str:ref>/cancel-payment", payment_views.cancel_payment, name="cancel_payment"),
-    path("orders/<str:ref>/receipt.pdf", payment_views.receipt_pdf, name="receipt"),
-    path("orders/<str:ref>/exchange-pay", exchange_views.exchange_pay, name="exchange_pay"),
-    path("payments/stripe/webhook/", payment_views.stripe_webhook, name="stripe_webhook"),
+    path("orders/<str:ref>/pay", payment.pay, name="pay"),
+    path("orders/<str:ref>/payment", payment.payment_status, name="payment_status"),
+    path("orders/<str:ref>/cancel-payment", payment.cancel_payment, name="cancel_payment"),
+    path("orders/<str:ref>/receipt.pdf", payment.receipt_pdf, name="receipt"),
+    path("orders/<str:ref>/exchange-pay", exchange.exchange_pay, name="exchange_pay"),
+    path("payments/stripe/webhook/", payment.stripe_webhook, name="stripe_webhook"),
 ]

@@ -67,7 +67,7 @@ logger = logging.getLogger("booking.holds")
 @dataclass(frozen=True, slots=True)
 class HoldContext:
     """What a hold depends on besides the cart: on whose behalf and under which rules seats are
-    taken. The buyer's views build it per request (``views.hold_context_for``), the staff counter
+    taken. The buyer's views build it per request (``presale/views/seats.py``), the staff counter
     uses ``BOX_OFFICE``; the default (worker, shell, load scenario) is a buyer with no address,
     nothing unlocked and no admission."""
 

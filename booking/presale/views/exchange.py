@@ -1,9 +1,9 @@
 """The customer pays a dearer exchange's difference on their order page (sales/exchanges.py):
-the card form (static/booking/pay.js, as at checkout) posts here. JSON answers, never a page."""
+the card form (static/booking/pay.js, as at checkout) posts here. JSON answers, never a page.
+What the order page shows of it is booking/presale/context.py's ``exchange_payment_due``."""
 
 import logging
 
-from django.conf import settings
 from django.http import JsonResponse
 from django.urls import reverse
 from django.utils.translation import gettext
@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods
 
 from booking.core.errors import InvalidRequest
 from booking.payments import base
+from booking.presale.context import NO_SUCH_BOOKING, TOO_MANY_LOOKUPS, TooManyLookups, visible_order
 from booking.sales import exchanges
 
 logger = logging.getLogger("booking.exchange_views")
@@ -19,13 +20,6 @@ logger = logging.getLogger("booking.exchange_views")
 @require_http_methods(["GET", "HEAD", "POST"])
 def exchange_pay(request, ref):
     """POST: charge the card for the difference; GET (pay.js after 3-D Secure): where it stands."""
-    from booking.presale.views.pages import (  # the order page
-        NO_SUCH_BOOKING,
-        TOO_MANY_LOOKUPS,
-        TooManyLookups,
-        visible_order,
-    )
-
     try:
         order = visible_order(request, ref)
     except TooManyLookups:
@@ -52,17 +46,3 @@ def exchange_pay(request, ref):
         return JsonResponse({"status": status, "redirect": redirect, "message": "", "client_secret": message})
     # a decline's reason is stored in English (payments/stripe_provider.py) and worded here
     return JsonResponse({"status": status, "redirect": redirect, "message": gettext(message) if message else ""})
-
-
-def payment_due(order: dict) -> dict:
-    """The order page's part: an exchange waiting for the customer's payment, and Stripe.js for
-    its card form (the page then lets Stripe in: payment_views.stripe_csp)."""
-    record = exchanges.awaiting_payment(order)
-    if record is None:
-        return {}
-    moved = [
-        {"old": f"{o['row']}{o['seat']}", "new": f"{n['row']}{n['seat']}"}
-        for o, n in zip(record["old"], record["new"], strict=False)
-    ]
-    due = {"amount": record["difference"], "until": record["payment"]["until"], "moved": moved}
-    return {"exchange_due": due, "stripe_js": settings.STRIPE_JS_URL, "stripe_key": settings.STRIPE_PUBLISHABLE_KEY}

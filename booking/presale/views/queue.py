@@ -14,9 +14,8 @@ MongoDB read: the queue's settings are kept a few seconds per process. Redis unr
 panel says the queue is paused and the buyer keeps the place. The queue id is the session's id,
 or the performance's for a sectioned venue.
 
-The rest of the site uses three helpers from here: ``session_gate`` (a queued session's page
-sends a buyer without admission to the queue), ``admitted_queues`` (the tokens a seat action brings,
-verified for the hold service) and ``admission_refused`` (the 403 with a link to the queue).
+The gates the seat map's views use (``session_gate``, ``performance_gate``, ``admitted_queues``,
+``admission_refused``) are booking/presale/context.py's.
 """
 
 from asgiref.sync import sync_to_async
@@ -25,7 +24,6 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext
@@ -36,6 +34,7 @@ from booking.core import clock, mongo
 from booking.core.errors import NotFound
 from booking.core.ids import object_id
 from booking.presale import queue_panel, queue_push
+from booking.presale.context import has_admission
 from booking.sales import admission, waiting_room
 from booking.web import buyer, live
 
@@ -60,10 +59,6 @@ def target_url(config: waiting_room.RoomConfig) -> str:
     return reverse("booking:session", args=[str(config.queue_id)])
 
 
-def queue_url(queue_id) -> str:
-    return reverse("booking:queue", args=[str(queue_id)])
-
-
 def _no_queue_target(queue_id: ObjectId) -> str | None:
     """A queue id whose room has ended (or never was): the performance's page, if it exists."""
     if mongo.sessions().find_one({"_id": queue_id}, {"_id": 1}) is not None:
@@ -71,11 +66,6 @@ def _no_queue_target(queue_id: ObjectId) -> str | None:
     if mongo.sessions().find_one({"performanceId": queue_id}, {"_id": 1}) is not None:
         return reverse("booking:performance", args=[str(queue_id)])
     return None
-
-
-def has_admission(request, queue_id) -> bool:
-    owner = buyer.owner(request)
-    return admission.verify(request.COOKIES.get(admission.cookie_name(queue_id)), queue_id, owner)
 
 
 # --- the waiting room ---
@@ -179,44 +169,3 @@ def _go(request, url: str) -> HttpResponse:
 def _render(request, context: dict, partial: bool) -> HttpResponse:
     template = f"{queue_panel.TEMPLATE}#status" if partial else queue_panel.TEMPLATE
     return render(request, template, context)
-
-
-# --- used by the session page and the seat actions (booking/presale/views/pages.py) ---
-
-
-def session_gate(request, session: dict):
-    """For a session's page: None when it is not queued; a redirect to the queue when the buyer
-    has no admission; else the admission's details for the page (seconds left)."""
-    queue_id = waiting_room.queue_of(session)
-    if queue_id is None:
-        return None
-    token = request.COOKIES.get(admission.cookie_name(queue_id))
-    if not admission.verify(token, queue_id, buyer.owner(request)):
-        return redirect(queue_url(queue_id))
-    expires_ms = admission.expiry_ms(token)
-    if expires_ms is None:  # cannot happen: verify() passed, so the token is ours and well formed
-        return redirect(queue_url(queue_id))
-    seconds_left = max(0, (expires_ms - admission.clock_ms()) // 1000)
-    return {"queue_id": queue_id, "seconds_left": seconds_left, "countdown": queue_panel.countdown(seconds_left)}
-
-
-def performance_gate(request, sections: list[dict]):
-    """For a sectioned performance's overview (its section documents as read, with
-    ``waitingRoom.queueId``): a redirect to its queue when the buyer needs one. No read of its own."""
-    queue_id = next((q for q in map(waiting_room.queue_of, sections) if q is not None), None)
-    if queue_id is None or has_admission(request, queue_id):
-        return None
-    return redirect(queue_url(queue_id))
-
-
-def admitted_queues(request, owner: str | None) -> frozenset[ObjectId]:
-    """The queues whose admission this request presents for ``owner`` (verified), for the hold service."""
-    return admission.verified_queues(owner, admission.tokens_in(request.COOKIES))
-
-
-def admission_refused(request, error: admission.AdmissionRequired) -> HttpResponse:
-    """A hold on a queued sale without admission: 403 and the way to the queue."""
-    # htmx swaps the notice area of the seat map it came from; a plain request gets the whole page
-    template = "booking/queue_required.html#notice" if request.htmx else "booking/queue_required.html"
-    html = render_to_string(template, {"message": error.message, "url": error.queue_url}, request=request)
-    return HttpResponse(html, status=403)

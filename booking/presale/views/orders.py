@@ -1,0 +1,96 @@
+"""The buyer's orders: the confirmation page with its e-tickets (the payment's return page too),
+the printable tickets, a ticket's QR code, and finding a booking by reference and e-mail."""
+
+import io
+
+import segno
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.views.decorators.http import require_http_methods, require_safe
+
+from booking.presale.context import (
+    JUST_BOOKED_COOKIE,
+    NO_SUCH_BOOKING,
+    TOO_MANY_LOOKUPS,
+    TooManyLookups,
+    error_page,
+    exchange_payment_due,
+    payment_context,
+    refresh_order,
+    stripe_csp,
+    too_many_lookups,
+    visible_order,
+)
+from booking.presale.forms import FindBookingForm
+from booking.sales import selectors
+from booking.web import presenters, ratelimits
+from booking.web.order_history import order_history
+
+
+def _order_context(order: dict, request=None) -> dict:
+    # its payment (state, card form, receipt, refunds) and history (booked, paid, moved, canceled, mailed)
+    tickets = presenters.order_tickets(order)
+    context = {**payment_context(request, order), "order": order, "tickets": tickets, "history": order_history(order)}
+    return {**context, **exchange_payment_due(order)}  # a dearer exchange the customer pays online
+
+
+@require_safe
+def order_page(request, ref):
+    try:
+        order = visible_order(request, ref)
+    except TooManyLookups:
+        return too_many_lookups(request)
+    if order is None:
+        return error_page(request, gettext(NO_SUCH_BOOKING), 404)
+    order = refresh_order(order)  # this is the payment's return page too
+    just_booked = request.get_signed_cookie(JUST_BOOKED_COOKIE, default="", salt=JUST_BOOKED_COOKIE, max_age=600)
+    context = {**_order_context(order, request), "just_booked": just_booked == order["ref"]}
+    response = stripe_csp(render(request, "booking/order.html", context), context)
+    if just_booked and order["state"] != "pending_payment":  # read once it is paid (or ended)
+        response.delete_cookie(JUST_BOOKED_COOKIE, samesite="Lax")
+    return response
+
+
+@require_safe
+def order_tickets(request, ref):
+    try:
+        order = visible_order(request, ref)
+    except TooManyLookups:
+        return too_many_lookups(request)
+    if order is None:
+        return error_page(request, gettext(NO_SUCH_BOOKING), 404)
+    return render(request, "booking/tickets.html", _order_context(order))
+
+
+@require_safe
+def ticket_qr(request, code):
+    """The QR code of a ticket code. It encodes only what the URL already says, so it needs no
+    lookup; the code itself is the secret and is only shown to the order's owner."""
+    svg = io.BytesIO()
+    segno.make(code, error="m").save(svg, kind="svg", scale=4, border=2, xmldecl=False)
+    response = HttpResponse(svg.getvalue(), content_type="image/svg+xml")
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def find_booking(request):
+    form = FindBookingForm(request.POST if request.method == "POST" else None)  # a POST without fields too
+    status = 200
+    if request.method == "POST":
+        if ratelimits.lookup_rate_exceeded(request):
+            form.is_valid()
+            form.add_error(None, gettext(TOO_MANY_LOOKUPS))
+            response = render(request, "booking/find_booking.html", {"form": form}, status=429)
+            response["Retry-After"] = "60"
+            return response
+        if form.is_valid():
+            order = selectors.find_order(form.cleaned_data["ref"], form.cleaned_data["email"])
+            if order is not None:
+                found = request.session.get("found_orders", [])
+                request.session["found_orders"] = [*found[-19:], order["ref"]]
+                return redirect("booking:order", ref=order["ref"])
+            form.add_error(None, gettext("No booking matches that reference and e-mail address."))
+        status = 400
+    return render(request, "booking/find_booking.html", {"form": form}, status=status)
