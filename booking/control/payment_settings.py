@@ -107,16 +107,12 @@ class SessionPaymentsMixin(AdminMixinBase):
 class TheaterPaymentsMixin(AdminMixinBase):
     if TYPE_CHECKING:
 
-        def _missing(self, request): ...  # TheaterAdmin's
+        def _theater(self, object_id) -> dict: ...  # TheaterAdmin's
 
     @method_decorator(require_POST)
     def theater_vat(self, request, object_id):
-        from booking.control.theaters import selectors_get_theater
-
         self.require(request, "change")
-        theater = selectors_get_theater(self.document_id(object_id))
-        if theater is None:
-            return self._missing(request)
+        theater = self._theater(object_id)
         form = vat_form(theater, request.POST)
         if not form.is_valid():
             messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))

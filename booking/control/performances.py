@@ -16,6 +16,7 @@ from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import CHANGE, AdminMixinBase, bound
 from booking.core.errors import BookingError, InvalidRequest
+from booking.sales.selectors import session_counts
 from booking.venues import performances
 
 PERFORMANCE_ROUTES = [
@@ -51,7 +52,7 @@ class PerformanceAdminMixin(AdminMixinBase):
         if not sections:
             raise Http404(_("No such performance."))
         for section in sections:
-            section["counts"] = selectors.session_counts(section)
+            section["counts"] = session_counts(section)
             section.pop("seats", None)
         total = {k: sum(s["counts"][k] for s in sections) for k in ("sold", "held", "blocked", "free", "total")}
         total["occupancy"] = round(100 * total["sold"] / total["total"]) if total["total"] else 0

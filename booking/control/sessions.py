@@ -23,6 +23,7 @@ from booking.core.domain import SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.sales import session_cancel
 from booking.sales import sessions as session_service
+from booking.sales.selectors import seat_counts
 
 
 def session_label(session: dict) -> str:
@@ -241,7 +242,7 @@ class SessionAdmin(
                 "title": gettext("Change session “%(name)s”") % {"name": session["name"]},
                 "form": form,
                 "session": session,
-                "counts": selectors.seat_counts(session["seats"]),
+                "counts": seat_counts(session["seats"]),
                 "box_office_form": box_office_form(session),
             },
             status=status,
@@ -254,7 +255,7 @@ class SessionAdmin(
             "rows": rows,
             "owners": owner_groups(rows),
             "legend": category_legend(session["layout"]),
-            "counts": selectors.seat_counts(session["seats"]),
+            "counts": seat_counts(session["seats"]),
             "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,
             "now": timezone.now(),
         }

@@ -117,9 +117,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_change(self, request, object_id):
         self.require(request, "view")
-        theater = selectors_get_theater(self.document_id(object_id))
-        if theater is None:
-            return self._missing(request)
+        theater = self._theater(object_id)
         if "layout" not in theater:  # a sectioned venue (a stadium): its own editor
             return HttpResponseRedirect(self.url("sections", theater["_id"]))
         layout = theater["layout"]
@@ -182,9 +180,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_delete(self, request, object_id):
         self.require(request, "delete")
-        theater = selectors_get_theater(self.document_id(object_id))
-        if theater is None:
-            return self._missing(request)
+        theater = self._theater(object_id)
         sessions = selectors.sessions_of_theater(theater["_id"])
         status, error = 200, ""
         if request.method == "POST":
@@ -244,9 +240,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
 
     def layout_export(self, request, object_id):
         self.require(request, "view")
-        theater = selectors_get_theater(self.document_id(object_id))
-        if theater is None:
-            return self._missing(request)
+        theater = self._theater(object_id)
         shape = {"layout": theater["layout"]} if "layout" in theater else {"sections": theater.get("sections", [])}
         german = {"nameDe": theater["nameDe"]} if theater.get("nameDe") else {}
         body = json.dumps({"name": theater["name"], **german, **shape}, indent=2, ensure_ascii=False)
@@ -255,12 +249,11 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
         response["Content-Disposition"] = f'attachment; filename="{slug}-layout.json"'
         return response
 
-    def _missing(self, request):
-        raise Http404("That theater does not exist (any more).")
-
-
-def selectors_get_theater(theater_id):
-    return selectors.get_theater(theater_id)
+    def _theater(self, object_id) -> dict:
+        theater = selectors.get_theater(self.document_id(object_id))
+        if theater is None:
+            raise Http404("That theater does not exist (any more).")
+        return theater
 
 
 def preview_context(form, layout: dict | None) -> dict:
