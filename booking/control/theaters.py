@@ -2,8 +2,7 @@
 
 import json
 
-from django.contrib import messages
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext
@@ -97,19 +96,16 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
                 except BookingError as exc:
                     form.add_error("name", exc.message)
                 else:
-                    self.log(
+                    return self.saved(
                         request,
                         ADDITION,
                         theater["_id"],
                         theater["name"],
-                        f"Created theater with {theater['seatCount']} seats.",
-                    )
-                    messages.success(
-                        request,
-                        gettext("Theater “%(name)s” was created with %(seats)s seats.")
+                        note=f"Created theater with {theater['seatCount']} seats.",
+                        shown=gettext("Theater “%(name)s” was created with %(seats)s seats.")
                         % {"name": theater["name"], "seats": theater["seatCount"]},
+                        to=self.url("change", theater["_id"]),
                     )
-                    return HttpResponseRedirect(self.url("change", theater["_id"]))
             return self._editor(request, form, formset, layout, title=gettext("Add theater"), status=400)
         example = parse_grid(EXAMPLE_GRID, EXAMPLE_CATEGORIES)
         return self._editor(request, form, formset, example, title=gettext("Add theater"))
@@ -140,19 +136,16 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
                 except BookingError as exc:
                     form.add_error(None, exc.message)
                 else:
-                    self.log(
+                    return self.saved(
                         request,
                         CHANGE,
                         updated["_id"],
                         updated["name"],
-                        f"Changed name/layout ({updated['seatCount']} seats).",
-                    )
-                    messages.success(
-                        request,
-                        gettext("Theater “%(name)s” was saved. Sessions already created keep their seat map.")
+                        note=f"Changed name/layout ({updated['seatCount']} seats).",
+                        shown=gettext("Theater “%(name)s” was saved. Sessions already created keep their seat map.")
                         % {"name": updated["name"]},
+                        to=self.url("change", updated["_id"]),
                     )
-                    return HttpResponseRedirect(self.url("change", updated["_id"]))
             return self._editor(
                 request,
                 form,
@@ -189,9 +182,15 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             except BookingError as exc:
                 status, error = 409, exc.message
             else:
-                self.log(request, DELETION, theater["_id"], theater["name"], "Deleted theater.")
-                messages.success(request, gettext("Theater “%(name)s” was deleted.") % {"name": theater["name"]})
-                return HttpResponseRedirect(self.url("changelist"))
+                return self.saved(
+                    request,
+                    DELETION,
+                    theater["_id"],
+                    theater["name"],
+                    note="Deleted theater.",
+                    shown=gettext("Theater “%(name)s” was deleted.") % {"name": theater["name"]},
+                    to=self.url("changelist"),
+                )
         return self.render(
             request,
             "admin/booking/theater/delete.html",
@@ -217,19 +216,16 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             except BookingError as exc:
                 form.add_error("name", exc.message)
             else:
-                self.log(
+                return self.saved(
                     request,
                     ADDITION,
                     theater["_id"],
                     theater["name"],
-                    f"Imported layout from JSON ({theater['seatCount']} seats).",
-                )
-                messages.success(
-                    request,
-                    gettext("Theater “%(name)s” was imported with %(seats)s seats.")
+                    note=f"Imported layout from JSON ({theater['seatCount']} seats).",
+                    shown=gettext("Theater “%(name)s” was imported with %(seats)s seats.")
                     % {"name": theater["name"], "seats": theater["seatCount"]},
+                    to=self.url("change", theater["_id"]),
                 )
-                return HttpResponseRedirect(self.url("change", theater["_id"]))
         status = 400 if request.method == "POST" else 200
         return self.render(
             request,
@@ -250,10 +246,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
         return response
 
     def _theater(self, object_id) -> dict:
-        theater = selectors.get_theater(self.document_id(object_id))
-        if theater is None:
-            raise Http404("That theater does not exist (any more).")
-        return theater
+        return self.document(selectors.get_theater, object_id, "That theater does not exist (any more).")
 
 
 def preview_context(form, layout: dict | None) -> dict:
