@@ -1,7 +1,5 @@
 """Carts in the admin: by state with age and expiry, detail, force-expire an active cart."""
 
-from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
 from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, ngettext
@@ -49,10 +47,7 @@ class CartAdmin(MongoModelAdmin):
         )
 
     def _cart(self, object_id) -> dict:
-        cart = selectors.get_cart(self.document_id(object_id))
-        if cart is None:
-            raise Http404("No such cart.")
-        return cart
+        return self.document(selectors.get_cart, object_id, "No such cart.")
 
     def cart_detail(self, request, object_id):
         self.require(request, "view")
@@ -78,21 +73,23 @@ class CartAdmin(MongoModelAdmin):
         self.require(request, "change")
         cart = self._cart(object_id)
         freed = cart_service.force_expire_cart(cart["_id"])
+        back = self.url("change", cart["_id"])
         if freed is None:
-            messages.error(
-                request,
-                gettext("This cart is %(value)s, not active; nothing was changed.")
-                % {"value": cart["state"].replace("_", " ")},
-            )
-            return HttpResponseRedirect(self.url("change", cart["_id"]))
-        self.log(request, CHANGE, cart["_id"], f"Cart {cart['_id']}", f"Force-expired; {freed} seats released.")
-        messages.success(
-            request,
-            ngettext(
-                "The cart was expired and %(count)d seat released.",
-                "The cart was expired and %(count)d seats released.",
-                freed,
-            )
-            % {"count": freed},
+            reason = gettext("This cart is %(value)s, not active; nothing was changed.") % {
+                "value": cart["state"].replace("_", " ")
+            }
+            return self.refused(request, reason, back)
+        shown = ngettext(
+            "The cart was expired and %(count)d seat released.",
+            "The cart was expired and %(count)d seats released.",
+            freed,
         )
-        return HttpResponseRedirect(self.url("change", cart["_id"]))
+        return self.saved(
+            request,
+            CHANGE,
+            cart["_id"],
+            f"Cart {cart['_id']}",
+            note=f"Force-expired; {freed} seats released.",
+            shown=shown % {"count": freed},
+            to=back,
+        )

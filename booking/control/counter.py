@@ -25,7 +25,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST, require_safe
 
 from booking.control import selectors as staff_selectors
-from booking.control.base import ADDITION, AdminMixinBase
+from booking.control.base import ADDITION, AdminMixinBase, errors_text
 from booking.control.order_prints import tickets_response
 from booking.core import clock
 from booking.core.domain import SalePhase, SessionStatus, sale_phase
@@ -100,10 +100,7 @@ class CounterAdminMixin(AdminMixinBase):
         return counter.staff_owner(request.user.pk)
 
     def _sale_session(self, object_id) -> dict:
-        session = selectors.get_session(self.document_id(object_id))
-        if session is None:
-            raise Http404(_("No such session."))
-        return session
+        return self.document(selectors.get_session, object_id, _("No such session."))
 
     # --- the page and its parts ---
 
@@ -234,7 +231,7 @@ class CounterAdminMixin(AdminMixinBase):
         form = SeatForm(request.POST)
         if not form.is_valid():
             self._require_seller(request)
-            return self._answer(request, object_id, notice=_form_error(form), level="error", status=400)
+            return self._answer(request, object_id, notice=errors_text(form), level="error", status=400)
         return self._seat_action(request, object_id, holds.toggle_seat, form.cleaned_data["seat"])
 
     @method_decorator(require_POST)
@@ -242,7 +239,7 @@ class CounterAdminMixin(AdminMixinBase):
         form = BestAvailableForm(request.POST)
         if not form.is_valid():
             self._require_seller(request)
-            return self._answer(request, object_id, notice=_form_error(form), level="error", status=400)
+            return self._answer(request, object_id, notice=errors_text(form), level="error", status=400)
         count = form.cleaned_data["count"]
         notice = _("%(count)d best seats are held for the customer.") % {"count": count}
         return self._seat_action(request, object_id, holds.hold_best_available, count, notice=notice)
@@ -261,7 +258,7 @@ class CounterAdminMixin(AdminMixinBase):
         owner = self._require_seller(request)
         form = CounterTicketTypeForm(request.POST)
         if not form.is_valid():
-            return self._answer(request, object_id, notice=_form_error(form), level="error", status=400)
+            return self._answer(request, object_id, notice=errors_text(form), level="error", status=400)
         cart = counter.current_cart(owner)
         try:
             sid = object_id_of(form.cleaned_data["session"])
@@ -385,7 +382,3 @@ def online_note(session: dict) -> str:
 
 def object_id_of(raw: str) -> ObjectId:
     return object_id(raw, "performance")
-
-
-def _form_error(form) -> str:
-    return " ".join(str(e) for errors in form.errors.values() for e in errors)

@@ -7,31 +7,15 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 
 from booking.checkin.views import PERMISSION as CHECKIN_PERMISSION
-from booking.control.base import MongoModelAdmin
+from booking.control.base import OnePermissionAdmin
 from booking.control.counter import PERMISSION as COUNTER_PERMISSION
 
 
-class EntryAdmin(MongoModelAdmin):
+class EntryAdmin(OnePermissionAdmin):
     """One page, seen with ``permission``, that sends the visitor on to ``target``."""
 
-    permission = ""
     target = ""  # a URL name
     routes = [("", "entry", "changelist")]
-
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_active and request.user.has_perm(self.permission)
-
-    def has_module_permission(self, request):
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def entry(self, request):
         self.require(request, "view")

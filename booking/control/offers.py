@@ -8,8 +8,6 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from django import forms
-from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_http_methods
@@ -113,9 +111,7 @@ class TicketTypesAdminMixin(AdminMixinBase):
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def ticket_types(self, request, object_id):
         self.require(request, "view")
-        theater = selectors.get_theater(self.document_id(object_id))
-        if theater is None:
-            raise Http404("No such theater.")
+        theater = self.document(selectors.get_theater, object_id, "No such theater.")
         initial = [TicketTypeForm.initial_for(t) for t in offers.ticket_types(theater)]
         formset = TicketTypeFormSet(bound(request), initial=initial, prefix="types")
         status, error = 200, ""
@@ -133,12 +129,15 @@ class TicketTypesAdminMixin(AdminMixinBase):
                 except InvalidRequest as exc:
                     error = exc.message
                 else:
-                    names = ", ".join(t["name"] for t in updated["ticketTypes"])
-                    self.log(request, CHANGE, updated["_id"], updated["name"], f"Ticket types: {names}.")
-                    messages.success(
-                        request, gettext("The ticket types of “%(name)s” were saved.") % {"name": updated["name"]}
+                    return self.saved(
+                        request,
+                        CHANGE,
+                        updated["_id"],
+                        updated["name"],
+                        note=f"Ticket types: {', '.join(t['name'] for t in updated['ticketTypes'])}.",
+                        shown=gettext("The ticket types of “%(name)s” were saved.") % {"name": updated["name"]},
+                        to=self.url("ticket_types", updated["_id"]),
                     )
-                    return HttpResponseRedirect(self.url("ticket_types", updated["_id"]))
             else:
                 error = "Please correct the errors below."
         return self.render(
@@ -181,11 +180,15 @@ class PriceTableAdminMixin(AdminMixinBase):
                 except InvalidRequest as exc:
                     form.add_error(None, exc.message)
                 else:
-                    self.log(request, CHANGE, updated["_id"], updated["name"], f"Price table: {full} {others}.")
-                    messages.success(
-                        request, gettext("The price table of “%(name)s” was saved.") % {"name": updated["name"]}
+                    return self.saved(
+                        request,
+                        CHANGE,
+                        updated["_id"],
+                        updated["name"],
+                        note=f"Price table: {full} {others}.",
+                        shown=gettext("The price table of “%(name)s” was saved.") % {"name": updated["name"]},
+                        to=self.url("price_table", updated["_id"]),
                     )
-                    return HttpResponseRedirect(self.url("price_table", updated["_id"]))
         return self.render(
             request,
             "admin/booking/session/price_table.html",

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, cast
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpResponseRedirect
 from django.utils import dateformat
 from django.utils.decorators import method_decorator
 from django.utils.timezone import localtime
@@ -17,7 +16,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from booking.control import selectors
-from booking.control.base import CHANGE, AdminMixinBase
+from booking.control.base import CHANGE, AdminMixinBase, staff_name
 from booking.control.seat_chart import session_rows
 from booking.core import clock
 from booking.core.domain import SessionStatus
@@ -220,18 +219,16 @@ class OrderChangesMixin(AdminMixinBase):
         """Give up an exchange that waits for the customer's payment; the kept seats are freed."""
         self.require(request, "change")
         order = self._order(object_id)
+        back = self.url("change", order["_id"])
         try:
             after = exchanges.call_off(order["_id"], by=staff_name(request.user))
         except BookingError as exc:
-            messages.error(request, exc.message)
-            return HttpResponseRedirect(self.url("change", order["_id"]))
+            return self.refused(request, exc.message, back)
         if after["exchanges"][-1]["state"] == exchanges.ABANDONED:
             text = _("The exchange was called off; the seats kept for it are free again.")
         else:
             text = _("The customer had just paid: the exchange went through.")
-        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
-        messages.success(request, text)
-        return HttpResponseRedirect(self.url("change", order["_id"]))
+        return self.saved(request, CHANGE, order["_id"], f"Order {order['ref']}", note=text, to=back)
 
     def _do_exchange(self, request, order: dict, form: ExchangeForm, plan: exchanges.Plan):
         data = form.cleaned_data
@@ -246,13 +243,14 @@ class OrderChangesMixin(AdminMixinBase):
             seats_of=data["map"],
         )
         record = done["exchanges"][-1]
+        label, back = f"Order {order['ref']}", self.url("change", order["_id"])
         if record["state"] == exchanges.AWAITING:
             text = _(
                 "The new seats are kept for the customer until they pay %(amount)s online (a link is on its way)"
             ) % {"amount": format_money(record["difference"], order["currency"])}
-            self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
-            messages.info(request, text + ".")
-            return HttpResponseRedirect(self.url("change", order["_id"]))
+            return self.saved(
+                request, CHANGE, order["_id"], label, note=text, shown=text + ".", to=back, level=messages.info
+            )
         text = _("Moved %(seats)s to %(new)s") % {
             "seats": ", ".join(f"{o['row']}{o['seat']}" for o in record["old"]),
             "new": ", ".join(f"{n['row']}{n['seat']}" for n in record["new"]),
@@ -262,9 +260,8 @@ class OrderChangesMixin(AdminMixinBase):
             text += " · " + _("%(amount)s back") % {"amount": format_money(-diff, order["currency"])}
         elif diff > 0:
             text += " · " + _("%(amount)s taken at the counter") % {"amount": format_money(diff, order["currency"])}
-        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
-        messages.success(request, text + ". " + _("The customer gets the new tickets by e-mail."))
-        return HttpResponseRedirect(self.url("change", order["_id"]))
+        shown = text + ". " + _("The customer gets the new tickets by e-mail.")
+        return self.saved(request, CHANGE, order["_id"], label, note=text, shown=shown, to=back)
 
 
 def object_id_or_none(raw: str):
@@ -322,8 +319,3 @@ def plan_view(plan: exchanges.Plan) -> dict:
         "difference": plan.difference,
         "amount": format_money(abs(plan.difference), currency),
     }
-
-
-def staff_name(user) -> str:
-    name = user.get_username()
-    return f"{name} <{user.email}>" if user.email else name

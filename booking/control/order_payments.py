@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, cast
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseBadRequest, HttpResponseRedirect
+from django.http import HttpResponseBadRequest
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
-from booking.control.base import CHANGE, AdminMixinBase
+from booking.control.base import CHANGE, AdminMixinBase, errors_text, staff_name
 from booking.control.counter import METHOD_CHOICES, may_sell
 from booking.core.errors import BookingError
 from booking.core.formatting import seat_label
@@ -51,11 +51,6 @@ class RetryRefundForm(forms.Form):
     refund = forms.RegexField(regex=r"^r[0-9a-f]{12}$")
 
 
-def staff_name(user) -> str:
-    name = user.get_username()
-    return f"{name} <{user.email}>" if user.email else name
-
-
 def refund_summary(order: dict, records: list[dict]) -> str:
     return format_money(sum(r["amount"] for r in records), order.get("currency", ""))
 
@@ -90,23 +85,21 @@ class OrderPaymentsMixin(AdminMixinBase):
         self.require(request, "change")
         order = self._order(object_id)
         form = RefundTicketsForm(request.POST, order=order)
+        back = self.url("change", order["_id"])
         if not form.is_valid():
-            messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
-            return HttpResponseRedirect(self.url("change", order["_id"]))
+            return self.refused(request, errors_text(form), back)
         tickets = form.cleaned_data["tickets"]
         try:
             done = refund_service.refund_tickets(
                 order["_id"], tickets=tickets, reason=form.cleaned_data["reason"], by=staff_name(request.user)
             )
         except BookingError as exc:
-            messages.error(request, exc.message)
-            return HttpResponseRedirect(self.url("change", order["_id"]))
+            return self.refused(request, exc.message, back)
         # one record per payment the money goes back through: the card, and cash at the counter
         records = refund_service.records_of_tickets(done, tickets)
         summary = refund_summary(done, records)
         count = f"{len(tickets)} ticket{'s' if len(tickets) != 1 else ''}"
-        text = f"Refunded {count} ({summary}): {form.cleaned_data['reason']}"
-        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", text)
+        note = f"Refunded {count} ({summary}): {form.cleaned_data['reason']}"
         shown = ngettext(
             "Refunded %(count)d ticket (%(summary)s): %(reason)s.",
             "Refunded %(count)d tickets (%(summary)s): %(reason)s.",
@@ -122,18 +115,16 @@ class OrderPaymentsMixin(AdminMixinBase):
                 "amount": format_money(at_counter, done.get("currency", ""))
             }
         refund = next((r for r in records if r["status"] != "succeeded"), None)
+        label = f"Order {order['ref']}"
         if refund is None:
-            messages.success(request, shown + " " + gettext("The seats are free again."))
-        else:
-            why = refund.get("failure") or gettext("the provider is still working on it")
-            messages.warning(
-                request,
-                shown
-                + " "
-                + gettext("The seats are free again; the refund is %(status)s: %(why)s.")
-                % {"status": refund["status"], "why": why},
-            )
-        return HttpResponseRedirect(self.url("change", order["_id"]))
+            shown += " " + gettext("The seats are free again.")
+            return self.saved(request, CHANGE, order["_id"], label, note=note, shown=shown, to=back)
+        why = refund.get("failure") or gettext("the provider is still working on it")
+        shown += " " + gettext("The seats are free again; the refund is %(status)s: %(why)s.") % {
+            "status": refund["status"],
+            "why": why,
+        }
+        return self.saved(request, CHANGE, order["_id"], label, note=note, shown=shown, to=back, level=messages.warning)
 
     @method_decorator(require_POST)
     def order_retry_refund(self, request, object_id):
@@ -143,14 +134,20 @@ class OrderPaymentsMixin(AdminMixinBase):
         if not form.is_valid() or form.cleaned_data["refund"] not in {r["_id"] for r in order.get("refunds", [])}:
             return HttpResponseBadRequest("No such refund; reload the order page.")
         status = refund_service.retry(order["_id"], form.cleaned_data["refund"])
-        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"Refund retried: {status}.")
         said = {
             "succeeded": gettext("The refund went through."),
             "failed": gettext("The refund failed again; see below."),
         }
-        text = said.get(status, gettext("The provider is still working on the refund."))
-        (messages.success if status == "succeeded" else messages.warning)(request, text)
-        return HttpResponseRedirect(self.url("change", order["_id"]))
+        return self.saved(
+            request,
+            CHANGE,
+            order["_id"],
+            f"Order {order['ref']}",
+            note=f"Refund retried: {status}.",
+            shown=said.get(status, gettext("The provider is still working on the refund.")),
+            to=self.url("change", order["_id"]),
+            level=messages.success if status == "succeeded" else messages.warning,
+        )
 
     @method_decorator(require_POST)
     def order_mark_paid(self, request, object_id):
@@ -158,23 +155,25 @@ class OrderPaymentsMixin(AdminMixinBase):
         if not self.may_take_payment(request):
             raise PermissionDenied
         order = self._order(object_id)
+        back = self.url("change", order["_id"])
         try:
             paid = payment_service.mark_paid_at_counter(order["_id"], by=staff_name(request.user))
         except BookingError as exc:
-            messages.error(request, exc.message)
-            return HttpResponseRedirect(self.url("change", order["_id"]))
-        if paid["state"] == "paid":
-            total = format_money(paid["total"], paid["currency"])
-            self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"Paid at the box office ({total}).")
-            messages.success(
-                request,
-                gettext("Order %(ref)s is paid (%(total)s); its tickets are valid.")
-                % {"ref": order["ref"], "total": total},
-            )
-        else:
-            messages.error(
-                request,
-                gettext("Order %(ref)s could not be paid: %(state)s.")
-                % {"ref": order["ref"], "state": paid.get("failure") or paid["state"]},
-            )
-        return HttpResponseRedirect(self.url("change", order["_id"]))
+            return self.refused(request, exc.message, back)
+        if paid["state"] != "paid":
+            reason = gettext("Order %(ref)s could not be paid: %(state)s.") % {
+                "ref": order["ref"],
+                "state": paid.get("failure") or paid["state"],
+            }
+            return self.refused(request, reason, back)
+        total = format_money(paid["total"], paid["currency"])
+        return self.saved(
+            request,
+            CHANGE,
+            order["_id"],
+            f"Order {order['ref']}",
+            note=f"Paid at the box office ({total}).",
+            shown=gettext("Order %(ref)s is paid (%(total)s); its tickets are valid.")
+            % {"ref": order["ref"], "total": total},
+            to=back,
+        )

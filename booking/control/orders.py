@@ -4,14 +4,14 @@ told); re-send the confirmation mail."""
 
 from django.contrib import messages
 from django.core import signing
-from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect
+from django.http import HttpResponseBadRequest, HttpResponseRedirect
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from booking.control import forms as f
 from booking.control import order_filters, selectors
-from booking.control.base import CHANGE, MongoModelAdmin, bound
+from booking.control.base import CHANGE, MongoModelAdmin, bound, staff_name
 from booking.control.counter import may_sell
 from booking.control.order_changes import ROUTES as CHANGE_ROUTES
 from booking.control.order_changes import OrderChangesMixin, performance_line
@@ -27,12 +27,6 @@ from booking.payments import refunds as refund_service
 from booking.payments.money import format_money
 from booking.sales import cancels
 from booking.sales import orders as order_service
-
-
-def staff_name(user) -> str:
-    """Who canceled, as kept on the order: the login name and the staff member's e-mail."""
-    name = user.get_username()
-    return f"{name} <{user.email}>" if user.email else name
 
 
 class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoModelAdmin):
@@ -85,10 +79,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         )
 
     def _order(self, object_id) -> dict:
-        order = selectors.get_order(self.document_id(object_id))
-        if order is None:
-            raise Http404("No such order.")
-        return order
+        return self.document(selectors.get_order, object_id, "No such order.")
 
     @method_decorator(require_POST)
     def order_resend_mail(self, request, object_id):
@@ -186,13 +177,19 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         seats = len(canceled["lines"] or canceled.get("refundedLines", []))
         refunded = canceled["state"] == "refunded"  # paid through a provider: money back
         what = "Canceled and refunded" if refunded else "Canceled"
-        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", f"{what} ({seats} seats free again): {reason}")
         if refunded:
             text = gettext("Order %(ref)s was canceled and refunded; its %(seats)s seats are free again.")
         else:
             text = gettext("Order %(ref)s was canceled; its %(seats)s seats are free again.")
-        messages.success(request, text % {"ref": order["ref"], "seats": seats})
-        return HttpResponseRedirect(self.url("change", order["_id"]))
+        return self.saved(
+            request,
+            CHANGE,
+            order["_id"],
+            f"Order {order['ref']}",
+            note=f"{what} ({seats} seats free again): {reason}",
+            shown=text % {"ref": order["ref"], "seats": seats},
+            to=self.url("change", order["_id"]),
+        )
 
 
 CANCEL_SALT = "booking.control.cancel-order"

@@ -6,13 +6,11 @@ change pages (templates/admin/booking/{session,theater}/_payment_settings.html).
 from typing import TYPE_CHECKING
 
 from django import forms
-from django.contrib import messages
-from django.http import HttpResponseRedirect
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
-from booking.control.base import CHANGE, AdminMixinBase
+from booking.control.base import CHANGE, AdminMixinBase, errors_text
 from booking.control.forms import form_data
 from booking.payments import money
 from booking.payments import settings as service
@@ -89,41 +87,36 @@ class SessionPaymentsMixin(AdminMixinBase):
         self.require(request, "change")
         session = self._session(object_id)
         form = box_office_form(session, request.POST)
+        back = self.url("change", session["_id"])
         if not form.is_valid():
-            messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
-            return HttpResponseRedirect(self.url("change", session["_id"]))
+            return self.refused(request, errors_text(form), back)
         enabled, minutes = form.cleaned_data["enabled"], form.cleaned_data["deadline_minutes"]
         service.set_box_office(session["_id"], enabled=enabled, deadline_minutes=minutes)
-        text = f"Box office {'on' if enabled else 'off'} (unpaid seats go back {minutes} minutes before the show)."
-        self.log(request, CHANGE, session["_id"], session["name"], text)
+        note = f"Box office {'on' if enabled else 'off'} (unpaid seats go back {minutes} minutes before the show)."
         if enabled:
             shown = gettext("Box office on (unpaid seats go back %(minutes)s minutes before the show).")
         else:
             shown = gettext("Box office off (unpaid seats go back %(minutes)s minutes before the show).")
-        messages.success(request, shown % {"minutes": minutes})
-        return HttpResponseRedirect(self.url("change", session["_id"]))
+        shown %= {"minutes": minutes}
+        return self.saved(request, CHANGE, session["_id"], session["name"], note=note, shown=shown, to=back)
 
 
 class TheaterPaymentsMixin(AdminMixinBase):
     if TYPE_CHECKING:
 
-        def _missing(self, request): ...  # TheaterAdmin's
+        def _theater(self, object_id) -> dict: ...  # TheaterAdmin's
 
     @method_decorator(require_POST)
     def theater_vat(self, request, object_id):
-        from booking.control.theaters import selectors_get_theater
-
         self.require(request, "change")
-        theater = selectors_get_theater(self.document_id(object_id))
-        if theater is None:
-            return self._missing(request)
+        theater = self._theater(object_id)
         form = vat_form(theater, request.POST)
+        back = self.url("change", theater["_id"])
         if not form.is_valid():
-            messages.error(request, " ".join(str(e) for errors in form.errors.values() for e in errors))
-            return HttpResponseRedirect(self.url("change", theater["_id"]))
+            return self.refused(request, errors_text(form), back)
         rate, per_category = form.rates()
         service.set_vat_rates(theater["_id"], rate=rate, per_category=per_category)
         text = f"VAT: tickets {rate} %" + "".join(f", {k}: {v} %" for k, v in sorted(per_category.items()))
-        self.log(request, CHANGE, theater["_id"], theater["name"], text + " (for orders from now on).")
-        messages.success(request, text + ". " + gettext("Orders already made keep their rates."))
-        return HttpResponseRedirect(self.url("change", theater["_id"]))
+        shown = text + ". " + gettext("Orders already made keep their rates.")
+        note = text + " (for orders from now on)."
+        return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)

@@ -4,8 +4,7 @@ released for whole sections at once, and the whole performance canceled at once.
 SessionAdmin (``PERFORMANCE_ROUTES``); the writes are ``venues.performances``."""
 
 from django import forms
-from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404
 from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
@@ -14,8 +13,9 @@ from django.views.decorators.http import require_http_methods
 
 from booking.control import forms as f
 from booking.control import selectors
-from booking.control.base import CHANGE, AdminMixinBase, bound
-from booking.core.errors import BookingError, InvalidRequest
+from booking.control.base import CHANGE, AdminMixinBase, attempt, bound
+from booking.core.errors import BookingError
+from booking.sales.selectors import session_counts
 from booking.venues import performances
 
 PERFORMANCE_ROUTES = [
@@ -51,7 +51,7 @@ class PerformanceAdminMixin(AdminMixinBase):
         if not sections:
             raise Http404(_("No such performance."))
         for section in sections:
-            section["counts"] = selectors.session_counts(section)
+            section["counts"] = session_counts(section)
             section.pop("seats", None)
         total = {k: sum(s["counts"][k] for s in sections) for k in ("sold", "held", "blocked", "free", "total")}
         total["occupancy"] = round(100 * total["sold"] / total["total"]) if total["total"] else 0
@@ -77,9 +77,8 @@ class PerformanceAdminMixin(AdminMixinBase):
                 else:
                     what = _("Blocked") if block else _("Released")
                     note = f"{what} {changed} seats in {len(chosen)} sections."
-                    self.log(request, CHANGE, chosen[0], sections[0]["venueName"], note)
-                    messages.success(request, note)
-                    return HttpResponseRedirect(self.url("performance", pid))
+                    to = self.url("performance", pid)
+                    return self.saved(request, CHANGE, chosen[0], sections[0]["venueName"], note=note, to=to)
         first = sections[0]
         return self.render(
             request,
@@ -112,9 +111,8 @@ class PerformanceAdminMixin(AdminMixinBase):
                 form.add_error("cancel_orders", exc.message)
             else:
                 note = f"Canceled the performance ({len(sections)} sections) and {canceled} paid orders."
-                self.log(request, CHANGE, sections[0]["_id"], sections[0]["venueName"], note)
-                messages.success(request, note)
-                return HttpResponseRedirect(self.url("performance", pid))
+                to = self.url("performance", pid)
+                return self.saved(request, CHANGE, sections[0]["_id"], sections[0]["venueName"], note=note, to=to)
         return self.render(
             request,
             "admin/booking/session/performance_cancel.html",
@@ -178,23 +176,17 @@ class PerformanceAdminMixin(AdminMixinBase):
             self.require(request, "change")
             status = 400
             if form.is_valid():
-                try:
-                    count = performances.update_details(pid, **form.session_details())
-                except InvalidRequest as exc:
-                    f.add_field_errors(form, exc)
-                except BookingError as exc:
-                    form.add_error(None, exc.message)
-                else:
-                    changed = ", ".join(form.changed_data) or "nothing"
-                    self.log(
+                count = attempt(form, lambda: performances.update_details(pid, **form.session_details()))
+                if count is not None:
+                    return self.saved(
                         request,
                         CHANGE,
                         first["_id"],
                         first.get("venueName", ""),
-                        f"Changed {changed} of {count} sections.",
+                        note=f"Changed {', '.join(form.changed_data) or 'nothing'} of {count} sections.",
+                        shown=_("Saved for all %(count)d sections.") % {"count": count},
+                        to=self.url("performance", pid),
                     )
-                    messages.success(request, _("Saved for all %(count)d sections.") % {"count": count})
-                    return HttpResponseRedirect(self.url("performance", pid))
         return self.render(
             request,
             "admin/booking/session/performance_form.html",

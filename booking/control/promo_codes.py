@@ -12,7 +12,6 @@ from decimal import Decimal
 from typing import cast
 
 from django import forms
-from django.contrib import messages
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext_lazy as _
@@ -214,18 +213,22 @@ class PromoCodeAdmin(MongoModelAdmin):
                 except InvalidRequest as exc:
                     add_field_errors(form, exc)
                 else:
-                    self.log(request, ADDITION, doc["_id"], doc["code"], f"Created promo code {doc['code']}.")
-                    messages.success(request, _("The code %(code)s was created.") % {"code": doc["code"]})
-                    return HttpResponseRedirect(self.url("changelist"))
+                    return self.saved(
+                        request,
+                        ADDITION,
+                        doc["_id"],
+                        doc["code"],
+                        note=f"Created promo code {doc['code']}.",
+                        shown=_("The code %(code)s was created.") % {"code": doc["code"]},
+                        to=self.url("changelist"),
+                    )
         context = {"title": _("Add a promo code"), "form": form}
         return self.render(request, "admin/booking/promocode/form.html", context, status=status)
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def code_change(self, request, object_id):
         self.require(request, "view")
-        doc = selectors.get_code(self.document_id(object_id))
-        if doc is None:
-            raise Http404("No such promo code.")
+        doc = self.document(selectors.get_code, object_id, "No such promo code.")
         if doc.get("batch"):
             return HttpResponseRedirect(self.url("batch", doc["batch"]))
         form = EditCodeForm(bound(request), initial=TermsForm.initial_for(doc), session_also=doc.get("sessionId"))
@@ -241,9 +244,15 @@ class PromoCodeAdmin(MongoModelAdmin):
                 except NotFound as exc:
                     raise Http404(exc.message) from None
                 else:
-                    self.log(request, CHANGE, updated["_id"], updated["code"], f"Changed promo code {updated['code']}.")
-                    messages.success(request, _("The code %(code)s was saved.") % {"code": updated["code"]})
-                    return HttpResponseRedirect(self.url("change", updated["_id"]))
+                    return self.saved(
+                        request,
+                        CHANGE,
+                        updated["_id"],
+                        updated["code"],
+                        note=f"Changed promo code {updated['code']}.",
+                        shown=_("The code %(code)s was saved.") % {"code": updated["code"]},
+                        to=self.url("change", updated["_id"]),
+                    )
         context = {
             "title": _("Promo code %(code)s") % {"code": doc["code"]},
             "form": form,
@@ -266,10 +275,15 @@ class PromoCodeAdmin(MongoModelAdmin):
                 except InvalidRequest as exc:
                     add_field_errors(form, exc)
                 else:
-                    message = f"Generated {data['count']} vouchers (batch {batch_id})."
-                    self.log(request, ADDITION, batch_id, f"Voucher batch {batch_id}", message)
-                    messages.success(request, _("%(count)s vouchers were generated.") % {"count": data["count"]})
-                    return HttpResponseRedirect(self.url("batch", batch_id))
+                    return self.saved(
+                        request,
+                        ADDITION,
+                        batch_id,
+                        f"Voucher batch {batch_id}",
+                        note=f"Generated {data['count']} vouchers (batch {batch_id}).",
+                        shown=_("%(count)s vouchers were generated.") % {"count": data["count"]},
+                        to=self.url("batch", batch_id),
+                    )
         context = {"title": _("Generate single-use vouchers"), "form": form, "batch_form": True}
         return self.render(request, "admin/booking/promocode/form.html", context, status=status)
 

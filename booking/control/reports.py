@@ -12,7 +12,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
 from booking.control import selectors
-from booking.control.base import MongoModelAdmin
+from booking.control.base import OnePermissionAdmin
 from booking.core.errors import NotFound
 from booking.reports import exports, figures
 
@@ -28,7 +28,8 @@ def _download(body, content_type: str, filename: str, *, inline: bool = False) -
     return response
 
 
-class ReportAdmin(MongoModelAdmin):
+class ReportAdmin(OnePermissionAdmin):
+    permission = PERMISSION
     routes = [
         ("", "report_index", "changelist"),
         *[(f"{kind}/<str:object_id>/", f"{kind}_report", kind) for kind in KINDS],
@@ -38,23 +39,6 @@ class ReportAdmin(MongoModelAdmin):
         ("session/<str:object_id>/attendees.csv", "attendees_csv", "attendees_csv"),
         ("session/<str:object_id>/attendees.pdf", "attendees_pdf", "attendees_pdf"),
     ]
-
-    # --- permissions: one of its own ---
-
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_active and request.user.has_perm(PERMISSION)
-
-    def has_module_permission(self, request):
-        return self.has_view_permission(request)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     # --- helpers ---
 

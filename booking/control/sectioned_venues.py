@@ -4,8 +4,7 @@ made in code: name, seat categories (shared by the sections) and every section a
 Views mixed into TheaterAdmin (``SECTIONED_ROUTES``)."""
 
 from django import forms
-from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -84,9 +83,8 @@ class SectionedVenueAdminMixin(AdminMixinBase):
                     form.add_error("sections", exc.message)
                 else:
                     note = f"Created sectioned venue: {len(sections)} sections, {theater['seatCount']} seats."
-                    self.log(request, ADDITION, theater["_id"], theater["name"], note)
-                    messages.success(request, note)
-                    return HttpResponseRedirect(self.url("sections", theater["_id"]))
+                    to = self.url("sections", theater["_id"])
+                    return self.saved(request, ADDITION, theater["_id"], theater["name"], note=note, to=to)
             return self._sectioned_page(request, form, formset, title=_("Add a sectioned venue"), status=400)
         return self._sectioned_page(request, form, formset, title=_("Add a sectioned venue"))
 
@@ -122,8 +120,14 @@ class SectionedVenueAdminMixin(AdminMixinBase):
                     form.add_error("sections", exc.message)
                 else:
                     note = f"Changed sections: {len(sections)} sections, {updated['seatCount']} seats."
-                    self.log(request, CHANGE, updated["_id"], updated["name"], note)
-                    messages.success(request, note + " " + _("Performances already created keep their seat maps."))
-                    return HttpResponseRedirect(self.url("sections", updated["_id"]))
+                    return self.saved(
+                        request,
+                        CHANGE,
+                        updated["_id"],
+                        updated["name"],
+                        note=note,
+                        shown=note + " " + _("Performances already created keep their seat maps."),
+                        to=self.url("sections", updated["_id"]),
+                    )
             return self._sectioned_page(request, form, formset, title=title, theater=theater, status=400)
         return self._sectioned_page(request, form, formset, title=title, theater=theater)

@@ -12,7 +12,8 @@ from django.utils import timezone
 from booking.core import clock, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState, SessionStatus
 from booking.core.names import name_key
-from booking.venues.seat_grid import BLOCKED, FREE, HELD, SOLD, restored_states
+from booking.sales.selectors import session_counts
+from booking.venues.seat_grid import restored_states
 
 STAFF_LIST_LIMIT = 200
 # Carts and orders, newest first; _id last so that equal times come in one order every time.
@@ -74,37 +75,6 @@ def sessions_of_theater(theater_id: ObjectId) -> list[dict]:
         .sort([("start", 1), ("_id", 1)])
         .limit(STAFF_LIST_LIMIT)
     )
-
-
-def seat_counts(seats: list[list[int]]) -> dict:
-    """Sold, held, blocked, free and occupancy (sold share of all seats, in percent)."""
-    counts = {"sold": 0, "held": 0, "blocked": 0, "free": 0}
-    names = {SOLD: "sold", HELD: "held", BLOCKED: "blocked", FREE: "free"}
-    for row in seats:
-        for state in row:
-            if state in names:
-                counts[names[state]] += 1
-    total = sum(counts.values())
-    counts["total"] = total
-    counts["occupancy"] = round(100 * counts["sold"] / total) if total else 0
-    return counts
-
-
-def session_counts(session: dict) -> dict:
-    """seat_counts of the session's grid, or of its summary once the grid was compacted."""
-    if "seats" in session:
-        return seat_counts(session["seats"])
-    summary = session.get("seatSummary") or {"sold": 0, "blocked": 0, "free": 0, "total": 0}
-    total = summary["total"]
-    occupancy = round(100 * summary["sold"] / total) if total else 0
-    return {
-        "sold": summary["sold"],
-        "held": 0,
-        "blocked": summary["blocked"],
-        "free": summary["free"],
-        "total": total,
-        "occupancy": occupancy,
-    }
 
 
 class SessionsShown(StrEnum):

@@ -2,7 +2,7 @@
 map with who holds or bought each seat, blocking house seats, cancel."""
 
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from booking.control import forms as f
 from booking.control import selectors
-from booking.control.base import ADDITION, CHANGE, MongoModelAdmin, bound
+from booking.control.base import ADDITION, CHANGE, MongoModelAdmin, attempt, bound, errors_text
 from booking.control.counter import COUNTER_ROUTES, CounterAdminMixin
 from booking.control.offers import PriceTableAdminMixin
 from booking.control.payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
@@ -23,6 +23,7 @@ from booking.core.domain import SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.sales import session_cancel
 from booking.sales import sessions as session_service
+from booking.sales.selectors import seat_counts
 
 
 def session_label(session: dict) -> str:
@@ -84,10 +85,7 @@ class SessionAdmin(
         """The theater named by ?theater=, or a page to pick one."""
         raw = request.GET.get("theater")
         if raw:
-            theater = selectors.get_theater(self.document_id(raw))
-            if theater is None:
-                raise Http404("No such theater.")
-            return theater, None
+            return self.document(selectors.get_theater, raw, "No such theater."), None
         choices = selectors.theater_choices()
         form = f.PickTheaterForm(choices=choices)
         page = self.render(
@@ -109,28 +107,24 @@ class SessionAdmin(
         if request.method == "POST":
             status = 400
             if form.is_valid():
-                try:
-                    session = session_service.create_session(theater["_id"], **form.session_details())
-                except InvalidRequest as exc:
-                    f.add_field_errors(form, exc)
-                except BookingError as exc:
-                    form.add_error(None, exc.message)
-                else:
-                    self.log(
+                session = attempt(
+                    form, lambda: session_service.create_session(theater["_id"], **form.session_details())
+                )
+                if session is not None:
+                    if session.get("performanceId"):  # a sectioned venue: the performance with its sections
+                        to = self.url("performance", session["performanceId"])
+                    else:
+                        to = self.url("seats", session["_id"])
+                    return self.saved(
                         request,
                         ADDITION,
                         session["_id"],
                         session_label(session),
-                        f"Created session in {theater['name']} ({session['seatsTotal']} seats), on sale.",
-                    )
-                    messages.success(
-                        request,
-                        gettext("“%(name)s” is on sale (%(seatsTotal)s seats).")
+                        note=f"Created session in {theater['name']} ({session['seatsTotal']} seats), on sale.",
+                        shown=gettext("“%(name)s” is on sale (%(seatsTotal)s seats).")
                         % {"name": session["name"], "seatsTotal": session["seatsTotal"]},
+                        to=to,
                     )
-                    if session.get("performanceId"):  # a sectioned venue: the performance with its sections
-                        return HttpResponseRedirect(self.url("performance", session["performanceId"]))
-                    return HttpResponseRedirect(self.url("seats", session["_id"]))
         return self.render(
             request,
             "admin/booking/session/form.html",
@@ -199,10 +193,7 @@ class SessionAdmin(
     # --- one session ---
 
     def _session(self, object_id) -> dict:
-        session = selectors.get_session(self.document_id(object_id))
-        if session is None:
-            raise Http404("No such session.")
-        return session
+        return self.document(selectors.get_session, object_id, "No such session.")
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_change(self, request, object_id):
@@ -223,17 +214,19 @@ class SessionAdmin(
             self.require(request, "change")
             status = 400
             if form.is_valid():
-                try:
-                    updated = session_service.update_session_details(session["_id"], **form.session_details())
-                except InvalidRequest as exc:
-                    f.add_field_errors(form, exc)
-                except BookingError as exc:
-                    form.add_error(None, exc.message)
-                else:
-                    changed = ", ".join(form.changed_data) or "nothing"
-                    self.log(request, CHANGE, updated["_id"], session_label(updated), f"Changed {changed}.")
-                    messages.success(request, gettext("“%(name)s” was saved.") % {"name": updated["name"]})
-                    return HttpResponseRedirect(self.url("change", updated["_id"]))
+                updated = attempt(
+                    form, lambda: session_service.update_session_details(session["_id"], **form.session_details())
+                )
+                if updated is not None:
+                    return self.saved(
+                        request,
+                        CHANGE,
+                        updated["_id"],
+                        session_label(updated),
+                        note=f"Changed {', '.join(form.changed_data) or 'nothing'}.",
+                        shown=gettext("“%(name)s” was saved.") % {"name": updated["name"]},
+                        to=self.url("change", updated["_id"]),
+                    )
         return self.render(
             request,
             "admin/booking/session/form.html",
@@ -241,7 +234,7 @@ class SessionAdmin(
                 "title": gettext("Change session “%(name)s”") % {"name": session["name"]},
                 "form": form,
                 "session": session,
-                "counts": selectors.seat_counts(session["seats"]),
+                "counts": seat_counts(session["seats"]),
                 "box_office_form": box_office_form(session),
             },
             status=status,
@@ -254,7 +247,7 @@ class SessionAdmin(
             "rows": rows,
             "owners": owner_groups(rows),
             "legend": category_legend(session["layout"]),
-            "counts": selectors.seat_counts(session["seats"]),
+            "counts": seat_counts(session["seats"]),
             "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,
             "now": timezone.now(),
         }
@@ -270,7 +263,7 @@ class SessionAdmin(
             self.require(request, "change")
             form = f.SeatSelectionForm(request.POST, seat_keys=_seat_keys(session))
             if not form.is_valid():
-                status, error = 400, " ".join(str(e) for errs in form.errors.values() for e in errs)
+                status, error = 400, errors_text(form)
             else:
                 block = form.cleaned_data["action"] == "block"
                 try:
@@ -280,13 +273,6 @@ class SessionAdmin(
                 else:
                     what = "Blocked" if block else "Released"
                     seats = ", ".join(form.cleaned_data["seats"])
-                    self.log(
-                        request,
-                        CHANGE,
-                        session["_id"],
-                        session_label(session),
-                        f"{what} {count} seat{'s' if count != 1 else ''} ({seats}).",
-                    )
                     if block:
                         shown = ngettext(
                             "Blocked %(count)d seat (house seats, not for sale).",
@@ -299,8 +285,15 @@ class SessionAdmin(
                             "Released %(count)d seats (on sale again).",
                             count,
                         )
-                    messages.success(request, shown % {"count": count})
-                    return HttpResponseRedirect(self.url("seats", session["_id"]))
+                    return self.saved(
+                        request,
+                        CHANGE,
+                        session["_id"],
+                        session_label(session),
+                        note=f"{what} {count} seat{'s' if count != 1 else ''} ({seats}).",
+                        shown=shown % {"count": count},
+                        to=self.url("seats", session["_id"]),
+                    )
             session = self._session(object_id)
         context = {
             "title": gettext("Seat map: %(name)s") % {"name": session["name"]},
@@ -323,21 +316,17 @@ class SessionAdmin(
         try:
             updated = session_service.refresh_seat_map(session["_id"])
         except BookingError as exc:
-            messages.error(request, exc.message)
-            return HttpResponseRedirect(self.url("change", session["_id"]))
-        self.log(
+            return self.refused(request, exc.message, self.url("change", session["_id"]))
+        return self.saved(
             request,
             CHANGE,
             session["_id"],
             session_label(session),
-            f"Copied the theater's current seat map ({updated['seatsTotal']} seats).",
-        )
-        messages.success(
-            request,
-            gettext("The seat map now matches the theater (%(seatsTotal)s seats).")
+            note=f"Copied the theater's current seat map ({updated['seatsTotal']} seats).",
+            shown=gettext("The seat map now matches the theater (%(seatsTotal)s seats).")
             % {"seatsTotal": updated["seatsTotal"]},
+            to=self.url("seats", session["_id"]),
         )
-        return HttpResponseRedirect(self.url("seats", session["_id"]))
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def sale_window(self, request, object_id):
@@ -379,11 +368,15 @@ class SessionAdmin(
                     note += f"off sale {data['sale_closes'] or 'at the start'}"
                     note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
                     note += " (new access code)" if data["presale_code"] else ""
-                    self.log(request, CHANGE, updated["_id"], session_label(updated), note + ".")
-                    messages.success(
-                        request, gettext("The sale window of “%(name)s” was saved.") % {"name": updated["name"]}
+                    return self.saved(
+                        request,
+                        CHANGE,
+                        updated["_id"],
+                        session_label(updated),
+                        note=note + ".",
+                        shown=gettext("The sale window of “%(name)s” was saved.") % {"name": updated["name"]},
+                        to=self.url("sale_window", updated["_id"]),
                     )
-                    return HttpResponseRedirect(self.url("sale_window", updated["_id"]))
         return self.render(
             request,
             "admin/booking/session/sale_window.html",
@@ -416,20 +409,22 @@ class SessionAdmin(
                 form.add_error("cancel_orders", exc.message)
             else:
                 note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
-                self.log(request, CHANGE, session["_id"], session_label(session), f"Canceled the session{note}.")
                 shown = ngettext(
                     "“%(name)s” was canceled; its %(count)d paid order is being refunded.",
                     "“%(name)s” was canceled; its %(count)d paid orders are being refunded.",
                     canceled,
                 )
-                messages.success(
+                return self.saved(
                     request,
-                    (shown if canceled else gettext("“%(name)s” was canceled."))
+                    CHANGE,
+                    session["_id"],
+                    session_label(session),
+                    note=f"Canceled the session{note}.",
+                    shown=(shown if canceled else gettext("“%(name)s” was canceled."))
                     % {"name": session["name"], "count": canceled},
+                    # the worker refunds them: its progress is on the cancel page
+                    to=self.url("cancel" if canceled else "change", session["_id"]),
                 )
-                if canceled:  # the worker refunds them: its progress is on the cancel page
-                    return HttpResponseRedirect(self.url("cancel", session["_id"]))
-                return HttpResponseRedirect(self.url("change", session["_id"]))
         return self.render(
             request,
             "admin/booking/session/cancel.html",

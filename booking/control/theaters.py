@@ -2,8 +2,7 @@
 
 import json
 
-from django.contrib import messages
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext
@@ -97,19 +96,16 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
                 except BookingError as exc:
                     form.add_error("name", exc.message)
                 else:
-                    self.log(
+                    return self.saved(
                         request,
                         ADDITION,
                         theater["_id"],
                         theater["name"],
-                        f"Created theater with {theater['seatCount']} seats.",
-                    )
-                    messages.success(
-                        request,
-                        gettext("Theater “%(name)s” was created with %(seats)s seats.")
+                        note=f"Created theater with {theater['seatCount']} seats.",
+                        shown=gettext("Theater “%(name)s” was created with %(seats)s seats.")
                         % {"name": theater["name"], "seats": theater["seatCount"]},
+                        to=self.url("change", theater["_id"]),
                     )
-                    return HttpResponseRedirect(self.url("change", theater["_id"]))
             return self._editor(request, form, formset, layout, title=gettext("Add theater"), status=400)
         example = parse_grid(EXAMPLE_GRID, EXAMPLE_CATEGORIES)
         return self._editor(request, form, formset, example, title=gettext("Add theater"))
@@ -117,9 +113,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_change(self, request, object_id):
         self.require(request, "view")
-        theater = selectors_get_theater(self.document_id(object_id))
-        if theater is None:
-            return self._missing(request)
+        theater = self._theater(object_id)
         if "layout" not in theater:  # a sectioned venue (a stadium): its own editor
             return HttpResponseRedirect(self.url("sections", theater["_id"]))
         layout = theater["layout"]
@@ -142,19 +136,16 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
                 except BookingError as exc:
                     form.add_error(None, exc.message)
                 else:
-                    self.log(
+                    return self.saved(
                         request,
                         CHANGE,
                         updated["_id"],
                         updated["name"],
-                        f"Changed name/layout ({updated['seatCount']} seats).",
-                    )
-                    messages.success(
-                        request,
-                        gettext("Theater “%(name)s” was saved. Sessions already created keep their seat map.")
+                        note=f"Changed name/layout ({updated['seatCount']} seats).",
+                        shown=gettext("Theater “%(name)s” was saved. Sessions already created keep their seat map.")
                         % {"name": updated["name"]},
+                        to=self.url("change", updated["_id"]),
                     )
-                    return HttpResponseRedirect(self.url("change", updated["_id"]))
             return self._editor(
                 request,
                 form,
@@ -182,9 +173,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_delete(self, request, object_id):
         self.require(request, "delete")
-        theater = selectors_get_theater(self.document_id(object_id))
-        if theater is None:
-            return self._missing(request)
+        theater = self._theater(object_id)
         sessions = selectors.sessions_of_theater(theater["_id"])
         status, error = 200, ""
         if request.method == "POST":
@@ -193,9 +182,15 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             except BookingError as exc:
                 status, error = 409, exc.message
             else:
-                self.log(request, DELETION, theater["_id"], theater["name"], "Deleted theater.")
-                messages.success(request, gettext("Theater “%(name)s” was deleted.") % {"name": theater["name"]})
-                return HttpResponseRedirect(self.url("changelist"))
+                return self.saved(
+                    request,
+                    DELETION,
+                    theater["_id"],
+                    theater["name"],
+                    note="Deleted theater.",
+                    shown=gettext("Theater “%(name)s” was deleted.") % {"name": theater["name"]},
+                    to=self.url("changelist"),
+                )
         return self.render(
             request,
             "admin/booking/theater/delete.html",
@@ -221,19 +216,16 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             except BookingError as exc:
                 form.add_error("name", exc.message)
             else:
-                self.log(
+                return self.saved(
                     request,
                     ADDITION,
                     theater["_id"],
                     theater["name"],
-                    f"Imported layout from JSON ({theater['seatCount']} seats).",
-                )
-                messages.success(
-                    request,
-                    gettext("Theater “%(name)s” was imported with %(seats)s seats.")
+                    note=f"Imported layout from JSON ({theater['seatCount']} seats).",
+                    shown=gettext("Theater “%(name)s” was imported with %(seats)s seats.")
                     % {"name": theater["name"], "seats": theater["seatCount"]},
+                    to=self.url("change", theater["_id"]),
                 )
-                return HttpResponseRedirect(self.url("change", theater["_id"]))
         status = 400 if request.method == "POST" else 200
         return self.render(
             request,
@@ -244,9 +236,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
 
     def layout_export(self, request, object_id):
         self.require(request, "view")
-        theater = selectors_get_theater(self.document_id(object_id))
-        if theater is None:
-            return self._missing(request)
+        theater = self._theater(object_id)
         shape = {"layout": theater["layout"]} if "layout" in theater else {"sections": theater.get("sections", [])}
         german = {"nameDe": theater["nameDe"]} if theater.get("nameDe") else {}
         body = json.dumps({"name": theater["name"], **german, **shape}, indent=2, ensure_ascii=False)
@@ -255,12 +245,8 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
         response["Content-Disposition"] = f'attachment; filename="{slug}-layout.json"'
         return response
 
-    def _missing(self, request):
-        raise Http404("That theater does not exist (any more).")
-
-
-def selectors_get_theater(theater_id):
-    return selectors.get_theater(theater_id)
+    def _theater(self, object_id) -> dict:
+        return self.document(selectors.get_theater, object_id, "That theater does not exist (any more).")
 
 
 def preview_context(form, layout: dict | None) -> dict:

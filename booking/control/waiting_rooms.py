@@ -9,11 +9,12 @@ to end one.
 """
 
 from datetime import timedelta
+from functools import partial
 from typing import cast
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpResponseRedirect
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
@@ -111,10 +112,7 @@ class WaitingRoomAdmin(MongoModelAdmin):
     ]
 
     def _config(self, object_id) -> waiting_room.RoomConfig:
-        config = waiting_room.get_config(self.document_id(object_id), fresh=True)
-        if config is None:
-            raise Http404("No such waiting room.")
-        return config
+        return self.document(partial(waiting_room.get_config, fresh=True), object_id, "No such waiting room.")
 
     # --- list ---
 
@@ -257,13 +255,14 @@ class WaitingRoomAdmin(MongoModelAdmin):
         self.require(request, "change")
         config = self._config(object_id)
         updated = waiting_room.pause(config.queue_id) if paused else waiting_room.resume(config.queue_id)
-        word = "Paused" if paused else "Resumed"
-        self.log(request, CHANGE, config.queue_id, room_label(updated), f"{word} admission.")
         if paused:
-            messages.success(request, gettext("Paused admission. Nobody is let in; everybody keeps their place."))
+            note = "Paused admission."
+            shown = gettext("Paused admission. Nobody is let in; everybody keeps their place.")
         else:
-            messages.success(request, gettext("Resumed admission. Buyers are let in again."))
-        return HttpResponseRedirect(self.url("change", config.queue_id))
+            note = "Resumed admission."
+            shown = gettext("Resumed admission. Buyers are let in again.")
+        to = self.url("change", config.queue_id)
+        return self.saved(request, CHANGE, config.queue_id, room_label(updated), note=note, shown=shown, to=to)
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def room_end(self, request, object_id):
@@ -271,13 +270,16 @@ class WaitingRoomAdmin(MongoModelAdmin):
         config = self._config(object_id)
         if request.method == "POST":
             count = waiting_room.disable(config.queue_id)
-            self.log(request, DELETION, config.queue_id, room_label(config), "Ended the waiting room.")
-            messages.success(
+            return self.saved(
                 request,
-                gettext("The waiting room has ended; seats are sold to everybody (%(count)s session(s)).")
+                DELETION,
+                config.queue_id,
+                room_label(config),
+                note="Ended the waiting room.",
+                shown=gettext("The waiting room has ended; seats are sold to everybody (%(count)s session(s)).")
                 % {"count": count},
+                to=self.url("changelist"),
             )
-            return HttpResponseRedirect(self.url("changelist"))
         return self.render(
             request,
             "admin/booking/waitingroom/end.html",

@@ -23,7 +23,6 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from booking.control.selectors import session_counts
 from booking.core import mongo
 from booking.core.domain import (
     DEFAULT_CHANNEL,
@@ -35,6 +34,7 @@ from booking.core.domain import (
 from booking.core.errors import NotFound
 from booking.payments import money
 from booking.reports import summaries, tally
+from booking.sales.selectors import session_counts
 
 SERIES_LIMIT = 400  # sessions in one series report (a season of one show in one hall is fewer)
 CHART_MAX_DAYS = 400  # days without sales are filled in up to this span

@@ -15,7 +15,7 @@ from booking.core.domain import (
     live_cart_filter,
     stale_cart_filter,
 )
-from booking.venues.seat_grid import restored_states
+from booking.venues.seat_grid import BLOCKED, FREE, HELD, SOLD, restored_states
 
 SUMMARY_FIELDS = {
     "name": 1,
@@ -290,3 +290,35 @@ def failed_mails(limit: int = 20) -> list[dict]:
     newest = [("mailDoneOn", -1), ("_id", -1)]
     found = mongo.orders().find({"mail": MailState.FAILED}, FAILED_MAIL_FIELDS).sort(newest).limit(limit)
     return list(found)
+
+
+# A session's seat counts, from the document read already (no query): staff lists and reports show them.
+def seat_counts(seats: list[list[int]]) -> dict:
+    """Sold, held, blocked, free and occupancy (sold share of all seats, in percent)."""
+    counts = {"sold": 0, "held": 0, "blocked": 0, "free": 0}
+    names = {SOLD: "sold", HELD: "held", BLOCKED: "blocked", FREE: "free"}
+    for row in seats:
+        for state in row:
+            if state in names:
+                counts[names[state]] += 1
+    total = sum(counts.values())
+    counts["total"] = total
+    counts["occupancy"] = round(100 * counts["sold"] / total) if total else 0
+    return counts
+
+
+def session_counts(session: dict) -> dict:
+    """seat_counts of the session's grid, or of its summary once the grid was compacted."""
+    if "seats" in session:
+        return seat_counts(session["seats"])
+    summary = session.get("seatSummary") or {"sold": 0, "blocked": 0, "free": 0, "total": 0}
+    total = summary["total"]
+    occupancy = round(100 * summary["sold"] / total) if total else 0
+    return {
+        "sold": summary["sold"],
+        "held": 0,
+        "blocked": summary["blocked"],
+        "free": summary["free"],
+        "total": total,
+        "occupancy": occupancy,
+    }
