@@ -59,6 +59,10 @@ class Order(MongoDocument):
         db_table = "mongodb_orders"
 
 
+# The permission the door's pages check (``DoorCheckin``), as Django names it.
+CHECKIN_PERMISSION = "booking.checkin_tickets"
+
+
 class DoorCheckin(MongoDocument):
     """Carries the door check-in permission (``booking.checkin_tickets``, /checkin/): door staff
     get only this one, no admin pages. Check-ins live on the orders' lines in MongoDB."""

@@ -40,10 +40,11 @@ from django.views.decorators.http import require_POST, require_safe
 from booking.checkin.presenters import conflict_data, outcome_data
 from booking.core.errors import BookingError, InvalidRequest, NotFound
 from booking.core.ids import object_id
+from booking.models import CHECKIN_PERMISSION
 from booking.sales import checkin
 from booking.web.login_lockout import DoorLoginForm
 
-PERMISSION = "booking.checkin_tickets"
+PERMISSION = CHECKIN_PERMISSION
 SYNC_BATCH_LIMIT = 200
 # What the service worker keeps for offline use, besides the pages a door opened.
 OFFLINE_ASSETS = ["checkin/door.css", "checkin/door.js", "vendor/jsqr-1.4.0/jsQR.js"]

@@ -31,11 +31,11 @@ from booking.core import clock
 from booking.core.domain import SalePhase, SessionStatus, sale_phase
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
-from booking.presale.context import status_for
-from booking.presale.forms import BestAvailableForm, RemoveSeatForm, SeatForm
 from booking.sales import carts as cart_service
 from booking.sales import counter, holds, offers, pricing, promos, selectors
 from booking.web import presenters, seatmap_html, ticket_pdf
+from booking.web.errors import status_for
+from booking.web.forms import BestAvailableForm, RemoveSeatForm, SeatForm
 
 PERMISSION = "booking.sell_at_counter"
 COUNTER_ROUTES = [

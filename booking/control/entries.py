@@ -6,9 +6,9 @@ permission sees where to start instead of "You don't have permission to view or 
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
-from booking.checkin.views import PERMISSION as CHECKIN_PERMISSION
 from booking.control.base import OnePermissionAdmin
 from booking.control.counter import PERMISSION as COUNTER_PERMISSION
+from booking.models import CHECKIN_PERMISSION
 
 
 class EntryAdmin(OnePermissionAdmin):

@@ -13,9 +13,9 @@ from django.utils.translation import gettext, gettext_lazy
 from booking.control.selectors import SessionsShown
 from booking.core import clock, json_text
 from booking.core.errors import InvalidLayout, InvalidRequest
-from booking.presale.forms import DayField
 from booking.sales.sessions import clean_details, clean_sale_window
 from booking.venues.layouts import category_codes_used, parse_grid, validate_layout, validate_sections
+from booking.web.forms import DayField
 
 MAX_PRICE = Decimal("10000.00")  # in currency units; the engine stores integer cents
 CATEGORY_ROWS = 6

@@ -29,8 +29,8 @@ from booking.core.domain import (
 from booking.core.errors import NotFound
 from booking.core.ids import object_id
 from booking.core.names import name_key
-from booking.presale.forms import DayField
 from booking.reports.figures import CHANNEL_LABELS
+from booking.web.forms import DayField
 
 REF = re.compile(r"^[A-Za-z0-9]{8}$")  # a booking reference (checkout.new_booking_ref: 8 characters)
 

@@ -3,7 +3,7 @@ errors as statuses and error pages, the seat map's context, the waiting room's g
 browser may see, and the payment panel of an order.
 
 The views import this module and never each other, so no view module depends on another's page.
-Engine errors become statuses in one place (``STATUS_FOR``).
+Engine errors become statuses in one place (``booking/web/errors.py``).
 """
 
 import textwrap
@@ -26,17 +26,7 @@ from booking.core import clock, formatting
 from booking.core.domain import CartState, SalePhase, SessionStatus, sale_phase
 from booking.core.errors import (
     BookingError,
-    CartExpired,
-    CheckoutFailed,
-    Conflict,
-    InvalidRequest,
-    NoAdjacentSeats,
     NotFound,
-    OrphanSeat,
-    SeatsTaken,
-    SessionNotOnSale,
-    TooManySeats,
-    WheelchairSpaceNotDeclared,
 )
 from booking.core.ids import object_id
 from booking.core.localized import order_state_label
@@ -46,33 +36,10 @@ from booking.payments.stripe_provider import TEST_CARDS, in_test_mode, time_in_s
 from booking.presale import queue_panel
 from booking.sales import admission, cart_expiry, exchanges, pricing, selectors, waiting_room
 from booking.sales import carts as cart_service
-from booking.sales.admission import AdmissionRequired
 from booking.venues import venue_front
 from booking.web import buyer, presenters, ratelimits, seatmap_html
 
 # --- engine errors as statuses and error pages ---
-
-STATUS_FOR = {
-    NotFound: 404,
-    InvalidRequest: 400,
-    TooManySeats: 400,
-    OrphanSeat: 400,
-    SeatsTaken: 409,
-    NoAdjacentSeats: 409,
-    CartExpired: 409,
-    Conflict: 409,
-    SessionNotOnSale: 409,
-    CheckoutFailed: 409,
-    AdmissionRequired: 403,  # a queued sale: the waiting room's admission is missing or ended
-    WheelchairSpaceNotDeclared: 400,  # nothing changed; the message says how to ask for the space
-}
-
-
-def status_for(error: BookingError) -> int:
-    for cls in type(error).__mro__:
-        if cls in STATUS_FOR:
-            return STATUS_FOR[cls]
-    return 400
 
 
 def error_page(request, error: BookingError | str, status: int):

@@ -19,11 +19,12 @@ from django.views.decorators.http import require_POST, require_safe
 
 from booking.core.errors import BookingError
 from booking.core.ids import object_id
-from booking.presale.context import cart_context, current_cart, error_page, form_error, status_for
-from booking.presale.forms import RemoveSeatForm
+from booking.presale.context import cart_context, current_cart, error_page, form_error
 from booking.sales import carts as cart_service
 from booking.sales import holds, offers, promos
 from booking.web import buyer, ratelimits
+from booking.web.errors import status_for
+from booking.web.forms import RemoveSeatForm
 
 
 @require_safe

@@ -35,14 +35,14 @@ from booking.presale.context import (
     error_page,
     form_error,
     map_context,
-    status_for,
 )
-from booking.presale.forms import BestAvailableForm, SeatForm, SeatsForm
 from booking.sales import holds, selectors
 from booking.sales.admission import AdmissionRequired
 from booking.venues import seat_words
 from booking.venues.seat_grid import FREE, HELD, seat_key
 from booking.web import buyer, ratelimits, seatmap_html
+from booking.web.errors import status_for
+from booking.web.forms import BestAvailableForm, SeatForm, SeatsForm
 
 # Refusals a buyer answers by choosing other seats, not bad input: without JavaScript they are
 # shown on the map the buyer returns to (htmx shows them in place, with their 400).
