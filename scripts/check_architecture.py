@@ -65,6 +65,7 @@ LAYERS = [
         "booking.admin",
         "booking.templatetags",
         "booking.management",
+        "booking.apps",  # the AppConfig: its ready() may import what must wait for the app registry
     ],
 ]
 # The layers where no ContextVar may live: everything below the web helpers.

@@ -1,6 +1,6 @@
 """Forms of the staff site. They check what a person typed and explain mistakes next to the
 field; the rules themselves stay in the engine (layouts.parse_grid, sessions.clean_details,
-sessions.clean_prices), whose messages are shown as they are."""
+session_prices.clean_prices), whose messages are shown as they are."""
 
 from datetime import date, datetime, timedelta
 from decimal import Decimal

@@ -1,7 +1,8 @@
 """A sectioned venue's performance in the admin: one performance with its sections
 (sales per section and in total, each section's live map and "Sell"), house seats blocked or
 released for whole sections at once, and the whole performance canceled at once. Views mixed into
-SessionAdmin (``PERFORMANCE_ROUTES``); the writes are ``venues.performances``."""
+SessionAdmin (``PERFORMANCE_ROUTES``); the writes are ``sales.performances`` and
+``sales.performance_details``."""
 
 from django import forms
 from django.http import Http404
@@ -15,8 +16,8 @@ from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import CHANGE, AdminMixinBase, attempt, bound
 from booking.core.errors import BookingError
+from booking.sales import performance_details, performances
 from booking.sales.selectors import session_counts
-from booking.venues import performances
 
 PERFORMANCE_ROUTES = [
     ("performance/<str:performance_id>/", "performance_page", "performance"),
@@ -46,8 +47,8 @@ class CancelPerformanceForm(forms.Form):
 class PerformanceAdminMixin(AdminMixinBase):
     def _sections(self, performance_id: str) -> tuple:
         pid = self.document_id(performance_id)
-        performances.finish_details(pid)  # a details change a crash left half written: finished first
-        sections = performances.sections_of(pid, FIELDS)
+        performance_details.finish_details(pid)  # a details change a crash left half written: finished first
+        sections = performance_details.sections_of(pid, FIELDS)
         if not sections:
             raise Http404(_("No such performance."))
         for section in sections:
@@ -132,8 +133,8 @@ class PerformanceAdminMixin(AdminMixinBase):
         """Name, description, times and prices of every section at once."""
         self.require(request, "view")
         pid = self.document_id(performance_id)
-        performances.finish_details(pid)  # the form shows the change as every section has it
-        sections = performances.sections_of(
+        performance_details.finish_details(pid)  # the form shows the change as every section has it
+        sections = performance_details.sections_of(
             pid,
             {
                 "name": 1,

@@ -14,6 +14,7 @@ from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import ADDITION, CHANGE, AdminMixinBase, bound
 from booking.core.errors import BookingError, InvalidLayout
+from booking.sales import theater_edits
 from booking.venues import theaters as theater_service
 from booking.venues.sections_text import parse_sections, sections_to_text
 
@@ -110,7 +111,7 @@ class SectionedVenueAdminMixin(AdminMixinBase):
             sections = self._parsed(form, formset)
             if sections is not None:
                 try:
-                    updated = theater_service.update_sectioned_theater(
+                    updated = theater_edits.update_sectioned_theater(
                         theater["_id"],
                         form.cleaned_data["name"],
                         sections,

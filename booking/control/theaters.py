@@ -16,6 +16,7 @@ from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixi
 from booking.control.seat_chart import category_legend, grid_error_context, layout_rows
 from booking.control.sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
 from booking.core.errors import BookingError
+from booking.sales import theater_edits
 from booking.venues import theaters as theater_service
 from booking.venues.layouts import layout_to_grid, parse_grid, seat_count
 
@@ -127,7 +128,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
             new_layout = self._layout(form, formset)
             if new_layout is not None:
                 try:
-                    updated = theater_service.update_theater(
+                    updated = theater_edits.update_theater(
                         theater["_id"],
                         form.cleaned_data["name"],
                         new_layout,

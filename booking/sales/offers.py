@@ -28,6 +28,7 @@ from booking.core.domain import CartState, live_cart_filter
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import FULL_PRICE_NAME, ticket_type_name, type_texts
 from booking.sales import listings, selectors
+from booking.sales.session_prices import clean_prices
 
 FULL = "full"
 FULL_PRICE = {"code": FULL, "name": FULL_PRICE_NAME, "description": ""}  # shown translated
@@ -264,10 +265,6 @@ def set_price_table(session_id: ObjectId, prices: dict, type_prices: dict) -> di
     """Staff save a session's price table: the full-price column (``prices``) and the other types'
     columns; the session takes the theater's ticket types as they are now. Bumps ``priceRev``, so
     a hold priced by the old table misses and prices again; items already held keep their prices."""
-    from booking.sales.sessions import (
-        clean_prices,  # sessions is a sibling service; imported here to keep the import graph flat
-    )
-
     session = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "theaterId": 1, "status": 1})
     if session is None:
         raise NotFound(gettext("No such session."))

@@ -7,28 +7,20 @@ this order of writes can only leave seats sold a little longer, and reconcile fi
 
 import hashlib
 import logging
-from datetime import UTC, datetime
 
 from bson import ObjectId
-from django.conf import settings
 from django.utils.translation import gettext
 
 from booking.core import clock, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
 from booking.core.errors import Conflict
 from booking.core.localized import order_state_label
+from booking.core.order_retention import purge_at as purge_at  # in core, for venues too; sales names it here
 from booking.reports import marks
 from booking.sales import promos
 from booking.venues.seat_grid import BLOCKED, FREE, SOLD, cell_path, parse_seat_key
 
 logger = logging.getLogger("booking.orders")
-
-
-def purge_at(created_on: datetime) -> datetime:
-    """When an order made at ``created_on`` may go (the purge_ttl index deletes it then): after
-    BOOKING_ORDER_RETENTION_YEARS full calendar years following the year it was made in, the way
-    bookkeeping retention is counted (an order of March 2026 is kept to the end of 2036)."""
-    return datetime(created_on.year + 1 + settings.BOOKING_ORDER_RETENTION_YEARS, 1, 1, tzinfo=UTC)
 
 
 # What staff may cancel: a sale (its money goes back) or a reservation not paid yet.

@@ -14,7 +14,7 @@ from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.errors import InvalidRequest, NotFound
 from booking.core.formatting import format_money
 from booking.sales import listings, session_cancel
-from booking.sales.sessions import MAX_PRICE
+from booking.sales.session_prices import MAX_PRICE
 
 PUBLISH = "publish"
 PRICES = "prices"

@@ -12,8 +12,8 @@ from django.utils.translation import gettext
 from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.errors import Conflict, InvalidRequest, NotFound
-from booking.core.formatting import thousands
 from booking.sales import listings, session_cancel
+from booking.sales.session_prices import clean_prices
 from booking.venues import performance_index
 from booking.venues.layouts import category_codes_used
 from booking.venues.seat_grid import (
@@ -29,7 +29,6 @@ from booking.venues.seat_grid import (
 )
 from booking.venues.theaters import session_names
 
-MAX_PRICE = 1_000_000  # minor units: 10,000.00 is more than any seat here costs
 MAX_DURATION = timedelta(hours=24)
 
 
@@ -78,30 +77,6 @@ def clean_details(
         "start": start,
         "end": end,
     }
-
-
-def clean_prices(prices: dict, layout: dict) -> dict[str, int]:
-    clean = {}
-    errors = {}
-    names = {c["code"]: c["name"] for c in layout["categories"]}
-    for code in category_codes_used(layout):
-        value = prices.get(code)
-        if isinstance(value, bool) or not isinstance(value, int):
-            errors[f"price_{code}"] = gettext("Give a price for %(category)s in cents.") % {"category": names[code]}
-        elif value < 0:
-            errors[f"price_{code}"] = gettext("The price for %(category)s cannot be below zero.") % {
-                "category": names[code]
-            }
-        elif value > MAX_PRICE:
-            errors[f"price_{code}"] = gettext("The price for %(category)s is too high (at most %(max)s).") % {
-                "category": names[code],
-                "max": thousands(MAX_PRICE // 100),
-            }
-        else:
-            clean[code] = value
-    if errors:
-        raise InvalidRequest(" ".join(errors.values()), fields=errors)
-    return clean
 
 
 def price_layout(theater: dict) -> dict:

@@ -36,12 +36,12 @@ from booking.sales import (
     listings,
     orders,
     outbox,
+    performance_details,
     promos,
     reservations,
     session_cancel,
 )
 from booking.sales import carts as cart_service
-from booking.venues import performances
 from booking.venues.seat_grid import SOLD, parse_seat_key
 
 logger = logging.getLogger("booking.reconcile")
@@ -68,7 +68,7 @@ class ReconcileReport:
     payments_settled: int = 0
     payments_expired: int = 0
     exchanges_finished: int = 0  # staff exchanges a crash left open (sales/exchanges.py)
-    sections_updated: int = 0  # a performance's details change a crash left half written (venues/performances.py)
+    sections_updated: int = 0  # a performance's details change a crash left half written (sales/performance_details.py)
     listings_written: int = 0  # what's on entries a crash left behind their session (listings.py)
     promo_uses_returned: int = 0  # promo-code uses a crash left half given back (promos.py)
 
@@ -101,7 +101,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     change_notices.requeue_pending(now)
     payment_notices.requeue_pending(now)
     session_cancel.resume_stalled(now)
-    report.sections_updated += performances.finish_details()
+    report.sections_updated += performance_details.finish_details()
     report.listings_written += listings.refresh_due()
     report.promo_uses_returned += promos.finish_give_backs()
     _requeue_pending_mails(now, report)

@@ -23,7 +23,7 @@ from datetime import datetime
 from bson import ObjectId
 
 from booking.core import mongo
-from booking.sales import orders
+from booking.core.order_retention import purge_at
 
 # ObjectIds sort by their bytes: every performanceId is at least this (a range on the index's
 # leading field, so the backfill's read is index-backed).
@@ -33,9 +33,7 @@ LOWEST_ID = ObjectId("0" * 24)
 def record(performance_id: ObjectId, section_ids: Iterable[ObjectId], end: datetime) -> None:
     """Before the sections are inserted. ``purgeAt``: it goes when the sections' orders would
     (a compacted section gets the same date, sales/retention.py)."""
-    mongo.performances().insert_one(
-        {"_id": performance_id, "sections": list(section_ids), "purgeAt": orders.purge_at(end)}
-    )
+    mongo.performances().insert_one({"_id": performance_id, "sections": list(section_ids), "purgeAt": purge_at(end)})
 
 
 def backfill() -> int:
@@ -51,7 +49,7 @@ def backfill() -> int:
     written = 0
     for performance_id, performance in found.items():
         end = performance.pop("end")
-        document = {**performance, "purgeAt": orders.purge_at(end)}
+        document = {**performance, "purgeAt": purge_at(end)}
         result = mongo.performances().update_one({"_id": performance_id}, {"$setOnInsert": document}, upsert=True)
         written += result.upserted_id is not None
     return written

@@ -9,12 +9,12 @@ from django.utils import dateformat, timezone
 
 from booking.core import clock, mongo
 from booking.sales import cancels
+from booking.sales.performance_details import sections_of
 from booking.sales.sessions import create_session
 from booking.tests.admin_support import assert_consistent, last_log, make_staff, sell
 from booking.tests.factories import CATEGORIES, make_session, make_theater
 from booking.upkeep.invariants import check_invariants
 from booking.venues.layouts import parse_grid
-from booking.venues.performances import sections_of
 from booking.venues.seat_grid import FREE, SOLD
 from booking.venues.theaters import create_sectioned_theater
 

@@ -5,12 +5,11 @@ sectioned venues drawn and edited in the admin."""
 import pytest
 
 from booking.core import mongo
-from booking.sales import cancels, holds
+from booking.sales import cancels, holds, performance_details, performances
 from booking.sales.sessions import create_session
 from booking.tests.admin_support import last_log, sell
 from booking.tests.factories import CATEGORIES
 from booking.upkeep.invariants import check_invariants
-from booking.venues import performances
 from booking.venues.layouts import parse_grid
 from booking.venues.seat_grid import BLOCKED, FREE, HELD
 from booking.venues.sections_text import parse_sections, sections_to_text
@@ -38,7 +37,7 @@ def make_match(venue):
         end=start + timedelta(hours=2),
         prices={"s": 1000, "p": 2000},
     )
-    return first["performanceId"], performances.sections_of(first["performanceId"])
+    return first["performanceId"], performance_details.sections_of(first["performanceId"])
 
 
 def test_the_session_list_shows_a_sectioned_performance_once_with_its_sales_summed(manager_client):
@@ -107,10 +106,10 @@ def test_canceling_the_performance_cancels_every_section_once_confirmed(manager_
     url = f"/admin/booking/session/performance/{pid}/cancel/"
     refused = manager_client.post(url, {})
     assert refused.status_code == 409
-    assert all(s["status"] == "on_sale" for s in performances.sections_of(pid))
+    assert all(s["status"] == "on_sale" for s in performance_details.sections_of(pid))
     done = manager_client.post(url, {"cancel_orders": "on"})
     assert done.status_code == 302
-    assert all(s["status"] == "canceled" for s in performances.sections_of(pid))
+    assert all(s["status"] == "canceled" for s in performance_details.sections_of(pid))
 
     for section in sections:  # the worker's task per section (sales/session_cancel.py)
         cancels.cancel_session_orders(section["_id"])
@@ -229,9 +228,9 @@ def test_details_and_prices_are_changed_for_every_section_at_once(manager_client
     }
     refused = manager_client.post(url, {**data, "price_s": "12", "price_p": "-1"})
     assert refused.status_code == 400
-    assert all(s["name"] == "Cup Final" for s in performances.sections_of(pid))  # nothing written
+    assert all(s["name"] == "Cup Final" for s in performance_details.sections_of(pid))  # nothing written
     assert manager_client.post(url, {**data, "price_s": "12", "price_p": "25"}).status_code == 302
-    for section in performances.sections_of(pid):
+    for section in performance_details.sections_of(pid):
         assert section["name"] == "Cup Final (replay)" and section["prices"] == {"s": 1200, "p": 2500}
     assert check_invariants() == []
 
@@ -260,12 +259,12 @@ def test_a_details_change_a_crash_left_half_written_is_finished_by_reconcile(cra
         performances.update_details(pid, **_details("Cup Final (replay)", {"s": 1200, "p": 2500}))
     faults.set_hook(None)
     names = ["Cup Final (replay)"] * written_before + ["Cup Final"] * (3 - written_before)
-    assert [s["name"] for s in performances.sections_of(pid)] == names
+    assert [s["name"] for s in performance_details.sections_of(pid)] == names
     report = reconcile()
     assert report.sections_updated == 3 - written_before
-    for section in performances.sections_of(pid):
+    for section in performance_details.sections_of(pid):
         assert section["name"] == "Cup Final (replay)" and section["prices"] == {"s": 1200, "p": 2500}
-    assert "open" not in performances.sections_of(pid)[0]["detailsChange"]
+    assert "open" not in performance_details.sections_of(pid)[0]["detailsChange"]
     assert reconcile().sections_updated == 0
     assert check_invariants() == []
 
@@ -280,7 +279,7 @@ def test_the_performance_page_finishes_a_half_written_change_before_showing_it(m
     faults.set_hook(None)
     page = manager_client.get(f"/admin/booking/session/performance/{pid}/")
     assert page.status_code == 200
-    assert [s["name"] for s in performances.sections_of(pid)] == ["Derby", "Derby"]
+    assert [s["name"] for s in performance_details.sections_of(pid)] == ["Derby", "Derby"]
     assert check_invariants() == []
 
 
@@ -292,9 +291,11 @@ def test_an_older_half_written_change_never_overwrites_a_newer_save(crash_at):
     with pytest.raises(faults.InjectedCrash):
         performances.update_details(pid, **_details("First try", {"s": 1100, "p": 2100}))
     faults.set_hook(None)
-    older = performances.sections_of(pid)[0]["detailsChange"]
+    older = performance_details.sections_of(pid)[0]["detailsChange"]
     performances.update_details(pid, **_details("Second try", {"s": 1300, "p": 2300}))
-    performances._apply_details(pid, performances.sections_of(pid)[0]["_id"], older)  # the first request, late
-    for section in performances.sections_of(pid):
+    performance_details.apply_details(
+        pid, performance_details.sections_of(pid)[0]["_id"], older
+    )  # the first request, late
+    for section in performance_details.sections_of(pid):
         assert section["name"] == "Second try" and section["prices"] == {"s": 1300, "p": 2300}
     assert check_invariants() == []

@@ -14,7 +14,7 @@ from booking.core.domain import CartState
 from booking.core.errors import CartExpired, InvalidRequest
 from booking.payments import BOX_OFFICE
 from booking.payments import flow as payments
-from booking.sales import checkin, holds, reservations, retention, sessions
+from booking.sales import checkin, holds, reservations, retention, session_prices, sessions
 from booking.sales.cart_expiry import expire_stale_carts
 from booking.tests import admin_support as support
 from booking.tests.factories import make_session, make_theater
@@ -135,14 +135,14 @@ def test_an_offline_scan_is_taken_up_to_exactly_two_days_old(monkeypatch):
 
 
 def test_a_price_of_exactly_the_maximum_is_taken_and_a_cent_more_refused():
-    """sessions.MAX_PRICE (minor units): staff's price form and create_session check it."""
+    """session_prices.MAX_PRICE (minor units): staff's price form and create_session check it."""
     layout = make_session()["layout"]
     codes = sorted(sessions.category_codes_used(layout))
-    assert sessions.clean_prices(dict.fromkeys(codes, sessions.MAX_PRICE), layout) == dict.fromkeys(
-        codes, sessions.MAX_PRICE
+    assert session_prices.clean_prices(dict.fromkeys(codes, session_prices.MAX_PRICE), layout) == dict.fromkeys(
+        codes, session_prices.MAX_PRICE
     )
     with pytest.raises(InvalidRequest, match="too high"):
-        sessions.clean_prices({**dict.fromkeys(codes, 100), codes[0]: sessions.MAX_PRICE + 1}, layout)
+        session_prices.clean_prices({**dict.fromkeys(codes, 100), codes[0]: session_prices.MAX_PRICE + 1}, layout)
 
 
 def test_a_theater_name_of_exactly_100_characters_is_taken_and_101_refused():

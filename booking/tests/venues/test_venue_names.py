@@ -22,6 +22,7 @@ from booking.payments import pdf
 from booking.sales import holds, listings, waiting_room
 from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.sales.demo_stadium import create_match, create_stadium
+from booking.sales.theater_edits import update_theater
 from booking.tests.control.test_admin_performances import _form as sectioned_form
 from booking.tests.control.test_admin_performances import make_match
 from booking.tests.control.test_admin_theaters import editor_data
@@ -32,7 +33,7 @@ from booking.tests.sales.test_exchanges import pdf_text
 from booking.upkeep import reconcile
 from booking.upkeep.invariants import check_invariants
 from booking.venues.layouts import parse_grid
-from booking.venues.theaters import create_theater, update_theater
+from booking.venues.theaters import create_theater
 from booking.web import presenters
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]

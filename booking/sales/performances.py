@@ -5,20 +5,15 @@
 from bson import ObjectId
 from pymongo import ReturnDocument
 
-from booking.core import faults, mongo
+from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.errors import Conflict, InvalidRequest, NotFound
-from booking.sales import listings
 from booking.sales import sessions as session_service
+from booking.sales.performance_details import apply_details, sections_of
+from booking.sales.session_prices import clean_prices
 from booking.venues.seat_grid import BLOCKED, FREE
 
 ATTEMPTS = 4  # a buyer may take a seat between the read and the write: read again
-
-
-def sections_of(performance_id: ObjectId, fields: dict | None = None) -> list[dict]:
-    """The performance's section documents in the venue's order (index performanceId+section.index)."""
-    found = mongo.sessions().find({"performanceId": performance_id}, fields).sort("section.index", 1)
-    return list(found)
 
 
 def set_section_blocked(session_id: ObjectId, blocked: bool) -> int:
@@ -85,8 +80,6 @@ def update_details(
     part-way leaves the change recorded and open: ``finish_details`` (reconcile, and the
     performance's admin pages when they read it) writes the sections still behind, then closes it.
     Returns the sections updated."""
-    from booking.core import clock
-
     sections = sections_of(performance_id, {"_id": 1, "layout": 1})
     if not sections:
         raise NotFound("No such performance.")
@@ -99,7 +92,7 @@ def update_details(
         for cat in section["layout"]["categories"]:
             categories.setdefault(cat["code"], cat)
         rows.extend(section["layout"]["rows"])
-    clean = session_service.clean_prices(prices, {"categories": list(categories.values()), "rows": rows})
+    clean = clean_prices(prices, {"categories": list(categories.values()), "rows": rows})
     recorded = mongo.sessions().find_one_and_update(
         {"_id": sections[0]["_id"], "performanceId": performance_id},
         {
@@ -112,39 +105,4 @@ def update_details(
     if recorded is None:
         raise NotFound("No such performance.")
     faults.point("performance.after_intent")
-    return _apply_details(performance_id, sections[0]["_id"], recorded["detailsChange"])
-
-
-def _apply_details(performance_id: ObjectId, first_id: ObjectId, change: dict) -> int:
-    """Write the recorded change into every section still behind it, then close it (only this
-    revision: a newer save keeps its own open)."""
-    rev = change["rev"]
-    behind = {"$or": [{"detailsRev": {"$exists": False}}, {"detailsRev": {"$lt": rev}}]}
-    written = 0
-    for section in sections_of(performance_id, {"_id": 1, "layout": 1, "detailsRev": 1}):
-        if section.get("detailsRev", 0) >= rev:
-            continue
-        prices = session_service.clean_prices(change["prices"], section["layout"])  # its categories' prices
-        done = mongo.sessions().update_one(
-            {"_id": section["_id"], **behind},
-            listings.due({"$set": {**change["details"], "prices": prices, "detailsRev": rev}, "$inc": {"version": 1}}),
-        )
-        listings.refresh([section["_id"]])
-        written += done.modified_count
-        faults.point("performance.after_section")
-    mongo.sessions().update_one(
-        {"_id": first_id, "detailsChange.rev": rev, "detailsChange.open": True}, {"$unset": {"detailsChange.open": ""}}
-    )
-    return written
-
-
-def finish_details(performance_id: ObjectId | None = None) -> int:
-    """Finish details changes a crash left half written: of this performance, or (reconcile) of
-    every performance with one open (sparse index ``detailsChange.open``). Returns sections written."""
-    query: dict = {"detailsChange.open": True}
-    if performance_id is not None:
-        query["performanceId"] = performance_id
-    written = 0
-    for first in mongo.sessions().find(query, {"performanceId": 1, "detailsChange": 1}).limit(100):
-        written += _apply_details(first["performanceId"], first["_id"], first["detailsChange"])
-    return written
+    return apply_details(performance_id, sections[0]["_id"], recorded["detailsChange"])
