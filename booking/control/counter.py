@@ -28,7 +28,7 @@ from booking.control import selectors as staff_selectors
 from booking.control.base import ADDITION, AdminMixinBase, errors_text
 from booking.control.order_prints import tickets_response
 from booking.core import clock
-from booking.core.domain import SalePhase, SessionStatus, sale_phase
+from booking.core.domain import OrderState, SalePhase, SessionStatus, sale_phase
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
 from booking.sales import carts as cart_service
@@ -353,7 +353,7 @@ class CounterAdminMixin(AdminMixinBase):
                 "session_id": str(session_id) if session_id else "",
                 # the last moment it may be paid (the hold ends at the next instant: midnight, or the start)
                 "due": order["payment"]["until"] - timedelta(seconds=1)
-                if order["state"] == "pending_payment"
+                if order["state"] == OrderState.PENDING_PAYMENT
                 else None,
                 "now": timezone.now(),
             },

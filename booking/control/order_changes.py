@@ -19,7 +19,7 @@ from booking.control import selectors
 from booking.control.base import CHANGE, AdminMixinBase, staff_name
 from booking.control.seat_chart import session_rows
 from booking.core import clock
-from booking.core.domain import SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import format_money
 from booking.core.ids import object_id
@@ -145,7 +145,7 @@ class OrderChangesMixin(AdminMixinBase):
         return {
             "history": order_history(order),
             "exchange_waiting": {**waiting, "amount": waiting["difference"]} if waiting else None,
-            "can_exchange": order["state"] in ("paid", "partially_refunded")
+            "can_exchange": order["state"] in SEAT_OWNING_ORDER_STATES
             and bool(order.get("paidWith"))
             and bool(order.get("lines")),
         }

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 
 from booking.control.base import CHANGE, AdminMixinBase, errors_text, staff_name
 from booking.control.counter import METHOD_CHOICES, may_sell
+from booking.core.domain import OrderState
 from booking.core.errors import BookingError
 from booking.core.formatting import seat_label
 from booking.payments import flow as payment_service
@@ -160,7 +161,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             paid = payment_service.mark_paid_at_counter(order["_id"], by=staff_name(request.user))
         except BookingError as exc:
             return self.refused(request, exc.message, back)
-        if paid["state"] != "paid":
+        if paid["state"] != OrderState.PAID:
             reason = gettext("Order %(ref)s could not be paid: %(state)s.") % {
                 "ref": order["ref"],
                 "state": paid.get("failure") or paid["state"],

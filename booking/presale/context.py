@@ -23,7 +23,7 @@ from django.utils.translation import gettext, gettext_noop
 
 from booking import payments
 from booking.core import clock, formatting
-from booking.core.domain import CartState, SalePhase, SessionStatus, sale_phase
+from booking.core.domain import CartState, OrderState, SalePhase, SessionStatus, sale_phase
 from booking.core.errors import (
     BookingError,
     NotFound,
@@ -300,7 +300,7 @@ CARD_FORM_STATES = (base.OPEN, base.FAILED, base.CANCELED, base.ACTION, None)  #
 
 
 def state_label(order: dict) -> str:
-    if order.get("method") == payments.BOX_OFFICE and order["state"] == "pending_payment":
+    if order.get("method") == payments.BOX_OFFICE and order["state"] == OrderState.PENDING_PAYMENT:
         return gettext("Reserved: pay at the box office")
     return order_state_label(order["state"])
 
@@ -352,7 +352,7 @@ def payment_context(request, order: dict) -> dict:
     pay = order.get("payment") or {}
     now = clock.now()
     is_buyer = request is not None and buyer.owner(request) == order.get("owner")
-    pending = order["state"] == "pending_payment"
+    pending = order["state"] == OrderState.PENDING_PAYMENT
     card = order.get("method") == payments.CARD and is_buyer  # paid from the browser that booked
     context = {
         "order": order,
@@ -370,9 +370,10 @@ def payment_context(request, order: dict) -> dict:
         "stripe_key": settings.STRIPE_PUBLISHABLE_KEY,
         "stripe_js": settings.STRIPE_JS_URL if pending and card else "",
         "test_cards": test_cards() if pending and card else [],
-        "receipt": order["state"] in ("paid", "partially_refunded", "refunded") and bool(order.get("receiptNo")),
+        "receipt": order["state"] in (OrderState.PAID, OrderState.PARTIALLY_REFUNDED, OrderState.REFUNDED)
+        and bool(order.get("receiptNo")),
         "receipt_label": receipts.receipt_label(order),
-        "refunded": sum(r["amount"] for r in order.get("refunds", []) if r["status"] == "succeeded"),
+        "refunded": sum(r["amount"] for r in order.get("refunds", []) if r["status"] == base.SUCCEEDED),
         "refund_pending": any(r["status"] != "succeeded" for r in order.get("refunds", [])),
     }
     return context
@@ -388,7 +389,10 @@ def test_cards() -> list[tuple[str, str]]:
 def refresh_order(order: dict) -> dict:
     """The order page is the return page: a payment still being decided is asked about."""
     pay = order.get("payment") or {}
-    waiting = order["state"] in ("pending_payment", "expired") and pay.get("status") in payment_service.AT_THE_BANK
+    waiting = (
+        order["state"] in (OrderState.PENDING_PAYMENT, OrderState.EXPIRED)
+        and pay.get("status") in payment_service.AT_THE_BANK
+    )
     if waiting and order.get("method") == payments.CARD:
         return payment_service.check(order["_id"], quiet=True)
     if order.get("settling"):

@@ -20,7 +20,7 @@ from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.http import require_http_methods
 
 from booking import payments
-from booking.core.domain import CartState
+from booking.core.domain import CartState, OrderState
 from booking.core.errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from booking.payments import flow as payment_service
 from booking.payments import money
@@ -144,7 +144,7 @@ def checkout(request):
         if isinstance(exc, CartExpired | CheckoutFailed):
             buyer.forget_cart(request)
         return _go(request, reverse("booking:cart"))
-    if order["state"] != "pending_payment" or order.get("method") != payments.CARD:
+    if order["state"] != OrderState.PENDING_PAYMENT or order.get("method") != payments.CARD:
         buyer.forget_cart(request)
         response = _go(request, reverse("booking:order", args=[order["ref"]]))
     elif request.htmx:  # the page that asked has Stripe.js (and its policy) already

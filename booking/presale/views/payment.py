@@ -23,6 +23,7 @@ from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST, require_safe
 
+from booking.core.domain import OrderState
 from booking.core.errors import BookingError, InvalidRequest, NotFound
 from booking.payments import base, receipts
 from booking.payments import flow as payment_service
@@ -92,11 +93,11 @@ def payment_status(request, ref):
     except NotFound:
         return HttpResponse(status=404)
     if request.GET.get("format") == "json":
-        status = order["state"] if order["state"] != "pending_payment" else order["payment"]["status"]
+        status = order["state"] if order["state"] != OrderState.PENDING_PAYMENT else order["payment"]["status"]
         status = base.PROCESSING if status == payment_service.CONFIRMING else status  # a charge under way
         failure = order["payment"].get("failure")
         return JsonResponse(_pay_answer(status, order, gettext(failure) if failure else ""))
-    if order["state"] != "pending_payment":
+    if order["state"] != OrderState.PENDING_PAYMENT:
         response = HttpResponse(status=204)
         response["HX-Redirect"] = reverse("booking:order", args=[order["ref"]])
         return response
