@@ -29,6 +29,7 @@ from booking.core import clock, faults, mongo
 logger = logging.getLogger("booking.receipts")
 
 MAX_ATTEMPTS = 50
+BACKOFF_CAP_SECONDS = 0.5  # the longest wait after a lost race for the next number
 
 
 def counters():
@@ -97,11 +98,11 @@ def assign(order_id: ObjectId, theater_id=None, ref: str | None = None) -> int:
                 {"$set": {"last": counter["last"] + 1, "lastOrder": order_id, "lastRef": mine_filter.get("ref")}},
             )
             if not taken.modified_count:
-                # someone else took the next number: read again, after a short random wait that
-                # grows with each loss (without it, a rush of payments at one theater kept the same
-                # losers retrying in lockstep until they ran out of attempts: seen in the bench's
-                # seed scenario, 3 of 1,000)
-                time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
+                # someone else took the next number: read again, after a random wait that doubles
+                # with each loss. Capped at 50 ms, a rush of payments at one theater on a slower
+                # machine still ran 300 of the bench's 1,000 payers out of attempts; up to half a
+                # second spreads them out, and 50 losses in a row then take ~20 s.
+                time.sleep(random.uniform(0, min(BACKOFF_CAP_SECONDS, 0.001 * 2**attempt)))
                 continue
             number = counter["last"] + 1
         faults.point("receipt.after_counter")
