@@ -1,6 +1,7 @@
 """Count the MongoDB commands the app sends, through pymongo's command monitoring."""
 
 import contextlib
+import threading
 from collections import Counter
 
 import bson
@@ -12,12 +13,18 @@ WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify"}
 
 
 class CommandCounter(monitoring.CommandListener):
+    """Counts the commands sent by the thread that made it: a live server or a push thread left running
+    by another test in the same worker must not add to what a test counts."""
+
     def __init__(self):
+        self._thread = threading.get_ident()
         self.commands: list[tuple[str, str]] = []
         self._pending: dict[int, tuple[str, str]] = {}
         self.replies: list[tuple[str, str, int]] = []  # (command, collection, reply size in bytes)
 
     def started(self, event):
+        if threading.get_ident() != self._thread:
+            return
         if event.command_name in {"hello", "isMaster", "ismaster", "endSessions", "ping"}:
             return
         collection = event.command.get(event.command_name)

@@ -194,9 +194,12 @@ def test_nothing_moves_when_reduced_motion_is_asked_for(chromium, live_server, s
         seat(other, "A", 1).click()
         expect(seat(other, "A", 1)).to_have_attribute("aria-label", re.compile("held by you$"))
         # the pulse is on the seat just picked until the map is next redrawn (a poll or a push can
-        # redraw it at any moment): put the picked class back and look in the same script, so no
-        # redraw can come between and the check is of the style, not of timing
-        moving = seat(other, "A", 1).evaluate(f"el => {{ el.classList.add('pk'); return ({MOVING})(); }}")
+        # redraw it at any moment, even between finding an element and running a script on it): find
+        # the seat, put the picked class back and look, all in one script, so no redraw comes between
+        moving = other.evaluate(
+            "() => { document.querySelector('.s[aria-label^=\"Row A, seat 1,\"]').classList.add('pk');"
+            f" return ({MOVING})(); }}"
+        )
         assert moving, "expected the picked seat's pulse without the preference"
         plain.close()
     finally:
