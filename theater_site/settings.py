@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "axes",  # password guessing on the staff logins (booking/web/login_lockout.py)
+    "ninja",  # the REST API's interactive docs use its bundled Swagger UI (no CDN: our CSP)
     "booking",
 ]
 
@@ -258,6 +259,8 @@ BOOKING_HOLD_RATE = env.str("BOOKING_HOLD_RATE", default="30/m")  # hold request
 BOOKING_HOLD_RATE_PER_ADDRESS = env.str("BOOKING_HOLD_RATE_PER_ADDRESS", default="120/m")
 # Booking lookups by reference + e-mail per client (Find my booking, the mail's link); "" turns it off
 BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
+# REST API calls per token (booking/api/auth.py); 429 with Retry-After beyond; "" turns it off
+BOOKING_API_RATE = env.str("BOOKING_API_RATE", default="600/m")
 # Box-office reservations (each mails its unverified address at once) per client address, and per
 # e-mail address from anywhere; "" turns either off
 BOOKING_RESERVATION_MAIL_RATE = env.str("BOOKING_RESERVATION_MAIL_RATE", default="10/d")

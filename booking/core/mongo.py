@@ -140,6 +140,24 @@ def performances():
     return get_db()["performances"]
 
 
+# --- the REST API (booking/api/): its tokens, its call log, its idempotency keys
+
+
+def api_tokens():
+    """API tokens, stored as the SHA-256 of their secret (booking/web/api_tokens.py)."""
+    return get_db()["api_tokens"]
+
+
+def api_calls():
+    """One document per API call: which token, what, the answer's status; kept 30 days."""
+    return get_db()["api_calls"]
+
+
+def api_idempotency():
+    """An API request's Idempotency-Key claimed, and the first answer kept for its retries."""
+    return get_db()["api_idempotency"]
+
+
 # Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
 # once a minute after their date); the indexes that carry the dates are declared below.
 DAY = 86_400
@@ -162,6 +180,10 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     "listings": {"start": 1},
     # the stadium performance page (venues/performance_index.py): read by _id (the performanceId)
     "performances": {"_id": "hashed"},
+    # the API: tokens by the hash of their secret (unique), calls by token, keys by token and key
+    "api_tokens": {"hash": 1},
+    "api_calls": {"tokenId": "hashed"},
+    "api_idempotency": {"_id": "hashed"},
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
@@ -176,6 +198,9 @@ OWNED_COLLECTIONS = (
     "session_sales",
     "listings",
     "performances",
+    "api_tokens",
+    "api_calls",
+    "api_idempotency",
 )
 
 
@@ -347,6 +372,7 @@ def ensure_indexes() -> list[str]:
     # --- scale: an address's held-seats document goes once its last hold has ended
     # (sales/client_holds.py); read and written by _id only
     created.append(_index(client_holds(), [("until", 1)], name="until_ttl", expireAfterSeconds=0))
+    created += _api_indexes()
     _drop_undeclared(set(created))
     return created
 
@@ -358,6 +384,18 @@ def _report_indexes() -> list[str]:
     return [
         _index(orders(), [("reportStale.s", 1)], name="report_stale", sparse=True),
         _index(session_sales(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),
+    ]
+
+
+def _api_indexes() -> list[str]:
+    """The API (booking/api/): a token found by its secret's hash, the staff list per theater;
+    the call log and the idempotency keys go by TTL."""
+    return [
+        _index(api_tokens(), [("hash", 1)], unique=True, name="hash_unique"),
+        _index(api_tokens(), [("theaterId", 1), ("createdOn", -1)], name="theater_created"),
+        _index(api_calls(), [("tokenId", 1), ("at", -1)], name="token_at"),
+        _index(api_calls(), [("at", 1)], name="at_ttl", expireAfterSeconds=30 * DAY),
+        _index(api_idempotency(), [("createdOn", 1)], name="created_ttl", expireAfterSeconds=DAY),
     ]
 
 

@@ -32,10 +32,10 @@ from pymongo import ReturnDocument
 from booking import payments
 from booking.core import clock, faults, mongo
 from booking.core.domain import CartState, OrderState, live_cart_filter
-from booking.core.errors import CartExpired, InvalidRequest, NotFound
+from booking.core.errors import BookingError, CartExpired, InvalidRequest, NotFound
 from booking.payments import flow as payment_service
 from booking.payments.counter import CARD_TERMINAL, CASH, COMPLIMENTARY, COUNTER_METHODS, INVOICE, PAID_AT_ONCE
-from booking.sales import cart_expiry, checkout, offers, pricing, promos
+from booking.sales import cart_expiry, checkout, holds, offers, pricing, promos
 from booking.sales import carts as cart_service
 
 BOX_OFFICE = "box_office"
@@ -253,3 +253,20 @@ def _settle_if_paid_now(order: dict) -> dict:
 def mark_invoice_paid(order_id: ObjectId, *, by: str) -> dict:
     """The invoice's money arrived: the order becomes paid and its seats sold (as at the box office)."""
     return payment_service.mark_paid_at_counter(order_id, by=by)
+
+
+def sell_seats(*, owner: str, session_id: ObjectId, seat_keys: list[str], sale: CounterSale) -> dict:
+    """Hold these seats under a cart of the owner's and sell them at once: the counter's hold
+    (``holds.BOX_OFFICE``: the box office's hours, house seats) and ``sell``, as staff do in two
+    steps (the REST API's reservations and complimentary orders). The sale's fields are checked
+    before anything is held; a sale refused after the hold gives the seats back at once."""
+    session = mongo.sessions().find_one({"_id": session_id}, {"start": 1})
+    if session is None:
+        raise NotFound(_("No such session."))
+    clean_sale(sale, [session], clock.now())
+    held = holds.hold_seats(session_id, owner, None, seat_keys, context=holds.BOX_OFFICE)
+    try:
+        return sell(owner, held.cart_id, sale)
+    except BookingError:
+        cart_service.cancel_cart(held.cart_id, owner)
+        raise

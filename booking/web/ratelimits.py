@@ -121,6 +121,7 @@ def check_rates(app_configs=None, **kwargs) -> list[checks.Error]:
         "BOOKING_HOLD_RATE",
         "BOOKING_HOLD_RATE_PER_ADDRESS",
         "BOOKING_LOOKUP_RATE",
+        "BOOKING_API_RATE",
         "BOOKING_RESERVATION_MAIL_RATE",
         "BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL",
     ):
