@@ -1,64 +1,91 @@
-"""The staff order list's filters: session, date span, state, sales channel, beside the text search
-(reference, e-mail, name). A reference typed alone opens its order.
-
-Every combination is index-backed: the session through ``lines.sessionId``; the state through
-``state+createdOn+_id``; the channel through ``channel+createdOn+_id`` (an online order has no
-``channel``: it is found as ``null``), complimentary ones (``method``) through the partial
-``complimentary_newest``; the days through ``newest`` (``createdOn+_id``), which also
-gives the order of the list. The server picks among them; the other filters are checked on what
-the index found. Newest first, at most ``STAFF_LIST_LIMIT``.
-"""
+"""The staff order list's filter form: what staff type and pick, turned into the selector's
+``OrderFilters`` (booking/sales/order_search.py does the finding). A booking reference typed alone
+opens its order."""
 
 import re
 from datetime import datetime, time, timedelta
 
 from django import forms
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 
-from booking.control.selectors import NEWEST_FIRST, ORDER_LIST_FIELDS, STAFF_LIST_LIMIT, with_ids
+from booking.control import selectors
 from booking.core import mongo
-from booking.core.domain import (
-    COMPLIMENTARY_METHOD,
-    DEFAULT_CHANNEL,
-    ORDER_CHANNEL_FIELD,
-    OrderState,
-    SalesChannel,
-    sales_channel,
-)
+from booking.core.domain import OrderState, SalesChannel, sales_channel
 from booking.core.errors import NotFound
 from booking.core.ids import object_id
-from booking.core.names import name_key
+from booking.core.localized import ORDER_STATE_LABELS
 from booking.reports.figures import CHANNEL_LABELS
+from booking.reports.order_exports import PAYMENT_METHOD_LABELS
+from booking.sales.order_search import TEXT_MAX, OrderFilters
 from booking.web.forms import DayField
 
 REF = re.compile(r"^[A-Za-z0-9]{8}$")  # a booking reference (checkout.new_booking_ref: 8 characters)
 
-STATE_CHOICES = [("", _("Any state"))] + [(s.value, s.value.replace("_", " ")) for s in OrderState]
+STATE_CHOICES = [("", _("Any state"))] + [(s.value, ORDER_STATE_LABELS.get(s, s.value)) for s in OrderState]
 CHANNEL_CHOICES = [("", _("Any channel"))] + [(c.value, label) for c, label in CHANNEL_LABELS.items()]
+PAYMENT_METHOD_CHOICES = [("", _("Any payment method")), *PAYMENT_METHOD_LABELS.items()]
 
 
-class OrderFilterForm(forms.Form):
-    q = forms.CharField(
-        required=False,
-        max_length=120,
-        label=_("Booking reference, e-mail or name"),
-        widget=forms.TextInput(attrs={"size": 32, "autofocus": True, "type": "search"}),
-    )
-    session = forms.CharField(required=False, max_length=24, label=_("Session id"))
-    since = DayField(required=False, label=_("From"), widget=forms.DateInput(attrs={"type": "date"}))
-    until = DayField(required=False, label=_("To"), widget=forms.DateInput(attrs={"type": "date"}))
-    state = forms.ChoiceField(required=False, choices=STATE_CHOICES, label=_("State"))
-    channel = forms.ChoiceField(required=False, choices=CHANNEL_CHOICES, label=_("Channel"))
+def performance_label(session: dict) -> str:
+    """How a performance is picked: its title, its date and time, its hall (or section)."""
+    start = timezone.localtime(session["start"]) if session.get("start") else None
+    when = formats.date_format(start, "SHORT_DATETIME_FORMAT") if start else ""
+    where = session.get("venueName") or session.get("theaterName") or ""
+    section = (session.get("section") or {}).get("name")
+    place = f"{where} / {section}" if section else where
+    return " · ".join(part for part in (session.get("name") or "", when, place) if part)
 
-    def clean_session(self):
-        raw = self.cleaned_data["session"].strip()
+
+class PerformanceField(forms.CharField):
+    """A performance picked from a list (by title and date): the value is its session's id; an id
+    the list does not show (an older performance, a link from its page) is taken all the same."""
+
+    widget = forms.Select
+
+    def to_python(self, value):
+        raw = (super().to_python(value) or "").strip()
         if not raw:
             return None
         try:
             return object_id(raw, "session")
         except NotFound:
-            raise forms.ValidationError(_("That is not a session id.")) from None
+            raise forms.ValidationError(_("Please pick a performance from the list.")) from None
+
+
+class OrderFilterForm(forms.Form):
+    q = forms.CharField(
+        required=False,
+        max_length=TEXT_MAX,
+        label=_("Booking reference, e-mail or name"),
+        widget=forms.TextInput(attrs={"size": 28, "type": "search"}),
+    )
+    session = PerformanceField(required=False, label=_("Performance"))
+    since = DayField(required=False, label=_("From"), widget=forms.DateInput(attrs={"type": "date"}))
+    until = DayField(required=False, label=_("To"), widget=forms.DateInput(attrs={"type": "date"}))
+    state = forms.ChoiceField(required=False, choices=STATE_CHOICES, label=_("State"))
+    channel = forms.ChoiceField(required=False, choices=CHANNEL_CHOICES, label=_("Channel"))
+    method = forms.ChoiceField(required=False, choices=PAYMENT_METHOD_CHOICES, label=_("Payment method"))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        performances = selectors.performances_to_pick()
+        chosen = self._chosen_session()
+        if chosen is not None and all(s["_id"] != chosen for s in performances):
+            found = mongo.sessions().find_one(
+                {"_id": chosen}, {"name": 1, "start": 1, "theaterName": 1, "venueName": 1, "section": 1}
+            )
+            if found is not None:
+                performances = [found, *performances]
+        choices = [("", _("Any performance"))] + [(str(s["_id"]), performance_label(s)) for s in performances]
+        self.fields["session"].widget.choices = choices
+
+    def _chosen_session(self):
+        raw = (self.data.get("session") or "").strip() if self.is_bound else ""
+        try:
+            return object_id(raw, "session") if raw else None
+        except NotFound:
+            return None
 
     def clean(self):
         data = super().clean() or {}
@@ -70,66 +97,24 @@ class OrderFilterForm(forms.Form):
     def filtering(self) -> bool:
         """Any filter beside the text?"""
         data = self.cleaned_data
-        return any(data.get(k) for k in ("session", "since", "until", "state", "channel"))
+        return any(data.get(k) for k in ("session", "since", "until", "state", "channel", "method"))
+
+    def filters(self) -> OrderFilters:
+        """The valid form's choices as the selector's filters."""
+        data = self.cleaned_data
+        return OrderFilters(
+            text=data.get("q") or "",
+            session_ids=(data["session"],) if data.get("session") else (),
+            placed_from=local_midnight(data["since"]) if data.get("since") else None,
+            placed_until=local_midnight(data["until"]) + timedelta(days=1) if data.get("until") else None,
+            states=(OrderState(data["state"]),) if data.get("state") else (),
+            channels=(SalesChannel(data["channel"]),) if data.get("channel") else (),
+            payment_methods=(data["method"],) if data.get("method") else (),
+        )
 
 
-def _local_midnight(day) -> datetime:
+def local_midnight(day) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min))
-
-
-def _text_clauses(text: str) -> list[dict] | None:
-    """The text search's ``$or`` branches (as control.selectors.search_orders); None: no text."""
-    text = " ".join((text or "").split())
-    if not text:
-        return None
-    clauses: list[dict] = []
-    prefix = name_key(text)
-    if prefix:
-        clauses.append({"nameKeys": {"$regex": "^" + re.escape(prefix)}})
-    if "@" in text:
-        clauses.append({"email": text.lower()})
-    compact = text.replace(" ", "").replace("-", "")
-    if re.fullmatch(r"[A-Za-z0-9]{6,12}", compact):
-        clauses.append({"ref": compact.upper()})
-    return clauses
-
-
-def order_query(data: dict) -> dict | None:
-    """The MongoDB filter of the form's cleaned data (None: the text can match nothing)."""
-    query: dict = {}
-    clauses = _text_clauses(data.get("q", ""))
-    if clauses is not None:
-        if not clauses:
-            return None
-        query["$or"] = clauses
-    if data.get("session"):
-        query["lines.sessionId"] = data["session"]
-    if data.get("state"):
-        query["state"] = data["state"]
-    channel = data.get("channel")
-    if channel == SalesChannel.COMPLIMENTARY:  # given away (the counter's method), or so marked
-        given = [{"method": COMPLIMENTARY_METHOD}, {ORDER_CHANNEL_FIELD: channel}]
-        query["$and"] = [*query.get("$and", []), {"$or": given}]
-    elif channel:
-        query[ORDER_CHANNEL_FIELD] = {"$in": [None, channel]} if channel == DEFAULT_CHANNEL else channel
-        query["method"] = {"$ne": COMPLIMENTARY_METHOD}  # those count as complimentary
-    span = {}
-    if data.get("since"):
-        span["$gte"] = _local_midnight(data["since"])
-    if data.get("until"):
-        span["$lt"] = _local_midnight(data["until"]) + timedelta(days=1)
-    if span:
-        query["createdOn"] = span
-    return query
-
-
-def filter_orders(data: dict) -> list[dict]:
-    """Orders matching the filters, newest first (at most STAFF_LIST_LIMIT)."""
-    query = order_query(data)
-    if query is None:
-        return []
-    found = mongo.orders().find(query, {**ORDER_LIST_FIELDS, ORDER_CHANNEL_FIELD: 1, "method": 1})
-    return with_ids(found.sort(NEWEST_FIRST).limit(STAFF_LIST_LIMIT))
 
 
 def order_by_ref(text: str) -> dict | None:

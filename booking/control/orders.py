@@ -4,7 +4,8 @@ told); re-send the confirmation mail."""
 
 from django.contrib import messages
 from django.core import signing
-from django.http import HttpResponseBadRequest, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseBadRequest, HttpResponseRedirect, StreamingHttpResponse
+from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -19,19 +20,55 @@ from booking.control.order_payments import ROUTES as PAYMENT_ROUTES
 from booking.control.order_payments import OrderPaymentsMixin
 from booking.control.order_prints import ROUTES as PRINT_ROUTES
 from booking.control.order_prints import OrderPrintsMixin
+from booking.core import clock
 from booking.core.errors import BookingError
 from booking.core.formatting import seat_label
 from booking.core.localized import order_category, order_state_label, sold_ticket_type, ticket_type_name
 from booking.notifications import confirmations as notifications
 from booking.payments import refunds as refund_service
 from booking.payments.money import format_money
-from booking.sales import cancels
+from booking.reports import order_exports
+from booking.sales import cancels, order_search
 from booking.sales import orders as order_service
+
+ORDER_PAGE_SIZE = 50
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+def order_row(order: dict) -> dict:
+    """A list row: the order with its performances (title, start) and seats, its channel."""
+    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    seats: dict = {}
+    for line in order.get("lines", []):
+        seats.setdefault(line["sessionId"], []).append(seat_label(line["row"], line["seat"]))
+    order["performances"] = [
+        {"name": sessions.get(sid, {}).get("name") or "", "start": sessions.get(sid, {}).get("start"), "seats": labels}
+        for sid, labels in seats.items()
+    ]
+    order["seatCount"] = len(order.get("lines", []))
+    order["channel"] = order_filters.channel_of(order)
+    order["id"] = str(order["_id"])
+    return order
+
+
+def export_name(extension: str) -> str:
+    return f"orders-{timezone.localtime(clock.now()):%Y-%m-%d-%H%M}.{extension}"
+
+
+def page_query(params, cursor: str | None) -> str | None:
+    """The list's query string with this page cursor (None: no such page)."""
+    if cursor is None:
+        return None
+    query = params.copy()
+    query["cursor"] = cursor
+    return query.urlencode()
 
 
 class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoModelAdmin):
     routes = [
         ("", "order_list", "changelist"),
+        ("export.csv", "order_export_csv", "export_csv"),
+        ("export.xlsx", "order_export_xlsx", "export_xlsx"),
         ("<str:object_id>/change/", "order_detail", "change"),
         ("<str:object_id>/cancel/", "order_cancel", "cancel"),
         ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
@@ -51,19 +88,29 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         return False  # an order is canceled, never deleted: it is the receipt
 
     def order_list(self, request):
-        """Search and filter (control/order_filters.py); a booking reference typed alone opens its order."""
+        """Search and filter (control/order_filters.py, sales/order_search.py), a page at a time by
+        cursor; a booking reference typed alone opens its order."""
         self.require(request, "view")
-        form = order_filters.OrderFilterForm(request.GET or None)
+        params = request.GET.copy()
+        cursor = params.pop("cursor", [""])[-1]
+        form = order_filters.OrderFilterForm(params or None)
         valid = form.is_valid() if form.is_bound else True
         data = form.cleaned_data if form.is_bound and valid else {}
-        if data.get("q") and not form.filtering():
+        if data.get("q") and not form.filtering() and not cursor:
             found = order_filters.order_by_ref(data["q"])
             if found is not None:
                 return HttpResponseRedirect(self.url("change", found["_id"]))
-        orders = order_filters.filter_orders(data) if valid else []
-        for order in orders:
-            order["seatCount"] = len(order.get("lines", []))
-            order["channel"] = order_filters.channel_of(order)
+        page = order_search.OrderPage(orders=[], next_cursor=None)
+        status = 200 if valid else 400
+        if valid:
+            filters = form.filters() if form.is_bound else order_search.OrderFilters()
+            try:
+                page = order_search.search_orders(filters=filters, cursor=cursor or None, limit=ORDER_PAGE_SIZE)
+            except order_search.InvalidCursor:
+                form.add_error(None, gettext("That page link is not valid; showing the first page."))
+                page = order_search.search_orders(filters=filters, limit=ORDER_PAGE_SIZE)
+                status = 400
+        rows = [order_row(order) for order in page.orders]
         searched = bool(data.get("q")) or (form.is_bound and valid and form.filtering())
         return self.render(
             request,
@@ -71,12 +118,44 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
             {
                 "title": gettext("Orders"),
                 "form": form,
-                "orders": orders,
+                "orders": rows,
                 "searched": searched,
-                "limit": selectors.STAFF_LIST_LIMIT,
+                "next_query": page_query(params, page.next_cursor),
+                "previous_query": page_query(params, page.previous_cursor),
+                "export_query": params.urlencode(),
             },
-            status=200 if valid else 400,
+            status=status,
         )
+
+    def _export_filters(self, request) -> order_search.OrderFilters | None:
+        """The list's filters from the query string (None: they are not valid)."""
+        self.require(request, "view")
+        params = request.GET.copy()
+        params.pop("cursor", None)  # the export is every page
+        form = order_filters.OrderFilterForm(params or None)
+        if not form.is_bound:
+            return order_search.OrderFilters()
+        return form.filters() if form.is_valid() else None
+
+    @method_decorator(require_safe)
+    def order_export_csv(self, request):
+        """Exactly what the list's filters find, every page, as CSV (streamed as it is read)."""
+        filters = self._export_filters(request)
+        if filters is None:
+            return HttpResponseBadRequest(gettext("The filters are not valid; correct them on the order list."))
+        response = StreamingHttpResponse(order_exports.csv_chunks(filters), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{export_name("csv")}"'
+        return response
+
+    @method_decorator(require_safe)
+    def order_export_xlsx(self, request):
+        """The same as XLSX."""
+        filters = self._export_filters(request)
+        if filters is None:
+            return HttpResponseBadRequest(gettext("The filters are not valid; correct them on the order list."))
+        response = HttpResponse(order_exports.xlsx_bytes(filters), content_type=XLSX)
+        response["Content-Disposition"] = f'attachment; filename="{export_name("xlsx")}"'
+        return response
 
     def _order(self, object_id) -> dict:
         return self.document(selectors.get_order, object_id, "No such order.")

@@ -11,7 +11,6 @@ from django.utils import timezone
 
 from booking.core import clock, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState, SessionStatus
-from booking.core.names import name_key
 from booking.sales.selectors import session_counts
 from booking.venues.seat_grid import restored_states
 
@@ -228,33 +227,15 @@ def session_names(session_ids) -> dict[ObjectId, dict]:
     return {s["_id"]: s for s in with_ids(list(found))}
 
 
-ORDER_LIST_FIELDS = {"ref": 1, "name": 1, "email": 1, "state": 1, "total": 1, "currency": 1, "createdOn": 1, "lines": 1}
-_REF = re.compile(r"^[A-Za-z0-9]{6,12}$")
+# The performances the order list's filter offers, newest start first.
+PERFORMANCE_PICK_LIMIT = 300
 
 
-def search_orders(text: str) -> list[dict]:
-    """Find orders by booking reference (exact), e-mail (exact, any case) or name (the start of any
-    of its words, any case or accent: "lov" finds Ada Lovelace). Each branch has its index (the
-    name through ``nameKeys``, an anchored prefix); the newest 200 matches.
-
-    Empty text lists the newest orders (the newest index).
-    """
-    text = " ".join((text or "").split())
-    if not text:
-        return with_ids(mongo.orders().find({}, ORDER_LIST_FIELDS).sort(NEWEST_FIRST).limit(50))
-    clauses: list[dict] = []
-    prefix = name_key(text)
-    if prefix:
-        clauses.append({"nameKeys": {"$regex": "^" + re.escape(prefix)}})
-    if "@" in text:
-        clauses.append({"email": text.lower()})
-    compact = text.replace(" ", "").replace("-", "")
-    if _REF.match(compact):
-        clauses.append({"ref": compact.upper()})
-    if not clauses:
-        return []
-    found = mongo.orders().find({"$or": clauses}, ORDER_LIST_FIELDS).sort(NEWEST_FIRST).limit(STAFF_LIST_LIMIT)
-    return with_ids(found)
+def performances_to_pick() -> list[dict]:
+    """The sessions staff pick a performance from (by title and date) to filter orders: the latest
+    starts first (the start index); an older one is still reached from its own page."""
+    fields = {"name": 1, "start": 1, "theaterName": 1, "venueName": 1, "section": 1}
+    return list(mongo.sessions().find({}, fields).sort([("start", -1), ("_id", -1)]).limit(PERFORMANCE_PICK_LIMIT))
 
 
 def get_order(order_id: ObjectId) -> dict | None:

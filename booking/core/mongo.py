@@ -282,19 +282,12 @@ def ensure_indexes() -> list[str]:
     # the staff search by name: an anchored prefix of a word of the name (booking/core/names.py)
     created.append(_index(orders(), [("nameKeys", 1)], name="name_prefix"))
     created.append(_index(orders(), [("createdOn", -1), ("_id", -1)], name="newest"))
-    # the staff order list's filters by state and by sales channel, newest first (control/order_filters.py;
+    # the staff order list's filters by state and by sales channel, newest first (sales/order_search.py;
     # an online order has no channel: indexed as null)
     created.append(_index(orders(), [("state", 1), ("createdOn", -1), ("_id", -1)], name="state_newest"))
     created.append(_index(orders(), [("channel", 1), ("createdOn", -1), ("_id", -1)], name="channel_newest"))
-    given_away = {"method": "complimentary"}  # domain.COMPLIMENTARY_METHOD: tickets staff gave away
-    created.append(
-        _index(
-            orders(),
-            [("method", 1), ("createdOn", -1), ("_id", -1)],
-            name="complimentary_newest",
-            partialFilterExpression=given_away,
-        )
-    )
+    # ... and by payment method (also the complimentary channel: given away is a method), newest first
+    created.append(_index(orders(), [("method", 1), ("createdOn", -1), ("_id", -1)], name="method_newest"))
     # mails still to send, and failed ones by their next round (a sent mail leaves both: years of
     # orders stay out of the way); one partial index per state, each filter a plain equality
     pending, failed = {"mail": MailState.PENDING}, {"mail": MailState.FAILED}
@@ -306,7 +299,9 @@ def ensure_indexes() -> list[str]:
             orders(), [("mail", 1), ("mailRetryAt", 1), ("_id", 1)], name="mail_failed", partialFilterExpression=failed
         )
     )
-    created.append(_index(orders(), [("lines.sessionId", 1)], name="session"))
+    # the orders of a performance, newest first: the staff list's and the export's filter, and every
+    # read of a session's orders (its prefix)
+    created.append(_index(orders(), [("lines.sessionId", 1), ("createdOn", -1), ("_id", -1)], name="session_newest"))
     created.append(_index(orders(), [("lines.ticket", 1)], name="line_ticket"))  # door check-in finds a ticket
     # canceled or failed orders whose seats are not given back yet (reconcile): a handful at most
     created.append(

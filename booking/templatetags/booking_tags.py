@@ -4,7 +4,8 @@ from django import template
 
 from booking.core.formatting import countdown, format_money, thousands
 from booking.core.localized import localized as localized_text
-from booking.core.localized import status_label
+from booking.core.localized import order_state_label, status_label
+from booking.reports.figures import channel_label
 
 register = template.Library()
 
@@ -13,6 +14,18 @@ register = template.Library()
 def status(code):
     """A payment's, refund's or mail's status code as staff read it: {{ "succeeded"|status }}."""
     return status_label(str(code)) if code else ""
+
+
+@register.filter
+def order_state(code):
+    """An order's state as staff read it: {{ "partially_refunded"|order_state }} -> Partly refunded."""
+    return order_state_label(str(code)) if code else ""
+
+
+@register.filter
+def channel_name(code):
+    """A sales channel as staff read it: {{ "box_office"|channel_name }} -> Box office."""
+    return channel_label(code) if code else ""
 
 
 @register.filter
