@@ -120,3 +120,15 @@ class PromoCode(MongoDocument):
         managed = False
         db_table = "mongodb_promo_codes"
         verbose_name = "promo code"
+
+
+class ApiToken(MongoDocument):
+    """The REST API's tokens (booking/control/api_tokens.py): view to list them and their calls,
+    add to create one (its secret shown once), change to revoke one. The tokens live in MongoDB
+    (``api_tokens``, booking/web/api_tokens.py)."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_api_tokens"
+        verbose_name = "API token"
+        default_permissions = ("view", "add", "change")

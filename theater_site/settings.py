@@ -76,6 +76,7 @@ MIDDLEWARE = [
     "booking.web.buyer.BuyerCookieMiddleware",
     "booking.web.middleware.MongoUnavailableMiddleware",
     "booking.web.ratelimits.HoldRateLimitMiddleware",
+    "booking.api.middleware.ApiCallLogMiddleware",  # every /api/ call logged with its token's name
 ]
 if DEBUG:
     # runserver (and the tests' live server) serve static files themselves; WhiteNoise serves the

@@ -24,5 +24,6 @@ urlpatterns = [
     path("favicon.ico", FaviconRedirect.as_view()),
     path("healthz", include("booking.web.health")),
     path("checkin/", include("booking.checkin.urls")),
+    path("api/v1/", include("booking.api.urls")),  # the REST API (docs/api.md)
     path("", include("booking.presale.urls")),
 ]

@@ -110,9 +110,7 @@ def performances(request, filters: Query[PerformanceFilters]):
         query["$or"] = [{"start": {"$gt": start}}, {"start": start, "_id": {"$gt": last_id}}]
     if span:
         query["start"] = span
-    found = list(
-        mongo.sessions().find(query, LIST_FIELDS).sort([("start", 1), ("_id", 1)]).limit(filters.limit + 1)
-    )
+    found = list(mongo.sessions().find(query, LIST_FIELDS).sort([("start", 1), ("_id", 1)]).limit(filters.limit + 1))
     page = found[: filters.limit]
     more = len(found) > filters.limit
     return {

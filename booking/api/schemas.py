@@ -5,8 +5,8 @@ what does not fit answers 400 with the field named, before any service runs."""
 from datetime import date, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field
 from ninja import Schema
+from pydantic import AfterValidator, ConfigDict, Field
 
 
 def _no_nul(value: str) -> str:
@@ -123,7 +123,7 @@ class TicketOut(Schema):
     checked_in: datetime | None = None
 
 
-class OrderOut(Schema):
+class OrderSummaryOut(Schema):
     id: str
     ref: str
     state: str
@@ -132,15 +132,18 @@ class OrderOut(Schema):
     total: int
     currency: str
     created: datetime
-    paid: datetime | None = None
     performances: list[str]
-    tickets: list[TicketOut]
-    refunded_tickets: list[str]
     customer: CustomerOut | None = Field(None, description="only for a token with the scope customers:read")
 
 
+class OrderOut(OrderSummaryOut):
+    paid: datetime | None = None
+    tickets: list[TicketOut]
+    refunded_tickets: list[str]
+
+
 class OrderPage(Schema):
-    orders: list[OrderOut]
+    orders: list[OrderSummaryOut]
     next_cursor: str | None = None
 
 
