@@ -3,7 +3,7 @@
 ``Authorization: Bearer tk_...``. A missing, malformed, unknown or revoked token answers 401; a
 token over ``BOOKING_API_RATE`` (per token, counted in Redis in fixed windows: web/ratelimits.py)
 answers 429 with Retry-After, the seconds until its window ends. Each endpoint names the scope it
-needs (``require``): without it, 403. The token is kept on the request (``request.api_token``)
+needs (``needs``): without it, 403. The token is kept on the request (``request.api_token``)
 for the call log (``booking/api/middleware.py``).
 """
 
@@ -29,6 +29,13 @@ class MissingScope(Exception):
 
 
 class TokenAuth(HttpBearer):
+    """The token, then its rate limit, then the scope the endpoint needs: all before the request's
+    input is read, so a token without the scope hears 403 whatever it sent."""
+
+    def __init__(self, scope: str | None = None):
+        super().__init__()
+        self.scope = scope
+
     def authenticate(self, request, token: str) -> dict | None:
         found = api_tokens.authenticate(token)
         if found is None:
@@ -39,19 +46,19 @@ class TokenAuth(HttpBearer):
         if limit is not None and ratelimits.first_exceeded([limit]) is not None:
             _key, _limit, seconds = limit
             raise RateLimited(max(1, math.ceil(seconds - ratelimits.window_seconds() % seconds)))
+        if self.scope is not None and self.scope not in found.get("scopes", ()):
+            raise MissingScope(self.scope)
         return found
+
+
+def needs(scope: str) -> dict:
+    """An operation's keyword arguments: its token check with ``scope``, and the scope named in
+    the OpenAPI schema (``x-scope``)."""
+    return {"auth": TokenAuth(scope), "openapi_extra": {"x-scope": scope}}
 
 
 def token_of(request) -> dict:
     return request.auth
-
-
-def require(request, scope: str) -> dict:
-    """The calling token, if it has ``scope``; MissingScope (403) else."""
-    token = request.auth
-    if scope not in token.get("scopes", ()):
-        raise MissingScope(scope)
-    return token
 
 
 def may(request, scope: str) -> bool:

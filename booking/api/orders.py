@@ -16,7 +16,7 @@ from ninja import Field, Query, Router
 
 from booking import payments
 from booking.api import schemas
-from booking.api.auth import MissingScope, may, require
+from booking.api.auth import MissingScope, may, needs, token_of
 from booking.api.common import NotFoundHere, error_body, idempotent, json_response, path_id
 from booking.core import mongo
 from booking.core.domain import OrderState, SalesChannel, sales_channel
@@ -28,8 +28,6 @@ from booking.sales.carts import STAFF_OWNER_PREFIX
 from booking.web.api_tokens import READ_CUSTOMERS, READ_ORDERS, WRITE_ORDERS
 
 router = Router(tags=["orders"])
-READ = {"x-scope": READ_ORDERS}
-WRITE = {"x-scope": WRITE_ORDERS}
 PAYMENT_METHODS = tuple(payments.METHOD_PROVIDER)
 NO_SUCH_ORDER = "No such order."
 
@@ -99,11 +97,11 @@ def order_out(request, order: dict) -> dict:
     }
 
 
-@router.get("/orders/", response=schemas.OrderPage, openapi_extra=READ, summary="Orders, newest first")
+@router.get("/orders/", response=schemas.OrderPage, **needs(READ_ORDERS), summary="Orders, newest first")
 def orders(request, filters: Query[OrderFilters]):
     """A page of the theater's orders (rows without their tickets: GET /orders/{id}/ has them);
     ``next_cursor`` as ``cursor`` gives the next (older) page with the same filters."""
-    token = require(request, READ_ORDERS)
+    token = token_of(request)
     if filters.q and not may(request, READ_CUSTOMERS):
         raise MissingScope(READ_CUSTOMERS)
     unknown = [m for m in filters.payment_method if m not in PAYMENT_METHODS]
@@ -139,9 +137,8 @@ def theater_order(request, order_id: str) -> dict:
     return found
 
 
-@router.get("/orders/{order_id}/", response=schemas.OrderOut, openapi_extra=READ, summary="An order")
+@router.get("/orders/{order_id}/", response=schemas.OrderOut, **needs(READ_ORDERS), summary="An order")
 def order(request, order_id: str):
-    require(request, READ_ORDERS)
     return order_out(request, theater_order(request, order_id))
 
 
@@ -156,14 +153,14 @@ def _answer(request, status: int, order: dict) -> tuple[int, dict]:
 @router.post(
     "/orders/",
     response={201: schemas.OrderOut, 400: schemas.Error, 409: schemas.Error},
-    openapi_extra=WRITE,
+    **needs(WRITE_ORDERS),
     summary="Create a reservation or a complimentary order",
 )
 def create_order(request, body: schemas.OrderIn):
     """Holds the seats and sells them to the customer as the box office does: a reservation keeps
     them until the end of ``due`` (then they go back unless paid: POST /orders/{id}/mark-paid/); a
     complimentary order is paid at once at no charge. All seats or none."""
-    token = require(request, WRITE_ORDERS)
+    token = token_of(request)
     performance_id = object_id(body.performance_id)
     if mongo.sessions().find_one({"_id": performance_id, "theaterId": token["theaterId"]}, {"_id": 1}) is None:
         raise NotFoundHere(gettext("No such performance."))
@@ -190,13 +187,12 @@ def create_order(request, body: schemas.OrderIn):
 @router.post(
     "/orders/{order_id}/cancel/",
     response={200: schemas.OrderOut, 409: schemas.Error},
-    openapi_extra=WRITE,
+    **needs(WRITE_ORDERS),
     summary="Cancel an order",
 )
 def cancel_order(request, order_id: str, body: schemas.CancelIn):
     """As staff's "Cancel order": the seats free again, the money back through its payments (a
     reservation just ends), the customer told. Refused (409) when the order changed meanwhile."""
-    require(request, WRITE_ORDERS)
     found = theater_order(request, order_id)
 
     def run() -> tuple[int, dict]:
@@ -210,12 +206,11 @@ def cancel_order(request, order_id: str, body: schemas.CancelIn):
 @router.post(
     "/orders/{order_id}/refund/",
     response={200: schemas.OrderOut, 400: schemas.Error, 409: schemas.Error},
-    openapi_extra=WRITE,
+    **needs(WRITE_ORDERS),
     summary="Refund tickets",
 )
 def refund(request, order_id: str, body: schemas.RefundIn):
     """Refund these tickets of a paid order through its payments; their seats are free again."""
-    require(request, WRITE_ORDERS)
     found = theater_order(request, order_id)
 
     def run() -> tuple[int, dict]:
@@ -230,12 +225,11 @@ def refund(request, order_id: str, body: schemas.RefundIn):
 @router.post(
     "/orders/{order_id}/mark-paid/",
     response={200: schemas.OrderOut, 409: schemas.Error},
-    openapi_extra=WRITE,
+    **needs(WRITE_ORDERS),
     summary="A reservation paid at the box office",
 )
 def mark_paid(request, order_id: str):
     """The customer paid a reservation: it becomes a sale, its tickets valid."""
-    require(request, WRITE_ORDERS)
     found = theater_order(request, order_id)
 
     def run() -> tuple[int, dict]:

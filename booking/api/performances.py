@@ -13,7 +13,7 @@ from django.utils.translation import gettext
 from ninja import Field, Query, Router
 
 from booking.api import schemas
-from booking.api.auth import require
+from booking.api.auth import needs, token_of
 from booking.api.common import NotFoundHere, error_body, json_response, path_id
 from booking.core import mongo
 from booking.core.domain import SessionStatus
@@ -21,7 +21,6 @@ from booking.sales import availability as seats
 from booking.web.api_tokens import READ_PERFORMANCES
 
 router = Router(tags=["performances"])
-SCOPE = {"x-scope": READ_PERFORMANCES}
 LIST_FIELDS = {**seats.HEAD_FIELDS}
 
 
@@ -29,16 +28,16 @@ def theater_out(theater: dict) -> dict:
     return {"id": str(theater["_id"]), "name": theater.get("name", ""), "seat_count": theater.get("seatCount")}
 
 
-@router.get("/theaters/", response=list[schemas.TheaterOut], openapi_extra=SCOPE, summary="The token's theater")
+@router.get("/theaters/", response=list[schemas.TheaterOut], **needs(READ_PERFORMANCES), summary="The token's theater")
 def theaters(request):
-    token = require(request, READ_PERFORMANCES)
+    token = token_of(request)
     found = mongo.theaters().find_one({"_id": token["theaterId"]}, {"name": 1, "seatCount": 1})
     return [theater_out(found)] if found else []
 
 
-@router.get("/theaters/{theater_id}/", response=schemas.TheaterOut, openapi_extra=SCOPE, summary="A theater")
+@router.get("/theaters/{theater_id}/", response=schemas.TheaterOut, **needs(READ_PERFORMANCES), summary="A theater")
 def theater(request, theater_id: str):
-    token = require(request, READ_PERFORMANCES)
+    token = token_of(request)
     wanted = path_id(theater_id, gettext("No such theater."))
     if wanted != token["theaterId"]:
         raise NotFoundHere(gettext("No such theater."))
@@ -88,11 +87,11 @@ def decode_cursor(cursor: str) -> tuple[datetime, ObjectId] | None:
         return None
 
 
-@router.get("/performances/", response=schemas.PerformancePage, openapi_extra=SCOPE, summary="Performances")
+@router.get("/performances/", response=schemas.PerformancePage, **needs(READ_PERFORMANCES), summary="Performances")
 def performances(request, filters: Query[PerformanceFilters]):
     """The theater's performances by start (then id), a page at a time: pass ``next_cursor`` back
     as ``cursor`` for the next page (the same filters). One indexed query (``theaterId+start+_id``)."""
-    token = require(request, READ_PERFORMANCES)
+    token = token_of(request)
     query: dict = {"theaterId": token["theaterId"]}
     span: dict = {}
     if filters.start_from:
@@ -120,7 +119,7 @@ def performances(request, filters: Query[PerformanceFilters]):
 
 
 def _availability(request, performance_id: str, *, with_seats: bool) -> seats.Availability:
-    token = require(request, READ_PERFORMANCES)
+    token = token_of(request)
     missing = gettext("No such performance.")
     found = seats.availability(path_id(performance_id, missing), theater_id=token["theaterId"], with_seats=with_seats)
     if found is None:
@@ -135,7 +134,7 @@ def categories_out(found: seats.Availability) -> list[dict]:
 @router.get(
     "/performances/{performance_id}/",
     response=schemas.PerformanceDetailOut,
-    openapi_extra=SCOPE,
+    **needs(READ_PERFORMANCES),
     summary="A performance with its seat map",
 )
 def performance(request, performance_id: str):
@@ -151,7 +150,7 @@ def performance(request, performance_id: str):
 @router.get(
     "/performances/{performance_id}/availability/",
     response=schemas.AvailabilityOut,
-    openapi_extra=SCOPE,
+    **needs(READ_PERFORMANCES),
     summary="Free seats per category",
 )
 def performance_availability(request, performance_id: str):

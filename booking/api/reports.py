@@ -6,7 +6,7 @@ from django.utils.translation import gettext
 from ninja import Router
 
 from booking.api import schemas
-from booking.api.auth import require
+from booking.api.auth import needs, token_of
 from booking.api.common import NotFoundHere, path_id
 from booking.core import mongo
 from booking.reports import figures
@@ -24,14 +24,14 @@ def figures_out(row: figures.Figures) -> dict:
 @router.get(
     "/reports/performances/{performance_id}/sales/",
     response=schemas.SalesReportOut,
-    openapi_extra={"x-scope": READ_REPORTS},
+    **needs(READ_REPORTS),
     summary="Sales of a performance",
 )
 def performance_sales(request, performance_id: str):
     """Tickets and money (gross, net, VAT) in total, per category, ticket type and channel, the
     refunds, and the seats (sold, held, blocked, free). ``as_of``: the count the figures rest on
     (the worker recounts a performance shortly after its orders change)."""
-    token = require(request, READ_REPORTS)
+    token = token_of(request)
     missing = gettext("No such performance.")
     session_id = path_id(performance_id, missing)
     if mongo.sessions().find_one({"_id": session_id, "theaterId": token["theaterId"]}, {"_id": 1}) is None:

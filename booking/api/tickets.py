@@ -7,7 +7,7 @@ from django.utils.translation import gettext
 from ninja import Router
 
 from booking.api import schemas
-from booking.api.auth import require
+from booking.api.auth import needs, token_of
 from booking.api.common import NotFoundHere, idempotent
 from booking.core import mongo
 from booking.core.ids import object_id
@@ -38,13 +38,13 @@ def outcome_out(outcome: checkin.Outcome) -> dict:
 @router.post(
     "/tickets/check-in/",
     response={200: schemas.CheckInOut, 400: schemas.Error},
-    openapi_extra={"x-scope": CHECK_IN},
+    **needs(CHECK_IN),
     summary="Check a ticket in",
 )
 def check_in(request, body: schemas.CheckInIn):
     """Let the ticket's holder in to the performance (a session, or a sectioned venue's whole
     performance), once. ``admitted`` says whether to open the gate; ``status`` why not."""
-    token = require(request, CHECK_IN)
+    token = token_of(request)
     scope_id = object_id(body.performance_id)
     mine = {"$or": [{"_id": scope_id}, {"performanceId": scope_id}], "theaterId": token["theaterId"]}
     if mongo.sessions().find_one(mine, {"_id": 1}) is None:
