@@ -9,7 +9,7 @@ from ninja import Router
 from booking.api import schemas
 from booking.api.auth import needs, token_of
 from booking.api.common import NotFoundHere, idempotent
-from booking.core import mongo
+from booking.core import faults, mongo
 from booking.core.ids import object_id
 from booking.sales import checkin
 from booking.web.api_tokens import CHECK_IN
@@ -52,6 +52,7 @@ def check_in(request, body: schemas.CheckInIn):
 
     def run() -> tuple[int, dict]:
         scope = checkin.get_scope(scope_id)
+        faults.point("api.checkin.before")
         outcome = checkin.check_in(
             scope, door=body.door, by=f"API token {token['name']}", code=body.code, scan_id=body.scan_id
         )
