@@ -3,7 +3,7 @@
 PYTHON ?= .venv/bin/python
 VENV_BIN := $(dir $(PYTHON))
 
-.PHONY: run test test-fast lint typecheck format venv messages lock architecture url-map
+.PHONY: run test test-fast lint typecheck format venv messages lock architecture url-map api-schema
 
 # The whole app with demo data (PORT, DEVMONGO_PORT, DEV_REDIS_PORT move it; see README).
 run:
@@ -37,6 +37,11 @@ architecture: venv
 # from the URLconf; tests/architecture/test_url_map.py fails while it is stale.
 url-map: venv
 	$(PYTHON) scripts/url_map.py --write
+
+# The REST API's OpenAPI schema kept in docs/api/openapi.json (booking/tests/api/test_schema.py
+# fails when the API changes without it).
+api-schema: venv
+	$(PYTHON) scripts/api_schema.py --write
 
 # Apply ruff's formatting and its fixable lint rules.
 format: venv

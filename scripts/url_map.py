@@ -11,7 +11,8 @@ when its body names one, called (``holds.toggle_seat(...)``) or handed on
 (``partial(holds.toggle_seat, ...)``), or when a helper of its own package that the body names
 does (one level: shared rendering helpers further down would list the same reads everywhere).
 A class-based view is read method by method; the pages Django's admin makes for itself (index,
-login, the models of other apps) are one row.
+login, the models of other apps) are one row. A REST API URL (django-ninja) names the functions
+of its operations, one per HTTP method.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import functools
 import importlib
 import inspect
 import os
@@ -69,12 +71,24 @@ def view_of(callback):
         return callback.view_class
     view = inspect.unwrap(callback)
     view = getattr(view, "__func__", view)  # an admin view: a bound method of its ModelAdmin
+    while isinstance(view, functools.partial):  # django-ninja's schema and docs views
+        view = inspect.unwrap(view.func)
     while "<locals>" in view.__qualname__ and view.__closure__:  # a decorator without functools.wraps
         inner = [cell.cell_contents for cell in view.__closure__ if inspect.isfunction(cell.cell_contents)]
         if not inner:
             break
         view = inner[0]
     return view
+
+
+def api_operations(callback) -> list | None:
+    """The functions of a django-ninja URL's operations (its PathView, which the URL's view closes
+    over), or None for any other view."""
+    for cell in getattr(inspect.unwrap(callback), "__closure__", None) or ():
+        operations = getattr(cell.cell_contents, "operations", None)
+        if isinstance(operations, list) and operations and hasattr(operations[0], "view_func"):
+            return [operation.view_func for operation in operations]
+    return None
 
 
 def admin_class(callback) -> type | None:
@@ -155,6 +169,12 @@ def uses(func, owner: type | None, depth: int = 1) -> set[str]:
 
 def row(path: str, pattern: URLPattern) -> str | None:
     """The table's row for one URL; None for a view that is Django's own."""
+    operations = api_operations(pattern.callback)
+    if operations is not None:
+        names = sorted(set().union(*(uses(function, None) for function in operations)))
+        functions = ", ".join(f"`{function.__qualname__}`" for function in operations)
+        where = f"`{source_file(operations[0]).removeprefix('booking/')}` {functions}"
+        return f"| `{path}` | {where} | {', '.join(f'`{name}`' for name in names) or '-'} |\n"
     view = view_of(pattern.callback)
     if not view.__module__.startswith(("booking.", "theater_site.")):
         return None
@@ -174,8 +194,10 @@ def table() -> str:
     rows, other_apps = [HEADER], []
     for path, pattern in url_patterns():
         line = row(path, pattern)
-        if line is not None:
+        if line is not None and line != rows[-1]:  # django-ninja names a path once per operation
             rows.append(line)
+        elif line is not None:
+            continue
         elif not path.startswith("/admin/"):
             view = view_of(pattern.callback)
             rows.append(f"| `{path}` | Django's `{view.__module__}.{view.__qualname__}` | - |\n")
