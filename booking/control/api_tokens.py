@@ -86,7 +86,11 @@ class ApiTokenAdmin(MongoModelAdmin):
                 response = self.render(
                     request,
                     "admin/booking/apitoken/created.html",
-                    {"title": gettext("API token %(name)s") % {"name": doc["name"]}, "token": made.token, "doc": doc},
+                    {
+                        "title": gettext("API token %(name)s") % {"name": doc["name"]},
+                        "token": made.token,
+                        "doc": {**doc, "id": str(doc["_id"])},
+                    },
                 )
                 response["Cache-Control"] = "no-store"  # the secret must not stay in a cache
                 return response
