@@ -86,6 +86,12 @@ chaos-control-ci:
 .PHONY: bench bench-small bench-peer
 bench:
 	$(PYTHON) -m bench
+	$(PYTHON) -m bench.api --scale $(or $(API_SCALE),1)
+
+# The REST API alone (docs/performance.md, "REST API"); API_SCALE=0.1 for a quicker run.
+.PHONY: bench-api
+bench-api:
+	$(PYTHON) -m bench.api --scale $(or $(API_SCALE),1)
 
 bench-small:
 	$(PYTHON) -m bench --small --no-chart
