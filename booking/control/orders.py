@@ -93,9 +93,9 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         self.require(request, "view")
         params = request.GET.copy()
         cursor = params.pop("cursor", [""])[-1]
-        form = order_filters.OrderFilterForm(params or None)
-        valid = form.is_valid() if form.is_bound else True
-        data = form.cleaned_data if form.is_bound and valid else {}
+        form = order_filters.OrderFilterForm(params)  # bound: no filter is a valid form too
+        valid = form.is_valid()
+        data = form.cleaned_data if valid else {}
         if data.get("q") and not form.filtering() and not cursor:
             found = order_filters.order_by_ref(data["q"])
             if found is not None:
@@ -103,15 +103,15 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         page = order_search.OrderPage(orders=[], next_cursor=None)
         status = 200 if valid else 400
         if valid:
-            filters = form.filters() if form.is_bound else order_search.OrderFilters()
+            filters = form.filters()
             try:
                 page = order_search.search_orders(filters=filters, cursor=cursor or None, limit=ORDER_PAGE_SIZE)
             except order_search.InvalidCursor:
-                form.add_error(None, gettext("That page link is not valid; showing the first page."))
+                form.add_error(None, gettext("That page link is not valid; here is the first page."))
                 page = order_search.search_orders(filters=filters, limit=ORDER_PAGE_SIZE)
                 status = 400
         rows = [order_row(order) for order in page.orders]
-        searched = bool(data.get("q")) or (form.is_bound and valid and form.filtering())
+        searched = bool(data.get("q")) or (valid and form.filtering())
         return self.render(
             request,
             "admin/booking/order/list.html",
@@ -132,9 +132,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         self.require(request, "view")
         params = request.GET.copy()
         params.pop("cursor", None)  # the export is every page
-        form = order_filters.OrderFilterForm(params or None)
-        if not form.is_bound:
-            return order_search.OrderFilters()
+        form = order_filters.OrderFilterForm(params)
         return form.filters() if form.is_valid() else None
 
     @method_decorator(require_safe)
