@@ -23,7 +23,8 @@ SCHEMA = ROOT / "docs" / "api" / "openapi.json"
 def schema_text() -> str:
     from booking.api.urls import api
 
-    return json.dumps(api.get_openapi_schema(path_prefix="/api/v1"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    schema = api.get_openapi_schema(path_prefix="/api/v1")
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
