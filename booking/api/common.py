@@ -23,7 +23,7 @@ def error_body(status: int, message: str, fields: dict | None = None) -> dict:
 
 
 def json_response(status: int, body) -> HttpResponse:
-    return HttpResponse(json.dumps(body, default=str), status=status, content_type="application/json")
+    return HttpResponse(json.dumps(body, default=str), status=status, content_type="application/json; charset=utf-8")
 
 
 class NotFoundHere(HttpError):

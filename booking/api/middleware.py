@@ -1,6 +1,9 @@
 """Every API call logged with its token's name: a line on the ``booking.api`` logger and a
 document in ``api_calls`` (kept 30 days; web/api_tokens.log_call). Calls without a valid token
-are logged on the logger only (there is no token to name)."""
+are logged on the logger only (there is no token to name).
+
+HEAD is answered as GET without the body, as every page of the site is (monitors and link
+checkers ask with HEAD); django-ninja itself routes only the methods an operation declares."""
 
 import logging
 import time
@@ -21,7 +24,13 @@ class ApiCallLogMiddleware:
         if not request.path.startswith(PREFIX):
             return self.get_response(request)
         started = time.perf_counter()
+        head = request.method == "HEAD"
+        if head:
+            request.method = "GET"
         response = self.get_response(request)
+        if head:
+            request.method = "HEAD"
+            response.content = b""
         millis = (time.perf_counter() - started) * 1000
         token = getattr(request, "api_token", None)
         name = token["name"] if token else "-"

@@ -119,3 +119,11 @@ def test_every_call_is_logged_with_the_tokens_name(theater, performance):
         ("Website calendar", "GET", 200),
     ]
     assert calls[0]["path"] == f"/api/v1/performances/{performance['_id']}/availability/"
+
+
+def test_head_answers_as_get_without_a_body(api, performance):
+    path = f"/api/v1/performances/{performance['_id']}/availability/"
+    head, got = api.client.head(path, **api.headers()), api.get(path)
+    assert (head.status_code, head["Content-Type"], head.content) == (200, got["Content-Type"], b"")
+    assert got["Content-Type"] == "application/json; charset=utf-8" and got.content
+    assert api.client.head("/api/v1/tickets/check-in/", **api.headers()).status_code == 405  # a POST only
