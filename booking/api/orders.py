@@ -8,6 +8,7 @@ tickets (``payments.refunds.refund_tickets``), a reservation paid at the box off
 A token sees only the orders with a seat in its theater's performances. The customer's name,
 e-mail and phone, and the text search over them, need the scope ``customers:read``."""
 
+import hashlib
 import secrets
 from datetime import datetime
 
@@ -176,8 +177,11 @@ def create_order(request, body: schemas.OrderIn):
             reason=body.reason,
             by=_by(request),
         )
-        # an owner of its own per request: two calls never share a cart
-        owner = f"{STAFF_OWNER_PREFIX}api-{token['_id']}-{secrets.token_hex(6)}"
+        # a cart owner per sale: two calls never share a cart, and a retry with the same
+        # Idempotency-Key after a crash finishes the cart its first try left (counter.sell_seats)
+        key = request.headers.get("Idempotency-Key")
+        one_sale = hashlib.sha256(key.encode()).hexdigest()[:16] if key else secrets.token_hex(8)
+        owner = f"{STAFF_OWNER_PREFIX}api-{token['_id']}-{one_sale}"
         made = counter.sell_seats(owner=owner, session_id=performance_id, seat_keys=list(body.seats), sale=sale)
         return _answer(request, 201, made)
 

@@ -259,11 +259,21 @@ def sell_seats(*, owner: str, session_id: ObjectId, seat_keys: list[str], sale: 
     """Hold these seats under a cart of the owner's and sell them at once: the counter's hold
     (``holds.BOX_OFFICE``: the box office's hours, house seats) and ``sell``, as staff do in two
     steps (the REST API's reservations and complimentary orders). The sale's fields are checked
-    before anything is held; a sale refused after the hold gives the seats back at once."""
+    before anything is held; a sale refused after the hold gives the seats back at once.
+
+    The owner names one sale: called again with it (a retry after a crash), the cart an earlier
+    call left is finished, as a double submit at the counter is, instead of holding anew."""
     session = mongo.sessions().find_one({"_id": session_id}, {"start": 1})
     if session is None:
         raise NotFound(_("No such session."))
     clean_sale(sale, [session], clock.now())
+    earlier = mongo.carts().find_one(
+        {"owner": owner, "state": {"$in": [CartState.ACTIVE, CartState.PAYING, CartState.DONE]}},
+        {"_id": 1, "state": 1, "items": 1},
+        sort=[("createdOn", -1)],
+    )
+    if earlier is not None and (earlier["state"] != CartState.ACTIVE or earlier.get("items")):
+        return sell(owner, earlier["_id"], sale)
     held = holds.hold_seats(session_id, owner, None, seat_keys, context=holds.BOX_OFFICE)
     try:
         return sell(owner, held.cart_id, sale)

@@ -5,9 +5,11 @@ the list with the back office's filters and a cursor; customers' data only with 
 import threading
 import time
 
+import pytest
 from django.utils import timezone
 
 from booking.core import mongo
+from booking.core.faults import InjectedCrash
 from booking.sales.selectors import get_session
 from booking.tests.api.support import Api, make_token
 from booking.tests.checkin_support import sell
@@ -246,3 +248,34 @@ def test_another_theaters_orders_are_invisible(api, performance):
     assert other.post(f"{ORDERS}{order['id']}/cancel/", {"reason": "x"}).status_code == 404
     assert other.get(ORDERS).json()["orders"] == []
     assert other.post(ORDERS, complimentary(performance, seats=("2:5",))).status_code == 404
+
+
+@pytest.mark.parametrize("point", ["hold.after_cart", "counter.after_cart", "counter.after_order"])
+def test_a_retry_after_a_crash_finishes_the_first_try_instead_of_selling_twice(api, performance, crash_at, point):
+    headers = {"Idempotency-Key": "crash-once"}
+    crash_at(point)
+    with pytest.raises(InjectedCrash):
+        api.post(ORDERS, reservation(performance), headers=headers)
+    crash_at("nowhere")
+    retried = api.post(ORDERS, reservation(performance), headers=headers)
+    assert retried.status_code == 201, retried.content
+    assert mongo.orders().count_documents({}) == 1
+    assert [t["seat_key"] for t in retried.json()["tickets"]] == ["0:0", "0:1"]
+    assert state_of(performance, "0:0") == HELD
+    assert api.post(ORDERS, reservation(performance), headers=headers).json() == retried.json()
+    assert check_invariants() == []
+
+
+def test_a_retried_cancel_answers_as_the_first_time(api, performance):
+    order = api.post(ORDERS, reservation(performance)).json()
+    headers = {"Idempotency-Key": "cancel-1"}
+    first = api.post(f"{ORDERS}{order['id']}/cancel/", {"reason": "Called"}, headers=headers)
+    again = api.post(f"{ORDERS}{order['id']}/cancel/", {"reason": "Called"}, headers=headers)
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert again["Idempotent-Replayed"] == "true"
+
+
+def test_only_a_reservation_can_be_marked_paid(api, performance):
+    order = api.post(ORDERS, complimentary(performance)).json()
+    refused = api.post(f"{ORDERS}{order['id']}/mark-paid/")
+    assert refused.status_code == 409
