@@ -491,6 +491,24 @@ def run(size: Size, log=print, only: tuple[str, ...] = ()) -> dict:
     return results
 
 
+def run_scenario_only(size: Size, log=print) -> dict:
+    """The seed scenario alone: devmongo, Redis and localstripe, no web server, no other row."""
+    import django
+
+    django.setup()
+    from booking.core import mongo
+
+    results: dict = {"size": size.name, "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    with Stack(web=False) as stack:
+        stack.use_in_this_process()
+        mongo.ensure_indexes()
+        results["mongodb"] = "the MongoDB at MONGODB_URI" if stack.real_mongodb else "devmongo (the stand-in)"
+        log(f"seed scenario, {size.users} users, MongoDB {stack.mongodb_uri}")
+        results["scenario"] = run_scenarios(size)
+    results["machine"]["load_after"] = os.getloadavg()
+    return results
+
+
 def goals(r: dict) -> list[dict]:
     """Every goal of the issue as a measured ratio, met or not."""
     t = r["table"]
