@@ -55,7 +55,8 @@ RESERVE = ["findAndModify client_holds"]
 TARGETS = {
     "q1": ("one indexed query on sessions", lambda cmds: cmds.count("find sessions") == 1),
     "q2": ("one read by _id", lambda cmds: cmds.count("find sessions") == 1 and _writes(cmds) == []),
-    "q3": ("one tiny read (version), 304", lambda cmds: cmds == ["find sessions"]),
+    # the worker that read the version a moment ago answers from it (web/live_versions.py)
+    "q3": ("a 304 from the kept version, or one tiny read", lambda cmds: cmds in ([], ["find sessions"])),
     # a hold's and a release's writes are findAndModify (still one command each): their replies
     # answer the click. Every buyer has an address here, so the per-client held-seats limit's
     # document is written too (by _id: reserved before a hold, given back after a release's
