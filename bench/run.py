@@ -193,9 +193,10 @@ def accounting_pass(stack: Stack, ids: dict, params: dict) -> dict:
         buyer.post(f"/sessions/{session}/hold", {"seats": pair_b, **flows.DECLARED}, {**ACCOUNT, **flows.HTMX})
     )
     c.get(f"/sessions/{session}/")
-    changed_etag = c.get(f"/sessions/{session}/map/").headers["etag"]
+    c.get(f"/sessions/{session}/map/")
     out["c2"] = account(buyer.post(f"/sessions/{session}/release", {"seats": pair_b}, {**ACCOUNT, **flows.HTMX}))
-    out["q3_changed"] = account(c.get(f"/sessions/{session}/map/", {**ACCOUNT, "If-None-Match": changed_etag}))
+    # without the old ETag, as the timed row asks (bench/flows.py refresh_changed)
+    out["q3_changed"] = account(c.get(f"/sessions/{session}/map/", ACCOUNT))
     bought = buyer.post("/checkout/", {"name": "Ada", "email": "ada@example.org"}, ACCOUNT)
     out["c3"] = account(bought)
     means, _ = flows.card_token(params["stripe_url"])

@@ -36,7 +36,7 @@ import logging
 
 from bson import ObjectId
 from pymongo import ReturnDocument
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from booking.core import clock, faults, mongo
 
@@ -131,7 +131,10 @@ def take(*, series: str, owner: ObjectId, target: Target, key: dict | None = Non
         if written != number:
             raise RuntimeError(f"{series}: {owner} has number {written}, the log gave it {number}")
         if number % PRUNE_EVERY == 0:
-            finish(series=series)
+            try:
+                finish(series=series)
+            except PyMongoError:  # the number is the owner's already; reconcile finishes the log
+                logger.warning("%s: the log was not finished after number %s", series, number, exc_info=True)
         return number
     raise RuntimeError(f"{series}: no number for {owner} after {MAX_LOOKS} looks")
 
