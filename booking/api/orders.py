@@ -48,7 +48,13 @@ class OrderFilters(schemas.Request):
 
 
 def _theater_of(order: dict) -> set:
-    return {s.get("theaterId") for s in order.get("sessions", [])}
+    """The theaters of the order's performances, as its summaries name them (an order from before
+    they carried the theater: read from its sessions, by _id)."""
+    named = {s.get("theaterId") for s in order.get("sessions", [])} - {None}
+    if named:
+        return named
+    ids = [s["_id"] for s in order.get("sessions", [])]
+    return {s.get("theaterId") for s in mongo.sessions().find({"_id": {"$in": ids}}, {"theaterId": 1})}
 
 
 def customer_out(request, order: dict) -> dict | None:

@@ -279,3 +279,10 @@ def test_only_a_reservation_can_be_marked_paid(api, performance):
     order = api.post(ORDERS, complimentary(performance)).json()
     refused = api.post(f"{ORDERS}{order['id']}/mark-paid/")
     assert refused.status_code == 409
+
+
+def test_an_order_whose_summaries_do_not_name_the_theater_is_found_by_its_sessions(api, performance):
+    order = api.post(ORDERS, complimentary(performance)).json()
+    stored = mongo.orders().find_one({"ref": order["ref"]})
+    mongo.orders().update_one({"_id": stored["_id"], "ref": stored["ref"]}, {"$unset": {"sessions.$[].theaterId": ""}})
+    assert api.get(f"{ORDERS}{order['id']}/").status_code == 200
