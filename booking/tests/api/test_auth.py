@@ -127,3 +127,10 @@ def test_head_answers_as_get_without_a_body(api, performance):
     assert (head.status_code, head["Content-Type"], head.content) == (200, got["Content-Type"], b"")
     assert got["Content-Type"] == "application/json; charset=utf-8" and got.content
     assert api.client.head("/api/v1/tickets/check-in/", **api.headers()).status_code == 405  # a POST only
+
+
+def test_messages_follow_accept_language(theater):
+    answer = Api(make_token(theater, ["orders:read"])).get("/api/v1/theaters/", headers={"Accept-Language": "de"})
+    assert answer.status_code == 403
+    assert answer.json()["message"] == "Dieses Token hat den Bereich performances:read nicht."
+    assert answer.json()["error"] == "forbidden"  # the codes stay English
