@@ -12,7 +12,8 @@ the days through ``newest``; a state, channel or payment method through ``state_
 ``ref_unique`` (a reference's start), ``email`` and ``name_prefix``. The server picks among them; the
 other filters are checked on what the index found.
 
-A theater is resolved to its sessions' ids (``lines.sessionId $in``): orders keep no theater id, and
+A theater is resolved to its sessions' ids (``lines.sessionId $in``, or ``refundedLines`` for a
+refunded order, whose tickets all moved there): orders keep no theater id, and
 a theater has hundreds of sessions at most, so no field to add at write time and no backfill.
 """
 
@@ -144,7 +145,9 @@ def order_query(filters: OrderFilters) -> dict | None:
     if sessions is not None:
         if not sessions:
             return None
-        conditions.append({"lines.sessionId": sessions[0] if len(sessions) == 1 else {"$in": sessions}})
+        where = sessions[0] if len(sessions) == 1 else {"$in": sessions}
+        # a refunded order's tickets have all moved to refundedLines (payments/refunds.py)
+        conditions.append({"$or": [{"lines.sessionId": where}, {"refundedLines.sessionId": where}]})
     if filters.states:
         states = [OrderState(s).value for s in dict.fromkeys(filters.states)]
         conditions.append({"state": states[0] if len(states) == 1 else {"$in": states}})

@@ -286,3 +286,12 @@ def test_an_order_whose_summaries_do_not_name_the_theater_is_found_by_its_sessio
     stored = mongo.orders().find_one({"ref": order["ref"]})
     mongo.orders().update_one({"_id": stored["_id"], "ref": stored["ref"]}, {"$unset": {"sessions.$[].theaterId": ""}})
     assert api.get(f"{ORDERS}{order['id']}/").status_code == 200
+
+
+def test_a_refunded_order_stays_in_the_theaters_list(api, performance):
+    paid = sell(performance, ["0:0"])
+    api.post(f"{ORDERS}{paid['_id']}/cancel/", {"reason": "Customer called"})
+    listed = api.get(ORDERS, {"state": "refunded"}).json()["orders"]
+    assert [o["ref"] for o in listed] == [paid["ref"]]
+    by_performance = api.get(ORDERS, {"performance_id": str(performance["_id"])}).json()["orders"]
+    assert [o["ref"] for o in by_performance] == [paid["ref"]]
