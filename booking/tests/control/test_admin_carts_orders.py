@@ -320,12 +320,59 @@ def test_staff_mark_a_box_office_reservation_paid_at_the_counter(manager_client)
     url = f"/admin/booking/order/{order['_id']}/change/"
     page = manager_client.get(url).content.decode()
     assert "Pay at the box office" in page and "Mark paid at the box office" in page
-    response = manager_client.post(f"/admin/booking/order/{order['_id']}/mark-paid/", follow=True)
+    response = manager_client.post(f"/admin/booking/order/{order['_id']}/mark-paid/", {"means": "cash"}, follow=True)
     assert f"Order {order['ref']} is paid (40.00 EUR)" in response.content.decode()
     stored = mongo.orders().find_one({"_id": order["_id"]})
     assert stored["state"] == "paid" and stored["paidWith"]["by"] == "manager <manager@theater.example>"
     assert "Mark paid at the box office" not in response.content.decode()
+    assert stored["paidWith"]["means"] == "cash" and stored["paidWith"]["reference"] == ""
     assert_consistent()
+
+
+def box_office_reservation(owner="s:guest"):
+    session = make_session()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    cart = holds.hold_seats(session["_id"], owner, None, ["0:0"])
+    return payments.start(owner, cart.cart_id, "Gus", "gus@example.com", "box_office")
+
+
+def test_mark_paid_records_the_card_terminal_or_bank_transfer_and_its_reference(manager_client):
+    order = box_office_reservation()
+    page = manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert 'value="bank_transfer"' in page and 'name="reference"' in page
+    url = f"/admin/booking/order/{order['_id']}/mark-paid/"
+    response = manager_client.post(url, {"means": "card_terminal", "reference": "  Slip 0042 "}, follow=True)
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["state"] == "paid"
+    assert stored["paidWith"]["means"] == "card_terminal" and stored["paidWith"]["reference"] == "Slip 0042"
+    assert "Card terminal · reference Slip 0042" in response.content.decode()
+    assert "card_terminal: Slip 0042" in last_log("order").change_message
+    assert_consistent()
+
+
+@pytest.mark.parametrize(
+    ("posted", "said"),
+    [
+        ({}, "Please choose how the money was paid."),
+        ({"means": "bitcoin"}, "Select a valid choice."),
+        ({"means": "invoice"}, "Select a valid choice."),
+        ({"means": "cash", "reference": "x" * 101}, "at most 100 characters"),
+    ],
+)
+def test_mark_paid_without_a_valid_method_or_with_a_long_reference_changes_nothing(manager_client, posted, said):
+    order = box_office_reservation()
+    response = manager_client.post(f"/admin/booking/order/{order['_id']}/mark-paid/", posted, follow=True)
+    shown = [str(m) for m in response.context["messages"]]
+    assert any(said in m for m in shown), shown
+    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "pending_payment"
+
+
+def test_a_reference_of_exactly_the_limit_is_kept(manager_client):
+    order = box_office_reservation()
+    manager_client.post(
+        f"/admin/booking/order/{order['_id']}/mark-paid/", {"means": "bank_transfer", "reference": "R" * 100}
+    )
+    assert mongo.orders().find_one({"_id": order["_id"]})["paidWith"]["reference"] == "R" * 100
 
 
 def print_links(page: str) -> dict[str, str]:
@@ -374,7 +421,7 @@ def test_every_paid_order_page_offers_its_tickets_and_receipt_to_print_again(man
     reserved = payments.start("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
     page = manager_client.get(f"/admin/booking/order/{reserved['_id']}/change/").content.decode()
     assert print_links(page) == {}  # no valid tickets before it is paid
-    manager_client.post(f"/admin/booking/order/{reserved['_id']}/mark-paid/")
+    manager_client.post(f"/admin/booking/order/{reserved['_id']}/mark-paid/", {"means": "cash"})
     assert_prints(manager_client, reserved)
 
 
