@@ -445,3 +445,64 @@ def test_printing_an_orders_tickets_is_checked_like_its_page(client, manager_cli
     refunded = client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
     assert set(print_links(refunded)) == {"receipt"}  # its tickets are void; the receipt says so
     assert client.get(links["tickets-page"]).status_code == 409
+
+
+# --- the customer's name and e-mail corrected ---
+
+
+def customer_form(order, **fields):
+    return {
+        "name": order["name"],
+        "email": order["email"],
+        "seen_name": order["name"],
+        "seen_email": order["email"],
+        **fields,
+    }
+
+
+def test_staff_correct_the_customer_and_send_the_mail_to_the_new_address(
+    manager_client, django_capture_on_commit_callbacks
+):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    mail.outbox.clear()
+    url = f"/admin/booking/order/{order['_id']}/customer/"
+    response = manager_client.post(
+        url, customer_form(order, name="Augusta King", email="augusta@example.org", resend="1"), follow=True
+    )
+    page = response.content.decode()
+    assert (
+        "The customer&#x27;s name and e-mail are saved." in page or "The customer's name and e-mail are saved." in page
+    )
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["name"] == "Augusta King" and stored["email"] == "augusta@example.org"
+    assert "Customer&#x27;s name or e-mail corrected" in page or "Customer's name or e-mail corrected" in page
+    assert "Ada Lovelace &lt;ada@example.com&gt; → Augusta King &lt;augusta@example.org&gt;" in page
+    assert (
+        "Customer corrected: Ada Lovelace <ada@example.com> -> Augusta King <augusta@example.org>"
+        in last_log("order").change_message
+    )
+    assert stored["mail"] == "pending"  # queued again, for the new address
+    notifications.send_confirmation(order["_id"])
+    assert mail.outbox[-1].to == ["augusta@example.org"]
+
+
+def test_a_customer_edit_over_a_newer_one_or_with_a_bad_address_changes_nothing(manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    url = f"/admin/booking/order/{order['_id']}/customer/"
+    response = manager_client.post(url, customer_form(order, email="not an address"), follow=True)
+    assert "Please enter a valid e-mail address." in response.content.decode()
+    stale = customer_form(order, name="Someone", seen_name="Not What Is Stored")
+    response = manager_client.post(url, stale, follow=True)
+    assert "changed since this page was shown" in response.content.decode()
+    assert mongo.orders().find_one({"_id": order["_id"]})["name"] == order["name"]
+
+
+def test_a_viewer_cannot_correct_the_customer(client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    client.force_login(make_staff("viewer", ["view_order"]))
+    response = client.post(f"/admin/booking/order/{order['_id']}/customer/", customer_form(order, name="X"))
+    assert response.status_code == 403
+    assert mongo.orders().find_one({"_id": order["_id"]})["name"] == order["name"]
