@@ -425,7 +425,7 @@ def main(argv=None) -> int:
     finally:
         if proc is not None:
             proc.terminate()
-            proc.wait(timeout=30)
+            proc.wait(timeout=180)  # freeing 500,000 documents takes a while on a busy machine
     return 0
 
 
