@@ -238,6 +238,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
                 **self.payment_context(request, order),
                 **self.print_context(order),  # tickets and receipt to print (control/order_prints.py)
                 **self.history_context(order),  # what happened to it; exchange (control/order_changes.py)
+                "sent_mails": list(reversed(order.get("sentMails", []))),  # newest first, with their text
             },
         )
 

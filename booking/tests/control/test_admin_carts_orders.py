@@ -506,3 +506,21 @@ def test_a_viewer_cannot_correct_the_customer(client):
     response = client.post(f"/admin/booking/order/{order['_id']}/customer/", customer_form(order, name="X"))
     assert response.status_code == 403
     assert mongo.orders().find_one({"_id": order["_id"]})["name"] == order["name"]
+
+
+def test_the_order_page_shows_every_mail_sent_with_its_text(manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    notifications.send_confirmation(order["_id"])
+    page = manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert "No mail sent yet" not in page
+    [kept] = mongo.orders().find_one({"_id": order["_id"]})["sentMails"]
+    assert kept["to"] == ["ada@example.com"] and kept["kind"] == "confirmation" and order["ref"] in kept["body"]
+    assert kept["subject"] in page and order["ref"] in page.split("sent-mails")[1]
+    manager_client.post(
+        f"/admin/booking/order/{order['_id']}/customer/",
+        customer_form(order, email="augusta@example.org", resend="1"),
+    )
+    notifications.send_confirmation(order["_id"])
+    kept = mongo.orders().find_one({"_id": order["_id"]})["sentMails"]
+    assert [m["to"] for m in kept] == [["ada@example.com"], ["augusta@example.org"]]
