@@ -112,6 +112,11 @@ bench-push:
 bench-reports:
 	$(PYTHON) -m bench.reports --scale $(or $(SCALE),1)
 
+# The staff order list's pages and exports alone at 500,000 orders (SCALE=0.2: 100,000).
+.PHONY: bench-orders
+bench-orders:
+	$(PYTHON) -m bench.reports --only-orders --samples 3 --scale $(or $(SCALE),1)
+
 # The on-sale simulation (docs/performance.md "On-sale simulation"): 5,000 buyers for
 # the 830-seat hall, with the waiting room and without; results in bench/results/onsale.md.
 .PHONY: bench-onsale bench-onsale-small

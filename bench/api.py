@@ -105,7 +105,7 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="bench-api-") as workdir:
             setup_django(uri, Path(workdir))
             began = time.monotonic()
-            data = build(args.scale, log, count_summaries=False)
+            data = build(args.scale, log, summaries_too=False)
             log(f"built in {time.monotonic() - began:.0f} s")
             rows = time_calls(data, args.samples, log, proc.pid if proc else None)
             from booking.core import mongo

@@ -82,7 +82,7 @@ def grid() -> str:
     return "\n".join(rows) + "\n"
 
 
-def build(scale: float, log, *, count_summaries: bool = True) -> dict:
+def build(scale: float, log, summaries_too: bool = True) -> dict:
     from booking.core import mongo
     from booking.core.names import name_keys
     from booking.reports import summaries
@@ -213,7 +213,7 @@ def build(scale: float, log, *, count_summaries: bool = True) -> dict:
         mongo.orders().insert_many(batch, ordered=False)
     log(f"{n_orders} orders in {time.monotonic() - started:.1f} s")
     counted = time.monotonic()
-    if count_summaries:  # (the API's benchmark reads no report: bench/api.py)
+    if summaries_too:
         summaries.refresh_all()  # what `manage.py refresh_report_summaries --all` does after a deploy
     summaries_s = time.monotonic() - counted
     log(f"every session's sales summary counted in {summaries_s:.1f} s")
@@ -251,7 +251,28 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def time_pages(data: dict, samples: int, log, db_pid: int | None = None) -> list[dict]:
+def order_list_pages(sessions) -> list:
+    """The staff order list's pages and exports (booking/control/orders.py): the first page, a page
+    deep in the list (by its cursor), and one performance's orders as CSV and XLSX."""
+    from booking.sales.order_search import OrderFilters, search_orders
+
+    def deep_page(_session):
+        page = search_orders(filters=OrderFilters(), limit=50)
+        for _ in range(20):  # the 21st page: the cursor's range, not a skip
+            page = search_orders(filters=OrderFilters(), cursor=page.next_cursor, limit=50)
+        return f"/admin/booking/order/?cursor={page.next_cursor}"
+
+    export = "/admin/booking/order/export"
+    return [
+        ("orders: the list, first page", lambda s: "/admin/booking/order/", None, None),
+        ("orders: the list, page 22 (cursor)", deep_page, None, None),
+        ("orders: the list, name typed", lambda s: "/admin/booking/order/?q=ada", None, None),
+        ("orders: one performance, CSV export", lambda s: f"{export}.csv?session={s['_id']}", None, None),
+        ("orders: one performance, XLSX export", lambda s: f"{export}.xlsx?session={s['_id']}", None, None),
+    ]
+
+
+def time_pages(data: dict, samples: int, log, db_pid: int | None = None, only_orders: bool = False) -> list[dict]:
     from django.contrib.auth.models import User
     from django.test import Client, override_settings
 
@@ -308,6 +329,8 @@ def time_pages(data: dict, samples: int, log, db_pid: int | None = None) -> list
         ("orders: one day", lambda s: f"/admin/booking/order/?since={day}&until={day}", None, None),
         ("orders: reference typed (opens it)", lambda s: f"/admin/booking/order/?q={some_ref}", None, None),
     ]
+    pages = [p for p in pages if not only_orders or p[0].startswith("orders")]
+    pages += order_list_pages(sessions)
     counter = Counter()
     mongo.add_listener(counter)  # the app's client is made again with it
     rows = []
@@ -330,16 +353,18 @@ def _time_page(client, label, path, before, picks, counter, db_pid) -> dict:
             client.get(path(session), secure=True)
         elif before is not None:
             before(session)
+        url = path(session)  # before the clock starts (a deep page's cursor is looked up)
         counter.n = 0
         began, cpu, db = time.perf_counter(), time.process_time(), cpu_seconds(db_pid)
-        response = client.get(path(session), secure=True)
+        response = client.get(url, secure=True)
+        body = b"".join(response.streaming_content) if response.streaming else response.content  # a stream: read
         times.append((time.perf_counter() - began) * 1000)
         app_cpu.append((time.process_time() - cpu) * 1000)
         db_cpu.append((cpu_seconds(db_pid) - db) * 1000)
         commands.append(counter.n)
         if response.status_code not in (200, 302):
-            raise RuntimeError(f"{path(session)} answered {response.status_code}")
-        size = max(size, len(response.content))
+            raise RuntimeError(f"{url} answered {response.status_code}")
+        size = max(size, len(body))
     return {
         "page": label,
         "p50": statistics.median(times),
@@ -355,6 +380,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.reports", description=__doc__)
     parser.add_argument("--scale", type=float, default=1.0, help="share of 1,000 sessions / 500,000 orders")
     parser.add_argument("--samples", type=int, default=15, help="random sessions each page is timed on")
+    parser.add_argument(
+        "--only-orders", action="store_true", help="the order list's pages and exports only (no summaries counted)"
+    )
     args = parser.parse_args(argv)
 
     def log(msg):
@@ -365,9 +393,9 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="bench-reports-") as workdir:
             setup_django(uri, Path(workdir))
             began = time.monotonic()
-            data = build(args.scale, log)
+            data = build(args.scale, log, summaries_too=not args.only_orders)
             log(f"built in {time.monotonic() - began:.0f} s")
-            rows = time_pages(data, args.samples, log, proc.pid if proc else None)
+            rows = time_pages(data, args.samples, log, proc.pid if proc else None, only_orders=args.only_orders)
             from booking.core import mongo
 
             n_sessions = len(data["sessions"])
@@ -397,7 +425,7 @@ def main(argv=None) -> int:
     finally:
         if proc is not None:
             proc.terminate()
-            proc.wait(timeout=30)
+            proc.wait(timeout=180)  # freeing 500,000 documents takes a while on a busy machine
     return 0
 
 

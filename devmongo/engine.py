@@ -57,6 +57,7 @@ class Engine:
         self.started = time.time()
         self.change_counter = 0
         self.dirty = set()  # (db, coll) changed since the last snapshot
+        self.writes = {}  # (db, coll) -> writes so far: an index-ordered read's list is as old as this
         self.connections = 0
         self.unique = UniqueIndexes()
         self.encoded = {}  # id(stored document) -> (document, RawBSONDocument)
@@ -181,6 +182,7 @@ class Engine:
         """Note a change of the collection (for the snapshot writer)."""
         self.change_counter += 1
         self.dirty.add((db, coll))
+        self.writes[(db, coll)] = self.writes.get((db, coll), 0) + 1  # index-ordered reads (ordered.py)
 
     def invalidate(self, db, coll=None):
         """Forget the unique-key maps and index lookups of a collection (all of ``db``'s when
@@ -192,3 +194,4 @@ class Engine:
             for store in stores:
                 if store is not None:
                     drop_lookups(store)
+                    store.__dict__.pop("_devmongo_ordered", None)

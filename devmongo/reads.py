@@ -14,9 +14,10 @@ from bson.int64 import Int64
 from bson.objectid import ObjectId
 from mongomock.filtering import BsonComparable, filter_applies
 
+from . import ordered
 from .errors import MongoError
 from .keys import encode, sort_key
-from .lookup import Lookups
+from .lookup import Lookups, valid_filter
 from .matching import generic_applies, matcher
 from .projection import Projection
 from .update import MISSING
@@ -103,6 +104,34 @@ def match(engine, store, flt, first_only=False, max_count=0):
                     break
         return out
     return [d for d in pool if applies(d)]
+
+
+# --------------------------------------------------------------------------- index-ordered reads
+
+
+def index_walk(engine, db, coll, store, flt, sort, count):
+    """The first ``count`` matches of a sorted, limited query read in the order of an index that
+    serves the sort (ordered.py), or None: match and sort instead."""
+    if store is None or not store.indexes or not engine.use_lookups or not isinstance(flt, dict):
+        return None
+    if not store._documents or not ordered.walkable(flt):
+        return None
+    plan = None
+    if flt and valid_filter(flt):
+        lookups = store.__dict__.get("_devmongo_lookups")
+        if lookups is None or not lookups.current_for(store):
+            lookups = store._devmongo_lookups = Lookups(store)
+        plan = lookups.plan(flt)
+    size = plan[0] if plan is not None else None
+    applies = matcher(flt) if flt else (lambda d: True)
+    decide = compile_simple_filter(flt) if flt else None
+    if decide is not None:
+
+        def applies(d):
+            answer = decide(d)
+            return generic_applies(flt, d) if answer is None else answer
+
+    return ordered.walk(engine, store, flt, sort, count, applies, size, engine.writes.get((db, coll), 0))
 
 
 # --------------------------------------------------------------------------- index lookups

@@ -559,6 +559,17 @@ class CancelOrderForm(forms.Form):
     )
 
 
+class CustomerForm(forms.Form):
+    """The customer's name and e-mail as corrected, beside those the page showed (the rules are
+    in sales/customer_edits.py)."""
+
+    name = forms.CharField(max_length=400, label=gettext_lazy("Customer name"))
+    email = forms.CharField(max_length=400, required=False, label=gettext_lazy("E-mail"))
+    seen_name = forms.CharField(max_length=400, required=False, strip=False, widget=forms.HiddenInput)
+    seen_email = forms.CharField(max_length=400, required=False, strip=False, widget=forms.HiddenInput)
+    resend = forms.BooleanField(required=False, label=gettext_lazy("Send the confirmation mail to this address"))
+
+
 class ResendMailForm(forms.Form):
     """The mail round the page showed: a double click, or two staff members, re-send it once."""
 

@@ -17,6 +17,7 @@ from booking.control.counter import METHOD_CHOICES, may_sell
 from booking.core.domain import OrderState
 from booking.core.errors import BookingError
 from booking.core.formatting import seat_label
+from booking.payments import counter
 from booking.payments import flow as payment_service
 from booking.payments import refunds as refund_service
 from booking.payments.money import format_money
@@ -46,6 +47,31 @@ class RefundTicketsForm(forms.Form):
             )
             for line in order.get("lines", [])
         ]
+
+
+PAID_LATER_MEANS_CHOICES = [
+    (counter.CASH, gettext_lazy("Cash")),
+    (counter.CARD_TERMINAL, gettext_lazy("Card terminal")),
+    (counter.BANK_TRANSFER, gettext_lazy("Bank transfer")),
+]
+
+
+class MarkPaidForm(forms.Form):
+    """How the money came (payments.flow.mark_paid_at_counter checks it again)."""
+
+    means = forms.ChoiceField(
+        choices=PAID_LATER_MEANS_CHOICES,
+        initial=counter.CASH,
+        widget=forms.RadioSelect,
+        label=gettext_lazy("Paid by"),
+        error_messages={"required": gettext_lazy("Please choose how the money was paid.")},
+    )
+    reference = forms.CharField(
+        required=False,
+        max_length=counter.PAYMENT_REFERENCE_MAX,
+        label=gettext_lazy("Reference (optional)"),
+        help_text=gettext_lazy("The terminal slip's or the bank transfer's number."),
+    )
 
 
 class RetryRefundForm(forms.Form):
@@ -78,6 +104,8 @@ class OrderPaymentsMixin(AdminMixinBase):
             "payment": order.get("payment") or {},
             "method_label": dict(METHOD_CHOICES).get(order.get("method", ""), order.get("method", "")),
             "paid_with": order.get("paidWith") or {},
+            "paid_means_label": dict(PAID_LATER_MEANS_CHOICES).get((order.get("paidWith") or {}).get("means", ""), ""),
+            "mark_paid_form": MarkPaidForm(),
         }
 
     @method_decorator(require_POST)
@@ -157,8 +185,14 @@ class OrderPaymentsMixin(AdminMixinBase):
             raise PermissionDenied
         order = self._order(object_id)
         back = self.url("change", order["_id"])
+        form = MarkPaidForm(request.POST)
+        if not form.is_valid():
+            return self.refused(request, errors_text(form), back)
+        means, reference = form.cleaned_data["means"], form.cleaned_data["reference"]
         try:
-            paid = payment_service.mark_paid_at_counter(order["_id"], by=staff_name(request.user))
+            paid = payment_service.mark_paid_at_counter(
+                order["_id"], by=staff_name(request.user), means=means, reference=reference
+            )
         except BookingError as exc:
             return self.refused(request, exc.message, back)
         if paid["state"] != OrderState.PAID:
@@ -173,7 +207,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             CHANGE,
             order["_id"],
             f"Order {order['ref']}",
-            note=f"Paid at the box office ({total}).",
+            note=f"Paid at the box office ({total}, {means}{': ' + reference if reference else ''}).",
             shown=gettext("Order %(ref)s is paid (%(total)s); its tickets are valid.")
             % {"ref": order["ref"], "total": total},
             to=back,

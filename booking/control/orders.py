@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from booking.control import forms as f
 from booking.control import order_filters, selectors
-from booking.control.base import CHANGE, MongoModelAdmin, bound, staff_name
+from booking.control.base import CHANGE, MongoModelAdmin, bound, errors_text, staff_name
 from booking.control.counter import may_sell
 from booking.control.order_changes import ROUTES as CHANGE_ROUTES
 from booking.control.order_changes import OrderChangesMixin, performance_line
@@ -28,7 +28,7 @@ from booking.notifications import confirmations as notifications
 from booking.payments import refunds as refund_service
 from booking.payments.money import format_money
 from booking.reports import order_exports
-from booking.sales import cancels, order_search
+from booking.sales import cancels, customer_edits, order_search
 from booking.sales import orders as order_service
 
 ORDER_PAGE_SIZE = 50
@@ -72,6 +72,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         ("<str:object_id>/change/", "order_detail", "change"),
         ("<str:object_id>/cancel/", "order_cancel", "cancel"),
         ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
+        ("<str:object_id>/customer/", "order_customer", "customer"),
         *PAYMENT_ROUTES,  # refund tickets, retry a refund, paid at the box office
         *CHANGE_ROUTES,  # move tickets to other seats (exchange)
         *PRINT_ROUTES,  # its tickets and receipt as PDFs
@@ -174,6 +175,40 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         getattr(messages, done.level)(request, done.message)
         return HttpResponseRedirect(self.url("change", order["_id"]))
 
+    @method_decorator(require_POST)
+    def order_customer(self, request, object_id):
+        """Correct the customer's name and e-mail (as the page showed them: a change since is
+        refused); logged; the confirmation mail sent again to the new address if asked."""
+        self.require(request, "change")
+        order = self._order(object_id)
+        back = self.url("change", order["_id"])
+        form = f.CustomerForm(request.POST)
+        if not form.is_valid():
+            return self.refused(request, errors_text(form), back)
+        data = form.cleaned_data
+        try:
+            changed, did = customer_edits.change_customer(
+                order["_id"],
+                name=data["name"],
+                email=data["email"],
+                seen_name=data["seen_name"],
+                seen_email=data["seen_email"],
+                by=staff_name(request.user),
+            )
+        except BookingError as exc:
+            return self.refused(request, exc.message, back)
+        if not did:
+            messages.info(request, gettext("Nothing changed."))
+            return HttpResponseRedirect(back)
+        before, after = f"{data['seen_name']} <{data['seen_email']}>", f"{changed['name']} <{changed['email']}>"
+        note = f"Customer corrected: {before} -> {after}"
+        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", note)
+        messages.success(request, gettext("The customer's name and e-mail are saved."))
+        if data["resend"] and changed.get("email"):
+            done = notifications.resend(changed, changed.get("mailRound") or 0, send_now=False)
+            getattr(messages, done.level)(request, done.message)
+        return HttpResponseRedirect(back)
+
     @method_decorator(require_safe)
     def order_detail(self, request, object_id):
         """The order; canceling it is its own page (``order_cancel``), confirmed there."""
@@ -203,6 +238,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
                 **self.payment_context(request, order),
                 **self.print_context(order),  # tickets and receipt to print (control/order_prints.py)
                 **self.history_context(order),  # what happened to it; exchange (control/order_changes.py)
+                "sent_mails": list(reversed(order.get("sentMails", []))),  # newest first, with their text
             },
         )
 

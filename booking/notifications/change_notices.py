@@ -27,6 +27,7 @@ from booking.core.domain import SEAT_OWNING_ORDER_STATES
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
+from booking.notifications import sent_mails
 from booking.notifications.calendar import has_calendar_entry, order_calendar
 from booking.notifications.confirmations import (
     MailServerUnavailable,
@@ -93,7 +94,7 @@ def _send_one(order: dict, notice: dict) -> str:
         _mark(order, notice, FAILED, problem)
         return FAILED
     try:
-        message(order, notice).send()
+        sent_mails.send_and_keep(order, message(order, notice), f"change:{notice.get('kind', '')}")
     except Exception as exc:  # noqa: BLE001 - sorted below: for good, or try again later
         if isinstance(exc, UnicodeError) or is_permanent(exc):
             _mark(order, notice, FAILED, str(exc)[:200])

@@ -33,6 +33,7 @@ from booking.core.domain import GiveUpOutcome, MailState, OrderState, ReopenOutc
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
+from booking.notifications import sent_mails
 from booking.notifications.calendar import has_calendar_entry, order_calendar
 from booking.payments.pdf import receipt_pdf
 from booking.sales import outbox, selectors
@@ -73,7 +74,7 @@ def send_confirmation(order_id: ObjectId) -> SendOutcome:
     if not _claim(order_id):
         return SendOutcome.BUSY
     try:
-        confirmation_message(order).send()
+        sent_mails.send_and_keep(order, confirmation_message(order), "confirmation")
     except UnicodeError as exc:  # the same order fails the same way on every retry
         give_up(order_id, f"cannot be sent: {exc}", permanent=True)
         return SendOutcome.FAILED

@@ -15,6 +15,7 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from booking.core import clock, mongo
+from booking.notifications import sent_mails
 from booking.notifications.confirmations import MailServerUnavailable, is_permanent, order_language, ticket_link
 from booking.payments.money import format_money
 from booking.sales import outbox
@@ -69,7 +70,7 @@ def send_notice(order_id: ObjectId) -> str:
     if not claimed.modified_count:
         return "busy"
     try:
-        notice_message(order).send()
+        sent_mails.send_and_keep(order, notice_message(order), "payment_notice")
     except Exception as exc:
         if is_permanent(exc):
             mongo.orders().update_one({"_id": order_id}, {"$set": {"noticeMail": FAILED}})

@@ -15,6 +15,10 @@ INVOICE = "invoice"
 COMPLIMENTARY = "complimentary"
 COUNTER_METHODS = (CASH, CARD_TERMINAL, INVOICE, COMPLIMENTARY)
 PAID_AT_ONCE = (CASH, CARD_TERMINAL, COMPLIMENTARY)
+# How a reservation or an invoice was paid when staff record it later (the order's paidWith.means)
+BANK_TRANSFER = "bank_transfer"
+PAID_LATER_MEANS = (CASH, CARD_TERMINAL, BANK_TRANSFER)
+PAYMENT_REFERENCE_MAX = 100  # a terminal slip's or a bank transfer's reference
 
 
 class CounterProvider(base.Provider):

@@ -821,8 +821,20 @@ def release_canceled_hold(order_id: ObjectId) -> int:
     return freed
 
 
-def mark_paid_at_counter(order_id: ObjectId, *, by: str) -> dict:
-    """Staff took the money at the box office."""
+def mark_paid_at_counter(
+    order_id: ObjectId, *, by: str, means: str = payments.counter.CASH, reference: str = ""
+) -> dict:
+    """Staff took the money at the box office, or an invoice's money arrived: how (cash, card
+    terminal, bank transfer) and its reference (a slip or transfer number) are kept with it."""
+    reference = " ".join((reference or "").split())
+    if means not in payments.counter.PAID_LATER_MEANS:
+        message = gettext("Please choose how the money was paid.")
+        raise InvalidRequest(message, fields={"means": message})
+    if len(reference) > payments.counter.PAYMENT_REFERENCE_MAX:
+        message = gettext("The reference is at most %(max)d characters.") % {
+            "max": payments.counter.PAYMENT_REFERENCE_MAX
+        }
+        raise InvalidRequest(message, fields={"reference": message})
     order = orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(gettext("No such order."))
@@ -835,7 +847,8 @@ def mark_paid_at_counter(order_id: ObjectId, *, by: str) -> dict:
     provider = cast(BoxOfficeProvider, payments.provider(order["payment"]["provider"]))  # or the counter's
     settled = _settled(provider.paid_at_counter(order))
     orders().update_one(
-        {"_id": order_id, "paidWith.provider": {"$in": ["box_office", "counter"]}}, {"$set": {"paidWith.by": by}}
+        {"_id": order_id, "paidWith.provider": {"$in": ["box_office", "counter"]}},
+        {"$set": {"paidWith.by": by, "paidWith.means": means, "paidWith.reference": reference}},
     )
     return cast(dict, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
 

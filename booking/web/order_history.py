@@ -32,6 +32,10 @@ def order_history(order: dict) -> list[Event]:
             Event(order["paidOn"], _("Paid"), format_money((order.get("paidWith") or {}).get("amount", 0), currency))
         )
     by_ticket = {line["ticket"]: line for line in [*order.get("refundedLines", []), *order.get("lines", [])]}
+    for edit in order.get("customerEdits", []):
+        old, new = edit["old"], edit["new"]
+        detail = f"{old['name']} <{old['email']}> → {new['name']} <{new['email']}>"
+        events.append(Event(edit["at"], _("Customer's name or e-mail corrected"), detail, edit.get("by", "")))
     for record in order.get("exchanges", []):
         moved = ", ".join(
             f"{o['row']}{o['seat']} → {n['row']}{n['seat']}" for o, n in zip(record["old"], record["new"], strict=False)

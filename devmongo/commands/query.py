@@ -11,7 +11,7 @@ from ..keys import canon, encode, id_key, leaf_values
 from ..matching import matcher, translate
 from ..planner import check_table_scan
 from ..projection import Projection
-from ..reads import encode_stored, match, sort_docs, top_level_projector
+from ..reads import encode_stored, index_walk, match, sort_docs, top_level_projector
 from ..update import clone
 from .args import check_collation, coll_name
 
@@ -37,8 +37,12 @@ def find(engine, db, cmd, conn_id):
     hint = cmd.get("hint")
     if engine.notablescan or hint is not None:
         check_table_scan(engine, db, coll, store, flt, sort, hint)
-    docs = match(engine, store, flt, max_count=0 if sort or not limit else skip + limit)
-    if sort:
+    walked = index_walk(engine, db, coll, store, flt, sort, skip + limit) if sort and limit else None
+    if walked is not None:
+        docs = walked  # in the sort's order already
+    else:
+        docs = match(engine, store, flt, max_count=0 if sort or not limit else skip + limit)
+    if sort and walked is None:
         docs = sort_docs(docs, sort, engine.random_tie_break)
     if skip:
         docs = docs[skip:]

@@ -320,12 +320,59 @@ def test_staff_mark_a_box_office_reservation_paid_at_the_counter(manager_client)
     url = f"/admin/booking/order/{order['_id']}/change/"
     page = manager_client.get(url).content.decode()
     assert "Pay at the box office" in page and "Mark paid at the box office" in page
-    response = manager_client.post(f"/admin/booking/order/{order['_id']}/mark-paid/", follow=True)
+    response = manager_client.post(f"/admin/booking/order/{order['_id']}/mark-paid/", {"means": "cash"}, follow=True)
     assert f"Order {order['ref']} is paid (40.00 EUR)" in response.content.decode()
     stored = mongo.orders().find_one({"_id": order["_id"]})
     assert stored["state"] == "paid" and stored["paidWith"]["by"] == "manager <manager@theater.example>"
     assert "Mark paid at the box office" not in response.content.decode()
+    assert stored["paidWith"]["means"] == "cash" and stored["paidWith"]["reference"] == ""
     assert_consistent()
+
+
+def box_office_reservation(owner="s:guest"):
+    session = make_session()
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
+    cart = holds.hold_seats(session["_id"], owner, None, ["0:0"])
+    return payments.start(owner, cart.cart_id, "Gus", "gus@example.com", "box_office")
+
+
+def test_mark_paid_records_the_card_terminal_or_bank_transfer_and_its_reference(manager_client):
+    order = box_office_reservation()
+    page = manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert 'value="bank_transfer"' in page and 'name="reference"' in page
+    url = f"/admin/booking/order/{order['_id']}/mark-paid/"
+    response = manager_client.post(url, {"means": "card_terminal", "reference": "  Slip 0042 "}, follow=True)
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["state"] == "paid"
+    assert stored["paidWith"]["means"] == "card_terminal" and stored["paidWith"]["reference"] == "Slip 0042"
+    assert "Card terminal · reference Slip 0042" in response.content.decode()
+    assert "card_terminal: Slip 0042" in last_log("order").change_message
+    assert_consistent()
+
+
+@pytest.mark.parametrize(
+    ("posted", "said"),
+    [
+        ({}, "Please choose how the money was paid."),
+        ({"means": "bitcoin"}, "Select a valid choice."),
+        ({"means": "invoice"}, "Select a valid choice."),
+        ({"means": "cash", "reference": "x" * 101}, "at most 100 characters"),
+    ],
+)
+def test_mark_paid_without_a_valid_method_or_with_a_long_reference_changes_nothing(manager_client, posted, said):
+    order = box_office_reservation()
+    response = manager_client.post(f"/admin/booking/order/{order['_id']}/mark-paid/", posted, follow=True)
+    shown = [str(m) for m in response.context["messages"]]
+    assert any(said in m for m in shown), shown
+    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "pending_payment"
+
+
+def test_a_reference_of_exactly_the_limit_is_kept(manager_client):
+    order = box_office_reservation()
+    manager_client.post(
+        f"/admin/booking/order/{order['_id']}/mark-paid/", {"means": "bank_transfer", "reference": "R" * 100}
+    )
+    assert mongo.orders().find_one({"_id": order["_id"]})["paidWith"]["reference"] == "R" * 100
 
 
 def print_links(page: str) -> dict[str, str]:
@@ -374,7 +421,7 @@ def test_every_paid_order_page_offers_its_tickets_and_receipt_to_print_again(man
     reserved = payments.start("s:guest", cart.cart_id, "Gus", "gus@example.com", "box_office")
     page = manager_client.get(f"/admin/booking/order/{reserved['_id']}/change/").content.decode()
     assert print_links(page) == {}  # no valid tickets before it is paid
-    manager_client.post(f"/admin/booking/order/{reserved['_id']}/mark-paid/")
+    manager_client.post(f"/admin/booking/order/{reserved['_id']}/mark-paid/", {"means": "cash"})
     assert_prints(manager_client, reserved)
 
 
@@ -398,3 +445,82 @@ def test_printing_an_orders_tickets_is_checked_like_its_page(client, manager_cli
     refunded = client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
     assert set(print_links(refunded)) == {"receipt"}  # its tickets are void; the receipt says so
     assert client.get(links["tickets-page"]).status_code == 409
+
+
+# --- the customer's name and e-mail corrected ---
+
+
+def customer_form(order, **fields):
+    return {
+        "name": order["name"],
+        "email": order["email"],
+        "seen_name": order["name"],
+        "seen_email": order["email"],
+        **fields,
+    }
+
+
+def test_staff_correct_the_customer_and_send_the_mail_to_the_new_address(
+    manager_client, django_capture_on_commit_callbacks
+):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    mail.outbox.clear()
+    url = f"/admin/booking/order/{order['_id']}/customer/"
+    response = manager_client.post(
+        url, customer_form(order, name="Augusta King", email="augusta@example.org", resend="1"), follow=True
+    )
+    page = response.content.decode()
+    assert (
+        "The customer&#x27;s name and e-mail are saved." in page or "The customer's name and e-mail are saved." in page
+    )
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["name"] == "Augusta King" and stored["email"] == "augusta@example.org"
+    assert "Customer&#x27;s name or e-mail corrected" in page or "Customer's name or e-mail corrected" in page
+    assert "Ada Lovelace &lt;ada@example.com&gt; → Augusta King &lt;augusta@example.org&gt;" in page
+    assert (
+        "Customer corrected: Ada Lovelace <ada@example.com> -> Augusta King <augusta@example.org>"
+        in last_log("order").change_message
+    )
+    assert stored["mail"] == "pending"  # queued again, for the new address
+    notifications.send_confirmation(order["_id"])
+    assert mail.outbox[-1].to == ["augusta@example.org"]
+
+
+def test_a_customer_edit_over_a_newer_one_or_with_a_bad_address_changes_nothing(manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    url = f"/admin/booking/order/{order['_id']}/customer/"
+    response = manager_client.post(url, customer_form(order, email="not an address"), follow=True)
+    assert "Please enter a valid e-mail address." in response.content.decode()
+    stale = customer_form(order, name="Someone", seen_name="Not What Is Stored")
+    response = manager_client.post(url, stale, follow=True)
+    assert "changed since this page was shown" in response.content.decode()
+    assert mongo.orders().find_one({"_id": order["_id"]})["name"] == order["name"]
+
+
+def test_a_viewer_cannot_correct_the_customer(client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    client.force_login(make_staff("viewer", ["view_order"]))
+    response = client.post(f"/admin/booking/order/{order['_id']}/customer/", customer_form(order, name="X"))
+    assert response.status_code == 403
+    assert mongo.orders().find_one({"_id": order["_id"]})["name"] == order["name"]
+
+
+def test_the_order_page_shows_every_mail_sent_with_its_text(manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    notifications.send_confirmation(order["_id"])
+    page = manager_client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode()
+    assert "No mail sent yet" not in page
+    [kept] = mongo.orders().find_one({"_id": order["_id"]})["sentMails"]
+    assert kept["to"] == ["ada@example.com"] and kept["kind"] == "confirmation" and order["ref"] in kept["body"]
+    assert kept["subject"] in page and order["ref"] in page.split("sent-mails")[1]
+    manager_client.post(
+        f"/admin/booking/order/{order['_id']}/customer/",
+        customer_form(order, email="augusta@example.org", resend="1"),
+    )
+    notifications.send_confirmation(order["_id"])
+    kept = mongo.orders().find_one({"_id": order["_id"]})["sentMails"]
+    assert [m["to"] for m in kept] == [["ada@example.com"], ["augusta@example.org"]]

@@ -141,7 +141,10 @@ def test_a_counter_seller_takes_the_payment_of_an_invoice_sale(client):
     assert order["state"] == "pending_payment"
     order_page = reverse("admin:booking_order_change", args=[str(order["_id"])])
     assert "Mark paid at the box office" in client.get(order_page).content.decode()
-    assert client.post(reverse("admin:booking_order_mark_paid", args=[str(order["_id"])])).status_code == 302
+    assert (
+        client.post(reverse("admin:booking_order_mark_paid", args=[str(order["_id"])]), {"means": "cash"}).status_code
+        == 302
+    )
     assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "paid"
     assert_consistent()
 

@@ -218,7 +218,12 @@ def test_staff_mark_an_invoice_paid_on_the_order_page(seller_client, manager):
     order = mongo.orders().find_one({"name": "Ida"}, hint=[("_id", 1)])
     page = manager_client.get(reverse("admin:booking_order_change", args=[str(order["_id"])]))
     assert "sold on the phone by anna" in page.content.decode()
-    assert manager_client.post(reverse("admin:booking_order_mark_paid", args=[str(order["_id"])])).status_code == 302
+    assert (
+        manager_client.post(
+            reverse("admin:booking_order_mark_paid", args=[str(order["_id"])]), {"means": "cash"}
+        ).status_code
+        == 302
+    )
     paid = mongo.orders().find_one({"_id": order["_id"]})
     assert paid["state"] == "paid" and cells(session, ["0:0"]) == [SOLD]
     assert seller_client.get(url("sold_tickets", order["ref"])).status_code == 200
