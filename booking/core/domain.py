@@ -3,8 +3,9 @@ the answers of the mail services, the rule "is this cart live?", and the shape o
 
 The states are ``StrEnum``s: their values are the strings stored in MongoDB (a member *is* that
 string), so documents, queries and templates see exactly what they saw before. The ``TypedDict``s
-below are the documents' fields in one place (docs/architecture.md explains them); the code
-handles documents as the plain dicts pymongo returns.
+below are the documents' fields in one place (docs/architecture.md explains them): the public
+selectors and services of the domains take and return them. A read with a projection returns
+fewer fields than its type names; the reader asked for the ones it uses.
 """
 
 from datetime import datetime
@@ -222,6 +223,7 @@ def sale_open_filter(now: datetime, access_keys=frozenset()) -> dict:
 class Category(TypedDict):
     code: str  # one lowercase letter
     name: str
+    nameDe: NotRequired[str]
     color: NotRequired[str]
 
 
@@ -244,21 +246,23 @@ class Layout(TypedDict):
 
 class Section(TypedDict):
     name: str
+    nameDe: NotRequired[str]
     layout: Layout
 
 
 class Theater(TypedDict):
     _id: ObjectId
     name: str
+    nameDe: NotRequired[str]
     seatCount: int
     createdOn: datetime
     modifiedOn: datetime
     ticketTypes: NotRequired[list[dict]]  # [{code, name, nameDe?, description, descriptionDe?, companion?}]
     layout: NotRequired[Layout]  # a hall; or
     sections: NotRequired[list[Section]]  # a sectioned venue (a stadium): one session document per section
-    front: NotRequired[
-        str
-    ]  # what the seats face: "stage" (absent), "pitch", "field", "screen" (booking/venues/venue_front.py)
+    front: NotRequired[str]  # what the seats face: "stage" (absent), "pitch", "field", "screen" (venues/venue_front.py)
+    vatRate: NotRequired[str]  # "19.0" (payments/settings.py)
+    vatRates: NotRequired[dict[str, str]]  # category code -> rate
 
 
 class Reservation(TypedDict):
@@ -269,6 +273,8 @@ class Reservation(TypedDict):
     total: int
     v: str  # a random token renewed on every change: "settle exactly the hold I read"
     modifiedOn: datetime
+    owner: NotRequired[str]
+    house: NotRequired[bool]
 
 
 class Presale(TypedDict):
@@ -317,6 +323,21 @@ class Session(TypedDict):
     section: NotRequired[SessionSection]
     venueName: NotRequired[str]
     front: NotRequired[str]  # copied from the theater: the word at the front of the map (absent: "stage")
+    nameDe: NotRequired[str]  # the staff's German texts (core/localized.py)
+    descriptionDe: NotRequired[str]
+    theaterNameDe: NotRequired[str]
+    venueNameDe: NotRequired[str]
+    listingDue: NotRequired[datetime]  # sales/listings.py
+    listingRev: NotRequired[int]
+    boxOffice: NotRequired[dict]  # {enabled, deadlineMinutes}: payments/settings.py
+    waitingRoom: NotRequired[dict]  # {queueId, opensAt, onSaleAt, rate, paused, rev}: sales/waiting_room.py
+    exchangeHolds: NotRequired[list[dict]]  # sales/exchanges.py
+    cancelRun: NotRequired[dict]  # sales/session_cancel.py
+    detailsChange: NotRequired[dict]  # sales/performance_details.py
+    ticketCodesByRef: NotRequired[dict]
+    seatSummary: NotRequired[dict[str, int]]  # after the show, instead of seats (sales/retention.py)
+    compactedOn: NotRequired[datetime]
+    purgeAt: NotRequired[datetime]
 
 
 class CartItem(TypedDict):
@@ -353,6 +374,12 @@ class Cart(TypedDict):
     orderId: NotRequired[ObjectId]
     endedOn: NotRequired[datetime]
     canceledShows: NotRequired[list[dict]]  # [{sessionId, name, start, seats}]: performances canceled while held
+    promo: NotRequired[dict]  # the promo code applied (sales/promos.py)
+    orderRef: NotRequired[str]
+    payMethod: NotRequired[str]
+    channel: NotRequired[SalesChannel]  # a staff cart's (sales/counter.py)
+    soldBy: NotRequired[str]
+    comp: NotRequired[dict]
 
 
 class CheckIn(TypedDict):
@@ -381,6 +408,9 @@ class OrderLine(TypedDict):
     discount: NotRequired[int]  # the promo code's share of this line
     ticket: str  # 24 random url-safe characters
     checkedIn: NotRequired[CheckIn]
+    vat: NotRequired[str]  # its VAT rate as sold, "19.0" (payments/money.py)
+    house: NotRequired[bool]
+    wheelchair: NotRequired[bool]
 
 
 class OrderSession(TypedDict):
@@ -391,6 +421,10 @@ class OrderSession(TypedDict):
     start: datetime | None
     theaterName: str | None
     categories: dict[str, str]  # code -> name
+    nameDe: NotRequired[str]
+    theaterNameDe: NotRequired[str]
+    categoriesDe: NotRequired[dict[str, str]]
+    theaterId: NotRequired[ObjectId]
 
 
 class Order(TypedDict):
@@ -424,3 +458,33 @@ class Order(TypedDict):
     mailRetryAt: NotRequired[datetime]
     mailRound: NotRequired[int]
     channel: NotRequired[SalesChannel]  # absent: online (DEFAULT_CHANNEL)
+    nameKeys: NotRequired[list[str]]  # core/names.py
+    language: NotRequired[str]
+    fee: NotRequired[dict]  # {amount, vat}: payments/money.py
+    method: NotRequired[str]
+    soldBy: NotRequired[str]
+    phone: NotRequired[str]
+    compReason: NotRequired[str]
+    # the money (payments/flow.py, payments/refunds.py)
+    payment: NotRequired[dict]  # {provider, attempt, intent, status, until, previous}
+    paidWith: NotRequired[dict]
+    paidOn: NotRequired[datetime]
+    settling: NotRequired[bool]
+    extraPayments: NotRequired[list[dict]]
+    topUps: NotRequired[list[dict]]
+    refunds: NotRequired[list[dict]]
+    refundDue: NotRequired[bool]
+    refundedLines: NotRequired[list[OrderLine]]
+    lostSeats: NotRequired[bool]
+    holdReleased: NotRequired[bool]
+    receiptNo: NotRequired[int]
+    receiptOn: NotRequired[datetime]
+    receiptTheater: NotRequired[ObjectId]
+    # changes after the sale (sales/exchanges.py, sales/outbox.py)
+    exchangedLines: NotRequired[list[OrderLine]]
+    exchanges: NotRequired[list[dict]]
+    exchangeOpen: NotRequired[str]
+    changeNotices: NotRequired[list[dict]]
+    noticeMail: NotRequired[dict]
+    reportStale: NotRequired[list[dict]]  # reports/marks.py
+    purgeAt: NotRequired[datetime]  # core/order_retention.py
