@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods
 from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import CHANGE, AdminMixinBase, bound
+from booking.core.domain import Layout
 from booking.core.errors import InvalidRequest
 from booking.sales import offers
 from booking.venues.layouts import category_codes_used
@@ -65,7 +66,7 @@ class PriceTableForm(forms.Form):
     """One field per (ticket type, category): ``full_<cat>`` (required) and ``<type>__<cat>``
     (empty: not offered)."""
 
-    def __init__(self, *args, types: list[dict], layout: dict, **kwargs):
+    def __init__(self, *args, types: list[dict], layout: Layout, **kwargs):
         super().__init__(*args, **kwargs)
         names = {c["code"]: c["name"] for c in layout["categories"]}
         self.cats = category_codes_used(layout)

@@ -15,6 +15,7 @@ from booking.control.offers import TicketTypesAdminMixin
 from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
 from booking.control.seat_chart import category_legend, grid_error_context, layout_rows
 from booking.control.sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
+from booking.core.domain import Layout
 from booking.core.errors import BookingError
 from booking.sales import theater_edits
 from booking.venues import theaters as theater_service
@@ -57,7 +58,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
         return form, formset
 
     @staticmethod
-    def _layout(form, formset) -> dict | None:
+    def _layout(form, formset) -> Layout | None:
         """The layout drawn in the editor, or None with errors on the forms."""
         if not (formset.is_valid() and form.is_valid()):
             return None
@@ -250,7 +251,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
         return self.document(selectors.get_theater, object_id, "That theater does not exist (any more).")
 
 
-def preview_context(form, layout: dict | None) -> dict:
+def preview_context(form, layout: Layout | None) -> dict:
     """What the preview beside the editor shows: the seat map, or what is wrong and where."""
     if layout is not None:
         return {"rows": layout_rows(layout), "legend": category_legend(layout), "seats": seat_count(layout)}

@@ -232,6 +232,8 @@ class Cell(TypedDict):
     cat: str  # a Category code
     wheelchair: NotRequired[bool]
     companion: NotRequired[bool]
+    releasedFrom: NotRequired[str]  # "wheelchair": a space on general sale since releasedOn (sales/wheelchair.py)
+    releasedOn: NotRequired[datetime]
 
 
 class Row(TypedDict):

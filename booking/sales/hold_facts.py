@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from bson import ObjectId
 
 from booking.core import mongo
+from booking.core.domain import Layout
 from booking.core.lru import LRUCache
 
 CACHE_SIZE = 256  # sessions (layouts: session and revision) kept per process
@@ -23,16 +24,16 @@ class SaleFacts:
     """A session's layout (of a revision) and prices, as the hold decides by them."""
 
     layout_rev: int
-    layout: dict
+    layout: Layout
     prices: dict
     price_rev: int = 0  # bumped by every change of the price table's other columns (sales/offers.py)
 
 
-_layouts: LRUCache[tuple[ObjectId, int], dict] = LRUCache(CACHE_SIZE)
+_layouts: LRUCache[tuple[ObjectId, int], Layout] = LRUCache(CACHE_SIZE)
 _sale_facts: LRUCache[ObjectId, SaleFacts] = LRUCache(CACHE_SIZE)
 
 
-def session_layout(session_id: ObjectId, revision: int) -> dict | None:
+def session_layout(session_id: ObjectId, revision: int) -> Layout | None:
     """A session's layout. It changes only when staff copy the theater's layout again (allowed
     while no seat is taken), which bumps ``layoutRev``; so a layout read once is kept per
     (session, revision) in this process and shared read-only. One read by _id when not kept."""

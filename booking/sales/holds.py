@@ -21,6 +21,7 @@ from booking.core.domain import (
     HOLDING_STATES,
     CartItem,
     CartState,
+    Layout,
     SalePhase,
     SessionStatus,
     is_live,
@@ -56,6 +57,7 @@ from booking.venues.seat_grid import (
     cell_path,
     longest_block,
     orphans_created,
+    seat_at,
     seat_cell,
     seat_key,
     seat_name,
@@ -309,7 +311,7 @@ def hold_seats(
 
 
 def _check_request(
-    layout: dict, coords: Coords, cart: dict | None, mine: set[str], carts: selectors.BuyerCarts
+    layout: Layout, coords: Coords, cart: dict | None, mine: set[str], carts: selectors.BuyerCarts
 ) -> None:
     """Everything refused before a write: no seat there, the limits (seats per cart, carts per
     owner), a seat already in the cart. (Seats per client address: ``_reserve_for_client``.)"""
@@ -373,12 +375,12 @@ def _record_in_cart(
     return cart, expires_at
 
 
-def _not_a_seat(layout: dict, coords) -> tuple[int, int] | None:
+def _not_a_seat(layout: Layout, coords) -> tuple[int, int] | None:
     """The first of these cells that is no seat in this layout (a gap, or off the map), if any."""
     return next(((row, col) for row, col in coords if seat_cell(layout, row, col) is None), None)
 
 
-def _refuse_non_seats(layout: dict, coords) -> None:
+def _refuse_non_seats(layout: Layout, coords) -> None:
     missing = _not_a_seat(layout, coords)
     if missing is not None:
         row, col = missing
@@ -516,8 +518,7 @@ def undeclared_wheelchair_spaces(plan: HoldPlan) -> Coords:
     saying they need one."""
     if plan.needs_wheelchair:
         return []
-    rows = plan.facts.layout["rows"]
-    return [(r, c) for r, c in plan.coords if rows[r]["cells"][c].get("wheelchair")]
+    return [(r, c) for r, c in plan.coords if seat_at(plan.facts.layout, r, c).get("wheelchair")]
 
 
 def wheelchair_clause(plan: HoldPlan, starts_after: datetime) -> dict:
@@ -570,8 +571,8 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     facts, coords, cart_id, now = plan.facts, plan.coords, plan.cart_id, plan.now
     layout = facts.layout
     keys = [seat_key(r, c) for r, c in coords]
-    categories = {layout["rows"][r]["cells"][c]["cat"] for r, c in coords}
-    price = sum(facts.prices[layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
+    categories = {seat_at(layout, r, c)["cat"] for r, c in coords}
+    price = sum(facts.prices[seat_at(layout, r, c)["cat"]] for r, c in coords)
     house = [seat_key(r, c) for r, c in coords if (r, c) in plan.house]
     counter = plan.context.box_office
     query: dict = {
@@ -636,7 +637,7 @@ def seats_free(coords) -> dict:
     return {cell_path(r, c): FREE for r, c in coords}
 
 
-def no_seat_left_alone(layout: dict, coords) -> list[dict]:
+def no_seat_left_alone(layout: Layout, coords) -> list[dict]:
     """Filter clauses that hold only if taking these seats leaves no free seat alone in its row:
     the orphan rule (``seat_grid.orphans_created``) checked by the write itself, on the seat states
     at that moment. For each seat beside the ones taken: it is not free, or one of its own
@@ -664,7 +665,7 @@ WRITE_ANSWER_FIELDS = {"version": 1, "seatsAvailable": 1}
 SUMMARY_ANSWER_FIELDS = {**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1}
 
 
-def _after_write(session: dict, written: dict, layout: dict) -> dict:
+def _after_write(session: dict, written: dict, layout: Layout) -> dict:
     """The session as a seat write left it, for the answer: summary fields, new version, layout."""
     summary = {k: v for k, v in session.items() if k not in ("seats", "reservations", "layout")}
     return {**summary, **written, "layout": layout}

@@ -23,6 +23,7 @@ from functools import lru_cache
 from django.utils.translation import get_language, gettext, gettext_noop
 
 from booking.core.contrast import ink_on
+from booking.core.domain import Layout
 from booking.core.formatting import escape, format_money, seat_label
 from booking.core.localized import category_names
 from booking.core.lru import LRUCache
@@ -122,7 +123,7 @@ def build_seat_map(session: dict) -> SeatMapHtml:
     return _build(session, _signature(session), {})[0]
 
 
-def _categories(layout: dict, prices: dict, currency: str | None) -> tuple:
+def _categories(layout: Layout, prices: dict, currency: str | None) -> tuple:
     """(code, escaped name, price) of every category, as every seat's label shows them."""
     names = category_names(layout["categories"])  # in the page's language (the map is cached per language)
     return tuple((code, escape(name), format_money(prices.get(code), currency)) for code, name in names.items())
@@ -258,7 +259,7 @@ def _seat(
     )
 
 
-def seat_updates(session: dict, layout: dict, seats, state: int, mine: bool, picked=frozenset()) -> str:
+def seat_updates(session: dict, layout: Layout, seats, state: int, mine: bool, picked=frozenset()) -> str:
     """Out-of-band buttons for the seats one action changed (htmx swaps each by its id), so the
     action's answer is a few hundred bytes, not the map; the live refresh brings other changes."""
     categories = {
