@@ -8,9 +8,10 @@ selectors and services of the domains take and return them. A read with a projec
 fewer fields than its type names; the reader asked for the ones it uses.
 """
 
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
-from typing import NotRequired, TypedDict, TypeGuard
+from typing import Any, NotRequired, TypedDict, TypeGuard
 
 from bson import ObjectId
 
@@ -93,12 +94,12 @@ DEFAULT_CHANNEL = SalesChannel.ONLINE  # what an order without ``channel`` count
 COMPLIMENTARY_METHOD = "complimentary"
 
 
-def sales_channel(order: dict) -> str:
+def sales_channel(order: "Order | Mapping[str, Any]") -> str:  # or its projection
     """The channel an order counts under in the reports: complimentary when given away, else its
     ``channel``, else online."""
     if order.get("method") == COMPLIMENTARY_METHOD:
         return SalesChannel.COMPLIMENTARY.value
-    return order.get(ORDER_CHANNEL_FIELD) or DEFAULT_CHANNEL.value
+    return order.get("channel") or DEFAULT_CHANNEL.value  # ORDER_CHANNEL_FIELD
 
 
 class MailState(StrEnum):
@@ -147,13 +148,13 @@ class ReopenOutcome(StrEnum):
 # --- is this cart live? ---
 
 
-def is_live(cart: dict | None, now: datetime) -> bool:
+def is_live(cart: "Cart | None", now: datetime) -> bool:
     """A live cart can still take seats: it is active and its hold has not run out. (A cart past
     its hold that is still ``active`` is not live: whoever finds it expires it.)"""
     return cart is not None and cart["state"] == CartState.ACTIVE and cart["expiresAt"] > now
 
 
-def is_stale(cart: dict | None, now: datetime) -> TypeGuard[dict]:
+def is_stale(cart: "Cart | None", now: datetime) -> TypeGuard["Cart"]:
     """Its other side: still active (or paying), but its hold has run out (expiry ends it; until
     then it is neither live nor ended)."""
     return cart is not None and cart["state"] in EXPIRING_STATES and cart["expiresAt"] <= now
@@ -164,7 +165,7 @@ def live_cart_filter(now: datetime) -> dict:
     return {"state": CartState.ACTIVE, "expiresAt": {"$gt": now}}
 
 
-def is_holding(cart: dict | None, now: datetime) -> bool:
+def is_holding(cart: "Cart | None", now: datetime) -> bool:
     """Its seats are held for it: live, or paying (a card payment's window, a box-office
     reservation's deadline) and not yet past its hold."""
     return cart is not None and cart["state"] in EXPIRING_STATES and cart["expiresAt"] > now
@@ -183,7 +184,7 @@ def stale_cart_filter(now: datetime) -> dict:
 # --- the sale window: when may seats be held? ---
 
 
-def sale_phase(session: dict, now: datetime, access_keys=frozenset()) -> SalePhase:
+def sale_phase(session: "Session", now: datetime, access_keys=frozenset()) -> SalePhase:
     """The sale window as the page shows it. ``access_keys``: the presale keys this buyer has
     unlocked with an access code. Fields absent mean what they meant before sale windows: on sale
     when published, off sale at the start. ``sale_open_filter`` is the same rule for the hold's write."""
@@ -336,7 +337,7 @@ class Session(TypedDict):
     exchangeHolds: NotRequired[list[dict]]  # sales/exchanges.py
     cancelRun: NotRequired[dict]  # sales/session_cancel.py
     detailsChange: NotRequired[dict]  # sales/performance_details.py
-    ticketCodesByRef: NotRequired[dict]
+    ticketCodesByRef: NotRequired[bool]
     seatSummary: NotRequired[dict[str, int]]  # after the show, instead of seats (sales/retention.py)
     compactedOn: NotRequired[datetime]
     purgeAt: NotRequired[datetime]

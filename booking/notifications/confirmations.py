@@ -233,7 +233,7 @@ def _send_reopened(order: dict, opened: ReopenOutcome) -> Resend:
     if opened == ReopenOutcome.NO_SUCH_ORDER:
         return Resend("error", ReopenOutcome.NO_SUCH_ORDER)
     if opened == ReopenOutcome.CHANGED:
-        state = (selectors.get_order(oid) or {}).get("mail", "?")
+        state = found["mail"] if (found := selectors.get_order(oid)) else "?"
         return Resend("error", f"not re-sent: it changed meanwhile (mail is {state} now); run again to re-send")
     reopened = opened == ReopenOutcome.REOPENED  # else pending already: sending it now is safe, the claim decides
     try:
@@ -247,7 +247,7 @@ def _send_reopened(order: dict, opened: ReopenOutcome) -> Resend:
         return Resend("info", "a worker is sending it right now", reopened)
     if sent == SendOutcome.ALREADY_SENT:
         return Resend("info", "a worker sent it just now", reopened)
-    failure = (selectors.get_order(oid) or {}).get("mailFailure", "")
+    failure = found.get("mailFailure", "") if (found := selectors.get_order(oid)) else ""
     return Resend("error", f"{sent}: {failure}" if failure else str(sent), reopened)
 
 

@@ -8,7 +8,9 @@ the write miss (and the hold read again), never take a seat at a wrong price or 
 process's threads.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bson import ObjectId
 
@@ -51,7 +53,7 @@ def known_sale_facts(session_id: ObjectId) -> SaleFacts | None:
     return _sale_facts.get(session_id)
 
 
-def sale_facts(session: dict) -> SaleFacts | None:
+def sale_facts(session: Mapping[str, Any]) -> SaleFacts | None:
     """The facts of a session just read (with ``prices`` and ``layoutRev``), kept for the next
     hold; the layout comes from session_layout. None when the session is gone."""
     layout = session.get("layout") or session_layout(session["_id"], session.get("layoutRev", 0))

@@ -40,7 +40,9 @@ import csv
 import io
 import re
 import secrets
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from bson import ObjectId
 from django.utils.translation import gettext, gettext_noop
@@ -219,7 +221,7 @@ def update_code(code_id: ObjectId, kind: str, value: int, **terms) -> dict:
 # --- what a code takes off (pricing.totals calls this) ---
 
 
-def _eligible(item: dict, promo: dict) -> bool:
+def _eligible(item: Mapping[str, Any], promo: dict) -> bool:
     if promo.get("sessionId") and item["sessionId"] != promo["sessionId"]:
         return False
     if "sessionIds" in promo and item["sessionId"] not in promo["sessionIds"]:
@@ -229,7 +231,7 @@ def _eligible(item: dict, promo: dict) -> bool:
     return not (promo.get("categories") and item["cat"] not in promo["categories"])
 
 
-def line_discounts(items: list[dict], promo: dict) -> list[int]:
+def line_discounts(items: Sequence[Mapping[str, Any]], promo: dict) -> list[int]:
     """Per item, what the code takes off it (the code's terms as the cart recorded them)."""
     discounts = [0] * len(items)
     left = promo.get("perOrder") or len(items)
@@ -351,7 +353,7 @@ def release_for_cart(
     return True
 
 
-def give_back_unused(cart: dict) -> dict:
+def give_back_unused(cart: Mapping[str, Any]) -> dict:  # a Cart, or one being moved on
     """For the write that checks a cart out: step 1 of giving its code's use back
     (``{"promo.released": "giving"}``) when the code takes nothing off the seats the cart holds now
     (the ones it applied to were removed, or their ticket type changed). No order carries such a
@@ -366,7 +368,7 @@ def give_back_unused(cart: dict) -> dict:
     return {"promo.released": GIVING}
 
 
-def finish_give_back(cart: dict) -> None:
+def finish_give_back(cart: Mapping[str, Any]) -> None:
     """Steps 2 and 3 for a cart at ``"giving"`` (``cart``: its _id, owner, promo); safe to repeat."""
     mongo.promo_codes().update_one(
         {"_id": cart["promo"]["codeId"], "uses": {"$gt": 0}, "returnedFor": {"$ne": cart["_id"]}},

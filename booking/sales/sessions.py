@@ -10,7 +10,7 @@ from django.conf import settings
 from django.utils.translation import gettext
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Layout, SessionStatus, Theater
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Layout, Session, SessionStatus, Theater
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.sales import listings, session_cancel
 from booking.sales.session_prices import clean_prices
@@ -193,7 +193,7 @@ def update_session_details(
     return mongo.sessions().find_one({"_id": session_id})
 
 
-def refresh_seat_map(session_id: ObjectId) -> dict:
+def refresh_seat_map(session_id: ObjectId) -> Session:
     """Copy the theater's current layout again; refused once any seat is held or sold."""
     session = mongo.sessions().find_one(
         {"_id": session_id}, {"theaterId": 1, "seatsTotal": 1, "seatsAvailable": 1, "seats": 1}

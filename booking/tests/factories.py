@@ -5,7 +5,7 @@ from datetime import timedelta
 from typing import Any
 
 from booking.core import clock, mongo
-from booking.core.domain import Theater
+from booking.core.domain import Session, Theater
 from booking.sales import selectors
 from booking.sales.sessions import create_session
 from booking.venues.layouts import parse_grid
@@ -32,7 +32,7 @@ C: ssss.ssss
 """
 
 
-def reread(session_id) -> dict:
+def reread(session_id) -> Session:
     """The session as stored now (a test's session exists: a None fails here, with its id)."""
     session = selectors.get_session(session_id)
     assert session is not None, f"session {session_id} is gone"
