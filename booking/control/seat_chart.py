@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy
 
 from booking.core.contrast import ink_on
-from booking.core.domain import Layout
+from booking.core.domain import Layout, Session
 from booking.core.formatting import seat_label
 from booking.core.localized import category_names
 from booking.venues.seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
@@ -109,7 +109,7 @@ def category_legend(layout: Layout) -> list[dict]:
     ] + extra
 
 
-def session_rows(session: dict, owners: dict[str, dict], checked: AbstractSet[str] = frozenset()) -> list[Row]:
+def session_rows(session: Session, owners: dict[str, dict], checked: AbstractSet[str] = frozenset()) -> list[Row]:
     """The session's cells with their state; held seats name their cart, sold ones their order."""
     rows = layout_rows(session["layout"])
     for r, row in enumerate(rows):

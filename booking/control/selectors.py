@@ -12,7 +12,7 @@ from bson import ObjectId
 from django.utils import timezone
 
 from booking.core import clock, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, OrderState, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, OrderState, Session, SessionStatus
 from booking.core.names import name_key
 from booking.sales.selectors import session_counts
 from booking.venues.seat_grid import restored_states
@@ -148,7 +148,7 @@ def one_row_per_performance(sessions: list[dict]) -> list[dict]:
     return rows
 
 
-def get_session(session_id: ObjectId) -> dict | None:
+def get_session(session_id: ObjectId) -> Session | None:
     """The whole session. A compacted one (sales/retention.py) gets its grid back from its paid
     orders: their seats sold, the others free (house seats are only counted in its seatSummary)."""
     session = mongo.sessions().find_one({"_id": session_id})
@@ -165,7 +165,7 @@ def get_theater(theater_id: ObjectId) -> dict | None:
     return with_id(mongo.theaters().find_one({"_id": theater_id}))
 
 
-def seat_owners(session: dict) -> dict[str, dict]:
+def seat_owners(session: Session) -> dict[str, dict]:
     """Who has each held or sold seat: {"r:c": {"cart": id} or {"order": ref, "orderId": id}}.
 
     Holds come from the session's own reservations; sales from the paid orders of the session
