@@ -31,15 +31,15 @@ from pymongo import ReturnDocument
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import Cart, CartState, OrderState, Session, live_cart_filter
+from booking.core.domain import Cart, CartState, OrderState, SalesChannel, Session, live_cart_filter
 from booking.core.errors import CartExpired, InvalidRequest, NotFound
 from booking.payments import flow as payment_service
 from booking.payments.counter import CARD_TERMINAL, CASH, COMPLIMENTARY, COUNTER_METHODS, INVOICE, PAID_AT_ONCE
 from booking.sales import cart_expiry, checkout, offers, pricing, promos
 from booking.sales import carts as cart_service
 
-BOX_OFFICE = "box_office"
-PHONE = "phone"
+BOX_OFFICE = SalesChannel.BOX_OFFICE
+PHONE = SalesChannel.PHONE
 CHANNELS = (BOX_OFFICE, PHONE)
 METHODS = COUNTER_METHODS
 __all__ = ["CASH", "CARD_TERMINAL", "INVOICE", "COMPLIMENTARY", "METHODS", "CHANNELS", "CounterSale", "sell"]

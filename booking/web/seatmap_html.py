@@ -25,7 +25,7 @@ from typing import Any
 from django.utils.translation import get_language, gettext, gettext_noop
 
 from booking.core.contrast import ink_on
-from booking.core.domain import Layout
+from booking.core.domain import Layout, SessionStatus
 from booking.core.formatting import escape, format_money, seat_label
 from booking.core.localized import category_names
 from booking.core.lru import LRUCache
@@ -135,7 +135,7 @@ def _signature(session: Mapping[str, Any]) -> tuple:
     layout = session["layout"]
     categories = _categories(layout, session["prices"], session.get("currency"))
     width = max((len(r["cells"]) for r in layout["rows"]), default=0)
-    return categories, width, session.get("status") == "canceled"
+    return categories, width, session.get("status") == SessionStatus.CANCELED
 
 
 def _build_reusing_rows(session: Mapping[str, Any], house: bool = False) -> SeatMapHtml:
