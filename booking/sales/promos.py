@@ -93,11 +93,15 @@ def clean_terms(
             gettext("The value must be a whole number, zero or more."), fields={"value": gettext("Zero or more.")}
         )
     if kind == "percent" and not 0 < value <= 100:
-        raise InvalidRequest("A percentage must be between 1 and 100.", fields={"value": "1 to 100."})
+        raise InvalidRequest(gettext("A percentage must be between 1 and 100."), fields={"value": gettext("1 to 100.")})
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1_000_000:
-        raise InvalidRequest("The uses cap must be between 1 and 1,000,000.", fields={"cap": "1 to 1,000,000."})
+        raise InvalidRequest(
+            gettext("The uses cap must be between 1 and 1,000,000."), fields={"cap": gettext("1 to 1,000,000.")}
+        )
     if per_order is not None and (not isinstance(per_order, int) or per_order < 1):
-        raise InvalidRequest("The per-order cap must be 1 or more (or empty).", fields={"per_order": "1 or more."})
+        raise InvalidRequest(
+            gettext("The per-order cap must be 1 or more (or empty)."), fields={"per_order": gettext("1 or more.")}
+        )
     if session_id is not None and series is not None:
         raise InvalidRequest(
             gettext("Choose one session or a series, not both."), fields={"scope": gettext("One session or a series.")}
@@ -127,7 +131,9 @@ def clean_terms(
 def create_code(code: str, kind: str, value: int, **terms) -> dict:
     text = normalize(code)
     if not CODE_RE.match(text):
-        raise InvalidRequest("A code has 4 to 32 letters, digits or dashes.", fields={"code": "4-32 A-Z, 0-9, -."})
+        raise InvalidRequest(
+            gettext("A code has 4 to 32 letters, digits or dashes."), fields={"code": gettext("4-32 A-Z, 0-9, -.")}
+        )
     doc = {"_id": ObjectId(), "code": text, **clean_terms(kind, value, **terms), "createdOn": clock.now()}
     try:
         mongo.promo_codes().insert_one(doc)

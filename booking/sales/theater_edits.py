@@ -5,6 +5,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bson import ObjectId
+from django.utils.translation import gettext
 from pymongo import ReturnDocument
 
 from booking.core import clock, mongo
@@ -25,7 +26,7 @@ def update_theater(theater_id: ObjectId, name: str, layout: Mapping[str, Any], n
         update["$unset"] = unset
     result = mongo.theaters().update_one({"_id": theater_id}, update)
     if not result.matched_count:
-        raise NotFound("No such theater.")
+        raise NotFound(gettext("No such theater."))
     theater = mongo.theaters().find_one({"_id": theater_id})
     rename_sessions(theater)
     return theater
@@ -76,6 +77,6 @@ def update_sectioned_theater(
         {"_id": theater_id, "sections": {"$exists": True}}, update, return_document=ReturnDocument.AFTER
     )
     if updated is None:
-        raise NotFound("No such sectioned venue.")
+        raise NotFound(gettext("No such sectioned venue."))
     rename_sessions(updated)
     return updated

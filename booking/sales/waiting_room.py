@@ -410,7 +410,7 @@ def poll(
     """A buyer's look at the queue (and their join, when ``join`` and the room is open): one
     round trip to Redis, which also admits whoever's turn it is. Raises QueueUnavailable."""
     if not owner:
-        raise InvalidRequest("A buyer is needed to join the queue.")
+        raise InvalidRequest(gettext("A buyer is needed to join the queue."))
     return _result(_run(config, owner, join, _ms(now or clock.now()), ticket))
 
 

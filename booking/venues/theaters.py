@@ -73,10 +73,10 @@ def session_names(theater: Theater, section: Section | None = None) -> dict:
 
 def delete_theater(theater_id: ObjectId) -> None:
     if mongo.sessions().count_documents({"theaterId": theater_id}, limit=1):
-        raise Conflict("This theater still has sessions; delete or cancel them first.")
+        raise Conflict(gettext("This theater still has sessions; delete or cancel them first."))
     result = mongo.theaters().delete_one({"_id": theater_id})
     if not result.deleted_count:
-        raise NotFound("No such theater.")
+        raise NotFound(gettext("No such theater."))
 
 
 def create_sectioned_theater(
