@@ -292,7 +292,9 @@ def sync(request, scope_id):
         data = _body(request)
         scans = data.get("scans")
         if not isinstance(scans, list) or len(scans) > SYNC_BATCH_LIMIT:
-            raise InvalidRequest(f"Send the queued check-ins as a list of at most {SYNC_BATCH_LIMIT}.")
+            raise InvalidRequest(
+                gettext("Send the queued check-ins as a list of at most %(limit)s.") % {"limit": SYNC_BATCH_LIMIT}
+            )
     except BookingError as exc:
         return _problem(request, exc)
     results = []

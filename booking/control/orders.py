@@ -90,7 +90,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         order = self._order(object_id)
         form = f.ResendMailForm(request.POST)
         if not form.is_valid():
-            return HttpResponseBadRequest("The form was incomplete; reload the order page.")
+            return HttpResponseBadRequest(gettext("The form was incomplete; reload the order page."))
         done = notifications.resend(order, form.cleaned_data["round"], send_now=False)
         if done.reopened:
             note = f"Confirmation mail re-sent to {order['email']}."

@@ -153,12 +153,17 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
                 form,
                 formset,
                 new_layout,
-                title=f"Change theater “{theater['name']}”",
+                title=gettext("Change theater “%(name)s”") % {"name": theater["name"]},
                 theater=theater,
                 status=400,
             )
         return self._editor(
-            request, form, formset, layout, title=f"Change theater “{theater['name']}”", theater=theater
+            request,
+            form,
+            formset,
+            layout,
+            title=gettext("Change theater “%(name)s”") % {"name": theater["name"]},
+            theater=theater,
         )
 
     @method_decorator(require_POST)
