@@ -253,6 +253,16 @@ class Section(TypedDict):
     layout: Layout
 
 
+class VenueAddress(TypedDict):
+    """Where a theater is (``venues/addresses.py``): shown to buyers with their booking."""
+
+    street: str
+    postalCode: str
+    city: str
+    directions: str  # how to get there (may be empty); German pages show directionsDe when set
+    directionsDe: str
+
+
 class Theater(TypedDict):
     _id: ObjectId
     name: str
@@ -266,6 +276,7 @@ class Theater(TypedDict):
     front: NotRequired[str]  # what the seats face: "stage" (absent), "pitch", "field", "screen" (venues/venue_front.py)
     vatRate: NotRequired[str]  # "19.0" (payments/settings.py)
     vatRates: NotRequired[dict[str, str]]  # category code -> rate
+    address: NotRequired[VenueAddress]
 
 
 class Reservation(TypedDict):
