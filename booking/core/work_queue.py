@@ -12,6 +12,7 @@ SEND_ORDER_CONFIRMATION = "booking.tasks.send_order_confirmation"
 SEND_PAYMENT_NOTICE = "booking.tasks.send_payment_notice"
 SEND_CHANGE_NOTICES = "booking.tasks.send_change_notices"
 CANCEL_SESSION_ORDERS = "booking.tasks.cancel_session_orders"
+SEND_SIGN_IN_LINK = "booking.tasks.send_sign_in_link"
 
 # One quick reconnect (a pooled connection may be stale after a Redis restart), no more: a buyer
 # may be waiting for the request that queues.
