@@ -247,6 +247,10 @@ BOOKING_PREVENT_ORPHAN_SEATS = env.bool("BOOKING_PREVENT_ORPHAN_SEATS", default=
 # The what's-on page is kept this long per process and served to every viewer without a message
 # (booking/web/page_cache.py): its seats-left figures are at most this old. 0: built for every request.
 BOOKING_WHATS_ON_CACHE_SECONDS = env.float("BOOKING_WHATS_ON_CACHE_SECONDS", default=1.0)
+# A performance's seat map version is kept this long per process to answer unchanged live maps
+# with a 304 without reading it (booking/web/live_versions.py): a change reaches a polling viewer
+# at most this much later. 0: read for every request.
+BOOKING_LIVE_MAP_VERSION_SECONDS = env.float("BOOKING_LIVE_MAP_VERSION_SECONDS", default=0.5)
 # A theater's VAT settings are kept this long per process for checkout (payments/settings.py):
 # a change reaches the other processes' orders within it. 0: read for every order.
 BOOKING_VAT_CACHE_SECONDS = env.float("BOOKING_VAT_CACHE_SECONDS", default=10.0)

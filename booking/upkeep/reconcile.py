@@ -11,7 +11,8 @@
 - confirmation mails still pending a few minutes after checkout (Redis was down, or the task was
   lost with its worker) are queued again;
 - failed confirmation mails whose next round is due (``mailRetryAt``) are made pending and queued;
-- what's on entries behind their session (a crash after the session write) are written again.
+- what's on entries behind their session (a crash after the session write) are written again;
+- numbers a gap-free series gave (receipts) that a crash kept off their document are written.
 Holds younger than the grace period are left alone: their cart write may still be under way.
 """
 
@@ -28,6 +29,7 @@ from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartSt
 from booking.notifications import change_notices, payment_notices
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
+from booking.payments import number_series
 from booking.reports import marks
 from booking.sales import (
     cart_expiry,
@@ -71,6 +73,7 @@ class ReconcileReport:
     sections_updated: int = 0  # a performance's details change a crash left half written (sales/performance_details.py)
     listings_written: int = 0  # what's on entries a crash left behind their session (listings.py)
     promo_uses_returned: int = 0  # promo-code uses a crash left half given back (promos.py)
+    numbers_written: int = 0  # receipt numbers a crash left in their series' log (number_series.py)
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -104,6 +107,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.sections_updated += performance_details.finish_details()
     report.listings_written += listings.refresh_due()
     report.promo_uses_returned += promos.finish_give_backs()
+    report.numbers_written += number_series.finish_all()  # after the payments: their numbers first
     _requeue_pending_mails(now, report)
     _retry_failed_mails(now, report)
     logger.info("reconcile: %s", report)
