@@ -347,9 +347,9 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
     except base.ProviderError as exc:
         return _failed(order, refund, str(exc))
     faults.point("refund.after_provider")
-    if result.status == "failed":
+    if result.status == base.FAILED:
         return _failed(order, refund, "the provider refused the refund")
-    done = result.status == "succeeded"
+    done = result.status == base.SUCCEEDED
     update = {
         "$set": {
             "refunds.$.status": SUCCEEDED if done else PENDING,

@@ -7,7 +7,8 @@ agrees on one order).
 
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -134,7 +135,7 @@ def _next_order_ref(cart: dict, taken: str | None) -> str:
     return mongo.carts().find_one(mine, {"orderRef": 1})["orderRef"]
 
 
-def new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) -> dict:
+def new_order(cart: dict, ref: str, sessions_read: Sequence[Mapping[str, Any]] | None = None) -> dict:
     """The order's document made from the cart: its lines (locked prices, promo shares, ticket
     types, ticket codes), its sessions, totals, the buyer's details, search keys and retention;
     paid, its confirmation mail pending (payments and the counter change what differs for them).

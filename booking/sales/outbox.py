@@ -9,6 +9,8 @@ domains that change orders need not import the mail code.
 
 import logging
 import secrets
+from collections.abc import Mapping
+from typing import Any
 
 from bson import ObjectId
 
@@ -56,7 +58,7 @@ def queue_change_notices(order_id: ObjectId) -> bool:
     return _queue(work_queue.SEND_CHANGE_NOTICES, order_id, "change notice")
 
 
-def queue_reservation_notice(order: dict) -> None:
+def queue_reservation_notice(order: Mapping[str, Any]) -> None:  # an Order, or one just stored
     """Queue the order's reservation notice if it is still to be sent (a second submit queues
     again: harmless, the notice is sent once; a broker that is away: reconcile queues it)."""
     if any(n["state"] == PENDING for n in order.get("changeNotices", [])):

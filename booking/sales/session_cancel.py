@@ -17,8 +17,10 @@ Progress is read from the orders themselves (``progress``): the number left is a
 """
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.utils.translation import gettext as _
@@ -100,7 +102,7 @@ class Progress:
         return 100 if not self.total else round(100 * self.done / self.total)
 
 
-def progress(session: dict) -> Progress | None:
+def progress(session: Mapping[str, Any]) -> Progress | None:  # a Session, or its cancelRun
     """How far the cancellation of this session is (None: it was not canceled this way)."""
     run_info = session.get("cancelRun")
     if not run_info:
