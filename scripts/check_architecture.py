@@ -55,7 +55,14 @@ EXCLUDED_PARTS = frozenset({"tests", "migrations", "__pycache__"})
 LAYERS = [
     ["booking.core"],
     ["booking.venues"],
-    ["booking.sales", "booking.payments", "booking.notifications", "booking.reports", "booking.models"],
+    [
+        "booking.sales",
+        "booking.payments",
+        "booking.notifications",
+        "booking.reports",
+        "booking.webhooks",
+        "booking.models",
+    ],
     ["booking.upkeep"],
     ["booking.web"],
     [

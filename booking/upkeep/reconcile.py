@@ -11,7 +11,9 @@
 - confirmation mails still pending a few minutes after checkout (Redis was down, or the task was
   lost with its worker) are queued again;
 - failed confirmation mails whose next round is due (``mailRetryAt``) are made pending and queued;
-- what's on entries behind their session (a crash after the session write) are written again.
+- what's on entries behind their session (a crash after the session write) are written again;
+- webhook events no dispatch took are dispatched, and pending deliveries whose task was lost are
+  queued again (booking/webhooks/).
 Holds younger than the grace period are left alone: their cart write may still be under way.
 """
 
@@ -43,6 +45,8 @@ from booking.sales import (
 )
 from booking.sales import carts as cart_service
 from booking.venues.seat_grid import SOLD, parse_seat_key
+from booking.webhooks import deliveries as webhook_deliveries
+from booking.webhooks import dispatch as webhook_dispatch
 
 logger = logging.getLogger("booking.reconcile")
 
@@ -71,6 +75,8 @@ class ReconcileReport:
     sections_updated: int = 0  # a performance's details change a crash left half written (sales/performance_details.py)
     listings_written: int = 0  # what's on entries a crash left behind their session (listings.py)
     promo_uses_returned: int = 0  # promo-code uses a crash left half given back (promos.py)
+    webhook_events_dispatched: int = 0  # orders and sessions whose events no dispatch took (webhooks/)
+    webhook_deliveries_requeued: int = 0  # pending deliveries whose task was lost
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -104,6 +110,8 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.sections_updated += performance_details.finish_details()
     report.listings_written += listings.refresh_due()
     report.promo_uses_returned += promos.finish_give_backs()
+    report.webhook_events_dispatched += webhook_dispatch.dispatch_pending(now, grace)
+    report.webhook_deliveries_requeued += webhook_deliveries.requeue_due(now, grace)
     _requeue_pending_mails(now, report)
     _retry_failed_mails(now, report)
     logger.info("reconcile: %s", report)
