@@ -59,7 +59,7 @@ def check_host(host: str, port: int | None, *, allow_local: bool) -> None:
     except (OSError, UnicodeError):
         raise _refuse(gettext("The host name %(host)s could not be resolved.") % {"host": host}) from None
     for address in addresses:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        ip = ipaddress.ip_address(str(address).split("%", 1)[0])
         if not ip.is_global or ip.is_multicast:
             raise _refuse(
                 gettext("The host %(host)s is a local or private address; events go to public hosts only.")

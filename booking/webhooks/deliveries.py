@@ -77,7 +77,9 @@ def queue(delivery_id: str) -> bool:
 
 def retry_after(tries: int) -> float:
     """Seconds before the next try after ``tries`` tries: doubling from the base, with jitter."""
-    ceiling = min(settings.BOOKING_WEBHOOK_RETRY_MAX_SECONDS, settings.BOOKING_WEBHOOK_RETRY_BASE_SECONDS * 2 ** (tries - 1))
+    ceiling = min(
+        settings.BOOKING_WEBHOOK_RETRY_MAX_SECONDS, settings.BOOKING_WEBHOOK_RETRY_BASE_SECONDS * 2 ** (tries - 1)
+    )
     return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not security
 
 
@@ -143,7 +145,14 @@ def attempt(delivery_id: str) -> Outcome:
     status, excerpt, error, retryable = _post(endpoint, delivery, now)
     took = round((time.monotonic() - started) * 1000)
     tries = delivery.get("tries", 0) + 1
-    record = {"at": now, "status": status, "error": error, "excerpt": excerpt, "ms": took, "round": delivery.get("round", 1)}
+    record = {
+        "at": now,
+        "status": status,
+        "error": error,
+        "excerpt": excerpt,
+        "ms": took,
+        "round": delivery.get("round", 1),
+    }
     retry_in = None
     if status is not None and 200 <= status < 300:
         state = DELIVERED
@@ -156,10 +165,20 @@ def attempt(delivery_id: str) -> Outcome:
         sets["nextAttemptAt"] = now + timedelta(seconds=retry_in)
     mongo.webhook_deliveries().update_one(
         claimed,
-        {"$set": sets, "$unset": {"claimedUntil": ""}, "$push": {"attempts": {"$each": [record], "$slice": -KEPT_ATTEMPTS}}},
+        {
+            "$set": sets,
+            "$unset": {"claimedUntil": ""},
+            "$push": {"attempts": {"$each": [record], "$slice": -KEPT_ATTEMPTS}},
+        },
     )
     logger.info(
-        "webhook %s to %s: %s in %d ms (try %d) -> %s", delivery_id, endpoint["url"], status or error, took, tries, state
+        "webhook %s to %s: %s in %d ms (try %d) -> %s",
+        delivery_id,
+        endpoint["url"],
+        status or error,
+        took,
+        tries,
+        state,
     )
     return Outcome(state, retry_in)
 

@@ -22,7 +22,15 @@ from booking.webhooks import deliveries, payloads, selectors
 logger = logging.getLogger("booking.webhooks")
 
 # What dispatch reads of a session (not its seats).
-SESSION_FIELDS = {"webhookEvents": 1, "theaterId": 1, "theaterName": 1, "name": 1, "start": 1, "status": 1, "canceledOn": 1}
+SESSION_FIELDS = {
+    "webhookEvents": 1,
+    "theaterId": 1,
+    "theaterName": 1,
+    "name": 1,
+    "start": 1,
+    "status": 1,
+    "canceledOn": 1,
+}
 BATCH = 200
 
 

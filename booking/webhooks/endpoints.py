@@ -63,9 +63,7 @@ def create_endpoint(
     return endpoint
 
 
-def update_endpoint(
-    endpoint_id: ObjectId, *, url: str, events: list[str], description: str = "", active: bool
-) -> dict:
+def update_endpoint(endpoint_id: ObjectId, *, url: str, events: list[str], description: str = "", active: bool) -> dict:
     fields = _clean(url=url, events=events, description=description)
     found = mongo.webhook_endpoints().find_one_and_update(
         {"_id": endpoint_id},
