@@ -24,6 +24,7 @@ logger = logging.getLogger("booking.webhooks")
 # What dispatch reads of a session (not its seats).
 SESSION_FIELDS = {
     "webhookEvents": 1,
+    "performanceId": 1,
     "theaterId": 1,
     "theaterName": 1,
     "name": 1,

@@ -80,6 +80,8 @@ def performance_data(session: dict) -> dict:
         "theaterName": session.get("theaterName"),
         "status": str(session.get("status")),
         "canceledAt": _time(session.get("canceledOn")),
+        # a section of a sectioned venue's performance (a stadium): the performance it belongs to
+        "performanceGroupId": str(session["performanceId"]) if session.get("performanceId") else None,
     }
 
 
