@@ -8,14 +8,15 @@ import pytest
 from booking.core import clock, faults, mongo
 from booking.payments import flow as payments
 from booking.payments import refunds
-from booking.sales import cancels, checkin, exchanges, outbox
+from booking.sales import cancels, checkin, counter, exchanges, holds, outbox
 from booking.sales.sessions import cancel_session
 from booking.tests.admin_support import sell
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid_setup
-from booking.tests.webhook_support import deliver_order_events, deliver_pending, receiver, register
+from booking.tests.webhook_support import deliver, deliver_order_events, deliver_pending, receiver, register
 from booking.upkeep.invariants import check_invariants
 from booking.upkeep.reconcile import reconcile
+from booking.upkeep.tasks import dispatch_webhook_events
 from booking.webhooks import deliveries
 from booking.webhooks.dispatch import dispatch
 
@@ -82,6 +83,23 @@ def test_staff_canceling_a_card_paid_order_fires_refunded_and_canceled():
         cancels.cancel_order(order["_id"], by="anna", reason="asked")
         deliver_order_events(order["_id"])
     assert got.types() == ["order.refunded", "order.canceled"]
+
+
+def test_a_cash_sale_at_the_counter_canceled_by_staff_fires_placed_paid_canceled_through_the_tasks():
+    session = make_session()
+    staff = counter.staff_owner(7)
+    with receiver() as got:
+        register(got, session["theaterId"], events=[outbox.ORDER_PLACED, outbox.ORDER_PAID, outbox.ORDER_CANCELED])
+        held = holds.hold_seats(session["_id"], staff, None, ["1:2", "1:3"])
+        sale = counter.CounterSale(name="Grace Hopper", method=counter.CASH, by="anna", by_id=7)
+        order = counter.sell(staff, held.cart_id, sale)
+        cancels.cancel_order(order["_id"], by="anna", reason="asked")
+        assert dispatch_webhook_events.apply(args=[outbox.ORDERS, str(order["_id"])]).get() == 3
+        assert dispatch_webhook_events.apply(args=[outbox.ORDERS, "not-an-id"]).get() == 0
+        for delivery in mongo.webhook_deliveries().find():
+            assert deliver(delivery["_id"]) == deliveries.DELIVERED
+    assert sorted(got.types()) == ["order.canceled", "order.paid", "order.placed"]
+    assert got.events()[0]["data"]["order"]["channel"] == "box_office"
 
 
 def test_an_exchange_fires_changed_with_the_new_seats():
