@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods
 from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import ADDITION, CHANGE, AdminMixinBase, bound
+from booking.control.venue_addresses import address_form
 from booking.core.errors import BookingError, InvalidLayout
 from booking.sales import theater_edits
 from booking.venues import theaters as theater_service
@@ -66,7 +67,13 @@ class SectionedVenueAdminMixin(AdminMixinBase):
         return form.sections_with(categories)
 
     def _sectioned_page(self, request, form, formset, *, title, theater=None, status=200):
-        context = {"title": title, "form": form, "formset": formset, "theater": theater}
+        context = {
+            "title": title,
+            "form": form,
+            "formset": formset,
+            "theater": theater,
+            "address_form": address_form(theater) if theater else None,
+        }
         return self.render(request, "admin/booking/theater/sectioned_form.html", context, status=status)
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))

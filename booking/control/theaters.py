@@ -15,6 +15,7 @@ from booking.control.offers import TicketTypesAdminMixin
 from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
 from booking.control.seat_chart import category_legend, grid_error_context, layout_rows
 from booking.control.sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
+from booking.control.venue_addresses import ADDRESS_ROUTES, VenueAddressMixin, address_form
 from booking.core.errors import BookingError
 from booking.sales import theater_edits
 from booking.venues import theaters as theater_service
@@ -27,7 +28,9 @@ EXAMPLE_CATEGORIES = [
 EXAMPLE_GRID = "A: ssss.ssss\nB: sspp.ppss\nC: Ssss.sssS\n"
 
 
-class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAdminMixin, MongoModelAdmin):
+class TheaterAdmin(
+    SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAdminMixin, VenueAddressMixin, MongoModelAdmin
+):
     routes = [
         ("<str:object_id>/ticket-types/", "ticket_types", "ticket_types"),  # control/offers.py
         ("", "theater_list", "changelist"),
@@ -39,6 +42,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
         ("<str:object_id>/export/", "layout_export", "export"),
         *THEATER_ROUTES,  # VAT rates (payments)
         *SECTIONED_ROUTES,  # stadiums drawn and edited in the admin (control/sectioned_venues.py)
+        *ADDRESS_ROUTES,  # where the theater is, for buyers (control/venue_addresses.py)
     ]
 
     def theater_list(self, request):
@@ -79,6 +83,7 @@ class TheaterAdmin(SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAd
                 "preview": preview_context(form, layout),
                 "sessions": selectors.sessions_of_theater(theater["_id"]) if theater else [],
                 "vat_form": vat_form(theater) if theater and "layout" in theater else None,
+                "address_form": address_form(theater) if theater else None,
             },
             status=status,
         )

@@ -247,6 +247,16 @@ class Section(TypedDict):
     layout: Layout
 
 
+class VenueAddress(TypedDict):
+    """Where a theater is (``venues/addresses.py``): shown to buyers with their booking."""
+
+    street: str
+    postalCode: str
+    city: str
+    directions: str  # how to get there (may be empty); German pages show directionsDe when set
+    directionsDe: str
+
+
 class Theater(TypedDict):
     _id: ObjectId
     name: str
@@ -259,6 +269,7 @@ class Theater(TypedDict):
     front: NotRequired[
         str
     ]  # what the seats face: "stage" (absent), "pitch", "field", "screen" (booking/venues/venue_front.py)
+    address: NotRequired[VenueAddress]
 
 
 class Reservation(TypedDict):

@@ -27,15 +27,18 @@ from booking.core.domain import SEAT_OWNING_ORDER_STATES
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
+from booking.notifications.calendar import has_calendar_entry, order_calendar
 from booking.notifications.confirmations import (
     MailServerUnavailable,
     confirmation_context,
     is_permanent,
     order_language,
+    site_host,
 )
 from booking.notifications.reservation_notices import reservation_context
 from booking.payments.pdf import receipt_pdf
 from booking.sales import outbox
+from booking.sales.order_venues import venues_of_order
 from booking.sales.outbox import (
     CANCEL,
     EXCHANGE,
@@ -205,6 +208,10 @@ def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
         mail.attach(f"tickets-{order['ref']}.pdf", tickets_pdf(order), "application/pdf")
     if order.get("paidWith"):
         mail.attach(f"receipt-{order['ref']}.pdf", receipt_pdf(order), "application/pdf")
+    if has_calendar_entry(order):  # the same UIDs: a calendar that took the first file updates its entries
+        venues = venues_of_order(order)
+        entry = order_calendar(order=order, venues=venues, order_url=context["ticket_link"], host=site_host())
+        mail.attach(f"booking-{order['ref']}.ics", entry, "text/calendar")
     return mail
 
 

@@ -19,7 +19,7 @@ import logging
 import smtplib
 from dataclasses import dataclass
 from datetime import timedelta
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from bson import ObjectId
 from django.conf import settings
@@ -33,8 +33,10 @@ from booking.core.domain import GiveUpOutcome, MailState, OrderState, ReopenOutc
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
+from booking.notifications.calendar import has_calendar_entry, order_calendar
 from booking.payments.pdf import receipt_pdf
 from booking.sales import outbox, selectors
+from booking.sales.order_venues import getting_there, venues_of_order
 
 logger = logging.getLogger("booking.notifications")
 
@@ -294,7 +296,7 @@ def ticket_link(order: dict) -> str:
     return f"{settings.SITE_URL}/orders/{quote(order['ref'])}/?{urlencode({'email': order['email']})}"
 
 
-def confirmation_context(order: dict) -> dict:
+def confirmation_context(order: dict, *, venues: dict | None = None) -> dict:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     lines = []
@@ -328,6 +330,7 @@ def confirmation_context(order: dict) -> dict:
         "fee": format_money_code(order["fee"]["amount"], currency) if (order.get("fee") or {}).get("amount") else "",
         "ticket_link": ticket_link(order),
         "receipt": bool(order.get("paidWith")),  # its PDF is attached (payments)
+        "getting_there": getting_there(order, venues=venues or {}),
     }
 
 
@@ -344,7 +347,8 @@ def confirmation_message(order: dict) -> EmailMultiAlternatives:
 
 
 def _confirmation_message(order: dict) -> EmailMultiAlternatives:
-    context = confirmation_context(order)
+    venues = venues_of_order(order)
+    context = {**confirmation_context(order, venues=venues), "calendar": has_calendar_entry(order)}
     subject = gettext("Your booking %(ref)s: %(shows)s") % {"ref": order["ref"], "shows": ", ".join(context["shows"])}
     message = EmailMultiAlternatives(
         subject=" ".join(subject.split())[:200],  # no line breaks in a header
@@ -355,4 +359,12 @@ def _confirmation_message(order: dict) -> EmailMultiAlternatives:
     message.attach_alternative(render_to_string("booking/email/order_confirmed.html", context), "text/html")
     if order.get("paidWith"):
         message.attach(f"receipt-{order['ref']}.pdf", receipt_pdf(order), "application/pdf")
+    if context["calendar"]:
+        entry = order_calendar(order=order, venues=venues, order_url=context["ticket_link"], host=site_host())
+        message.attach(f"booking-{order['ref']}.ics", entry, "text/calendar")
     return message
+
+
+def site_host() -> str:
+    """The site's host name: what makes the calendar entries' UIDs unique to this site."""
+    return urlsplit(settings.SITE_URL).hostname or "localhost"

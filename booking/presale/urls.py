@@ -21,6 +21,7 @@ GET  /checkout/  POST name, email, method   checkout; errors inline (400), then 
                                        (htmx) or /orders/<ref>/ (booking/presale/views/checkout.py)
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
+GET  /orders/<ref>/calendar.ics        the booking as a calendar file (same access)
 GET|POST /find-booking/                ref, email -> /orders/<ref>/
 GET  /tickets/<code>.svg               QR code of a ticket code
 GET  /queue/<id>/                      waiting room of a high-demand sale (id: the session's, or the
@@ -64,6 +65,7 @@ urlpatterns = [
     path("checkout/", checkout.checkout, name="checkout"),
     path("orders/<str:ref>/", orders.order_page, name="order"),
     path("orders/<str:ref>/tickets/", orders.order_tickets, name="order_tickets"),
+    path("orders/<str:ref>/calendar.ics", orders.order_calendar_file, name="order_calendar"),
     path("find-booking/", orders.find_booking, name="find_booking"),
     re_path(r"^tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.svg$", orders.ticket_qr, name="ticket_qr"),
     # the waiting room (booking/presale/views/queue.py)

@@ -18,6 +18,7 @@ from booking.core.localized import (
     ticket_type_name,
 )
 from booking.sales import offers
+from booking.venues.addresses import address_lines
 
 
 def whats_on_days(sessions: list[dict]) -> list[dict]:
@@ -137,18 +138,21 @@ def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
     return list(groups.values())
 
 
-def order_tickets(order: dict) -> list[dict]:
-    """One e-ticket per seat with the details printed on it."""
+def order_tickets(order: dict, *, venues: dict | None = None) -> list[dict]:
+    """One e-ticket per seat with the details printed on it; with ``venues``
+    (``sales.order_venues.venues_of_order``) the venue's address too."""
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     tickets = []
     for line in order.get("lines", []):
         session = sessions.get(line["sessionId"], {})
         start = session.get("start")
+        venue = (venues or {}).get(line["sessionId"])
         tickets.append(
             {
                 "code": line["ticket"],
                 "show": localized(session, "name"),
                 "theater": localized(session, "theaterName"),
+                "address": ", ".join(address_lines(venue.address)) if venue else "",
                 "start": timezone.localtime(start) if start else None,
                 "row": line["row"],
                 "seat": line["seat"],

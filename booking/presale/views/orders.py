@@ -1,5 +1,6 @@
 """The buyer's orders: the confirmation page with its e-tickets (the payment's return page too),
-the printable tickets, a ticket's QR code, and finding a booking by reference and e-mail."""
+the printable tickets, the calendar entry, a ticket's QR code, and finding a booking by reference
+and e-mail."""
 
 import io
 
@@ -9,6 +10,8 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_safe
 
+from booking.notifications.calendar import has_calendar_entry, order_calendar
+from booking.notifications.confirmations import site_host, ticket_link
 from booking.presale.context import (
     JUST_BOOKED_COOKIE,
     NO_SUCH_BOOKING,
@@ -24,14 +27,23 @@ from booking.presale.context import (
 )
 from booking.presale.forms import FindBookingForm
 from booking.sales import selectors
+from booking.sales.order_venues import getting_there, venues_of_order
 from booking.web import presenters, ratelimits
 from booking.web.order_history import order_history
 
 
 def _order_context(order: dict, request=None) -> dict:
     # its payment (state, card form, receipt, refunds) and history (booked, paid, moved, canceled, mailed)
-    tickets = presenters.order_tickets(order)
-    context = {**payment_context(request, order), "order": order, "tickets": tickets, "history": order_history(order)}
+    venues = venues_of_order(order)
+    tickets = presenters.order_tickets(order, venues=venues)
+    context = {
+        **payment_context(request, order),
+        "order": order,
+        "tickets": tickets,
+        "history": order_history(order),
+        "getting_there": getting_there(order, venues=venues),
+        "calendar": has_calendar_entry(order),
+    }
     return {**context, **exchange_payment_due(order)}  # a dearer exchange the customer pays online
 
 
@@ -61,6 +73,29 @@ def order_tickets(request, ref):
     if order is None:
         return error_page(request, gettext(NO_SUCH_BOOKING), 404)
     return render(request, "booking/tickets.html", _order_context(order))
+
+
+@require_safe
+def order_calendar_file(request, ref):
+    """The booking as a calendar file: its performances with place, seats and the way back here."""
+    try:
+        order = visible_order(request, ref)
+    except TooManyLookups:
+        return too_many_lookups(request)
+    if order is None:
+        return error_page(request, gettext(NO_SUCH_BOOKING), 404)
+    if not has_calendar_entry(order):
+        return error_page(request, gettext("This booking has no seats, so there is nothing to put in a calendar."), 404)
+    body = order_calendar(
+        order=order,
+        venues=venues_of_order(order),
+        order_url=ticket_link(order),
+        host=site_host(),
+    )
+    response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="booking-{order["ref"]}.ics"'
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 @require_safe

@@ -69,7 +69,9 @@ def test_the_task_sends_the_pending_notices(settings):
     assert send_change_notices.apply(args=["not-an-id"]).get() == ["invalid id"]
     [message] = mail.outbox
     assert "No tickets of this booking are valid any more." in message.body
-    assert [a[0] for a in message.attachments] == [f"receipt-{order['ref']}.pdf"]  # no tickets left to attach
+    # no tickets left to attach; the calendar entry, still the same one, now says it is canceled
+    assert [a[0] for a in message.attachments] == [f"receipt-{order['ref']}.pdf", f"booking-{order['ref']}.ics"]
+    assert "STATUS:CANCELLED" in message.attachments[1][1]
     assert check_invariants() == []
 
 

@@ -140,7 +140,7 @@ def test_paid_at_the_counter_the_buyer_gets_the_confirmation_with_the_receipt(
     [message] = mail.outbox
     assert order["ref"] in message.subject and "reservation" not in message.subject.lower()
     names = [a[0] for a in message.attachments]
-    assert names == [f"receipt-{order['ref']}.pdf"]
+    assert names == [f"receipt-{order['ref']}.pdf", f"booking-{order['ref']}.ics"]
     assert message.attachments[0][1][:5] == b"%PDF-"
     assert notices(order) == [("reservation", "sent")]  # no lapse notice for a paid one
     assert check_invariants() == []

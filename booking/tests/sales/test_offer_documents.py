@@ -70,7 +70,8 @@ def test_the_confirmation_mail_shows_ticket_types_and_the_code(paid_order):
     assert "Promo code SPRING-24" in body and "Booking fee" in body
     html = str(message.alternatives[0][0])
     assert "<small>Reduced</small>" in html and "Promo code SPRING-24" in html
-    [(name, data, mime)] = message.attachments
+    [(name, data, mime), (calendar_name, _, _)] = message.attachments
+    assert calendar_name.endswith(".ics")
     assert mime == "application/pdf" and isinstance(data, bytes) and "Promo code SPRING-24" in pdf_text(data)
 
 
