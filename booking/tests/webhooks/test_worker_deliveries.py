@@ -8,7 +8,7 @@ from booking.core import mongo
 from booking.sales import outbox
 from booking.tests.admin_support import sell
 from booking.tests.factories import make_session
-from booking.tests.sales.test_worker import Processes, wait_until
+from booking.tests.sales.test_worker import CELERY, Processes, wait_until
 from booking.tests.webhook_support import receiver, register
 from theater_site.celery import app as celery_app
 
@@ -35,12 +35,14 @@ def test_the_worker_delivers_a_paid_order_after_two_500s(procs, settings):
     session = make_session()
     with receiver([500, 500, 200]) as got:
         register(got, session["theaterId"], events=[outbox.ORDER_PAID])
-        procs.worker("hooks", "--pool", "solo", **QUICK_RETRIES)
+        worker = [*CELERY, "worker", "--loglevel", "INFO", "-n", "hooks@%h", "--without-gossip", "--without-mingle"]
+        procs.start("hooks", [*worker, "--pool", "solo"], **QUICK_RETRIES)
+        procs.wait_for_log("hooks", "ready.", timeout=60)  # a loaded machine (xdist) starts it slowly
         order = sell(session["_id"], ["0:0", "0:1"])
-        wait_until(lambda: len(got.received) >= 3, 30, "three tries at the receiver", procs, "hooks")
+        wait_until(lambda: len(got.received) >= 3, 60, "three tries at the receiver", procs, "hooks")
         wait_until(
             lambda: (mongo.webhook_deliveries().find_one() or {}).get("state") == "delivered",
-            10,
+            30,
             "the delivery to be delivered",
             procs,
             "hooks",
