@@ -33,6 +33,7 @@ SESSION_FIELDS = {
     "canceledOn": 1,
 }
 BATCH = 200
+MOST_PER_RUN = 2000  # a backlog left by a long broker outage drains over a few runs
 
 
 def _collection(name: str):
@@ -73,9 +74,12 @@ def dispatch(collection: str, document_id: ObjectId) -> list[str]:
                 pass  # stored by an earlier run: queued again below, sent once (deliveries.attempt claims it)
             due.append(delivery["_id"])
     faults.point("webhooks.after_deliveries")
-    _collection(collection).update_one(
+    documents = _collection(collection)
+    documents.update_one(
         {"_id": document_id}, {"$pull": {"webhookEvents": {"_id": {"$in": [e["_id"] for e in events]}}}}
     )
+    # an empty list would keep the document in the sparse index; an event pushed meanwhile stays
+    documents.update_one({"_id": document_id, "webhookEvents": {"$size": 0}}, {"$unset": {"webhookEvents": ""}})
     for delivery_id in due:
         deliveries.queue(delivery_id)
     return due
@@ -89,11 +93,18 @@ def dispatch_pending(now: datetime | None = None, grace: timedelta | None = None
     handled = 0
     for collection in (outbox.ORDERS, outbox.SESSIONS):
         older = {"webhookEvents.at": {"$lte": now - grace}}
-        for document in _collection(collection).find(older, {"_id": 1}).limit(BATCH):
-            try:
-                dispatch(collection, document["_id"])
-            except Exception:  # one document that fails must not stop the rest; logged, tried next run
-                logger.exception("webhook events of %s %s not dispatched", collection, document["_id"])
-                continue
-            handled += 1
+        failed: list[ObjectId] = []
+        while handled < MOST_PER_RUN:
+            query = {**older, "_id": {"$nin": failed}} if failed else older
+            batch = list(_collection(collection).find(query, {"_id": 1}).limit(BATCH))
+            if not batch:
+                break
+            for document in batch:
+                try:
+                    dispatch(collection, document["_id"])
+                except Exception:  # one document that fails must not stop the rest; logged, tried next run
+                    logger.exception("webhook events of %s %s not dispatched", collection, document["_id"])
+                    failed.append(document["_id"])
+                    continue
+                handled += 1
     return handled
