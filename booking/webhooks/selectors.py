@@ -29,5 +29,10 @@ def deliveries(endpoint_id: ObjectId, limit: int = DELIVERY_LIST_LIMIT) -> list[
     return list(cursor.sort([("createdOn", -1), ("_id", -1)]).limit(limit))
 
 
+def pending_deliveries() -> int:
+    """Deliveries still to be sent or tried again (the partial ``due`` index holds just these)."""
+    return mongo.webhook_deliveries().count_documents({"state": "pending"})
+
+
 def get_delivery(delivery_id: str) -> dict | None:
     return mongo.webhook_deliveries().find_one({"_id": delivery_id})

@@ -1,9 +1,11 @@
 """Every kind of event fires from the real services, is written with its change (a crash before
 the worker is asked loses nothing: reconcile hands it over), and reaches a real receiver once."""
 
+import io
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 
 from booking.core import clock, faults, mongo
 from booking.payments import flow as payments
@@ -189,6 +191,9 @@ def test_a_lost_delivery_task_is_queued_again_by_reconcile():
         dispatch(outbox.ORDERS, order["_id"])  # queued to the broker, where no worker takes it
         later = clock.now() + timedelta(seconds=121)
         assert reconcile(now=later, grace=timedelta(seconds=120)).webhook_deliveries_requeued == 1
+        status = io.StringIO()
+        call_command("worker_status", "--no-ping", stdout=status)
+        assert "webhook deliveries pending:   1" in status.getvalue()  # the operator sees them
         assert deliver_pending() == ["delivered"]
         assert reconcile(now=later, grace=timedelta(seconds=120)).webhook_deliveries_requeued == 0
 
