@@ -1,4 +1,4 @@
-"""``python -m bench [--small] [--out DIR] [--only FLOWS]``: run the benchmark and write the results."""
+"""``python -m bench [--small] [--out DIR] [--only FLOWS | --scenario]``: run the benchmark and write the results."""
 
 import argparse
 import os
@@ -22,10 +22,15 @@ def main(argv=None) -> int:
         help="comma-separated table flows (e.g. whats_on,checkout_box_office): the accounting pass, hello "
         "world and these rows only, written to bench/results/only/ unless --out",
     )
+    parser.add_argument(
+        "--scenario",
+        action="store_true",
+        help="the seed scenario alone (engine calls, no web server), written to bench/results/scenario/ unless --out",
+    )
     args = parser.parse_args(argv)
 
     from . import report
-    from .run import FULL, SMALL, TABLE_FLOWS, run
+    from .run import FULL, SMALL, TABLE_FLOWS, run, run_scenario_only
 
     size = SMALL if args.small else FULL
     only = tuple(name for name in args.only.split(",") if name)
@@ -33,6 +38,11 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"no such flow: {', '.join(sorted(unknown))}")
     results_dir = Path(__file__).resolve().parent / "results"
+    if args.scenario:
+        out = args.out or results_dir / ("scenario" if size is FULL else f"scenario-{size.name}")
+        path = report.write(run_scenario_only(size, log=lambda msg: print(msg, flush=True)), out, with_chart=False)
+        print(path.read_text())
+        return 0
     out = args.out or (results_dir / "only" if only else results_dir if size is FULL else results_dir / size.name)
     results = run(size, log=lambda msg: print(msg, flush=True), only=only)
     path = report.write(results, out, with_chart=not args.no_chart)

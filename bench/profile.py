@@ -1,4 +1,4 @@
-"""``python -m bench.profile [checkout|whats_on] [--method box_office|card] [--cpu] [--html FILE]``:
+"""``python -m bench.profile [checkout|hold|whats_on|refresh|hello] [--method box_office|card] [--cpu] [--html FILE]``:
 where one request's time goes, in this process against the benchmark's real stack (devmongo,
 Redis, localstripe).
 
@@ -17,7 +17,9 @@ pyinstrument`` and run with ``PYTHONPATH=/tmp/prof``; it is not one of our requi
 checkout: each buyer is new (cookies, address), opens the seat map, holds two seats, then checks
 out; the checkout is what is profiled (the hold's CPU is printed beside it); hold: the same, with
 the hold profiled. whats_on: one browser
-asks for the page again and again with its cookies, as the benchmark's clients do.
+asks for the page again and again with its cookies, as the benchmark's clients do. refresh: one
+browser that has the session's page and map asks for the live map with its ETag again and again
+(Q3 unchanged: a 304); hello: the benchmark's hello world, the floor Q3 is measured against.
 """
 
 import argparse
@@ -97,7 +99,7 @@ def median(values: list[float]) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__)
-    parser.add_argument("what", choices=["checkout", "hold", "whats_on"])
+    parser.add_argument("what", choices=["checkout", "hold", "whats_on", "refresh", "hello"])
     parser.add_argument("--method", default="box_office", choices=["box_office", "card"])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--html", default="")
@@ -127,7 +129,7 @@ def main(argv=None) -> int:
     from . import data, flows
     from .cpu import process_cpu_seconds
 
-    with Stack() as stack:
+    with Stack(web=False) as stack:
         stack.use_in_this_process()
         from booking.core import mongo
 
@@ -187,8 +189,33 @@ def main(argv=None) -> int:
             assert answer["status"] == 200, answer["status"]
             return time.perf_counter() - started, time.process_time() - cpu
 
-        once = whats_on_once if args.what == "whats_on" else checkout_once
-        if args.what == "whats_on":
+        reads = {"whats_on": ("/", 200), "refresh": (f"/sessions/{sessions[0]['_id']}/map/", 304)}
+        reads["hello"] = ("/bench/hello", 200)
+        path, expected = reads.get(args.what, ("/", 200))
+        etag: dict = {}
+
+        def read_once(n: int, profile: bool, count: bool = False) -> tuple[float, float]:
+            started, cpu = time.perf_counter(), time.process_time()
+            if profile:
+                profiler.enable() if args.cpu else profiler.start()
+            with counting_commands() if count else contextlib.nullcontext() as counter:
+                answer = reader.request("GET", path, headers=etag)
+            if profile:
+                profiler.disable() if args.cpu else profiler.stop()
+            if count:
+                commands[:] = [" ".join(c) for c in counter.commands]
+            assert answer["status"] == expected, answer["status"]
+            return time.perf_counter() - started, time.process_time() - cpu
+
+        once = whats_on_once if args.what == "whats_on" else read_once if args.what in reads else checkout_once
+        if args.what in ("refresh", "hello"):
+            reader.request("GET", f"/sessions/{sessions[0]['_id']}/")  # the page first: its cookies
+            first = reader.request("GET", reads["refresh"][0])
+            etag = {"If-None-Match": next(v for k, v in first["headers"] if k.lower() == "etag")}
+            if args.what == "hello":
+                etag = {}
+            once(0, False, count=True)
+        elif args.what == "whats_on":
             settings.BOOKING_WHATS_ON_CACHE_SECONDS, lifetime = 0, settings.BOOKING_WHATS_ON_CACHE_SECONDS
             once(0, False)  # the CSRF cookie, as a returning browser has it
             once(0, False, count=True)  # a page built (no cache): its commands
@@ -197,7 +224,7 @@ def main(argv=None) -> int:
             for n in range(4):  # this process's caches (a session's facts, its theater's VAT) filled
                 once(n, False)
             once(4, False, count=True)  # the commands of one request (the monitor makes a new client: not timed)
-        for n in range(1 if args.what == "whats_on" else 5, 5):
+        for n in range(1 if args.what in reads else 5, 5):
             once(n, False)
         # unprofiled first: wall and CPU of this process (Django and pymongo), and the stand-in's
         db_before = process_cpu_seconds(db_pid) if db_pid else None
@@ -207,10 +234,10 @@ def main(argv=None) -> int:
             cpu_times.append(cpu)
         db_after = process_cpu_seconds(db_pid) if db_pid else None
         profiled = [once(n, True)[0] for n in range(5 + args.repeat, 5 + 2 * args.repeat)]
-        per = "per request" if args.what == "whats_on" else "per checkout (its hold included)"
+        per = "per request" if args.what in reads else "per checkout (its hold included)"
         db_ms = (db_after - db_before) * 1000 / args.repeat if db_before is not None and db_after is not None else None
         print(
-            f"{args.what} ({'GET /' if args.what == 'whats_on' else args.method}): {args.repeat} requests, "
+            f"{args.what} ({f'GET {path}' if args.what in reads else args.method}): {args.repeat} requests, "
             f"unprofiled median {median(walls) * 1000:.2f} ms wall, {median(cpu_times) * 1000:.2f} ms CPU in this "
             f"process (mean {sum(cpu_times) / len(cpu_times) * 1000:.2f} ms); profiled median "
             f"{median(profiled) * 1000:.2f} ms; load average {os.getloadavg()[0]:.1f}"
@@ -219,8 +246,8 @@ def main(argv=None) -> int:
             print(f"MongoDB stand-in CPU {per}: {db_ms:.2f} ms (mean; /proc ticks of 10 ms, so coarse)")
         print(
             f"MongoDB commands of a checkout ({len(commands)}): {', '.join(commands)}"
-            if args.what != "whats_on"
-            else f"MongoDB commands of a page built ({len(commands)}): {', '.join(commands)}"
+            if args.what not in reads
+            else f"MongoDB commands of a request ({len(commands)}): {', '.join(commands)}"
         )
         if hold_cpu_times:
             holds = hold_cpu_times[5 : 5 + args.repeat]

@@ -130,26 +130,7 @@ def markdown(r: dict) -> str:
     for name, by_clients in r["sweep"].items():
         for clients, st in sorted(by_clients.items()):
             lines.append(f"| {name} | {clients} | {_ms(st['p50'])} | {_ms(st['p99'])} | {st['rps']:.0f} | {_cpu(st)} |")
-    lines += [
-        "",
-        "## Seed scenario (service level: 4 processes of engine calls, users arrive 50/s per process)",
-        "",
-        "| variant | users | bought | honest conflicts | failed | retries | flow p50/p95/p99 ms "
-        "| hold p50/p95/p99 ms | checkout + card payment p50/p95/p99 ms | invariants |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |",
-    ]
-    for name, sc in r["scenario"].items():
-
-        def three(d):
-            return f"{_ms(d['p50'])} / {_ms(d['p95'])} / {_ms(d['p99'])}"
-
-        lines.append(
-            f"| {name} | {sc['users']} | {sc['ok']} | {sc['conflicts']} | {sc['failed']} | {sc['retries']} "
-            f"| {three(sc['flow'])} | {three(sc['hold'])} | {three(sc['checkout'])} "
-            f"| {'hold' if not sc['breaches'] else '; '.join(sc['breaches'][:3])} |"
-        )
-        if sc["failures"]:
-            lines.append(f"| | failures: {'; '.join(sc['failures'])} | | | | | | | | |")
+    lines += ["", *scenario_table(r["scenario"])]
     st = r.get("stadium")
     if st:
         lines += [
@@ -168,6 +149,44 @@ def markdown(r: dict) -> str:
     for key, a in acc.items():
         if a:
             lines.append(f"- {key}: {', '.join(a['list']) or 'none'}")
+    return "\n".join(lines) + "\n"
+
+
+def scenario_table(scenario: dict) -> list[str]:
+    lines = [
+        "## Seed scenario (service level: 4 processes of engine calls, users arrive 50/s per process)",
+        "",
+        "| variant | users | bought | honest conflicts | failed | retries | flow p50/p95/p99 ms "
+        "| hold p50/p95/p99 ms | checkout + card payment p50/p95/p99 ms | invariants |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |",
+    ]
+    for name, sc in scenario.items():
+
+        def three(d):
+            return f"{_ms(d['p50'])} / {_ms(d['p95'])} / {_ms(d['p99'])}"
+
+        lines.append(
+            f"| {name} | {sc['users']} | {sc['ok']} | {sc['conflicts']} | {sc['failed']} | {sc['retries']} "
+            f"| {three(sc['flow'])} | {three(sc['hold'])} | {three(sc['checkout'])} "
+            f"| {'hold' if not sc['breaches'] else '; '.join(sc['breaches'][:3])} |"
+        )
+        if sc["failures"]:
+            lines.append(f"| | failures: {'; '.join(sc['failures'])} | | | | | | | | |")
+    return lines
+
+
+def scenario_markdown(r: dict) -> str:
+    """``python -m bench --scenario``: the machine and the seed scenario's table."""
+    m = r["machine"]
+    lines = [
+        f"# Seed scenario alone ({r['size']} size)",
+        "",
+        f"Run {r['started']} on {m['cpu']} ({m['cpus']} CPUs), Python {m['python']}, commit {m.get('commit', '')}. "
+        f"MongoDB: {r['mongodb']}. Load average before {', '.join(f'{x:.2f}' for x in m['load_before'])}, after "
+        f"{', '.join(f'{x:.2f}' for x in m.get('load_after', ()))}. No web server: engine calls only.",
+        "",
+        *scenario_table(r["scenario"]),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -206,5 +225,5 @@ def write(r: dict, out_dir: Path, with_chart: bool = True) -> Path:
     if with_chart and not r.get("only"):
         chart(r, out_dir / "latency.png")
     md = out_dir / "README.md"
-    md.write_text(markdown(r))
+    md.write_text(markdown(r) if "table" in r else scenario_markdown(r))
     return md

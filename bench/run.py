@@ -55,7 +55,8 @@ RESERVE = ["findAndModify client_holds"]
 TARGETS = {
     "q1": ("one indexed query on sessions", lambda cmds: cmds.count("find sessions") == 1),
     "q2": ("one read by _id", lambda cmds: cmds.count("find sessions") == 1 and _writes(cmds) == []),
-    "q3": ("one tiny read (version), 304", lambda cmds: cmds == ["find sessions"]),
+    # the worker that read the version a moment ago answers from it (web/live_versions.py)
+    "q3": ("a 304 from the kept version, or one tiny read", lambda cmds: cmds in ([], ["find sessions"])),
     # a hold's and a release's writes are findAndModify (still one command each): their replies
     # answer the click. Every buyer has an address here, so the per-client held-seats limit's
     # document is written too (by _id: reserved before a hold, given back after a release's
@@ -82,16 +83,16 @@ TARGETS = {
         "3 writes",
         lambda cmds: _writes(cmds) == ["findAndModify client_holds", "update carts", "insert orders"],
     ),
-    "c3_pay": ("8 writes", lambda cmds: _pay_writes(cmds)),
+    "c3_pay": ("7 writes", lambda cmds: _pay_writes(cmds)),
     "c4": ("1 + sessions-in-cart writes", None),
 }
 
 
 def _pay_writes(cmds: list[str]) -> bool:
     """A card payment's writes (booking/tests/sales/test_access_patterns.py): claim, paid, sold, the
-    receipt number (the previous holder rolled forward, the counter, the order), cart done,
-    settled. The theater's first receipt creates its counter instead of rolling one forward."""
-    receipt = [["update orders", "update receipt_counters"], ["insert receipt_counters", "update receipt_counters"]]
+    receipt number (taken from the theater's series, then written on the order), cart done,
+    settled. The theater's first receipt creates its series first."""
+    receipt = [["findAndModify number_series"], ["insert number_series", "findAndModify number_series"]]
     head = ["update orders", "update orders", "update sessions"]
     tail = ["update orders", "update carts", "update orders"]
     return any(_writes(cmds) == head + middle + tail for middle in receipt)
@@ -192,9 +193,10 @@ def accounting_pass(stack: Stack, ids: dict, params: dict) -> dict:
         buyer.post(f"/sessions/{session}/hold", {"seats": pair_b, **flows.DECLARED}, {**ACCOUNT, **flows.HTMX})
     )
     c.get(f"/sessions/{session}/")
-    changed_etag = c.get(f"/sessions/{session}/map/").headers["etag"]
+    c.get(f"/sessions/{session}/map/")
     out["c2"] = account(buyer.post(f"/sessions/{session}/release", {"seats": pair_b}, {**ACCOUNT, **flows.HTMX}))
-    out["q3_changed"] = account(c.get(f"/sessions/{session}/map/", {**ACCOUNT, "If-None-Match": changed_etag}))
+    # without the old ETag, as the timed row asks (bench/flows.py refresh_changed)
+    out["q3_changed"] = account(c.get(f"/sessions/{session}/map/", ACCOUNT))
     bought = buyer.post("/checkout/", {"name": "Ada", "email": "ada@example.org"}, ACCOUNT)
     out["c3"] = account(bought)
     means, _ = flows.card_token(params["stripe_url"])
@@ -488,6 +490,24 @@ def run(size: Size, log=print, only: tuple[str, ...] = ()) -> dict:
         )
         results["machine"]["load_after"] = os.getloadavg()
     results["goals"] = goals(results)
+    return results
+
+
+def run_scenario_only(size: Size, log=print) -> dict:
+    """The seed scenario alone: devmongo, Redis and localstripe, no web server, no other row."""
+    import django
+
+    django.setup()
+    from booking.core import mongo
+
+    results: dict = {"size": size.name, "machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    with Stack(web=False) as stack:
+        stack.use_in_this_process()
+        mongo.ensure_indexes()
+        results["mongodb"] = "the MongoDB at MONGODB_URI" if stack.real_mongodb else "devmongo (the stand-in)"
+        log(f"seed scenario, {size.users} users, MongoDB {stack.mongodb_uri}")
+        results["scenario"] = run_scenarios(size)
+    results["machine"]["load_after"] = os.getloadavg()
     return results
 
 

@@ -112,6 +112,7 @@ class Stack:
     web_port: int = 0  # gunicorn for timed requests, no command monitor
     accounting_port: int = 0  # gunicorn with the command monitor, for X-Bench-Account requests only
     real_mongodb: bool = False
+    web: bool = True  # the two gunicorns (the seed scenario alone calls the engine, no web)
     workdir: Path | None = None
     procs: list = field(default_factory=list)
 
@@ -193,6 +194,8 @@ class Stack:
         self._spawn(localstripe, "localstripe", self.stripe_port)
         env = self.env()
         subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+        if not self.web:
+            return
         timed_env = {k: v for k, v in env.items() if k != "BOOKING_MONGO_MONITOR"}
         self.web_port = self._start_gunicorn("gunicorn-timed", timed_env)
         self.accounting_port = self._start_gunicorn("gunicorn-accounting", {**env, "BOOKING_MONGO_MONITOR": "1"})

@@ -55,6 +55,7 @@ EXCLUDED_PARTS = frozenset({"tests", "migrations", "__pycache__"})
 LAYERS = [
     ["booking.core"],
     ["booking.venues"],
+    ["booking.accounts"],
     [
         "booking.sales",
         "booking.payments",
@@ -76,7 +77,7 @@ LAYERS = [
     ],
 ]
 # The layers where no ContextVar may live: everything below the web helpers.
-WEB_LAYER = 4
+WEB_LAYER = 5
 CONTEXTVAR_FREE_EXTRA: list[str] = []
 
 # The audiences' packages stand side by side: the buyer's, the door's and the staff's pages share

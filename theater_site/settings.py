@@ -114,7 +114,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Password guessing on the staff logins (django-axes; booking/web/login_lockout.py, README): failed
 # sign-ins counted per client address and per user name, each on its own, in Django's database;
 # at the limit both logins answer 429 until the cool-off after the last failure has passed.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+    "sesame.backends.ModelBackend",  # buyers' sign-in links (booking/accounts/buyers.py)
+]
+# A buyer's sign-in link: valid for 15 minutes, once (a second click, or a forwarded mail, is refused).
+SESAME_MAX_AGE = env.int("BOOKING_SIGN_IN_LINK_SECONDS", default=15 * 60)
+SESAME_ONE_TIME = True
 AXES_FAILURE_LIMIT = env.int("BOOKING_LOGIN_FAILURE_LIMIT", default=10)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("BOOKING_LOGIN_LOCKOUT_MINUTES", default=15))
 AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
@@ -240,6 +247,10 @@ BOOKING_PREVENT_ORPHAN_SEATS = env.bool("BOOKING_PREVENT_ORPHAN_SEATS", default=
 # The what's-on page is kept this long per process and served to every viewer without a message
 # (booking/web/page_cache.py): its seats-left figures are at most this old. 0: built for every request.
 BOOKING_WHATS_ON_CACHE_SECONDS = env.float("BOOKING_WHATS_ON_CACHE_SECONDS", default=1.0)
+# A performance's seat map version is kept this long per process to answer unchanged live maps
+# with a 304 without reading it (booking/web/live_versions.py): a change reaches a polling viewer
+# at most this much later. 0: read for every request.
+BOOKING_LIVE_MAP_VERSION_SECONDS = env.float("BOOKING_LIVE_MAP_VERSION_SECONDS", default=0.5)
 # A theater's VAT settings are kept this long per process for checkout (payments/settings.py):
 # a change reaches the other processes' orders within it. 0: read for every order.
 BOOKING_VAT_CACHE_SECONDS = env.float("BOOKING_VAT_CACHE_SECONDS", default=10.0)
@@ -262,6 +273,9 @@ BOOKING_LOOKUP_RATE = env.str("BOOKING_LOOKUP_RATE", default="10/m")
 # e-mail address from anywhere; "" turns either off
 BOOKING_RESERVATION_MAIL_RATE = env.str("BOOKING_RESERVATION_MAIL_RATE", default="10/d")
 BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL = env.str("BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL", default="5/d")
+# Sign-in links a client address may ask for, and links one e-mail address may be sent (any client).
+BOOKING_SIGN_IN_RATE = env.str("BOOKING_SIGN_IN_RATE", default="10/h")
+BOOKING_SIGN_IN_RATE_PER_EMAIL = env.str("BOOKING_SIGN_IN_RATE_PER_EMAIL", default="5/h")
 # Members' presale access codes tried per client address (right or wrong); "" turns it off.
 BOOKING_ACCESS_CODE_RATE = env.str("BOOKING_ACCESS_CODE_RATE", default="5/m")
 BOOKING_PROMO_CODE_RATE = env.str("BOOKING_PROMO_CODE_RATE", default="10/m")  # promo codes tried per client

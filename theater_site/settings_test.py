@@ -18,6 +18,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Each test sees its own writes on the what's-on page at once (test_whats_on_cache.py turns the
 # one-second page cache on to test it).
 BOOKING_WHATS_ON_CACHE_SECONDS = 0
+# ... and on the live map (test_live_versions.py turns the kept version on to test it).
+BOOKING_LIVE_MAP_VERSION_SECONDS = 0
 # What a request queued is in Redis when it returns (test_publish.py turns the publisher thread on).
 BOOKING_PUBLISH_AFTER_ANSWER = False
 

@@ -597,7 +597,7 @@ def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
         if not _secure_seats(session_id, order, keys):
             return _seats_lost(order)
         faults.point("pay.after_sell")
-    receipts.assign(order_id, receipts.theater_of(order), ref=order["ref"])
+    receipts.assign(order_id, theater_id=receipts.theater_of(order), ref=order["ref"])
     faults.point("pay.after_receipt")
     mongo.carts().update_one(  # its seats are all in the order: nothing else is held by it
         {"_id": order["cartId"], "owner": order["owner"], "state": {"$ne": CartState.DONE}},

@@ -22,6 +22,7 @@ from django.utils.csp import CSP
 from django.utils.translation import gettext, gettext_noop
 
 from booking import payments
+from booking.accounts import buyers
 from booking.core import clock, formatting
 from booking.core.domain import CartState, OrderState, SalePhase, SessionStatus, sale_phase
 from booking.core.errors import (
@@ -261,8 +262,8 @@ JUST_BOOKED_COOKIE = "just_booked"  # the order checkout just made, read once by
 
 
 def visible_order(request, ref: str) -> dict | None:
-    """The order if this browser bought it or found it by reference and e-mail (the find form, or
-    the confirmation mail's link ``?email=``), else None.
+    """The order if this browser bought it, found it by reference and e-mail (the find form, or
+    the confirmation mail's link ``?email=``), or is signed in with its e-mail address, else None.
 
     A lookup by e-mail is counted before anything is compared, whether the reference exists or
     not, and takes the same query either way: a real reference and a made-up one get the same
@@ -270,7 +271,9 @@ def visible_order(request, ref: str) -> dict | None:
     order = selectors.get_order_by_ref(ref)
     owner = buyer.owner(request)
     if order is not None and (
-        (owner and order.get("owner") == owner) or order["ref"] in request.session.get("found_orders", [])
+        (owner and order.get("owner") == owner)
+        or order["ref"] in request.session.get("found_orders", [])
+        or (order.get("email") and order.get("email") == buyers.buyer_email(request.user))  # a signed-in buyer's
     ):
         return order
     email = request.GET.get("email", "")

@@ -22,6 +22,10 @@ GET  /checkout/  POST name, email, method   checkout; errors inline (400), then 
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET  /orders/<ref>/calendar.ics        the booking as a calendar file (same access)
+GET  /account/                         a signed-in buyer's bookings, else the sign-in form
+POST /account/sign-in/                 e-mail -> a sign-in link mailed (same answer for any address)
+GET|POST /account/enter/?sesame=...    the mailed link: a button, whose POST signs in (one use)
+POST /account/sign-out/
 GET|POST /find-booking/                ref, email -> /orders/<ref>/
 GET  /tickets/<code>.svg               QR code of a ticket code
 GET  /queue/<id>/                      waiting room of a high-demand sale (id: the session's, or the
@@ -40,7 +44,7 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from booking.presale.views import cart, checkout, exchange, listing, orders, payment, queue, seatmap, seats
+from booking.presale.views import account, cart, checkout, exchange, listing, orders, payment, queue, seatmap, seats
 from booking.web import live
 
 app_name = "booking"
@@ -66,6 +70,10 @@ urlpatterns = [
     path("orders/<str:ref>/", orders.order_page, name="order"),
     path("orders/<str:ref>/tickets/", orders.order_tickets, name="order_tickets"),
     path("orders/<str:ref>/calendar.ics", orders.order_calendar_file, name="order_calendar"),
+    path("account/", account.account, name="account"),
+    path("account/sign-in/", account.sign_in, name="account_sign_in"),
+    path("account/enter/", account.enter, name="account_enter"),
+    path("account/sign-out/", account.sign_out, name="account_sign_out"),
     path("find-booking/", orders.find_booking, name="find_booking"),
     re_path(r"^tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.svg$", orders.ticket_qr, name="ticket_qr"),
     # the waiting room (booking/presale/views/queue.py)

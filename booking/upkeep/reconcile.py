@@ -13,7 +13,8 @@
 - failed confirmation mails whose next round is due (``mailRetryAt``) are made pending and queued;
 - what's on entries behind their session (a crash after the session write) are written again;
 - webhook events no dispatch took are dispatched, and pending deliveries whose task was lost are
-  queued again (booking/webhooks/).
+  queued again (booking/webhooks/);
+- numbers a gap-free series gave (receipts) that a crash kept off their document are written.
 Holds younger than the grace period are left alone: their cart write may still be under way.
 """
 
@@ -30,6 +31,7 @@ from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartSt
 from booking.notifications import change_notices, payment_notices
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
+from booking.payments import number_series
 from booking.reports import marks
 from booking.sales import (
     cart_expiry,
@@ -77,6 +79,7 @@ class ReconcileReport:
     promo_uses_returned: int = 0  # promo-code uses a crash left half given back (promos.py)
     webhook_events_dispatched: int = 0  # orders and sessions whose events no dispatch took (webhooks/)
     webhook_deliveries_requeued: int = 0  # pending deliveries whose task was lost
+    numbers_written: int = 0  # receipt numbers a crash left in their series' log (number_series.py)
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -112,6 +115,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.promo_uses_returned += promos.finish_give_backs()
     report.webhook_events_dispatched += webhook_dispatch.dispatch_pending(now, grace)
     report.webhook_deliveries_requeued += webhook_deliveries.requeue_due(now, grace)
+    report.numbers_written += number_series.finish_all()  # after the payments: their numbers first
     _requeue_pending_mails(now, report)
     _retry_failed_mails(now, report)
     logger.info("reconcile: %s", report)

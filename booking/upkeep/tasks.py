@@ -15,7 +15,7 @@ from django.conf import settings
 
 from booking.core import work_queue
 from booking.core.domain import SendOutcome
-from booking.notifications import change_notices, payment_notices
+from booking.notifications import change_notices, payment_notices, sign_in
 from booking.notifications import confirmations as notifications
 from booking.reports import summaries
 from booking.sales import cancels, cart_expiry, retention, wheelchair
@@ -189,3 +189,16 @@ def deliver_webhook(self, delivery_id: str) -> str:
     if outcome.retry_in is not None:
         raise self.retry(countdown=outcome.retry_in)
     return outcome.state
+
+
+@shared_task(name=work_queue.SEND_SIGN_IN_LINK, bind=True, max_retries=5, time_limit=60, soft_time_limit=45)
+def send_sign_in_link(self, email: str, language: str) -> str:
+    """The buyer's sign-in mail (notifications/sign_in.py); no trace of it is kept but the log."""
+    try:
+        outcome = sign_in.send_sign_in_link(email=email, language=language)
+    except notifications.MailServerUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            return "failed"
+        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
+    logger.info("sign-in link: %s", outcome)
+    return outcome

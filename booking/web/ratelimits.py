@@ -123,6 +123,8 @@ def check_rates(app_configs=None, **kwargs) -> list[checks.Error]:
         "BOOKING_LOOKUP_RATE",
         "BOOKING_RESERVATION_MAIL_RATE",
         "BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL",
+        "BOOKING_SIGN_IN_RATE",
+        "BOOKING_SIGN_IN_RATE_PER_EMAIL",
     ):
         rate = getattr(settings, name, "")
         try:
@@ -269,20 +271,36 @@ BY_ADDRESS, BY_EMAIL = "address", "email"
 
 def reservation_mail_refused(request, email: str) -> tuple[str, int] | None:
     """Count this box-office reservation, which mails ``email`` at once (an address nobody has
-    confirmed): None when within BOOKING_RESERVATION_MAIL_RATE for the client address and, after
-    that, BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL for the e-mail address (from any client; its
-    key is a hash, so Redis keeps no e-mail address), else which one refused it and the seconds of
-    its window (the Retry-After). One round trip."""
+    confirmed), under BOOKING_RESERVATION_MAIL_RATE and ..._PER_EMAIL (``mail_refused``)."""
+    return mail_refused(
+        request,
+        group="booking.reservation_mail",
+        rate=getattr(settings, "BOOKING_RESERVATION_MAIL_RATE", ""),
+        rate_per_email=getattr(settings, "BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL", ""),
+        email=email,
+    )
+
+
+def sign_in_mail_refused(request, email: str) -> tuple[str, int] | None:
+    """Count this request for a sign-in link under BOOKING_SIGN_IN_RATE and ..._PER_EMAIL."""
+    return mail_refused(
+        request,
+        group="booking.sign_in",
+        rate=getattr(settings, "BOOKING_SIGN_IN_RATE", ""),
+        rate_per_email=getattr(settings, "BOOKING_SIGN_IN_RATE_PER_EMAIL", ""),
+        email=email,
+    )
+
+
+def mail_refused(request, *, group: str, rate: str, rate_per_email: str, email: str) -> tuple[str, int] | None:
+    """Count a request that mails ``email`` at once: None when within ``rate`` for the client
+    address and, after that, ``rate_per_email`` for the e-mail address (from any client; its key
+    is a hash, so Redis keeps no e-mail address), else which one refused it and the seconds of its
+    window (the Retry-After). One round trip."""
     normalized = str(email or "").strip().lower()
     digest = hashlib.sha256(normalized.encode()).hexdigest()[:32]
-    by_address = counter(
-        "booking.reservation_mail", getattr(settings, "BOOKING_RESERVATION_MAIL_RATE", ""), acting_client(request)
-    )
-    by_email = counter(
-        "booking.reservation_mail.email",
-        getattr(settings, "BOOKING_RESERVATION_MAIL_RATE_PER_EMAIL", ""),
-        who=f"email:{digest}",
-    )
+    by_address = counter(group, rate, acting_client(request))
+    by_email = counter(f"{group}.email", rate_per_email, who=f"email:{digest}")
     over = first_exceeded([by_address, by_email])
     if over is None:
         return None

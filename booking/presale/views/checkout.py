@@ -20,6 +20,7 @@ from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.http import require_http_methods
 
 from booking import payments
+from booking.accounts import buyers
 from booking.core.domain import CartState, OrderState
 from booking.core.errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from booking.payments import flow as payment_service
@@ -104,7 +105,8 @@ def checkout(request):
                 context = payment_context(request, paying)
                 return stripe_csp(render(request, "booking/checkout_pay.html", context), context)
             return redirect("booking:cart")
-        context = _details_context(request, cart, PaymentMethodForm())
+        signed_in = buyers.buyer_email(request.user)  # a signed-in buyer books with their address
+        context = _details_context(request, cart, PaymentMethodForm(initial={"email": signed_in or ""}))
         return stripe_csp(render(request, "booking/checkout.html", context), context)
     form = PaymentMethodForm(request.POST)
     form.is_valid()  # shapes only; the engine's checkout holds the rules

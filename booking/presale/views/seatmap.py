@@ -32,7 +32,7 @@ from booking.presale.context import (
 )
 from booking.sales import selectors
 from booking.sales import sessions as session_service
-from booking.web import buyer, presenters, ratelimits, seatmap_html
+from booking.web import buyer, live_versions, presenters, ratelimits, seatmap_html
 
 SERVER_NOW_MARKER = "8c1d0e5a-server-now"  # in a shared page, replaced by the time of each answer
 
@@ -82,16 +82,21 @@ def session_page(request, session_id):
 
 @require_safe
 def seat_map(request, session_id):
-    """The live map partial. Unchanged session: one tiny read and a 304, nothing else loaded."""
+    """The live map partial. Unchanged session: a 304 from the version this process read a moment ago
+    (``web/live_versions.py``), else after one tiny read; nothing else loaded."""
     try:
         sid = object_id(session_id, "performance")
     except NotFound as exc:
         return error_page(request, exc, 404)
-    version = selectors.session_version(sid)
-    if version is None:
-        return error_page(request, gettext("No such performance."), 404)
+    claimed = _etags(request.META.get("HTTP_IF_NONE_MATCH", ""))
+    version = live_versions.fresh(sid)  # read by this process a moment ago
+    if version is None or f'"{version}"' not in claimed:
+        version = selectors.session_version(sid)
+        if version is None:
+            return error_page(request, gettext("No such performance."), 404)
+        live_versions.keep(sid, version)
     etag = f'"{version}"'
-    if etag in _etags(request.META.get("HTTP_IF_NONE_MATCH", "")):
+    if etag in claimed:
         response = HttpResponse(status=304)
     else:
         cart, _expired = current_cart(request)

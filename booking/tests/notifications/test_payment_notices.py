@@ -14,7 +14,6 @@ from booking.payments import flow as payments
 from booking.sales import cart_expiry, holds
 from booking.tests.factories import make_session
 from booking.tests.localstripe import THREE_D_SECURE, authenticate, card
-from booking.tests.notifications.test_worker_mail import embedded_worker, empty_queue  # noqa: F401 - fixtures
 from booking.upkeep.tasks import send_payment_notice
 
 pytestmark = pytest.mark.slow

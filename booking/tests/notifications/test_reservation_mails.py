@@ -21,7 +21,6 @@ from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.sales import cart_expiry, holds
 from booking.tests.factories import make_session
-from booking.tests.notifications.test_worker_mail import embedded_worker, empty_queue  # noqa: F401 - fixtures
 from booking.upkeep.invariants import check_invariants
 from booking.upkeep.reconcile import reconcile
 from booking.upkeep.tasks import send_change_notices

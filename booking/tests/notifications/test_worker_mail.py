@@ -4,16 +4,13 @@ a real SMTP server (aiosmtpd) that is down, comes up, or refuses the address. Al
 sent by a later reconcile round, and the operator's re-send command run twice at once."""
 
 import io
-import logging
 import socket
 import threading
 import time
-from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
 from aiosmtpd.controller import Controller
-from celery.contrib.testing.worker import start_worker
 from django.core import mail
 from django.core.management import CommandError, call_command
 
@@ -24,44 +21,8 @@ from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
 from booking.upkeep.reconcile import reconcile
 from booking.upkeep.tasks import send_order_confirmation
-from theater_site.celery import app as celery_app
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def embedded_worker(monkeypatch):
-    """embedded_worker(): a context manager running a Celery worker in a thread. Root logging stays
-    as pytest set it up (the worker neither takes it over nor leaves its handlers behind)."""
-    root = logging.getLogger()
-    monkeypatch.setitem(celery_app.conf, "worker_hijack_root_logger", False)
-    # The worker waits for a message at most this long (Redis BRPOP; kombu's default 1 s), so it
-    # stops within a tenth of a second at the end of a test instead of a second.
-    options = {**celery_app.conf.broker_transport_options, "polling_interval": 0.1}
-    monkeypatch.setitem(celery_app.conf, "broker_transport_options", options)
-    monkeypatch.setattr(root, "handlers", list(root.handlers))
-    monkeypatch.setattr(root, "level", root.level)
-
-    @contextmanager
-    def run():
-        with start_worker(celery_app, pool="solo", perform_ping_check=False, loglevel="INFO", shutdown_timeout=20):
-            yield
-
-    return run
-
-
-@pytest.fixture
-def empty_queue(caplog):
-    caplog.set_level(logging.INFO, logger="booking")
-    celery_app.control.purge()
-    yield
-    celery_app.control.purge()
-
-
-@pytest.fixture
-def worker(empty_queue, embedded_worker):
-    with embedded_worker():
-        yield
 
 
 class Inbox:

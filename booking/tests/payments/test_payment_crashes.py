@@ -118,7 +118,7 @@ def test_after_a_crash_before_the_charge_the_buyer_can_simply_pay(crash_at, sess
         "pay.after_confirm",
         "pay.after_paid",
         "pay.after_sell",
-        "receipt.after_counter",
+        "series.after_take",
         "pay.after_receipt",
         "pay.after_cart_done",
     ],
