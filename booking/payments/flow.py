@@ -571,10 +571,14 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
                     "payment.intent": payment.id,
                     "lateAfter": order["state"] if order["state"] != PENDING else None,
                 },
-                "$push": marks.push(marks.sessions_of(order)),
+                "$push": {
+                    **marks.push(marks.sessions_of(order)),
+                    "webhookEvents": outbox.webhook_event(outbox.ORDER_PAID),
+                },
             },
         )
         if paid.modified_count:
+            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
             faults.point("pay.after_paid")
             return finish_paid(order["_id"], known=order)
     raise RuntimeError(f"could not settle payment {payment.id}: its order kept changing")
@@ -749,7 +753,7 @@ def cancel_unpaid(
         if canceled.status == base.SUCCEEDED:
             return _settled(canceled)
         record(canceled.id, canceled.status)
-    orders().update_one(
+    canceled_now = orders().update_one(
         {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
         {
             "$set": {
@@ -758,10 +762,13 @@ def cancel_unpaid(
                 "canceledBy": by or "buyer",
                 "cancelReason": reason,
                 "holdReleased": False,
-            }
+            },
+            "$push": {"webhookEvents": outbox.webhook_event(outbox.ORDER_CANCELED)},
         },
     )
     faults.point("pay.cancel_after_order")
+    if canceled_now.modified_count:
+        outbox.queue_webhook_events(outbox.ORDERS, order_id)
     release_canceled_hold(order_id)
     return orders().find_one({"_id": order_id})
 
@@ -781,7 +788,10 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
                 "cancelReason": reason,
                 "holdReleased": False,
             },
-            **({"$push": {"changeNotices": outbox.new_notice(notice)}} if told else {}),
+            "$push": {
+                "webhookEvents": outbox.webhook_event(outbox.ORDER_CANCELED),
+                **({"changeNotices": outbox.new_notice(notice)} if told else {}),
+            },
         },
     )
     if not canceled_now.modified_count:
@@ -793,6 +803,8 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
                 % {"ref": order["ref"], "state": state}
             )
     faults.point("pay.cancel_after_order")
+    if canceled_now.modified_count:
+        outbox.queue_webhook_events(outbox.ORDERS, order_id)
     pay = order.get("payment") or {}
     if pay.get("intent"):
         try:

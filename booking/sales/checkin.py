@@ -35,6 +35,7 @@ from booking.core.errors import InvalidRequest, NotFound
 from booking.core.formatting import mail_time
 from booking.core.localized import sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.reports import marks
+from booking.sales import outbox
 from booking.sales.checkout import ref_of_ticket
 from booking.sales.selectors import group_sections
 
@@ -353,12 +354,19 @@ def check_in(
                 },
                 "state": {"$in": list(ADMITTING_STATES)},
             },
-            {"$set": {"lines.$[l].checkedIn": record}, "$push": marks.push(counted_in)},
+            {
+                "$set": {"lines.$[l].checkedIn": record},
+                "$push": {
+                    **marks.push(counted_in),
+                    "webhookEvents": outbox.webhook_event(outbox.TICKET_CHECKED_IN, ticket=code),
+                },
+            },
             array_filters=[{"l.ticket": code, "l.checkedIn": {"$exists": False}}],
             projection=ORDER_FIELDS,
             return_document=ReturnDocument.AFTER,
         )
         if order is not None:
+            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
             line = cast(dict, _find_line(order, code))  # the update matched this ticket's line
             return Outcome(
                 ADMITTED, gettext_noop("Valid ticket."), door_ticket(order, line, scope), _used(record), hash=digest

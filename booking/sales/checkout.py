@@ -24,7 +24,7 @@ from booking.core.errors import InvalidRequest
 from booking.core.localized import line_ticket_type, order_categories
 from booking.core.names import name_keys
 from booking.reports import marks
-from booking.sales import offers, pricing
+from booking.sales import offers, outbox, pricing
 from booking.sales import orders as order_service
 
 REF_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read out over the phone
@@ -113,8 +113,10 @@ def store_order(cart: dict, *, make: Callable[[dict, str], dict], fresh: bool = 
             continue
         order = make(cart, ref)
         order.update(marks.stored(marks.sessions_of(order)))  # its sessions' sales reports count it
+        order["webhookEvents"] = [outbox.webhook_event(outbox.ORDER_PLACED)]  # in the insert: never lost
         try:
             mongo.orders().insert_one(order)
+            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
             return order
         except DuplicateKeyError as exc:
             if "ref" in str(exc.details or exc):

@@ -643,6 +643,7 @@ def _switch(order: dict, record: dict) -> None:
         "exchangedLines": {"$each": [{**line, "exchange": record["_id"]} for line in record["old"]]},
         "changeNotices": outbox.new_notice(outbox.EXCHANGE, ref=record["_id"]),
         **marks.push([*marks.sessions_of(order), record["sessionId"]]),  # the sales reports of both
+        "webhookEvents": outbox.webhook_event(outbox.ORDER_CHANGED, exchange=record["_id"]),
     }
     if not any(s["_id"] == record["sessionId"] for s in order.get("sessions", [])):
         pushes["sessions"] = record["session"]
@@ -674,6 +675,7 @@ def _switch(order: dict, record: dict) -> None:
     )
     if switched.modified_count:
         faults.point("exchange.after_switch")
+        outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
 
 
 def _refund_records(order: dict, record: dict, amount: int) -> list[dict]:

@@ -19,7 +19,7 @@ from booking.core.errors import Conflict
 from booking.core.localized import order_state_label
 from booking.core.order_retention import purge_at as purge_at  # in core, for venues too; sales names it here
 from booking.reports import marks
-from booking.sales import promos
+from booking.sales import outbox, promos
 from booking.venues.seat_grid import BLOCKED, FREE, SOLD, cell_path, parse_seat_key
 
 logger = logging.getLogger("booking.orders")
@@ -71,11 +71,15 @@ def cancel_house_paid_order(order: Order, *, by: str, reason: str) -> dict:
                 "cancelReason": reason,
                 "seatsReleased": False,
             },
-            "$push": marks.push(marks.sessions_of(order)),
+            "$push": {
+                **marks.push(marks.sessions_of(order)),
+                "webhookEvents": outbox.webhook_event(outbox.ORDER_CANCELED),
+            },
         },
     )
     if not result.modified_count:
         raise Conflict(gettext("The order changed meanwhile; please look again."))
+    outbox.queue_webhook_events(outbox.ORDERS, order_id)
     order = mongo.orders().find_one({"_id": order_id})
     release_order_seats(order)
     promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # its promo code's use goes back

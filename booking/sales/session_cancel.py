@@ -28,7 +28,7 @@ from django.utils.translation import gettext as _
 from booking.core import clock, faults, mongo, work_queue
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.errors import NotFound
-from booking.sales import carts, listings, reservations
+from booking.sales import carts, listings, outbox, reservations
 
 logger = logging.getLogger("booking.session_cancel")
 
@@ -61,11 +61,13 @@ def start(session_id: ObjectId, *, by: str = "") -> dict:
                     "cancelRun": {"state": RUNNING, "total": total, "by": by, "startedOn": now, "beatOn": now},
                 },
                 "$inc": {"version": 1},
+                "$push": {"webhookEvents": outbox.webhook_event(outbox.PERFORMANCE_CANCELED)},
             }
         ),
     )
     listings.refresh([session_id])  # off what's on at once
     faults.point("session_cancel.after_start")
+    outbox.queue_webhook_events(outbox.SESSIONS, session_id)
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])  # carts' holds: the seats go back
     show = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "start": 1}) or {"_id": session_id}
