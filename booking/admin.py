@@ -15,6 +15,7 @@ from booking.control.reports import ReportAdmin
 from booking.control.sessions import SessionAdmin
 from booking.control.theaters import TheaterAdmin
 from booking.control.waiting_rooms import WaitingRoomAdmin
+from booking.control.webhooks import WebhookEndpointAdmin
 from booking.models import (
     ApiToken,
     BoxOffice,
@@ -26,6 +27,7 @@ from booking.models import (
     Session,
     Theater,
     WaitingRoom,
+    WebhookEndpoint,
 )
 from booking.web.login_lockout import AdminLoginForm
 
@@ -40,3 +42,4 @@ admin.site.register(Report, ReportAdmin)  # sales reports and exports
 admin.site.register(BoxOffice, BoxOfficeAdmin)  # "Box office": on to the sessions to sell
 admin.site.register(DoorCheckin, DoorCheckinAdmin)  # "Door check-in": on to /checkin/
 admin.site.register(ApiToken, ApiTokenAdmin)  # the REST API's tokens (docs/api.md)
+admin.site.register(WebhookEndpoint, WebhookEndpointAdmin)  # the theater's other systems told of orders

@@ -1,6 +1,8 @@
 """Builders for the API tests: a theater with a performance, tokens with given scopes, calls."""
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from django.test import Client
 
@@ -9,7 +11,7 @@ from booking.web import api_tokens
 ALL_SCOPES = tuple(api_tokens.SCOPES)
 
 
-def make_token(theater: dict, scopes=ALL_SCOPES, name: str = "CRM") -> str:
+def make_token(theater: Mapping[str, Any], scopes=ALL_SCOPES, name: str = "CRM") -> str:
     return api_tokens.create_token(theater_id=theater["_id"], name=name, scopes=list(scopes), by="test").token
 
 

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("booking", "0007_staff_groups"),
+        ("booking", "0008_webhook_endpoints"),
     ]
 
     operations = [
