@@ -14,7 +14,19 @@ from booking.control.reports import ReportAdmin
 from booking.control.sessions import SessionAdmin
 from booking.control.theaters import TheaterAdmin
 from booking.control.waiting_rooms import WaitingRoomAdmin
-from booking.models import BoxOffice, Cart, DoorCheckin, Order, PromoCode, Report, Session, Theater, WaitingRoom
+from booking.control.webhooks import WebhookEndpointAdmin
+from booking.models import (
+    BoxOffice,
+    Cart,
+    DoorCheckin,
+    Order,
+    PromoCode,
+    Report,
+    Session,
+    Theater,
+    WaitingRoom,
+    WebhookEndpoint,
+)
 from booking.web.login_lockout import AdminLoginForm
 
 admin.site.login_form = AdminLoginForm  # says when too many failures stopped a sign-in
@@ -27,3 +39,4 @@ admin.site.register(PromoCode, PromoCodeAdmin)  # promo codes and voucher batche
 admin.site.register(Report, ReportAdmin)  # sales reports and exports
 admin.site.register(BoxOffice, BoxOfficeAdmin)  # "Box office": on to the sessions to sell
 admin.site.register(DoorCheckin, DoorCheckinAdmin)  # "Door check-in": on to /checkin/
+admin.site.register(WebhookEndpoint, WebhookEndpointAdmin)  # the theater's other systems told of orders

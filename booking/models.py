@@ -120,3 +120,14 @@ class PromoCode(MongoDocument):
         managed = False
         db_table = "mongodb_promo_codes"
         verbose_name = "promo code"
+
+
+class WebhookEndpoint(MongoDocument):
+    """A theater's webhook endpoints and their deliveries (booking/control/webhooks.py): view to
+    look at them and their deliveries, add to register one, change to edit it, rotate its secret
+    and send a delivery again, delete to remove it."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_webhook_endpoints"
+        verbose_name = "webhook endpoint"

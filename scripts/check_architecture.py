@@ -56,7 +56,14 @@ LAYERS = [
     ["booking.core"],
     ["booking.venues"],
     ["booking.accounts"],
-    ["booking.sales", "booking.payments", "booking.notifications", "booking.reports", "booking.models"],
+    [
+        "booking.sales",
+        "booking.payments",
+        "booking.notifications",
+        "booking.reports",
+        "booking.webhooks",
+        "booking.models",
+    ],
     ["booking.upkeep"],
     ["booking.web"],
     [

@@ -409,6 +409,19 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# --- Webhooks (booking/webhooks/; docs/api.md, "Webhooks") ---
+# A delivery's timeout, its tries per round (network errors, 5xx, 408, 429 are tried again) and
+# the backoff between them (doubling from the base, capped, with jitter); deliveries are kept for
+# BOOKING_WEBHOOK_RETENTION_DAYS. BOOKING_WEBHOOK_ALLOW_LOCAL allows http and local or private hosts
+# (development; never in production: the worker would call into the theater's own network).
+BOOKING_WEBHOOK_TIMEOUT_SECONDS = env.float("BOOKING_WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+BOOKING_WEBHOOK_MAX_ATTEMPTS = env.int("BOOKING_WEBHOOK_MAX_ATTEMPTS", default=6)
+BOOKING_WEBHOOK_RETRY_BASE_SECONDS = env.float("BOOKING_WEBHOOK_RETRY_BASE_SECONDS", default=30.0)
+BOOKING_WEBHOOK_RETRY_MAX_SECONDS = env.float("BOOKING_WEBHOOK_RETRY_MAX_SECONDS", default=3600.0)
+BOOKING_WEBHOOK_RETENTION_DAYS = env.int("BOOKING_WEBHOOK_RETENTION_DAYS", default=30)
+BOOKING_WEBHOOK_ENDPOINTS_PER_THEATER = env.int("BOOKING_WEBHOOK_ENDPOINTS_PER_THEATER", default=20)
+BOOKING_WEBHOOK_ALLOW_LOCAL = env.bool("BOOKING_WEBHOOK_ALLOW_LOCAL", default=DEBUG)
+
 # --- Payments (booking/payments/, docs/architecture.md "Payments") ---
 # Stripe: the official library with PaymentIntents. Without STRIPE_SECRET_KEY card payment is off
 # (development runs localstripe, a fake Stripe server, and points these at it: scripts/run.sh).

@@ -242,7 +242,7 @@ def scan(request, scope_id):
         data = _body(request) if request.content_type == "application/json" else request.POST
         code, digest = data.get("code"), data.get("hash")
         if not code and not digest:
-            raise InvalidRequest("Scan a ticket or type its code.")
+            raise InvalidRequest(gettext("Scan a ticket or type its code."))
         outcome = checkin.check_in(
             scope,
             door=data.get("door"),
@@ -267,19 +267,19 @@ def _body(request) -> dict:
     try:
         data = json.loads(request.body or b"{}")
     except (ValueError, UnicodeDecodeError):
-        raise InvalidRequest("The request was not JSON.") from None
+        raise InvalidRequest(gettext("The request was not JSON.")) from None
     if not isinstance(data, dict):
-        raise InvalidRequest("The request was not a JSON object.")
+        raise InvalidRequest(gettext("The request was not a JSON object."))
     return data
 
 
 def _scan_time(value) -> datetime:
     if not isinstance(value, str) or len(value) > 40:
-        raise InvalidRequest("A queued check-in needs the time it was scanned.")
+        raise InvalidRequest(gettext("A queued check-in needs the time it was scanned."))
     try:
         return datetime.fromisoformat(value)
     except ValueError:
-        raise InvalidRequest("A queued check-in's time is not a date.") from None
+        raise InvalidRequest(gettext("A queued check-in's time is not a date.")) from None
 
 
 @require_POST
@@ -292,7 +292,9 @@ def sync(request, scope_id):
         data = _body(request)
         scans = data.get("scans")
         if not isinstance(scans, list) or len(scans) > SYNC_BATCH_LIMIT:
-            raise InvalidRequest(f"Send the queued check-ins as a list of at most {SYNC_BATCH_LIMIT}.")
+            raise InvalidRequest(
+                gettext("Send the queued check-ins as a list of at most %(limit)s.") % {"limit": SYNC_BATCH_LIMIT}
+            )
     except BookingError as exc:
         return _problem(request, exc)
     results = []
@@ -300,14 +302,14 @@ def sync(request, scope_id):
         scan_id = item.get("id") if isinstance(item, dict) else None
         try:
             if not isinstance(item, dict) or not isinstance(scan_id, str) or not scan_id:
-                raise InvalidRequest("A queued check-in without its id.")
+                raise InvalidRequest(gettext("A queued check-in without its id."))
             code, digest = item.get("code"), item.get("hash")
             if (
                 not isinstance(code, str | type(None))
                 or not isinstance(digest, str | type(None))
                 or not (code or digest)
             ):
-                raise InvalidRequest("A queued check-in without its ticket.")
+                raise InvalidRequest(gettext("A queued check-in without its ticket."))
             outcome = checkin.check_in(
                 scope,
                 door=item.get("door") or data.get("door"),

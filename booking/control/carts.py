@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 from booking.control import selectors
 from booking.control.base import CHANGE, MongoModelAdmin
 from booking.core import clock
-from booking.core.domain import CartState, is_live
+from booking.core.domain import Cart, CartState, is_live
 from booking.sales import carts as cart_service
 
 ALL = "all"  # the list's tab of every state
@@ -46,7 +46,7 @@ class CartAdmin(MongoModelAdmin):
             {"title": gettext("Carts"), "carts": carts, "state": state, "tabs": tabs, "total": total},
         )
 
-    def _cart(self, object_id) -> dict:
+    def _cart(self, object_id) -> Cart:
         return self.document(selectors.get_cart, object_id, "No such cart.")
 
     def cart_detail(self, request, object_id):

@@ -28,7 +28,7 @@ from booking.control import selectors as staff_selectors
 from booking.control.base import ADDITION, AdminMixinBase, errors_text
 from booking.control.order_prints import tickets_response
 from booking.core import clock
-from booking.core.domain import OrderState, SalePhase, SessionStatus, sale_phase
+from booking.core.domain import Cart, OrderState, SalePhase, Session, SessionStatus, sale_phase
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
 from booking.sales import carts as cart_service
@@ -99,12 +99,12 @@ class CounterAdminMixin(AdminMixinBase):
             raise PermissionDenied
         return counter.staff_owner(request.user.pk)
 
-    def _sale_session(self, object_id) -> dict:
+    def _sale_session(self, object_id) -> Session:
         return self.document(selectors.get_session, object_id, _("No such session."))
 
     # --- the page and its parts ---
 
-    def _map_context(self, session: dict, cart: dict | None) -> dict:
+    def _map_context(self, session: Session, cart: Cart | None) -> dict:
         shared = seatmap_html.seat_map_html(session, house=True)
         return {
             "session": session,
@@ -118,7 +118,7 @@ class CounterAdminMixin(AdminMixinBase):
             and holds.counter_sale_ends(session) > clock.now(),
         }
 
-    def _cart_context(self, cart: dict | None, session: dict) -> dict:
+    def _cart_context(self, cart: Cart | None, session: Session) -> dict:
         if not cart or not cart.get("items"):
             return {"cart": None, "groups": [], "idle_minutes": settings.BOOKING_STAFF_HOLD_IDLE_SECONDS // 60}
         known = selectors.session_summaries({i["sessionId"] for i in cart["items"]} - {session["_id"]})
@@ -365,7 +365,7 @@ class CounterAdminMixin(AdminMixinBase):
         return tickets_response(order, request.GET.get("layout", ticket_pdf.PAGE))
 
 
-def online_note(session: dict) -> str:
+def online_note(session: Session) -> str:
     """Where the online sale is, when the box office sells regardless (its own hours, no queue)."""
     now = clock.now()
     if session.get("status") != SessionStatus.ON_SALE or holds.counter_sale_ends(session) <= now:

@@ -12,6 +12,7 @@ from django.utils.translation import gettext, gettext_lazy
 
 from booking.control.selectors import SessionsShown
 from booking.core import clock, json_text
+from booking.core.domain import Layout
 from booking.core.errors import InvalidLayout, InvalidRequest
 from booking.sales.sessions import clean_details, clean_sale_window
 from booking.venues.layouts import category_codes_used, parse_grid, validate_layout, validate_sections
@@ -119,7 +120,7 @@ class TheaterForm(forms.Form):
         ),
     )
 
-    def clean_with(self, categories: list[dict]) -> dict | None:
+    def clean_with(self, categories: list[dict]) -> Layout | None:
         """Parse the grid with these categories; a mistake becomes an error on the grid field.
         Returns the layout, or None."""
         if not self.is_valid():
@@ -271,7 +272,7 @@ def price_field(name: str) -> forms.DecimalField:
 class PricedForm(forms.Form):
     """Adds one price field per seat category the layout uses (price_<code>)."""
 
-    def __init__(self, *args, layout: dict, **kwargs):
+    def __init__(self, *args, layout: Layout, **kwargs):
         super().__init__(*args, **kwargs)
         names = {c["code"]: c["name"] for c in layout["categories"]}
         self.price_codes = category_codes_used(layout)

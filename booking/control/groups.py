@@ -18,8 +18,8 @@ GROUPS: dict[str, list[str] | str] = {
     "Box office seller": ["sell_at_counter", "view_session", "view_order"],
     # the door check-in (/checkin/) and nothing else: no admin access
     "Door staff": ["checkin_tickets"],
-    # everything about theaters, sessions, orders, carts, promo codes, waiting rooms, the counter,
-    # the door and the reports; not user accounts (superusers keep those)
+    # everything about theaters, sessions, orders, carts, promo codes, waiting rooms, webhook
+    # endpoints, the counter, the door and the reports; not user accounts (superusers keep those)
     "Manager": EVERY_BOOKING_PERMISSION,
     # reads the reports and exports, the orders, sessions, theaters (VAT rates) and promo codes
     "Accountant": ["view_reports", "view_order", "view_session", "view_theater", "view_promocode"],

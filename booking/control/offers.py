@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods
 from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import CHANGE, AdminMixinBase, bound
+from booking.core.domain import Layout, Session
 from booking.core.errors import InvalidRequest
 from booking.sales import offers
 from booking.venues.layouts import category_codes_used
@@ -65,7 +66,7 @@ class PriceTableForm(forms.Form):
     """One field per (ticket type, category): ``full_<cat>`` (required) and ``<type>__<cat>``
     (empty: not offered)."""
 
-    def __init__(self, *args, types: list[dict], layout: dict, **kwargs):
+    def __init__(self, *args, types: list[dict], layout: Layout, **kwargs):
         super().__init__(*args, **kwargs)
         names = {c["code"]: c["name"] for c in layout["categories"]}
         self.cats = category_codes_used(layout)
@@ -84,7 +85,7 @@ class PriceTableForm(forms.Form):
         self.cat_names = [names[c] for c in self.cats]
 
     @staticmethod
-    def initial_for(session: dict) -> dict:
+    def initial_for(session: Session) -> dict:
         initial = {f"{offers.FULL}__{cat}": f.from_cents(c) for cat, c in session["prices"].items()}
         for code, row in (session.get("typePrices") or {}).items():
             initial.update({f"{code}__{cat}": f.from_cents(c) for cat, c in row.items()})
@@ -158,7 +159,7 @@ class PriceTableAdminMixin(AdminMixinBase):
 
     if TYPE_CHECKING:
 
-        def _session(self, object_id) -> dict: ...  # SessionAdmin's
+        def _session(self, object_id) -> Session: ...  # SessionAdmin's
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def price_table(self, request, object_id):

@@ -3,8 +3,9 @@ new seats and the price difference before anything changes). The views live here
 OrderAdmin (booking/control/orders.py), which lists their routes; the work is
 sales/exchanges.py."""
 
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.contrib import messages
@@ -19,7 +20,7 @@ from booking.control import selectors
 from booking.control.base import CHANGE, AdminMixinBase, staff_name
 from booking.control.seat_chart import session_rows
 from booking.core import clock
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Session, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import format_money
 from booking.core.ids import object_id
@@ -116,14 +117,14 @@ class ExchangeForm(forms.Form):
         return data
 
 
-def performance_line(session: dict) -> str:
+def performance_line(session: Mapping[str, Any]) -> str:
     """A performance as staff tell it from the others: title, hall (a stadium: venue and section),
     day and time."""
     when = dateformat.format(localtime(session["start"]), "D j M Y, H:i") if session.get("start") else ""
     return " · ".join(part for part in (localized(session, "name"), localized(session, "theaterName"), when) if part)
 
 
-def target_label(session: dict, *, own: bool) -> str:
+def target_label(session: Mapping[str, Any], *, own: bool) -> str:
     """One performance in the list; the order's own and one no longer on sale say so."""
     label = performance_line(session)
     if own:
@@ -271,7 +272,7 @@ def object_id_or_none(raw: str):
         return None
 
 
-def seat_rows(session: dict | None, checked, mine: AbstractSet[str] = frozenset()) -> list | None:
+def seat_rows(session: Session | None, checked, mine: AbstractSet[str] = frozenset()) -> list | None:
     """The performance's map with its free seats to tick (blocked house seats are not for sale);
     ``mine``: the order's seats there now, outlined so staff see where the customer sits."""
     if session is None or "seats" not in session:

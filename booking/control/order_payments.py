@@ -161,7 +161,7 @@ class OrderPaymentsMixin(AdminMixinBase):
         order = self._order(object_id)
         form = RetryRefundForm(request.POST)
         if not form.is_valid() or form.cleaned_data["refund"] not in {r["_id"] for r in order.get("refunds", [])}:
-            return HttpResponseBadRequest("No such refund; reload the order page.")
+            return HttpResponseBadRequest(gettext("No such refund; reload the order page."))
         status = refund_service.retry(order["_id"], form.cleaned_data["refund"])
         said = {
             "succeeded": gettext("The refund went through."),

@@ -21,6 +21,7 @@ from booking.control.order_payments import OrderPaymentsMixin
 from booking.control.order_prints import ROUTES as PRINT_ROUTES
 from booking.control.order_prints import OrderPrintsMixin
 from booking.core import clock
+from booking.core.domain import OrderState
 from booking.core.errors import BookingError
 from booking.core.formatting import seat_label
 from booking.core.localized import order_category, order_state_label, sold_ticket_type, ticket_type_name
@@ -167,7 +168,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         order = self._order(object_id)
         form = f.ResendMailForm(request.POST)
         if not form.is_valid():
-            return HttpResponseBadRequest("The form was incomplete; reload the order page.")
+            return HttpResponseBadRequest(gettext("The form was incomplete; reload the order page."))
         done = notifications.resend(order, form.cleaned_data["round"], send_now=False)
         if done.reopened:
             note = f"Confirmation mail re-sent to {order['email']}."
@@ -288,7 +289,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
 
     def _canceled(self, request, order: dict, canceled: dict, reason: str):
         seats = len(canceled["lines"] or canceled.get("refundedLines", []))
-        refunded = canceled["state"] == "refunded"  # paid through a provider: money back
+        refunded = canceled["state"] == OrderState.REFUNDED  # paid through a provider: money back
         what = "Canceled and refunded" if refunded else "Canceled"
         if refunded:
             text = gettext("Order %(ref)s was canceled and refunded; its %(seats)s seats are free again.")

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from booking.control.base import CHANGE, AdminMixinBase, errors_text
 from booking.control.forms import form_data
+from booking.core.domain import Session
 from booking.payments import money
 from booking.payments import settings as service
 
@@ -63,7 +64,7 @@ class VatForm(forms.Form):
         return data["rate"], per_category
 
 
-def box_office_form(session: dict, data=None) -> BoxOfficeForm:
+def box_office_form(session: Session, data=None) -> BoxOfficeForm:
     box = session.get("boxOffice") or {}
     initial = {"enabled": bool(box.get("enabled")), "deadline_minutes": service.deadline_minutes(session)}
     return BoxOfficeForm(data, initial=initial)
@@ -80,7 +81,7 @@ def vat_form(theater: dict, data=None) -> VatForm:
 class SessionPaymentsMixin(AdminMixinBase):
     if TYPE_CHECKING:
 
-        def _session(self, object_id) -> dict: ...  # SessionAdmin's
+        def _session(self, object_id) -> Session: ...  # SessionAdmin's
 
     @method_decorator(require_POST)
     def session_box_office(self, request, object_id):

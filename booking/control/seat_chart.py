@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy
 
 from booking.core.contrast import ink_on
+from booking.core.domain import Layout, Session
 from booking.core.formatting import seat_label
 from booking.core.localized import category_names
 from booking.venues.seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, STATE_NAMES, seat_key
@@ -51,7 +52,7 @@ class Row:
     cells: list[Cell]
 
 
-def layout_rows(layout: dict) -> list[Row]:
+def layout_rows(layout: Layout) -> list[Row]:
     colors = {c["code"]: c["color"] for c in layout["categories"]}
     names = category_names(layout["categories"])  # the staff's German names on German pages
     rows = []
@@ -89,7 +90,7 @@ def layout_rows(layout: dict) -> list[Row]:
     return rows
 
 
-def category_legend(layout: dict) -> list[dict]:
+def category_legend(layout: Layout) -> list[dict]:
     counts: dict[str, int] = {}
     wheelchair = released = 0
     for row in layout["rows"]:
@@ -108,7 +109,7 @@ def category_legend(layout: dict) -> list[dict]:
     ] + extra
 
 
-def session_rows(session: dict, owners: dict[str, dict], checked: AbstractSet[str] = frozenset()) -> list[Row]:
+def session_rows(session: Session, owners: dict[str, dict], checked: AbstractSet[str] = frozenset()) -> list[Row]:
     """The session's cells with their state; held seats name their cart, sold ones their order."""
     rows = layout_rows(session["layout"])
     for r, row in enumerate(rows):

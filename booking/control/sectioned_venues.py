@@ -14,6 +14,7 @@ from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import ADDITION, CHANGE, AdminMixinBase, bound
 from booking.control.venue_addresses import address_form
+from booking.core.domain import Section
 from booking.core.errors import BookingError, InvalidLayout
 from booking.sales import theater_edits
 from booking.venues import theaters as theater_service
@@ -39,7 +40,7 @@ class SectionedVenueForm(forms.Form):
         ),
     )
 
-    def sections_with(self, categories: list[dict]) -> list[dict] | None:
+    def sections_with(self, categories: list[dict]) -> list[Section] | None:
         if not self.is_valid():
             return None
         try:

@@ -2,15 +2,17 @@
 (every state, every owner) and are only reached through the admin site's permission checks."""
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
+from typing import Any
 
 from bson import ObjectId
 from django.utils import timezone
 
 from booking.core import clock, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, OrderState, Session, SessionStatus
 from booking.sales.selectors import session_counts
 from booking.venues.seat_grid import restored_states
 
@@ -28,7 +30,7 @@ def with_ids(docs) -> list:
     return docs
 
 
-def with_id(doc: dict | None) -> dict | None:
+def with_id[D: Mapping[str, Any]](doc: D | None) -> D | None:
     return with_ids([doc])[0]
 
 
@@ -145,7 +147,7 @@ def one_row_per_performance(sessions: list[dict]) -> list[dict]:
     return rows
 
 
-def get_session(session_id: ObjectId) -> dict | None:
+def get_session(session_id: ObjectId) -> Session | None:
     """The whole session. A compacted one (sales/retention.py) gets its grid back from its paid
     orders: their seats sold, the others free (house seats are only counted in its seatSummary)."""
     session = mongo.sessions().find_one({"_id": session_id})
@@ -162,7 +164,7 @@ def get_theater(theater_id: ObjectId) -> dict | None:
     return with_id(mongo.theaters().find_one({"_id": theater_id}))
 
 
-def seat_owners(session: dict) -> dict[str, dict]:
+def seat_owners(session: Session) -> dict[str, dict]:
     """Who has each held or sold seat: {"r:c": {"cart": id} or {"order": ref, "orderId": id}}.
 
     Holds come from the session's own reservations; sales from the paid orders of the session
@@ -215,7 +217,7 @@ def count_label(n: int, capped: int | None = None) -> str:
     return f"{n}+" if (n if capped is None else capped) >= STAFF_COUNT_LIMIT else str(n)
 
 
-def get_cart(cart_id: ObjectId) -> dict | None:
+def get_cart(cart_id: ObjectId) -> Cart | None:
     return with_id(mongo.carts().find_one({"_id": cart_id}))
 
 

@@ -1,6 +1,9 @@
 """Sessions in the admin: list with sales figures, create (one or a series), edit, the live seat
 map with who holds or bought each seat, blocking house seats, cancel."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.contrib import messages
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -19,14 +22,14 @@ from booking.control.performances import PERFORMANCE_ROUTES, PerformanceAdminMix
 from booking.control.seat_chart import category_legend, owner_groups, session_rows
 from booking.control.series_actions import ROUTES as SERIES_ROUTES
 from booking.control.series_actions import SeriesActionsMixin
-from booking.core.domain import SessionStatus
+from booking.core.domain import Session, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.sales import session_cancel
 from booking.sales import sessions as session_service
 from booking.sales.selectors import seat_counts
 
 
-def session_label(session: dict) -> str:
+def session_label(session: Mapping[str, Any]) -> str:
     start = timezone.localtime(session["start"]).strftime("%a %d %b %Y %H:%M")
     return f"{session['name']} – {start}"
 
@@ -99,7 +102,7 @@ class SessionAdmin(
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_add(self, request):
         self.require(request, "add")
-        theater, page = self._theater_or_pick(request, "Add session: choose the theater", "add")
+        theater, page = self._theater_or_pick(request, gettext("Add session: choose the theater"), "add")
         if page:
             return page
         form = f.SessionForm(bound(request), layout=session_service.price_layout(theater))
@@ -137,7 +140,7 @@ class SessionAdmin(
         """Many sessions at once. Each is created by the same service as a single one; a date the
         service refuses is listed with its reason and the others still go on sale."""
         self.require(request, "add")
-        theater, page = self._theater_or_pick(request, "Add a series: choose the theater", "series")
+        theater, page = self._theater_or_pick(request, gettext("Add a series: choose the theater"), "series")
         if page:
             return page
         form = f.SeriesForm(bound(request), layout=session_service.price_layout(theater))
@@ -192,7 +195,7 @@ class SessionAdmin(
 
     # --- one session ---
 
-    def _session(self, object_id) -> dict:
+    def _session(self, object_id) -> Session:
         return self.document(selectors.get_session, object_id, "No such session.")
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
@@ -240,7 +243,7 @@ class SessionAdmin(
             status=status,
         )
 
-    def _seat_map_context(self, request, session: dict, checked=frozenset()) -> dict:
+    def _seat_map_context(self, request, session: Session, checked=frozenset()) -> dict:
         rows = session_rows(session, selectors.seat_owners(session), set(checked))
         return {
             "session": session,
@@ -440,7 +443,7 @@ class SessionAdmin(
         )
 
 
-def _seat_keys(session: dict) -> list[str]:
+def _seat_keys(session: Session) -> list[str]:
     return [
         f"{r}:{c}" for r, row in enumerate(session["layout"]["rows"]) for c, cell in enumerate(row["cells"]) if cell
     ]

@@ -16,6 +16,7 @@ from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixi
 from booking.control.seat_chart import category_legend, grid_error_context, layout_rows
 from booking.control.sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
 from booking.control.venue_addresses import ADDRESS_ROUTES, VenueAddressMixin, address_form
+from booking.core.domain import Layout
 from booking.core.errors import BookingError
 from booking.sales import theater_edits
 from booking.venues import theaters as theater_service
@@ -61,7 +62,7 @@ class TheaterAdmin(
         return form, formset
 
     @staticmethod
-    def _layout(form, formset) -> dict | None:
+    def _layout(form, formset) -> Layout | None:
         """The layout drawn in the editor, or None with errors on the forms."""
         if not (formset.is_valid() and form.is_valid()):
             return None
@@ -157,12 +158,17 @@ class TheaterAdmin(
                 form,
                 formset,
                 new_layout,
-                title=f"Change theater “{theater['name']}”",
+                title=gettext("Change theater “%(name)s”") % {"name": theater["name"]},
                 theater=theater,
                 status=400,
             )
         return self._editor(
-            request, form, formset, layout, title=f"Change theater “{theater['name']}”", theater=theater
+            request,
+            form,
+            formset,
+            layout,
+            title=gettext("Change theater “%(name)s”") % {"name": theater["name"]},
+            theater=theater,
         )
 
     @method_decorator(require_POST)
@@ -255,7 +261,7 @@ class TheaterAdmin(
         return self.document(selectors.get_theater, object_id, "That theater does not exist (any more).")
 
 
-def preview_context(form, layout: dict | None) -> dict:
+def preview_context(form, layout: Layout | None) -> dict:
     """What the preview beside the editor shows: the seat map, or what is wrong and where."""
     if layout is not None:
         return {"rows": layout_rows(layout), "legend": category_legend(layout), "seats": seat_count(layout)}

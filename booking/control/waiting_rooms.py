@@ -217,7 +217,9 @@ class WaitingRoomAdmin(MongoModelAdmin):
                 changed = times_form.is_valid() and self._change(request, config, times_form)
             if changed:
                 return HttpResponseRedirect(self.url("change", config.queue_id))
-        context = {"title": room_label(config), **self._detail_context(request, config, rate_form, times_form)}
+        start = timezone.localtime(config.start).strftime("%a %d %b %Y %H:%M")  # as room_label writes it
+        title = gettext("Waiting room: %(name)s – %(start)s") % {"name": config.name, "start": start}
+        context = {"title": title, **self._detail_context(request, config, rate_form, times_form)}
         return self.render(request, "admin/booking/waitingroom/detail.html", context, status=status)
 
     def _change(self, request, config, form) -> bool:

@@ -3,13 +3,15 @@ the answers of the mail services, the rule "is this cart live?", and the shape o
 
 The states are ``StrEnum``s: their values are the strings stored in MongoDB (a member *is* that
 string), so documents, queries and templates see exactly what they saw before. The ``TypedDict``s
-below are the documents' fields in one place (docs/architecture.md explains them); the code
-handles documents as the plain dicts pymongo returns.
+below are the documents' fields in one place (docs/architecture.md explains them): the public
+selectors and services of the domains take and return them. A read with a projection returns
+fewer fields than its type names; the reader asked for the ones it uses.
 """
 
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
-from typing import NotRequired, TypedDict, TypeGuard
+from typing import Any, NotRequired, TypedDict, TypeGuard
 
 from bson import ObjectId
 
@@ -92,12 +94,12 @@ DEFAULT_CHANNEL = SalesChannel.ONLINE  # what an order without ``channel`` count
 COMPLIMENTARY_METHOD = "complimentary"
 
 
-def sales_channel(order: dict) -> str:
+def sales_channel(order: "Order | Mapping[str, Any]") -> str:  # or its projection
     """The channel an order counts under in the reports: complimentary when given away, else its
     ``channel``, else online."""
     if order.get("method") == COMPLIMENTARY_METHOD:
         return SalesChannel.COMPLIMENTARY.value
-    return order.get(ORDER_CHANNEL_FIELD) or DEFAULT_CHANNEL.value
+    return order.get("channel") or DEFAULT_CHANNEL.value  # ORDER_CHANNEL_FIELD
 
 
 class MailState(StrEnum):
@@ -146,13 +148,13 @@ class ReopenOutcome(StrEnum):
 # --- is this cart live? ---
 
 
-def is_live(cart: dict | None, now: datetime) -> bool:
+def is_live(cart: "Cart | None", now: datetime) -> bool:
     """A live cart can still take seats: it is active and its hold has not run out. (A cart past
     its hold that is still ``active`` is not live: whoever finds it expires it.)"""
     return cart is not None and cart["state"] == CartState.ACTIVE and cart["expiresAt"] > now
 
 
-def is_stale(cart: dict | None, now: datetime) -> TypeGuard[dict]:
+def is_stale(cart: "Cart | None", now: datetime) -> TypeGuard["Cart"]:
     """Its other side: still active (or paying), but its hold has run out (expiry ends it; until
     then it is neither live nor ended)."""
     return cart is not None and cart["state"] in EXPIRING_STATES and cart["expiresAt"] <= now
@@ -163,7 +165,7 @@ def live_cart_filter(now: datetime) -> dict:
     return {"state": CartState.ACTIVE, "expiresAt": {"$gt": now}}
 
 
-def is_holding(cart: dict | None, now: datetime) -> bool:
+def is_holding(cart: "Cart | None", now: datetime) -> bool:
     """Its seats are held for it: live, or paying (a card payment's window, a box-office
     reservation's deadline) and not yet past its hold."""
     return cart is not None and cart["state"] in EXPIRING_STATES and cart["expiresAt"] > now
@@ -182,7 +184,7 @@ def stale_cart_filter(now: datetime) -> dict:
 # --- the sale window: when may seats be held? ---
 
 
-def sale_phase(session: dict, now: datetime, access_keys=frozenset()) -> SalePhase:
+def sale_phase(session: "Session", now: datetime, access_keys=frozenset()) -> SalePhase:
     """The sale window as the page shows it. ``access_keys``: the presale keys this buyer has
     unlocked with an access code. Fields absent mean what they meant before sale windows: on sale
     when published, off sale at the start. ``sale_open_filter`` is the same rule for the hold's write."""
@@ -222,6 +224,7 @@ def sale_open_filter(now: datetime, access_keys=frozenset()) -> dict:
 class Category(TypedDict):
     code: str  # one lowercase letter
     name: str
+    nameDe: NotRequired[str]
     color: NotRequired[str]
 
 
@@ -230,6 +233,8 @@ class Cell(TypedDict):
     cat: str  # a Category code
     wheelchair: NotRequired[bool]
     companion: NotRequired[bool]
+    releasedFrom: NotRequired[str]  # "wheelchair": a space on general sale since releasedOn (sales/wheelchair.py)
+    releasedOn: NotRequired[datetime]
 
 
 class Row(TypedDict):
@@ -244,6 +249,7 @@ class Layout(TypedDict):
 
 class Section(TypedDict):
     name: str
+    nameDe: NotRequired[str]
     layout: Layout
 
 
@@ -260,15 +266,16 @@ class VenueAddress(TypedDict):
 class Theater(TypedDict):
     _id: ObjectId
     name: str
+    nameDe: NotRequired[str]
     seatCount: int
     createdOn: datetime
     modifiedOn: datetime
     ticketTypes: NotRequired[list[dict]]  # [{code, name, nameDe?, description, descriptionDe?, companion?}]
     layout: NotRequired[Layout]  # a hall; or
     sections: NotRequired[list[Section]]  # a sectioned venue (a stadium): one session document per section
-    front: NotRequired[
-        str
-    ]  # what the seats face: "stage" (absent), "pitch", "field", "screen" (booking/venues/venue_front.py)
+    front: NotRequired[str]  # what the seats face: "stage" (absent), "pitch", "field", "screen" (venues/venue_front.py)
+    vatRate: NotRequired[str]  # "19.0" (payments/settings.py)
+    vatRates: NotRequired[dict[str, str]]  # category code -> rate
     address: NotRequired[VenueAddress]
 
 
@@ -280,6 +287,8 @@ class Reservation(TypedDict):
     total: int
     v: str  # a random token renewed on every change: "settle exactly the hold I read"
     modifiedOn: datetime
+    owner: NotRequired[str]
+    house: NotRequired[bool]
 
 
 class Presale(TypedDict):
@@ -328,6 +337,21 @@ class Session(TypedDict):
     section: NotRequired[SessionSection]
     venueName: NotRequired[str]
     front: NotRequired[str]  # copied from the theater: the word at the front of the map (absent: "stage")
+    nameDe: NotRequired[str]  # the staff's German texts (core/localized.py)
+    descriptionDe: NotRequired[str]
+    theaterNameDe: NotRequired[str]
+    venueNameDe: NotRequired[str]
+    listingDue: NotRequired[datetime]  # sales/listings.py
+    listingRev: NotRequired[int]
+    boxOffice: NotRequired[dict]  # {enabled, deadlineMinutes}: payments/settings.py
+    waitingRoom: NotRequired[dict]  # {queueId, opensAt, onSaleAt, rate, paused, rev}: sales/waiting_room.py
+    exchangeHolds: NotRequired[list[dict]]  # sales/exchanges.py
+    cancelRun: NotRequired[dict]  # sales/session_cancel.py
+    detailsChange: NotRequired[dict]  # sales/performance_details.py
+    ticketCodesByRef: NotRequired[bool]
+    seatSummary: NotRequired[dict[str, int]]  # after the show, instead of seats (sales/retention.py)
+    compactedOn: NotRequired[datetime]
+    purgeAt: NotRequired[datetime]
 
 
 class CartItem(TypedDict):
@@ -364,6 +388,12 @@ class Cart(TypedDict):
     orderId: NotRequired[ObjectId]
     endedOn: NotRequired[datetime]
     canceledShows: NotRequired[list[dict]]  # [{sessionId, name, start, seats}]: performances canceled while held
+    promo: NotRequired[dict]  # the promo code applied (sales/promos.py)
+    orderRef: NotRequired[str]
+    payMethod: NotRequired[str]
+    channel: NotRequired[SalesChannel]  # a staff cart's (sales/counter.py)
+    soldBy: NotRequired[str]
+    comp: NotRequired[dict]
 
 
 class CheckIn(TypedDict):
@@ -392,6 +422,9 @@ class OrderLine(TypedDict):
     discount: NotRequired[int]  # the promo code's share of this line
     ticket: str  # 24 random url-safe characters
     checkedIn: NotRequired[CheckIn]
+    vat: NotRequired[str]  # its VAT rate as sold, "19.0" (payments/money.py)
+    house: NotRequired[bool]
+    wheelchair: NotRequired[bool]
 
 
 class OrderSession(TypedDict):
@@ -402,6 +435,10 @@ class OrderSession(TypedDict):
     start: datetime | None
     theaterName: str | None
     categories: dict[str, str]  # code -> name
+    nameDe: NotRequired[str]
+    theaterNameDe: NotRequired[str]
+    categoriesDe: NotRequired[dict[str, str]]
+    theaterId: NotRequired[ObjectId]
 
 
 class Order(TypedDict):
@@ -435,3 +472,33 @@ class Order(TypedDict):
     mailRetryAt: NotRequired[datetime]
     mailRound: NotRequired[int]
     channel: NotRequired[SalesChannel]  # absent: online (DEFAULT_CHANNEL)
+    nameKeys: NotRequired[list[str]]  # core/names.py
+    language: NotRequired[str]
+    fee: NotRequired[dict]  # {amount, vat}: payments/money.py
+    method: NotRequired[str]
+    soldBy: NotRequired[str]
+    phone: NotRequired[str]
+    compReason: NotRequired[str]
+    # the money (payments/flow.py, payments/refunds.py)
+    payment: NotRequired[dict]  # {provider, attempt, intent, status, until, previous}
+    paidWith: NotRequired[dict]
+    paidOn: NotRequired[datetime]
+    settling: NotRequired[bool]
+    extraPayments: NotRequired[list[dict]]
+    topUps: NotRequired[list[dict]]
+    refunds: NotRequired[list[dict]]
+    refundDue: NotRequired[bool]
+    refundedLines: NotRequired[list[OrderLine]]
+    lostSeats: NotRequired[bool]
+    holdReleased: NotRequired[bool]
+    receiptNo: NotRequired[int]
+    receiptOn: NotRequired[datetime]
+    receiptTheater: NotRequired[ObjectId]
+    # changes after the sale (sales/exchanges.py, sales/outbox.py)
+    exchangedLines: NotRequired[list[OrderLine]]
+    exchanges: NotRequired[list[dict]]
+    exchangeOpen: NotRequired[str]
+    changeNotices: NotRequired[list[dict]]
+    noticeMail: NotRequired[dict]
+    reportStale: NotRequired[list[dict]]  # reports/marks.py
+    purgeAt: NotRequired[datetime]  # core/order_retention.py

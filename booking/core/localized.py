@@ -6,9 +6,14 @@ German one: ``nameDe`` / ``descriptionDe`` on the session document (the admin's 
 tickets use it. A page in German shows the German text where there is one, else the main one.
 """
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext, gettext_lazy, gettext_noop, pgettext_lazy
+
+from booking.core.domain import Category
 
 # The languages besides the source language, and the suffix of their fields ("de" -> nameDe).
 TRANSLATED_FIELDS = ("name", "description")
@@ -20,7 +25,7 @@ def field_suffix(language: str | None) -> str:
     return "" if base == settings.LANGUAGE_CODE.split("-")[0] else base.capitalize()
 
 
-def localized(doc: dict | None, field: str, language: str | None = None) -> str:
+def localized(doc: Mapping[str, Any] | None, field: str, language: str | None = None) -> str:
     """``doc[field]`` in ``language`` (default: the active one): its ``<field><Lang>`` when that is
     set, else the main field."""
     doc = doc or {}
@@ -32,13 +37,13 @@ def localized(doc: dict | None, field: str, language: str | None = None) -> str:
     return doc.get(field) or ""
 
 
-def category_names(categories: list[dict] | None, language: str | None = None) -> dict[str, str]:
+def category_names(categories: list[Category] | None, language: str | None = None) -> dict[str, str]:
     """code -> name of a layout's seat categories in ``language`` (default: the active one): the
     staff's German name (``nameDe``, the theater's layout editor) on German pages when there is one."""
     return {c["code"]: localized(c, "name", language) for c in categories or []}
 
 
-def order_categories(categories: list[dict] | None) -> dict:
+def order_categories(categories: list[Category] | None) -> dict:
     """What an order (or an exchange) keeps of a session's categories, for its pages, mails,
     tickets and receipt in the buyer's language later: ``categories`` {code: name} and, when staff
     gave German names, ``categoriesDe``."""

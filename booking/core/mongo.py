@@ -140,6 +140,16 @@ def performances():
     return get_db()["performances"]
 
 
+def webhook_endpoints():
+    """The URLs a theater's other systems receive events at (booking/webhooks/endpoints.py)."""
+    return get_db()["webhook_endpoints"]
+
+
+def webhook_deliveries():
+    """One event sent to one endpoint, with its attempts (booking/webhooks/deliveries.py)."""
+    return get_db()["webhook_deliveries"]
+
+
 # Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
 # once a minute after their date); the indexes that carry the dates are declared below.
 DAY = 86_400
@@ -162,6 +172,9 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     "listings": {"start": 1},
     # the stadium performance page (venues/performance_index.py): read by _id (the performanceId)
     "performances": {"_id": "hashed"},
+    # webhooks: a handful of endpoints per theater; deliveries read by _id and per endpoint
+    "webhook_endpoints": {"_id": "hashed"},
+    "webhook_deliveries": {"endpointId": 1},
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
@@ -176,6 +189,8 @@ OWNED_COLLECTIONS = (
     "session_sales",
     "listings",
     "performances",
+    "webhook_endpoints",
+    "webhook_deliveries",
 )
 
 
@@ -339,6 +354,7 @@ def ensure_indexes() -> list[str]:
     batch_keys = [("batch", 1), ("createdOn", -1), ("_id", -1)]
     created.append(promo_codes().create_index(batch_keys, name="batch_created"))
     created += _report_indexes()
+    created += _webhook_indexes()
     # --- scale: an address's held-seats document goes once its last hold has ended
     # (sales/client_holds.py); read and written by _id only
     created.append(_index(client_holds(), [("until", 1)], name="until_ttl", expireAfterSeconds=0))
@@ -353,6 +369,22 @@ def _report_indexes() -> list[str]:
     return [
         _index(orders(), [("reportStale.s", 1)], name="report_stale", sparse=True),
         _index(session_sales(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),
+    ]
+
+
+def _webhook_indexes() -> list[str]:
+    """Webhooks (booking/webhooks/): the orders and sessions with events not yet handed to their
+    endpoints (a handful: an event is pulled once its deliveries are stored), a theater's
+    endpoints, an endpoint's deliveries newest first, the deliveries still to be sent, and their
+    retention."""
+    pending = {"state": "pending"}
+    return [
+        _index(orders(), [("webhookEvents.at", 1)], name="webhook_events", sparse=True),
+        _index(sessions(), [("webhookEvents.at", 1)], name="webhook_events", sparse=True),
+        _index(webhook_endpoints(), [("theaterId", 1), ("createdOn", 1)], name="theater_created"),
+        _index(webhook_deliveries(), [("endpointId", 1), ("createdOn", -1), ("_id", -1)], name="endpoint_created"),
+        _index(webhook_deliveries(), [("state", 1), ("nextAttemptAt", 1)], name="due", partialFilterExpression=pending),
+        _index(webhook_deliveries(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),
     ]
 
 

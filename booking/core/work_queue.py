@@ -12,6 +12,8 @@ SEND_ORDER_CONFIRMATION = "booking.tasks.send_order_confirmation"
 SEND_PAYMENT_NOTICE = "booking.tasks.send_payment_notice"
 SEND_CHANGE_NOTICES = "booking.tasks.send_change_notices"
 CANCEL_SESSION_ORDERS = "booking.tasks.cancel_session_orders"
+DISPATCH_WEBHOOK_EVENTS = "booking.tasks.dispatch_webhook_events"
+DELIVER_WEBHOOK = "booking.tasks.deliver_webhook"
 SEND_SIGN_IN_LINK = "booking.tasks.send_sign_in_link"
 
 # One quick reconnect (a pooled connection may be stale after a Redis restart), no more: a buyer

@@ -31,7 +31,14 @@ from django.utils.translation import gettext
 from booking.core import clock, faults, mongo
 from booking.core.domain import GiveUpOutcome, MailState, OrderState, ReopenOutcome, SendOutcome
 from booking.core.formatting import format_money_code, mail_time
-from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_condition, ticket_type_name
+from booking.core.localized import (
+    localized,
+    order_category,
+    order_state_label,
+    sold_ticket_type,
+    ticket_type_condition,
+    ticket_type_name,
+)
 from booking.core.text_checks import address_problem
 from booking.notifications import sent_mails
 from booking.notifications.calendar import has_calendar_entry, order_calendar
@@ -219,14 +226,21 @@ def resend(order: dict | None, seen_round: int | None, *, send_now: bool) -> Res
 def _queue_reopened(order: dict, opened: ReopenOutcome) -> Resend:
     ref = order["ref"]
     if opened == ReopenOutcome.REOPENED:
-        later = "" if queue_reopened(order["_id"]) else " (the queue is unreachable; it goes out once it is back)"
-        text = f"The confirmation mail of {ref} is on its way to {order['email']}{later}."
-        return Resend("success", text, reopened=True)
+        if queue_reopened(order["_id"]):
+            text = gettext("The confirmation mail of %(ref)s is on its way to %(email)s.")
+        else:
+            text = gettext(
+                "The confirmation mail of %(ref)s is on its way to %(email)s (the queue is unreachable; it goes "
+                "out once it is back)."
+            )
+        return Resend("success", text % {"ref": ref, "email": order["email"]}, reopened=True)
     if opened == ReopenOutcome.PENDING:
-        return Resend("info", f"The confirmation mail of {ref} is being sent already; nothing was changed.")
+        text = gettext("The confirmation mail of %(ref)s is being sent already; nothing was changed.")
+        return Resend("info", text % {"ref": ref})
     if opened == ReopenOutcome.NOT_PAID:
-        return Resend("error", f"Order {ref} is {order['state']}: its confirmation mail is not sent.")
-    return Resend("warning", "The mail changed since this page was shown (re-sent or retried); see below.")
+        text = gettext("Order %(ref)s is %(state)s: its confirmation mail is not sent.")
+        return Resend("error", text % {"ref": ref, "state": order_state_label(order["state"])})
+    return Resend("warning", gettext("The mail changed since this page was shown (re-sent or retried); see below."))
 
 
 def _send_reopened(order: dict, opened: ReopenOutcome) -> Resend:
@@ -236,7 +250,7 @@ def _send_reopened(order: dict, opened: ReopenOutcome) -> Resend:
     if opened == ReopenOutcome.NO_SUCH_ORDER:
         return Resend("error", ReopenOutcome.NO_SUCH_ORDER)
     if opened == ReopenOutcome.CHANGED:
-        state = (selectors.get_order(oid) or {}).get("mail", "?")
+        state = found["mail"] if (found := selectors.get_order(oid)) else "?"
         return Resend("error", f"not re-sent: it changed meanwhile (mail is {state} now); run again to re-send")
     reopened = opened == ReopenOutcome.REOPENED  # else pending already: sending it now is safe, the claim decides
     try:
@@ -250,7 +264,7 @@ def _send_reopened(order: dict, opened: ReopenOutcome) -> Resend:
         return Resend("info", "a worker is sending it right now", reopened)
     if sent == SendOutcome.ALREADY_SENT:
         return Resend("info", "a worker sent it just now", reopened)
-    failure = (selectors.get_order(oid) or {}).get("mailFailure", "")
+    failure = found.get("mailFailure", "") if (found := selectors.get_order(oid)) else ""
     return Resend("error", f"{sent}: {failure}" if failure else str(sent), reopened)
 
 

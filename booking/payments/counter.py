@@ -7,12 +7,13 @@ this provider states succeeded; an invoice stays open until staff record the mon
 order page), and a refund is money handed back by the staff member who records it.
 """
 
+from booking.core.domain import COMPLIMENTARY_METHOD
 from booking.payments import base
 
 CASH = "cash"
 CARD_TERMINAL = "card_terminal"
 INVOICE = "invoice"
-COMPLIMENTARY = "complimentary"
+COMPLIMENTARY = COMPLIMENTARY_METHOD
 COUNTER_METHODS = (CASH, CARD_TERMINAL, INVOICE, COMPLIMENTARY)
 PAID_AT_ONCE = (CASH, CARD_TERMINAL, COMPLIMENTARY)
 # How a reservation or an invoice was paid when staff record it later (the order's paidWith.means)

@@ -39,9 +39,10 @@ booking/tests/payments/test_payment_crashes.py kill the flow at each one and let
 """
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from bson import ObjectId
 from django.conf import settings
@@ -51,7 +52,7 @@ from pymongo.errors import DuplicateKeyError
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, MailState, OrderState, Session, SessionStatus
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
 from booking.payments import base, money, receipts, refunds
@@ -86,14 +87,14 @@ def orders():
 # --- 1. start ---
 
 
-def payment_window_end(cart: dict, now: datetime) -> datetime:
+def payment_window_end(cart: Mapping[str, Any], now: datetime) -> datetime:
     """Extended once, to the window, never shortened and never past the cap from the first hold."""
     window = now + timedelta(seconds=settings.BOOKING_PAYMENT_WINDOW_SECONDS)
     cap = cart["firstHoldOn"] + timedelta(seconds=settings.BOOKING_PAYMENT_CAP_SECONDS)
     return max(cart["expiresAt"], min(window, cap))
 
 
-def box_office_deadline(sessions: list[dict], now: datetime) -> datetime | None:
+def box_office_deadline(sessions: Sequence[Mapping[str, Any]], now: datetime) -> datetime | None:
     """When unpaid box-office seats go back, if every session of the cart offers the box office
     and that is still far enough ahead (later than a card payment's window); else None."""
     if not sessions:
@@ -111,7 +112,7 @@ def box_office_deadline(sessions: list[dict], now: datetime) -> datetime | None:
     return deadline
 
 
-def cart_sessions(cart: dict) -> list[dict]:
+def cart_sessions(cart: Mapping[str, Any]) -> list[Session]:  # a Cart, or one being moved on
     ids = list({i["sessionId"] for i in cart.get("items", [])})
     fields = {
         "name": 1,
@@ -126,7 +127,7 @@ def cart_sessions(cart: dict) -> list[dict]:
     return list(mongo.sessions().find({"_id": {"$in": ids}}, fields))
 
 
-def methods_for(cart: dict | None, sessions: list[dict] | None = None, now: datetime | None = None) -> dict:
+def methods_for(cart: Cart | None, sessions: list[Session] | None = None, now: datetime | None = None) -> dict:
     """How this cart can be paid: {"card": bool, "box_office": deadline or None}."""
     now = now or clock.now()
     sessions = cart_sessions(cart) if sessions is None and cart else (sessions or [])
@@ -265,7 +266,7 @@ def _keep_counting_for_client(cart: dict, method: str, until: datetime, now: dat
         client_holds.extend(client, cart["_id"], until)
 
 
-def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh: bool = False) -> dict:
+def _order_of_started_cart(cart: dict, sessions: list[Session] | None = None, fresh: bool = False) -> dict:
     """The paying cart's order, stored under the cart's ``orderRef`` if it is not yet (checkout's
     own way: a second submit, or a finisher after a crash, finds the same one). ``fresh``: the
     cart was moved to paying just now."""
@@ -290,20 +291,20 @@ def _order_of_started_cart(cart: dict, sessions: list[dict] | None = None, fresh
     return order
 
 
-def theaters_of(sessions: list[dict]) -> dict:
+def theaters_of(sessions: Sequence[Mapping[str, Any]]) -> dict:
     """The VAT settings of the sessions' theaters (money.ticket_rate reads them), kept per process
     for a few seconds (payments/settings.py)."""
     return payment_settings.theater_vat_settings(s.get("theaterId") for s in sessions)
 
 
-def pending_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
+def pending_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
     """The order's document as checkout makes it (lines with their ticket types, locked prices and
     promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
     the booking fee, the payment, no mail yet (it goes once the order is paid)."""
     order = checkout.new_order(cart, ref, sessions)
     method = cart.get("payMethod", payments.CARD)
     theaters = theaters_of(sessions)
-    by_id = {s["_id"]: s for s in sessions}
+    by_id: dict[ObjectId, Mapping[str, Any]] = {s["_id"]: s for s in sessions}
     for line in order["lines"]:
         line["vat"] = money.ticket_rate(theaters.get(by_id.get(line["sessionId"], {}).get("theaterId")), line["cat"])
     for summary in order["sessions"]:
@@ -570,10 +571,14 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
                     "payment.intent": payment.id,
                     "lateAfter": order["state"] if order["state"] != PENDING else None,
                 },
-                "$push": marks.push(marks.sessions_of(order)),
+                "$push": {
+                    **marks.push(marks.sessions_of(order)),
+                    "webhookEvents": outbox.webhook_event(outbox.ORDER_PAID),
+                },
             },
         )
         if paid.modified_count:
+            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
             faults.point("pay.after_paid")
             return finish_paid(order["_id"], known=order)
     raise RuntimeError(f"could not settle payment {payment.id}: its order kept changing")
@@ -657,7 +662,9 @@ def _seats_lost(order: dict) -> dict:
 # --- 4. expire and cancel ---
 
 
-def expire_paying_cart(cart_id: ObjectId, now: datetime, *, cart: dict | None = None) -> cart_service.CartEnd:
+def expire_paying_cart(
+    cart_id: ObjectId, now: datetime, *, cart: Mapping[str, Any] | None = None
+) -> cart_service.CartEnd:
     """The payment window (or box-office deadline) of a paying cart ended: cart expired, seats
     back, order expired. Returns the seats freed, None when the cart was not due, and whether its
     payment turned out to have succeeded (a buyer in the middle of paying is asked about first):
@@ -746,7 +753,7 @@ def cancel_unpaid(
         if canceled.status == base.SUCCEEDED:
             return _settled(canceled)
         record(canceled.id, canceled.status)
-    orders().update_one(
+    canceled_now = orders().update_one(
         {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
         {
             "$set": {
@@ -755,10 +762,13 @@ def cancel_unpaid(
                 "canceledBy": by or "buyer",
                 "cancelReason": reason,
                 "holdReleased": False,
-            }
+            },
+            "$push": {"webhookEvents": outbox.webhook_event(outbox.ORDER_CANCELED)},
         },
     )
     faults.point("pay.cancel_after_order")
+    if canceled_now.modified_count:
+        outbox.queue_webhook_events(outbox.ORDERS, order_id)
     release_canceled_hold(order_id)
     return orders().find_one({"_id": order_id})
 
@@ -778,7 +788,10 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
                 "cancelReason": reason,
                 "holdReleased": False,
             },
-            **({"$push": {"changeNotices": outbox.new_notice(notice)}} if told else {}),
+            "$push": {
+                "webhookEvents": outbox.webhook_event(outbox.ORDER_CANCELED),
+                **({"changeNotices": outbox.new_notice(notice)} if told else {}),
+            },
         },
     )
     if not canceled_now.modified_count:
@@ -790,6 +803,8 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
                 % {"ref": order["ref"], "state": state}
             )
     faults.point("pay.cancel_after_order")
+    if canceled_now.modified_count:
+        outbox.queue_webhook_events(outbox.ORDERS, order_id)
     pay = order.get("payment") or {}
     if pay.get("intent"):
         try:

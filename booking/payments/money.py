@@ -10,8 +10,10 @@ theater: {"p": "7"}), else the theater's ticket rate (``vatRate``), else BOOKING
 optional per-order booking fee (BOOKING_FEE) has its own rate (BOOKING_FEE_VAT_RATE).
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any
 
 from babel import numbers
 from django.conf import settings
@@ -65,7 +67,8 @@ def breakdown(amounts) -> list[VatLine]:
     return lines
 
 
-def ticket_rate(theater: dict | None, category: str) -> str:
+def ticket_rate(theater: Mapping[str, Any] | None, category: str) -> str:
+    """``theater``: its ``vatRate`` and ``vatRates`` are enough (``settings.theater_vat_settings``)."""
     theater = theater or {}
     per_category = theater.get("vatRates") or {}
     return rate_text(per_category.get(category) or theater.get("vatRate") or settings.BOOKING_VAT_RATE)

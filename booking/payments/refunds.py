@@ -100,6 +100,12 @@ def _refunds_seen(order: dict) -> dict:
     return clause
 
 
+def _webhook_events(refund_id: str, *, ended: bool) -> list[dict]:
+    """A refund's webhook events: refunded, and canceled too when no ticket is left."""
+    refunded = outbox.webhook_event(outbox.ORDER_REFUNDED, refund=refund_id)
+    return [refunded, outbox.webhook_event(outbox.ORDER_CANCELED)] if ended else [refunded]
+
+
 def refund_tickets(
     order_id: ObjectId, *, tickets=None, reason: str = "", by: str = "", notice: str | None = "cancel"
 ) -> dict:
@@ -150,6 +156,7 @@ def refund_tickets(
                 "refundedLines": {"$each": selected},
                 "refunds": {"$each": records},
                 **marks.push(marks.sessions_of(order)),
+                "webhookEvents": {"$each": _webhook_events(refund["_id"], ended=not remaining)},
                 **(
                     {"changeNotices": outbox.new_notice(notice, ref=refund["_id"], refunds=[r["_id"] for r in records])}
                     if notice
@@ -161,6 +168,7 @@ def refund_tickets(
     if not changed.modified_count:
         raise Conflict(gettext("The order changed meanwhile; please look again."))
     faults.point("refund.after_order")
+    outbox.queue_webhook_events(outbox.ORDERS, order_id)
     release_refunded_seats(order_id)
     if not remaining:
         promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # the code's use goes back
@@ -347,9 +355,9 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
     except base.ProviderError as exc:
         return _failed(order, refund, str(exc))
     faults.point("refund.after_provider")
-    if result.status == "failed":
+    if result.status == base.FAILED:
         return _failed(order, refund, "the provider refused the refund")
-    done = result.status == "succeeded"
+    done = result.status == base.SUCCEEDED
     update = {
         "$set": {
             "refunds.$.status": SUCCEEDED if done else PENDING,

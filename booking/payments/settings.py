@@ -7,6 +7,7 @@ from django.conf import settings
 from django.utils.translation import gettext
 
 from booking.core import mongo
+from booking.core.domain import Session
 from booking.core.errors import NotFound
 from booking.core.lru import LRUCache
 from booking.payments import money
@@ -42,7 +43,7 @@ def theater_vat_settings(theater_ids) -> dict:
     return found
 
 
-def deadline_minutes(session: dict) -> int:
+def deadline_minutes(session: Session) -> int:
     box = session.get("boxOffice") or {}
     return int(box.get("deadlineMinutes", settings.BOOKING_BOX_OFFICE_DEADLINE_MINUTES))
 

@@ -24,7 +24,7 @@ from django.utils.translation import gettext, gettext_noop
 from booking import payments
 from booking.accounts import buyers
 from booking.core import clock, formatting
-from booking.core.domain import CartState, OrderState, SalePhase, SessionStatus, sale_phase
+from booking.core.domain import Cart, CartState, OrderState, SalePhase, Session, SessionStatus, sale_phase
 from booking.core.errors import (
     BookingError,
     NotFound,
@@ -56,7 +56,7 @@ def form_error(form) -> str:
 # --- who is asking: the owner token and cart id, in the buyer cookie (booking/web/buyer.py) ---
 
 
-def current_cart(request) -> tuple[dict | None, bool]:
+def current_cart(request) -> tuple[Cart | None, bool]:
     """(the buyer's live cart or None, whether their hold has just run out).
 
     A cart found past its expiry is expired here and now (the engine's own expiry), so its seats
@@ -71,7 +71,7 @@ def current_cart(request) -> tuple[dict | None, bool]:
     return live, live is None and cart["state"] in (CartState.ACTIVE, CartState.EXPIRED)
 
 
-def cart_context(request, cart: dict | None, expired: bool, known_sessions=()) -> dict:
+def cart_context(request, cart: Cart | None, expired: bool, known_sessions=()) -> dict:
     if cart is None:
         return {"cart": None, "cart_expired": expired, "groups": [], "total": 0, "seconds_left": 0}
     canceled = presenters.canceled_shows(cart)
@@ -96,14 +96,14 @@ def cart_context(request, cart: dict | None, expired: bool, known_sessions=()) -
 LIVE_REFRESH_SECONDS = 2
 
 
-def _load_session(session_id: str) -> dict:
+def _load_session(session_id: str) -> Session:
     session = selectors.get_session(object_id(session_id, "performance"))
     if session is None:
         raise NotFound(gettext("No such performance."))
     return session
 
 
-def sale_notice(session: dict, access=frozenset()) -> str:
+def sale_notice(session: Session, access=frozenset()) -> str:
     phase = sale_phase(session, clock.now(), access)
     if phase == SalePhase.CANCELED:
         return gettext("This performance has been canceled.")
@@ -131,13 +131,13 @@ def sale_notice(session: dict, access=frozenset()) -> str:
     return ""
 
 
-def _opening(session: dict, access) -> datetime:
+def _opening(session: Session, access) -> datetime:
     """When this viewer may first hold: a presale they unlocked, else the public on-sale."""
     presale = session.get("presale")
     return presale["opens"] if presale and presale["key"] in access else session["saleOpens"]
 
 
-def _sale_clock(session: dict, access) -> dict:
+def _sale_clock(session: Session, access) -> dict:
     """A page before its on-sale time: the map is read-only and counts down to the second (server
     time sent along, static/booking/onsale.js), then becomes clickable without a reload."""
     phase = sale_phase(session, clock.now(), access)
@@ -152,7 +152,7 @@ def _sale_clock(session: dict, access) -> dict:
     }
 
 
-def drop_canceled(cart: dict | None, session: dict) -> bool:
+def drop_canceled(cart: Cart | None, session: Session) -> bool:
     """A performance canceled while this buyer held seats in it: the cart lets them go and says why
     (the cancelation drops them itself; this covers a cancelation interrupted before it got there)."""
     if cart is None or session.get("status") != SessionStatus.CANCELED:
@@ -163,7 +163,7 @@ def drop_canceled(cart: dict | None, session: dict) -> bool:
     return True
 
 
-def load_session_page(session_id: str) -> tuple[dict, seatmap_html.SeatMapHtml]:
+def load_session_page(session_id: str) -> tuple[Session, seatmap_html.SeatMapHtml]:
     """The session and its built map. When this process has built the map of the current version,
     one small read (no seat states, no layout rows); otherwise a second, full read builds it."""
     sid = object_id(session_id, "performance")
@@ -177,7 +177,7 @@ def load_session_page(session_id: str) -> tuple[dict, seatmap_html.SeatMapHtml]:
     return session, shared
 
 
-def map_context(request, session: dict, cart: dict | None, picked=(), shared=None) -> dict:
+def map_context(request, session: Session, cart: Cart | None, picked=(), shared=None) -> dict:
     """``session`` needs its seat states and layout rows unless ``shared`` (its built map) is given."""
     mine = selectors.cart_seat_keys(cart, session["_id"])
     shared = shared or seatmap_html.seat_map_html(session)
@@ -209,7 +209,7 @@ def has_admission(request, queue_id) -> bool:
     return admission.verify(request.COOKIES.get(admission.cookie_name(queue_id)), queue_id, owner)
 
 
-def session_gate(request, session: dict):
+def session_gate(request, session: Session):
     """For a session's page: None when it is not queued; a redirect to the queue when the buyer
     has no admission; else the admission's details for the page (seconds left)."""
     queue_id = waiting_room.queue_of(session)
@@ -225,7 +225,7 @@ def session_gate(request, session: dict):
     return {"queue_id": queue_id, "seconds_left": seconds_left, "countdown": queue_panel.countdown(seconds_left)}
 
 
-def performance_gate(request, sections: list[dict]):
+def performance_gate(request, sections: list[Session]):
     """For a sectioned performance's overview (its section documents as read, with
     ``waitingRoom.queueId``): a redirect to its queue when the buyer needs one. No read of its own."""
     queue_id = next((q for q in map(waiting_room.queue_of, sections) if q is not None), None)

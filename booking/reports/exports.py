@@ -22,6 +22,7 @@ from xml.sax.saxutils import escape
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from booking.core.domain import Session
 from booking.reports.figures import Report
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -292,7 +293,7 @@ def _fit(value, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def attendees_pdf(session: dict, people: list[dict]) -> bytes:
+def attendees_pdf(session: Session, people: list[dict]) -> bytes:
     """A printable list for the door: A4, the header row repeated on every page."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4

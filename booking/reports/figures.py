@@ -21,6 +21,7 @@ from datetime import date, datetime, timedelta
 from bson import ObjectId
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from booking.core import mongo
@@ -29,6 +30,7 @@ from booking.core.domain import (
     ORDER_CHANNEL_FIELD,
     SEAT_OWNING_ORDER_STATES,
     SalesChannel,
+    Session,
     sales_channel,
 )
 from booking.core.errors import NotFound
@@ -138,14 +140,14 @@ class Report:
 # --- scope: which sessions ---
 
 
-def _session(session_id: ObjectId) -> dict:
+def _session(session_id: ObjectId) -> Session:
     session = mongo.sessions().find_one({"_id": session_id}, SESSION_FIELDS)
     if session is None:
-        raise NotFound("No such session.")
+        raise NotFound(gettext("No such session."))
     return session
 
 
-def series_sessions(session_id: ObjectId) -> tuple[list[dict], bool]:
+def series_sessions(session_id: ObjectId) -> tuple[list[Session], bool]:
     """The sessions of the same show (same name) in the same theater as this one, past and
     upcoming, by start (the theaterId+start+_id index; the name is checked on those). A sectioned
     performance's sections are among them. (sessions, truncated)."""
@@ -199,7 +201,7 @@ def _days(rows: list[tally.DayRow]) -> list[Day]:
     return [by_day[d] for d in sorted(by_day)]
 
 
-def read_tallies(sessions: list[dict], kind: str) -> summaries.Read:
+def read_tallies(sessions: list[Session], kind: str) -> summaries.Read:
     """The sessions' rows from their summaries (``source`` "summaries", what the pages use), or
     counted from the orders now (``BOOKING_REPORTS_SOURCE`` "orders": the figures the summaries
     must equal; tests and a check)."""
@@ -279,7 +281,7 @@ def build(kind: str, session_id: ObjectId) -> Report:
                 name=s.get("name", ""),
                 start=s["start"],
                 theater=s.get("theaterName", ""),
-                section=(s.get("section") or {}).get("name", ""),
+                section=s["section"]["name"] if s.get("section") else "",
                 status=s.get("status", ""),
                 seats=counts,
                 sales=per_session[s["_id"]].settle(),
@@ -320,7 +322,7 @@ def _seat_order(key: str) -> tuple[int, int]:
     return int(row), int(col)
 
 
-def attendees(session_id: ObjectId) -> tuple[dict, list[dict]]:
+def attendees(session_id: ObjectId) -> tuple[Session, list[dict]]:
     """The session and who sits where: one entry per sold ticket (seat, name, category, ticket
     type, booking reference, check-in), in seat order (rows from the stage back)."""
     session = _session(session_id)

@@ -9,7 +9,8 @@ for every write, so a refresh pulls exactly the marks it has counted past and a 
 mark stays. No imports from the rest of booking: every write path can use it.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from bson import ObjectId
 
@@ -31,7 +32,7 @@ def stored(session_ids: Iterable[ObjectId]) -> dict:
     return {STALE: _entries(session_ids)}
 
 
-def sessions_of(order: dict) -> list[ObjectId]:
+def sessions_of(order: Mapping[str, Any]) -> list[ObjectId]:  # an Order, or one being made
     """Every session an order counts in: its tickets' and its refunded tickets'."""
     lines = [*order.get("lines", []), *order.get("refundedLines", [])]
     return list(dict.fromkeys(line["sessionId"] for line in lines))

@@ -44,6 +44,7 @@ from pymongo import UpdateOne
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
+from booking.core.domain import Session
 from booking.reports import marks, tally
 from booking.sales import orders as order_service
 
@@ -101,7 +102,7 @@ def _pull(found: list[tuple[ObjectId, ObjectId, str, list]]) -> None:
 
 
 def recount(
-    sessions: list[dict], versions: dict[ObjectId, int], found: dict
+    sessions: list[Session], versions: dict[ObjectId, int], found: dict
 ) -> tuple[dict[ObjectId, dict], list[ObjectId]]:
     """Steps 3-5 for these sessions (``_id`` and ``end``), with the versions (step 1) and marks
     (step 2, ``_marked``) read before. Returns the summaries as stored now, and the sessions
@@ -189,7 +190,7 @@ class Read:
     behind: list[ObjectId] = field(default_factory=list)  # sessions shown from a count before their last change
 
 
-def read(sessions: list[dict], *, recount_limit: int) -> Read:
+def read(sessions: list[Session], *, recount_limit: int) -> Read:
     """The rows of these sessions (``_id`` and ``end``), recounting those without a summary and
     up to ``recount_limit`` of those marked since (the rest: as of their last count)."""
     now = clock.now()

@@ -26,6 +26,7 @@ from django.urls import reverse
 from django.utils.translation import gettext
 
 from booking.core import clock
+from booking.core.domain import Session
 from booking.core.errors import BookingError
 
 SALT = "booking.waiting_room.admission"
@@ -126,7 +127,7 @@ def hold_clause(*, admitted: frozenset[ObjectId]) -> dict:
     return {"$or": [absent, {"waitingRoom.queueId": {"$in": sorted(admitted)}}]}
 
 
-def check(session: dict, *, admitted: frozenset[ObjectId]) -> None:
+def check(session: Session, *, admitted: frozenset[ObjectId]) -> None:
     """Raise AdmissionRequired when ``session`` (as read) is queued and ``admitted`` (the buyer's
     verified admissions) does not name its queue."""
     room = session.get("waitingRoom")

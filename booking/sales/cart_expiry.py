@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from booking.core import clock, mongo
-from booking.core.domain import CartState, is_live, is_stale, stale_cart_filter
+from booking.core.domain import Cart, CartState, is_live, is_stale, stale_cart_filter
 from booking.payments import flow as payments
 from booking.sales import carts
 
 
-def live_or_expire(cart: dict | None, now: datetime) -> dict | None:
+def live_or_expire(cart: Cart | None, now: datetime) -> Cart | None:
     """The cart if it is live (``domain.is_live``), else None. A cart found past its hold but still
     active is expired here and now (the worker's own code), so its seats are free at once rather
     than when the worker comes round."""
@@ -23,7 +23,7 @@ def live_or_expire(cart: dict | None, now: datetime) -> dict | None:
     return None
 
 
-def expire_ended(cart: dict, now: datetime) -> carts.CartEnd:
+def expire_ended(cart: Cart, now: datetime) -> carts.CartEnd:
     """Expire a cart whose hold has ended, whichever kind it is (``cart``: its _id, state, owner;
     a paying one's ``orderRef`` and ``items.sessionId`` too, when read: then all by shard key)."""
     if cart["state"] == CartState.PAYING:

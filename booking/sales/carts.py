@@ -5,14 +5,16 @@ cookie (``booking/web/buyer.py``). It is the authority on when its holds end (``
 """
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import CartState
+from booking.core.domain import Cart, CartState
 from booking.sales import client_holds, promos, reservations
 
 logger = logging.getLogger("booking.carts")
@@ -34,11 +36,11 @@ def staff_idle() -> timedelta:
     return timedelta(seconds=settings.BOOKING_STAFF_HOLD_IDLE_SECONDS)
 
 
-def next_expiry(cart: dict | None, now: datetime, owner: str | None = None) -> datetime:
+def next_expiry(cart: Cart | None, now: datetime, owner: str | None = None) -> datetime:
     """Every change extends the hold, but never past the cap from the cart's first hold. A staff
     member's cart has no cap: it lasts while they work and ends BOOKING_STAFF_HOLD_IDLE_SECONDS
     after their last action (a forgotten counter screen does not block seats for the night)."""
-    if is_staff_owner(owner or (cart or {}).get("owner")):
+    if is_staff_owner(owner or (cart["owner"] if cart else None)):
         return now + staff_idle()
     extended = now + hold_duration()
     if cart is None:
@@ -82,7 +84,7 @@ class CartEnd:
     settled: bool = False
 
 
-def session_ids_of(cart: dict) -> list[ObjectId]:
+def session_ids_of(cart: Mapping[str, Any]) -> list[ObjectId]:  # a Cart, or its items
     """The sessions a cart holds seats in, as its items list them (first seen first)."""
     return list(dict.fromkeys(item["sessionId"] for item in cart.get("items", [])))
 
@@ -138,7 +140,7 @@ def give_up_cart(*, cart_id: ObjectId, owner: str) -> GiveUp:
     return GiveUp(0)
 
 
-def drop_canceled_session(cart_id: ObjectId, session: dict) -> int:
+def drop_canceled_session(cart_id: ObjectId, session: Mapping[str, Any]) -> int:
     """A performance was canceled while this cart held seats in it: the cart drops those seats
     (their hold was released by the cancelation) and remembers why, so the buyer is told that the
     performance was canceled rather than that their hold ran out. Returns the seats dropped.

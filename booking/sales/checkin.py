@@ -30,11 +30,12 @@ from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, mongo
-from booking.core.domain import OrderState
+from booking.core.domain import OrderState, SessionStatus
 from booking.core.errors import InvalidRequest, NotFound
 from booking.core.formatting import mail_time
 from booking.core.localized import sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.reports import marks
+from booking.sales import outbox
 from booking.sales.checkout import ref_of_ticket
 from booking.sales.selectors import group_sections
 
@@ -128,7 +129,7 @@ def clean_scan_time(at: datetime | None, now: datetime) -> datetime:
     if at is None:
         return now
     if at.tzinfo is None:
-        raise InvalidRequest("A scan time needs its time zone.")
+        raise InvalidRequest(gettext("A scan time needs its time zone."))
     if at < now - OFFLINE_PAST_LIMIT or at > now + CLOCK_SKEW:
         raise InvalidRequest(gettext("The scan's time is off by more than the phone's clock can be."))
     at = min(at, now)
@@ -205,7 +206,9 @@ def get_scope(scope_id: ObjectId) -> Scope:
         name=first["name"],
         start=first["start"],
         venue=first.get("venueName", first.get("theaterName", "")),
-        status="canceled" if all(s.get("status") == "canceled" for s in sections) else first.get("status", ""),
+        status=SessionStatus.CANCELED
+        if all(s.get("status") == SessionStatus.CANCELED for s in sections)
+        else first.get("status", ""),
         sections={s["_id"]: (s.get("section") or {}).get("name", "") for s in sections},
         codes_by_ref=all(s.get("ticketCodesByRef") for s in sections),
     )
@@ -351,12 +354,19 @@ def check_in(
                 },
                 "state": {"$in": list(ADMITTING_STATES)},
             },
-            {"$set": {"lines.$[l].checkedIn": record}, "$push": marks.push(counted_in)},
+            {
+                "$set": {"lines.$[l].checkedIn": record},
+                "$push": {
+                    **marks.push(counted_in),
+                    "webhookEvents": outbox.webhook_event(outbox.TICKET_CHECKED_IN, ticket=code),
+                },
+            },
             array_filters=[{"l.ticket": code, "l.checkedIn": {"$exists": False}}],
             projection=ORDER_FIELDS,
             return_document=ReturnDocument.AFTER,
         )
         if order is not None:
+            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
             line = cast(dict, _find_line(order, code))  # the update matched this ticket's line
             return Outcome(
                 ADMITTED, gettext_noop("Valid ticket."), door_ticket(order, line, scope), _used(record), hash=digest
@@ -561,7 +571,7 @@ def door_list(scope: Scope) -> list[dict]:
     # so an offline door refuses them saying why, as an online one does
     refunded = {"refundedLines.sessionId": scope.session_clause()}
     exchanged = {"exchangedLines.sessionId": scope.session_clause()}
-    query = {"$or": [scope.lines_filter(), refunded, exchanged], "state": {"$ne": "failed"}}
+    query = {"$or": [scope.lines_filter(), refunded, exchanged], "state": {"$ne": OrderState.FAILED}}
     fields = {**ORDER_FIELDS, "refundedLines": 1, "exchangedLines": 1, "exchanges.old.ticket": 1, "exchanges.new": 1}
     for order in mongo.orders().find(query, fields).batch_size(1000):
         every = [(line, "") for line in order["lines"]]

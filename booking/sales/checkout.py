@@ -7,7 +7,8 @@ agrees on one order).
 
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -23,7 +24,7 @@ from booking.core.errors import InvalidRequest
 from booking.core.localized import line_ticket_type, order_categories
 from booking.core.names import name_keys
 from booking.reports import marks
-from booking.sales import offers, pricing
+from booking.sales import offers, outbox, pricing
 from booking.sales import orders as order_service
 
 REF_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read out over the phone
@@ -112,8 +113,10 @@ def store_order(cart: dict, *, make: Callable[[dict, str], dict], fresh: bool = 
             continue
         order = make(cart, ref)
         order.update(marks.stored(marks.sessions_of(order)))  # its sessions' sales reports count it
+        order["webhookEvents"] = [outbox.webhook_event(outbox.ORDER_PLACED)]  # in the insert: never lost
         try:
             mongo.orders().insert_one(order)
+            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
             return order
         except DuplicateKeyError as exc:
             if "ref" in str(exc.details or exc):
@@ -134,7 +137,7 @@ def _next_order_ref(cart: dict, taken: str | None) -> str:
     return mongo.carts().find_one(mine, {"orderRef": 1})["orderRef"]
 
 
-def new_order(cart: dict, ref: str, sessions_read: list[dict] | None = None) -> dict:
+def new_order(cart: dict, ref: str, sessions_read: Sequence[Mapping[str, Any]] | None = None) -> dict:
     """The order's document made from the cart: its lines (locked prices, promo shares, ticket
     types, ticket codes), its sessions, totals, the buyer's details, search keys and retention;
     paid, its confirmation mail pending (payments and the counter change what differs for them).

@@ -31,15 +31,15 @@ from pymongo import ReturnDocument
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import CartState, OrderState, live_cart_filter
+from booking.core.domain import Cart, CartState, OrderState, SalesChannel, Session, live_cart_filter
 from booking.core.errors import CartExpired, InvalidRequest, NotFound
 from booking.payments import flow as payment_service
 from booking.payments.counter import CARD_TERMINAL, CASH, COMPLIMENTARY, COUNTER_METHODS, INVOICE, PAID_AT_ONCE
 from booking.sales import cart_expiry, checkout, offers, pricing, promos
 from booking.sales import carts as cart_service
 
-BOX_OFFICE = "box_office"
-PHONE = "phone"
+BOX_OFFICE = SalesChannel.BOX_OFFICE
+PHONE = SalesChannel.PHONE
 CHANNELS = (BOX_OFFICE, PHONE)
 METHODS = COUNTER_METHODS
 __all__ = ["CASH", "CARD_TERMINAL", "INVOICE", "COMPLIMENTARY", "METHODS", "CHANNELS", "CounterSale", "sell"]
@@ -52,7 +52,7 @@ def staff_owner(user_id) -> str:
     return f"{cart_service.STAFF_OWNER_PREFIX}{user_id}"
 
 
-def current_cart(owner: str) -> dict | None:
+def current_cart(owner: str) -> Cart | None:
     """The staff member's live cart (owner+state index), the newest if there were ever two; a stale
     one found on the way is expired now (its seats free on the map at once)."""
     now = clock.now()
@@ -64,7 +64,7 @@ def current_cart(owner: str) -> dict | None:
     return found
 
 
-def touch(owner: str, cart_id: ObjectId | None) -> dict | None:
+def touch(owner: str, cart_id: ObjectId | None) -> Cart | None:
     """The staff member is still working: their hold lasts another idle period from now. (Staff
     carts only: a buyer's hold keeps its own duration and cap.)"""
     if cart_id is None or not cart_service.is_staff_owner(owner):
@@ -92,7 +92,7 @@ class CounterSale:
     by_id: int | None = None
 
 
-def clean_sale(sale: CounterSale, sessions: list[dict], now: datetime) -> tuple[CounterSale, datetime | None]:
+def clean_sale(sale: CounterSale, sessions: list[Session], now: datetime) -> tuple[CounterSale, datetime | None]:
     """The sale with its fields cleaned, and an invoice's deadline; InvalidRequest (per field) else."""
     errors: dict[str, str] = {}
     name = re.sub(r"\s+", " ", str(sale.name or "")).strip()
@@ -126,7 +126,7 @@ def clean_sale(sale: CounterSale, sessions: list[dict], now: datetime) -> tuple[
     return cleaned, deadline
 
 
-def invoice_deadline(due: date | None, sessions: list[dict], now: datetime, errors: dict) -> datetime | None:
+def invoice_deadline(due: date | None, sessions: list[Session], now: datetime, errors: dict) -> datetime | None:
     """The end of the due day, local time: the seats stay reserved until then. It must be a day to
     come, on or before the first performance's day (then the performance's start is the limit)."""
     if not isinstance(due, date):
@@ -212,7 +212,7 @@ def _order_of_sold_cart(cart: dict) -> dict:
     return checkout.store_order(cart, make=lambda c, ref: _counter_order(c, ref, sessions))
 
 
-def _counter_order(cart: dict, ref: str, sessions: list[dict]) -> dict:
+def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
     """The buyer's pending order (lines, VAT, totals), as sold by staff: no online booking fee,
     the channel, who sold it, the customer's phone, a complimentary sale's reason."""
     order = payment_service.pending_order(cart, ref, sessions)

@@ -5,6 +5,7 @@ section (about 60 KB each), so no document carries the whole venue."""
 from datetime import timedelta
 
 from booking.core import clock
+from booking.core.domain import Section, Theater
 from booking.sales.sessions import create_session
 from booking.venues.layouts import auto_row_label, parse_grid
 from booking.venues.theaters import create_sectioned_theater
@@ -29,12 +30,12 @@ def section_grid(rows: int, half: int, category: str) -> str:
     return "\n".join(lines)
 
 
-def stadium_sections(seats: int = 100_000, rows: int = 20, half: int = 25) -> list[dict]:
+def stadium_sections(seats: int = 100_000, rows: int = 20, half: int = 25) -> list[Section]:
     """Sections of ``rows`` x ``2 * half`` seats, dealt round the four stands, ``seats`` in all."""
     per_section = rows * 2 * half
     count = max(1, -(-seats // per_section))
     per_stand = -(-count // len(STANDS))
-    sections = []
+    sections: list[Section] = []
     for i in range(count):
         stand, number = STANDS[i // per_stand], i % per_stand + 1
         middle = stand in ("East", "West") and abs(number - (per_stand + 1) / 2) < per_stand / 5
@@ -49,13 +50,13 @@ def stadium_sections(seats: int = 100_000, rows: int = 20, half: int = 25) -> li
     return sections
 
 
-def create_stadium(name: str = "Riverside Stadium", seats: int = 100_000, **shape) -> dict:
+def create_stadium(name: str = "Riverside Stadium", seats: int = 100_000, **shape) -> Theater:
     """A football stadium: its seat maps say "Pitch" at the front, not "Stage"."""
     name_de = "Riverside-Stadion" if name == "Riverside Stadium" else ""
     return create_sectioned_theater(name, stadium_sections(seats, **shape), front="pitch", name_de=name_de)
 
 
-def create_match(stadium: dict, name: str = "Cup Final", days: float = 7) -> dict:
+def create_match(stadium: Theater, name: str = "Cup Final", days: float = 7) -> dict:
     """A performance in the stadium; returns its first section's session document."""
     start = clock.now() + timedelta(days=days)
     return create_session(

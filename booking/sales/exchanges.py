@@ -41,7 +41,7 @@ from django.utils.translation import gettext as _
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus, Theater
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
 from booking.payments import base, money, refunds
@@ -101,7 +101,7 @@ def _session_summary(session: dict) -> dict:
     }
 
 
-def _new_line(order: dict, old: dict, session: dict, key: str, theater: dict | None) -> dict:
+def _new_line(order: dict, old: dict, session: dict, key: str, theater: Theater | None) -> dict:
     """The ticket for ``key`` replacing ``old``: same ticket type if the session offers it in the
     seat's category (else full price), today's price, a new ticket code."""
     r, c = parse_seat_key(key)
@@ -643,6 +643,7 @@ def _switch(order: dict, record: dict) -> None:
         "exchangedLines": {"$each": [{**line, "exchange": record["_id"]} for line in record["old"]]},
         "changeNotices": outbox.new_notice(outbox.EXCHANGE, ref=record["_id"]),
         **marks.push([*marks.sessions_of(order), record["sessionId"]]),  # the sales reports of both
+        "webhookEvents": outbox.webhook_event(outbox.ORDER_CHANGED, exchange=record["_id"]),
     }
     if not any(s["_id"] == record["sessionId"] for s in order.get("sessions", [])):
         pushes["sessions"] = record["session"]
@@ -674,6 +675,7 @@ def _switch(order: dict, record: dict) -> None:
     )
     if switched.modified_count:
         faults.point("exchange.after_switch")
+        outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
 
 
 def _refund_records(order: dict, record: dict, amount: int) -> list[dict]:

@@ -8,11 +8,14 @@ the write miss (and the hold read again), never take a seat at a wrong price or 
 process's threads.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bson import ObjectId
 
 from booking.core import mongo
+from booking.core.domain import Layout
 from booking.core.lru import LRUCache
 
 CACHE_SIZE = 256  # sessions (layouts: session and revision) kept per process
@@ -23,16 +26,16 @@ class SaleFacts:
     """A session's layout (of a revision) and prices, as the hold decides by them."""
 
     layout_rev: int
-    layout: dict
+    layout: Layout
     prices: dict
     price_rev: int = 0  # bumped by every change of the price table's other columns (sales/offers.py)
 
 
-_layouts: LRUCache[tuple[ObjectId, int], dict] = LRUCache(CACHE_SIZE)
+_layouts: LRUCache[tuple[ObjectId, int], Layout] = LRUCache(CACHE_SIZE)
 _sale_facts: LRUCache[ObjectId, SaleFacts] = LRUCache(CACHE_SIZE)
 
 
-def session_layout(session_id: ObjectId, revision: int) -> dict | None:
+def session_layout(session_id: ObjectId, revision: int) -> Layout | None:
     """A session's layout. It changes only when staff copy the theater's layout again (allowed
     while no seat is taken), which bumps ``layoutRev``; so a layout read once is kept per
     (session, revision) in this process and shared read-only. One read by _id when not kept."""
@@ -50,7 +53,7 @@ def known_sale_facts(session_id: ObjectId) -> SaleFacts | None:
     return _sale_facts.get(session_id)
 
 
-def sale_facts(session: dict) -> SaleFacts | None:
+def sale_facts(session: Mapping[str, Any]) -> SaleFacts | None:
     """The facts of a session just read (with ``prices`` and ``layoutRev``), kept for the next
     hold; the layout comes from session_layout. None when the session is gone."""
     layout = session.get("layout") or session_layout(session["_id"], session.get("layoutRev", 0))

@@ -7,8 +7,10 @@ the hold is given back at once.
 """
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -19,9 +21,12 @@ from pymongo import ReturnDocument
 from booking.core import clock, faults, formatting, mongo
 from booking.core.domain import (
     HOLDING_STATES,
+    Cart,
     CartItem,
     CartState,
+    Layout,
     SalePhase,
+    Session,
     SessionStatus,
     is_live,
     is_stale,
@@ -56,6 +61,7 @@ from booking.venues.seat_grid import (
     cell_path,
     longest_block,
     orphans_created,
+    seat_at,
     seat_cell,
     seat_key,
     seat_name,
@@ -116,7 +122,7 @@ class HoldResult:
     # The session (summary fields, ``version`` after the write, ``layout``; no seat states) and the
     # cart as the hold's own writes left them, so the answer needs no re-read.
     session: dict | None = None
-    cart: dict | None = None
+    cart: Cart | None = None
 
 
 @dataclass
@@ -124,7 +130,7 @@ class ReleaseResult:
     seats: Coords
     # As for HoldResult; ``session`` is None when the session's write found nothing to free.
     session: dict | None = None
-    cart: dict | None = None
+    cart: Cart | None = None
 
 
 def parse_seats(raw_keys) -> Coords:
@@ -151,7 +157,7 @@ def parse_seats(raw_keys) -> Coords:
 
 def load_session_for_sale(
     session_id: ObjectId, now: datetime, *, context: HoldContext, read=selectors.get_session
-) -> dict:
+) -> Session:
     session = read(session_id)
     if session is None or session.get("status") == SessionStatus.DRAFT:
         raise NotFound(gettext("No such performance."))
@@ -160,27 +166,27 @@ def load_session_for_sale(
     return session
 
 
-def counter_sale_ends(session: dict) -> datetime:
+def counter_sale_ends(session: Session) -> datetime:
     """When the box office stops selling a performance: its start (plus the setting), never after
     its end."""
     ends = session["start"] + timedelta(seconds=settings.BOOKING_COUNTER_SALE_AFTER_START_SECONDS)
     return min(ends, session["end"]) if session.get("end") else ends
 
 
-def _check_queue(session: dict, context: HoldContext) -> None:
+def _check_queue(session: Session, context: HoldContext) -> None:
     """The waiting room's gate, which the box office does not pass through."""
     if not context.box_office:
         check_admission(session, admitted=context.admitted_queues)
 
 
-def _refuse_outside_counter_hours(session: dict, now: datetime) -> None:
+def _refuse_outside_counter_hours(session: Session, now: datetime) -> None:
     if session.get("status") != SessionStatus.ON_SALE:
         raise SessionNotOnSale(gettext("This performance is not on sale."))
     if counter_sale_ends(session) <= now:
         raise SessionNotOnSale(gettext("This performance has already started; seats can no longer be booked."))
 
 
-def refuse_outside_sale_window(session: dict, now: datetime, *, context: HoldContext) -> None:
+def refuse_outside_sale_window(session: Session, now: datetime, *, context: HoldContext) -> None:
     """SessionNotOnSale, saying when sales open or why they are over, unless this buyer may hold now."""
     if context.box_office:
         return _refuse_outside_counter_hours(session, now)
@@ -204,7 +210,7 @@ def refuse_outside_sale_window(session: dict, now: datetime, *, context: HoldCon
     raise SessionNotOnSale(gettext("This performance is not on sale."))
 
 
-def opening_for(session: dict, *, context: HoldContext) -> datetime:
+def opening_for(session: Session, *, context: HoldContext) -> datetime:
     """When this buyer may first hold: a presale they unlocked, else the public on-sale."""
     presale = session.get("presale")
     if presale and presale["key"] in context.presale_keys:
@@ -216,7 +222,7 @@ def _when(moment: datetime) -> str:
     return formatting.sale_time(moment, seconds=True)
 
 
-def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime, cart=UNREAD) -> dict | None:
+def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime, cart=UNREAD) -> Cart | None:
     """The owner's cart if it is live, else None (a new cart is started); a stale one is expired.
     ``cart``: the caller's read of it (``selectors.get_cart``), spared a second read."""
     if cart is UNREAD:
@@ -277,7 +283,7 @@ def hold_seats(
     if carts is None:
         carts = selectors.buyer_carts(owner, cart_id, now)
     cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
-    session = None
+    session: Mapping[str, Any] | None = None  # the whole document, or what a write answered
     facts = hold_facts.known_sale_facts(session_id)
     if facts is None or _not_a_seat(facts.layout, coords) or context.house_seats:
         # (staff: which seats are house seats is read, so the write names each cell's state)
@@ -309,7 +315,7 @@ def hold_seats(
 
 
 def _check_request(
-    layout: dict, coords: Coords, cart: dict | None, mine: set[str], carts: selectors.BuyerCarts
+    layout: Layout, coords: Coords, cart: Cart | None, mine: set[str], carts: selectors.BuyerCarts
 ) -> None:
     """Everything refused before a write: no seat there, the limits (seats per cart, carts per
     owner), a seat already in the cart. (Seats per client address: ``_reserve_for_client``.)"""
@@ -327,8 +333,8 @@ def _check_request(
 
 
 def _record_in_cart(
-    plan: HoldPlan, session: dict, cart: dict | None, owner: str, client: str | None, mine: set[str]
-) -> tuple[dict, datetime]:
+    plan: HoldPlan, session: Mapping[str, Any], cart: Cart | None, owner: str, client: str | None, mine: set[str]
+) -> tuple[Cart, datetime]:
     """The hold's second write: a new cart with the seats, or the seats added to the live cart
     (conditional: still active, unexpired, with room). If the cart ended or filled up meanwhile,
     the seats just taken are given back. Returns the cart as written and its new expiry."""
@@ -347,8 +353,9 @@ def _record_in_cart(
             "modifiedOn": now,
             "firstHoldOn": now,
             "expiresAt": expires_at,
-            **({"client": client} if client else {}),
         }
+        if client:
+            cart["client"] = client
         mongo.carts().insert_one(cart)
         return cart, expires_at
     room = settings.BOOKING_MAX_SEATS_PER_CART - len(plan.coords)
@@ -373,12 +380,12 @@ def _record_in_cart(
     return cart, expires_at
 
 
-def _not_a_seat(layout: dict, coords) -> tuple[int, int] | None:
+def _not_a_seat(layout: Layout, coords) -> tuple[int, int] | None:
     """The first of these cells that is no seat in this layout (a gap, or off the map), if any."""
     return next(((row, col) for row, col in coords if seat_cell(layout, row, col) is None), None)
 
 
-def _refuse_non_seats(layout: dict, coords) -> None:
+def _refuse_non_seats(layout: Layout, coords) -> None:
     missing = _not_a_seat(layout, coords)
     if missing is not None:
         row, col = missing
@@ -388,7 +395,7 @@ def _refuse_non_seats(layout: dict, coords) -> None:
         )
 
 
-def _read_for_sale(session_id: ObjectId, now: datetime, context: HoldContext) -> tuple[dict, SaleFacts]:
+def _read_for_sale(session_id: ObjectId, now: datetime, context: HoldContext) -> tuple[Session, SaleFacts]:
     """The hold's read of the session (seat states, no layout, no reservations) and its facts."""
     session = load_session_for_sale(session_id, now, context=context, read=selectors.get_session_for_hold)
     facts = hold_facts.sale_facts(session)
@@ -397,7 +404,7 @@ def _read_for_sale(session_id: ObjectId, now: datetime, context: HoldContext) ->
     return session, facts
 
 
-def _check_live_holds_limit(cart: dict | None, owner_live: int) -> None:
+def _check_live_holds_limit(cart: Cart | None, owner_live: int) -> None:
     """One client may not keep several carts going at once to get round the per-cart limit; a
     cart being paid for (by card, or at the box office) still holds its seats, so it counts."""
     limit = getattr(settings, "BOOKING_MAX_LIVE_CARTS_PER_OWNER", 0)
@@ -409,7 +416,7 @@ def _check_live_holds_limit(cart: dict | None, owner_live: int) -> None:
         )
 
 
-def _reserve_for_client(plan: HoldPlan, cart: dict | None, owner: str, client: str | None) -> str | None:
+def _reserve_for_client(plan: HoldPlan, cart: Cart | None, owner: str, client: str | None) -> str | None:
     """The per-client held-seats limit (BOOKING_MAX_HELD_SEATS_PER_CLIENT): one address may not
     hold more seats than this (in live carts, and in carts being paid for), however many cookies it
     throws away. The seats are
@@ -417,7 +424,7 @@ def _reserve_for_client(plan: HoldPlan, cart: dict | None, owner: str, client: s
     BEFORE the session write, so racing requests from one address cannot pass the limit together,
     and every command names the document's _id (its shard key). A cart's seats count for the
     address that started it. Returns the address counted for, or None (no limit, no client)."""
-    counted_for = (cart or {}).get("client") or client
+    counted_for = (cart.get("client") if cart else None) or client
     if not (client_holds.limit() and counted_for):
         return None
     until = cart_service.next_expiry(cart, plan.now, owner)  # the hold's end as the cart write sets it
@@ -437,7 +444,7 @@ def _too_many_from_client(held: int, limit: int) -> TooManySeats:
     )
 
 
-def _take_seats(plan: HoldPlan, session: dict | None, *, cart_has_seats: bool) -> tuple[dict, HoldPlan]:
+def _take_seats(plan: HoldPlan, session: Mapping[str, Any] | None, *, cart_has_seats: bool) -> tuple[dict, HoldPlan]:
     """The conditional update that takes the seats. Retries once after freeing seats held by
     expired carts (the same code the worker runs), so availability never waits for the worker.
 
@@ -516,8 +523,7 @@ def undeclared_wheelchair_spaces(plan: HoldPlan) -> Coords:
     saying they need one."""
     if plan.needs_wheelchair:
         return []
-    rows = plan.facts.layout["rows"]
-    return [(r, c) for r, c in plan.coords if rows[r]["cells"][c].get("wheelchair")]
+    return [(r, c) for r, c in plan.coords if seat_at(plan.facts.layout, r, c).get("wheelchair")]
 
 
 def wheelchair_clause(plan: HoldPlan, starts_after: datetime) -> dict:
@@ -531,7 +537,7 @@ def wheelchair_clause(plan: HoldPlan, starts_after: datetime) -> dict:
     return {"$gt": starts_after}
 
 
-def _refuse_undeclared_wheelchair_spaces(plan: HoldPlan, session: dict) -> None:
+def _refuse_undeclared_wheelchair_spaces(plan: HoldPlan, session: Mapping[str, Any]) -> None:
     """What the filter's start clause would refuse, said before the write (the session was read)."""
     spaces = undeclared_wheelchair_spaces(plan)
     if not spaces or session["start"] <= plan.now + settings.BOOKING_WHEELCHAIR_RELEASE_BEFORE:
@@ -570,8 +576,8 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
     facts, coords, cart_id, now = plan.facts, plan.coords, plan.cart_id, plan.now
     layout = facts.layout
     keys = [seat_key(r, c) for r, c in coords]
-    categories = {layout["rows"][r]["cells"][c]["cat"] for r, c in coords}
-    price = sum(facts.prices[layout["rows"][r]["cells"][c]["cat"]] for r, c in coords)
+    categories = {seat_at(layout, r, c)["cat"] for r, c in coords}
+    price = sum(facts.prices[seat_at(layout, r, c)["cat"]] for r, c in coords)
     house = [seat_key(r, c) for r, c in coords if (r, c) in plan.house]
     counter = plan.context.box_office
     query: dict = {
@@ -636,7 +642,7 @@ def seats_free(coords) -> dict:
     return {cell_path(r, c): FREE for r, c in coords}
 
 
-def no_seat_left_alone(layout: dict, coords) -> list[dict]:
+def no_seat_left_alone(layout: Layout, coords) -> list[dict]:
     """Filter clauses that hold only if taking these seats leaves no free seat alone in its row:
     the orphan rule (``seat_grid.orphans_created``) checked by the write itself, on the seat states
     at that moment. For each seat beside the ones taken: it is not free, or one of its own
@@ -664,13 +670,13 @@ WRITE_ANSWER_FIELDS = {"version": 1, "seatsAvailable": 1}
 SUMMARY_ANSWER_FIELDS = {**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1}
 
 
-def _after_write(session: dict, written: dict, layout: dict) -> dict:
+def _after_write(session: Mapping[str, Any], written: dict, layout: Layout) -> dict:
     """The session as a seat write left it, for the answer: summary fields, new version, layout."""
     summary = {k: v for k, v in session.items() if k not in ("seats", "reservations", "layout")}
     return {**summary, **written, "layout": layout}
 
 
-def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
+def _free_seats_of_ended_carts(session: Mapping[str, Any], taken, now: datetime) -> bool:
     """Seats held by a cart whose hold has ended count as free: end that cart now."""
     taken_keys = {seat_key(r, c) for r, c in taken}
     holding = [res for res in session.get("reservations", []) if taken_keys & set(res["seats"])]
@@ -695,12 +701,12 @@ def _free_seats_of_ended_carts(session: dict, taken, now: datetime) -> bool:
     return freed
 
 
-def _cart_item(session: dict, row: int, col: int, *, house: bool = False) -> CartItem:
+def _cart_item(session: Mapping[str, Any], row: int, col: int, *, house: bool = False) -> CartItem:
     """``session``: with summary fields (prices, the price table) and its layout, as the hold's
     write matched them. The item locks its price and keeps its category's row of the price table
     (``offers``): a later choice of ticket type is priced from it, not from the table as it is then."""
     layout = session["layout"]
-    cell = layout["rows"][row]["cells"][col]
+    cell = seat_at(layout, row, col)
     item: CartItem = {
         "sessionId": session["_id"],
         "key": seat_key(row, col),

@@ -63,7 +63,7 @@ def refresh(session_ids: Iterable[ObjectId]) -> int:
     return written
 
 
-def _write(session: dict) -> int:
+def _write(session: dict) -> int:  # the listed fields of a session
     rev = session.get("listingRev", 0)
     listing = {field: session[field] for field in LISTED_FIELDS if field in session}
     listing["rev"] = rev

@@ -17,6 +17,8 @@ offers (``choosable_offers``) and is run again at checkout.
 """
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -24,7 +26,7 @@ from django.utils.translation import gettext, ngettext
 from pymongo import ReturnDocument
 
 from booking.core import clock, mongo
-from booking.core.domain import CartState, live_cart_filter
+from booking.core.domain import Cart, CartItem, CartState, live_cart_filter
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import FULL_PRICE_NAME, ticket_type_name, type_texts
 from booking.sales import listings, selectors
@@ -35,7 +37,7 @@ FULL_PRICE = {"code": FULL, "name": FULL_PRICE_NAME, "description": ""}  # shown
 CODE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,19}$")
 
 
-def ticket_types(doc: dict | None) -> list[dict]:
+def ticket_types(doc: Mapping[str, Any] | None) -> list[dict]:
     """A theater's or session's ticket types; none stored: "Full price" only."""
     return list((doc or {}).get("ticketTypes") or [FULL_PRICE])
 
@@ -100,7 +102,7 @@ def clean_type_prices(type_prices: dict, types: list[dict], categories: set[str]
     return cleaned
 
 
-def offers_for(session: dict, cat: str) -> list[dict]:
+def offers_for(session: Mapping[str, Any], cat: str) -> list[dict]:
     """The row of the price table for one category: [{code, name, nameDe?, description?,
     descriptionDe?, price, companion?}] of the types offered there, full price first. This is what
     a cart item keeps (``offers``)."""
@@ -117,22 +119,22 @@ def offers_for(session: dict, cat: str) -> list[dict]:
     return row
 
 
-def item_offers(item: dict) -> list[dict]:
+def item_offers(item: CartItem) -> list[dict]:
     """The offers an item was held with (an item held before ticket types: full price only)."""
     return item.get("offers") or [{"code": FULL, "name": FULL_PRICE["name"], "price": item["price"]}]
 
 
-def item_type(item: dict) -> str:
+def item_type(item: Mapping[str, Any]) -> str:  # a CartItem, or an order line
     return item.get("ticketType") or FULL
 
 
-def item_offer(item: dict) -> dict:
+def item_offer(item: CartItem) -> dict:
     """The offer of the item's ticket type, as kept at hold time."""
     code = item_type(item)
     return next((o for o in item_offers(item) if o["code"] == code), {"code": code, "name": code})
 
 
-def _is_companion(item: dict) -> bool:
+def _is_companion(item: CartItem) -> bool:
     return bool(item_offer(item).get("companion"))
 
 
@@ -141,7 +143,7 @@ def max_per_type() -> dict[str, int]:
     return dict(getattr(settings, "BOOKING_MAX_PER_TICKET_TYPE", {}) or {})
 
 
-def ticket_rule_breach(items: list[dict]) -> InvalidRequest | None:
+def ticket_rule_breach(items: list[CartItem]) -> InvalidRequest | None:
     """What is wrong with the ticket types of one cart (an InvalidRequest with the buyer's message),
     or None. A companion ticket is for someone accompanying a wheelchair user: not on the
     wheelchair space itself, and at most one per wheelchair space in the same booking; at most
@@ -178,20 +180,20 @@ def ticket_rule_breach(items: list[dict]) -> InvalidRequest | None:
     return None
 
 
-def check_ticket_rules(items: list[dict]) -> None:
+def check_ticket_rules(items: list[CartItem]) -> None:
     """Raise ``ticket_rule_breach``'s InvalidRequest if the cart's ticket types break a rule."""
     breach = ticket_rule_breach(items)
     if breach is not None:
         raise breach
 
 
-def _with_type(items: list[dict], item: dict, offer: dict) -> list[dict]:
+def _with_type(items: list[CartItem], item: CartItem, offer: dict) -> list[CartItem]:
     """The cart's items as they would be with ``item`` of ``offer``'s type."""
-    changed = {**item, "ticketType": offer["code"], "price": offer["price"]}
+    changed: CartItem = {**item, "ticketType": offer["code"], "price": offer["price"]}
     return [changed if i is item else i for i in items]
 
 
-def choosable_offers(items: list[dict], item: dict) -> list[dict]:
+def choosable_offers(items: list[CartItem], item: CartItem) -> list[dict]:
     """The offers of one of the cart's items that the buyer may choose now: its own type, and each
     other one ``ticket_rule_breach`` lets through with the rest of the cart as it is (no companion
     ticket without a wheelchair space, none past a type's limit)."""
@@ -199,7 +201,7 @@ def choosable_offers(items: list[dict], item: dict) -> list[dict]:
     return [o for o in item_offers(item) if o["code"] == own or ticket_rule_breach(_with_type(items, item, o)) is None]
 
 
-def choose_ticket_type(owner: str, cart_id: ObjectId | None, session_id: ObjectId, key: str, code: str) -> dict:
+def choose_ticket_type(owner: str, cart_id: ObjectId | None, session_id: ObjectId, key: str, code: str) -> Cart:
     """The buyer picks a ticket type for one held seat: priced from the row kept at hold time.
     One conditional update (cart live, the item still of the type and price read). Returns the cart."""
     now = clock.now()

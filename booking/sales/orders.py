@@ -7,17 +7,19 @@ this order of writes can only leave seats sold a little longer, and reconcile fi
 
 import hashlib
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from bson import ObjectId
 from django.utils.translation import gettext
 
 from booking.core import clock, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, Order, OrderState
 from booking.core.errors import Conflict
 from booking.core.localized import order_state_label
 from booking.core.order_retention import purge_at as purge_at  # in core, for venues too; sales names it here
 from booking.reports import marks
-from booking.sales import promos
+from booking.sales import outbox, promos
 from booking.venues.seat_grid import BLOCKED, FREE, SOLD, cell_path, parse_seat_key
 
 logger = logging.getLogger("booking.orders")
@@ -27,7 +29,7 @@ logger = logging.getLogger("booking.orders")
 CANCELABLE = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED, OrderState.PENDING_PAYMENT)
 
 
-def require_cancelable(order: dict) -> None:
+def require_cancelable(order: Mapping[str, Any]) -> None:  # an Order
     if order["state"] not in CANCELABLE:
         raise Conflict(
             gettext("Order %(ref)s is %(state)s; there is nothing to cancel.")
@@ -35,7 +37,7 @@ def require_cancelable(order: dict) -> None:
         )
 
 
-def cancel_fingerprint(order: dict) -> str:
+def cancel_fingerprint(order: Mapping[str, Any]) -> str:  # an Order
     """What canceling the order depends on, in short: its state, tickets, payments and refunds,
     and whom the mail goes to. Staff confirm a cancellation they saw; any change since (a ticket
     refunded or moved, a payment) gives another fingerprint."""
@@ -52,7 +54,7 @@ def cancel_fingerprint(order: dict) -> str:
     return hashlib.sha256(repr(facts).encode()).hexdigest()[:24]
 
 
-def cancel_house_paid_order(order: dict, *, by: str, reason: str) -> dict:
+def cancel_house_paid_order(order: Order, *, by: str, reason: str) -> dict:
     """Cancel a paid order whose money no provider holds (paid at the counter, complimentary):
     the order first, then its seats, then its promo code's use (``sales/cancels.py`` decides
     which way an order is canceled)."""
@@ -69,11 +71,15 @@ def cancel_house_paid_order(order: dict, *, by: str, reason: str) -> dict:
                 "cancelReason": reason,
                 "seatsReleased": False,
             },
-            "$push": marks.push(marks.sessions_of(order)),
+            "$push": {
+                **marks.push(marks.sessions_of(order)),
+                "webhookEvents": outbox.webhook_event(outbox.ORDER_CANCELED),
+            },
         },
     )
     if not result.modified_count:
         raise Conflict(gettext("The order changed meanwhile; please look again."))
+    outbox.queue_webhook_events(outbox.ORDERS, order_id)
     order = mongo.orders().find_one({"_id": order_id})
     release_order_seats(order)
     promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # its promo code's use goes back
@@ -91,7 +97,7 @@ def give_back(key: str, *, house: bool) -> dict:
     return {"$set": {path: FREE}, "$inc": {"seatsAvailable": 1, "version": 1}}
 
 
-def release_order_seats(order: dict) -> int:
+def release_order_seats(order: Mapping[str, Any]) -> int:  # _id and the lines to free
     """Free the sold seats of a canceled or failed order (safe to repeat); house seats go back to
     blocked. Returns seats given back."""
     freed = 0

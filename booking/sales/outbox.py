@@ -1,14 +1,23 @@
-"""The mails an order owes its buyer, as the sale writes them.
+"""The mails an order owes its buyer, and the events it owes the theater's other systems, as the
+sale writes them.
 
 A change to an order (an exchange, a cancel, a lapsed reservation...) pushes its notice onto the
 order in the same conditional update that makes the change, so a crash cannot make the change
 without the mail or the mail without the change; the worker sends each pending notice once
 (booking/notifications/). This module writes and queues; it never renders or sends, so the
 domains that change orders need not import the mail code.
+
+Webhook events follow the same rule: the write that places, pays, changes, cancels or refunds an
+order, checks in a ticket or cancels a performance pushes ``{_id, type, at}`` onto the document's
+``webhookEvents`` (``webhook_event``); ``queue_webhook_events`` asks the worker to hand them to
+the theater's endpoints (booking/webhooks/dispatch.py), after the answer. A crash between the two
+leaves the event on the document, where reconcile finds it.
 """
 
 import logging
 import secrets
+from collections.abc import Mapping
+from typing import Any
 
 from bson import ObjectId
 
@@ -27,6 +36,26 @@ RESERVATION_LAPSED = "reservation_lapsed"  # ... nobody paid by the deadline: th
 PENDING = "pending"
 SENT = "sent"
 FAILED = "failed"
+# Webhook event types (docs/api.md, "Webhooks").
+ORDER_PLACED = "order.placed"
+ORDER_PAID = "order.paid"
+ORDER_CHANGED = "order.changed"
+ORDER_CANCELED = "order.canceled"
+ORDER_REFUNDED = "order.refunded"
+TICKET_CHECKED_IN = "ticket.checked_in"
+PERFORMANCE_CANCELED = "performance.canceled"
+WEBHOOK_EVENT_TYPES = (
+    ORDER_PLACED,
+    ORDER_PAID,
+    ORDER_CHANGED,
+    ORDER_CANCELED,
+    ORDER_REFUNDED,
+    TICKET_CHECKED_IN,
+    PERFORMANCE_CANCELED,
+)
+# Which document an event was written on, as the dispatch task is told.
+ORDERS = "orders"
+SESSIONS = "sessions"
 # The confirmation's publish waits for a buyer: one reconnect at once, no more.
 CONFIRMATION_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
@@ -50,13 +79,32 @@ def reservation_lapsed() -> dict:
     return new_notice(RESERVATION_LAPSED)
 
 
+def webhook_event(event_type: str, **facts: str) -> dict:
+    """An event to push onto ``webhookEvents`` in the write that makes the change; ``facts``: what
+    the payload needs beyond the document (the ticket checked in, the refund made)."""
+    return {"_id": f"evt_{secrets.token_hex(12)}", "type": event_type, "at": clock.now(), **facts}
+
+
+def queue_webhook_events(collection: str, document_id: ObjectId) -> None:
+    """Ask the worker to hand the document's events to the endpoints, after the answer (a broker
+    that is away: reconcile hands them over later)."""
+    publish.soon(_queue_dispatch, collection, document_id)
+
+
+def _queue_dispatch(collection: str, document_id: ObjectId) -> None:
+    try:
+        work_queue.queue(work_queue.DISPATCH_WEBHOOK_EVENTS, collection, str(document_id))
+    except Exception as exc:  # noqa: BLE001 - any broker failure: reconcile dispatches them
+        logger.warning("could not queue the webhook events of %s %s (%s); reconcile will", collection, document_id, exc)
+
+
 def queue_change_notices(order_id: ObjectId) -> bool:
     """Queue the order's pending notices for the worker; False when the broker is away (reconcile
     queues them later)."""
     return _queue(work_queue.SEND_CHANGE_NOTICES, order_id, "change notice")
 
 
-def queue_reservation_notice(order: dict) -> None:
+def queue_reservation_notice(order: Mapping[str, Any]) -> None:  # an Order, or one just stored
     """Queue the order's reservation notice if it is still to be sent (a second submit queues
     again: harmless, the notice is sent once; a broker that is away: reconcile queues it)."""
     if any(n["state"] == PENDING for n in order.get("changeNotices", [])):

@@ -3,6 +3,7 @@
 (``sales.sessions``), so every seat change stays one conditional update on one document."""
 
 from bson import ObjectId
+from django.utils.translation import gettext
 from pymongo import ReturnDocument
 
 from booking.core import clock, faults, mongo
@@ -23,7 +24,7 @@ def set_section_blocked(session_id: ObjectId, blocked: bool) -> int:
     for _attempt in range(ATTEMPTS):
         session = mongo.sessions().find_one({"_id": session_id, "performanceId": {"$exists": True}}, {"seats": 1})
         if session is None:
-            raise NotFound("No such section.")
+            raise NotFound(gettext("No such section."))
         coords = [(r, c) for r, row in enumerate(session["seats"]) for c, state in enumerate(row) if state == before]
         if not coords:
             return 0
@@ -31,15 +32,15 @@ def set_section_blocked(session_id: ObjectId, blocked: bool) -> int:
             return session_service.set_blocked(session_id, coords, blocked)
         except Conflict:
             continue  # someone held a seat meanwhile
-    raise Conflict("The section kept changing; please try again.")
+    raise Conflict(gettext("The section kept changing; please try again."))
 
 
 def set_sections_blocked(performance_id: ObjectId, section_ids: list[ObjectId], blocked: bool) -> int:
     known = {s["_id"] for s in sections_of(performance_id, {"_id": 1})}
     if not known:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     if not section_ids or not set(section_ids) <= known:
-        raise InvalidRequest("Choose sections of this performance.")
+        raise InvalidRequest(gettext("Choose sections of this performance."))
     return sum(set_section_blocked(section_id, blocked) for section_id in section_ids)
 
 
@@ -57,7 +58,7 @@ def cancel_performance(performance_id: ObjectId, *, cancel_orders: bool = False,
     are canceled again (their orders once). Returns the paid orders to cancel."""
     sections = sections_of(performance_id, {"_id": 1, "status": 1})
     if not sections:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     paid = paid_orders(performance_id)
     if paid and not cancel_orders:
         raise Conflict(f"This performance has {paid} paid orders. Confirm that they should be canceled too.")
@@ -82,7 +83,7 @@ def update_details(
     Returns the sections updated."""
     sections = sections_of(performance_id, {"_id": 1, "layout": 1})
     if not sections:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     details = session_service.clean_details(
         name, description, start, end, now=clock.now(), name_de=name_de, description_de=description_de
     )
@@ -103,6 +104,6 @@ def update_details(
         return_document=ReturnDocument.AFTER,
     )
     if recorded is None:
-        raise NotFound("No such performance.")
+        raise NotFound(gettext("No such performance."))
     faults.point("performance.after_intent")
     return apply_details(performance_id, sections[0]["_id"], recorded["detailsChange"])

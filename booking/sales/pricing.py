@@ -4,7 +4,9 @@ Checkout stores its result on the order; the cart pages show it; payments charge
 integer minor units.
 """
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from booking.sales import promos
 
@@ -17,7 +19,7 @@ class Totals:
     line_discounts: list[int] = field(default_factory=list)  # per item, in the items' order
 
 
-def totals(items: list[dict], promo: dict | None = None) -> Totals:
+def totals(items: Sequence[Mapping[str, Any]], promo: dict | None = None) -> Totals:
     """The totals of these items with this promo (a cart's ``promo``: the code's terms as redeemed)."""
     subtotal = sum(i["price"] for i in items)
     discounts = [0] * len(items)
@@ -31,5 +33,5 @@ def totals(items: list[dict], promo: dict | None = None) -> Totals:
 COMPLIMENTARY = {"kind": "price", "value": 0}
 
 
-def cart_totals(cart: dict) -> Totals:
+def cart_totals(cart: Mapping[str, Any]) -> Totals:  # a Cart, or one being made
     return totals(cart.get("items", []), COMPLIMENTARY if cart.get("comp") else cart.get("promo"))

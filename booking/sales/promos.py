@@ -40,7 +40,9 @@ import csv
 import io
 import re
 import secrets
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from bson import ObjectId
 from django.utils.translation import gettext, gettext_noop
@@ -91,11 +93,15 @@ def clean_terms(
             gettext("The value must be a whole number, zero or more."), fields={"value": gettext("Zero or more.")}
         )
     if kind == "percent" and not 0 < value <= 100:
-        raise InvalidRequest("A percentage must be between 1 and 100.", fields={"value": "1 to 100."})
+        raise InvalidRequest(gettext("A percentage must be between 1 and 100."), fields={"value": gettext("1 to 100.")})
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1_000_000:
-        raise InvalidRequest("The uses cap must be between 1 and 1,000,000.", fields={"cap": "1 to 1,000,000."})
+        raise InvalidRequest(
+            gettext("The uses cap must be between 1 and 1,000,000."), fields={"cap": gettext("1 to 1,000,000.")}
+        )
     if per_order is not None and (not isinstance(per_order, int) or per_order < 1):
-        raise InvalidRequest("The per-order cap must be 1 or more (or empty).", fields={"per_order": "1 or more."})
+        raise InvalidRequest(
+            gettext("The per-order cap must be 1 or more (or empty)."), fields={"per_order": gettext("1 or more.")}
+        )
     if session_id is not None and series is not None:
         raise InvalidRequest(
             gettext("Choose one session or a series, not both."), fields={"scope": gettext("One session or a series.")}
@@ -125,7 +131,9 @@ def clean_terms(
 def create_code(code: str, kind: str, value: int, **terms) -> dict:
     text = normalize(code)
     if not CODE_RE.match(text):
-        raise InvalidRequest("A code has 4 to 32 letters, digits or dashes.", fields={"code": "4-32 A-Z, 0-9, -."})
+        raise InvalidRequest(
+            gettext("A code has 4 to 32 letters, digits or dashes."), fields={"code": gettext("4-32 A-Z, 0-9, -.")}
+        )
     doc = {"_id": ObjectId(), "code": text, **clean_terms(kind, value, **terms), "createdOn": clock.now()}
     try:
         mongo.promo_codes().insert_one(doc)
@@ -219,7 +227,7 @@ def update_code(code_id: ObjectId, kind: str, value: int, **terms) -> dict:
 # --- what a code takes off (pricing.totals calls this) ---
 
 
-def _eligible(item: dict, promo: dict) -> bool:
+def _eligible(item: Mapping[str, Any], promo: dict) -> bool:
     if promo.get("sessionId") and item["sessionId"] != promo["sessionId"]:
         return False
     if "sessionIds" in promo and item["sessionId"] not in promo["sessionIds"]:
@@ -229,7 +237,7 @@ def _eligible(item: dict, promo: dict) -> bool:
     return not (promo.get("categories") and item["cat"] not in promo["categories"])
 
 
-def line_discounts(items: list[dict], promo: dict) -> list[int]:
+def line_discounts(items: Sequence[Mapping[str, Any]], promo: dict) -> list[int]:
     """Per item, what the code takes off it (the code's terms as the cart recorded them)."""
     discounts = [0] * len(items)
     left = promo.get("perOrder") or len(items)
@@ -351,7 +359,7 @@ def release_for_cart(
     return True
 
 
-def give_back_unused(cart: dict) -> dict:
+def give_back_unused(cart: Mapping[str, Any]) -> dict:  # a Cart, or one being moved on
     """For the write that checks a cart out: step 1 of giving its code's use back
     (``{"promo.released": "giving"}``) when the code takes nothing off the seats the cart holds now
     (the ones it applied to were removed, or their ticket type changed). No order carries such a
@@ -366,7 +374,7 @@ def give_back_unused(cart: dict) -> dict:
     return {"promo.released": GIVING}
 
 
-def finish_give_back(cart: dict) -> None:
+def finish_give_back(cart: Mapping[str, Any]) -> None:
     """Steps 2 and 3 for a cart at ``"giving"`` (``cart``: its _id, owner, promo); safe to repeat."""
     mongo.promo_codes().update_one(
         {"_id": cart["promo"]["codeId"], "uses": {"$gt": 0}, "returnedFor": {"$ne": cart["_id"]}},

@@ -1,14 +1,19 @@
 """Reads. Each function is one access pattern (docs/architecture.md, "Access patterns") and names its cost."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from bson import ObjectId
 
 from booking.core import clock, mongo
 from booking.core.domain import (
+    Cart,
     MailState,
+    Session,
     SessionStatus,
+    Theater,
     holding_cart_filter,
     is_holding,
     is_live,
@@ -101,10 +106,10 @@ def upcoming_sessions(
     return group_sections(listed)
 
 
-def group_sections(sessions: list[dict]) -> list[dict]:
+def group_sections(sessions: list[Session]) -> list[dict]:
     """One entry per performance: a sectioned venue's section documents become one summary whose
     ``_id`` is the performanceId, with availability and prices over all its sections."""
-    grouped: list[dict] = []
+    grouped: list[Any] = []  # documents, and summaries of a performance's sections
     performances: dict[ObjectId, dict] = {}
     for session in sessions:
         performance_id = session.get("performanceId")
@@ -131,7 +136,7 @@ def group_sections(sessions: list[dict]) -> list[dict]:
     return grouped
 
 
-def performance_sections(performance_id: ObjectId) -> list[dict]:
+def performance_sections(performance_id: ObjectId) -> list[Session]:
     """A sectioned performance's overview, its sections in the venue's order, no seat maps: the
     section ids by the performanceId (``performances``, by _id: one shard), then the sections by
     ``_id: {$in}`` (the shards owning them). A performance with no such document (made before
@@ -145,7 +150,7 @@ def performance_sections(performance_id: ObjectId) -> list[dict]:
     return sorted(sections, key=lambda section: section["section"]["index"])
 
 
-def get_session(session_id: ObjectId) -> dict | None:
+def get_session(session_id: ObjectId) -> Session | None:
     """Q2 the seat map: one read by _id. A session compacted after the show (sales/retention.py)
     shows every seat as taken."""
     session = mongo.sessions().find_one({"_id": session_id})
@@ -161,12 +166,12 @@ def get_session(session_id: ObjectId) -> dict | None:
 HOLD_FIELDS = {**SUMMARY_FIELDS, "seats": 1, "version": 1, "layoutRev": 1}
 
 
-def get_session_for_hold(session_id: ObjectId) -> dict | None:
+def get_session_for_hold(session_id: ObjectId) -> Session | None:
     """One read by _id: about 8 KB for 900 seats instead of the whole 40 KB document."""
     return mongo.sessions().find_one({"_id": session_id}, HOLD_FIELDS)
 
 
-def get_session_head(session_id: ObjectId) -> dict | None:
+def get_session_head(session_id: ObjectId) -> Session | None:
     """Q2 when this process has already built the map of the current version: one read by _id of
     everything but the big parts (seat states, layout rows, reservations): about 1 KB, not 38."""
     return mongo.sessions().find_one({"_id": session_id}, {"seats": 0, "layout.rows": 0, "reservations": 0})
@@ -178,11 +183,11 @@ def session_version(session_id: ObjectId) -> int | None:
     return None if doc is None else doc["version"]
 
 
-def theaters() -> list[dict]:
+def theaters() -> list[Theater]:
     return list(mongo.theaters().find({}, {"name": 1, "nameDe": 1, "seatCount": 1}).sort([("name", 1), ("_id", 1)]))
 
 
-def get_theater(theater_id: ObjectId) -> dict | None:
+def get_theater(theater_id: ObjectId) -> Theater | None:
     return mongo.theaters().find_one({"_id": theater_id})
 
 
@@ -190,7 +195,7 @@ def get_theater(theater_id: ObjectId) -> dict | None:
 class BuyerCarts:
     """What a hold needs to know of carts, from one read (buyer_carts)."""
 
-    cart: dict | None  # the buyer's cart in whatever state, None when they have none
+    cart: Cart | None  # the buyer's cart in whatever state, None when they have none
     owner_live: int  # carts of this owner holding seats, live or paying (BOOKING_MAX_LIVE_CARTS_PER_OWNER)
 
 
@@ -212,18 +217,18 @@ def buyer_carts(owner: str, cart_id: ObjectId | None, now: datetime) -> BuyerCar
     return found
 
 
-def get_cart(owner: str, cart_id: ObjectId | None) -> dict | None:
+def get_cart(owner: str, cart_id: ObjectId | None) -> Cart | None:
     if cart_id is None:
         return None
     return mongo.carts().find_one({"_id": cart_id, "owner": owner})
 
 
-def live_cart_or_none(cart: dict | None) -> dict | None:
+def live_cart_or_none(cart: Cart | None) -> Cart | None:
     """The cart if it is live (active, its hold not run out), else None."""
     return cart if is_live(cart, clock.now()) else None
 
 
-def cart_seat_keys(cart: dict | None, session_id: ObjectId) -> set[str]:
+def cart_seat_keys(cart: Cart | None, session_id: ObjectId) -> set[str]:
     if not cart:
         return set()
     return {i["key"] for i in cart["items"] if i["sessionId"] == session_id}
@@ -253,7 +258,7 @@ def get_order_by_ref(ref: str) -> dict | None:
     return mongo.orders().find_one({"ref": ref.upper()})
 
 
-def session_summaries(session_ids) -> dict[ObjectId, dict]:
+def session_summaries(session_ids) -> dict[ObjectId, Session]:
     """Names, times and category names of a few sessions (a cart's), one query by _id."""
     ids = list(session_ids)
     if not ids:
@@ -307,7 +312,7 @@ def seat_counts(seats: list[list[int]]) -> dict:
     return counts
 
 
-def session_counts(session: dict) -> dict:
+def session_counts(session: Mapping[str, Any]) -> dict:  # a Session, or its projection
     """seat_counts of the session's grid, or of its summary once the grid was compacted."""
     if "seats" in session:
         return seat_counts(session["seats"])

@@ -10,7 +10,7 @@ from bson import ObjectId
 from django.utils.translation import gettext as _
 
 from booking.core import clock, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Session, SessionStatus
 from booking.core.errors import InvalidRequest, NotFound
 from booking.core.formatting import format_money
 from booking.sales import listings, session_cancel
@@ -32,7 +32,7 @@ FIELDS = {
 }
 
 
-def series_of(session_id: ObjectId) -> list[dict]:
+def series_of(session_id: ObjectId) -> list[Session]:
     """The performances of this one's show in its hall that have not started and are not canceled
     (itself included), by start. Served by the theater_start_id index."""
     doc = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "theaterId": 1})
@@ -52,7 +52,7 @@ class Change:
     """One performance in a preview: what the action would do to it (``changes``), or why it
     leaves it as it is (``skip``)."""
 
-    session: dict
+    session: Session
     changes: list[str] = field(default_factory=list)
     skip: str = ""
     old_price: int | None = None  # prices: the price the preview saw (applying requires it still)

@@ -17,8 +17,10 @@ Progress is read from the orders themselves (``progress``): the number left is a
 """
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.utils.translation import gettext as _
@@ -26,7 +28,7 @@ from django.utils.translation import gettext as _
 from booking.core import clock, faults, mongo, work_queue
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.errors import NotFound
-from booking.sales import carts, listings, reservations
+from booking.sales import carts, listings, outbox, reservations
 
 logger = logging.getLogger("booking.session_cancel")
 
@@ -59,11 +61,13 @@ def start(session_id: ObjectId, *, by: str = "") -> dict:
                     "cancelRun": {"state": RUNNING, "total": total, "by": by, "startedOn": now, "beatOn": now},
                 },
                 "$inc": {"version": 1},
+                "$push": {"webhookEvents": outbox.webhook_event(outbox.PERFORMANCE_CANCELED)},
             }
         ),
     )
     listings.refresh([session_id])  # off what's on at once
     faults.point("session_cancel.after_start")
+    outbox.queue_webhook_events(outbox.SESSIONS, session_id)
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])  # carts' holds: the seats go back
     show = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "start": 1}) or {"_id": session_id}
@@ -100,7 +104,7 @@ class Progress:
         return 100 if not self.total else round(100 * self.done / self.total)
 
 
-def progress(session: dict) -> Progress | None:
+def progress(session: Mapping[str, Any]) -> Progress | None:  # a Session, or its cancelRun
     """How far the cancellation of this session is (None: it was not canceled this way)."""
     run_info = session.get("cancelRun")
     if not run_info:

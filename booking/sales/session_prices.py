@@ -3,6 +3,7 @@ performance and a price table."""
 
 from django.utils.translation import gettext
 
+from booking.core.domain import Layout
 from booking.core.errors import InvalidRequest
 from booking.core.formatting import thousands
 from booking.venues.layouts import category_codes_used
@@ -10,7 +11,7 @@ from booking.venues.layouts import category_codes_used
 MAX_PRICE = 1_000_000  # minor units: 10,000.00 is more than any seat here costs
 
 
-def clean_prices(prices: dict, layout: dict) -> dict[str, int]:
+def clean_prices(prices: dict, layout: Layout) -> dict[str, int]:
     clean = {}
     errors = {}
     names = {c["code"]: c["name"] for c in layout["categories"]}

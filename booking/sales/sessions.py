@@ -10,7 +10,7 @@ from django.conf import settings
 from django.utils.translation import gettext
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Layout, Session, SessionStatus, Theater
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.sales import listings, session_cancel
 from booking.sales.session_prices import clean_prices
@@ -79,7 +79,7 @@ def clean_details(
     }
 
 
-def price_layout(theater: dict) -> dict:
+def price_layout(theater: Theater) -> Layout:
     """The categories and rows a theater's prices are asked for and checked against: its layout,
     or for a sectioned venue all its sections together (staff's price form and create_session)."""
     if not theater.get("sections"):
@@ -119,7 +119,7 @@ def create_session(
     return session
 
 
-def _session_document(theater: dict, names: dict, layout: dict, details: dict, prices: dict, now) -> dict:
+def _session_document(theater: Theater, names: dict, layout: Layout, details: dict, prices: dict, now) -> dict:
     """A session on sale with the layout copied in full (preallocated) and every seat free;
     ``names``: the theater's names it copies (theaters.session_names)."""
     seats = initial_states(layout)
@@ -147,7 +147,7 @@ def _session_document(theater: dict, names: dict, layout: dict, details: dict, p
     }
 
 
-def create_section_sessions(theater: dict, details: dict, prices: dict, now: datetime) -> list[dict]:
+def create_section_sessions(theater: Theater, details: dict, prices: dict, now: datetime) -> list[dict]:
     """A performance in a sectioned venue: one session document per section, sharing a
     ``performanceId`` (the RavenDB seed's chunks), so no document carries the whole stadium.
     Each is an ordinary session to holds, checkout and expiry; cart items name the section's id.
@@ -193,7 +193,7 @@ def update_session_details(
     return mongo.sessions().find_one({"_id": session_id})
 
 
-def refresh_seat_map(session_id: ObjectId) -> dict:
+def refresh_seat_map(session_id: ObjectId) -> Session:
     """Copy the theater's current layout again; refused once any seat is held or sold."""
     session = mongo.sessions().find_one(
         {"_id": session_id}, {"theaterId": 1, "seatsTotal": 1, "seatsAvailable": 1, "seats": 1}

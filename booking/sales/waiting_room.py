@@ -49,7 +49,7 @@ from django.utils.translation import gettext
 from redis.exceptions import NoScriptError, RedisError
 
 from booking.core import clock, mongo
-from booking.core.domain import OrderState, SessionStatus
+from booking.core.domain import OrderState, Session, SessionStatus
 from booking.core.errors import InvalidRequest, NotFound
 from booking.core.localized import localized
 from booking.sales import admission
@@ -410,7 +410,7 @@ def poll(
     """A buyer's look at the queue (and their join, when ``join`` and the room is open): one
     round trip to Redis, which also admits whoever's turn it is. Raises QueueUnavailable."""
     if not owner:
-        raise InvalidRequest("A buyer is needed to join the queue.")
+        raise InvalidRequest(gettext("A buyer is needed to join the queue."))
     return _result(_run(config, owner, join, _ms(now or clock.now()), ticket))
 
 
@@ -569,7 +569,7 @@ def forget_cached(queue_id: ObjectId) -> None:
         _configs.pop(queue_id, None)
 
 
-def queue_of(session: dict) -> ObjectId | None:
+def queue_of(session: Session) -> ObjectId | None:
     room = session.get("waitingRoom")
     return room.get("queueId") if isinstance(room, dict) else None
 

@@ -24,7 +24,7 @@ from bson import ObjectId
 from django.conf import settings
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import SessionStatus
+from booking.core.domain import Row, Session, SessionStatus
 from booking.venues.seat_grid import FREE
 
 logger = logging.getLogger("booking.wheelchair")
@@ -62,7 +62,7 @@ def release_due_spaces(now: datetime | None = None) -> ReleaseReport:
     return report
 
 
-def release_session(session_id: ObjectId, now: datetime, session: dict | None = None) -> int:
+def release_session(session_id: ObjectId, now: datetime, session: Session | None = None) -> int:
     """Release this session's free wheelchair spaces if it is in the window; how many were."""
     for _attempt in range(_ATTEMPTS):
         if session is None:
@@ -81,7 +81,7 @@ def release_session(session_id: ObjectId, now: datetime, session: dict | None = 
     return 0
 
 
-def free_spaces(session: dict) -> list[tuple[int, int]]:
+def free_spaces(session: Session) -> list[tuple[int, int]]:
     """The wheelchair spaces of the session (as read) that are free."""
     seats = session.get("seats")
     if not seats:  # compacted: the show is over
@@ -94,7 +94,7 @@ def free_spaces(session: dict) -> list[tuple[int, int]]:
     ]
 
 
-def _release_write(session: dict, spaces: list[tuple[int, int]], now: datetime) -> tuple[dict, dict]:
+def _release_write(session: Session, spaces: list[tuple[int, int]], now: datetime) -> tuple[dict, dict]:
     rows = session["layout"]["rows"]
     released = set(spaces)
     rev = session.get("layoutRev", 0)
@@ -120,7 +120,7 @@ def _release_write(session: dict, spaces: list[tuple[int, int]], now: datetime) 
     return query, update
 
 
-def _lone_companions(rows: list[dict], released: set[tuple[int, int]]) -> list[tuple[int, int]]:
+def _lone_companions(rows: list[Row], released: set[tuple[int, int]]) -> list[tuple[int, int]]:
     """Companion seats beside a released space that will sit beside no wheelchair space at all."""
     out = []
     for r, c in released:

@@ -1,8 +1,11 @@
 """Small builders for tests: a theater from a text grid, a session on sale tomorrow."""
 
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from typing import Any
 
 from booking.core import clock, mongo
+from booking.core.domain import Session, Theater
 from booking.sales import selectors
 from booking.sales.sessions import create_session
 from booking.venues.layouts import parse_grid
@@ -29,19 +32,19 @@ C: ssss.ssss
 """
 
 
-def reread(session_id) -> dict:
+def reread(session_id) -> Session:
     """The session as stored now (a test's session exists: a None fails here, with its id)."""
     session = selectors.get_session(session_id)
     assert session is not None, f"session {session_id} is gone"
     return session
 
 
-def make_theater(grid: str = SMALL_GRID, categories=None, name: str = "Test Hall") -> dict:
+def make_theater(grid: str = SMALL_GRID, categories=None, name: str = "Test Hall") -> Theater:
     return create_theater(name, parse_grid(grid, categories or CATEGORIES))
 
 
 def make_session(
-    theater: dict | None = None, *, grid: str = SMALL_GRID, prices=None, days: float = 1, **details
+    theater: Theater | None = None, *, grid: str = SMALL_GRID, prices=None, days: float = 1, **details
 ) -> dict:
     theater = theater or make_theater(grid)
     start = clock.now() + timedelta(days=days)
@@ -57,7 +60,7 @@ def make_session(
     )
 
 
-def stored_against_id_order(collection, docs: list[dict], *, descending: bool = False) -> list:
+def stored_against_id_order(collection, docs: Sequence[Mapping[str, Any]], *, descending: bool = False) -> list:
     """Store ``docs`` again against the expected order (ascending: the highest ``_id`` first);
     returns their ids in the expected order."""
     docs = sorted(docs, key=lambda d: d["_id"], reverse=descending)

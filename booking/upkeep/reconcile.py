@@ -12,6 +12,8 @@
   lost with its worker) are queued again;
 - failed confirmation mails whose next round is due (``mailRetryAt``) are made pending and queued;
 - what's on entries behind their session (a crash after the session write) are written again;
+- webhook events no dispatch took are dispatched, and pending deliveries whose task was lost are
+  queued again (booking/webhooks/);
 - numbers a gap-free series gave (receipts) that a crash kept off their document are written.
 Holds younger than the grace period are left alone: their cart write may still be under way.
 """
@@ -45,6 +47,8 @@ from booking.sales import (
 )
 from booking.sales import carts as cart_service
 from booking.venues.seat_grid import SOLD, parse_seat_key
+from booking.webhooks import deliveries as webhook_deliveries
+from booking.webhooks import dispatch as webhook_dispatch
 
 logger = logging.getLogger("booking.reconcile")
 
@@ -73,6 +77,8 @@ class ReconcileReport:
     sections_updated: int = 0  # a performance's details change a crash left half written (sales/performance_details.py)
     listings_written: int = 0  # what's on entries a crash left behind their session (listings.py)
     promo_uses_returned: int = 0  # promo-code uses a crash left half given back (promos.py)
+    webhook_events_dispatched: int = 0  # orders and sessions whose events no dispatch took (webhooks/)
+    webhook_deliveries_requeued: int = 0  # pending deliveries whose task was lost
     numbers_written: int = 0  # receipt numbers a crash left in their series' log (number_series.py)
 
     def __str__(self):
@@ -107,6 +113,8 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.sections_updated += performance_details.finish_details()
     report.listings_written += listings.refresh_due()
     report.promo_uses_returned += promos.finish_give_backs()
+    report.webhook_events_dispatched += webhook_dispatch.dispatch_pending(now, grace)
+    report.webhook_deliveries_requeued += webhook_deliveries.requeue_due(now, grace)
     report.numbers_written += number_series.finish_all()  # after the payments: their numbers first
     _requeue_pending_mails(now, report)
     _retry_failed_mails(now, report)

@@ -20,6 +20,7 @@ from booking.notifications import confirmations as notifications
 from booking.reports import summaries
 from booking.sales import cancels, cart_expiry, retention, wheelchair
 from booking.upkeep import reconcile as reconcile_service
+from booking.webhooks import deliveries, dispatch
 
 logger = logging.getLogger("booking.tasks")
 
@@ -168,6 +169,26 @@ def cancel_session_orders(self, session_id: str) -> dict:
     except (InvalidId, TypeError):
         return {"error": "invalid id"}
     return cancels.cancel_session_orders(sid)
+
+
+@shared_task(name=work_queue.DISPATCH_WEBHOOK_EVENTS, time_limit=120, soft_time_limit=100)
+def dispatch_webhook_events(collection: str, document_id: str) -> int:
+    """An order's or a performance's webhook events become deliveries (webhooks/dispatch.py)."""
+    try:
+        oid = ObjectId(document_id)
+    except (InvalidId, TypeError):
+        return 0
+    return len(dispatch.dispatch(collection, oid))
+
+
+@shared_task(name=work_queue.DELIVER_WEBHOOK, bind=True, max_retries=None, time_limit=60, soft_time_limit=50)
+def deliver_webhook(self, delivery_id: str) -> str:
+    """One webhook delivery (webhooks/deliveries.py): tried again with backoff while it is due; the
+    delivery counts its own tries, so Celery's count is not the limit."""
+    outcome = deliveries.attempt(delivery_id)
+    if outcome.retry_in is not None:
+        raise self.retry(countdown=outcome.retry_in)
+    return outcome.state
 
 
 @shared_task(name=work_queue.SEND_SIGN_IN_LINK, bind=True, max_retries=5, time_limit=60, soft_time_limit=45)

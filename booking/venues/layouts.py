@@ -14,9 +14,12 @@ The row label before ``:`` is optional (rows are then labelled A, B, C ...). Sea
 
 import re
 import string
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.utils.translation import gettext
 
+from booking.core.domain import Category, Cell, Layout, Row, Section
 from booking.core.errors import InvalidLayout
 from booking.core.formatting import thousands
 
@@ -41,10 +44,10 @@ def auto_row_label(index: int) -> str:
     return label
 
 
-def validate_categories(categories) -> list[dict]:
+def validate_categories(categories) -> list[Category]:
     if not isinstance(categories, list) or not categories:
         raise InvalidLayout(gettext("Give at least one seat category."))
-    clean = []
+    clean: list[Category] = []
     seen = set()
     for i, cat in enumerate(categories):
         if not isinstance(cat, dict):
@@ -70,11 +73,14 @@ def validate_categories(categories) -> list[dict]:
             raise InvalidLayout(
                 gettext("Category '%(code)s': keep the German name under 40 characters.") % {"code": code}
             )
-        clean.append({"code": code, "name": name, **({"nameDe": name_de} if name_de else {}), "color": color})
+        category: Category = {"code": code, "name": name, "color": color}
+        if name_de:
+            category["nameDe"] = name_de
+        clean.append(category)
     return clean
 
 
-def parse_grid(text: str, categories: list[dict]) -> dict:
+def parse_grid(text: str, categories: Sequence[Mapping[str, Any]]) -> Layout:
     """Turn the staff's text grid into a validated layout; errors point at row and column."""
     categories = validate_categories(categories)
     codes = {c["code"] for c in categories}
@@ -133,7 +139,7 @@ def _mark_companions(rows: list[dict]) -> None:
                 cell["companion"] = True
 
 
-def layout_to_grid(layout: dict) -> str:
+def layout_to_grid(layout: Layout) -> str:
     lines = []
     for row in layout["rows"]:
         chars = []
@@ -148,7 +154,7 @@ def layout_to_grid(layout: dict) -> str:
     return "\n".join(lines)
 
 
-def validate_layout(layout) -> dict:
+def validate_layout(layout) -> Layout:
     """Check a layout (from the grid or imported JSON) and return a clean copy."""
     if not isinstance(layout, dict):
         raise InvalidLayout(gettext("A layout must be an object with 'categories' and 'rows'."))
@@ -162,7 +168,7 @@ def validate_layout(layout) -> dict:
             gettext("A layout may have at most %(MAX_ROWS)s rows; this one has %(count)s.")
             % {"MAX_ROWS": MAX_ROWS, "count": len(rows)}
         )
-    clean_rows = []
+    clean_rows: list[Row] = []
     row_labels = set()
     seats = 0
     for r, row in enumerate(rows):
@@ -184,7 +190,7 @@ def validate_layout(layout) -> dict:
                 row=r,
             )
         seat_labels = set()
-        clean_cells: list[dict | None] = []
+        clean_cells: list[Cell | None] = []
         for c, cell in enumerate(cells):
             if cell is None:
                 clean_cells.append(None)
@@ -218,7 +224,7 @@ def validate_layout(layout) -> dict:
                     row=r,
                     column=c,
                 )
-            clean = {"label": seat_label, "cat": cell["cat"]}
+            clean: Cell = {"label": seat_label, "cat": cell["cat"]}
             if cell.get("wheelchair"):
                 clean["wheelchair"] = True
             if cell.get("companion"):
@@ -236,11 +242,11 @@ def validate_layout(layout) -> dict:
     return {"categories": categories, "rows": clean_rows}
 
 
-def seat_count(layout: dict) -> int:
+def seat_count(layout: Layout) -> int:
     return sum(1 for row in layout["rows"] for cell in row["cells"] if cell is not None)
 
 
-def category_codes_used(layout: dict) -> list[str]:
+def category_codes_used(layout: Layout) -> list[str]:
     used = {cell["cat"] for row in layout["rows"] for cell in row["cells"] if cell is not None}
     return [c["code"] for c in layout["categories"] if c["code"] in used]
 
@@ -253,7 +259,7 @@ _SECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 .\-]{0,39}$")
 _SECTION_NAME_DE = re.compile(r"^[^\W_](?:[^\W_]|[ .\-]){0,39}$")  # as _SECTION_NAME, umlauts too
 
 
-def validate_sections(sections) -> list[dict]:
+def validate_sections(sections) -> list[Section]:
     """``[{"name": "North 1", "layout": {...}}, ...]`` -> a clean copy. Each section is checked as a
     layout of its own (so each stays within one document's limits); names are unique."""
     if not isinstance(sections, list) or not sections:
@@ -263,7 +269,8 @@ def validate_sections(sections) -> list[dict]:
             gettext("A venue may have at most %(MAX_SECTIONS)s sections; this one has %(count)s.")
             % {"MAX_SECTIONS": MAX_SECTIONS, "count": len(sections)}
         )
-    clean, names, total = [], set(), 0
+    clean: list[Section] = []
+    names, total = set(), 0
     for i, section in enumerate(sections):
         if not isinstance(section, dict):
             raise InvalidLayout(
@@ -291,7 +298,10 @@ def validate_sections(sections) -> list[dict]:
                 gettext("Section %(name)s: %(message)s") % {"name": name, "message": exc.message}
             ) from None
         total += seat_count(layout)
-        clean.append({"name": name, **({"nameDe": name_de} if name_de else {}), "layout": layout})
+        clean_section: Section = {"name": name, "layout": layout}
+        if name_de:
+            clean_section["nameDe"] = name_de
+        clean.append(clean_section)
     if total > MAX_VENUE_SEATS:
         raise InvalidLayout(
             gettext("A venue may have at most %(max)s seats; this one has %(total)s.")

@@ -9,6 +9,7 @@ Three modules deal with seat maps; this is the one the engine uses. The buyer's 
 
 from collections.abc import Iterable
 
+from booking.core.domain import Cell, Layout
 from booking.core.formatting import seat_label
 
 GAP = -1
@@ -38,11 +39,11 @@ def cell_path(row: int, col: int) -> str:
     return f"seats.{row}.{col}"
 
 
-def initial_states(layout: dict) -> list[list[int]]:
+def initial_states(layout: Layout) -> list[list[int]]:
     return [[GAP if cell is None else FREE for cell in row["cells"]] for row in layout["rows"]]
 
 
-def restored_states(layout: dict, sold: Iterable[str] | None = None) -> list[list[int]]:
+def restored_states(layout: Layout, sold: Iterable[str] | None = None) -> list[list[int]]:
     """A grid for a session whose grid was compacted after the show (sales/retention.py): the
     seats in ``sold`` (keys, from the paid orders) sold and the others free; with ``sold`` None
     every seat shows as sold (nothing is for sale any more)."""
@@ -59,7 +60,15 @@ def count_state(seats: list[list[int]], state: int) -> int:
     return sum(row.count(state) for row in seats)
 
 
-def seat_cell(layout: dict, row: int, col: int) -> dict | None:
+def seat_at(layout: Layout, row: int, col: int) -> Cell:
+    """The seat at a position already checked to be one (a gap there is a bug, not bad input)."""
+    cell = layout["rows"][row]["cells"][col]
+    if cell is None:
+        raise LookupError(f"no seat at {row}:{col}")
+    return cell
+
+
+def seat_cell(layout: Layout, row: int, col: int) -> Cell | None:
     rows = layout["rows"]
     if not (0 <= row < len(rows)):
         return None
@@ -69,7 +78,7 @@ def seat_cell(layout: dict, row: int, col: int) -> dict | None:
     return cells[col]
 
 
-def seat_name(layout: dict, row: int, col: int) -> str:
+def seat_name(layout: Layout, row: int, col: int) -> str:
     cell = seat_cell(layout, row, col)
     label = cell["label"] if cell else str(col + 1)
     return seat_label(layout["rows"][row]["label"], label)
@@ -100,7 +109,7 @@ def _free_after(cells: list[int], row: int, col: int, taking: set) -> bool:
 
 
 def best_available(
-    layout: dict,
+    layout: Layout,
     seats: list[list[int]],
     count: int,
     categories: set[str] | None = None,
@@ -130,7 +139,7 @@ def best_available(
 
 
 def best_split(
-    layout: dict,
+    layout: Layout,
     seats: list[list[int]],
     count: int,
     categories: set[str] | None = None,
@@ -155,7 +164,7 @@ def best_split(
     return chosen
 
 
-def _free_runs(layout: dict, cells: list[int], row: int, categories: set[str] | None):
+def _free_runs(layout: Layout, cells: list[int], row: int, categories: set[str] | None):
     """(start, end) ranges of consecutive free seats of an allowed category in one row. Wheelchair
     spaces are not among them: they are held for buyers who say they need one (best_wheelchair)."""
     layout_cells = layout["rows"][row]["cells"]
@@ -163,8 +172,9 @@ def _free_runs(layout: dict, cells: list[int], row: int, categories: set[str] | 
     for col, state in enumerate(cells + [GAP]):
         ok = (
             state == FREE
-            and not layout_cells[col].get("wheelchair")
-            and (categories is None or layout_cells[col]["cat"] in categories)
+            and (cell := layout_cells[col]) is not None
+            and not cell.get("wheelchair")
+            and (categories is None or cell["cat"] in categories)
         )
         if ok and start is None:
             start = col
@@ -178,7 +188,7 @@ def _focal_point(seats: list[list[int]]) -> tuple[float, float]:
     return (len(seats) - 1) * 0.35, (widest - 1) / 2
 
 
-def longest_block(layout: dict, categories: set[str] | None = None) -> int:
+def longest_block(layout: Layout, categories: set[str] | None = None) -> int:
     """The most seats side by side anywhere in the hall (whatever their state now): when it is
     shorter than what the buyer asks for, no sale could ever give them that block."""
     longest = 0
@@ -189,7 +199,7 @@ def longest_block(layout: dict, categories: set[str] | None = None) -> int:
 
 
 def best_wheelchair(
-    layout: dict, seats: list[list[int]], spaces: int, categories: set[str] | None = None
+    layout: Layout, seats: list[list[int]], spaces: int, categories: set[str] | None = None
 ) -> list[tuple[int, int]] | None:
     """``spaces`` free wheelchair spaces, each with one free companion seat beside it, closest to
     the focal point; None when the hall has not that many left."""
@@ -206,7 +216,10 @@ def best_wheelchair(
             companions = [
                 (row, n)
                 for n in (col - 1, col + 1)
-                if 0 <= n < len(cells) and cells[n] == FREE and layout_cells[n] and layout_cells[n].get("companion")
+                if 0 <= n < len(cells)
+                and cells[n] == FREE
+                and (neighbour := layout_cells[n])
+                and neighbour.get("companion")
             ]
             if companions:
                 distance = abs(col - focal_col) + 1.6 * abs(row - focal_row)
@@ -224,5 +237,5 @@ def best_wheelchair(
     return None
 
 
-def has_wheelchair_spaces(layout: dict) -> bool:
+def has_wheelchair_spaces(layout: Layout) -> bool:
     return any(cell and cell.get("wheelchair") for row in layout["rows"] for cell in row["cells"])

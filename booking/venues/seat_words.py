@@ -4,11 +4,12 @@ from itertools import groupby
 
 from django.utils.translation import gettext as _
 
+from booking.core.domain import Session
 from booking.core.formatting import format_money
 from booking.core.localized import category_names
 
 
-def describe_seats(session: dict, coords) -> str:
+def describe_seats(session: Session, coords) -> str:
     """The seats (row, col) grouped by row into runs of neighbours, then their categories and
     their price together (the full-price table, as the map shows it)."""
     layout = session["layout"]

@@ -12,18 +12,21 @@ A German name for German pages may follow the name after a bar: ``[North 2 | Nor
 """
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.utils.translation import gettext as _
 
+from booking.core.domain import Section
 from booking.core.errors import InvalidLayout
 from booking.venues.layouts import layout_to_grid, parse_grid, validate_sections
 
 HEADER = re.compile(r"^\s*\[(?P<name>[^\]]*)\]\s*$")
 
 
-def parse_sections(text: str, categories: list[dict]) -> list[dict]:
+def parse_sections(text: str, categories: Sequence[Mapping[str, Any]]) -> list[Section]:
     """``[{name, layout}]`` from the text; InvalidLayout naming the section (and its row) when wrong."""
-    sections: list[dict] = []
+    sections: list[dict] = []  # {name, nameDe, lines, at}: the text of each, before it is parsed
     current: dict | None = None
     for number, line in enumerate(str(text or "").splitlines(), start=1):
         header = HEADER.match(line)
@@ -51,7 +54,7 @@ def parse_sections(text: str, categories: list[dict]) -> list[dict]:
     return validate_sections(parsed)
 
 
-def sections_to_text(sections: list[dict]) -> str:
+def sections_to_text(sections: list[Section]) -> str:
     return "\n".join(
         f"[{s['name']}{' | ' + s['nameDe'] if s.get('nameDe') else ''}]\n{layout_to_grid(s['layout']).rstrip()}\n"
         for s in sections

@@ -1,10 +1,14 @@
 """Theaters: the hall templates sessions are created from. Staff's edits of one, which its
 sessions follow, are sales/theater_edits.py."""
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from bson import ObjectId
 from django.utils.translation import gettext
 
 from booking.core import clock, mongo
+from booking.core.domain import Section, Theater
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.venues.layouts import seat_count, validate_layout, validate_sections
 from booking.venues.venue_front import clean_front
@@ -31,24 +35,27 @@ def name_fields(name: str, name_de: str) -> tuple[dict, dict]:
     return {"name": _clean_name(name), **({"nameDe": german} if german else {})}, ({} if german else {"nameDe": ""})
 
 
-def create_theater(name: str, layout: dict, front: str | None = None, name_de: str = "") -> dict:
-    layout = validate_layout(layout)
+def create_theater(name: str, layout: Mapping[str, Any], front: str | None = None, name_de: str = "") -> Theater:
+    """``layout``: as staff drew or imported it (checked here)."""
+    clean = validate_layout(layout)
     now = clock.now()
     names, _ = name_fields(name, name_de)
-    theater = {
+    theater: Theater = {
         "_id": ObjectId(),
-        **names,
-        "front": clean_front(front),
-        "layout": layout,
-        "seatCount": seat_count(layout),
+        "name": names["name"],
+        "layout": clean,
+        "seatCount": seat_count(clean),
         "createdOn": now,
         "modifiedOn": now,
     }
+    if "nameDe" in names:
+        theater["nameDe"] = names["nameDe"]
+    theater["front"] = clean_front(front)
     mongo.theaters().insert_one(theater)
     return theater
 
 
-def session_names(theater: dict, section: dict | None = None) -> dict:
+def session_names(theater: Theater, section: Section | None = None) -> dict:
     """What a session copies of its theater's names: ``theaterName`` (for a section "venue –
     section") and, when staff gave German names, ``theaterNameDe``; a section's session also
     ``venueName`` / ``venueNameDe``."""
@@ -66,26 +73,30 @@ def session_names(theater: dict, section: dict | None = None) -> dict:
 
 def delete_theater(theater_id: ObjectId) -> None:
     if mongo.sessions().count_documents({"theaterId": theater_id}, limit=1):
-        raise Conflict("This theater still has sessions; delete or cancel them first.")
+        raise Conflict(gettext("This theater still has sessions; delete or cancel them first."))
     result = mongo.theaters().delete_one({"_id": theater_id})
     if not result.deleted_count:
-        raise NotFound("No such theater.")
+        raise NotFound(gettext("No such theater."))
 
 
-def create_sectioned_theater(name: str, sections: list[dict], front: str | None = None, name_de: str = "") -> dict:
+def create_sectioned_theater(
+    name: str, sections: Sequence[Mapping[str, Any]], front: str | None = None, name_de: str = ""
+) -> Theater:
     """A venue too big for one seat map (a stadium): ``sections`` is ``[{name, layout}]``, each an
     ordinary layout. A performance there is one session document per section (see sales/sessions.py)."""
-    sections = validate_sections(sections)
+    clean = validate_sections(sections)
     now = clock.now()
     names, _ = name_fields(name, name_de)
-    theater = {
+    theater: Theater = {
         "_id": ObjectId(),
-        **names,
-        "front": clean_front(front),
-        "sections": sections,
-        "seatCount": sum(seat_count(s["layout"]) for s in sections),
+        "name": names["name"],
+        "sections": clean,
+        "seatCount": sum(seat_count(s["layout"]) for s in clean),
         "createdOn": now,
         "modifiedOn": now,
     }
+    if "nameDe" in names:
+        theater["nameDe"] = names["nameDe"]
+    theater["front"] = clean_front(front)
     mongo.theaters().insert_one(theater)
     return theater

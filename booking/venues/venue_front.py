@@ -3,6 +3,9 @@
 The venue decides (``theaters.front``, copied into each session as ``front``); absent means a
 stage, as every hall before this field had."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.utils.translation import gettext_lazy as _
 
 from booking.core.errors import InvalidRequest
@@ -25,6 +28,6 @@ def clean_front(front: str | None) -> str:
     return front
 
 
-def front_word(doc: dict | None) -> str:
+def front_word(doc: Mapping[str, Any] | None) -> str:  # a Theater or a Session
     """The word for a session's or theater's front, translated."""
     return str(FRONTS.get((doc or {}).get("front") or DEFAULT, FRONTS[DEFAULT]))

@@ -1,7 +1,9 @@
 """Shaping engine data for templates: grouping and labels only, no decisions about bookings."""
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.urls import reverse
 from django.utils import timezone
@@ -21,7 +23,7 @@ from booking.sales import offers
 from booking.venues.addresses import address_lines
 
 
-def whats_on_days(sessions: list[dict]) -> list[dict]:
+def whats_on_days(sessions: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Sessions (already sorted by start) grouped by local day, then by theater in order of first
     show; each theater's shows as cards (``session_card``) for the ``show-card`` partial."""
     days: list[dict] = []
@@ -57,7 +59,7 @@ class SessionCard:
     sectioned: bool  # a stadium: the link opens its section overview
 
 
-def session_card(session: dict, start: datetime | None = None) -> SessionCard:
+def session_card(session: Mapping[str, Any], start: datetime | None = None) -> SessionCard:
     prices = sorted((session.get("prices") or {}).values())
     currency = session.get("currency")
     if not prices:
@@ -99,7 +101,7 @@ class CartGroup:
     subtotal: int = 0
 
 
-def cart_groups(cart: dict, sessions: dict) -> list[CartGroup]:
+def cart_groups(cart: Mapping[str, Any], sessions: dict) -> list[CartGroup]:
     """The cart's seats grouped by session, in the order they were added.
 
     ``sessions`` maps session id -> a session document (summary fields and layout categories).
@@ -170,7 +172,7 @@ def seconds_left(expires_at: datetime, now: datetime) -> int:
     return max(0, int((expires_at - now).total_seconds()))
 
 
-def section_stands(sections: list[dict]) -> list[dict]:
+def section_stands(sections: Sequence[Mapping[str, Any]]) -> list[dict]:
     """A sectioned venue's sections grouped into stands by the first word of their names
     ("North 3" -> North), in the venue's order. Each stand's blocks come as ready HTML: a stadium
     has a hundred of them, and a template loop over them costs more than the rest of the page."""
@@ -203,7 +205,7 @@ def section_stands(sections: list[dict]) -> list[dict]:
     return stands
 
 
-def canceled_shows(cart: dict) -> list[str]:
+def canceled_shows(cart: Mapping[str, Any]) -> list[str]:
     """What the buyer is told about performances canceled while they held seats in them (the
     cart remembers them: sales.carts.drop_canceled_session)."""
     from django.utils.formats import date_format

@@ -17,12 +17,15 @@ as a plain form post without JavaScript and as an htmx post with it.
 
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from django.utils.translation import get_language, gettext, gettext_noop
 
 from booking.core.contrast import ink_on
+from booking.core.domain import Layout, SessionStatus
 from booking.core.formatting import escape, format_money, seat_label
 from booking.core.localized import category_names
 from booking.core.lru import LRUCache
@@ -99,7 +102,7 @@ class _RowMemo:
     rows: dict  # (row index, states tuple) -> (parts, held); never changed once kept
 
 
-def seat_map_html(session: dict, *, house: bool = False) -> SeatMapHtml:
+def seat_map_html(session: Mapping[str, Any], *, house: bool = False) -> SeatMapHtml:  # a Session, or its head
     """The shared map of this session version, built once per process, version and language.
     ``house``: the counter's map, where staff may choose blocked (house) seats."""
     key = (session["_id"], session["version"], get_language(), "house" if house else "")
@@ -117,25 +120,25 @@ def clear_cache() -> None:
     _pages.clear()
 
 
-def build_seat_map(session: dict) -> SeatMapHtml:
+def build_seat_map(session: Mapping[str, Any]) -> SeatMapHtml:
     """Build the whole map from scratch (no reuse of earlier rows)."""
     return _build(session, _signature(session), {})[0]
 
 
-def _categories(layout: dict, prices: dict, currency: str | None) -> tuple:
+def _categories(layout: Layout, prices: dict, currency: str | None) -> tuple:
     """(code, escaped name, price) of every category, as every seat's label shows them."""
     names = category_names(layout["categories"])  # in the page's language (the map is cached per language)
     return tuple((code, escape(name), format_money(prices.get(code), currency)) for code, name in names.items())
 
 
-def _signature(session: dict) -> tuple:
+def _signature(session: Mapping[str, Any]) -> tuple:
     layout = session["layout"]
     categories = _categories(layout, session["prices"], session.get("currency"))
     width = max((len(r["cells"]) for r in layout["rows"]), default=0)
-    return categories, width, session.get("status") == "canceled"
+    return categories, width, session.get("status") == SessionStatus.CANCELED
 
 
-def _build_reusing_rows(session: dict, house: bool = False) -> SeatMapHtml:
+def _build_reusing_rows(session: Mapping[str, Any], house: bool = False) -> SeatMapHtml:
     """Build the map reusing the rows this process last built for the session, unless the
     layout, names, prices or width changed since; then keep this version's rows for the next."""
     signature = _signature(session)
@@ -156,7 +159,9 @@ def _build_reusing_rows(session: dict, house: bool = False) -> SeatMapHtml:
     return built
 
 
-def _build(session: dict, signature: tuple, earlier: dict, house: bool = False) -> tuple[SeatMapHtml, dict]:
+def _build(
+    session: Mapping[str, Any], signature: tuple, earlier: dict, house: bool = False
+) -> tuple[SeatMapHtml, dict]:
     """The map, and the rows it is made of (``earlier`` rows are reused where their states match)."""
     categories_list, width, off_sale = signature
     categories = {code: (name, price) for code, name, price in categories_list}
@@ -258,7 +263,7 @@ def _seat(
     )
 
 
-def seat_updates(session: dict, layout: dict, seats, state: int, mine: bool, picked=frozenset()) -> str:
+def seat_updates(session: Mapping[str, Any], layout: Layout, seats, state: int, mine: bool, picked=frozenset()) -> str:
     """Out-of-band buttons for the seats one action changed (htmx swaps each by its id), so the
     action's answer is a few hundred bytes, not the map; the live refresh brings other changes."""
     categories = {
@@ -273,7 +278,7 @@ def seat_updates(session: dict, layout: dict, seats, state: int, mine: bool, pic
     return "".join(out)
 
 
-def legend(session: dict) -> list[dict]:
+def legend(session: Mapping[str, Any]) -> list[dict]:
     """Categories used in this hall with colour and price, for the legend."""
     prices = session["prices"]
     currency = session.get("currency")
@@ -290,7 +295,7 @@ def legend(session: dict) -> list[dict]:
     ]
 
 
-def category_css(session: dict) -> str:
+def category_css(session: Mapping[str, Any]) -> str:
     """One CSS rule per category colour (codes are single letters, colours validated hex), with the
     seat numbers' colour that reads on it (AA contrast, ``contrast.ink_on``)."""
     used = session["prices"]

@@ -7,14 +7,15 @@ from django.core.management.base import BaseCommand
 
 from booking.payments.refunds import failed_refunds
 from booking.sales import selectors
+from booking.webhooks import selectors as webhooks
 from theater_site.celery import app as celery_app
 
 
 class Command(BaseCommand):
     help = (
         "Show the expiry backlog (active carts, carts past their hold but not yet expired, the oldest "
-        "of them), pending and failed confirmation mails (each failed one with its reference) and whether a "
-        "Celery worker answers a ping."
+        "of them), pending and failed confirmation mails (each failed one with its reference), webhook "
+        "deliveries still to be sent and whether a Celery worker answers a ping."
     )
 
     def add_arguments(self, parser):
@@ -35,6 +36,7 @@ class Command(BaseCommand):
         out.write(f"confirmation mails pending:   {backlog['mails_pending']}")
         self.write_failed_mails(backlog)
         self.write_refunds()
+        out.write(f"webhook deliveries pending:   {webhooks.pending_deliveries()}")
         if no_ping:
             return
         try:

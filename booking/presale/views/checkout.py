@@ -10,6 +10,10 @@ Card payment needs JavaScript (Stripe's card form is JavaScript by Stripe's rule
 card choice is disabled with a note and the box office still works. Paying is views/payment.py.
 """
 
+from collections.abc import Mapping
+from typing import Any
+
+from bson import ObjectId
 from django import forms
 from django.conf import settings
 from django.contrib import messages
@@ -21,7 +25,7 @@ from django.views.decorators.http import require_http_methods
 
 from booking import payments
 from booking.accounts import buyers
-from booking.core.domain import CartState, OrderState
+from booking.core.domain import Cart, CartState, OrderState, Session
 from booking.core.errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from booking.payments import flow as payment_service
 from booking.payments import money
@@ -38,13 +42,13 @@ from booking.sales import pricing, selectors
 from booking.web import buyer, ratelimits
 
 
-def quote(cart: dict, sessions: list[dict]) -> dict:
+def quote(cart: Cart, sessions: list[Session]) -> dict:
     """The total of a cart as the order will charge it: tickets (less a promo code), booking fee,
     VAT per rate."""
     items = cart["items"]
     amounts = pricing.cart_totals(cart)
     theaters = payment_service.theaters_of(sessions)
-    by_id = {s["_id"]: s for s in sessions}
+    by_id: dict[ObjectId, Mapping[str, Any]] = {s["_id"]: s for s in sessions}
     pairs = [
         (i["price"] - off, money.ticket_rate(theaters.get(by_id.get(i["sessionId"], {}).get("theaterId")), i["cat"]))
         for i, off in zip(items, amounts.line_discounts, strict=True)
@@ -76,7 +80,7 @@ def _paying_order(request) -> dict | None:
     return selectors.get_order_for_cart(cart["_id"])
 
 
-def _details_context(request, cart: dict, form) -> dict:
+def _details_context(request, cart: Cart, form) -> dict:
     sessions = payment_service.cart_sessions(cart)
     methods = payment_service.methods_for(cart, sessions)
     return {

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_safe
 
+from booking.core.domain import OrderState
 from booking.notifications.calendar import has_calendar_entry, order_calendar
 from booking.notifications.confirmations import site_host, ticket_link
 from booking.presale.context import (
@@ -59,7 +60,7 @@ def order_page(request, ref):
     just_booked = request.get_signed_cookie(JUST_BOOKED_COOKIE, default="", salt=JUST_BOOKED_COOKIE, max_age=600)
     context = {**_order_context(order, request), "just_booked": just_booked == order["ref"]}
     response = stripe_csp(render(request, "booking/order.html", context), context)
-    if just_booked and order["state"] != "pending_payment":  # read once it is paid (or ended)
+    if just_booked and order["state"] != OrderState.PENDING_PAYMENT:  # read once it is paid (or ended)
         response.delete_cookie(JUST_BOOKED_COOKIE, samesite="Lax")
     return response
 

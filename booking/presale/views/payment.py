@@ -123,7 +123,7 @@ def cancel_payment(request, ref):
         return redirect("booking:order", ref=ref)
     if order.get("owner") and buyer.owner(request) == order["owner"]:
         buyer.forget_cart(request)  # (another browser's own cart stays)
-    if order["state"] == "canceled":
+    if order["state"] == OrderState.CANCELED:
         messages.success(request, gettext("Your booking was canceled and the seats released. Nothing was charged."))
         return redirect("booking:whats_on")
     return redirect("booking:order", ref=order["ref"])  # it had been paid meanwhile

@@ -24,6 +24,8 @@ from booking.tests import paying, query_audit
 from booking.tests.factories import make_session
 from booking.upkeep import reconcile
 from booking.upkeep.invariants import check_invariants
+from booking.webhooks import deliveries, endpoints
+from booking.webhooks import selectors as webhook_selectors
 
 pytestmark = pytest.mark.django_db
 
@@ -102,9 +104,14 @@ def buyer_flow(session, stadium_match):
     return selectors.get_order_by_ref(ref)
 
 
+@override_settings(BOOKING_WEBHOOK_ALLOW_LOCAL=True)
 def worker_flow(session, order):
-    """Expiry, reconcile with something to do in each of its steps, the mail, compaction."""
+    """Expiry, reconcile with something to do in each of its steps, the mail, webhooks, compaction."""
     now = clock.now()
+    # an endpoint that hears of the orders sold below (nothing listens there: each try fails)
+    endpoint = endpoints.create_endpoint(
+        theater_id=session["theaterId"], url="http://127.0.0.1:9/hooks", events=["order.paid", "order.placed"]
+    )
     # a stale cart, and an expired one whose seats are still held (a worker killed mid-expiry)
     stale = holds.hold_seats(session["_id"], "s:stale", None, ["1:0"])
     mongo.carts().update_one({"_id": stale.cart_id}, {"$set": {"expiresAt": now - timedelta(seconds=1)}})
@@ -147,7 +154,13 @@ def worker_flow(session, order):
     try:
         cart_expiry.expire_stale_carts()
         reconcile.finish_interrupted_expiries()
-        reconcile.reconcile(grace=timedelta(0))
+        reconcile.reconcile(grace=timedelta(0))  # the orders' webhook events dispatched
+        for delivery in webhook_selectors.deliveries(endpoint["_id"]):
+            deliveries.attempt(delivery["_id"])
+        webhook_selectors.endpoints()
+        delivery_id = webhook_selectors.deliveries(endpoint["_id"])[0]["_id"]
+        webhook_selectors.get_delivery(delivery_id)
+        deliveries.attempt(delivery_id)
         notifications.send_confirmation(order["_id"])
         notifications.give_up(failed["_id"], "test")
         selectors.expiry_backlog()

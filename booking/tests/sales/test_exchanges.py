@@ -237,7 +237,7 @@ def test_the_customer_gets_one_mail_with_the_new_tickets_however_often_the_task_
     assert message.to == ["ada@example.com"] and "new seats" in message.subject
     assert "A4 is now A4" not in message.body and "is now A4" in message.body
     names = [a[0] for a in message.attachments]
-    assert names == [f"tickets-{order['ref']}.pdf", f"receipt-{order['ref']}.pdf"]
+    assert names == [f"tickets-{order['ref']}.pdf", f"receipt-{order['ref']}.pdf", f"booking-{order['ref']}.ics"]
     assert message.attachments[0][1].startswith(b"%PDF")
     assert stored(order)["changeNotices"][0]["state"] == "sent"
 

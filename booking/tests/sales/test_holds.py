@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from booking.core import clock, mongo
+from booking.core.domain import Layout
 from booking.core.errors import (
     CartExpired,
     InvalidRequest,
@@ -338,7 +339,10 @@ def test_the_write_filter_and_the_read_check_agree_on_seats_left_alone(row, pick
     coords = [(0, c) for c in sorted(picks) if c < len(row) and row[c] == FREE]
     if not coords:
         return
-    layout = {"rows": [{"label": "A", "cells": [None if s == GAP else {"label": "x", "cat": "s"} for s in row]}]}
+    layout: Layout = {
+        "categories": [],
+        "rows": [{"label": "A", "cells": [None if s == GAP else {"label": "x", "cat": "s"} for s in row]}],
+    }
     allowed = all(_matches(row, guard) for guard in holds.no_seat_left_alone(layout, coords))
     assert allowed == (orphans_created([row], coords) == [])
 

@@ -59,7 +59,8 @@ def test_canceling_some_tickets_refunds_them_and_the_rest_still_check_in(mails):
     assert change_notices.send_pending(order["_id"]) == ["sent"]
     [message] = mails
     assert "tickets canceled" in message.subject and "A1" in message.body and "seat broken" in message.body
-    assert [a[0] for a in message.attachments] == [f"tickets-{order['ref']}.pdf", f"receipt-{order['ref']}.pdf"]
+    attached = [a[0] for a in message.attachments]
+    assert attached == [f"tickets-{order['ref']}.pdf", f"receipt-{order['ref']}.pdf", f"booking-{order['ref']}.ics"]
     assert check_invariants() == []
 
 

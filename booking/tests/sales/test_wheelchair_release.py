@@ -15,7 +15,7 @@ from booking.sales import carts, holds, wheelchair
 from booking.tests.factories import make_session, make_theater, reread
 from booking.upkeep import tasks
 from booking.upkeep.invariants import check_invariants
-from booking.venues.seat_grid import FREE, HELD
+from booking.venues.seat_grid import FREE, HELD, seat_at
 
 # Row A: wheelchair spaces at both ends, companions beside them; row B: ordinary seats.
 GRID = "A: Ssss.sssS\nB: ssss.ssss\n"
@@ -55,7 +55,7 @@ def test_released_at_the_exact_boundary_and_not_a_millisecond_before(show, at):
     version = reread(show["_id"])["version"]
     assert tasks.release_wheelchair_spaces() == {"sessions": 1, "released": 2}
     after = reread(show["_id"])
-    left = after["layout"]["rows"][0]["cells"][0]
+    left = seat_at(after["layout"], 0, 0)
     assert "wheelchair" not in left and left["releasedFrom"] == "wheelchair" and left["releasedOn"] == due(show)
     assert after["seats"][0][0] == FREE  # still free: on general sale now
     assert after["version"] == version + 1 and after["layoutRev"] == 1  # one write for the session
@@ -118,7 +118,7 @@ def test_a_buyer_holding_the_space_between_the_release_read_and_its_write_keeps_
     assert wheelchair.release_due_spaces().released == 1  # missed once, read again, released the other
     session = reread(show["_id"])
     assert session["seats"][0][0] == HELD and session["layout"]["rows"][0]["cells"][0]["wheelchair"] is True
-    assert "wheelchair" not in session["layout"]["rows"][0]["cells"][8]
+    assert "wheelchair" not in seat_at(session["layout"], 0, 8)
     [item] = mongo.carts().find_one({"_id": holder["hold"].cart_id})["items"]
     assert item["wheelchair"] is True  # a companion ticket can still go with it
     assert check_invariants() == []
@@ -172,7 +172,7 @@ def test_release_and_a_buyer_racing_for_the_same_space(at):
         assert session["seats"][0][0] == HELD
         assert bool(item.get("wheelchair")) == space_kept, (round_, item, space_kept)
         assert result["released"] == (1 if space_kept else 2)
-        assert "wheelchair" not in session["layout"]["rows"][0]["cells"][8]
+        assert "wheelchair" not in seat_at(session["layout"], 0, 8)
     assert check_invariants() == []
 
 

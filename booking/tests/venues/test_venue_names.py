@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from booking.core import clock, faults, mongo
+from booking.core.domain import Theater
 from booking.notifications import change_notices, reservation_notices
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
@@ -39,7 +40,7 @@ from booking.web import presenters
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hold_rate_limit")]
 
 
-def studio(name_de: str = "Studiobühne") -> dict:
+def studio(name_de: str = "Studiobühne") -> Theater:
     return create_theater("Studio Stage", parse_grid(STUDIO_GRID, STUDIO_CATEGORIES), name_de=name_de)
 
 

@@ -2,6 +2,8 @@
 
 import re
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from django.template import Context, Engine
@@ -34,7 +36,7 @@ def test_every_seat_is_a_labelled_button_and_gaps_and_rows_are_kept():
 
 
 def test_states_and_the_viewers_own_seats():
-    session = make_session()
+    session: Mapping[str, Any] = make_session()
     mine = holds.hold_seats(session["_id"], "s:me", None, ["0:0", "0:1"])
     holds.hold_seats(session["_id"], "s:other", None, ["2:0"])
     session = reread(session["_id"])
@@ -151,7 +153,7 @@ def best_of(*fns, runs=7) -> list[float]:
 def test_900_seat_map_renders_more_than_20x_faster_than_a_template_loop():
     grid = "\n".join(("p" if i < 10 else "s") * 15 + ".." + "s" * 15 for i in range(30))
     theater = create_theater("Big Hall", parse_grid(grid, GRAND_CATEGORIES))
-    session = make_session(theater, prices={"p": 5500, "s": 3900})
+    session: Mapping[str, Any] = make_session(theater, prices={"p": 5500, "s": 3900})
     assert session["seatsTotal"] == 900
     holds.hold_seats(session["_id"], "s:me", None, ["10:20", "10:21"])
     session = reread(session["_id"])
