@@ -8,7 +8,7 @@ import re
 from html import unescape
 
 import pytest
-from django.utils import translation
+from django.utils import timezone, translation
 from openpyxl import load_workbook
 
 from booking.core import mongo
@@ -87,7 +87,7 @@ def test_each_filter_of_the_form(manager_client, shop):
     assert set(listed(manager_client, channel="complimentary")) == refs(shop, "gift")
     assert set(listed(manager_client, method="card_terminal")) == refs(shop, "ter")
     assert set(listed(manager_client, method="card", state="paid")) == refs(shop, "bob")
-    today = mongo.orders().find_one({"_id": shop["ada"]["_id"]})["createdOn"].astimezone().date()
+    today = timezone.localtime(mongo.orders().find_one({"_id": shop["ada"]["_id"]})["createdOn"]).date()
     assert set(listed(manager_client, since=str(today), until=str(today))) == refs(shop, *ALL)
 
 

@@ -83,11 +83,13 @@ def test_state_channel_and_payment_method_filters(shop):
 
 def test_placed_from_is_inclusive_and_placed_until_exclusive(shop):
     moment = clock.now().replace(microsecond=0)
+    mongo.orders().update_many({}, {"$set": {"createdOn": moment}})
     mongo.orders().update_one({"_id": shop["ada"]["_id"]}, {"$set": {"createdOn": moment - timedelta(days=2)}})
     mongo.orders().update_one({"_id": shop["bob"]["_id"]}, {"$set": {"createdOn": moment - timedelta(days=1)}})
     day_before = moment - timedelta(days=1)
     assert refs(OrderFilters(placed_from=day_before, placed_until=moment)) == ref_of(shop, "bob")
     assert refs(OrderFilters(placed_until=day_before)) == ref_of(shop, "ada")
+    assert refs(OrderFilters(placed_from=moment)) == ref_of(shop, "cas", "ter", "gift", "box")
     assert refs(OrderFilters(placed_from=moment, placed_until=moment)) == set()
     with pytest.raises(ValueError):
         search_orders(filters=OrderFilters(placed_from=day_before.replace(tzinfo=None)))
