@@ -143,7 +143,11 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         filters = self._export_filters(request)
         if filters is None:
             return HttpResponseBadRequest(gettext("The filters are not valid; correct them on the order list."))
-        response = StreamingHttpResponse(order_exports.csv_chunks(filters), content_type="text/csv; charset=utf-8")
+        content_type = "text/csv; charset=utf-8"
+        if request.method == "HEAD":  # the headers alone: no walk over every order for a body never sent
+            response: HttpResponse | StreamingHttpResponse = HttpResponse(content_type=content_type)
+        else:
+            response = StreamingHttpResponse(order_exports.csv_chunks(filters), content_type=content_type)
         response["Content-Disposition"] = f'attachment; filename="{export_name("csv")}"'
         return response
 
