@@ -48,14 +48,22 @@ def _order_context(order: dict, request=None) -> dict:
     return {**context, **exchange_payment_due(order)}  # a dearer exchange the customer pays online
 
 
-@require_safe
-def order_page(request, ref):
+def order_or_refusal(request, ref: str) -> tuple[dict | None, HttpResponse | None]:
+    """The order this visitor may see, or the page saying why not (too many lookups, no such one)."""
     try:
         order = visible_order(request, ref)
     except TooManyLookups:
-        return too_many_lookups(request)
+        return None, too_many_lookups(request)
     if order is None:
-        return error_page(request, gettext(NO_SUCH_BOOKING), 404)
+        return None, error_page(request, gettext(NO_SUCH_BOOKING), 404)
+    return order, None
+
+
+@require_safe
+def order_page(request, ref):
+    order, refused = order_or_refusal(request, ref)
+    if order is None:
+        return refused
     order = refresh_order(order)  # this is the payment's return page too
     just_booked = request.get_signed_cookie(JUST_BOOKED_COOKIE, default="", salt=JUST_BOOKED_COOKIE, max_age=600)
     context = {**_order_context(order, request), "just_booked": just_booked == order["ref"]}
@@ -67,24 +75,18 @@ def order_page(request, ref):
 
 @require_safe
 def order_tickets(request, ref):
-    try:
-        order = visible_order(request, ref)
-    except TooManyLookups:
-        return too_many_lookups(request)
+    order, refused = order_or_refusal(request, ref)
     if order is None:
-        return error_page(request, gettext(NO_SUCH_BOOKING), 404)
+        return refused
     return render(request, "booking/tickets.html", _order_context(order))
 
 
 @require_safe
 def order_calendar_file(request, ref):
     """The booking as a calendar file: its performances with place, seats and the way back here."""
-    try:
-        order = visible_order(request, ref)
-    except TooManyLookups:
-        return too_many_lookups(request)
+    order, refused = order_or_refusal(request, ref)
     if order is None:
-        return error_page(request, gettext(NO_SUCH_BOOKING), 404)
+        return refused
     if not has_calendar_entry(order):
         return error_page(request, gettext("This booking has no seats, so there is nothing to put in a calendar."), 404)
     body = order_calendar(
