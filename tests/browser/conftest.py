@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 # Playwright's sync API keeps an event loop in this thread; the test database teardown is plain
 # synchronous code and safe here.
@@ -52,7 +53,12 @@ def shot(request):
     counter = iter(range(1, 100))
 
     def save(page, step: str, full_page: bool = True):
-        page.screenshot(path=str(folder / f"{next(counter):02d}-{step}.png"), full_page=full_page)
+        path = str(folder / f"{next(counter):02d}-{step}.png")
+        try:
+            page.screenshot(path=path, full_page=full_page)
+        except PlaywrightError:  # Chromium now and then cannot capture under load: a screenshot is no assertion
+            page.wait_for_timeout(500)
+            page.screenshot(path=path, full_page=full_page)
 
     return save
 
