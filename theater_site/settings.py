@@ -292,6 +292,10 @@ BOOKING_RECONCILE_GRACE_SECONDS = env.int("BOOKING_RECONCILE_GRACE_SECONDS", def
 BOOKING_CHECKOUT_STUCK_SECONDS = env.int("BOOKING_CHECKOUT_STUCK_SECONDS", default=120)
 BOOKING_EXPIRE_EVERY_SECONDS = env.float("BOOKING_EXPIRE_EVERY_SECONDS", default=30)
 BOOKING_RECONCILE_EVERY_SECONDS = env.float("BOOKING_RECONCILE_EVERY_SECONDS", default=300)
+# The waiting list (booking/sales/waiting_list.py): how long seats offered to a waiting buyer stay
+# held for them, and how often the worker offers seats that came back and passes on lapsed offers.
+BOOKING_WAITING_LIST_OFFER_SECONDS = env.int("BOOKING_WAITING_LIST_OFFER_SECONDS", default=30 * 60)
+BOOKING_WAITING_LIST_EVERY_SECONDS = env.float("BOOKING_WAITING_LIST_EVERY_SECONDS", default=30)
 # The reports' summaries of sessions whose orders changed are recounted this often
 # (booking/reports/summaries.py; a series report shows older counts "as of" until then).
 BOOKING_REPORTS_REFRESH_EVERY_SECONDS = env.float("BOOKING_REPORTS_REFRESH_EVERY_SECONDS", default=60)
@@ -401,6 +405,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "booking.tasks.refresh_report_summaries",
         "schedule": BOOKING_REPORTS_REFRESH_EVERY_SECONDS,
         "options": {"expires": BOOKING_REPORTS_REFRESH_EVERY_SECONDS, "time_limit": 300, "soft_time_limit": 270},
+    },
+    "waiting-list-offers": {
+        "task": "booking.tasks.offer_waiting_list_seats",
+        "schedule": BOOKING_WAITING_LIST_EVERY_SECONDS,
+        "options": {"expires": BOOKING_WAITING_LIST_EVERY_SECONDS, "time_limit": 120, "soft_time_limit": 108},
     },
     "reconcile-holds": {
         "task": "booking.tasks.reconcile",

@@ -22,6 +22,7 @@ from booking.control.performances import PERFORMANCE_ROUTES, PerformanceAdminMix
 from booking.control.seat_chart import category_legend, owner_groups, session_rows
 from booking.control.series_actions import ROUTES as SERIES_ROUTES
 from booking.control.series_actions import SeriesActionsMixin
+from booking.control.waiting_lists import WAITING_LIST_ROUTES, WaitingListAdminMixin
 from booking.core.domain import Session, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.sales import session_cancel
@@ -40,6 +41,7 @@ class SessionAdmin(
     SeriesActionsMixin,
     SessionPaymentsMixin,
     PriceTableAdminMixin,
+    WaitingListAdminMixin,
     MongoModelAdmin,
 ):
     routes = [
@@ -57,6 +59,7 @@ class SessionAdmin(
         *COUNTER_ROUTES,  # sell at the counter and on the phone (control/counter.py)
         *PERFORMANCE_ROUTES,  # a sectioned venue's performance as one (control/performances.py)
         *SERIES_ROUTES,  # bulk actions on the show's series (control/series_actions.py)
+        *WAITING_LIST_ROUTES,  # the waiting list of a sold-out performance (control/waiting_lists.py)
     ]
 
     # --- list ---

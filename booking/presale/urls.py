@@ -11,6 +11,10 @@ POST /sessions/<id>/toggle             seat=r:c   hold a free seat, or release i
 POST /sessions/<id>/hold               seats=r:c (repeated or comma-separated)  hold these seats
 POST /sessions/<id>/release            seats=r:c  release seats of your cart
 POST /sessions/<id>/best               count=N    hold the best N adjacent seats
+GET|POST /sessions/<id>/waiting-list/  a sold-out performance's waiting list: count, together,
+                                       category, email -> the buyer's place (400/409 with a message)
+GET|POST /waiting-list/offers/<token>/ a waiting-list offer's mailed link: a button whose POST puts
+                                       the held seats in the buyer's cart (404 once it ended)
 GET  /cart/                            your cart (the one in your buyer cookie; no URL takes a
                                        cart id, so another browser's cart is never reachable)
 POST /cart/remove                      session=<id>&seat=r:c
@@ -44,7 +48,19 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from booking.presale.views import account, cart, checkout, exchange, listing, orders, payment, queue, seatmap, seats
+from booking.presale.views import (
+    account,
+    cart,
+    checkout,
+    exchange,
+    listing,
+    orders,
+    payment,
+    queue,
+    seatmap,
+    seats,
+    waiting_list,
+)
 from booking.web import live
 
 app_name = "booking"
@@ -60,6 +76,8 @@ urlpatterns = [
     path("sessions/<str:session_id>/release", seats.release, name="release"),
     path("sessions/<str:session_id>/best", seats.best_available, name="best_available"),
     path("sessions/<str:session_id>/access", seatmap.presale_access, name="presale_access"),
+    path("sessions/<str:session_id>/waiting-list/", waiting_list.join, name="waiting_list_join"),
+    path("waiting-list/offers/<str:token>/", waiting_list.offer, name="waiting_list_offer"),
     path("cart/", cart.cart_page, name="cart"),
     path("cart/remove", cart.cart_remove, name="cart_remove"),
     path("cart/cancel", cart.cart_cancel, name="cart_cancel"),
