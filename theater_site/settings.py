@@ -379,6 +379,18 @@ LOGGING = {
     },
 }
 
+# --- Wallet passes (booking/notifications/wallet_pass.py): the theater's Pass Type ID, team and
+# PEM files (certificate, key, Apple's WWDR intermediate). Without a certificate, passes are signed
+# by a development certificate made once under BOOKING_WALLET_DEV_DIR (git ignores .run/).
+BOOKING_WALLET_PASS_TYPE_ID = env.str("BOOKING_WALLET_PASS_TYPE_ID", default="pass.local.theater.ticket")
+BOOKING_WALLET_TEAM_ID = env.str("BOOKING_WALLET_TEAM_ID", default="DEVELOPMENT")
+BOOKING_WALLET_ORGANIZATION = env.str("BOOKING_WALLET_ORGANIZATION", default="Theater")
+BOOKING_WALLET_CERTIFICATE = env.str("BOOKING_WALLET_CERTIFICATE", default="")
+BOOKING_WALLET_KEY = env.str("BOOKING_WALLET_KEY", default="")
+BOOKING_WALLET_KEY_PASSWORD = env.str("BOOKING_WALLET_KEY_PASSWORD", default="")
+BOOKING_WALLET_WWDR_CERTIFICATE = env.str("BOOKING_WALLET_WWDR_CERTIFICATE", default="")
+BOOKING_WALLET_DEV_DIR = env.str("BOOKING_WALLET_DEV_DIR", default=str(BASE_DIR / ".run" / "wallet"))
+
 # The beat schedule lives here, where a reader looks for it. Tasks are in booking/upkeep/tasks.py.
 # A run nobody picked up before the next one is due is dropped (expires): the next run catches up.
 CELERY_BEAT_SCHEDULE = {

@@ -26,6 +26,7 @@ GET  /checkout/  POST name, email, method   checkout; errors inline (400), then 
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET  /orders/<ref>/calendar.ics        the booking as a calendar file (same access)
+GET  /orders/<ref>/tickets/<code>.pkpass  one ticket as an Apple Wallet pass (same access)
 GET  /account/                         a signed-in buyer's bookings, else the sign-in form
 POST /account/sign-in/                 e-mail -> a sign-in link mailed (same answer for any address)
 GET|POST /account/enter/?sesame=...    the mailed link: a button, whose POST signs in (one use)
@@ -88,6 +89,11 @@ urlpatterns = [
     path("orders/<str:ref>/", orders.order_page, name="order"),
     path("orders/<str:ref>/tickets/", orders.order_tickets, name="order_tickets"),
     path("orders/<str:ref>/calendar.ics", orders.order_calendar_file, name="order_calendar"),
+    re_path(
+        r"^orders/(?P<ref>[^/]+)/tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.pkpass$",
+        orders.ticket_wallet_pass,
+        name="ticket_wallet_pass",
+    ),
     path("account/", account.account, name="account"),
     path("account/sign-in/", account.sign_in, name="account_sign_in"),
     path("account/enter/", account.enter, name="account_enter"),
