@@ -6,8 +6,9 @@ sight while the phone's map is scrolled sideways."""
 import pytest
 from playwright.sync_api import expect
 
+from booking.sales import offers
 from booking.sales.demo_stadium import create_match, create_stadium
-from booking.tests.factories import make_session, make_theater
+from booking.tests.factories import TYPES, make_session, make_theater
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -88,3 +89,36 @@ def test_row_letters_stay_in_sight_while_the_phone_map_is_scrolled_sideways(brow
     assert right["x"] + right["width"] <= view["x"] + view["width"] + 1  # and at its right edge
     expect(first_letter).to_have_text("A")
     shot(page, "scrolled-sideways", full_page=False)
+
+
+KIND_WORDS = {
+    "en": {"reduced": "Reduced", "find": "Find seats", "total": "€55"},
+    "de": {"reduced": "Ermäßigt", "find": "Plätze suchen", "total": "55\xa0€"},
+}
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+@pytest.mark.parametrize("size", SIZES, ids=["390", "1366"])
+def test_the_buyer_says_how_many_of_which_kind_before_the_map(browser_page, shot, size, language):
+    words = KIND_WORDS[language]
+    theater = make_theater()
+    offers.set_theater_ticket_types(theater["_id"], TYPES)
+    session = make_session(theater)
+    offers.set_price_table(session["_id"], {"s": 2000, "p": 3500}, {"reduced": {"s": 1500}})
+    page = browser_page(*size, language)
+
+    page.goto(f"/sessions/{session['_id']}/")
+    expect(page.locator(".legend .kind-price").first).to_contain_text(words["reduced"])
+    kinds = page.locator("#best-kinds")
+    expect(kinds).to_be_visible()
+    page.locator("#best-count").select_option("3")
+    page.locator("#best-category").select_option("s")
+    page.locator("#best-kind-reduced").select_option("1")
+    kinds.scroll_into_view_if_needed()
+    shot(page, "kinds-chosen", full_page=False)
+    page.get_by_role("button", name=words["find"]).click()
+    summary = page.locator("#cart-summary")
+    expect(summary).to_contain_text(words["reduced"])
+    expect(summary.locator(".total")).to_contain_text(words["total"])  # 2 x 20 + 15
+    summary.scroll_into_view_if_needed()
+    shot(page, "held-with-kinds", full_page=False)
