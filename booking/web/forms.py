@@ -148,7 +148,7 @@ class BestAvailableForm(forms.Form):
     def clean(self):
         """``kind_<ticket type>=N`` fields: how many of the seats are of which kind (the rest full
         price), as ``kinds``; together at most the seats asked for."""
-        data = super().clean()
+        data = super().clean() or {}
         kinds: dict[str, int] = {}
         for name in self.data:
             if not name.startswith("kind_"):
