@@ -224,11 +224,11 @@ def section_stands(sections: Sequence[Mapping[str, Any]]) -> list[dict]:
         short = escape(name.removeprefix(stand_name).strip() or name)
         prices = escape(section_price_range(section))
         if free > 0:
-            state = gettext("%(free)s of %(total)s seats free") % {"free": thousands(free), "total": thousands(total)}
             shown = ngettext("%(free)s seat free", "%(free)s seats free", free) % {"free": thousands(free)}
         else:
-            state = shown = sold_out
-        label = gettext("Section %(name)s: %(state)s") % {"name": escape(name), "state": escape(state)}
+            shown = sold_out
+        # the name holds the visible text in its order ("1 40 seats free €45"): label in name
+        label = gettext("Section %(name)s: %(state)s") % {"name": escape(name), "state": escape(shown)}
         url = session_url.replace(placeholder, str(section["_id"]))
         stands[-1]["blocks"].append(
             f'<li><a class="block block-{level} tier-{tiers[section["_id"]]}" href="{url}" '
