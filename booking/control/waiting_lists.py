@@ -22,6 +22,9 @@ class WaitingListAdminMixin(AdminMixinBase):
         self.require(request, "view")
         session = self._session(object_id)
         entries = waiting_list.entries_of(session["_id"])
+        for entry in entries:
+            if entry.get("offer"):
+                entry["offer_words"] = waiting_list.seat_words(session, entry)
         counts = {state: sum(1 for e in entries if e["state"] == state) for state in waiting_list.ALL_STATES}
         return self.render(
             request,

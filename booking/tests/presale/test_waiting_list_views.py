@@ -112,4 +112,4 @@ def test_staff_see_the_list_with_places_and_offers(sold_out, manager_client):
     text = page.content.decode()
     assert page.status_code == 200
     assert "2 waiting, 1 with an open offer" in " ".join(text.split())
-    assert "a@example.com" in text and "0:3" in text
+    assert "a@example.com" in text and "Row A, seat 4" in text
