@@ -204,7 +204,7 @@ def _transfer_context(order: dict, notice: dict) -> dict:
     """The ticket handed on: its seat and performance, who has it now."""
     record = next((t for t in order.get("transfers", []) if t["_id"] == notice["ref"]), None) or {}
     line = record.get("new") or {}
-    session = next((s for s in order.get("sessions", []) if s["_id"] == line.get("sessionId")), {})
+    session: dict = next((s for s in order.get("sessions", []) if s["_id"] == line.get("sessionId")), {})
     return {
         "holder": record.get("name", ""),
         "holder_email": record.get("email", ""),

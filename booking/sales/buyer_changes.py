@@ -21,6 +21,7 @@ import logging
 import secrets
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -114,7 +115,7 @@ def fee_of(lines: list[dict], rules: dict[ObjectId, Rules]) -> int:
 # --- cancel ---
 
 
-def cancel_tickets(*, order_id: ObjectId, tickets: Sequence[str] | None, confirmed: str | None, now: datetime) -> dict:
+def cancel_tickets(*, order_id: ObjectId, tickets: Any, confirmed: str | None, now: datetime) -> dict:
     """Cancel these tickets (None: all) with their money back less the fee. ``confirmed``: the
     order's fingerprint the buyer was shown (sales/orders.cancel_fingerprint), or None."""
     order = _order(order_id)
@@ -196,7 +197,9 @@ def clean_holder(*, name: str, email: str, language: str) -> tuple[str, str, str
     """The new holder's name (spaces collapsed), address (lower case) and language ("" unknown)."""
     name = " ".join(str(name or "").split())
     if not name:
-        raise InvalidRequest(gettext("Please enter the name of the person you hand the ticket to."), fields={"name": ""})
+        raise InvalidRequest(
+            gettext("Please enter the name of the person you hand the ticket to."), fields={"name": ""}
+        )
     if len(name) > NAME_MAX or has_invisible_characters(name):
         raise InvalidRequest(
             gettext("A name is at most %(max)d visible characters.") % {"max": NAME_MAX}, fields={"name": ""}

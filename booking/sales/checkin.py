@@ -433,7 +433,9 @@ def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -
         handed = next((x for x in order.get("transferredLines", []) if x.get("ticket") == code), None)
         if handed is not None:
             ticket = door_ticket(order, handed, scope)
-            return Outcome(NOT_VALID, HANDED_ON, ticket, used=_used(handed.get("checkedIn")), state=TRANSFERRED, hash=digest)
+            return Outcome(
+                NOT_VALID, HANDED_ON, ticket, used=_used(handed.get("checkedIn")), state=TRANSFERRED, hash=digest
+            )
         old = next((x for x in order.get("exchangedLines", []) if x.get("ticket") == code), None)
         if old is not None:
             ticket = door_ticket(order, old, scope)

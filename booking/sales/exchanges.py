@@ -218,7 +218,9 @@ def exchange(
         raise InvalidRequest(_("Choose how the price difference is settled."))
     found = plan(order_id, tickets, session_id, keys, seats_of=seats_of)
     if fee:
-        found = Plan(order=found.order, session=found.session, old=found.old, new=found.new, difference=found.difference + fee)
+        found = Plan(
+            order=found.order, session=found.session, old=found.old, new=found.new, difference=found.difference + fee
+        )
     online = payments.provider(found.order["paidWith"]["provider"]).online and payments.card_available()
     if found.difference > 0 and settle != COUNTER and not online:
         raise InvalidRequest(

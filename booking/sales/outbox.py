@@ -62,9 +62,7 @@ SESSIONS = "sessions"
 CONFIRMATION_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
 
-def new_notice(
-    kind: str, ref: str = "", refunds: list[str] | None = None, *, to: str = "", language: str = ""
-) -> dict:
+def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None, *, to: str = "", language: str = "") -> dict:
     """A notice to push onto the order in the write that makes the change. ``ref``: the exchange,
     transfer or (first) refund it tells of; ``refunds``: every refund of that change; ``to`` and
     ``language``: a mail to someone else than the buyer (a ticket's new holder)."""

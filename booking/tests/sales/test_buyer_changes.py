@@ -80,8 +80,15 @@ def test_a_theater_without_rules_allows_nothing_online():
 
 @pytest.mark.parametrize(
     "field,bad",
-    [("hours_before", -1), ("hours_before", self_service.MAX_HOURS + 1), ("fee", -1), ("fee", self_service.MAX_FEE + 1),
-     ("max_transfers", self_service.MAX_TRANSFERS + 1), ("fee", 1.5), ("fee", True)],
+    [
+        ("hours_before", -1),
+        ("hours_before", self_service.MAX_HOURS + 1),
+        ("fee", -1),
+        ("fee", self_service.MAX_FEE + 1),
+        ("max_transfers", self_service.MAX_TRANSFERS + 1),
+        ("fee", 1.5),
+        ("fee", True),
+    ],
 )
 def test_rules_out_of_range_are_refused(field, bad):
     values = {**self_service.as_dict(OPEN), field: bad}
@@ -184,7 +191,10 @@ def test_the_holder_is_written_to_in_the_language_they_booked_in(session):
     mongo.orders().update_one({"_id": earlier["_id"]}, {"$set": {"language": "de"}})
     order = paid(session, ["0:0"])
     buyer_changes.transfer_ticket(
-        order_id=order["_id"], ticket=order["lines"][0]["ticket"], name="Grete", email="grete@example.com",
+        order_id=order["_id"],
+        ticket=order["lines"][0]["ticket"],
+        name="Grete",
+        email="grete@example.com",
         now=clock.now(),
     )
     mail.outbox.clear()
@@ -218,7 +228,10 @@ def test_two_transfers_racing_for_the_last_one_allowed_cannot_both_win(theater, 
         code = next(codes)
         try:
             buyer_changes.transfer_ticket(
-                order_id=order["_id"], ticket=code, name="Friend", email=f"{code[-6:].lower()}@example.com",
+                order_id=order["_id"],
+                ticket=code,
+                name="Friend",
+                email=f"{code[-6:].lower()}@example.com",
                 now=clock.now(),
             )
             return "won"
@@ -238,7 +251,10 @@ def test_the_transfer_cut_off_is_exact(session):
             order_id=order["_id"], ticket=order["lines"][0]["ticket"], name="G", email="g@example.com", now=cut_off
         )
     done = buyer_changes.transfer_ticket(
-        order_id=order["_id"], ticket=order["lines"][0]["ticket"], name="G", email="g@example.com",
+        order_id=order["_id"],
+        ticket=order["lines"][0]["ticket"],
+        name="G",
+        email="g@example.com",
         now=cut_off - timedelta(milliseconds=1),
     )
     assert done["lines"][0]["holder"]["email"] == "g@example.com"
@@ -246,8 +262,13 @@ def test_the_transfer_cut_off_is_exact(session):
 
 @pytest.mark.parametrize(
     "name,email,message",
-    [("", "g@example.com", "name"), ("G", "not-an-address", "valid e-mail"), ("x" * 201, "g@example.com", "200"),
-     ("G\u200b", "g@example.com", "visible"), ("Ada", "ada@example.com", "holds this ticket")],
+    [
+        ("", "g@example.com", "name"),
+        ("G", "not-an-address", "valid e-mail"),
+        ("x" * 201, "g@example.com", "200"),
+        ("G\u200b", "g@example.com", "visible"),
+        ("Ada", "ada@example.com", "holds this ticket"),
+    ],
 )
 def test_bad_holder_input_changes_nothing(session, name, email, message):
     order = paid(session, ["0:0"])
@@ -258,26 +279,33 @@ def test_bad_holder_input_changes_nothing(session, name, email, message):
     assert stored(order)["lines"] == order["lines"] and "transfers" not in stored(order)
 
 
+def race_scan_and_transfer(session, order, scan_first: bool) -> dict:
+    """A door scans the old code while the buyer hands the ticket on: which of the two won."""
+    old = order["lines"][0]["ticket"]
+    outcomes: dict = {}
+
+    def scan():
+        outcomes["scan"] = admits(session["_id"], old).admitted
+
+    def hand_on():
+        try:
+            buyer_changes.transfer_ticket(
+                order_id=order["_id"], ticket=old, name="Grace", email="grace@example.com", now=clock.now()
+            )
+            outcomes["transfer"] = True
+        except Conflict:
+            outcomes["transfer"] = False
+
+    steps = iter([scan, hand_on] if scan_first else [hand_on, scan])
+    at_once(lambda: next(steps)(), 2)
+    return outcomes
+
+
 def test_a_transfer_racing_a_door_scan_of_the_old_code_never_lets_both_win(session):
-    for _round, (row, col) in enumerate([(0, 0), (0, 5), (1, 0), (1, 5), (2, 0), (2, 5)]):
-        order = paid(session, [f"{row}:{col}", f"{row}:{col + 1}"], owner=f"s:r{_round}")
+    for n, (row, col) in enumerate([(0, 0), (0, 5), (1, 0), (1, 5), (2, 0), (2, 5)]):
+        order = paid(session, [f"{row}:{col}", f"{row}:{col + 1}"], owner=f"s:r{n}")
         old = order["lines"][0]["ticket"]
-        outcomes: dict = {}
-
-        def scan():
-            outcomes["scan"] = admits(session["_id"], old).admitted
-
-        def hand_on():
-            try:
-                buyer_changes.transfer_ticket(
-                    order_id=order["_id"], ticket=old, name="Grace", email="grace@example.com", now=clock.now()
-                )
-                outcomes["transfer"] = True
-            except Conflict:
-                outcomes["transfer"] = False
-
-        steps = iter([scan, hand_on] if _round % 2 else [hand_on, scan])
-        at_once(lambda: next(steps)(), 2)
+        outcomes = race_scan_and_transfer(session, order, scan_first=bool(n % 2))
         assert outcomes["scan"] != outcomes["transfer"], outcomes  # exactly one of the two
         after = stored(order)
         if outcomes["scan"]:
@@ -292,7 +320,10 @@ def test_a_ticket_used_at_the_door_is_not_handed_on(session):
     assert admits(session["_id"], order["lines"][0]["ticket"]).admitted
     with pytest.raises(Conflict, match="already used"):
         buyer_changes.transfer_ticket(
-            order_id=order["_id"], ticket=order["lines"][0]["ticket"], name="G", email="g@example.com",
+            order_id=order["_id"],
+            ticket=order["lines"][0]["ticket"],
+            name="G",
+            email="g@example.com",
             now=clock.now(),
         )
 
@@ -304,8 +335,11 @@ def test_an_exchange_to_cheaper_seats_of_another_performance_refunds_less_the_fe
     later = make_session(theater, days=7)
     order = paid(session, ["1:2", "1:3"])  # premium 2 x 35.00
     done = buyer_changes.exchange_tickets(
-        order_id=order["_id"], tickets=[x["ticket"] for x in order["lines"]], session_id=later["_id"],
-        keys=["0:0", "0:1"], now=clock.now(),
+        order_id=order["_id"],
+        tickets=[x["ticket"] for x in order["lines"]],
+        session_id=later["_id"],
+        keys=["0:0", "0:1"],
+        now=clock.now(),
     )
     assert [(x["sessionId"], x["key"]) for x in done["lines"]] == [(later["_id"], "0:0"), (later["_id"], "0:1")]
     assert done["refunds"][-1]["amount"] == 2 * (3500 - 2000) - 2 * 150
@@ -318,7 +352,10 @@ def test_an_exchange_to_another_show_is_refused(theater, session):
     order = paid(session, ["0:0"])
     with pytest.raises(InvalidRequest, match="same show"):
         buyer_changes.exchange_tickets(
-            order_id=order["_id"], tickets=[order["lines"][0]["ticket"]], session_id=other_show["_id"], keys=["0:0"],
+            order_id=order["_id"],
+            tickets=[order["lines"][0]["ticket"]],
+            session_id=other_show["_id"],
+            keys=["0:0"],
             now=clock.now(),
         )
     assert stored(order)["lines"] == order["lines"]
@@ -327,7 +364,10 @@ def test_an_exchange_to_another_show_is_refused(theater, session):
 def test_a_dearer_exchange_waits_for_the_buyer_s_card_with_the_fee_in_the_difference(session):
     order = paid(session, ["0:0"])
     done = buyer_changes.exchange_tickets(
-        order_id=order["_id"], tickets=[order["lines"][0]["ticket"]], session_id=session["_id"], keys=["1:2"],
+        order_id=order["_id"],
+        tickets=[order["lines"][0]["ticket"]],
+        session_id=session["_id"],
+        keys=["1:2"],
         now=clock.now(),
     )
     [record] = done["exchanges"]
@@ -343,8 +383,11 @@ def test_two_buyers_exchanging_into_the_same_seat_one_wins_the_other_is_told(ses
     def move(order):
         try:
             buyer_changes.exchange_tickets(
-                order_id=order["_id"], tickets=[order["lines"][0]["ticket"]], session_id=session["_id"],
-                keys=["2:0"], now=clock.now(),
+                order_id=order["_id"],
+                tickets=[order["lines"][0]["ticket"]],
+                session_id=session["_id"],
+                keys=["2:0"],
+                now=clock.now(),
             )
             return "won"
         except (Conflict, SeatsTaken) as exc:
