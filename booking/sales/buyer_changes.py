@@ -34,6 +34,7 @@ from booking.core.domain import OrderState
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.text_checks import has_invisible_characters
 from booking.sales import cancels, checkout, exchanges, outbox
+from booking.sales import orders as order_service
 from booking.sales import self_service as rules_of
 from booking.sales.self_service import CANCEL, EXCHANGE, TRANSFER, Rules
 
@@ -283,3 +284,61 @@ def transfer_ticket(*, order_id: ObjectId, ticket: str, name: str, email: str, n
     outbox.queue_change_notices(order_id)
     logger.info("order %s: ticket %s handed on (%s)", order["ref"], line["key"], tid)
     return _order(order_id)
+
+
+# --- what the buyer's page offers ---
+
+
+def change_options(*, order: dict, now: datetime) -> dict:
+    """What the buyer may change on this order now, ticket by ticket, with the reason where not
+    (the order page). Empty when the order cannot be changed online at all."""
+    try:
+        _paid_online(order)
+    except Conflict:
+        return {}
+    if not order.get("lines"):
+        return {}
+    rules = rules_of.rules_of_sessions(line["sessionId"] for line in order["lines"])
+    if not any(r.anything for r in rules.values()):
+        return {}
+    starts = _starts(order)
+    names = {s["_id"]: s for s in order.get("sessions", [])}
+    made = len(order.get("transfers") or [])
+    tickets = []
+    for line in order["lines"]:
+        found = rules.get(line["sessionId"], rules_of.NOTHING_ONLINE)
+        start = starts[line["sessionId"]]
+        why = {a: rules_of.refusal(rules=found, action=a, start=start, now=now) for a in (CANCEL, EXCHANGE, TRANSFER)}
+        if line.get("checkedIn"):
+            why = dict.fromkeys(why, gettext("Used at the door."))
+        elif line.get("holder"):
+            why[CANCEL] = why[EXCHANGE] = gettext("Handed to someone else.")
+        if not why[TRANSFER] and made >= found.max_transfers:
+            why[TRANSFER] = gettext("No more tickets of this booking may be handed on.")
+        tickets.append(
+            {
+                "ticket": line["ticket"],
+                "row": line["row"],
+                "seat": line["seat"],
+                "session": names.get(line["sessionId"], {}),
+                "start": start,
+                "fee": found.fee,
+                "holder": (line.get("holder") or {}).get("name", ""),
+                "cancel": why[CANCEL],
+                "exchange": why[EXCHANGE],
+                "transfer": why[TRANSFER],
+                "cancel_until": found.deadline(start, CANCEL),
+                "transfer_until": found.deadline(start, TRANSFER),
+            }
+        )
+    return {
+        "tickets": tickets,
+        "cancel": [t for t in tickets if not t["cancel"]],
+        "exchange": [t for t in tickets if not t["exchange"]],
+        "transfer": [t for t in tickets if not t["transfer"]],
+        "fingerprint": order_fingerprint(order),
+    }
+
+
+def order_fingerprint(order: dict) -> str:
+    return order_service.cancel_fingerprint(order)
