@@ -3,6 +3,9 @@
 the performance's seat map. Each POST parses the form, calls one service and goes back to the
 order page with what happened; a refusal is a 4xx page saying why, and nothing changed."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext
@@ -56,7 +59,7 @@ def cancel_tickets(request, ref):
     messages.success(
         request,
         gettext("The tickets were canceled; %(amount)s goes back to your card. A confirmation is on its way.")
-        % {"amount": format_money(amount, done.get("currency"))},
+        % {"amount": format_money(amount, done["currency"])},
     )
     return redirect("booking:order", ref=done["ref"])
 
@@ -85,11 +88,11 @@ def transfer_ticket(request, ref):
     return redirect("booking:order", ref=done["ref"])
 
 
-def seat_rows(session: dict) -> list[dict]:
+def seat_rows(session: Mapping[str, Any]) -> list[dict]:  # a Session
     """The performance's seats as the picker shows them: free ones can be ticked, the rest not."""
     rows = []
     for r, row in enumerate(session["layout"]["rows"]):
-        cells = []
+        cells: list[dict | None] = []
         for c, cell in enumerate(row["cells"]):
             if cell is None:
                 cells.append(None)
