@@ -31,7 +31,7 @@ FIELDS = {
 }
 
 
-CHARGED_EXCHANGES = ("switched", "released", "done")  # sales/exchanges.py: the tickets moved
+CHARGED_EXCHANGES = ("switched", "released", "done")  # sales/exchanges.py's states once the tickets moved
 
 
 def _money(amount: int, currency: str) -> str:

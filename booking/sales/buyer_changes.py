@@ -340,5 +340,11 @@ def change_options(*, order: dict, now: datetime) -> dict:
     }
 
 
+def exchange_fees(order: dict) -> int:
+    """The fees of the order's exchanges that moved its tickets: part of its total, in no line."""
+    moved = (exchanges.SWITCHED, exchanges.RELEASED, exchanges.DONE)
+    return sum(x.get("fee", 0) for x in order.get("exchanges") or [] if x.get("state") in moved)
+
+
 def order_fingerprint(order: dict) -> str:
     return order_service.cancel_fingerprint(order)

@@ -46,6 +46,7 @@ def _order_context(order: dict, request=None) -> dict:
         "getting_there": getting_there(order, venues=venues),
         "calendar": has_calendar_entry(order),
         "changes": buyer_changes.change_options(order=order, now=clock.now()),  # what the buyer may change
+        "exchange_fees": buyer_changes.exchange_fees(order),
     }
     return {**context, **exchange_payment_due(order)}  # a dearer exchange the customer pays online
 
