@@ -9,7 +9,7 @@ import pytest
 from django.core import mail
 from django.utils import translation
 
-from booking.core import clock, mongo
+from booking.core import clock, faults, mongo
 from booking.core.errors import Conflict, InvalidRequest, SeatsTaken
 from booking.notifications import change_notices
 from booking.sales import buyer_changes, checkin, exchanges, holds, self_service
@@ -407,3 +407,25 @@ def test_two_buyers_exchanging_into_the_same_seat_one_wins_the_other_is_told(ses
     assert admits(session["_id"], loser["lines"][0]["ticket"]).admitted
     assert cell(session["_id"], "2:0") == SOLD and cell(session["_id"], winner["lines"][0]["key"]) == FREE
     assert check_invariants() == []
+
+
+def test_a_transfer_is_one_write_so_a_crash_leaves_all_of_it_or_none(session, crash_at):
+    order = paid(session, ["0:0", "0:1"])
+    old = order["lines"][0]["ticket"]
+    crash_at("transfer.before_write")
+    with pytest.raises(faults.InjectedCrash):
+        buyer_changes.transfer_ticket(
+            order_id=order["_id"], ticket=old, name="G", email="g@example.com", now=clock.now()
+        )
+    assert stored(order)["lines"] == order["lines"] and "changeNotices" not in stored(order)
+    crash_at("transfer.after_write")
+    with pytest.raises(faults.InjectedCrash):
+        buyer_changes.transfer_ticket(
+            order_id=order["_id"], ticket=old, name="G", email="g@example.com", now=clock.now()
+        )
+    after = stored(order)
+    assert after["lines"][0]["ticket"] != old and after["transferredLines"][0]["ticket"] == old
+    # the mails were stored with the change: whoever sends pending notices (reconcile) sends both
+    mail.outbox.clear()
+    assert change_notices.send_pending(order["_id"]) == ["sent", "sent"]
+    assert sorted(m.to[0] for m in mail.outbox) == ["ada@example.com", "g@example.com"]
