@@ -13,8 +13,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from booking.core import clock
 from booking.core.errors import BookingError, NotFound
+from booking.core.formatting import format_money
 from booking.core.ids import object_id
-from booking.payments.money import format_money
 from booking.presale.context import NO_SUCH_BOOKING, TooManyLookups, error_page, too_many_lookups, visible_order
 from booking.sales import buyer_changes, selectors
 from booking.web import seatmap_html

@@ -47,6 +47,7 @@ def _order_context(order: dict, request=None) -> dict:
         "calendar": has_calendar_entry(order),
         "changes": buyer_changes.change_options(order=order, now=clock.now()),  # what the buyer may change
         "exchange_fees": buyer_changes.exchange_fees(order),
+        "cancel_reason": gettext(order["cancelReason"]) if order.get("cancelReason") else "",  # stored in English
     }
     return {**context, **exchange_payment_due(order)}  # a dearer exchange the customer pays online
 
