@@ -32,6 +32,7 @@ CANCEL = "cancel"
 SESSION_CANCELED = "session_canceled"
 RESERVATION = "reservation"  # "reserve now, pay at the box office": what, how much, by when, where
 RESERVATION_LAPSED = "reservation_lapsed"  # ... nobody paid by the deadline: the seats went back
+INVOICE = "invoice"  # an invoice from the counter, its PDF attached
 # A notice's state.
 PENDING = "pending"
 SENT = "sent"
