@@ -112,6 +112,17 @@ class BoxOffice(MongoDocument):
         permissions = [("sell_at_counter", "Can sell tickets at the counter and on the phone")]
 
 
+class TillClosing(MongoDocument):
+    """The till closings and Z reports (booking/control/tills.py): a seller closes their own till
+    with ``booking.sell_at_counter``; every seller's day is seen with ``booking.view_reports``."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_till_closings"
+        verbose_name = "till closing"
+        default_permissions = ()
+
+
 class PromoCode(MongoDocument):
     """Promo codes and voucher batches (booking/control/promo_codes.py): view to look and export a
     batch, add to create codes and batches, change to edit a code's terms."""

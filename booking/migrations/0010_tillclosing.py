@@ -1,0 +1,23 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("booking", "0009_api_tokens"),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name="TillClosing",
+            fields=[
+                ("id", models.CharField(max_length=24, primary_key=True, serialize=False)),
+                ("label", models.CharField(max_length=200)),
+            ],
+            options={
+                "verbose_name": "till closing",
+                "db_table": "mongodb_till_closings",
+                "managed": False,
+                "default_permissions": (),
+            },
+        ),
+    ]
