@@ -15,6 +15,7 @@ An instance is never saved. It is only built to name a MongoDB document in the a
 """
 
 from django.db import models
+from django.utils.translation import gettext_lazy
 
 
 class MongoDocument(models.Model):
@@ -119,7 +120,8 @@ class TillClosing(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_till_closings"
-        verbose_name = "till closing"
+        verbose_name = gettext_lazy("till closing")
+        verbose_name_plural = gettext_lazy("till closings")
         default_permissions = ()
 
 

@@ -15,6 +15,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 "verbose_name": "till closing",
+                "verbose_name_plural": "till closings",
                 "db_table": "mongodb_till_closings",
                 "managed": False,
                 "default_permissions": (),
