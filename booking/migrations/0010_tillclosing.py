@@ -1,4 +1,8 @@
+# The till closings' stand-in model (booking/control/tills.py); the groups granted again after it.
+
 from django.db import migrations, models
+
+from booking.control.groups import create_groups
 
 
 class Migration(migrations.Migration):
@@ -21,4 +25,5 @@ class Migration(migrations.Migration):
                 "default_permissions": (),
             },
         ),
+        migrations.RunPython(create_groups, migrations.RunPython.noop),
     ]
