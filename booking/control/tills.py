@@ -18,9 +18,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_safe
 
-from booking.control.base import OnePermissionAdmin, attempt
+from booking.control.base import OnePermissionAdmin
 from booking.control.counter import PERMISSION as COUNTER_PERMISSION
+from booking.control.forms import add_field_errors
 from booking.control.reports import PERMISSION as REPORTS_PERMISSION
+from booking.core.errors import Conflict, InvalidRequest
 from booking.reports import tills
 
 
@@ -69,22 +71,27 @@ class TillAdmin(OnePermissionAdmin):
         self.require(request, "view")
         till = self._till(request)
         form = CloseTillForm(request.POST if request.method == "POST" else None)
+        refused = 400
         if request.method == "POST":
             if not request.user.has_perm(COUNTER_PERMISSION):
                 raise PermissionDenied
             if form.is_valid():
                 data = form.cleaned_data
                 counted = int(data["counted"] * 100)
-                closing = attempt(
-                    form,
-                    lambda: tills.close(
+                closing = None
+                try:
+                    closing = tills.close(
                         till=till,
                         seller=request.user.get_username(),
                         counted=counted,
                         seq=data["seq"],
                         note=data["note"],
-                    ),
-                )
+                    )
+                except InvalidRequest as exc:
+                    add_field_errors(form, exc)
+                except Conflict as exc:  # closed meanwhile: a double submit, another screen
+                    form.add_error(None, exc.message)
+                    refused = 409
                 if closing is not None:
                     note = f"Till {till} closed ({closing['seq']}): expected {closing['expected']}, counted {counted}."
                     return self.saved(
@@ -110,7 +117,7 @@ class TillAdmin(OnePermissionAdmin):
                 {**c, "id": c["_id"]} for c in tills.of_day(today, None if self._sees_all(request) else till)
             ],
         }
-        status = 400 if request.method == "POST" else 200
+        status = refused if request.method == "POST" else 200
         return self.render(request, "admin/booking/tillclosing/till.html", context, status=status)
 
     @method_decorator(require_safe)

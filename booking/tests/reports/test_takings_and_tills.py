@@ -201,6 +201,8 @@ def test_the_till_page_closes_the_sellers_till_and_gives_the_z_report(seller_cli
     assert done.status_code == 302
     closing = tills.last_closing("anna")
     assert closing["difference"] == 0 and closing["expected"] == price
+    again = seller_client.post("/admin/booking/tillclosing/", {"counted": "1.00", "seq": "1"})  # a double submit
+    assert again.status_code == 409 and tills.closings().count_documents({"till": "anna"}) == 1
     assert seller_client.get(done["Location"]).status_code == 200
     pdf = seller_client.get(f"/admin/booking/tillclosing/day/{closing['day']}/z.pdf")
     assert pdf.status_code == 200 and "anna" in pdf_text(pdf.content)
