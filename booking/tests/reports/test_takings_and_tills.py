@@ -231,6 +231,7 @@ def test_the_takings_page_and_its_csv(manager_client):
     day = clock.now().astimezone().date().isoformat()
     page = manager_client.get(f"/admin/booking/report/takings/?first={day}&last={day}")
     assert page.status_code == 200 and "anna" in page.content.decode()
+    assert f"/admin/booking/tillclosing/day/{day}/z.pdf" in page.content.decode()  # every seller's day
     csv = manager_client.get(f"/admin/booking/report/takings.csv?first={day}&last={day}")
     assert csv.status_code == 200 and "anna" in csv.content.decode()
 
