@@ -13,6 +13,7 @@ from booking.core import clock, faults, mongo
 from booking.core.errors import Conflict, InvalidRequest
 from booking.notifications import change_notices
 from booking.payments import flow as payment_flow
+from booking.payments import refunds
 from booking.reports import takings, tills
 from booking.sales import cancels, counter, exchanges, holds
 from booking.tests.admin_support import make_staff, sell
@@ -247,3 +248,30 @@ def test_bad_takings_days_are_a_400(manager_client, query):
 def test_the_last_day_of_the_longest_range_is_taken(manager_client):
     assert manager_client.get("/admin/booking/report/takings/?first=2024-01-01&last=2024-12-31").status_code == 200
     assert mongo.orders().count_documents({}) == 0
+
+
+@pytest.mark.parametrize("on_server", [True, False], ids=["grouped in MongoDB", "grouped in the app"])
+def test_the_session_report_counts_a_counter_top_up_under_the_box_office_not_online(settings, on_server):
+    from booking.reports import figures, tally
+
+    settings.BOOKING_REPORTS_GROUP_ON_SERVER = on_server
+    settings.BOOKING_REPORTS_SOURCE = "orders"
+    session = make_session(days=5)
+    order = sell(session["_id"], ["0:0"])  # bought online by card
+    ticket = order["lines"][0]["ticket"]
+    done = exchanges.exchange(order["_id"], [ticket], session["_id"], ["1:2"], settle=exchanges.COUNTER, by="anna")
+    top_up = done["topUps"][0]["amount"]
+    report = figures.build("session", session["_id"])
+    channels = {row.key: row for row in report.by_channel}
+    assert channels["online"].gross == order["total"] and channels["online"].tickets == 1
+    assert channels["box_office"].gross == top_up and channels["box_office"].tickets == 0
+    assert report.totals.gross == order["total"] + top_up and report.totals.tickets == 1
+    # refunded: the part taken at the counter goes back under the box office too
+    refunds.refund_tickets(order["_id"], by="bea")
+    report = figures.build("session", session["_id"])
+    back = {row.key: row for row in report.refunds_by_channel}
+    assert back["online"].gross == order["total"] and back["box_office"].gross == top_up
+    assert report.refunds.tickets == 1
+    assert tally.same(
+        tally.count_in_app([session["_id"]])[session["_id"]], tally.count_on_server([session["_id"]])[session["_id"]]
+    )
