@@ -163,6 +163,16 @@ def webhook_endpoints():
     return get_db()["webhook_endpoints"]
 
 
+def subscriptions():
+    """Season subscriptions staff define (booking/sales/subscriptions.py)."""
+    return get_db()["subscriptions"]
+
+
+def subscription_sales():
+    """A subscription sale's intent: every seat it takes, written first (sales/subscriptions.py)."""
+    return get_db()["subscription_sales"]
+
+
 def webhook_deliveries():
     """One event sent to one endpoint, with its attempts (booking/webhooks/deliveries.py)."""
     return get_db()["webhook_deliveries"]
@@ -197,6 +207,9 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     # webhooks: a handful of endpoints per theater; deliveries read by _id and per endpoint
     "webhook_endpoints": {"_id": "hashed"},
     "webhook_deliveries": {"endpointId": 1},
+    # subscriptions: a few dozen a season, read by _id; a sale's intent read by _id or by state
+    "subscriptions": {"_id": "hashed"},
+    "subscription_sales": {"_id": "hashed"},
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
@@ -216,6 +229,8 @@ OWNED_COLLECTIONS = (
     "api_idempotency",
     "webhook_endpoints",
     "webhook_deliveries",
+    "subscriptions",
+    "subscription_sales",
 )
 
 
@@ -384,6 +399,7 @@ def ensure_indexes() -> list[str]:
     # (sales/client_holds.py); read and written by _id only
     created.append(_index(client_holds(), [("until", 1)], name="until_ttl", expireAfterSeconds=0))
     created += _api_indexes()
+    created += _subscription_indexes()
     _drop_undeclared(set(created))
     return created
 
@@ -423,6 +439,20 @@ def _webhook_indexes() -> list[str]:
         _index(webhook_deliveries(), [("endpointId", 1), ("createdOn", -1), ("_id", -1)], name="endpoint_created"),
         _index(webhook_deliveries(), [("state", 1), ("nextAttemptAt", 1)], name="due", partialFilterExpression=pending),
         _index(webhook_deliveries(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),
+    ]
+
+
+def _subscription_indexes() -> list[str]:
+    """Subscriptions (booking/sales/subscriptions.py): those on sale by their window, a season's
+    renewal by the subscription it renews; sales still holding (a handful: reconcile's scan), and
+    an ended sale's intent goes after a month."""
+    holding = {"state": "holding"}
+    return [
+        _index(subscriptions(), [("saleCloses", 1)], name="sale_closes"),
+        _index(subscriptions(), [("renews", 1)], name="renews", sparse=True),
+        _index(subscription_sales(), [("createdOn", 1)], name="holding", partialFilterExpression=holding),
+        _index(subscription_sales(), [("cartId", 1)], name="cart"),
+        _index(subscription_sales(), [("endedOn", 1)], name="ended_ttl", expireAfterSeconds=30 * DAY),
     ]
 
 
