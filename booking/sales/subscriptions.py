@@ -345,9 +345,7 @@ def _refuse_too_many_carts(request: SaleRequest, now: datetime) -> None:
 def _sessions_for_sale(subscription: Mapping[str, Any], now: datetime) -> list[dict]:
     """Every performance, with its layout (kept per process: ``hold_facts.session_layout``); each
     must be on sale and still to come."""
-    found = {
-        s["_id"]: s for s in mongo.sessions().find({"_id": {"$in": subscription["sessionIds"]}}, SALE_FIELDS)
-    }
+    found = {s["_id"]: s for s in mongo.sessions().find({"_id": {"$in": subscription["sessionIds"]}}, SALE_FIELDS)}
     sessions = []
     for sid in subscription["sessionIds"]:
         session = found.get(sid)
@@ -360,9 +358,7 @@ def _sessions_for_sale(subscription: Mapping[str, Any], now: datetime) -> list[d
     return sessions
 
 
-def _items(
-    subscription: Mapping[str, Any], sessions: list[dict], coords, ticket_type: str
-) -> list[CartItem]:
+def _items(subscription: Mapping[str, Any], sessions: list[dict], coords, ticket_type: str) -> list[CartItem]:
     """A cart item per seat and performance; each seat's subscription price split over its
     performances (the first ones take the odd cents), so the cart's total is the subscription's."""
     items: list[CartItem] = []
@@ -619,10 +615,14 @@ def end_renewal_carts(now: datetime | None = None) -> int:
     the cart expiry the worker runs for every cart, asked for these by name."""
     now = now or clock.now()
     ended = 0
-    for cart in mongo.carts().find(
-        {"owner": {"$regex": f"^{RENEWAL_OWNER_PREFIX}"}, "state": CartState.ACTIVE, "expiresAt": {"$lte": now}},
-        {"_id": 1, "owner": 1},
-    ).limit(1000):
+    for cart in (
+        mongo.carts()
+        .find(
+            {"owner": {"$regex": f"^{RENEWAL_OWNER_PREFIX}"}, "state": CartState.ACTIVE, "expiresAt": {"$lte": now}},
+            {"_id": 1, "owner": 1},
+        )
+        .limit(1000)
+    ):
         if cart_service.expire_cart(cart["_id"], now, owner=cart["owner"]) is not None:
             ended += 1
     return ended
