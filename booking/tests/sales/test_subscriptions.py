@@ -166,7 +166,7 @@ def test_a_subscription_racing_single_holds_on_one_performance_is_never_sold_twi
     monkeypatch.setattr(mongo, "get_client", clients.get)
     seats = [f"{r}:{c}" for r in range(3) for c in (0, 1, 2, 3, 5, 6, 7, 8)]
     contested = sessions[1]["_id"]
-    won = {"sub": [], "single": []}
+    won: dict[str, list[str]] = {"sub": [], "single": []}
     lock = threading.Lock()
     try:
         for key in seats:
