@@ -102,3 +102,10 @@ class BuyerCookieMiddleware:
         if buyer is not None:
             patch_vary_headers(response, ["Cookie"])  # the answer depended on who asked
         return response
+
+
+def adopt(request, new_owner: str, new_cart_id: ObjectId) -> None:
+    """The buyer takes over a cart made for them under another owner (a subscription renewal,
+    reserved before they came: sales/subscriptions.py): from now on they are that owner."""
+    buyer = get(request)
+    buyer.owner, buyer.cart_id, buyer.changed = new_owner, str(new_cart_id), True
