@@ -53,10 +53,18 @@ from booking.core.domain import (
     SubscriptionSale,
     SubscriptionSaleState,
 )
-from booking.core.errors import CartExpired, InvalidRequest, NotFound, SeatsTaken, SessionNotOnSale, TooManySeats
+from booking.core.errors import (
+    BookingError,
+    CartExpired,
+    InvalidRequest,
+    NotFound,
+    SeatsTaken,
+    SessionNotOnSale,
+    TooManySeats,
+)
 from booking.core.localized import localized
 from booking.sales import carts as cart_service
-from booking.sales import hold_facts, offers, reservations, selectors
+from booking.sales import counter, hold_facts, offers, reservations, selectors
 from booking.sales.holds import parse_seats, seats_free
 from booking.venues.seat_grid import FREE, HELD, SOLD, cell_path, seat_at, seat_cell, seat_key, seat_name
 
@@ -311,6 +319,23 @@ def hold_subscription(*, subscription_id: ObjectId, seat_keys, request: SaleRequ
         undo(sale)  # reconcile undid the intent meanwhile (this process was too slow): nothing is held
         raise CartExpired(gettext("Your hold has ended. Please choose your seats again."))
     return cart
+
+
+def sell_at_counter(
+    *, subscription_id: ObjectId, seat_keys, ticket_type: str, sale: counter.CounterSale, owner: str
+) -> dict:
+    """The box office sells a subscription: the seats held in every performance for the staff
+    member's new cart (the box office's hours: outside the online sale window too), then the
+    counter's own sale of that cart (sales/counter.py: cash, card terminal, invoice,
+    complimentary). If the sale is refused (a customer field, an invoice date), the hold is given
+    back: nothing stays held. Returns the order."""
+    request = SaleRequest(owner=owner, ticket_type=ticket_type, box_office=True)
+    cart = hold_subscription(subscription_id=subscription_id, seat_keys=seat_keys, request=request)
+    try:
+        return counter.sell(owner, cart["_id"], sale)
+    except BookingError:
+        cart_service.cancel_cart(cart["_id"], owner)
+        raise
 
 
 def _refuse_outside_sale_window(subscription: Mapping[str, Any], now: datetime) -> None:

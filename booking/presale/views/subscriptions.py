@@ -101,7 +101,7 @@ def buy(request, subscription_id):
     try:  # (rate-limited as a hold: ratelimits.HOLD_VIEWS)
         sid = object_id(subscription_id, "subscription")
         keys, ticket_type = _seat_keys(request), _ticket_type(request)
-        owner = buyer.owner(request, create=True)
+        owner = str(buyer.owner(request, create=True))
         request_for = SaleRequest(owner=owner, ticket_type=ticket_type, client=ratelimits.acting_client(request))
         cart = subscriptions.hold_subscription(subscription_id=sid, seat_keys=keys, request=request_for)
     except BookingError as exc:

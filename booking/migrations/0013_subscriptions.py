@@ -1,0 +1,25 @@
+# Season subscriptions: a stand-in model for their staff pages' permissions (booking/models.py).
+
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("booking", "0009_api_tokens"),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name="Subscription",
+            fields=[
+                ("id", models.CharField(max_length=24, primary_key=True, serialize=False)),
+                ("label", models.CharField(max_length=200)),
+            ],
+            options={
+                "verbose_name": "subscription",
+                "db_table": "mongodb_subscriptions",
+                "managed": False,
+                "default_permissions": ("view", "add", "change"),
+            },
+        ),
+    ]
