@@ -452,6 +452,8 @@ def _subscription_indexes() -> list[str]:
         _index(subscriptions(), [("renews", 1)], name="renews", sparse=True),
         _index(subscription_sales(), [("createdOn", 1)], name="holding", partialFilterExpression=holding),
         _index(subscription_sales(), [("cartId", 1)], name="cart"),
+        # a season's holders (renewal) and the invariants: the subscriptions' orders only
+        _index(orders(), [("subscription._id", 1)], name="subscription", sparse=True),
         _index(subscription_sales(), [("endedOn", 1)], name="ended_ttl", expireAfterSeconds=30 * DAY),
     ]
 
