@@ -6,6 +6,8 @@ system (after reconcile): an operation in flight can be between its two writes.
 
 from collections import Counter, defaultdict
 
+from bson import ObjectId
+
 from booking.core import clock, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, OrderState, is_stale
 from booking.payments.checks import money_breaches
@@ -118,7 +120,8 @@ def subscription_breaches(carts: dict) -> list[str]:
     breaches = []
     everything = {"hint": [("_id", 1)]}  # every subscription, on purpose (a few dozen a season)
     subs = {s["_id"]: set(s["sessionIds"]) for s in mongo.subscriptions().find({}, {"sessionIds": 1}, **everything)}
-    for sale in mongo.subscription_sales().find({"state": "holding"}, {"cartId": 1}, hint="holding"):
+    held_since = {"state": "holding", "createdOn": {"$lte": clock.now()}}  # the holding index (partial)
+    for sale in mongo.subscription_sales().find(held_since, {"cartId": 1}):
         breaches.append(f"subscription sale of cart {sale['cartId']} is still between its performances' writes")
     for cart_id, cart in carts.items():
         if cart["state"] not in HOLDING_STATES:
@@ -130,9 +133,10 @@ def subscription_breaches(carts: dict) -> list[str]:
         for (sub_id, key), sessions in by_seat.items():
             if sessions != subs[sub_id]:
                 breaches.append(f"cart {cart_id} holds subscription seat {key} in only {len(sessions)} performances")
-    query = {"subscription._id": {"$exists": True}, "state": {"$in": list(SEAT_OWNING_ORDER_STATES)}}
+    any_subscription = {"$gte": ObjectId("0" * 24)}  # a range on the subscription index: its orders only
+    query = {"subscription._id": any_subscription, "state": {"$in": list(SEAT_OWNING_ORDER_STATES)}}
     fields = {"ref": 1, "lines": 1, "refundedLines": 1, "exchanges": 1}
-    for order in mongo.orders().find(query, fields, hint="subscription"):
+    for order in mongo.orders().find(query, fields):
         if order.get("refundedLines") or order.get("exchanges"):
             continue  # a ticket given back or moved since: the rest stands
         by_seat = defaultdict(set)
