@@ -15,6 +15,8 @@ What counts:
   ``discount``); the booking fee is per order, not per seat, and not in these figures;
 * refunds: the tickets in ``refundedLines`` (any order state) and their amounts;
 * check-ins: sold tickets with ``checkedIn``;
+* the product: a subscription's ticket (its line has ``subscription``) or a single ticket, so the
+  income of subscriptions is shown apart;
 * the sales channel: ``domain.sales_channel``: complimentary when the order's ``method`` is
   (staff gave the tickets away: counted as tickets, at no revenue), else the order's ``channel``
   (``domain.SalesChannel``: box office, phone), absent = online;
@@ -28,7 +30,7 @@ same sales).
 """
 
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from bson import ObjectId
 from django.conf import settings
@@ -44,7 +46,19 @@ from booking.core.domain import (
 )
 from booking.core.domain import sales_channel as channel_of
 
-LINE_FIELDS = ("sessionId", "cat", "price", "discount", "vat", "ticketType", "ticketTypeName", "checkedIn.at")
+LINE_FIELDS = (
+    "sessionId",
+    "cat",
+    "price",
+    "discount",
+    "vat",
+    "ticketType",
+    "ticketTypeName",
+    "checkedIn.at",
+    "subscription",
+)
+SINGLE = "single"  # a ticket bought on its own
+SUBSCRIPTION = "subscription"  # a ticket of a season subscription (sales/subscriptions.py): reported apart
 
 
 class GroupRow(TypedDict):
@@ -56,6 +70,7 @@ class GroupRow(TypedDict):
     tickets: int
     gross: int
     checkedIn: int
+    product: NotRequired[str]  # SINGLE or SUBSCRIPTION (absent in a summary counted before: single)
 
 
 class DayRow(TypedDict):
@@ -104,11 +119,20 @@ class _Counter:
 
     def sold(self, line: dict, channel: str, gross: int, day: str | None) -> None:
         kind = line.get("ticketType") or "full"
-        key = (line["cat"], kind, line.get("vat"), channel)
+        product = SUBSCRIPTION if line.get("subscription") else SINGLE
+        key = (line["cat"], kind, line.get("vat"), channel, product)
         row = self.groups.get(key)
         if row is None:
             row = self.groups[key] = GroupRow(
-                cat=key[0], type=kind, typeName=None, vat=key[2], channel=channel, tickets=0, gross=0, checkedIn=0
+                cat=key[0],
+                type=kind,
+                typeName=None,
+                vat=key[2],
+                channel=channel,
+                tickets=0,
+                gross=0,
+                checkedIn=0,
+                product=product,
             )
         name = line.get("ticketTypeName")
         if name and (row["typeName"] is None or name > row["typeName"]):
@@ -215,6 +239,7 @@ def sales_pipeline(session_ids: list[ObjectId]) -> list[dict]:
                                 "type": {"$ifNull": ["$lines.ticketType", "full"]},
                                 "vat": "$lines.vat",
                                 "channel": _channel_expr(),
+                                "product": {"$cond": [{"$gt": ["$lines.subscription", None]}, SUBSCRIPTION, SINGLE]},
                             },
                             "typeName": {"$max": "$lines.ticketTypeName"},
                             "tickets": {"$sum": 1},
@@ -280,6 +305,7 @@ def count_on_server(session_ids: list[ObjectId]) -> dict[ObjectId, Tally]:
                 tickets=row["tickets"],
                 gross=row["gross"],
                 checkedIn=row["checkedIn"],
+                product=key.get("product") or SINGLE,
             )
         )
     days: dict[ObjectId, dict[str, DayRow]] = {sid: {} for sid in session_ids}
