@@ -449,7 +449,7 @@ def _subscription_indexes() -> list[str]:
     holding = {"state": "holding"}
     return [
         _index(subscriptions(), [("saleCloses", 1)], name="sale_closes"),
-        _index(subscriptions(), [("renews", 1)], name="renews", sparse=True),
+        _index(subscriptions(), [("renewalCloses", 1)], name="renewal_closes", sparse=True),
         _index(subscription_sales(), [("createdOn", 1)], name="holding", partialFilterExpression=holding),
         _index(subscription_sales(), [("cartId", 1)], name="cart"),
         # a season's holders (renewal) and the invariants: the subscriptions' orders only

@@ -595,7 +595,41 @@ def open_renewal(subscription_id: ObjectId) -> RenewalOpened:
         except (SeatsTaken, InvalidRequest) as exc:
             logger.warning("renewal of %s: seats not reserved: %s", holder["ref"], exc)
             opened.lost.append(holder["ref"])  # type: ignore[union-attr]
+    mongo.subscriptions().update_one({"_id": subscription_id}, {"$set": {"renewalOpenedOn": clock.now()}})
     return opened
+
+
+def due_renewals(now: datetime) -> list[Subscription]:
+    """Subscriptions whose renewal window is open and whose holders' seats are not reserved yet."""
+    return list(
+        mongo.subscriptions().find(
+            {
+                "renewalCloses": {"$gt": now},
+                "saleOpens": {"$lte": now},
+                "renews": {"$exists": True},
+                "renewalOpenedOn": {"$exists": False},  # set once every holder was tried
+            }
+        )
+    )
+
+
+def renewals_to_mail(now: datetime) -> list[dict]:
+    """Reserved renewals whose holder has not been mailed yet: the cart, and the holder's order
+    (name, e-mail, language) the mail goes to."""
+    pending = []
+    query = {"owner": {"$regex": f"^{RENEWAL_OWNER_PREFIX}"}, "state": CartState.ACTIVE, "expiresAt": {"$gt": now}}
+    for cart in mongo.carts().find({**query, "renewalMailedOn": {"$exists": False}}).limit(500):
+        order = mongo.orders().find_one(
+            {"_id": cart["subscription"].get("renewalOf")}, {"ref": 1, "name": 1, "email": 1, "language": 1}
+        )
+        if order is not None and order.get("email"):
+            pending.append({"cart": cart, "order": order})
+    return pending
+
+
+def mark_mailed(cart_id: ObjectId, owner: str) -> None:
+    """The renewal mail went out (written after the mail server took it: at worst sent twice)."""
+    mongo.carts().update_one({"_id": cart_id, "owner": owner}, {"$set": {"renewalMailedOn": clock.now()}})
 
 
 def renewal_cart(owner: str) -> Cart | None:
@@ -625,9 +659,9 @@ def change_renewal_seat(*, owner: str, seat_keys) -> Cart:
     return cart
 
 
-def renewal_link(order_id: ObjectId, subscription_id: ObjectId) -> str:
-    """The path of a holder's one-click renewal (presale/views/subscriptions.py)."""
-    return f"/subscriptions/renew/{renewal_owner(order_id, subscription_id)[len(RENEWAL_OWNER_PREFIX) :]}/"
+def renewal_token(owner: str) -> str:
+    """The renewal link's token (presale/views/subscriptions.py): the owner without its prefix."""
+    return owner[len(RENEWAL_OWNER_PREFIX) :]
 
 
 def subscription_name(subscription: Mapping[str, Any]) -> str:
