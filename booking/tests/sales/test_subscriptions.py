@@ -10,7 +10,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SubscriptionSaleState
 from booking.core.errors import BookingError, InvalidRequest, SeatsTaken, SessionNotOnSale
 from booking.payments import flow as payments
-from booking.sales import counter, holds, promos, subscriptions
+from booking.sales import counter, exchanges, holds, promos, subscriptions
 from booking.sales.subscriptions import SaleRequest
 from booking.tests.factories import make_session, make_theater
 from booking.tests.localstripe import VISA, card
@@ -341,3 +341,24 @@ def test_the_limits_of_a_definition_hold_at_their_exact_values():
         subscriptions.create_subscription(
             name="twice", session_ids=[session["_id"], session["_id"]], prices=PRICES, sale_opens=now, sale_closes=now
         )
+
+
+def test_a_subscriber_swaps_one_performance_for_another_date_through_the_exchange_service():
+    sub, sessions = season()
+    other_date = make_session(make_theater(name="Grand Hall"), days=9)  # Hamlet again, not in the subscription
+    other_show = make_session(make_theater(name="Studio"), days=9, name="Faust")
+    cart = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["0:1"], request=SaleRequest(owner=ALICE)
+    )
+    order = payments.start(ALICE, cart["_id"], "Ada Lovelace", "ada@example.com")
+    order = payments.pay_with_card(order["_id"], ALICE, card(VISA)).order
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [line["ticket"]], other_show["_id"], ["0:1"])
+    swapped = exchanges.exchange(order["_id"], [line["ticket"]], other_date["_id"], ["0:1"])
+    moved = next(new for new in swapped["lines"] if new["sessionId"] == other_date["_id"])
+    assert moved["price"] == line["price"] and moved["subscription"] == sub["_id"]  # no difference to pay
+    assert swapped["total"] == order["total"]
+    assert [cell(s, "0:1") for s in sessions] == [SOLD, FREE, SOLD]
+    assert cell(other_date, "0:1") == SOLD
+    assert check_invariants() == []
