@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("booking", "0009_api_tokens"),
+        ("booking", "0017_manager_api_tokens"),  # the leaf when this was made: one line of migrations
     ]
 
     operations = [

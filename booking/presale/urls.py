@@ -24,6 +24,9 @@ GET  /subscriptions/...                season subscriptions: list, common map, b
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET  /orders/<ref>/calendar.ics        the booking as a calendar file (same access)
+GET|POST /orders/<ref>/exchange/       the buyer moves tickets to other seats of the show (theater's rules)
+POST /orders/<ref>/cancel-tickets      ticket=<code> (repeated) or all=1: canceled, refunded less the fee
+POST /orders/<ref>/transfer            ticket, name, email: the ticket handed on, a new code mailed
 GET  /account/                         a signed-in buyer's bookings, else the sign-in form
 POST /account/sign-in/                 e-mail -> a sign-in link mailed (same answer for any address)
 GET|POST /account/enter/?sesame=...    the mailed link: a button, whose POST signs in (one use)
@@ -49,6 +52,7 @@ from django.urls import path, re_path
 from booking.presale.views import (
     account,
     cart,
+    changes,
     checkout,
     exchange,
     listing,
@@ -105,4 +109,8 @@ urlpatterns = [
     path("orders/<str:ref>/receipt.pdf", payment.receipt_pdf, name="receipt"),
     path("orders/<str:ref>/exchange-pay", exchange.exchange_pay, name="exchange_pay"),
     path("payments/stripe/webhook/", payment.stripe_webhook, name="stripe_webhook"),
+    # the buyer's own changes (booking/presale/views/changes.py)
+    path("orders/<str:ref>/exchange/", changes.exchange, name="order_exchange"),
+    path("orders/<str:ref>/cancel-tickets", changes.cancel_tickets, name="order_cancel_tickets"),
+    path("orders/<str:ref>/transfer", changes.transfer_ticket, name="order_transfer"),
 ]
