@@ -5,12 +5,15 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.core import mail
 from playwright.sync_api import expect
 
 from booking.core import clock, mongo
+from booking.payments import flow as payments
 from booking.sales import holds, subscriptions
 from booking.tests.factories import make_session, make_theater
-from booking.tests.localstripe import VISA
+from booking.tests.localstripe import VISA, card
+from booking.upkeep import tasks
 from booking.venues.seat_grid import SOLD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -112,3 +115,72 @@ def test_buy_a_subscription_and_pay_by_card(chromium, live_server, shot, season,
     for session in sessions:
         seats = mongo.sessions().find_one({"_id": session["_id"]})["seats"]
         assert seats[1][2] == SOLD
+
+
+RENEW = {
+    "en": {"reserved": "Your seat is reserved for you", "renew": "Renew and pay"},
+    "de": {"reserved": "Ihr Platz ist für Sie reserviert", "renew": "Verlängern und bezahlen"},
+}
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_renew_a_subscription_from_the_mailed_link(chromium, live_server, shot, language):
+    hall = make_theater()
+    now = clock.now()
+    old_sessions = [make_session(hall, days=2 + i) for i in range(2)]
+    old = subscriptions.create_subscription(
+        name="Season 1",
+        session_ids=[s["_id"] for s in old_sessions],
+        prices={"s": 4000, "p": 6000},
+        sale_opens=now - timedelta(hours=1),
+        sale_closes=now + timedelta(days=1),
+    )
+    cart = subscriptions.hold_subscription(
+        subscription_id=old["_id"], seat_keys=["1:2"], request=subscriptions.SaleRequest(owner="s:ada")
+    )
+    payments.start("s:ada", cart["_id"], "Ada Lovelace", "ada@example.com", language=language)
+    paid = mongo.orders().find_one()
+    payments.pay_with_card(paid["_id"], "s:ada", card(VISA))
+    new_sessions = [make_session(hall, name="Faust", name_de="Faust", days=10 + i) for i in range(3)]
+    subscriptions.create_subscription(
+        name="Season 2",
+        name_de="Abo 2",
+        session_ids=[s["_id"] for s in new_sessions],
+        prices={"s": 4500, "p": 6600},
+        sale_opens=now - timedelta(minutes=1),
+        sale_closes=now + timedelta(days=5),
+        renews=old["_id"],
+        renewal_closes=now + timedelta(days=1),
+    )
+    mail.outbox.clear()
+    assert tasks.subscription_renewals()["mailed"] == 1
+    body = mail.outbox[0].body
+    link = next(line for line in body.splitlines() if "/subscriptions/renew/" in line)
+    words = {**WORDS[language], **RENEW[language]}
+    context = chromium.new_context(
+        base_url=live_server.url,
+        viewport={"width": 1280, "height": 900},
+        locale="de-DE" if language == "de" else "en-GB",
+        timezone_id="Europe/Berlin",
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.on("pageerror", lambda exc: pytest.fail(f"JavaScript error: {exc}"))
+    try:
+        page.goto(link[link.index("/subscriptions/") :])
+        expect(page.get_by_role("heading", name=words["reserved"])).to_be_visible()
+        shot(page, f"renewal-{language}")
+        page.get_by_role("button", name=words["renew"]).click()
+        assert page.url.endswith("/checkout/")
+        page.get_by_label(words["email"]).fill("ada@example.com")
+        page.get_by_label("Name").fill("Ada Lovelace")
+        page.get_by_role("button", name=re.compile(words["continue"])).click()
+        fill_card(page, VISA)
+        page.get_by_role("button", name=re.compile(words["pay"])).click()
+        expect(page.get_by_role("heading", name=words["going"])).to_be_visible()
+        expect(page.locator(".tickets .ticket")).to_have_count(3)
+        shot(page, f"renewed-{language}")
+    finally:
+        context.close()
+    for session in new_sessions:
+        assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][1][2] == SOLD
