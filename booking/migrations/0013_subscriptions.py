@@ -1,6 +1,9 @@
-# Season subscriptions: a stand-in model for their staff pages' permissions (booking/models.py).
+# Season subscriptions: a stand-in model for their staff pages' permissions (booking/models.py),
+# granted to the ready-made groups.
 
 from django.db import migrations, models
+
+from booking.control.groups import create_groups
 
 
 class Migration(migrations.Migration):
@@ -22,4 +25,5 @@ class Migration(migrations.Migration):
                 "default_permissions": ("view", "add", "change"),
             },
         ),
+        migrations.RunPython(create_groups, migrations.RunPython.noop),  # the Manager gets them
     ]
