@@ -11,7 +11,7 @@ from pathlib import Path
 
 from booking.core.domain import SessionStatus
 
-from . import data, flows, load, scenario
+from . import data, flows, load, scenario, subscription
 from .load import Client, percentile
 from .stack import GUNICORN_ARGS, Stack
 
@@ -477,6 +477,9 @@ def run(size: Size, log=print, only: tuple[str, ...] = ()) -> dict:
         log(f"seed scenario, {size.users} users")
         results["scenario"] = run_scenarios(size)
 
+        log("subscription sale of 8 performances vs one single-seat hold")
+        results["subscription"] = subscription.measure(hall, 200 if size.name == "full" else 20)
+
         log("stadium")
         # what's on lists the table's performances plus the stadium, not the sweep's, the
         # scenario's and the box-office checkout's (as before that row existed): by name, through a
@@ -537,6 +540,16 @@ def goals(r: dict) -> list[dict]:
         f"{r['render']['naive_ms']:.2f} ms CPU vs cached {r['render']['fast_cached_ms']:.3f} ms "
         f"(cold build {r['render']['fast_cold_ms']:.2f} ms)",
     )
+    if "subscription" in r:
+        sub = r["subscription"]
+        goal(
+            f"selling a subscription of {sub['performances']} performances: < 10x one single-seat hold",
+            sub["ratio"],
+            10,
+            sub["ratio"] < 10,
+            f"p50 in process over {sub['samples']} sales: subscription {sub['subscription_p50_ms']:.2f} ms vs "
+            f"single-seat hold {sub['single_p50_ms']:.2f} ms",
+        )
     q3, hello = s["q3"][one]["p50"], s["hello"][one]["p50"]
     goal(
         "unchanged live refresh: 304 in < 2x hello-world time",

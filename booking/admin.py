@@ -13,6 +13,7 @@ from booking.control.orders import OrderAdmin
 from booking.control.promo_codes import PromoCodeAdmin
 from booking.control.reports import ReportAdmin
 from booking.control.sessions import SessionAdmin
+from booking.control.subscriptions import SubscriptionAdmin
 from booking.control.theaters import TheaterAdmin
 from booking.control.tills import TillAdmin
 from booking.control.waiting_rooms import WaitingRoomAdmin
@@ -26,6 +27,7 @@ from booking.models import (
     PromoCode,
     Report,
     Session,
+    Subscription,
     Theater,
     TillClosing,
     WaitingRoom,
@@ -45,4 +47,5 @@ admin.site.register(TillClosing, TillAdmin)  # each seller's till closed at the 
 admin.site.register(BoxOffice, BoxOfficeAdmin)  # "Box office": on to the sessions to sell
 admin.site.register(DoorCheckin, DoorCheckinAdmin)  # "Door check-in": on to /checkin/
 admin.site.register(ApiToken, ApiTokenAdmin)  # the REST API's tokens (docs/api.md)
+admin.site.register(Subscription, SubscriptionAdmin)  # season subscriptions, sold at the counter too
 admin.site.register(WebhookEndpoint, WebhookEndpointAdmin)  # the theater's other systems told of orders

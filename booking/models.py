@@ -135,6 +135,17 @@ class PromoCode(MongoDocument):
         verbose_name = "promo code"
 
 
+class Subscription(MongoDocument):
+    """Season subscriptions (booking/control/subscriptions.py): view to list them, add to define
+    one, change to open a renewal; selling one needs ``booking.sell_at_counter``."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_subscriptions"
+        verbose_name = "subscription"
+        default_permissions = ("view", "add", "change")
+
+
 class ApiToken(MongoDocument):
     """The REST API's tokens (booking/control/api_tokens.py): view to list them and their calls,
     add to create one (its secret shown once), change to revoke one. The tokens live in MongoDB

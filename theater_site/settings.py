@@ -423,6 +423,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": BOOKING_WAITING_LIST_EVERY_SECONDS,
         "options": {"expires": BOOKING_WAITING_LIST_EVERY_SECONDS, "time_limit": 120, "soft_time_limit": 108},
     },
+    "subscription-renewals": {  # booking/sales/subscriptions.py: reserve, mail, end the window
+        "task": "booking.tasks.subscription_renewals",
+        "schedule": 60,
+        "options": {"expires": 60, "time_limit": 300, "soft_time_limit": 270},
+    },
     "reconcile-holds": {
         "task": "booking.tasks.reconcile",
         "schedule": BOOKING_RECONCILE_EVERY_SECONDS,

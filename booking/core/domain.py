@@ -367,6 +367,7 @@ class CartItem(TypedDict):
     offers: NotRequired[list[dict]]  # its category's row of the price table at hold time: [{code, name, ..., price}]
     wheelchair: NotRequired[bool]  # a wheelchair space (the companion rule)
     house: NotRequired[bool]  # a house seat staff took at the counter: released, it goes back to blocked
+    subscription: NotRequired[ObjectId]  # sold as part of this subscription (sales/subscriptions.py)
 
 
 class Customer(TypedDict):
@@ -396,6 +397,7 @@ class Cart(TypedDict):
     channel: NotRequired[SalesChannel]  # a staff cart's (sales/counter.py)
     soldBy: NotRequired[str]
     comp: NotRequired[dict]
+    subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's cart (sales/subscriptions.py)
 
 
 class CheckIn(TypedDict):
@@ -427,6 +429,7 @@ class OrderLine(TypedDict):
     vat: NotRequired[str]  # its VAT rate as sold, "19.0" (payments/money.py)
     house: NotRequired[bool]
     wheelchair: NotRequired[bool]
+    subscription: NotRequired[ObjectId]  # a subscription's ticket: its income is reported apart
     holder: NotRequired[dict]  # {name, email, language}: handed on by the buyer (sales/buyer_changes.py)
 
 
@@ -507,3 +510,45 @@ class Order(TypedDict):
     noticeMail: NotRequired[dict]
     reportStale: NotRequired[list[dict]]  # reports/marks.py
     purgeAt: NotRequired[datetime]  # core/order_retention.py
+    subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's order (sales/subscriptions.py)
+
+
+class SubscriptionSaleState(StrEnum):
+    """``holding -> held`` (every performance's seats taken, the cart written) or ``holding ->
+    undone`` (a seat was taken, or a crash: reconcile undoes what was taken)."""
+
+    HOLDING = "holding"
+    HELD = "held"
+    UNDONE = "undone"
+
+
+class Subscription(TypedDict):
+    """A season subscription staff define (sales/subscriptions.py): the same seat in each of its
+    performances, at one price per category and ticket type."""
+
+    _id: ObjectId
+    name: str
+    nameDe: NotRequired[str]
+    sessionIds: list[ObjectId]  # its performances, in order of their start
+    prices: dict[str, int]  # category -> cents for the whole subscription (full price)
+    typePrices: NotRequired[dict[str, dict[str, int]]]  # other ticket types: type -> category -> cents
+    saleOpens: datetime
+    saleCloses: datetime
+    currency: str
+    createdOn: datetime
+    renews: NotRequired[ObjectId]  # last season's subscription whose holders may renew
+    renewalCloses: NotRequired[datetime]  # until then the holders' seats are reserved for them
+
+
+class SubscriptionSale(TypedDict):
+    """The intent of one subscription sale, written before any seat is taken: every seat it will
+    hold, so a crash between the performances' writes is finished or undone (upkeep/reconcile.py)."""
+
+    _id: ObjectId
+    subscriptionId: ObjectId
+    cartId: ObjectId
+    owner: str
+    seats: list[dict]  # [{sessionId, keys: ["r:c", ...]}]
+    state: SubscriptionSaleState
+    createdOn: datetime
+    endedOn: NotRequired[datetime]

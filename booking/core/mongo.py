@@ -171,6 +171,16 @@ def webhook_endpoints():
     return get_db()["webhook_endpoints"]
 
 
+def subscriptions():
+    """Season subscriptions staff define (booking/sales/subscriptions.py)."""
+    return get_db()["subscriptions"]
+
+
+def subscription_sales():
+    """A subscription sale's intent: every seat it takes, written first (sales/subscriptions.py)."""
+    return get_db()["subscription_sales"]
+
+
 def webhook_deliveries():
     """One event sent to one endpoint, with its attempts (booking/webhooks/deliveries.py)."""
     return get_db()["webhook_deliveries"]
@@ -217,6 +227,9 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     # the accountant's documents: a few a day per theater, read by order or by till
     "credit_notes": {"orderId": "hashed"},
     "till_closings": {"till": 1},
+    # subscriptions: a few dozen a season, read by _id; a sale's intent read by _id or by state
+    "subscriptions": {"_id": "hashed"},
+    "subscription_sales": {"_id": "hashed"},
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
@@ -239,6 +252,8 @@ OWNED_COLLECTIONS = (
     "waiting_list",
     "credit_notes",
     "till_closings",
+    "subscriptions",
+    "subscription_sales",
 )
 
 
@@ -412,6 +427,7 @@ def ensure_indexes() -> list[str]:
     created.append(_index(client_holds(), [("until", 1)], name="until_ttl", expireAfterSeconds=0))
     created += _api_indexes()
     created += _waiting_list_indexes()
+    created += _subscription_indexes()
     _drop_undeclared(set(created))
     return created
 
@@ -491,6 +507,22 @@ def _waiting_list_indexes() -> list[str]:
         _index(waiting_list(), [("offer.token", 1)], name="offer_token", sparse=True),
         _index(waiting_list(), [("state", 1), ("offer.until", 1)], name="state_until"),
         _index(waiting_list(), [("mail", 1), ("mailDueOn", 1)], name="mail_due", sparse=True),
+    ]
+
+
+def _subscription_indexes() -> list[str]:
+    """Subscriptions (booking/sales/subscriptions.py): those on sale by their window, a season's
+    renewal by the subscription it renews; sales still holding (a handful: reconcile's scan), and
+    an ended sale's intent goes after a month."""
+    holding = {"state": "holding"}
+    return [
+        _index(subscriptions(), [("saleCloses", 1)], name="sale_closes"),
+        _index(subscriptions(), [("renewalCloses", 1)], name="renewal_closes", sparse=True),
+        _index(subscription_sales(), [("createdOn", 1)], name="holding", partialFilterExpression=holding),
+        _index(subscription_sales(), [("cartId", 1)], name="cart"),
+        # a season's holders (renewal) and the invariants: the subscriptions' orders only
+        _index(orders(), [("subscription._id", 1)], name="subscription", sparse=True),
+        _index(subscription_sales(), [("endedOn", 1)], name="ended_ttl", expireAfterSeconds=30 * DAY),
     ]
 
 

@@ -23,6 +23,8 @@ POST /cart/ticket-type                 session=<id>&seat=r:c&ticket_type=<code> 
 POST /cart/promo  code=<text>          apply a promo code (rate-limited); /cart/promo/remove takes it off
 GET  /checkout/  POST name, email, method   checkout; errors inline (400), then the card form
                                        (htmx) or /orders/<ref>/ (booking/presale/views/checkout.py)
+GET  /subscriptions/...                season subscriptions: list, common map, buy, renew
+                                       (booking/presale/views/subscriptions.py)
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET  /orders/<ref>/calendar.ics        the booking as a calendar file (same access)
@@ -64,6 +66,7 @@ from booking.presale.views import (
     queue,
     seatmap,
     seats,
+    subscriptions,
     waiting_list,
 )
 from booking.web import live
@@ -90,6 +93,10 @@ urlpatterns = [
     path("cart/promo", cart.apply_promo, name="cart_promo"),
     path("cart/promo/remove", cart.remove_promo, name="cart_promo_remove"),
     path("checkout/", checkout.checkout, name="checkout"),
+    path("subscriptions/", subscriptions.subscription_list, name="subscriptions"),
+    path("subscriptions/renew/<str:token>/", subscriptions.renew, name="subscription_renew"),
+    path("subscriptions/<str:subscription_id>/", subscriptions.subscription_page, name="subscription"),
+    path("subscriptions/<str:subscription_id>/buy", subscriptions.buy, name="subscription_buy"),
     path("orders/<str:ref>/", orders.order_page, name="order"),
     path("orders/<str:ref>/tickets/", orders.order_tickets, name="order_tickets"),
     path("orders/<str:ref>/calendar.ics", orders.order_calendar_file, name="order_calendar"),

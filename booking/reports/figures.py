@@ -129,6 +129,7 @@ class Report:
     by_category: list[Figures]
     by_type: list[Figures]
     by_channel: list[Figures]
+    by_product: list[Figures]  # single tickets and subscriptions' tickets, apart
     refunds: Figures  # tickets and gross refunded (net/VAT at the tickets' rates)
     refunds_by_channel: list[Figures]
     days: list[Day]
@@ -166,6 +167,12 @@ def series_sessions(session_id: ObjectId) -> tuple[list[Session], bool]:
 
 def _rate(value) -> str:
     return money.rate_text(value if value not in (None, "") else settings.BOOKING_VAT_RATE)
+
+
+def _product(code: str | None) -> Figures:
+    if code == tally.SUBSCRIPTION:
+        return Figures(tally.SUBSCRIPTION, str(_("Subscriptions")))
+    return Figures(tally.SINGLE, str(_("Single tickets")))
 
 
 def channel_label(code) -> str:
@@ -232,6 +239,7 @@ def build(kind: str, session_id: ObjectId) -> Report:
     by_category: dict[str, Figures] = {}
     by_type: dict[str, Figures] = {}
     by_channel: dict[str, Figures] = {}
+    by_product: dict[str, Figures] = {}
     refunds = Figures("refunds", str(_("Refunded")))
     refunds_by_channel: dict[str, Figures] = {}
     refunded_per_session: dict[ObjectId, Figures] = defaultdict(lambda: Figures("", ""))
@@ -249,6 +257,7 @@ def build(kind: str, session_id: ObjectId) -> Report:
                 by_category.setdefault(cat, Figures(cat, categories.get(cat, cat))),
                 by_type.setdefault(kind_code, Figures(kind_code, kind_code)),
                 by_channel.setdefault(channel, Figures(channel, channel_label(channel))),
+                by_product.setdefault(row.get("product") or tally.SINGLE, _product(row.get("product"))),
             ]
             for target in targets:
                 target.add(tickets, gross, rate, checked)
@@ -305,6 +314,7 @@ def build(kind: str, session_id: ObjectId) -> Report:
         by_category=_sorted(by_category, order=list(categories)),
         by_type=_sorted(by_type),
         by_channel=_sorted(by_channel, order=channel_order),
+        by_product=_sorted(by_product, order=[tally.SINGLE, tally.SUBSCRIPTION]),
         refunds=refunds.settle(),
         refunds_by_channel=_sorted(refunds_by_channel, order=channel_order),
         days=_days(day_rows),

@@ -15,6 +15,8 @@ What counts:
   ``discount``); the booking fee is per order, not per seat, and not in these figures;
 * refunds: the tickets in ``refundedLines`` (any order state) and their amounts;
 * check-ins: sold tickets with ``checkedIn``;
+* the product: a subscription's ticket (its line has ``subscription``) or a single ticket, so the
+  income of subscriptions is shown apart;
 * the sales channel: ``domain.sales_channel``: complimentary when the order's ``method`` is
   (staff gave the tickets away: counted as tickets, at no revenue), else the order's ``channel``
   (``domain.SalesChannel``: box office, phone), absent = online;
@@ -28,7 +30,7 @@ same sales).
 """
 
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from bson import ObjectId
 from django.conf import settings
@@ -54,7 +56,10 @@ LINE_FIELDS = (
     "ticketTypeName",
     "checkedIn.at",
     "topUpPart",
+    "subscription",
 )
+SINGLE = "single"  # a ticket bought on its own
+SUBSCRIPTION = "subscription"  # a ticket of a season subscription (sales/subscriptions.py): reported apart
 
 
 def _part(order: dict, line: dict) -> int:
@@ -73,6 +78,7 @@ class GroupRow(TypedDict):
     tickets: int
     gross: int
     checkedIn: int
+    product: NotRequired[str]  # SINGLE or SUBSCRIPTION (absent in a summary counted before: single)
 
 
 class DayRow(TypedDict):
@@ -121,11 +127,20 @@ class _Counter:
 
     def sold(self, line: dict, channel: str, gross: int, day: str | None) -> None:
         kind = line.get("ticketType") or "full"
-        key = (line["cat"], kind, line.get("vat"), channel)
+        product = SUBSCRIPTION if line.get("subscription") else SINGLE
+        key = (line["cat"], kind, line.get("vat"), channel, product)
         row = self.groups.get(key)
         if row is None:
             row = self.groups[key] = GroupRow(
-                cat=key[0], type=kind, typeName=None, vat=key[2], channel=channel, tickets=0, gross=0, checkedIn=0
+                cat=key[0],
+                type=kind,
+                typeName=None,
+                vat=key[2],
+                channel=channel,
+                tickets=0,
+                gross=0,
+                checkedIn=0,
+                product=product,
             )
         name = line.get("ticketTypeName")
         if name and (row["typeName"] is None or name > row["typeName"]):
@@ -142,11 +157,20 @@ class _Counter:
         """Money for a ticket taken in another channel than its order's (a top-up at the
         counter): counted there, with no ticket."""
         kind = line.get("ticketType") or "full"
-        key = (line["cat"], kind, line.get("vat"), channel)
+        product = SUBSCRIPTION if line.get("subscription") else SINGLE
+        key = (line["cat"], kind, line.get("vat"), channel, product)
         row = self.groups.get(key)
         if row is None:
             row = self.groups[key] = GroupRow(
-                cat=key[0], type=kind, typeName=None, vat=key[2], channel=channel, tickets=0, gross=0, checkedIn=0
+                cat=key[0],
+                type=kind,
+                typeName=None,
+                vat=key[2],
+                channel=channel,
+                tickets=0,
+                gross=0,
+                checkedIn=0,
+                product=product,
             )
         name = line.get("ticketTypeName")
         if name and (row["typeName"] is None or name > row["typeName"]):
@@ -265,6 +289,7 @@ def sales_pipeline(session_ids: list[ObjectId]) -> list[dict]:
                                 "type": {"$ifNull": ["$lines.ticketType", "full"]},
                                 "vat": "$lines.vat",
                                 "channel": _channel_expr(),
+                                "product": {"$cond": [{"$gt": ["$lines.subscription", None]}, SUBSCRIPTION, SINGLE]},
                             },
                             "typeName": {"$max": "$lines.ticketTypeName"},
                             "tickets": {"$sum": 1},
@@ -284,6 +309,7 @@ def sales_pipeline(session_ids: list[ObjectId]) -> list[dict]:
                                 "type": {"$ifNull": ["$lines.ticketType", "full"]},
                                 "vat": "$lines.vat",
                                 "channel": "$lines.topUpPart.channel",
+                                "product": {"$cond": [{"$gt": ["$lines.subscription", None]}, SUBSCRIPTION, SINGLE]},
                             },
                             "typeName": {"$max": "$lines.ticketTypeName"},
                             "gross": {"$sum": "$lines.topUpPart.amount"},
@@ -371,9 +397,10 @@ def count_on_server(session_ids: list[ObjectId]) -> dict[ObjectId, Tally]:
         key = row["_id"]
         channel = key.get("channel") or DEFAULT_CHANNEL.value
         kind = key.get("type") or "full"
-        found = groups.get((key["s"], key.get("cat", ""), kind, key.get("vat"), channel))
+        product = key.get("product") or SINGLE
+        found = groups.get((key["s"], key.get("cat", ""), kind, key.get("vat"), channel, product))
         if found is None:
-            found = groups[(key["s"], key.get("cat", ""), kind, key.get("vat"), channel)] = GroupRow(
+            found = groups[(key["s"], key.get("cat", ""), kind, key.get("vat"), channel, product)] = GroupRow(
                 cat=key.get("cat", ""),
                 type=kind,
                 typeName=None,
@@ -382,6 +409,7 @@ def count_on_server(session_ids: list[ObjectId]) -> dict[ObjectId, Tally]:
                 tickets=0,
                 gross=0,
                 checkedIn=0,
+                product=product,
             )
             tallies[key["s"]]["groups"].append(found)
         name = row.get("typeName")

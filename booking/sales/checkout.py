@@ -158,6 +158,7 @@ def new_order(cart: dict, ref: str, sessions_read: Sequence[Mapping[str, Any]] |
             "ticket": new_ticket_code(ref),
             **({"house": True} if item.get("house") else {}),  # a house seat staff sold: blocked again when given back
             **({"wheelchair": True} if item.get("wheelchair") else {}),  # a wheelchair space: said on the ticket
+            **({"subscription": item["subscription"]} if item.get("subscription") else {}),  # reported apart
         }
         for item, off in zip(cart["items"], amounts.line_discounts, strict=True)
     ]
@@ -200,6 +201,8 @@ def new_order(cart: dict, ref: str, sessions_read: Sequence[Mapping[str, Any]] |
         "createdOn": clock.now(),
         "nameKeys": name_keys(customer.get("name", "")),  # the staff search by name (booking/core/names.py)
     }
+    if cart.get("subscription"):
+        order["subscription"] = cart["subscription"]  # a subscription's order: its holders renew it
     order["purgeAt"] = order_service.purge_at(order["createdOn"])  # retention: the purge_ttl index
     return order
 

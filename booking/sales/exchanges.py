@@ -114,7 +114,7 @@ def _new_line(order: dict, old: dict, session: dict, key: str, theater: Theater 
         raise InvalidRequest(
             _("Seat %(seat)s has no price in this session.") % {"seat": seat_name(session["layout"], r, c)}
         )
-    return {
+    line = {
         "sessionId": session["_id"],
         "key": key,
         "row": session["layout"]["rows"][r]["label"],
@@ -125,6 +125,11 @@ def _new_line(order: dict, old: dict, session: dict, key: str, theater: Theater 
         "vat": money.ticket_rate(theater, cell["cat"]),
         "ticket": checkout.new_ticket_code(order["ref"]),
     }
+    if old.get("subscription"):
+        # a subscriber swapping a date keeps the subscription's price (and stays counted as one)
+        line.update(price=old["price"], subscription=old["subscription"])
+        line.update({k: old[k] for k in ("ticketType", "ticketTypeName") if k in old})
+    return line
 
 
 def plan(
@@ -185,6 +190,9 @@ def plan(
     taken = [seat_name(session["layout"], *parse_seat_key(k)) for k in keys if _cell(session, k) != FREE]
     if taken:
         raise SeatsTaken(taken)
+    swapped_show = {s["_id"]: s.get("name") for s in order.get("sessions", [])}
+    if any(line.get("subscription") and swapped_show.get(line["sessionId"]) != session.get("name") for line in old):
+        raise InvalidRequest(_("A subscription ticket can only move to another date of the same show."))
     theater = mongo.theaters().find_one({"_id": session.get("theaterId")}, {"vatRate": 1, "vatRates": 1})
     new = [_new_line(order, line, session, key, theater) for line, key in zip(old, keys, strict=True)]
     difference = sum(money.line_amount(n) for n in new) - sum(money.line_amount(o) for o in old)

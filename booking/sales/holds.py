@@ -320,6 +320,8 @@ def _check_request(
     """Everything refused before a write: no seat there, the limits (seats per cart, carts per
     owner), a seat already in the cart. (Seats per client address: ``_reserve_for_client``.)"""
     _refuse_non_seats(layout, coords)
+    if cart and cart.get("subscription"):  # its seats are bought together (sales/subscriptions.py)
+        raise InvalidRequest(gettext("Your cart holds a subscription: pay for it or cancel it first."))
     in_cart = len(cart["items"]) if cart else 0
     if in_cart + len(coords) > settings.BOOKING_MAX_SEATS_PER_CART:
         raise TooManySeats(
@@ -750,6 +752,8 @@ def release_seats(
         raise NotFound(gettext("You have no seats on hold."))
     if not is_live(cart, now):
         raise CartExpired(gettext("Your hold has ended. Please choose your seats again."))
+    if cart.get("subscription"):  # all its performances or none: the whole cart is canceled instead
+        raise InvalidRequest(gettext("A subscription's seats go together: cancel the whole cart instead."))
     items = [i for i in cart["items"] if i["sessionId"] == session_id and i["key"] in keys]
     if len(items) != len(keys):
         raise InvalidRequest(gettext("Those seats are not in your cart."))

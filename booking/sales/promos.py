@@ -283,6 +283,9 @@ def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> dict:
         raise InvalidRequest(
             gettext("A code is applied already; remove it first."), fields={"code": gettext("One code per booking.")}
         )
+    if cart.get("subscription"):  # a subscription has its own price (sales/subscriptions.py)
+        message = gettext("Codes do not apply to subscriptions.")
+        raise InvalidRequest(message, fields={"code": message})
     code = normalize(text)
     doc = mongo.promo_codes().find_one({"code": code}) if CODE_RE.match(code) else None
     if doc is None or doc["uses"] >= doc["cap"]:

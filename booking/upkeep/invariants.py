@@ -6,6 +6,8 @@ system (after reconcile): an operation in flight can be between its two writes.
 
 from collections import Counter, defaultdict
 
+from bson import ObjectId
+
 from booking.core import clock, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, OrderState, is_stale
 from booking.payments.checks import money_breaches
@@ -103,6 +105,49 @@ def check_invariants() -> list[str]:
     breaches.extend(checkin_breaches())
     breaches.extend(offer_breaches(carts))
     breaches.extend(report_breaches())  # a sales summary without marks is what its orders say
+    breaches.extend(subscription_breaches(carts))
+    return breaches
+
+
+def subscription_breaches(carts: dict) -> list[str]:
+    """A subscription is all its performances or none (sales/subscriptions.py):
+
+    - no sale is left between its performances' writes (``holding``: reconcile finishes or undoes it);
+    - a live subscription cart holds each of its seats in every performance of the subscription;
+    - a paid subscription order has each of its seats in every performance (less tickets refunded
+      or exchanged since).
+    (No seat in two live carts, orders or subscriptions: the held and sold cells above.)"""
+    breaches = []
+    everything = {"hint": [("_id", 1)]}  # every subscription, on purpose (a few dozen a season)
+    subs = {s["_id"]: set(s["sessionIds"]) for s in mongo.subscriptions().find({}, {"sessionIds": 1}, **everything)}
+    held_since = {"state": "holding", "createdOn": {"$lte": clock.now()}}  # the holding index (partial)
+    for sale in mongo.subscription_sales().find(held_since, {"cartId": 1}):
+        breaches.append(f"subscription sale of cart {sale['cartId']} is still between its performances' writes")
+    for cart_id, cart in carts.items():
+        if cart["state"] not in HOLDING_STATES:
+            continue
+        by_seat: dict = defaultdict(set)
+        for item in cart["items"]:
+            if item.get("subscription") in subs:
+                by_seat[(item["subscription"], item["key"])].add(item["sessionId"])
+        for (sub_id, key), sessions in by_seat.items():
+            if sessions != subs[sub_id]:
+                breaches.append(f"cart {cart_id} holds subscription seat {key} in only {len(sessions)} performances")
+    any_subscription = {"$gte": ObjectId("0" * 24)}  # a range on the subscription index: its orders only
+    query = {"subscription._id": any_subscription, "state": {"$in": list(SEAT_OWNING_ORDER_STATES)}}
+    fields = {"ref": 1, "lines": 1, "refundedLines": 1, "exchanges": 1}
+    for order in mongo.orders().find(query, fields):
+        if order.get("refundedLines") or order.get("exchanges"):
+            continue  # a ticket given back or moved since: the rest stands
+        by_seat = defaultdict(set)
+        for line in order["lines"]:
+            if line.get("subscription") in subs:
+                by_seat[(line["subscription"], line["key"])].add(line["sessionId"])
+        for (sub_id, key), sessions in by_seat.items():
+            if sessions != subs[sub_id]:
+                breaches.append(
+                    f"order {order['ref']} has subscription seat {key} in only {len(sessions)} performances"
+                )
     return breaches
 
 

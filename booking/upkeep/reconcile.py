@@ -7,6 +7,8 @@
   hold has but the cart does not know about (a crash between the session write and the cart
   write) are released; the sessions' reservations are scanned, not only the carts;
 - cart items whose seats the session no longer holds for the cart are dropped from the cart;
+- subscription sales a crash left between their performances' writes are finished (their cart
+  was stored) or undone (sales/subscriptions.py);
 - canceled or failed orders whose seats were not yet given back are finished;
 - confirmation mails still pending a few minutes after checkout (Redis was down, or the task was
   lost with its worker) are queued again;
@@ -45,6 +47,7 @@ from booking.sales import (
     promos,
     reservations,
     session_cancel,
+    subscriptions,
     waiting_list,
 )
 from booking.sales import carts as cart_service
@@ -85,6 +88,8 @@ class ReconcileReport:
     waiting_list_offers_finished: int = 0  # offers a crash left half made (sales/waiting_list.py)
     invoices_numbered: int = 0  # invoices a crash left without their number (invoices.py)
     credit_notes_issued: int = 0  # orders whose credit notes a crash left unwritten (credit_notes.py)
+    subscription_sales_finished: int = 0  # subscription sales a crash left holding (sales/subscriptions.py)
+    subscription_sales_undone: int = 0
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -98,6 +103,11 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     expired = cart_expiry.expire_stale_carts(now)
     report.carts_expired += expired.carts_expired
     report.seats_released += expired.seats_released
+    # before the dead holds: a sale's own undo gives back exactly its seats and ends its intent
+    open_sales = subscriptions.finish_open_sales(now - grace)
+    report.subscription_sales_finished += open_sales.finished
+    report.subscription_sales_undone += open_sales.undone
+    report.seats_released += open_sales.seats_released
     paid = payments.reconcile_payments(now)
     report.payments_checked = paid.checked
     # settled by the cart expiry (asked first: a payment that went through is not expired) or here

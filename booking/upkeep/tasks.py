@@ -13,12 +13,12 @@ from bson.errors import InvalidId
 from celery import shared_task
 from django.conf import settings
 
-from booking.core import work_queue
+from booking.core import clock, work_queue
 from booking.core.domain import SendOutcome
-from booking.notifications import change_notices, payment_notices, sign_in, waiting_list_mail
+from booking.notifications import change_notices, payment_notices, renewal_notices, sign_in, waiting_list_mail
 from booking.notifications import confirmations as notifications
 from booking.reports import summaries
-from booking.sales import cancels, cart_expiry, retention, waiting_list, wheelchair
+from booking.sales import cancels, cart_expiry, retention, subscriptions, waiting_list, wheelchair
 from booking.upkeep import reconcile as reconcile_service
 from booking.webhooks import deliveries, dispatch
 
@@ -72,6 +72,17 @@ def reconcile(self) -> dict:
     report = reconcile_service.reconcile()
     logger.info("reconcile task=%s: %s", self.request.id, report)
     return dict(report.__dict__)
+
+
+@shared_task(name="booking.tasks.subscription_renewals", time_limit=300, soft_time_limit=270)
+def subscription_renewals() -> dict:
+    """Beat: open the renewal windows that are due (the holders' seats reserved), mail the holders
+    not yet mailed, and end the reservations whose window closed (their seats back on sale)."""
+    now = clock.now()
+    opened = [subscriptions.open_renewal(s["_id"]).reserved for s in subscriptions.due_renewals(now)]
+    mailed = renewal_notices.send_pending()
+    ended = subscriptions.end_renewal_carts(now)
+    return {"reserved": sum(opened), "mailed": mailed, "ended": ended}
 
 
 @shared_task(name="booking.tasks.compact_past_sessions", bind=True, time_limit=600, soft_time_limit=540)

@@ -68,8 +68,9 @@ def forget_cart(request) -> None:
 
 
 def adopt(request, new_owner: str, new_cart_id: ObjectId) -> None:
-    """The buyer takes over a cart made for them (a waiting-list offer's: sales/waiting_list.py):
-    its owner token becomes theirs. A cart they had under their old token ends with its hold."""
+    """The buyer takes over a cart made for them under another owner (a waiting-list offer's,
+    sales/waiting_list.py; a subscription renewal's, sales/subscriptions.py): its owner token
+    becomes theirs. A cart they had under their old token ends with its hold."""
     buyer = get(request)
     buyer.owner, buyer.cart_id, buyer.changed = new_owner, str(new_cart_id), True
 

@@ -57,7 +57,7 @@ from booking.web import buyer
 logger = logging.getLogger("booking.ratelimits")
 
 # The views that take seats (names in booking/presale/urls.py). Releases are never limited.
-HOLD_VIEWS = frozenset({"booking:toggle_seat", "booking:hold", "booking:best_available"})
+HOLD_VIEWS = frozenset({"booking:toggle_seat", "booking:hold", "booking:best_available", "booking:subscription_buy"})
 
 RATE_LIMITED_MESSAGE = gettext_noop("You are choosing seats very fast. Please wait a moment and try again.")
 

@@ -48,6 +48,7 @@ def test_small_benchmark_runs_and_command_counts_match_the_design_guide(tmp_path
     ]
     goals = {g["goal"].split(":")[0] for g in results["goals"]}
     assert {"what's on", "checkout to a confirmed order (box office) at 2 clients"} <= goals
+    assert "selling a subscription of 8 performances" in goals
     assert {name: a["list"] for name, a in checked.items() if not a["meets_target"]} == {}
     assert accounting["q3"]["status"] == 304
     # a hold reads only carts once its worker knows the session; the first one there reads it too

@@ -7,7 +7,7 @@ from booking.control.groups import create_groups
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("booking", "0017_manager_api_tokens"),
+        ("booking", "0010_manager_api_tokens"),
     ]
 
     operations = [

@@ -1,0 +1,364 @@
+"""Season subscriptions: the same seat in every performance, taken all together or not at all;
+a crash between the performances' writes finished or undone by reconcile; never sold twice."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from booking.core import clock, faults, mongo
+from booking.core.domain import SubscriptionSaleState
+from booking.core.errors import BookingError, InvalidRequest, SeatsTaken, SessionNotOnSale
+from booking.payments import flow as payments
+from booking.sales import counter, exchanges, holds, promos, subscriptions
+from booking.sales.subscriptions import SaleRequest
+from booking.tests.factories import make_session, make_theater
+from booking.tests.localstripe import VISA, card
+from booking.tests.threads import PerThreadClient
+from booking.upkeep.invariants import check_invariants
+from booking.upkeep.reconcile import reconcile
+from booking.venues.seat_grid import FREE, HELD, SOLD
+
+ALICE = "s:alice"
+BOB = "s:bob"
+NO_GRACE = timedelta(0)
+PRICES = {"s": 8000, "p": 16001}  # 16001 over 3 performances: shares of 5334, 5334, 5333
+
+
+def season(performances: int = 3, **options):
+    """A subscription of performances over two halls of the same shape, on sale now."""
+    halls = [make_theater(name="Grand Hall"), make_theater(name="Studio")]
+    sessions = [make_session(halls[i % 2], days=2 + i) for i in range(performances)]
+    now = clock.now()
+    sub = subscriptions.create_subscription(
+        name="Season A",
+        name_de="Abo A",
+        session_ids=[s["_id"] for s in sessions],
+        prices=options.pop("prices", PRICES),
+        sale_opens=now - timedelta(hours=1),
+        sale_closes=now + timedelta(days=1),
+        **options,
+    )
+    return sub, sessions
+
+
+def cell(session, key):
+    seats = mongo.sessions().find_one({"_id": session["_id"]})["seats"]
+    row, col = (int(p) for p in key.split(":"))
+    return seats[row][col]
+
+
+def a_moment_later():
+    return clock.now() + timedelta(milliseconds=50)
+
+
+def test_a_sale_holds_the_same_seat_in_every_performance_at_the_subscription_price():
+    sub, sessions = season()
+    cart = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["1:2"], request=SaleRequest(owner=ALICE)
+    )
+    assert [cell(s, "1:2") for s in sessions] == [HELD, HELD, HELD]
+    assert sorted(i["sessionId"] for i in cart["items"]) == sorted(s["_id"] for s in sessions)
+    assert sorted(i["price"] for i in cart["items"]) == [5333, 5334, 5334]
+    assert cart["total"] == PRICES["p"]
+    assert all(i["subscription"] == sub["_id"] for i in cart["items"])
+    [sale] = mongo.subscription_sales().find()
+    assert sale["state"] == SubscriptionSaleState.HELD
+    assert check_invariants() == []
+
+
+def test_a_seat_taken_in_one_performance_holds_nothing_in_the_others():
+    sub, sessions = season()
+    holds.hold_seats(sessions[2]["_id"], BOB, None, ["0:0"])  # the last performance's seat is Bob's
+    with pytest.raises(SeatsTaken):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["0:0"], request=SaleRequest(owner=ALICE))
+    assert [cell(s, "0:0") for s in sessions] == [FREE, FREE, HELD]
+    assert mongo.carts().count_documents({"owner": ALICE}) == 0
+    [sale] = mongo.subscription_sales().find()
+    assert sale["state"] == SubscriptionSaleState.UNDONE
+    assert check_invariants() == []
+
+
+@pytest.mark.parametrize("point", ["subscription.after_intent", "subscription.after_session"])
+def test_a_crash_before_the_cart_is_undone_by_reconcile(crash_at, point):
+    sub, sessions = season()
+    crash_at(point)
+    with pytest.raises(faults.InjectedCrash):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:0"], request=SaleRequest(owner=ALICE))
+    faults.set_hook(None)
+    if point == "subscription.after_session":
+        assert cell(sessions[0], "2:0") == HELD  # the first performance taken, the others not yet
+        assert check_invariants() != []
+    report = reconcile(now=a_moment_later(), grace=NO_GRACE)
+    assert report.subscription_sales_undone == 1
+    assert [cell(s, "2:0") for s in sessions] == [FREE, FREE, FREE]
+    assert mongo.subscription_sales().find_one()["state"] == SubscriptionSaleState.UNDONE
+    assert check_invariants() == []
+
+
+def test_a_crash_between_the_second_and_third_performance_is_undone(fault_hook):
+    sub, sessions = season()
+    written = []
+
+    def crash_on_second(name):
+        if name == "subscription.after_session":
+            written.append(name)
+            if len(written) == 2:
+                raise faults.InjectedCrash(name)
+
+    fault_hook(crash_on_second)
+    with pytest.raises(faults.InjectedCrash):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:1"], request=SaleRequest(owner=ALICE))
+    faults.set_hook(None)
+    assert [cell(s, "2:1") for s in sessions] == [HELD, HELD, FREE]
+    reconcile(now=a_moment_later(), grace=NO_GRACE)
+    assert [cell(s, "2:1") for s in sessions] == [FREE, FREE, FREE]
+    assert check_invariants() == []
+
+
+def test_a_crash_after_the_cart_is_finished_by_reconcile(crash_at):
+    sub, sessions = season()
+    crash_at("subscription.after_cart")
+    with pytest.raises(faults.InjectedCrash):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:2"], request=SaleRequest(owner=ALICE))
+    faults.set_hook(None)
+    report = reconcile(now=a_moment_later(), grace=NO_GRACE)
+    assert report.subscription_sales_finished == 1
+    assert [cell(s, "2:2") for s in sessions] == [HELD, HELD, HELD]
+    assert mongo.subscription_sales().find_one()["state"] == SubscriptionSaleState.HELD
+    assert check_invariants() == []
+
+
+def test_reconcile_leaves_a_sale_within_its_grace_alone(crash_at):
+    sub, sessions = season()
+    crash_at("subscription.after_session")
+    with pytest.raises(faults.InjectedCrash):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:3"], request=SaleRequest(owner=ALICE))
+    faults.set_hook(None)
+    report = reconcile(now=clock.now(), grace=timedelta(minutes=5))
+    assert report.subscription_sales_undone == 0
+    assert cell(sessions[0], "2:3") == HELD
+
+
+def test_a_sale_undone_by_reconcile_while_it_was_slow_gives_its_seats_back(fault_hook):
+    """The process was not dead, only slow: reconcile undid its intent; its last writes find that
+    out and give back what they took."""
+    sub, sessions = season()
+
+    def reconcile_meanwhile(name):
+        if name == "subscription.after_cart":
+            faults.set_hook(None)
+            sale = mongo.subscription_sales().find_one()
+            subscriptions.undo(sale)
+
+    fault_hook(reconcile_meanwhile)
+    with pytest.raises(BookingError):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["0:3"], request=SaleRequest(owner=ALICE))
+    assert [cell(s, "0:3") for s in sessions] == [FREE, FREE, FREE]
+    assert check_invariants() == []
+
+
+@pytest.mark.slow
+def test_a_subscription_racing_single_holds_on_one_performance_is_never_sold_twice(monkeypatch, settings):
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    sub, sessions = season(performances=4)
+    clients = PerThreadClient()
+    monkeypatch.setattr(mongo, "get_client", clients.get)
+    seats = [f"{r}:{c}" for r in range(3) for c in (0, 1, 2, 3, 5, 6, 7, 8)]
+    contested = sessions[1]["_id"]
+    won: dict[str, list[str]] = {"sub": [], "single": []}
+    lock = threading.Lock()
+    try:
+        for key in seats:
+            start = threading.Barrier(3)
+
+            def buy_subscription(key=key, start=start):
+                start.wait()
+                try:
+                    subscriptions.hold_subscription(
+                        subscription_id=sub["_id"], seat_keys=[key], request=SaleRequest(owner=f"s:sub{key}")
+                    )
+                    with lock:
+                        won["sub"].append(key)
+                except BookingError:
+                    pass
+
+            def buy_single(n, key=key, start=start):
+                start.wait()
+                try:
+                    holds.hold_seats(contested, f"s:single{n}{key}", None, [key])
+                    with lock:
+                        won["single"].append(key)
+                except BookingError:
+                    pass
+
+            threads = [
+                threading.Thread(target=buy_subscription),
+                threading.Thread(target=buy_single, args=(1,)),
+                threading.Thread(target=buy_single, args=(2,)),
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+    finally:
+        clients.close()
+    monkeypatch.undo()
+    assert len(won["sub"]) + len(won["single"]) == len(seats)  # every seat went to exactly one buyer
+    assert not set(won["sub"]) & set(won["single"])
+    for key in seats:  # a subscription's seat is held in every performance; a single seat only in its own
+        states = [cell(s, key) for s in sessions]
+        if key in won["sub"]:
+            assert states == [HELD] * 4
+        else:
+            assert states == [FREE, HELD, FREE, FREE]
+    assert check_invariants() == []
+
+
+def test_a_subscription_paid_by_card_sells_a_ticket_per_performance():
+    sub, sessions = season()
+    cart = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["0:1"], request=SaleRequest(owner=ALICE)
+    )
+    order = payments.start(ALICE, cart["_id"], "Ada Lovelace", "ada@example.com")
+    assert order["total"] >= PRICES["s"]
+    outcome = payments.pay_with_card(order["_id"], ALICE, card(VISA))
+    paid = mongo.orders().find_one({"_id": outcome.order["_id"]})
+    assert paid["state"] == "paid"
+    assert paid["subscription"]["_id"] == sub["_id"]
+    assert sorted(line["sessionId"] for line in paid["lines"]) == sorted(s["_id"] for s in sessions)
+    assert len({line["ticket"] for line in paid["lines"]}) == 3
+    assert sum(line["price"] for line in paid["lines"]) == PRICES["s"]
+    assert [cell(s, "0:1") for s in sessions] == [SOLD, SOLD, SOLD]
+    assert check_invariants() == []
+
+
+def test_the_box_office_sells_a_subscription():
+    sub, sessions = season()
+    owner = counter.staff_owner(7)
+    cart = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["1:5"], request=SaleRequest(owner=owner, box_office=True)
+    )
+    order = counter.sell(owner, cart["_id"], counter.CounterSale(name="Max Muster", method=counter.CASH, by="clerk"))
+    order = mongo.orders().find_one({"_id": order["_id"]})
+    assert order["state"] == "paid" and order["total"] == PRICES["p"]
+    assert [cell(s, "1:5") for s in sessions] == [SOLD, SOLD, SOLD]
+    assert check_invariants() == []
+
+
+def test_a_subscription_cart_keeps_its_seats_together():
+    sub, sessions = season()
+    cart = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["0:2"], request=SaleRequest(owner=ALICE)
+    )
+    with pytest.raises(InvalidRequest):
+        holds.release_seats(sessions[0]["_id"], ALICE, cart["_id"], ["0:2"])
+    with pytest.raises(InvalidRequest):
+        holds.hold_seats(sessions[0]["_id"], ALICE, cart["_id"], ["0:3"])
+    with pytest.raises(InvalidRequest):
+        promos.apply_code(ALICE, cart["_id"], "ANYCODE1")
+    assert [cell(s, "0:2") for s in sessions] == [HELD, HELD, HELD]
+
+
+def test_outside_the_sale_window_buyers_cannot_buy_but_the_box_office_can():
+    sub, sessions = season()
+    mongo.subscriptions().update_one({"_id": sub["_id"]}, {"$set": {"saleOpens": clock.now() + timedelta(hours=1)}})
+    with pytest.raises(SessionNotOnSale):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["0:0"], request=SaleRequest(owner=ALICE))
+    staff = SaleRequest(owner=counter.staff_owner(3), box_office=True)
+    subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["0:0"], request=staff)
+    mongo.subscriptions().update_one({"_id": sub["_id"]}, {"$set": {"saleOpens": clock.now() - timedelta(hours=2)}})
+    mongo.subscriptions().update_one({"_id": sub["_id"]}, {"$set": {"saleCloses": clock.now()}})
+    with pytest.raises(SessionNotOnSale):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["0:1"], request=SaleRequest(owner=BOB))
+
+
+def test_a_canceled_performance_stops_the_sale():
+    sub, sessions = season()
+    mongo.sessions().update_one({"_id": sessions[1]["_id"]}, {"$set": {"status": "canceled"}})
+    with pytest.raises(SessionNotOnSale):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["0:0"], request=SaleRequest(owner=ALICE))
+    assert [cell(s, "0:0") for s in sessions] == [FREE, FREE, FREE]
+
+
+def test_the_common_map_shows_only_seats_free_everywhere():
+    sub, sessions = season()
+    holds.hold_seats(sessions[1]["_id"], BOB, None, ["1:0", "1:1"])
+    common = subscriptions.common_map(sub, subscriptions.performances(sub))
+    assert common["seats"][1][1] == SOLD
+    assert common["seats"][1][2] == FREE
+    assert common["seatsAvailable"] == sessions[0]["seatsAvailable"] - 2
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"name": ""}, "name"),
+        ({"name": "x" * 121}, "name"),
+        ({"prices": {"s": 8000}}, "price_p"),
+        ({"prices": {"s": 8000, "p": -1}}, "price_p"),
+        ({"prices": {"s": 8000, "p": 10_000_001}}, "price_p"),
+        ({"prices": {"s": 8000, "p": True}}, "price_p"),
+    ],
+)
+def test_a_subscription_definition_is_checked(change, field):
+    session = make_session(days=3)
+    now = clock.now()
+    args = {
+        "name": "Season",
+        "session_ids": [session["_id"]],
+        "prices": PRICES,
+        "sale_opens": now,
+        "sale_closes": now + timedelta(days=1),
+        **change,
+    }
+    with pytest.raises(InvalidRequest) as caught:
+        subscriptions.create_subscription(**args)
+    assert field in caught.value.details["fields"]
+    assert mongo.subscriptions().count_documents({}) == 0
+
+
+def test_the_limits_of_a_definition_hold_at_their_exact_values():
+    session = make_session(days=3)
+    now = clock.now()
+    ok = subscriptions.create_subscription(
+        name="x" * 120,
+        session_ids=[session["_id"]],
+        prices={"s": 0, "p": 10_000_000},
+        sale_opens=now,
+        sale_closes=session["start"],  # closes exactly at the first performance
+    )
+    assert ok["prices"] == {"s": 0, "p": 10_000_000}
+    with pytest.raises(InvalidRequest):
+        subscriptions.create_subscription(
+            name="late",
+            session_ids=[session["_id"]],
+            prices=PRICES,
+            sale_opens=now,
+            sale_closes=session["start"] + timedelta(milliseconds=1),
+        )
+    with pytest.raises(InvalidRequest):
+        subscriptions.create_subscription(
+            name="twice", session_ids=[session["_id"], session["_id"]], prices=PRICES, sale_opens=now, sale_closes=now
+        )
+
+
+def test_a_subscriber_swaps_one_performance_for_another_date_through_the_exchange_service():
+    sub, sessions = season()
+    other_date = make_session(make_theater(name="Grand Hall"), days=9)  # Hamlet again, not in the subscription
+    other_show = make_session(make_theater(name="Studio"), days=9, name="Faust")
+    cart = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["0:1"], request=SaleRequest(owner=ALICE)
+    )
+    order = payments.start(ALICE, cart["_id"], "Ada Lovelace", "ada@example.com")
+    order = payments.pay_with_card(order["_id"], ALICE, card(VISA)).order
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    with pytest.raises(InvalidRequest):
+        exchanges.exchange(order["_id"], [line["ticket"]], other_show["_id"], ["0:1"])
+    swapped = exchanges.exchange(order["_id"], [line["ticket"]], other_date["_id"], ["0:1"])
+    moved = next(new for new in swapped["lines"] if new["sessionId"] == other_date["_id"])
+    assert moved["price"] == line["price"] and moved["subscription"] == sub["_id"]  # no difference to pay
+    assert swapped["total"] == order["total"]
+    assert [cell(s, "0:1") for s in sessions] == [SOLD, FREE, SOLD]
+    assert cell(other_date, "0:1") == SOLD
+    assert check_invariants() == []
