@@ -68,6 +68,7 @@ def money_breaches() -> list[str]:
         if order["state"] in SEAT_OWNING and order.get("lines"):
             owes = sum(line["price"] - line.get("discount", 0) for line in order["lines"])
             owes += (order.get("fee") or {}).get("amount", 0)
+        owes += sum(r.get("kept", 0) for r in refunds)  # a cancel fee the theater kept of refunded tickets
         if order["state"] in SEAT_OWNING and not order.get("paidWith"):
             breaches.append(f"order {ref} is {order['state']} without a payment")
         elif kept != owes and not order.get("settling"):

@@ -107,11 +107,19 @@ def _webhook_events(refund_id: str, *, ended: bool) -> list[dict]:
 
 
 def refund_tickets(
-    order_id: ObjectId, *, tickets=None, reason: str = "", by: str = "", notice: str | None = "cancel"
+    order_id: ObjectId,
+    *,
+    tickets=None,
+    reason: str = "",
+    by: str = "",
+    notice: str | None = "cancel",
+    kept_per_ticket: int = 0,
 ) -> dict:
     """Staff: refund the whole order (``tickets`` None) or these ticket codes; their seats become
     free for sale again. The booking fee goes back with the last ticket. ``notice``: the kind of
-    e-mail the customer gets (notifications/change_notices.py), stored in the same write; None: none."""
+    e-mail the customer gets (notifications/change_notices.py), stored in the same write; None: none.
+    ``kept_per_ticket``: cents the theater keeps of each ticket (at most its price; the record's
+    ``kept``)."""
     order = orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(gettext("No such order."))
@@ -130,10 +138,13 @@ def refund_tickets(
     if not selected or len(selected) != len(codes):
         raise InvalidRequest(gettext("Choose tickets of this order to refund."))
     remaining = [line for line in lines if line["ticket"] not in codes]
-    amount = refund_amount(order, codes)
+    kept = kept_amount(selected, kept_per_ticket)
+    amount = refund_amount(order, codes) - kept
     why = reason or "Canceled by the theater"
     records = [_record(part, paid, why, tickets=sorted(codes), by=by) for paid, part in allocate(order, amount)]
     refund = records[0]
+    if kept:
+        refund["kept"] = kept
     now = clock.now()
     faults.point("refund.before_order")  # tests: another refund of this order between the read and the write
     changed = orders().update_one(
@@ -200,6 +211,14 @@ def refund_amount(order: dict, codes: set[str]) -> int:
     lines = order["lines"]
     fee = (order.get("fee") or {}).get("amount", 0) if all(line["ticket"] in codes for line in lines) else 0
     return sum(money.line_amount(line) for line in lines if line["ticket"] in codes) + fee
+
+
+def kept_amount(lines: list[dict], kept_per_ticket: int) -> int:
+    """What the theater keeps of these tickets' refund: the fee per ticket, never more than a
+    ticket's own price (a free ticket keeps nothing)."""
+    if kept_per_ticket < 0:
+        raise InvalidRequest(gettext("A kept fee cannot be negative."))
+    return sum(min(kept_per_ticket, money.line_amount(line)) for line in lines)
 
 
 @dataclass(frozen=True)
@@ -349,9 +368,12 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
     faults.point("refund.after_claim")
     provider = payments.provider(refund["payment"]["provider"])
     try:
-        result = provider.refund(
-            refund["payment"]["id"], refund["amount"], refund_key=refund_id, attempt=refund["claims"]
-        )
+        if refund["amount"] == 0 and refund.get("kept"):  # all of it kept as a fee: nothing to ask for
+            result = base.Refund(provider=provider.name, id="", amount=0, status=base.SUCCEEDED)
+        else:
+            result = provider.refund(
+                refund["payment"]["id"], refund["amount"], refund_key=refund_id, attempt=refund["claims"]
+            )
     except base.ProviderError as exc:
         return _failed(order, refund, str(exc))
     faults.point("refund.after_provider")
