@@ -278,9 +278,17 @@ def _checked(person: dict) -> str:
     return timezone.localtime(at).strftime("%Y-%m-%d %H:%M") if at else ""
 
 
+def _ticket_type(person: dict) -> str:
+    """The ticket type, and that it was given away (complimentary) where it was."""
+    if not person.get("comp"):
+        return person["type"]
+    return " · ".join(part for part in (person["type"], _("Complimentary")) if part)
+
+
 def attendee_rows(people: list[dict]) -> list[list]:
     return [
-        [p["row"], p["seat"], p["name"], p["category"], p["type"], p["ref"], _checked(p), p["door"]] for p in people
+        [p["row"], p["seat"], p["name"], p["category"], _ticket_type(p), p["ref"], _checked(p), p["door"]]
+        for p in people
     ]
 
 
