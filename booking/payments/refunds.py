@@ -113,13 +113,16 @@ def refund_tickets(
     reason: str = "",
     by: str = "",
     notice: str | None = "cancel",
-    kept_per_ticket: int = 0,
+    keep: int = 0,
+    fingerprint: str | None = None,
 ) -> dict:
     """Staff: refund the whole order (``tickets`` None) or these ticket codes; their seats become
     free for sale again. The booking fee goes back with the last ticket. ``notice``: the kind of
     e-mail the customer gets (notifications/change_notices.py), stored in the same write; None: none.
-    ``kept_per_ticket``: cents the theater keeps of each ticket (at most its price; the record's
-    ``kept``)."""
+    ``keep``: what the theater keeps of the amount (the buyer's cancellation fee, sales/self_service.py),
+    recorded on the first refund record as ``keptFee`` for the receipt's correction.
+    ``fingerprint``: the order's ``orders.cancel_fingerprint`` the buyer was shown; a changed
+    order is refused."""
     order = orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(gettext("No such order."))
@@ -132,19 +135,22 @@ def refund_tickets(
         raise Conflict(f"Order {order['ref']} is still being completed; try again in a moment.")
     if order.get("exchangeOpen"):
         raise Conflict(f"Order {order['ref']} is being exchanged right now; try again in a moment.")
+    if fingerprint is not None and order_service.cancel_fingerprint(order) != fingerprint:
+        raise Conflict(gettext("The booking changed since you looked at it; please look again and confirm."))
     lines = order["lines"]
     codes = {line["ticket"] for line in lines} if not tickets else set(tickets)
     selected = [line for line in lines if line["ticket"] in codes]
     if not selected or len(selected) != len(codes):
         raise InvalidRequest(gettext("Choose tickets of this order to refund."))
     remaining = [line for line in lines if line["ticket"] not in codes]
-    kept = kept_amount(selected, kept_per_ticket)
-    amount = refund_amount(order, codes) - kept
+    gross = refund_amount(order, codes)
+    kept = min(max(keep, 0), gross)
+    amount = gross - kept
     why = reason or "Canceled by the theater"
     records = [_record(part, paid, why, tickets=sorted(codes), by=by) for paid, part in allocate(order, amount)]
     refund = records[0]
     if kept:
-        refund["kept"] = kept
+        refund["keptFee"] = kept
     now = clock.now()
     faults.point("refund.before_order")  # tests: another refund of this order between the read and the write
     changed = orders().update_one(
@@ -368,7 +374,7 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
     faults.point("refund.after_claim")
     provider = payments.provider(refund["payment"]["provider"])
     try:
-        if refund["amount"] == 0 and refund.get("kept"):  # all of it kept as a fee: nothing to ask for
+        if refund["amount"] == 0 and refund.get("keptFee"):  # all of it kept as a fee: nothing to ask for
             result = base.Refund(provider=provider.name, id="", amount=0, status=base.SUCCEEDED)
         else:
             result = provider.refund(
