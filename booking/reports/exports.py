@@ -21,6 +21,7 @@ from xml.sax.saxutils import escape
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from booking.core.domain import Session
 from booking.reports.figures import Report
@@ -56,7 +57,7 @@ def report_tables(report: Report) -> list[Table]:
         _("Summary"),
         [_("Figure"), _("Value")],
         [
-            [_("Show"), report.title],
+            [pgettext("noun: the play, concert or match", "Show"), report.title],
             [_("Theater"), report.theater],
             [_("Report"), _("Series") if report.kind == "series" else _("Session")],
             [_("Sessions"), len(report.sessions)],

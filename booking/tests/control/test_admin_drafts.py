@@ -112,3 +112,11 @@ def test_the_highest_kept_fee_is_taken(manager_client):
     )
     assert response.status_code == 302
     assert stored(session)["cancelRun"]["keptPerTicket"] == 100_000
+
+
+def test_the_session_form_in_german_names_the_show_not_the_verb(manager_client):
+    theater = make_theater()
+    manager_client.cookies["django_language"] = "de"
+    page = manager_client.get(f"/admin/booking/session/add/?theater={theater['_id']}").content.decode()
+    assert "<h2>Veranstaltung</h2>" in page and "<h2>Anzeigen</h2>" not in page
+    assert "Als Entwurf speichern" in page
