@@ -261,7 +261,8 @@ class SessionAdmin(
             "owners": owner_groups(rows),
             "legend": category_legend(session["layout"]),
             "counts": seat_counts(session["seats"]),
-            "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,
+            # house seats are blocked in a draft too (it is prepared before it goes on sale)
+            "selectable": self.has_change_permission(request) and session.get("status") != SessionStatus.CANCELED,
             "now": timezone.now(),
         }
 
