@@ -34,6 +34,7 @@ def performance(theater: dict, name: str, days: float) -> dict:
     start = clock.now() + timedelta(days=days)
     return create_session(
         theater["_id"],
+        published=True,
         name=name,
         description="Benchmark performance",
         start=start,

@@ -415,6 +415,7 @@ def seed_hall():
     start = clock.now() + timedelta(days=7)
     return create_session(
         grand["_id"],
+        published=True,
         name="The Big Premiere",
         description="The on-sale simulation.",
         start=start,

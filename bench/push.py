@@ -200,6 +200,7 @@ class Bench:
         self.sessions = [
             create_session(
                 theater["_id"],
+                published=True,
                 name=f"Bench {i}",
                 description="",
                 start=start,

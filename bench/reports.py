@@ -111,6 +111,7 @@ def build(scale: float, log, summaries_too: bool = True) -> dict:
         start = now + timedelta(days=1 + i // shows, hours=i % shows % 4)
         session = create_session(
             theater["_id"],
+            published=True,
             name=f"Show {i % shows:02d}",
             description="",
             start=start,

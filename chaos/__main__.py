@@ -98,6 +98,7 @@ def seed_hall(rows: int):
     start = clock.now() + timedelta(days=2)
     session = create_session(
         theater["_id"],
+        published=True,
         name="The Rush",
         description="Everybody wants the middle seats.",
         start=start,

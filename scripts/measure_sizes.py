@@ -52,9 +52,16 @@ def main() -> None:
     start = clock.now() + timedelta(days=2)
     details = dict(name="The Magic Flute", description="Mozart's opera for all ages, sung in English.")
     prices = {"p": 5500, "s": 3900, "b": 2500}
-    session = create_session(grand["_id"], start=start, end=start + timedelta(hours=3), prices=prices, **details)
+    session = create_session(
+        grand["_id"], published=True, start=start, end=start + timedelta(hours=3), prices=prices, **details
+    )
     studio_session = create_session(
-        studio["_id"], start=start, end=start + timedelta(hours=2), prices={"s": 2200, "r": 1500}, **details
+        studio["_id"],
+        published=True,
+        start=start,
+        end=start + timedelta(hours=2),
+        prices={"s": 2200, "r": 1500},
+        **details,
     )
     print(f"theater Grand Hall (830 seats): {size(mongo.theaters().find_one({'_id': grand['_id']}))} B")
     print(f"theater Studio (94 seats): {size(mongo.theaters().find_one({'_id': studio['_id']}))} B")

@@ -198,6 +198,7 @@ def setup_ours(stack: Stack, log) -> dict:
         start = clock.now() + timedelta(days=days)
         s = create_session(
             theater["_id"],
+            published=True,
             name=name,
             description="Peer run",
             start=start,

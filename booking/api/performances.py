@@ -98,8 +98,10 @@ def performances(request, filters: Query[PerformanceFilters]):
         span["$gte"] = filters.start_from
     if filters.start_until:
         span["$lt"] = filters.start_until
+    # a draft is the staff's alone until it is published
+    query["status"] = {"$ne": SessionStatus.DRAFT}
     if filters.status:
-        query["status"] = str(filters.status)
+        query["status"] = str(filters.status) if filters.status != SessionStatus.DRAFT else {"$in": []}
     if filters.cursor:
         after = decode_cursor(filters.cursor)
         if after is None:

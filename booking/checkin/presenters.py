@@ -19,6 +19,7 @@ def outcome_data(outcome: checkin.Outcome) -> dict:
         "state": outcome.state,
         "hash": outcome.hash,
         "replay": outcome.replay,
+        "party": outcome.party,
     }
     if outcome.replaced_by is not None:
         data["replacedBy"] = outcome.replaced_by

@@ -13,6 +13,7 @@ urlpatterns = [
     path("sw.js", views.service_worker, name="sw"),
     path("<str:scope_id>/", views.door_page, name="door"),
     path("<str:scope_id>/scan", views.scan, name="scan"),
+    path("<str:scope_id>/undo", views.undo, name="undo"),
     path("<str:scope_id>/search", views.search, name="search"),
     path("<str:scope_id>/tickets.json", views.tickets, name="tickets"),
     path("<str:scope_id>/sync", views.sync, name="sync"),

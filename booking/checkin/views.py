@@ -8,6 +8,8 @@ GET  /checkin/sw.js                    the service worker (scope /checkin/): cac
 GET  /checkin/<id>/                    the door page; ?q= searches (works without JavaScript too)
 POST /checkin/<id>/scan                code=<ticket code> | hash=<sha256>, door, scan=<id>   check in
                                        JSON answer when asked for (Accept: application/json), else the page
+POST /checkin/<id>/undo                code=<ticket code> | hash=<sha256>   take a check-in back (409: not
+                                       checked in, or changed meanwhile)
 GET  /checkin/<id>/search?q=           tickets by name or booking reference (JSON)
 GET  /checkin/<id>/tickets.json        the offline list: hashed codes, seat, type, short name
 POST /checkin/<id>/sync                JSON {scans: [{id, code|hash, at, door}]}: check-ins made offline
@@ -37,8 +39,8 @@ from django.utils import timezone
 from django.utils.translation import gettext, pgettext
 from django.views.decorators.http import require_POST, require_safe
 
-from booking.checkin.presenters import conflict_data, outcome_data
-from booking.core.errors import BookingError, InvalidRequest, NotFound
+from booking.checkin.presenters import conflict_data, outcome_data, seat_text
+from booking.core.errors import BookingError, Conflict, InvalidRequest, NotFound
 from booking.core.ids import object_id
 from booking.models import CHECKIN_PERMISSION
 from booking.sales import checkin
@@ -179,6 +181,7 @@ def _page_context(request, scope: checkin.Scope, **extra) -> dict:
         "tickets": reverse("checkin:tickets", args=[scope_id]),
         "stats": reverse("checkin:stats", args=[scope_id]),
         "search": reverse("checkin:search", args=[scope_id]),
+        "undo": reverse("checkin:undo", args=[scope_id]),
         "seen": reverse("checkin:seen", args=[scope_id, "000000000000000000000000"]),
         "sw": reverse("checkin:sw"),
         "login": reverse("checkin:login"),
@@ -261,6 +264,29 @@ def scan(request, scope_id):
     if result["session"]:
         result["session"] = {**result["session"], "start": _local(result["session"]["start"])}
     return render(request, "checkin/door.html", _page_context(request, scope, result=result))
+
+
+@require_POST
+@door_staff_only
+def undo(request, scope_id):
+    """Take a check-in back: ``code`` or ``hash``. The page (or JSON) says whose ticket it was."""
+    try:
+        scope = _scope(scope_id)
+        data = _body(request) if request.content_type == "application/json" else request.POST
+        code, digest = data.get("code"), data.get("hash")
+        if not code and not digest:
+            raise InvalidRequest(gettext("Scan a ticket or type its code."))
+        ticket = checkin.undo_check_in(
+            scope, by=staff_name(request.user), code=code or None, digest=None if code else digest
+        )
+    except Conflict as exc:
+        return _problem(request, exc, 409)
+    except BookingError as exc:
+        return _problem(request, exc)
+    message = gettext("Check-in undone: %(seat)s, %(name)s.") % {"seat": seat_text(ticket), "name": ticket["name"]}
+    if _wants_json(request):
+        return _json({"undone": True, "ticket": ticket, "message": message, "counts": checkin.counts(scope)})
+    return render(request, "checkin/door.html", _page_context(request, scope, undone=message))
 
 
 def _body(request) -> dict:

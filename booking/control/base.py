@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.translation import gettext
 
 from booking.control.forms import add_field_errors
 from booking.core.errors import BookingError, InvalidRequest, NotFound
@@ -153,6 +154,16 @@ class MongoModelAdmin(admin.ModelAdmin):
         """A write refused where its form is not on the page: the reason as a message, on to ``to``."""
         messages.error(request, reason)
         return HttpResponseRedirect(to)
+
+    def refused_page(self, request, reason: str, back: str, *, status: int = 400) -> TemplateResponse:
+        """A posted form refused (bad input: 400; a conflict: 409): its message on a page of its
+        own with the way back, and the status says so to a script or a test; nothing changed."""
+        return self.render(
+            request,
+            "admin/booking/refused.html",
+            {"title": gettext("Not saved"), "reason": reason, "back": back},
+            status,
+        )
 
     # ModelAdmin's ORM-based machinery is never reached: every route above is ours.
     def get_queryset(self, request):

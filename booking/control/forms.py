@@ -541,6 +541,36 @@ class CancelSessionForm(forms.Form):
     cancel_orders = forms.BooleanField(
         required=False, label=gettext_lazy("Also cancel the paid orders of this session (their seats become free)")
     )
+    message = forms.CharField(
+        required=False,
+        label=gettext_lazy("Message to the buyers (English)"),
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=gettext_lazy("In the mail each buyer gets, e.g. why and what comes instead."),
+    )
+    message_de = forms.CharField(
+        required=False,
+        label=gettext_lazy("Message to the buyers (German)"),
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=gettext_lazy("Buyers who booked in German read this one; empty: the English one."),
+    )
+    kept_per_ticket = forms.DecimalField(
+        required=False,
+        min_value=Decimal(0),
+        max_digits=9,
+        decimal_places=2,
+        label=gettext_lazy("Fee kept per ticket"),
+        help_text=gettext_lazy("Refunded: each ticket's price less this fee (never less than nothing). Empty: all."),
+    )
+
+    def terms(self) -> dict:
+        """The cancel's words and fee, as the service takes them."""
+        data = self.cleaned_data
+        kept = data.get("kept_per_ticket")
+        return {
+            "message": data.get("message", ""),
+            "message_de": data.get("message_de", ""),
+            "kept_per_ticket": to_cents(kept) if kept is not None else 0,
+        }
 
 
 class CancelOrderForm(forms.Form):

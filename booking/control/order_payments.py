@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from booking.control.base import CHANGE, AdminMixinBase, errors_text, staff_name
 from booking.control.counter import METHOD_CHOICES, may_sell
 from booking.core.domain import OrderState
-from booking.core.errors import BookingError
+from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import seat_label
 from booking.payments import counter
 from booking.payments import flow as payment_service
@@ -187,14 +187,16 @@ class OrderPaymentsMixin(AdminMixinBase):
         back = self.url("change", order["_id"])
         form = MarkPaidForm(request.POST)
         if not form.is_valid():
-            return self.refused(request, errors_text(form), back)
+            return self.refused_page(request, errors_text(form), back)
         means, reference = form.cleaned_data["means"], form.cleaned_data["reference"]
         try:
             paid = payment_service.mark_paid_at_counter(
                 order["_id"], by=staff_name(request.user), means=means, reference=reference
             )
+        except InvalidRequest as exc:
+            return self.refused_page(request, exc.message, back)
         except BookingError as exc:
-            return self.refused(request, exc.message, back)
+            return self.refused_page(request, exc.message, back, status=409)
         if paid["state"] != OrderState.PAID:
             reason = gettext("Order %(ref)s could not be paid: %(state)s.") % {
                 "ref": order["ref"],

@@ -22,7 +22,7 @@ from booking.control.order_prints import ROUTES as PRINT_ROUTES
 from booking.control.order_prints import OrderPrintsMixin
 from booking.core import clock
 from booking.core.domain import OrderState
-from booking.core.errors import BookingError
+from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import seat_label
 from booking.core.localized import order_category, order_state_label, sold_ticket_type, ticket_type_name
 from booking.notifications import confirmations as notifications
@@ -189,7 +189,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         back = self.url("change", order["_id"])
         form = f.CustomerForm(request.POST)
         if not form.is_valid():
-            return self.refused(request, errors_text(form), back)
+            return self.refused_page(request, errors_text(form), back)
         data = form.cleaned_data
         try:
             changed, did = customer_edits.change_customer(
@@ -200,8 +200,10 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
                 seen_email=data["seen_email"],
                 by=staff_name(request.user),
             )
+        except InvalidRequest as exc:
+            return self.refused_page(request, exc.message, back)
         except BookingError as exc:
-            return self.refused(request, exc.message, back)
+            return self.refused_page(request, exc.message, back, status=409)
         if not did:
             messages.info(request, gettext("Nothing changed."))
             return HttpResponseRedirect(back)

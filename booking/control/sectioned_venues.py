@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods
 from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import ADDITION, CHANGE, AdminMixinBase, bound
+from booking.control.door_settings import door_form
 from booking.control.venue_addresses import address_form
 from booking.core.domain import Section
 from booking.core.errors import BookingError, InvalidLayout
@@ -74,6 +75,7 @@ class SectionedVenueAdminMixin(AdminMixinBase):
             "formset": formset,
             "theater": theater,
             "address_form": address_form(theater) if theater else None,
+            "door_form": door_form(theater) if theater else None,
         }
         return self.render(request, "admin/booking/theater/sectioned_form.html", context, status=status)
 

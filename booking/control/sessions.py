@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from booking.control import forms as f
 from booking.control import selectors
-from booking.control.base import ADDITION, CHANGE, MongoModelAdmin, attempt, bound, errors_text
+from booking.control.base import ADDITION, CHANGE, DELETION, MongoModelAdmin, attempt, bound, errors_text
 from booking.control.counter import COUNTER_ROUTES, CounterAdminMixin
 from booking.control.offers import PriceTableAdminMixin
 from booking.control.payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
@@ -57,6 +57,8 @@ class SessionAdmin(
         ("<str:object_id>/seats/map/", "seat_map_partial", "seats_partial"),
         ("<str:object_id>/refresh-map/", "refresh_map", "refresh_map"),
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
+        ("<str:object_id>/publish/", "session_publish", "publish"),
+        ("<str:object_id>/delete/", "session_delete", "delete"),
         ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
         *SESSION_ROUTES,  # pay at the box office (payments)
         *SELF_SERVICE_ROUTES,  # what buyers may change online (control/self_service_settings.py)
@@ -130,8 +132,11 @@ class SessionAdmin(
                         ADDITION,
                         session["_id"],
                         session_label(session),
-                        note=f"Created session in {theater['name']} ({session['seatsTotal']} seats), on sale.",
-                        shown=gettext("“%(name)s” is on sale (%(seatsTotal)s seats).")
+                        note=f"Created session in {theater['name']} ({session['seatsTotal']} seats), a draft.",
+                        shown=gettext(
+                            "“%(name)s” was created as a draft (%(seatsTotal)s seats): only staff see it until "
+                            "you publish it."
+                        )
                         % {"name": session["name"], "seatsTotal": session["seatsTotal"]},
                         to=to,
                     )
@@ -144,8 +149,8 @@ class SessionAdmin(
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_series(self, request):
-        """Many sessions at once. Each is created by the same service as a single one; a date the
-        service refuses is listed with its reason and the others still go on sale."""
+        """Many sessions at once. Each is created by the same service as a single one, a draft; a
+        date the service refuses is listed with its reason and the others are still created."""
         self.require(request, "add")
         theater, page = self._theater_or_pick(request, gettext("Add a series: choose the theater"), "series")
         if page:
@@ -179,7 +184,7 @@ class SessionAdmin(
                 if created:
                     messages.success(
                         request,
-                        gettext("%(count)s sessions of “%(name)s” are on sale.")
+                        gettext("%(count)s sessions of “%(name)s” were created as drafts: publish them to sell.")
                         % {"count": len(created), "name": data["name"]},
                     )
                 if refused and not created:
@@ -259,7 +264,8 @@ class SessionAdmin(
             "owners": owner_groups(rows),
             "legend": category_legend(session["layout"]),
             "counts": seat_counts(session["seats"]),
-            "selectable": self.has_change_permission(request) and session.get("status") == SessionStatus.ON_SALE,
+            # house seats are blocked in a draft too (it is prepared before it goes on sale)
+            "selectable": self.has_change_permission(request) and session.get("status") != SessionStatus.CANCELED,
             "now": timezone.now(),
         }
 
@@ -406,15 +412,20 @@ class SessionAdmin(
         session = self._session(object_id)
         paid = selectors.paid_order_count(session["_id"])
         form = f.CancelSessionForm(bound(request))
-        status = 200
+        status = 400 if request.method == "POST" else 200
         if request.method == "POST" and form.is_valid():
             if session.get("status") == SessionStatus.CANCELED:
                 messages.info(request, gettext("This session was already canceled."))
                 return HttpResponseRedirect(self.url("change", session["_id"]))
             try:
                 canceled = session_service.cancel_session(
-                    session["_id"], cancel_orders=form.cleaned_data["cancel_orders"], by=request.user.get_username()
+                    session["_id"],
+                    cancel_orders=form.cleaned_data["cancel_orders"],
+                    by=request.user.get_username(),
+                    **form.terms(),
                 )
+            except InvalidRequest as exc:
+                f.add_field_errors(form, exc)
             except BookingError as exc:
                 status = 409
                 form.add_error("cancel_orders", exc.message)
@@ -449,6 +460,66 @@ class SessionAdmin(
             },
             status=status,
         )
+
+    def _draft_action(self, request, object_id, *, action: str):
+        """Publish a draft, or delete a session nobody bought from: GET asks, POST does it; a
+        refusal is shown on the same page with a 409, and nothing changed."""
+        self.require(request, "change" if action == "publish" else "delete")
+        session = self._session(object_id)
+        error, status = "", 200
+        if request.method == "POST":
+            try:
+                if action == "publish":
+                    count = session_service.publish_session(session["_id"])
+                else:
+                    count = session_service.delete_session(session["_id"])
+            except BookingError as exc:
+                error, status = exc.message, 409
+            else:
+                if action == "publish":
+                    return self.saved(
+                        request,
+                        CHANGE,
+                        session["_id"],
+                        session_label(session),
+                        note=f"Published ({count} session document{'s' if count != 1 else ''}).",
+                        shown=gettext("“%(name)s” is published: it is on sale (or on its sale window).")
+                        % {"name": session["name"]},
+                        to=self.url("change", session["_id"]),
+                    )
+                return self.saved(
+                    request,
+                    DELETION,
+                    session["_id"],
+                    session_label(session),
+                    note=f"Deleted ({count} session document{'s' if count != 1 else ''}).",
+                    shown=gettext("“%(name)s” was deleted.") % {"name": session["name"]},
+                    to=self.url("changelist"),
+                )
+        titles = {
+            "publish": gettext("Publish “%(name)s”?"),
+            "delete": gettext("Delete “%(name)s”?"),
+        }
+        return self.render(
+            request,
+            "admin/booking/session/draft_action.html",
+            {
+                "title": titles[action] % {"name": session["name"]},
+                "session": session,
+                "action": action,
+                "error": error,
+                "counts": seat_counts(session["seats"]),
+            },
+            status=status,
+        )
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def session_publish(self, request, object_id):
+        return self._draft_action(request, object_id, action="publish")
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def session_delete(self, request, object_id):
+        return self._draft_action(request, object_id, action="delete")
 
 
 def _seat_keys(session: Session) -> list[str]:

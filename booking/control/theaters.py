@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import ADDITION, CHANGE, DELETION, MongoModelAdmin
+from booking.control.door_settings import DOOR_ROUTES, DoorSettingsMixin, door_form
 from booking.control.offers import TicketTypesAdminMixin
 from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
 from booking.control.seat_chart import category_legend, grid_error_context, layout_rows
@@ -37,6 +38,7 @@ class TheaterAdmin(
     TheaterSelfServiceMixin,
     TicketTypesAdminMixin,
     VenueAddressMixin,
+    DoorSettingsMixin,
     MongoModelAdmin,
 ):
     routes = [
@@ -52,6 +54,7 @@ class TheaterAdmin(
         *SELF_SERVICE_ROUTES,  # what buyers may change online (control/self_service_settings.py)
         *SECTIONED_ROUTES,  # stadiums drawn and edited in the admin (control/sectioned_venues.py)
         *ADDRESS_ROUTES,  # where the theater is, for buyers (control/venue_addresses.py)
+        *DOOR_ROUTES,  # one scan for the whole booking (control/door_settings.py)
     ]
 
     def theater_list(self, request):
@@ -93,6 +96,7 @@ class TheaterAdmin(
                 "sessions": selectors.sessions_of_theater(theater["_id"]) if theater else [],
                 "vat_form": vat_form(theater) if theater and "layout" in theater else None,
                 "address_form": address_form(theater) if theater else None,
+                "door_form": door_form(theater) if theater else None,
                 "self_service_form": theater_form(theater) if theater else None,
             },
             status=status,

@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
@@ -235,7 +235,32 @@ def _describe(order: dict, notice: dict) -> dict:
                 credit_notes.for_refunds(notes, ids) if mine else [n for n in notes if n["kind"] == credit_notes.VOID]
             )
         ]
+        if notice["kind"] == SESSION_CANCELED:
+            context.update(_canceled_performances(order, {line["sessionId"] for line in lines}))
     return context
+
+
+def _canceled_performances(order: dict, session_ids: set) -> dict:
+    """Which performances of the booking were canceled (title and date, as sold) and the staff's
+    message to their buyers, in the mail's language: one read of the canceled sessions by _id."""
+    canceled = {
+        doc["_id"]: doc.get("cancelRun") or {}
+        for doc in mongo.sessions().find(
+            {"_id": {"$in": list(session_ids)}, "status": SessionStatus.CANCELED}, {"cancelRun": 1}
+        )
+    }
+    shows = [s for s in order.get("sessions", []) if s.get("_id") in canceled]
+    shows.sort(key=lambda s: s.get("start") or clock.now())
+    performances = [
+        {
+            "show": localized(show, "name") or _("Performance"),
+            "when": mail_time(show["start"]) if show.get("start") else "",
+            "theater": localized(show, "theaterName"),
+        }
+        for show in shows
+    ]
+    messages = [localized(canceled[show["_id"]], "message") for show in shows]
+    return {"performances": performances, "staff_messages": [m for m in dict.fromkeys(messages) if m]}
 
 
 def _transfer_context(order: dict, notice: dict) -> dict:

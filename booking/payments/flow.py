@@ -525,20 +525,22 @@ def order_for_payment(payment: base.Payment) -> dict | None:
     return orders().find_one({"$or": [{"payment.intent": payment.id}, {"payment.previous.intent": payment.id}]})
 
 
-def _settled(payment: base.Payment, known: dict | None = None) -> dict:
+def _settled(payment: base.Payment, known: dict | None = None, *, taken: dict | None = None) -> dict:
     """``settle`` for the payment of an order the caller has just read: it finds that order (None,
     "no order we know", would mean the order vanished meanwhile: no such booking)."""
-    order = settle(payment, known)
+    order = settle(payment, known, taken=taken)
     if order is None:
         raise NotFound(gettext("No such booking."))
     return order
 
 
-def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
+def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | None = None) -> dict | None:
     """A payment succeeded: the order it pays becomes paid and its seats sold, or (seats gone,
     order no longer payable, paid already by another payment) the money goes back. Safe to call
     any number of times, from anywhere, in any order. ``known``: the order as the caller just
-    read it (saves a read; a stale one only makes the conditional update miss and read again)."""
+    read it (saves a read; a stale one only makes the conditional update miss and read again).
+    ``taken``: how staff took the money (``by``, ``means``, ``reference``), kept in ``paidWith``
+    by the same write that makes the order paid."""
     if payment.status != base.SUCCEEDED:
         raise ValueError("only a succeeded payment is settled")
     for _ in range(5):
@@ -566,7 +568,13 @@ def settle(payment: base.Payment, known: dict | None = None) -> dict | None:
                     "state": PAID,
                     "settling": True,
                     "paidOn": now,
-                    "paidWith": {"provider": payment.provider, "id": payment.id, "amount": payment.amount, "on": now},
+                    "paidWith": {
+                        **(taken or {}),
+                        "provider": payment.provider,
+                        "id": payment.id,
+                        "amount": payment.amount,
+                        "on": now,
+                    },
                     "payment.status": base.SUCCEEDED,
                     "payment.intent": payment.id,
                     "lateAfter": order["state"] if order["state"] != PENDING else None,
@@ -869,11 +877,8 @@ def mark_paid_at_counter(
     if order["state"] not in PAYABLE:
         raise Conflict(f"Order {order['ref']} is {order['state'].replace('_', ' ')}; it cannot be paid now.")
     provider = cast(BoxOfficeProvider, payments.provider(order["payment"]["provider"]))  # or the counter's
-    settled = _settled(provider.paid_at_counter(order))
-    orders().update_one(
-        {"_id": order_id, "paidWith.provider": {"$in": ["box_office", "counter"]}},
-        {"$set": {"paidWith.by": by, "paidWith.means": means, "paidWith.reference": reference}},
-    )
+    # how the money came, in the write that makes the order paid: never a paid order without it
+    settled = _settled(provider.paid_at_counter(order), taken={"by": by, "means": means, "reference": reference})
     return cast(dict, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
 
 

@@ -236,6 +236,14 @@ def refund_amount(order: dict, codes: set[str]) -> int:
     return sum(money.line_amount(line) for line in lines if line["ticket"] in codes) + fee
 
 
+def kept_amount(lines: list[dict], kept_per_ticket: int) -> int:
+    """What the theater keeps of these tickets' refund: the fee per ticket, never more than a
+    ticket's own price (a free ticket keeps nothing)."""
+    if kept_per_ticket < 0:
+        raise InvalidRequest(gettext("A kept fee cannot be negative."))
+    return sum(min(kept_per_ticket, money.line_amount(line)) for line in lines)
+
+
 @dataclass(frozen=True)
 class CancelOutcome:
     """What ``orders.cancel_order`` would do to the order now, for staff to confirm first."""
@@ -383,9 +391,12 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
     faults.point("refund.after_claim")
     provider = payments.provider(refund["payment"]["provider"])
     try:
-        result = provider.refund(
-            refund["payment"]["id"], refund["amount"], refund_key=refund_id, attempt=refund["claims"]
-        )
+        if refund["amount"] == 0 and refund.get("keptFee"):  # all of it kept as a fee: nothing to ask for
+            result = base.Refund(provider=provider.name, id="", amount=0, status=base.SUCCEEDED)
+        else:
+            result = provider.refund(
+                refund["payment"]["id"], refund["amount"], refund_key=refund_id, attempt=refund["claims"]
+            )
     except base.ProviderError as exc:
         return _failed(order, refund, str(exc))
     faults.point("refund.after_provider")

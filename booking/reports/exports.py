@@ -21,6 +21,7 @@ from xml.sax.saxutils import escape
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from booking.core.domain import Session
 from booking.reports.figures import Report
@@ -56,7 +57,7 @@ def report_tables(report: Report) -> list[Table]:
         _("Summary"),
         [_("Figure"), _("Value")],
         [
-            [_("Show"), report.title],
+            [pgettext("noun: the play, concert or match", "Show"), report.title],
             [_("Theater"), report.theater],
             [_("Report"), _("Series") if report.kind == "series" else _("Session")],
             [_("Sessions"), len(report.sessions)],
@@ -278,9 +279,17 @@ def _checked(person: dict) -> str:
     return timezone.localtime(at).strftime("%Y-%m-%d %H:%M") if at else ""
 
 
+def _ticket_type(person: dict) -> str:
+    """The ticket type, and that it was given away (complimentary) where it was."""
+    if not person.get("comp"):
+        return person["type"]
+    return " · ".join(part for part in (person["type"], _("Complimentary")) if part)
+
+
 def attendee_rows(people: list[dict]) -> list[list]:
     return [
-        [p["row"], p["seat"], p["name"], p["category"], p["type"], p["ref"], _checked(p), p["door"]] for p in people
+        [p["row"], p["seat"], p["name"], p["category"], _ticket_type(p), p["ref"], _checked(p), p["door"]]
+        for p in people
     ]
 
 

@@ -26,6 +26,7 @@ from django.utils.translation import gettext_lazy as _
 
 from booking.core import mongo
 from booking.core.domain import (
+    COMPLIMENTARY_METHOD,
     DEFAULT_CHANNEL,
     ORDER_CHANNEL_FIELD,
     SEAT_OWNING_ORDER_STATES,
@@ -355,6 +356,7 @@ def attendees(session_id: ObjectId) -> tuple[Session, list[dict]]:
                     "name": order.get("name", ""),
                     "ref": order["ref"],
                     "channel": sales_channel(order),
+                    "comp": order.get("method") == COMPLIMENTARY_METHOD,  # given away: the list says so
                     "checkedInAt": checked.get("at"),
                     "door": checked.get("door", ""),
                 }

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from bson import ObjectId
 
 from booking.core import mongo
+from booking.core.domain import SessionStatus
 from booking.sales import hold_facts
 from booking.venues.seat_grid import FREE, GAP, STATE_NAMES, restored_states, seat_key
 
@@ -51,7 +52,7 @@ def availability(session_id: ObjectId, *, theater_id: ObjectId, with_seats: bool
     """The session of this theater with its free seats per category (and every seat's state when
     ``with_seats``); None when there is no such session in the theater."""
     session = mongo.sessions().find_one({"_id": session_id, "theaterId": theater_id}, {**HEAD_FIELDS, "seats": 1})
-    if session is None:
+    if session is None or session.get("status") == SessionStatus.DRAFT:  # a draft: staff only
         return None
     layout = hold_facts.session_layout(session_id, session.get("layoutRev", 0))
     if layout is None:

@@ -63,6 +63,7 @@ def cancel_session_orders(session_id: ObjectId) -> dict:
     if session is None or session.get("status") != SessionStatus.CANCELED or not session.get("cancelRun"):
         return {"refunded": 0, "skipped": 0, "state": "not canceled"}
     by = session["cancelRun"].get("by", "")
+    kept_per_ticket = session["cancelRun"].get("keptPerTicket", 0)
     exchanges.stop_into(session_id)  # before the scan: an exchange that switched first is found by it
     refunded = skipped = 0
     left_for_later: list[ObjectId] = []  # one try per run: such an order waits for the next run
@@ -76,7 +77,12 @@ def cancel_session_orders(session_id: ObjectId) -> dict:
             try:
                 if order.get("paidWith"):
                     refunds.refund_tickets(
-                        order["_id"], tickets=mine, reason=session_cancel.REASON, by=by, notice=outbox.SESSION_CANCELED
+                        order["_id"],
+                        tickets=mine,
+                        reason=session_cancel.REASON,
+                        by=by,
+                        notice=outbox.SESSION_CANCELED,
+                        keep=refunds.kept_amount([x for x in order["lines"] if x["ticket"] in mine], kept_per_ticket),
                     )
                 else:  # from before payments: nothing to refund, the order is canceled
                     cancel_order(order["_id"], by=by, reason=session_cancel.REASON)

@@ -18,6 +18,7 @@ the check-in page and the admin's session page, never dropped.
 """
 
 import hashlib
+import logging
 import re
 import secrets
 from dataclasses import dataclass
@@ -29,15 +30,17 @@ from django.utils.translation import gettext, gettext_noop
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from booking.core import clock, mongo
-from booking.core.domain import OrderState, SessionStatus
-from booking.core.errors import InvalidRequest, NotFound
+from booking.core import clock, faults, mongo
+from booking.core.domain import COMPLIMENTARY_METHOD, OrderState, SessionStatus
+from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.formatting import mail_time
 from booking.core.localized import sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.reports import marks
 from booking.sales import outbox
 from booking.sales.checkout import ref_of_ticket
 from booking.sales.selectors import group_sections
+
+logger = logging.getLogger("booking.checkin")
 
 # The order states whose tickets let people in: paid, and partly refunded (its remaining lines;
 # a refunded ticket has left ``lines`` for ``refundedLines``: payments/refunds.py).
@@ -75,7 +78,7 @@ DOOR_MAX_LENGTH = 40
 OFFLINE_PAST_LIMIT = timedelta(days=2)
 CLOCK_SKEW = timedelta(minutes=5)
 
-ORDER_FIELDS = {"ref": 1, "name": 1, "state": 1, "lines": 1, "sessions": 1}
+ORDER_FIELDS = {"ref": 1, "name": 1, "state": 1, "lines": 1, "sessions": 1, "method": 1}
 
 
 # --- input ---
@@ -158,6 +161,8 @@ class Scope:
     # on each: sessions made since, or surveyed by ``manage.py backfill_orders``): a code that does
     # not, or whose reference finds nothing, is not one of them, and no shard but one is asked
     codes_by_ref: bool = False
+    # the theater lets a booking's every ticket in on one scan of any of them (``admitWholeBooking``)
+    whole_booking: bool = False
 
     @property
     def sectioned(self) -> bool:
@@ -181,7 +186,13 @@ SCOPE_FIELDS = {
     "performanceId": 1,
     "section": 1,
     "ticketCodesByRef": 1,
+    "theaterId": 1,
 }
+
+
+def _admits_whole_booking(theater_id) -> bool:
+    theater = mongo.theaters().find_one({"_id": theater_id}, {"admitWholeBooking": 1}) if theater_id else None
+    return bool((theater or {}).get("admitWholeBooking"))
 
 
 def get_scope(scope_id: ObjectId) -> Scope:
@@ -198,6 +209,7 @@ def get_scope(scope_id: ObjectId) -> Scope:
             status=session.get("status", ""),
             sections={session["_id"]: ""},
             codes_by_ref=bool(session.get("ticketCodesByRef")),
+            whole_booking=_admits_whole_booking(session.get("theaterId")),
         )
     performance_id = session["performanceId"] if session is not None else scope_id
     sections = list(mongo.sessions().find({"performanceId": performance_id}, SCOPE_FIELDS).sort("section.index", 1))
@@ -215,6 +227,7 @@ def get_scope(scope_id: ObjectId) -> Scope:
         else first.get("status", ""),
         sections={s["_id"]: (s.get("section") or {}).get("name", "") for s in sections},
         codes_by_ref=all(s.get("ticketCodesByRef") for s in sections),
+        whole_booking=_admits_whole_booking(first.get("theaterId")),
     )
 
 
@@ -262,6 +275,8 @@ def door_ticket(order: dict, line: dict, scope: Scope | None = None, *, full_nam
         "condition": ticket_type_condition(sold_ticket_type(line)),
         "name": holder if full_name else short_name(holder),
         "ref": order["ref"],
+        # given away: the door and the attendee list say so (no money was taken for it)
+        "comp": order.get("method") == COMPLIMENTARY_METHOD,
     }
 
 
@@ -288,6 +303,7 @@ class Outcome:
     replay: bool = False  # ADMITTED by this same scan before (a retried request or sync)
     replaced_by: dict | None = None  # NOT_VALID, exchanged: the seat that replaced it {row, seat, section}
     conflict: dict | None = None  # an offline check-in that did not match, as stored
+    party: int = 1  # ADMITTED: how many people this scan let in (the whole booking, where allowed)
 
     @property
     def admitted(self) -> bool:
@@ -351,30 +367,40 @@ def check_in(
         return _report(scope, outcome, door, by, scan_id, at, now) if offline else outcome
     counted_in = _ticket_sessions(scope, by_ref, code)
     for _attempt in range(3):
-        order = mongo.orders().find_one_and_update(
-            {
-                **by_ref,
-                "lines": {
-                    "$elemMatch": {"ticket": code, "sessionId": scope.session_clause(), "checkedIn": {"$exists": False}}
-                },
-                "state": {"$in": list(ADMITTING_STATES)},
+        # the whole booking (where the theater allows it; online only: an offline phone admits
+        # what it scanned): the booking's other unused tickets here, each still unused at the write
+        party = _party(scope, by_ref, code) if scope.whole_booking and not offline else []
+        codes = [code, *party]
+        query: dict = {
+            **by_ref,
+            "lines": {
+                "$elemMatch": {"ticket": code, "sessionId": scope.session_clause(), "checkedIn": {"$exists": False}}
             },
+            "state": {"$in": list(ADMITTING_STATES)},
+        }
+        if party:
+            query["$nor"] = [{"lines": {"$elemMatch": {"ticket": {"$in": party}, "checkedIn": {"$exists": True}}}}]
+        order = mongo.orders().find_one_and_update(
+            query,
             {
                 "$set": {"lines.$[l].checkedIn": record},
                 "$push": {
-                    **marks.push(counted_in),
-                    "webhookEvents": outbox.webhook_event(outbox.TICKET_CHECKED_IN, ticket=code),
+                    **marks.push(scope.session_ids if party else counted_in),
+                    "webhookEvents": {
+                        "$each": [outbox.webhook_event(outbox.TICKET_CHECKED_IN, ticket=c) for c in codes]
+                    },
                 },
             },
-            array_filters=[{"l.ticket": code, "l.checkedIn": {"$exists": False}}],
+            array_filters=[{"l.ticket": {"$in": codes}, "l.checkedIn": {"$exists": False}}],
             projection=ORDER_FIELDS,
             return_document=ReturnDocument.AFTER,
         )
         if order is not None:
             outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
             line = cast(dict, _find_line(order, code))  # the update matched this ticket's line
+            ticket = door_ticket(order, line, scope)
             return Outcome(
-                ADMITTED, gettext_noop("Valid ticket."), door_ticket(order, line, scope), _used(record), hash=digest
+                ADMITTED, gettext_noop("Valid ticket."), ticket, _used(record), hash=digest, party=len(codes)
             )
         legacy_codes = not scope.codes_by_ref  # a code from before codes began with their reference?
         if by_ref and legacy_codes and mongo.orders().find_one({**by_ref, "lines.ticket": code}, {"_id": 1}) is None:
@@ -386,6 +412,58 @@ def check_in(
         # Unused, admitting and in scope after all: the order became paid between the two
         # commands. Try the update again.
     raise RuntimeError(f"check-in of a ticket kept changing under us (scope {scope.id})")
+
+
+def _party(scope: Scope, by_ref: dict, code: str) -> list[str]:
+    """The other unused tickets of this ticket's booking for the scope (one read of the order)."""
+    order = mongo.orders().find_one({**by_ref, "lines.ticket": code}, {"lines": 1})
+    return [
+        line["ticket"]
+        for line in (order or {}).get("lines", [])
+        if line["ticket"] != code and line["sessionId"] in scope.session_ids and not line.get("checkedIn")
+    ]
+
+
+def undo_check_in(scope: Scope, *, by: str, code: str | None = None, digest: str | None = None) -> dict:
+    """Staff take a check-in back (the wrong ticket scanned, a guest who left and gives the
+    ticket to someone else): one conditional update on the check-in they saw (its
+    ``recordedOn``); the line loses ``checkedIn`` and the order keeps what was undone, by whom
+    and when, in ``checkinUndos``. Returns the ticket as the door shows it."""
+    if code is None:
+        code = _code_for_hash(scope, clean_hash(digest))
+        if code is None:
+            raise NotFound(gettext("Not a ticket for this performance."))
+    else:
+        code = clean_code(code)
+    by_ref = _by_ref(code)
+    order = mongo.orders().find_one({**by_ref, "lines.ticket": code}, ORDER_FIELDS)
+    if order is None and by_ref:  # a code from before codes began with their reference
+        by_ref = {}
+        order = mongo.orders().find_one({"lines.ticket": code}, ORDER_FIELDS)
+    line = _find_line(order, code) if order is not None else None
+    if order is None or line is None or line["sessionId"] not in scope.session_ids:
+        raise NotFound(gettext("Not a ticket for this performance."))
+    record = line.get("checkedIn")
+    if not record:
+        raise Conflict(gettext("This ticket is not checked in."))
+    undo = {"ticket": code, "at": clock.now(), "by": str(by)[:150], "checkIn": record}
+    faults.point("checkin.before_undo")  # tests: the check-in changes between the read and the write
+    result = mongo.orders().update_one(
+        {
+            "_id": order["_id"],
+            **by_ref,
+            "lines": {"$elemMatch": {"ticket": code, "checkedIn.recordedOn": record["recordedOn"]}},
+        },
+        {
+            "$unset": {"lines.$[l].checkedIn": ""},
+            "$push": {"checkinUndos": undo, **marks.push([line["sessionId"]])},
+        },
+        array_filters=[{"l.ticket": code}],
+    )
+    if not result.modified_count:
+        raise Conflict(gettext("The check-in changed meanwhile; please look again."))
+    logger.info("ticket %s of order %s: check-in at %s undone by %s", code[:12], order["ref"], record.get("door"), by)
+    return door_ticket(order, line, scope)
 
 
 def _ticket_sessions(scope: Scope, by_ref: dict, code: str) -> tuple[ObjectId, ...]:
@@ -640,6 +718,8 @@ def search(scope: Scope, text: str, limit: int = 20) -> list[dict]:
             hit = {"h": ticket_hash(line["ticket"]), **door_ticket(order, line, scope)}
             hit["ok"] = order["state"] in ADMITTING_STATES
             hit["state"] = order["state"]
+            # why it does not admit, in the door staff's language (never the state's code)
+            hit["why"] = "" if hit["ok"] else gettext(NOT_ADMITTING.get(order["state"], NOT_VALID_BOOKING))
             used = _used(line.get("checkedIn"))
             if used:
                 hit["used"] = {"at": used["at"], "door": used["door"]}

@@ -128,6 +128,7 @@ def seed(force: bool = False) -> bool:
         name_de, description_de = SHOWS_DE[name]
         session = create_session(
             theater["_id"],
+            published=True,
             name=name,
             description=description,
             start=start,

@@ -61,6 +61,7 @@ def create_match(stadium: Theater, name: str = "Cup Final", days: float = 7) -> 
     start = clock.now() + timedelta(days=days)
     return create_session(
         stadium["_id"],
+        published=True,
         name=name,
         description="Riverside Rovers against Harbour Athletic.",
         name_de="Pokalfinale" if name == "Cup Final" else "",

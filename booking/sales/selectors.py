@@ -150,6 +150,11 @@ def performance_sections(performance_id: ObjectId) -> list[Session]:
     return sorted(sections, key=lambda section: section["section"]["index"])
 
 
+def listed_performance_sections(performance_id: ObjectId) -> list[Session]:
+    """``performance_sections`` as a buyer may see them: none while the performance is a draft."""
+    return [s for s in performance_sections(performance_id) if s.get("status") != SessionStatus.DRAFT]
+
+
 def get_session(session_id: ObjectId) -> Session | None:
     """Q2 the seat map: one read by _id. A session compacted after the show (sales/retention.py)
     shows every seat as taken."""
@@ -181,6 +186,12 @@ def session_version(session_id: ObjectId) -> int | None:
     """Q3 live refresh: one tiny read of the change counter."""
     doc = mongo.sessions().find_one({"_id": session_id}, {"version": 1})
     return None if doc is None else doc["version"]
+
+
+def listed_session_version(session_id: ObjectId) -> int | None:
+    """``session_version`` for a buyer's live stream: None for a draft (staff only)."""
+    doc = mongo.sessions().find_one({"_id": session_id}, {"version": 1, "status": 1})
+    return None if doc is None or doc.get("status") == SessionStatus.DRAFT else doc["version"]
 
 
 def theaters() -> list[Theater]:

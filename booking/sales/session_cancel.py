@@ -27,7 +27,8 @@ from django.utils.translation import gettext as _
 
 from booking.core import clock, faults, mongo, work_queue
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
-from booking.core.errors import NotFound
+from booking.core.errors import InvalidRequest, NotFound
+from booking.core.formatting import format_money
 from booking.sales import carts, listings, outbox, reservations
 
 logger = logging.getLogger("booking.session_cancel")
@@ -42,8 +43,40 @@ def orders_left_query(session_id: ObjectId) -> dict:
     return {"lines.sessionId": session_id, "state": {"$in": list(SEAT_OWNING_ORDER_STATES)}}
 
 
-def start(session_id: ObjectId, *, by: str = "") -> dict:
-    """Cancel the session now and leave its orders to the worker. Returns the session."""
+MESSAGE_MAX = 1000
+KEPT_MAX = 100_000  # cents: a fee per ticket beyond this is a typing mistake
+
+
+def clean_terms(message: str, message_de: str, kept_per_ticket: int) -> dict:
+    """Staff's words to the buyers (English, German) and the fee kept per ticket, as stored on
+    ``cancelRun``; InvalidRequest with per-field messages."""
+    message = str(message or "").strip()
+    message_de = str(message_de or "").strip()
+    errors = {}
+    if len(message) > MESSAGE_MAX:
+        errors["message"] = _("Please keep the message under %(max)d characters.") % {"max": MESSAGE_MAX}
+    if len(message_de) > MESSAGE_MAX:
+        errors["message_de"] = _("Please keep the message under %(max)d characters.") % {"max": MESSAGE_MAX}
+    if (
+        not isinstance(kept_per_ticket, int)
+        or isinstance(kept_per_ticket, bool)
+        or not 0 <= kept_per_ticket <= KEPT_MAX
+    ):
+        errors["kept_per_ticket"] = _("The fee kept per ticket must be between 0 and %(max)s.") % {
+            "max": format_money(KEPT_MAX)
+        }
+    if errors:
+        raise InvalidRequest(" ".join(errors.values()), fields=errors)
+    return {"message": message, "messageDe": message_de, "keptPerTicket": kept_per_ticket}
+
+
+def start(
+    session_id: ObjectId, *, by: str = "", message: str = "", message_de: str = "", kept_per_ticket: int = 0
+) -> dict:
+    """Cancel the session now and leave its orders to the worker. Returns the session.
+    ``message`` / ``message_de``: staff's words in the buyers' mail; ``kept_per_ticket``: the fee
+    kept of each ticket's refund (cents)."""
+    terms = clean_terms(message, message_de, kept_per_ticket)
     session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "reservations": 1, "cancelRun": 1})
     if session is None:
         raise NotFound(_("No such session."))
@@ -58,7 +91,14 @@ def start(session_id: ObjectId, *, by: str = "") -> dict:
                 "$set": {
                     "status": SessionStatus.CANCELED,
                     "canceledOn": now,
-                    "cancelRun": {"state": RUNNING, "total": total, "by": by, "startedOn": now, "beatOn": now},
+                    "cancelRun": {
+                        "state": RUNNING,
+                        "total": total,
+                        "by": by,
+                        "startedOn": now,
+                        "beatOn": now,
+                        **terms,
+                    },
                 },
                 "$inc": {"version": 1},
                 "$push": {"webhookEvents": outbox.webhook_event(outbox.PERFORMANCE_CANCELED)},

@@ -3,7 +3,9 @@
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -103,24 +105,31 @@ def create_session(
     prices: dict,
     name_de: str = "",
     description_de: str = "",
+    published: bool = False,
 ) -> dict:
-    """A new performance: the theater's whole seat map is copied into the session (preallocated)."""
+    """A new performance: the theater's whole seat map is copied into the session (preallocated).
+    It starts as a draft (staff only, not held, not listed) unless ``published``."""
     theater = mongo.theaters().find_one({"_id": theater_id})
     if theater is None:
         raise NotFound(gettext("No such theater."))
     now = clock.now()
     details = clean_details(name, description, start, end, now=now, name_de=name_de, description_de=description_de)
+    status = SessionStatus.ON_SALE if published else SessionStatus.DRAFT
     if theater.get("sections"):
-        return create_section_sessions(theater, details, prices, now)[0]
+        return create_section_sessions(theater, details, prices, now, status=status)[0]
     layout = theater["layout"]
-    session = _session_document(theater, session_names(theater), layout, details, clean_prices(prices, layout), now)
+    session = _session_document(
+        theater, session_names(theater), layout, details, clean_prices(prices, layout), now, status
+    )
     mongo.sessions().insert_one(session)
     listings.refresh([session["_id"]])
     return session
 
 
-def _session_document(theater: Theater, names: dict, layout: Layout, details: dict, prices: dict, now) -> dict:
-    """A session on sale with the layout copied in full (preallocated) and every seat free;
+def _session_document(
+    theater: Theater, names: dict, layout: Layout, details: dict, prices: dict, now, status: SessionStatus
+) -> dict:
+    """A session (a draft or on sale) with the layout copied in full (preallocated) and every seat free;
     ``names``: the theater's names it copies (theaters.session_names)."""
     seats = initial_states(layout)
     available = count_state(seats, FREE)
@@ -132,7 +141,7 @@ def _session_document(theater: Theater, names: dict, layout: Layout, details: di
         **details,
         "prices": prices,
         "currency": settings.BOOKING_CURRENCY,
-        "status": SessionStatus.ON_SALE,
+        "status": status,
         "layout": layout,
         "seats": seats,
         "seatsTotal": available,
@@ -147,7 +156,9 @@ def _session_document(theater: Theater, names: dict, layout: Layout, details: di
     }
 
 
-def create_section_sessions(theater: Theater, details: dict, prices: dict, now: datetime) -> list[dict]:
+def create_section_sessions(
+    theater: Theater, details: dict, prices: dict, now: datetime, *, status: SessionStatus = SessionStatus.DRAFT
+) -> list[dict]:
     """A performance in a sectioned venue: one session document per section, sharing a
     ``performanceId`` (the RavenDB seed's chunks), so no document carries the whole stadium.
     Each is an ordinary session to holds, checkout and expiry; cart items name the section's id.
@@ -160,7 +171,7 @@ def create_section_sessions(theater: Theater, details: dict, prices: dict, now: 
     for index, section in enumerate(sections):
         layout = section["layout"]
         section_prices = {code: all_prices[code] for code in category_codes_used(layout)}
-        doc = _session_document(theater, session_names(theater, section), layout, details, section_prices, now)
+        doc = _session_document(theater, session_names(theater, section), layout, details, section_prices, now, status)
         german = {"nameDe": section["nameDe"]} if section.get("nameDe") else {}
         doc.update(
             performanceId=performance_id,
@@ -263,10 +274,20 @@ def set_blocked(session_id: ObjectId, coords: list[tuple[int, int]], blocked: bo
     return len(coords)
 
 
-def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str = "") -> int:
+def cancel_session(
+    session_id: ObjectId,
+    *,
+    cancel_orders: bool = False,
+    by: str = "",
+    message: str = "",
+    message_de: str = "",
+    kept_per_ticket: int = 0,
+) -> int:
     """Take a session off sale. Refused while it has paid orders, unless staff confirm canceling
     them: then a worker task refunds this session's tickets of each of them and mails everyone
-    (sales/session_cancel.py). Holds in carts are released. Returns the paid orders to cancel."""
+    (sales/session_cancel.py). Holds in carts are released. ``message`` / ``message_de``: staff's
+    words to the buyers in their mail (English and German); ``kept_per_ticket``: cents of each
+    ticket's refund the theater keeps as a fee. Returns the paid orders to cancel."""
     session = mongo.sessions().find_one({"_id": session_id}, {"status": 1})
     if session is None:
         raise NotFound(gettext("No such session."))
@@ -277,8 +298,83 @@ def cancel_session(session_id: ObjectId, *, cancel_orders: bool = False, by: str
             gettext("This session has %(count)d paid orders. Confirm that they should be canceled too.")
             % {"count": paid}
         )
-    session_cancel.start(session_id, by=by)
+    session_cancel.start(session_id, by=by, message=message, message_de=message_de, kept_per_ticket=kept_per_ticket)
     return paid
+
+
+# --- drafts: published, or deleted while nothing was ever sold ---
+
+
+def _performance_ids(session: Mapping[str, Any]) -> list[ObjectId]:
+    """The session's id, or every section of its sectioned performance (they go on sale and go
+    away together)."""
+    if not session.get("performanceId"):
+        return [session["_id"]]
+    found = mongo.sessions().find({"performanceId": session["performanceId"]}, {"_id": 1})
+    return [doc["_id"] for doc in found]
+
+
+def publish_session(session_id: ObjectId) -> int:
+    """Put a draft on sale (on its sale window, if it has one): one conditional update per
+    performance (``status: draft`` in the filter), a sectioned performance's sections together.
+    Returns how many session documents went on sale."""
+    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "performanceId": 1})
+    if session is None:
+        raise NotFound(gettext("No such session."))
+    if session.get("status") == SessionStatus.CANCELED:
+        raise Conflict(gettext("This session was canceled; it cannot go on sale."))
+    ids = _performance_ids(session)
+    result = mongo.sessions().update_many(
+        {"_id": {"$in": ids}, "status": SessionStatus.DRAFT},
+        listings.due({"$set": {"status": SessionStatus.ON_SALE}, "$inc": {"version": 1}}),
+    )
+    if not result.modified_count:
+        raise Conflict(gettext("This session is already on sale."))
+    listings.refresh(ids)
+    return result.modified_count
+
+
+def has_orders(session_ids: list[ObjectId]) -> bool:
+    """Whether any order ever had a ticket of these sessions (valid, refunded or exchanged away):
+    such a performance stays for the books and can only be canceled. Three indexed reads."""
+    clause = {"$in": session_ids}
+    return any(
+        mongo.orders().find_one({field: clause}, {"_id": 1}) is not None
+        for field in ("lines.sessionId", "refundedLines.sessionId", "exchangedLines.sessionId")
+    )
+
+
+def delete_session(session_id: ObjectId) -> int:
+    """Delete a draft, or a published session nobody has bought from (no order, no seat held or
+    sold). Each document goes by a delete conditional on the version read before the orders were
+    counted: a hold (the only way to a sale) bumps it, so a sale that starts meanwhile makes the
+    delete refuse. Returns how many session documents were deleted."""
+    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "performanceId": 1})
+    if session is None:
+        raise NotFound(gettext("No such session."))
+    ids = _performance_ids(session)
+    docs = list(mongo.sessions().find({"_id": {"$in": ids}}, {"version": 1, "seats": 1, "reservations": 1}))
+    busy = any(
+        doc.get("reservations")
+        or count_state(doc.get("seats") or [], HELD)
+        or count_state(doc.get("seats") or [], SOLD)
+        for doc in docs
+    )
+    if busy or has_orders(ids):
+        raise Conflict(gettext("This session has orders or seats in carts: it can only be canceled, not deleted."))
+    deleted = 0
+    for doc in docs:
+        faults.point("session_delete.before_delete")
+        result = mongo.sessions().delete_one(
+            {"_id": doc["_id"], "version": doc["version"], "reservations": {"$size": 0}}
+        )
+        if not result.deleted_count:
+            raise Conflict(gettext("The session changed meanwhile (seats were taken); please look again."))
+        deleted += 1
+    mongo.listings().delete_many({"_id": {"$in": ids}})
+    if session.get("performanceId"):
+        performance_index.forget(session["performanceId"])
+    return deleted
 
 
 # --- the sale window: draft or published, on-sale and off-sale times, a members' presale ---

@@ -44,12 +44,19 @@ def make_theater(grid: str = SMALL_GRID, categories=None, name: str = "Test Hall
 
 
 def make_session(
-    theater: Theater | None = None, *, grid: str = SMALL_GRID, prices=None, days: float = 1, **details
+    theater: Theater | None = None,
+    *,
+    grid: str = SMALL_GRID,
+    prices=None,
+    days: float = 1,
+    published: bool = True,
+    **details,
 ) -> dict:
     theater = theater or make_theater(grid)
     start = clock.now() + timedelta(days=days)
     return create_session(
         theater["_id"],
+        published=published,
         name=details.get("name", "Hamlet"),
         description=details.get("description", "A play"),
         start=start,

@@ -53,3 +53,8 @@ def backfill() -> int:
         result = mongo.performances().update_one({"_id": performance_id}, {"$setOnInsert": document}, upsert=True)
         written += result.upserted_id is not None
     return written
+
+
+def forget(performance_id: ObjectId) -> None:
+    """After its sections were deleted (a draft staff threw away): the page then finds none."""
+    mongo.performances().delete_one({"_id": performance_id})

@@ -6,6 +6,7 @@ from typing import Any
 
 from bson import ObjectId
 from django.utils.translation import gettext
+from pymongo import ReturnDocument
 
 from booking.core import clock, mongo
 from booking.core.domain import Section, Theater
@@ -100,3 +101,16 @@ def create_sectioned_theater(
     theater["front"] = clean_front(front)
     mongo.theaters().insert_one(theater)
     return theater
+
+
+def set_admit_whole_booking(theater_id: ObjectId, *, allowed: bool) -> Theater:
+    """Whether one scan at the door lets a booking's every ticket for that performance in (a
+    family or a school class arriving together); read by each door's scope (sales/checkin.py)."""
+    found = mongo.theaters().find_one_and_update(
+        {"_id": theater_id},
+        {"$set": {"admitWholeBooking": bool(allowed), "modifiedOn": clock.now()}},
+        return_document=ReturnDocument.AFTER,
+    )
+    if found is None:
+        raise NotFound(gettext("No such theater."))
+    return found

@@ -48,7 +48,7 @@ async def session_live(request, session_id):
     try:
         version = hub.known.get(sid)
         if version is None:
-            version = await sync_to_async(selectors.session_version, thread_sensitive=False)(sid)
+            version = await sync_to_async(selectors.listed_session_version, thread_sensitive=False)(sid)
             if version is None:
                 hub.unsubscribe(sub)
                 return HttpResponse(status=404)

@@ -460,6 +460,7 @@
     wrong_session: gettext("Other performance"),
     unknown: gettext("Unknown ticket"),
     invalid: gettext("Not a ticket"),
+    undone: gettext("Check-in undone"),
   };
 
   function showResult(r) {
@@ -472,6 +473,10 @@
     if (r.ticket) {
       box.append(text("p", seatText(r.ticket), "seat"));
       box.append(text("p", r.ticket.category + (r.ticket.type ? " · " + r.ticket.type : ""), "detail"));
+      if (r.ticket.comp) box.append(text("p", gettext("Complimentary"), "comp"));
+      if (ok && r.party > 1) {
+        box.append(text("p", fill(ngettext("The whole booking: %(count)s person let in.", "The whole booking: %(count)s people let in.", r.party), { count: r.party }), "party"));
+      }
       if (r.ticket.condition) box.append(text("p", r.ticket.condition, "condition")); // what to ask the holder for
       box.append(text("p", r.ticket.name + " · " + r.ticket.ref, "who"));
     }
@@ -487,6 +492,7 @@
     }
     if (why) box.append(text("p", why, "why"));
     if (r.offline) box.append(text("p", ok ? gettext("Offline · syncs when back online") : gettext("Offline · checked against this phone's list"), "tag"));
+    if (r.ticket && r.hash && !r.offline && (ok || r.status === "used")) box.append(undoButton(r.hash));
     const next = text("button", gettext("Next ticket"), "btn next");
     next.type = "button";
     next.addEventListener("click", hideResult);
@@ -499,6 +505,28 @@
     signal(ok);
     clearTimeout(state.resultTimer);
     if (ok) state.resultTimer = setTimeout(hideResult, 3000);
+  }
+
+  /* Staff take a check-in back (online only: the server keeps who undid it and when). */
+  function undoButton(hash) {
+    const button = text("button", gettext("Undo check-in"), "btn small undo");
+    button.type = "button";
+    button.addEventListener("click", async () => {
+      clearTimeout(state.resultTimer);
+      try {
+        const answer = await call(urls.undo, { body: { hash: hash } });
+        const entry = state.tickets.get(hash);
+        if (entry) {
+          delete entry.used;
+          run("tickets", "readwrite", (tx) => tx.objectStore("tickets").put(entry)).catch(() => {});
+        }
+        showResult({ status: "undone", message: answer.message });
+        scheduleStats();
+      } catch (error) {
+        showResult({ status: "invalid", message: error.message || String(error) });
+      }
+    });
+    return button;
   }
 
   function hideResult() {
@@ -691,7 +719,7 @@
     li.className = "hit" + (hit.used || !hit.ok ? " hit-off" : "");
     const info = document.createElement("div");
     info.append(text("strong", seatText(hit)));
-    info.append(text("span", hit.name + " · " + hit.ref + (hit.type ? " · " + hit.type : "")));
+    info.append(text("span", hit.name + " · " + hit.ref + (hit.type ? " · " + hit.type : "") + (hit.comp ? " · " + gettext("Complimentary") : "")));
     if (hit.condition) info.append(text("span", hit.condition, "condition"));
     if (!hit.ok) info.append(text("em", notValidWhy(hit)));
     else if (hit.used) info.append(text("em", fill(gettext("Used at %(door)s, %(time)s"), { door: hit.used.door, time: time(hit.used.at) })));
@@ -703,6 +731,7 @@
       check({ hash: hit.h });
     });
     li.append(info, button);
+    if (hit.ok && hit.used && state.online) li.append(undoButton(hit.h));
     return li;
   }
 

@@ -73,12 +73,12 @@ def test_manager_draws_a_theater_and_puts_a_session_on_sale(staff_login, new_pag
     page.get_by_label("End:").fill((start + timedelta(hours=2, minutes=30)).strftime("%Y-%m-%dT%H:%M"))
     page.get_by_label("Price: Stalls:").fill("-3")
     page.get_by_label("Price: Premium:").fill("39.90")
-    page.get_by_role("button", name="Put on sale").click()
+    page.get_by_role("button", name="Save as draft").click()
     expect(page.locator(".field-price_s .errorlist")).to_have_text("A price cannot be below zero.")
     shot(page, "session-form-error-next-to-field")
     page.get_by_label("Price: Stalls:").fill("24.50")
-    page.get_by_role("button", name="Put on sale").click()
-    expect(page.locator(".messagelist")).to_contain_text("“The Seagull” is on sale (26 seats)")
+    page.get_by_role("button", name="Save as draft").click()
+    expect(page.locator(".messagelist")).to_contain_text("“The Seagull” was created as a draft (26 seats)")
 
     # --- block a house seat on the live seat map ---
     page.get_by_label(re.compile(r"^Row A, seat 1: Stalls: free")).check()
@@ -89,8 +89,17 @@ def test_manager_draws_a_theater_and_puts_a_session_on_sale(staff_login, new_pag
 
     session = mongo.sessions().find_one({"name": "The Seagull"}, hint=[("_id", 1)])  # a test's read: any field
     assert session["prices"] == {"s": 2450, "p": 3990}
-    assert session["seats"][0][0] == BLOCKED
+    assert session["seats"][0][0] == BLOCKED and session["status"] == "draft"
     assert check_invariants() == []
+
+    # --- a draft nobody sees until it is published ---
+    buyer = new_page()
+    assert buyer.goto(f"/sessions/{session['_id']}/").status == 404
+    page.goto(f"/admin/booking/session/{session['_id']}/change/")
+    page.get_by_role("link", name="Publish", exact=True).click()
+    shot(page, "publish-confirm")
+    page.get_by_role("button", name="Publish", exact=True).click()
+    expect(page.locator(".messagelist")).to_contain_text("“The Seagull” is published")
 
     # --- the sessions list shows it selling ---
     page.get_by_role("link", name="Sessions", exact=True).first.click()
@@ -98,7 +107,6 @@ def test_manager_draws_a_theater_and_puts_a_session_on_sale(staff_login, new_pag
     shot(page, "sessions-list")
 
     # --- the public site ---
-    buyer = new_page()
     buyer.goto("/")
     expect(buyer.get_by_text("The Seagull").first).to_be_visible()
     shot(buyer, "public-whats-on")

@@ -168,7 +168,13 @@ def test_finding_and_choosing_a_performance_brings_its_own_seat_map(new_page):
     venue = create_sectioned_theater("Arena", [{"name": f"Block {n}", "layout": grid} for n in range(1, 71)])
     start = clock.now() + timedelta(days=1)
     create_session(
-        venue["_id"], name="Cup Final", description="", start=start, end=start + timedelta(hours=2), prices={"s": 1000}
+        venue["_id"],
+        published=True,
+        name="Cup Final",
+        description="",
+        start=start,
+        end=start + timedelta(hours=2),
+        prices={"s": 1000},
     )
     order = sell(own["_id"], ["1:2", "1:3"])
     User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")

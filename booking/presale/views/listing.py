@@ -80,7 +80,7 @@ def _whats_on_context(request) -> tuple[dict, int]:
 def performance_page(request, performance_id):
     """A sectioned venue (a stadium): every section with its free seats; each opens its own map."""
     try:
-        sections = selectors.performance_sections(object_id(performance_id, "performance"))
+        sections = selectors.listed_performance_sections(object_id(performance_id, "performance"))
     except NotFound as exc:
         return error_page(request, exc, 404)
     if not sections:

@@ -51,6 +51,7 @@ def test_a_valid_ticket_is_admitted_once_with_time_door_and_staff(show):
         "condition": "",  # what the holder must show, if the type asks for something
         "name": "Ada Q. Lovelace",
         "ref": order["ref"],
+        "comp": False,  # paid for, not given away
     }
     record = line_of(order["_id"], code)["checkedIn"]
     assert record["door"] == "North" and record["by"] == "anna" and record["offline"] is False

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.admin.models import CHANGE
 from django.core import mail
 
-from booking.core import mongo
+from booking.core import faults, mongo
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.payments import refunds
@@ -361,10 +361,11 @@ def test_mark_paid_records_the_card_terminal_or_bank_transfer_and_its_reference(
 )
 def test_mark_paid_without_a_valid_method_or_with_a_long_reference_changes_nothing(manager_client, posted, said):
     order = box_office_reservation()
-    response = manager_client.post(f"/admin/booking/order/{order['_id']}/mark-paid/", posted, follow=True)
-    shown = [str(m) for m in response.context["messages"]]
-    assert any(said in m for m in shown), shown
-    assert mongo.orders().find_one({"_id": order["_id"]})["state"] == "pending_payment"
+    before = mongo.orders().find_one({"_id": order["_id"]})
+    response = manager_client.post(f"/admin/booking/order/{order['_id']}/mark-paid/", posted)
+    assert response.status_code == 400
+    assert said in response.content.decode()
+    assert mongo.orders().find_one({"_id": order["_id"]}) == before
 
 
 def test_a_reference_of_exactly_the_limit_is_kept(manager_client):
@@ -491,12 +492,37 @@ def test_a_customer_edit_over_a_newer_one_or_with_a_bad_address_changes_nothing(
     session = make_session()
     order = sell(session["_id"], ["0:0"])
     url = f"/admin/booking/order/{order['_id']}/customer/"
-    response = manager_client.post(url, customer_form(order, email="not an address"), follow=True)
+    before = mongo.orders().find_one({"_id": order["_id"]})
+    response = manager_client.post(url, customer_form(order, email="not an address"))
+    assert response.status_code == 400
     assert "Please enter a valid e-mail address." in response.content.decode()
     stale = customer_form(order, name="Someone", seen_name="Not What Is Stored")
-    response = manager_client.post(url, stale, follow=True)
+    response = manager_client.post(url, stale)
+    assert response.status_code == 409
     assert "changed since this page was shown" in response.content.decode()
-    assert mongo.orders().find_one({"_id": order["_id"]})["name"] == order["name"]
+    assert mongo.orders().find_one({"_id": order["_id"]}) == before
+
+
+def test_a_customer_name_past_its_limit_is_a_400_and_changes_nothing(manager_client):
+    session = make_session()
+    order = sell(session["_id"], ["0:0"])
+    before = mongo.orders().find_one({"_id": order["_id"]})
+    response = manager_client.post(f"/admin/booking/order/{order['_id']}/customer/", customer_form(order, name=""))
+    assert response.status_code == 400
+    assert mongo.orders().find_one({"_id": order["_id"]}) == before
+
+
+def test_mark_paid_keeps_how_in_the_write_that_makes_the_order_paid(manager_client, crash_at):
+    """A crash right after the order became paid leaves no paid order without its means."""
+    order = box_office_reservation()
+    crash_at("pay.after_paid")
+    with pytest.raises(faults.InjectedCrash):
+        manager_client.post(
+            f"/admin/booking/order/{order['_id']}/mark-paid/", {"means": "bank_transfer", "reference": "TX-9"}
+        )
+    stored = mongo.orders().find_one({"_id": order["_id"]})
+    assert stored["state"] == "paid"
+    assert (stored["paidWith"]["means"], stored["paidWith"]["reference"]) == ("bank_transfer", "TX-9")
 
 
 def test_a_viewer_cannot_correct_the_customer(client):

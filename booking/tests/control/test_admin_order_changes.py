@@ -152,7 +152,13 @@ def stadium_sooner(count: int, days: float = 1) -> list[dict]:
     venue = create_sectioned_theater("Arena", sections)
     start = clock.now() + timedelta(days=days)
     first = create_session(
-        venue["_id"], name="Cup Final", description="", start=start, end=start + timedelta(hours=2), prices={"s": 1000}
+        venue["_id"],
+        published=True,
+        name="Cup Final",
+        description="",
+        start=start,
+        end=start + timedelta(hours=2),
+        prices={"s": 1000},
     )
     return sections_of(first["performanceId"])
 

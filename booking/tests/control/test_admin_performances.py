@@ -31,6 +31,7 @@ def make_match(venue):
     start = clock.now() + timedelta(days=3)
     first = create_session(
         venue["_id"],
+        published=True,
         name="Cup Final",
         description="",
         start=start,

@@ -41,7 +41,7 @@ def test_add_asks_for_the_theater_first(manager_client):
     assert "Which theater is it in?" in page and "Main Hall" in page
 
 
-def test_creating_a_session_puts_it_on_sale_with_prices_in_cents(manager_client):
+def test_creating_a_session_makes_a_draft_with_prices_in_cents(manager_client):
     theater = make_theater()
     response = manager_client.post(f"/admin/booking/session/add/?theater={theater['_id']}", session_data())
 
@@ -49,7 +49,7 @@ def test_creating_a_session_puts_it_on_sale_with_prices_in_cents(manager_client)
     assert response.status_code == 302
     assert response["Location"] == f"/admin/booking/session/{session['_id']}/seats/"
     assert session["prices"] == {"s": 2550, "p": 4000}
-    assert session["status"] == "on_sale" and session["seatsAvailable"] == 24
+    assert session["status"] == "draft" and session["seatsAvailable"] == 24
     entry = last_log("session")
     assert (entry.object_id, entry.action_flag) == (str(session["_id"]), ADDITION)
     assert entry.object_repr.startswith("Hamlet – ")

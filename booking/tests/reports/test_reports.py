@@ -510,11 +510,12 @@ def test_attendee_list_csv_and_pdf(sales, reporter):
             line["seat"],
             o["name"],
             {"s": "Stalls", "p": "Premium"}[line["cat"]],
-            line["ticketTypeName"],
+            line["ticketTypeName"] + (" · Complimentary" if o.get("method") == "complimentary" else ""),
             o["ref"],
         )
         for o, line in expected
     ]
+    assert any(r[4].endswith(" · Complimentary") for r in body)  # the fixture gave one away
     doors = {(r[0], r[1]): r[7] for r in body}
 
     def seat(order, n=0):
