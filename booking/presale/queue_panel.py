@@ -3,6 +3,7 @@ one answer of the queue, and when the page should look again. Used by the page a
 (``queue_views``) and by the pushed updates (``queue_push``)."""
 
 import random
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -42,10 +43,21 @@ def unavailable_context() -> dict:
     return {"state": "unavailable", "next_poll": jitter(max(settings.BOOKING_QUEUE_POLL_SECONDS, 5))}
 
 
-def status_context(config: waiting_room.RoomConfig, result: waiting_room.PollResult) -> dict:
-    """What the panel says for this answer of the queue, and when to look again (``next_poll``)."""
+SOLD_OUT_LOOK_SECONDS = 10  # a sold-out room is looked at this often (held seats may come back)
+SCARCE_POLL_SECONDS = 8  # the slowest poll while fewer seats are left than buyers wait
+
+
+def status_context(
+    config: waiting_room.RoomConfig, result: waiting_room.PollResult, *, seats_left: int | None = None
+) -> dict:
+    """What the panel says for this answer of the queue, and when to look again (``next_poll``).
+    ``seats_left``: the seats a buyer could still take, for a polling page: while they are fewer
+    than the buyers waiting, it polls at least every ``SCARCE_POLL_SECONDS``, so a sell-out
+    reaches it within about that long (a pushed page is told at once, whatever its pace)."""
     fast, slow = settings.BOOKING_QUEUE_POLL_SECONDS, settings.BOOKING_QUEUE_POLL_MAX_SECONDS
-    context = {"result": result, "note": result.note, "sold_out": config.seats_available <= 0}
+    if seats_left is not None and seats_left < result.waiting:
+        slow = min(slow, SCARCE_POLL_SECONDS)
+    context = {"result": result, "note": result.note}
     if result.state != "waiting" or result.before_sale:  # the room is not open yet, or the sale
         until = seconds_until(result.opens_ms if result.state != "waiting" else result.on_sale_ms, result.now_ms)
         context.update(
@@ -54,6 +66,12 @@ def status_context(config: waiting_room.RoomConfig, result: waiting_room.PollRes
             countdown=countdown(until),
             next_poll=jitter(min(slow, max(fast, until / 2))),
         )
+        return context
+    if result.sold_out:
+        back = None  # nothing held that could come back
+        if result.seats_back_ms:  # (a hold past its end, not yet swept, comes back any moment)
+            back = datetime.fromtimestamp(max(result.seats_back_ms, result.now_ms) / 1000, UTC)
+        context.update(state="sold_out", seats_back_at=back, next_poll=jitter(min(slow, SOLD_OUT_LOOK_SECONDS)))
         return context
     wait = result.wait_seconds()
     if result.paused or wait is None:  # None only while paused (the rate is at least 1)

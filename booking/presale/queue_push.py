@@ -77,7 +77,7 @@ class QueueHub:
 
     def __init__(self) -> None:
         self.viewers: dict[ObjectId, set[QueueViewer]] = {}
-        self._revs: dict[ObjectId, int | None] = {}  # each queue's settings revision as last seen
+        self._revs: dict[ObjectId, tuple | None] = {}  # each queue's (settings revision, sold out) as last seen
         self._task: asyncio.Task | None = None
         self._beat = time.monotonic()
 
@@ -129,16 +129,25 @@ class QueueHub:
                         viewer.put(push.HEARTBEAT)
 
     async def _settings_changed(self, queue_id: ObjectId) -> bool:
-        """Whether the queue's settings (kept 5 s per process) changed since the last tick."""
+        """Whether the queue's settings (kept 5 s per process) or whether it is sold out (its seats
+        read every ``waiting_room.SUPPLY_SECONDS`` per process) changed since the last tick."""
         try:
-            config = await sync_to_async(waiting_room.get_config, thread_sensitive=False)(queue_id)
+            config, sold_out = await sync_to_async(_config_and_supply, thread_sensitive=False)(queue_id)
         except Exception:  # MongoDB away: the viewers' own looks go on (the settings kept so far)
             log.warning("waiting room %s: its settings could not be read", queue_id, exc_info=True)
             return False
-        rev = None if config is None else config.rev
-        changed = queue_id in self._revs and self._revs[queue_id] != rev
-        self._revs[queue_id] = rev
+        state = None if config is None else (config.rev, sold_out)
+        changed = queue_id in self._revs and self._revs[queue_id] != state
+        self._revs[queue_id] = state
         return changed
+
+
+def _config_and_supply(queue_id: ObjectId) -> tuple[waiting_room.RoomConfig | None, bool]:
+    """The queue's settings and whether it is sold out (its seats read again, and published to
+    Redis, when this process's reading is older than ``waiting_room.SUPPLY_SECONDS``)."""
+    config = waiting_room.get_config(queue_id)
+    supply = waiting_room.refresh_supply(config) if config is not None else None
+    return config, supply is not None and supply.sold_out
 
 
 def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueViewer, bytes, float]]:
