@@ -2,13 +2,18 @@
 one answer of the queue, and when the page should look again. Used by the page and its poll
 (``queue_views``) and by the pushed updates (``queue_push``)."""
 
+import dataclasses
 import random
+import re
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.html import escape
 from django.utils.translation import gettext, ngettext
 
+from booking.core.formatting import thousands
 from booking.sales import waiting_room
 
 TEMPLATE = "booking/queue.html"
@@ -27,6 +32,71 @@ def base_context(config: waiting_room.RoomConfig, queue_id) -> dict:
 def render_status(context: dict) -> str:
     """The panel alone, in the language active now."""
     return render_to_string(f"{TEMPLATE}#status", context)
+
+
+# Stand-ins for a waiting buyer's own figures (PanelBatch): numbers no real queue reaches, whose
+# plural form is "other" in every language served (as any place from 3 on, and its number ahead).
+STAND_IN_POSITION = 9_000_007
+STAND_IN_WAITING = 9_100_007
+STAND_IN_NEXT_POLL = 987_654.5
+STAND_IN_WAIT_TEXT = "wr-stand-in-wait-text"
+
+
+class PanelBatch:
+    """The panels of one look at many waiting buyers. In line, they differ only in each buyer's
+    place, the count waiting, the wait and the next look, so the panel is rendered once per
+    language and whatever else it says (rate, note), with stand-ins for those figures, which are
+    then put in for each buyer: the template stays the one source of the panel's words, and a look
+    at thousands of buyers costs a few renders. Any other panel (other states, places 1 and 2
+    whose words differ) is rendered for its buyer."""
+
+    def __init__(self) -> None:
+        self._skeletons: dict[tuple, str | None] = {}
+
+    def render(self, context: dict) -> str:
+        """The panel for this context, in the language active now (as ``render_status``)."""
+        result = context.get("result")
+        if context.get("state") != "waiting" or result is None or result.position <= 2:
+            return render_status(context)
+        language = translation.get_language()
+        key = (language, result.rate, context.get("note"), result.paused)
+        if key not in self._skeletons:
+            stand_in = dataclasses.replace(result, position=STAND_IN_POSITION, waiting=STAND_IN_WAITING)
+            skeleton = render_status(
+                {
+                    **context,
+                    "result": stand_in,
+                    "wait_text": STAND_IN_WAIT_TEXT,
+                    "next_poll": STAND_IN_NEXT_POLL,
+                }
+            )
+            self._skeletons[key] = skeleton if all(s in skeleton for s in self._stand_ins()) else None
+        skeleton = self._skeletons[key]
+        if skeleton is None:  # a stand-in did not come through as written: no shortcut
+            return render_status(context)
+        figures = {
+            thousands(STAND_IN_POSITION): thousands(result.position),
+            thousands(STAND_IN_POSITION - 1): thousands(result.position - 1),
+            thousands(STAND_IN_WAITING): thousands(result.waiting),
+            str(STAND_IN_NEXT_POLL): str(context["next_poll"]),
+            STAND_IN_WAIT_TEXT: escape(context["wait_text"]),
+        }
+        return _stand_ins_pattern(tuple(figures)).sub(lambda match: figures[match[0]], skeleton)
+
+    @staticmethod
+    def _stand_ins() -> tuple[str, ...]:
+        return (thousands(STAND_IN_POSITION), thousands(STAND_IN_WAITING), str(STAND_IN_NEXT_POLL), STAND_IN_WAIT_TEXT)
+
+
+_patterns: dict[tuple, re.Pattern] = {}
+
+
+def _stand_ins_pattern(stand_ins: tuple) -> re.Pattern:
+    """One pass over the panel for every stand-in (a figure put in is never read again)."""
+    pattern = _patterns.get(stand_ins)
+    if pattern is None:
+        pattern = _patterns[stand_ins] = re.compile("|".join(re.escape(s) for s in stand_ins))
+    return pattern
 
 
 def seconds_until(ms: int, now_ms: int) -> int:

@@ -164,6 +164,7 @@ def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueView
         context = {**base, **queue_panel.unavailable_context()}
         return [(viewer, _status(viewer, context), context["next_poll"]) for viewer in viewers]
     answers = []
+    panels = queue_panel.PanelBatch()  # one render per language and note, not one per viewer
     for viewer, result in zip(viewers, results, strict=True):
         if result.state == "admitted":
             answers.append((viewer, push.sse_event("go", {"url": go_to_queue}), 60.0))
@@ -172,7 +173,7 @@ def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueView
         delay = context["next_poll"]
         if context["state"] in ("not_open", "before_sale"):  # look again just after the moment
             delay = min(delay, context["seconds"] + random.uniform(0.1, ON_SALE_SPREAD_SECONDS))  # noqa: S311
-        event = _status(viewer, context)
+        event = _status(viewer, context, panels)
         if result.state == "waiting" and viewer.ticket != (result.epoch, result.score):
             # A place the page's ticket cookie does not name yet (joined by a push, or put back):
             # one ordinary poll writes the cookie that would bring the buyer back to it.
@@ -182,9 +183,9 @@ def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueView
     return answers
 
 
-def _status(viewer: QueueViewer, context: dict) -> bytes:
+def _status(viewer: QueueViewer, context: dict, panels: queue_panel.PanelBatch | None = None) -> bytes:
     with translation.override(viewer.language):
-        html = queue_panel.render_status(context)
+        html = panels.render(context) if panels is not None else queue_panel.render_status(context)
     return push.sse_event("status", {"html": html})
 
 
