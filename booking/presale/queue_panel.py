@@ -62,7 +62,7 @@ class PanelBatch:
         key = (language, result.rate, context.get("note"), result.paused)
         if key not in self._skeletons:
             stand_in = dataclasses.replace(result, position=STAND_IN_POSITION, waiting=STAND_IN_WAITING)
-            skeleton = render_status(
+            rendered = render_status(
                 {
                     **context,
                     "result": stand_in,
@@ -70,7 +70,7 @@ class PanelBatch:
                     "next_poll": STAND_IN_NEXT_POLL,
                 }
             )
-            self._skeletons[key] = skeleton if all(s in skeleton for s in self._stand_ins()) else None
+            self._skeletons[key] = rendered if all(s in rendered for s in self._stand_ins()) else None
         skeleton = self._skeletons[key]
         if skeleton is None:  # a stand-in did not come through as written: no shortcut
             return render_status(context)

@@ -55,7 +55,12 @@ def test_every_buyers_panel_reads_as_if_rendered_for_them(language):
 def test_a_batch_renders_once_per_language_and_note_not_once_per_buyer(monkeypatch):
     rendered = []
     real = queue_panel.render_status
-    monkeypatch.setattr(queue_panel, "render_status", lambda ctx: rendered.append(1) or real(ctx))
+
+    def counted(ctx):
+        rendered.append(ctx)
+        return real(ctx)
+
+    monkeypatch.setattr(queue_panel, "render_status", counted)
     room = config(300)
     batch = queue_panel.PanelBatch()
     with translation.override("en"):
