@@ -48,7 +48,11 @@ class PanelBatch:
     language and whatever else it says (rate, note), with stand-ins for those figures, which are
     then put in for each buyer: the template stays the one source of the panel's words, and a look
     at thousands of buyers costs a few renders. Any other panel (other states, places 1 and 2
-    whose words differ) is rendered for its buyer."""
+    whose words differ) is rendered for its buyer. ``POLLED`` is one kept by the process for the
+    polling pages (a skeleton per queue's settings, language and note; a dict's reads and writes
+    are safe between threads, and two threads rendering the same skeleton at once is harmless)."""
+
+    MOST_KEPT = 256
 
     def __init__(self) -> None:
         self._skeletons: dict[tuple, str | None] = {}
@@ -59,8 +63,10 @@ class PanelBatch:
         if context.get("state") != "waiting" or result is None or result.position <= 2:
             return render_status(context)
         language = translation.get_language()
-        key = (language, result.rate, context.get("note"), result.paused)
+        key = (context.get("config"), language, result.rate, context.get("note"), result.paused)
         if key not in self._skeletons:
+            if len(self._skeletons) >= self.MOST_KEPT:
+                self._skeletons.clear()
             stand_in = dataclasses.replace(result, position=STAND_IN_POSITION, waiting=STAND_IN_WAITING)
             rendered = render_status(
                 {
@@ -87,6 +93,8 @@ class PanelBatch:
     def _stand_ins() -> tuple[str, ...]:
         return (thousands(STAND_IN_POSITION), thousands(STAND_IN_WAITING), str(STAND_IN_NEXT_POLL), STAND_IN_WAIT_TEXT)
 
+
+POLLED = PanelBatch()
 
 _patterns: dict[tuple, re.Pattern] = {}
 

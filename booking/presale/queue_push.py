@@ -80,6 +80,7 @@ class QueueHub:
         self._revs: dict[ObjectId, tuple | None] = {}  # each queue's (settings revision, sold out) as last seen
         self._task: asyncio.Task | None = None
         self._beat = time.monotonic()
+        self.looks = 0  # viewers looked at so far (bench/waiting.py)
 
     def add(self, viewer: QueueViewer) -> None:
         self.viewers.setdefault(viewer.queue_id, set()).add(viewer)
@@ -118,6 +119,7 @@ class QueueHub:
                     log.exception("waiting room %s: pushing the places failed", queue_id)
                     answers = [(viewer, b"", 5.0) for viewer in due]
                 after = time.monotonic()
+                self.looks += len(answers)
                 for viewer, event, delay in answers:
                     if event:
                         viewer.put(event)

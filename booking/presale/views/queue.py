@@ -169,5 +169,6 @@ def _go(request, url: str) -> HttpResponse:
 
 
 def _render(request, context: dict, partial: bool) -> HttpResponse:
-    template = f"{queue_panel.TEMPLATE}#status" if partial else queue_panel.TEMPLATE
-    return render(request, template, context)
+    if partial:  # the poll: the panel alone, the same words as a pushed one (no request context in it)
+        return HttpResponse(queue_panel.POLLED.render(context))
+    return render(request, queue_panel.TEMPLATE, context)
