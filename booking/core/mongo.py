@@ -366,6 +366,9 @@ def ensure_indexes() -> list[str]:
     created.append(_index(orders(), [("refundedLines.sessionId", 1)], name="refunded_session", sparse=True))
     # ... and of tickets replaced by an exchange (an offline door says "replaced: new seat X")
     created.append(_index(orders(), [("exchangedLines.sessionId", 1)], name="exchanged_session", sparse=True))
+    # ... and of tickets the buyer handed to someone else (sales/buyer_changes.py)
+    created.append(_index(orders(), [("transferredLines.ticket", 1)], name="transferred_ticket", sparse=True))
+    created.append(_index(orders(), [("transferredLines.sessionId", 1)], name="transferred_session", sparse=True))
     # a sectioned performance's details change not yet in every section (sales/performance_details.py)
     created.append(_index(sessions(), [("detailsChange.open", 1)], name="details_change_open", sparse=True))
     # door check-in (sales/checkin.py): a scope's conflicts, newest first; one per offline scan
@@ -420,6 +423,7 @@ def _webhook_indexes() -> list[str]:
         _index(orders(), [("webhookEvents.at", 1)], name="webhook_events", sparse=True),
         _index(sessions(), [("webhookEvents.at", 1)], name="webhook_events", sparse=True),
         _index(webhook_endpoints(), [("theaterId", 1), ("createdOn", 1)], name="theater_created"),
+        _index(webhook_endpoints(), [("active", 1)], name="active"),
         _index(webhook_deliveries(), [("endpointId", 1), ("createdOn", -1), ("_id", -1)], name="endpoint_created"),
         _index(webhook_deliveries(), [("state", 1), ("nextAttemptAt", 1)], name="due", partialFilterExpression=pending),
         _index(webhook_deliveries(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),

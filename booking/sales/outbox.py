@@ -10,8 +10,9 @@ domains that change orders need not import the mail code.
 Webhook events follow the same rule: the write that places, pays, changes, cancels or refunds an
 order, checks in a ticket or cancels a performance pushes ``{_id, type, at}`` onto the document's
 ``webhookEvents`` (``webhook_event``); ``queue_webhook_events`` asks the worker to hand them to
-the theater's endpoints (booking/webhooks/dispatch.py), after the answer. A crash between the two
-leaves the event on the document, where reconcile finds it.
+the theater's endpoints (booking/webhooks/dispatch.py), after the answer, unless no endpoint is
+switched on anywhere. A crash between the two, or a skipped queue, leaves the event on the
+document, where reconcile finds it.
 """
 
 import logging
@@ -22,6 +23,7 @@ from typing import Any
 from bson import ObjectId
 
 from booking.core import clock, publish, work_queue
+from booking.webhooks import selectors as webhook_selectors
 
 logger = logging.getLogger("booking.outbox")
 
@@ -32,6 +34,8 @@ CANCEL = "cancel"
 SESSION_CANCELED = "session_canceled"
 RESERVATION = "reservation"  # "reserve now, pay at the box office": what, how much, by when, where
 RESERVATION_LAPSED = "reservation_lapsed"  # ... nobody paid by the deadline: the seats went back
+TRANSFER = "transfer"  # the buyer handed a ticket to someone: told to the buyer
+TRANSFER_TICKET = "transfer_ticket"  # ... and the new holder gets their ticket (``to``, ``language``)
 # A notice's state.
 PENDING = "pending"
 SENT = "sent"
@@ -60,12 +64,16 @@ SESSIONS = "sessions"
 CONFIRMATION_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
 
-def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None) -> dict:
-    """A notice to push onto the order in the write that makes the change. ``ref``: the exchange
-    or (first) refund it tells of; ``refunds``: every refund of that change."""
+def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None, *, to: str = "", language: str = "") -> dict:
+    """A notice to push onto the order in the write that makes the change. ``ref``: the exchange,
+    transfer or (first) refund it tells of; ``refunds``: every refund of that change; ``to`` and
+    ``language``: a mail to someone else than the buyer (a ticket's new holder)."""
     notice = {"_id": f"n{secrets.token_hex(6)}", "kind": kind, "ref": ref, "state": PENDING, "createdOn": clock.now()}
     if refunds:
         notice["refunds"] = refunds
+    if to:
+        notice["to"] = to
+        notice["language"] = language
     return notice
 
 
@@ -87,8 +95,10 @@ def webhook_event(event_type: str, **facts: str) -> dict:
 
 def queue_webhook_events(collection: str, document_id: ObjectId) -> None:
     """Ask the worker to hand the document's events to the endpoints, after the answer (a broker
-    that is away: reconcile hands them over later)."""
-    publish.soon(_queue_dispatch, collection, document_id)
+    that is away: reconcile hands them over later). With no endpoint switched on there is nobody
+    to tell: no task is queued, and reconcile clears the events in bulk."""
+    if webhook_selectors.any_active_endpoint():
+        publish.soon(_queue_dispatch, collection, document_id)
 
 
 def _queue_dispatch(collection: str, document_id: ObjectId) -> None:
