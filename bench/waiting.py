@@ -11,9 +11,10 @@ seconds rather than wall time (so a busy machine slows it but does not change th
   looks, their Redis round trips, the panels) as a share of one core, looks a second, MongoDB
   commands per waiting buyer (a command listener), Redis's CPU. The pages' socket writes are not
   in it (no sockets here): the simulation's push run has them.
-- **polling**: the queue's panel poll (``GET /queue/<id>/status`` through Django's full request
-  path and middleware, the test client) for as many buyers, each polling once in turn: CPU and
-  wall time per poll, and MongoDB commands per poll.
+- **polling**: the queue's panel poll (``GET /queue/<id>/status`` as htmx sends it, through
+  Django's WSGI handler and every middleware, as gunicorn calls it: bench/profile.py's
+  ``Browser``) for ``--polls`` buyers, each polling once in turn: CPU and wall time per poll, and
+  MongoDB commands per poll.
 
 Results: bench/results/waiting.md (and .json), with the load average before and after.
 """
@@ -123,13 +124,13 @@ def _looks(hub) -> int:
 
 
 def polling(buyers: int, commands: Commands) -> dict:
-    from django.test import Client
+    from django.core.handlers.wsgi import WSGIHandler
 
     from booking.core import clock
     from booking.sales import waiting_room
-    from booking.tests.headers import HTMX
 
     from .onsale import seed_hall
+    from .profile import Browser
 
     session = seed_hall()
     now = clock.now()
@@ -138,19 +139,20 @@ def polling(buyers: int, commands: Commands) -> dict:
     )
     queue = f"/queue/{config.queue_id}/"
     waiting_room.poll(config, "s:first")  # the minute's one admission: everybody after waits
-    clients = []
-    for _ in range(buyers):
-        client = Client(HTTP_X_FORWARDED_FOR="10.0.0.1")
-        page = client.get(queue)
-        assert page.status_code == 200, (page.status_code, page.content[:300])
-        clients.append(client)
+    app = WSGIHandler()  # as gunicorn calls it: the middleware loaded once
+    browsers = []
+    for n in range(buyers):
+        browser = Browser(app, f"10.1.{n >> 8 & 255}.{n & 255 or 1}")
+        page = browser.request("GET", queue)
+        assert page["status"] == 200, (page["status"], page["body"][:300])
+        browsers.append(browser)
     cpu_ms, wall_ms, mongo = [], [], commands.total()
-    for client in clients:
+    for browser in browsers:
         cpu, wall = time.thread_time(), time.perf_counter()
-        answer = client.get(queue + "status", **HTMX)
+        answer = browser.request("GET", queue + "status", headers={"HX-Request": "true"})
         wall_ms.append((time.perf_counter() - wall) * 1000)
         cpu_ms.append((time.thread_time() - cpu) * 1000)
-        assert answer.status_code == 200, answer.status_code
+        assert answer["status"] == 200, answer["status"]
     mongo = commands.total() - mongo
     cpu_ms.sort()
     wall_ms.sort()
