@@ -858,7 +858,13 @@ def fmt(value, unit="", digits=0):
     return f"{value:,.{digits}f}{unit}"
 
 
-def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
+def current_commit() -> str:
+    answer = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    return answer.stdout.strip()
+
+
+def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "") -> Path:
+    """``commit``: the code the runs started on (the checkout may move while they run)."""
     import platform
 
     out.mkdir(parents=True, exist_ok=True)
@@ -997,8 +1003,7 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
     path.write_text("\n".join(lines) + "\n")
     runs = out / "onsale-runs"  # every run's table kept: bench/results/onsale-runs/<when>-<commit>-<what>.md
     runs.mkdir(exist_ok=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
-    name = f"{time.strftime('%Y-%m-%d-%H%M')}-{commit.stdout.strip() or 'unknown'}-{'-'.join(variants)}-{size.buyers}"
+    name = f"{time.strftime('%Y-%m-%d-%H%M')}-{commit or 'unknown'}-{'-'.join(variants)}-{size.buyers}"
     (runs / f"{name}.md").write_text("\n".join(lines) + "\n")
     return path
 
@@ -1026,12 +1031,13 @@ def main(argv=None) -> int:
     if args.small:
         size = Size(300, 10.0, 5.0, args.rate)
     variants = ["push", "poll", "rush"] if args.variant == "all" else [args.variant]
+    commit = current_commit()
     summaries = []
     for variant in variants:
         run = run_variant(variant, size, log=lambda m: print(m, flush=True))
         summaries.append(summary(run, size))
         print(json.dumps(summaries[-1], indent=1, default=str), flush=True)
-    path = write_report(summaries, size, args.out)
+    path = write_report(summaries, size, args.out, commit)
     print(path.read_text())
     return 0
 
