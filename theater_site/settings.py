@@ -292,6 +292,10 @@ BOOKING_RECONCILE_GRACE_SECONDS = env.int("BOOKING_RECONCILE_GRACE_SECONDS", def
 BOOKING_CHECKOUT_STUCK_SECONDS = env.int("BOOKING_CHECKOUT_STUCK_SECONDS", default=120)
 BOOKING_EXPIRE_EVERY_SECONDS = env.float("BOOKING_EXPIRE_EVERY_SECONDS", default=30)
 BOOKING_RECONCILE_EVERY_SECONDS = env.float("BOOKING_RECONCILE_EVERY_SECONDS", default=300)
+# The waiting list (booking/sales/waiting_list.py): how long seats offered to a waiting buyer stay
+# held for them, and how often the worker offers seats that came back and passes on lapsed offers.
+BOOKING_WAITING_LIST_OFFER_SECONDS = env.int("BOOKING_WAITING_LIST_OFFER_SECONDS", default=30 * 60)
+BOOKING_WAITING_LIST_EVERY_SECONDS = env.float("BOOKING_WAITING_LIST_EVERY_SECONDS", default=30)
 # The reports' summaries of sessions whose orders changed are recounted this often
 # (booking/reports/summaries.py; a series report shows older counts "as of" until then).
 BOOKING_REPORTS_REFRESH_EVERY_SECONDS = env.float("BOOKING_REPORTS_REFRESH_EVERY_SECONDS", default=60)
@@ -375,6 +379,18 @@ LOGGING = {
     },
 }
 
+# --- Wallet passes (booking/notifications/wallet_pass.py): the theater's Pass Type ID, team and
+# PEM files (certificate, key, Apple's WWDR intermediate). Without a certificate, passes are signed
+# by a development certificate made once under BOOKING_WALLET_DEV_DIR (git ignores .run/).
+BOOKING_WALLET_PASS_TYPE_ID = env.str("BOOKING_WALLET_PASS_TYPE_ID", default="pass.local.theater.ticket")
+BOOKING_WALLET_TEAM_ID = env.str("BOOKING_WALLET_TEAM_ID", default="DEVELOPMENT")
+BOOKING_WALLET_ORGANIZATION = env.str("BOOKING_WALLET_ORGANIZATION", default="Theater")
+BOOKING_WALLET_CERTIFICATE = env.str("BOOKING_WALLET_CERTIFICATE", default="")
+BOOKING_WALLET_KEY = env.str("BOOKING_WALLET_KEY", default="")
+BOOKING_WALLET_KEY_PASSWORD = env.str("BOOKING_WALLET_KEY_PASSWORD", default="")
+BOOKING_WALLET_WWDR_CERTIFICATE = env.str("BOOKING_WALLET_WWDR_CERTIFICATE", default="")
+BOOKING_WALLET_DEV_DIR = env.str("BOOKING_WALLET_DEV_DIR", default=str(BASE_DIR / ".run" / "wallet"))
+
 # The beat schedule lives here, where a reader looks for it. Tasks are in booking/upkeep/tasks.py.
 # A run nobody picked up before the next one is due is dropped (expires): the next run catches up.
 CELERY_BEAT_SCHEDULE = {
@@ -401,6 +417,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "booking.tasks.refresh_report_summaries",
         "schedule": BOOKING_REPORTS_REFRESH_EVERY_SECONDS,
         "options": {"expires": BOOKING_REPORTS_REFRESH_EVERY_SECONDS, "time_limit": 300, "soft_time_limit": 270},
+    },
+    "waiting-list-offers": {
+        "task": "booking.tasks.offer_waiting_list_seats",
+        "schedule": BOOKING_WAITING_LIST_EVERY_SECONDS,
+        "options": {"expires": BOOKING_WAITING_LIST_EVERY_SECONDS, "time_limit": 120, "soft_time_limit": 108},
     },
     "reconcile-holds": {
         "task": "booking.tasks.reconcile",

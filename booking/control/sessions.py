@@ -24,6 +24,7 @@ from booking.control.self_service_settings import SESSION_ROUTES as SELF_SERVICE
 from booking.control.self_service_settings import SessionSelfServiceMixin, session_form
 from booking.control.series_actions import ROUTES as SERIES_ROUTES
 from booking.control.series_actions import SeriesActionsMixin
+from booking.control.waiting_lists import WAITING_LIST_ROUTES, WaitingListAdminMixin
 from booking.core.domain import Session, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.sales import session_cancel
@@ -43,6 +44,7 @@ class SessionAdmin(
     SessionPaymentsMixin,
     SessionSelfServiceMixin,
     PriceTableAdminMixin,
+    WaitingListAdminMixin,
     MongoModelAdmin,
 ):
     routes = [
@@ -61,6 +63,7 @@ class SessionAdmin(
         *COUNTER_ROUTES,  # sell at the counter and on the phone (control/counter.py)
         *PERFORMANCE_ROUTES,  # a sectioned venue's performance as one (control/performances.py)
         *SERIES_ROUTES,  # bulk actions on the show's series (control/series_actions.py)
+        *WAITING_LIST_ROUTES,  # the waiting list of a sold-out performance (control/waiting_lists.py)
     ]
 
     # --- list ---

@@ -168,6 +168,12 @@ def webhook_deliveries():
     return get_db()["webhook_deliveries"]
 
 
+def waiting_list():
+    """Buyers waiting for seats of a sold-out performance, and the offers made them
+    (booking/sales/waiting_list.py)."""
+    return get_db()["waiting_list"]
+
+
 # Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
 # once a minute after their date); the indexes that carry the dates are declared below.
 DAY = 86_400
@@ -197,6 +203,9 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     # webhooks: a handful of endpoints per theater; deliveries read by _id and per endpoint
     "webhook_endpoints": {"_id": "hashed"},
     "webhook_deliveries": {"endpointId": 1},
+    # a performance's list is read and swept per session; an offer's link finds it by token (off
+    # the hot paths: asks every shard)
+    "waiting_list": {"sessionId": "hashed"},
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
@@ -216,6 +225,7 @@ OWNED_COLLECTIONS = (
     "api_idempotency",
     "webhook_endpoints",
     "webhook_deliveries",
+    "waiting_list",
 )
 
 
@@ -387,6 +397,7 @@ def ensure_indexes() -> list[str]:
     # (sales/client_holds.py); read and written by _id only
     created.append(_index(client_holds(), [("until", 1)], name="until_ttl", expireAfterSeconds=0))
     created += _api_indexes()
+    created += _waiting_list_indexes()
     _drop_undeclared(set(created))
     return created
 
@@ -427,6 +438,28 @@ def _webhook_indexes() -> list[str]:
         _index(webhook_deliveries(), [("endpointId", 1), ("createdOn", -1), ("_id", -1)], name="endpoint_created"),
         _index(webhook_deliveries(), [("state", 1), ("nextAttemptAt", 1)], name="due", partialFilterExpression=pending),
         _index(webhook_deliveries(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),
+    ]
+
+
+def _waiting_list_indexes() -> list[str]:
+    """The waiting list (booking/sales/waiting_list.py): a performance's entries first come first
+    (the sweep, a place, the staff list); one entry on the list per address and performance; an
+    offer's link; the worker's lists of offers to pass on, offers a crash left half made and
+    mails still to send (each partial: the handful in that state)."""
+    on_list = {"active": True}
+    return [
+        _index(waiting_list(), [("sessionId", 1), ("state", 1), ("createdOn", 1), ("_id", 1)], name="session_queue"),
+        _index(waiting_list(), [("sessionId", 1), ("createdOn", 1), ("_id", 1)], name="session_created"),
+        _index(
+            waiting_list(),
+            [("sessionId", 1), ("email", 1)],
+            name="one_per_address",
+            unique=True,
+            partialFilterExpression=on_list,
+        ),
+        _index(waiting_list(), [("offer.token", 1)], name="offer_token", sparse=True),
+        _index(waiting_list(), [("state", 1), ("offer.until", 1)], name="state_until"),
+        _index(waiting_list(), [("mail", 1), ("mailDueOn", 1)], name="mail_due", sparse=True),
     ]
 
 

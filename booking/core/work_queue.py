@@ -15,6 +15,7 @@ CANCEL_SESSION_ORDERS = "booking.tasks.cancel_session_orders"
 DISPATCH_WEBHOOK_EVENTS = "booking.tasks.dispatch_webhook_events"
 DELIVER_WEBHOOK = "booking.tasks.deliver_webhook"
 SEND_SIGN_IN_LINK = "booking.tasks.send_sign_in_link"
+SEND_WAITING_LIST_OFFER = "booking.tasks.send_waiting_list_offer"
 
 # One quick reconnect (a pooled connection may be stale after a Redis restart), no more: a buyer
 # may be waiting for the request that queues.

@@ -11,6 +11,10 @@ POST /sessions/<id>/toggle             seat=r:c   hold a free seat, or release i
 POST /sessions/<id>/hold               seats=r:c (repeated or comma-separated)  hold these seats
 POST /sessions/<id>/release            seats=r:c  release seats of your cart
 POST /sessions/<id>/best               count=N    hold the best N adjacent seats
+GET|POST /sessions/<id>/waiting-list/  a sold-out performance's waiting list: count, together,
+                                       category, email -> the buyer's place (400/409 with a message)
+GET|POST /waiting-list/offers/<token>/ a waiting-list offer's mailed link: a button whose POST puts
+                                       the held seats in the buyer's cart (404 once it ended)
 GET  /cart/                            your cart (the one in your buyer cookie; no URL takes a
                                        cart id, so another browser's cart is never reachable)
 POST /cart/remove                      session=<id>&seat=r:c
@@ -22,6 +26,7 @@ GET  /checkout/  POST name, email, method   checkout; errors inline (400), then 
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET  /orders/<ref>/calendar.ics        the booking as a calendar file (same access)
+GET  /orders/<ref>/tickets/<code>.pkpass  one ticket as an Apple Wallet pass (same access)
 GET|POST /orders/<ref>/exchange/       the buyer moves tickets to other seats of the show (theater's rules)
 POST /orders/<ref>/cancel-tickets      ticket=<code> (repeated) or all=1: canceled, refunded less the fee
 POST /orders/<ref>/transfer            ticket, name, email: the ticket handed on, a new code mailed
@@ -59,6 +64,7 @@ from booking.presale.views import (
     queue,
     seatmap,
     seats,
+    waiting_list,
 )
 from booking.web import live
 
@@ -75,6 +81,8 @@ urlpatterns = [
     path("sessions/<str:session_id>/release", seats.release, name="release"),
     path("sessions/<str:session_id>/best", seats.best_available, name="best_available"),
     path("sessions/<str:session_id>/access", seatmap.presale_access, name="presale_access"),
+    path("sessions/<str:session_id>/waiting-list/", waiting_list.join, name="waiting_list_join"),
+    path("waiting-list/offers/<str:token>/", waiting_list.offer, name="waiting_list_offer"),
     path("cart/", cart.cart_page, name="cart"),
     path("cart/remove", cart.cart_remove, name="cart_remove"),
     path("cart/cancel", cart.cart_cancel, name="cart_cancel"),
@@ -85,6 +93,11 @@ urlpatterns = [
     path("orders/<str:ref>/", orders.order_page, name="order"),
     path("orders/<str:ref>/tickets/", orders.order_tickets, name="order_tickets"),
     path("orders/<str:ref>/calendar.ics", orders.order_calendar_file, name="order_calendar"),
+    re_path(
+        r"^orders/(?P<ref>[^/]+)/tickets/(?P<code>[A-Za-z0-9_-]{16,64})\.pkpass$",
+        orders.ticket_wallet_pass,
+        name="ticket_wallet_pass",
+    ),
     path("account/", account.account, name="account"),
     path("account/sign-in/", account.sign_in, name="account_sign_in"),
     path("account/enter/", account.enter, name="account_enter"),

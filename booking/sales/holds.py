@@ -724,6 +724,18 @@ def _cart_item(session: Mapping[str, Any], row: int, col: int, *, house: bool = 
     return item
 
 
+def _with_kinds(held: HoldResult, owner: str, session_id: ObjectId, kinds: Mapping[str, int]) -> HoldResult:
+    """The seats just held, given the kinds the buyer asked for in seat order (each one
+    conditional update on the cart); a seat its category offers no such kind for stays full price."""
+    wanted = [code for code, n in kinds.items() for _ in range(n) if code != offers.FULL]
+    for (row, col), code in zip(held.seats, wanted, strict=False):
+        try:
+            held.cart = offers.choose_ticket_type(owner, held.cart_id, session_id, seat_key(row, col), code)
+        except InvalidRequest:
+            logger.info("seat %s:%s of cart %s keeps full price: %s is not offered there", row, col, held.cart_id, code)
+    return held
+
+
 def release_seats(
     session_id: ObjectId, owner: str, cart_id: ObjectId | None, seat_keys, *, cart=UNREAD
 ) -> ReleaseResult:
@@ -846,6 +858,7 @@ def hold_best_available(
     accept: list[str] | None = None,
     max_price: int | None = None,
     context: HoldContext = ONLINE,
+    kinds: Mapping[str, int] | None = None,
 ) -> HoldResult:
     """Hold the best ``count`` seats side by side, of ``categories`` only when given (never a
     category the buyer did not choose), and nothing else: the cart gains exactly these seats.
@@ -856,7 +869,10 @@ def hold_best_available(
     cannot hold seats of the buyer's choosing past the orphan rule.
     ``wheelchair``: ``count`` wheelchair spaces, each with a companion seat beside it.
     ``max_price``: only categories whose (full) price is at most this many minor units.
-    ``context``: as for ``hold_seats``."""
+    ``context``: as for ``hold_seats``.
+    ``kinds``: how many of the seats are of which ticket type ({"reduced": 1}), the rest full
+    price: each set after the hold as the buyer would in the cart (``offers.choose_ticket_type``);
+    a seat whose category does not offer the kind stays full price."""
     if not isinstance(count, int) or not 1 <= count <= settings.BOOKING_MAX_SEATS_PER_CART:
         raise InvalidRequest(_("Choose between 1 and %(max)s seats.") % {"max": settings.BOOKING_MAX_SEATS_PER_CART})
     if wheelchair and 2 * count > settings.BOOKING_MAX_SEATS_PER_CART:
@@ -899,12 +915,15 @@ def hold_best_available(
                 )
             else:
                 raise NoAdjacentSeats(_("There are not %(count)s seats left.") % {"count": count})
+        if kinds and not set(kinds) <= {t["code"] for t in offers.ticket_types(session)}:
+            raise InvalidRequest(_("That ticket type is not offered for this performance."))
         try:
             keys = [seat_key(r, c) for r, c in seats]
             # asking for wheelchair spaces is saying one needs them; other picks skip the spaces
-            return hold_seats(
+            held = hold_seats(
                 session_id, owner, cart_id, keys, allow_orphans=True, needs_wheelchair=wheelchair, context=context
             )
+            return _with_kinds(held, owner, session_id, kinds or {})
         except SeatsTaken:
             continue  # someone was faster: pick again from a fresh map
     raise SeatsTaken(["the seats we picked"])

@@ -14,7 +14,8 @@
 - what's on entries behind their session (a crash after the session write) are written again;
 - webhook events no dispatch took are dispatched, and pending deliveries whose task was lost are
   queued again (booking/webhooks/);
-- numbers a gap-free series gave (receipts) that a crash kept off their document are written.
+- numbers a gap-free series gave (receipts) that a crash kept off their document are written;
+- waiting-list offers a crash left half made are finished or undone, and their mails queued.
 Holds younger than the grace period are left alone: their cart write may still be under way.
 """
 
@@ -28,7 +29,7 @@ from django.utils.translation import gettext_noop
 
 from booking.core import clock, faults, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
-from booking.notifications import change_notices, payment_notices
+from booking.notifications import change_notices, payment_notices, waiting_list_mail
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.payments import number_series
@@ -44,6 +45,7 @@ from booking.sales import (
     promos,
     reservations,
     session_cancel,
+    waiting_list,
 )
 from booking.sales import carts as cart_service
 from booking.venues.seat_grid import SOLD, parse_seat_key
@@ -80,6 +82,7 @@ class ReconcileReport:
     webhook_events_dispatched: int = 0  # orders and sessions whose events no dispatch took (webhooks/)
     webhook_deliveries_requeued: int = 0  # pending deliveries whose task was lost
     numbers_written: int = 0  # receipt numbers a crash left in their series' log (number_series.py)
+    waiting_list_offers_finished: int = 0  # offers a crash left half made (sales/waiting_list.py)
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -116,6 +119,8 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.webhook_events_dispatched += webhook_dispatch.dispatch_pending(now, grace)
     report.webhook_deliveries_requeued += webhook_deliveries.requeue_due(now, grace)
     report.numbers_written += number_series.finish_all()  # after the payments: their numbers first
+    report.waiting_list_offers_finished += waiting_list.finish_offers(older_than=now - grace)
+    waiting_list_mail.requeue_pending(now)
     _requeue_pending_mails(now, report)
     _retry_failed_mails(now, report)
     logger.info("reconcile: %s", report)

@@ -15,10 +15,10 @@ from django.conf import settings
 
 from booking.core import work_queue
 from booking.core.domain import SendOutcome
-from booking.notifications import change_notices, payment_notices, sign_in
+from booking.notifications import change_notices, payment_notices, sign_in, waiting_list_mail
 from booking.notifications import confirmations as notifications
 from booking.reports import summaries
-from booking.sales import cancels, cart_expiry, retention, wheelchair
+from booking.sales import cancels, cart_expiry, retention, waiting_list, wheelchair
 from booking.upkeep import reconcile as reconcile_service
 from booking.webhooks import deliveries, dispatch
 
@@ -202,3 +202,25 @@ def send_sign_in_link(self, email: str, language: str) -> str:
         raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
     logger.info("sign-in link: %s", outcome)
     return outcome
+
+
+@shared_task(name="booking.tasks.offer_waiting_list_seats", time_limit=120, soft_time_limit=108)
+def offer_waiting_list_seats() -> dict:
+    """Waiting lists (sales/waiting_list.py): lapsed offers pass on, seats that came back are offered."""
+    report = waiting_list.pass_on()
+    return {"lapsed": report.lapsed, "offered": report.offered}
+
+
+@shared_task(name=work_queue.SEND_WAITING_LIST_OFFER, bind=True, max_retries=8, time_limit=60, soft_time_limit=45)
+def send_waiting_list_offer(self, entry_id: str) -> str:
+    """The mail offering a waiting buyer their seats (notifications/waiting_list_mail.py), once."""
+    try:
+        oid = ObjectId(entry_id)
+    except (InvalidId, TypeError):
+        return "invalid id"
+    try:
+        return waiting_list_mail.send_offer(oid)
+    except notifications.MailServerUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            return "failed"  # still pending: reconcile queues it again later
+        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc

@@ -67,6 +67,13 @@ def forget_cart(request) -> None:
         buyer.cart_id, buyer.changed = None, True
 
 
+def adopt(request, new_owner: str, new_cart_id: ObjectId) -> None:
+    """The buyer takes over a cart made for them (a waiting-list offer's: sales/waiting_list.py):
+    its owner token becomes theirs. A cart they had under their old token ends with its hold."""
+    buyer = get(request)
+    buyer.owner, buyer.cart_id, buyer.changed = new_owner, str(new_cart_id), True
+
+
 def presale_keys(request) -> frozenset[str]:
     return frozenset(get(request).presale_keys)
 

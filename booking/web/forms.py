@@ -2,6 +2,7 @@
 and a calendar day for filters. They turn request data into typed values and say clearly what is
 wrong with it; the rules about bookings stay in the services."""
 
+import re
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -125,6 +126,9 @@ class SeatsForm(forms.Form):
         return self.cleaned_data
 
 
+KIND_CODE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,29}$")  # a ticket type's code in a kind_<code> field
+
+
 class BestAvailableForm(forms.Form):
     count = forms.IntegerField(
         error_messages={
@@ -140,6 +144,29 @@ class BestAvailableForm(forms.Form):
     max_price = forms.IntegerField(required=False, min_value=0)  # minor units: only categories up to this price
     wheelchair = forms.BooleanField(required=False)  # count wheelchair spaces, each with a companion seat
     accept = forms.CharField(required=False, max_length=400)  # the split suggestion the buyer takes
+
+    def clean(self):
+        """``kind_<ticket type>=N`` fields: how many of the seats are of which kind (the rest full
+        price), as ``kinds``; together at most the seats asked for."""
+        data = super().clean() or {}
+        kinds: dict[str, int] = {}
+        for name in self.data:
+            if not name.startswith("kind_"):
+                continue
+            code, raw = name[5:], self.data.get(name, "")
+            if raw in ("", "0"):
+                continue
+            if not KIND_CODE.fullmatch(code) or not str(raw).isdigit():
+                raise forms.ValidationError(gettext("Choose how many tickets of each kind from the lists."))
+            kinds[code] = int(raw)
+        count = data.get("count")
+        if kinds and count is not None and sum(kinds.values()) > count:
+            raise forms.ValidationError(
+                gettext("You chose %(kinds)d tickets of other kinds but only %(count)d seats.")
+                % {"kinds": sum(kinds.values()), "count": count}
+            )
+        data["kinds"] = kinds
+        return data
 
     def clean_count(self):
         count = self.cleaned_data["count"]

@@ -8,7 +8,7 @@ from typing import Any
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
-from django.utils.translation import get_language, gettext, pgettext
+from django.utils.translation import get_language, gettext, ngettext, pgettext
 
 from booking.core.formatting import day_title, escape, format_money, thousands
 from booking.core.localized import (
@@ -173,14 +173,47 @@ def seconds_left(expires_at: datetime, now: datetime) -> int:
     return max(0, int((expires_at - now).total_seconds()))
 
 
+TIERS = 4  # price tiers a stadium's sections are coloured by (tier-1 the cheapest)
+
+
+def section_price_range(section: Mapping[str, Any]) -> str:
+    """A section's full prices, cheapest to dearest ("€20 – €45"), or its one price."""
+    prices = sorted(set((section.get("prices") or {}).values()))
+    if not prices:
+        return ""
+    currency = section.get("currency")
+    if len(prices) == 1:
+        return format_money(prices[0], currency)
+    return f"{format_money(prices[0], currency)} – {format_money(prices[-1], currency)}"
+
+
+def price_tiers(sections: Sequence[Mapping[str, Any]]) -> tuple[dict, list[dict]]:
+    """Each section's price tier (1 to ``TIERS``, by its dearest full price among the venue's
+    distinct ones) and the legend: [{tier, range}] of the tiers used."""
+    tops = {s["_id"]: max((s.get("prices") or {0: 0}).values()) for s in sections}
+    distinct = sorted(set(tops.values()))
+    tier_of_price = {price: 1 + (i * TIERS) // len(distinct) for i, price in enumerate(distinct)}
+    tiers = {section_id: tier_of_price[top] for section_id, top in tops.items()}
+    currency = sections[0].get("currency") if sections else None
+    legend = []
+    for tier in sorted(set(tier_of_price.values())):
+        members = [price for price, t in tier_of_price.items() if t == tier]
+        low, high = format_money(members[0], currency), format_money(members[-1], currency)
+        legend.append({"tier": tier, "range": low if low == high else f"{low} – {high}"})
+    return tiers, legend
+
+
 def section_stands(sections: Sequence[Mapping[str, Any]]) -> list[dict]:
     """A sectioned venue's sections grouped into stands by the first word of their names
-    ("North 3" -> North), in the venue's order. Each stand's blocks come as ready HTML: a stadium
-    has a hundred of them, and a template loop over them costs more than the rest of the page."""
+    ("North 3" -> North), in the venue's order. Each block shows its free seats with their unit
+    and its price range, coloured by its price tier (``price_tiers``). Each stand's blocks come as
+    ready HTML: a stadium has a hundred of them, and a template loop over them costs more than the
+    rest of the page."""
     placeholder = "0" * 24
     session_url = reverse("booking:session", args=[placeholder])
     stands: list[dict] = []
     sold_out = pgettext("a stadium section", "sold out")
+    tiers, _legend = price_tiers(sections)
     for section in sections:
         slug = section["section"]["name"].split(" ", 1)[0].lower()  # the stand's place (CSS), in English
         name = localized(section["section"], "name")  # "Nord 3" on German pages when staff named it
@@ -190,16 +223,18 @@ def section_stands(sections: Sequence[Mapping[str, Any]]) -> list[dict]:
         free, total = section.get("seatsAvailable", 0), section.get("seatsTotal", 0)
         level = "sold" if free <= 0 else ("few" if free * 10 <= total else "ok")
         short = escape(name.removeprefix(stand_name).strip() or name)
+        prices = escape(section_price_range(section))
         if free > 0:
-            state = gettext("%(free)s of %(total)s seats free") % {"free": thousands(free), "total": thousands(total)}
+            shown = ngettext("%(free)s seat free", "%(free)s seats free", free) % {"free": thousands(free)}
         else:
-            state = sold_out
-        label = gettext("Section %(name)s: %(state)s") % {"name": escape(name), "state": escape(state)}
+            shown = sold_out
+        # the name holds the visible text in its order ("1 40 seats free €45"): label in name
+        label = gettext("Section %(name)s: %(state)s") % {"name": escape(name), "state": escape(shown)}
         url = session_url.replace(placeholder, str(section["_id"]))
         stands[-1]["blocks"].append(
-            # the space: the visible text reads "1 40", which the name must contain (label in name)
-            f'<li><a class="block block-{level}" href="{url}" aria-label="{label}">'
-            f"<strong>{short}</strong> <small>{thousands(free) if free > 0 else escape(sold_out)}</small></a></li>"
+            f'<li><a class="block block-{level} tier-{tiers[section["_id"]]}" href="{url}" '
+            f'aria-label="{label}, {prices}"><strong>{short}</strong> <small>{escape(shown)}</small> '
+            f'<small class="block-price">{prices}</small></a></li>'
         )
     for stand in stands:
         stand["blocks_html"] = mark_safe("".join(stand.pop("blocks")))  # noqa: S308 - every part escaped above

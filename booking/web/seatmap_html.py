@@ -27,8 +27,9 @@ from django.utils.translation import get_language, gettext, gettext_noop
 from booking.core.contrast import ink_on
 from booking.core.domain import Layout, SessionStatus
 from booking.core.formatting import escape, format_money, seat_label
-from booking.core.localized import category_names
+from booking.core.localized import category_names, ticket_type_name
 from booking.core.lru import LRUCache
+from booking.sales import offers
 from booking.venues.seat_grid import BLOCKED, FREE, GAP, HELD, SOLD, has_wheelchair_spaces
 
 STATE_WORDS = {
@@ -279,7 +280,8 @@ def seat_updates(session: Mapping[str, Any], layout: Layout, seats, state: int, 
 
 
 def legend(session: Mapping[str, Any]) -> list[dict]:
-    """Categories used in this hall with colour and price, for the legend."""
+    """Categories used in this hall with colour and price, and the price of each other kind of
+    ticket sold there (``kinds``: reduced, ...), for the legend."""
     prices = session["prices"]
     currency = session.get("currency")
     names = category_names(session["layout"]["categories"])
@@ -289,9 +291,24 @@ def legend(session: Mapping[str, Any]) -> list[dict]:
             "name": names[c["code"]],
             "color": c["color"],
             "price": format_money(prices[c["code"]], currency),
+            "kinds": [
+                {"name": ticket_type_name(o), "price": format_money(o["price"], currency)}
+                for o in offers.offers_for(session, c["code"])
+                if o["code"] != offers.FULL and not o.get("companion")
+            ],
         }
         for c in session["layout"]["categories"]
         if c["code"] in prices
+    ]
+
+
+def ticket_kinds(session: Mapping[str, Any]) -> list[dict]:
+    """The kinds of ticket a buyer may choose besides full price before picking seats: [{code,
+    name}] (companion tickets go with a wheelchair space and are chosen in the cart)."""
+    return [
+        {"code": t["code"], "name": ticket_type_name(t)}
+        for t in offers.ticket_types(session)
+        if t["code"] != offers.FULL and not t.get("companion")
     ]
 
 

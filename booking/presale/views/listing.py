@@ -89,5 +89,9 @@ def performance_page(request, performance_id):
     if gate is not None:
         return gate
     summary = selectors.group_sections(sections)[0]
-    context = {"card": presenters.session_card(summary), "stands": presenters.section_stands(sections)}
+    context = {
+        "card": presenters.session_card(summary),
+        "stands": presenters.section_stands(sections),
+        "tiers": presenters.price_tiers(sections)[1],
+    }
     return render(request, "booking/performance.html", context)

@@ -5,6 +5,7 @@ and e-mail."""
 import io
 
 import segno
+from django.conf import settings
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext
@@ -12,6 +13,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from booking.core import clock
 from booking.core.domain import OrderState
+from booking.notifications import wallet_pass
 from booking.notifications.calendar import has_calendar_entry, order_calendar
 from booking.notifications.confirmations import site_host, ticket_link
 from booking.presale.context import (
@@ -29,7 +31,7 @@ from booking.presale.context import (
 )
 from booking.presale.forms import FindBookingForm
 from booking.sales import buyer_changes, selectors
-from booking.sales.order_venues import getting_there, venues_of_order
+from booking.sales.order_venues import PerformanceVenue, getting_there, venues_of_order
 from booking.web import presenters, ratelimits
 from booking.web.order_history import order_history
 
@@ -101,6 +103,42 @@ def order_calendar_file(request, ref):
     )
     response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="booking-{order["ref"]}.ics"'
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+def pass_identity() -> wallet_pass.PassIdentity:
+    """Who the wallet passes are from and who signs them (settings)."""
+    signer = wallet_pass.load_signer(
+        certificate=settings.BOOKING_WALLET_CERTIFICATE,
+        key=settings.BOOKING_WALLET_KEY,
+        key_password=settings.BOOKING_WALLET_KEY_PASSWORD,
+        wwdr=settings.BOOKING_WALLET_WWDR_CERTIFICATE,
+        dev_dir=settings.BOOKING_WALLET_DEV_DIR,
+    )
+    return wallet_pass.PassIdentity(
+        pass_type_id=settings.BOOKING_WALLET_PASS_TYPE_ID,
+        team_id=settings.BOOKING_WALLET_TEAM_ID,
+        organization=settings.BOOKING_WALLET_ORGANIZATION,
+        signer=signer,
+    )
+
+
+@require_safe
+def ticket_wallet_pass(request, ref, code):
+    """One ticket of the booking as an Apple Wallet pass (same access as the booking)."""
+    order, refused = order_or_refusal(request, ref)
+    if order is None:
+        return refused
+    if not wallet_pass.is_valid_ticket(order, code):
+        return error_page(request, gettext("This booking has no such ticket."), 404)
+    line = next(line for line in order["lines"] if line["ticket"] == code)
+    venue = venues_of_order(order).get(line["sessionId"], PerformanceVenue(end=None, address=None))
+    body = wallet_pass.build_pass(
+        order=order, code=code, venue=venue, identity=pass_identity(), order_url=ticket_link(order)
+    )
+    response = HttpResponse(body, content_type=wallet_pass.CONTENT_TYPE)
+    response["Content-Disposition"] = f'attachment; filename="ticket-{code}.pkpass"'
     response["Cache-Control"] = "private, no-store"
     return response
 

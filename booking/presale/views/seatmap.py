@@ -57,6 +57,7 @@ def session_page(request, session_id):
             **cart_context(request, cart, expired, [session]),
             "card": presenters.session_card(session),
             "legend": seatmap_html.legend(session),
+            "kinds": seatmap_html.ticket_kinds(session),
             "max_seats": settings.BOOKING_MAX_SEATS_PER_CART,
             "seat_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART + 1),
             "held_here": len(selectors.cart_seat_keys(cart, session["_id"])),

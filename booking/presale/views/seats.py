@@ -203,6 +203,7 @@ def best_available(request, session_id):
                 wheelchair=wheelchair,
                 accept=form.cleaned_data["accept"],
                 context=context,
+                kinds=form.cleaned_data["kinds"],
             )
         except NoAdjacentSeats as exc:
             offer["suggestion"], offer["why"] = exc.suggestion, exc.message

@@ -88,3 +88,25 @@ def test_english_is_the_source_language_and_german_the_other():
     assert settings.LANGUAGE_CODE == "en"
     assert [code for code, _name in settings.LANGUAGES] == ["en", "de"]
     assert not (REPO / "locale" / "en").exists()  # the msgids are the English text
+
+
+@pytest.mark.parametrize("domain", ["django", "djangojs"])
+def test_no_message_is_defined_twice(domain):
+    """GNU gettext's msgfmt refuses a catalog with a msgid twice (Babel keeps the last silently):
+    two branches that both append one leave it so."""
+    text = (REPO / "locale" / "de" / "LC_MESSAGES" / f"{domain}.po").read_text(encoding="utf-8")
+    seen: set[tuple[str, str]] = set()
+    twice = []
+    for entry in text.split("\n\n"):
+        lines = [line for line in entry.splitlines() if not line.startswith("#")]
+        context = "\n".join(line for line in lines if line.startswith("msgctxt"))
+        start = next((i for i, line in enumerate(lines) if line.startswith("msgid ")), None)
+        if start is None:
+            continue
+        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith('"')), len(lines))
+        key = (context, "\n".join(lines[start:end]))
+        if key[1] != 'msgid ""' or context:
+            if key in seen:
+                twice.append(key[1])
+            seen.add(key)
+    assert not twice, twice

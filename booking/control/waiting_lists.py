@@ -1,0 +1,39 @@
+"""A performance's waiting list for staff: who waits, in which place, for how many seats, and the
+offers made (seats, until when, answered or lapsed). Mixed into SessionAdmin, which lists the
+route; linked from the session's page."""
+
+from typing import TYPE_CHECKING
+
+from django.utils.translation import gettext
+
+from booking.control.base import AdminMixinBase
+from booking.core.domain import Session
+from booking.sales import waiting_list
+
+WAITING_LIST_ROUTES = [("<str:object_id>/waiting-list/", "waiting_list", "waiting_list")]
+
+
+class WaitingListAdminMixin(AdminMixinBase):
+    if TYPE_CHECKING:
+
+        def _session(self, object_id) -> Session: ...  # SessionAdmin's
+
+    def waiting_list(self, request, object_id):
+        self.require(request, "view")
+        session = self._session(object_id)
+        entries = waiting_list.entries_of(session["_id"])
+        for entry in entries:
+            if entry.get("offer"):
+                entry["offer_words"] = waiting_list.seat_words(session, entry)
+        counts = {state: sum(1 for e in entries if e["state"] == state) for state in waiting_list.ALL_STATES}
+        return self.render(
+            request,
+            "admin/booking/session/waiting_list.html",
+            {
+                "title": gettext("Waiting list"),
+                "session": session,
+                "entries": entries,
+                "counts": counts,
+                "offers_made": sum(e.get("offers", 0) for e in entries),
+            },
+        )
