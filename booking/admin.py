@@ -14,6 +14,7 @@ from booking.control.promo_codes import PromoCodeAdmin
 from booking.control.reports import ReportAdmin
 from booking.control.sessions import SessionAdmin
 from booking.control.theaters import TheaterAdmin
+from booking.control.tills import TillAdmin
 from booking.control.waiting_rooms import WaitingRoomAdmin
 from booking.control.webhooks import WebhookEndpointAdmin
 from booking.models import (
@@ -26,6 +27,7 @@ from booking.models import (
     Report,
     Session,
     Theater,
+    TillClosing,
     WaitingRoom,
     WebhookEndpoint,
 )
@@ -39,6 +41,7 @@ admin.site.register(Order, OrderAdmin)
 admin.site.register(WaitingRoom, WaitingRoomAdmin)  # the waiting room for big on-sales
 admin.site.register(PromoCode, PromoCodeAdmin)  # promo codes and voucher batches
 admin.site.register(Report, ReportAdmin)  # sales reports and exports
+admin.site.register(TillClosing, TillAdmin)  # each seller's till closed at the end of the day, Z reports
 admin.site.register(BoxOffice, BoxOfficeAdmin)  # "Box office": on to the sessions to sell
 admin.site.register(DoorCheckin, DoorCheckinAdmin)  # "Door check-in": on to /checkin/
 admin.site.register(ApiToken, ApiTokenAdmin)  # the REST API's tokens (docs/api.md)

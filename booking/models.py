@@ -15,6 +15,7 @@ An instance is never saved. It is only built to name a MongoDB document in the a
 """
 
 from django.db import models
+from django.utils.translation import gettext_lazy
 
 
 class MongoDocument(models.Model):
@@ -110,6 +111,18 @@ class BoxOffice(MongoDocument):
         verbose_name_plural = "box office"  # the admin index's entry, a link to the sessions to sell
         default_permissions = ()
         permissions = [("sell_at_counter", "Can sell tickets at the counter and on the phone")]
+
+
+class TillClosing(MongoDocument):
+    """The till closings and Z reports (booking/control/tills.py): a seller closes their own till
+    with ``booking.sell_at_counter``; every seller's day is seen with ``booking.view_reports``."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_till_closings"
+        verbose_name = gettext_lazy("till closing")
+        verbose_name_plural = gettext_lazy("till closings")
+        default_permissions = ()
 
 
 class PromoCode(MongoDocument):

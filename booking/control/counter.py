@@ -31,6 +31,7 @@ from booking.core import clock
 from booking.core.domain import Cart, OrderState, SalePhase, Session, SessionStatus, sale_phase
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
+from booking.payments import invoices
 from booking.sales import carts as cart_service
 from booking.sales import counter, holds, offers, pricing, promos, selectors
 from booking.web import presenters, seatmap_html, ticket_pdf
@@ -76,6 +77,15 @@ class CounterSaleForm(forms.Form):
         error_messages={"invalid": gettext_lazy("Give the due date as a date.")},
     )
     reason = forms.CharField(max_length=300, required=False, label=gettext_lazy("Reason (complimentary)"))
+    company = forms.CharField(max_length=300, required=False, label=gettext_lazy("Company (invoice)"))
+    billing_address = forms.CharField(
+        max_length=1000,
+        required=False,
+        label=gettext_lazy("Billing address (invoice)"),
+        help_text=gettext_lazy("With an address the customer gets a numbered invoice by e-mail."),
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )
+    buyer_vat_id = forms.CharField(max_length=40, required=False, label=gettext_lazy("Customer's VAT ID (invoice)"))
 
 
 class CounterTicketTypeForm(RemoveSeatForm):
@@ -307,6 +317,9 @@ class CounterAdminMixin(AdminMixinBase):
                 reason=data["reason"],
                 by=request.user.get_username(),
                 by_id=request.user.pk,
+                billing=invoices.Billing(data["company"], data["billing_address"], data["buyer_vat_id"])
+                if data["method"] == counter.INVOICE
+                else None,
             )
             try:
                 order = counter.sell(owner, cart["_id"] if cart else None, sale)

@@ -12,12 +12,16 @@ from django.views.decorators.http import require_safe
 
 from booking.control.base import AdminMixinBase
 from booking.core.domain import OrderState
+from booking.payments import credit_notes, invoices
+from booking.payments.invoice_pdf import credit_note_pdf, invoice_pdf
 from booking.payments.pdf import receipt_pdf
 from booking.web import ticket_pdf
 
 ROUTES = [
     ("<str:object_id>/tickets.pdf", "order_tickets_pdf", "tickets_pdf"),
     ("<str:object_id>/receipt.pdf", "order_receipt_pdf", "receipt_pdf"),
+    ("<str:object_id>/invoice.pdf", "order_invoice_pdf", "invoice_pdf"),
+    ("<str:object_id>/credit-notes/<int:number>.pdf", "order_credit_note_pdf", "credit_note_pdf"),
 ]
 TICKETS_VALID = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED)
 
@@ -48,7 +52,17 @@ class OrderPrintsMixin(AdminMixinBase):
     """Mixed into OrderAdmin: needs ``_order`` and ``require``."""
 
     def print_context(self, order: dict) -> dict:
-        return {"can_print_tickets": has_tickets(order), "has_receipt": bool(order.get("receiptNo"))}
+        notes = credit_notes.of_order(order["_id"]) if order.get("creditNotes") else []
+        return {
+            "can_print_tickets": has_tickets(order),
+            "has_receipt": bool(order.get("receiptNo")),
+            "invoice_label": invoices.invoice_label(order),
+            "credit_notes": [
+                {"number": n["creditNo"], "label": credit_notes.credit_label(n), "amount": n["amount"]}
+                for n in notes
+                if n.get("creditNo")
+            ],
+        }
 
     @method_decorator(require_safe)
     def order_tickets_pdf(self, request, object_id):
@@ -66,3 +80,29 @@ class OrderPrintsMixin(AdminMixinBase):
         response["Content-Disposition"] = f'inline; filename="receipt-{order["ref"]}.pdf"'
         response["Cache-Control"] = "private, no-store"
         return response
+
+    @method_decorator(require_safe)
+    def order_invoice_pdf(self, request, object_id):
+        """The invoice as issued at the sale (with its payment, once paid)."""
+        self.require(request, "view")
+        order = self._order(object_id)
+        if not order.get("invoiceNo"):
+            raise Http404(_("This order has no invoice."))
+        return _pdf(invoice_pdf(order), f"invoice-{invoices.invoice_label(order)}.pdf")
+
+    @method_decorator(require_safe)
+    def order_credit_note_pdf(self, request, object_id, number):
+        """One of the order's credit notes, by its number."""
+        self.require(request, "view")
+        order = self._order(object_id)
+        note = next((n for n in credit_notes.of_order(order["_id"]) if n.get("creditNo") == number), None)
+        if note is None:
+            raise Http404(_("This order has no such credit note."))
+        return _pdf(credit_note_pdf(note), f"credit-note-{credit_notes.credit_label(note)}.pdf")
+
+
+def _pdf(body: bytes, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type="application/pdf")
+    response["Content-Disposition"] = f'inline; filename="{filename}"'
+    response["Cache-Control"] = "private, no-store"
+    return response

@@ -7,17 +7,20 @@ from typing import TYPE_CHECKING
 
 from django import forms
 from django.utils.decorators import method_decorator
-from django.utils.translation import gettext
-from django.views.decorators.http import require_POST
+from django.utils.translation import gettext, gettext_lazy
+from django.views.decorators.http import require_http_methods, require_POST
 
-from booking.control.base import CHANGE, AdminMixinBase, errors_text
+from booking.control.base import CHANGE, AdminMixinBase, attempt, errors_text
 from booking.control.forms import form_data
 from booking.core.domain import Session
-from booking.payments import money
+from booking.payments import invoices, money
 from booking.payments import settings as service
 
 SESSION_ROUTES = [("<str:object_id>/box-office/", "session_box_office", "box_office")]
-THEATER_ROUTES = [("<str:object_id>/vat/", "theater_vat", "vat")]
+THEATER_ROUTES = [
+    ("<str:object_id>/vat/", "theater_vat", "vat"),
+    ("<str:object_id>/seller/", "theater_seller", "seller"),
+]
 
 
 class BoxOfficeForm(forms.Form):
@@ -62,6 +65,35 @@ class VatForm(forms.Form):
         data = self.cleaned_data
         per_category = {name[4:]: value for name, value in data.items() if name.startswith("cat_") and value}
         return data["rate"], per_category
+
+
+class SellerForm(forms.Form):
+    """The seller printed on invoices and credit notes; ``invoices.set_seller`` holds the rules."""
+
+    seller_name = forms.CharField(max_length=300, required=False, label=gettext_lazy("Legal name"))
+    seller_address = forms.CharField(
+        max_length=1000, required=False, label=gettext_lazy("Address"), widget=forms.Textarea(attrs={"rows": 3})
+    )
+    vat_id = forms.CharField(max_length=40, required=False, label=gettext_lazy("VAT ID"))
+    tax_number = forms.CharField(max_length=60, required=False, label=gettext_lazy("Tax number"))
+    bank = forms.CharField(
+        max_length=300,
+        required=False,
+        label=gettext_lazy("Bank account"),
+        help_text=gettext_lazy("printed on invoices under the amount due, e.g. IBAN and BIC"),
+    )
+
+
+def seller_form(theater: dict, data=None) -> SellerForm:
+    seller = invoices.seller_of(theater)
+    initial = {
+        "seller_name": seller.name,
+        "seller_address": seller.address,
+        "vat_id": seller.vat_id,
+        "tax_number": seller.tax_number,
+        "bank": seller.bank,
+    }
+    return SellerForm(data, initial=initial)
 
 
 def box_office_form(session: Session, data=None) -> BoxOfficeForm:
@@ -121,3 +153,35 @@ class TheaterPaymentsMixin(AdminMixinBase):
         shown = text + ". " + gettext("Orders already made keep their rates.")
         note = text + " (for orders from now on)."
         return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
+
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def theater_seller(self, request, object_id):
+        """The theater's seller data for invoices and credit notes (those issued keep theirs)."""
+        self.require(request, "view" if request.method != "POST" else "change")
+        theater = self._theater(object_id)
+        form = seller_form(theater, request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            seller = attempt(
+                form,
+                lambda: invoices.set_seller(
+                    theater["_id"],
+                    name=data["seller_name"],
+                    address=data["seller_address"],
+                    vat_id=data["vat_id"],
+                    tax_number=data["tax_number"],
+                    bank=data["bank"],
+                ),
+            )
+            if seller is not None:
+                note = f"Seller data for invoices: {seller.name}, VAT ID {seller.vat_id or '-'}."
+                shown = gettext("Saved. Invoices and credit notes from now on show these data.")
+                back = self.url("seller", theater["_id"])
+                return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
+        context = {
+            "title": gettext("Seller data for invoices: %(name)s") % {"name": theater["name"]},
+            "theater": theater,
+            "form": form,
+        }
+        status = 400 if request.method == "POST" else 200
+        return self.render(request, "admin/booking/theater/seller.html", context, status=status)

@@ -5,16 +5,18 @@ Everything here needs ``booking.view_reports`` (the ``Report`` stand-in model ca
 figures are read by booking/reports/figures.py, the files made by booking/reports/exports.py.
 """
 
+from django import forms
 from django.core.cache import caches
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from booking.control import selectors
-from booking.control.base import OnePermissionAdmin
+from booking.control.base import OnePermissionAdmin, errors_text
 from booking.core.errors import NotFound
-from booking.reports import exports, figures
+from booking.reports import exports, figures, takings
 
 PERMISSION = "booking.view_reports"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -28,6 +30,27 @@ def _download(body, content_type: str, filename: str, *, inline: bool = False) -
     return response
 
 
+class TakingsForm(forms.Form):
+    """The local days of a takings report (one day by default: today)."""
+
+    first = forms.DateField(label=gettext_lazy("From"), widget=forms.DateInput(attrs={"type": "date"}))
+    last = forms.DateField(label=gettext_lazy("Until"), widget=forms.DateInput(attrs={"type": "date"}))
+
+    def clean(self):
+        data = super().clean() or {}
+        first, last = data.get("first"), data.get("last")
+        if first and last and last < first:
+            self.add_error("last", _("The last day must not be before the first."))
+        elif first and last and (last - first).days >= takings.MAX_DAYS:
+            self.add_error("last", _("At most %(days)d days at once.") % {"days": takings.MAX_DAYS})
+        return data
+
+
+def takings_form(query) -> TakingsForm:
+    today = timezone.localdate().isoformat()
+    return TakingsForm({"first": query.get("first") or today, "last": query.get("last") or query.get("first") or today})
+
+
 class ReportAdmin(OnePermissionAdmin):
     permission = PERMISSION
     routes = [
@@ -38,6 +61,8 @@ class ReportAdmin(OnePermissionAdmin):
         *[(f"{kind}/<str:object_id>/chart.svg", f"{kind}_chart", f"{kind}_chart") for kind in KINDS],
         ("session/<str:object_id>/attendees.csv", "attendees_csv", "attendees_csv"),
         ("session/<str:object_id>/attendees.pdf", "attendees_pdf", "attendees_pdf"),
+        ("takings/", "takings_page", "takings"),
+        ("takings.csv", "takings_csv", "takings_csv"),
     ]
 
     # --- helpers ---
@@ -163,3 +188,24 @@ class ReportAdmin(OnePermissionAdmin):
             self._attendee_filename(session, "pdf"),
             inline=True,  # opens in the browser's viewer, to print
         )
+
+    # --- takings: money by payment method and seller ---
+
+    def takings_page(self, request):
+        """Money taken and given back on some days, by payment method, by seller and by both."""
+        self.require(request, "view")
+        form = takings_form(request.GET)
+        context = {"title": _("Takings by payment method and seller"), "form": form, "takings": None}
+        if not form.is_valid():
+            return self.render(request, "admin/booking/report/takings.html", context, status=400)
+        found = takings.build(form.cleaned_data["first"], form.cleaned_data["last"])
+        return self.render(request, "admin/booking/report/takings.html", {**context, "takings": found})
+
+    def takings_csv(self, request):
+        self.require(request, "view")
+        form = takings_form(request.GET)
+        if not form.is_valid():
+            return HttpResponse(errors_text(form), status=400, content_type="text/plain; charset=utf-8")
+        found = takings.build(form.cleaned_data["first"], form.cleaned_data["last"])
+        name = f"takings-{found.first.isoformat()}-{found.last.isoformat()}.csv"
+        return _download(exports.to_csv(takings.tables(found)), "text/csv; charset=utf-8", name)

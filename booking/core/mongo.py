@@ -119,6 +119,14 @@ def checkin_conflicts():
     return get_db()["checkin_conflicts"]
 
 
+def credit_notes():
+    return get_db()["credit_notes"]
+
+
+def till_closings():
+    return get_db()["till_closings"]
+
+
 def session_sales():
     """The reports' per-session sales summaries (booking/reports/summaries.py)."""
     return get_db()["session_sales"]
@@ -206,6 +214,9 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     # a performance's list is read and swept per session; an offer's link finds it by token (off
     # the hot paths: asks every shard)
     "waiting_list": {"sessionId": "hashed"},
+    # the accountant's documents: a few a day per theater, read by order or by till
+    "credit_notes": {"orderId": "hashed"},
+    "till_closings": {"till": 1},
 }
 
 # The collections whose indexes ensure_indexes owns: an index there that it no longer declares
@@ -226,6 +237,8 @@ OWNED_COLLECTIONS = (
     "webhook_endpoints",
     "webhook_deliveries",
     "waiting_list",
+    "credit_notes",
+    "till_closings",
 )
 
 
@@ -393,6 +406,7 @@ def ensure_indexes() -> list[str]:
     created.append(promo_codes().create_index(batch_keys, name="batch_created"))
     created += _report_indexes()
     created += _webhook_indexes()
+    created += _money_indexes()
     # --- scale: an address's held-seats document goes once its last hold has ended
     # (sales/client_holds.py); read and written by _id only
     created.append(_index(client_holds(), [("until", 1)], name="until_ttl", expireAfterSeconds=0))
@@ -409,6 +423,23 @@ def _report_indexes() -> list[str]:
     return [
         _index(orders(), [("reportStale.s", 1)], name="report_stale", sparse=True),
         _index(session_sales(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),
+    ]
+
+
+def _money_indexes() -> list[str]:
+    """The accountant's documents (payments/invoices.py, credit_notes.py, tills.py): orders whose
+    credit notes are still to be written (a handful), an order's credit notes, money taken and
+    given back by time (payments/takings.py: sales by ``paidOn``, exchanges' top-ups by their
+    ``on``, refunds by ``createdOn``), a till's closings newest first."""
+    return [
+        _index(orders(), [("creditNoteDue", 1)], name="credit_note_due", sparse=True),
+        _index(orders(), [("invoice.due", 1)], name="invoice_due", sparse=True),
+        _index(orders(), [("paidOn", 1)], name="paid_on", sparse=True),
+        _index(orders(), [("topUps.on", 1)], name="top_up_on", sparse=True),
+        _index(orders(), [("refunds.createdOn", 1)], name="refund_created", sparse=True),
+        _index(credit_notes(), [("orderId", 1), ("createdOn", 1)], name="order_created"),
+        _index(till_closings(), [("till", 1), ("seq", -1)], name="till_seq", unique=True),
+        _index(till_closings(), [("day", 1), ("till", 1)], name="day_till"),
     ]
 
 

@@ -12,7 +12,7 @@ for good marks the notice ``failed`` (shown on the order page).
 
 import io
 import logging
-from datetime import timedelta
+from datetime import date, timedelta
 
 from bson import ObjectId
 from django.conf import settings
@@ -37,6 +37,8 @@ from booking.notifications.confirmations import (
     site_host,
 )
 from booking.notifications.reservation_notices import reservation_context
+from booking.payments import credit_notes, invoices
+from booking.payments.invoice_pdf import credit_note_pdf, invoice_pdf
 from booking.payments.pdf import receipt_pdf
 from booking.sales import outbox
 from booking.sales.order_venues import venues_of_order
@@ -45,6 +47,7 @@ from booking.sales.outbox import (
     EXCHANGE,
     EXCHANGE_PAYMENT,
     FAILED,
+    INVOICE,
     PENDING,
     RESERVATION,
     RESERVATION_LAPSED,
@@ -57,6 +60,7 @@ from booking.sales.outbox import (
 logger = logging.getLogger("booking.change_notices")
 
 CLAIM_SECONDS = 120
+HOUSE_PROVIDERS = ("box_office", "counter")  # money staff hand back over the counter
 
 
 def send_pending(order_id: ObjectId) -> list[str]:
@@ -95,6 +99,7 @@ def _send_one(order: dict, notice: dict) -> str:
     if problem:
         _mark(order, notice, FAILED, problem)
         return FAILED
+    order = _with_documents(order)
     try:
         sent_mails.send_and_keep(order, message(order, notice), f"change:{notice.get('kind', '')}")
     except Exception as exc:  # noqa: BLE001 - sorted below: for good, or try again later
@@ -108,6 +113,18 @@ def _send_one(order: dict, notice: dict) -> str:
     faults.point("notice.after_send")
     _mark(order, notice, SENT)
     return SENT
+
+
+def _with_documents(order: dict) -> dict:
+    """The order with the invoice number and credit notes its mail names, given now if a crash
+    left them out (both safe to repeat)."""
+    if order.get("invoice") and not order.get("invoiceNo"):
+        invoices.assign(order["_id"], ref=order["ref"])
+    if order.get("creditNoteDue"):
+        credit_notes.issue(order["_id"])
+    if (order.get("invoice") and not order.get("invoiceNo")) or order.get("creditNoteDue"):
+        return mongo.orders().find_one({"_id": order["_id"], "ref": order["ref"]}) or order
+    return order
 
 
 def _mark(order: dict, notice: dict, state: str, failure: str = "") -> None:
@@ -153,12 +170,14 @@ SUBJECTS = {  # translated when the mail is written, in the buyer's language
     SESSION_CANCELED: gettext_noop("Your booking %(ref)s: the performance is canceled"),
     RESERVATION: gettext_noop("Your reservation %(ref)s: please pay at the box office"),
     RESERVATION_LAPSED: gettext_noop("Your reservation %(ref)s has lapsed"),
+    INVOICE: gettext_noop("Your invoice %(label)s for booking %(ref)s"),
     TRANSFER: gettext_noop("Your booking %(ref)s: a ticket was handed on"),
     TRANSFER_TICKET: gettext_noop("A ticket for you from %(buyer)s"),
 }
 TEMPLATES = {
     RESERVATION: "booking/email/reservation",
     RESERVATION_LAPSED: "booking/email/reservation",
+    INVOICE: "booking/email/invoice",
     TRANSFER_TICKET: "booking/email/ticket_handed_on",
 }
 
@@ -169,6 +188,15 @@ def _describe(order: dict, notice: dict) -> dict:
     context: dict = {"kind": notice["kind"]}
     if notice["kind"] in (RESERVATION, RESERVATION_LAPSED):
         return {**context, **reservation_context(order)}
+    if notice["kind"] == INVOICE:
+        invoice = order["invoice"]
+        return {
+            **context,
+            "invoice_label": invoices.invoice_label(order),
+            "amount_due": format_money_code(order["total"], currency),
+            "due": date.fromisoformat(invoice["due"]).strftime("%d.%m.%Y"),
+            "bank": invoice["seller"].get("bank", ""),
+        }
     if notice["kind"] in (TRANSFER, TRANSFER_TICKET):
         return {**context, **_transfer_context(order, notice)}
     if notice["kind"] in (EXCHANGE, EXCHANGE_PAYMENT):
@@ -197,6 +225,16 @@ def _describe(order: dict, notice: dict) -> dict:
         context["kept"] = format_money_code(kept, currency) if kept else ""
         reason = refund.get("reason", "") or context.get("reason", "")
         context["reason"] = _(reason) if reason else ""  # stored in English: a known one is translated
+        # handed back by staff (a sale at the counter): the buyer collects it there
+        at_counter = sum(r["amount"] for r in mine if r["payment"]["provider"] in HOUSE_PROVIDERS)
+        context["collect"] = format_money_code(at_counter, currency) if at_counter else ""
+        notes = credit_notes.of_order(order["_id"])
+        context["credit_notes"] = [
+            credit_notes.credit_label(n)
+            for n in (
+                credit_notes.for_refunds(notes, ids) if mine else [n for n in notes if n["kind"] == credit_notes.VOID]
+            )
+        ]
     return context
 
 
@@ -251,7 +289,7 @@ def _holder_message(order: dict, notice: dict) -> EmailMultiAlternatives:
 def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
     valid = order["state"] in SEAT_OWNING_ORDER_STATES and bool(order.get("lines"))
     context = {**confirmation_context(order), **_describe(order, notice), "still_valid": valid}
-    subject = _(SUBJECTS[notice["kind"]]) % {"ref": order["ref"]}
+    subject = _(SUBJECTS[notice["kind"]]) % {"ref": order["ref"], "label": invoices.invoice_label(order)}
     template = TEMPLATES.get(notice["kind"], "booking/email/order_changed")
     mail = EmailMultiAlternatives(
         subject=subject,
@@ -264,6 +302,14 @@ def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
         mail.attach(f"tickets-{order['ref']}.pdf", tickets_pdf(order, lines=buyers_lines(order)), "application/pdf")
     if order.get("paidWith"):
         mail.attach(f"receipt-{order['ref']}.pdf", receipt_pdf(order), "application/pdf")
+    if notice["kind"] == INVOICE:
+        mail.attach(f"invoice-{invoices.invoice_label(order)}.pdf", invoice_pdf(order), "application/pdf")
+    if context.get("credit_notes"):
+        for note in credit_notes.of_order(order["_id"]):
+            if credit_notes.credit_label(note) in context["credit_notes"]:
+                mail.attach(
+                    f"credit-note-{credit_notes.credit_label(note)}.pdf", credit_note_pdf(note), "application/pdf"
+                )
     if has_calendar_entry(order):  # the same UIDs: a calendar that took the first file updates its entries
         venues = venues_of_order(order)
         entry = order_calendar(order=order, venues=venues, order_url=context["ticket_link"], host=site_host())

@@ -55,7 +55,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, MailState, OrderState, Session, SessionStatus
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
-from booking.payments import base, money, receipts, refunds
+from booking.payments import base, credit_notes, money, receipts, refunds
 from booking.payments import settings as payment_settings
 from booking.payments.box_office import BoxOfficeProvider
 from booking.reports import marks
@@ -753,6 +753,7 @@ def cancel_unpaid(
         if canceled.status == base.SUCCEEDED:
             return _settled(canceled)
         record(canceled.id, canceled.status)
+    owed = credit_notes.owed_for_void(order, reason=reason or "Canceled by the buyer")
     canceled_now = orders().update_one(
         {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
         {
@@ -762,14 +763,17 @@ def cancel_unpaid(
                 "canceledBy": by or "buyer",
                 "cancelReason": reason,
                 "holdReleased": False,
+                **(credit_notes.DUE if owed else {}),
             },
-            "$push": {"webhookEvents": outbox.webhook_event(outbox.ORDER_CANCELED)},
+            "$push": {"webhookEvents": outbox.webhook_event(outbox.ORDER_CANCELED), **owed},
         },
     )
     faults.point("pay.cancel_after_order")
     if canceled_now.modified_count:
         outbox.queue_webhook_events(outbox.ORDERS, order_id)
     release_canceled_hold(order_id)
+    if owed:
+        refunds.issue_credit_notes(order_id)
     return orders().find_one({"_id": order_id})
 
 
@@ -778,6 +782,7 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
     a staff member is named), then its payment at the provider, then its hold."""
     order_id = order["_id"]
     told = bool(by)  # the customer is told; a buyer canceling knows
+    owed = credit_notes.owed_for_void(order, reason=reason or "Canceled by the theater")
     canceled_now = orders().update_one(
         {"_id": order_id, "state": {"$in": [PENDING, EXPIRED]}},
         {
@@ -787,10 +792,12 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
                 "canceledBy": by,
                 "cancelReason": reason,
                 "holdReleased": False,
+                **(credit_notes.DUE if owed else {}),
             },
             "$push": {
                 "webhookEvents": outbox.webhook_event(outbox.ORDER_CANCELED),
                 **({"changeNotices": outbox.new_notice(notice)} if told else {}),
+                **owed,
             },
         },
     )
@@ -817,6 +824,8 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
             else:
                 record(ended.id, ended.status)
     release_canceled_hold(order_id)
+    if owed and canceled_now.modified_count:
+        refunds.issue_credit_notes(order_id)
     if told and canceled_now.modified_count:
         outbox.queue_change_notices(order_id)
     return cast(dict, orders().find_one({"_id": order_id}))

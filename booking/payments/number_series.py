@@ -101,7 +101,7 @@ def _write(target: Target, owner_filter: dict, number: int) -> int | None:
     return None if found is None else found.get(target.field)
 
 
-def take(*, series: str, owner: ObjectId, target: Target, key: dict | None = None, start_after=None) -> int:
+def take(*, series: str, owner: ObjectId | str, target: Target, key: dict | None = None, start_after=None) -> int:
     """The owner's number in ``series``, given now if it has none (safe to repeat, from any number
     of threads and processes at once). ``key``: more of the owner's filter (its shard key);
     ``start_after``: a function giving the number before the first, called when the series starts."""

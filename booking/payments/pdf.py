@@ -33,11 +33,11 @@ CELL_PADDING = 6  # points left and right of a table cell's text (ReportLab's de
 METHODS = {"stripe": gettext_lazy("Card (Stripe)"), "box_office": gettext_lazy("Paid at the box office")}
 
 
-def _when(value) -> str:
+def when_text(value) -> str:
     return timezone.localtime(value).strftime("%d.%m.%Y %H:%M") if value else ""
 
 
-def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: str = "") -> list[list]:
+def line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: str = "") -> list[list]:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     rows = []
     for line in lines:
@@ -57,7 +57,7 @@ def _line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: st
                     ),
                     raw=True,
                 ),
-                cell(_when(session.get("start"))),
+                cell(when_text(session.get("start"))),
                 cell(
                     escape(seat_label(line["row"], line["seat"]))
                     + (f" <i>({escape(gettext(refunded))})</i>" if refunded else ""),
@@ -146,7 +146,7 @@ def receipt_pdf(order: dict) -> bytes:
     ]
     facts = [
         [gettext("Booking reference"), order["ref"]],
-        [gettext("Date"), _when(order.get("paidOn") or order.get("createdOn"))],
+        [gettext("Date"), when_text(order.get("paidOn") or order.get("createdOn"))],
         [gettext("Customer"), order.get("name", "")],
         [gettext("E-mail"), order.get("email", "")],
         [gettext("Payment"), str(METHODS.get((order.get("paidWith") or {}).get("provider", ""), ""))],
@@ -171,10 +171,10 @@ def receipt_pdf(order: dict) -> bytes:
             Paragraph(escape(gettext("Price")), head_right),
         ]
     ]
-    rows = _line_rows(order, order.get("lines", []), currency, cell)
-    rows += _line_rows(order, order.get("refundedLines", []), currency, cell, refunded=gettext_noop("refunded"))
+    rows = line_rows(order, order.get("lines", []), currency, cell)
+    rows += line_rows(order, order.get("refundedLines", []), currency, cell, refunded=gettext_noop("refunded"))
     # tickets moved to other seats (an exchange): their new seats are the lines above
-    exchanged = _line_rows(order, order.get("exchangedLines", []), currency, cell, gettext_noop("exchanged"))
+    exchanged = line_rows(order, order.get("exchangedLines", []), currency, cell, gettext_noop("exchanged"))
     rows += [row[:5] + [""] for row in exchanged]
     ticket_rows = len(header) + len(rows)
     # the sums below: their words span the columns left of the amount (and of the fee's VAT rate)
@@ -250,7 +250,7 @@ def receipt_pdf(order: dict) -> bytes:
         story.append(Paragraph(escape(gettext("Refunds")), styles["Heading3"]))
         refund_rows = [
             [
-                _when(r.get("doneOn")),
+                when_text(r.get("doneOn")),
                 cell(gettext(r["reason"]) if r.get("reason") else ""),
                 money.format_money(-r["amount"], currency),
             ]

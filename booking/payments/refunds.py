@@ -27,12 +27,13 @@ from datetime import datetime, timedelta
 from bson import ObjectId
 from django.conf import settings
 from django.utils.translation import gettext, gettext_noop
+from pymongo.errors import PyMongoError
 
 from booking import payments
 from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
 from booking.core.errors import Conflict, InvalidRequest, NotFound
-from booking.payments import base, money
+from booking.payments import base, credit_notes, money
 from booking.reports import marks
 from booking.sales import orders as order_service
 from booking.sales import outbox, promos, reservations
@@ -152,6 +153,9 @@ def refund_tickets(
     if kept:
         refund["keptFee"] = kept
     now = clock.now()
+    owed = credit_notes.owed_for_refund(
+        order, refund_ids=[r["_id"] for r in records], tickets=sorted(codes), amount=amount, reason=why
+    )
     faults.point("refund.before_order")  # tests: another refund of this order between the read and the write
     changed = orders().update_one(
         {
@@ -168,10 +172,12 @@ def refund_tickets(
                 "seatsReleased": False,
                 "refundDue": True,
                 **({"canceledOn": now, "canceledBy": by, "cancelReason": reason} if not remaining else {}),
+                **(credit_notes.DUE if owed else {}),
             },
             "$push": {
                 "refundedLines": {"$each": selected},
                 "refunds": {"$each": records},
+                **owed,
                 **marks.push(marks.sessions_of(order)),
                 "webhookEvents": {"$each": _webhook_events(refund["_id"], ended=not remaining)},
                 **(
@@ -192,10 +198,21 @@ def refund_tickets(
     faults.point("refund.after_seats")
     for record in records:
         process(order_id, record["_id"])
+    if owed:
+        issue_credit_notes(order_id)
     if notice:
         outbox.queue_change_notices(order_id)
     logger.info("order %s: %d tickets refunded (%d) by %s", order["ref"], len(selected), amount, by or "?")
     return orders().find_one({"_id": order_id})
+
+
+def issue_credit_notes(order_id: ObjectId) -> None:
+    """The order's credit notes written now; one that cannot be is left marked for the mail's
+    sender and reconcile (credit_notes.issue_due), and the refund stands."""
+    try:
+        credit_notes.issue(order_id)
+    except (LookupError, PyMongoError):
+        logger.warning("credit notes of order %s left to reconcile", order_id, exc_info=True)
 
 
 def records_of_tickets(order: dict, tickets) -> list[dict]:

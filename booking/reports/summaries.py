@@ -48,7 +48,9 @@ from booking.core.domain import Session
 from booking.reports import marks, tally
 from booking.sales import orders as order_service
 
-FORMAT = 1  # the rows' shape; a summary of another format is counted again, never read
+# the rows' shape (2: a top-up's part counted in its own channel); a summary of another format is
+# counted again, never read
+FORMAT = 2
 STALE = marks.STALE
 
 

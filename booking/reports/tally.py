@@ -44,7 +44,24 @@ from booking.core.domain import (
 )
 from booking.core.domain import sales_channel as channel_of
 
-LINE_FIELDS = ("sessionId", "cat", "price", "discount", "vat", "ticketType", "ticketTypeName", "checkedIn.at")
+LINE_FIELDS = (
+    "sessionId",
+    "cat",
+    "price",
+    "discount",
+    "vat",
+    "ticketType",
+    "ticketTypeName",
+    "checkedIn.at",
+    "topUpPart",
+)
+
+
+def _part(order: dict, line: dict) -> int:
+    """What of the line's price was taken in another channel (an exchange's top-up at the counter)."""
+    if order.get("method") == COMPLIMENTARY_METHOD:
+        return 0
+    return int((line.get("topUpPart") or {}).get("amount", 0))
 
 
 class GroupRow(TypedDict):
@@ -121,10 +138,28 @@ class _Counter:
             per_day["tickets"] += 1
             per_day["gross"] += gross
 
-    def refunded(self, line: dict, channel: str, gross: int) -> None:
+    def taken_elsewhere(self, line: dict, channel: str, gross: int, day: str | None) -> None:
+        """Money for a ticket taken in another channel than its order's (a top-up at the
+        counter): counted there, with no ticket."""
+        kind = line.get("ticketType") or "full"
+        key = (line["cat"], kind, line.get("vat"), channel)
+        row = self.groups.get(key)
+        if row is None:
+            row = self.groups[key] = GroupRow(
+                cat=key[0], type=kind, typeName=None, vat=key[2], channel=channel, tickets=0, gross=0, checkedIn=0
+            )
+        name = line.get("ticketTypeName")
+        if name and (row["typeName"] is None or name > row["typeName"]):
+            row["typeName"] = name
+        row["gross"] += gross
+        if day is not None:
+            per_day = self.days.setdefault(day, DayRow(day=day, tickets=0, gross=0))
+            per_day["gross"] += gross
+
+    def refunded(self, line: dict, channel: str, gross: int, tickets: int = 1) -> None:
         key = (line.get("vat"), channel)
         row = self.refunds.setdefault(key, RefundRow(vat=key[0], channel=channel, tickets=0, gross=0))
-        row["tickets"] += 1
+        row["tickets"] += tickets
         row["gross"] += gross
 
     def tally(self) -> Tally:
@@ -159,11 +194,17 @@ def count_in_app(session_ids: list[ObjectId]) -> dict[ObjectId, Tally]:
             for line in order.get("lines", []):
                 counter = counters.get(line["sessionId"])
                 if counter is not None:
-                    counter.sold(line, channel, _line_gross(order, line), day)
+                    part = _part(order, line)
+                    counter.sold(line, channel, _line_gross(order, line) - part, day)
+                    if part:
+                        counter.taken_elsewhere(line, line["topUpPart"]["channel"], part, day)
         for line in order.get("refundedLines", []):
             counter = counters.get(line["sessionId"])
             if counter is not None:
-                counter.refunded(line, channel, _line_gross(order, line))
+                part = _part(order, line)
+                counter.refunded(line, channel, _line_gross(order, line) - part)
+                if part:
+                    counter.refunded(line, line["topUpPart"]["channel"], part, tickets=0)
     return {sid: counter.tally() for sid, counter in counters.items()}
 
 
@@ -178,6 +219,15 @@ def _gross_expr(line: str) -> dict:
     """What the buyer paid for a line: its price less its promo share; nothing when given away."""
     paid = {"$subtract": [f"${line}.price", {"$ifNull": [f"${line}.discount", 0]}]}
     return {"$cond": [_given_away(), 0, paid]}
+
+
+def _part_expr(line: str) -> dict:
+    """``_part`` as an expression: the line's price taken in another channel."""
+    return {"$cond": [_given_away(), 0, {"$ifNull": [f"${line}.topUpPart.amount", 0]}]}
+
+
+def _own_gross_expr(line: str) -> dict:
+    return {"$subtract": [_gross_expr(line), _part_expr(line)]}
 
 
 def _channel_expr() -> dict:
@@ -218,10 +268,27 @@ def sales_pipeline(session_ids: list[ObjectId]) -> list[dict]:
                             },
                             "typeName": {"$max": "$lines.ticketTypeName"},
                             "tickets": {"$sum": 1},
-                            "gross": {"$sum": _gross_expr("lines")},
+                            "gross": {"$sum": _own_gross_expr("lines")},
                             "checkedIn": {"$sum": {"$cond": [{"$gt": ["$lines.checkedIn.at", None]}, 1, 0]}},
                         }
                     }
+                ],
+                # the parts of prices taken in another channel (an exchange's top-up at the counter)
+                "elsewhere": [
+                    {"$match": {"lines.topUpPart.amount": {"$gt": 0}, "method": {"$ne": COMPLIMENTARY_METHOD}}},
+                    {
+                        "$group": {
+                            "_id": {
+                                "s": "$lines.sessionId",
+                                "cat": "$lines.cat",
+                                "type": {"$ifNull": ["$lines.ticketType", "full"]},
+                                "vat": "$lines.vat",
+                                "channel": "$lines.topUpPart.channel",
+                            },
+                            "typeName": {"$max": "$lines.ticketTypeName"},
+                            "gross": {"$sum": "$lines.topUpPart.amount"},
+                        }
+                    },
                 ],
                 "hours": [
                     {
@@ -250,10 +317,39 @@ def refunds_pipeline(session_ids: list[ObjectId]) -> list[dict]:
         {"$unwind": "$refundedLines"},
         {"$match": {"refundedLines.sessionId": in_scope}},
         {
-            "$group": {
-                "_id": {"s": "$refundedLines.sessionId", "vat": "$refundedLines.vat", "channel": _channel_expr()},
-                "tickets": {"$sum": 1},
-                "gross": {"$sum": _gross_expr("refundedLines")},
+            "$facet": {
+                "own": [
+                    {
+                        "$group": {
+                            "_id": {
+                                "s": "$refundedLines.sessionId",
+                                "vat": "$refundedLines.vat",
+                                "channel": _channel_expr(),
+                            },
+                            "tickets": {"$sum": 1},
+                            "gross": {"$sum": _own_gross_expr("refundedLines")},
+                        }
+                    }
+                ],
+                "elsewhere": [
+                    {
+                        "$match": {
+                            "refundedLines.topUpPart.amount": {"$gt": 0},
+                            "method": {"$ne": COMPLIMENTARY_METHOD},
+                        }
+                    },
+                    {
+                        "$group": {
+                            "_id": {
+                                "s": "$refundedLines.sessionId",
+                                "vat": "$refundedLines.vat",
+                                "channel": "$refundedLines.topUpPart.channel",
+                            },
+                            "tickets": {"$sum": 0},
+                            "gross": {"$sum": "$refundedLines.topUpPart.amount"},
+                        }
+                    },
+                ],
             }
         },
     ]
@@ -265,23 +361,35 @@ def hour_day(hour_key: str) -> str:
 
 
 def count_on_server(session_ids: list[ObjectId]) -> dict[ObjectId, Tally]:
-    """The same rows from the two aggregation pipelines (grouped by the database)."""
-    result: dict = next(mongo.orders().aggregate(sales_pipeline(session_ids)), {"groups": [], "hours": []})
+    """The same rows from the two aggregation pipelines (grouped by the database); the parts of
+    prices taken in another channel are added to that channel's rows, as ``count_in_app`` does."""
+    empty_result: dict = {"groups": [], "elsewhere": [], "hours": []}
+    result: dict = next(mongo.orders().aggregate(sales_pipeline(session_ids)), empty_result)
     tallies = {sid: empty() for sid in session_ids}
-    for row in result["groups"]:
+    groups: dict[tuple, GroupRow] = {}
+    for row in [*result["groups"], *result.get("elsewhere", [])]:
         key = row["_id"]
-        tallies[key["s"]]["groups"].append(
-            GroupRow(
+        channel = key.get("channel") or DEFAULT_CHANNEL.value
+        kind = key.get("type") or "full"
+        found = groups.get((key["s"], key.get("cat", ""), kind, key.get("vat"), channel))
+        if found is None:
+            found = groups[(key["s"], key.get("cat", ""), kind, key.get("vat"), channel)] = GroupRow(
                 cat=key.get("cat", ""),
-                type=key.get("type") or "full",
-                typeName=row.get("typeName"),
+                type=kind,
+                typeName=None,
                 vat=key.get("vat"),
-                channel=key.get("channel") or DEFAULT_CHANNEL.value,
-                tickets=row["tickets"],
-                gross=row["gross"],
-                checkedIn=row["checkedIn"],
+                channel=channel,
+                tickets=0,
+                gross=0,
+                checkedIn=0,
             )
-        )
+            tallies[key["s"]]["groups"].append(found)
+        name = row.get("typeName")
+        if name and (found["typeName"] is None or name > found["typeName"]):
+            found["typeName"] = name
+        found["tickets"] += row.get("tickets", 0)
+        found["gross"] += row["gross"]
+        found["checkedIn"] += row.get("checkedIn", 0)
     days: dict[ObjectId, dict[str, DayRow]] = {sid: {} for sid in session_ids}
     for row in result["hours"]:
         if not row["_id"].get("hour"):
@@ -292,16 +400,19 @@ def count_on_server(session_ids: list[ObjectId]) -> dict[ObjectId, Tally]:
         entry["gross"] += row["gross"]
     for sid, by_day in days.items():
         tallies[sid]["days"] = sorted(by_day.values(), key=lambda d: d["day"])
-    for row in mongo.orders().aggregate(refunds_pipeline(session_ids)):
-        key = row["_id"]
-        tallies[key["s"]]["refunds"].append(
-            RefundRow(
-                vat=key.get("vat"),
-                channel=key.get("channel") or DEFAULT_CHANNEL.value,
-                tickets=row["tickets"],
-                gross=row["gross"],
-            )
-        )
+    refunded: dict[tuple, RefundRow] = {}
+    for parts in mongo.orders().aggregate(refunds_pipeline(session_ids)):
+        for row in [*parts["own"], *parts["elsewhere"]]:
+            key = row["_id"]
+            channel = key.get("channel") or DEFAULT_CHANNEL.value
+            back = refunded.get((key["s"], key.get("vat"), channel))
+            if back is None:
+                back = refunded[(key["s"], key.get("vat"), channel)] = RefundRow(
+                    vat=key.get("vat"), channel=channel, tickets=0, gross=0
+                )
+                tallies[key["s"]]["refunds"].append(back)
+            back["tickets"] += row["tickets"]
+            back["gross"] += row["gross"]
     return tallies
 
 

@@ -13,7 +13,9 @@ and may take house seats they blocked (``holds.BOX_OFFICE``). The sale then goes
    provider's payment: order paid, seats ``held -> sold``, receipt number, cart done, mail if there
    is an address). An invoice stays ``pending_payment`` with its seats held until its due date;
    staff record the money on the order page (``payments.mark_paid_at_counter``), or the worker
-   expires it then like any reservation.
+   expires it then like any reservation. With a billing address it is an invoice document: the
+   order is stored with the seller's and buyer's data and its mail notice, then numbered
+   (payments/invoices.py) and the mail queued.
 
 Staff holds end ``BOOKING_STAFF_HOLD_IDLE_SECONDS`` after the staff member's last action (every
 seat click, ticket type, code or ``touch``; the map's refresh is not an action), then the normal
@@ -34,8 +36,9 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import Cart, CartState, OrderState, SalesChannel, Session, live_cart_filter
 from booking.core.errors import BookingError, CartExpired, InvalidRequest, NotFound
 from booking.payments import flow as payment_service
+from booking.payments import invoices
 from booking.payments.counter import CARD_TERMINAL, CASH, COMPLIMENTARY, COUNTER_METHODS, INVOICE, PAID_AT_ONCE
-from booking.sales import cart_expiry, checkout, holds, offers, pricing, promos
+from booking.sales import cart_expiry, checkout, holds, offers, outbox, pricing, promos
 from booking.sales import carts as cart_service
 
 BOX_OFFICE = SalesChannel.BOX_OFFICE
@@ -90,6 +93,7 @@ class CounterSale:
     reason: str = ""  # complimentary: why
     by: str = ""  # the staff member's login
     by_id: int | None = None
+    billing: invoices.Billing | None = None  # invoice: the buyer's billing data (an address: an invoice document)
 
 
 def clean_sale(sale: CounterSale, sessions: list[Session], now: datetime) -> tuple[CounterSale, datetime | None]:
@@ -114,15 +118,20 @@ def clean_sale(sale: CounterSale, sessions: list[Session], now: datetime) -> tup
     if sale.channel not in CHANNELS:
         errors["channel"] = _("Please choose counter or phone.")
     deadline = None
+    billing = invoices.clean_billing(sale.billing, errors) if sale.method == INVOICE else None
+    due = sale.due
+    if sale.method == INVOICE and billing is not None and due is None:
+        first_day = timezone.localtime(min(s["start"] for s in sessions)).date()
+        due = min(invoices.default_due(timezone.localtime(now).date()), first_day)
     if sale.method == INVOICE:
-        deadline = invoice_deadline(sale.due, sessions, now, errors)
+        deadline = invoice_deadline(due, sessions, now, errors)
     if sale.method == COMPLIMENTARY and not reason:
         errors["reason"] = _("Please give the reason for complimentary tickets.")
     if len(reason) > 200:
         errors["reason"] = _("Please use at most 200 characters for the reason.")
     if errors:
         raise InvalidRequest(" ".join(errors.values()), fields=errors)
-    cleaned = CounterSale(name, sale.method, sale.channel, email, phone, sale.due, reason, sale.by, sale.by_id)
+    cleaned = CounterSale(name, sale.method, sale.channel, email, phone, due, reason, sale.by, sale.by_id, billing)
     return cleaned, deadline
 
 
@@ -182,6 +191,7 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
                 "channel": sale.channel,
                 "soldBy": {"id": sale.by_id, "name": sale.by},
                 **({"comp": {"reason": sale.reason}} if sale.method == COMPLIMENTARY else {}),
+                **({"billing": sale.billing.as_document()} if sale.billing is not None else {}),
                 **unused_code,
             }
         },
@@ -197,7 +207,7 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
         promos.finish_give_back(moved)
     order = checkout.store_order(moved, make=lambda c, ref: _counter_order(c, ref, sessions))
     faults.point("counter.after_order")
-    return _settle_if_paid_now(order)
+    return _settle_if_paid_now(_numbered(order))
 
 
 def _order_of_sold_cart(cart: dict) -> dict:
@@ -205,11 +215,21 @@ def _order_of_sold_cart(cart: dict) -> dict:
     write and the order's): found under the cart's reference, or stored now."""
     order = mongo.orders().find_one({"ref": cart["orderRef"], "cartId": cart["_id"]}) if cart.get("orderRef") else None
     if order is not None:
-        return order
+        return _numbered(order)
     if cart["state"] != CartState.PAYING:
         raise NotFound(_("No such order."))
     sessions = payment_service.cart_sessions(cart)
-    return checkout.store_order(cart, make=lambda c, ref: _counter_order(c, ref, sessions))
+    return _numbered(checkout.store_order(cart, make=lambda c, ref: _counter_order(c, ref, sessions)))
+
+
+def _numbered(order: dict) -> dict:
+    """An invoice's number given (again after a crash or a double submit: the series gives one
+    number per order) and its mail queued; any other order as it is."""
+    if not order.get("invoice") or order.get("invoiceNo"):
+        return order
+    number = invoices.assign(order["_id"], ref=order["ref"])
+    outbox.queue_reservation_notice(order)
+    return {**order, "invoiceNo": number}
 
 
 def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
@@ -227,6 +247,13 @@ def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
         order["phone"] = phone
     if cart.get("comp"):
         order["compReason"] = cart["comp"]["reason"]
+    if cart.get("billing") and order["method"] == INVOICE:
+        theater = mongo.theaters().find_one({"_id": sessions[0].get("theaterId")}, {"seller": 1})
+        billing = invoices.Billing(cart["billing"]["company"], cart["billing"]["address"], cart["billing"]["vatId"])
+        due = invoices.due_day(cart["expiresAt"])
+        order["invoice"] = invoices.document(seller=invoices.seller_of(theater), billing=billing, due=due)
+        if order.get("email"):  # the invoice's mail, in the insert: no invoice without it
+            order["changeNotices"] = [*order.get("changeNotices", []), outbox.new_notice(outbox.INVOICE)]
     return order
 
 

@@ -41,7 +41,7 @@ from django.utils.translation import gettext as _
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus, Theater
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, SalesChannel, SessionStatus, Theater
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
 from booking.payments import base, money, refunds
@@ -637,8 +637,8 @@ def _switch(order: dict, record: dict) -> None:
     # session by a conditional write on the same order (``stop_into``), so one of the two wins.
     faults.point("exchange.before_switch")
     remaining = [line for line in order["lines"] if line["ticket"] not in tickets]
-    new_lines = remaining + record["new"]
     difference = record["difference"]
+    new_lines = remaining + _with_counter_part(record, difference)
     now = clock.now()
     sets: dict = {
         "lines": new_lines,
@@ -683,6 +683,22 @@ def _switch(order: dict, record: dict) -> None:
     if switched.modified_count:
         faults.point("exchange.after_switch")
         outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
+
+
+def _with_counter_part(record: dict, difference: int) -> list[dict]:
+    """The new lines, each with the part of its price taken at the counter for a dearer exchange
+    settled there (``topUpPart``): the sales reports count that part where it was taken, not
+    under the order's channel."""
+    if difference <= 0 or record.get("paidDifference") or record.get("settle") != COUNTER:
+        return list(record["new"])
+    lines, left = [], difference
+    for line in record["new"]:
+        part = min(left, money.line_amount(line))
+        left -= part
+        lines.append(
+            {**line, "topUpPart": {"amount": part, "channel": SalesChannel.BOX_OFFICE.value}} if part else line
+        )
+    return lines
 
 
 def _refund_records(order: dict, record: dict, amount: int) -> list[dict]:

@@ -34,6 +34,7 @@ CANCEL = "cancel"
 SESSION_CANCELED = "session_canceled"
 RESERVATION = "reservation"  # "reserve now, pay at the box office": what, how much, by when, where
 RESERVATION_LAPSED = "reservation_lapsed"  # ... nobody paid by the deadline: the seats went back
+INVOICE = "invoice"  # an invoice from the counter, its PDF attached
 TRANSFER = "transfer"  # the buyer handed a ticket to someone: told to the buyer
 TRANSFER_TICKET = "transfer_ticket"  # ... and the new holder gets their ticket (``to``, ``language``)
 # A notice's state.

@@ -31,8 +31,8 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
 from booking.notifications import change_notices, payment_notices, waiting_list_mail
 from booking.notifications import confirmations as notifications
+from booking.payments import credit_notes, invoices, number_series
 from booking.payments import flow as payments
-from booking.payments import number_series
 from booking.reports import marks
 from booking.sales import (
     cart_expiry,
@@ -83,6 +83,8 @@ class ReconcileReport:
     webhook_deliveries_requeued: int = 0  # pending deliveries whose task was lost
     numbers_written: int = 0  # receipt numbers a crash left in their series' log (number_series.py)
     waiting_list_offers_finished: int = 0  # offers a crash left half made (sales/waiting_list.py)
+    invoices_numbered: int = 0  # invoices a crash left without their number (invoices.py)
+    credit_notes_issued: int = 0  # orders whose credit notes a crash left unwritten (credit_notes.py)
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -118,6 +120,8 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.promo_uses_returned += promos.finish_give_backs()
     report.webhook_events_dispatched += webhook_dispatch.dispatch_pending(now, grace)
     report.webhook_deliveries_requeued += webhook_deliveries.requeue_due(now, grace)
+    report.invoices_numbered += invoices.assign_missing()
+    report.credit_notes_issued += credit_notes.issue_due()
     report.numbers_written += number_series.finish_all()  # after the payments: their numbers first
     report.waiting_list_offers_finished += waiting_list.finish_offers(older_than=now - grace)
     waiting_list_mail.requeue_pending(now)

@@ -69,9 +69,11 @@ def test_the_task_sends_the_pending_notices(settings):
     assert send_change_notices.apply(args=["not-an-id"]).get() == ["invalid id"]
     [message] = mail.outbox
     assert "No tickets of this booking are valid any more." in message.body
-    # no tickets left to attach; the calendar entry, still the same one, now says it is canceled
-    assert [a[0] for a in message.attachments] == [f"receipt-{order['ref']}.pdf", f"booking-{order['ref']}.ics"]
-    assert "STATUS:CANCELLED" in message.attachments[1][1]
+    # no tickets left to attach; the receipt's credit note; the calendar entry, still the same
+    # one, now says it is canceled
+    names = [a[0] for a in message.attachments]
+    assert names == [f"receipt-{order['ref']}.pdf", "credit-note-CN-000001.pdf", f"booking-{order['ref']}.ics"]
+    assert "STATUS:CANCELLED" in message.attachments[2][1]
     assert check_invariants() == []
 
 

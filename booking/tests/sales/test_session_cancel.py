@@ -60,7 +60,8 @@ def test_canceling_some_tickets_refunds_them_and_the_rest_still_check_in(mails):
     [message] = mails
     assert "tickets canceled" in message.subject and "A1" in message.body and "seat broken" in message.body
     attached = [a[0] for a in message.attachments]
-    assert attached == [f"tickets-{order['ref']}.pdf", f"receipt-{order['ref']}.pdf", f"booking-{order['ref']}.ics"]
+    receipt, calendar = f"receipt-{order['ref']}.pdf", f"booking-{order['ref']}.ics"
+    assert attached == [f"tickets-{order['ref']}.pdf", receipt, "credit-note-CN-000001.pdf", calendar]
     assert check_invariants() == []
 
 

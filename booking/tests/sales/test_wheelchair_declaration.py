@@ -199,7 +199,7 @@ def test_the_payment_page_mail_and_receipt_say_wheelchair_space_and_the_category
     html = str(message.alternatives[0][0])
     assert html.count(f"Stalls · {words}") == 1
     with translation.override(order["language"]):
-        rows = pdf._line_rows(order, order["lines"], "EUR", lambda text, raw=False: text)
+        rows = pdf.line_rows(order, order["lines"], "EUR", lambda text, raw=False: text)
     assert [words in str(row) for row in rows].count(True) == 1
     with translation.override(order["language"]):  # the tickets a change notice attaches say it too
         assert pdf_text(change_notices.tickets_pdf(order)).count(words) == 1

@@ -86,7 +86,7 @@ def test_german_pages_mails_tickets_and_receipts_name_the_category_in_german(set
     with translation.override("de"):
         [ticket] = presenters.order_tickets(order)
         assert ticket["category"] == "Eingeschränkte Sicht"
-        rows = pdf._line_rows(order, order["lines"], "EUR", lambda text, raw=False: text)
+        rows = pdf.line_rows(order, order["lines"], "EUR", lambda text, raw=False: text)
         assert "Eingeschränkte Sicht" in str(rows)
     with translation.override("en"):
         assert presenters.order_tickets(order)[0]["category"] == "Reduced view"

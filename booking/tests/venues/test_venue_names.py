@@ -110,11 +110,11 @@ def test_german_pages_mails_tickets_and_receipts_name_the_theater_in_german(sett
     assert ", Studiobühne" in message.body and "Studio Stage" not in message.body
     with translation.override("de"):
         assert presenters.order_tickets(order)[0]["theater"] == "Studiobühne"
-        assert "Studiobühne" in str(pdf._line_rows(order, order["lines"], "EUR", lambda text, raw=False: text))
+        assert "Studiobühne" in str(pdf.line_rows(order, order["lines"], "EUR", lambda text, raw=False: text))
         assert "(Studiob\\374hne)" in pdf_text(change_notices.tickets_pdf(order))  # a change notice's tickets
     with translation.override("en"):
         assert presenters.order_tickets(order)[0]["theater"] == "Studio Stage"
-        assert "Studio Stage" in str(pdf._line_rows(order, order["lines"], "EUR", lambda text, raw=False: text))
+        assert "Studio Stage" in str(pdf.line_rows(order, order["lines"], "EUR", lambda text, raw=False: text))
     assert check_invariants() == []
 
 

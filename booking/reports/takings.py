@@ -1,0 +1,258 @@
+"""Takings: the money itself, as an accountant counts it: every amount taken or given back, when,
+how (payment method) and by whom (the seller; "online" for the buyer's own checkout), read from
+the orders that hold it:
+
+* a sale's payment (``paidWith``, at its ``on``): the counter's cash, card terminal or
+  complimentary sale, an online card payment, an invoice or a box-office reservation paid later
+  (by the means staff recorded: cash, card terminal, bank transfer = "invoice");
+* an exchange's top-up (``topUps``, at its ``on``), counted where it was taken: at the counter by
+  the staff member who took it, online by card;
+* a refund (``refunds``, at its ``createdOn``), through the payment it goes back through: handed
+  back at the counter by the staff member who recorded it, or to the card.
+
+Refunds of payments no seat was sold for (``extraPayments``) are left out, as those payments are.
+Amounts are integer minor units. Each part is one indexed read of the orders in the time range
+(``paid_on``, ``top_up_on``, ``refund_created``).
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from booking.core import mongo
+from booking.payments import counter
+from booking.reports.exports import Table, amount
+
+CASH = counter.CASH
+CARD_TERMINAL = counter.CARD_TERMINAL
+ONLINE_CARD = "online_card"
+INVOICE = counter.INVOICE  # paid by bank transfer
+COMPLIMENTARY = counter.COMPLIMENTARY
+METHODS = (CASH, CARD_TERMINAL, ONLINE_CARD, INVOICE, COMPLIMENTARY)
+METHOD_LABELS = {
+    CASH: _("Cash"),
+    CARD_TERMINAL: _("Card terminal"),
+    ONLINE_CARD: _("Online card"),
+    INVOICE: _("Invoice (bank transfer)"),
+    COMPLIMENTARY: _("Complimentary"),
+}
+ONLINE = ""  # the seller of what buyers paid themselves
+HOUSE = ("box_office", "counter")  # providers whose money staff take and hand back
+SALE = "sale"
+TOP_UP = "top_up"
+REFUND = "refund"
+MAX_DAYS = 366  # the longest range one report reads
+
+
+@dataclass(frozen=True)
+class Movement:
+    at: datetime
+    kind: str  # SALE, TOP_UP, REFUND
+    method: str
+    seller: str  # a login, ONLINE for the buyer's own
+    amount: int  # money in: positive; given back: negative
+    ref: str
+    order_id: object
+
+
+def _means_method(means: str) -> str:
+    return {counter.BANK_TRANSFER: INVOICE, CASH: CASH, CARD_TERMINAL: CARD_TERMINAL}.get(means, CASH)
+
+
+def payment_method(order: dict, payment: dict) -> str:
+    """How one payment of the order was taken, in the report's words."""
+    if payment.get("provider") not in HOUSE:
+        return ONLINE_CARD
+    if payment is order.get("paidWith") and order.get("method") in (CASH, CARD_TERMINAL, COMPLIMENTARY):
+        return order["method"]
+    return _means_method(payment.get("means", CASH))  # paid later (or a top-up at the counter)
+
+
+def _seller(order: dict, payment: dict) -> str:
+    if payment.get("provider") not in HOUSE:
+        return ONLINE
+    return payment.get("by") or (order.get("soldBy") or {}).get("name") or ""
+
+
+def movements_of(order: dict) -> Iterator[Movement]:
+    """Every amount the order took or gave back."""
+    paid = order.get("paidWith")
+    taken = {}
+    if paid:
+        taken[paid["id"]] = paid
+        at = paid.get("on") or order.get("paidOn")
+        if at is not None:
+            yield Movement(
+                at, SALE, payment_method(order, paid), _seller(order, paid), paid["amount"], order["ref"], order["_id"]
+            )
+    for top_up in order.get("topUps") or []:
+        taken[top_up["id"]] = top_up
+        yield Movement(
+            top_up["on"],
+            TOP_UP,
+            payment_method(order, top_up),
+            _seller(order, top_up),
+            top_up["amount"],
+            order["ref"],
+            order["_id"],
+        )
+    for refund in order.get("refunds") or []:
+        payment = taken.get(refund["payment"]["id"])
+        if payment is None or refund.get("status") == "failed":
+            continue  # an extra payment's refund, or one that never went through (yet)
+        house = refund["payment"]["provider"] in HOUSE
+        seller = (refund.get("by") or _seller(order, payment)) if house else ONLINE
+        yield Movement(
+            refund["createdOn"],
+            REFUND,
+            payment_method(order, payment),
+            seller,
+            -refund["amount"],
+            order["ref"],
+            order["_id"],
+        )
+
+
+FIELDS = {"ref": 1, "method": 1, "soldBy": 1, "paidOn": 1, "paidWith": 1, "topUps": 1, "refunds": 1}
+
+
+def movements(start: datetime, end: datetime, *, seller: str | None = None) -> list[Movement]:
+    """Every movement at ``start <= at < end`` (of one seller, if named), oldest first."""
+    found: dict = {}
+    for query, hint in (
+        ({"paidOn": {"$gte": start, "$lt": end}}, "paid_on"),
+        ({"topUps.on": {"$gte": start, "$lt": end}}, "top_up_on"),
+        ({"refunds.createdOn": {"$gte": start, "$lt": end}}, "refund_created"),
+    ):
+        for order in mongo.orders().find(query, FIELDS).hint(hint):
+            found[order["_id"]] = order
+    moved = [
+        m
+        for order in found.values()
+        for m in movements_of(order)
+        if start <= m.at < end and (seller is None or m.seller == seller)
+    ]
+    return sorted(moved, key=lambda m: (m.at, m.ref, m.kind))
+
+
+# --- the report ---
+
+
+@dataclass
+class Row:
+    key: str
+    label: str
+    sales: int = 0  # payments and top-ups counted
+    taken: int = 0
+    given_back: int = 0  # positive: what went back
+
+    @property
+    def net(self) -> int:
+        return self.taken - self.given_back
+
+    def add(self, m: Movement) -> None:
+        if m.amount >= 0 and m.kind != REFUND:
+            self.sales += 1
+            self.taken += m.amount
+        else:
+            self.given_back += -m.amount
+
+
+@dataclass
+class Takings:
+    first: date
+    last: date
+    by_method: list[Row]
+    by_seller: list[Row]
+    by_method_and_seller: list[Row]
+    total: Row
+    moves: list[Movement] = field(default_factory=list)
+
+
+def day_range(first: date, last: date) -> tuple[datetime, datetime]:
+    zone = timezone.get_current_timezone()
+    return datetime.combine(first, time.min, tzinfo=zone), datetime.combine(
+        last + timedelta(days=1), time.min, tzinfo=zone
+    )
+
+
+def method_label(code: str) -> str:
+    return str(METHOD_LABELS.get(code, code))
+
+
+def seller_label(code: str) -> str:
+    return code or str(_("Online"))
+
+
+def build(first: date, last: date) -> Takings:
+    """The takings of these local days, by payment method, by seller and by both."""
+    start, end = day_range(first, last)
+    moves = movements(start, end)
+    methods = {code: Row(code, method_label(code)) for code in METHODS}
+    sellers: dict[str, Row] = {}
+    both: dict[tuple[str, str], Row] = {}
+    total = Row("total", str(_("Total")))
+    for m in moves:
+        methods.setdefault(m.method, Row(m.method, method_label(m.method))).add(m)
+        sellers.setdefault(m.seller, Row(m.seller, seller_label(m.seller))).add(m)
+        pair = (m.seller, m.method)
+        both.setdefault(
+            pair, Row(f"{m.seller}:{m.method}", f"{seller_label(m.seller)} · {method_label(m.method)}")
+        ).add(m)
+        total.add(m)
+    return Takings(
+        first=first,
+        last=last,
+        by_method=list(methods.values()),
+        by_seller=sorted(sellers.values(), key=lambda r: (r.key != ONLINE, r.label)),
+        by_method_and_seller=[both[k] for k in sorted(both)],
+        total=total,
+        moves=moves,
+    )
+
+
+def tables(takings: Takings) -> list[Table]:
+    """The report as tables for the CSV download (reports/exports.py): each movement, then the sums."""
+    kinds = {SALE: str(_("Sale")), TOP_UP: str(_("Exchange top-up")), REFUND: str(_("Refund"))}
+    moves = Table(
+        title=str(_("Movements")),
+        header=[
+            str(_("Time")),
+            str(_("Booking")),
+            str(_("Kind")),
+            str(_("Payment method")),
+            str(_("Seller")),
+            str(_("Amount")),
+        ],
+        rows=[
+            [
+                timezone.localtime(m.at).replace(tzinfo=None),
+                m.ref,
+                kinds[m.kind],
+                method_label(m.method),
+                seller_label(m.seller),
+                amount(m.amount),
+            ]
+            for m in takings.moves
+        ],
+    )
+    header = [str(_("Sales")), str(_("Taken")), str(_("Given back")), str(_("Net"))]
+
+    def sums(title: str, first: str, rows: list[Row]) -> Table:
+        return Table(
+            title=title,
+            header=[first, *header],
+            rows=[
+                [r.label, r.sales, amount(r.taken), amount(r.given_back), amount(r.net)] for r in [*rows, takings.total]
+            ],
+        )
+
+    return [
+        moves,
+        sums(str(_("By payment method")), str(_("Payment method")), takings.by_method),
+        sums(str(_("By seller")), str(_("Seller")), takings.by_seller),
+        sums(str(_("By seller and method")), str(_("Seller")), takings.by_method_and_seller),
+    ]
