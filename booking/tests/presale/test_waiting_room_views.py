@@ -318,6 +318,7 @@ def test_a_polling_page_says_sold_out_with_the_time_held_seats_may_return_and_po
     panel = text(buyer_client.get(status_path(config), headers=HTMX))
     expires = mongo.carts().find_one({"_id": held.cart_id})["expiresAt"].replace(tzinfo=UTC)
     assert "Sold out" in panel and "You keep your place." in panel
+    assert f'href="{url("waiting_list_join", session_id=str(session["_id"]))}"' in panel  # the waiting list's offer
     assert "at the latest by <strong>" in panel and timezone.localtime(expires).strftime("%H:%M") in panel
     assert float(NEXT_POLL.search(panel)[1]) <= queue_panel.SOLD_OUT_LOOK_SECONDS * 1.2  # not the 30 s pace
 
