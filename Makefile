@@ -118,10 +118,15 @@ bench-orders:
 	$(PYTHON) -m bench.reports --only-orders --samples 3 --scale $(or $(SCALE),1)
 
 # The on-sale simulation (docs/performance.md "On-sale simulation"): 5,000 buyers for
-# the 830-seat hall, with the waiting room and without; results in bench/results/onsale.md.
+# the 830-seat hall: the waiting room pushed (SSE), polled, and without; results in bench/results/onsale.md.
 .PHONY: bench-onsale bench-onsale-small
 bench-onsale:
 	$(PYTHON) -m bench.onsale
 
 bench-onsale-small:
 	$(PYTHON) -m bench.onsale --small --out bench/results/small
+
+# What waiting buyers cost one web process: pushed (the hub) and polled, in CPU seconds.
+.PHONY: bench-waiting
+bench-waiting:
+	$(PYTHON) -m bench.waiting

@@ -1,28 +1,37 @@
 """``python -m bench.onsale`` (``make bench-onsale``): the on-sale simulation (a waiting room's big on-sale).
 
 5,000 simulated buyers arrive within 60 s for the 830-seat Grand Hall (booking/sales/demo.py); the sale
-opens 30 s after the first arrival. Two runs on the same real stack (bench/stack.py: the MongoDB
-stand-in, a redis-server, gunicorn with 2 workers x 8 threads, production settings), with the
-same arrivals, wishes and leavers (one random seed):
+opens 30 s after the first arrival. Three runs on the same real stack (bench/stack.py: the MongoDB
+stand-in, a redis-server, gunicorn with 2 workers, production settings), with the same arrivals,
+wishes and leavers (one random seed):
 
-- ``queue``: the performance has a waiting room. A buyer opens the seat map, is sent to the
-  queue page, polls it at the delay each answer names (htmx's way), is let in at the set rate,
-  opens the seat map, asks for the best N seats (1-4) and, with fewer if N are not there any
-  more, checks out. Some leave: 5% stop polling before their turn (the grace period drops them),
-  10% of those let in leave without buying, everybody leaves when the page says all seats are
-  taken.
+- ``push``: the performance has a waiting room and the web workers are ASGI (uvicorn, as the
+  Procfile deploys them). A buyer opens the seat map, is sent to the queue page, then listens to
+  its event stream (``/queue/<id>/live/``, one connection per buyer, no requests) until ``go``
+  (the queue page then lets them in) or the panel says sold out; a refused or dropped stream
+  polls instead. Let in, the buyer opens the seat map, asks for the best N seats (1-4) and, with
+  fewer if N are not there any more, checks out and pays. Some leave: 5% close the page before
+  their turn (the grace period drops them), 10% of those let in leave without buying, everybody
+  leaves when the page says sold out.
+- ``poll``: the same with the polling page (the fallback without a stream; gthread WSGI workers,
+  as the runs before): the buyer polls the queue's panel at the delay each answer names.
 - ``rush``: no waiting room. Buyers who came early wait on the seat map and all ask at the
   on-sale (within a second: reaction time), later ones ask when they arrive; the same wishes, the
   same leavers.
 
 Every buyer is a real HTTP client with its own cookies and address (X-Forwarded-For; one trusted
 proxy), over a pool of keep-alive connections per client process (as a reverse proxy in front of
-the app would hold them), so the app sees ~250 connections, not 5,000. The client is a small
-HTTP/1.1 implementation on asyncio streams: it shares the two cores with the server it measures. Reported: seats sold
+the app would hold them), so the app sees ~250 connections, not 5,000 (plus, in the push run,
+one stream per waiting page).
+The client is a small HTTP/1.1 implementation on asyncio streams: it shares the two cores with
+the server it measures. Reported: seats sold
 twice (booking/upkeep/invariants.py and the orders' lines), HTTP 5xx, admitted order against queue order
 (the admission log in Redis: every admitted buyer's queue score, in admission order), time to
-sell out, hold latency (p50/p99) during the rush, what each buyer ended with. The results go to
-bench/results/onsale.md (and .json); docs/performance.md explains them.
+sell out, how soon every waiting page said sold out, hold latency (p50/p99) during the rush, what
+each buyer ended with. A run ends by itself ``STOP_AFTER_SOLD_OUT`` after no seat is left that a
+buyer could take (buyers still there then are counted as such). The results go to
+bench/results/onsale.md (and .json), each run's table also to bench/results/onsale-runs/;
+docs/performance.md explains them.
 """
 
 import argparse
@@ -32,6 +41,7 @@ import multiprocessing
 import os
 import random
 import re
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -52,7 +62,8 @@ WANTS = [(1, 0.10), (2, 0.50), (3, 0.15), (4, 0.25)]  # seats per buyer, and how
 QUEUE_QUITTERS = 0.05  # stop polling before their turn
 ADMITTED_LEAVERS = 0.10  # let in (or, without a queue, at the map), leave without buying
 MINE = b"held by you"
-SOLD_OUT_TEXT = b"All seats are taken right now"
+SOLD_OUT_TEXT = b"wr-sold_out"  # the waiting room's panel in its sold-out state (templates/booking/queue.html)
+STOP_AFTER_SOLD_OUT = 120.0  # the run ends at most this long after no seat is left that a buyer could take
 NEXT_POLL_RE = re.compile(rb'data-next-poll="([\d.]+)"')
 
 # The stack's settings for the simulation (read by the web processes at start).
@@ -90,7 +101,10 @@ class Outcome:
     arrived: float = 0.0
     admitted_at: float | None = None
     polls: int = 0
+    events: int = 0  # pushed waiting-room events read (push variant)
     early: bool = False
+    told_sold_out_at: float | None = None  # when the buyer's page said sold out
+    fell_back: bool = False  # the stream was refused or dropped: the page polled instead
     error: str = ""
 
 
@@ -111,6 +125,11 @@ class RunResult:
     statuses: dict = field(default_factory=dict)
     transport_errors: int = 0
     all_taken_after: float | None = None  # seconds after the on-sale: no seat free (held or sold)
+    nothing_takeable_after: float | None = None  # seconds after the on-sale: no seat left any wish fits (lately)
+    first_nothing_takeable_after: float | None = None  # the first time so (seats may come back after it)
+    stopped_after: float | None = None  # seconds after the on-sale: the run was ended (buyers still waiting)
+    web_commands: dict = field(default_factory=dict)  # MongoDB commands of the web workers (push variant)
+    peak_viewers: int = 0  # waiting-room streams open at once (push variant)
     sold_out_after: float | None = None  # seconds after the on-sale: every seat sold
     sold: int = 0
     seats_total: int = 0
@@ -283,6 +302,52 @@ class Browser:
                 self.cookies[name.strip()] = morsel
         return response
 
+    async def stream(self, path: str, out: Outcome, quits_at: float | None, after_ticket: bool = False) -> str:
+        """Listen to the waiting room's event stream on a connection of its own until it says
+        ``go`` or ``ticket``, or sold out ("left-sold-out"), or the buyer gives up ("left-queue");
+        "no-stream" when it was refused (204) or dropped."""
+        headers = {"X-Forwarded-For": self.address, "Accept": "text/event-stream"}
+        headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        head = [f"GET {path} HTTP/1.1", f"Host: {self.client.host}:{self.client.port}"]
+        raw = ("\r\n".join(head + [f"{k}: {v}" for k, v in headers.items()]) + "\r\n\r\n").encode("latin-1")
+        writer = None
+        sent = time.monotonic()
+        try:
+            reader, writer = await asyncio.open_connection(self.client.host, self.client.port, limit=1 << 20)
+            writer.write(raw)
+            await writer.drain()
+            response_head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 120)
+            status = int(response_head.split(b" ", 2)[1])
+            server_us = int((re.search(rb"x-server-time-us: (\d+)", response_head, re.I) or [b"", b"0"])[1])
+            self.timings.append(Timing("stream", sent - self.t0, time.monotonic() - sent, status, server_us))
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+            if status != 200:
+                return "no-stream"
+            events = _events(reader)
+            while True:
+                timeout = None if quits_at is None else quits_at - time.monotonic()
+                if timeout is not None and timeout <= 0:
+                    return "left-queue"  # closes the page; the grace period drops them
+                try:
+                    name, data = await asyncio.wait_for(anext(events), timeout)
+                except TimeoutError:
+                    return "left-queue"
+                except StopAsyncIteration:
+                    return "no-stream"
+                out.events += 1
+                if name == b"go":
+                    return "go"
+                if name == b"ticket":
+                    return "ticket"
+                if name == b"status" and SOLD_OUT_TEXT in data:
+                    out.told_sold_out_at = time.monotonic() - self.t0
+                    return "left-sold-out"
+        except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+            return "no-stream"
+        finally:
+            if writer is not None:
+                writer.close()
+
 
 async def _hold_and_buy(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
     page = await b.request("map", "GET", f"/sessions/{sid}/")
@@ -325,34 +390,120 @@ async def _hold_and_buy(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
         out.result, out.error = "error", f"pay {paid.status_code}"
 
 
-async def queue_buyer(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
+async def _join_queue(b: Browser, sid: str, out: Outcome):
+    """The seat map sends the buyer to the queue; the queue page gives them their place.
+    (queue path, the queue page's answer), or None after an error (noted in ``out``)."""
     first = await b.request("map", "GET", f"/sessions/{sid}/")
     if first.status_code != 302 or "/queue/" not in first.headers.get("location", ""):
         out.result, out.error = "error", f"expected the queue, got {first.status_code}"
-        return
+        return None
     queue = first.headers["location"]
-    answer = await b.request("queue-page", "GET", queue)
+    return queue, await b.request("queue-page", "GET", queue)
+
+
+def _let_in(answer) -> bool:
+    redirected = answer.status_code == 302 and "/sessions/" in answer.headers.get("location", "")
+    return bool(answer.headers.get("hx-redirect")) or redirected
+
+
+async def _poll_until_turn(b: Browser, queue: str, plan: Plan, out: Outcome, answer) -> bool:
+    """Poll the queue's panel at the pace each answer names (htmx's way) until the buyer is let in
+    (True) or leaves (False, ``out`` says why)."""
     status_path = queue + "status"
     while True:
         out.polls += 1
         if answer.status_code >= 500:
             out.result, out.error = "error", f"queue {answer.status_code}"
-            return
-        redirected = answer.status_code == 302 and "/sessions/" in answer.headers.get("location", "")
-        if answer.headers.get("hx-redirect") or redirected:
+            return False
+        if _let_in(answer):
             out.admitted_at = time.monotonic() - b.t0
-            break
+            return True
         if SOLD_OUT_TEXT in answer.content:
-            out.result = "left-sold-out"
-            return
+            out.result, out.told_sold_out_at = "left-sold-out", time.monotonic() - b.t0
+            return False
         delay = float((NEXT_POLL_RE.search(answer.content) or [b"", b"3"])[1])
         now = time.monotonic() - b.t0
         if plan.quits_queue_at is not None and now + delay > plan.arrive + plan.quits_queue_at:
             out.result = "left-queue"  # closes the page: stops polling, the grace period drops them
-            return
+            return False
         await asyncio.sleep(delay)
         answer = await b.request("poll", "GET", status_path, htmx=True)
-    await _hold_and_buy(b, sid, plan, out)
+
+
+async def queue_buyer(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
+    """The polling page (the fallback when a page gets no stream)."""
+    joined = await _join_queue(b, sid, out)
+    if joined is None:
+        return
+    queue, answer = joined
+    if await _poll_until_turn(b, queue, plan, out, answer):
+        await _hold_and_buy(b, sid, plan, out)
+
+
+async def _events(reader):
+    """The events of an SSE answer, as (name, data bytes), read chunk by chunk (the server writes
+    whole events per chunk of the chunked answer)."""
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        if size == 0:
+            return
+        chunk = await reader.readexactly(size)
+        await reader.readexactly(2)
+        for raw in chunk.split(b"\n\n"):
+            name = data = b""
+            for line in raw.split(b"\n"):
+                if line.startswith(b"event: "):
+                    name = line[7:]
+                elif line.startswith(b"data: "):
+                    data = line[6:]
+            if name:
+                yield name, data
+
+
+async def push_buyer(b: Browser, sid: str, plan: Plan, out: Outcome) -> None:
+    """The waiting page as a browser with EventSource has it: the queue page once, then the place
+    pushed over ``/queue/<id>/live/`` (one connection of its own, no requests) until ``go`` (the
+    queue page then lets the buyer in) or sold out; a refused or dropped stream polls instead."""
+    joined = await _join_queue(b, sid, out)
+    if joined is None:
+        return
+    queue, answer = joined
+    if _let_in(answer) or answer.status_code >= 500 or SOLD_OUT_TEXT in answer.content:
+        if await _poll_until_turn(b, queue, plan, out, answer):
+            await _hold_and_buy(b, sid, plan, out)
+        return
+    quits = None if plan.quits_queue_at is None else b.t0 + plan.arrive + plan.quits_queue_at
+    outcome = await b.stream(queue + "live/", out, quits)
+    if outcome == "go":
+        answer = await b.request("queue-page", "GET", queue)  # issues the admission cookie
+    elif outcome == "ticket":
+        answer = await b.request("poll", "GET", queue + "status", htmx=True)
+    elif outcome in ("left-queue", "left-sold-out"):
+        out.result = outcome
+        return
+    else:  # no stream: the page polls
+        out.fell_back = True
+        answer = await b.request("poll", "GET", queue + "status", htmx=True)
+    if outcome == "ticket" and not _let_in(answer) and SOLD_OUT_TEXT not in answer.content:
+        return await push_buyer_stream_again(b, sid, plan, out, queue)
+    if await _poll_until_turn(b, queue, plan, out, answer):
+        await _hold_and_buy(b, sid, plan, out)
+
+
+async def push_buyer_stream_again(b: Browser, sid: str, plan: Plan, out: Outcome, queue: str) -> None:
+    """After the poll that wrote the ticket cookie, the page listens again."""
+    quits = None if plan.quits_queue_at is None else b.t0 + plan.arrive + plan.quits_queue_at
+    outcome = await b.stream(queue + "live/", out, quits, after_ticket=True)
+    if outcome in ("left-queue", "left-sold-out"):
+        out.result = outcome
+        return
+    if outcome == "go":
+        answer = await b.request("queue-page", "GET", queue)
+    else:
+        out.fell_back = outcome != "ticket"
+        answer = await b.request("poll", "GET", queue + "status", htmx=True)
+    if await _poll_until_turn(b, queue, plan, out, answer):
+        await _hold_and_buy(b, sid, plan, out)
 
 
 async def rush_buyer(b: Browser, sid: str, plan: Plan, out: Outcome, on_sale_at: float, rng: random.Random) -> None:
@@ -366,7 +517,9 @@ async def rush_buyer(b: Browser, sid: str, plan: Plan, out: Outcome, on_sale_at:
     await _hold_and_buy(b, sid, plan, out)
 
 
-async def _buyers(base_url: str, stripe_url: str, sid: str, variant: str, plans_here, t0: float, size: Size, seed: int):
+async def _buyers(
+    base_url: str, stripe_url: str, sid: str, variant: str, plans_here, t0: float, size: Size, seed: int, stop
+):
     timings: list = []
     statuses: dict = {}
     outcomes = []
@@ -379,25 +532,35 @@ async def _buyers(base_url: str, stripe_url: str, sid: str, variant: str, plans_
         await asyncio.sleep(max(0.0, t0 + plan.arrive - time.monotonic()))
         out = Outcome(index=index, arrived=plan.arrive, early=plan.arrive < size.on_sale_after)
         b = Browser(client, index, t0, timings, statuses, stripe_url)
+        outcomes.append(out)
         try:
-            if variant == "queue":
+            if variant == "push":
+                await push_buyer(b, sid, plan, out)
+            elif variant == "poll":
                 await queue_buyer(b, sid, plan, out)
             else:
                 await rush_buyer(b, sid, plan, out, size.on_sale_after, rng)
         except TransportError as exc:
             transport_errors += 1
             out.result, out.error = "error", str(exc)
-        outcomes.append(out)
+        except asyncio.CancelledError:
+            out.result = out.result or "still-there-at-the-end"  # the run was ended (STOP_AFTER_SOLD_OUT)
 
-    await asyncio.gather(*(one(i, p) for i, p in plans_here))
+    everyone = [asyncio.ensure_future(one(i, p)) for i, p in plans_here]
+    while not all(task.done() for task in everyone):
+        await asyncio.wait(everyone, timeout=0.5)
+        if stop.is_set():  # the hall has had nothing to take for STOP_AFTER_SOLD_OUT: end the run
+            for task in everyone:
+                task.cancel()
+            await asyncio.gather(*everyone, return_exceptions=True)
     for _reader, writer, _used in client.idle:
         writer.close()
     return outcomes, timings, statuses, transport_errors
 
 
-def _process(base_url, stripe_url, sid, variant, plans_here, t0_wall, size, seed, queue):
+def _process(base_url, stripe_url, sid, variant, plans_here, t0_wall, size, seed, queue, stop):
     t0 = time.monotonic() + (t0_wall - time.time())
-    result = asyncio.run(_buyers(base_url, stripe_url, sid, variant, plans_here, t0, size, seed))
+    result = asyncio.run(_buyers(base_url, stripe_url, sid, variant, plans_here, t0, size, seed, stop))
     queue.put(result)
 
 
@@ -439,13 +602,13 @@ def run_variant(variant: str, size: Size, log) -> RunResult:
 def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> RunResult:
     from booking.core import mongo
     from booking.core.domain import OrderState
-    from booking.sales import waiting_room
+    from booking.sales import hold_facts, waiting_room
     from booking.upkeep.invariants import check_invariants
-    from booking.venues.seat_grid import FREE, SOLD
+    from booking.venues.seat_grid import FREE, SOLD, takeable_seats
 
     from .cpu import CpuMeter, children
 
-    with Stack() as stack:
+    with Stack(asgi=variant == "push") as stack:
         stack.use_in_this_process()
         mongo.ensure_indexes()
         session = seed_hall()
@@ -455,7 +618,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
         on_sale_wall = t0_wall + size.on_sale_after
         from datetime import UTC, datetime
 
-        if variant == "queue":
+        if variant in ("push", "poll"):
             from django.conf import settings
 
             settings.REDIS_URL = stack.redis_url
@@ -468,6 +631,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
         everyone = list(enumerate(plans(size)))
         ctx = multiprocessing.get_context("fork")
         queue = ctx.Queue()
+        stop = ctx.Event()
         procs = [
             ctx.Process(
                 target=_process,
@@ -481,6 +645,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                     size,
                     p,
                     queue,
+                    stop,
                 ),
             )
             for p in range(PROCESSES)
@@ -499,6 +664,8 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                 p.start()
             pending = len(procs)
             last_report = 0.0
+            layout = hold_facts.session_layout(sid, session.get("layoutRev", 0))
+            workers: dict = {}  # pid -> the push variant's worker state (bench/onsale_asgi.py)
             while pending:
                 try:
                     outcomes, timings, statuses, transport_errors = queue.get(timeout=0.25)
@@ -518,13 +685,34 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                 sold = sum(row.count(SOLD) for row in doc["seats"])
                 if result.sold_out_after is None and sold == result.seats_total:
                     result.sold_out_after = since_sale
+                if since_sale > 0 and takeable_seats(layout, doc["seats"]) == 0:
+                    if result.nothing_takeable_after is None:
+                        result.nothing_takeable_after = since_sale
+                        if result.first_nothing_takeable_after is None:
+                            result.first_nothing_takeable_after = since_sale
+                    elif since_sale - result.nothing_takeable_after > STOP_AFTER_SOLD_OUT and not stop.is_set():
+                        result.stopped_after = since_sale
+                        log(f"  nothing left to take for {STOP_AFTER_SOLD_OUT:.0f} s: the run ends")
+                        stop.set()
+                else:
+                    result.nothing_takeable_after = None  # seats came back
                 if time.time() - last_report > 10:
                     last_report = time.time()
                     free = sum(row.count(FREE) for row in doc["seats"])
+                    if variant == "push":
+                        worker_states(stack.base_url, workers)
+                        result.peak_viewers = max(
+                            result.peak_viewers, sum(w["queue_viewers"] for w in workers.values())
+                        )
                     log(f"  +{time.time() - t0_wall:5.0f} s: {sold} sold, {free} free")
             for p in procs:
                 p.join()
         result.load_after = os.getloadavg()
+        if variant == "push":
+            worker_states(stack.base_url, workers)
+            for state in workers.values():
+                for name, n in state["commands"].items():
+                    result.web_commands[name] = result.web_commands.get(name, 0) + n
         result.cpu = {name: cpu for name, cpu in meter.cpu.items()}
         result.cpu["machine"] = meter.machine
         result.wall_seconds = meter.seconds
@@ -539,9 +727,23 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                 per_seat[line["key"]] = per_seat.get(line["key"], 0) + 1
         result.seats_in_two_orders = sum(1 for n in per_seat.values() if n > 1)
         result.breaches = check_invariants()
-        if variant == "queue":
+        if variant in ("push", "poll"):
             result.admission = admission_check(sid, result, size)
     return result
+
+
+def worker_states(base_url: str, workers: dict, asks: int = 8) -> None:
+    """Each ASGI worker's MongoDB commands and open waiting-room streams (bench/onsale_asgi.py):
+    a few asks, which the workers share between them; the newest answer of each is kept."""
+    import urllib.request
+
+    for _ in range(asks):
+        try:
+            with urllib.request.urlopen(f"{base_url}/__bench/onsale", timeout=10) as answer:  # noqa: S310 - loopback
+                state = json.loads(answer.read())
+        except OSError:
+            continue
+        workers[state["pid"]] = state
 
 
 def admission_check(queue_id, result: RunResult, size: Size) -> dict:
@@ -597,6 +799,10 @@ def summary(run: RunResult, size: Size) -> dict:
     checkouts = [t.seconds * 1000 for t in run.timings if t.label == "checkout"]
     payments = [t.seconds * 1000 for t in run.timings if t.label == "pay"]
     five = sum(n for code, n in run.statuses.items() if int(code) >= 500)
+    told = []  # how long after the hall had nothing left to take each waiting buyer's page said so
+    if run.first_nothing_takeable_after is not None:
+        gone = size.on_sale_after + run.first_nothing_takeable_after
+        told = [o.told_sold_out_at - gone for o in run.outcomes if o.told_sold_out_at is not None]
     return {
         "variant": run.variant,
         "buyers": len(run.outcomes),
@@ -632,6 +838,16 @@ def summary(run: RunResult, size: Size) -> dict:
         "admission": run.admission,
         "cpu_seconds": run.cpu,
         "wall_seconds": run.wall_seconds,
+        "nothing_takeable_after_s": run.nothing_takeable_after,
+        "first_nothing_takeable_after_s": run.first_nothing_takeable_after,
+        "stopped_after_s": run.stopped_after,
+        "told_sold_out": len(told),
+        "told_sold_out_p50_s": percentile(told, 50),
+        "told_sold_out_max_s": max(told) if told else None,
+        "pushed_events": sum(o.events for o in run.outcomes),
+        "fell_back_to_polling": sum(1 for o in run.outcomes if o.fell_back),
+        "peak_queue_streams": run.peak_viewers,
+        "web_mongo_commands": run.web_commands,
         "load_before": [round(x, 2) for x in run.load_before],
         "load_after": [round(x, 2) for x in run.load_after],
     }
@@ -643,7 +859,13 @@ def fmt(value, unit="", digits=0):
     return f"{value:,.{digits}f}{unit}"
 
 
-def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
+def current_commit() -> str:
+    answer = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    return answer.stdout.strip()
+
+
+def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "") -> Path:
+    """``commit``: the code the runs started on (the checkout may move while they run)."""
     import platform
 
     out.mkdir(parents=True, exist_ok=True)
@@ -660,6 +882,39 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         ("invariant breaches (booking/upkeep/invariants.py)", "invariant_breaches", None),
         ("every seat taken, after the sale opened", None, lambda s: fmt(s["all_taken_after_s"], " s", 1)),
         ("every seat sold, after the sale opened", None, lambda s: fmt(s["sold_out_after_s"], " s", 1)),
+        (
+            "nothing left any wish fits, after the sale opened: first / for good",
+            None,
+            lambda s: (
+                fmt(s.get("first_nothing_takeable_after_s"), " s", 1)
+                + " / "
+                + fmt(s["nothing_takeable_after_s"], " s", 1)
+            ),
+        ),
+        (
+            "**waiting pages told sold out: count, p50 / max after it first was**",
+            None,
+            lambda s: (
+                f"**{s['told_sold_out']:,}: {fmt(s['told_sold_out_p50_s'], ' s', 1)} / "
+                f"{fmt(s['told_sold_out_max_s'], ' s', 1)}**"
+                if s["told_sold_out"]
+                else "–"
+            ),
+        ),
+        (
+            "run ended by itself (buyers still there), after the sale opened",
+            None,
+            lambda s: fmt(s["stopped_after_s"], " s", 1),
+        ),
+        (
+            "pushed queue: events read / streams open at once (peak) / pages that polled instead",
+            None,
+            lambda s: (
+                f"{s['pushed_events']:,} / {s['peak_queue_streams']:,} / {s['fell_back_to_polling']:,}"
+                if s["variant"] == "push"
+                else "–"
+            ),
+        ),
         ("hold requests until every seat was taken", "holds_during_rush", None),
         ("hold p50 during the rush", None, lambda s: fmt(s["hold_p50_ms"], " ms")),
         ("**hold p99 during the rush**", None, lambda s: "**" + fmt(s["hold_p99_ms"], " ms") + "**"),
@@ -698,19 +953,21 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         ("seconds measured", None, lambda s: fmt(s["wall_seconds"], " s")),
         ("load average before / after (1 min)", None, lambda s: f"{s['load_before'][0]} / {s['load_after'][0]}"),
     ]
-    variants = [v for v in ("queue", "rush") if v in by]
-    head = (
-        "| | "
-        + " | ".join({"queue": f"waiting room ({size.rate}/min)", "rush": "no queue (the rush)"}[v] for v in variants)
-        + " |"
-    )
+    variants = [v for v in ("push", "poll", "rush") if v in by]
+    names = {
+        "push": f"waiting room ({size.rate}/min), pushed (SSE, ASGI)",
+        "poll": f"waiting room ({size.rate}/min), polling (WSGI)",
+        "rush": "no queue (the rush, WSGI)",
+    }
+    head = "| | " + " | ".join(names[v] for v in variants) + " |"
     lines = [
         "# On-sale simulation",
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {platform.processor() or platform.machine()} "
         f"({os.cpu_count()} CPUs, shared with other work), Python {platform.python_version()}. "
         f"Command: `python -m bench.onsale` (`make bench-onsale`). The stack: bench/stack.py (devmongo, "
-        f"redis-server, gunicorn 2 workers x 8 threads, DEBUG off). Buyers: real HTTP clients in "
+        f"redis-server, gunicorn 2 workers: gthread x 8 threads, or uvicorn for the pushed run; DEBUG off). "
+        f"Buyers: real HTTP clients in "
         f"{PROCESSES} processes, {CONNECTIONS_PER_PROCESS} keep-alive connections each. How to read it: "
         f'docs/performance.md, section "On-sale simulation".',
         "",
@@ -724,11 +981,11 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
     kinds = sorted({k for v in variants for k in by[v]["outcomes"]})
     for kind in kinds:
         lines.append(f"| {kind} | " + " | ".join(fmt(by[v]["outcomes"].get(kind, 0)) for v in variants) + " |")
-    if "queue" in by:
-        a = by["queue"]["admission"]
+    for variant in [v for v in ("push", "poll") if v in by]:
+        a = by[variant]["admission"]
         lines += [
             "",
-            "## The queue's order",
+            f"## The queue's order ({names[variant]})",
             "",
             f"- admitted: {a['admitted']} (the buyers saw {a['admitted_seen_by_buyers']} admissions: those let in "
             f"after they had stopped polling did not come back for it)",
@@ -745,6 +1002,10 @@ def write_report(summaries: list[dict], size: Size, out: Path) -> Path:
         lines += ["", "## Errors (first few)", "", *[f"- `{e}`" for e in errors]]
     path = out / "onsale.md"
     path.write_text("\n".join(lines) + "\n")
+    runs = out / "onsale-runs"  # every run's table kept: bench/results/onsale-runs/<when>-<commit>-<what>.md
+    runs.mkdir(exist_ok=True)
+    name = f"{time.strftime('%Y-%m-%d-%H%M')}-{commit or 'unknown'}-{'-'.join(variants)}-{size.buyers}"
+    (runs / f"{name}.md").write_text("\n".join(lines) + "\n")
     return path
 
 
@@ -754,7 +1015,12 @@ def main(argv=None) -> int:
     parser.add_argument("--rate", type=int, default=300, help="buyers per minute let in")
     parser.add_argument("--arrival-seconds", type=float, default=ARRIVAL_SECONDS)
     parser.add_argument("--on-sale-after", type=float, default=ON_SALE_AFTER)
-    parser.add_argument("--variant", choices=["both", "queue", "rush"], default="both")
+    parser.add_argument(
+        "--variant",
+        choices=["all", "push", "poll", "rush"],
+        default="all",
+        help="push: the waiting room over SSE (ASGI); poll: its polling fallback; rush: no waiting room",
+    )
     parser.add_argument("--small", action="store_true", help="smoke size: 300 buyers over 10 s, sale at +5 s")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -765,13 +1031,14 @@ def main(argv=None) -> int:
     size = Size(args.buyers, args.arrival_seconds, args.on_sale_after, args.rate)
     if args.small:
         size = Size(300, 10.0, 5.0, args.rate)
-    variants = ["queue", "rush"] if args.variant == "both" else [args.variant]
+    variants = ["push", "poll", "rush"] if args.variant == "all" else [args.variant]
+    commit = current_commit()
     summaries = []
     for variant in variants:
         run = run_variant(variant, size, log=lambda m: print(m, flush=True))
         summaries.append(summary(run, size))
         print(json.dumps(summaries[-1], indent=1, default=str), flush=True)
-    path = write_report(summaries, size, args.out)
+    path = write_report(summaries, size, args.out, commit)
     print(path.read_text())
     return 0
 

@@ -40,6 +40,20 @@ GUNICORN_ARGS = [
     "warning",
 ]
 
+# The pushed waiting room needs ASGI (Procfile's web line): uvicorn workers, as many as gthread's.
+ASGI_ARGS = [
+    "--workers",
+    str(WORKERS),
+    "--worker-class",
+    "uvicorn_worker.UvicornWorker",
+    "--keep-alive",
+    "30",
+    "--backlog",
+    "4096",
+    "--log-level",
+    "warning",
+]
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -47,7 +61,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_workers(proc: subprocess.Popen, ready_dir: Path, what: str, timeout: float = 60) -> None:
+def wait_for_workers(proc: subprocess.Popen, ready_dir: Path, what: str, timeout: float = 240) -> None:
     """Wait until every worker has loaded the app (bench/wsgi.py leaves its pid in ``ready_dir``),
     so no worker's start-up CPU falls into the first timed run."""
     deadline = time.monotonic() + timeout
@@ -113,6 +127,7 @@ class Stack:
     accounting_port: int = 0  # gunicorn with the command monitor, for X-Bench-Account requests only
     real_mongodb: bool = False
     web: bool = True  # the two gunicorns (the seed scenario alone calls the engine, no web)
+    asgi: bool = False  # the timed one with uvicorn workers (ASGI, as deployed: SSE); bench/onsale_asgi.py
     workdir: Path | None = None
     procs: list = field(default_factory=list)
 
@@ -206,7 +221,10 @@ class Stack:
         port = free_port()
         ready_dir = self._ready_dir(what)
         ready_dir.mkdir()
-        args = [PYTHON, "-m", "gunicorn", "bench.wsgi:application", *GUNICORN_ARGS, "--bind", f"127.0.0.1:{port}"]
+        app, app_args = "bench.wsgi:application", GUNICORN_ARGS
+        if self.asgi and what == "gunicorn-timed":  # the same worker count, one event loop each
+            app, app_args = "bench.onsale_asgi:application", ASGI_ARGS
+        args = [PYTHON, "-m", "gunicorn", app, *app_args, "--bind", f"127.0.0.1:{port}"]
         self._spawn(args, what, port, env={**env, "BENCH_READY_DIR": str(ready_dir)})
         return port
 

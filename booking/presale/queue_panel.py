@@ -2,12 +2,18 @@
 one answer of the queue, and when the page should look again. Used by the page and its poll
 (``queue_views``) and by the pushed updates (``queue_push``)."""
 
+import dataclasses
 import random
+import re
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.html import escape
 from django.utils.translation import gettext, ngettext
 
+from booking.core.formatting import thousands
 from booking.sales import waiting_room
 
 TEMPLATE = "booking/queue.html"
@@ -28,6 +34,79 @@ def render_status(context: dict) -> str:
     return render_to_string(f"{TEMPLATE}#status", context)
 
 
+# Stand-ins for a waiting buyer's own figures (PanelBatch): numbers no real queue reaches, whose
+# plural form is "other" in every language served (as any place from 3 on, and its number ahead).
+STAND_IN_POSITION = 9_000_007
+STAND_IN_WAITING = 9_100_007
+STAND_IN_NEXT_POLL = 987_654.5
+STAND_IN_WAIT_TEXT = "wr-stand-in-wait-text"
+
+
+class PanelBatch:
+    """The panels of one look at many waiting buyers. In line, they differ only in each buyer's
+    place, the count waiting, the wait and the next look, so the panel is rendered once per
+    language and whatever else it says (rate, note), with stand-ins for those figures, which are
+    then put in for each buyer: the template stays the one source of the panel's words, and a look
+    at thousands of buyers costs a few renders. Any other panel (other states, places 1 and 2
+    whose words differ) is rendered for its buyer. ``POLLED`` is one kept by the process for the
+    polling pages (a skeleton per queue's settings, language and note; a dict's reads and writes
+    are safe between threads, and two threads rendering the same skeleton at once is harmless)."""
+
+    MOST_KEPT = 256
+
+    def __init__(self) -> None:
+        self._skeletons: dict[tuple, str | None] = {}
+
+    def render(self, context: dict) -> str:
+        """The panel for this context, in the language active now (as ``render_status``)."""
+        result = context.get("result")
+        if context.get("state") != "waiting" or result is None or result.position <= 2:
+            return render_status(context)
+        language = translation.get_language()
+        key = (context.get("config"), language, result.rate, context.get("note"), result.paused)
+        if key not in self._skeletons:
+            if len(self._skeletons) >= self.MOST_KEPT:
+                self._skeletons.clear()
+            stand_in = dataclasses.replace(result, position=STAND_IN_POSITION, waiting=STAND_IN_WAITING)
+            rendered = render_status(
+                {
+                    **context,
+                    "result": stand_in,
+                    "wait_text": STAND_IN_WAIT_TEXT,
+                    "next_poll": STAND_IN_NEXT_POLL,
+                }
+            )
+            self._skeletons[key] = rendered if all(s in rendered for s in self._stand_ins()) else None
+        skeleton = self._skeletons[key]
+        if skeleton is None:  # a stand-in did not come through as written: no shortcut
+            return render_status(context)
+        figures = {
+            thousands(STAND_IN_POSITION): thousands(result.position),
+            thousands(STAND_IN_POSITION - 1): thousands(result.position - 1),
+            thousands(STAND_IN_WAITING): thousands(result.waiting),
+            str(STAND_IN_NEXT_POLL): str(context["next_poll"]),
+            STAND_IN_WAIT_TEXT: escape(context["wait_text"]),
+        }
+        return _stand_ins_pattern(tuple(figures)).sub(lambda match: figures[match[0]], skeleton)
+
+    @staticmethod
+    def _stand_ins() -> tuple[str, ...]:
+        return (thousands(STAND_IN_POSITION), thousands(STAND_IN_WAITING), str(STAND_IN_NEXT_POLL), STAND_IN_WAIT_TEXT)
+
+
+POLLED = PanelBatch()
+
+_patterns: dict[tuple, re.Pattern] = {}
+
+
+def _stand_ins_pattern(stand_ins: tuple) -> re.Pattern:
+    """One pass over the panel for every stand-in (a figure put in is never read again)."""
+    pattern = _patterns.get(stand_ins)
+    if pattern is None:
+        pattern = _patterns[stand_ins] = re.compile("|".join(re.escape(s) for s in stand_ins))
+    return pattern
+
+
 def seconds_until(ms: int, now_ms: int) -> int:
     return max(0, -(-(ms - now_ms) // 1000))
 
@@ -42,10 +121,21 @@ def unavailable_context() -> dict:
     return {"state": "unavailable", "next_poll": jitter(max(settings.BOOKING_QUEUE_POLL_SECONDS, 5))}
 
 
-def status_context(config: waiting_room.RoomConfig, result: waiting_room.PollResult) -> dict:
-    """What the panel says for this answer of the queue, and when to look again (``next_poll``)."""
+SOLD_OUT_LOOK_SECONDS = 10  # a sold-out room is looked at this often (held seats may come back)
+SCARCE_POLL_SECONDS = 8  # the slowest poll while fewer seats are left than buyers wait
+
+
+def status_context(
+    config: waiting_room.RoomConfig, result: waiting_room.PollResult, *, seats_left: int | None = None
+) -> dict:
+    """What the panel says for this answer of the queue, and when to look again (``next_poll``).
+    ``seats_left``: the seats a buyer could still take, for a polling page: while they are fewer
+    than the buyers waiting, it polls at least every ``SCARCE_POLL_SECONDS``, so a sell-out
+    reaches it within about that long (a pushed page is told at once, whatever its pace)."""
     fast, slow = settings.BOOKING_QUEUE_POLL_SECONDS, settings.BOOKING_QUEUE_POLL_MAX_SECONDS
-    context = {"result": result, "note": result.note, "sold_out": config.seats_available <= 0}
+    if seats_left is not None and seats_left < result.waiting:
+        slow = min(slow, SCARCE_POLL_SECONDS)
+    context = {"result": result, "note": result.note}
     if result.state != "waiting" or result.before_sale:  # the room is not open yet, or the sale
         until = seconds_until(result.opens_ms if result.state != "waiting" else result.on_sale_ms, result.now_ms)
         context.update(
@@ -54,6 +144,12 @@ def status_context(config: waiting_room.RoomConfig, result: waiting_room.PollRes
             countdown=countdown(until),
             next_poll=jitter(min(slow, max(fast, until / 2))),
         )
+        return context
+    if result.sold_out:
+        back = None  # nothing held that could come back
+        if result.seats_back_ms:  # (a hold past its end, not yet swept, comes back any moment)
+            back = datetime.fromtimestamp(max(result.seats_back_ms, result.now_ms) / 1000, UTC)
+        context.update(state="sold_out", seats_back_at=back, next_poll=jitter(min(slow, SOLD_OUT_LOOK_SECONDS)))
         return context
     wait = result.wait_seconds()
     if result.paused or wait is None:  # None only while paused (the rate is at least 1)

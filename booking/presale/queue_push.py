@@ -77,9 +77,10 @@ class QueueHub:
 
     def __init__(self) -> None:
         self.viewers: dict[ObjectId, set[QueueViewer]] = {}
-        self._revs: dict[ObjectId, int | None] = {}  # each queue's settings revision as last seen
+        self._revs: dict[ObjectId, tuple | None] = {}  # each queue's (settings revision, sold out) as last seen
         self._task: asyncio.Task | None = None
         self._beat = time.monotonic()
+        self.looks = 0  # viewers looked at so far (bench/waiting.py)
 
     def add(self, viewer: QueueViewer) -> None:
         self.viewers.setdefault(viewer.queue_id, set()).add(viewer)
@@ -118,6 +119,7 @@ class QueueHub:
                     log.exception("waiting room %s: pushing the places failed", queue_id)
                     answers = [(viewer, b"", 5.0) for viewer in due]
                 after = time.monotonic()
+                self.looks += len(answers)
                 for viewer, event, delay in answers:
                     if event:
                         viewer.put(event)
@@ -129,16 +131,25 @@ class QueueHub:
                         viewer.put(push.HEARTBEAT)
 
     async def _settings_changed(self, queue_id: ObjectId) -> bool:
-        """Whether the queue's settings (kept 5 s per process) changed since the last tick."""
+        """Whether the queue's settings (kept 5 s per process) or whether it is sold out (its seats
+        read every ``waiting_room.SUPPLY_SECONDS`` per process) changed since the last tick."""
         try:
-            config = await sync_to_async(waiting_room.get_config, thread_sensitive=False)(queue_id)
+            config, sold_out = await sync_to_async(_config_and_supply, thread_sensitive=False)(queue_id)
         except Exception:  # MongoDB away: the viewers' own looks go on (the settings kept so far)
             log.warning("waiting room %s: its settings could not be read", queue_id, exc_info=True)
             return False
-        rev = None if config is None else config.rev
-        changed = queue_id in self._revs and self._revs[queue_id] != rev
-        self._revs[queue_id] = rev
+        state = None if config is None else (config.rev, sold_out)
+        changed = queue_id in self._revs and self._revs[queue_id] != state
+        self._revs[queue_id] = state
         return changed
+
+
+def _config_and_supply(queue_id: ObjectId) -> tuple[waiting_room.RoomConfig | None, bool]:
+    """The queue's settings and whether it is sold out (its seats read again, and published to
+    Redis, when this process's reading is older than ``waiting_room.SUPPLY_SECONDS``)."""
+    config = waiting_room.get_config(queue_id)
+    supply = waiting_room.refresh_supply(config) if config is not None else None
+    return config, supply is not None and supply.sold_out
 
 
 def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueViewer, bytes, float]]:
@@ -155,6 +166,7 @@ def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueView
         context = {**base, **queue_panel.unavailable_context()}
         return [(viewer, _status(viewer, context), context["next_poll"]) for viewer in viewers]
     answers = []
+    panels = queue_panel.PanelBatch()  # one render per language and note, not one per viewer
     for viewer, result in zip(viewers, results, strict=True):
         if result.state == "admitted":
             answers.append((viewer, push.sse_event("go", {"url": go_to_queue}), 60.0))
@@ -163,7 +175,7 @@ def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueView
         delay = context["next_poll"]
         if context["state"] in ("not_open", "before_sale"):  # look again just after the moment
             delay = min(delay, context["seconds"] + random.uniform(0.1, ON_SALE_SPREAD_SECONDS))  # noqa: S311
-        event = _status(viewer, context)
+        event = _status(viewer, context, panels)
         if result.state == "waiting" and viewer.ticket != (result.epoch, result.score):
             # A place the page's ticket cookie does not name yet (joined by a push, or put back):
             # one ordinary poll writes the cookie that would bring the buyer back to it.
@@ -173,9 +185,9 @@ def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueView
     return answers
 
 
-def _status(viewer: QueueViewer, context: dict) -> bytes:
+def _status(viewer: QueueViewer, context: dict, panels: queue_panel.PanelBatch | None = None) -> bytes:
     with translation.override(viewer.language):
-        html = queue_panel.render_status(context)
+        html = panels.render(context) if panels is not None else queue_panel.render_status(context)
     return push.sse_event("status", {"html": html})
 
 

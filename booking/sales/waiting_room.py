@@ -52,7 +52,8 @@ from booking.core import clock, mongo
 from booking.core.domain import OrderState, Session, SessionStatus
 from booking.core.errors import InvalidRequest, NotFound
 from booking.core.localized import localized
-from booking.sales import admission
+from booking.sales import admission, hold_facts
+from booking.venues import seat_grid
 
 logger = logging.getLogger("booking.waiting_room")
 
@@ -97,6 +98,7 @@ local gather = tonumber(c.gather or '0')
 if c.epoch == nil and ARGV[19] ~= '1' then gather = now + tonumber(ARGV[20]) end
 local n_adm, n_left, n_lapsed = tonumber(c.admitted or '0'), tonumber(c.left or '0'), tonumber(c.lapsed or '0')
 local n_joined, n_restored = tonumber(c.joined or '0'), tonumber(c.restored or '0')
+local soldout = c.soldout or '0'  -- set by SUPPLY_SCRIPT: no seat left that a buyer could take
 
 -- the bucket up to now, under the settings in force until now
 local function settle()
@@ -167,7 +169,7 @@ if owner ~= '' then
 end
 
 -- admit from the head of the queue while the bucket has whole buyers
-if paused == 0 and now >= onsale and now >= gather then
+if paused == 0 and soldout ~= '1' and now >= onsale and now >= gather then
   local guard = 0
   while tokens >= UNIT and guard < 5000 do
     guard = guard + 1
@@ -208,7 +210,20 @@ redis.call('HSET', cfgk, 'rev', num(rev), 'opens', num(opens), 'onsale', num(ons
   'joined', num(n_joined), 'restored', num(n_restored), 'gather', num(gather))
 for i = 1, 6 do redis.call('PEXPIREAT', KEYS[i], ARGV[15]) end
 return {state, rank, redis.call('ZCARD', zk), score, admitted_at, epoch, note,
-  num(paused), num(rate), num(onsale), num(opens), num(rev), num(now)}
+  num(paused), num(rate), num(onsale), num(opens), num(rev), num(now), soldout, c.back or '0'}
+"""
+
+# What a web process read of the queue's seats (``publish_supply``): sold out or not, and the
+# latest expiry of the seats held now. A reading older than the one stored (a smaller sum of the
+# sessions' versions) changes nothing, so a process with a stale read cannot undo a newer one;
+# nor does it create the queue (the poll script does that, with its epoch).
+# KEYS: 1 cfg  ARGV: 1 sold out (1/0), 2 held seats back by (ms, 0: none held), 3 seats version
+SUPPLY_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local stored = tonumber(redis.call('HGET', KEYS[1], 'supplyver') or '-1')
+if tonumber(ARGV[3]) < stored then return 0 end
+redis.call('HSET', KEYS[1], 'soldout', ARGV[1], 'back', ARGV[2], 'supplyver', ARGV[3])
+return 1
 """
 
 
@@ -265,6 +280,8 @@ class PollResult:
     on_sale_ms: int = 0
     opens_ms: int = 0
     now_ms: int = 0
+    sold_out: bool = False  # no seat left that a buyer could take: nobody is let in
+    seats_back_ms: int = 0  # when sold out: the latest expiry of the seats held now (0: none held)
 
     @property
     def before_sale(self) -> bool:
@@ -411,6 +428,7 @@ def poll(
     round trip to Redis, which also admits whoever's turn it is. Raises QueueUnavailable."""
     if not owner:
         raise InvalidRequest(gettext("A buyer is needed to join the queue."))
+    refresh_supply(config)
     return _result(_run(config, owner, join, _ms(now or clock.now()), ticket))
 
 
@@ -422,13 +440,15 @@ def poll_many(
     room asks for every viewer of a web process that is due. Raises QueueUnavailable."""
     if not callers:
         return []
+    refresh_supply(config)
     now_ms = _ms(now or clock.now())
     calls = [_args(config, owner, True, now_ms, ticket) for owner, ticket in callers]
     return [_result(raw) for raw in _run_all(config, calls)]
 
 
 def _result(raw: list) -> PollResult:
-    state, rank, waiting, score, admitted_at, epoch, note, paused, rate, onsale, opens, _rev, now_back = raw
+    state, rank, waiting, score, admitted_at, epoch, note, paused, rate, onsale, opens, _rev, now_back = raw[:13]
+    sold_out, back = raw[13:]
     return PollResult(
         state=_text(state),
         position=int(rank) + 1 if int(rank) >= 0 else 0,
@@ -442,6 +462,8 @@ def _result(raw: list) -> PollResult:
         on_sale_ms=int(_text(onsale)),
         opens_ms=int(_text(opens)),
         now_ms=int(_text(now_back)),
+        sold_out=_text(sold_out) == "1",
+        seats_back_ms=int(_text(back)),
     )
 
 
@@ -474,6 +496,88 @@ def stats(config: RoomConfig, now: datetime | None = None) -> RoomStats:
     result.rate = int(values.get("rate", config.rate))
     result.paused = values.get("paused", "0") == "1"
     return result
+
+
+# --- supply: whether any seat is left that a waiting buyer could take ---
+
+
+SUPPLY_SECONDS = 3.0  # a web process reads the queue's seats at most this often
+_supplies: dict = {}
+_supplies_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Supply:
+    """The queue's seats as one read found them."""
+
+    takeable: int  # free seats some buyer could take (``seat_grid.takeable_seats``)
+    held: int  # seats held in carts now (they may come back)
+    seats_back_at: datetime | None  # the latest expiry of those holds; None when nothing is held
+    version: int  # the sum of the sessions' versions (every seat change adds one)
+
+    @property
+    def sold_out(self) -> bool:
+        return self.takeable <= 0
+
+
+def read_supply(session_ids: tuple) -> Supply | None:
+    """The seats of a queue's sessions now: one read of their seat states and holders, one of
+    the holding carts' expiry (layouts are kept per process). None without sessions."""
+    if not session_ids:
+        return None
+    fields = {"seats": 1, "reservations._id": 1, "version": 1, "layoutRev": 1}
+    docs = list(mongo.sessions().find({"_id": {"$in": list(session_ids)}}, fields))
+    if not docs:
+        return None
+    takeable = held = version = 0
+    holders = []
+    for doc in docs:
+        layout = hold_facts.session_layout(doc["_id"], doc.get("layoutRev", 0))
+        grid = doc.get("seats")
+        if layout is not None and grid:
+            takeable += seat_grid.takeable_seats(layout, grid)
+            held += seat_grid.count_state(grid, seat_grid.HELD)
+        version += int(doc.get("version", 0))
+        holders += [res["_id"] for res in doc.get("reservations", [])]
+    back = None
+    if holders:
+        latest = mongo.carts().find({"_id": {"$in": holders}}, {"expiresAt": 1}).sort("expiresAt", -1).limit(1)
+        back = next((cart["expiresAt"].replace(tzinfo=UTC) for cart in latest if cart.get("expiresAt")), None)
+    return Supply(takeable=takeable, held=held, seats_back_at=back, version=version)
+
+
+def publish_supply(config: RoomConfig, supply: Supply) -> bool:
+    """Tell the queue in Redis whether it is sold out (it then lets nobody in) and when held seats
+    might come back. False when Redis is down or a newer reading is there already."""
+    client = store()
+    back_ms = _ms(supply.seats_back_at) if supply.seats_back_at is not None else 0
+    try:
+        done = client.eval(SUPPLY_SCRIPT, 1, keys(config.queue_id)[0], int(supply.sold_out), back_ms, supply.version)
+    except (RedisError, OSError) as exc:
+        logger.warning("waiting room %s: Redis unreachable: %s", config.queue_id, exc)
+        return False
+    return int(cast(int, done)) == 1
+
+
+def refresh_supply(config: RoomConfig, *, fresh: bool = False) -> Supply | None:
+    """This process's reading of the queue's seats, read again (and published to Redis) when
+    older than ``SUPPLY_SECONDS``: a waiting buyer's look costs no MongoDB read of its own, and a
+    sell-out (or seats coming back) reaches the queue within that time of any look."""
+    now = time.monotonic()
+    with _supplies_lock:
+        kept = _supplies.get(config.queue_id)
+        if not fresh and kept is not None and kept[0] > now:
+            return kept[1]
+        # the other looks of this process meanwhile keep the old reading (one reader at a time)
+        _supplies[config.queue_id] = (now + SUPPLY_SECONDS, kept[1] if kept else None)
+    supply = read_supply(config.session_ids)
+    if supply is not None:
+        publish_supply(config, supply)
+    with _supplies_lock:
+        _supplies[config.queue_id] = (now + SUPPLY_SECONDS, supply)
+        if len(_supplies) > 1000:
+            _supplies.clear()
+    return supply
 
 
 def admission_log(queue_id) -> list[tuple[str, str]]:

@@ -237,5 +237,27 @@ def best_wheelchair(
     return None
 
 
+def takeable_seats(layout: Layout, seats: list[list[int]]) -> int:
+    """How many free seats some buyer could still take: every free seat of the ordinary runs (a
+    buyer asking for that run's length takes it whole, so the orphan rule refuses none of them),
+    and each free wheelchair space with a free companion seat beside it. A wheelchair space whose
+    companions are all taken fits nobody's wish."""
+    takeable = 0
+    for row, cells in enumerate(seats):
+        layout_cells = layout["rows"][row]["cells"] if row < len(layout["rows"]) else []
+        for col, state in enumerate(cells):
+            cell = layout_cells[col] if col < len(layout_cells) else None
+            if state != FREE or cell is None:
+                continue
+            if not cell.get("wheelchair"):
+                takeable += 1
+                continue
+            takeable += any(
+                0 <= n < len(cells) and cells[n] == FREE and (other := layout_cells[n]) and other.get("companion")
+                for n in (col - 1, col + 1)
+            )
+    return takeable
+
+
 def has_wheelchair_spaces(layout: Layout) -> bool:
     return any(cell and cell.get("wheelchair") for row in layout["rows"] for cell in row["cells"])

@@ -1,6 +1,7 @@
-"""The on-sale simulation at smoke size (300 buyers, the waiting room): it runs from one command
-and what it checks holds: no 5xx, nothing sold twice, admitted in queue order, early before late.
-No timing assertions: this machine's timings are not the product's."""
+"""The on-sale simulation at smoke size (300 buyers, the pushed waiting room): it runs from one
+command and what it checks holds: no 5xx, nothing sold twice, admitted in queue order, early
+before late, the buyers waited on the event stream. No timing assertions: this machine's timings
+are not the product's."""
 
 import json
 import os
@@ -18,7 +19,7 @@ def test_onsale_simulation_runs_and_the_queue_keeps_its_order(tmp_path):
     env = dict(os.environ)  # the test MongoDB and Redis (conftest); the run uses a database of its own
     env.pop("DJANGO_SETTINGS_MODULE", None)
     run = subprocess.run(
-        [sys.executable, "-m", "bench.onsale", "--small", "--variant", "queue", "--out", str(tmp_path)],
+        [sys.executable, "-m", "bench.onsale", "--small", "--variant", "push", "--out", str(tmp_path)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -33,4 +34,5 @@ def test_onsale_simulation_runs_and_the_queue_keeps_its_order(tmp_path):
     admission = result["admission"]
     assert admission["order_rising"] and admission["early_before_late"] and admission["out_of_order"] == 0
     assert admission["admitted"] >= result["outcomes"]["bought"]
+    assert result["pushed_events"] > 0 and result["peak_queue_streams"] > 0
     assert (tmp_path / "onsale.md").read_text().startswith("# On-sale simulation")

@@ -117,7 +117,9 @@ def _answer(request, raw_queue_id: str, *, partial: bool):
         _cookie(response, admission.cookie_name(queue_id), token, left_ms // 1000)
         response.delete_cookie(ticket_name, samesite="Lax")
         return response
-    context.update(queue_panel.status_context(config, result))
+    supply = waiting_room.refresh_supply(config)  # the poll's own reading, kept in this process
+    seats_left = supply.takeable if supply is not None else None
+    context.update(queue_panel.status_context(config, result, seats_left=seats_left))
     response = _render(request, context, partial)
     if result.state == "waiting" and ticket != (result.epoch, result.score):
         keep = int((config.start - clock.now()).total_seconds()) + 3600
@@ -167,5 +169,6 @@ def _go(request, url: str) -> HttpResponse:
 
 
 def _render(request, context: dict, partial: bool) -> HttpResponse:
-    template = f"{queue_panel.TEMPLATE}#status" if partial else queue_panel.TEMPLATE
-    return render(request, template, context)
+    if partial:  # the poll: the panel alone, the same words as a pushed one (no request context in it)
+        return HttpResponse(queue_panel.POLLED.render(context))
+    return render(request, queue_panel.TEMPLATE, context)

@@ -6,12 +6,17 @@ serve."""
 
 import asyncio
 import json
+from datetime import UTC, timedelta
 
 import pytest
 from django.test import AsyncClient, Client
+from django.utils import timezone
 
+from booking.core import mongo
 from booking.presale import queue_push
-from booking.sales import waiting_room
+from booking.sales import admission, holds, waiting_room
+from booking.sales.cart_expiry import expire_stale_carts
+from booking.tests.factories import make_session
 from booking.tests.headers import GERMAN
 from booking.tests.ports import free_port
 from booking.tests.presale.test_waiting_room_views import open_room, queue_path, url
@@ -204,3 +209,30 @@ def test_a_room_that_ended_answers_204_and_the_page_names_its_stream():
     viewer = AsyncClient()
     viewer.cookies = buyer.cookies
     assert run(lambda: viewer.get(live_path(config))).status_code == 204
+
+
+def test_a_sell_out_and_seats_coming_back_reach_every_waiting_page_at_once_not_at_its_pace(settings):
+    """Sold out is pushed within 10 s however far away the page's next look is, with the time
+    held seats may come back; when they do, the page says the line moves again."""
+    settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30  # next look: 24-36 s
+    session, config = open_room(make_session(grid="A: ss", prices={"s": 2000}), on_sale=-1, rate=1)
+    assert waiting_room.poll(config, "s:first").state == "admitted"  # the one buyer let in this minute
+    buyer = waiting_buyer(config)
+
+    async def scenario():
+        next_event = await open_stream(buyer, config)
+        assert "You are in line" in (await next_event("status"))["html"]
+        tokens = {config.queue_id: admission.issue(config.queue_id, "s:first", admission.clock_ms())}
+        context = holds.HoldContext(admitted_queues=admission.verified_queues("s:first", tokens))
+        seats = ["0:0", "0:1"]  # the hall's last two
+        held = await asyncio.to_thread(holds.hold_seats, session["_id"], "s:first", None, seats, context=context)
+        sold_out = (await next_event("status", timeout=10))["html"]
+        expires = mongo.carts().find_one({"_id": held.cart_id})["expiresAt"]
+        await asyncio.to_thread(expire_stale_carts, expires + timedelta(seconds=1))
+        return sold_out, expires, (await next_event("status", timeout=10))["html"]
+
+    sold_out, expires, reopened = run(scenario)
+    assert "Sold out" in sold_out and "You are in line" not in sold_out
+    back = timezone.localtime(expires.replace(tzinfo=UTC)).strftime("%H:%M")
+    assert "at the latest by <strong>" in sold_out and back in sold_out
+    assert "You are in line" in reopened and "Sold out" not in reopened

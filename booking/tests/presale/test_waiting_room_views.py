@@ -2,15 +2,17 @@
 redirect, the seat actions' 403 without admission, bad input (4xx, never 500), Redis away."""
 
 import re
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from bson import ObjectId
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from booking.core import clock, mongo
-from booking.sales import admission, selectors, waiting_room
+from booking.presale import queue_panel
+from booking.sales import admission, holds, selectors, waiting_room
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
 from booking.tests.ports import free_port
@@ -298,3 +300,40 @@ def test_a_sectioned_performance_queues_once_for_every_section(client):
     assert client.get(overview).status_code == 200
     held = client.post(url("toggle_seat", session_id=str(second["_id"])), {"seat": "0:0"}, **HTMX)
     assert held.status_code == 200 and "held by you" in text(held)
+
+
+# --- sold out, in the polling page ---
+
+NEXT_POLL = re.compile(r'data-next-poll="([\d.]+)"')
+
+
+def test_a_polling_page_says_sold_out_with_the_time_held_seats_may_return_and_polls_on(settings):
+    settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30
+    session = make_session(grid="A: ss", prices={"s": 2000})
+    held = holds.hold_seats(session["_id"], "s:holder", None, ["0:0", "0:1"])
+    _session, config = open_room(session, rate=60_000)
+    buyer_client = Client()
+    page = buyer_client.get(queue_path(config))
+    assert page.status_code == 200  # not let in: nothing left to take
+    panel = text(buyer_client.get(status_path(config), headers=HTMX))
+    expires = mongo.carts().find_one({"_id": held.cart_id})["expiresAt"].replace(tzinfo=UTC)
+    assert "Sold out" in panel and "You keep your place." in panel
+    assert f'href="{url("waiting_list_join", session_id=str(session["_id"]))}"' in panel  # the waiting list's offer
+    assert "at the latest by <strong>" in panel and timezone.localtime(expires).strftime("%H:%M") in panel
+    assert float(NEXT_POLL.search(panel)[1]) <= queue_panel.SOLD_OUT_LOOK_SECONDS * 1.2  # not the 30 s pace
+
+
+def test_while_fewer_seats_are_left_than_buyers_wait_a_polling_page_asks_at_least_every_eight_seconds(settings):
+    settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30
+    session = make_session(grid="A: ss", prices={"s": 2000})  # two seats
+    _session, config = open_room(session, rate=1)
+    waiting_room.poll(config, "s:first")  # let in (the minute's one buyer)
+    paces = []
+    for waiting in (2, 3):  # two seats: two waiting is not fewer seats than buyers, three is
+        while waiting_room.stats(config).waiting < waiting - 1:
+            waiting_room.poll(config, f"s:other-{waiting_room.stats(config).waiting}")
+        buyer_client = Client()
+        panel = text(buyer_client.get(queue_path(config)))
+        assert "You are in line" in panel
+        paces.append(float(NEXT_POLL.search(panel)[1]))
+    assert paces[0] >= 30 * 0.8 and paces[1] <= queue_panel.SCARCE_POLL_SECONDS * 1.2
