@@ -31,7 +31,7 @@ from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartSt
 from booking.notifications import change_notices, payment_notices
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
-from booking.payments import number_series
+from booking.payments import number_series, voucher_sales
 from booking.reports import marks
 from booking.sales import (
     cart_expiry,
@@ -79,6 +79,7 @@ class ReconcileReport:
     promo_uses_returned: int = 0  # promo-code uses a crash left half given back (promos.py)
     webhook_events_dispatched: int = 0  # orders and sessions whose events no dispatch took (webhooks/)
     webhook_deliveries_requeued: int = 0  # pending deliveries whose task was lost
+    voucher_redemptions_settled: int = 0  # gift voucher debits finished or given back (payments/voucher_sales.py)
     numbers_written: int = 0  # receipt numbers a crash left in their series' log (number_series.py)
 
     def __str__(self):
@@ -106,6 +107,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     ):
         report.seats_released += orders.release_order_seats(order)
         report.orders_released += 1
+    report.voucher_redemptions_settled += voucher_sales.finish_redemptions(now, grace)
     report.exchanges_finished += exchanges.finish_open(now, grace)
     change_notices.requeue_pending(now)
     payment_notices.requeue_pending(now)
