@@ -31,6 +31,7 @@ from booking.core import clock
 from booking.core.domain import Cart, OrderState, SalePhase, Session, SessionStatus, sale_phase
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
+from booking.payments import money
 from booking.sales import carts as cart_service
 from booking.sales import counter, holds, offers, pricing, promos, selectors
 from booking.web import presenters, seatmap_html, ticket_pdf
@@ -76,6 +77,7 @@ class CounterSaleForm(forms.Form):
         error_messages={"invalid": gettext_lazy("Give the due date as a date.")},
     )
     reason = forms.CharField(max_length=300, required=False, label=gettext_lazy("Reason (complimentary)"))
+    voucher = forms.CharField(required=False, label=gettext_lazy("Gift voucher code (optional)"))
 
 
 class CounterTicketTypeForm(RemoveSeatForm):
@@ -305,6 +307,7 @@ class CounterAdminMixin(AdminMixinBase):
                 phone=data["phone"],
                 due=data["due"],
                 reason=data["reason"],
+                voucher=data["voucher"],
                 by=request.user.get_username(),
                 by_id=request.user.pk,
             )
@@ -356,6 +359,7 @@ class CounterAdminMixin(AdminMixinBase):
                 if order["state"] == OrderState.PENDING_PAYMENT
                 else None,
                 "now": timezone.now(),
+                "to_take": money.amount_due(order),  # what the customer pays beside a gift voucher
             },
         )
 

@@ -154,7 +154,7 @@ def start(
             gettext("Please choose how to pay."), fields={"method": gettext("Please choose how to pay.")}
         )
     now = clock.now()
-    code = _voucher_for(method, voucher_code, now)
+    code = voucher_for(method, voucher_code, now)
     cart, reserved = _cart_and_open_reservations(owner, cart_id, method, now)
     if cart is None:
         raise NotFound(gettext("You have no seats on hold."))
@@ -215,7 +215,7 @@ def start(
     return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
 
 
-def _voucher_for(method: str, typed: str, now: datetime) -> str:
+def voucher_for(method: str, typed: str, now: datetime) -> str:
     """The voucher code a checkout pays with ("" for none), checked before anything is written: a
     voucher pays an order paid now (by card, or at the counter in cash or by terminal)."""
     if not str(typed or "").strip():
