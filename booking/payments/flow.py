@@ -154,7 +154,6 @@ def start(
             gettext("Please choose how to pay."), fields={"method": gettext("Please choose how to pay.")}
         )
     now = clock.now()
-    code = voucher_for(method, voucher_code, now)
     cart, reserved = _cart_and_open_reservations(owner, cart_id, method, now)
     if cart is None:
         raise NotFound(gettext("You have no seats on hold."))
@@ -166,6 +165,7 @@ def start(
     if not cart["items"]:
         raise InvalidRequest(gettext("Your cart is empty."))
     offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
+    code = voucher_for(method, voucher_code, now)  # before any write: a refused code changes nothing
     sessions = cart_sessions(cart)
     if method == payments.CARD:
         if not payments.card_available():

@@ -225,7 +225,9 @@ def search(text: str = "", limit: int = SEARCH_MAX) -> list[Voucher]:
             query = {"$or": [{"code": {"$regex": f"^{typed}"}}, by_name]}
         else:
             query = by_name
-    return list(vouchers().find(query).sort([("issuedOn", -1), ("_id", -1)]).limit(limit))
+    # newest first along issued_newest; a name is matched while walking it (a few thousand vouchers)
+    newest = [("issuedOn", -1), ("_id", -1)]
+    return list(vouchers().find(query).sort(newest).hint(newest).limit(limit))
 
 
 # --- redeem, give back ---
