@@ -14,6 +14,7 @@ from booking.control.promo_codes import PromoCodeAdmin
 from booking.control.reports import ReportAdmin
 from booking.control.sessions import SessionAdmin
 from booking.control.theaters import TheaterAdmin
+from booking.control.vouchers import GiftVoucherAdmin
 from booking.control.waiting_rooms import WaitingRoomAdmin
 from booking.control.webhooks import WebhookEndpointAdmin
 from booking.models import (
@@ -21,6 +22,7 @@ from booking.models import (
     BoxOffice,
     Cart,
     DoorCheckin,
+    GiftVoucher,
     Order,
     PromoCode,
     Report,
@@ -43,3 +45,4 @@ admin.site.register(BoxOffice, BoxOfficeAdmin)  # "Box office": on to the sessio
 admin.site.register(DoorCheckin, DoorCheckinAdmin)  # "Door check-in": on to /checkin/
 admin.site.register(ApiToken, ApiTokenAdmin)  # the REST API's tokens (docs/api.md)
 admin.site.register(WebhookEndpoint, WebhookEndpointAdmin)  # the theater's other systems told of orders
+admin.site.register(GiftVoucher, GiftVoucherAdmin)  # gift vouchers: search, history, sell, print

@@ -49,7 +49,7 @@ from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
 from booking.core.domain import OrderState, Voucher, VoucherState
-from booking.core.errors import Conflict, InvalidRequest, NotFound
+from booking.core.errors import Conflict, InvalidRequest
 from booking.core.formatting import format_money
 from booking.payments import base, money
 
@@ -182,11 +182,8 @@ def activate(voucher_id: ObjectId) -> bool:
 # --- reads ---
 
 
-def get(voucher_id: ObjectId) -> Voucher:
-    found = vouchers().find_one({"_id": voucher_id})
-    if found is None:
-        raise NotFound(gettext("No such voucher."))
-    return found
+def find(voucher_id: ObjectId) -> Voucher | None:
+    return vouchers().find_one({"_id": voucher_id})
 
 
 def by_code(code: str) -> Voucher | None:
