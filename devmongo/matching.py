@@ -158,11 +158,42 @@ def _compare_one(op, value, operand):
     return bson_compare(op, value, operand, can_compare_types=False)
 
 
+# An $in operand's values as a set, once per list: a theater's orders are asked for with a $in of
+# its hundreds of sessions, and a walk meets thousands of documents per query.
+_IN_SETS: dict = {}
+_IN_SETS_MAX = 256
+
+
+def _in_operand(operand):
+    """The operand's frozenset (Unsupported unless it is a list of handled operand types)."""
+    hit = _IN_SETS.get(id(operand))
+    if hit is not None and hit[0] is operand:
+        return hit[1]
+    if type(operand) is not list:
+        raise Unsupported(operand)
+    for v in operand:
+        if type(v) not in _OPERAND_TYPES:
+            raise Unsupported(operand)
+    if len(_IN_SETS) >= _IN_SETS_MAX:
+        _IN_SETS.clear()
+    values = frozenset(operand)  # equal values hash alike for these types (1, 1.0 and Int64(1) too)
+    _IN_SETS[id(operand)] = (operand, values)
+    return values
+
+
+def _in_one(value, values, operand):
+    try:
+        return value in values
+    except TypeError:  # an unhashable stored value (a document): equal to no operand
+        return value in operand
+
+
 def _in(value, operand):
     # operand: a list of strings, numbers, dates, ObjectIds (no bools): a bool is in none
+    values = _in_operand(operand)
     if not isinstance(value, (list, tuple)):
-        return type(value) is not bool and value in operand
-    return any(type(v) is not bool and v in operand for v in value)
+        return type(value) is not bool and _in_one(value, values, operand)
+    return any(type(v) is not bool and _in_one(v, values, operand) for v in value)
 
 
 def _op_eq(value, operand):
@@ -200,11 +231,7 @@ def _check_operators(cond):
         if op not in _OPS:
             raise Unsupported(op)
         if op == "$in" or op == "$nin":
-            if type(operand) is not list:
-                raise Unsupported(op)
-            for v in operand:
-                if type(v) not in _OPERAND_TYPES:
-                    raise Unsupported(op)
+            _in_operand(operand)
         elif op != "$exists" and type(operand) not in _OPERAND_TYPES:
             raise Unsupported(op)
 

@@ -25,7 +25,7 @@ class AddressForm(forms.Form):
         max_length=DIRECTIONS_LONGEST,
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        label=gettext_lazy("How to get there"),
+        label=gettext_lazy("How to get there (English)"),
         help_text=gettext_lazy(
             "Public transport, parking, the entrance: shown on the booking, the tickets and the mail."
         ),

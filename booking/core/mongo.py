@@ -438,6 +438,7 @@ def _webhook_indexes() -> list[str]:
         _index(orders(), [("webhookEvents.at", 1)], name="webhook_events", sparse=True),
         _index(sessions(), [("webhookEvents.at", 1)], name="webhook_events", sparse=True),
         _index(webhook_endpoints(), [("theaterId", 1), ("createdOn", 1)], name="theater_created"),
+        _index(webhook_endpoints(), [("active", 1)], name="active"),
         _index(webhook_deliveries(), [("endpointId", 1), ("createdOn", -1), ("_id", -1)], name="endpoint_created"),
         _index(webhook_deliveries(), [("state", 1), ("nextAttemptAt", 1)], name="due", partialFilterExpression=pending),
         _index(webhook_deliveries(), [("purgeAt", 1)], name="purge_ttl", expireAfterSeconds=0),

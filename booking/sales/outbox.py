@@ -10,8 +10,9 @@ domains that change orders need not import the mail code.
 Webhook events follow the same rule: the write that places, pays, changes, cancels or refunds an
 order, checks in a ticket or cancels a performance pushes ``{_id, type, at}`` onto the document's
 ``webhookEvents`` (``webhook_event``); ``queue_webhook_events`` asks the worker to hand them to
-the theater's endpoints (booking/webhooks/dispatch.py), after the answer. A crash between the two
-leaves the event on the document, where reconcile finds it.
+the theater's endpoints (booking/webhooks/dispatch.py), after the answer, unless no endpoint is
+switched on anywhere. A crash between the two, or a skipped queue, leaves the event on the
+document, where reconcile finds it.
 """
 
 import logging
@@ -22,6 +23,7 @@ from typing import Any
 from bson import ObjectId
 
 from booking.core import clock, publish, work_queue
+from booking.webhooks import selectors as webhook_selectors
 
 logger = logging.getLogger("booking.outbox")
 
@@ -87,8 +89,10 @@ def webhook_event(event_type: str, **facts: str) -> dict:
 
 def queue_webhook_events(collection: str, document_id: ObjectId) -> None:
     """Ask the worker to hand the document's events to the endpoints, after the answer (a broker
-    that is away: reconcile hands them over later)."""
-    publish.soon(_queue_dispatch, collection, document_id)
+    that is away: reconcile hands them over later). With no endpoint switched on there is nobody
+    to tell: no task is queued, and reconcile clears the events in bulk."""
+    if webhook_selectors.any_active_endpoint():
+        publish.soon(_queue_dispatch, collection, document_id)
 
 
 def _queue_dispatch(collection: str, document_id: ObjectId) -> None:

@@ -51,6 +51,7 @@ def receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
                 got.received.append(
                     {
                         "body": body,
+                        "path": self.path,
                         "headers": dict(self.headers),
                         "verified": signing.verify(got.secret, header, body, now=int(clock.now().timestamp())),
                     }

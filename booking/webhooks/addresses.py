@@ -9,6 +9,8 @@ on 127.0.0.1) allows plain http and local hosts.
 
 import ipaddress
 import socket
+from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.utils.translation import gettext
@@ -17,6 +19,25 @@ from booking.core.errors import InvalidRequest
 from booking.core.text_checks import has_invisible_characters
 
 MAX_URL_LENGTH = 2000
+
+# host, port -> the addresses the name has (socket.getaddrinfo's answer, addresses only)
+Resolver = Callable[[str, int], list[str]]
+
+
+def resolve_host(host: str, port: int) -> list[str]:
+    return list(dict.fromkeys(str(info[4][0]) for info in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)))
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one delivery goes: the checked address to connect to, and the names the request and
+    the TLS certificate check still use."""
+
+    scheme: str
+    host: str
+    port: int
+    address: str
+    path: str
 
 
 def _refuse(message: str) -> InvalidRequest:
@@ -50,24 +71,38 @@ def clean_url(url: str, *, allow_local: bool) -> str:
     return url
 
 
+def public_address(host: str, port: int, *, allow_local: bool, resolve: Resolver = resolve_host) -> str:
+    """The address to connect to, or InvalidRequest unless every address the host has is a public one."""
+    try:
+        addresses = resolve(host, port)
+    except (OSError, UnicodeError):
+        addresses = []
+    if not addresses:
+        raise _refuse(gettext("The host name %(host)s could not be resolved.") % {"host": host})
+    if not allow_local:
+        for address in addresses:
+            ip = ipaddress.ip_address(address.split("%", 1)[0])
+            if not ip.is_global or ip.is_multicast:
+                raise _refuse(
+                    gettext("The host %(host)s is a local or private address; events go to public hosts only.")
+                    % {"host": host}
+                )
+    return addresses[0]
+
+
 def check_host(host: str, port: int | None, *, allow_local: bool) -> None:
     """InvalidRequest unless every address the host has is a public one."""
-    if allow_local:
-        return
-    try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)}
-    except (OSError, UnicodeError):
-        raise _refuse(gettext("The host name %(host)s could not be resolved.") % {"host": host}) from None
-    for address in addresses:
-        ip = ipaddress.ip_address(str(address).split("%", 1)[0])
-        if not ip.is_global or ip.is_multicast:
-            raise _refuse(
-                gettext("The host %(host)s is a local or private address; events go to public hosts only.")
-                % {"host": host}
-            )
+    if not allow_local:
+        public_address(host, port or 443, allow_local=False)
 
 
-def check_deliverable(url: str, *, allow_local: bool) -> None:
-    """Before a delivery: the stored URL's host still resolves to public addresses only."""
+def delivery_target(url: str, *, allow_local: bool, resolve: Resolver = resolve_host) -> Target:
+    """Before a delivery: the stored URL's host resolved once and checked again; the delivery
+    connects to the address returned, not to a second lookup of the name."""
     parts = urlsplit(url)
-    check_host(parts.hostname or "", parts.port, allow_local=allow_local)
+    scheme = parts.scheme.lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    host = parts.hostname or ""
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    address = public_address(host, port, allow_local=allow_local, resolve=resolve)
+    return Target(scheme=scheme, host=host, port=port, address=address, path=path)

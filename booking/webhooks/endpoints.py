@@ -14,7 +14,7 @@ from django.utils.translation import gettext
 from booking.core import clock, mongo
 from booking.core.errors import InvalidRequest, NotFound
 from booking.sales.outbox import WEBHOOK_EVENT_TYPES
-from booking.webhooks import addresses, signing
+from booking.webhooks import addresses, selectors, signing
 
 MAX_DESCRIPTION = 200
 
@@ -60,6 +60,7 @@ def create_endpoint(
         "createdBy": by,
     }
     mongo.webhook_endpoints().insert_one(endpoint)
+    selectors.forget_endpoint_presence()
     return endpoint
 
 
@@ -72,6 +73,7 @@ def update_endpoint(endpoint_id: ObjectId, *, url: str, events: list[str], descr
     )
     if found is None:
         raise NotFound(gettext("No such webhook endpoint."))
+    selectors.forget_endpoint_presence()
     return found
 
 
@@ -92,3 +94,4 @@ def delete_endpoint(endpoint_id: ObjectId) -> None:
     sent (deliveries.py finds no endpoint)."""
     if not mongo.webhook_endpoints().delete_one({"_id": endpoint_id}).deleted_count:
         raise NotFound(gettext("No such webhook endpoint."))
+    selectors.forget_endpoint_presence()

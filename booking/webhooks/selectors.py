@@ -1,10 +1,32 @@
 """Reads of endpoints and deliveries, one per access pattern (indexes: core/mongo.py)."""
 
+import time
+
 from bson import ObjectId
 
 from booking.core import mongo
+from booking.core.lru import LRUCache
 
 DELIVERY_LIST_LIMIT = 100
+# How long a process trusts its answer to "is any endpoint switched on?". A sale in another process
+# within this time of the first endpoint being switched on leaves its events for reconcile.
+ENDPOINT_PRESENCE_SECONDS = 5.0
+_presence: LRUCache[int, bool] = LRUCache(1)
+
+
+def any_active_endpoint() -> bool:
+    """Whether any theater has a switched-on endpoint: when none has, a sale queues no dispatch."""
+    return _presence.get_or_build(int(time.monotonic() // ENDPOINT_PRESENCE_SECONDS), has_active_endpoint)
+
+
+def has_active_endpoint() -> bool:
+    """... asked of the database now (reconcile, which may drop the events when there is none)."""
+    return mongo.webhook_endpoints().find_one({"active": True}, {"_id": 1}) is not None
+
+
+def forget_endpoint_presence() -> None:
+    """After this process changed an endpoint: the next sale asks again."""
+    _presence.clear()
 
 
 def endpoints(theater_id: ObjectId | None = None) -> list[dict]:

@@ -286,3 +286,28 @@ def test_mongodb_equality_and_exists(flt, doc, expected):
         assert matches(flt, doc) is expected
     except Unsupported:
         pass  # the shapes the fast path leaves to the generic path
+
+
+def test_one_large_in_list_answers_as_the_generic_path_for_every_kind_of_stored_value():
+    """A theater's orders are asked for with a $in of its sessions; the operand is looked up as a
+    set, so each stored value must be found (or not) exactly as by comparing with each element."""
+    sessions = [ObjectId() for _ in range(500)]
+    flt = {"$or": [{"lines.sessionId": {"$in": [*sessions, 1, 2.5, "x", T0]}}, {"n": {"$in": [1]}}]}
+    docs = [
+        {"lines": [{"sessionId": sessions[-1]}]},
+        {"lines": [{"sessionId": ObjectId()}]},
+        {"lines": [{"sessionId": {"nested": sessions[0]}}]},  # a document: unhashable, equal to none
+        {"lines": [{"sessionId": [sessions[3]]}]},
+        {"lines": {"sessionId": Int64(1)}},
+        {"lines": [{"sessionId": 1.0}, {"sessionId": True}]},
+        {"lines": [{"sessionId": 2.5}]},
+        {"lines": [{"sessionId": T0}]},
+        {"lines": [{"sessionId": float("nan")}]},
+        {"n": True},
+        {"n": 1.0},
+        {},
+    ]
+    applies = matcher(flt)
+    for doc in docs:
+        assert applies(doc) is generic_applies(flt, doc), doc
+    assert [applies(doc) for doc in docs] == [True, False, False, True, True, True, True, True, False, False, True, False]

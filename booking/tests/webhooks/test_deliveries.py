@@ -3,16 +3,17 @@ kept, refused answers not retried, switched-off or unsubscribed endpoints sent n
 delivery sent again by staff signed anew."""
 
 import json
+from urllib.parse import urlsplit
 
 import pytest
 
 from booking.core import clock, mongo
-from booking.core.errors import Conflict
+from booking.core.errors import Conflict, InvalidRequest
 from booking.sales import outbox
 from booking.tests.admin_support import sell
 from booking.tests.factories import make_session
 from booking.tests.webhook_support import deliver, deliver_order_events, receiver, register
-from booking.webhooks import deliveries, endpoints, signing
+from booking.webhooks import addresses, deliveries, endpoints, signing
 from booking.webhooks.dispatch import dispatch
 
 pytestmark = pytest.mark.slow
@@ -184,3 +185,47 @@ def test_a_local_address_is_refused_at_delivery_time_when_local_hosts_are_not_al
     assert got.received == []
     [delivery] = mongo.webhook_deliveries().find()
     assert "local or private" in delivery["attempts"][0]["error"]
+
+
+def test_a_delivery_connects_to_the_address_it_checked_not_to_a_second_lookup_of_the_name():
+    looked_up: list[str] = []
+
+    def repointed_after_the_first_answer(host: str, port: int) -> list[str]:
+        looked_up.append(host)
+        return ["127.0.0.1"] if len(looked_up) == 1 else ["10.255.255.1"]
+
+    session = make_session()
+    with receiver([200]) as got:
+        port = urlsplit(got.url).port
+        got.url = f"http://hooks.receiver.test:{port}/hooks?source=box-office"  # no resolver knows .test
+        register(got, session["theaterId"], events=[outbox.ORDER_PAID])
+        order = sell(session["_id"], ["0:0"])
+        [delivery_id] = dispatch(outbox.ORDERS, order["_id"])
+        outcome = deliveries.attempt(delivery_id, resolve=repointed_after_the_first_answer)
+    assert outcome.state == deliveries.DELIVERED and looked_up == ["hooks.receiver.test"]
+    assert got.received[0]["headers"]["Host"] == f"hooks.receiver.test:{port}"
+    assert got.received[0]["path"] == "/hooks?source=box-office"
+
+
+def test_a_name_with_one_private_address_among_public_ones_is_refused_before_any_connection(settings):
+    session = make_session()
+    with receiver([200]) as got:
+        register(got, session["theaterId"], events=[outbox.ORDER_PAID])
+        mongo.webhook_endpoints().update_one({}, {"$set": {"url": "https://hooks.receiver.test/hooks"}})
+        order = sell(session["_id"], ["0:0"])
+        [delivery_id] = dispatch(outbox.ORDERS, order["_id"])
+        settings.BOOKING_WEBHOOK_ALLOW_LOCAL = False  # production's rules from here
+        outcome = deliveries.attempt(delivery_id, resolve=lambda host, port: ["93.184.216.34", "10.0.0.7"])
+    assert outcome.state == deliveries.FAILED and got.received == []
+    assert "local or private" in stored(delivery_id)["attempts"][0]["error"]
+
+
+def test_every_address_of_a_public_name_is_public_and_the_first_is_the_one_connected_to():
+    public = ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"]
+    assert addresses.public_address("example.org", 443, allow_local=False, resolve=lambda h, p: public) == public[0]
+    with pytest.raises(InvalidRequest, match="could not be resolved"):
+        addresses.public_address("example.org", 443, allow_local=False, resolve=lambda h, p: [])
+    for private in ("127.0.0.1", "169.254.169.254", "::1", "fd00::1", "100.64.0.1", "224.0.0.1"):
+        answer = [*public, private]
+        with pytest.raises(InvalidRequest, match="local or private"):
+            addresses.public_address("example.org", 443, allow_local=False, resolve=lambda h, p: answer)  # noqa: B023

@@ -2,12 +2,15 @@
 the worker is asked loses nothing: reconcile hands it over), and reaches a real receiver once."""
 
 import io
+import json
 from datetime import timedelta
 
 import pytest
+import redis
+from django.conf import settings as django_settings
 from django.core.management import call_command
 
-from booking.core import clock, faults, mongo
+from booking.core import clock, faults, mongo, work_queue
 from booking.payments import flow as payments
 from booking.payments import refunds
 from booking.sales import cancels, checkin, counter, exchanges, holds, outbox
@@ -19,7 +22,7 @@ from booking.tests.webhook_support import deliver, deliver_order_events, deliver
 from booking.upkeep.invariants import check_invariants
 from booking.upkeep.reconcile import reconcile
 from booking.upkeep.tasks import dispatch_webhook_events
-from booking.webhooks import deliveries
+from booking.webhooks import deliveries, endpoints
 from booking.webhooks.dispatch import dispatch
 
 pytestmark = pytest.mark.slow
@@ -205,3 +208,39 @@ def test_a_sale_goes_through_while_the_receiver_is_down():
     order = sell(session["_id"], ["0:0"])  # nothing listens: the sale does not notice
     assert order["state"] == "paid" and mongo.webhook_deliveries().count_documents({}) == 0
     assert check_invariants() == []
+
+
+def queued_dispatches() -> int:
+    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
+    names = [json.loads(raw)["headers"]["task"] for raw in client.lrange("celery", 0, -1)]
+    return names.count(work_queue.DISPATCH_WEBHOOK_EVENTS)
+
+
+def test_with_no_endpoint_switched_on_a_sale_queues_no_dispatch_and_reconcile_clears_the_events(empty_queue):
+    session = make_session()
+    with receiver() as got:
+        endpoint = register(got, session["theaterId"], events=[outbox.ORDER_PAID], active=False)
+        order = sell(session["_id"], ["0:0"])
+        assert queued_dispatches() == 0
+        assert pending_events("orders", order["_id"]) == ["order.placed", "order.paid"]
+        later = clock.now() + timedelta(seconds=121)
+        assert reconcile(now=later, grace=timedelta(seconds=120)).webhook_events_dispatched == 1
+        assert pending_events("orders", order["_id"]) == []
+
+        endpoints.update_endpoint(endpoint["_id"], url=got.url, events=[outbox.ORDER_PAID], active=True)
+        second = sell(session["_id"], ["0:1"])
+        assert queued_dispatches() == 2  # placed, paid: switched on in this process, the next sale asks again
+        assert deliver_order_events(second["_id"]) == ["delivered"]
+    assert got.types() == ["order.paid"] and mongo.webhook_deliveries().count_documents({}) == 1
+
+
+def test_events_a_sale_left_for_reconcile_reach_an_endpoint_switched_on_meanwhile():
+    session = make_session()
+    with receiver() as got:
+        endpoint = register(got, session["theaterId"], events=[outbox.ORDER_PAID], active=False)
+        order = sell(session["_id"], ["0:0"])  # no dispatch queued: nobody was listening yet
+        endpoints.update_endpoint(endpoint["_id"], url=got.url, events=[outbox.ORDER_PAID], active=True)
+        later = clock.now() + timedelta(seconds=121)
+        assert reconcile(now=later, grace=timedelta(seconds=120)).webhook_events_dispatched == 1
+        assert deliver_pending() == ["delivered"]
+    assert got.types() == ["order.paid"] and pending_events("orders", order["_id"]) == []
