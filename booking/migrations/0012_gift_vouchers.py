@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ("auth", "0012_alter_user_first_name_max_length"),
         ("contenttypes", "0002_remove_content_type_name"),
-        ("booking", "0009_api_tokens"),
+        ("booking", "0017_manager_api_tokens"),
     ]
 
     operations = [
