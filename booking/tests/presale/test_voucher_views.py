@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from booking.core import clock, mongo
 from booking.payments import vouchers
+from booking.tests.admin_support import make_staff
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
 from booking.tests.pdfs import pdf_text
@@ -153,3 +154,38 @@ def test_staff_sell_a_voucher_at_the_limits_and_print_it_in_both_languages(manag
     assert "500.00" in english_text and "500,00" in german_text
     nowhere = manager_client.get(reverse("admin:booking_giftvoucher_pdf", args=[str(voucher["_id"]), "fr"]))
     assert nowhere.status_code == 404
+
+
+# --- at the counter ---
+
+
+@pytest.fixture
+def seller_client(client, db):
+    client.force_login(make_staff("anna", ["view_session", "sell_at_counter"]))
+    return client
+
+
+def counter_url(name, *args):
+    return reverse(f"admin:booking_session_{name}", args=[str(a) for a in args])
+
+
+@pytest.mark.parametrize("typed", ["ABCD", "ABCD-EFGH-JKLM-NPQR"])
+def test_the_counter_refuses_a_wrong_voucher_with_a_400_and_the_seats_stay_held(seller_client, session, typed):
+    seller_client.post(counter_url("sell_toggle", session["_id"]), {"seat": "0:0"}, **HTMX)
+    sale = {"channel": "box_office", "name": "Bea", "method": "cash", "voucher": typed}
+    answer = seller_client.post(counter_url("sell_checkout", session["_id"]), sale)
+    assert answer.status_code == 400 and "voucher code" in answer.content.decode()
+    assert mongo.orders().count_documents({}) == 0
+    assert mongo.carts().find_one({})["state"] == "active"
+
+
+def test_the_counter_takes_a_voucher_and_shows_what_is_left_to_take(seller_client, session):
+    voucher = a_voucher(1500)
+    seller_client.post(counter_url("sell_toggle", session["_id"]), {"seat": "0:0"}, **HTMX)
+    sale = {"channel": "box_office", "name": "Bea", "method": "cash", "voucher": voucher["code"]}
+    done = seller_client.post(counter_url("sell_checkout", session["_id"]), sale)
+    assert done.status_code == 302
+    page = seller_client.get(done["Location"]).content.decode()
+    assert "Paid by gift voucher" in page and "to take: <strong>€5</strong>" in page  # a €20 seat: €15 by voucher, €5 in cash
+    assert mongo.vouchers().find_one({"_id": voucher["_id"]})["balance"] == 0
+    assert check_invariants() == []
