@@ -186,6 +186,7 @@ def test_the_counter_takes_a_voucher_and_shows_what_is_left_to_take(seller_clien
     done = seller_client.post(counter_url("sell_checkout", session["_id"]), sale)
     assert done.status_code == 302
     page = seller_client.get(done["Location"]).content.decode()
-    assert "Paid by gift voucher" in page and "to take: <strong>€5</strong>" in page  # a €20 seat: €15 by voucher, €5 in cash
+    # a €20 seat: €15 by the voucher, €5 in cash
+    assert "Paid by gift voucher" in page and "to take: <strong>€5</strong>" in page
     assert mongo.vouchers().find_one({"_id": voucher["_id"]})["balance"] == 0
     assert check_invariants() == []
