@@ -20,6 +20,8 @@ from booking.control.offers import PriceTableAdminMixin
 from booking.control.payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
 from booking.control.performances import PERFORMANCE_ROUTES, PerformanceAdminMixin
 from booking.control.seat_chart import category_legend, owner_groups, session_rows
+from booking.control.self_service_settings import SESSION_ROUTES as SELF_SERVICE_ROUTES
+from booking.control.self_service_settings import SessionSelfServiceMixin, session_form
 from booking.control.series_actions import ROUTES as SERIES_ROUTES
 from booking.control.series_actions import SeriesActionsMixin
 from booking.core.domain import Session, SessionStatus
@@ -39,6 +41,7 @@ class SessionAdmin(
     CounterAdminMixin,
     SeriesActionsMixin,
     SessionPaymentsMixin,
+    SessionSelfServiceMixin,
     PriceTableAdminMixin,
     MongoModelAdmin,
 ):
@@ -54,6 +57,7 @@ class SessionAdmin(
         ("<str:object_id>/cancel/", "session_cancel", "cancel"),
         ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
         *SESSION_ROUTES,  # pay at the box office (payments)
+        *SELF_SERVICE_ROUTES,  # what buyers may change online (control/self_service_settings.py)
         *COUNTER_ROUTES,  # sell at the counter and on the phone (control/counter.py)
         *PERFORMANCE_ROUTES,  # a sectioned venue's performance as one (control/performances.py)
         *SERIES_ROUTES,  # bulk actions on the show's series (control/series_actions.py)
@@ -239,6 +243,7 @@ class SessionAdmin(
                 "session": session,
                 "counts": seat_counts(session["seats"]),
                 "box_office_form": box_office_form(session),
+                "self_service_form": session_form(session, selectors.get_theater(session["theaterId"])),
             },
             status=status,
         )

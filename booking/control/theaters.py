@@ -15,6 +15,8 @@ from booking.control.offers import TicketTypesAdminMixin
 from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
 from booking.control.seat_chart import category_legend, grid_error_context, layout_rows
 from booking.control.sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
+from booking.control.self_service_settings import THEATER_ROUTES as SELF_SERVICE_ROUTES
+from booking.control.self_service_settings import TheaterSelfServiceMixin, theater_form
 from booking.control.venue_addresses import ADDRESS_ROUTES, VenueAddressMixin, address_form
 from booking.core.domain import Layout
 from booking.core.errors import BookingError
@@ -30,7 +32,12 @@ EXAMPLE_GRID = "A: ssss.ssss\nB: sspp.ppss\nC: Ssss.sssS\n"
 
 
 class TheaterAdmin(
-    SectionedVenueAdminMixin, TheaterPaymentsMixin, TicketTypesAdminMixin, VenueAddressMixin, MongoModelAdmin
+    SectionedVenueAdminMixin,
+    TheaterPaymentsMixin,
+    TheaterSelfServiceMixin,
+    TicketTypesAdminMixin,
+    VenueAddressMixin,
+    MongoModelAdmin,
 ):
     routes = [
         ("<str:object_id>/ticket-types/", "ticket_types", "ticket_types"),  # control/offers.py
@@ -42,6 +49,7 @@ class TheaterAdmin(
         ("<str:object_id>/delete/", "theater_delete", "delete"),
         ("<str:object_id>/export/", "layout_export", "export"),
         *THEATER_ROUTES,  # VAT rates (payments)
+        *SELF_SERVICE_ROUTES,  # what buyers may change online (control/self_service_settings.py)
         *SECTIONED_ROUTES,  # stadiums drawn and edited in the admin (control/sectioned_venues.py)
         *ADDRESS_ROUTES,  # where the theater is, for buyers (control/venue_addresses.py)
     ]
@@ -85,6 +93,7 @@ class TheaterAdmin(
                 "sessions": selectors.sessions_of_theater(theater["_id"]) if theater else [],
                 "vat_form": vat_form(theater) if theater and "layout" in theater else None,
                 "address_form": address_form(theater) if theater else None,
+                "self_service_form": theater_form(theater) if theater else None,
             },
             status=status,
         )

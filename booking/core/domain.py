@@ -285,6 +285,7 @@ class Theater(TypedDict):
     vatRate: NotRequired[str]  # "19.0" (payments/settings.py)
     vatRates: NotRequired[dict[str, str]]  # category code -> rate
     address: NotRequired[VenueAddress]
+    selfService: NotRequired[dict]  # what buyers may change online by default (sales/self_service.py)
 
 
 class Reservation(TypedDict):
@@ -352,6 +353,7 @@ class Session(TypedDict):
     listingDue: NotRequired[datetime]  # sales/listings.py
     listingRev: NotRequired[int]
     boxOffice: NotRequired[dict]  # {enabled, deadlineMinutes}: payments/settings.py
+    selfService: NotRequired[dict]  # this performance's own rules for buyers' changes (sales/self_service.py)
     waitingRoom: NotRequired[dict]  # {queueId, opensAt, onSaleAt, rate, paused, rev}: sales/waiting_room.py
     exchangeHolds: NotRequired[list[dict]]  # sales/exchanges.py
     cancelRun: NotRequired[dict]  # sales/session_cancel.py
@@ -433,6 +435,7 @@ class OrderLine(TypedDict):
     vat: NotRequired[str]  # its VAT rate as sold, "19.0" (payments/money.py)
     house: NotRequired[bool]
     wheelchair: NotRequired[bool]
+    holder: NotRequired[dict]  # {name, email, language}: handed on by the buyer (sales/buyer_changes.py)
 
 
 class OrderSession(TypedDict):
@@ -506,6 +509,8 @@ class Order(TypedDict):
     exchangedLines: NotRequired[list[OrderLine]]
     exchanges: NotRequired[list[dict]]
     exchangeOpen: NotRequired[str]
+    transfers: NotRequired[list[dict]]  # tickets the buyer handed on (sales/buyer_changes.py)
+    transferredLines: NotRequired[list[OrderLine]]
     changeNotices: NotRequired[list[dict]]
     noticeMail: NotRequired[dict]
     reportStale: NotRequired[list[dict]]  # reports/marks.py

@@ -373,6 +373,9 @@ def ensure_indexes() -> list[str]:
     created.append(_index(orders(), [("refundedLines.sessionId", 1)], name="refunded_session", sparse=True))
     # ... and of tickets replaced by an exchange (an offline door says "replaced: new seat X")
     created.append(_index(orders(), [("exchangedLines.sessionId", 1)], name="exchanged_session", sparse=True))
+    # ... and of tickets the buyer handed to someone else (sales/buyer_changes.py)
+    created.append(_index(orders(), [("transferredLines.ticket", 1)], name="transferred_ticket", sparse=True))
+    created.append(_index(orders(), [("transferredLines.sessionId", 1)], name="transferred_session", sparse=True))
     # a sectioned performance's details change not yet in every section (sales/performance_details.py)
     created.append(_index(sessions(), [("detailsChange.open", 1)], name="details_change_open", sparse=True))
     # door check-in (sales/checkin.py): a scope's conflicts, newest first; one per offline scan

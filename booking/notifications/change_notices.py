@@ -50,6 +50,8 @@ from booking.sales.outbox import (
     RESERVATION_LAPSED,
     SENT,
     SESSION_CANCELED,
+    TRANSFER,
+    TRANSFER_TICKET,
 )
 
 logger = logging.getLogger("booking.change_notices")
@@ -89,7 +91,7 @@ def _send_one(order: dict, notice: dict) -> str:
     )
     if not claimed.modified_count:
         return "busy"
-    problem = address_problem(order.get("email", ""))
+    problem = address_problem(notice.get("to") or order.get("email", ""))
     if problem:
         _mark(order, notice, FAILED, problem)
         return FAILED
@@ -151,8 +153,14 @@ SUBJECTS = {  # translated when the mail is written, in the buyer's language
     SESSION_CANCELED: gettext_noop("Your booking %(ref)s: the performance is canceled"),
     RESERVATION: gettext_noop("Your reservation %(ref)s: please pay at the box office"),
     RESERVATION_LAPSED: gettext_noop("Your reservation %(ref)s has lapsed"),
+    TRANSFER: gettext_noop("Your booking %(ref)s: a ticket was handed on"),
+    TRANSFER_TICKET: gettext_noop("A ticket for you from %(buyer)s"),
 }
-TEMPLATES = {RESERVATION: "booking/email/reservation", RESERVATION_LAPSED: "booking/email/reservation"}
+TEMPLATES = {
+    RESERVATION: "booking/email/reservation",
+    RESERVATION_LAPSED: "booking/email/reservation",
+    TRANSFER_TICKET: "booking/email/ticket_handed_on",
+}
 
 
 def _describe(order: dict, notice: dict) -> dict:
@@ -161,6 +169,8 @@ def _describe(order: dict, notice: dict) -> dict:
     context: dict = {"kind": notice["kind"]}
     if notice["kind"] in (RESERVATION, RESERVATION_LAPSED):
         return {**context, **reservation_context(order)}
+    if notice["kind"] in (TRANSFER, TRANSFER_TICKET):
+        return {**context, **_transfer_context(order, notice)}
     if notice["kind"] in (EXCHANGE, EXCHANGE_PAYMENT):
         record = next((x for x in order.get("exchanges", []) if x["_id"] == notice["ref"]), None) or {}
         context["moved"] = [
@@ -183,14 +193,59 @@ def _describe(order: dict, notice: dict) -> dict:
             context["reason"] = order.get("cancelReason", "")
         context["canceled"] = [f"{line['row']}{line['seat']}" for line in lines]
         context["refunded"] = format_money_code(sum(r["amount"] for r in mine), currency) if mine else ""
-        context["reason"] = refund.get("reason", "") or context.get("reason", "")
+        kept = sum(r.get("keptFee", 0) for r in mine)
+        context["kept"] = format_money_code(kept, currency) if kept else ""
+        reason = refund.get("reason", "") or context.get("reason", "")
+        context["reason"] = _(reason) if reason else ""  # stored in English: a known one is translated
     return context
 
 
+def _transfer_context(order: dict, notice: dict) -> dict:
+    """The ticket handed on: its seat and performance, who has it now."""
+    record = next((t for t in order.get("transfers", []) if t["_id"] == notice["ref"]), None) or {}
+    line = record.get("new") or {}
+    session: dict = next((s for s in order.get("sessions", []) if s["_id"] == line.get("sessionId")), {})
+    return {
+        "holder": record.get("name", ""),
+        "holder_email": record.get("email", ""),
+        "buyer": order.get("name", ""),
+        "seat": f"{line.get('row', '')}{line.get('seat', '')}",
+        "row": line.get("row", ""),
+        "seat_label": line.get("seat", ""),
+        "show": localized(session, "name"),
+        "when": mail_time(session["start"]) if session.get("start") else "",
+        "theater": localized(session, "theaterName"),
+        "handed_line": line,
+    }
+
+
 def message(order: dict, notice: dict) -> EmailMultiAlternatives:
-    """The notice in the language the buyer checked out in (as the confirmation)."""
+    """The notice in the language the buyer checked out in (as the confirmation); a mail to a
+    ticket's new holder in theirs."""
+    if notice["kind"] == TRANSFER_TICKET:
+        with translation.override(notice.get("language") or order_language(order)):
+            return _holder_message(order, notice)
     with translation.override(order_language(order)):
         return _message(order, notice)
+
+
+def _holder_message(order: dict, notice: dict) -> EmailMultiAlternatives:
+    """The new holder's ticket: only the one handed to them, nothing else of the booking."""
+    context = {**_describe(order, notice), "ref": order["ref"]}
+    subject = _(SUBJECTS[TRANSFER_TICKET]) % {"buyer": order.get("name", "")}
+    template = TEMPLATES[TRANSFER_TICKET]
+    mail = EmailMultiAlternatives(
+        subject=subject,
+        body=render_to_string(f"{template}.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[notice["to"]],
+    )
+    mail.attach_alternative(render_to_string(f"{template}.html", context), "text/html")
+    line = context["handed_line"]
+    current = [x for x in order.get("lines", []) if x["ticket"] == line.get("ticket")]
+    if current:  # still valid (not refunded or handed on again since)
+        mail.attach(f"ticket-{order['ref']}.pdf", tickets_pdf(order, lines=current), "application/pdf")
+    return mail
 
 
 def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
@@ -205,8 +260,8 @@ def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
         to=[order["email"]],
     )
     mail.attach_alternative(render_to_string(f"{template}.html", context), "text/html")
-    if valid:
-        mail.attach(f"tickets-{order['ref']}.pdf", tickets_pdf(order), "application/pdf")
+    if valid and buyers_lines(order):
+        mail.attach(f"tickets-{order['ref']}.pdf", tickets_pdf(order, lines=buyers_lines(order)), "application/pdf")
     if order.get("paidWith"):
         mail.attach(f"receipt-{order['ref']}.pdf", receipt_pdf(order), "application/pdf")
     if has_calendar_entry(order):  # the same UIDs: a calendar that took the first file updates its entries
@@ -216,8 +271,13 @@ def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
     return mail
 
 
-def tickets_pdf(order: dict) -> bytes:
-    """The tickets still valid, one per page, each with its QR code (ReportLab draws it)."""
+def buyers_lines(order: dict) -> list[dict]:
+    """The tickets the buyer still holds: a ticket handed to someone else is theirs alone."""
+    return [line for line in order.get("lines", []) if not line.get("holder")]
+
+
+def tickets_pdf(order: dict, *, lines: list[dict] | None = None) -> bytes:
+    """The tickets still valid (or these), one per page, each with its QR code (ReportLab draws it)."""
     from reportlab.graphics import renderPDF
     from reportlab.graphics.barcode.qr import QrCodeWidget
     from reportlab.graphics.shapes import Drawing
@@ -231,7 +291,7 @@ def tickets_pdf(order: dict) -> bytes:
     pdf.setTitle(f"Tickets {order['ref']}")
     width, height = A6
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
-    for line in order.get("lines", []):
+    for line in order.get("lines", []) if lines is None else lines:
         session = sessions.get(line["sessionId"], {})
         pdf.setFont("Helvetica-Bold", 13)
         pdf.drawString(10 * mm, height - 15 * mm, (localized(session, "name") or _("Performance"))[:40])

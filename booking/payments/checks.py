@@ -16,6 +16,8 @@ from booking.core.domain import SEAT_OWNING_ORDER_STATES
 SEAT_OWNING = tuple(SEAT_OWNING_ORDER_STATES)
 FIELDS = {
     "ref": 1,
+    "exchanges.fee": 1,
+    "exchanges.state": 1,
     "state": 1,
     "method": 1,
     "lines": 1,
@@ -28,6 +30,9 @@ FIELDS = {
     "topUps": 1,
     "voucher": 1,
 }
+
+
+CHARGED_EXCHANGES = ("switched", "released", "done")  # sales/exchanges.py's states once the tickets moved
 
 
 def _money(amount: int, currency: str) -> str:
@@ -72,6 +77,10 @@ def money_breaches() -> list[str]:
         if order["state"] in SEAT_OWNING and order.get("lines"):
             owes = sum(line["price"] - line.get("discount", 0) for line in order["lines"])
             owes += (order.get("fee") or {}).get("amount", 0)
+        # what the theater keeps for changes the buyer made online (sales/self_service.py): a
+        # cancel's fee on its refund, an exchange's in its difference once switched
+        owes += sum(r.get("keptFee", 0) for r in refunds)
+        owes += sum(x.get("fee", 0) for x in order.get("exchanges") or [] if x.get("state") in CHARGED_EXCHANGES)
         if order["state"] in SEAT_OWNING and not order.get("paidWith"):
             breaches.append(f"order {ref} is {order['state']} without a payment")
         elif kept != owes and not order.get("settling"):

@@ -117,11 +117,22 @@ def _webhook_events(refund_id: str, *, ended: bool) -> list[dict]:
 
 
 def refund_tickets(
-    order_id: ObjectId, *, tickets=None, reason: str = "", by: str = "", notice: str | None = "cancel"
+    order_id: ObjectId,
+    *,
+    tickets=None,
+    reason: str = "",
+    by: str = "",
+    notice: str | None = "cancel",
+    keep: int = 0,
+    fingerprint: str | None = None,
 ) -> dict:
     """Staff: refund the whole order (``tickets`` None) or these ticket codes; their seats become
     free for sale again. The booking fee goes back with the last ticket. ``notice``: the kind of
-    e-mail the customer gets (notifications/change_notices.py), stored in the same write; None: none."""
+    e-mail the customer gets (notifications/change_notices.py), stored in the same write; None: none.
+    ``keep``: what the theater keeps of the amount (the buyer's cancellation fee, sales/self_service.py),
+    recorded on the first refund record as ``keptFee`` for the receipt's correction.
+    ``fingerprint``: the order's ``orders.cancel_fingerprint`` the buyer was shown; a changed
+    order is refused."""
     order = orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(gettext("No such order."))
@@ -134,16 +145,22 @@ def refund_tickets(
         raise Conflict(f"Order {order['ref']} is still being completed; try again in a moment.")
     if order.get("exchangeOpen"):
         raise Conflict(f"Order {order['ref']} is being exchanged right now; try again in a moment.")
+    if fingerprint is not None and order_service.cancel_fingerprint(order) != fingerprint:
+        raise Conflict(gettext("The booking changed since you looked at it; please look again and confirm."))
     lines = order["lines"]
     codes = {line["ticket"] for line in lines} if not tickets else set(tickets)
     selected = [line for line in lines if line["ticket"] in codes]
     if not selected or len(selected) != len(codes):
         raise InvalidRequest(gettext("Choose tickets of this order to refund."))
     remaining = [line for line in lines if line["ticket"] not in codes]
-    amount = refund_amount(order, codes)
+    gross = refund_amount(order, codes)
+    kept = min(max(keep, 0), gross)
+    amount = gross - kept
     why = reason or "Canceled by the theater"
     records = [_record(part, paid, why, tickets=sorted(codes), by=by) for paid, part in allocate(order, amount)]
     refund = records[0]
+    if kept:
+        refund["keptFee"] = kept
     now = clock.now()
     faults.point("refund.before_order")  # tests: another refund of this order between the read and the write
     changed = orders().update_one(

@@ -22,6 +22,9 @@ GET  /checkout/  POST name, email, method   checkout; errors inline (400), then 
 GET  /orders/<ref>/                    confirmation with e-tickets (buyer's browser or found by ref+e-mail)
 GET  /orders/<ref>/tickets/            printable tickets (same access)
 GET  /orders/<ref>/calendar.ics        the booking as a calendar file (same access)
+GET|POST /orders/<ref>/exchange/       the buyer moves tickets to other seats of the show (theater's rules)
+POST /orders/<ref>/cancel-tickets      ticket=<code> (repeated) or all=1: canceled, refunded less the fee
+POST /orders/<ref>/transfer            ticket, name, email: the ticket handed on, a new code mailed
 GET  /account/                         a signed-in buyer's bookings, else the sign-in form
 POST /account/sign-in/                 e-mail -> a sign-in link mailed (same answer for any address)
 GET|POST /account/enter/?sesame=...    the mailed link: a button, whose POST signs in (one use)
@@ -44,7 +47,19 @@ in the X-CSRFToken header).
 
 from django.urls import path, re_path
 
-from booking.presale.views import account, cart, checkout, exchange, listing, orders, payment, queue, seatmap, seats
+from booking.presale.views import (
+    account,
+    cart,
+    changes,
+    checkout,
+    exchange,
+    listing,
+    orders,
+    payment,
+    queue,
+    seatmap,
+    seats,
+)
 from booking.web import live
 
 app_name = "booking"
@@ -87,4 +102,8 @@ urlpatterns = [
     path("orders/<str:ref>/receipt.pdf", payment.receipt_pdf, name="receipt"),
     path("orders/<str:ref>/exchange-pay", exchange.exchange_pay, name="exchange_pay"),
     path("payments/stripe/webhook/", payment.stripe_webhook, name="stripe_webhook"),
+    # the buyer's own changes (booking/presale/views/changes.py)
+    path("orders/<str:ref>/exchange/", changes.exchange, name="order_exchange"),
+    path("orders/<str:ref>/cancel-tickets", changes.cancel_tickets, name="order_cancel_tickets"),
+    path("orders/<str:ref>/transfer", changes.transfer_ticket, name="order_transfer"),
 ]

@@ -47,6 +47,15 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "", confirme
     return order_service.cancel_house_paid_order(order, by=by, reason=reason)
 
 
+def cancel_tickets(
+    order_id: ObjectId, *, tickets: list[str] | None, by: str, reason: str, keep: int, confirmed: str | None = None
+) -> dict:
+    """Cancel some (``tickets``) or all (None) tickets of a paid order with their money back less
+    ``keep`` (the theater's fee): the order first, then the seats free again at once, then the
+    refund through the provider (payments/refunds.py), the buyer told in the same write."""
+    return refunds.refund_tickets(order_id, tickets=tickets, reason=reason, by=by, keep=keep, fingerprint=confirmed)
+
+
 def cancel_session_orders(session_id: ObjectId) -> dict:
     """Refund this session's tickets of every order still holding some; then the run is done.
     Safe to run any number of times, at once or after a crash."""

@@ -54,6 +54,10 @@ NOT_ADMITTING = {
 # for ``exchangedLines``; the door names the seat that replaced it.
 EXCHANGED = "exchanged"
 REPLACED = gettext_noop("Replaced by an exchange.")
+# A ticket handed to someone else by its buyer (sales/buyer_changes.py): its line left ``lines``
+# for ``transferredLines`` and the new holder's ticket has a new code.
+TRANSFERRED = "transferred"
+HANDED_ON = gettext_noop("Handed to someone else: only their new ticket admits.")
 
 # Outcomes of a scan
 ADMITTED = "admitted"
@@ -247,6 +251,7 @@ def _categories(order: dict, session_id) -> dict:
 
 def door_ticket(order: dict, line: dict, scope: Scope | None = None, *, full_name: bool = True) -> dict:
     section = scope.sections.get(line["sessionId"], "") if scope is not None else ""
+    holder = (line.get("holder") or {}).get("name") or order.get("name", "")  # a ticket handed on: its holder
     return {
         "row": line["row"],
         "seat": line["seat"],
@@ -255,7 +260,7 @@ def door_ticket(order: dict, line: dict, scope: Scope | None = None, *, full_nam
         # in the door staff's language; the condition is what the holder must show (a student card)
         "type": ticket_type_name(sold_ticket_type(line)),
         "condition": ticket_type_condition(sold_ticket_type(line)),
-        "name": order.get("name", "") if full_name else short_name(order.get("name", "")),
+        "name": holder if full_name else short_name(holder),
         "ref": order["ref"],
     }
 
@@ -301,7 +306,7 @@ def _code_for_hash(scope: Scope, digest: str) -> str | None:
     from the scope's orders (index on lines.sessionId). Refunded and exchanged tickets too: an
     offline phone's list may be older than the refund or the exchange, and its sync must hear
     why such a ticket no longer admits, not "not a ticket for this performance"."""
-    arrays = ("lines", "refundedLines", "exchangedLines")
+    arrays = ("lines", "refundedLines", "exchangedLines", "transferredLines")
     query = {"$or": [{f"{name}.sessionId": scope.session_clause()} for name in arrays]}
     fields = {f"{name}.{part}": 1 for name in arrays for part in ("ticket", "sessionId")}
     for order in mongo.orders().find(query, fields):
@@ -408,15 +413,29 @@ def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -
                 {**by_ref, "lines.ticket": code},
                 {**by_ref, "refundedLines.ticket": code},
                 {**by_ref, "exchangedLines.ticket": code},  # moved to another seat (sales/exchanges.py)
+                {**by_ref, "transferredLines.ticket": code},  # handed to someone else
             ]
         },
-        {**ORDER_FIELDS, "refundedLines": 1, "exchangedLines": 1, "exchanges.old.ticket": 1, "exchanges.new": 1},
+        {
+            **ORDER_FIELDS,
+            "refundedLines": 1,
+            "exchangedLines": 1,
+            "transferredLines": 1,
+            "exchanges.old.ticket": 1,
+            "exchanges.new": 1,
+        },
     )
     line = _find_line(order, code) if order is not None else None
     refunded = order is not None and line is None  # its ticket was refunded (payments/refunds.py)
     if refunded:
         line = next((x for x in order.get("refundedLines", []) if x.get("ticket") == code), None)
     if refunded and line is None:
+        handed = next((x for x in order.get("transferredLines", []) if x.get("ticket") == code), None)
+        if handed is not None:
+            ticket = door_ticket(order, handed, scope)
+            return Outcome(
+                NOT_VALID, HANDED_ON, ticket, used=_used(handed.get("checkedIn")), state=TRANSFERRED, hash=digest
+            )
         old = next((x for x in order.get("exchangedLines", []) if x.get("ticket") == code), None)
         if old is not None:
             ticket = door_ticket(order, old, scope)
@@ -571,12 +590,21 @@ def door_list(scope: Scope) -> list[dict]:
     # so an offline door refuses them saying why, as an online one does
     refunded = {"refundedLines.sessionId": scope.session_clause()}
     exchanged = {"exchangedLines.sessionId": scope.session_clause()}
-    query = {"$or": [scope.lines_filter(), refunded, exchanged], "state": {"$ne": OrderState.FAILED}}
-    fields = {**ORDER_FIELDS, "refundedLines": 1, "exchangedLines": 1, "exchanges.old.ticket": 1, "exchanges.new": 1}
+    handed_on = {"transferredLines.sessionId": scope.session_clause()}
+    query = {"$or": [scope.lines_filter(), refunded, exchanged, handed_on], "state": {"$ne": OrderState.FAILED}}
+    fields = {
+        **ORDER_FIELDS,
+        "refundedLines": 1,
+        "exchangedLines": 1,
+        "transferredLines": 1,
+        "exchanges.old.ticket": 1,
+        "exchanges.new": 1,
+    }
     for order in mongo.orders().find(query, fields).batch_size(1000):
         every = [(line, "") for line in order["lines"]]
         every += [(x, OrderState.REFUNDED) for x in order.get("refundedLines", [])]
         every += [(x, EXCHANGED) for x in order.get("exchangedLines", [])]
+        every += [(x, TRANSFERRED) for x in order.get("transferredLines", [])]
         for line, gone in every:
             if line["sessionId"] not in scope.session_ids:
                 continue

@@ -206,15 +206,21 @@ def exchange(
     by: str = "",
     reason: str = "",
     seats_of: ObjectId | None = None,
+    fee: int = 0,
 ) -> dict:
     """Move ``tickets`` of the order to ``keys`` of ``session_id``. ``settle``: ``provider``: a
     cheaper seat's difference goes back through the order's payments, a dearer one is paid online
     by the customer (the exchange waits in ``awaiting_payment``: a card cannot be charged again
     without its holder); ``counter``: either is settled in cash or by card terminal at the counter.
-    ``seats_of``: as for ``plan``. Returns the order afterwards."""
+    ``seats_of``: as for ``plan``. ``fee``: what the theater charges for the exchange (the buyer's
+    online exchange, sales/self_service.py), added to the difference. Returns the order afterwards."""
     if settle not in SETTLEMENTS:
         raise InvalidRequest(_("Choose how the price difference is settled."))
     found = plan(order_id, tickets, session_id, keys, seats_of=seats_of)
+    if fee:
+        found = Plan(
+            order=found.order, session=found.session, old=found.old, new=found.new, difference=found.difference + fee
+        )
     online = payments.provider(found.order["paidWith"]["provider"]).online and payments.card_available()
     if found.difference > 0 and settle != COUNTER and not online:
         raise InvalidRequest(
@@ -232,6 +238,7 @@ def exchange(
         "sessionId": session_id,
         "session": _session_summary(found.session),
         "difference": found.difference,
+        "fee": fee,
         "settle": settle,
         "by": by,
         "reason": reason,

@@ -34,6 +34,8 @@ CANCEL = "cancel"
 SESSION_CANCELED = "session_canceled"
 RESERVATION = "reservation"  # "reserve now, pay at the box office": what, how much, by when, where
 RESERVATION_LAPSED = "reservation_lapsed"  # ... nobody paid by the deadline: the seats went back
+TRANSFER = "transfer"  # the buyer handed a ticket to someone: told to the buyer
+TRANSFER_TICKET = "transfer_ticket"  # ... and the new holder gets their ticket (``to``, ``language``)
 # A notice's state.
 PENDING = "pending"
 SENT = "sent"
@@ -62,12 +64,16 @@ SESSIONS = "sessions"
 CONFIRMATION_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
 
-def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None) -> dict:
-    """A notice to push onto the order in the write that makes the change. ``ref``: the exchange
-    or (first) refund it tells of; ``refunds``: every refund of that change."""
+def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None, *, to: str = "", language: str = "") -> dict:
+    """A notice to push onto the order in the write that makes the change. ``ref``: the exchange,
+    transfer or (first) refund it tells of; ``refunds``: every refund of that change; ``to`` and
+    ``language``: a mail to someone else than the buyer (a ticket's new holder)."""
     notice = {"_id": f"n{secrets.token_hex(6)}", "kind": kind, "ref": ref, "state": PENDING, "createdOn": clock.now()}
     if refunds:
         notice["refunds"] = refunds
+    if to:
+        notice["to"] = to
+        notice["language"] = language
     return notice
 
 

@@ -65,7 +65,7 @@ def order_history(order: dict) -> list[Event]:
             continue  # shown with its exchange
         seats = _seats([by_ticket[t] for t in refund.get("tickets", []) if t in by_ticket])
         what = _("Tickets canceled and refunded") if seats else _("Refund")
-        detail = " · ".join(p for p in (seats, format_money(refund["amount"], currency), refund.get("reason", "")) if p)
+        detail = " · ".join(p for p in (seats, format_money(refund["amount"], currency), _reason(refund)) if p)
         events.append(Event(refund["createdOn"], what, detail, refund.get("by", ""), refund["status"]))
     if order.get("canceledOn") and not order.get("refunds"):
         events.append(
@@ -90,3 +90,9 @@ def order_history(order: dict) -> list[Event]:
             )
         )
     return sorted(events, key=lambda e: e.when)
+
+
+def _reason(refund: dict) -> str:
+    """A refund's reason is stored in English; one the code wrote is translated (staff's own text stays)."""
+    reason = refund.get("reason", "")
+    return _(reason) if reason else ""

@@ -577,6 +577,7 @@
     const known = {
       canceled: gettext("The booking was canceled."),
       refunded: gettext("The ticket was refunded."),
+      transferred: gettext("Handed to someone else: only their new ticket admits."),
       pending_payment: gettext("The booking is not paid."),
       expired: gettext("The booking expired unpaid."),
     };

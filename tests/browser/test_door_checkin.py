@@ -352,3 +352,46 @@ def test_an_offline_door_says_why_an_exchanged_or_refunded_ticket_does_not_admit
     next_ticket(east)
     east.context.set_offline(False)
     assert check_invariants() == []
+
+
+def test_an_offline_door_refuses_a_ticket_handed_on_after_its_next_list_and_admits_the_new_one(new_page, shot):
+    """The buyer hands a ticket to a friend (sales/buyer_changes.py): once the door phone has
+    downloaded its list again, offline it refuses the old code saying why and admits the new one."""
+    from booking.core import clock
+    from booking.sales import buyer_changes, holds, self_service
+    from booking.tests.factories import make_theater
+    from booking.tests.paying import checkout_paid
+
+    theater = make_theater()
+    self_service.set_theater_rules(theater_id=theater["_id"], rules=self_service.Rules(transfer=True))
+    session = make_session(theater, name="The Seagull")
+    cart = holds.hold_seats(session["_id"], "s:ada", None, ["1:2", "1:3"])
+    order = checkout_paid("s:ada", cart.cart_id, "Ada Lovelace", "ada@example.com")
+    old = order["lines"][0]["ticket"]
+    door_staff("anna")
+    door = new_page(PHONE)
+    sign_in(door, "anna", f"/checkin/{session['_id']}/")
+    set_door(door, "East")
+    expect(door.locator("#net")).to_contain_text("2 tickets on this phone")
+    handed = buyer_changes.transfer_ticket(
+        order_id=order["_id"], ticket=old, name="Grace Hopper", email="grace@example.com", now=clock.now()
+    )
+    new = handed["lines"][0]["ticket"]
+    door.reload()  # the phone's next refresh: the list is downloaded again
+    set_door(door, "East")
+    expect(door.locator("#net")).to_contain_text("3 tickets on this phone")
+    expect(door.locator("#net")).to_contain_text("Online · ready offline")
+    door.context.set_offline(True)
+    expect(door.locator("#net")).to_contain_text("Offline", timeout=8000)
+    result = door.locator("#result")
+    type_code(door, old)
+    expect(result).to_have_class(re.compile(r"\bbad\b"))
+    expect(result).to_contain_text("Handed to someone else: only their new ticket admits.")
+    shot(door, "offline-red-handed-on", full_page=False)
+    next_ticket(door)
+    type_code(door, new)
+    expect(result).not_to_have_class(re.compile(r"\bbad\b"))
+    expect(result).to_contain_text("Grace H.")
+    shot(door, "offline-green-new-holder", full_page=False)
+    next_ticket(door)
+    door.context.set_offline(False)

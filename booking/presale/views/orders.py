@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_safe
 
+from booking.core import clock
 from booking.core.domain import OrderState
 from booking.notifications.calendar import has_calendar_entry, order_calendar
 from booking.notifications.confirmations import site_host, ticket_link
@@ -27,7 +28,7 @@ from booking.presale.context import (
     visible_order,
 )
 from booking.presale.forms import FindBookingForm
-from booking.sales import selectors
+from booking.sales import buyer_changes, selectors
 from booking.sales.order_venues import getting_there, venues_of_order
 from booking.web import presenters, ratelimits
 from booking.web.order_history import order_history
@@ -44,6 +45,9 @@ def _order_context(order: dict, request=None) -> dict:
         "history": order_history(order),
         "getting_there": getting_there(order, venues=venues),
         "calendar": has_calendar_entry(order),
+        "changes": buyer_changes.change_options(order=order, now=clock.now()),  # what the buyer may change
+        "exchange_fees": buyer_changes.exchange_fees(order),
+        "cancel_reason": gettext(order["cancelReason"]) if order.get("cancelReason") else "",  # stored in English
     }
     return {**context, **exchange_payment_due(order)}  # a dearer exchange the customer pays online
 
