@@ -493,6 +493,8 @@ class Order(TypedDict):
     # the money (payments/flow.py, payments/refunds.py)
     payment: NotRequired[dict]  # {provider, attempt, intent, status, until, previous}
     paidWith: NotRequired[dict]
+    voucher: NotRequired[dict]  # the part a gift voucher pays: {voucherId, redemption, id, provider, amount, codeEnd}
+    voucherCode: NotRequired[str]  # the voucher checkout named, until its part is written (payments/vouchers.py)
     paidOn: NotRequired[datetime]
     settling: NotRequired[bool]
     extraPayments: NotRequired[list[dict]]
