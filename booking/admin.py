@@ -16,6 +16,7 @@ from booking.control.sessions import SessionAdmin
 from booking.control.subscriptions import SubscriptionAdmin
 from booking.control.theaters import TheaterAdmin
 from booking.control.tills import TillAdmin
+from booking.control.vouchers import GiftVoucherAdmin
 from booking.control.waiting_rooms import WaitingRoomAdmin
 from booking.control.webhooks import WebhookEndpointAdmin
 from booking.models import (
@@ -23,6 +24,7 @@ from booking.models import (
     BoxOffice,
     Cart,
     DoorCheckin,
+    GiftVoucher,
     Order,
     PromoCode,
     Report,
@@ -49,3 +51,4 @@ admin.site.register(DoorCheckin, DoorCheckinAdmin)  # "Door check-in": on to /ch
 admin.site.register(ApiToken, ApiTokenAdmin)  # the REST API's tokens (docs/api.md)
 admin.site.register(Subscription, SubscriptionAdmin)  # season subscriptions, sold at the counter too
 admin.site.register(WebhookEndpoint, WebhookEndpointAdmin)  # the theater's other systems told of orders
+admin.site.register(GiftVoucher, GiftVoucherAdmin)  # gift vouchers: search, history, sell, print

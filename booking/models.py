@@ -167,3 +167,13 @@ class WebhookEndpoint(MongoDocument):
         managed = False
         db_table = "mongodb_webhook_endpoints"
         verbose_name = "webhook endpoint"
+
+
+class GiftVoucher(MongoDocument):
+    """Gift vouchers (booking/control/vouchers.py): view to search them and see a balance's
+    history and print one, add to sell one at the counter."""
+
+    class Meta:
+        managed = False
+        db_table = "mongodb_vouchers"
+        verbose_name = "gift voucher"

@@ -470,6 +470,12 @@ BOOKING_PAYMENT_CAP_SECONDS = env.int("BOOKING_PAYMENT_CAP_SECONDS", default=BOO
 BOOKING_PAYMENT_LATE_SECONDS = env.int("BOOKING_PAYMENT_LATE_SECONDS", default=1800)
 # Reconcile asks the provider about a pending payment this long after its window ended.
 BOOKING_PAYMENT_CHECK_GRACE_SECONDS = env.int("BOOKING_PAYMENT_CHECK_GRACE_SECONDS", default=60)
+# Gift vouchers (booking/payments/vouchers.py): valid this many years; counted from the end of the
+# year of sale (German law, BGB §195/§199), or from the day of sale with END_OF_YEAR=false.
+BOOKING_VOUCHER_VALIDITY_YEARS = env.int("BOOKING_VOUCHER_VALIDITY_YEARS", default=3)
+BOOKING_VOUCHER_END_OF_YEAR = env.bool("BOOKING_VOUCHER_END_OF_YEAR", default=True)
+BOOKING_VOUCHER_MIN_VALUE = env.int("BOOKING_VOUCHER_MIN_VALUE", default=500)  # cents
+BOOKING_VOUCHER_MAX_VALUE = env.int("BOOKING_VOUCHER_MAX_VALUE", default=50_000)  # cents
 # VAT in percent (prices include it). Ticket rate per theater overrides the default (staff).
 BOOKING_VAT_RATE = env.str("BOOKING_VAT_RATE", default="7")
 # Reports (booking/reports/): when a session's orders are counted (reports/tally.py), group them

@@ -31,7 +31,7 @@ from booking.core import clock
 from booking.core.domain import Cart, OrderState, SalePhase, Session, SessionStatus, sale_phase
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
-from booking.payments import invoices
+from booking.payments import invoices, money
 from booking.sales import carts as cart_service
 from booking.sales import counter, holds, offers, pricing, promos, selectors
 from booking.web import presenters, seatmap_html, ticket_pdf
@@ -86,6 +86,7 @@ class CounterSaleForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
     )
     buyer_vat_id = forms.CharField(max_length=40, required=False, label=gettext_lazy("Customer's VAT ID (invoice)"))
+    voucher = forms.CharField(required=False, label=gettext_lazy("Gift voucher code (optional)"))
 
 
 class CounterTicketTypeForm(RemoveSeatForm):
@@ -315,6 +316,7 @@ class CounterAdminMixin(AdminMixinBase):
                 phone=data["phone"],
                 due=data["due"],
                 reason=data["reason"],
+                voucher=data["voucher"],
                 by=request.user.get_username(),
                 by_id=request.user.pk,
                 billing=invoices.Billing(data["company"], data["billing_address"], data["buyer_vat_id"])
@@ -369,6 +371,7 @@ class CounterAdminMixin(AdminMixinBase):
                 if order["state"] == OrderState.PENDING_PAYMENT
                 else None,
                 "now": timezone.now(),
+                "to_take": money.amount_due(order),  # what the customer pays beside a gift voucher
             },
         )
 

@@ -13,16 +13,16 @@ from django.db import DEFAULT_DB_ALIAS
 EVERY_BOOKING_PERMISSION = "*"
 
 GROUPS: dict[str, list[str] | str] = {
-    # sells at the counter and on the phone, finds a customer's bookings, takes the money for an
-    # invoice or a box-office reservation; changes nothing else
-    "Box office seller": ["sell_at_counter", "view_session", "view_order"],
+    # sells at the counter and on the phone (gift vouchers too), finds a customer's bookings, takes
+    # the money for an invoice or a box-office reservation; changes nothing else
+    "Box office seller": ["sell_at_counter", "view_session", "view_order", "view_giftvoucher", "add_giftvoucher"],
     # the door check-in (/checkin/) and nothing else: no admin access
     "Door staff": ["checkin_tickets"],
     # everything about theaters, sessions, orders, carts, promo codes, waiting rooms, webhook
     # endpoints, the counter, the door and the reports; not user accounts (superusers keep those)
     "Manager": EVERY_BOOKING_PERMISSION,
     # reads the reports and exports, the orders, sessions, theaters (VAT rates) and promo codes
-    "Accountant": ["view_reports", "view_order", "view_session", "view_theater", "view_promocode"],
+    "Accountant": ["view_reports", "view_order", "view_session", "view_theater", "view_promocode", "view_giftvoucher"],
 }
 
 

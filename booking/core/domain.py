@@ -102,6 +102,14 @@ def sales_channel(order: "Order | Mapping[str, Any]") -> str:  # or its projecti
     return order.get("channel") or DEFAULT_CHANNEL.value  # ORDER_CHANNEL_FIELD
 
 
+class VoucherState(StrEnum):
+    """A gift voucher (payments/vouchers.py): ``pending -> active`` (sold online: once its order is
+    paid); sold at the counter it is ``active`` at once."""
+
+    PENDING = "pending"
+    ACTIVE = "active"
+
+
 class MailState(StrEnum):
     """The confirmation mail: ``pending -> sent``, ``pending -> failed``, ``failed -> pending``
     (reconcile's next round, or an operator), ``sent -> pending`` (an operator re-sends)."""
@@ -488,6 +496,8 @@ class Order(TypedDict):
     # the money (payments/flow.py, payments/refunds.py)
     payment: NotRequired[dict]  # {provider, attempt, intent, status, until, previous}
     paidWith: NotRequired[dict]
+    voucher: NotRequired[dict]  # the part a gift voucher pays: {voucherId, redemption, id, provider, amount, codeEnd}
+    voucherCode: NotRequired[str]  # the voucher checkout named, until its part is written (payments/vouchers.py)
     paidOn: NotRequired[datetime]
     settling: NotRequired[bool]
     extraPayments: NotRequired[list[dict]]
@@ -552,3 +562,32 @@ class SubscriptionSale(TypedDict):
     state: SubscriptionSaleState
     createdOn: datetime
     endedOn: NotRequired[datetime]
+
+
+class VoucherRedemption(TypedDict):
+    _id: str
+    orderId: ObjectId
+    ref: str
+    amount: int
+    at: datetime
+    state: str  # "open" (its order not paid yet), "spent", "returned" (given back: never paid)
+
+
+class Voucher(TypedDict):
+    """A gift voucher (payments/vouchers.py): balance == value - redemptions + refunds."""
+
+    _id: ObjectId
+    code: str  # 16 characters of payments/vouchers.ALPHABET: unique, what the holder types
+    value: int
+    balance: int
+    currency: str
+    state: VoucherState
+    issuedOn: datetime
+    expiresAt: datetime
+    soldVia: str  # "counter" or "online"
+    soldBy: str  # the staff member's login at the counter
+    buyer: str
+    method: str  # how it was paid for (cash, card terminal, card)
+    orderRef: str  # sold online: the order that pays for it
+    redemptions: list[VoucherRedemption]
+    refunds: list[dict]  # {_id, amount, at, why}: refunds of orders, and redemptions given back

@@ -115,6 +115,11 @@ def promo_codes():
     return get_db()["promo_codes"]
 
 
+def vouchers():
+    """Gift vouchers, found by their code (booking/payments/vouchers.py)."""
+    return get_db()["vouchers"]
+
+
 def checkin_conflicts():
     return get_db()["checkin_conflicts"]
 
@@ -206,6 +211,7 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     "orders": {"ref": 1},  # ranged: the reference is random, and its unique index must be the shard key
     "checkin_conflicts": {"scanId": 1},  # ranged: random scan ids, and the unique index is the key's
     "promo_codes": {"code": 1},  # ranged: redeemed by its code, and the unique index is the key's
+    "vouchers": {"code": 1},  # ranged: redeemed by its random code, and the unique index is the key's
     "session_sales": {"_id": "hashed"},  # the reports: read and written by session id
     # scale: one document per client address, addressed by _id alone
     "client_holds": {"_id": "hashed"},
@@ -241,6 +247,7 @@ OWNED_COLLECTIONS = (
     "orders",
     "checkin_conflicts",
     "promo_codes",
+    "vouchers",
     "session_sales",
     "listings",
     "performances",
@@ -419,6 +426,7 @@ def ensure_indexes() -> list[str]:
     created.append(promo_codes().create_index([("code", 1)], unique=True, name="code_unique"))
     batch_keys = [("batch", 1), ("createdOn", -1), ("_id", -1)]
     created.append(promo_codes().create_index(batch_keys, name="batch_created"))
+    created += _voucher_indexes()
     created += _report_indexes()
     created += _webhook_indexes()
     created += _money_indexes()
@@ -430,6 +438,16 @@ def ensure_indexes() -> list[str]:
     created += _subscription_indexes()
     _drop_undeclared(set(created))
     return created
+
+
+def _voucher_indexes() -> list[str]:
+    """Gift vouchers (booking/payments/vouchers.py): redeemed by their code; the staff list newest
+    first; reconcile's redemptions still open (their order not paid yet)."""
+    return [
+        _index(vouchers(), [("code", 1)], unique=True, name="code_unique"),
+        _index(vouchers(), [("issuedOn", -1), ("_id", -1)], name="issued_newest"),
+        _index(vouchers(), [("redemptions.state", 1), ("redemptions.at", 1)], name="redemptions_open"),
+    ]
 
 
 def _report_indexes() -> list[str]:

@@ -9,6 +9,7 @@ from booking.payments.base import Provider
 from booking.payments.box_office import BoxOfficeProvider
 from booking.payments.counter import COUNTER_METHODS, CounterProvider
 from booking.payments.stripe_provider import StripeProvider
+from booking.payments.vouchers import VoucherProvider
 
 CARD = "card"
 BOX_OFFICE = "box_office"
@@ -17,6 +18,7 @@ _PROVIDERS: dict[str, Provider] = {
     "stripe": StripeProvider(),
     "box_office": BoxOfficeProvider(),
     "counter": CounterProvider(),  # staff selling at the counter or on the phone (sales/counter.py)
+    "voucher": VoucherProvider(),  # the part of an order a gift voucher pays (payments/vouchers.py)
 }
 # How the buyer pays -> who takes the money. Another card provider (Mollie, PayPal) is a module
 # with a Provider subclass and one line here.

@@ -5,7 +5,7 @@ box-office deadline, and staff mark the order paid at the counter (the admin's o
 refund of such an order is money handed back at the counter by the staff member who records it.
 """
 
-from booking.payments import base
+from booking.payments import base, money
 
 
 class BoxOfficeProvider(base.Provider):
@@ -17,7 +17,7 @@ class BoxOfficeProvider(base.Provider):
             provider=self.name,
             id=f"box-office-{order['_id']}",
             status=base.OPEN,
-            amount=order["total"],
+            amount=money.amount_due(order),
             currency=order["currency"],
             order_id=str(order["_id"]),
             order_ref=order["ref"],
@@ -28,7 +28,7 @@ class BoxOfficeProvider(base.Provider):
             provider=self.name,
             id=f"box-office-{order['_id']}",
             status=base.SUCCEEDED,
-            amount=order["total"],
+            amount=money.amount_due(order),
             currency=order["currency"],
             order_id=str(order["_id"]),
             order_ref=order["ref"],

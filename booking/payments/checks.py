@@ -28,6 +28,7 @@ FIELDS = {
     "refunds": 1,
     "settling": 1,
     "topUps": 1,
+    "voucher": 1,
 }
 
 
@@ -68,6 +69,9 @@ def money_breaches() -> list[str]:
             e["amount"] for e in order.get("extraPayments") or []
         )
         received += sum(t["amount"] for t in order.get("topUps") or [])  # an exchange's difference, paid at the counter
+        voucher = order.get("voucher") or {}
+        if voucher and order.get("paidWith") and voucher["id"] != order["paidWith"]["id"]:
+            received += voucher["amount"]  # the gift voucher's part beside the card's (payments/vouchers.py)
         kept = received - sum(r["amount"] for r in done)
         owes = 0
         if order["state"] in SEAT_OWNING and order.get("lines"):

@@ -8,7 +8,7 @@ order page), and a refund is money handed back by the staff member who records i
 """
 
 from booking.core.domain import COMPLIMENTARY_METHOD
-from booking.payments import base
+from booking.payments import base, money
 
 CASH = "cash"
 CARD_TERMINAL = "card_terminal"
@@ -35,7 +35,7 @@ class CounterProvider(base.Provider):
             provider=self.name,
             id=self.payment_id(order),
             status=status,
-            amount=order["total"],
+            amount=money.amount_due(order),
             currency=order["currency"],
             order_id=str(order["_id"]),
             order_ref=order["ref"],

@@ -55,7 +55,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, MailState, OrderState, Session, SessionStatus
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
-from booking.payments import base, credit_notes, money, receipts, refunds
+from booking.payments import base, credit_notes, money, receipts, refunds, vouchers
 from booking.payments import settings as payment_settings
 from booking.payments.box_office import BoxOfficeProvider
 from booking.reports import marks
@@ -141,10 +141,12 @@ def start(
     email: str,
     method: str = payments.CARD,
     language: str | None = None,
+    voucher_code: str = "",
 ) -> dict:
     """Checkout: the cart's seats become an order waiting for payment. Submitting twice returns the
     same order. ``language``: the buyer's (default: the active one, the request's), kept on the
-    order so its mails are written in it."""
+    order so its mails are written in it. ``voucher_code``: a gift voucher pays what it can first
+    (payments/vouchers.py); the card is asked for the rest, or nothing."""
     name, email = checkout.clean_customer(name, email)
     customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
     if method not in METHODS:
@@ -163,6 +165,7 @@ def start(
     if not cart["items"]:
         raise InvalidRequest(gettext("Your cart is empty."))
     offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
+    code = voucher_for(method, voucher_code, now)  # before any write: a refused code changes nothing
     sessions = cart_sessions(cart)
     if method == payments.CARD:
         if not payments.card_available():
@@ -191,6 +194,7 @@ def start(
                 "payMethod": method,
                 "expiresAt": until,
                 "orderRef": order_ref,  # the order's booking reference (sales/checkout.py)
+                **({"voucherCode": code} if code else {}),
                 **unused_code,
             }
         },
@@ -206,7 +210,30 @@ def start(
         promos.finish_give_back(cart)
     moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
     moved["orderRef"] = order_ref
+    if code:
+        moved["voucherCode"] = code
     return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
+
+
+def voucher_for(method: str, typed: str, now: datetime) -> str:
+    """The voucher code a checkout pays with ("" for none), checked before anything is written: a
+    voucher pays an order paid now (by card, or at the counter in cash or by terminal)."""
+    if not str(typed or "").strip():
+        return ""
+    if method not in (payments.CARD, *payments.counter.PAID_AT_ONCE) or method == payments.counter.COMPLIMENTARY:
+        message = gettext("A voucher pays together with a card or cash, not a reservation or an invoice.")
+        raise InvalidRequest(message, fields={"voucher": message})
+    return vouchers.usable(typed, now)["code"]
+
+
+def pay_voucher_part(order: dict) -> dict:
+    """The voucher the checkout named pays what it can of the order; an order it covers in full
+    is settled with it. Safe to repeat (a second submit, a finisher after a crash)."""
+    if order["state"] == PENDING and order.get("voucherCode"):
+        order = vouchers.apply_to_order(order, order["voucherCode"], clock.now())
+    if order["state"] == PENDING and order.get("voucher") and vouchers.amount_due(order) <= 0:
+        order = _settled(vouchers.payment_of(order), order)
+    return order
 
 
 def _cart_and_open_reservations(
@@ -282,6 +309,7 @@ def _order_of_started_cart(cart: dict, sessions: list[Session] | None = None, fr
         faults.point("pay.after_order")
         if order.get("method") == payments.BOX_OFFICE and order["state"] == PENDING:
             outbox.queue_reservation_notice(order)  # stored with the order: what, how much, by when, where
+    order = pay_voucher_part(order)
     if order["state"] == PENDING and order.get("method") == payments.CARD:
         try:
             order = ensure_payment(order)
@@ -311,6 +339,8 @@ def pending_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
         summary["theaterId"] = by_id.get(summary["_id"], {}).get("theaterId")  # its receipt sequence
     fee_amount, fee_rate = money.booking_fee()
     order.pop("mail", None)
+    if cart.get("voucherCode"):
+        order["voucherCode"] = cart["voucherCode"]  # redeemed once the order is stored (pay_voucher_part)
     if method == payments.BOX_OFFICE:
         order["changeNotices"] = [outbox.reservation_made()]  # in the insert: no reservation without its mail
     order.update(
@@ -555,7 +585,9 @@ def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | No
         kept = order.get("paidWith") or {}
         if kept.get("id") == payment.id:
             return finish_paid(order["_id"]) if order.get("settling") else order
-        matches = payment.amount == order["total"] and payment.currency == order["currency"]
+        # a voucher settles an order it covers in full; any other payment is for what it leaves
+        expected = order["total"] if payment.provider == vouchers.PROVIDER else vouchers.amount_due(order)
+        matches = payment.amount == expected and payment.currency == order["currency"]
         if kept or order["state"] not in PAYABLE or not matches:
             why = "paid twice" if kept else ("amount differs" if not matches else f"order was {order['state']}")
             return refunds.refund_extra_payment(order["_id"], payment, why)
@@ -608,6 +640,8 @@ def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
         faults.point("pay.after_sell")
     receipts.assign(order_id, theater_id=receipts.theater_of(order), ref=order["ref"])
     faults.point("pay.after_receipt")
+    if order.get("voucher"):  # its voucher part is final: a refund now goes back through refunds
+        vouchers.mark_spent(order["voucher"]["voucherId"], order["voucher"]["redemption"])
     mongo.carts().update_one(  # its seats are all in the order: nothing else is held by it
         {"_id": order["cartId"], "owner": order["owner"], "state": {"$ne": CartState.DONE}},
         {"$set": {"state": CartState.DONE, "orderId": order_id, "endedOn": clock.now()}},
@@ -840,7 +874,7 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
 
 
 def release_canceled_hold(order_id: ObjectId) -> int:
-    order = orders().find_one({"_id": order_id}, {"cartId": 1, "state": 1})
+    order = orders().find_one({"_id": order_id}, {"cartId": 1, "state": 1, "voucher": 1, "paidWith": 1})
     if order is None or order["state"] != CANCELED:
         return 0
     mongo.carts().update_one(
@@ -849,6 +883,7 @@ def release_canceled_hold(order_id: ObjectId) -> int:
     )
     freed = reservations.release_all(order["cartId"])
     promos.release_for_cart(order["cartId"])  # its promo code's use goes back (once)
+    vouchers.give_back_for_order(order, "booking canceled unpaid")
     orders().update_one({"_id": order_id}, {"$set": {"holdReleased": True}})
     return freed
 

@@ -84,6 +84,16 @@ def line_amount(line: dict) -> int:
     return int(line["price"]) - int(line.get("discount", 0))
 
 
+def voucher_part(order: Mapping[str, Any]) -> int:
+    """What the order's gift voucher pays (payments/vouchers.py)."""
+    return (order.get("voucher") or {}).get("amount", 0)
+
+
+def amount_due(order: Mapping[str, Any]) -> int:
+    """What the card, the box office or the counter is asked for: the total less the voucher."""
+    return int(order["total"]) - voucher_part(order)
+
+
 def order_breakdown(order: dict) -> list[VatLine]:
     """VAT of what the order still charges: its lines (not refunded) and the fee."""
     pairs = [(line_amount(line), line.get("vat", settings.BOOKING_VAT_RATE)) for line in order.get("lines", [])]

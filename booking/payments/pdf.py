@@ -30,7 +30,11 @@ MARGIN = 18 * mm
 LINE_TABLE_WIDTH = A4[0] - 2 * MARGIN
 CELL_PADDING = 6  # points left and right of a table cell's text (ReportLab's default)
 
-METHODS = {"stripe": gettext_lazy("Card (Stripe)"), "box_office": gettext_lazy("Paid at the box office")}
+METHODS = {
+    "stripe": gettext_lazy("Card (Stripe)"),
+    "box_office": gettext_lazy("Paid at the box office"),
+    "voucher": gettext_lazy("Gift voucher"),
+}
 
 
 def when_text(value) -> str:
@@ -201,6 +205,11 @@ def receipt_pdf(order: dict) -> bytes:
             how = gettext("Exchange: difference paid by card")
         rows.append([cell(how), "", "", "", "", money.format_money(top_up["amount"], currency)])
         paid += top_up["amount"]
+    voucher = order.get("voucher")
+    if voucher and voucher["id"] != (order.get("paidWith") or {}).get("id"):  # beside the card or the counter
+        how = gettext("Paid by gift voucher …%(end)s") % {"end": voucher["codeEnd"]}
+        rows.append([cell(how), "", "", "", "", money.format_money(voucher["amount"], currency)])
+        paid += voucher["amount"]
     rows.append([Paragraph(escape(gettext("Total paid")), head), "", "", "", "", money.format_money(paid, currency)])
     table_rows = header + rows
     spans = [("SPAN", (0, r), (3 if table_rows[r][4] else 4, r)) for r in range(ticket_rows, len(table_rows))]

@@ -70,11 +70,12 @@ def _record(amount: int, payment: dict, reason: str, *, tickets=(), by: str = ""
 
 
 def allocate(order: dict, amount: int) -> list[tuple[dict, int]]:
-    """Which payments of the order an amount goes back through: the order's payment first, up to
-    what is left of it, then the top-ups of exchanges (sales/exchanges.py). A provider never
-    refunds more than a payment took, so an order paid partly by card and partly at the counter
-    gets two refunds."""
-    payments_taken = [order["paidWith"], *(order.get("topUps") or [])]
+    """Which payments of the order an amount goes back through: its gift voucher's part first (the
+    theater's money stays with the theater, and the holder can spend it again), then the order's
+    payment, up to what is left of it, then the top-ups of exchanges (sales/exchanges.py). A
+    provider never refunds more than a payment took, so an order paid partly by card and partly
+    at the counter gets two refunds."""
+    payments_taken = [*voucher_payment(order), order["paidWith"], *(order.get("topUps") or [])]
     back: dict[str, int] = {}
     for refund in order.get("refunds") or []:
         if refund["status"] != FAILED or refund.get("tries", 0) < settings.BOOKING_REFUND_MAX_TRIES:
@@ -90,6 +91,15 @@ def allocate(order: dict, amount: int) -> list[tuple[dict, int]]:
     if amount > 0 or not parts:  # nothing to give back (free tickets), or more than was ever taken
         parts.append(({"provider": order["paidWith"]["provider"], "id": order["paidWith"]["id"]}, amount))
     return parts
+
+
+def voucher_payment(order: dict) -> list[dict]:
+    """The order's gift voucher part as a payment taken, when it is not the order's payment itself
+    (a voucher that paid all settled the order: payments/vouchers.py)."""
+    part = order.get("voucher")
+    if not part or part["id"] == (order.get("paidWith") or {}).get("id"):
+        return []
+    return [{"provider": part["provider"], "id": part["id"], "amount": part["amount"]}]
 
 
 def _refunds_seen(order: dict) -> dict:
@@ -284,7 +294,8 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
     order = orders().find_one({"_id": order_id})
     if order is None or order["state"] != OrderState.PAID or not order.get("settling"):
         return order
-    refund = _record(order["paidWith"]["amount"], order["paidWith"], "Seats taken before the payment arrived")
+    why = "Seats taken before the payment arrived"
+    records = [_record(p["amount"], p, why) for p in [order["paidWith"], *voucher_payment(order)]]
     changed = orders().update_one(
         {"_id": order_id, "state": OrderState.PAID, "settling": True},
         {
@@ -300,7 +311,7 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
             "$unset": {"settling": ""},
             "$push": {
                 "refundedLines": {"$each": order["lines"]},
-                "refunds": refund,
+                "refunds": {"$each": records},
                 **marks.push(marks.sessions_of(order)),
             },
         },
@@ -315,7 +326,8 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
     )
     reservations.release_all(order["cartId"])
     promos.release_for_cart(order["cartId"])  # no sale: the promo code's use goes back
-    process(order_id, refund["_id"])
+    for record in records:
+        process(order_id, record["_id"])
     outbox.queue_payment_notice(order_id)
     return orders().find_one({"_id": order_id})
 

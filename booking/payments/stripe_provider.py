@@ -28,7 +28,7 @@ from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from booking.core import clock
-from booking.payments import base
+from booking.payments import base, money
 
 logger = logging.getLogger("booking.payments.stripe")
 
@@ -152,7 +152,7 @@ class StripeProvider(base.Provider):
 
     def start(self, order: dict, *, idempotency_key: str) -> base.Payment:
         params = {
-            "amount": order["total"],
+            "amount": money.amount_due(order),
             "currency": order["currency"].lower(),
             "payment_method_types": ["card"],
             "metadata": {"order": str(order["_id"]), "ref": order["ref"]},

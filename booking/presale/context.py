@@ -347,6 +347,8 @@ def order_quote(order: dict) -> dict:
         "fee": (order.get("fee") or {}).get("amount", 0),
         "total": order["total"],
         "vat": money.order_breakdown(order),
+        "voucher": money.voucher_part(order),
+        "due": money.amount_due(order),
     }
 
 
@@ -368,6 +370,7 @@ def payment_context(request, order: dict) -> dict:
         "seconds_left": presenters.seconds_left(pay["until"], now) if pending and pay.get("until") else 0,
         "until": pay.get("until"),
         "quote": order_quote(order) if order.get("lines") else None,
+        "due": money.amount_due(order),
         "tickets": presenters.order_tickets(order),
         "refunded_tickets": presenters.order_tickets({**order, "lines": order.get("refundedLines", [])}),
         "stripe_key": settings.STRIPE_PUBLISHABLE_KEY,

@@ -94,6 +94,7 @@ class CounterSale:
     by: str = ""  # the staff member's login
     by_id: int | None = None
     billing: invoices.Billing | None = None  # invoice: the buyer's billing data (an address: an invoice document)
+    voucher: str = ""  # a gift voucher's code: it pays what it can, cash or the terminal the rest
 
 
 def clean_sale(sale: CounterSale, sessions: list[Session], now: datetime) -> tuple[CounterSale, datetime | None]:
@@ -131,7 +132,9 @@ def clean_sale(sale: CounterSale, sessions: list[Session], now: datetime) -> tup
         errors["reason"] = _("Please use at most 200 characters for the reason.")
     if errors:
         raise InvalidRequest(" ".join(errors.values()), fields=errors)
-    cleaned = CounterSale(name, sale.method, sale.channel, email, phone, due, reason, sale.by, sale.by_id, billing)
+    cleaned = CounterSale(
+        name, sale.method, sale.channel, email, phone, due, reason, sale.by, sale.by_id, billing, sale.voucher
+    )
     return cleaned, deadline
 
 
@@ -171,6 +174,7 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
     offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
     sessions = payment_service.cart_sessions(cart)
     sale, deadline = clean_sale(sale, sessions, now)
+    code = payment_service.voucher_for(sale.method, sale.voucher, now)
     if sale.method == COMPLIMENTARY and cart.get("promo"):
         message = _("A promo code is applied; remove it before giving the tickets away.")
         raise InvalidRequest(message, fields={"method": message})
@@ -192,6 +196,7 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
                 "soldBy": {"id": sale.by_id, "name": sale.by},
                 **({"comp": {"reason": sale.reason}} if sale.method == COMPLIMENTARY else {}),
                 **({"billing": sale.billing.as_document()} if sale.billing is not None else {}),
+                **({"voucherCode": code} if code else {}),
                 **unused_code,
             }
         },
@@ -259,7 +264,9 @@ def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
 
 def _settle_if_paid_now(order: dict) -> dict:
     """Cash, card terminal and complimentary are paid as the order is made: settle it (again after
-    a crash or a double submit: settle is idempotent). An invoice waits."""
+    a crash or a double submit: settle is idempotent), a gift voucher's part first. An invoice waits."""
+    if order["method"] in PAID_AT_ONCE:
+        order = payment_service.pay_voucher_part(order)
     if order["method"] not in PAID_AT_ONCE or order["state"] != OrderState.PENDING_PAYMENT:
         if order["state"] in (OrderState.PAID,) and order.get("settling"):
             return payment_service.finish_paid(order["_id"])

@@ -13,7 +13,7 @@ from booking.sales import holds
 from booking.tests.paying import checkout_paid
 from booking.upkeep.invariants import check_invariants
 
-ALL_BOOKING = ["theater", "session", "cart", "order", "promocode"]
+ALL_BOOKING = ["theater", "session", "cart", "order", "promocode", "giftvoucher"]
 
 
 def make_staff(username: str, perms: Sequence[str] = ()) -> User:

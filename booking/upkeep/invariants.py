@@ -10,6 +10,7 @@ from bson import ObjectId
 
 from booking.core import clock, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, OrderState, is_stale
+from booking.payments import vouchers
 from booking.payments.checks import money_breaches
 from booking.reports.summaries import breaches as report_breaches
 from booking.sales import offers, pricing, promos
@@ -102,6 +103,7 @@ def check_invariants() -> list[str]:
                 ):
                     breaches.append(f"{label}: seat {key} is in order {owners[0]['ref']} but its cell is {state}")
     breaches += money_breaches()  # no order paid twice, no money kept without its seats
+    breaches += vouchers.breaches()  # a voucher's balance is its value less redemptions plus refunds
     breaches.extend(checkin_breaches())
     breaches.extend(offer_breaches(carts))
     breaches.extend(report_breaches())  # a sales summary without marks is what its orders say

@@ -33,7 +33,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
 from booking.notifications import change_notices, payment_notices, waiting_list_mail
 from booking.notifications import confirmations as notifications
-from booking.payments import credit_notes, invoices, number_series
+from booking.payments import credit_notes, invoices, number_series, voucher_sales
 from booking.payments import flow as payments
 from booking.reports import marks
 from booking.sales import (
@@ -84,6 +84,7 @@ class ReconcileReport:
     promo_uses_returned: int = 0  # promo-code uses a crash left half given back (promos.py)
     webhook_events_dispatched: int = 0  # orders and sessions whose events no dispatch took (webhooks/)
     webhook_deliveries_requeued: int = 0  # pending deliveries whose task was lost
+    voucher_redemptions_settled: int = 0  # gift voucher debits finished or given back (payments/voucher_sales.py)
     numbers_written: int = 0  # receipt numbers a crash left in their series' log (number_series.py)
     waiting_list_offers_finished: int = 0  # offers a crash left half made (sales/waiting_list.py)
     invoices_numbered: int = 0  # invoices a crash left without their number (invoices.py)
@@ -121,6 +122,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     ):
         report.seats_released += orders.release_order_seats(order)
         report.orders_released += 1
+    report.voucher_redemptions_settled += voucher_sales.finish_redemptions(now, grace)
     report.exchanges_finished += exchanges.finish_open(now, grace)
     change_notices.requeue_pending(now)
     payment_notices.requeue_pending(now)

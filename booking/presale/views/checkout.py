@@ -2,7 +2,8 @@
 
 GET  /checkout/    details and how to pay (card, or the box office when every performance offers
                    it), the total with VAT, the countdown
-POST /checkout/    name, email, method -> the order waits for its payment. htmx: the card form in
+POST /checkout/    name, email, method, voucher (a gift voucher's code, optional) -> the order waits
+                   for its payment (a voucher that pays all: the order is paid at once). htmx: the card form in
                    place of the details (same page); a box-office reservation, or a plain post,
                    goes to the order's page
 
@@ -69,6 +70,7 @@ class PaymentMethodForm(CheckoutForm):
     method = forms.ChoiceField(
         choices=[(payments.CARD, "Card"), (payments.BOX_OFFICE, "Pay at the box office")], required=False
     )
+    voucher = forms.CharField(required=False, strip=True)  # the engine says what a code is
 
 
 def _paying_order(request) -> dict | None:
@@ -131,6 +133,7 @@ def checkout(request):
             form.cleaned_data.get("name", ""),
             form.cleaned_data.get("email", ""),
             method,
+            voucher_code=form.data.get("voucher", ""),
         )
     except InvalidRequest as exc:
         for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():

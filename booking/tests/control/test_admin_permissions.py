@@ -257,7 +257,13 @@ def test_a_fresh_database_gets_the_groups_from_its_migrations(tmp_path):
     granted: dict[str, set[str]] = {}
     for name, codename in rows:
         granted.setdefault(name, set()).add(codename)
-    assert granted["Box office seller"] == {"sell_at_counter", "view_session", "view_order"}
+    assert granted["Box office seller"] == {
+        "sell_at_counter",
+        "view_session",
+        "view_order",
+        "view_giftvoucher",
+        "add_giftvoucher",
+    }
     assert granted["Door staff"] == {"checkin_tickets"}
     assert {"sell_at_counter", "checkin_tickets", "view_reports", "add_theater", "delete_session"} <= granted["Manager"]
     assert "view_reports" in granted["Accountant"] and "sell_at_counter" not in granted["Accountant"]

@@ -41,6 +41,7 @@ ALLOWED_SCANS = {
     "find orders {'state': {'$nin': ['str']}, 'lines.checkedIn': {'$exists': 'bool'}} hint={'_id': 1}",
     "find orders {'state': 'str'} hint={'_id': 1}",
     "find promo_codes {} hint={'_id': 1}",
+    "find vouchers {} hint={'_id': 1}",  # check_invariants: every gift voucher's balance against its history
     "find session_sales {} hint={'_id': 1}",  # check_invariants: every sales summary against its orders
     "find subscriptions {} hint={'_id': 1}",  # check_invariants: every subscription (a few dozen a season)
     # reconcile: the number series (one per theater and kind) whose log has numbers to finish
