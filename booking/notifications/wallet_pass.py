@@ -112,9 +112,10 @@ def development_signer(directory: Path) -> Signer:
 
 
 def is_valid_ticket(order: dict, code: str) -> bool:
-    """The code is one of the order's tickets that still lets someone in."""
+    """The code is one of the order's tickets that still lets someone in and was not handed on
+    (a friend's ticket is theirs: the booking's page shows no code of it)."""
     return order.get("state") in SEAT_OWNING_ORDER_STATES and any(
-        line["ticket"] == code for line in order.get("lines", [])
+        line["ticket"] == code and not line.get("holder") for line in order.get("lines", [])
     )
 
 

@@ -117,7 +117,10 @@ def test_a_transfer_from_the_page_and_the_limit_after_it(owner, order):
     response = owner.post(url("order_transfer", order["ref"]), {"ticket": first, "name": "Grace", "email": "g@x.org"})
     assert response.status_code == 302
     page = owner.get(url("order", order["ref"])).content.decode()
-    assert "Handed to Grace" in page and stored(order)["lines"][0]["ticket"] not in page  # the buyer sees no code
+    handed = stored(order)["lines"][0]["ticket"]
+    assert "Handed to Grace" in page and handed not in page  # the buyer sees no code, nor a wallet pass of it
+    wallet = reverse("booking:ticket_wallet_pass", kwargs={"ref": order["ref"], "code": handed})
+    assert owner.get(wallet).status_code == 404
     response = owner.post(url("order_transfer", order["ref"]), {"ticket": second, "name": "Bob", "email": "b@x.org"})
     assert response.status_code == 409 and "used up" in response.content.decode()
 
