@@ -125,37 +125,8 @@ class _Counter:
         self.days: dict[str, DayRow] = {}
         self.refunds: dict[tuple, RefundRow] = {}
 
-    def sold(self, line: dict, channel: str, gross: int, day: str | None) -> None:
-        kind = line.get("ticketType") or "full"
-        product = SUBSCRIPTION if line.get("subscription") else SINGLE
-        key = (line["cat"], kind, line.get("vat"), channel, product)
-        row = self.groups.get(key)
-        if row is None:
-            row = self.groups[key] = GroupRow(
-                cat=key[0],
-                type=kind,
-                typeName=None,
-                vat=key[2],
-                channel=channel,
-                tickets=0,
-                gross=0,
-                checkedIn=0,
-                product=product,
-            )
-        name = line.get("ticketTypeName")
-        if name and (row["typeName"] is None or name > row["typeName"]):
-            row["typeName"] = name  # as $max would
-        row["tickets"] += 1
-        row["gross"] += gross
-        row["checkedIn"] += 1 if (line.get("checkedIn") or {}).get("at") else 0
-        if day is not None:
-            per_day = self.days.setdefault(day, DayRow(day=day, tickets=0, gross=0))
-            per_day["tickets"] += 1
-            per_day["gross"] += gross
-
-    def taken_elsewhere(self, line: dict, channel: str, gross: int, day: str | None) -> None:
-        """Money for a ticket taken in another channel than its order's (a top-up at the
-        counter): counted there, with no ticket."""
+    def _row(self, line: dict, channel: str) -> GroupRow:
+        """The line's group row (made on first use), its ticket type's name kept as $max would."""
         kind = line.get("ticketType") or "full"
         product = SUBSCRIPTION if line.get("subscription") else SINGLE
         key = (line["cat"], kind, line.get("vat"), channel, product)
@@ -175,6 +146,22 @@ class _Counter:
         name = line.get("ticketTypeName")
         if name and (row["typeName"] is None or name > row["typeName"]):
             row["typeName"] = name
+        return row
+
+    def sold(self, line: dict, channel: str, gross: int, day: str | None) -> None:
+        row = self._row(line, channel)
+        row["tickets"] += 1
+        row["gross"] += gross
+        row["checkedIn"] += 1 if (line.get("checkedIn") or {}).get("at") else 0
+        if day is not None:
+            per_day = self.days.setdefault(day, DayRow(day=day, tickets=0, gross=0))
+            per_day["tickets"] += 1
+            per_day["gross"] += gross
+
+    def taken_elsewhere(self, line: dict, channel: str, gross: int, day: str | None) -> None:
+        """Money for a ticket taken in another channel than its order's (a top-up at the
+        counter): counted there, with no ticket."""
+        row = self._row(line, channel)
         row["gross"] += gross
         if day is not None:
             per_day = self.days.setdefault(day, DayRow(day=day, tickets=0, gross=0))
