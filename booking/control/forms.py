@@ -2,11 +2,12 @@
 field; the rules themselves stay in the engine (layouts.parse_grid, sessions.clean_details,
 session_prices.clean_prices), whose messages are shown as they are."""
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any, cast
 
 from django import forms
+from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy
 
@@ -14,13 +15,13 @@ from booking.control.selectors import SessionsShown
 from booking.core import clock, json_text
 from booking.core.domain import Layout
 from booking.core.errors import InvalidLayout, InvalidRequest
+from booking.sales.seasons import Plan, plan_dates
 from booking.sales.sessions import clean_details, clean_sale_window
 from booking.venues.layouts import category_codes_used, parse_grid, validate_layout, validate_sections
 from booking.web.forms import DayField
 
 MAX_PRICE = Decimal("10000.00")  # in currency units; the engine stores integer cents
 CATEGORY_ROWS = 6
-MAX_SERIES_SESSIONS = 100
 MAX_IMPORT_BYTES = 2_000_000
 
 
@@ -434,63 +435,177 @@ WEEKDAYS = [
 ]
 
 
+def parse_times(text: str) -> list[time] | None:
+    """ "15:00, 19:30" -> the times; None when one of them is not a time of day."""
+    found = []
+    for part in text.replace(";", ",").replace(" ", ",").split(","):
+        if not part:
+            continue
+        try:
+            found.append(datetime.strptime(part, "%H:%M").time())
+        except ValueError:
+            return None
+    return found
+
+
+def parse_dates(text: str) -> list[date] | None:
+    found = []
+    for part in text.replace(";", ",").replace("\n", ",").replace(" ", ",").split(","):
+        if not part.strip():
+            continue
+        try:
+            found.append(date.fromisoformat(part.strip()))
+        except ValueError:
+            return None
+    return found
+
+
 class SeriesForm(PricedForm):
-    """The same show at the same time on many days: one session per chosen day."""
+    """A season: the same show on many days, at one or more times per picked weekday, with dates
+    skipped; one draft session per performance with the same price table, sale window and
+    box-office setting (sales/seasons.py)."""
 
     name = forms.CharField(label=gettext_lazy("Show name"), max_length=120, widget=forms.TextInput(attrs={"size": 50}))
+    name_de = forms.CharField(
+        label=gettext_lazy("Show name in German"),
+        max_length=120,
+        required=False,
+        widget=forms.TextInput(attrs={"size": 50, "lang": "de"}),
+        help_text=gettext_lazy("Optional. Shown to buyers reading the site in German; empty: the name above."),
+    )
     description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
     first_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
     last_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
+    weekdays = forms.MultipleChoiceField(
+        choices=WEEKDAYS,
+        widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),  # none ticked: staff choose the days
+        error_messages={"required": gettext_lazy("Choose at least one day of the week.")},
+    )
     start_time = forms.TimeField(
-        label=gettext_lazy("Starts at"), widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"), initial="19:30"
+        label=gettext_lazy("Starts at"),
+        required=False,
+        widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"),
+        initial="19:30",
+        help_text=gettext_lazy("For every picked day without times of its own below."),
     )
     duration = forms.IntegerField(
         label=gettext_lazy("Duration (minutes)"),
         min_value=1,
         max_value=24 * 60,
         initial=150,
-        error_messages={"max_value": "A performance cannot last longer than 24 hours (1440 minutes)."},
+        error_messages={"max_value": gettext_lazy("A performance cannot last longer than 24 hours (1440 minutes).")},
     )
-    weekdays = forms.MultipleChoiceField(
-        choices=WEEKDAYS,
-        widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),  # none ticked: staff choose the days
-        error_messages={"required": gettext_lazy("Choose at least one day of the week.")},
+    skip_dates = forms.CharField(
+        label=gettext_lazy("Dates skipped"),
+        required=False,
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 40}),
+        help_text=gettext_lazy("Days without a performance, e.g. 2026-12-24, 2026-12-31."),
     )
+    sale_opens = LocalDateTimeField(
+        label=gettext_lazy("On sale from"),
+        required=False,
+        widget=SecondsDateTimeInput(),
+        input_formats=SALE_TIME_FORMATS,
+        help_text=gettext_lazy("Empty: on sale as soon as it is published."),
+    )
+    box_office = forms.BooleanField(label=gettext_lazy("Pay at the box office"), required=False)
+    box_office_minutes = forms.IntegerField(
+        label=gettext_lazy("Unpaid seats go back (minutes before the show)"),
+        required=False,
+        min_value=0,
+        max_value=7 * 24 * 60,
+        initial=settings.BOOKING_BOX_OFFICE_DEADLINE_MINUTES,
+    )
+
+    def __init__(self, *args, layout: Layout, ticket_types: list[dict] | None = None, **kwargs):
+        super().__init__(*args, layout=layout, **kwargs)
+        names = {c["code"]: c["name"] for c in layout["categories"]}
+        self.other_types = [t for t in ticket_types or [] if t["code"] != "full"]
+        self.type_price_names: list[tuple[dict, list[str]]] = []
+        for kind in self.other_types:
+            row = []
+            for code in self.price_codes:
+                field_name = f"tprice_{kind['code']}_{code}"
+                field = price_field(f"{kind['name']} – {names[code]}")
+                field.required = False
+                field.help_text = gettext_lazy("Empty: not offered in this category.")
+                self.fields[field_name] = field
+                row.append(field_name)
+            self.type_price_names.append((kind, row))
+        for value, label in WEEKDAYS:
+            self.fields[f"times_{value}"] = forms.CharField(
+                label=label,
+                required=False,
+                max_length=100,
+                widget=forms.TextInput(attrs={"size": 12, "placeholder": "15:00, 19:30", "class": "day-times"}),
+            )
+        self.planned: list[tuple[datetime, datetime]] = []
+
+    def day_time_fields(self):
+        return [self[f"times_{value}"] for value, _ in WEEKDAYS]
+
+    def type_price_rows(self):
+        return [(kind, [self[name] for name in row]) for kind, row in self.type_price_names]
 
     def clean(self):
         data = form_data(super().clean())
+        times: dict[int, list[time]] = {}
+        for day in data.get("weekdays") or []:
+            own = parse_times(data.get(f"times_{day}", ""))
+            if own is None:
+                self.add_error(f"times_{day}", gettext("Enter times such as 15:00, 19:30."))
+                continue
+            default = [data["start_time"]] if data.get("start_time") else []
+            times[int(day)] = own or default
+        skip = parse_dates(data.get("skip_dates", ""))
+        if skip is None:
+            self.add_error("skip_dates", gettext("Enter dates such as 2026-12-24, separated by commas."))
         first, last = data.get("first_day"), data.get("last_day")
-        if first and last:
-            if last < first:
-                self.add_error("last_day", gettext("The last day must not be before the first day."))
-            elif first < timezone.localdate():
+        if first and last and not self.errors:
+            if last >= first and first < timezone.localdate():
                 self.add_error("first_day", gettext("The first day is in the past."))
-            elif len(self.days(data)) > MAX_SERIES_SESSIONS:
-                self.add_error(
-                    "last_day",
-                    gettext("That is more than %(max)d performances; split it up.") % {"max": MAX_SERIES_SESSIONS},
-                )
-            elif data.get("weekdays") and not self.days(data):  # none ticked: the field says so
-                self.add_error("weekdays", gettext("None of the chosen weekdays falls between the first and last day."))
+                return data
+            plan = Plan(first, last, times, set(skip or []), data.get("duration") or 150)
+            try:
+                self.planned = plan_dates(plan=plan)
+            except InvalidRequest as exc:
+                add_field_errors(self, exc)
         return data
-
-    @staticmethod
-    def days(data) -> list[date]:
-        chosen = {int(d) for d in data.get("weekdays") or []}
-        first, last = data["first_day"], data["last_day"]
-        count = (last - first).days + 1
-        if count > 5 * 366:
-            return [first] * (MAX_SERIES_SESSIONS + 1)  # far too long: refused above, never expanded
-        return [first + timedelta(days=i) for i in range(count) if (first + timedelta(days=i)).weekday() in chosen]
 
     def performances(self) -> list[tuple[datetime, datetime]]:
         """(start, end) of each performance, aware in the site's time zone (DST handled)."""
+        return self.planned
+
+    def type_prices_in_cents(self) -> dict[str, dict[str, int]]:
+        table: dict[str, dict[str, int]] = {}
+        for kind, row in self.type_price_names:
+            for name in row:
+                value = self.cleaned_data.get(name)
+                if value is not None:
+                    table.setdefault(kind["code"], {})[name.rsplit("_", 1)[1]] = to_cents(value)
+        return table
+
+    def box_office_setting(self) -> dict:
+        minutes = self.cleaned_data.get("box_office_minutes")
+        if minutes is None:
+            minutes = settings.BOOKING_BOX_OFFICE_DEADLINE_MINUTES
+        return {"enabled": self.cleaned_data["box_office"], "deadlineMinutes": minutes}
+
+    def season_content(self) -> dict:
+        """What makes two submits the same season (its key, sales/seasons.py)."""
         data = self.cleaned_data
-        result = []
-        for day in self.days(data):
-            start = timezone.make_aware(datetime.combine(day, data["start_time"]))
-            result.append((start, start + timedelta(minutes=data["duration"])))
-        return result
+        return {
+            "name": data["name"],
+            "nameDe": data.get("name_de", ""),
+            "description": data.get("description", ""),
+            "starts": [start.isoformat() for start, _ in self.planned],
+            "duration": data["duration"],
+            "prices": self.prices_in_cents(),
+            "typePrices": self.type_prices_in_cents(),
+            "saleOpens": data.get("sale_opens"),
+            "boxOffice": self.box_office_setting(),
+        }
 
 
 class PickTheaterForm(forms.Form):

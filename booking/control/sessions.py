@@ -27,7 +27,7 @@ from booking.control.series_actions import SeriesActionsMixin
 from booking.control.waiting_lists import WAITING_LIST_ROUTES, WaitingListAdminMixin
 from booking.core.domain import Session, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
-from booking.sales import session_cancel
+from booking.sales import offers, seasons, session_cancel
 from booking.sales import sessions as session_service
 from booking.sales.selectors import seat_counts
 
@@ -149,48 +149,58 @@ class SessionAdmin(
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_series(self, request):
-        """Many sessions at once. Each is created by the same service as a single one, a draft; a
-        date the service refuses is listed with its reason and the others are still created."""
+        """A season at once (sales/seasons.py): "Preview" lists the dates, "Create" makes a draft
+        per date. The same form submitted again finds its dates and creates nothing new."""
         self.require(request, "add")
         theater, page = self._theater_or_pick(request, gettext("Add a series: choose the theater"), "series")
         if page:
             return page
-        form = f.SeriesForm(bound(request), layout=session_service.price_layout(theater))
-        created, refused, status = [], [], 200
-        if request.method == "POST":
-            if form.is_valid():
-                data = form.cleaned_data
-                for start, end in form.performances():
-                    try:
-                        session = session_service.create_session(
-                            theater["_id"],
-                            name=data["name"],
-                            description=data["description"],
-                            start=start,
-                            end=end,
-                            prices=form.prices_in_cents(),
-                        )
-                    except BookingError as exc:
-                        refused.append({"start": start, "reason": exc.message})
-                    else:
-                        created.append(selectors.with_id(session))
-                        self.log(
-                            request,
-                            ADDITION,
-                            session["_id"],
-                            session_label(session),
-                            f"Created session in {theater['name']} as part of a series.",
-                        )
+        form = f.SeriesForm(
+            bound(request), layout=session_service.price_layout(theater), ticket_types=offers.ticket_types(theater)
+        )
+        created, existing, refused, status, preview = [], [], [], 200, None
+        if request.method == "POST" and not form.is_valid():
+            status = 400
+        elif request.method == "POST" and request.POST.get("preview"):
+            preview = [start for start, _ in form.performances()]
+        elif request.method == "POST":
+            data = form.cleaned_data
+            try:
+                result = seasons.create_season(
+                    theater["_id"],
+                    key=seasons.season_key(theater_id=theater["_id"], content=form.season_content()),
+                    name=data["name"],
+                    name_de=data.get("name_de", ""),
+                    description=data["description"],
+                    performances=form.performances(),
+                    prices=form.prices_in_cents(),
+                    type_prices=form.type_prices_in_cents(),
+                    sale_opens=data.get("sale_opens"),
+                    box_office=form.box_office_setting(),
+                )
+            except BookingError as exc:
+                f.add_field_errors(form, exc)
+                status = 400
+            else:
+                refused = result.refused
+                existing = [selectors.with_id(s) for s in result.existing]
+                for session in result.created:
+                    created.append(selectors.with_id(session))
+                    self.log(
+                        request,
+                        ADDITION,
+                        session["_id"],
+                        session_label(session),
+                        f"Created session in {theater['name']} as part of a series.",
+                    )
                 if created:
                     messages.success(
                         request,
                         gettext("%(count)s sessions of “%(name)s” were created as drafts: publish them to sell.")
                         % {"count": len(created), "name": data["name"]},
                     )
-                if refused and not created:
+                if refused and not created and not existing:
                     status = 400
-            else:
-                status = 400
         return self.render(
             request,
             "admin/booking/session/series.html",
@@ -199,8 +209,11 @@ class SessionAdmin(
                 "form": form,
                 "theater": theater,
                 "created": created,
+                "existing": existing,
                 "refused": refused,
-                "done": bool(created or refused),
+                "preview": preview,
+                "series_id": (created or existing or [{}])[0].get("id", ""),
+                "done": bool(created or refused or existing),
             },
             status=status,
         )

@@ -106,9 +106,13 @@ def create_session(
     name_de: str = "",
     description_de: str = "",
     published: bool = False,
+    session_id: ObjectId | None = None,
+    extra: dict | None = None,
 ) -> dict:
     """A new performance: the theater's whole seat map is copied into the session (preallocated).
-    It starts as a draft (staff only, not held, not listed) unless ``published``."""
+    It starts as a draft (staff only, not held, not listed) unless ``published``. ``session_id``: an
+    id chosen by the caller, so a repeated creation fails on the unique ``_id`` instead of making a
+    twin; ``extra``: settings written with the document (one insert: never half a session)."""
     theater = mongo.theaters().find_one({"_id": theater_id})
     if theater is None:
         raise NotFound(gettext("No such theater."))
@@ -116,11 +120,14 @@ def create_session(
     details = clean_details(name, description, start, end, now=now, name_de=name_de, description_de=description_de)
     status = SessionStatus.ON_SALE if published else SessionStatus.DRAFT
     if theater.get("sections"):
-        return create_section_sessions(theater, details, prices, now, status=status)[0]
+        return create_section_sessions(theater, details, prices, now, status=status, extra=extra)[0]
     layout = theater["layout"]
     session = _session_document(
         theater, session_names(theater), layout, details, clean_prices(prices, layout), now, status
     )
+    session.update(extra or {})
+    if session_id is not None:
+        session["_id"] = session_id
     mongo.sessions().insert_one(session)
     listings.refresh([session["_id"]])
     return session
@@ -157,7 +164,13 @@ def _session_document(
 
 
 def create_section_sessions(
-    theater: Theater, details: dict, prices: dict, now: datetime, *, status: SessionStatus = SessionStatus.DRAFT
+    theater: Theater,
+    details: dict,
+    prices: dict,
+    now: datetime,
+    *,
+    status: SessionStatus = SessionStatus.DRAFT,
+    extra: dict | None = None,
 ) -> list[dict]:
     """A performance in a sectioned venue: one session document per section, sharing a
     ``performanceId`` (the RavenDB seed's chunks), so no document carries the whole stadium.
@@ -173,6 +186,7 @@ def create_section_sessions(
         section_prices = {code: all_prices[code] for code in category_codes_used(layout)}
         doc = _session_document(theater, session_names(theater, section), layout, details, section_prices, now, status)
         german = {"nameDe": section["nameDe"]} if section.get("nameDe") else {}
+        doc.update(extra or {})
         doc.update(
             performanceId=performance_id,
             section={"name": section["name"], **german, "index": index, "count": len(sections)},
