@@ -12,9 +12,11 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from booking.control.base import CHANGE, AdminMixinBase
+from booking.control.forms import SALE_TIME_FORMATS, CancelSessionForm, LocalDateTimeField, SecondsDateTimeInput
 from booking.core.errors import BookingError
 from booking.core.ids import object_id
-from booking.sales import series
+from booking.core.localized import ticket_type_name
+from booking.sales import offers, series
 
 ROUTES = [("<str:object_id>/series-actions/", "series_actions", "series_actions")]
 
@@ -25,18 +27,28 @@ class SeriesActionForm(forms.Form):
         choices=[
             (series.PUBLISH, gettext_lazy("Put the drafts on sale")),
             (series.PRICES, gettext_lazy("Change a category's price")),
+            (series.SALE_OPENS, gettext_lazy("Set when sales open")),
             (series.CANCEL, gettext_lazy("Cancel every performance (orders refunded, customers mailed)")),
         ],
         widget=forms.RadioSelect,
     )
+    ticket_type = forms.ChoiceField(label=gettext_lazy("Ticket type"), required=False)
     category = forms.ChoiceField(label=gettext_lazy("Category"), required=False)
     price = forms.DecimalField(
         label=gettext_lazy("New price"), required=False, min_value=0, max_value=10_000, decimal_places=2
     )
 
-    def __init__(self, *args, categories: list[dict], **kwargs):
+    sale_opens = LocalDateTimeField(
+        label=gettext_lazy("On sale from"),
+        required=False,
+        widget=SecondsDateTimeInput(),
+        input_formats=SALE_TIME_FORMATS,
+    )
+
+    def __init__(self, *args, categories: list[dict], ticket_types: list[dict], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["category"].choices = [("", "—")] + [(c["code"], c["name"]) for c in categories]  # type: ignore[attr-defined]
+        self.fields["ticket_type"].choices = [(t["code"], ticket_type_name(t)) for t in ticket_types]  # type: ignore[attr-defined]
 
     def clean(self):
         data = super().clean() or {}
@@ -45,6 +57,8 @@ class SeriesActionForm(forms.Form):
                 self.add_error("category", _("Choose the category."))
             if data.get("price") is None:
                 self.add_error("price", _("Give the new price."))
+        if data.get("action") == series.SALE_OPENS and data.get("sale_opens") is None:
+            self.add_error("sale_opens", _("Give the on-sale time."))
         return data
 
     @property
@@ -61,19 +75,25 @@ class SeriesActionsMixin(AdminMixinBase):
         self.require(request, "change")
         session = self._session(object_id)  # type: ignore[attr-defined]
         categories = session.get("layout", {}).get("categories", [])
-        form = SeriesActionForm(request.POST if request.method == "POST" else None, categories=categories)
+        data = request.POST if request.method == "POST" else None
+        form = SeriesActionForm(data, categories=categories, ticket_types=offers.ticket_types(session))
+        cancel_form = CancelSessionForm(data)
         status, changes, error = 200, None, ""
-        if request.method == "POST" and not form.is_valid():
+        if request.method == "POST" and not (form.is_valid() and cancel_form.is_valid()):
             status = 400
         elif request.method == "POST":
             action = form.cleaned_data["action"]
             if action == series.CANCEL:
                 self.require(request, "delete")  # as canceling one session: it ends them for good
             category, cents = form.cleaned_data.get("category") or "", form.cents
+            choice = {
+                "ticket_type": form.cleaned_data.get("ticket_type") or series.FULL,
+                "sale_opens": form.cleaned_data.get("sale_opens"),
+            }
             try:
                 if request.POST.get("apply") == "yes":
-                    return self._apply(request, session, action, category, cents)
-                changes = series.preview(session["_id"], action, category=category, price=cents)
+                    return self._apply(request, session, action, category, cents, choice, cancel_form.terms())
+                changes = series.preview(session["_id"], action, category=category, price=cents, **choice)
             except BookingError as exc:
                 error, status = exc.message, 400
         listing = [{**s, "id": str(s["_id"])} for s in series.series_of(session["_id"])]  # templates cannot read _id
@@ -85,13 +105,14 @@ class SeriesActionsMixin(AdminMixinBase):
                 "session": session,
                 "series": listing,
                 "form": form,
+                "cancel_form": cancel_form,
                 "changes": changes,
                 "error": error,
             },
             status=status,
         )
 
-    def _apply(self, request, session: dict, action: str, category: str, cents: int | None):
+    def _apply(self, request, session: dict, action: str, category: str, cents: int | None, choice, terms):
         chosen, seen = [], {}
         for raw in request.POST.getlist("sessions"):
             try:
@@ -103,9 +124,19 @@ class SeriesActionsMixin(AdminMixinBase):
             if old.isdigit():
                 seen[raw] = int(old)
         by = request.user.get_username()
-        done = series.apply(session["_id"], action, chosen, category=category, price=cents, seen_prices=seen, by=by)
+        done = series.apply(
+            session["_id"],
+            action,
+            chosen,
+            category=category,
+            price=cents,
+            seen_prices=seen,
+            cancel_terms=terms,
+            by=by,
+            **choice,
+        )
         note = _("%(action)s: %(n)d performances changed") % {"action": action, "n": len(done.done)}
-        what = f"{action} {category} {cents}" if action == series.PRICES else action
+        what = f"{action} {choice['ticket_type']} {category} {cents}" if action == series.PRICES else action
         for changed in done.done:
             self.log(request, CHANGE, changed, f"Session {changed}", f"Series action: {what}")
         if done.changed_meanwhile:

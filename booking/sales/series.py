@@ -4,9 +4,13 @@ would change (``preview_*``); applying does exactly what was previewed (the sess
 and each price only if it is still what the preview showed), one conditional update per session.
 """
 
+import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from bson import ObjectId
+from django.utils.formats import date_format
+from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 
 from booking.core import clock, mongo
@@ -18,18 +22,27 @@ from booking.sales.session_prices import MAX_PRICE
 
 PUBLISH = "publish"
 PRICES = "prices"
+SALE_OPENS = "sale_opens"
 CANCEL = "cancel"
-ACTIONS = (PUBLISH, PRICES, CANCEL)
+ACTIONS = (PUBLISH, PRICES, SALE_OPENS, CANCEL)
+FULL = "full"
 FIELDS = {
     "name": 1,
     "start": 1,
     "status": 1,
     "prices": 1,
+    "typePrices": 1,
+    "ticketTypes": 1,
+    "saleOpens": 1,
     "currency": 1,
     "theaterId": 1,
     "theaterName": 1,
     "layout.categories": 1,
 }
+
+
+TYPE_CODE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,19}$")  # as offers.CODE_RE: never a dotted path
+CATEGORY_CODE = re.compile(r"^[A-Za-z0-9_-]{1,20}$")
 
 
 def series_of(session_id: ObjectId) -> list[Session]:
@@ -63,12 +76,35 @@ class Change:
         return str(self.session["_id"])
 
 
-def preview(session_id: ObjectId, action: str, *, category: str = "", price: int | None = None) -> list[Change]:
+def price_path(ticket_type: str, category: str) -> str:
+    """Where a cell of the price table is stored: full price in ``prices``, the others in ``typePrices``."""
+    return f"prices.{category}" if ticket_type in ("", FULL) else f"typePrices.{ticket_type}.{category}"
+
+
+def price_cell(session: Session, ticket_type: str, category: str) -> int | None:
+    if ticket_type in ("", FULL):
+        return (session.get("prices") or {}).get(category)
+    return ((session.get("typePrices") or {}).get(ticket_type) or {}).get(category)
+
+
+def preview(
+    session_id: ObjectId,
+    action: str,
+    *,
+    category: str = "",
+    price: int | None = None,
+    ticket_type: str = FULL,
+    sale_opens: datetime | None = None,
+) -> list[Change]:
     if action not in ACTIONS:
         raise InvalidRequest(_("Choose what to do with the series."))
     bad_price = price is None or isinstance(price, bool) or not 0 <= price <= MAX_PRICE
     if action == PRICES and (not category or bad_price):
         raise InvalidRequest(_("Give a category and a price between 0 and %(max)s.") % {"max": MAX_PRICE // 100})
+    if action == PRICES and not (TYPE_CODE.match(ticket_type or FULL) and CATEGORY_CODE.match(category)):
+        raise InvalidRequest(_("Choose a ticket type."))
+    if action == SALE_OPENS and (not isinstance(sale_opens, datetime) or sale_opens.tzinfo is None):
+        raise InvalidRequest(_("Give the on-sale time."), fields={"sale_opens": _("Give the on-sale time.")})
     found = []
     for session in series_of(session_id):
         change = Change(session)
@@ -77,10 +113,22 @@ def preview(session_id: ObjectId, action: str, *, category: str = "", price: int
                 change.changes.append(_("draft → on sale"))
             else:
                 change.skip = _("on sale already")
+        elif action == SALE_OPENS:
+            assert sale_opens is not None
+            if sale_opens >= session["start"]:
+                change.skip = _("starts before that")
+            elif session.get("saleOpens") == sale_opens:
+                change.skip = _("opens then already")
+            else:
+                change.changes.append(
+                    _("on sale from %(when)s") % {"when": date_format(localtime(sale_opens), "DATETIME_FORMAT")}
+                )
         elif action == PRICES:
-            old = (session.get("prices") or {}).get(category)
+            old = price_cell(session, ticket_type, category)
             if old is None:
-                change.skip = _("has no such category")
+                change.skip = (
+                    _("has no such category") if ticket_type in ("", FULL) else _("not offered in this category")
+                )
             elif old == price:
                 change.skip = _("has this price already")
             else:
@@ -110,10 +158,20 @@ def apply(
     category: str = "",
     price: int | None = None,
     seen_prices: dict | None = None,
+    ticket_type: str = FULL,
+    sale_opens: datetime | None = None,
+    cancel_terms: dict | None = None,
     by: str = "",
 ) -> Applied:
     """Apply ``action`` to the ``chosen`` performances of the series (those the preview listed).
-    ``seen_prices``: {session id: the price the preview showed}; a price changed since is left."""
+    ``seen_prices``: {session id: the price the preview showed}; a price changed since is left.
+    Orders keep the prices they were sold at: a price change reaches only later sales.
+    ``cancel_terms``: the buyers' message and kept fee, as session_cancel.start takes them."""
+    if action == PRICES and not (TYPE_CODE.match(ticket_type or FULL) and CATEGORY_CODE.match(category)):
+        raise InvalidRequest(_("Choose a ticket type."))
+    terms = {"message": "", "message_de": "", "kept_per_ticket": 0, **(cancel_terms or {})}
+    if action == CANCEL:
+        session_cancel.clean_terms(**terms)  # bad terms: nothing is canceled
     series = {s["_id"]: s for s in series_of(session_id)}
     result = Applied()
     for sid in chosen:
@@ -128,14 +186,27 @@ def apply(
             ok = bool(done.modified_count)
         elif action == PRICES:
             seen = (seen_prices or {}).get(str(sid))
+            path = price_path(ticket_type, category)
             done = mongo.sessions().update_one(
-                {"_id": sid, f"prices.{category}": seen},
+                {"_id": sid, path: seen},
                 # priceRev: holds priced from the old table miss and price again (sales/offers.py)
-                listings.due({"$set": {f"prices.{category}": price}, "$inc": {"version": 1, "priceRev": 1}}),
+                listings.due({"$set": {path: price}, "$inc": {"version": 1, "priceRev": 1}}),
             )
             ok = seen is not None and bool(done.modified_count)
+        elif action == SALE_OPENS:
+            ok = isinstance(sale_opens, datetime) and sale_opens.tzinfo is not None
+            if ok:
+                done = mongo.sessions().update_one(
+                    {
+                        "_id": sid,
+                        "status": {"$in": [SessionStatus.DRAFT, SessionStatus.ON_SALE]},
+                        "start": {"$gt": sale_opens},
+                    },
+                    listings.due({"$set": {"saleOpens": sale_opens}, "$inc": {"version": 1}}),
+                )
+                ok = bool(done.matched_count)
         elif action == CANCEL:
-            session_cancel.start(sid, by=by)
+            session_cancel.start(sid, by=by, **terms)
             ok = True
         else:
             raise InvalidRequest(_("Choose what to do with the series."))
