@@ -473,10 +473,16 @@ class SeriesForm(PricedForm):
         widget=forms.TextInput(attrs={"size": 50, "lang": "de"}),
         help_text=gettext_lazy("Optional. Shown to buyers reading the site in German; empty: the name above."),
     )
-    description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
-    first_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
-    last_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
+    description = forms.CharField(
+        label=gettext_lazy("Description"),
+        max_length=2000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+    )
+    first_day = DayField(label=gettext_lazy("First day"), widget=forms.DateInput(attrs={"type": "date"}))
+    last_day = DayField(label=gettext_lazy("Last day"), widget=forms.DateInput(attrs={"type": "date"}))
     weekdays = forms.MultipleChoiceField(
+        label=gettext_lazy("Weekdays"),
         choices=WEEKDAYS,
         widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),  # none ticked: staff choose the days
         error_messages={"required": gettext_lazy("Choose at least one day of the week.")},
@@ -538,7 +544,7 @@ class SeriesForm(PricedForm):
                 label=label,
                 required=False,
                 max_length=100,
-                widget=forms.TextInput(attrs={"size": 12, "placeholder": "15:00, 19:30", "class": "day-times"}),
+                widget=forms.TextInput(attrs={"size": 12, "class": "day-times"}),
             )
         self.planned: list[tuple[datetime, datetime]] = []
 
