@@ -3,6 +3,8 @@ category's price, or cancel them all; first a preview of what each performance w
 "Apply" does exactly that. Mixed into SessionAdmin (booking/control/sessions.py), which lists the
 route."""
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.http import HttpResponseRedirect
@@ -86,7 +88,7 @@ class SeriesActionsMixin(AdminMixinBase):
             if action == series.CANCEL:
                 self.require(request, "delete")  # as canceling one session: it ends them for good
             category, cents = form.cleaned_data.get("category") or "", form.cents
-            choice = {
+            choice: dict[str, Any] = {
                 "ticket_type": form.cleaned_data.get("ticket_type") or series.FULL,
                 "sale_opens": form.cleaned_data.get("sale_opens"),
             }

@@ -178,7 +178,7 @@ class SessionAdmin(
                     sale_opens=data.get("sale_opens"),
                     box_office=form.box_office_setting(),
                 )
-            except BookingError as exc:
+            except InvalidRequest as exc:
                 f.add_field_errors(form, exc)
                 status = 400
             else:
@@ -212,7 +212,7 @@ class SessionAdmin(
                 "existing": existing,
                 "refused": refused,
                 "preview": preview,
-                "series_id": (created or existing or [{}])[0].get("id", ""),
+                "series_id": next((s["id"] for s in created + existing if s), ""),
                 "done": bool(created or refused or existing),
             },
             status=status,

@@ -41,9 +41,9 @@ def plan_dates(*, plan: Plan) -> list[tuple[datetime, datetime]]:
     errors = {}
     if not plan.times:
         errors["weekdays"] = gettext("Choose at least one day of the week.")
-    for day, starts in plan.times.items():
+    for weekday, starts in plan.times.items():
         if not starts:
-            errors[f"times_{day}"] = gettext("Give at least one start time for this day.")
+            errors[f"times_{weekday}"] = gettext("Give at least one start time for this day.")
     if plan.last_day < plan.first_day:
         errors["last_day"] = gettext("The last day must not be before the first day.")
     elif (plan.last_day - plan.first_day).days + 1 > MAX_DAYS:

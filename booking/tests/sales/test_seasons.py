@@ -2,6 +2,7 @@
 a repeated submit or a rerun after a crash midway leaves one coherent series."""
 
 from datetime import time, timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -64,7 +65,7 @@ def test_the_limit_of_dates_is_exact():
 
 def create(theater, **overrides):
     performances = seasons.plan_dates(plan=plan())
-    values = {
+    values: dict[str, Any] = {
         "key": "k1",
         "name": "Carmen",
         "name_de": "Carmen (de)",
