@@ -71,6 +71,27 @@ class SessionSelfServiceForm(SelfServiceForm):
     )
 
 
+class SeasonSelfServiceForm(SelfServiceForm):
+    """On the add-series form: the new performances' own rules, or the theater's default."""
+
+    field_order = ["own"]
+
+    own = forms.BooleanField(
+        required=False, label=gettext_lazy("These performances have their own rules (else the theater's default)")
+    )
+
+    def own_rules(self) -> Rules | None:
+        return self.rules() if self.cleaned_data.get("own") else None
+
+
+def season_form(theater: dict, data=None) -> SeasonSelfServiceForm:
+    """Validated only when "own rules" is ticked: untouched, the theater's default applies."""
+    if data is not None and not data.get("ss-own"):
+        data = None
+    initial = _initial(self_service.rules_from(theater) or self_service.NOTHING_ONLINE)
+    return SeasonSelfServiceForm(data, prefix="ss", initial=initial)
+
+
 def _initial(rules: Rules) -> dict:
     return {**self_service.as_dict(rules), "fee": from_cents(rules.fee)}
 

@@ -21,7 +21,7 @@ from booking.control.payment_settings import SESSION_ROUTES, SessionPaymentsMixi
 from booking.control.performances import PERFORMANCE_ROUTES, PerformanceAdminMixin
 from booking.control.seat_chart import category_legend, owner_groups, session_rows
 from booking.control.self_service_settings import SESSION_ROUTES as SELF_SERVICE_ROUTES
-from booking.control.self_service_settings import SessionSelfServiceMixin, session_form
+from booking.control.self_service_settings import SessionSelfServiceMixin, season_form, session_form
 from booking.control.series_actions import ROUTES as SERIES_ROUTES
 from booking.control.series_actions import SeriesActionsMixin
 from booking.control.waiting_lists import WAITING_LIST_ROUTES, WaitingListAdminMixin
@@ -158,8 +158,10 @@ class SessionAdmin(
         form = f.SeriesForm(
             bound(request), layout=session_service.price_layout(theater), ticket_types=offers.ticket_types(theater)
         )
+        rules_form = season_form(theater, bound(request))
         created, existing, refused, status, preview = [], [], [], 200, None
-        if request.method == "POST" and not form.is_valid():
+        own_rules_bad = rules_form.is_bound and not rules_form.is_valid()
+        if request.method == "POST" and (not form.is_valid() or own_rules_bad):
             status = 400
         elif request.method == "POST" and request.POST.get("preview"):
             preview = [start for start, _ in form.performances()]
@@ -177,6 +179,7 @@ class SessionAdmin(
                     type_prices=form.type_prices_in_cents(),
                     sale_opens=data.get("sale_opens"),
                     box_office=form.box_office_setting(),
+                    self_service=rules_form.own_rules() if rules_form.is_bound else None,
                 )
             except InvalidRequest as exc:
                 f.add_field_errors(form, exc)
@@ -207,6 +210,7 @@ class SessionAdmin(
             {
                 "title": gettext("Add a series in %(name)s") % {"name": theater["name"]},
                 "form": form,
+                "rules_form": rules_form,
                 "theater": theater,
                 "created": created,
                 "existing": existing,

@@ -18,6 +18,7 @@ from pymongo.errors import DuplicateKeyError
 from booking.core import faults, mongo
 from booking.core.errors import BookingError, InvalidRequest, NotFound
 from booking.sales import offers, sessions
+from booking.sales.self_service import Rules
 from booking.sales.session_prices import clean_prices
 
 MAX_DATES = 100  # performances in one season form; more is a typo in the dates more often than a plan
@@ -96,6 +97,7 @@ def create_season(
     type_prices: dict[str, dict[str, int]] | None = None,
     sale_opens: datetime | None = None,
     box_office: dict | None = None,
+    self_service: Rules | None = None,
 ) -> SeasonResult:
     """Drafts for every (start, end) not created yet under ``key``. The price table is checked
     once before anything is written; a date the session service refuses is reported, the others
@@ -115,6 +117,8 @@ def create_season(
             "enabled": bool(box_office["enabled"]),
             "deadlineMinutes": int(box_office["deadlineMinutes"]),
         }
+    if self_service is not None:
+        extra["selfService"] = self_service.as_document()
     existing = (
         {
             doc["start"]: doc

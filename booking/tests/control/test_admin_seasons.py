@@ -193,3 +193,19 @@ def test_canceling_the_series_sends_the_staff_message_and_keeps_the_fee(manager_
         150,
     )
     assert mongo.sessions().count_documents({"theaterId": hall["_id"], "status": "draft"}, hint=[("_id", 1)]) == 4
+
+
+def test_the_season_can_set_its_own_self_service_rules(manager_client, hall):
+    rules = {"ss-own": "on", "ss-exchange": "on", "ss-hours_before": "48", "ss-fee": "2.00"}
+    rules |= {"ss-max_transfers": "2", "ss-transfer_hours_before": "24"}
+    assert manager_client.post(url(hall), season_form(**rules)).status_code == 200
+    docs = list(mongo.sessions().find({"theaterId": hall["_id"]}, hint=[("_id", 1)]))
+    assert len(docs) == 5 and all(d["selfService"] == docs[0]["selfService"] for d in docs)
+    assert docs[0]["selfService"]["exchange"] is True and docs[0]["selfService"]["fee"] == 200
+
+
+def test_bad_self_service_rules_create_nothing(manager_client, hall):
+    bad = {"ss-own": "on", "ss-hours_before": "-1", "ss-fee": "x", "ss-max_transfers": "2"}
+    response = manager_client.post(url(hall), season_form(**bad))
+    assert response.status_code == 400 and response.context["rules_form"].errors["hours_before"]
+    assert count(hall) == 0
