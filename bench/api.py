@@ -50,6 +50,7 @@ def time_calls(data: dict, samples: int, log, db_pid: int | None) -> list[dict]:
         return cursor
 
     deep = deep_cursor({"limit": 50}, 20)
+
     def availability(s):
         return f"/api/v1/performances/{s['_id']}/availability/", {}
 
