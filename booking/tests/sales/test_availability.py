@@ -38,10 +38,11 @@ def test_counts_per_category_match_the_seat_map_whatever_the_states():
             states[3] = states[3][:6]  # stored short: its missing seats are no seats
         mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"seats": states}})
         found = availability(session["_id"], theater_id=session["theaterId"], with_seats=True)
+        assert found is not None
         by_category = {c.code: (c.free, c.total) for c in found.categories}
         assert by_category == counted_seat_by_seat(found)
-        expected_free = sum(row.count(FREE) for row in states)
-        assert sum(c.free for c in found.categories) == expected_free
+        free_seats: int = sum(row.count(FREE) for row in states)
+        assert sum(c.free for c in found.categories) == free_seats
 
 
 def test_a_fresh_performance_counts_every_seat_free():
