@@ -11,6 +11,8 @@ the orders that hold it:
   back at the counter by the staff member who recorded it, or to the card.
 
 Refunds of payments no seat was sold for (``extraPayments``) are left out, as those payments are.
+Donations (payments/donations.py) are in the money taken, and counted apart as well, by payment
+method: the sale's payment carries the order's donation, a refund of the whole order gives it back.
 Amounts are integer minor units. Each part is one indexed read of the orders in the time range
 (``paid_on``, ``top_up_on``, ``refund_created``).
 """
@@ -56,6 +58,7 @@ class Movement:
     amount: int  # money in: positive; given back: negative
     ref: str
     order_id: object
+    donation: int = 0  # of ``amount``: what was given (positive) or given back (negative) as a donation
 
 
 def _means_method(means: str) -> str:
@@ -85,9 +88,9 @@ def movements_of(order: dict) -> Iterator[Movement]:
         taken[paid["id"]] = paid
         at = paid.get("on") or order.get("paidOn")
         if at is not None:
-            yield Movement(
-                at, SALE, payment_method(order, paid), _seller(order, paid), paid["amount"], order["ref"], order["_id"]
-            )
+            method, seller = payment_method(order, paid), _seller(order, paid)
+            donated = min((order.get("donation") or {}).get("amount", 0), paid["amount"])
+            yield Movement(at, SALE, method, seller, paid["amount"], order["ref"], order["_id"], donated)
     for top_up in order.get("topUps") or []:
         taken[top_up["id"]] = top_up
         yield Movement(
@@ -113,10 +116,11 @@ def movements_of(order: dict) -> Iterator[Movement]:
             -refund["amount"],
             order["ref"],
             order["_id"],
+            -min(refund.get("donation", 0), refund["amount"]),
         )
 
 
-FIELDS = {"ref": 1, "method": 1, "soldBy": 1, "paidOn": 1, "paidWith": 1, "topUps": 1, "refunds": 1}
+FIELDS = {"ref": 1, "method": 1, "soldBy": 1, "paidOn": 1, "paidWith": 1, "topUps": 1, "refunds": 1, "donation": 1}
 
 
 def movements(start: datetime, end: datetime, *, seller: str | None = None) -> list[Movement]:
@@ -170,6 +174,8 @@ class Takings:
     by_method_and_seller: list[Row]
     total: Row
     moves: list[Movement] = field(default_factory=list)
+    donations: list[Row] = field(default_factory=list)  # of the money above, by payment method
+    donations_total: Row = field(default_factory=lambda: Row("donations", str(_("Total"))))
 
 
 def day_range(first: date, last: date) -> tuple[datetime, datetime]:
@@ -195,7 +201,13 @@ def build(first: date, last: date) -> Takings:
     sellers: dict[str, Row] = {}
     both: dict[tuple[str, str], Row] = {}
     total = Row("total", str(_("Total")))
+    given: dict[str, Row] = {}
+    given_total = Row("donations", str(_("Total")))
     for m in moves:
+        if m.donation:
+            part = Movement(m.at, m.kind, m.method, m.seller, m.donation, m.ref, m.order_id, m.donation)
+            given.setdefault(m.method, Row(m.method, method_label(m.method))).add(part)
+            given_total.add(part)
         methods.setdefault(m.method, Row(m.method, method_label(m.method))).add(m)
         sellers.setdefault(m.seller, Row(m.seller, seller_label(m.seller))).add(m)
         pair = (m.seller, m.method)
@@ -211,6 +223,8 @@ def build(first: date, last: date) -> Takings:
         by_method_and_seller=[both[k] for k in sorted(both)],
         total=total,
         moves=moves,
+        donations=[given[code] for code in sorted(given, key=lambda c: METHODS.index(c) if c in METHODS else 99)],
+        donations_total=given_total,
     )
 
 
@@ -226,6 +240,7 @@ def tables(takings: Takings) -> list[Table]:
             str(_("Payment method")),
             str(_("Seller")),
             str(_("Amount")),
+            str(_("Of it donation")),
         ],
         rows=[
             [
@@ -235,18 +250,20 @@ def tables(takings: Takings) -> list[Table]:
                 method_label(m.method),
                 seller_label(m.seller),
                 amount(m.amount),
+                amount(m.donation),
             ]
             for m in takings.moves
         ],
     )
     header = [str(_("Sales")), str(_("Taken")), str(_("Given back")), str(_("Net"))]
 
-    def sums(title: str, first: str, rows: list[Row]) -> Table:
+    def sums(title: str, first: str, rows: list[Row], total: Row | None = None) -> Table:
         return Table(
             title=title,
             header=[first, *header],
             rows=[
-                [r.label, r.sales, amount(r.taken), amount(r.given_back), amount(r.net)] for r in [*rows, takings.total]
+                [r.label, r.sales, amount(r.taken), amount(r.given_back), amount(r.net)]
+                for r in [*rows, total or takings.total]
             ],
         )
 
@@ -255,4 +272,10 @@ def tables(takings: Takings) -> list[Table]:
         sums(str(_("By payment method")), str(_("Payment method")), takings.by_method),
         sums(str(_("By seller")), str(_("Seller")), takings.by_seller),
         sums(str(_("By seller and method")), str(_("Seller")), takings.by_method_and_seller),
+        sums(
+            str(_("Donations by payment method")),
+            str(_("Payment method")),
+            takings.donations,
+            takings.donations_total,
+        ),
     ]
