@@ -111,7 +111,7 @@ def donation_form(theater: dict, data=None) -> DonationForm:
         "appeal": offer.get("appeal", ""),
         "appeal_de": offer.get("appealDe", ""),
     }
-    return DonationForm(data, initial=initial)
+    return DonationForm(data, initial=initial, prefix="donation")  # its fields' ids apart from the page's other forms
 
 
 class SellerForm(forms.Form):
