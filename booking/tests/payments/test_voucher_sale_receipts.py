@@ -45,7 +45,7 @@ def test_counter_sales_are_numbered_in_a_series_of_their_own_and_the_receipt_has
     assert "Receipt G-000001" in english and "25.00 EUR" in english and "No VAT" in english and "Cash" in english
     assert first["code"] not in english  # the code is on the voucher, not on the receipt
     german = pdf_text(voucher_pdf.sale_receipt_pdf(second, "de"))
-    assert "Beleg G-000002" in german and "50,00 EUR" in german and "Kartenterminal" in german
+    assert "Quittung G-000002" in german and "50,00 EUR" in german and "Kartenterminal" in german
 
 
 def test_a_crash_before_the_number_leaves_a_spendable_voucher_numbered_when_printed(db, crash_at):
@@ -90,7 +90,7 @@ def test_staff_print_the_receipt_in_both_languages_and_only_of_a_counter_sale(ma
     voucher = voucher_sales.sell_at_counter(value=2500, means=CASH, by="anna")
     detail = manager_client.get(reverse("admin:booking_giftvoucher_change", args=[str(voucher["_id"])]))
     assert "Receipt (English)" in detail.content.decode()
-    for language, says in (("en", "Receipt G-000001"), ("de", "Beleg G-000001")):
+    for language, says in (("en", "Receipt G-000001"), ("de", "Quittung G-000001")):
         answer = manager_client.get(reverse("admin:booking_giftvoucher_receipt", args=[str(voucher["_id"]), language]))
         assert answer.status_code == 200 and says in pdf_text(answer.content)
     wrong = reverse("admin:booking_giftvoucher_receipt", args=[str(voucher["_id"]), "fr"])
