@@ -107,6 +107,14 @@ def test_a_donation_shows_on_the_payment_panel_the_order_page_and_the_receipt(cl
     assert check_invariants() == []
 
 
+def test_staff_see_the_donation_on_the_order_page(manager_client, client, session):
+    hold(client, session)
+    checkout(client, "5")
+    order = pay(mongo.orders().find_one({}))
+    page = manager_client.get(reverse("admin:booking_order_change", args=[str(order["_id"])])).content.decode()
+    assert 'class="order-donation"' in page and "The donation goes back with the last ticket." in page
+
+
 # --- staff ---
 
 
