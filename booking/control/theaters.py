@@ -79,7 +79,7 @@ class TheaterAdmin(
             return None
         categories = f.categories_from(formset)
         if not categories:
-            form.add_error(None, "Give at least one seat category (a letter and a name).")
+            form.add_error(None, gettext("Give at least one seat category (a letter and a name)."))
             return None
         return form.clean_with(categories)
 
