@@ -1,10 +1,15 @@
-# The staff site names its models in the staff member's language (sidebar, breadcrumbs, titles): no table changes.
+# The staff site names its models in the staff member's language (sidebar, breadcrumbs, titles): no
+# table changes; the groups are granted again, as after every migration that touches permissions.
 
 from django.db import migrations
+
+from booking.control.groups import create_groups
 
 
 class Migration(migrations.Migration):
     dependencies = [
+        ("auth", "0012_alter_user_first_name_max_length"),
+        ("contenttypes", "0002_remove_content_type_name"),
         ("booking", "0013_gift_vouchers"),
     ]
 
@@ -69,4 +74,5 @@ class Migration(migrations.Migration):
             name="webhookendpoint",
             options={"managed": False, "verbose_name": "webhook endpoint", "verbose_name_plural": "webhook endpoints"},
         ),
+        migrations.RunPython(create_groups, migrations.RunPython.noop),
     ]
