@@ -71,7 +71,7 @@ def test_no_staff_page_scrolls_sideways_on_a_phone(staff_phone, shot):
     assert len(walk.pages) >= 80
     too_wide = {}
     for number, staff_page in enumerate(walk.pages):
-        page.goto(staff_page.path, wait_until="load")
+        page.goto(staff_page.path, wait_until="load", timeout=30_000)  # a report under CI load takes its time
         if page.url.endswith("/admin/login/") or "/login/" in page.url and "login" not in staff_page.path:
             pytest.fail(f"signed out at {staff_page.path}")
         width = wider_than_the_phone(page)
