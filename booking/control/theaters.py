@@ -281,4 +281,4 @@ def preview_context(form, layout: Layout | None) -> dict:
     exc = getattr(form, "layout_error", None)
     where = grid_error_context(form.data.get("grid", ""), exc.details["row"], exc.details["column"]) if exc else None
     errors = [e for errs in form.errors.values() for e in errs]
-    return {"rows": [], "errors": errors or ["Check the categories on the left."], "where": where}
+    return {"rows": [], "errors": errors or [gettext("Check the categories on the left.")], "where": where}

@@ -131,3 +131,27 @@ def test_every_staff_page_is_german(walk):
     names = {"Globe", "Hamlet", "Faust", "Test Stadium", "Season A", "Studio"}
     english = {page.path: words for page in walk.pages if (words := english_on(page.html, names))}
     assert not english, "\n".join(f"{path}: {words}" for path, words in english.items())
+
+
+@pytest.mark.parametrize(
+    "grid, categories, german",
+    [
+        ("A: ssS.Sss\nB: sss.sss\n", [("s", "Parkett")], "davon Rollstuhlplätze"),
+        ("A: sss\nB: s?s\n", [("s", "Parkett")], "Reihe"),
+        ("A: sss\n", [], "Platzkategorie"),
+    ],
+    ids=["wheelchair-spaces", "a-mistake", "no-category"],
+)
+def test_the_layout_preview_is_german(grid, categories, german):
+    """The preview beside the layout editor, which htmx posts for and no link opens."""
+    client, _boss = superuser_client("de")
+    form = {"name": "Saal", "grid": grid, "cat-TOTAL_FORMS": "6", "cat-INITIAL_FORMS": "0"}
+    form.update({"cat-MIN_NUM_FORMS": "6", "cat-MAX_NUM_FORMS": "6"})
+    for i in range(6):
+        code, name = categories[i] if i < len(categories) else ("", "")
+        form.update({f"cat-{i}-code": code, f"cat-{i}-name": name, f"cat-{i}-color": "#3b82f6"})
+    response = client.post("/admin/booking/theater/preview/", form, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert german in page, page
+    assert english_on(page, {"Parkett", "Saal"}) == []
