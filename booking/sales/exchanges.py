@@ -46,7 +46,7 @@ from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
 from booking.payments import base, money, refunds
 from booking.reports import marks
-from booking.sales import checkout, offers, outbox
+from booking.sales import checkout, offers, outbox, seats_returned
 from booking.sales import orders as order_service
 from booking.venues.seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat_cell, seat_name
 
@@ -761,6 +761,7 @@ def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
         )
         taken = {line["key"] for o in others for line in o["lines"] if line["sessionId"] == session_id}
         house = {line["key"] for line in lines if line["sessionId"] == session_id and line.get("house")}
+        on_sale_again = 0
         for key in keys:
             if key in taken:
                 continue
@@ -770,6 +771,10 @@ def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
                 order_service.give_back(key, house=key in house),  # a house seat: blocked again
             )
             freed += result.modified_count
+            if result.modified_count and key not in house:
+                on_sale_again += 1
+        if on_sale_again:
+            seats_returned.offer_to_waiting_list(session_id)
     return freed
 
 

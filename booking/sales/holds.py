@@ -46,7 +46,7 @@ from booking.core.errors import (
     TooManySeats,
     WheelchairSpaceNotDeclared,
 )
-from booking.sales import cart_expiry, client_holds, hold_facts, offers, reservations, selectors
+from booking.sales import cart_expiry, client_holds, hold_facts, offers, reservations, seats_returned, selectors
 from booking.sales import carts as cart_service
 from booking.sales.admission import check as check_admission  # waiting room: a queued sale needs an admission
 from booking.sales.admission import hold_clause as admission_clause
@@ -800,6 +800,8 @@ def release_seats(
             return_document=ReturnDocument.AFTER,
         )
     faults.point("release.after_session")
+    if written is not None and back_on_sale:
+        seats_returned.offer_to_waiting_list(session_id)
     expires_at = cart_service.next_expiry(cart, now, owner)
     if written is not None and cart.get("client") and client_holds.limit():
         # freed in the session: off the address's count, the entry lasting to the hold's new
