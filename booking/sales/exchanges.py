@@ -103,7 +103,7 @@ def _session_summary(session: dict) -> dict:
 
 def _new_line(order: dict, old: dict, session: dict, key: str, theater: Theater | None) -> dict:
     """The ticket for ``key`` replacing ``old``: same ticket type if the session offers it in the
-    seat's category (else full price), today's price, a new ticket code."""
+    seat's category (else full price), today's price, a new ticket code, the same holder."""
     r, c = parse_seat_key(key)
     cell = seat_cell(session["layout"], r, c)
     assert cell is not None
@@ -125,6 +125,8 @@ def _new_line(order: dict, old: dict, session: dict, key: str, theater: Theater 
         "vat": money.ticket_rate(theater, cell["cat"]),
         "ticket": checkout.new_ticket_code(order["ref"]),
     }
+    if old.get("holder"):
+        line["holder"] = old["holder"]  # a ticket handed on stays the new holder's on its new seat
     if old.get("subscription"):
         # a subscriber swapping a date keeps the subscription's price (and stays counted as one)
         line.update(price=old["price"], subscription=old["subscription"])
