@@ -215,8 +215,10 @@ def best_available(request, session_id):
         asked["csrf"] = get_token(request)  # the answer is rendered without the request
         here = {"session_id": str(session["_id"])}
         if result is not None:
-            keys = ",".join(seat_key(r, c) for r, c in result.seats)
-            return {**here, "best": {**asked, "held": seat_words.describe_seats(session, result.seats), "keys": keys}}
+            keys = [seat_key(r, c) for r, c in result.seats]
+            price = selectors.cart_price_of(result.cart, session["_id"], set(keys))
+            words = seat_words.describe_seats(session, result.seats, price=price)
+            return {**here, "best": {**asked, "held": words, "keys": ",".join(keys)}}
         split = offer.get("suggestion")
         if not split:
             return {**here, "best": {**asked, "none": True}}

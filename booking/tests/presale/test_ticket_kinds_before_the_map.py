@@ -19,8 +19,9 @@ def priced():
     return session
 
 
-def best(client, session, **fields):
-    return client.post(f"/sessions/{session['_id']}/best", fields)
+def best(client, session, HTTP_HX_REQUEST=None, **fields):
+    headers = {"HTTP_HX_REQUEST": HTTP_HX_REQUEST} if HTTP_HX_REQUEST else {}
+    return client.post(f"/sessions/{session['_id']}/best", fields, **headers)
 
 
 def cart_items(client) -> list[dict]:
@@ -76,3 +77,11 @@ def test_exactly_as_many_kinds_as_seats_is_allowed(client, priced):
 def test_a_kind_the_category_does_not_offer_leaves_the_seat_full_price(client, priced):
     assert best(client, priced, count="2", category="p", kind_reduced="1").status_code in (200, 302)
     assert [i["ticketType"] for i in cart_items(client)] == ["full", "full"]
+
+
+def test_the_held_note_gives_the_price_of_the_kinds_chosen_as_the_cart_does(client, priced):
+    response = best(client, priced, count="3", category="s", kind_reduced="1", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    note = response.content.decode()
+    assert sum(i["price"] for i in cart_items(client)) == 5500
+    assert "€55" in note and "€60" not in note  # 2 full (€20) and 1 reduced (€15), not 3 at full price
