@@ -738,6 +738,35 @@ def _with_kinds(held: HoldResult, owner: str, session_id: ObjectId, kinds: Mappi
     return held
 
 
+def give_chosen_kinds(
+    *, held: HoldResult, owner: str, session_id: ObjectId, chosen: list[tuple[str, int]]
+) -> HoldResult:
+    """Seats clicked one by one after the buyer chose how many of which kinds before the map: each
+    seat just held takes the next kind of ``chosen`` (in its order, e.g. 2 full price then 1
+    reduced) not yet taken by a seat the cart holds here. Once the chosen count is used up, more
+    seats are full price: the buyer who wants one more gets it and can change its kind in the
+    cart, where every seat's kind and price show."""
+    new_keys = {seat_key(r, c) for r, c in held.seats}
+    taken: dict[str, int] = {}
+    for item in (held.cart or {}).get("items", []):
+        if item["sessionId"] == session_id and item["key"] not in new_keys:
+            code = item.get("ticketType", offers.FULL)
+            taken[code] = taken.get(code, 0) + 1
+    left = []
+    for code, count in chosen:
+        skip = min(count, taken.get(code, 0))
+        taken[code] = taken.get(code, 0) - skip
+        left += [code] * (count - skip)
+    for (row, col), code in zip(held.seats, left, strict=False):
+        if code == offers.FULL:
+            continue  # held at full price already
+        try:
+            held.cart = offers.choose_ticket_type(owner, held.cart_id, session_id, seat_key(row, col), code)
+        except InvalidRequest:
+            logger.info("seat %s:%s of cart %s keeps full price: %s is not offered there", row, col, held.cart_id, code)
+    return held
+
+
 def release_seats(
     session_id: ObjectId, owner: str, cart_id: ObjectId | None, seat_keys, *, cart=UNREAD
 ) -> ReleaseResult:
