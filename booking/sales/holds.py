@@ -748,7 +748,7 @@ def give_chosen_kinds(
     cart, where every seat's kind and price show."""
     new_keys = {seat_key(r, c) for r, c in held.seats}
     taken: dict[str, int] = {}
-    for item in (held.cart or {}).get("items", []):
+    for item in held.cart["items"] if held.cart else []:
         if item["sessionId"] == session_id and item["key"] not in new_keys:
             code = item.get("ticketType", offers.FULL)
             taken[code] = taken.get(code, 0) + 1

@@ -232,10 +232,10 @@ def best_available(request, session_id):
         asked["csrf"] = get_token(request)  # the answer is rendered without the request
         here = {"session_id": str(session["_id"])}
         if result is not None:
-            keys = [seat_key(r, c) for r, c in result.seats]
-            price = selectors.cart_price_of(result.cart, session["_id"], set(keys))
+            held = [seat_key(r, c) for r, c in result.seats]
+            price = selectors.cart_price_of(result.cart, session["_id"], set(held))
             words = seat_words.describe_seats(session, result.seats, price=price)
-            return {**here, "best": {**asked, "held": words, "keys": ",".join(keys)}}
+            return {**here, "best": {**asked, "held": words, "keys": ",".join(held)}}
         split = offer.get("suggestion")
         if not split:
             return {**here, "best": {**asked, "none": True}}
