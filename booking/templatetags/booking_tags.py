@@ -9,7 +9,6 @@ from booking.core.localized import (
     session_status_label,
     status_label,
     ticket_type_name,
-    waiting_list_state_label,
 )
 from booking.core.localized import localized as localized_text
 from booking.reports.figures import channel_label
@@ -39,12 +38,6 @@ def session_status(code):
 def cart_state(code):
     """A cart's state as staff read it: {{ "done"|cart_state }} -> bought."""
     return cart_state_label(str(code)) if code else ""
-
-
-@register.filter
-def waiting_list_state(code):
-    """A waiting list entry's state as staff read it: {{ "lapsed"|waiting_list_state }} -> offer lapsed."""
-    return waiting_list_state_label(str(code)) if code else ""
 
 
 @register.filter
