@@ -9,7 +9,7 @@ from typing import Any, cast
 from django import forms
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
 
 from booking.control.selectors import SessionsShown
 from booking.core import clock, json_text
@@ -109,7 +109,9 @@ class TheaterForm(forms.Form):
     """Name and the text grid. The layout is parsed in ``clean_with`` because it needs the
     categories from the formset beside it."""
 
-    name = forms.CharField(max_length=100, widget=forms.TextInput(attrs={"size": 40, "autofocus": True}))
+    name = forms.CharField(
+        label=gettext_lazy("Name"), max_length=100, widget=forms.TextInput(attrs={"size": 40, "autofocus": True})
+    )
     name_de = theater_name_de_field()
     grid = forms.CharField(
         label=gettext_lazy("Seating plan"),
@@ -136,12 +138,15 @@ class TheaterForm(forms.Form):
 
 class LayoutImportForm(forms.Form):
     name = forms.CharField(
-        max_length=100, required=False, help_text=gettext_lazy("Leave empty to use the name stored in the file.")
+        label=gettext_lazy("Name"),
+        max_length=100,
+        required=False,
+        help_text=gettext_lazy("Leave empty to use the name stored in the file."),
     )
     file = forms.FileField(required=False, label=gettext_lazy("JSON file"))
     text = forms.CharField(
         required=False,
-        label="…or paste the JSON",
+        label=gettext_lazy("…or paste the JSON"),
         widget=forms.Textarea(attrs={"rows": 8, "cols": 60, "class": "layout-grid"}),
     )
 
@@ -266,7 +271,7 @@ def price_field(name: str) -> forms.DecimalField:
             "max_decimal_places": gettext_lazy("Use at most two decimals (cents)."),
             "invalid": gettext_lazy("Enter an amount such as 25.50."),
         },
-        help_text="e.g. 25.50",
+        help_text=gettext_lazy("e.g. 25.50"),
     )
 
 
@@ -293,9 +298,14 @@ class PricedForm(forms.Form):
 
 class SessionForm(PricedForm):
     name = forms.CharField(label=gettext_lazy("Show name"), max_length=120, widget=forms.TextInput(attrs={"size": 50}))
-    description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 60}))
-    start = LocalDateTimeField()
-    end = LocalDateTimeField()
+    description = forms.CharField(
+        label=gettext_lazy("Description"),
+        max_length=2000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 60}),
+    )
+    start = LocalDateTimeField(label=gettext_lazy("Start"))
+    end = LocalDateTimeField(label=pgettext_lazy("when a performance ends", "End"))
     # German pages show these when set, else the name and description above (booking/core/localized.py)
     name_de = forms.CharField(
         label=gettext_lazy("Show name in German"),
@@ -631,7 +641,7 @@ WHEN_CHOICES = [
 
 
 class SessionFilterForm(forms.Form):
-    theater = forms.ChoiceField(required=False)
+    theater = forms.ChoiceField(required=False, label=gettext_lazy("Theater"))
     day = DayField(required=False, label=gettext_lazy("Date"), widget=forms.DateInput(attrs={"type": "date"}))
     when = forms.ChoiceField(required=False, choices=WHEN_CHOICES, label=gettext_lazy("Show"))
 
