@@ -2,60 +2,77 @@
 serves synchronous pages side by side, and its live streams still stream meanwhile."""
 
 import http.client
+import os
+import socket
 import subprocess
 import sys
 import threading
 import time
+import uuid
+from pathlib import Path
 
 import pytest
 
-from bench.stack import ROOT, Stack, free_port, wait_for_port
+from booking.tests.factories import make_session
 
+ROOT = Path(__file__).resolve().parents[2]
 SLOW_SECONDS = 2.0
 
-CREATE_PERFORMANCE = """
-import django
-django.setup()
-from bench import data
-from booking.core import mongo
-mongo.ensure_indexes()
-print(data.performance(data.grand_hall(), "Concurrency", 3)["_id"])
-"""
 
-
-def get(port: int, path: str) -> tuple[int, float]:
+def get(port: int, path: str, timeout: float = 30) -> tuple[int, float]:
     started = time.monotonic()
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     connection.request("GET", path)
     status = connection.getresponse().status
     connection.close()
     return status, time.monotonic() - started
 
 
-@pytest.fixture(scope="module")
-def one_worker():
-    with Stack(web=False) as stack:
-        env = {**stack.env(), "SLOW_SECONDS": str(SLOW_SECONDS)}
-        made = subprocess.run(
-            [sys.executable, "-c", CREATE_PERFORMANCE], cwd=ROOT, env=env, capture_output=True, text=True, check=True
-        )
-        port = free_port()
-        args = ["--workers", "1", "--worker-class", "uvicorn_worker.UvicornWorker", "--bind", f"127.0.0.1:{port}"]
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "tests.deploy.slow_pages_asgi:application", *args], cwd=ROOT, env=env
-        )
-        try:
-            wait_for_port(port, server, "gunicorn", timeout=120)
-            assert get(port, "/favicon.ico")[0] == 301  # the worker has loaded the app
-            yield port, made.stdout.strip().splitlines()[-1]
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def one_worker(tmp_path):
+    """gunicorn with one uvicorn worker, on the suite's MongoDB and Redis (os.environ), in
+    production mode; its health check is held SLOW_SECONDS at a fault point."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "theater_site.settings",
+        "DEBUG": "False",
+        "SECRET_KEY": "test-" + uuid.uuid4().hex,
+        "SECURE_SSL_REDIRECT": "False",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'django.sqlite3'}",
+        "LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
+        "SLOW_SECONDS": str(SLOW_SECONDS),
+    }
+    port = free_port()
+    args = ["--workers", "1", "--worker-class", "uvicorn_worker.UvicornWorker", "--bind", f"127.0.0.1:{port}"]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "tests.deploy.slow_pages_asgi:application", *args], cwd=ROOT, env=env
+    )
+    try:
+        deadline = time.monotonic() + 180  # the worker loads the app after the port is open
+        while True:
+            assert server.poll() is None, "gunicorn exited"
+            try:
+                assert get(port, "/favicon.ico", timeout=5)[0] == 301
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the worker did not answer within 180 s"
+                time.sleep(0.5)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 @pytest.mark.slow
 def test_one_worker_answers_two_slow_pages_side_by_side_while_a_stream_flows(one_worker):
-    port, session_id = one_worker
+    port, session_id = one_worker, str(make_session()["_id"])
     stream = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     stream.request("GET", f"/sessions/{session_id}/live/", headers={"Accept": "text/event-stream"})
     events = stream.getresponse()
