@@ -11,8 +11,8 @@ from django.utils import translation
 
 from booking.core import clock, mongo
 from booking.core.formatting import format_money
-from booking.payments import flow as payment_flow
 from booking.payments import counter as counter_payments
+from booking.payments import flow as payment_flow
 from booking.payments import receipts
 from booking.sales import counter
 from booking.tests.factories import make_session
