@@ -12,10 +12,10 @@ from django.core import mail
 from booking.core import clock, faults, mongo
 from booking.core.errors import InvalidRequest
 from booking.notifications import change_notices
-from booking.payments import credit_notes, invoices, number_series, refunds
+from booking.payments import credit_notes, invoices, number_series, receipts, refunds
 from booking.payments import flow as payment_flow
 from booking.payments.invoice_pdf import credit_note_pdf, invoice_pdf
-from booking.sales import cancels, cart_expiry, counter, holds
+from booking.sales import cancels, cart_expiry, counter, exchanges, holds
 from booking.tests.factories import make_session
 from booking.tests.pdfs import pdf_text
 from booking.upkeep.reconcile import reconcile
@@ -316,3 +316,52 @@ def test_a_crash_while_an_invoice_lapses_leaves_its_credit_note_to_reconcile_wit
     assert credit_numbers() == [1, 2, 3]
     assert len(credit_notes.of_order(crashing["_id"])) == 1
     assert mongo.orders().count_documents({"creditNoteDue": True}) == 0
+
+
+@pytest.mark.parametrize("billing", [COMPANY, None])
+def test_an_exchange_to_cheaper_seats_credits_the_refunded_difference_against_the_invoice_or_receipt(billing):
+    session = make_session(days=5)
+    method = counter.INVOICE if billing else counter.CASH
+    order = counter_sale(session, ["1:2", "1:3"], method=method, billing=billing)  # two premium seats
+    if billing:
+        payment_flow.mark_paid_at_counter(order["_id"], by="anna", means="bank_transfer")
+    else:
+        receipts.assign(order["_id"])
+    tickets = [line["ticket"] for line in order["lines"]]
+    done = exchanges.exchange(
+        order["_id"], tickets, session["_id"], ["0:0", "0:1"], settle=exchanges.COUNTER, by="anna"
+    )
+    difference = order["total"] - done["total"]
+    assert difference > 0
+    (note,) = credit_notes.of_order(order["_id"])
+    assert note["kind"] == credit_notes.EXCHANGE and note["amount"] == difference and note["creditNo"] == 1
+    assert note["refersTo"]["kind"] == ("invoice" if billing else "receipt")
+    assert sorted(line["ticket"] for line in note["lines"]) == sorted(tickets)
+    assert sum(v["gross"] for v in note["vat"]) == difference
+    assert note["refunds"] == [r["_id"] for r in done["refunds"] if r.get("exchange")]
+    assert "creditNoteDue" not in order_of(order)
+    assert "CN-000001" in pdf_text(credit_note_pdf(note))
+
+
+def test_an_exchange_to_cheaper_seats_of_an_order_with_neither_invoice_nor_receipt_has_nothing_to_credit():
+    session = make_session(days=5)
+    order = counter_sale(session, ["1:2"], method=counter.CASH)
+    mongo.orders().update_one({"_id": order["_id"]}, {"$unset": {"receiptNo": ""}})
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:0"], settle=exchanges.COUNTER)
+    assert credit_notes.of_order(order["_id"]) == []
+
+
+def test_a_crash_right_after_the_exchange_switch_leaves_the_credit_note_to_reconcile(crash_at):
+    session = make_session(days=5)
+    order = counter_sale(session, ["1:2"], method=counter.CASH)
+    receipts.assign(order["_id"])
+    crash_at("exchange.after_switch")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.exchange(
+            order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:0"], settle=exchanges.COUNTER
+        )
+    faults.set_hook(None)
+    assert order_of(order)["creditNoteDue"] is True
+    reconcile()
+    (note,) = credit_notes.of_order(order["_id"])
+    assert note["creditNo"] == 1 and note["kind"] == credit_notes.EXCHANGE
