@@ -593,6 +593,7 @@ def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | No
             return refunds.refund_extra_payment(order["_id"], payment, why)
         faults.point("pay.before_paid")  # staff may cancel it since it was read: the filter decides
         now = clock.now()
+        faults.point("pay.paid_time_taken")  # tests: a till closing between the sale's time and its write
         paid = orders().update_one(
             {**_mine(order), "state": {"$in": list(PAYABLE)}, "paidWith": {"$exists": False}},
             {

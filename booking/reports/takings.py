@@ -56,6 +56,12 @@ class Movement:
     amount: int  # money in: positive; given back: negative
     ref: str
     order_id: object
+    part: str = ""  # where on the order: PAID_WITH, TOP_UPS or REFUNDS, with the entry's id
+    part_id: str = ""
+    closing: str = ""  # the till closing that counted it (reports/tills.py), if one did
+
+
+PAID_WITH, TOP_UPS, REFUNDS = "paidWith", "topUps", "refunds"
 
 
 def _means_method(means: str) -> str:
@@ -86,7 +92,16 @@ def movements_of(order: dict) -> Iterator[Movement]:
         at = paid.get("on") or order.get("paidOn")
         if at is not None:
             yield Movement(
-                at, SALE, payment_method(order, paid), _seller(order, paid), paid["amount"], order["ref"], order["_id"]
+                at,
+                SALE,
+                payment_method(order, paid),
+                _seller(order, paid),
+                paid["amount"],
+                order["ref"],
+                order["_id"],
+                PAID_WITH,
+                paid["id"],
+                paid.get("tillClosing", ""),
             )
     for top_up in order.get("topUps") or []:
         taken[top_up["id"]] = top_up
@@ -98,6 +113,9 @@ def movements_of(order: dict) -> Iterator[Movement]:
             top_up["amount"],
             order["ref"],
             order["_id"],
+            TOP_UPS,
+            top_up["id"],
+            top_up.get("tillClosing", ""),
         )
     for refund in order.get("refunds") or []:
         payment = taken.get(refund["payment"]["id"])
@@ -113,6 +131,9 @@ def movements_of(order: dict) -> Iterator[Movement]:
             -refund["amount"],
             order["ref"],
             order["_id"],
+            REFUNDS,
+            refund["_id"],
+            refund.get("tillClosing", ""),
         )
 
 
