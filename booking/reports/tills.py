@@ -18,7 +18,8 @@ never neither, however late its write lands. Steps, each safe to repeat:
 
 A crash inside 2 or 3 is finished by the till's next closing (first thing) or by reconcile
 (:func:`finish_all`), stamping what it had not yet. The search for unstamped movements starts
-``LOOKBACK`` before the previous closing's moment: a sale's timestamp is taken before its write,
+``LOOKBACK`` before the previous closing's moment (a till's first closing: ``takings.MAX_DAYS``
+back): a sale's timestamp is taken before its write,
 so one landing just after a closing is found by the next; the stamp, not the time, decides.
 Closings made before the stamps existed cover ``[from, until)``: the next one starts at their
 ``until``. Nothing updates or deletes a finished closing.
@@ -79,8 +80,8 @@ def last_closing(till: str) -> dict | None:
 
 
 def _search_from(last: dict | None, end: datetime) -> datetime:
-    if last is None:
-        return datetime(2000, 1, 1, tzinfo=end.tzinfo)
+    if last is None:  # a till's first closing counts its cash of the longest report range at most
+        return end - timedelta(days=takings.MAX_DAYS)
     if not last.get("stamped"):  # made before the stamps: it covered up to its ``until``
         return last["until"]
     return last["until"] - LOOKBACK
