@@ -316,7 +316,7 @@ def order_list_pages(sessions) -> list:
             lambda s: "/admin/booking/tillclosing/",
             closed_yesterday,
             None,
-        ),  # noqa: E501
+        ),
     ]
 
 
