@@ -619,7 +619,7 @@ def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | No
             },
         )
         if paid.modified_count:
-            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
+            outbox.queue_webhook_events(outbox.ORDERS, order)
             faults.point("pay.after_paid")
             return finish_paid(order["_id"], known=order)
     raise RuntimeError(f"could not settle payment {payment.id}: its order kept changing")
@@ -824,7 +824,7 @@ def cancel_unpaid(
     )
     faults.point("pay.cancel_after_order")
     if canceled_now.modified_count:
-        outbox.queue_webhook_events(outbox.ORDERS, order_id)
+        outbox.queue_webhook_events(outbox.ORDERS, order)
     release_canceled_hold(order_id)
     if owed:
         refunds.issue_credit_notes(order_id)
@@ -865,7 +865,7 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
             )
     faults.point("pay.cancel_after_order")
     if canceled_now.modified_count:
-        outbox.queue_webhook_events(outbox.ORDERS, order_id)
+        outbox.queue_webhook_events(outbox.ORDERS, order)
     pay = order.get("payment") or {}
     if pay.get("intent"):
         try:

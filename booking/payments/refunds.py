@@ -201,7 +201,7 @@ def refund_tickets(
     if not changed.modified_count:
         raise Conflict(gettext("The order changed meanwhile; please look again."))
     faults.point("refund.after_order")
-    outbox.queue_webhook_events(outbox.ORDERS, order_id)
+    outbox.queue_webhook_events(outbox.ORDERS, order)
     release_refunded_seats(order_id)
     if not remaining:
         promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # the code's use goes back

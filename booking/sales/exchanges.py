@@ -701,7 +701,7 @@ def _switch(order: dict, record: dict) -> None:
     )
     if switched.modified_count:
         faults.point("exchange.after_switch")
-        outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
+        outbox.queue_webhook_events(outbox.ORDERS, order)
         if sets.get("creditNoteDue"):
             refunds.issue_credit_notes(order["_id"])
 
