@@ -5,10 +5,11 @@ write-once document in ``till_closings``; the Z report of a seller's day and of 
 is made of them.
 
 Exactly once, by a marker on each sale: every cash movement (the order's ``paidWith``, a
-``topUps`` entry, a ``refunds`` entry) is stamped ``tillClosing: <closing id>`` by a conditional
-update (only if it has no stamp yet), and a closing's sums are made of the movements stamped with
-its id. A sale racing a closing is therefore stamped by it or left for the next one: never both,
-never neither, however late its write lands. Steps, each safe to repeat:
+``topUps`` entry, a ``refunds`` entry, a gift voucher sold at the counter) is stamped
+``tillClosing: <closing id>`` by a conditional update (only if it has no stamp yet), and a
+closing's sums are made of the movements stamped with its id. A sale racing a closing is
+therefore stamped by it or left for the next one: never both, never neither, however late its
+write lands. Steps, each safe to repeat:
 
 1. the closing is inserted, ``claiming``, numbered ``seq`` (1, 2, 3... per till, unique): two
    closings racing (two screens, a double submit) insert the same ``seq``; one wins, the other is
@@ -109,6 +110,11 @@ def open_till(till: str, now: datetime | None = None) -> OpenTill:
 
 def _stamp(move: takings.Movement, closing_id: str) -> bool:
     """The movement counted by this closing, unless another closing has it already."""
+    if move.part == takings.VOUCHERS:  # a gift voucher sold at the counter: its own document
+        done = mongo.vouchers().update_one(
+            {"_id": move.order_id, STAMP: {"$exists": False}}, {"$set": {STAMP: closing_id}}
+        )
+        return bool(done.modified_count)
     which: dict = {"_id": move.order_id, "ref": move.ref}
     if move.part == takings.PAID_WITH:
         which |= {"paidWith.id": move.part_id, f"paidWith.{STAMP}": {"$exists": False}}
