@@ -14,7 +14,7 @@ from booking.core import clock, faults, mongo
 from booking.core.errors import Conflict, InvalidRequest
 from booking.notifications import change_notices
 from booking.payments import flow as payment_flow
-from booking.payments import refunds
+from booking.payments import refunds, voucher_sales
 from booking.reports import takings, tills
 from booking.sales import cancels, counter, exchanges, holds
 from booking.tests.admin_support import make_staff, sell
@@ -397,3 +397,11 @@ def test_racing_sales_refunds_and_closings_count_every_cash_movement_exactly_onc
     assert sum(c["expected"] for c in every) == sum(o["total"] for o in sold)
     assert [c["seq"] for c in every] == list(range(1, len(every) + 1)) and len(every) >= 2
     assert tills.open_till("anna").expected == 0
+
+
+def test_a_gift_voucher_sold_for_cash_is_counted_by_one_closing():
+    voucher_sales.sell_at_counter(value=2500, means=counter.CASH, by="anna")
+    first = tills.close(till="anna", seller="anna", counted=2500, seq=1)
+    assert (first["cashIn"], first["difference"]) == (2500, 0)
+    assert tills.open_till("anna").cash_in == 0
+    assert tills.close(till="anna", seller="anna", counted=0, seq=2)["cashIn"] == 0
