@@ -474,6 +474,7 @@ def _money_indexes() -> list[str]:
         _index(credit_notes(), [("orderId", 1), ("createdOn", 1)], name="order_created"),
         _index(till_closings(), [("till", 1), ("seq", -1)], name="till_seq", unique=True),
         _index(till_closings(), [("day", 1), ("till", 1)], name="day_till"),
+        _index(till_closings(), [("claiming", 1)], name="till_claiming", sparse=True),
     ]
 
 

@@ -612,6 +612,7 @@ def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | No
             return refunds.refund_extra_payment(order["_id"], payment, why)
         faults.point("pay.before_paid")  # staff may cancel it since it was read: the filter decides
         now = clock.now()
+        faults.point("pay.paid_time_taken")  # tests: a till closing between the sale's time and its write
         paid = orders().update_one(
             {**_mine(order), "state": {"$in": list(PAYABLE)}, "paidWith": {"$exists": False}},
             {
@@ -736,7 +737,7 @@ def expire_paying_cart(
     is on the buyer's path: docs/architecture.md, "Shard keys")."""
     cart = cart or {}
     owner, ref = cart.get("owner"), cart.get("orderRef")
-    fields = {"ref": 1, "payment": 1, "method": 1, "state": 1, "settling": 1, "email": 1}
+    fields = {"ref": 1, "payment": 1, "method": 1, "state": 1, "settling": 1, "email": 1, "invoice": 1}
     order = orders().find_one({"ref": ref, "cartId": cart_id}, fields) if ref else None
     if order is None:  # no reference read, or the cart was given a new one since (checkout.store_order)
         order = orders().find_one({"cartId": cart_id}, fields)
@@ -774,15 +775,26 @@ def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None
     Returns the order as that write left it (None when it was not pending): its payment as it was
     at the moment it stopped being payable (a card is only charged while the order is pending)."""
     lapsed = order is not None and order.get("method") == payments.BOX_OFFICE and bool(order.get("email"))
-    push = {"$push": {"changeNotices": outbox.reservation_lapsed()}} if lapsed else {}
+    push: dict = {"changeNotices": outbox.reservation_lapsed()} if lapsed else {}
+    owed: dict = {}
+    if order is not None and order.get("invoice"):  # an invoice left unpaid is credited in full
+        invoiced = orders().find_one({"_id": order["_id"], "ref": order["ref"]}, {"invoice": 1, "lines": 1, "total": 1})
+        owed = credit_notes.owed_for_void(invoiced or {}, reason="Not paid by its due date")
+        push.update(owed)
     done = orders().find_one_and_update(
         {**which, "state": PENDING},
-        {"$set": {"state": EXPIRED, "expiredOn": now}, **push},
+        {
+            "$set": {"state": EXPIRED, "expiredOn": now, **(credit_notes.DUE if owed else {})},
+            **({"$push": push} if push else {}),
+        },
         projection={"payment": 1, "method": 1, "cartId": 1},
         return_document=ReturnDocument.AFTER,
     )
     if lapsed and done is not None and order is not None:
         outbox.queue_change_notices(order["_id"])
+    if owed and done is not None:
+        faults.point("pay.expire_before_credit_note")
+        refunds.issue_credit_notes(done["_id"])
     return done
 
 

@@ -44,7 +44,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SalesChannel, SessionStatus, Theater
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
-from booking.payments import base, money, refunds
+from booking.payments import base, credit_notes, money, refunds
 from booking.reports import marks
 from booking.sales import checkout, offers, outbox, seats_returned
 from booking.sales import orders as order_service
@@ -669,6 +669,17 @@ def _switch(order: dict, record: dict) -> None:
         pushes["refunds"] = {"$each": records}
         sets["refundDue"] = True
         sets["exchanges.$.refunds"] = [r["_id"] for r in records]
+        owed = credit_notes.owed_for_exchange(
+            order,
+            refund_ids=[r["_id"] for r in records],
+            old=record["old"],
+            new=record["new"],
+            amount=-difference,
+            reason=record.get("reason") or "Exchange: price difference",
+        )
+        if owed:
+            pushes.update(owed)
+            sets.update(credit_notes.DUE)
     elif difference > 0 and record.get("paidDifference"):
         pushes["topUps"] = {**record["paidDifference"], "why": "exchange"}  # paid online by the customer
     elif difference > 0:
@@ -693,6 +704,8 @@ def _switch(order: dict, record: dict) -> None:
     if switched.modified_count:
         faults.point("exchange.after_switch")
         outbox.queue_webhook_events(outbox.ORDERS, order)
+        if sets.get("creditNoteDue"):
+            refunds.issue_credit_notes(order["_id"])
 
 
 def _with_counter_part(record: dict, difference: int) -> list[dict]:

@@ -35,7 +35,7 @@ from booking.notifications import change_notices, payment_notices, waiting_list_
 from booking.notifications import confirmations as notifications
 from booking.payments import credit_notes, invoices, number_series, voucher_sales
 from booking.payments import flow as payments
-from booking.reports import marks
+from booking.reports import marks, tills
 from booking.sales import (
     cart_expiry,
     checkout,
@@ -89,6 +89,7 @@ class ReconcileReport:
     waiting_list_offers_finished: int = 0  # offers a crash left half made (sales/waiting_list.py)
     invoices_numbered: int = 0  # invoices a crash left without their number (invoices.py)
     credit_notes_issued: int = 0  # orders whose credit notes a crash left unwritten (credit_notes.py)
+    till_closings_finished: int = 0  # till closings a crash left half made (reports/tills.py)
     subscription_sales_finished: int = 0  # subscription sales a crash left holding (sales/subscriptions.py)
     subscription_sales_undone: int = 0
 
@@ -134,6 +135,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.webhook_deliveries_requeued += webhook_deliveries.requeue_due(now, grace)
     report.invoices_numbered += invoices.assign_missing()
     report.credit_notes_issued += credit_notes.issue_due()
+    report.till_closings_finished += tills.finish_all()
     report.numbers_written += number_series.finish_all()  # after the payments: their numbers first
     report.waiting_list_offers_finished += waiting_list.finish_offers(older_than=now - grace)
     waiting_list_mail.requeue_pending(now)
