@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WORDS = {
     "en": {
-        "seat": r"^Row B, seat 3,",
+        "seat": r"^Row B, seat 4,",
         "taken": r"^Row A, seat 1,",
         "continue": r"^Continue",
         "email": "E-mail",
@@ -29,7 +29,7 @@ WORDS = {
         "name": "Season A",
     },
     "de": {
-        "seat": r"^Reihe B, Platz 3,",
+        "seat": r"^Reihe B, Platz 4,",
         "taken": r"^Reihe A, Platz 1,",
         "continue": r"^Weiter",
         "email": "E-Mail",
