@@ -8,9 +8,17 @@ import pytest
 
 from booking.core import clock, faults, mongo
 from booking.core.domain import SubscriptionSaleState
-from booking.core.errors import BookingError, InvalidRequest, OrphanSeat, SeatsTaken, SessionNotOnSale, TooManySeats
+from booking.core.errors import (
+    BookingError,
+    Conflict,
+    InvalidRequest,
+    OrphanSeat,
+    SeatsTaken,
+    SessionNotOnSale,
+    TooManySeats,
+)
 from booking.payments import flow as payments
-from booking.sales import counter, exchanges, holds, promos, subscriptions
+from booking.sales import buyer_changes, counter, exchanges, holds, promos, self_service, subscriptions
 from booking.sales.holds import HoldContext
 from booking.sales.subscriptions import SaleRequest
 from booking.tests.factories import make_session, make_theater
@@ -449,3 +457,67 @@ def test_a_refused_subscription_gives_its_seats_back_to_the_address(settings):
         subscription_id=sub["_id"], seat_keys=["2:0", "2:1"], request=address_request(ALICE)
     )
     assert len(both["items"]) == 6
+
+
+def paid_subscription(key="0:3"):
+    sub, sessions = season()
+    cart = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=[key], request=SaleRequest(owner=ALICE)
+    )
+    order = payments.start(ALICE, cart["_id"], "Ada Lovelace", "ada@example.com")
+    return sub, sessions, payments.pay_with_card(order["_id"], ALICE, card(VISA)).order
+
+
+SWAP_RULES = self_service.Rules(exchange=True, hours_before=48, fee=250)
+
+
+def test_a_subscription_date_swap_costs_the_theaters_fee_per_ticket_at_the_box_office():
+    sub, sessions, order = paid_subscription()
+    self_service.set_series_rules(session_ids=[s["_id"] for s in sessions], rules=SWAP_RULES)
+    other_date = make_session(make_theater(name="Grand Hall"), days=9)
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    preview = exchanges.plan(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"])
+    assert (preview.fee, preview.difference) == (250, 250)  # the price kept, the fee to pay
+    swapped = exchanges.exchange(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"], settle=exchanges.COUNTER)
+    assert swapped["total"] == order["total"] + 250
+    assert swapped["exchanges"][-1]["fee"] == 250
+    assert cell(other_date, "0:3") == SOLD and cell(sessions[1], "0:3") == FREE
+    assert check_invariants() == []
+
+
+def test_a_subscriber_swapping_online_pays_the_fee_once(monkeypatch):
+    sub, sessions, order = paid_subscription()
+    theater_id = sessions[1]["theaterId"]
+    self_service.set_theater_rules(theater_id=theater_id, rules=SWAP_RULES)
+    other_date = make_session(mongo.theaters().find_one({"_id": theater_id}), days=9)
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    targets = buyer_changes.exchange_targets(order=order, now=clock.now())
+    assert other_date["_id"] in {t["_id"] for t in targets}
+    waiting = buyer_changes.exchange_tickets(
+        order_id=order["_id"], tickets=[line["ticket"]], session_id=other_date["_id"], keys=["0:3"], now=clock.now()
+    )
+    record = waiting["exchanges"][-1]
+    assert (record["fee"], record["difference"]) == (250, 250)  # the card pays the fee, once
+    assert record["state"] == exchanges.AWAITING
+
+
+def test_a_subscription_date_swap_ends_at_the_cut_off_exactly(monkeypatch):
+    sub, sessions, order = paid_subscription()
+    self_service.set_series_rules(session_ids=[s["_id"] for s in sessions], rules=SWAP_RULES)
+    other_date = make_session(make_theater(name="Grand Hall"), days=9)
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    deadline = sessions[1]["start"] - timedelta(hours=48)
+    monkeypatch.setattr(clock, "now", lambda: deadline - timedelta(milliseconds=1))
+    assert exchanges.plan(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"]).fee == 250
+    monkeypatch.setattr(clock, "now", lambda: deadline)
+    with pytest.raises(Conflict, match="48 hours before"):
+        exchanges.plan(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"])
+    assert cell(sessions[1], "0:3") == SOLD
+
+
+def test_a_swap_with_no_rules_set_costs_nothing_and_has_no_cut_off(monkeypatch):
+    sub, sessions, order = paid_subscription()
+    other_date = make_session(make_theater(name="Grand Hall"), days=9)
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    monkeypatch.setattr(clock, "now", lambda: sessions[1]["start"] - timedelta(hours=1))
+    assert exchanges.plan(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"]).fee == 0
