@@ -476,6 +476,7 @@ BOOKING_VOUCHER_VALIDITY_YEARS = env.int("BOOKING_VOUCHER_VALIDITY_YEARS", defau
 BOOKING_VOUCHER_END_OF_YEAR = env.bool("BOOKING_VOUCHER_END_OF_YEAR", default=True)
 BOOKING_VOUCHER_MIN_VALUE = env.int("BOOKING_VOUCHER_MIN_VALUE", default=500)  # cents
 BOOKING_VOUCHER_MAX_VALUE = env.int("BOOKING_VOUCHER_MAX_VALUE", default=50_000)  # cents
+BOOKING_DONATION_MAX_VALUE = env.int("BOOKING_DONATION_MAX_VALUE", default=50_000)  # cents, per order
 # VAT in percent (prices include it). Ticket rate per theater overrides the default (staff).
 BOOKING_VAT_RATE = env.str("BOOKING_VAT_RATE", default="7")
 # Reports (booking/reports/): when a session's orders are counted (reports/tally.py), group them

@@ -87,6 +87,12 @@ class CounterSaleForm(forms.Form):
     )
     buyer_vat_id = forms.CharField(max_length=40, required=False, label=gettext_lazy("Customer's VAT ID (invoice)"))
     voucher = forms.CharField(required=False, label=gettext_lazy("Gift voucher code (optional)"))
+    donation = forms.CharField(
+        max_length=20,
+        required=False,
+        label=gettext_lazy("Donation (optional)"),
+        help_text=gettext_lazy("in euros, cash or card terminal; no VAT"),
+    )
 
 
 class CounterTicketTypeForm(RemoveSeatForm):
@@ -317,6 +323,7 @@ class CounterAdminMixin(AdminMixinBase):
                 due=data["due"],
                 reason=data["reason"],
                 voucher=data["voucher"],
+                donation=data["donation"],
                 by=request.user.get_username(),
                 by_id=request.user.pk,
                 billing=invoices.Billing(data["company"], data["billing_address"], data["buyer_vat_id"])

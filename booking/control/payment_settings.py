@@ -1,5 +1,6 @@
 """Payment settings staff change in the admin: "pay at the box office" per session (off unless
-turned on, with its own deadline) and the VAT rates of a theater (per seat category). Views
+turned on, with its own deadline), the VAT rates of a theater (per seat category) and the
+donation it asks buyers for at checkout. Views
 mixed into SessionAdmin and TheaterAdmin, which list the routes; the forms appear on their
 change pages (templates/admin/booking/{session,theater}/_payment_settings.html)."""
 
@@ -13,13 +14,15 @@ from django.views.decorators.http import require_http_methods, require_POST
 from booking.control.base import CHANGE, AdminMixinBase, attempt, errors_text
 from booking.control.forms import form_data
 from booking.core.domain import Session
-from booking.payments import invoices, money
+from booking.core.errors import InvalidRequest
+from booking.payments import donations, invoices, money
 from booking.payments import settings as service
 
 SESSION_ROUTES = [("<str:object_id>/box-office/", "session_box_office", "box_office")]
 THEATER_ROUTES = [
     ("<str:object_id>/vat/", "theater_vat", "vat"),
     ("<str:object_id>/seller/", "theater_seller", "seller"),
+    ("<str:object_id>/donations/", "theater_donations", "donations"),
 ]
 
 
@@ -65,6 +68,50 @@ class VatForm(forms.Form):
         data = self.cleaned_data
         per_category = {name[4:]: value for name, value in data.items() if name.startswith("cat_") and value}
         return data["rate"], per_category
+
+
+class DonationForm(forms.Form):
+    """The donation a buyer may add at checkout; ``donations.set_offer`` holds the rules."""
+
+    enabled = forms.BooleanField(required=False, label=gettext_lazy("Ask buyers for a donation at checkout"))
+    suggested = forms.CharField(
+        max_length=60,
+        required=False,
+        label=gettext_lazy("Suggested amounts"),
+        help_text=gettext_lazy("in euros, separated by spaces, e.g. 5 10 25 (at most four)"),
+    )
+    free = forms.BooleanField(required=False, label=gettext_lazy("Buyers may also type their own amount"))
+    appeal = forms.CharField(
+        max_length=donations.APPEAL_LENGTH,
+        required=False,
+        label=gettext_lazy("Appeal (English)"),
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+    appeal_de = forms.CharField(
+        max_length=donations.APPEAL_LENGTH,
+        required=False,
+        label=gettext_lazy("Appeal (German)"),
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+
+    def clean_suggested(self) -> list[int]:
+        try:
+            return [donations.parse_amount(part) for part in self.cleaned_data["suggested"].split()]
+        except InvalidRequest as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
+def donation_form(theater: dict, data=None) -> DonationForm:
+    offer = theater.get("donations") or {}
+    amounts = " ".join(donations.amount_text(c) for c in offer.get("suggested", []))
+    initial = {
+        "enabled": bool(offer.get("enabled")),
+        "suggested": amounts,
+        "free": bool(offer.get("free")),
+        "appeal": offer.get("appeal", ""),
+        "appeal_de": offer.get("appealDe", ""),
+    }
+    return DonationForm(data, initial=initial, prefix="donation")  # its fields' ids apart from the page's other forms
 
 
 class SellerForm(forms.Form):
@@ -152,6 +199,32 @@ class TheaterPaymentsMixin(AdminMixinBase):
         text = f"VAT: tickets {rate} %" + "".join(f", {k}: {v} %" for k, v in sorted(per_category.items()))
         shown = text + ". " + gettext("Orders already made keep their rates.")
         note = text + " (for orders from now on)."
+        return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
+
+    @method_decorator(require_POST)
+    def theater_donations(self, request, object_id):
+        """What buyers may donate at checkout (orders already made keep their donation)."""
+        self.require(request, "change")
+        theater = self._theater(object_id)
+        form = donation_form(theater, request.POST)
+        back = self.url("change", theater["_id"])
+        if not form.is_valid():
+            return self.refused_page(request, errors_text(form), back)
+        data = form.cleaned_data
+        try:
+            offer = donations.set_offer(
+                theater["_id"],
+                enabled=data["enabled"],
+                suggested=data["suggested"],
+                free=data["free"],
+                appeal=data["appeal"],
+                appeal_de=data["appeal_de"],
+            )
+        except InvalidRequest as exc:
+            return self.refused_page(request, exc.message, back)
+        amounts = ", ".join(money.format_money(c) for c in offer["suggested"]) or "-"
+        note = f"Donations {'on' if offer['enabled'] else 'off'}: {amounts}{', any amount' if offer['free'] else ''}."
+        shown = gettext("Donations saved. Orders already made keep theirs.")
         return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))

@@ -63,6 +63,7 @@ class ReportAdmin(OnePermissionAdmin):
         ("session/<str:object_id>/attendees.pdf", "attendees_pdf", "attendees_pdf"),
         ("takings/", "takings_page", "takings"),
         ("takings.csv", "takings_csv", "takings_csv"),
+        ("takings.xlsx", "takings_xlsx", "takings_xlsx"),
     ]
 
     # --- helpers ---
@@ -209,3 +210,12 @@ class ReportAdmin(OnePermissionAdmin):
         found = takings.build(form.cleaned_data["first"], form.cleaned_data["last"])
         name = f"takings-{found.first.isoformat()}-{found.last.isoformat()}.csv"
         return _download(exports.to_csv(takings.tables(found)), "text/csv; charset=utf-8", name)
+
+    def takings_xlsx(self, request):
+        self.require(request, "view")
+        form = takings_form(request.GET)
+        if not form.is_valid():
+            return HttpResponse(errors_text(form), status=400, content_type="text/plain; charset=utf-8")
+        found = takings.build(form.cleaned_data["first"], form.cleaned_data["last"])
+        name = f"takings-{found.first.isoformat()}-{found.last.isoformat()}.xlsx"
+        return _download(exports.to_xlsx(takings.tables(found)), XLSX, name)

@@ -13,7 +13,7 @@ from booking.control import selectors
 from booking.control.base import ADDITION, CHANGE, DELETION, MongoModelAdmin
 from booking.control.door_settings import DOOR_ROUTES, DoorSettingsMixin, door_form
 from booking.control.offers import TicketTypesAdminMixin
-from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, vat_form
+from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, donation_form, vat_form
 from booking.control.seat_chart import category_legend, grid_error_context, layout_rows
 from booking.control.sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
 from booking.control.self_service_settings import THEATER_ROUTES as SELF_SERVICE_ROUTES
@@ -95,6 +95,7 @@ class TheaterAdmin(
                 "preview": preview_context(form, layout),
                 "sessions": selectors.sessions_of_theater(theater["_id"]) if theater else [],
                 "vat_form": vat_form(theater) if theater and "layout" in theater else None,
+                "donation_form": donation_form(theater) if theater else None,
                 "address_form": address_form(theater) if theater else None,
                 "door_form": door_form(theater) if theater else None,
                 "self_service_form": theater_form(theater) if theater else None,

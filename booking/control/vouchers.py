@@ -1,5 +1,6 @@
 """Gift vouchers in the admin: search them (code or buyer), see one's balance and history, sell
-one at the counter (cash or card terminal) and print it as a PDF in English or German. Every
+one at the counter (cash or card terminal), print it and its sale's receipt as PDFs in English or
+German. Every
 write goes through payments/voucher_sales.py; permissions are the ``GiftVoucher`` stand-in
 model's (view: search, look and print; add: sell)."""
 
@@ -41,6 +42,7 @@ class GiftVoucherAdmin(MongoModelAdmin):
         ("add/", "voucher_add", "add"),
         ("<object_id>/change/", "voucher_detail", "change"),
         ("<object_id>/voucher-<language>.pdf", "voucher_file", "pdf"),
+        ("<object_id>/receipt-<language>.pdf", "voucher_receipt", "receipt"),
     ]
 
     @method_decorator(require_safe)
@@ -103,4 +105,19 @@ class GiftVoucherAdmin(MongoModelAdmin):
         voucher = self.document(vouchers.find, object_id, gettext("No such voucher."))
         response = HttpResponse(voucher_pdf.voucher_pdf(voucher, language), content_type="application/pdf")
         response["Content-Disposition"] = f'inline; filename="voucher-{voucher["code"][-4:]}-{language}.pdf"'
+        return response
+
+    @method_decorator(require_safe)
+    def voucher_receipt(self, request, object_id, language):
+        """The receipt of a voucher sold at the counter (numbered now if a crash left it without)."""
+        self.require(request, "view")
+        if language not in voucher_pdf.LANGUAGES:
+            raise Http404("No such language.")
+        voucher = self.document(vouchers.find, object_id, gettext("No such voucher."))
+        if voucher.get("soldVia") != "counter":
+            raise Http404("Only a counter sale has a receipt here.")
+        voucher["receiptNo"] = voucher.get("receiptNo") or voucher_sales.number_receipt(voucher["_id"])
+        pdf = voucher_pdf.sale_receipt_pdf(voucher, language)
+        response = HttpResponse(pdf, content_type="application/pdf")
+        response["Content-Disposition"] = f'inline; filename="receipt-{vouchers.sale_label(voucher)}-{language}.pdf"'
         return response

@@ -593,3 +593,5 @@ class Voucher(TypedDict):
     orderRef: str  # sold online: the order that pays for it
     redemptions: list[VoucherRedemption]
     refunds: list[dict]  # {_id, amount, at, why}: refunds of orders, and redemptions given back
+    receiptNo: NotRequired[int]  # a counter sale's receipt (payments/voucher_sales.py)
+    receiptOn: NotRequired[datetime]

@@ -3,7 +3,7 @@
 - no order is paid twice: every payment an order received beyond the one it keeps
   (``extraPayments``) has been refunded in full, and no payment is kept by two orders;
 - no money is kept without its seats: what an order received minus what went back equals the
-  price of the tickets it still holds (and its booking fee while it holds any), so an expired,
+  price of the tickets it still holds (and its booking fee and donation while it holds any), so an expired,
   canceled or refunded order keeps nothing;
 - no refund is left undone (pending or failed).
 
@@ -12,6 +12,7 @@ Orders from before payments (no ``method``) carry no payment and are not checked
 
 from booking.core import mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES
+from booking.payments import donations
 
 SEAT_OWNING = tuple(SEAT_OWNING_ORDER_STATES)
 FIELDS = {
@@ -29,6 +30,7 @@ FIELDS = {
     "settling": 1,
     "topUps": 1,
     "voucher": 1,
+    "donation": 1,
 }
 
 
@@ -77,6 +79,7 @@ def money_breaches() -> list[str]:
         if order["state"] in SEAT_OWNING and order.get("lines"):
             owes = sum(line["price"] - line.get("discount", 0) for line in order["lines"])
             owes += (order.get("fee") or {}).get("amount", 0)
+            owes += donations.amount_of(order)  # given with the order, back with its last ticket
         # what the theater keeps for changes the buyer made online (sales/self_service.py): a
         # cancel's fee on its refund, an exchange's in its difference once switched
         owes += sum(r.get("keptFee", 0) for r in refunds)

@@ -24,7 +24,7 @@ from django.conf import settings
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.payments import invoices, money, number_series, receipts
+from booking.payments import donations, invoices, money, number_series, receipts
 
 logger = logging.getLogger("booking.credit_notes")
 
@@ -97,10 +97,11 @@ def _note(order: dict, entry: dict, theater_id: ObjectId) -> dict:
     pool = order.get("lines", []) if entry["kind"] == VOID else order.get("refundedLines", [])
     lines = [line for line in pool if line["ticket"] in tickets]
     pairs = [(money.line_amount(line), line.get("vat", settings.BOOKING_VAT_RATE)) for line in lines]
-    rest = entry["amount"] - sum(amount for amount, _rate in pairs)  # the booking fee with the last ticket
+    rest = entry["amount"] - sum(amount for amount, _rate in pairs)  # the fee and donation with the last ticket
     fee = order.get("fee") or {}
     if rest > 0 and fee.get("amount"):
-        pairs.append((rest, fee["vat"]))
+        # the donation carries no VAT: only the fee's part of the rest is taxed
+        pairs.append((min(rest, fee["amount"]) if donations.amount_of(order) else rest, fee["vat"]))
     invoice = order.get("invoice") or {}
     seller = invoice.get("seller") or invoices.seller_of(mongo.theaters().find_one({"_id": theater_id})).as_document()
     return {

@@ -55,7 +55,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, MailState, OrderState, Session, SessionStatus
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
-from booking.payments import base, credit_notes, money, receipts, refunds, vouchers
+from booking.payments import base, credit_notes, donations, money, receipts, refunds, vouchers
 from booking.payments import settings as payment_settings
 from booking.payments.box_office import BoxOfficeProvider
 from booking.reports import marks
@@ -142,11 +142,13 @@ def start(
     method: str = payments.CARD,
     language: str | None = None,
     voucher_code: str = "",
+    donation: str = "",
 ) -> dict:
     """Checkout: the cart's seats become an order waiting for payment. Submitting twice returns the
     same order. ``language``: the buyer's (default: the active one, the request's), kept on the
     order so its mails are written in it. ``voucher_code``: a gift voucher pays what it can first
-    (payments/vouchers.py); the card is asked for the rest, or nothing."""
+    (payments/vouchers.py); the card is asked for the rest, or nothing. ``donation``: the amount
+    the buyer adds as a donation, as typed or chosen (payments/donations.py); "" for none."""
     name, email = checkout.clean_customer(name, email)
     customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
     if method not in METHODS:
@@ -167,6 +169,7 @@ def start(
     offers.check_ticket_rules(cart["items"])  # companion only with a wheelchair space, max per type
     code = voucher_for(method, voucher_code, now)  # before any write: a refused code changes nothing
     sessions = cart_sessions(cart)
+    donated = donations.chosen(donation, donation_offer(sessions))  # before any write, as the code
     if method == payments.CARD:
         if not payments.card_available():
             raise InvalidRequest(
@@ -195,6 +198,7 @@ def start(
                 "expiresAt": until,
                 "orderRef": order_ref,  # the order's booking reference (sales/checkout.py)
                 **({"voucherCode": code} if code else {}),
+                **({"donation": donated} if donated else {}),
                 **unused_code,
             }
         },
@@ -212,6 +216,8 @@ def start(
     moved["orderRef"] = order_ref
     if code:
         moved["voucherCode"] = code
+    if donated:
+        moved["donation"] = donated
     return _order_of_started_cart({**moved, "expiresAt": until}, sessions, fresh=True)
 
 
@@ -325,10 +331,20 @@ def theaters_of(sessions: Sequence[Mapping[str, Any]]) -> dict:
     return payment_settings.theater_vat_settings(s.get("theaterId") for s in sessions)
 
 
+def donation_offer(sessions: Sequence[Mapping[str, Any]]) -> dict | None:
+    """The donation offer of the theater these sessions play in (none when they play in several:
+    a donation goes to one theater)."""
+    theater_ids = {s.get("theaterId") for s in sessions}
+    if len(theater_ids) != 1:
+        return None
+    return donations.offer_of(theaters_of(sessions).get(theater_ids.pop()))
+
+
 def pending_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
     """The order's document as checkout makes it (lines with their ticket types, locked prices and
     promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
-    the booking fee, the payment, no mail yet (it goes once the order is paid)."""
+    the booking fee, the donation (no VAT), the payment, no mail yet (it goes once the order is
+    paid)."""
     order = checkout.new_order(cart, ref, sessions)
     method = cart.get("payMethod", payments.CARD)
     theaters = theaters_of(sessions)
@@ -343,12 +359,15 @@ def pending_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
         order["voucherCode"] = cart["voucherCode"]  # redeemed once the order is stored (pay_voucher_part)
     if method == payments.BOX_OFFICE:
         order["changeNotices"] = [outbox.reservation_made()]  # in the insert: no reservation without its mail
+    donated = int(cart.get("donation") or 0)
+    if donated:
+        order["donation"] = {"amount": donated}
     order.update(
         {
             "state": PENDING,
             "method": method,
             "fee": {"amount": fee_amount, "vat": fee_rate},
-            "total": order["total"] + fee_amount,
+            "total": order["total"] + fee_amount + donated,
             "payment": {
                 "provider": payments.METHOD_PROVIDER[method],
                 "attempt": 1,
@@ -618,7 +637,7 @@ def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | No
             },
         )
         if paid.modified_count:
-            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
+            outbox.queue_webhook_events(outbox.ORDERS, order)
             faults.point("pay.after_paid")
             return finish_paid(order["_id"], known=order)
     raise RuntimeError(f"could not settle payment {payment.id}: its order kept changing")
@@ -812,7 +831,7 @@ def cancel_unpaid(
     )
     faults.point("pay.cancel_after_order")
     if canceled_now.modified_count:
-        outbox.queue_webhook_events(outbox.ORDERS, order_id)
+        outbox.queue_webhook_events(outbox.ORDERS, order)
     release_canceled_hold(order_id)
     if owed:
         refunds.issue_credit_notes(order_id)
@@ -853,7 +872,7 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
             )
     faults.point("pay.cancel_after_order")
     if canceled_now.modified_count:
-        outbox.queue_webhook_events(outbox.ORDERS, order_id)
+        outbox.queue_webhook_events(outbox.ORDERS, order)
     pay = order.get("payment") or {}
     if pay.get("intent"):
         try:

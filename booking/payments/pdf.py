@@ -24,7 +24,7 @@ from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, Tabl
 
 from booking.core.formatting import seat_label
 from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_name
-from booking.payments import money, receipts
+from booking.payments import donations, money, receipts
 
 MARGIN = 18 * mm
 LINE_TABLE_WIDTH = A4[0] - 2 * MARGIN
@@ -197,6 +197,9 @@ def receipt_pdf(order: dict) -> bytes:
                 money.format_money(fee["amount"], currency),
             ]
         )
+    donated = donations.amount_of(order)
+    if donated:  # a gift to the theater, not a sale: no VAT, and not in the VAT table below
+        rows.append([cell(gettext("Donation (no VAT)")), "", "", "", "", money.format_money(donated, currency)])
     paid = (order.get("paidWith") or {}).get("amount", order.get("total", 0))
     for top_up in order.get("topUps") or []:  # an exchange's difference (sales/exchanges.py)
         if top_up["provider"] == "box_office":

@@ -33,7 +33,7 @@ from booking import payments
 from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
 from booking.core.errors import Conflict, InvalidRequest, NotFound
-from booking.payments import base, credit_notes, money
+from booking.payments import base, credit_notes, donations, money
 from booking.reports import marks
 from booking.sales import orders as order_service
 from booking.sales import outbox, promos, reservations
@@ -160,6 +160,9 @@ def refund_tickets(
     why = reason or "Canceled by the theater"
     records = [_record(part, paid, why, tickets=sorted(codes), by=by) for paid, part in allocate(order, amount)]
     refund = records[0]
+    donated = donations.amount_of(order) if not remaining else 0
+    if donated:
+        refund["donation"] = donated  # the takings report counts it apart from ticket money
     if kept:
         refund["keptFee"] = kept
     now = clock.now()
@@ -201,7 +204,7 @@ def refund_tickets(
     if not changed.modified_count:
         raise Conflict(gettext("The order changed meanwhile; please look again."))
     faults.point("refund.after_order")
-    outbox.queue_webhook_events(outbox.ORDERS, order_id)
+    outbox.queue_webhook_events(outbox.ORDERS, order)
     release_refunded_seats(order_id)
     if not remaining:
         promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # the code's use goes back
@@ -240,9 +243,11 @@ def paid_out_at_counter(records: list[dict]) -> int:
 
 def refund_amount(order: dict, codes: set[str]) -> int:
     """What refunding these tickets gives back: their prices less their discounts, and the booking
-    fee with the order's last ticket."""
+    fee and the donation with the order's last ticket (a part of the tickets keeps the donation:
+    it was given to the theater, not for those seats)."""
     lines = order["lines"]
-    fee = (order.get("fee") or {}).get("amount", 0) if all(line["ticket"] in codes for line in lines) else 0
+    last = all(line["ticket"] in codes for line in lines)
+    fee = (order.get("fee") or {}).get("amount", 0) + donations.amount_of(order) if last else 0
     return sum(money.line_amount(line) for line in lines if line["ticket"] in codes) + fee
 
 
@@ -296,6 +301,8 @@ def refund_lost_seats(order_id: ObjectId) -> dict:
         return order
     why = "Seats taken before the payment arrived"
     records = [_record(p["amount"], p, why) for p in [order["paidWith"], *voucher_payment(order)]]
+    if donations.amount_of(order):
+        records[0]["donation"] = donations.amount_of(order)
     changed = orders().update_one(
         {"_id": order_id, "state": OrderState.PAID, "settling": True},
         {

@@ -24,7 +24,8 @@ def monotonic() -> float:  # a function of its own: the tests move it forward
 
 
 def theater_vat_settings(theater_ids) -> dict:
-    """{theater _id: {vatRate, vatRates}} of these theaters (money.ticket_rate reads them); a
+    """{theater _id: {vatRate, vatRates, donations}} of these theaters (money.ticket_rate and
+    the donation offer read them); a
     theater that is gone is left out. One read of theaters for those not kept (or none)."""
     lifetime = settings.BOOKING_VAT_CACHE_SECONDS
     now = monotonic()
@@ -36,7 +37,7 @@ def theater_vat_settings(theater_ids) -> dict:
         else:
             missing.append(theater_id)
     if missing:
-        for theater in mongo.theaters().find({"_id": {"$in": missing}}, {"vatRate": 1, "vatRates": 1}):
+        for theater in mongo.theaters().find({"_id": {"$in": missing}}, {"vatRate": 1, "vatRates": 1, "donations": 1}):
             found[theater["_id"]] = theater
             if lifetime > 0:
                 _theater_vat.put(theater["_id"], (now, theater))
@@ -64,6 +65,11 @@ def set_vat_rates(theater_id: ObjectId, *, rate: str, per_category: dict) -> Non
     done = mongo.theaters().update_one(
         {"_id": theater_id}, {"$set": {"vatRate": money.rate_text(rate), "vatRates": clean}}
     )
-    _theater_vat.put(theater_id, (float("-inf"), {}))  # this process reads them again at once
+    forget_theater(theater_id)
     if not done.matched_count:
         raise NotFound(gettext("No such theater."))
+
+
+def forget_theater(theater_id: ObjectId) -> None:
+    """Its settings changed: this process reads them again at once."""
+    _theater_vat.put(theater_id, (float("-inf"), {}))

@@ -77,6 +77,15 @@ def new_code() -> str:
     return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
 
 
+RECEIPT_SERIES = "receipt:vouchers"  # counter sales' receipts: one gap-free series of their own
+
+
+def sale_label(voucher: Mapping[str, Any]) -> str:
+    """A voucher sale as the takings list it: its receipt number (G-000042), or the code's end."""
+    number = voucher.get("receiptNo")
+    return f"G-{number:06d}" if number else "…" + str(voucher.get("code", ""))[-4:]
+
+
 def display_code(code: str) -> str:
     """In groups of four, as printed and typed: ABCD-EFGH-JKLM-NPQR."""
     return "-".join(code[i : i + 4] for i in range(0, len(code), 4))

@@ -345,6 +345,7 @@ def order_quote(order: dict) -> dict:
         "tickets": sum(line["price"] for line in order.get("lines", [])),
         "discount": sum(line.get("discount", 0) for line in order.get("lines", [])),
         "fee": (order.get("fee") or {}).get("amount", 0),
+        "donation": (order.get("donation") or {}).get("amount", 0),
         "total": order["total"],
         "vat": money.order_breakdown(order),
         "voucher": money.voucher_part(order),

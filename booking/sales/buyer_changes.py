@@ -281,7 +281,7 @@ def transfer_ticket(*, order_id: ObjectId, ticket: str, name: str, email: str, n
             raise Conflict(gettext("This ticket was used at the door meanwhile; it can no longer be handed on."))
         raise Conflict(gettext("The booking changed meanwhile; nothing was handed on. Please look again."))
     faults.point("transfer.after_write")
-    outbox.queue_webhook_events(outbox.ORDERS, order_id)
+    outbox.queue_webhook_events(outbox.ORDERS, order)
     outbox.queue_change_notices(order_id)
     logger.info("order %s: ticket %s handed on (%s)", order["ref"], line["key"], tid)
     return _order(order_id)

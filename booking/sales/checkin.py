@@ -396,7 +396,7 @@ def check_in(
             return_document=ReturnDocument.AFTER,
         )
         if order is not None:
-            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
+            outbox.queue_webhook_events(outbox.ORDERS, order)
             line = cast(dict, _find_line(order, code))  # the update matched this ticket's line
             ticket = door_ticket(order, line, scope)
             return Outcome(

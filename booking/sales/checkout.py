@@ -116,7 +116,7 @@ def store_order(cart: dict, *, make: Callable[[dict, str], dict], fresh: bool = 
         order["webhookEvents"] = [outbox.webhook_event(outbox.ORDER_PLACED)]  # in the insert: never lost
         try:
             mongo.orders().insert_one(order)
-            outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
+            outbox.queue_webhook_events(outbox.ORDERS, order)
             return order
         except DuplicateKeyError as exc:
             if "ref" in str(exc.details or exc):

@@ -35,8 +35,8 @@ from booking import payments
 from booking.core import clock, faults, mongo
 from booking.core.domain import Cart, CartState, OrderState, SalesChannel, Session, live_cart_filter
 from booking.core.errors import BookingError, CartExpired, InvalidRequest, NotFound
+from booking.payments import donations, invoices
 from booking.payments import flow as payment_service
-from booking.payments import invoices
 from booking.payments.counter import CARD_TERMINAL, CASH, COMPLIMENTARY, COUNTER_METHODS, INVOICE, PAID_AT_ONCE
 from booking.sales import cart_expiry, checkout, holds, offers, outbox, pricing, promos
 from booking.sales import carts as cart_service
@@ -95,6 +95,7 @@ class CounterSale:
     by_id: int | None = None
     billing: invoices.Billing | None = None  # invoice: the buyer's billing data (an address: an invoice document)
     voucher: str = ""  # a gift voucher's code: it pays what it can, cash or the terminal the rest
+    donation: str = ""  # an amount the customer adds as a donation, as typed (cash or terminal only)
 
 
 def clean_sale(sale: CounterSale, sessions: list[Session], now: datetime) -> tuple[CounterSale, datetime | None]:
@@ -133,7 +134,18 @@ def clean_sale(sale: CounterSale, sessions: list[Session], now: datetime) -> tup
     if errors:
         raise InvalidRequest(" ".join(errors.values()), fields=errors)
     cleaned = CounterSale(
-        name, sale.method, sale.channel, email, phone, due, reason, sale.by, sale.by_id, billing, sale.voucher
+        name,
+        sale.method,
+        sale.channel,
+        email,
+        phone,
+        due,
+        reason,
+        sale.by,
+        sale.by_id,
+        billing,
+        sale.voucher,
+        sale.donation,
     )
     return cleaned, deadline
 
@@ -175,6 +187,7 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
     sessions = payment_service.cart_sessions(cart)
     sale, deadline = clean_sale(sale, sessions, now)
     code = payment_service.voucher_for(sale.method, sale.voucher, now)
+    donated = counter_donation(sale, sessions)
     if sale.method == COMPLIMENTARY and cart.get("promo"):
         message = _("A promo code is applied; remove it before giving the tickets away.")
         raise InvalidRequest(message, fields={"method": message})
@@ -197,6 +210,7 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
                 **({"comp": {"reason": sale.reason}} if sale.method == COMPLIMENTARY else {}),
                 **({"billing": sale.billing.as_document()} if sale.billing is not None else {}),
                 **({"voucherCode": code} if code else {}),
+                **({"donation": donated} if donated else {}),
                 **unused_code,
             }
         },
@@ -213,6 +227,18 @@ def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
     order = checkout.store_order(moved, make=lambda c, ref: _counter_order(c, ref, sessions))
     faults.point("counter.after_order")
     return _settle_if_paid_now(_numbered(order))
+
+
+def counter_donation(sale: CounterSale, sessions: list[Session]) -> int:
+    """The donation staff took with the sale (cents; 0: none): any amount in the limits when the
+    theater takes donations, and only with money taken now (no invoice, nothing complimentary)."""
+    if not str(sale.donation or "").strip():
+        return 0
+    if sale.method not in (CASH, CARD_TERMINAL):
+        message = _("A donation is taken in cash or by the card terminal.")
+        raise InvalidRequest(message, fields={"donation": message})
+    offer = payment_service.donation_offer(sessions)
+    return donations.chosen(sale.donation, {**offer, "free": True} if offer else None)
 
 
 def _order_of_sold_cart(cart: dict) -> dict:
@@ -243,7 +269,7 @@ def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
     order = payment_service.pending_order(cart, ref, sessions)
     amounts = pricing.cart_totals(cart)
     order["fee"] = {"amount": 0, "vat": order["fee"]["vat"]}  # the booking fee is the online shop's
-    order["total"] = amounts.total
+    order["total"] = amounts.total + int(cart.get("donation") or 0)
     order["channel"] = cart.get("channel", BOX_OFFICE)
     order["soldBy"] = cart.get("soldBy", {})
     order["payment"]["intent"] = f"counter-{order['_id']}"

@@ -716,7 +716,7 @@ def _switch(order: dict, record: dict) -> None:
     )
     if switched.modified_count:
         faults.point("exchange.after_switch")
-        outbox.queue_webhook_events(outbox.ORDERS, order["_id"])
+        outbox.queue_webhook_events(outbox.ORDERS, order)
 
 
 def _with_counter_part(record: dict, difference: int) -> list[dict]:

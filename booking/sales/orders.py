@@ -79,7 +79,7 @@ def cancel_house_paid_order(order: Order, *, by: str, reason: str) -> dict:
     )
     if not result.modified_count:
         raise Conflict(gettext("The order changed meanwhile; please look again."))
-    outbox.queue_webhook_events(outbox.ORDERS, order_id)
+    outbox.queue_webhook_events(outbox.ORDERS, order)
     order = mongo.orders().find_one({"_id": order_id})
     release_order_seats(order)
     promos.release_for_cart(order["cartId"], states=(CartState.DONE,))  # its promo code's use goes back

@@ -94,12 +94,19 @@ def webhook_event(event_type: str, **facts: str) -> dict:
     return {"_id": f"evt_{secrets.token_hex(12)}", "type": event_type, "at": clock.now(), **facts}
 
 
-def queue_webhook_events(collection: str, document_id: ObjectId) -> None:
+def theaters_of(document: Mapping[str, Any], collection: str) -> list[ObjectId]:
+    """The theaters an order's or a session's events concern (an order may span several)."""
+    if collection == SESSIONS:
+        return [document["theaterId"]] if document.get("theaterId") else []
+    return list(dict.fromkeys(s["theaterId"] for s in document.get("sessions", []) if s.get("theaterId")))
+
+
+def queue_webhook_events(collection: str, document: Mapping[str, Any]) -> None:
     """Ask the worker to hand the document's events to the endpoints, after the answer (a broker
-    that is away: reconcile hands them over later). With no endpoint switched on there is nobody
-    to tell: no task is queued, and reconcile clears the events in bulk."""
-    if webhook_selectors.any_active_endpoint():
-        publish.soon(_queue_dispatch, collection, document_id)
+    that is away: reconcile hands them over later). When none of its theaters has an endpoint
+    switched on there is nobody to tell: no task is queued, and reconcile clears the events in bulk."""
+    if webhook_selectors.theaters_listening().intersection(theaters_of(document, collection)):
+        publish.soon(_queue_dispatch, collection, document["_id"])
 
 
 def _queue_dispatch(collection: str, document_id: ObjectId) -> None:

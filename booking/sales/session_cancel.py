@@ -77,7 +77,9 @@ def start(
     ``message`` / ``message_de``: staff's words in the buyers' mail; ``kept_per_ticket``: the fee
     kept of each ticket's refund (cents)."""
     terms = clean_terms(message, message_de, kept_per_ticket)
-    session = mongo.sessions().find_one({"_id": session_id}, {"status": 1, "reservations": 1, "cancelRun": 1})
+    session = mongo.sessions().find_one(
+        {"_id": session_id}, {"status": 1, "reservations": 1, "cancelRun": 1, "theaterId": 1}
+    )
     if session is None:
         raise NotFound(_("No such session."))
     if session.get("status") == SessionStatus.CANCELED and session.get("cancelRun"):
@@ -107,7 +109,7 @@ def start(
     )
     listings.refresh([session_id])  # off what's on at once
     faults.point("session_cancel.after_start")
-    outbox.queue_webhook_events(outbox.SESSIONS, session_id)
+    outbox.queue_webhook_events(outbox.SESSIONS, session)
     for hold in session.get("reservations", []):
         reservations.settle(session_id, hold["_id"])  # carts' holds: the seats go back
     show = mongo.sessions().find_one({"_id": session_id}, {"name": 1, "start": 1}) or {"_id": session_id}

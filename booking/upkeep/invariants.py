@@ -10,7 +10,7 @@ from bson import ObjectId
 
 from booking.core import clock, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, OrderState, is_stale
-from booking.payments import vouchers
+from booking.payments import donations, vouchers
 from booking.payments.checks import money_breaches
 from booking.reports.summaries import breaches as report_breaches
 from booking.sales import offers, pricing, promos
@@ -190,7 +190,8 @@ def offer_breaches(carts: dict | None = None) -> list[str]:
     - each line's ticket type and price are its cart item's, and the item's price is its type's
       in the row of the price table the item kept at hold time (while the cart is kept);
     - each line's discount is what the code's terms as redeemed (the order's ``promo``, else the
-      cart's) take off, and the total is the lines less the discount plus the fee;
+      cart's) take off, and the total is the lines less the discount plus the fee and the
+      donation (what the card is asked for is that total less a gift voucher's part);
     - a code's ``uses`` is between 0 and its cap, and the bookings holding it (carts whose use was
       not given back) are no more than its cap.
 
@@ -200,7 +201,7 @@ def offer_breaches(carts: dict | None = None) -> list[str]:
         carts = {c["_id"]: c for c in mongo.carts().find({}, fields, hint=[("_id", 1)])}  # all, on purpose
     breaches = []
     fields = {"ref": 1, "cartId": 1, "lines": 1, "total": 1, "fee": 1, "promo": 1, "discount": 1}
-    fields.update({"exchanges": 1, "compReason": 1})
+    fields.update({"exchanges": 1, "compReason": 1, "donation": 1})
     for order in mongo.orders().find({"state": OrderState.PAID}, fields, hint=[("_id", 1)]):  # all, on purpose
         if order.get("exchanges"):
             continue  # priced again by an exchange (sales/exchanges.py), not by its cart any more
@@ -233,9 +234,10 @@ def offer_breaches(carts: dict | None = None) -> list[str]:
             )
         fee = (order.get("fee") or {}).get("amount", 0)
         charged = sum(line["price"] - line.get("discount", 0) for line in lines) + fee
+        charged += donations.amount_of(order)
         if order["total"] != charged:
             breaches.append(
-                f"order {order['ref']}: total {order['total']}, its tickets less the code and fee {charged}"
+                f"order {order['ref']}: total {order['total']}, its tickets less the code, fee and donation {charged}"
             )
     holding: Counter = Counter()
     for cart in carts.values():

@@ -32,6 +32,8 @@ SESSION_FIELDS = {
     "status": 1,
     "canceledOn": 1,
 }
+# Where a document names its theaters (an order one per session, in an array).
+THEATER_FIELD = {outbox.ORDERS: "sessions.theaterId", outbox.SESSIONS: "theaterId"}
 BATCH = 200
 MOST_PER_RUN = 2000  # a backlog left by a long broker outage drains over a few runs
 
@@ -44,12 +46,6 @@ def _collection(name: str):
     raise ValueError(f"no webhook events on {name!r}")
 
 
-def _theaters(document: dict, collection: str) -> list[ObjectId]:
-    if collection == outbox.SESSIONS:
-        return [document["theaterId"]] if document.get("theaterId") else []
-    return list(dict.fromkeys(s["theaterId"] for s in document.get("sessions", []) if s.get("theaterId")))
-
-
 def dispatch(collection: str, document_id: ObjectId) -> list[str]:
     """Store the deliveries of the document's events, pull the events, queue the deliveries.
     Returns the ids of the deliveries queued (safe to run any number of times)."""
@@ -58,7 +54,7 @@ def dispatch(collection: str, document_id: ObjectId) -> list[str]:
     events = (document or {}).get("webhookEvents") or []
     if document is None or not events:
         return []
-    endpoints = selectors.active_endpoints(_theaters(document, collection))
+    endpoints = selectors.active_endpoints(outbox.theaters_of(document, collection))
     due: list[str] = []
     now = clock.now()
     for event in events:
@@ -93,10 +89,9 @@ def dispatch_pending(now: datetime | None = None, grace: timedelta | None = None
     handled = 0
     for collection in (outbox.ORDERS, outbox.SESSIONS):
         older = {"webhookEvents.at": {"$lte": now - grace}}
-        if not selectors.has_active_endpoint():
-            # nobody to tell (sales queued no dispatch): the events go in one write per collection
-            handled += _collection(collection).update_many(older, {"$unset": {"webhookEvents": ""}}).modified_count
-            continue
+        # nobody listens to these theaters (their sales queued no dispatch): one write per collection
+        unheard = {**older, THEATER_FIELD[collection]: {"$nin": list(selectors.theaters_listening_now())}}
+        handled += _collection(collection).update_many(unheard, {"$unset": {"webhookEvents": ""}}).modified_count
         failed: list[ObjectId] = []
         while handled < MOST_PER_RUN:
             query = {**older, "_id": {"$nin": failed}} if failed else older

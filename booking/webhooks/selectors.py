@@ -8,20 +8,22 @@ from booking.core import mongo
 from booking.core.lru import LRUCache
 
 DELIVERY_LIST_LIMIT = 100
-# How long a process trusts its answer to "is any endpoint switched on?". A sale in another process
-# within this time of the first endpoint being switched on leaves its events for reconcile.
+# How long a process trusts its answer to "which theaters have an endpoint switched on?". A sale in
+# another process within this time of a theater's first endpoint being switched on leaves its
+# events for reconcile.
 ENDPOINT_PRESENCE_SECONDS = 5.0
-_presence: LRUCache[int, bool] = LRUCache(1)
+_presence: LRUCache[int, frozenset[ObjectId]] = LRUCache(1)
 
 
-def any_active_endpoint() -> bool:
-    """Whether any theater has a switched-on endpoint: when none has, a sale queues no dispatch."""
-    return _presence.get_or_build(int(time.monotonic() // ENDPOINT_PRESENCE_SECONDS), has_active_endpoint)
+def theaters_listening() -> frozenset[ObjectId]:
+    """The theaters with a switched-on endpoint: a sale of any other theater queues no dispatch."""
+    return _presence.get_or_build(int(time.monotonic() // ENDPOINT_PRESENCE_SECONDS), theaters_listening_now)
 
 
-def has_active_endpoint() -> bool:
-    """... asked of the database now (reconcile, which may drop the events when there is none)."""
-    return mongo.webhook_endpoints().find_one({"active": True}, {"_id": 1}) is not None
+def theaters_listening_now() -> frozenset[ObjectId]:
+    """... asked of the database now (reconcile, which drops the events nobody listens to)."""
+    found = mongo.webhook_endpoints().find({"active": True}, {"theaterId": 1, "_id": 0})
+    return frozenset(endpoint["theaterId"] for endpoint in found)
 
 
 def forget_endpoint_presence() -> None:

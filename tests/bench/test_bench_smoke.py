@@ -107,3 +107,28 @@ def test_only_some_rows(tmp_path):
     assert "sweep" not in results and "scenario" not in results
     assert [g["goal"].split(":")[0] for g in results["goals"]] == ["what's on"]
     assert "Q1 what's on" in (tmp_path / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_api_benchmark_runs_and_availability_costs_its_three_commands_once_the_layout_is_kept():
+    env = dict(os.environ)
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.api", "--scale", "0.004", "--samples", "3"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rows = {
+        cells[0]: cells[1:]
+        for line in run.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| call")
+        for cells in [[cell.strip() for cell in line.strip("|").split("|")]]
+    }
+    commands = {call: int(cells[4]) for call, cells in rows.items() if cells[4].isdigit()}
+    assert commands["availability of one performance"] == 3  # token, session, call log
+    assert commands["availability, a performance's first call in this process"] == 4  # and the layout once
+    assert len(commands) == 9

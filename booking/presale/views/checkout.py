@@ -2,7 +2,8 @@
 
 GET  /checkout/    details and how to pay (card, or the box office when every performance offers
                    it), the total with VAT, the countdown
-POST /checkout/    name, email, method, voucher (a gift voucher's code, optional) -> the order waits
+POST /checkout/    name, email, method, voucher (a gift voucher's code, optional), donation (a suggested
+                   amount, or "other" and donation_other: the amount typed) -> the order waits
                    for its payment (a voucher that pays all: the order is paid at once). htmx: the card form in
                    place of the details (same page); a box-office reservation, or a plain post,
                    goes to the order's page
@@ -28,8 +29,9 @@ from booking import payments
 from booking.accounts import buyers
 from booking.core.domain import Cart, CartState, OrderState, Session
 from booking.core.errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
+from booking.core.localized import localized
+from booking.payments import donations, money
 from booking.payments import flow as payment_service
-from booking.payments import money
 from booking.presale.context import (
     JUST_BOOKED_COOKIE,
     cart_context,
@@ -71,6 +73,35 @@ class PaymentMethodForm(CheckoutForm):
         choices=[(payments.CARD, "Card"), (payments.BOX_OFFICE, "Pay at the box office")], required=False
     )
     voucher = forms.CharField(required=False, strip=True)  # the engine says what a code is
+    donation = forms.CharField(required=False, strip=True)  # and what a donation may be
+    donation_other = forms.CharField(required=False, strip=True)
+
+
+OTHER_AMOUNT = "other"
+
+
+def donation_typed(form) -> str:
+    """The donation as the buyer chose it: a suggested amount, or the amount they typed."""
+    chosen = str(form.data.get("donation", "") or "")
+    return str(form.data.get("donation_other", "") or "") if chosen == OTHER_AMOUNT else chosen
+
+
+def donation_context(sessions: list[Session], form) -> dict:
+    """The theater's donation offer as the checkout shows it: its appeal in the page's language,
+    its suggested amounts (as the form sends them) and whether any amount may be typed."""
+    offer = payment_service.donation_offer(sessions)
+    if offer is None:
+        return {"donation_offer": None}
+    suggested = [(donations.amount_text(cents), cents) for cents in offer["suggested"]]
+    return {
+        "donation_offer": {
+            "appeal": localized(offer, "appeal"),
+            "suggested": suggested,
+            "free": bool(offer.get("free")),
+            "chosen": str(form["donation"].value() or "") if form.is_bound else "",
+            "other": str(form["donation_other"].value() or "") if form.is_bound else "",
+        }
+    }
 
 
 def _paying_order(request) -> dict | None:
@@ -97,6 +128,7 @@ def _details_context(request, cart: Cart, form) -> dict:
         if form.is_bound
         else ("box_office" if methods[payments.BOX_OFFICE] else "card"),
         "stripe_js": settings.STRIPE_JS_URL if methods[payments.CARD] else "",
+        **donation_context(sessions, form),
     }
 
 
@@ -134,6 +166,7 @@ def checkout(request):
             form.cleaned_data.get("email", ""),
             method,
             voucher_code=form.data.get("voucher", ""),
+            donation=donation_typed(form),
         )
     except InvalidRequest as exc:
         for field, message in (exc.details.get("fields") or {"__all__": exc.message}).items():

@@ -32,7 +32,12 @@ from booking.webhooks import selectors as webhook_selectors
 ALICE = "s:alice"
 
 
-def untargeted(run, *, sends=True) -> list[str]:
+# A sale asks which theaters have a webhook endpoint switched on at most once per 5 s per process:
+# whether a path sends it depends on the clock, so it is left out but where a test asks for it.
+ANY_WEBHOOK_ENDPOINT = "find webhook_endpoints {'active': 'bool'}"
+
+
+def untargeted(run, *, sends=True, ignore=frozenset({ANY_WEBHOOK_ENDPOINT})) -> list[str]:
     recorder = query_audit.Recorder()
     mongo.add_listener(recorder)
     try:
@@ -43,7 +48,9 @@ def untargeted(run, *, sends=True) -> list[str]:
     return [
         c.shape()
         for c in recorder.commands
-        if c.collection in mongo.SHARD_KEYS and not query_audit.targets(c, mongo.SHARD_KEYS[c.collection])
+        if c.collection in mongo.SHARD_KEYS
+        and not query_audit.targets(c, mongo.SHARD_KEYS[c.collection])
+        and c.shape() not in ignore
     ]
 
 
@@ -151,9 +158,8 @@ def test_the_expiry_sweep_ends_each_cart_by_its_shard_keys():
 
 # What the buyer's pages still send to every shard, for a reason no key can change
 # (docs/architecture.md, "Shard keys"; docs/deploy.md): what's on's theater filter lists the
-# theaters whole (tiny: keep the collection unsharded, one shard); a sale asks whether any webhook
-# endpoint is switched on (a handful of documents, once per 5 s per process).
-ANY_WEBHOOK_ENDPOINT = "find webhook_endpoints {'active': 'bool'} limit=1"
+# theaters whole (tiny: keep the collection unsharded, one shard); a sale asks which theaters have a
+# webhook endpoint switched on (a handful of documents, once per 5 s per process).
 BUYER_PAGES_SCATTER = {
     "find theaters {} sort=[('name', 1), ('_id', 1)]",
     ANY_WEBHOOK_ENDPOINT,
@@ -169,7 +175,7 @@ def test_the_buyers_whole_flow_through_the_views_carries_the_shard_keys_but_the_
     session = make_session(name="Hamlet")
     match = create_match(create_stadium("Shard Stadium", seats=3 * 40, rows=4, half=5))
     webhook_selectors.forget_endpoint_presence()  # as a process's first sale asks it (then every 5 s)
-    assert set(untargeted(lambda: buyer_flow(session, match))) == BUYER_PAGES_SCATTER
+    assert set(untargeted(lambda: buyer_flow(session, match), ignore=frozenset())) == BUYER_PAGES_SCATTER
 
 
 def stadium_page(performance_id) -> tuple[Any, list[query_audit.Command]]:

@@ -16,7 +16,7 @@ from booking.payments import refunds
 from booking.sales import cancels, checkin, counter, exchanges, holds, outbox
 from booking.sales.sessions import cancel_session
 from booking.tests.admin_support import sell
-from booking.tests.factories import make_session
+from booking.tests.factories import make_session, make_theater
 from booking.tests.paying import checkout_paid_setup
 from booking.tests.webhook_support import deliver, deliver_order_events, deliver_pending, receiver, register
 from booking.upkeep.invariants import check_invariants
@@ -244,3 +244,20 @@ def test_events_a_sale_left_for_reconcile_reach_an_endpoint_switched_on_meanwhil
         assert reconcile(now=later, grace=timedelta(seconds=120)).webhook_events_dispatched == 1
         assert deliver_pending() == ["delivered"]
     assert got.types() == ["order.paid"] and pending_events("orders", order["_id"]) == []
+
+
+def test_a_theater_nobody_listens_to_queues_no_dispatch_beside_one_with_an_endpoint(empty_queue):
+    quiet = make_session(make_theater(name="Quiet Hall"))
+    listened = make_session(make_theater(name="Listened Hall"))
+    with receiver() as got:
+        register(got, listened["theaterId"], events=[outbox.ORDER_PAID])
+        unheard = sell(quiet["_id"], ["0:0"])
+        assert queued_dispatches() == 0  # the other theater's endpoint does not make this one's sale queue
+        heard = sell(listened["_id"], ["0:0"])
+        assert queued_dispatches() == 2  # placed, paid
+        later = clock.now() + timedelta(seconds=121)
+        assert reconcile(now=later, grace=timedelta(seconds=120)).webhook_events_dispatched == 2
+        assert pending_events("orders", unheard["_id"]) == []  # cleared, never delivered
+        assert deliver_pending() == ["delivered"]
+    assert got.types() == ["order.paid"] and got.events()[0]["data"]["order"]["ref"] == heard["ref"]
+    assert mongo.webhook_deliveries().count_documents({}) == 1
