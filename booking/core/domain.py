@@ -562,6 +562,8 @@ class SubscriptionSale(TypedDict):
     state: SubscriptionSaleState
     createdOn: datetime
     endedOn: NotRequired[datetime]
+    client: NotRequired[str]  # the buyer's address its seats count for (sales/client_holds.py)
+    clientSeats: NotRequired[int]  # how many: each seat once per performance
 
 
 class VoucherRedemption(TypedDict):
