@@ -37,7 +37,8 @@ def voucher_message(voucher: Voucher) -> EmailMultiAlternatives:
             from_email=settings.DEFAULT_FROM_EMAIL,
             to=[str(voucher.get("email", ""))],
         )
-        message.attach(f"{gettext('gift-voucher')}.pdf", voucher_pdf.voucher_pdf(voucher, language), "application/pdf")
+        file_name = gettext("gift-voucher")
+        message.attach(f"{file_name}.pdf", voucher_pdf.voucher_pdf(voucher, language), "application/pdf")
     return message
 
 
