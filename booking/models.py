@@ -39,25 +39,32 @@ class Theater(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_theaters"  # never created: the data is in MongoDB
+        verbose_name = gettext_lazy("theater")
+        verbose_name_plural = gettext_lazy("theaters")
 
 
 class Session(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_sessions"
-        verbose_name = "session"
+        verbose_name = gettext_lazy("session")
+        verbose_name_plural = gettext_lazy("sessions")
 
 
 class Cart(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_carts"
+        verbose_name = gettext_lazy("cart")
+        verbose_name_plural = gettext_lazy("carts")
 
 
 class Order(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_orders"
+        verbose_name = gettext_lazy("order")
+        verbose_name_plural = gettext_lazy("orders")
 
 
 # The permission the door's pages check (``DoorCheckin``), as Django names it.
@@ -71,8 +78,8 @@ class DoorCheckin(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_checkins"
-        verbose_name = "door check-in"
-        verbose_name_plural = "door check-in"  # the admin index's entry, a link to /checkin/
+        verbose_name = gettext_lazy("door check-in")
+        verbose_name_plural = gettext_lazy("door check-in")  # the admin index's entry, a link to /checkin/
         default_permissions = ()
         permissions = [("checkin_tickets", "Can check in tickets at the door")]
 
@@ -84,7 +91,8 @@ class Report(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_reports"
-        verbose_name = "sales report"
+        verbose_name = gettext_lazy("sales report")
+        verbose_name_plural = gettext_lazy("sales reports")
         default_permissions = ()
         permissions = [("view_reports", "Can view sales reports, exports and attendee lists")]
 
@@ -96,7 +104,8 @@ class WaitingRoom(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_waiting_rooms"
-        verbose_name = "waiting room"
+        verbose_name = gettext_lazy("waiting room")
+        verbose_name_plural = gettext_lazy("waiting rooms")
 
 
 class BoxOffice(MongoDocument):
@@ -107,8 +116,8 @@ class BoxOffice(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_box_office"
-        verbose_name = "box office"
-        verbose_name_plural = "box office"  # the admin index's entry, a link to the sessions to sell
+        verbose_name = gettext_lazy("box office")
+        verbose_name_plural = gettext_lazy("box office")  # the admin index's entry, a link to the sessions to sell
         default_permissions = ()
         permissions = [("sell_at_counter", "Can sell tickets at the counter and on the phone")]
 
@@ -132,7 +141,8 @@ class PromoCode(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_promo_codes"
-        verbose_name = "promo code"
+        verbose_name = gettext_lazy("promo code")
+        verbose_name_plural = gettext_lazy("promo codes")
 
 
 class Subscription(MongoDocument):
@@ -142,7 +152,8 @@ class Subscription(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_subscriptions"
-        verbose_name = "subscription"
+        verbose_name = gettext_lazy("subscription")
+        verbose_name_plural = gettext_lazy("subscriptions")
         default_permissions = ("view", "add", "change")
 
 
@@ -154,7 +165,8 @@ class ApiToken(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_api_tokens"
-        verbose_name = "API token"
+        verbose_name = gettext_lazy("API token")
+        verbose_name_plural = gettext_lazy("API tokens")
         default_permissions = ("view", "add", "change")
 
 
@@ -166,7 +178,8 @@ class WebhookEndpoint(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_webhook_endpoints"
-        verbose_name = "webhook endpoint"
+        verbose_name = gettext_lazy("webhook endpoint")
+        verbose_name_plural = gettext_lazy("webhook endpoints")
 
 
 class GiftVoucher(MongoDocument):
@@ -176,4 +189,5 @@ class GiftVoucher(MongoDocument):
     class Meta:
         managed = False
         db_table = "mongodb_vouchers"
-        verbose_name = "gift voucher"
+        verbose_name = gettext_lazy("gift voucher")
+        verbose_name_plural = gettext_lazy("gift vouchers")

@@ -9,6 +9,7 @@ from booking.control import selectors
 from booking.control.base import CHANGE, MongoModelAdmin
 from booking.core import clock
 from booking.core.domain import Cart, CartState, is_live
+from booking.core.localized import cart_state_label
 from booking.sales import carts as cart_service
 
 ALL = "all"  # the list's tab of every state
@@ -38,7 +39,7 @@ class CartAdmin(MongoModelAdmin):
             cart["seatCount"] = len(cart.get("items", []))
             cart["ended"] = cart["expiresAt"] <= now
         counts = selectors.cart_state_counts()
-        tabs = [(s, s.replace("_", " "), selectors.count_label(counts.get(s, 0))) for s in selectors.CART_STATES]
+        tabs = [(s, cart_state_label(s), selectors.count_label(counts.get(s, 0))) for s in selectors.CART_STATES]
         total = selectors.count_label(sum(counts.values()), capped=max(counts.values(), default=0))
         return self.render(
             request,

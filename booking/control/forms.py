@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from django import forms
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
 
 from booking.control.selectors import SessionsShown
 from booking.core import clock, json_text
@@ -108,7 +108,9 @@ class TheaterForm(forms.Form):
     """Name and the text grid. The layout is parsed in ``clean_with`` because it needs the
     categories from the formset beside it."""
 
-    name = forms.CharField(max_length=100, widget=forms.TextInput(attrs={"size": 40, "autofocus": True}))
+    name = forms.CharField(
+        label=gettext_lazy("Name"), max_length=100, widget=forms.TextInput(attrs={"size": 40, "autofocus": True})
+    )
     name_de = theater_name_de_field()
     grid = forms.CharField(
         label=gettext_lazy("Seating plan"),
@@ -135,12 +137,15 @@ class TheaterForm(forms.Form):
 
 class LayoutImportForm(forms.Form):
     name = forms.CharField(
-        max_length=100, required=False, help_text=gettext_lazy("Leave empty to use the name stored in the file.")
+        label=gettext_lazy("Name"),
+        max_length=100,
+        required=False,
+        help_text=gettext_lazy("Leave empty to use the name stored in the file."),
     )
     file = forms.FileField(required=False, label=gettext_lazy("JSON file"))
     text = forms.CharField(
         required=False,
-        label="…or paste the JSON",
+        label=gettext_lazy("…or paste the JSON"),
         widget=forms.Textarea(attrs={"rows": 8, "cols": 60, "class": "layout-grid"}),
     )
 
@@ -265,7 +270,7 @@ def price_field(name: str) -> forms.DecimalField:
             "max_decimal_places": gettext_lazy("Use at most two decimals (cents)."),
             "invalid": gettext_lazy("Enter an amount such as 25.50."),
         },
-        help_text="e.g. 25.50",
+        help_text=gettext_lazy("e.g. 25.50"),
     )
 
 
@@ -292,9 +297,14 @@ class PricedForm(forms.Form):
 
 class SessionForm(PricedForm):
     name = forms.CharField(label=gettext_lazy("Show name"), max_length=120, widget=forms.TextInput(attrs={"size": 50}))
-    description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 60}))
-    start = LocalDateTimeField()
-    end = LocalDateTimeField()
+    description = forms.CharField(
+        label=gettext_lazy("Description"),
+        max_length=2000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 60}),
+    )
+    start = LocalDateTimeField(label=gettext_lazy("Start"))
+    end = LocalDateTimeField(label=pgettext_lazy("when a performance ends", "End"))
     # German pages show these when set, else the name and description above (booking/core/localized.py)
     name_de = forms.CharField(
         label=gettext_lazy("Show name in German"),
@@ -438,9 +448,14 @@ class SeriesForm(PricedForm):
     """The same show at the same time on many days: one session per chosen day."""
 
     name = forms.CharField(label=gettext_lazy("Show name"), max_length=120, widget=forms.TextInput(attrs={"size": 50}))
-    description = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
-    first_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
-    last_day = DayField(widget=forms.DateInput(attrs={"type": "date"}))
+    description = forms.CharField(
+        label=gettext_lazy("Description"),
+        max_length=2000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+    )
+    first_day = DayField(label=gettext_lazy("First day"), widget=forms.DateInput(attrs={"type": "date"}))
+    last_day = DayField(label=gettext_lazy("Last day"), widget=forms.DateInput(attrs={"type": "date"}))
     start_time = forms.TimeField(
         label=gettext_lazy("Starts at"), widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"), initial="19:30"
     )
@@ -449,9 +464,10 @@ class SeriesForm(PricedForm):
         min_value=1,
         max_value=24 * 60,
         initial=150,
-        error_messages={"max_value": "A performance cannot last longer than 24 hours (1440 minutes)."},
+        error_messages={"max_value": gettext_lazy("A performance cannot last longer than 24 hours (1440 minutes).")},
     )
     weekdays = forms.MultipleChoiceField(
+        label=gettext_lazy("Weekdays"),
         choices=WEEKDAYS,
         widget=forms.CheckboxSelectMultiple(attrs={"class": "weekdays"}),  # none ticked: staff choose the days
         error_messages={"required": gettext_lazy("Choose at least one day of the week.")},
@@ -510,7 +526,7 @@ WHEN_CHOICES = [
 
 
 class SessionFilterForm(forms.Form):
-    theater = forms.ChoiceField(required=False)
+    theater = forms.ChoiceField(required=False, label=gettext_lazy("Theater"))
     day = DayField(required=False, label=gettext_lazy("Date"), widget=forms.DateInput(attrs={"type": "date"}))
     when = forms.ChoiceField(required=False, choices=WHEN_CHOICES, label=gettext_lazy("Show"))
 

@@ -17,6 +17,7 @@ from booking.control import selectors
 from booking.control.base import CHANGE, AdminMixinBase, bound
 from booking.core.domain import Layout, Session
 from booking.core.errors import InvalidRequest
+from booking.core.localized import ticket_type_name
 from booking.sales import offers
 from booking.venues.layouts import category_codes_used
 
@@ -74,14 +75,15 @@ class PriceTableForm(forms.Form):
         self.rows = []
         for t in types:
             row = []
+            shown = {**t, "name": ticket_type_name(t)}  # full price in the staff member's language
             for cat in self.cats:
                 name = f"{t['code']}__{cat}"
-                field = f.price_field(f"{t['name']}, {names[cat]}")
+                field = f.price_field(f"{shown['name']}, {names[cat]}")
                 field.required = t["code"] == offers.FULL
-                field.help_text = "" if field.required else "empty: not offered"
+                field.help_text = "" if field.required else gettext("empty: not offered")
                 self.fields[name] = field
                 row.append(self[name])
-            self.rows.append((t, row))
+            self.rows.append((shown, row))
         self.cat_names = [names[c] for c in self.cats]
 
     @staticmethod

@@ -27,32 +27,32 @@ THEATER_ROUTES = [
 
 
 class BoxOfficeForm(forms.Form):
-    enabled = forms.BooleanField(required=False, label="Buyers may reserve and pay at the box office")
+    enabled = forms.BooleanField(required=False, label=gettext_lazy("Buyers may reserve and pay at the box office"))
     deadline_minutes = forms.IntegerField(
         min_value=0,
         max_value=7 * 24 * 60,
-        label="Unpaid seats go back",
-        help_text="minutes before the show (the worker releases them then)",
+        label=gettext_lazy("Unpaid seats go back"),
+        help_text=gettext_lazy("minutes before the show (the worker releases them then)"),
     )
 
 
 class VatForm(forms.Form):
     """The theater's ticket rate and, optionally, one per seat category (percent, prices include it)."""
 
-    rate = forms.CharField(max_length=6, label="Tickets", help_text="percent, e.g. 7")
+    rate = forms.CharField(max_length=6, label=gettext_lazy("Tickets"), help_text=gettext_lazy("percent, e.g. 7"))
 
     def __init__(self, *args, categories=(), **kwargs):
         super().__init__(*args, **kwargs)
         for category in categories:
             self.fields[f"cat_{category['code']}"] = forms.CharField(
-                max_length=6, required=False, label=category["name"], help_text="empty: the ticket rate"
+                max_length=6, required=False, label=category["name"], help_text=gettext_lazy("empty: the ticket rate")
             )
 
     def _rate(self, value: str) -> str:
         try:
             return money.rate_text(value)
         except ValueError:
-            raise forms.ValidationError("Give a rate in percent from 0 to 99.99, e.g. 7 or 19.") from None
+            raise forms.ValidationError(gettext("Give a rate in percent from 0 to 99.99, e.g. 7 or 19.")) from None
 
     def clean(self):
         data = form_data(super().clean())

@@ -6,7 +6,8 @@ from django.utils.translation import gettext as _
 
 from booking.core import clock, mongo
 from booking.core.domain import SessionStatus
-from booking.core.formatting import format_money
+from booking.core.formatting import format_money, performance_start
+from booking.core.localized import ticket_type_name
 from booking.sales import offers
 
 LIST_LIMIT = 200
@@ -78,18 +79,16 @@ def session_choices(also: ObjectId | None = None) -> list[tuple[str, str]]:
 
 
 def session_label(session: dict) -> str:
-    from django.utils import timezone
-
-    when = timezone.localtime(session["start"]).strftime("%a %d %b %Y %H:%M") if session.get("start") else ""
+    when = performance_start(session["start"]) if session.get("start") else ""
     return f"{session.get('name', '')} – {when} – {session.get('theaterName', '')}"
 
 
 def ticket_type_choices() -> list[tuple[str, str]]:
     """Every theater's ticket types (codes are per theater; the same code counts everywhere)."""
-    seen: dict[str, str] = {offers.FULL: offers.FULL_PRICE["name"]}
+    seen: dict[str, str] = {offers.FULL: ticket_type_name(offers.FULL_PRICE)}
     for theater in mongo.theaters().find({}, {"ticketTypes": 1}).sort([("name", 1), ("_id", 1)]):
         for t in offers.ticket_types(theater):
-            seen.setdefault(t["code"], t["name"])
+            seen.setdefault(t["code"], ticket_type_name(t))
     return list(seen.items())
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext, gettext_lazy
 
 from booking.core.contrast import ink_on
@@ -67,7 +68,7 @@ def layout_rows(layout: Layout) -> list[Row]:
                 gettext(" (wheelchair space)")
                 if cell.get("wheelchair")
                 else gettext(" (wheelchair space, on general sale since %(when)s)")
-                % {"when": timezone.localtime(cell["releasedOn"]).strftime("%d %b %H:%M")}
+                % {"when": date_format(timezone.localtime(cell["releasedOn"]), "j M H:i")}
                 if released and cell.get("releasedOn")
                 else gettext(" (companion seat)")
                 if cell.get("companion")
@@ -99,7 +100,9 @@ def category_legend(layout: Layout) -> list[dict]:
                 counts[cell["cat"]] = counts.get(cell["cat"], 0) + 1
                 wheelchair += bool(cell.get("wheelchair"))
                 released += cell.get("releasedFrom") == "wheelchair"
-    extra = [{"code": "", "name": "of which wheelchair spaces", "color": "", "count": wheelchair}] if wheelchair else []
+    extra = []
+    if wheelchair:
+        extra.append({"code": "", "name": gettext("of which wheelchair spaces"), "color": "", "count": wheelchair})
     if released:
         name = gettext("wheelchair spaces now on general sale (dashed outline)")
         extra.append({"code": "", "name": name, "color": "", "count": released})

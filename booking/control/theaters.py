@@ -79,7 +79,7 @@ class TheaterAdmin(
             return None
         categories = f.categories_from(formset)
         if not categories:
-            form.add_error(None, "Give at least one seat category (a letter and a name).")
+            form.add_error(None, gettext("Give at least one seat category (a letter and a name)."))
             return None
         return form.clean_with(categories)
 
@@ -282,4 +282,4 @@ def preview_context(form, layout: Layout | None) -> dict:
     exc = getattr(form, "layout_error", None)
     where = grid_error_context(form.data.get("grid", ""), exc.details["row"], exc.details["column"]) if exc else None
     errors = [e for errs in form.errors.values() for e in errs]
-    return {"rows": [], "errors": errors or ["Check the categories on the left."], "where": where}
+    return {"rows": [], "errors": errors or [gettext("Check the categories on the left.")], "where": where}

@@ -4,11 +4,18 @@ route; linked from the session's page."""
 
 from typing import TYPE_CHECKING
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from booking.control.base import AdminMixinBase
 from booking.core.domain import Session
+from booking.core.localized import waiting_list_state_label
 from booking.sales import waiting_list
+
+MAIL_WORDS = {
+    waiting_list.MAIL_PENDING: gettext_noop("pending"),
+    waiting_list.MAIL_SENT: gettext_noop("sent"),
+    waiting_list.MAIL_FAILED: gettext_noop("failed"),
+}
 
 WAITING_LIST_ROUTES = [("<str:object_id>/waiting-list/", "waiting_list", "waiting_list")]
 
@@ -23,6 +30,9 @@ class WaitingListAdminMixin(AdminMixinBase):
         session = self._session(object_id)
         entries = waiting_list.entries_of(session["_id"])
         for entry in entries:
+            entry["state_words"] = waiting_list_state_label(entry["state"])
+            if entry.get("mail"):
+                entry["mail_words"] = gettext(MAIL_WORDS.get(entry["mail"], entry["mail"]))
             if entry.get("offer"):
                 entry["offer_words"] = waiting_list.seat_words(session, entry)
         counts = {state: sum(1 for e in entries if e["state"] == state) for state in waiting_list.ALL_STATES}

@@ -18,7 +18,7 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from booking.control.base import ADDITION, CHANGE, DELETION, MongoModelAdmin, bound
@@ -26,6 +26,7 @@ from booking.control.forms import LocalDateTimeField, add_field_errors, form_dat
 from booking.core import clock, mongo
 from booking.core.domain import SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
+from booking.core.formatting import performance_start
 from booking.sales import selectors as buyer_selectors
 from booking.sales import waiting_room
 
@@ -37,7 +38,7 @@ def room_label(config: waiting_room.RoomConfig) -> str:
 
 class RateForm(forms.Form):
     rate = forms.IntegerField(
-        label="Admission rate (buyers per minute)",
+        label=gettext_lazy("Admission rate (buyers per minute)"),
         min_value=1,
         max_value=waiting_room.MAX_RATE,
         widget=forms.NumberInput(attrs={"size": 6}),
@@ -45,42 +46,43 @@ class RateForm(forms.Form):
 
 
 class TimesForm(forms.Form):
-    opens_at = LocalDateTimeField(label="Waiting room opens")
+    opens_at = LocalDateTimeField(label=gettext_lazy("Waiting room opens"))
     on_sale_at = LocalDateTimeField(
-        label="Sale opens",
-        help_text="Everybody who is in the waiting room by then gets a place by lot; later arrivals queue behind.",
+        label=gettext_lazy("Sale opens"),
+        help_text=gettext_lazy(
+            "Everybody who is in the waiting room by then gets a place by lot; later arrivals queue behind."
+        ),
     )
 
     def clean(self):
         data = form_data(super().clean())
         if data.get("opens_at") and data.get("on_sale_at") and data["opens_at"] > data["on_sale_at"]:
-            self.add_error("opens_at", "The waiting room must open before (or when) the sale does.")
+            self.add_error("opens_at", gettext("The waiting room must open before (or when) the sale does."))
         return data
 
 
 class EnableForm(TimesForm, RateForm):
-    target = forms.ChoiceField(label="Performance")
+    target = forms.ChoiceField(label=gettext_lazy("Performance"))
     series = forms.BooleanField(
-        label="Every upcoming performance of this show in this hall",
+        label=gettext_lazy("Every upcoming performance of this show in this hall"),
         required=False,
-        help_text="A series: each performance gets a waiting room of its own, with these settings.",
+        help_text=gettext_lazy("A series: each performance gets a waiting room of its own, with these settings."),
     )
 
     field_order = ["target", "series", "opens_at", "on_sale_at", "rate"]
 
     def __init__(self, *args, choices=(), **kwargs):
         super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["target"]).choices = [("", "— choose —"), *choices]
+        cast(forms.ChoiceField, self.fields["target"]).choices = [("", gettext("— choose —")), *choices]
 
 
 def performance_choices() -> list[tuple[str, str]]:
     """Upcoming performances on sale (a sectioned one once, by its performance id)."""
     choices = []
     for s in buyer_selectors.upcoming_sessions():
-        when = timezone.localtime(s["start"]).strftime("%a %d %b %Y %H:%M")
-        label = f"{s['name']} – {when} – {s.get('theaterName', '')}"
+        label = f"{s['name']} – {performance_start(s['start'])} – {s.get('theaterName', '')}"
         if s.get("sections"):
-            label += f" ({s['sections']} sections, one queue)"
+            label += " " + gettext("(%(sections)s sections, one queue)") % {"sections": s["sections"]}
         choices.append((str(s["_id"]), label))
     return choices
 
@@ -158,7 +160,7 @@ class WaitingRoomAdmin(MongoModelAdmin):
                             f"sale {data['on_sale_at']:%Y-%m-%d %H:%M}, {data['rate']} buyers a minute.",
                         )
                 if opened:
-                    names = ", ".join(timezone.localtime(c.start).strftime("%a %d %b %H:%M") for c in opened)
+                    names = ", ".join(performance_start(c.start) for c in opened)
                     messages.success(
                         request,
                         gettext("Waiting room opened for %(count)s performance(s): %(names)s.")
@@ -217,8 +219,10 @@ class WaitingRoomAdmin(MongoModelAdmin):
                 changed = times_form.is_valid() and self._change(request, config, times_form)
             if changed:
                 return HttpResponseRedirect(self.url("change", config.queue_id))
-        start = timezone.localtime(config.start).strftime("%a %d %b %Y %H:%M")  # as room_label writes it
-        title = gettext("Waiting room: %(name)s – %(start)s") % {"name": config.name, "start": start}
+        title = gettext("Waiting room: %(name)s – %(start)s") % {
+            "name": config.name,
+            "start": performance_start(config.start),
+        }
         context = {"title": title, **self._detail_context(request, config, rate_form, times_form)}
         return self.render(request, "admin/booking/waitingroom/detail.html", context, status=status)
 

@@ -119,3 +119,9 @@ def mail_time(moment: datetime) -> str:
     """A performance's start as the confirmation mail writes it: "Sat 05 Dec 2026, 19:30" (local
     time; German "Sa., 05. Dez. 2026, 19:30")."""
     return _local_format(moment, pgettext("performance start, CLDR date pattern", "EEE dd MMM yyyy, HH:mm"))
+
+
+def performance_start(moment: datetime) -> str:
+    """A performance's start in a staff page's list or choice: "Sat 05 Dec 2026, 19:30" (German
+    "Sa., 05. Dez. 2026, 19:30"), local time, in the language of the page."""
+    return _local_format(moment, pgettext("performance start, CLDR date pattern", "EEE dd MMM yyyy, HH:mm"))

@@ -156,3 +156,39 @@ STATUS_LABELS = {
 
 def status_label(status: str) -> str:
     return str(STATUS_LABELS.get(status, status))
+
+
+# A session's status, a cart's state and a waiting list entry's as staff read them in lists.
+SESSION_STATUS_LABELS = {
+    "draft": gettext_lazy("draft"),
+    "on_sale": gettext_lazy("on sale"),
+    "canceled": gettext_lazy("canceled"),
+}
+CART_STATE_LABELS = {
+    "active": pgettext_lazy("cart state", "active"),
+    "paying": pgettext_lazy("cart state", "paying"),
+    "done": pgettext_lazy("cart state", "bought"),
+    "expired": pgettext_lazy("cart state", "expired"),
+    "canceled": pgettext_lazy("cart state", "canceled"),
+}
+
+WAITING_LIST_STATE_LABELS = {
+    "waiting": pgettext_lazy("waiting list entry", "waiting"),
+    "offering": pgettext_lazy("waiting list entry", "seats being offered"),
+    "offered": pgettext_lazy("waiting list entry", "seats offered"),
+    "accepted": pgettext_lazy("waiting list entry", "bought"),
+    "lapsed": pgettext_lazy("waiting list entry", "offer lapsed"),
+    "left": pgettext_lazy("waiting list entry", "left the list"),
+}
+
+
+def session_status_label(status: str) -> str:
+    return str(SESSION_STATUS_LABELS.get(status, status.replace("_", " ")))
+
+
+def cart_state_label(state: str) -> str:
+    return str(CART_STATE_LABELS.get(state, state.replace("_", " ")))
+
+
+def waiting_list_state_label(state: str) -> str:
+    return str(WAITING_LIST_STATE_LABELS.get(state, state.replace("_", " ")))

@@ -11,6 +11,8 @@ POST /sessions/<id>/toggle             seat=r:c   hold a free seat, or release i
 POST /sessions/<id>/hold               seats=r:c (repeated or comma-separated)  hold these seats
 POST /sessions/<id>/release            seats=r:c  release seats of your cart
 POST /sessions/<id>/best               count=N    hold the best N adjacent seats
+GET|POST /sessions/<id>/kinds/         how many of which kinds before the map (kind_<code>=N, clear);
+                                       htmx: the picker alone; the seats then clicked take them in order
 GET|POST /sessions/<id>/waiting-list/  a sold-out performance's waiting list: count, together,
                                        category, email -> the buyer's place (400/409 with a message)
 GET|POST /waiting-list/offers/<token>/ a waiting-list offer's mailed link: a button whose POST puts
@@ -70,6 +72,7 @@ from booking.presale.views import (
     seatmap,
     seats,
     subscriptions,
+    ticket_kinds,
     vouchers,
     waiting_list,
 )
@@ -87,6 +90,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/hold", seats.hold, name="hold"),
     path("sessions/<str:session_id>/release", seats.release, name="release"),
     path("sessions/<str:session_id>/best", seats.best_available, name="best_available"),
+    path("sessions/<str:session_id>/kinds/", ticket_kinds.choose, name="ticket_kinds"),
     path("sessions/<str:session_id>/access", seatmap.presale_access, name="presale_access"),
     path("sessions/<str:session_id>/waiting-list/", waiting_list.join, name="waiting_list_join"),
     path("waiting-list/offers/<str:token>/", waiting_list.offer, name="waiting_list_offer"),

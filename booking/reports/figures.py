@@ -35,6 +35,7 @@ from booking.core.domain import (
     sales_channel,
 )
 from booking.core.errors import NotFound
+from booking.core.localized import ticket_type_name
 from booking.payments import money
 from booking.reports import summaries, tally
 from booking.sales.selectors import session_counts
@@ -274,7 +275,7 @@ def build(kind: str, session_id: ObjectId) -> Report:
                 target.add(refund["tickets"], refund["gross"], _rate(refund["vat"]))
         day_rows += rows["days"]
     for code, name in type_names.items():
-        by_type[code].label = name
+        by_type[code].label = ticket_type_name({"code": code, "name": name})  # "Full price" in the reader's language
 
     seat_keys = ("sold", "held", "blocked", "free", "total")
     seats = dict.fromkeys(seat_keys, 0)

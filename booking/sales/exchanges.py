@@ -46,7 +46,7 @@ from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
 from booking.payments import base, money, refunds
 from booking.reports import marks
-from booking.sales import checkout, offers, outbox
+from booking.sales import checkout, offers, outbox, seats_returned
 from booking.sales import orders as order_service
 from booking.venues.seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat_cell, seat_name
 
@@ -103,7 +103,7 @@ def _session_summary(session: dict) -> dict:
 
 def _new_line(order: dict, old: dict, session: dict, key: str, theater: Theater | None) -> dict:
     """The ticket for ``key`` replacing ``old``: same ticket type if the session offers it in the
-    seat's category (else full price), today's price, a new ticket code."""
+    seat's category (else full price), today's price, a new ticket code, the same holder."""
     r, c = parse_seat_key(key)
     cell = seat_cell(session["layout"], r, c)
     assert cell is not None
@@ -125,6 +125,8 @@ def _new_line(order: dict, old: dict, session: dict, key: str, theater: Theater 
         "vat": money.ticket_rate(theater, cell["cat"]),
         "ticket": checkout.new_ticket_code(order["ref"]),
     }
+    if old.get("holder"):
+        line["holder"] = old["holder"]  # a ticket handed on stays the new holder's on its new seat
     if old.get("subscription"):
         # a subscriber swapping a date keeps the subscription's price (and stays counted as one)
         line.update(price=old["price"], subscription=old["subscription"])
@@ -761,6 +763,7 @@ def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
         )
         taken = {line["key"] for o in others for line in o["lines"] if line["sessionId"] == session_id}
         house = {line["key"] for line in lines if line["sessionId"] == session_id and line.get("house")}
+        on_sale_again = 0
         for key in keys:
             if key in taken:
                 continue
@@ -770,6 +773,10 @@ def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
                 order_service.give_back(key, house=key in house),  # a house seat: blocked again
             )
             freed += result.modified_count
+            if result.modified_count and key not in house:
+                on_sale_again += 1
+        if on_sale_again:
+            seats_returned.offer_to_waiting_list(session_id)
     return freed
 
 

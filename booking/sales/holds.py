@@ -46,7 +46,7 @@ from booking.core.errors import (
     TooManySeats,
     WheelchairSpaceNotDeclared,
 )
-from booking.sales import cart_expiry, client_holds, hold_facts, offers, reservations, selectors
+from booking.sales import cart_expiry, client_holds, hold_facts, offers, reservations, seats_returned, selectors
 from booking.sales import carts as cart_service
 from booking.sales.admission import check as check_admission  # waiting room: a queued sale needs an admission
 from booking.sales.admission import hold_clause as admission_clause
@@ -738,6 +738,35 @@ def _with_kinds(held: HoldResult, owner: str, session_id: ObjectId, kinds: Mappi
     return held
 
 
+def give_chosen_kinds(
+    *, held: HoldResult, owner: str, session_id: ObjectId, chosen: list[tuple[str, int]]
+) -> HoldResult:
+    """Seats clicked one by one after the buyer chose how many of which kinds before the map: each
+    seat just held takes the next kind of ``chosen`` (in its order, e.g. 2 full price then 1
+    reduced) not yet taken by a seat the cart holds here. Once the chosen count is used up, more
+    seats are full price: the buyer who wants one more gets it and can change its kind in the
+    cart, where every seat's kind and price show."""
+    new_keys = {seat_key(r, c) for r, c in held.seats}
+    taken: dict[str, int] = {}
+    for item in held.cart["items"] if held.cart else []:
+        if item["sessionId"] == session_id and item["key"] not in new_keys:
+            code = item.get("ticketType", offers.FULL)
+            taken[code] = taken.get(code, 0) + 1
+    left = []
+    for code, count in chosen:
+        skip = min(count, taken.get(code, 0))
+        taken[code] = taken.get(code, 0) - skip
+        left += [code] * (count - skip)
+    for (row, col), code in zip(held.seats, left, strict=False):
+        if code == offers.FULL:
+            continue  # held at full price already
+        try:
+            held.cart = offers.choose_ticket_type(owner, held.cart_id, session_id, seat_key(row, col), code)
+        except InvalidRequest:
+            logger.info("seat %s:%s of cart %s keeps full price: %s is not offered there", row, col, held.cart_id, code)
+    return held
+
+
 def release_seats(
     session_id: ObjectId, owner: str, cart_id: ObjectId | None, seat_keys, *, cart=UNREAD
 ) -> ReleaseResult:
@@ -800,6 +829,8 @@ def release_seats(
             return_document=ReturnDocument.AFTER,
         )
     faults.point("release.after_session")
+    if written is not None and back_on_sale:
+        seats_returned.offer_to_waiting_list(session_id)
     expires_at = cart_service.next_expiry(cart, now, owner)
     if written is not None and cart.get("client") and client_holds.limit():
         # freed in the session: off the address's count, the entry lasting to the hold's new

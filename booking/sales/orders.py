@@ -19,7 +19,7 @@ from booking.core.errors import Conflict
 from booking.core.localized import order_state_label
 from booking.core.order_retention import purge_at as purge_at  # in core, for venues too; sales names it here
 from booking.reports import marks
-from booking.sales import outbox, promos
+from booking.sales import outbox, promos, seats_returned
 from booking.venues.seat_grid import BLOCKED, FREE, SOLD, cell_path, parse_seat_key
 
 logger = logging.getLogger("booking.orders")
@@ -116,6 +116,7 @@ def release_order_seats(order: Mapping[str, Any]) -> int:  # _id and the lines t
         )
         taken = {line["key"] for o in others for line in o["lines"] if line["sessionId"] == session_id}
         mine = [k for k in keys if k not in taken]
+        on_sale_again = 0
         house = {line["key"] for line in order["lines"] if line["sessionId"] == session_id and line.get("house")}
         for key in mine:
             # One seat at a time: a seat this order never sold must not stop the others.
@@ -123,5 +124,9 @@ def release_order_seats(order: Mapping[str, Any]) -> int:  # _id and the lines t
                 {"_id": session_id, cell_path(*parse_seat_key(key)): SOLD}, give_back(key, house=key in house)
             )
             freed += result.modified_count
+            if result.modified_count and key not in house:
+                on_sale_again += 1
+        if on_sale_again:
+            seats_returned.offer_to_waiting_list(session_id)
     mongo.orders().update_one({"_id": order["_id"]}, {"$set": {"seatsReleased": True}})
     return freed

@@ -13,6 +13,7 @@ from typing import Any
 from bson import ObjectId
 
 from booking.core import faults, mongo
+from booking.sales import seats_returned
 from booking.venues.seat_grid import BLOCKED, FREE, HELD, SOLD, cell_path, parse_seat_key
 
 MAX_ATTEMPTS = 8
@@ -101,6 +102,8 @@ def settle(
             array_filters=array_filters,
         )
         if result.matched_count:
+            if on_sale_again:
+                seats_returned.offer_to_waiting_list(session_id)
             return Settled(freed=len(to_free), sold=len(to_sell))  # released (house seats back to blocked)
     raise RuntimeError(f"could not settle hold of cart {cart_id} in session {session_id}: it kept changing")
 

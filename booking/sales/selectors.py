@@ -245,6 +245,15 @@ def cart_seat_keys(cart: Cart | None, session_id: ObjectId) -> set[str]:
     return {i["key"] for i in cart["items"] if i["sessionId"] == session_id}
 
 
+def cart_price_of(cart: Cart | None, session_id: ObjectId, keys: set[str]) -> int | None:
+    """What the cart charges for these seats of the session (each at its chosen kind); None when
+    the cart does not hold every one of them."""
+    items = [i for i in (cart["items"] if cart else []) if i["sessionId"] == session_id and i["key"] in keys]
+    if len(items) != len(keys):
+        return None
+    return sum(i["price"] for i in items)
+
+
 def get_order_for_cart(cart_id: ObjectId) -> dict | None:
     return mongo.orders().find_one({"cartId": cart_id})
 

@@ -49,7 +49,7 @@ from booking.core import clock, faults, mongo, publish, work_queue
 from booking.core.domain import CartState, Layout, Session, SessionStatus, sale_open_filter
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SessionNotOnSale
 from booking.sales import carts as cart_service
-from booking.sales import offers, reservations, selectors
+from booking.sales import offers, reservations, seats_returned, selectors
 from booking.sales.holds import seats_free
 from booking.venues.seat_grid import (
     FREE,
@@ -65,7 +65,7 @@ from booking.venues.seat_words import describe_seats
 
 logger = logging.getLogger("booking.waiting_list")
 
-WAITING = "waiting"
+WAITING = seats_returned.WAITING
 OFFERING = "offering"
 OFFERED = "offered"
 ACCEPTED = "accepted"

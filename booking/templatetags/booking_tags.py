@@ -3,8 +3,14 @@
 from django import template
 
 from booking.core.formatting import countdown, format_money, thousands
+from booking.core.localized import (
+    cart_state_label,
+    order_state_label,
+    session_status_label,
+    status_label,
+    ticket_type_name,
+)
 from booking.core.localized import localized as localized_text
-from booking.core.localized import order_state_label, status_label
 from booking.reports.figures import channel_label
 
 register = template.Library()
@@ -20,6 +26,24 @@ def status(code):
 def order_state(code):
     """An order's state as staff read it: {{ "partially_refunded"|order_state }} -> Partly refunded."""
     return order_state_label(str(code)) if code else ""
+
+
+@register.filter
+def session_status(code):
+    """A session's status as staff read it: {{ "on_sale"|session_status }} -> on sale."""
+    return session_status_label(str(code)) if code else ""
+
+
+@register.filter
+def cart_state(code):
+    """A cart's state as staff read it: {{ "done"|cart_state }} -> bought."""
+    return cart_state_label(str(code)) if code else ""
+
+
+@register.filter
+def ticket_type(offered):
+    """A ticket type's name in the reader's language, "Full price" translated: {{ t|ticket_type }}."""
+    return ticket_type_name(offered if hasattr(offered, "get") else None)
 
 
 @register.filter

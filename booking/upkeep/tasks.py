@@ -229,6 +229,17 @@ def offer_waiting_list_seats() -> dict:
     return {"lapsed": report.lapsed, "offered": report.offered}
 
 
+@shared_task(name=work_queue.OFFER_RETURNED_SEATS, time_limit=60, soft_time_limit=45)
+def offer_returned_seats(session_id: str) -> dict:
+    """Seats of one performance came back (sales/seats_returned.py): offered to its waiting list now."""
+    try:
+        oid = ObjectId(session_id)
+    except (InvalidId, TypeError):
+        return {"offered": 0, "error": "invalid id"}
+    report = waiting_list.offer_free_seats(oid)
+    return {"offered": report.offered, "missed": report.missed}
+
+
 @shared_task(name=work_queue.SEND_WAITING_LIST_OFFER, bind=True, max_retries=8, time_limit=60, soft_time_limit=45)
 def send_waiting_list_offer(self, entry_id: str) -> str:
     """The mail offering a waiting buyer their seats (notifications/waiting_list_mail.py), once."""

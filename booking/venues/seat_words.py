@@ -9,9 +9,10 @@ from booking.core.formatting import format_money
 from booking.core.localized import category_names
 
 
-def describe_seats(session: Session, coords) -> str:
+def describe_seats(session: Session, coords, *, price: int | None = None) -> str:
     """The seats (row, col) grouped by row into runs of neighbours, then their categories and
-    their price together (the full-price table, as the map shows it)."""
+    their price together: ``price`` when given (what the cart charges, kinds chosen), else the
+    full-price table's, as the map shows it."""
     layout = session["layout"]
     coords = sorted(coords)
     runs = []
@@ -29,7 +30,7 @@ def describe_seats(session: Session, coords) -> str:
     cells = [layout["rows"][r]["cells"][c] for r, c in coords]
     names = category_names(layout["categories"])
     categories = list(dict.fromkeys(names.get(cell["cat"], cell["cat"]) for cell in cells))
-    total = sum(session["prices"].get(cell["cat"], 0) for cell in cells)
+    total = price if price is not None else sum(session["prices"].get(cell["cat"], 0) for cell in cells)
     notes = []
     if any(cell.get("wheelchair") for cell in cells):
         notes.append(_("with wheelchair space"))

@@ -3,6 +3,8 @@ overview shows each section's free seats with their unit and its price range, co
 tier, and on a phone lists the stands in the venue's order; a wide hall's row letters stay in
 sight while the phone's map is scrolled sideways."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -122,3 +124,43 @@ def test_the_buyer_says_how_many_of_which_kind_before_the_map(browser_page, shot
     expect(summary.locator(".total")).to_contain_text(words["total"])  # 2 x 20 + 15
     summary.scroll_into_view_if_needed()
     shot(page, "held-with-kinds", full_page=False)
+
+
+PICKER_WORDS = {
+    "en": {"first": "Choose how many tickets of which kinds first", "go": "Choose seats on the map", "total": "€55"},
+    "de": {
+        "first": "Zuerst wählen, wie viele Karten welcher Art",
+        "go": "Plätze im Saalplan wählen",
+        "total": "55\xa0€",
+    },
+}
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+@pytest.mark.parametrize("size", SIZES, ids=["390", "1366"])
+def test_kinds_chosen_before_the_map_go_to_the_seats_clicked_one_by_one(browser_page, shot, size, language):
+    words = PICKER_WORDS[language]
+    theater = make_theater()
+    offers.set_theater_ticket_types(theater["_id"], TYPES)
+    session = make_session(theater)
+    offers.set_price_table(session["_id"], {"s": 2000, "p": 3500}, {"reduced": {"s": 1500}})
+    page = browser_page(*size, language)
+
+    page.goto(f"/sessions/{session['_id']}/")
+    page.get_by_role("link", name=words["first"]).click()
+    form = page.locator("#kinds-choice #kinds-form")  # the picker, fetched into the page above the map
+    expect(form).to_be_visible()
+    form.locator("#kind-full").select_option("2")
+    form.locator("#kind-reduced").select_option("1")
+    shot(page, "kinds-picker", full_page=False)
+    form.get_by_role("button", name=words["go"]).click()
+    expect(page.locator("#kinds-chosen")).to_be_visible()
+    expect(page.locator("html")).to_have_class(re.compile(r"\bmap-js\b"))  # the map's script is ready
+    summary = page.locator("#cart-summary")
+    for key in ("0-0", "0-1", "0-5"):
+        page.locator(f"#s{key}").click(force=True)
+        expect(page.locator(f"#s{key}")).to_have_class(re.compile(r"\bme\b"))
+    expect(summary.locator(".total")).to_contain_text(words["total"])  # 2 x 20 + 15
+    expect(summary).to_contain_text(KIND_WORDS[language]["reduced"])
+    summary.scroll_into_view_if_needed()
+    shot(page, "clicked-with-kinds", full_page=False)

@@ -2,6 +2,7 @@
 booking's page, on a phone and on a laptop, in English and German."""
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -91,3 +92,43 @@ def test_a_buyer_exchanges_one_ticket_and_cancels_the_other(chromium, live_serve
     finally:
         context.close()
         celery_app.control.purge()  # the mails queued by the pages: no worker runs here
+
+
+def test_the_exchange_picker_learns_a_seat_taken_by_push_under_asgi(chromium, asgi_url, shot):
+    """Served by uvicorn as in production: the picker's stream tells it at once that another buyer
+    took a seat, well before its 4 s re-read, and it re-reads nothing."""
+    theater = make_theater()
+    rules = self_service.Rules(exchange=True, cancel=True, hours_before=48, fee=100)
+    self_service.set_theater_rules(theater_id=theater["_id"], rules=rules)
+    session = make_session(theater, days=5, name="Tosca")
+    cart = holds.hold_seats(session["_id"], "s:ada", None, ["1:2", "1:3"])
+    order = checkout_paid("s:ada", cart.cart_id, "Ada Lovelace", "ada@example.com")
+    context = chromium.new_context(base_url=asgi_url, viewport={"width": 1366, "height": 900}, locale="en-GB")
+    context.set_default_timeout(10000)
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda exc: pytest.fail(f"JavaScript error: {exc}"))
+        page.goto("/find-booking/")
+        page.locator("input[name=ref]").fill(order["ref"])
+        page.locator("input[name=email]").fill("ada@example.com")
+        page.locator("form button[type=submit]").last.click()
+        expect(page).to_have_url(re.compile(rf"/orders/{order['ref']}/$"))
+        streams: list[str] = []
+        rereads: list[str] = []
+        page.on("request", lambda r: streams.append(r.url) if "/live/" in r.url else None)
+        page.on("request", lambda r: rereads.append(r.url) if r.headers.get("x-picker") else None)
+        with page.expect_response(lambda r: "/live/" in r.url and r.status == 200):
+            page.get_by_role("link", name=WORDS["en-GB"]["exchange_link"]).click()
+        seat = page.locator("#pick-map input[value='0:5']")
+        expect(seat).to_be_enabled()
+        time.sleep(0.5)  # the stream's hello heard: the picker stops polling
+
+        holds.hold_seats(session["_id"], "s:bob", None, ["0:5", "0:6", "0:7", "0:8"])
+        expect(seat).to_be_disabled(timeout=2500)  # under the 4 s re-read: only push is this quick
+        expect(page.locator("#pick-map input[value='0:8']")).to_be_disabled()
+        shot(page, "picker-pushed")
+        time.sleep(4.5)  # a re-read period passes: while the stream is heard, none is sent
+        assert streams and rereads == [], (streams, rereads)
+    finally:
+        context.close()
+        celery_app.control.purge()

@@ -30,6 +30,7 @@ from booking.presale.context import (
     sale_notice,
     session_gate,
 )
+from booking.presale.views import ticket_kinds
 from booking.sales import selectors
 from booking.sales import sessions as session_service
 from booking.web import buyer, live_versions, presenters, ratelimits, seatmap_html
@@ -65,10 +66,19 @@ def session_page(request, session_id):
             "price_steps": sorted({p for p in session["prices"].values()}),
             "wheelchair_counts": range(1, settings.BOOKING_MAX_SEATS_PER_CART // 2 + 1),
             "admission": turn,
+            "chosen_kinds": ticket_kinds.chosen_words(request, session),
             **extra,
         }
 
-    if cart is None and not expired and not turn and not get_messages(request) and not buyer.presale_keys(request):
+    chosen = ticket_kinds.chosen_kinds(request, session["_id"])
+    if (
+        cart is None
+        and not expired
+        and not turn
+        and not chosen
+        and not get_messages(request)
+        and not buyer.presale_keys(request)
+    ):
         # The same page for every viewer without a cart, a message, a presale or a waiting-room
         # turn: built once per version.
         tz = timezone.get_current_timezone_name()

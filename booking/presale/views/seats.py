@@ -36,6 +36,7 @@ from booking.presale.context import (
     form_error,
     map_context,
 )
+from booking.presale.views import ticket_kinds
 from booking.sales import holds, selectors
 from booking.sales.admission import AdmissionRequired
 from booking.venues import seat_words
@@ -136,6 +137,21 @@ def _seat_change(request, result, notice: str, extra=None):
     return reswap(response, "none")
 
 
+def _in_chosen_kinds(request, session_id, service):
+    """``service``, then the seats it held take the kinds chosen before the map, if any."""
+    chosen = ticket_kinds.chosen_kinds(request, session_id)
+    if not chosen:
+        return service
+
+    def run(sid, owner, cart_id, *args, context):
+        result = service(sid, owner, cart_id, *args, context=context)
+        if isinstance(result, holds.HoldResult):
+            return holds.give_chosen_kinds(held=result, owner=owner, session_id=sid, chosen=chosen)
+        return result
+
+    return run
+
+
 def _bad_seat_request(request, message: str):
     if request.htmx:
         return render(request, "booking/session.html#notice", {"notice": message, "notice_level": "error"}, status=400)
@@ -150,7 +166,7 @@ def toggle_seat(request, session_id):
         return _bad_seat_request(request, form_error(form))
     seat, needs_wheelchair = form.cleaned_data["seat"], form.cleaned_data["wheelchair"]
     toggle = partial(holds.toggle_seat, needs_wheelchair=needs_wheelchair)
-    return _seat_action(request, session_id, toggle, seat)
+    return _seat_action(request, session_id, _in_chosen_kinds(request, session_id, toggle), seat)
 
 
 @require_POST
@@ -160,7 +176,8 @@ def hold(request, session_id):
     if not form.is_valid():
         return _bad_seat_request(request, form_error(form))
     seats, needs_wheelchair = form.cleaned_data["seats"], form.cleaned_data["wheelchair"]
-    return _seat_action(request, session_id, partial(holds.hold_seats, needs_wheelchair=needs_wheelchair), seats)
+    hold_them = partial(holds.hold_seats, needs_wheelchair=needs_wheelchair)
+    return _seat_action(request, session_id, _in_chosen_kinds(request, session_id, hold_them), seats)
 
 
 @require_POST
@@ -215,8 +232,10 @@ def best_available(request, session_id):
         asked["csrf"] = get_token(request)  # the answer is rendered without the request
         here = {"session_id": str(session["_id"])}
         if result is not None:
-            keys = ",".join(seat_key(r, c) for r, c in result.seats)
-            return {**here, "best": {**asked, "held": seat_words.describe_seats(session, result.seats), "keys": keys}}
+            held = [seat_key(r, c) for r, c in result.seats]
+            price = selectors.cart_price_of(result.cart, session["_id"], set(held))
+            words = seat_words.describe_seats(session, result.seats, price=price)
+            return {**here, "best": {**asked, "held": words, "keys": ",".join(held)}}
         split = offer.get("suggestion")
         if not split:
             return {**here, "best": {**asked, "none": True}}

@@ -36,7 +36,7 @@ def test_carts_are_listed_by_state_with_age_and_expiry(manager_client):
     response = manager_client.get("/admin/booking/cart/")
     assert [c["_id"] for c in response.context["carts"]] == [active.cart_id]
     page = response.content.decode()
-    assert "active (1)" in page and "done (1)" in page
+    assert "active (1)" in page and "bought (1)" in page
     assert "in 14\xa0minutes" in page or "in 15\xa0minutes" in page
     done = manager_client.get("/admin/booking/cart/", {"state": "done"}).context["carts"]
     assert [c["_id"] for c in done] == [order["cartId"]]

@@ -31,15 +31,18 @@ def test_counts_per_category_match_the_seat_map_whatever_the_states():
     rng = random.Random(5)
     for round_ in range(25):
         grid = mongo.sessions().find_one({"_id": session["_id"]}, {"seats": 1})["seats"]
-        states = [[s if s == GAP else rng.choice([FREE, FREE, HELD, SOLD, BLOCKED]) for s in row] for row in grid]
+        states: list[list[int]] = [
+            [s if s == GAP else rng.choice([FREE, FREE, HELD, SOLD, BLOCKED]) for s in row] for row in grid
+        ]
         if round_ % 5 == 0:
             states[3] = states[3][:6]  # stored short: its missing seats are no seats
         mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"seats": states}})
         found = availability(session["_id"], theater_id=session["theaterId"], with_seats=True)
+        assert found is not None
         by_category = {c.code: (c.free, c.total) for c in found.categories}
         assert by_category == counted_seat_by_seat(found)
-        expected_free = sum(row.count(FREE) for row in states)
-        assert sum(c.free for c in found.categories) == expected_free
+        free_seats: int = sum(row.count(FREE) for row in states)
+        assert sum(c.free for c in found.categories) == free_seats
 
 
 def test_a_fresh_performance_counts_every_seat_free():

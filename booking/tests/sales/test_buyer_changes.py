@@ -429,3 +429,27 @@ def test_a_transfer_is_one_write_so_a_crash_leaves_all_of_it_or_none(session, cr
     mail.outbox.clear()
     assert change_notices.send_pending(order["_id"]) == ["sent", "sent"]
     assert sorted(m.to[0] for m in mail.outbox) == ["ada@example.com", "g@example.com"]
+
+
+def test_a_staff_exchange_of_a_handed_on_ticket_keeps_its_holder(session):
+    order = paid(session, ["0:0", "0:1"])
+    handed = buyer_changes.transfer_ticket(
+        order_id=order["_id"],
+        ticket=order["lines"][0]["ticket"],
+        name="Grace Hopper",
+        email="grace@example.com",
+        now=clock.now(),
+    )
+    moved = handed["lines"][0]
+    done = exchanges.exchange(order["_id"], [moved["ticket"]], session["_id"], ["0:5"], by="staff", reason="view")
+    [line] = [x for x in done["lines"] if x["key"] == "0:5"]
+    assert line["holder"] == {
+        "name": "Grace Hopper",
+        "email": "grace@example.com",
+        "language": moved["holder"]["language"],
+    }
+    assert line["ticket"] != moved["ticket"]
+    listed = {e["h"]: e for e in checkin.door_list(checkin.get_scope(session["_id"]))}
+    assert listed[checkin.ticket_hash(line["ticket"])]["name"] == "Grace H."  # the door greets the holder
+    assert [x for x in done["lines"] if x["key"] == "0:1"][0].get("holder") is None
+    assert check_invariants() == []
