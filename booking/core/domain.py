@@ -595,3 +595,11 @@ class Voucher(TypedDict):
     refunds: list[dict]  # {_id, amount, at, why}: refunds of orders, and redemptions given back
     receiptNo: NotRequired[int]  # a counter sale's receipt (payments/voucher_sales.py)
     receiptOn: NotRequired[datetime]
+    # bought online (payments/voucher_purchases.py): the buyer's address and language, the theater,
+    # the card payment ({token, intent, status, until, attempt, previous, paidOn}) and its mail
+    email: NotRequired[str]
+    language: NotRequired[str]
+    theaterId: NotRequired[ObjectId]
+    purchase: NotRequired[dict]
+    mail: NotRequired[str]  # pending, sent or failed
+    mailDueOn: NotRequired[datetime]

@@ -55,7 +55,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, MailState, OrderState, Session, SessionStatus
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
-from booking.payments import base, credit_notes, donations, money, receipts, refunds, vouchers
+from booking.payments import base, credit_notes, donations, money, receipts, refunds, voucher_purchases, vouchers
 from booking.payments import settings as payment_settings
 from booking.payments.box_office import BoxOfficeProvider
 from booking.reports import marks
@@ -1078,6 +1078,11 @@ def handle_webhook(provider_name: str, payload: bytes, headers) -> tuple[int, st
 def _handle_event(event: base.WebhookEvent) -> str:
     if event.payment is None or event.type == "other":
         return "ignored"
+    voucher = voucher_purchases.for_payment(event.payment.id)
+    if voucher is not None:  # a gift voucher bought online, not an order
+        if event.type == base.SUCCEEDED and event.payment.status == base.SUCCEEDED:
+            voucher_purchases.activate_paid(event.payment)
+        return f"voucher {voucher['_id']} payment {event.payment.status}"
     order = order_for_payment(event.payment)
     if order is None:
         logger.warning("webhook for a payment we do not know: %s", event.payment.id)
