@@ -4,6 +4,12 @@ hooks; options given on the command line still apply."""
 
 import gc
 
+# A worker that has not told the master it is alive for this long is killed, with every stream it
+# holds. uvicorn tells it from its event loop every timeout/2 seconds, so with the default 30 s an
+# event loop slowed for 15 s by a saturated on-sale rush cost every waiting page its stream; a
+# worker that is truly stuck is still replaced within two minutes.
+timeout = 120
+
 
 def post_worker_init(worker):
     """Freeze what the worker has loaded (Django, the app and everything they import), so Python's

@@ -18,13 +18,11 @@ from collections import Counter, defaultdict
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
 from pymongo import monitoring  # noqa: E402
-
-django_application = get_asgi_application()
 
 from booking.core import mongo  # noqa: E402
 from booking.web import push  # noqa: E402
+from theater_site.asgi import application as django_application  # noqa: E402 - the production app
 
 
 class _Count(monitoring.CommandListener):

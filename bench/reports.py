@@ -197,12 +197,36 @@ def build(scale: float, log, summaries_too: bool = True) -> dict:
             "purgeAt": created + timedelta(days=3650),
             "mail": "sent",
         }
-        if state != "expired":
-            order["paidOn"] = created + timedelta(minutes=3)
-        if refunded_lines:
-            order["refundedLines"] = refunded_lines
         if rng.random() < 0.15:
             order["channel"] = rng.choice(channels)
+        if state != "expired":
+            order["paidOn"] = created + timedelta(minutes=3)
+            seller = rng.choice(["bench", "anna"]) if "channel" in order or rng.random() < 0.15 else ""
+            if seller:  # sold at the counter: the till's and the takings' cash, card terminal, comps
+                order["channel"] = order.get("channel") or "box_office"
+                order["method"] = rng.choice(["cash", "cash", "card_terminal", "complimentary"])
+                order["soldBy"] = {"name": seller}
+            provider = "counter" if seller else "stripe"
+            order["paidWith"] = {
+                "provider": provider,
+                "id": f"{provider}-{ref}",
+                "amount": order["total"],
+                "on": order["paidOn"],
+                **({"by": seller} if seller else {}),
+            }
+            if refunded_lines:
+                order["refunds"] = [
+                    {
+                        "_id": f"r{ref}",
+                        "amount": sum(line["price"] for line in refunded_lines),
+                        "payment": {"provider": provider, "id": order["paidWith"]["id"]},
+                        "status": "succeeded",
+                        "createdOn": order["paidOn"] + timedelta(days=1),
+                        **({"by": seller} if seller else {}),
+                    }
+                ]
+        if refunded_lines:
+            order["refundedLines"] = refunded_lines
         batch.append(order)
         if len(batch) == 2000:
             mongo.orders().insert_many(batch, ordered=False)
@@ -264,12 +288,35 @@ def order_list_pages(sessions) -> list:
         return f"/admin/booking/order/?cursor={page.next_cursor}"
 
     export = "/admin/booking/order/export"
+    today = datetime.now(UTC).date()
+    week = f"first={(today - timedelta(days=6)).isoformat()}&last={today.isoformat()}"
+
+    def closed_yesterday(_session):
+        """The bench seller's till last closed a day ago: the open till is a day of sales."""
+        from booking.core import mongo
+
+        mongo.till_closings().delete_many({"till": "bench"})
+        until = datetime.now(UTC) - timedelta(days=1)
+        mongo.till_closings().insert_one(
+            {"_id": "bench:1", "till": "bench", "seq": 1, "until": until, "stamped": True, "day": "", "seller": "bench"}
+        )
+
     return [
         ("orders: the list, first page", lambda s: "/admin/booking/order/", None, None),
         ("orders: the list, page 22 (cursor)", deep_page, None, None),
         ("orders: the list, name typed", lambda s: "/admin/booking/order/?q=ada", None, None),
         ("orders: one performance, CSV export", lambda s: f"{export}.csv?session={s['_id']}", None, None),
         ("orders: one performance, XLSX export", lambda s: f"{export}.xlsx?session={s['_id']}", None, None),
+        ("takings: today, page", lambda s: "/admin/booking/report/takings/", None, None),
+        ("takings: today, CSV", lambda s: "/admin/booking/report/takings.csv", None, None),
+        ("takings: 7 days, page", lambda s: f"/admin/booking/report/takings/?{week}", None, None),
+        ("takings: 7 days, CSV", lambda s: f"/admin/booking/report/takings.csv?{week}", None, None),
+        (
+            "till: a seller's open till (a day of sales)",
+            lambda s: "/admin/booking/tillclosing/",
+            closed_yesterday,
+            None,
+        ),
     ]
 
 

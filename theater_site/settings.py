@@ -512,9 +512,6 @@ BOOKING_SELLER_VAT_ID = env.str("BOOKING_SELLER_VAT_ID", default="DE000000000")
 # An invoice from the counter is due this many days after the sale unless staff give a date (at
 # the latest on the performance's day: its seats stay reserved until then).
 BOOKING_INVOICE_DUE_DAYS = env.int("BOOKING_INVOICE_DUE_DAYS", default=14)
-# A till closing counts the cash up to this many seconds before it is made: a sale still being
-# written then is in it, and nothing later (booking/reports/tills.py).
-BOOKING_TILL_SETTLE_SECONDS = env.int("BOOKING_TILL_SETTLE_SECONDS", default=5)
 # Stripe.js comes from Stripe's address (its own rule) and talks to Stripe's API: the pages that
 # load it (checkout, a booking waiting for its card payment) add those origins to the policy above
 # for themselves (booking/presale/context.py: stripe_csp); every other page keeps 'self' only.

@@ -192,6 +192,7 @@ def _page_context(request, scope: checkin.Scope, **extra) -> dict:
         "name": scope.name,
         "start": scope.start,
         "sectioned": scope.sectioned,
+        "wholeBooking": scope.whole_booking,  # offline too: one scan admits the booking's listed tickets
         "user": staff_name(request.user),
         "timeZone": settings.TIME_ZONE,
         "locale": pgettext("BCP 47 locale of the door page's clock times (24-hour)", "en-GB"),
@@ -396,6 +397,7 @@ def tickets(request, scope_id):
             "name": scope.name,
             "start": scope.start,
             "generatedOn": timezone.now(),
+            "wholeBooking": scope.whole_booking,
             "tickets": checkin.door_list(scope),
         }
     )

@@ -17,7 +17,7 @@ from booking.control.counter import METHOD_CHOICES, may_sell
 from booking.core.domain import OrderState
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import seat_label
-from booking.payments import counter
+from booking.payments import counter, receipts
 from booking.payments import flow as payment_service
 from booking.payments import refunds as refund_service
 from booking.payments.money import format_money
@@ -106,6 +106,8 @@ class OrderPaymentsMixin(AdminMixinBase):
             "paid_with": order.get("paidWith") or {},
             "paid_means_label": dict(PAID_LATER_MEANS_CHOICES).get((order.get("paidWith") or {}).get("means", ""), ""),
             "mark_paid_form": MarkPaidForm(),
+            "paid_by": receipts.payment_label(order),
+            "money": receipts.paid_and_refunded(order),
         }
 
     @method_decorator(require_POST)

@@ -562,6 +562,8 @@ class SubscriptionSale(TypedDict):
     state: SubscriptionSaleState
     createdOn: datetime
     endedOn: NotRequired[datetime]
+    client: NotRequired[str]  # the buyer's address its seats count for (sales/client_holds.py)
+    clientSeats: NotRequired[int]  # how many: each seat once per performance
 
 
 class VoucherRedemption(TypedDict):
@@ -593,3 +595,11 @@ class Voucher(TypedDict):
     refunds: list[dict]  # {_id, amount, at, why}: refunds of orders, and redemptions given back
     receiptNo: NotRequired[int]  # a counter sale's receipt (payments/voucher_sales.py)
     receiptOn: NotRequired[datetime]
+    # bought online (payments/voucher_purchases.py): the buyer's address and language, the theater,
+    # the card payment ({token, intent, status, until, attempt, previous, paidOn}) and its mail
+    email: NotRequired[str]
+    language: NotRequired[str]
+    theaterId: NotRequired[ObjectId]
+    purchase: NotRequired[dict]
+    mail: NotRequired[str]  # pending, sent or failed
+    mailDueOn: NotRequired[datetime]

@@ -447,6 +447,23 @@ def _voucher_indexes() -> list[str]:
         _index(vouchers(), [("code", 1)], unique=True, name="code_unique"),
         _index(vouchers(), [("issuedOn", -1), ("_id", -1)], name="issued_newest"),
         _index(vouchers(), [("redemptions.state", 1), ("redemptions.at", 1)], name="redemptions_open"),
+        # bought online (payments/voucher_purchases.py): the buyer's page, the webhook's intent,
+        # reconcile's unpaid purchases and mails still owed
+        _index(
+            vouchers(),
+            [("purchase.token", 1)],
+            unique=True,
+            name="purchase_token",
+            partialFilterExpression={"purchase.token": {"$exists": True}},
+        ),
+        _index(
+            vouchers(),
+            [("purchase.intent", 1)],
+            name="purchase_intent",
+            partialFilterExpression={"purchase.intent": {"$exists": True}},
+        ),
+        _index(vouchers(), [("state", 1), ("purchase.until", 1)], name="purchase_pending"),
+        _index(vouchers(), [("mail", 1), ("mailDueOn", 1)], name="voucher_mail_due"),
     ]
 
 
@@ -474,6 +491,7 @@ def _money_indexes() -> list[str]:
         _index(credit_notes(), [("orderId", 1), ("createdOn", 1)], name="order_created"),
         _index(till_closings(), [("till", 1), ("seq", -1)], name="till_seq", unique=True),
         _index(till_closings(), [("day", 1), ("till", 1)], name="day_till"),
+        _index(till_closings(), [("claiming", 1)], name="till_claiming", sparse=True),
     ]
 
 

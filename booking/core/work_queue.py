@@ -16,6 +16,7 @@ DISPATCH_WEBHOOK_EVENTS = "booking.tasks.dispatch_webhook_events"
 DELIVER_WEBHOOK = "booking.tasks.deliver_webhook"
 SEND_SIGN_IN_LINK = "booking.tasks.send_sign_in_link"
 SEND_WAITING_LIST_OFFER = "booking.tasks.send_waiting_list_offer"
+SEND_VOUCHER_MAIL = "booking.tasks.send_voucher_mail"
 OFFER_RETURNED_SEATS = "booking.tasks.offer_returned_seats"
 
 # One quick reconnect (a pooled connection may be stale after a Redis restart), no more: a buyer

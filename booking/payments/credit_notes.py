@@ -30,6 +30,7 @@ logger = logging.getLogger("booking.credit_notes")
 
 REFUND = "refund"
 VOID = "void"  # an unpaid invoice called off: the whole invoice is credited
+EXCHANGE = "exchange"  # tickets moved to cheaper seats: the difference refunded is credited
 INVOICE = "invoice"
 RECEIPT = "receipt"
 
@@ -81,6 +82,27 @@ def owed_for_void(order: dict, *, reason: str) -> dict:
     return {"creditNotes": entry}
 
 
+def owed_for_exchange(
+    order: dict, *, refund_ids: list[str], old: list[dict], new: list[dict], amount: int, reason: str
+) -> dict:
+    """The ``$push`` part of an exchange's switch to cheaper seats when the order has an invoice or
+    a receipt: the difference refunded, credited against the old tickets (which the note lists),
+    its VAT per rate the old lines' less the new lines' (a kept exchange fee taken off the first)."""
+    owed = owed_for_refund(
+        order, refund_ids=refund_ids, tickets=[line["ticket"] for line in old], amount=amount, reason=reason
+    )
+    if not owed:
+        return {}
+    by_rate: dict[str, int] = {}
+    for line, sign in [*((line, 1) for line in old), *((line, -1) for line in new)]:
+        rate = str(line.get("vat", settings.BOOKING_VAT_RATE))
+        by_rate[rate] = by_rate.get(rate, 0) + sign * money.line_amount(line)
+    first = next(iter(by_rate), str(settings.BOOKING_VAT_RATE))
+    by_rate[first] = by_rate.get(first, 0) + amount - sum(by_rate.values())
+    owed["creditNotes"] |= {"kind": EXCHANGE, "pairs": [[part, rate] for rate, part in by_rate.items() if part]}
+    return owed
+
+
 DUE = {"creditNoteDue": True}  # set with an owed entry
 
 
@@ -94,14 +116,17 @@ def _refers_to(order: dict) -> dict:
 def _note(order: dict, entry: dict, theater_id: ObjectId) -> dict:
     """The credit note as written once: what it corrects, the lines credited, the VAT per rate."""
     tickets = set(entry["tickets"])
-    pool = order.get("lines", []) if entry["kind"] == VOID else order.get("refundedLines", [])
-    lines = [line for line in pool if line["ticket"] in tickets]
-    pairs = [(money.line_amount(line), line.get("vat", settings.BOOKING_VAT_RATE)) for line in lines]
-    rest = entry["amount"] - sum(amount for amount, _rate in pairs)  # the fee and donation with the last ticket
-    fee = order.get("fee") or {}
-    if rest > 0 and fee.get("amount"):
-        # the donation carries no VAT: only the fee's part of the rest is taxed
-        pairs.append((min(rest, fee["amount"]) if donations.amount_of(order) else rest, fee["vat"]))
+    pools = {VOID: "lines", EXCHANGE: "exchangedLines"}
+    lines = [line for line in order.get(pools.get(entry["kind"], "refundedLines"), []) if line["ticket"] in tickets]
+    if entry.get("pairs"):  # worked out when it was owed (an exchange's difference)
+        pairs = [(part, rate) for part, rate in entry["pairs"]]
+    else:
+        pairs = [(money.line_amount(line), line.get("vat", settings.BOOKING_VAT_RATE)) for line in lines]
+        rest = entry["amount"] - sum(amount for amount, _rate in pairs)  # the fee and donation with the last ticket
+        fee = order.get("fee") or {}
+        if rest > 0 and fee.get("amount"):
+            # the donation carries no VAT: only the fee's part of the rest is taxed
+            pairs.append((min(rest, fee["amount"]) if donations.amount_of(order) else rest, fee["vat"]))
     invoice = order.get("invoice") or {}
     seller = invoice.get("seller") or invoices.seller_of(mongo.theaters().find_one({"_id": theater_id})).as_document()
     return {

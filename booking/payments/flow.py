@@ -55,7 +55,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, MailState, OrderState, Session, SessionStatus
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
-from booking.payments import base, credit_notes, donations, money, receipts, refunds, vouchers
+from booking.payments import base, credit_notes, donations, money, receipts, refunds, voucher_purchases, vouchers
 from booking.payments import settings as payment_settings
 from booking.payments.box_office import BoxOfficeProvider
 from booking.reports import marks
@@ -612,6 +612,7 @@ def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | No
             return refunds.refund_extra_payment(order["_id"], payment, why)
         faults.point("pay.before_paid")  # staff may cancel it since it was read: the filter decides
         now = clock.now()
+        faults.point("pay.paid_time_taken")  # tests: a till closing between the sale's time and its write
         paid = orders().update_one(
             {**_mine(order), "state": {"$in": list(PAYABLE)}, "paidWith": {"$exists": False}},
             {
@@ -736,7 +737,7 @@ def expire_paying_cart(
     is on the buyer's path: docs/architecture.md, "Shard keys")."""
     cart = cart or {}
     owner, ref = cart.get("owner"), cart.get("orderRef")
-    fields = {"ref": 1, "payment": 1, "method": 1, "state": 1, "settling": 1, "email": 1}
+    fields = {"ref": 1, "payment": 1, "method": 1, "state": 1, "settling": 1, "email": 1, "invoice": 1}
     order = orders().find_one({"ref": ref, "cartId": cart_id}, fields) if ref else None
     if order is None:  # no reference read, or the cart was given a new one since (checkout.store_order)
         order = orders().find_one({"cartId": cart_id}, fields)
@@ -774,15 +775,26 @@ def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None
     Returns the order as that write left it (None when it was not pending): its payment as it was
     at the moment it stopped being payable (a card is only charged while the order is pending)."""
     lapsed = order is not None and order.get("method") == payments.BOX_OFFICE and bool(order.get("email"))
-    push = {"$push": {"changeNotices": outbox.reservation_lapsed()}} if lapsed else {}
+    push: dict = {"changeNotices": outbox.reservation_lapsed()} if lapsed else {}
+    owed: dict = {}
+    if order is not None and order.get("invoice"):  # an invoice left unpaid is credited in full
+        invoiced = orders().find_one({"_id": order["_id"], "ref": order["ref"]}, {"invoice": 1, "lines": 1, "total": 1})
+        owed = credit_notes.owed_for_void(invoiced or {}, reason="Not paid by its due date")
+        push.update(owed)
     done = orders().find_one_and_update(
         {**which, "state": PENDING},
-        {"$set": {"state": EXPIRED, "expiredOn": now}, **push},
+        {
+            "$set": {"state": EXPIRED, "expiredOn": now, **(credit_notes.DUE if owed else {})},
+            **({"$push": push} if push else {}),
+        },
         projection={"payment": 1, "method": 1, "cartId": 1},
         return_document=ReturnDocument.AFTER,
     )
     if lapsed and done is not None and order is not None:
         outbox.queue_change_notices(order["_id"])
+    if owed and done is not None:
+        faults.point("pay.expire_before_credit_note")
+        refunds.issue_credit_notes(done["_id"])
     return done
 
 
@@ -1066,6 +1078,11 @@ def handle_webhook(provider_name: str, payload: bytes, headers) -> tuple[int, st
 def _handle_event(event: base.WebhookEvent) -> str:
     if event.payment is None or event.type == "other":
         return "ignored"
+    voucher = voucher_purchases.for_payment(event.payment.id)
+    if voucher is not None:  # a gift voucher bought online, not an order
+        if event.type == base.SUCCEEDED and event.payment.status == base.SUCCEEDED:
+            voucher_purchases.activate_paid(event.payment)
+        return f"voucher {voucher['_id']} payment {event.payment.status}"
     order = order_for_payment(event.payment)
     if order is None:
         logger.warning("webhook for a payment we do not know: %s", event.payment.id)

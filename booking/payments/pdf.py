@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_lazy, gettext_noop
+from django.utils.translation import gettext, gettext_noop
 from reportlab.lib import colors
 from reportlab.lib.enums import TA_RIGHT
 from reportlab.lib.pagesizes import A4
@@ -29,12 +29,6 @@ from booking.payments import donations, money, receipts
 MARGIN = 18 * mm
 LINE_TABLE_WIDTH = A4[0] - 2 * MARGIN
 CELL_PADDING = 6  # points left and right of a table cell's text (ReportLab's default)
-
-METHODS = {
-    "stripe": gettext_lazy("Card (Stripe)"),
-    "box_office": gettext_lazy("Paid at the box office"),
-    "voucher": gettext_lazy("Gift voucher"),
-}
 
 
 def when_text(value) -> str:
@@ -153,7 +147,7 @@ def receipt_pdf(order: dict) -> bytes:
         [gettext("Date"), when_text(order.get("paidOn") or order.get("createdOn"))],
         [gettext("Customer"), order.get("name", "")],
         [gettext("E-mail"), order.get("email", "")],
-        [gettext("Payment"), str(METHODS.get((order.get("paidWith") or {}).get("provider", ""), ""))],
+        [gettext("Payment"), receipts.payment_label(order)],
     ]
     story.append(Table(facts, colWidths=[45 * mm, None], hAlign="LEFT"))
     story.append(Spacer(1, 6 * mm))

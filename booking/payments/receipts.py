@@ -8,7 +8,10 @@ Theaters numbered before the series existed kept a counter in ``receipt_counters
 number, its last holder's number written first.
 """
 
+import dataclasses
+
 from bson import ObjectId
+from django.utils.translation import gettext_lazy
 
 from booking.core import clock, mongo
 from booking.payments import number_series
@@ -69,3 +72,56 @@ def receipt_label(order: dict) -> str:
     """The number as printed, e.g. 000042 (one sequence per theater, never reset)."""
     number = order.get("receiptNo")
     return f"{number:06d}" if number else ""
+
+
+# how the money came, in the buyer's and the accountant's words (payments/counter.py's methods)
+_HOW_PAID = {
+    "cash": gettext_lazy("Cash"),
+    "card_terminal": gettext_lazy("Card terminal"),
+    "bank_transfer": gettext_lazy("Bank transfer"),
+    "complimentary": gettext_lazy("Complimentary"),
+    "stripe": gettext_lazy("Card (Stripe)"),
+    "voucher": gettext_lazy("Gift voucher"),
+    "box_office": gettext_lazy("Paid at the box office"),
+}
+
+
+def payment_label(order: dict) -> str:
+    """How the order was paid, as its receipt names it: "Card terminal", "Cash", "Bank transfer"
+    (a counter sale's method, or the means staff recorded for one paid later), "Card (Stripe)"."""
+    paid = order.get("paidWith") or {}
+    provider = paid.get("provider", "")
+    if provider in ("counter", "box_office"):
+        means = paid.get("means") or (order.get("method") if provider == "counter" else "")
+        if means in _HOW_PAID:
+            return str(_HOW_PAID[means])
+    return str(_HOW_PAID.get(provider, ""))
+
+
+@dataclasses.dataclass(frozen=True)
+class PaidAndRefunded:
+    """What the buyer paid (the sale, an exchange's top-ups, a gift voucher beside it), what went
+    back to them, and what the theater keeps."""
+
+    paid: int
+    refunded: int
+
+    @property
+    def kept(self) -> int:
+        return self.paid - self.refunded
+
+
+def paid_and_refunded(order: dict) -> PaidAndRefunded:
+    """Refunds of a payment no seat was sold for (``extraPayments``) are left out, as it is."""
+    paid_with = order.get("paidWith") or {}
+    taken = {paid_with["id"]: paid_with["amount"]} if paid_with.get("id") else {}
+    taken.update({top_up["id"]: top_up["amount"] for top_up in order.get("topUps") or []})
+    voucher = order.get("voucher")
+    if paid_with and voucher and voucher.get("id") not in taken:
+        taken[voucher["id"]] = voucher["amount"]
+    refunded = sum(
+        r["amount"]
+        for r in order.get("refunds") or []
+        if r.get("status") == "succeeded" and (r.get("payment") or {}).get("id") in taken
+    )
+    return PaidAndRefunded(sum(taken.values()), refunded)

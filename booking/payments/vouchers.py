@@ -148,9 +148,10 @@ def issue(
     method: str = "",
     order_ref: str = "",
     state: VoucherState = VoucherState.ACTIVE,
+    extra: Mapping[str, Any] | None = None,
 ) -> Voucher:
     """A new voucher of ``value`` cents. ``sold_via``: "counter" or "online"; an online sale is
-    ``pending`` until its order is paid (``activate``)."""
+    ``pending`` until its order is paid (``activate``). ``extra``: more fields, in the same insert."""
     value = clean_value(value)
     buyer = " ".join(str(buyer or "").split())[:200]
     for _ in range(5):  # 80 random bits: a collision is as good as impossible, but never a 500
@@ -170,6 +171,7 @@ def issue(
             "orderRef": order_ref,
             "redemptions": [],
             "refunds": [],
+            **(extra or {}),  # type: ignore[typeddict-item]
         }
         try:
             vouchers().insert_one(voucher)

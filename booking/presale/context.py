@@ -381,6 +381,8 @@ def payment_context(request, order: dict) -> dict:
         and bool(order.get("receiptNo")),
         "receipt_label": receipts.receipt_label(order),
         "refunded": sum(r["amount"] for r in order.get("refunds", []) if r["status"] == base.SUCCEEDED),
+        "paid_by": receipts.payment_label(order),
+        "money": receipts.paid_and_refunded(order),
         "refund_pending": any(r["status"] != "succeeded" for r in order.get("refunds", [])),
     }
     return context

@@ -17,6 +17,9 @@ GET|POST /sessions/<id>/waiting-list/  a sold-out performance's waiting list: co
                                        category, email -> the buyer's place (400/409 with a message)
 GET|POST /waiting-list/offers/<token>/ a waiting-list offer's mailed link: a button whose POST puts
                                        the held seats in the buyer's cart (404 once it ended)
+GET|POST /theaters/<id>/vouchers/      buy a gift voucher: value, name, e-mail (400 with a message),
+                                       then /vouchers/bought/<token>/ pays it by card and says it is
+                                       mailed (booking/presale/views/vouchers.py)
 GET  /cart/                            your cart (the one in your buyer cookie; no URL takes a
                                        cart id, so another browser's cart is never reachable)
 POST /cart/remove                      session=<id>&seat=r:c
@@ -70,6 +73,7 @@ from booking.presale.views import (
     seats,
     subscriptions,
     ticket_kinds,
+    vouchers,
     waiting_list,
 )
 from booking.web import live
@@ -90,6 +94,10 @@ urlpatterns = [
     path("sessions/<str:session_id>/access", seatmap.presale_access, name="presale_access"),
     path("sessions/<str:session_id>/waiting-list/", waiting_list.join, name="waiting_list_join"),
     path("waiting-list/offers/<str:token>/", waiting_list.offer, name="waiting_list_offer"),
+    path("theaters/<str:theater_id>/vouchers/", vouchers.buy, name="voucher_buy"),
+    path("vouchers/bought/<str:token>/", vouchers.bought, name="voucher_bought"),
+    path("vouchers/bought/<str:token>/pay", vouchers.pay, name="voucher_pay"),
+    path("vouchers/bought/<str:token>/status", vouchers.status, name="voucher_status"),
     path("cart/", cart.cart_page, name="cart"),
     path("cart/remove", cart.cart_remove, name="cart_remove"),
     path("cart/cancel", cart.cart_cancel, name="cart_cancel"),

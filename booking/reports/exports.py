@@ -152,6 +152,7 @@ def report_tables(report: Report) -> list[Table]:
         sessions,
         breakdown(_("By category"), _("Category"), report.by_category),
         breakdown(_("By ticket type"), _("Ticket type"), report.by_type),
+        breakdown(_("Singles and subscriptions"), _("Sold as"), report.by_product),
         channels,
         days,
     ]

@@ -66,6 +66,12 @@ class Movement:
     ref: str
     order_id: object
     donation: int = 0  # of ``amount``: what was given (positive) or given back (negative) as a donation
+    part: str = ""  # where it is kept: PAID_WITH, TOP_UPS, REFUNDS (of the order) or VOUCHERS, with the entry's id
+    part_id: str = ""
+    closing: str = ""  # the till closing that counted it (reports/tills.py), if one did
+
+
+PAID_WITH, TOP_UPS, REFUNDS, VOUCHERS = "paidWith", "topUps", "refunds", "vouchers"
 
 
 def _means_method(means: str) -> str:
@@ -99,7 +105,19 @@ def movements_of(order: dict) -> Iterator[Movement]:
         if at is not None:
             method, seller = payment_method(order, paid), _seller(order, paid)
             donated = min((order.get("donation") or {}).get("amount", 0), paid["amount"])
-            yield Movement(at, SALE, method, seller, paid["amount"], order["ref"], order["_id"], donated)
+            yield Movement(
+                at,
+                SALE,
+                method,
+                seller,
+                paid["amount"],
+                order["ref"],
+                order["_id"],
+                donated,
+                part=PAID_WITH,
+                part_id=paid["id"],
+                closing=paid.get("tillClosing", ""),
+            )
         part = order.get("voucher") or {}
         if part and part.get("id") != paid["id"]:  # the voucher's part beside the card or the counter
             taken[part["id"]] = part
@@ -115,6 +133,9 @@ def movements_of(order: dict) -> Iterator[Movement]:
             top_up["amount"],
             order["ref"],
             order["_id"],
+            part=TOP_UPS,
+            part_id=top_up["id"],
+            closing=top_up.get("tillClosing", ""),
         )
     for refund in order.get("refunds") or []:
         payment = taken.get(refund["payment"]["id"])
@@ -131,6 +152,9 @@ def movements_of(order: dict) -> Iterator[Movement]:
             order["ref"],
             order["_id"],
             -min(refund.get("donation", 0), refund["amount"]),
+            part=REFUNDS,
+            part_id=refund["_id"],
+            closing=refund.get("tillClosing", ""),
         )
 
 
@@ -150,7 +174,7 @@ FIELDS = {
 def voucher_sales(start: datetime, end: datetime) -> Iterator[Movement]:
     """Gift vouchers sold at the counter at ``start <= issuedOn < end`` (the issued_newest index)."""
     query = {"issuedOn": {"$gte": start, "$lt": end}, "soldVia": "counter"}
-    fields = {"issuedOn": 1, "method": 1, "soldBy": 1, "value": 1, "code": 1, "receiptNo": 1}
+    fields = {"issuedOn": 1, "method": 1, "soldBy": 1, "value": 1, "code": 1, "receiptNo": 1, "tillClosing": 1}
     for voucher in mongo.vouchers().find(query, fields).hint("issued_newest"):
         method = _means_method(voucher.get("method") or CASH)
         label = vouchers.sale_label(voucher)
@@ -162,6 +186,9 @@ def voucher_sales(start: datetime, end: datetime) -> Iterator[Movement]:
             voucher["value"],
             label,
             voucher["_id"],
+            part=VOUCHERS,
+            part_id=str(voucher["_id"]),
+            closing=voucher.get("tillClosing", ""),
         )
 
 

@@ -4,16 +4,26 @@ closing: booking/reports/takings.py), what was counted, and the difference. A cl
 write-once document in ``till_closings``; the Z report of a seller's day and of the whole day
 is made of them.
 
-Exactly once: a till's closings are numbered ``seq`` 1, 2, 3... with a unique index on (till,
-seq), and each covers ``[from, until)`` where ``from`` is the previous closing's ``until``. A
-closing names the number it was shown: two closings racing (two screens, a double submit) insert
-the same ``seq``, one insert wins, the other is refused (nothing written). So the windows of a
-till never overlap (no sale counted twice) and never leave a gap (no sale lost); a sale after
-``until`` goes into the next closing.
+Exactly once, by a marker on each sale: every cash movement (the order's ``paidWith``, a
+``topUps`` entry, a ``refunds`` entry, a gift voucher sold at the counter) is stamped
+``tillClosing: <closing id>`` by a conditional update (only if it has no stamp yet), and a
+closing's sums are made of the movements stamped with its id. A sale racing a closing is
+therefore stamped by it or left for the next one: never both, never neither, however late its
+write lands. Steps, each safe to repeat:
 
-``until`` is ``BOOKING_TILL_SETTLE_SECONDS`` before the closing's moment: a sale whose write
-began before that has landed by then (each is one update, far faster); its money then is in
-this closing, and anything later in the next. Nothing ever updates or deletes a closing.
+1. the closing is inserted, ``claiming``, numbered ``seq`` (1, 2, 3... per till, unique): two
+   closings racing (two screens, a double submit) insert the same ``seq``; one wins, the other is
+   refused before it stamped anything;
+2. each unstamped cash movement of the seller up to the closing's moment is stamped with its id;
+3. its sums are written from the stamped movements, and ``claiming`` cleared.
+
+A crash inside 2 or 3 is finished by the till's next closing (first thing) or by reconcile
+(:func:`finish_all`), stamping what it had not yet. The search for unstamped movements starts
+``LOOKBACK`` before the previous closing's moment (a till's first closing: ``takings.MAX_DAYS``
+back): a sale's timestamp is taken before its write,
+so one landing just after a closing is found by the next; the stamp, not the time, decides.
+Closings made before the stamps existed cover ``[from, until)``: the next one starts at their
+``until``. Nothing updates or deletes a finished closing.
 """
 
 import csv
@@ -39,6 +49,10 @@ from booking.reports import takings
 
 COUNTED_MAX = 10_000_000  # minor units: 100,000.00 in one drawer is a typing error
 NOTE_MAX = 500
+# How far before the previous closing the search for unstamped sales starts: far longer than any
+# write takes to land after its timestamp was taken (the stamp keeps a sale from counting twice).
+LOOKBACK = timedelta(hours=1)
+STAMP = "tillClosing"
 
 
 def closings():
@@ -50,7 +64,7 @@ class OpenTill:
     """A till since its last closing: what should be in the drawer now."""
 
     till: str
-    start: datetime | None  # the last closing's end (None: never closed)
+    start: datetime | None  # the last closing's moment (None: never closed)
     end: datetime
     cash_in: int
     cash_out: int  # handed back: positive
@@ -66,17 +80,80 @@ def last_closing(till: str) -> dict | None:
     return closings().find_one({"till": till}, sort=[("seq", -1)])
 
 
+def _search_from(last: dict | None, end: datetime) -> datetime:
+    if last is None:  # a till's first closing counts its cash of the longest report range at most
+        return end - timedelta(days=takings.MAX_DAYS)
+    if not last.get("stamped"):  # made before the stamps: it covered up to its ``until``
+        return last["until"]
+    return last["until"] - LOOKBACK
+
+
+def _cash(till: str, start: datetime, end: datetime) -> list[takings.Movement]:
+    if end <= start:
+        return []
+    return [m for m in takings.movements(start, end, seller=till) if m.method == takings.CASH]
+
+
+def _sums(moves: list[takings.Movement]) -> tuple[int, int]:
+    return sum(m.amount for m in moves if m.amount > 0), -sum(m.amount for m in moves if m.amount < 0)
+
+
 def open_till(till: str, now: datetime | None = None) -> OpenTill:
-    """The seller's cash since their last closing, up to a moment safely past (the module's docstring)."""
+    """The seller's cash not yet counted by a closing: every unstamped cash movement until now."""
     now = now or clock.now()
     last = last_closing(till)
+    moves = [m for m in _cash(till, _search_from(last, now), now + timedelta(milliseconds=1)) if not m.closing]
+    cash_in, cash_out = _sums(moves)
     start = last["until"] if last else None
-    end = now - timedelta(seconds=settings.BOOKING_TILL_SETTLE_SECONDS)
-    first = start or datetime(2000, 1, 1, tzinfo=end.tzinfo)
-    moves = [m for m in takings.movements(first, end, seller=till) if m.method == takings.CASH] if end > first else []
-    cash_in = sum(m.amount for m in moves if m.amount > 0)
-    cash_out = -sum(m.amount for m in moves if m.amount < 0)
-    return OpenTill(till, start, max(end, first), cash_in, cash_out, moves, (last["seq"] if last else 0) + 1)
+    return OpenTill(till, start, now, cash_in, cash_out, moves, (last["seq"] if last else 0) + 1)
+
+
+def _stamp(move: takings.Movement, closing_id: str) -> bool:
+    """The movement counted by this closing, unless another closing has it already."""
+    if move.part == takings.VOUCHERS:  # a gift voucher sold at the counter: its own document
+        done = mongo.vouchers().update_one(
+            {"_id": move.order_id, STAMP: {"$exists": False}}, {"$set": {STAMP: closing_id}}
+        )
+        return bool(done.modified_count)
+    which: dict = {"_id": move.order_id, "ref": move.ref}
+    if move.part == takings.PAID_WITH:
+        which |= {"paidWith.id": move.part_id, f"paidWith.{STAMP}": {"$exists": False}}
+        path = f"paidWith.{STAMP}"
+    else:
+        key = "id" if move.part == takings.TOP_UPS else "_id"
+        which[move.part] = {"$elemMatch": {key: move.part_id, STAMP: {"$exists": False}}}
+        path = f"{move.part}.$.{STAMP}"
+    return bool(mongo.orders().update_one(which, {"$set": {path: closing_id}}).modified_count)
+
+
+def _finish(closing: dict) -> dict:
+    """Steps 2 and 3 of the module's docstring: safe to repeat, from anywhere."""
+    until = closing["until"]
+    search = (closing["searchFrom"], until + timedelta(milliseconds=1))
+    for move in _cash(closing["till"], *search):
+        if not move.closing and move.at <= until:
+            faults.point("till.before_stamp")  # tests: a sale or a crash between two stamps
+            _stamp(move, closing["_id"])
+    faults.point("till.before_sums")
+    moves = [m for m in _cash(closing["till"], *search) if m.closing == closing["_id"]]
+    cash_in, cash_out = _sums(moves)
+    sums = {
+        "cashIn": cash_in,
+        "cashOut": cash_out,
+        "expected": cash_in - cash_out,
+        "difference": closing["counted"] - (cash_in - cash_out),
+        "moves": [{"at": m.at, "kind": m.kind, "ref": m.ref, "amount": m.amount, "orderId": m.order_id} for m in moves],
+    }
+    closings().update_one({"_id": closing["_id"], "claiming": True}, {"$set": sums, "$unset": {"claiming": ""}})
+    return closings().find_one({"_id": closing["_id"]}) or closing
+
+
+def finish_all() -> int:
+    """Reconcile: closings a crash left half made (a handful at most: the sparse index lists them)."""
+    unfinished = list(closings().find({"claiming": True}).hint("till_claiming"))
+    for closing in unfinished:
+        _finish(closing)
+    return len(unfinished)
 
 
 def close(*, till: str, seller: str, counted: int, seq: int, note: str = "", now: datetime | None = None) -> dict:
@@ -94,35 +171,34 @@ def close(*, till: str, seller: str, counted: int, seq: int, note: str = "", now
     if len(note) > NOTE_MAX:
         message = gettext("Please use at most %(max)d characters.") % {"max": NOTE_MAX}
         raise InvalidRequest(message, fields={"note": message})
-    state = open_till(till, now)
-    if state.seq != seq:
+    now = now or clock.now()
+    last = last_closing(till)
+    if last is not None and last.get("claiming"):
+        last = _finish(last)  # a crash left it half made: its sales are its own
+    if (last["seq"] if last else 0) + 1 != seq:
         raise Conflict(gettext("This till was closed meanwhile; look at it again."))
     faults.point("till.before_write")  # tests: another closing of this till between the read and the write
     closing = {
-        "_id": f"{till}:{state.seq}",
+        "_id": f"{till}:{seq}",
         "till": till,
         "seller": seller,
-        "seq": state.seq,
-        "from": state.start,
-        "until": state.end,
-        "day": timezone.localtime(state.end).date().isoformat(),
-        "cashIn": state.cash_in,
-        "cashOut": state.cash_out,
-        "expected": state.expected,
+        "seq": seq,
+        "from": last["until"] if last else None,
+        "until": now,
+        "searchFrom": _search_from(last, now),
+        "day": timezone.localtime(now).date().isoformat(),
         "counted": counted,
-        "difference": counted - state.expected,
         "note": note,
-        "moves": [
-            {"at": m.at, "kind": m.kind, "ref": m.ref, "amount": m.amount, "orderId": m.order_id} for m in state.moves
-        ],
         "currency": settings.BOOKING_CURRENCY,
         "createdOn": clock.now(),
+        "stamped": True,
+        "claiming": True,
     }
     try:
         closings().insert_one(closing)
     except DuplicateKeyError:
         raise Conflict(gettext("This till was closed meanwhile; look at it again.")) from None
-    return closing
+    return _finish(closing)
 
 
 def get(closing_id: str) -> dict | None:
@@ -131,7 +207,7 @@ def get(closing_id: str) -> dict | None:
 
 def of_day(day: date, till: str | None = None) -> list[dict]:
     """The closings made on a local day (one seller's, or every seller's), in order."""
-    query: dict = {"day": day.isoformat(), **({"till": till} if till else {})}
+    query: dict = {"day": day.isoformat(), **({"till": till} if till else {}), "claiming": {"$exists": False}}
     return list(closings().find(query).sort([("till", 1), ("seq", 1)]))
 
 

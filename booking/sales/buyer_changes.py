@@ -176,7 +176,8 @@ def exchange_tickets(
     why = rules_of.refusal(rules=target_rules, action=EXCHANGE, start=target["start"], now=now)
     if why:
         raise Conflict(why)
-    fee = fee_of(lines, rules)
+    # a subscription ticket's swap fee is charged by the exchange itself (``subscription_swap_fee``)
+    fee = fee_of([line for line in lines if not line.get("subscription")], rules)
     done = exchanges.exchange(
         order_id,
         [line["ticket"] for line in lines],

@@ -367,8 +367,9 @@ def check_in(
         return _report(scope, outcome, door, by, scan_id, at, now) if offline else outcome
     counted_in = _ticket_sessions(scope, by_ref, code)
     for _attempt in range(3):
-        # the whole booking (where the theater allows it; online only: an offline phone admits
-        # what it scanned): the booking's other unused tickets here, each still unused at the write
+        # the whole booking (where the theater allows it): the booking's other unused tickets here,
+        # each still unused at the write. An offline phone admitted a booking's tickets from its own
+        # list and queued each as its own scan (static/checkin/door.js): its sync admits one each.
         party = _party(scope, by_ref, code) if scope.whole_booking and not offline else []
         codes = [code, *party]
         query: dict = {

@@ -32,21 +32,22 @@ Fault points ``exchange.*`` follow every write; booking/tests/sales/test_exchang
 import logging
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from bson import ObjectId
 from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from booking import payments
 from booking.core import clock, faults, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, SalesChannel, SessionStatus, Theater
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
-from booking.payments import base, money, refunds
+from booking.payments import base, credit_notes, money, refunds
 from booking.reports import marks
-from booking.sales import checkout, offers, outbox, seats_returned
+from booking.sales import checkout, offers, outbox, seats_returned, self_service
 from booking.sales import orders as order_service
 from booking.venues.seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat_cell, seat_name
 
@@ -76,6 +77,7 @@ class Plan:
     old: list[dict]
     new: list[dict]
     difference: int  # new minus old, minor units: > 0 the customer pays more, < 0 gets money back
+    fee: int = 0  # the theater's fee for swapping subscription tickets, part of ``difference``
 
     @property
     def currency(self) -> str:
@@ -195,10 +197,36 @@ def plan(
     swapped_show = {s["_id"]: s.get("name") for s in order.get("sessions", [])}
     if any(line.get("subscription") and swapped_show.get(line["sessionId"]) != session.get("name") for line in old):
         raise InvalidRequest(_("A subscription ticket can only move to another date of the same show."))
+    fee = subscription_swap_fee(order, old, clock.now())
     theater = mongo.theaters().find_one({"_id": session.get("theaterId")}, {"vatRate": 1, "vatRates": 1})
     new = [_new_line(order, line, session, key, theater) for line, key in zip(old, keys, strict=True)]
-    difference = sum(money.line_amount(n) for n in new) - sum(money.line_amount(o) for o in old)
-    return Plan(order=order, session=session, old=old, new=new, difference=difference)
+    difference = sum(money.line_amount(n) for n in new) - sum(money.line_amount(o) for o in old) + fee
+    return Plan(order=order, session=session, old=old, new=new, difference=difference, fee=fee)
+
+
+def subscription_swap_fee(order: dict, lines: Sequence[dict], now: datetime) -> int:
+    """What swapping these tickets' subscription dates costs: the theater's fee per ticket of the
+    performance given up (sales/self_service.py, whoever swaps: the buyer or the box office); a
+    swap after that performance's cut-off is refused (Conflict). Other tickets: 0 here."""
+    swapped = [line for line in lines if line.get("subscription")]
+    if not swapped:
+        return 0
+    rules = self_service.rules_of_sessions(line["sessionId"] for line in swapped)
+    starts = {s["_id"]: s.get("start") for s in order.get("sessions", [])}
+    for line in swapped:
+        found, start = rules.get(line["sessionId"], self_service.NOTHING_ONLINE), starts.get(line["sessionId"])
+        # no rules set anywhere (NOTHING_ONLINE): the box office swaps up to the start, free
+        set_by_theater = found is not self_service.NOTHING_ONLINE
+        if set_by_theater and start is not None and now >= found.deadline(start, self_service.EXCHANGE):
+            raise Conflict(
+                ngettext(
+                    "A subscription date can be swapped until %(hours)d hour before the performance.",
+                    "A subscription date can be swapped until %(hours)d hours before the performance.",
+                    found.hours_before,
+                )
+                % {"hours": found.hours_before}
+            )
+    return sum(rules.get(line["sessionId"], self_service.NOTHING_ONLINE).fee for line in swapped)
 
 
 def _cell(session: dict, key: str) -> int:
@@ -228,9 +256,7 @@ def exchange(
         raise InvalidRequest(_("Choose how the price difference is settled."))
     found = plan(order_id, tickets, session_id, keys, seats_of=seats_of)
     if fee:
-        found = Plan(
-            order=found.order, session=found.session, old=found.old, new=found.new, difference=found.difference + fee
-        )
+        found = replace(found, difference=found.difference + fee, fee=found.fee + fee)
     online = payments.provider(found.order["paidWith"]["provider"]).online and payments.card_available()
     if found.difference > 0 and settle != COUNTER and not online:
         raise InvalidRequest(
@@ -248,7 +274,7 @@ def exchange(
         "sessionId": session_id,
         "session": _session_summary(found.session),
         "difference": found.difference,
-        "fee": fee,
+        "fee": found.fee,
         "settle": settle,
         "by": by,
         "reason": reason,
@@ -669,6 +695,17 @@ def _switch(order: dict, record: dict) -> None:
         pushes["refunds"] = {"$each": records}
         sets["refundDue"] = True
         sets["exchanges.$.refunds"] = [r["_id"] for r in records]
+        owed = credit_notes.owed_for_exchange(
+            order,
+            refund_ids=[r["_id"] for r in records],
+            old=record["old"],
+            new=record["new"],
+            amount=-difference,
+            reason=record.get("reason") or "Exchange: price difference",
+        )
+        if owed:
+            pushes.update(owed)
+            sets.update(credit_notes.DUE)
     elif difference > 0 and record.get("paidDifference"):
         pushes["topUps"] = {**record["paidDifference"], "why": "exchange"}  # paid online by the customer
     elif difference > 0:
@@ -693,6 +730,8 @@ def _switch(order: dict, record: dict) -> None:
     if switched.modified_count:
         faults.point("exchange.after_switch")
         outbox.queue_webhook_events(outbox.ORDERS, order)
+        if sets.get("creditNoteDue"):
+            refunds.issue_credit_notes(order["_id"])
 
 
 def _with_counter_part(record: dict, difference: int) -> list[dict]:

@@ -432,11 +432,11 @@ def _reserve_for_client(plan: HoldPlan, cart: Cart | None, owner: str, client: s
     until = cart_service.next_expiry(cart, plan.now, owner)  # the hold's end as the cart write sets it
     held = client_holds.reserve(counted_for, plan.cart_id, len(plan.coords), until, plan.now, owner=owner)
     if held is not None:
-        raise _too_many_from_client(held, client_holds.limit())
+        raise too_many_from_client(held, client_holds.limit())
     return counted_for
 
 
-def _too_many_from_client(held: int, limit: int) -> TooManySeats:
+def too_many_from_client(held: int, limit: int) -> TooManySeats:
     return TooManySeats(
         gettext(
             "Too many seats are on hold from your connection right now (%(held)d; at most %(limit)d). "
@@ -485,13 +485,7 @@ def _take_seats(plan: HoldPlan, session: Mapping[str, Any] | None, *, cart_has_s
                     continue
             raise SeatsTaken([seat_name(layout, r, c) for r, c in taken])
         if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
-            alone = orphans_created(seats, coords)
-            if alone:
-                names = ", ".join(seat_name(layout, r, c) for r, c in alone)
-                raise OrphanSeat(
-                    gettext("That would leave %(seat)s on its own. Please choose seats next to each other.")
-                    % {"seat": names}
-                )
+            refuse_orphans(layout, seats, coords)
         _refuse_undeclared_wheelchair_spaces(plan, session)
         if "reservations" in session:
             has_reservation = any(res["_id"] == plan.cart_id for res in session["reservations"])
@@ -642,6 +636,19 @@ def seats_free(coords) -> dict:
     being sold twice. (The chaos harness's control run replaces this function, in its own web
     processes only, to prove that it catches double selling: chaos/control_wsgi.py.)"""
     return {cell_path(r, c): FREE for r, c in coords}
+
+
+def refuse_orphans(layout: Layout, seats: list[list[int]], coords, *, performance: str = "") -> None:
+    """OrphanSeat naming the free seats taking these would leave alone in their row (the orphan
+    rule, ``seat_grid.orphans_created``); ``performance`` names where, when a sale spans several."""
+    alone = orphans_created(seats, coords)
+    if alone:
+        names = ", ".join(seat_name(layout, r, c) for r, c in alone)
+        if performance:
+            names = f"{names} ({performance})"
+        raise OrphanSeat(
+            gettext("That would leave %(seat)s on its own. Please choose seats next to each other.") % {"seat": names}
+        )
 
 
 def no_seat_left_alone(layout: Layout, coords) -> list[dict]:

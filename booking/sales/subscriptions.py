@@ -64,8 +64,8 @@ from booking.core.errors import (
 )
 from booking.core.localized import localized
 from booking.sales import carts as cart_service
-from booking.sales import counter, hold_facts, offers, reservations, selectors
-from booking.sales.holds import parse_seats, seats_free
+from booking.sales import client_holds, counter, hold_facts, offers, reservations, selectors
+from booking.sales.holds import no_seat_left_alone, parse_seats, refuse_orphans, seats_free, too_many_from_client
 from booking.venues.seat_grid import FREE, HELD, SOLD, cell_path, seat_at, seat_cell, seat_key, seat_name
 
 logger = logging.getLogger("booking.subscriptions")
@@ -224,12 +224,20 @@ def ticket_type_choices(subscription: Mapping[str, Any]) -> list[dict]:
     return [t for t in offers.ticket_types(subscription) if t["code"] in offered]
 
 
-def common_map(subscription: Mapping[str, Any], sessions: Sequence[Mapping[str, Any]]) -> dict:
+def prices_for_type(subscription: Mapping[str, Any], ticket_type: str) -> dict[str, int]:
+    """The subscription's price per category at this ticket type (full price where it has none)."""
+    return {cat: price_of(subscription, cat, ticket_type) or full for cat, full in subscription["prices"].items()}
+
+
+def common_map(
+    subscription: Mapping[str, Any], sessions: Sequence[Mapping[str, Any]], *, ticket_type: str = offers.FULL
+) -> dict:
     """One map for the whole subscription: the first performance's layout, a seat free only where
     it is a seat of that category and free in EVERY performance (else shown sold), the
-    subscription's prices. Its ``version`` is the sum of the performances' versions (it changes
-    whenever one of them does), ``_id`` the subscription's: the seat map's HTML is kept per
-    (id, version) like a session's (web/seatmap_html.py)."""
+    subscription's prices at ``ticket_type`` (a renewing holder's). Its ``version`` is the sum of
+    the performances' versions (it changes whenever one of them does), ``_id`` the subscription's
+    (with the ticket type, other than full): the seat map's HTML is kept per (id, version) like a
+    session's (web/seatmap_html.py)."""
     if not sessions:
         raise NotFound(gettext("No such subscription."))
     first = sessions[0]
@@ -245,11 +253,11 @@ def common_map(subscription: Mapping[str, Any], sessions: Sequence[Mapping[str, 
                     grid[r][c] = SOLD
                     break
     return {
-        "_id": subscription["_id"],
+        "_id": subscription["_id"] if ticket_type == offers.FULL else (subscription["_id"], ticket_type),
         "version": sum(s.get("version", 0) for s in sessions),
         "layout": layout,
         "seats": grid,
-        "prices": subscription["prices"],
+        "prices": prices_for_type(subscription, ticket_type),
         "currency": subscription.get("currency"),
         "status": SessionStatus.ON_SALE,
         "front": first.get("front"),
@@ -270,6 +278,13 @@ class SaleRequest:
     box_office: bool = False  # staff at the counter: the sale window does not apply (a staff owner only)
     until: datetime | None = None  # the hold's end (a renewal's window); default: a cart's hold
     renewal_of: ObjectId | None = None  # the renewing holder's order
+    seat_types: Mapping[str, str] | None = None  # a ticket type per seat key (a renewal's), else ticket_type
+    # a renewal reserving the seats its holder had: exempt from the orphan rule (reserving the
+    # holders one by one would otherwise refuse a holder whose neighbour renews after them)
+    keeps_seats: bool = False
+
+    def type_of(self, key: str) -> str:
+        return (self.seat_types or {}).get(key, self.ticket_type)
 
 
 def hold_subscription(*, subscription_id: ObjectId, seat_keys, request: SaleRequest) -> Cart:
@@ -286,13 +301,17 @@ def hold_subscription(*, subscription_id: ObjectId, seat_keys, request: SaleRequ
     now = clock.now()
     if not request.box_office and request.until is None:
         _refuse_outside_sale_window(subscription, now)
-    if request.ticket_type not in {t["code"] for t in ticket_type_choices(subscription)}:
+    offered = {t["code"] for t in ticket_type_choices(subscription)}
+    if any(request.type_of(seat_key(r, c)) not in offered for r, c in coords):
         raise InvalidRequest(gettext("Unknown ticket type."))
     _refuse_too_many_carts(request, now)
     sessions = _sessions_for_sale(subscription, now)
     keys = [seat_key(r, c) for r, c in coords]
-    items = _items(subscription, sessions, coords, request.ticket_type)
+    items = _items(subscription, sessions, coords, request)
     cart_id = ObjectId()
+    expires_at = request.until or cart_service.next_expiry(None, now, request.owner)
+    seats_held = len(coords) * len(sessions)
+    counted_for = _reserve_for_client(request, cart_id, seats_held, expires_at, now)
     sale: SubscriptionSale = {
         "_id": ObjectId(),
         "subscriptionId": subscription["_id"],
@@ -302,18 +321,23 @@ def hold_subscription(*, subscription_id: ObjectId, seat_keys, request: SaleRequ
         "state": HOLDING,
         "createdOn": now,
     }
-    mongo.subscription_sales().insert_one(sale)
+    if counted_for:  # given back by ``undo`` when the sale is undone
+        sale["client"], sale["clientSeats"] = counted_for, seats_held
+    try:
+        mongo.subscription_sales().insert_one(sale)
+    except BaseException:
+        if counted_for:
+            client_holds.give_back(counted_for, cart_id, seats_held)
+        raise
     faults.point("subscription.after_intent")
-    taken: list[ObjectId] = []
+    orphan_rule = settings.BOOKING_PREVENT_ORPHAN_SEATS and not request.keeps_seats
     for session in sessions:
         total = sum(i["price"] for i in items if i["sessionId"] == session["_id"])
-        if not _take(session, cart_id, request.owner, coords, total, now):
+        if not _take(session, cart_id, request.owner, coords, total, now, orphan_rule=orphan_rule):
             undo(sale)
-            names = ", ".join(seat_name(session["layout"], r, c) for r, c in coords)
-            raise SeatsTaken([f"{names} ({formatting.sale_time(session['start'])})"])
-        taken.append(session["_id"])
+            _refuse_missed(session, coords, orphan_rule=orphan_rule)
         faults.point("subscription.after_session")
-    cart = _store_cart(subscription, cart_id, items, request, now)
+    cart = _store_cart(subscription, cart_id, items, request, now, expires_at)
     faults.point("subscription.after_cart")
     if not _mark(sale["_id"], HELD_STATE, now):
         undo(sale)  # reconcile undid the intent meanwhile (this process was too slow): nothing is held
@@ -347,11 +371,48 @@ def _refuse_outside_sale_window(subscription: Mapping[str, Any], now: datetime) 
     if now >= subscription["saleCloses"]:
         raise SessionNotOnSale(gettext("The sale of this subscription has closed."))
     renewal_closes = subscription.get("renewalCloses")
-    if renewal_closes and now < renewal_closes:
+    # During the renewal window everyone may buy the seats not reserved for renewal: those are
+    # held by the holders' renewal carts, so the sale's own writes keep them off. Only until
+    # every holder's seats are reserved (``open_renewal``) is the public sale closed.
+    if renewal_closes and now < renewal_closes and not subscription.get("renewalOpenedOn"):
         raise SessionNotOnSale(
-            gettext("Until %(closes)s this subscription is renewed by last season's subscribers only.")
-            % {"closes": formatting.sale_time(renewal_closes)}
+            gettext(
+                "Last season's subscribers' seats are being set aside for them; "
+                "the sale opens in a few minutes. Please try again then."
+            )
         )
+
+
+def _reserve_for_client(
+    request: SaleRequest, cart_id: ObjectId, seats: int, until: datetime, now: datetime
+) -> str | None:
+    """The per-address held-seats limit (sales/client_holds.py), as a hold counts it: a seat held
+    in a performance is one seat, so a subscription counts each chosen seat once per performance
+    (2 seats of 8 performances: 16), reserved before any performance is written. Staff and
+    renewals name no address. Returns the address counted for, or None (no limit, no address)."""
+    if not (request.client and client_holds.limit()):
+        return None
+    held = client_holds.reserve(request.client, cart_id, seats, until, now, owner=request.owner)
+    if held is not None:
+        raise too_many_from_client(held, client_holds.limit())
+    return request.client
+
+
+def _refuse_missed(session: Mapping[str, Any], coords, *, orphan_rule: bool) -> None:
+    """Why a performance's write missed, read after it: a seat no longer free (SeatsTaken), a
+    free seat it would leave alone (OrphanSeat, the hold's own rule), else the performance
+    itself (no longer on sale, started, or its seat map replaced)."""
+    layout = session["layout"]
+    when = formatting.sale_time(session["start"])
+    now_seats = mongo.sessions().find_one({"_id": session["_id"]}, {"seats": 1}) or {}
+    seats = now_seats.get("seats")
+    if seats is not None:
+        if any(seats[r][c] != FREE for r, c in coords):
+            names = ", ".join(seat_name(layout, r, c) for r, c in coords)
+            raise SeatsTaken([f"{names} ({when})"])
+        if orphan_rule:
+            refuse_orphans(layout, seats, coords, performance=when)
+    raise SessionNotOnSale(gettext("A performance of this subscription is no longer on sale."))
 
 
 def _refuse_too_many_carts(request: SaleRequest, now: datetime) -> None:
@@ -383,13 +444,15 @@ def _sessions_for_sale(subscription: Mapping[str, Any], now: datetime) -> list[d
     return sessions
 
 
-def _items(subscription: Mapping[str, Any], sessions: list[dict], coords, ticket_type: str) -> list[CartItem]:
+def _items(subscription: Mapping[str, Any], sessions: list[dict], coords, request: SaleRequest) -> list[CartItem]:
     """A cart item per seat and performance; each seat's subscription price split over its
     performances (the first ones take the odd cents), so the cart's total is the subscription's."""
     items: list[CartItem] = []
     first_layout = sessions[0]["layout"]
-    type_name = next((t for t in ticket_type_choices(subscription) if t["code"] == ticket_type), None)
+    choices = ticket_type_choices(subscription)
     for r, c in coords:
+        ticket_type = request.type_of(seat_key(r, c))
+        type_name = next((t for t in choices if t["code"] == ticket_type), None)
         cell = seat_cell(first_layout, r, c)
         if cell is None:
             raise InvalidRequest(
@@ -432,10 +495,14 @@ def split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < odd else 0) for i in range(parts)]
 
 
-def _take(session: Mapping[str, Any], cart_id: ObjectId, owner: str, coords, total: int, now: datetime) -> bool:
+def _take(
+    session: Mapping[str, Any], cart_id: ObjectId, owner: str, coords, total: int, now: datetime, *, orphan_rule: bool
+) -> bool:
     """One performance's hold: the seats free, the performance on sale, not started and of the
-    layout the seats were checked in, all in the filter; the cells held and the cart's reservation
-    recorded in the same write (the reservation's shape: sales/reservations.py)."""
+    layout the seats were checked in, and (``orphan_rule``) no free seat left alone beside them
+    (the hold's own guard, ``holds.no_seat_left_alone``), all in the filter; the cells held and
+    the cart's reservation recorded in the same write (the reservation's shape:
+    sales/reservations.py)."""
     keys = [seat_key(r, c) for r, c in coords]
     rev = session.get("layoutRev", 0)
     query: dict[str, Any] = {
@@ -446,6 +513,9 @@ def _take(session: Mapping[str, Any], cart_id: ObjectId, owner: str, coords, tot
         "reservations._id": {"$ne": cart_id},
         **seats_free(coords),
     }
+    guards = no_seat_left_alone(session["layout"], coords) if orphan_rule else []
+    if guards:
+        query["$and"] = guards
     update = {
         "$set": {cell_path(r, c): HELD for r, c in coords},
         "$inc": {"seatsAvailable": -len(coords), "version": 1},
@@ -464,9 +534,13 @@ def _take(session: Mapping[str, Any], cart_id: ObjectId, owner: str, coords, tot
 
 
 def _store_cart(
-    subscription: Mapping[str, Any], cart_id: ObjectId, items: list[CartItem], request: SaleRequest, now: datetime
+    subscription: Mapping[str, Any],
+    cart_id: ObjectId,
+    items: list[CartItem],
+    request: SaleRequest,
+    now: datetime,
+    expires_at: datetime,
 ) -> Cart:
-    expires_at = request.until or cart_service.next_expiry(None, now, request.owner)
     cart: dict[str, Any] = {
         "_id": cart_id,
         "owner": request.owner,
@@ -511,6 +585,8 @@ def undo(sale: Mapping[str, Any]) -> int:
         {"_id": sale["cartId"], "owner": sale["owner"], "state": CartState.ACTIVE},
         {"$set": {"state": CartState.CANCELED, "endedOn": now, "modifiedOn": now}},
     )
+    if sale.get("client"):  # after the seats are free; a repeat finds the entry emptied: nothing
+        client_holds.give_back(sale["client"], sale["cartId"], sale["clientSeats"])
     return freed
 
 
@@ -548,10 +624,10 @@ def holders(subscription_id: ObjectId) -> list[dict]:
         {"subscription._id": subscription_id, "state": {"$in": [OrderState.PAID, OrderState.PARTIALLY_REFUNDED]}},
         {"ref": 1, "name": 1, "email": 1, "language": 1, "lines": 1},
     ):
-        keys = sorted({line["key"] for line in order["lines"] if line.get("subscription") == subscription_id})
-        types = {line.get("ticketType") or offers.FULL for line in order["lines"]}
-        if keys:
-            found.append({**order, "keys": keys, "ticketType": sorted(types)[0]})
+        lines = [line for line in order["lines"] if line.get("subscription") == subscription_id]
+        types = {line["key"]: offers.item_type(line) for line in lines}  # each seat's type, as sold
+        if types:
+            found.append({**order, "keys": sorted(types), "types": types})
     return found
 
 
@@ -585,9 +661,10 @@ def open_renewal(subscription_id: ObjectId) -> RenewalOpened:
             continue
         request = SaleRequest(
             owner=owner,
-            ticket_type=holder["ticketType"],
+            seat_types=renewal_types(subscription, holder["types"]),
             until=subscription["renewalCloses"],
             renewal_of=holder["_id"],
+            keeps_seats=True,
         )
         try:
             hold_subscription(subscription_id=subscription_id, seat_keys=holder["keys"], request=request)
@@ -597,6 +674,13 @@ def open_renewal(subscription_id: ObjectId) -> RenewalOpened:
             opened.lost.append(holder["ref"])  # type: ignore[union-attr]
     mongo.subscriptions().update_one({"_id": subscription_id}, {"$set": {"renewalOpenedOn": clock.now()}})
     return opened
+
+
+def renewal_types(subscription: Mapping[str, Any], types: Mapping[str, str]) -> dict[str, str]:
+    """Each seat's ticket type for its renewal: the one its holder had (a reduced subscriber
+    renews reduced), or full price where the new subscription does not offer that type."""
+    offered = set(subscription.get("typePrices") or {}) | {offers.FULL}
+    return {key: code if code in offered else offers.FULL for key, code in types.items()}
 
 
 def due_renewals(now: datetime) -> list[Subscription]:
@@ -648,9 +732,12 @@ def change_renewal_seat(*, owner: str, seat_keys) -> Cart:
     if old is None or old["state"] != CartState.ACTIVE or old["expiresAt"] <= now:
         raise CartExpired(gettext("The renewal window has closed."))
     sub = old["subscription"]
+    # the holder's types move with them: seat by seat in order, further seats as the first
+    had = list({item["key"]: offers.item_type(item) for item in old["items"]}.values())
+    keys = [seat_key(r, c) for r, c in parse_seats(seat_keys)]
     request = SaleRequest(
         owner=owner,
-        ticket_type=offers.item_type(old["items"][0]),
+        seat_types={key: had[i] if i < len(had) else had[0] for i, key in enumerate(keys)},
         until=old["expiresAt"],
         renewal_of=sub.get("renewalOf"),
     )

@@ -33,9 +33,9 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
 from booking.notifications import change_notices, payment_notices, waiting_list_mail
 from booking.notifications import confirmations as notifications
-from booking.payments import credit_notes, invoices, number_series, voucher_sales
+from booking.payments import credit_notes, invoices, number_series, voucher_purchases, voucher_sales
 from booking.payments import flow as payments
-from booking.reports import marks
+from booking.reports import marks, tills
 from booking.sales import (
     cart_expiry,
     checkout,
@@ -89,8 +89,11 @@ class ReconcileReport:
     waiting_list_offers_finished: int = 0  # offers a crash left half made (sales/waiting_list.py)
     invoices_numbered: int = 0  # invoices a crash left without their number (invoices.py)
     credit_notes_issued: int = 0  # orders whose credit notes a crash left unwritten (credit_notes.py)
+    till_closings_finished: int = 0  # till closings a crash left half made (reports/tills.py)
     subscription_sales_finished: int = 0  # subscription sales a crash left holding (sales/subscriptions.py)
     subscription_sales_undone: int = 0
+    vouchers_bought_activated: int = 0  # online voucher sales paid but not yet active (voucher_purchases.py)
+    voucher_purchases_canceled: int = 0  # ... never paid: the PaymentIntent canceled, the voucher never spendable
 
     def __str__(self):
         return ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.__dict__.items())
@@ -123,6 +126,9 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
         report.seats_released += orders.release_order_seats(order)
         report.orders_released += 1
     report.voucher_redemptions_settled += voucher_sales.finish_redemptions(now, grace)
+    bought = voucher_purchases.reconcile_purchases(now)
+    report.vouchers_bought_activated += bought["activated"]
+    report.voucher_purchases_canceled += bought["canceled"]
     report.exchanges_finished += exchanges.finish_open(now, grace)
     change_notices.requeue_pending(now)
     payment_notices.requeue_pending(now)
@@ -134,6 +140,7 @@ def reconcile(now: datetime | None = None, grace: timedelta | None = None) -> Re
     report.webhook_deliveries_requeued += webhook_deliveries.requeue_due(now, grace)
     report.invoices_numbered += invoices.assign_missing()
     report.credit_notes_issued += credit_notes.issue_due()
+    report.till_closings_finished += tills.finish_all()
     report.numbers_written += number_series.finish_all()  # after the payments: their numbers first
     report.waiting_list_offers_finished += waiting_list.finish_offers(older_than=now - grace)
     waiting_list_mail.requeue_pending(now)

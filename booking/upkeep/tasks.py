@@ -15,7 +15,14 @@ from django.conf import settings
 
 from booking.core import clock, work_queue
 from booking.core.domain import SendOutcome
-from booking.notifications import change_notices, payment_notices, renewal_notices, sign_in, waiting_list_mail
+from booking.notifications import (
+    change_notices,
+    payment_notices,
+    renewal_notices,
+    sign_in,
+    voucher_mail,
+    waiting_list_mail,
+)
 from booking.notifications import confirmations as notifications
 from booking.reports import summaries
 from booking.sales import cancels, cart_expiry, retention, subscriptions, waiting_list, wheelchair
@@ -242,6 +249,21 @@ def send_waiting_list_offer(self, entry_id: str) -> str:
         return "invalid id"
     try:
         return waiting_list_mail.send_offer(oid)
+    except notifications.MailServerUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            return "failed"  # still pending: reconcile queues it again later
+        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
+
+
+@shared_task(name=work_queue.SEND_VOUCHER_MAIL, bind=True, max_retries=8, time_limit=60, soft_time_limit=45)
+def send_voucher_mail(self, voucher_id: str) -> str:
+    """The mail with a gift voucher bought online (notifications/voucher_mail.py), once."""
+    try:
+        oid = ObjectId(voucher_id)
+    except (InvalidId, TypeError):
+        return "invalid id"
+    try:
+        return voucher_mail.send_voucher(oid)
     except notifications.MailServerUnavailable as exc:
         if self.request.retries >= self.max_retries:
             return "failed"  # still pending: reconcile queues it again later

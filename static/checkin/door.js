@@ -35,6 +35,7 @@
   const state = {
     tickets: new Map(), // hash -> entry of the downloaded list (with local check-ins)
     listFrom: null, // when the list was made (server time)
+    wholeBooking: Boolean(config.wholeBooking), // one scan admits the booking (the theater's setting, as the list said)
     online: navigator.onLine,
     queued: 0,
     syncing: false,
@@ -180,6 +181,7 @@
     ]);
     state.tickets = new Map(tickets.map((t) => [t.h, t]));
     state.listFrom = meta ? meta.generatedOn : null;
+    if (meta && meta.wholeBooking !== undefined) state.wholeBooking = Boolean(meta.wholeBooking);
     state.queued = queue.length;
   }
 
@@ -205,10 +207,11 @@
       const store = tx.objectStore("tickets");
       store.delete(IDBKeyRange.bound([config.scope, ""], [config.scope, "\uffff"]));
       for (const entry of fresh.values()) store.put(entry);
-      tx.objectStore("meta").put({ scope: config.scope, generatedOn: data.generatedOn, name: data.name });
+      tx.objectStore("meta").put({ scope: config.scope, generatedOn: data.generatedOn, name: data.name, wholeBooking: Boolean(data.wholeBooking) });
     });
     state.tickets = fresh;
     state.listFrom = data.generatedOn;
+    state.wholeBooking = Boolean(data.wholeBooking);
   }
 
   async function markUsed(entry, scanItem) {
@@ -631,6 +634,16 @@
       } else {
         r.status = "admitted";
         await markUsed(entry, item);
+        r.party = 1;
+        if (state.wholeBooking && entry.ref) {
+          // the booking's other unused tickets in this list, each queued as its own scan: the sync
+          // admits each once (one used meanwhile elsewhere comes back as a conflict, never twice)
+          for (const other of Array.from(state.tickets.values())) {
+            if (other === entry || other.ref !== entry.ref || !other.ok || other.used) continue;
+            await markUsed(other, { id: newId(), scope: config.scope, door: item.door, at: item.at, hash: other.h, party: item.id });
+            r.party += 1;
+          }
+        }
         showNet();
         showCounts(localCounts(), true);
       }

@@ -14,6 +14,7 @@ from booking.sales import cancels
 from booking.tests.checkin_support import door_staff, sell, tickets
 from booking.tests.factories import make_session
 from booking.upkeep.invariants import check_invariants
+from booking.venues.theaters import set_admit_whole_booking
 
 from .fake_camera import qr_frame, write_y4m
 
@@ -396,3 +397,44 @@ def test_an_offline_door_refuses_a_ticket_handed_on_after_its_next_list_and_admi
     shot(door, "offline-green-new-holder", full_page=False)
     next_ticket(door)
     door.context.set_offline(False)
+
+
+def test_an_offline_door_admits_the_whole_booking_on_one_scan_and_syncs_each_ticket_once(new_page, shot):
+    """Where the theater lets one scan admit the whole booking, a phone without network does so
+    from its list; back online, every ticket of the booking is checked in once, at this door."""
+    session = make_session(name="The Seagull")
+    set_admit_whole_booking(session["theaterId"], allowed=True)
+    family = sell(session, ["1:2", "1:3", "1:5"], name="Ada Q. Lovelace")
+    other = sell(session, ["0:0"], name="Grace Hopper")
+    door_staff("anna")
+    east = new_page(PHONE)
+    sign_in(east, "anna", f"/checkin/{session['_id']}/")
+    set_door(east, "East")
+    expect(east.locator("#net")).to_contain_text("4 tickets on this phone")
+    expect(east.locator("#net[data-offline='1']")).to_be_attached()
+
+    east.context.set_offline(True)
+    expect(east.locator("#net")).to_contain_text("Offline", timeout=8000)
+    type_code(east, tickets(family)[1])
+    result = east.locator("#result")
+    expect(result).to_have_class(re.compile(r"\bok\b"))
+    expect(result).to_contain_text("The whole booking: 3 people let in.")
+    expect(result).to_contain_text("Offline · syncs when back online")
+    shot(east, "offline-whole-booking", full_page=False)
+    next_ticket(east)
+    expect(east.locator("#net")).to_contain_text("3 to sync")
+    type_code(east, tickets(family)[0])  # one of the party: already in, on this phone
+    expect(result).to_contain_text("Already used")
+    next_ticket(east)
+    assert all("checkedIn" not in line for line in mongo.orders().find_one({"_id": family["_id"]})["lines"])
+
+    east.context.set_offline(False)
+    expect(east.locator("#net")).to_contain_text("Online", timeout=10000)
+    expect(east.locator("#net")).not_to_contain_text("to sync", timeout=10000)
+    lines = mongo.orders().find_one({"_id": family["_id"]})["lines"]
+    assert [line["checkedIn"]["door"] for line in lines] == ["East"] * 3
+    assert all(line["checkedIn"]["offline"] for line in lines)
+    assert "checkedIn" not in mongo.orders().find_one({"_id": other["_id"]})["lines"][0]  # another booking
+    expect(east.locator("#conflict-count")).to_have_text("0")
+    shot(east, "offline-whole-booking-synced")
+    assert check_invariants() == []

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WORDS = {
     "en": {
-        "seat": r"^Row B, seat 3,",
+        "seat": r"^Row B, seat 4,",
         "taken": r"^Row A, seat 1,",
         "continue": r"^Continue",
         "email": "E-mail",
@@ -29,7 +29,7 @@ WORDS = {
         "name": "Season A",
     },
     "de": {
-        "seat": r"^Reihe B, Platz 3,",
+        "seat": r"^Reihe B, Platz 4,",
         "taken": r"^Reihe A, Platz 1,",
         "continue": r"^Weiter",
         "email": "E-Mail",
@@ -114,7 +114,7 @@ def test_buy_a_subscription_and_pay_by_card(chromium, live_server, shot, season,
     assert order["language"] == language
     for session in sessions:
         seats = mongo.sessions().find_one({"_id": session["_id"]})["seats"]
-        assert seats[1][2] == SOLD
+        assert seats[1][3] == SOLD
 
 
 RENEW = {
@@ -136,7 +136,7 @@ def test_renew_a_subscription_from_the_mailed_link(chromium, live_server, shot, 
         sale_closes=now + timedelta(days=1),
     )
     cart = subscriptions.hold_subscription(
-        subscription_id=old["_id"], seat_keys=["1:2"], request=subscriptions.SaleRequest(owner="s:ada")
+        subscription_id=old["_id"], seat_keys=["1:3"], request=subscriptions.SaleRequest(owner="s:ada")
     )
     payments.start("s:ada", cart["_id"], "Ada Lovelace", "ada@example.com", language=language)
     paid = mongo.orders().find_one()
@@ -183,4 +183,4 @@ def test_renew_a_subscription_from_the_mailed_link(chromium, live_server, shot, 
     finally:
         context.close()
     for session in new_sessions:
-        assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][1][2] == SOLD
+        assert mongo.sessions().find_one({"_id": session["_id"]})["seats"][1][3] == SOLD

@@ -22,7 +22,6 @@ def cash_sale(session, key, seller):
 
 
 def test_a_seller_closes_the_till_on_a_phone_in_german(new_page, shot, settings, live_server):
-    settings.BOOKING_TILL_SETTLE_SECONDS = 0
     settings.BOOKING_PREVENT_ORPHAN_SEATS = False
     User.objects.create_superuser("boss", "boss@theater.example", "a-long-test-password")
     session = make_session(name="Hamlet")

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_safe
 from booking.core import clock
 from booking.core.errors import NotFound
 from booking.core.ids import object_id
+from booking.core.localized import localized
 from booking.presale.context import error_page, performance_gate
 from booking.presale.forms import WhatsOnFilterForm
 from booking.sales import selectors
@@ -73,7 +74,9 @@ def _whats_on_context(request) -> tuple[dict, int]:
     elif form.is_bound:
         status = 400
     sessions = selectors.upcoming_sessions(**query) if status == 200 else []
-    return {"form": form, "days": presenters.whats_on_days(sessions), "filtered": bool(query)}, status
+    voucher_theaters = [{"id": str(t["_id"]), "name": localized(t, "name")} for t in theaters]
+    context = {"form": form, "days": presenters.whats_on_days(sessions), "filtered": bool(query)}
+    return {**context, "voucher_theaters": voucher_theaters}, status
 
 
 @require_safe

@@ -26,7 +26,7 @@ from booking.core import clock
 from booking.core.errors import BookingError, InvalidRequest, NotFound
 from booking.core.ids import object_id
 from booking.presale.context import error_page
-from booking.sales import subscriptions
+from booking.sales import offers, subscriptions
 from booking.sales.subscriptions import SaleRequest
 from booking.web import buyer, presenters, ratelimits, seatmap_html
 from booking.web.errors import status_for
@@ -53,7 +53,8 @@ def _page(request, subscription_id, *, notice: str = "", status: int = 200, rene
     if subscription is None:
         raise NotFound(gettext("No such subscription."))
     sessions = subscriptions.performances(subscription)
-    common = subscriptions.common_map(subscription, sessions)
+    ticket_type = renewal["ticket_type"] if renewal else "full"  # a renewal: the map at the holder's price
+    common = subscriptions.common_map(subscription, sessions, ticket_type=ticket_type)
     shared = seatmap_html.seat_map_html(common)
     context = {
         "subscription_id": str(subscription["_id"]),
@@ -150,5 +151,8 @@ def renew(request, token):
 
 
 def _renewal(token: str, cart) -> dict:
-    seats = sorted({(i["row"], i["seat"]) for i in cart["items"]})
-    return {"token": token, "seats": seats, "until": cart["expiresAt"], "total": cart["total"]}
+    """The holder's reserved seats, each with the ticket type it renews at (the one they had)."""
+    kinds = {(i["row"], i["seat"]): presenters.type_shown(offers.item_offer(i))["name"] for i in cart["items"]}
+    seats = [(row, seat, kinds[row, seat]) for row, seat in sorted(kinds)]
+    first = cart["items"][0].get("ticketType") or "full"
+    return {"token": token, "seats": seats, "until": cart["expiresAt"], "total": cart["total"], "ticket_type": first}

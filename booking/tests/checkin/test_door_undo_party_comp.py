@@ -3,10 +3,11 @@ kept on the order), complimentary tickets say so (door, offline list, search, at
 a theater may let one scan admit the whole booking."""
 
 import json
+from datetime import timedelta
 
 import pytest
 
-from booking.core import mongo
+from booking.core import clock, mongo
 from booking.core.errors import Conflict, NotFound
 from booking.reports import exports, figures
 from booking.sales import checkin, counter, holds
@@ -232,3 +233,50 @@ def test_the_theater_setting_from_its_change_page(manager_client):
     assert scope_of(session).whole_booking is True
     manager_client.post(f"/admin/booking/theater/{theater_id}/door/", {})
     assert scope_of(session).whole_booking is False
+
+
+# --- the whole booking on an offline door ---
+
+
+def test_the_offline_list_and_the_door_page_say_whether_one_scan_admits_the_whole_booking(client):
+    client.force_login(door_staff())
+    session = make_session()
+    sell(session, ["1:0", "1:1"])
+    listed = client.get(f"/checkin/{session['_id']}/tickets.json").json()
+    assert listed["wholeBooking"] is False and len({t["ref"] for t in listed["tickets"]}) == 1
+    set_admit_whole_booking(session["theaterId"], allowed=True)
+    assert client.get(f"/checkin/{session['_id']}/tickets.json").json()["wholeBooking"] is True
+    assert '"wholeBooking": true' in client.get(f"/checkin/{session['_id']}/").content.decode()
+
+
+def test_a_whole_booking_admitted_offline_syncs_each_ticket_once_and_one_used_meanwhile_is_a_conflict(client):
+    """The phone queues one scan per ticket of the booking it let in; the sync admits each once,
+    a replay changes nothing, and a ticket let in meanwhile at another door is a conflict (never
+    admitted twice)."""
+    client.force_login(door_staff())
+    session = make_session()
+    set_admit_whole_booking(session["theaterId"], allowed=True)
+    order = sell(session, ["1:0", "1:1", "1:2"])
+    scanned, second, used_elsewhere = tickets(order)
+    assert admit(session, used_elsewhere, door="West").party == 3  # online: the whole booking ...
+    checkin.undo_check_in(scope_of(session), by="lead", code=scanned)
+    checkin.undo_check_in(scope_of(session), by="lead", code=second)  # ... two taken back: West's stays
+    at = (clock.now() - timedelta(minutes=3)).isoformat()
+    body = {
+        "scans": [
+            {"id": "east-0001", "code": scanned, "at": at, "door": "East"},
+            {"id": "east-0002", "hash": checkin.ticket_hash(second), "at": at, "door": "East", "party": "east-0001"},
+            {"id": "east-0003", "hash": checkin.ticket_hash(used_elsewhere), "at": at, "door": "East"},
+        ]
+    }
+    sync = f"/checkin/{session['_id']}/sync"
+    answer = client.post(sync, json.dumps(body), content_type="application/json").json()
+    assert [r["status"] for r in answer["results"]] == ["admitted", "admitted", "used"]
+    assert [r.get("party", 1) for r in answer["results"][:2]] == [1, 1]  # each scan admits its own ticket
+    assert answer["counts"]["checkedIn"] == 3 and answer["counts"]["openConflicts"] == 1
+    again = client.post(sync, json.dumps(body), content_type="application/json").json()
+    assert [r["status"] for r in again["results"]] == ["admitted", "admitted", "used"]
+    assert mongo.checkin_conflicts().count_documents({}) == 1
+    assert line_of(order, scanned)["checkedIn"]["door"] == "East" and line_of(order, second)["checkedIn"]["offline"]
+    assert line_of(order, used_elsewhere)["checkedIn"]["door"] == "West"
+    assert check_invariants() == []

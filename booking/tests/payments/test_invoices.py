@@ -12,10 +12,10 @@ from django.core import mail
 from booking.core import clock, faults, mongo
 from booking.core.errors import InvalidRequest
 from booking.notifications import change_notices
-from booking.payments import credit_notes, invoices, number_series, refunds
+from booking.payments import credit_notes, invoices, number_series, receipts, refunds
 from booking.payments import flow as payment_flow
 from booking.payments.invoice_pdf import credit_note_pdf, invoice_pdf
-from booking.sales import cancels, counter, holds
+from booking.sales import cancels, cart_expiry, counter, exchanges, holds
 from booking.tests.factories import make_session
 from booking.tests.pdfs import pdf_text
 from booking.upkeep.reconcile import reconcile
@@ -250,3 +250,118 @@ def test_racing_invoice_sales_and_refunds_get_gap_free_unique_numbers():
         n["creditNo"] for n in credit_notes.documents().find().hint([("orderId", 1), ("createdOn", 1)])
     )
     assert credit_numbers == list(range(1, len(cash) + 1))
+
+
+def lapse_time(order):
+    return mongo.carts().find_one({"_id": order_of(order)["cartId"]})["expiresAt"] + timedelta(seconds=1)
+
+
+def credit_numbers():
+    return sorted(n["creditNo"] for n in credit_notes.documents().find().hint([("orderId", 1), ("createdOn", 1)]))
+
+
+def test_an_unpaid_invoice_that_lapses_at_its_due_date_is_credited_in_full():
+    session = make_session(days=5)
+    order = counter_sale(session, ["0:0", "0:1"], billing=COMPANY)
+    due = invoices.due_day(lapse_time(order) - timedelta(seconds=1))
+    reservation = counter_sale(session, ["0:2"], owner=counter.staff_owner(8), due=due)  # no invoice document
+    deadline = lapse_time(order) - timedelta(seconds=1)
+    assert cart_expiry.expire_stale_carts(deadline - timedelta(seconds=1)).carts_expired == 0
+    assert credit_notes.of_order(order["_id"]) == []  # not a second early
+    cart_expiry.expire_stale_carts(max(deadline, lapse_time(reservation)) + timedelta(seconds=1))
+    stored = order_of(order)
+    assert stored["state"] == "expired" and "creditNoteDue" not in stored
+    (note,) = credit_notes.of_order(order["_id"])
+    assert note["kind"] == credit_notes.VOID and note["amount"] == order["total"] and len(note["lines"]) == 2
+    assert note["refersTo"] == {"kind": "invoice", "number": stored["invoiceNo"], "label": "INV-000001"}
+    assert credit_notes.of_order(reservation["_id"]) == []
+    assert "CN-000001" in pdf_text(credit_note_pdf(note))
+    cart_expiry.expire_stale_carts(lapse_time(order) + timedelta(seconds=5))  # again: nothing more
+    assert credit_numbers() == [1]
+
+
+def test_invoices_lapsing_in_parallel_get_gap_free_unique_credit_notes():
+    session = make_session(days=5, grid=BIG_GRID)
+    sold = [counter_sale(session, [f"0:{n}"], billing=COMPANY, owner=counter.staff_owner(300 + n)) for n in range(8)]
+    later = max(lapse_time(order) for order in sold)
+    threads = [
+        threading.Thread(target=payment_flow.expire_paying_cart, args=(order_of(o)["cartId"], later)) for o in sold
+    ]
+    threads.append(threading.Thread(target=cart_expiry.expire_stale_carts, args=(later,)))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert all(order_of(o)["state"] == "expired" for o in sold)
+    assert credit_numbers() == list(range(1, len(sold) + 1))
+    assert {n["orderId"] for n in credit_notes.documents().find().hint([("orderId", 1), ("createdOn", 1)])} == {
+        o["_id"] for o in sold
+    }
+
+
+@pytest.mark.parametrize("point", ["pay.expire_before_credit_note", "credit_note.after_write", "series.after_take"])
+def test_a_crash_while_an_invoice_lapses_leaves_its_credit_note_to_reconcile_without_a_gap(crash_at, point):
+    session = make_session(days=5)
+    first, crashing, third = (
+        counter_sale(session, [f"0:{n}"], billing=COMPANY, owner=counter.staff_owner(400 + n)) for n in range(3)
+    )
+    payment_flow.expire_paying_cart(order_of(first)["cartId"], lapse_time(first))
+    crash_at(point)
+    with pytest.raises(faults.InjectedCrash):
+        payment_flow.expire_paying_cart(order_of(crashing)["cartId"], lapse_time(crashing))
+    faults.set_hook(None)
+    assert order_of(crashing)["state"] == "expired" and order_of(crashing)["creditNoteDue"] is True
+    payment_flow.expire_paying_cart(order_of(third)["cartId"], lapse_time(third))
+    reconcile()
+    assert credit_numbers() == [1, 2, 3]
+    assert len(credit_notes.of_order(crashing["_id"])) == 1
+    assert mongo.orders().count_documents({"creditNoteDue": True}) == 0
+
+
+@pytest.mark.parametrize("billing", [COMPANY, None])
+def test_an_exchange_to_cheaper_seats_credits_the_refunded_difference_against_the_invoice_or_receipt(billing):
+    session = make_session(days=5)
+    method = counter.INVOICE if billing else counter.CASH
+    order = counter_sale(session, ["1:2", "1:3"], method=method, billing=billing)  # two premium seats
+    if billing:
+        payment_flow.mark_paid_at_counter(order["_id"], by="anna", means="bank_transfer")
+    else:
+        receipts.assign(order["_id"])
+    tickets = [line["ticket"] for line in order["lines"]]
+    done = exchanges.exchange(
+        order["_id"], tickets, session["_id"], ["0:0", "0:1"], settle=exchanges.COUNTER, by="anna"
+    )
+    difference = order["total"] - done["total"]
+    assert difference > 0
+    (note,) = credit_notes.of_order(order["_id"])
+    assert note["kind"] == credit_notes.EXCHANGE and note["amount"] == difference and note["creditNo"] == 1
+    assert note["refersTo"]["kind"] == ("invoice" if billing else "receipt")
+    assert sorted(line["ticket"] for line in note["lines"]) == sorted(tickets)
+    assert sum(v["gross"] for v in note["vat"]) == difference
+    assert note["refunds"] == [r["_id"] for r in done["refunds"] if r.get("exchange")]
+    assert "creditNoteDue" not in order_of(order)
+    assert "CN-000001" in pdf_text(credit_note_pdf(note))
+
+
+def test_an_exchange_to_cheaper_seats_of_an_order_with_neither_invoice_nor_receipt_has_nothing_to_credit():
+    session = make_session(days=5)
+    order = counter_sale(session, ["1:2"], method=counter.CASH)
+    mongo.orders().update_one({"_id": order["_id"]}, {"$unset": {"receiptNo": ""}})
+    exchanges.exchange(order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:0"], settle=exchanges.COUNTER)
+    assert credit_notes.of_order(order["_id"]) == []
+
+
+def test_a_crash_right_after_the_exchange_switch_leaves_the_credit_note_to_reconcile(crash_at):
+    session = make_session(days=5)
+    order = counter_sale(session, ["1:2"], method=counter.CASH)
+    receipts.assign(order["_id"])
+    crash_at("exchange.after_switch")
+    with pytest.raises(faults.InjectedCrash):
+        exchanges.exchange(
+            order["_id"], [order["lines"][0]["ticket"]], session["_id"], ["0:0"], settle=exchanges.COUNTER
+        )
+    faults.set_hook(None)
+    assert order_of(order)["creditNoteDue"] is True
+    reconcile()
+    (note,) = credit_notes.of_order(order["_id"])
+    assert note["creditNo"] == 1 and note["kind"] == credit_notes.EXCHANGE

@@ -22,11 +22,6 @@ from booking.upkeep.invariants import check_invariants
 STALLS = 2000
 
 
-@pytest.fixture(autouse=True)
-def settled_at_once(settings):
-    settings.BOOKING_TILL_SETTLE_SECONDS = 0
-
-
 def today():
     day = clock.now().astimezone().date()
     return takings.build(day - timedelta(days=1), day + timedelta(days=1))

@@ -450,7 +450,15 @@ def test_csv_and_xlsx_carry_the_same_figures(sales, reporter):
     response = reporter.get(f"{base}/sales.xlsx")
     assert response.status_code == 200 and response["Content-Type"].endswith("spreadsheetml.sheet")
     book = load_workbook(io.BytesIO(response.content), read_only=True)
-    assert book.sheetnames == ["Summary", "Sessions", "By category", "By ticket type", "By channel", "Per day"]
+    assert book.sheetnames == [
+        "Summary",
+        "Sessions",
+        "By category",
+        "By ticket type",
+        "Singles and subscriptions",
+        "By channel",
+        "Per day",
+    ]
     xsummary = {row[0]: row[1] for row in book["Summary"].iter_rows(min_row=2, values_only=True)}
     assert xsummary["Tickets sold"] == 7 and round(xsummary["Gross"] * 100) == report.totals.gross
     assert round(xsummary["Net"] * 100) == report.totals.net and round(xsummary["VAT"] * 100) == report.totals.vat

@@ -74,7 +74,9 @@ def test_a_discount_other_than_the_code_takes_off_is_reported(order):
 
 def test_a_total_that_is_not_its_lines_less_the_code_is_reported(order):
     set_order(order, total=3500)
-    assert breaches_about("total 3500") == [f"order {order['ref']}: total 3500, its tickets less the code and fee 3150"]
+    assert breaches_about("total 3500") == [
+        f"order {order['ref']}: total 3500, its tickets less the code, fee and donation 3150"
+    ]
 
 
 def test_a_discount_without_a_code_is_reported(order):

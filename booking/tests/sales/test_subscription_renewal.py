@@ -11,9 +11,9 @@ from django.urls import reverse
 from booking.core import clock, mongo
 from booking.core.errors import SeatsTaken, SessionNotOnSale
 from booking.payments import flow
-from booking.sales import holds, subscriptions
+from booking.sales import holds, offers, subscriptions
 from booking.sales.subscriptions import SaleRequest
-from booking.tests.factories import make_session, make_theater
+from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.localstripe import VISA, card
 from booking.tests.paying import checkout_paid
 from booking.upkeep import tasks
@@ -71,13 +71,19 @@ def test_the_beat_task_reserves_the_holders_seats_and_mails_them(seasons):
     assert check_invariants() == []
 
 
-def test_during_the_window_only_holders_may_buy(seasons):
+def test_during_the_window_the_public_buys_only_seats_not_reserved_for_renewal(seasons):
     new, sessions, _ = seasons
+    eve = SaleRequest(owner="s:eve")
+    with pytest.raises(SessionNotOnSale):  # until the holders' seats are reserved, nobody buys
+        subscriptions.hold_subscription(subscription_id=new["_id"], seat_keys=["1:0"], request=eve)
     tasks.subscription_renewals()
-    with pytest.raises(SessionNotOnSale):
-        subscriptions.hold_subscription(
-            subscription_id=new["_id"], seat_keys=["1:0"], request=SaleRequest(owner="s:eve")
-        )
+    with pytest.raises(SeatsTaken):  # a holder's seat, reserved for their renewal
+        subscriptions.hold_subscription(subscription_id=new["_id"], seat_keys=["0:0"], request=eve)
+    common = subscriptions.common_map(new, subscriptions.performances(new))
+    assert common["seats"][0][0] != FREE and common["seats"][2][8] != FREE  # off the buyers' map
+    cart = subscriptions.hold_subscription(subscription_id=new["_id"], seat_keys=["1:0"], request=eve)
+    assert cart["total"] == 4500 and cells(sessions, "1:0") == [HELD, HELD, HELD]
+    assert check_invariants() == []
 
 
 def test_one_click_renews_and_pays_through_the_checkout(client, seasons):
@@ -119,8 +125,65 @@ def test_a_holder_moves_to_a_seat_free_at_every_performance(seasons):
     with pytest.raises(SeatsTaken):
         subscriptions.change_renewal_seat(owner=ada["owner"], seat_keys=["1:0"])
     assert cells(sessions, "0:0") == [HELD, HELD, HELD]  # the old seat stays reserved
-    moved = subscriptions.change_renewal_seat(owner=ada["owner"], seat_keys=["0:2"])
-    assert cells(sessions, "0:2") == [HELD, HELD, HELD]
+    moved = subscriptions.change_renewal_seat(owner=ada["owner"], seat_keys=["0:3"])
+    assert cells(sessions, "0:3") == [HELD, HELD, HELD]
     assert cells(sessions, "0:0") == [FREE, FREE, FREE]
     assert moved["expiresAt"] == ada["expiresAt"]
     assert check_invariants() == []
+
+
+def with_reduced(session):
+    offers.set_price_table(session["_id"], {"s": 2000, "p": 3500}, {"reduced": {"s": 1500, "p": 2500}})
+    return session
+
+
+@pytest.fixture
+def reduced_seasons():
+    """Last season's holder bought one full-price and one reduced seat; both seasons offer both."""
+    hall = make_theater()
+    offers.set_theater_ticket_types(hall["_id"], TYPES)
+    now = clock.now()
+    old_sessions = [with_reduced(make_session(hall, days=2 + i)) for i in range(2)]
+    old = subscriptions.create_subscription(
+        name="Season 1",
+        session_ids=[s["_id"] for s in old_sessions],
+        prices={"s": 4000, "p": 6000},
+        type_prices={"reduced": {"s": 2000, "p": 3000}},
+        sale_opens=now - timedelta(hours=1),
+        sale_closes=now + timedelta(days=1),
+    )
+    full = subscriptions.hold_subscription(
+        subscription_id=old["_id"], seat_keys=["0:0"], request=SaleRequest(owner="s:ada")
+    )
+    cart = subscriptions.hold_subscription(
+        subscription_id=old["_id"], seat_keys=["2:8"], request=SaleRequest(owner="s:ada", ticket_type="reduced")
+    )
+    checkout_paid("s:ada", cart["_id"], "Ada", "ada@example.com")
+    checkout_paid("s:ada", full["_id"], "Ada", "ada@example.com")
+    new_sessions = [with_reduced(make_session(hall, days=10 + i)) for i in range(3)]
+    new = subscriptions.create_subscription(
+        name="Season 2",
+        session_ids=[s["_id"] for s in new_sessions],
+        prices={"s": 4500, "p": 6500},
+        type_prices={"reduced": {"s": 2250, "p": 3250}},
+        sale_opens=now - timedelta(minutes=1),
+        sale_closes=now + timedelta(days=5),
+        renews=old["_id"],
+        renewal_closes=now + timedelta(days=1),
+    )
+    return new, new_sessions
+
+
+def test_a_reduced_holder_renews_at_the_reduced_price_shown_and_charged(client, reduced_seasons):
+    new, sessions = reduced_seasons
+    tasks.subscription_renewals()
+    renewal = next(c for c in mongo.carts().find({"owner": {"$regex": "^r:"}}) if c["items"][0]["key"] == "2:8")
+    assert renewal["total"] == 2250 and {i["ticketType"] for i in renewal["items"]} == {"reduced"}
+    path = reverse("booking:subscription_renew", args=[subscriptions.renewal_token(renewal["owner"])])
+    page = client.get(path).content.decode()
+    assert "22.50" in page and "Reduced" in page and "45.00" not in page
+    client.post(path)
+    client.post(reverse("booking:checkout"), {"name": "Ada", "email": "ada@example.com", "method": "card"})
+    order = mongo.orders().find_one({"subscription._id": new["_id"]})
+    assert order["total"] == 2250
+    assert {line["ticketType"] for line in order["lines"]} == {"reduced"}

@@ -8,9 +8,18 @@ import pytest
 
 from booking.core import clock, faults, mongo
 from booking.core.domain import SubscriptionSaleState
-from booking.core.errors import BookingError, InvalidRequest, SeatsTaken, SessionNotOnSale
+from booking.core.errors import (
+    BookingError,
+    Conflict,
+    InvalidRequest,
+    OrphanSeat,
+    SeatsTaken,
+    SessionNotOnSale,
+    TooManySeats,
+)
 from booking.payments import flow as payments
-from booking.sales import counter, exchanges, holds, promos, subscriptions
+from booking.sales import buyer_changes, counter, exchanges, holds, promos, self_service, subscriptions
+from booking.sales.holds import HoldContext
 from booking.sales.subscriptions import SaleRequest
 from booking.tests.factories import make_session, make_theater
 from booking.tests.localstripe import VISA, card
@@ -55,9 +64,9 @@ def a_moment_later():
 def test_a_sale_holds_the_same_seat_in_every_performance_at_the_subscription_price():
     sub, sessions = season()
     cart = subscriptions.hold_subscription(
-        subscription_id=sub["_id"], seat_keys=["1:2"], request=SaleRequest(owner=ALICE)
+        subscription_id=sub["_id"], seat_keys=["1:3"], request=SaleRequest(owner=ALICE)
     )
-    assert [cell(s, "1:2") for s in sessions] == [HELD, HELD, HELD]
+    assert [cell(s, "1:3") for s in sessions] == [HELD, HELD, HELD]
     assert sorted(i["sessionId"] for i in cart["items"]) == sorted(s["_id"] for s in sessions)
     assert sorted(i["price"] for i in cart["items"]) == [5333, 5334, 5334]
     assert cart["total"] == PRICES["p"]
@@ -108,11 +117,11 @@ def test_a_crash_between_the_second_and_third_performance_is_undone(fault_hook):
 
     fault_hook(crash_on_second)
     with pytest.raises(faults.InjectedCrash):
-        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:1"], request=SaleRequest(owner=ALICE))
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:3"], request=SaleRequest(owner=ALICE))
     faults.set_hook(None)
-    assert [cell(s, "2:1") for s in sessions] == [HELD, HELD, FREE]
+    assert [cell(s, "2:3") for s in sessions] == [HELD, HELD, FREE]
     reconcile(now=a_moment_later(), grace=NO_GRACE)
-    assert [cell(s, "2:1") for s in sessions] == [FREE, FREE, FREE]
+    assert [cell(s, "2:3") for s in sessions] == [FREE, FREE, FREE]
     assert check_invariants() == []
 
 
@@ -120,11 +129,11 @@ def test_a_crash_after_the_cart_is_finished_by_reconcile(crash_at):
     sub, sessions = season()
     crash_at("subscription.after_cart")
     with pytest.raises(faults.InjectedCrash):
-        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:2"], request=SaleRequest(owner=ALICE))
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:5"], request=SaleRequest(owner=ALICE))
     faults.set_hook(None)
     report = reconcile(now=a_moment_later(), grace=NO_GRACE)
     assert report.subscription_sales_finished == 1
-    assert [cell(s, "2:2") for s in sessions] == [HELD, HELD, HELD]
+    assert [cell(s, "2:5") for s in sessions] == [HELD, HELD, HELD]
     assert mongo.subscription_sales().find_one()["state"] == SubscriptionSaleState.HELD
     assert check_invariants() == []
 
@@ -218,7 +227,7 @@ def test_a_subscription_racing_single_holds_on_one_performance_is_never_sold_twi
 def test_a_subscription_paid_by_card_sells_a_ticket_per_performance():
     sub, sessions = season()
     cart = subscriptions.hold_subscription(
-        subscription_id=sub["_id"], seat_keys=["0:1"], request=SaleRequest(owner=ALICE)
+        subscription_id=sub["_id"], seat_keys=["0:3"], request=SaleRequest(owner=ALICE)
     )
     order = payments.start(ALICE, cart["_id"], "Ada Lovelace", "ada@example.com")
     assert order["total"] >= PRICES["s"]
@@ -229,7 +238,7 @@ def test_a_subscription_paid_by_card_sells_a_ticket_per_performance():
     assert sorted(line["sessionId"] for line in paid["lines"]) == sorted(s["_id"] for s in sessions)
     assert len({line["ticket"] for line in paid["lines"]}) == 3
     assert sum(line["price"] for line in paid["lines"]) == PRICES["s"]
-    assert [cell(s, "0:1") for s in sessions] == [SOLD, SOLD, SOLD]
+    assert [cell(s, "0:3") for s in sessions] == [SOLD, SOLD, SOLD]
     assert check_invariants() == []
 
 
@@ -249,15 +258,15 @@ def test_the_box_office_sells_a_subscription():
 def test_a_subscription_cart_keeps_its_seats_together():
     sub, sessions = season()
     cart = subscriptions.hold_subscription(
-        subscription_id=sub["_id"], seat_keys=["0:2"], request=SaleRequest(owner=ALICE)
+        subscription_id=sub["_id"], seat_keys=["0:5"], request=SaleRequest(owner=ALICE)
     )
     with pytest.raises(InvalidRequest):
-        holds.release_seats(sessions[0]["_id"], ALICE, cart["_id"], ["0:2"])
+        holds.release_seats(sessions[0]["_id"], ALICE, cart["_id"], ["0:5"])
     with pytest.raises(InvalidRequest):
-        holds.hold_seats(sessions[0]["_id"], ALICE, cart["_id"], ["0:3"])
+        holds.hold_seats(sessions[0]["_id"], ALICE, cart["_id"], ["0:6"])
     with pytest.raises(InvalidRequest):
         promos.apply_code(ALICE, cart["_id"], "ANYCODE1")
-    assert [cell(s, "0:2") for s in sessions] == [HELD, HELD, HELD]
+    assert [cell(s, "0:5") for s in sessions] == [HELD, HELD, HELD]
 
 
 def test_outside_the_sale_window_buyers_cannot_buy_but_the_box_office_can():
@@ -348,17 +357,167 @@ def test_a_subscriber_swaps_one_performance_for_another_date_through_the_exchang
     other_date = make_session(make_theater(name="Grand Hall"), days=9)  # Hamlet again, not in the subscription
     other_show = make_session(make_theater(name="Studio"), days=9, name="Faust")
     cart = subscriptions.hold_subscription(
-        subscription_id=sub["_id"], seat_keys=["0:1"], request=SaleRequest(owner=ALICE)
+        subscription_id=sub["_id"], seat_keys=["0:3"], request=SaleRequest(owner=ALICE)
     )
     order = payments.start(ALICE, cart["_id"], "Ada Lovelace", "ada@example.com")
     order = payments.pay_with_card(order["_id"], ALICE, card(VISA)).order
     line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
     with pytest.raises(InvalidRequest):
-        exchanges.exchange(order["_id"], [line["ticket"]], other_show["_id"], ["0:1"])
-    swapped = exchanges.exchange(order["_id"], [line["ticket"]], other_date["_id"], ["0:1"])
+        exchanges.exchange(order["_id"], [line["ticket"]], other_show["_id"], ["0:3"])
+    swapped = exchanges.exchange(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"])
     moved = next(new for new in swapped["lines"] if new["sessionId"] == other_date["_id"])
     assert moved["price"] == line["price"] and moved["subscription"] == sub["_id"]  # no difference to pay
     assert swapped["total"] == order["total"]
-    assert [cell(s, "0:1") for s in sessions] == [SOLD, FREE, SOLD]
-    assert cell(other_date, "0:1") == SOLD
+    assert [cell(s, "0:3") for s in sessions] == [SOLD, FREE, SOLD]
+    assert cell(other_date, "0:3") == SOLD
     assert check_invariants() == []
+
+
+def test_a_seat_leaving_a_lone_seat_at_one_performance_holds_nothing_anywhere():
+    sub, sessions = season()
+    # at the second performance only 0:1 is taken: choosing 0:3 would leave 0:2 alone there
+    holds.hold_seats(sessions[1]["_id"], BOB, None, ["0:0", "0:1"])
+    with pytest.raises(OrphanSeat) as refused:
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["0:3"], request=SaleRequest(owner=ALICE))
+    assert "Row A, seat 3" in refused.value.message  # the seat left alone, and where
+    assert [cell(s, "0:3") for s in sessions] == [FREE, FREE, FREE]
+    assert [cell(s, "0:2") for s in sessions] == [FREE, FREE, FREE]
+    both = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["0:2", "0:3"], request=SaleRequest(owner=ALICE)
+    )
+    assert [cell(s, "0:2") for s in sessions] == [HELD, HELD, HELD]
+    assert len(both["items"]) == 6
+    assert check_invariants() == []
+
+
+def test_the_orphan_rule_is_the_holds_own_and_goes_with_its_setting(settings):
+    sub, sessions = season()
+    with pytest.raises(OrphanSeat):  # the same rule a single hold obeys
+        holds.hold_seats(sessions[0]["_id"], BOB, None, ["1:2"])
+    with pytest.raises(OrphanSeat):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["1:2"], request=SaleRequest(owner=ALICE))
+    with pytest.raises(OrphanSeat):  # the box office too
+        subscriptions.hold_subscription(
+            subscription_id=sub["_id"], seat_keys=["1:2"], request=SaleRequest(owner="staff:1", box_office=True)
+        )
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False
+    subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["1:2"], request=SaleRequest(owner=ALICE))
+    assert [cell(s, "1:2") for s in sessions] == [HELD, HELD, HELD]
+
+
+def test_a_lone_seat_made_between_the_map_and_the_write_is_refused_by_the_write(fault_hook):
+    sub, sessions = season()
+
+    def bob_takes_a_neighbour(point):
+        if point == "subscription.after_session":  # the first performance written, the second not yet
+            holds.hold_seats(sessions[1]["_id"], BOB, None, ["2:0", "2:1"])
+
+    fault_hook(bob_takes_a_neighbour)
+    with pytest.raises(OrphanSeat):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:3"], request=SaleRequest(owner=ALICE))
+    assert [cell(s, "2:3") for s in sessions] == [FREE, FREE, FREE]
+    assert check_invariants() == []
+
+
+def address_request(owner, client="ip:203.0.113.7"):
+    return SaleRequest(owner=owner, client=client)
+
+
+def test_a_subscription_counts_each_seat_once_per_performance_against_the_address_limit(settings):
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 6
+    sub, sessions = season()  # 3 performances
+    subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["0:0"], request=address_request(ALICE))
+    assert mongo.client_holds().find_one({"_id": "ip:203.0.113.7"})["held"] == 3
+    with pytest.raises(TooManySeats):  # 3 + 6 > 6
+        subscriptions.hold_subscription(
+            subscription_id=sub["_id"], seat_keys=["2:0", "2:1"], request=address_request(BOB)
+        )
+    assert [cell(s, "2:0") for s in sessions] == [FREE, FREE, FREE]
+    subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["2:8"], request=address_request(BOB))
+    assert mongo.client_holds().find_one({"_id": "ip:203.0.113.7"})["held"] == 6  # exactly at the limit
+    with pytest.raises(TooManySeats):  # one single seat more from the same address: 7 > 6
+        holds.hold_seats(sessions[0]["_id"], "s:carol", None, ["1:0"], context=HoldContext(client="ip:203.0.113.7"))
+    # another address, and the box office, are not counted here
+    subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["1:0"], request=address_request("s:dan", "ip:198.51.100.1")
+    )
+    subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["1:8"], request=SaleRequest(owner="staff:1", box_office=True)
+    )
+
+
+def test_a_refused_subscription_gives_its_seats_back_to_the_address(settings):
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 6
+    sub, sessions = season()
+    holds.hold_seats(sessions[2]["_id"], BOB, None, ["0:0"])
+    with pytest.raises(SeatsTaken):
+        subscriptions.hold_subscription(subscription_id=sub["_id"], seat_keys=["0:0"], request=address_request(ALICE))
+    assert mongo.client_holds().find_one({"_id": "ip:203.0.113.7"})["held"] == 0
+    both = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["2:0", "2:1"], request=address_request(ALICE)
+    )
+    assert len(both["items"]) == 6
+
+
+def paid_subscription(key="0:3"):
+    sub, sessions = season()
+    cart = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=[key], request=SaleRequest(owner=ALICE)
+    )
+    order = payments.start(ALICE, cart["_id"], "Ada Lovelace", "ada@example.com")
+    return sub, sessions, payments.pay_with_card(order["_id"], ALICE, card(VISA)).order
+
+
+SWAP_RULES = self_service.Rules(exchange=True, hours_before=48, fee=250)
+
+
+def test_a_subscription_date_swap_costs_the_theaters_fee_per_ticket_at_the_box_office():
+    sub, sessions, order = paid_subscription()
+    self_service.set_series_rules(session_ids=[s["_id"] for s in sessions], rules=SWAP_RULES)
+    other_date = make_session(make_theater(name="Grand Hall"), days=9)
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    preview = exchanges.plan(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"])
+    assert (preview.fee, preview.difference) == (250, 250)  # the price kept, the fee to pay
+    swapped = exchanges.exchange(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"], settle=exchanges.COUNTER)
+    assert swapped["total"] == order["total"] + 250
+    assert swapped["exchanges"][-1]["fee"] == 250
+    assert cell(other_date, "0:3") == SOLD and cell(sessions[1], "0:3") == FREE
+    assert check_invariants() == []
+
+
+def test_a_subscriber_swapping_online_pays_the_fee_once(monkeypatch):
+    sub, sessions, order = paid_subscription()
+    theater_id = sessions[1]["theaterId"]
+    self_service.set_theater_rules(theater_id=theater_id, rules=SWAP_RULES)
+    other_date = make_session(mongo.theaters().find_one({"_id": theater_id}), days=9)
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    targets = buyer_changes.exchange_targets(order=order, now=clock.now())
+    assert other_date["_id"] in {t["_id"] for t in targets}
+    waiting = buyer_changes.exchange_tickets(
+        order_id=order["_id"], tickets=[line["ticket"]], session_id=other_date["_id"], keys=["0:3"], now=clock.now()
+    )
+    record = waiting["exchanges"][-1]
+    assert (record["fee"], record["difference"]) == (250, 250)  # the card pays the fee, once
+    assert record["state"] == exchanges.AWAITING
+
+
+def test_a_subscription_date_swap_ends_at_the_cut_off_exactly(monkeypatch):
+    sub, sessions, order = paid_subscription()
+    self_service.set_series_rules(session_ids=[s["_id"] for s in sessions], rules=SWAP_RULES)
+    other_date = make_session(make_theater(name="Grand Hall"), days=9)
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    deadline = sessions[1]["start"] - timedelta(hours=48)
+    monkeypatch.setattr(clock, "now", lambda: deadline - timedelta(milliseconds=1))
+    assert exchanges.plan(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"]).fee == 250
+    monkeypatch.setattr(clock, "now", lambda: deadline)
+    with pytest.raises(Conflict, match="48 hours before"):
+        exchanges.plan(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"])
+    assert cell(sessions[1], "0:3") == SOLD
+
+
+def test_a_swap_with_no_rules_set_costs_nothing_and_has_no_cut_off(monkeypatch):
+    sub, sessions, order = paid_subscription()
+    other_date = make_session(make_theater(name="Grand Hall"), days=9)
+    line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
+    monkeypatch.setattr(clock, "now", lambda: sessions[1]["start"] - timedelta(hours=1))
+    assert exchanges.plan(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"]).fee == 0
