@@ -83,7 +83,7 @@ def test_buy_a_subscription_and_pay_by_card(chromium, live_server, shot, season,
     page.on("pageerror", lambda exc: pytest.fail(f"JavaScript error: {exc}"))
     try:
         page.goto("/")
-        page.locator(".hero").get_by_role("link").click()
+        page.locator('.hero a[href="/subscriptions/"]').click()
         expect(page.get_by_role("link", name=words["name"])).to_be_visible()
         shot(page, f"list-{language}")
         page.get_by_role("link", name=words["name"]).click()

@@ -49,6 +49,8 @@ ALLOWED_SCANS = {
     # reconcile: invoices a crash left unnumbered, among every invoice (the sparse due-date index:
     # invoices are a few a day per theater, not the buyers' orders)
     "find orders {'invoice.due': {'$exists': 'bool'}, 'invoiceNo': {'$exists': 'bool'}} hint=invoice_due limit=200",
+    # reconcile and the next closing: closings a crash left half-made (the sparse index holds just them)
+    "find till_closings {'claiming': 'bool'} hint=till_claiming",
 }
 
 
