@@ -7,6 +7,7 @@ schedule (and the time limits) are in settings.CELERY_BEAT_SCHEDULE.
 
 import logging
 import random
+from collections.abc import Callable
 
 from bson import ObjectId
 from bson.errors import InvalidId
@@ -115,6 +116,21 @@ def mail_retry_countdown(retries: int) -> float:
     return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not security
 
 
+def send_once(task, document_id: str, send: Callable[[ObjectId], str]) -> str:
+    """A mail task's run for one document: "invalid id" for an id that is none; a mail server that
+    is away is tried again with backoff, then "failed" (still owed: reconcile queues it again)."""
+    try:
+        oid = ObjectId(document_id)
+    except (InvalidId, TypeError):
+        return "invalid id"
+    try:
+        return send(oid)
+    except notifications.MailServerUnavailable as exc:
+        if task.request.retries >= task.max_retries:
+            return "failed"
+        raise task.retry(countdown=mail_retry_countdown(task.request.retries)) from exc
+
+
 @shared_task(name=work_queue.SEND_ORDER_CONFIRMATION, bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
 def send_order_confirmation(self, order_id: str) -> SendOutcome:
     """The confirmation e-mail of one order (queued once the order is stored)."""
@@ -146,16 +162,7 @@ def send_order_confirmation(self, order_id: str) -> SendOutcome:
 @shared_task(name=work_queue.SEND_PAYMENT_NOTICE, bind=True, max_retries=8, time_limit=90, soft_time_limit=60)
 def send_payment_notice(self, order_id: str) -> str:
     """The e-mail telling a buyer their payment was refunded without a booking (payments/refunds.py)."""
-    try:
-        oid = ObjectId(order_id)
-    except (InvalidId, TypeError):
-        return "invalid id"
-    try:
-        outcome = payment_notices.send_notice(oid)
-    except notifications.MailServerUnavailable as exc:
-        if self.request.retries >= self.max_retries:
-            return "failed"  # reconcile queues it again later
-        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
+    outcome = send_once(self, order_id, payment_notices.send_notice)
     logger.info("refund notice for order %s: %s", order_id, outcome)
     return outcome
 
@@ -243,28 +250,10 @@ def offer_returned_seats(session_id: str) -> dict:
 @shared_task(name=work_queue.SEND_WAITING_LIST_OFFER, bind=True, max_retries=8, time_limit=60, soft_time_limit=45)
 def send_waiting_list_offer(self, entry_id: str) -> str:
     """The mail offering a waiting buyer their seats (notifications/waiting_list_mail.py), once."""
-    try:
-        oid = ObjectId(entry_id)
-    except (InvalidId, TypeError):
-        return "invalid id"
-    try:
-        return waiting_list_mail.send_offer(oid)
-    except notifications.MailServerUnavailable as exc:
-        if self.request.retries >= self.max_retries:
-            return "failed"  # still pending: reconcile queues it again later
-        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
+    return send_once(self, entry_id, waiting_list_mail.send_offer)
 
 
 @shared_task(name=work_queue.SEND_VOUCHER_MAIL, bind=True, max_retries=8, time_limit=60, soft_time_limit=45)
 def send_voucher_mail(self, voucher_id: str) -> str:
     """The mail with a gift voucher bought online (notifications/voucher_mail.py), once."""
-    try:
-        oid = ObjectId(voucher_id)
-    except (InvalidId, TypeError):
-        return "invalid id"
-    try:
-        return voucher_mail.send_voucher(oid)
-    except notifications.MailServerUnavailable as exc:
-        if self.request.retries >= self.max_retries:
-            return "failed"  # still pending: reconcile queues it again later
-        raise self.retry(countdown=mail_retry_countdown(self.request.retries)) from exc
+    return send_once(self, voucher_id, voucher_mail.send_voucher)
