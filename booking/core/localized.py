@@ -11,9 +11,10 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import translation
+from django.utils.functional import Promise
 from django.utils.translation import gettext, gettext_lazy, gettext_noop, pgettext_lazy
 
-from booking.core.domain import Category
+from booking.core.domain import CartState, Category, OrderState, SessionStatus
 
 # The languages besides the source language, and the suffix of their fields ("de" -> nameDe).
 TRANSLATED_FIELDS = ("name", "description")
@@ -124,14 +125,14 @@ def ticket_type_condition(ticket_type: dict | None, language: str | None = None)
 
 
 # An order's state as the buyer reads it (the order page's badge, messages about the order).
-ORDER_STATE_LABELS = {
-    "pending_payment": gettext_lazy("Waiting for payment"),
-    "paid": gettext_lazy("Paid"),
-    "expired": gettext_lazy("Expired (not paid)"),
-    "canceled": gettext_lazy("Canceled"),
-    "refunded": gettext_lazy("Refunded"),
-    "partially_refunded": gettext_lazy("Partly refunded"),
-    "failed": gettext_lazy("Not completed"),
+ORDER_STATE_LABELS: dict[str, Promise] = {
+    OrderState.PENDING_PAYMENT: gettext_lazy("Waiting for payment"),
+    OrderState.PAID: gettext_lazy("Paid"),
+    OrderState.EXPIRED: gettext_lazy("Expired (not paid)"),
+    OrderState.CANCELED: gettext_lazy("Canceled"),
+    OrderState.REFUNDED: gettext_lazy("Refunded"),
+    OrderState.PARTIALLY_REFUNDED: gettext_lazy("Partly refunded"),
+    OrderState.FAILED: gettext_lazy("Not completed"),
 }
 
 
@@ -159,17 +160,17 @@ def status_label(status: str) -> str:
 
 
 # A session's status, a cart's state and a waiting list entry's as staff read them in lists.
-SESSION_STATUS_LABELS = {
-    "draft": gettext_lazy("draft"),
-    "on_sale": gettext_lazy("on sale"),
-    "canceled": gettext_lazy("canceled"),
+SESSION_STATUS_LABELS: dict[str, Promise] = {
+    SessionStatus.DRAFT: gettext_lazy("draft"),
+    SessionStatus.ON_SALE: gettext_lazy("on sale"),
+    SessionStatus.CANCELED: gettext_lazy("canceled"),
 }
-CART_STATE_LABELS = {
-    "active": pgettext_lazy("cart state", "active"),
-    "paying": pgettext_lazy("cart state", "paying"),
-    "done": pgettext_lazy("cart state", "bought"),
-    "expired": pgettext_lazy("cart state", "expired"),
-    "canceled": pgettext_lazy("cart state", "canceled"),
+CART_STATE_LABELS: dict[str, Promise] = {
+    CartState.ACTIVE: pgettext_lazy("cart state", "active"),
+    CartState.PAYING: pgettext_lazy("cart state", "paying"),
+    CartState.DONE: pgettext_lazy("cart state", "bought"),
+    CartState.EXPIRED: pgettext_lazy("cart state", "expired"),
+    CartState.CANCELED: pgettext_lazy("cart state", "canceled"),
 }
 
 WAITING_LIST_STATE_LABELS = {

@@ -29,7 +29,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from booking.core import mongo
-from booking.payments import counter, vouchers
+from booking.payments import counter, refunds, vouchers
 from booking.reports.exports import Table, amount
 
 CASH = counter.CASH
@@ -139,7 +139,7 @@ def movements_of(order: dict) -> Iterator[Movement]:
         )
     for refund in order.get("refunds") or []:
         payment = taken.get(refund["payment"]["id"])
-        if payment is None or refund.get("status") == "failed":
+        if payment is None or refund.get("status") == refunds.FAILED:
             continue  # an extra payment's refund, or one that never went through (yet)
         house = refund["payment"]["provider"] in HOUSE
         seller = (refund.get("by") or _seller(order, payment)) if house else ONLINE

@@ -46,11 +46,11 @@ logger = logging.getLogger("booking.checkin")
 # a refunded ticket has left ``lines`` for ``refundedLines``: payments/refunds.py).
 ADMITTING_STATES = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED)
 NOT_ADMITTING = {
-    "canceled": gettext_noop("The booking was canceled."),
-    "refunded": gettext_noop("The booking was refunded."),
-    "failed": gettext_noop("The booking was never completed."),
-    "pending_payment": gettext_noop("The booking is not paid."),
-    "expired": gettext_noop("The booking expired unpaid."),
+    OrderState.CANCELED: gettext_noop("The booking was canceled."),
+    OrderState.REFUNDED: gettext_noop("The booking was refunded."),
+    OrderState.FAILED: gettext_noop("The booking was never completed."),
+    OrderState.PENDING_PAYMENT: gettext_noop("The booking is not paid."),
+    OrderState.EXPIRED: gettext_noop("The booking expired unpaid."),
 }
 
 # A ticket moved to another seat by an exchange (sales/exchanges.py): its line left ``lines``
