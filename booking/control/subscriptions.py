@@ -131,6 +131,8 @@ class SubscriptionAdmin(MongoModelAdmin):
                 ),
             )
             if created is not None:
+                if created.get("renews"):  # the holders' seats kept from now, not from the sale's opening
+                    subscriptions.open_renewal(created["_id"])
                 return self.saved(
                     request,
                     ADDITION,
