@@ -1,7 +1,7 @@
 """Bulk actions on a series in the admin (sales/series.py): put every draft on sale, change a
-category's price, or cancel them all; first a preview of what each performance would change, then
-"Apply" does exactly that. Mixed into SessionAdmin (booking/control/sessions.py), which lists the
-route."""
+category's price, set when sales open or close, or cancel them all; first a preview of what each
+performance would change, then "Apply" does exactly that. Mixed into SessionAdmin
+(booking/control/sessions.py), which lists the route."""
 
 from typing import Any
 
@@ -30,6 +30,7 @@ class SeriesActionForm(forms.Form):
             (series.PUBLISH, gettext_lazy("Put the drafts on sale")),
             (series.PRICES, gettext_lazy("Change a category's price")),
             (series.SALE_OPENS, gettext_lazy("Set when sales open")),
+            (series.SALE_CLOSES, gettext_lazy("Close online sales a time before each start")),
             (series.CANCEL, gettext_lazy("Cancel every performance (orders refunded, customers mailed)")),
         ],
         widget=forms.RadioSelect,
@@ -47,6 +48,13 @@ class SeriesActionForm(forms.Form):
         input_formats=SALE_TIME_FORMATS,
     )
 
+    closes_before = forms.IntegerField(
+        label=gettext_lazy("Minutes before the start"),
+        required=False,
+        min_value=0,
+        max_value=series.MAX_CLOSE_BEFORE_MINUTES,
+    )
+
     def __init__(self, *args, categories: list[dict], ticket_types: list[dict], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["category"].choices = [("", "—")] + [(c["code"], c["name"]) for c in categories]  # type: ignore[attr-defined]
@@ -61,6 +69,12 @@ class SeriesActionForm(forms.Form):
                 self.add_error("price", _("Give the new price."))
         if data.get("action") == series.SALE_OPENS and data.get("sale_opens") is None:
             self.add_error("sale_opens", _("Give the on-sale time."))
+        if (
+            data.get("action") == series.SALE_CLOSES
+            and data.get("closes_before") is None
+            and "closes_before" not in self.errors
+        ):
+            self.add_error("closes_before", _("Give the minutes before each start."))
         return data
 
     @property
@@ -91,6 +105,7 @@ class SeriesActionsMixin(AdminMixinBase):
             choice: dict[str, Any] = {
                 "ticket_type": form.cleaned_data.get("ticket_type") or series.FULL,
                 "sale_opens": form.cleaned_data.get("sale_opens"),
+                "closes_before": form.cleaned_data.get("closes_before"),
             }
             try:
                 if request.POST.get("apply") == "yes":

@@ -131,12 +131,16 @@ class SubscriptionAdmin(MongoModelAdmin):
                 ),
             )
             if created is not None:
+                note = f"Added the subscription {created['name']}."
+                if created.get("renews"):  # the holders' seats kept from now, not from the sale's opening
+                    opened = subscriptions.open_renewal(created["_id"])
+                    note += f" Renewal opened: {opened.reserved} reserved, {len(opened.lost or [])} lost."
                 return self.saved(
                     request,
                     ADDITION,
                     created["_id"],
                     created["name"],
-                    note=f"Added the subscription {created['name']}.",
+                    note=note,
                     to=self.url("change", str(created["_id"])),
                 )
         status = 400 if request.method == "POST" else 200

@@ -186,8 +186,13 @@ def _describe(order: dict, notice: dict) -> dict:
     """What changed, in the words of the mail."""
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     context: dict = {"kind": notice["kind"]}
-    if notice["kind"] in (RESERVATION, RESERVATION_LAPSED):
+    if notice["kind"] == RESERVATION:
         return {**context, **reservation_context(order)}
+    if notice["kind"] == RESERVATION_LAPSED:  # a lapsed invoice's credit note goes with it
+        notes = [n for n in credit_notes.of_order(order["_id"]) if n["kind"] == credit_notes.VOID]
+        labels = [credit_notes.credit_label(n) for n in notes]
+        invoice = invoices.invoice_label(order) if order.get("invoice") else ""
+        return {**context, **reservation_context(order), "credit_notes": labels, "invoice_label": invoice}
     if notice["kind"] == INVOICE:
         invoice = order["invoice"]
         return {

@@ -335,6 +335,9 @@ def confirmation_context(order: dict, *, venues: dict | None = None) -> dict:
     shows = sorted({line.show for line in lines})
     return {
         "name": order.get("name", ""),
+        # a subscription's booking names it, as its order page does
+        "subscription": localized(order.get("subscription"), "name"),
+        "performance_count": len(sessions),
         "ref": order["ref"],
         "lines": lines,
         "shows": shows,

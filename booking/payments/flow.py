@@ -771,10 +771,16 @@ def expire_paying_cart(
 
 
 def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None:
-    """``pending_payment -> expired``; a box-office reservation's buyer is told in the same write.
+    """``pending_payment -> expired``; a box-office reservation's or an invoice's buyer is told in
+    the same write (an invoice's mail carries its credit note).
     Returns the order as that write left it (None when it was not pending): its payment as it was
     at the moment it stopped being payable (a card is only charged while the order is pending)."""
-    lapsed = order is not None and order.get("method") == payments.BOX_OFFICE and bool(order.get("email"))
+    # the buyer of an unpaid reservation or invoice is told, an invoice's with its credit note
+    lapsed = (
+        order is not None
+        and (order.get("method") == payments.BOX_OFFICE or bool(order.get("invoice")))
+        and bool(order.get("email"))
+    )
     push: dict = {"changeNotices": outbox.reservation_lapsed()} if lapsed else {}
     owed: dict = {}
     if order is not None and order.get("invoice"):  # an invoice left unpaid is credited in full

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext, gettext_noop, ngettext
 from reportlab.lib import colors
 from reportlab.lib.enums import TA_RIGHT
 from reportlab.lib.pagesizes import A4
@@ -149,6 +149,15 @@ def receipt_pdf(order: dict) -> bytes:
         [gettext("E-mail"), order.get("email", "")],
         [gettext("Payment"), receipts.payment_label(order)],
     ]
+    if order.get("subscription"):
+        sessions = len(order.get("sessions", []))
+        facts.append(
+            [
+                gettext("Subscription"),
+                ngettext("%(name)s: %(count)d performance", "%(name)s: %(count)d performances", sessions)
+                % {"name": localized(order["subscription"], "name"), "count": sessions},
+            ]
+        )
     story.append(Table(facts, colWidths=[45 * mm, None], hAlign="LEFT"))
     story.append(Spacer(1, 6 * mm))
 

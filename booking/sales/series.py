@@ -1,12 +1,13 @@
 """Bulk actions on a series: the upcoming performances of the same show in the same hall. Staff put
-them on sale, change a category's price or cancel them all at once, after a preview of what each
-would change (``preview_*``); applying does exactly what was previewed (the sessions listed then,
-and each price only if it is still what the preview showed), one conditional update per session.
+them on sale, change a category's price, set when sales open or close, or cancel them all at once,
+after a preview of what each would change (``preview_*``); applying does exactly what was previewed
+(the sessions listed then, and each price only if it is still what the preview showed), one
+conditional update per session.
 """
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from bson import ObjectId
 from django.utils.formats import date_format
@@ -23,8 +24,10 @@ from booking.sales.session_prices import MAX_PRICE
 PUBLISH = "publish"
 PRICES = "prices"
 SALE_OPENS = "sale_opens"
+SALE_CLOSES = "sale_closes"
 CANCEL = "cancel"
-ACTIONS = (PUBLISH, PRICES, SALE_OPENS, CANCEL)
+ACTIONS = (PUBLISH, PRICES, SALE_OPENS, SALE_CLOSES, CANCEL)
+MAX_CLOSE_BEFORE_MINUTES = 7 * 24 * 60  # online sales end at most a week before a performance
 FULL = "full"
 FIELDS = {
     "name": 1,
@@ -34,6 +37,7 @@ FIELDS = {
     "typePrices": 1,
     "ticketTypes": 1,
     "saleOpens": 1,
+    "saleCloses": 1,
     "currency": 1,
     "theaterId": 1,
     "theaterName": 1,
@@ -95,6 +99,7 @@ def preview(
     price: int | None = None,
     ticket_type: str = FULL,
     sale_opens: datetime | None = None,
+    closes_before: int | None = None,
 ) -> list[Change]:
     if action not in ACTIONS:
         raise InvalidRequest(_("Choose what to do with the series."))
@@ -105,6 +110,8 @@ def preview(
         raise InvalidRequest(_("Choose a ticket type."))
     if action == SALE_OPENS and (not isinstance(sale_opens, datetime) or sale_opens.tzinfo is None):
         raise InvalidRequest(_("Give the on-sale time."), fields={"sale_opens": _("Give the on-sale time.")})
+    if action == SALE_CLOSES:
+        clean_closes_before(closes_before)
     found = []
     for session in series_of(session_id):
         change = Change(session)
@@ -122,6 +129,17 @@ def preview(
             else:
                 change.changes.append(
                     _("on sale from %(when)s") % {"when": date_format(localtime(sale_opens), "DATETIME_FORMAT")}
+                )
+        elif action == SALE_CLOSES:
+            assert closes_before is not None
+            closes = session["start"] - timedelta(minutes=closes_before)
+            if session.get("saleOpens") is not None and closes <= session["saleOpens"]:
+                change.skip = _("would close before its sale opens")
+            elif session.get("saleCloses") == closes:
+                change.skip = _("closes then already")
+            else:
+                change.changes.append(
+                    _("online sales close %(when)s") % {"when": date_format(localtime(closes), "DATETIME_FORMAT")}
                 )
         elif action == PRICES:
             old = price_cell(session, ticket_type, category)
@@ -144,6 +162,13 @@ def preview(
     return found
 
 
+def clean_closes_before(minutes) -> None:
+    """Minutes before each start that online sales close: 0 (at the start) up to a week."""
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or not 0 <= minutes <= MAX_CLOSE_BEFORE_MINUTES:
+        message = _("Give the minutes before each start, from 0 to %(max)d.") % {"max": MAX_CLOSE_BEFORE_MINUTES}
+        raise InvalidRequest(message, fields={"closes_before": message})
+
+
 @dataclass
 class Applied:
     done: list[str] = field(default_factory=list)  # session ids changed
@@ -160,6 +185,7 @@ def apply(
     seen_prices: dict | None = None,
     ticket_type: str = FULL,
     sale_opens: datetime | None = None,
+    closes_before: int | None = None,
     cancel_terms: dict | None = None,
     by: str = "",
 ) -> Applied:
@@ -172,6 +198,8 @@ def apply(
     terms = {"message": "", "message_de": "", "kept_per_ticket": 0, **(cancel_terms or {})}
     if action == CANCEL:
         session_cancel.clean_terms(**terms)  # bad terms: nothing is canceled
+    if action == SALE_CLOSES:
+        clean_closes_before(closes_before)
     series = {s["_id"]: s for s in series_of(session_id)}
     result = Applied()
     for sid in chosen:
@@ -205,6 +233,20 @@ def apply(
                     listings.due({"$set": {"saleOpens": sale_opens}, "$inc": {"version": 1}}),
                 )
                 ok = bool(done.matched_count)
+        elif action == SALE_CLOSES:
+            assert closes_before is not None
+            start = series[sid]["start"]
+            closes = start - timedelta(minutes=closes_before)
+            done = mongo.sessions().update_one(
+                {
+                    "_id": sid,
+                    "start": start,  # moved since: left alone
+                    "status": {"$in": [SessionStatus.DRAFT, SessionStatus.ON_SALE]},
+                    "$or": [{"saleOpens": None}, {"saleOpens": {"$lt": closes}}],
+                },
+                listings.due({"$set": {"saleCloses": closes}, "$inc": {"version": 1}}),
+            )
+            ok = bool(done.matched_count)
         elif action == CANCEL:
             session_cancel.start(sid, by=by, **terms)
             ok = True

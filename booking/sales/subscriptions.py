@@ -23,9 +23,11 @@ subscription (reports/tally.py counts their income apart).
 
 Renewal (``open_renewal``): last season's holders get their seats reserved in the new
 subscription's performances (the same sale, in a cart of a renewal owner lasting to the end of the
-renewal window); ``renewal_link`` is mailed, the buyer claims the cart (``claim_renewal``) and pays it
-like any other. A reservation not renewed ends with its cart at the window's end, and its seats go
-back on sale. (No seat is ever held twice: every reservation is the same conditional update.)
+renewal window) as soon as the subscription is created (in staff's request, else the beat's next
+round), not when its own sale opens; ``renewal_link`` is mailed, the buyer claims the cart
+(``claim_renewal``) and pays it like any other. A reservation not renewed ends with its cart at the
+window's end, and its seats go back on sale. (No seat is ever held twice: every reservation is the
+same conditional update.)
 """
 
 import hashlib
@@ -649,7 +651,10 @@ class RenewalOpened:
 def open_renewal(subscription_id: ObjectId) -> RenewalOpened:
     """Reserve each holder's seats of the subscription it renews in the new performances, until the
     renewal window closes (a subscription sale each, in a cart of the holder's renewal owner).
-    Run again, it reserves only for holders not yet reserved (the renewal owner's carts)."""
+    Run again, it reserves only for holders not yet reserved (the renewal owner's carts).
+
+    It runs as soon as it can, not when the subscription's own sale opens: the performances'
+    single sale may be open already, and a holder's seat is kept only once it is held for them."""
     subscription = get_subscription(subscription_id)
     if subscription is None or not subscription.get("renews"):
         raise NotFound(gettext("No such subscription."))
@@ -684,17 +689,22 @@ def renewal_types(subscription: Mapping[str, Any], types: Mapping[str, str]) -> 
 
 
 def due_renewals(now: datetime) -> list[Subscription]:
-    """Subscriptions whose renewal window is open and whose holders' seats are not reserved yet."""
+    """Renewing subscriptions whose holders' seats are not reserved yet and whose renewal window has
+    not closed, whether their own sale has opened or not."""
     return list(
         mongo.subscriptions().find(
             {
                 "renewalCloses": {"$gt": now},
-                "saleOpens": {"$lte": now},
                 "renews": {"$exists": True},
                 "renewalOpenedOn": {"$exists": False},  # set once every holder was tried
             }
         )
     )
+
+
+def open_due_renewals(*, now: datetime) -> int:
+    """``open_renewal`` for every due renewal; returns how many holders were reserved."""
+    return sum(open_renewal(s["_id"]).reserved for s in due_renewals(now))
 
 
 def renewals_to_mail(now: datetime) -> list[dict]:

@@ -87,10 +87,10 @@ def subscription_renewals() -> dict:
     """Beat: open the renewal windows that are due (the holders' seats reserved), mail the holders
     not yet mailed, and end the reservations whose window closed (their seats back on sale)."""
     now = clock.now()
-    opened = [subscriptions.open_renewal(s["_id"]).reserved for s in subscriptions.due_renewals(now)]
+    reserved = subscriptions.open_due_renewals(now=now)
     mailed = renewal_notices.send_pending()
     ended = subscriptions.end_renewal_carts(now)
-    return {"reserved": sum(opened), "mailed": mailed, "ended": ended}
+    return {"reserved": reserved, "mailed": mailed, "ended": ended}
 
 
 @shared_task(name="booking.tasks.compact_past_sessions", bind=True, time_limit=600, soft_time_limit=540)

@@ -17,6 +17,10 @@
       // Unchanged, or a refresh that left before the buyer's own click and came back after it.
       e.detail.shouldSwap = false;
       e.detail.isError = false;
+    } else if (isFormAnswer(e.detail)) {
+      // A form refused its input (400, 409): its answer is the form again with the messages.
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
     } else if (isSeatMessage(e.detail.xhr)) {
       // Bad input on a seat action comes back as a message: show it, keep the map.
       e.detail.shouldSwap = true;
@@ -36,12 +40,18 @@
       xhr.responseText.indexOf('id="notice"') !== -1;
   }
 
+  function isFormAnswer(detail) {
+    var status = detail.xhr.status;
+    var elt = detail.requestConfig && detail.requestConfig.elt;
+    return (status === 400 || status === 409) && !!elt && elt.hasAttribute("data-form-answers");
+  }
+
   // With DEBUG on, django-htmx's development helper shows every 400 answer as an error page in
   // place of the whole document. A seat message is an answer for the buyer, not an error page:
   // keep it from that helper (caught on its way down, before it reaches document listeners);
   // htmx itself goes on and the beforeSwap handler above puts it in the notice area.
   window.addEventListener("htmx:beforeOnLoad", function (e) {
-    if (isSeatMessage(e.detail.xhr)) e.stopPropagation();
+    if (isSeatMessage(e.detail.xhr) || isFormAnswer(e.detail)) e.stopPropagation();
   }, true);
 
   // A seat click answers with the changed seats only; the map shown now includes that version,

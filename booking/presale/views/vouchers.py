@@ -17,10 +17,11 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from booking.core.domain import VoucherState
 from booking.core.errors import BookingError, NotFound
+from booking.core.formatting import format_money
 from booking.core.ids import object_id
 from booking.core.localized import localized
-from booking.payments import base, money, voucher_purchases
-from booking.presale.context import error_page, stripe_timing, test_cards
+from booking.payments import base, voucher_purchases
+from booking.presale.context import error_page, stripe_csp, stripe_timing, test_cards
 from booking.sales import selectors
 from booking.web.errors import status_for
 
@@ -37,8 +38,8 @@ def _form_context(theater, form=None, error: str = "", fields: dict | None = Non
         "fields": fields or {},
         "low": settings.BOOKING_VOUCHER_MIN_VALUE // 100,
         "high": settings.BOOKING_VOUCHER_MAX_VALUE // 100,
-        "low_text": money.format_money(settings.BOOKING_VOUCHER_MIN_VALUE, currency),
-        "high_text": money.format_money(settings.BOOKING_VOUCHER_MAX_VALUE, currency),
+        "low_text": format_money(settings.BOOKING_VOUCHER_MIN_VALUE, currency),
+        "high_text": format_money(settings.BOOKING_VOUCHER_MAX_VALUE, currency),
         "currency": currency,
     }
 
@@ -97,7 +98,7 @@ def bought(request, token):
     context = {
         "voucher": voucher,
         "token": purchase["token"],
-        "value": money.format_money(voucher["value"], voucher["currency"]),
+        "value": format_money(voucher["value"], voucher["currency"]),
         "paid": voucher["state"] == VoucherState.ACTIVE,
         "canceled": purchase.get("status") == voucher_purchases.CANCELED,
         "card_form": pending,
@@ -105,7 +106,7 @@ def bought(request, token):
         "stripe_js": settings.STRIPE_JS_URL if pending else "",
         "test_cards": test_cards() if pending else [],
     }
-    return render(request, "booking/voucher_bought.html", context)
+    return stripe_csp(render(request, "booking/voucher_bought.html", context), context)
 
 
 def _answer(voucher, payment: base.Payment) -> dict:

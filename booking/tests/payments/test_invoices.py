@@ -365,3 +365,27 @@ def test_a_crash_right_after_the_exchange_switch_leaves_the_credit_note_to_recon
     reconcile()
     (note,) = credit_notes.of_order(order["_id"])
     assert note["creditNo"] == 1 and note["kind"] == credit_notes.EXCHANGE
+
+
+def test_the_customer_of_a_lapsed_invoice_is_mailed_its_credit_note_once():
+    session = make_session(days=5)
+    order = counter_sale(session, ["0:0", "0:1"], billing=COMPANY)
+    change_notices.send_pending(order["_id"])  # the invoice's own mail
+    mail.outbox.clear()
+    cart_expiry.expire_stale_carts(lapse_time(order) + timedelta(seconds=1))
+    assert change_notices.send_pending(order["_id"]) == ["sent"]
+    (sent,) = mail.outbox
+    assert sent.to == ["grace@example.com"] and order["ref"] in sent.subject
+    assert "Invoice INV-000001 is canceled by credit note CN-000001" in sent.body
+    (name, body, _kind) = next(a for a in sent.attachments if a[0].startswith("credit-note-"))
+    assert name == "credit-note-CN-000001.pdf" and "CN-000001" in pdf_text(body)
+    assert change_notices.send_pending(order["_id"]) == []  # once
+
+
+def test_an_unbilled_counter_reservation_that_lapses_gets_no_credit_note_mail():
+    session = make_session(days=5)
+    reservation = counter_sale(session, ["0:2"], due=invoices.due_day(clock.now() + timedelta(days=1)))
+    mail.outbox.clear()
+    cart_expiry.expire_stale_carts(lapse_time(reservation) + timedelta(seconds=1))
+    assert change_notices.send_pending(reservation["_id"]) == []
+    assert mail.outbox == []

@@ -2,6 +2,7 @@
 stored, the card payment answered as JSON like an order's, the return page in both languages."""
 
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from booking.core import mongo
@@ -37,6 +38,8 @@ def test_the_form_names_the_limits_in_the_buyers_language(theater, language):
     text = page.content.decode()
     assert page.status_code == 200 and "Studio" in text and 'min="5"' in text and 'max="500"' in text
     assert ("Weiter zur Zahlung" in text) == (language == "de")
+    # amounts as every other page writes them, not the receipts' "5,00 EUR"
+    assert ("5\xa0€" in text and "500\xa0€" in text) if language == "de" else ("€5" in text and "€500" in text)
 
 
 @pytest.mark.parametrize(
@@ -88,6 +91,8 @@ def test_htmx_submit_is_sent_on_with_hx_redirect(client, theater):
 
 def test_paying_by_card_and_the_return_page(client, theater):
     page = buy(client, theater)["Location"]
+    card_page = client.get(page)
+    assert settings.STRIPE_API_BASE in card_page["Content-Security-Policy"]  # Stripe.js may load its card form
     declined = client.post(page + "pay", {"payment_method": card(DECLINED)})
     assert declined.status_code == 200 and declined.json()["status"] == "failed" and declined.json()["message"]
     paid = client.post(page + "pay", {"payment_method": card(VISA)})

@@ -112,4 +112,9 @@ def test_staff_see_the_list_with_places_and_offers(sold_out, manager_client):
     text = page.content.decode()
     assert page.status_code == 200
     assert "2 waiting, 1 with an open offer" in " ".join(text.split())
+    assert "; 1 offer made" in " ".join(text.split())
+    german = manager_client.get(
+        reverse("admin:booking_session_waiting_list", args=[str(session["_id"])]), HTTP_ACCEPT_LANGUAGE="de"
+    )
+    assert "; 1 Angebot gemacht" in " ".join(german.content.decode().split())
     assert "a@example.com" in text and "Row A, seat 4" in text

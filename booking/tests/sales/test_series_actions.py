@@ -1,9 +1,12 @@
 """Bulk actions on a series (sales/series.py, control/series_actions.py): a preview of what each
 performance would change, then exactly that applied; permissions and bad input."""
 
+from datetime import timedelta
+
 import pytest
 
-from booking.core import mongo
+from booking.core import domain, mongo
+from booking.core.errors import InvalidRequest
 from booking.sales import cancels, series
 from booking.tests.admin_support import assert_consistent, make_staff, sell
 from booking.tests.factories import make_session, make_theater
@@ -80,3 +83,53 @@ def test_bad_input_and_permissions(client, db, three):
     assert client.get(url(three[0])).status_code == 403
     assert all(s["status"] != "canceled" for s in mongo.sessions().find({}, hint=[("_id", 1)]))
     assert_consistent()
+
+
+def closes_of(sessions):
+    return [mongo.sessions().find_one({"_id": s["_id"]}).get("saleCloses") for s in sessions]
+
+
+def test_online_sales_close_a_time_before_each_start_as_previewed(manager_client, three):
+    opens_late = three[1]["start"] - timedelta(minutes=30)  # its sale opens only half an hour before
+    mongo.sessions().update_one({"_id": three[1]["_id"]}, {"$set": {"saleOpens": opens_late}})
+    form = {"action": "sale_closes", "closes_before": "60"}
+    preview = manager_client.post(url(three[0]), form).content.decode()
+    assert preview.count('name="sessions"') == 2 and "would close before its sale opens" in preview
+    ids = [str(three[0]["_id"]), str(three[2]["_id"])]
+    # one performance moves after the preview: its close is not set from the old start
+    mongo.sessions().update_one({"_id": three[2]["_id"]}, {"$set": {"start": three[2]["start"] + timedelta(hours=1)}})
+    response = manager_client.post(url(three[0]), {**form, "apply": "yes", "sessions": ids}, follow=True)
+    assert "1 had changed since the preview" not in response.content.decode()  # applied to its start now
+    moved = mongo.sessions().find_one({"_id": three[2]["_id"]})["start"]
+    assert closes_of(three) == [
+        three[0]["start"] - timedelta(minutes=60),
+        None,
+        moved - timedelta(minutes=60),
+    ]
+    stored = mongo.sessions().find_one({"_id": three[0]["_id"]})
+    assert domain.sale_phase(stored, stored["start"] - timedelta(minutes=30)) == domain.SalePhase.CLOSED
+    assert domain.sale_phase(stored, stored["start"] - timedelta(minutes=61)) == domain.SalePhase.OPEN
+    assert_consistent()
+
+
+def test_the_close_limits_hold_at_their_exact_values(manager_client, three):
+    for minutes, status in (("0", 200), (str(series.MAX_CLOSE_BEFORE_MINUTES), 200)):
+        assert (
+            manager_client.post(url(three[0]), {"action": "sale_closes", "closes_before": minutes}).status_code
+            == status
+        )
+    for bad in ("-1", str(series.MAX_CLOSE_BEFORE_MINUTES + 1), "", "soon", "1.5"):
+        answer = manager_client.post(url(three[0]), {"action": "sale_closes", "closes_before": bad, "apply": "yes"})
+        assert answer.status_code == 400, bad
+    with pytest.raises(InvalidRequest):
+        series.apply(three[0]["_id"], series.SALE_CLOSES, [three[0]["_id"]], closes_before=-1)
+    assert closes_of(three) == [None, None, None]
+
+
+def test_a_close_set_at_the_start_leaves_the_sale_open_until_then():
+    theater = make_theater()
+    show = make_session(theater, days=2)
+    series.apply(show["_id"], series.SALE_CLOSES, [show["_id"]], closes_before=0)
+    stored = mongo.sessions().find_one({"_id": show["_id"]})
+    assert stored["saleCloses"] == stored["start"]
+    assert domain.sale_phase(stored, stored["start"] - timedelta(seconds=1)) == domain.SalePhase.OPEN

@@ -7,12 +7,14 @@ from datetime import timedelta
 import pytest
 from django.core import mail
 from django.urls import reverse
+from django.utils import timezone
 
 from booking.core import clock, mongo
 from booking.core.errors import SeatsTaken, SessionNotOnSale
 from booking.payments import flow
 from booking.sales import holds, offers, subscriptions
 from booking.sales.subscriptions import SaleRequest
+from booking.tests.admin_support import make_staff
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.localstripe import VISA, card
 from booking.tests.paying import checkout_paid
@@ -187,3 +189,51 @@ def test_a_reduced_holder_renews_at_the_reduced_price_shown_and_charged(client, 
     order = mongo.orders().find_one({"subscription._id": new["_id"]})
     assert order["total"] == 2250
     assert {line["ticketType"] for line in order["lines"]} == {"reduced"}
+
+
+def renewing(old_id, sessions, *, sale_opens_in: timedelta):
+    now = clock.now()
+    return subscriptions.create_subscription(
+        name="Season 2",
+        session_ids=[s["_id"] for s in sessions],
+        prices={"s": 4500, "p": 6500},
+        sale_opens=now + sale_opens_in,
+        sale_closes=now + sale_opens_in + timedelta(days=5),
+        renews=old_id,
+        renewal_closes=now + sale_opens_in + timedelta(days=1),
+    )
+
+
+def test_holders_seats_are_kept_before_the_subscriptions_own_sale_opens(seasons):
+    """The new performances sell single tickets already; the renewal is reserved on the beat's
+    next round, days before the subscription's sale opens, so no single buyer takes a holder's seat."""
+    new, _, _ = seasons
+    hall_sessions = [make_session(make_theater(), days=20 + i) for i in range(2)]
+    later = renewing(new["renews"], hall_sessions, sale_opens_in=timedelta(days=2))
+    assert tasks.subscription_renewals()["reserved"] == 2 + 2  # both seasons' holders
+    assert cells(hall_sessions, "0:0") == [HELD, HELD]
+    with pytest.raises(SeatsTaken):
+        holds.hold_seats(hall_sessions[0]["_id"], "s:single", None, ["0:0"])
+    assert mongo.subscriptions().find_one({"_id": later["_id"]})["renewalOpenedOn"]
+    assert check_invariants() == []
+
+
+def test_staff_creating_a_renewing_subscription_reserve_the_holders_seats_at_once(seasons, client):
+    new, _, _ = seasons
+    sessions = [make_session(make_theater(), days=20 + i) for i in range(2)]
+    opens = timezone.localtime(clock.now() + timedelta(days=2))
+    form = {
+        "name": "Season 3",
+        "sessions": [str(s["_id"]) for s in sessions],
+        "prices": "s: 4500\np: 6500",
+        "sale_opens": opens.strftime("%Y-%m-%dT%H:%M"),
+        "sale_closes": (opens + timedelta(days=5)).strftime("%Y-%m-%dT%H:%M"),
+        "renews": str(new["renews"]),
+        "renewal_closes": (opens + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M"),
+    }
+    client.force_login(make_staff("planner", ["view_subscription", "add_subscription", "view_session"]))
+    response = client.post("/admin/booking/subscription/add/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert cells(sessions, "0:0") == [HELD, HELD] and cells(sessions, "2:8") == [HELD, HELD]
+    with pytest.raises(SeatsTaken):
+        holds.hold_seats(sessions[0]["_id"], "s:single", None, ["2:8"])

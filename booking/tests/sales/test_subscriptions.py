@@ -5,6 +5,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.utils import translation
 
 from booking.core import clock, faults, mongo
 from booking.core.domain import SubscriptionSaleState
@@ -17,12 +18,15 @@ from booking.core.errors import (
     SessionNotOnSale,
     TooManySeats,
 )
+from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
+from booking.payments import pdf
 from booking.sales import buyer_changes, counter, exchanges, holds, promos, self_service, subscriptions
 from booking.sales.holds import HoldContext
 from booking.sales.subscriptions import SaleRequest
 from booking.tests.factories import make_session, make_theater
 from booking.tests.localstripe import VISA, card
+from booking.tests.pdfs import pdf_text
 from booking.tests.threads import PerThreadClient
 from booking.upkeep.invariants import check_invariants
 from booking.upkeep.reconcile import reconcile
@@ -521,3 +525,33 @@ def test_a_swap_with_no_rules_set_costs_nothing_and_has_no_cut_off(monkeypatch):
     line = next(line for line in order["lines"] if line["sessionId"] == sessions[1]["_id"])
     monkeypatch.setattr(clock, "now", lambda: sessions[1]["start"] - timedelta(hours=1))
     assert exchanges.plan(order["_id"], [line["ticket"]], other_date["_id"], ["0:3"]).fee == 0
+
+
+def test_the_mail_the_receipt_and_the_staff_page_name_the_subscription_in_the_buyers_language(manager_client):
+    sub, sessions = season()
+    cart = subscriptions.hold_subscription(
+        subscription_id=sub["_id"], seat_keys=["0:3"], request=SaleRequest(owner=ALICE)
+    )
+    order = payments.start(ALICE, cart["_id"], "Ada Lovelace", "ada@example.com")
+    paid = mongo.orders().find_one({"_id": payments.pay_with_card(order["_id"], ALICE, card(VISA)).order["_id"]})
+    for language, says in (
+        ("en", "Subscription Season A: 3 performances"),
+        ("de", "Abonnement Abo A: 3 Vorstellungen"),
+    ):
+        mail = notifications.confirmation_message({**paid, "language": language})
+        assert says in str(mail.body) and says in str(mail.alternatives[0][0])
+        with translation.override(language):
+            receipt = " ".join(pdf_text(pdf.receipt_pdf(paid)).split())
+        assert says.split(" ", 1)[1] in receipt
+        staff_page = manager_client.get(f"/admin/booking/order/{paid['_id']}/change/", HTTP_ACCEPT_LANGUAGE=language)
+        assert says.split(" ", 1)[1] in staff_page.content.decode()
+
+
+def test_a_single_ticket_booking_names_no_subscription():
+    _, sessions = season()
+    held = holds.hold_seats(sessions[0]["_id"], ALICE, None, ["2:0", "2:1"])
+    order = payments.start(ALICE, held.cart_id, "Ada Lovelace", "ada@example.com")
+    paid = mongo.orders().find_one({"_id": payments.pay_with_card(order["_id"], ALICE, card(VISA)).order["_id"]})
+    mail = notifications.confirmation_message(paid)
+    assert "Subscription" not in str(mail.body)
+    assert "Subscription" not in pdf_text(pdf.receipt_pdf(paid))
