@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.test import Client, override_settings
+from django.utils import timezone
 
 from booking.core import clock, mongo
 from booking.notifications import confirmations as notifications
@@ -190,7 +191,7 @@ def staff_flow(client, session, order):
         "/admin/booking/session/?when=canceled",
         "/admin/booking/session/?when=all",
         f"/admin/booking/session/?theater={session['theaterId']}",
-        f"/admin/booking/session/?day={clock.now().date().isoformat()}",
+        f"/admin/booking/session/?day={timezone.localdate(clock.now()).isoformat()}",
         f"/admin/booking/session/{sid}/change/",
         f"/admin/booking/session/{sid}/seats/",
         "/admin/booking/cart/",
@@ -212,7 +213,7 @@ def staff_flow(client, session, order):
         f"/admin/booking/order/?session={session['_id']}",
         f"/admin/booking/order/export.csv?session={session['_id']}",
         "/admin/booking/order/export.xlsx?channel=complimentary",
-        f"/admin/booking/order/?since={clock.now().date().isoformat()}&until={clock.now().date().isoformat()}",
+        f"/admin/booking/order/?since={timezone.localdate(clock.now()).isoformat()}&until={timezone.localdate(clock.now()).isoformat()}",
         f"/admin/booking/report/session/{sid}/",
         f"/admin/booking/report/series/{sid}/",
         f"/admin/booking/report/session/{sid}/sales.csv",

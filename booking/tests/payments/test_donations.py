@@ -7,6 +7,7 @@ it apart; the invariants hold throughout."""
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from booking.core import clock, faults, mongo
 from booking.core.errors import InvalidRequest
@@ -204,7 +205,7 @@ def test_the_takings_count_donations_apart_by_payment_method(session):
     kept = pay(checkout(session, "10", keys=("0:0",)))
     gone = pay(checkout(session, "5", keys=("0:1",)))
     refunds.refund_tickets(gone["_id"], reason="ill", by="staff")
-    today = clock.now().date()
+    today = timezone.localdate(clock.now())
     found = takings.build(today - timedelta(days=1), today + timedelta(days=1))
     [card] = found.donations
     assert card.key == takings.ONLINE_CARD and card.sales == 2

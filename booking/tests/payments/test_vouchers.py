@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from bson import ObjectId
+from django.utils import timezone
 
 from booking.core import clock, faults, mongo
 from booking.core.errors import InvalidRequest
@@ -321,7 +322,7 @@ def test_the_counter_refuses_a_voucher_on_an_invoice(session):
     voucher = a_voucher(1500)
     owner = counter.staff_owner(7)
     held = holds.hold_seats(session["_id"], owner, None, ["0:0"], context=holds.BOX_OFFICE)
-    due = clock.now().date()
+    due = timezone.localdate(clock.now())
     sale = counter.CounterSale(name="Bea", method=counter.INVOICE, due=due, by="anna", voucher=voucher["code"])
     with pytest.raises(InvalidRequest):
         counter.sell(owner, held.cart_id, sale)

@@ -7,6 +7,7 @@ import io
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from openpyxl import load_workbook
 
 from booking.core import clock, mongo
@@ -139,7 +140,7 @@ def test_the_takings_page_and_downloads_show_donations_apart(manager_client, cli
     hold(client, session)
     checkout(client, "10")
     pay(mongo.orders().find_one({}))
-    day = clock.now().date().isoformat()
+    day = timezone.localdate(clock.now()).isoformat()
     query = {"first": day, "last": day}
     page = manager_client.get(reverse("admin:booking_report_takings"), query).content.decode()
     donated = page.split("Donations by payment method")[1].split("</table>")[0]

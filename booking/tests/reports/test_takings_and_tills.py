@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.core import mail
+from django.utils import timezone
 
 from booking.core import clock, faults, mongo
 from booking.core.errors import Conflict, InvalidRequest
@@ -50,7 +51,8 @@ def test_takings_split_by_payment_method_and_seller():
     counter_sale(session, "0:0", counter.CASH, "anna")
     counter_sale(session, "0:1", counter.CARD_TERMINAL, "anna")
     counter_sale(session, "0:2", counter.COMPLIMENTARY, "bea", reason="press")
-    invoice = counter_sale(session, "0:3", counter.INVOICE, "bea", due=clock.now().date() + timedelta(days=1))
+    tomorrow = timezone.localdate(clock.now()) + timedelta(days=1)
+    invoice = counter_sale(session, "0:3", counter.INVOICE, "bea", due=tomorrow)
     payment_flow.mark_paid_at_counter(invoice["_id"], by="bea", means="bank_transfer", reference="T-1")
     online = sell(session["_id"], ["1:0"])
     report = today()

@@ -4,6 +4,7 @@ engine, house seats, the four ways to pay, the idle end of staff holds, and cras
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from booking.core import clock, faults, mongo
 from booking.core.errors import CartExpired, InvalidRequest, SeatsTaken
@@ -91,7 +92,7 @@ def test_invoice_keeps_the_seats_reserved_until_paid_then_sells_them():
 def test_an_unpaid_invoice_releases_its_seats_at_the_due_date():
     session = make_session(days=5)
     held = staff_hold(session, ["0:0"])
-    order = counter.sell(STAFF, held.cart_id, sale(counter.INVOICE, due=clock.now().date()))
+    order = counter.sell(STAFF, held.cart_id, sale(counter.INVOICE, due=timezone.localdate(clock.now())))
     until = order["payment"]["until"]
     assert cart_expiry.expire_stale_carts(now=until - timedelta(milliseconds=1)).carts_expired == 0
     assert cart_expiry.expire_stale_carts(now=until).carts_expired == 1
