@@ -127,9 +127,7 @@ def preview(
             elif session.get("saleOpens") == sale_opens:
                 change.skip = _("opens then already")
             else:
-                change.changes.append(
-                    _("on sale from %(when)s") % {"when": date_format(localtime(sale_opens), "DATETIME_FORMAT")}
-                )
+                change.changes.append(_("on sale from %(when)s") % {"when": _when(sale_opens)})
         elif action == SALE_CLOSES:
             assert closes_before is not None
             closes = session["start"] - timedelta(minutes=closes_before)
@@ -138,9 +136,7 @@ def preview(
             elif session.get("saleCloses") == closes:
                 change.skip = _("closes then already")
             else:
-                change.changes.append(
-                    _("online sales close %(when)s") % {"when": date_format(localtime(closes), "DATETIME_FORMAT")}
-                )
+                change.changes.append(_("online sales close %(when)s") % {"when": _when(closes)})
         elif action == PRICES:
             old = price_cell(session, ticket_type, category)
             if old is None:
@@ -167,6 +163,10 @@ def clean_closes_before(minutes) -> None:
     if isinstance(minutes, bool) or not isinstance(minutes, int) or not 0 <= minutes <= MAX_CLOSE_BEFORE_MINUTES:
         message = _("Give the minutes before each start, from 0 to %(max)d.") % {"max": MAX_CLOSE_BEFORE_MINUTES}
         raise InvalidRequest(message, fields={"closes_before": message})
+
+
+def _when(moment: datetime) -> str:
+    return date_format(localtime(moment), "DATETIME_FORMAT")
 
 
 @dataclass
