@@ -284,7 +284,13 @@ def test_reduced_motion_is_respected_and_the_focused_seat_is_outlined(chromium, 
         page.get_by_label("Seats", exact=True).select_option("2")
         page.get_by_role("button", name="Find seats").click()
         expect(page.locator("#seatmap button.s.pk")).to_have_count(2)  # picked: highlighted without a pulse
-        assert page.locator("#seatmap button.s.pk").first.evaluate("b => getComputedStyle(b).animationName") == "none"
+        # Read in the page and retried: the map may be swapped in again between a locator and its read,
+        # and a detached button has no computed style at all.
+        page.wait_for_function(
+            "() => { const picked = [...document.querySelectorAll('#seatmap button.s.pk')];"
+            " return picked.length === 2 && picked.every(b => getComputedStyle(b).animationName === 'none'); }",
+            timeout=5000,
+        )
         seat(page, "A", 1).focus()
         page.keyboard.press("ArrowRight")
         style = "() => getComputedStyle(document.activeElement).outline"
