@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from icalendar import Calendar, Event
 
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, OrderState
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderState
 from booking.core.localized import localized
 from booking.sales.order_venues import PerformanceVenue
 from booking.venues.addresses import address_lines, directions_text
@@ -23,13 +23,13 @@ ASSUMED_LENGTH = timedelta(hours=2)
 ENDED_ORDER_STATES = (OrderState.CANCELED, OrderState.REFUNDED)
 
 
-def has_calendar_entry(order: dict) -> bool:
+def has_calendar_entry(order: Order) -> bool:
     """Whether the order has (or had: paid, then canceled or refunded) seats to put in a calendar."""
     state = order.get("state")
     return state in SEAT_OWNING_ORDER_STATES or (state in ENDED_ORDER_STATES and bool(order.get("paidWith")))
 
 
-def order_calendar(*, order: dict, venues: dict[ObjectId, PerformanceVenue], order_url: str, host: str) -> bytes:
+def order_calendar(*, order: Order, venues: dict[ObjectId, PerformanceVenue], order_url: str, host: str) -> bytes:
     calendar = Calendar()
     calendar.add("prodid", PRODUCT_ID)
     calendar.add("version", "2.0")
@@ -55,7 +55,7 @@ def order_calendar(*, order: dict, venues: dict[ObjectId, PerformanceVenue], ord
 
 def performance_event(
     *,
-    order: dict,
+    order: Order,
     session: dict,
     seats: list[dict],
     start: datetime,

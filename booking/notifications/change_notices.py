@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, SessionStatus
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
@@ -76,7 +76,7 @@ def send_pending(order_id: ObjectId) -> list[str]:
     return outcomes
 
 
-def _send_one(order: dict, notice: dict) -> str:
+def _send_one(order: Order, notice: dict) -> str:
     now = clock.now()
     mine = {"_id": order["_id"], "ref": order["ref"]}
     claimed = mongo.orders().update_one(
@@ -115,7 +115,7 @@ def _send_one(order: dict, notice: dict) -> str:
     return SENT
 
 
-def _with_documents(order: dict) -> dict:
+def _with_documents(order: Order) -> Order:
     """The order with the invoice number and credit notes its mail names, given now if a crash
     left them out (both safe to repeat)."""
     if order.get("invoice") and not order.get("invoiceNo"):
@@ -127,7 +127,7 @@ def _with_documents(order: dict) -> dict:
     return order
 
 
-def _mark(order: dict, notice: dict, state: str, failure: str = "") -> None:
+def _mark(order: Order, notice: dict, state: str, failure: str = "") -> None:
     sets = {"changeNotices.$.state": state, "changeNotices.$.doneOn": clock.now()}
     if failure:
         sets["changeNotices.$.failure"] = failure
@@ -182,7 +182,7 @@ TEMPLATES = {
 }
 
 
-def _describe(order: dict, notice: dict) -> dict:
+def _describe(order: Order, notice: dict) -> dict:
     """What changed, in the words of the mail."""
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     context: dict = {"kind": notice["kind"]}
@@ -245,7 +245,7 @@ def _describe(order: dict, notice: dict) -> dict:
     return context
 
 
-def _canceled_performances(order: dict, session_ids: set) -> dict:
+def _canceled_performances(order: Order, session_ids: set) -> dict:
     """Which performances of the booking were canceled (title and date, as sold) and the staff's
     message to their buyers, in the mail's language: one read of the canceled sessions by _id."""
     canceled = {
@@ -268,7 +268,7 @@ def _canceled_performances(order: dict, session_ids: set) -> dict:
     return {"performances": performances, "staff_messages": [m for m in dict.fromkeys(messages) if m]}
 
 
-def _transfer_context(order: dict, notice: dict) -> dict:
+def _transfer_context(order: Order, notice: dict) -> dict:
     """The ticket handed on: its seat and performance, who has it now."""
     record = next((t for t in order.get("transfers", []) if t["_id"] == notice["ref"]), None) or {}
     line = record.get("new") or {}
@@ -287,7 +287,7 @@ def _transfer_context(order: dict, notice: dict) -> dict:
     }
 
 
-def message(order: dict, notice: dict) -> EmailMultiAlternatives:
+def message(order: Order, notice: dict) -> EmailMultiAlternatives:
     """The notice in the language the buyer checked out in (as the confirmation); a mail to a
     ticket's new holder in theirs."""
     if notice["kind"] == TRANSFER_TICKET:
@@ -297,7 +297,7 @@ def message(order: dict, notice: dict) -> EmailMultiAlternatives:
         return _message(order, notice)
 
 
-def _holder_message(order: dict, notice: dict) -> EmailMultiAlternatives:
+def _holder_message(order: Order, notice: dict) -> EmailMultiAlternatives:
     """The new holder's ticket: only the one handed to them, nothing else of the booking."""
     context = {**_describe(order, notice), "ref": order["ref"]}
     subject = _(SUBJECTS[TRANSFER_TICKET]) % {"buyer": order.get("name", "")}
@@ -316,7 +316,7 @@ def _holder_message(order: dict, notice: dict) -> EmailMultiAlternatives:
     return mail
 
 
-def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
+def _message(order: Order, notice: dict) -> EmailMultiAlternatives:
     valid = order["state"] in SEAT_OWNING_ORDER_STATES and bool(order.get("lines"))
     context = {**confirmation_context(order), **_describe(order, notice), "still_valid": valid}
     subject = _(SUBJECTS[notice["kind"]]) % {"ref": order["ref"], "label": invoices.invoice_label(order)}
@@ -347,12 +347,12 @@ def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
     return mail
 
 
-def buyers_lines(order: dict) -> list[dict]:
+def buyers_lines(order: Order) -> list[dict]:
     """The tickets the buyer still holds: a ticket handed to someone else is theirs alone."""
     return [line for line in order.get("lines", []) if not line.get("holder")]
 
 
-def tickets_pdf(order: dict, *, lines: list[dict] | None = None) -> bytes:
+def tickets_pdf(order: Order, *, lines: list[dict] | None = None) -> bytes:
     """The tickets still valid (or these), one per page, each with its QR code (ReportLab draws it)."""
     from reportlab.graphics import renderPDF
     from reportlab.graphics.barcode.qr import QrCodeWidget

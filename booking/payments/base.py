@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from booking.core.domain import Order
+
 OPEN = "open"
 ACTION = "action"
 PROCESSING = "processing"
@@ -100,7 +102,7 @@ class Provider:
     def is_configured(self) -> bool:
         return True
 
-    def start(self, order: dict, *, idempotency_key: str) -> Payment:
+    def start(self, order: Order, *, idempotency_key: str) -> Payment:
         """A new payment for the order's total (nothing is charged yet)."""
         raise NotImplementedError
 

@@ -19,6 +19,7 @@ from reportlab.lib.styles import getSampleStyleSheet
 from reportlab.lib.units import mm
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
+from booking.core.domain import Order
 from booking.payments import credit_notes, invoices, money
 from booking.payments.pdf import LINE_TABLE_WIDTH, MARGIN, column_widths, line_rows, sale_breakdown, when_text
 
@@ -143,7 +144,7 @@ def _head(styles, small, seller: dict, buyer: list[str], title: str, facts: list
     return story
 
 
-def invoice_pdf(order: dict) -> bytes:
+def invoice_pdf(order: Order) -> bytes:
     """The invoice of an order sold on invoice (payments/invoices.py)."""
     invoice = order["invoice"]
     currency = order.get("currency", settings.BOOKING_CURRENCY)

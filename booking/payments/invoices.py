@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from booking.core import mongo
+from booking.core.domain import Order
 from booking.core.errors import InvalidRequest, NotFound
 from booking.payments import number_series, receipts
 
@@ -41,7 +42,7 @@ def series_of(theater_id: ObjectId) -> str:
     return f"invoice:{theater_id}"
 
 
-def invoice_label(order: dict) -> str:
+def invoice_label(order: Order) -> str:
     """The number as printed: INV-000042 (one series per theater, never reset)."""
     number = order.get("invoiceNo")
     return f"INV-{number:06d}" if number else ""

@@ -19,6 +19,8 @@ from babel import numbers
 from django.conf import settings
 from django.utils import translation
 
+from booking.core.domain import Order
+
 
 def rate(value) -> Decimal:
     """A VAT rate in percent from a setting or a document; refuses nonsense."""
@@ -94,7 +96,7 @@ def amount_due(order: Mapping[str, Any]) -> int:
     return int(order["total"]) - voucher_part(order)
 
 
-def order_breakdown(order: dict) -> list[VatLine]:
+def order_breakdown(order: Order) -> list[VatLine]:
     """VAT of what the order still charges: its lines (not refunded) and the fee."""
     pairs = [(line_amount(line), line.get("vat", settings.BOOKING_VAT_RATE)) for line in order.get("lines", [])]
     fee = order.get("fee") or {}

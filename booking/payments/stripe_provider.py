@@ -28,6 +28,7 @@ from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from booking.core import clock
+from booking.core.domain import Order
 from booking.payments import base, money
 
 logger = logging.getLogger("booking.payments.stripe")
@@ -150,7 +151,7 @@ class StripeProvider(base.Provider):
     def is_configured(self) -> bool:
         return bool(settings.STRIPE_SECRET_KEY and settings.STRIPE_PUBLISHABLE_KEY)
 
-    def start(self, order: dict, *, idempotency_key: str) -> base.Payment:
+    def start(self, order: Order, *, idempotency_key: str) -> base.Payment:
         params = {
             "amount": money.amount_due(order),
             "currency": order["currency"].lower(),

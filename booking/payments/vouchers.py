@@ -48,7 +48,7 @@ from django.utils.translation import gettext
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import OrderState, Voucher, VoucherState
+from booking.core.domain import Order, OrderState, Voucher, VoucherState
 from booking.core.errors import Conflict, InvalidRequest
 from booking.core.formatting import format_money
 from booking.payments import base, money
@@ -368,7 +368,7 @@ def payment_of(order: Mapping[str, Any]) -> base.Payment:
     )
 
 
-def apply_to_order(order: dict, code: str, now: datetime) -> dict:
+def apply_to_order(order: Order, code: str, now: datetime) -> Order:
     """The voucher pays what it can of a pending order not yet asked of the card: the voucher
     debited, then the order's ``voucher`` part written. Returns the order as it is afterwards
     (without a voucher part when the voucher could pay nothing)."""
@@ -419,7 +419,7 @@ class VoucherProvider(base.Provider):
     def __init__(self):
         super().__init__(name=PROVIDER, online=True)
 
-    def start(self, order: dict, *, idempotency_key: str) -> base.Payment:
+    def start(self, order: Order, *, idempotency_key: str) -> base.Payment:
         return payment_of(order)
 
     def retrieve(self, payment_id: str) -> base.Payment:

@@ -18,7 +18,7 @@ from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font
 
-from booking.core.domain import sales_channel
+from booking.core.domain import Order, sales_channel
 from booking.core.formatting import seat_label
 from booking.core.localized import order_state_label
 from booking.payments import BOX_OFFICE, CARD
@@ -64,7 +64,7 @@ def _local(moment: datetime | None) -> datetime | None:
     return timezone.localtime(moment).replace(tzinfo=None) if moment else None
 
 
-def order_row(order: dict) -> list:
+def order_row(order: Order) -> list:
     """One order: its performances (title and start) and seats, each joined with "; "."""
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     seats: dict = {}

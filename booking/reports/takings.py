@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from booking.core import mongo
+from booking.core.domain import Order
 from booking.payments import counter, refunds, vouchers
 from booking.reports.exports import Table, amount
 
@@ -78,7 +79,7 @@ def _means_method(means: str) -> str:
     return {counter.BANK_TRANSFER: INVOICE, CASH: CASH, CARD_TERMINAL: CARD_TERMINAL}.get(means, CASH)
 
 
-def payment_method(order: dict, payment: dict) -> str:
+def payment_method(order: Order, payment: dict) -> str:
     """How one payment of the order was taken, in the report's words."""
     if payment.get("provider") == VOUCHER:
         return VOUCHER
@@ -89,13 +90,13 @@ def payment_method(order: dict, payment: dict) -> str:
     return _means_method(payment.get("means", CASH))  # paid later (or a top-up at the counter)
 
 
-def _seller(order: dict, payment: dict) -> str:
+def _seller(order: Order, payment: dict) -> str:
     if payment.get("provider") not in HOUSE:
         return ONLINE
     return payment.get("by") or (order.get("soldBy") or {}).get("name") or ""
 
 
-def movements_of(order: dict) -> Iterator[Movement]:
+def movements_of(order: Order) -> Iterator[Movement]:
     """Every amount the order took or gave back."""
     paid = order.get("paidWith")
     taken = {}

@@ -42,6 +42,7 @@ from booking.core.domain import (
     DEFAULT_CHANNEL,
     ORDER_CHANNEL_FIELD,
     SEAT_OWNING_ORDER_STATES,
+    Order,
     SalesChannel,
 )
 from booking.core.domain import sales_channel as channel_of
@@ -62,7 +63,7 @@ SINGLE = "single"  # a ticket bought on its own
 SUBSCRIPTION = "subscription"  # a ticket of a season subscription (sales/subscriptions.py): reported apart
 
 
-def _part(order: dict, line: dict) -> int:
+def _part(order: Order, line: dict) -> int:
     """What of the line's price was taken in another channel (an exchange's top-up at the counter)."""
     if order.get("method") == COMPLIMENTARY_METHOD:
         return 0
@@ -107,7 +108,7 @@ def empty() -> Tally:
 # --- in the app: one indexed find ---
 
 
-def _line_gross(order: dict, line: dict) -> int:
+def _line_gross(order: Order, line: dict) -> int:
     if order.get("method") == COMPLIMENTARY_METHOD:
         return 0  # given away: no money
     return int(line["price"]) - int(line.get("discount", 0))

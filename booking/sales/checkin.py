@@ -31,7 +31,7 @@ from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import COMPLIMENTARY_METHOD, OrderState, SessionStatus
+from booking.core.domain import COMPLIMENTARY_METHOD, Order, OrderState, SessionStatus
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.formatting import mail_time
 from booking.core.localized import sold_ticket_type, ticket_type_condition, ticket_type_name
@@ -255,14 +255,14 @@ def short_name(name: str) -> str:
     return f"{parts[0][:20]} {parts[-1][0]}."
 
 
-def _categories(order: dict, session_id) -> dict:
+def _categories(order: Order, session_id) -> dict:
     for s in order.get("sessions", []):
         if s.get("_id") == session_id:
             return s.get("categories") or {}
     return {}
 
 
-def door_ticket(order: dict, line: dict, scope: Scope | None = None, *, full_name: bool = True) -> dict:
+def door_ticket(order: Order, line: dict, scope: Scope | None = None, *, full_name: bool = True) -> dict:
     section = scope.sections.get(line["sessionId"], "") if scope is not None else ""
     holder = (line.get("holder") or {}).get("name") or order.get("name", "")  # a ticket handed on: its holder
     return {
@@ -313,7 +313,7 @@ class Outcome:
 # --- checking in ---
 
 
-def _find_line(order: dict, code: str) -> dict | None:
+def _find_line(order: Order, code: str) -> dict | None:
     return next((line for line in order["lines"] if line.get("ticket") == code), None)
 
 
@@ -634,7 +634,7 @@ def counts(scope: Scope) -> dict:
     }
 
 
-def replacement_seat(order: dict, code: str, scope: Scope | None = None) -> dict | None:
+def replacement_seat(order: Order, code: str, scope: Scope | None = None) -> dict | None:
     """The seat that now stands for an exchanged ticket (``{row, seat, section}``): the new line of
     the exchange that replaced it, followed through later exchanges of that one. None if the
     order no longer says (an exchange record without its lines)."""

@@ -33,7 +33,7 @@ from pymongo import ReturnDocument
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import Cart, CartState, OrderState, SalesChannel, Session, live_cart_filter
+from booking.core.domain import Cart, CartState, Order, OrderState, SalesChannel, Session, live_cart_filter
 from booking.core.errors import BookingError, CartExpired, InvalidRequest, NotFound
 from booking.payments import donations, invoices
 from booking.payments import flow as payment_service
@@ -241,7 +241,7 @@ def counter_donation(sale: CounterSale, sessions: list[Session]) -> int:
     return donations.chosen(sale.donation, {**offer, "free": True} if offer else None)
 
 
-def _order_of_sold_cart(cart: dict) -> dict:
+def _order_of_sold_cart(cart: dict) -> Order:
     """The order of a cart staff sold already (a double submit, or after a crash between the cart's
     write and the order's): found under the cart's reference, or stored now."""
     order = mongo.orders().find_one({"ref": cart["orderRef"], "cartId": cart["_id"]}) if cart.get("orderRef") else None
@@ -253,7 +253,7 @@ def _order_of_sold_cart(cart: dict) -> dict:
     return _numbered(checkout.store_order(cart, make=lambda c, ref: _counter_order(c, ref, sessions)))
 
 
-def _numbered(order: dict) -> dict:
+def _numbered(order: Order) -> Order:
     """An invoice's number given (again after a crash or a double submit: the series gives one
     number per order) and its mail queued; any other order as it is."""
     if not order.get("invoice") or order.get("invoiceNo"):
@@ -263,7 +263,7 @@ def _numbered(order: dict) -> dict:
     return {**order, "invoiceNo": number}
 
 
-def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
+def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> Order:
     """The buyer's pending order (lines, VAT, totals), as sold by staff: no online booking fee,
     the channel, who sold it, the customer's phone, a complimentary sale's reason."""
     order = payment_service.pending_order(cart, ref, sessions)
@@ -288,7 +288,7 @@ def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
     return order
 
 
-def _settle_if_paid_now(order: dict) -> dict:
+def _settle_if_paid_now(order: Order) -> Order:
     """Cash, card terminal and complimentary are paid as the order is made: settle it (again after
     a crash or a double submit: settle is idempotent), a gift voucher's part first. An invoice waits."""
     if order["method"] in PAID_AT_ONCE:
@@ -310,7 +310,7 @@ def _settle_if_paid_now(order: dict) -> dict:
     return mongo.orders().find_one({"_id": order["_id"], "ref": order["ref"]}) or settled
 
 
-def mark_invoice_paid(order_id: ObjectId, *, by: str) -> dict:
+def mark_invoice_paid(order_id: ObjectId, *, by: str) -> Order:
     """The invoice's money arrived: the order becomes paid and its seats sold (as at the box office)."""
     return payment_service.mark_paid_at_counter(order_id, by=by)
 

@@ -31,6 +31,7 @@ from booking.core.domain import (
     COMPLIMENTARY_METHOD,
     DEFAULT_CHANNEL,
     ORDER_CHANNEL_FIELD,
+    Order,
     OrderState,
     SalesChannel,
 )
@@ -197,7 +198,7 @@ def _to_ms(moment: datetime) -> int:
     return (moment - _EPOCH) // _MS
 
 
-def make_cursor(order: dict, *, older: bool) -> str:
+def make_cursor(order: Order, *, older: bool) -> str:
     """The cursor of the page after (``older``) or before this order."""
     return signing.dumps([_to_ms(order["createdOn"]), str(order["_id"]), 1 if older else 0], salt=_CURSOR_SALT)
 

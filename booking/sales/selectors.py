@@ -11,6 +11,7 @@ from booking.core import clock, mongo
 from booking.core.domain import (
     Cart,
     MailState,
+    Order,
     Session,
     SessionStatus,
     Theater,
@@ -254,11 +255,11 @@ def cart_price_of(cart: Cart | None, session_id: ObjectId, keys: set[str]) -> in
     return sum(i["price"] for i in items)
 
 
-def get_order_for_cart(cart_id: ObjectId) -> dict | None:
+def get_order_for_cart(cart_id: ObjectId) -> Order | None:
     return mongo.orders().find_one({"cartId": cart_id})
 
 
-def find_order(ref: str, email: str) -> dict | None:
+def find_order(ref: str, email: str) -> Order | None:
     """Find my booking: reference and e-mail must both match (neither alone reveals an order)."""
     ref = (ref or "").strip().upper().replace(" ", "").replace("-", "")
     email = (email or "").strip().lower()
@@ -267,11 +268,11 @@ def find_order(ref: str, email: str) -> dict | None:
     return mongo.orders().find_one({"ref": ref, "email": email})
 
 
-def get_order(order_id: ObjectId) -> dict | None:
+def get_order(order_id: ObjectId) -> Order | None:
     return mongo.orders().find_one({"_id": order_id})
 
 
-def get_order_by_ref(ref: str) -> dict | None:
+def get_order_by_ref(ref: str) -> Order | None:
     """One read on the unique ref index; the caller decides whether the viewer may see it."""
     if not isinstance(ref, str) or not ref.isalnum() or len(ref) > 16:
         return None

@@ -10,6 +10,7 @@ import hashlib
 import json
 from datetime import datetime
 
+from booking.core.domain import Order
 from booking.sales import outbox
 
 API_VERSION = "1"
@@ -39,7 +40,7 @@ def ticket_data(line: dict) -> dict:
     }
 
 
-def order_data(order: dict) -> dict:
+def order_data(order: Order) -> dict:
     return {
         "id": str(order["_id"]),
         "ref": order["ref"],
