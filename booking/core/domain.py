@@ -521,6 +521,18 @@ class Order(TypedDict):
     reportStale: NotRequired[list[dict]]  # reports/marks.py
     purgeAt: NotRequired[datetime]  # core/order_retention.py
     subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's order (sales/subscriptions.py)
+    donation: NotRequired[dict]  # {amount}: given with the order, no VAT (sales/counter.py, payments/flow.py)
+    # an invoice from the counter and the credit notes that correct it (payments/invoices.py, payments/credit_notes.py)
+    invoice: NotRequired[dict]
+    invoiceNo: NotRequired[int]
+    invoiceOn: NotRequired[datetime]
+    invoiceTheater: NotRequired[ObjectId]
+    creditNotes: NotRequired[list[dict]]  # the credit notes owed: [{_id, kind, refunds, tickets, amount, ...}]
+    creditNoteDue: NotRequired[bool]
+    amountRefunded: NotRequired[int]  # the refunds that went through, summed (payments/refunds.py)
+    sentMails: NotRequired[list[dict]]  # [{at, kind, to, subject, body}], the newest (notifications/sent_mails.py)
+    customerEdits: NotRequired[list[dict]]  # [{at, by, old, new}] (sales/customer_edits.py)
+    webhookEvents: NotRequired[list[dict]]  # [{_id, type, at, ...}] still to be delivered (webhooks/)
 
 
 class SubscriptionSaleState(StrEnum):

@@ -152,7 +152,7 @@ def start(
     language: str | None = None,
     voucher_code: str = "",
     donation: str = "",
-) -> dict:
+) -> Order:
     """Checkout: the cart's seats become an order waiting for payment. Submitting twice returns the
     same order. ``language``: the buyer's (default: the active one, the request's), kept on the
     order so its mails are written in it. ``voucher_code``: a gift voucher pays what it can first
@@ -241,7 +241,7 @@ def voucher_for(method: str, typed: str, now: datetime) -> str:
     return vouchers.usable(typed, now)["code"]
 
 
-def pay_voucher_part(order: Order) -> dict:
+def pay_voucher_part(order: Order) -> Order:
     """The voucher the checkout named pays what it can of the order; an order it covers in full
     is settled with it. Safe to repeat (a second submit, a finisher after a crash)."""
     if order["state"] == PENDING and order.get("voucherCode"):
@@ -583,7 +583,7 @@ def order_for_payment(payment: base.Payment) -> Order | None:
     return orders().find_one({"$or": [{"payment.intent": payment.id}, {"payment.previous.intent": payment.id}]})
 
 
-def _settled(payment: base.Payment, known: dict | None = None, *, taken: dict | None = None) -> dict:
+def _settled(payment: base.Payment, known: dict | None = None, *, taken: dict | None = None) -> Order:
     """``settle`` for the payment of an order the caller has just read: it finds that order (None,
     "no order we know", would mean the order vanished meanwhile: no such booking)."""
     order = settle(payment, known, taken=taken)
@@ -725,7 +725,7 @@ def _secure_seats(session_id: ObjectId, order: Order, keys: list[str]) -> bool:
     )
 
 
-def _seats_lost(order: Order) -> dict:
+def _seats_lost(order: Order) -> Order:
     logger.warning("order %s was paid after its hold ended and its seats are taken: refunding", order["ref"])
     return refunds.refund_lost_seats(order["_id"])
 

@@ -116,7 +116,7 @@ def fee_of(lines: list[dict], rules: dict[ObjectId, Rules]) -> int:
 # --- cancel ---
 
 
-def cancel_tickets(*, order_id: ObjectId, tickets: Any, confirmed: str | None, now: datetime) -> dict:
+def cancel_tickets(*, order_id: ObjectId, tickets: Any, confirmed: str | None, now: datetime) -> Order:
     """Cancel these tickets (None: all) with their money back less the fee. ``confirmed``: the
     order's fingerprint the buyer was shown (sales/orders.cancel_fingerprint), or None."""
     order = _order(order_id)
@@ -155,7 +155,7 @@ def exchange_targets(*, order: Order, now: datetime) -> list[dict]:
 
 def exchange_tickets(
     *, order_id: ObjectId, tickets: Sequence[str], session_id: ObjectId, keys: Sequence[str], now: datetime
-) -> dict:
+) -> Order:
     """Move these tickets to ``keys`` of ``session_id`` (the same show), the fee added to the price
     difference. Through the staff's exchange service: the new seats are the order's before the
     old ones are freed; a dearer move waits for the buyer's card on the order page."""

@@ -49,7 +49,7 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "", confirme
 
 def cancel_tickets(
     order_id: ObjectId, *, tickets: list[str] | None, by: str, reason: str, keep: int, confirmed: str | None = None
-) -> dict:
+) -> Order:
     """Cancel some (``tickets``) or all (None) tickets of a paid order with their money back less
     ``keep`` (the theater's fee): the order first, then the seats free again at once, then the
     refund through the provider (payments/refunds.py), the buyer told in the same write."""

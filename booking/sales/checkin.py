@@ -31,7 +31,7 @@ from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import COMPLIMENTARY_METHOD, Order, OrderState, SessionStatus
+from booking.core.domain import COMPLIMENTARY_METHOD, Order, OrderLine, OrderState, SessionStatus
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.formatting import mail_time
 from booking.core.localized import sold_ticket_type, ticket_type_condition, ticket_type_name
@@ -313,7 +313,7 @@ class Outcome:
 # --- checking in ---
 
 
-def _find_line(order: Order, code: str) -> dict | None:
+def _find_line(order: Order, code: str) -> OrderLine | None:
     return next((line for line in order["lines"] if line.get("ticket") == code), None)
 
 

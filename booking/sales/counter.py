@@ -167,7 +167,7 @@ def invoice_deadline(due: date | None, sessions: list[Session], now: datetime, e
     return min(end_of_day, first)
 
 
-def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
+def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> Order:
     """Sell everything in the staff member's cart to the customer. Returns the order: paid (cash,
     card terminal, complimentary) or waiting for its invoice. Submitting twice returns the same order."""
     now = clock.now()
@@ -315,7 +315,7 @@ def mark_invoice_paid(order_id: ObjectId, *, by: str) -> Order:
     return payment_service.mark_paid_at_counter(order_id, by=by)
 
 
-def sell_seats(*, owner: str, session_id: ObjectId, seat_keys: list[str], sale: CounterSale) -> dict:
+def sell_seats(*, owner: str, session_id: ObjectId, seat_keys: list[str], sale: CounterSale) -> Order:
     """Hold these seats under a cart of the owner's and sell them at once: the counter's hold
     (``holds.BOX_OFFICE``: the box office's hours, house seats) and ``sell``, as staff do in two
     steps (the REST API's reservations and complimentary orders). The sale's fields are checked

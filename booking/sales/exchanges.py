@@ -537,7 +537,7 @@ def _paid(order: Order, record: dict, payment: base.Payment) -> bool:
     return bool(done.modified_count)
 
 
-def difference_paid(order: Order, payment: base.Payment) -> dict | None:
+def difference_paid(order: Order, payment: base.Payment) -> Order | None:
     """``payments.settle`` found a succeeded payment of this order that is an exchange's
     difference: the exchange goes on. None when the payment is no exchange's (settle goes on)."""
     record = next((x for x in order.get("exchanges", []) if (x.get("payment") or {}).get("intent") == payment.id), None)
@@ -551,7 +551,7 @@ def difference_paid(order: Order, payment: base.Payment) -> dict | None:
     return _order(order["_id"])
 
 
-def pay_difference(order_id: ObjectId, means: str) -> tuple[str, dict, str]:
+def pay_difference(order_id: ObjectId, means: str) -> tuple[str, Order, str]:
     """The customer's card form (the order page): charge the difference. Returns (status, order,
     message): "paid" (the exchange went on, now or before), "processing" (another request is
     charging a card for it right now, or the bank is still deciding), "action" (3-D Secure: the

@@ -69,6 +69,7 @@ from booking.sales import carts as cart_service
 from booking.sales import client_holds, counter, hold_facts, offers, reservations, selectors
 from booking.sales.holds import no_seat_left_alone, parse_seats, refuse_orphans, seats_free, too_many_from_client
 from booking.venues.seat_grid import FREE, HELD, SOLD, cell_path, seat_at, seat_cell, seat_key, seat_name
+from booking.core.domain import Order
 
 logger = logging.getLogger("booking.subscriptions")
 
@@ -349,7 +350,7 @@ def hold_subscription(*, subscription_id: ObjectId, seat_keys, request: SaleRequ
 
 def sell_at_counter(
     *, subscription_id: ObjectId, seat_keys, ticket_type: str, sale: counter.CounterSale, owner: str
-) -> dict:
+) -> Order:
     """The box office sells a subscription: the seats held in every performance for the staff
     member's new cart (the box office's hours: outside the online sale window too), then the
     counter's own sale of that cart (sales/counter.py: cash, card terminal, invoice,

@@ -172,7 +172,7 @@ def finish_checkouts_begun_before_payments(*, begun_before: datetime | None = No
     return tried
 
 
-def finish_begun_checkout(cart: dict) -> dict:
+def finish_begun_checkout(cart: dict) -> Order:
     """The steps a checkout from before payments had left, each safe to repeat: its order stored
     paid under the cart's ``orderRef``, per session the held seats sold (the filter proves the hold
     is still the cart's), the cart done and the confirmation mailed once. Returns the order."""

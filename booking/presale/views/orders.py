@@ -54,7 +54,7 @@ def _order_context(order: Order, request=None) -> dict:
     return {**context, **exchange_payment_due(order)}  # a dearer exchange the customer pays online
 
 
-def order_or_refusal(request, ref: str) -> tuple[dict | None, HttpResponse | None]:
+def order_or_refusal(request, ref: str) -> tuple[Order | None, HttpResponse | None]:
     """The order this visitor may see, or the page saying why not (too many lookups, no such one)."""
     try:
         order = visible_order(request, ref)
