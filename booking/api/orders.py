@@ -10,7 +10,9 @@ e-mail and phone, and the text search over them, need the scope ``customers:read
 
 import hashlib
 import secrets
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from django.utils.translation import gettext
 from ninja import Field, Query, Router
@@ -63,7 +65,7 @@ def customer_out(request, order: Order) -> dict | None:
     return {"name": order.get("name", ""), "email": order.get("email", ""), "phone": order.get("phone", "")}
 
 
-def ticket_out(line: dict) -> dict:
+def ticket_out(line: Mapping[str, Any]) -> dict:
     checked = line.get("checkedIn") or {}
     return {
         "ticket": line.get("ticket", ""),

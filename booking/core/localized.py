@@ -91,7 +91,7 @@ def line_ticket_type(offer: dict) -> dict:
     return kept
 
 
-def sold_ticket_type(line: dict) -> dict:
+def sold_ticket_type(line: Mapping[str, Any]) -> dict:
     """What an order line keeps of its ticket type (``line_ticket_type``), in a ticket type's own
     shape (``code``, ``name``, ``nameDe``, ``description``, ...) for the two helpers below."""
     kind = line.get(LINE_TYPE_PREFIX)

@@ -12,7 +12,9 @@ for good marks the notice ``failed`` (shown on the order page).
 
 import io
 import logging
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -352,7 +354,7 @@ def buyers_lines(order: Order) -> list[dict]:
     return [line for line in order.get("lines", []) if not line.get("holder")]
 
 
-def tickets_pdf(order: Order, *, lines: list[dict] | None = None) -> bytes:
+def tickets_pdf(order: Order, *, lines: Sequence[Mapping[str, Any]] | None = None) -> bytes:
     """The tickets still valid (or these), one per page, each with its QR code (ReportLab draws it)."""
     from reportlab.graphics import renderPDF
     from reportlab.graphics.barcode.qr import QrCodeWidget

@@ -7,7 +7,9 @@ credit note are printed negative (money going back).
 """
 
 import io
+from collections.abc import Mapping, Sequence
 from datetime import date
+from typing import Any
 from xml.sax.saxutils import escape
 
 from django.conf import settings
@@ -47,7 +49,9 @@ def _buyer_lines(name: str, buyer: dict) -> list[str]:
     return [line for line in lines if line]
 
 
-def _lines_table(order_like: dict, lines: list[dict], currency: str, body, sign: int, extra_rows: list[list]):
+def _lines_table(
+    order_like: dict, lines: Sequence[Mapping[str, Any]], currency: str, body, sign: int, extra_rows: list[list]
+):
     def cell(text: str, raw: bool = False) -> Paragraph:
         return Paragraph(text if raw else escape(str(text)), body)
 

@@ -81,7 +81,7 @@ def booking_fee() -> tuple[int, str]:
     return max(0, int(settings.BOOKING_FEE)), rate_text(settings.BOOKING_FEE_VAT_RATE)
 
 
-def line_amount(line: dict) -> int:
+def line_amount(line: Mapping[str, Any]) -> int:
     """What a ticket costs the buyer: its locked price less its share of a promo code."""
     return int(line["price"]) - int(line.get("discount", 0))
 

@@ -9,6 +9,8 @@ The standard PDF fonts (Helvetica) are used: they need no font files and cover t
 """
 
 import io
+from collections.abc import Mapping, Sequence
+from typing import Any
 from xml.sax.saxutils import escape
 
 from django.conf import settings
@@ -36,7 +38,7 @@ def when_text(value) -> str:
     return timezone.localtime(value).strftime("%d.%m.%Y %H:%M") if value else ""
 
 
-def line_rows(order: Order, lines: list[dict], currency: str, cell, refunded: str = "") -> list[list]:
+def line_rows(order: Order, lines: Sequence[Mapping[str, Any]], currency: str, cell, refunded: str = "") -> list[list]:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     rows = []
     for line in lines:

@@ -21,8 +21,10 @@ Order of writes, each safe to repeat:
 
 import logging
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -251,7 +253,7 @@ def refund_amount(order: Order, codes: set[str]) -> int:
     return sum(money.line_amount(line) for line in lines if line["ticket"] in codes) + fee
 
 
-def kept_amount(lines: list[dict], kept_per_ticket: int) -> int:
+def kept_amount(lines: Sequence[Mapping[str, Any]], kept_per_ticket: int) -> int:
     """What the theater keeps of these tickets' refund: the fee per ticket, never more than a
     ticket's own price (a free ticket keeps nothing)."""
     if kept_per_ticket < 0:

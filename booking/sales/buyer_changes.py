@@ -19,7 +19,7 @@ says why (out of the window, over the limit, not allowed online).
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -85,7 +85,12 @@ def _starts(order: Order) -> dict[ObjectId, datetime]:
 
 
 def _allowed(
-    order: Order, lines: list[dict], action: str, now: datetime, *, rules: dict[ObjectId, Rules] | None = None
+    order: Order,
+    lines: Sequence[Mapping[str, Any]],
+    action: str,
+    now: datetime,
+    *,
+    rules: dict[ObjectId, Rules] | None = None,
 ) -> dict[ObjectId, Rules]:
     """The rules of each chosen ticket's performance, or Conflict with the first reason not."""
     rules = rules if rules is not None else rules_of.rules_of_sessions(line["sessionId"] for line in lines)
@@ -108,7 +113,7 @@ def _allowed(
     return rules
 
 
-def fee_of(lines: list[dict], rules: dict[ObjectId, Rules]) -> int:
+def fee_of(lines: Sequence[Mapping[str, Any]], rules: dict[ObjectId, Rules]) -> int:
     """The theater's fee for changing these tickets: each performance's fee per ticket."""
     return sum(rules.get(line["sessionId"], rules_of.NOTHING_ONLINE).fee for line in lines)
 

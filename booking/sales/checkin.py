@@ -21,9 +21,10 @@ import hashlib
 import logging
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from bson import ObjectId
 from django.utils.translation import gettext, gettext_noop
@@ -262,7 +263,7 @@ def _categories(order: Order, session_id) -> dict:
     return {}
 
 
-def door_ticket(order: Order, line: dict, scope: Scope | None = None, *, full_name: bool = True) -> dict:
+def door_ticket(order: Order, line: Mapping[str, Any], scope: Scope | None = None, *, full_name: bool = True) -> dict:
     section = scope.sections.get(line["sessionId"], "") if scope is not None else ""
     holder = (line.get("holder") or {}).get("name") or order.get("name", "")  # a ticket handed on: its holder
     return {

@@ -31,9 +31,10 @@ Fault points ``exchange.*`` follow every write; booking/tests/sales/test_exchang
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -784,7 +785,7 @@ def _release_old(order: Order, record: dict) -> None:
     _set_state(order, record, RELEASED)
 
 
-def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
+def free_seats(order_id: ObjectId, lines: Sequence[Mapping[str, Any]]) -> int:
     """``sold -> free`` (a house seat ``sold -> blocked``) for these seats an order gave up, one
     seat at a time, never a seat another paid order has in its lines or an exchange has just taken
     (its marker)."""

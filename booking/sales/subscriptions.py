@@ -48,6 +48,7 @@ from booking.core.domain import (
     Cart,
     CartItem,
     CartState,
+    Order,
     OrderState,
     Session,
     SessionStatus,
@@ -69,7 +70,6 @@ from booking.sales import carts as cart_service
 from booking.sales import client_holds, counter, hold_facts, offers, reservations, selectors
 from booking.sales.holds import no_seat_left_alone, parse_seats, refuse_orphans, seats_free, too_many_from_client
 from booking.venues.seat_grid import FREE, HELD, SOLD, cell_path, seat_at, seat_cell, seat_key, seat_name
-from booking.core.domain import Order
 
 logger = logging.getLogger("booking.subscriptions")
 

@@ -8,7 +8,9 @@ no buyer's cookie, no payment ids.
 
 import hashlib
 import json
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from booking.core.domain import Order
 from booking.sales import outbox
@@ -25,7 +27,7 @@ def ticket_id(code: str) -> str:
     return "tkt_" + hashlib.sha256(code.encode()).hexdigest()[:24]
 
 
-def ticket_data(line: dict) -> dict:
+def ticket_data(line: Mapping[str, Any]) -> dict:
     checked_in = line.get("checkedIn") or {}
     return {
         "id": ticket_id(line["ticket"]),
