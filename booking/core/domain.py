@@ -403,7 +403,7 @@ class Cart(TypedDict):
     orderRef: NotRequired[str]
     payMethod: NotRequired[str]
     channel: NotRequired[SalesChannel]  # a staff cart's (sales/counter.py)
-    soldBy: NotRequired[str]
+    soldBy: NotRequired[dict]  # {id, name}: the staff member at the counter (sales/counter.py)
     comp: NotRequired[dict]
     subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's cart (sales/subscriptions.py)
 
@@ -452,7 +452,7 @@ class OrderSession(TypedDict):
     nameDe: NotRequired[str]
     theaterNameDe: NotRequired[str]
     categoriesDe: NotRequired[dict[str, str]]
-    theaterId: NotRequired[ObjectId]
+    theaterId: NotRequired[ObjectId | None]  # its theater's, for the receipt sequence (None: the session was gone)
 
 
 class Order(TypedDict):
@@ -470,7 +470,7 @@ class Order(TypedDict):
     promo: NotRequired[dict]  # the code and its terms as redeemed (sales/promos.py)
     currency: str
     state: OrderState
-    mail: MailState
+    mail: NotRequired[MailState]  # absent while a sale's order waits for its payment (payments/flow.py)
     createdOn: datetime
     failure: NotRequired[str]  # why a failed order failed
     seatsReleased: NotRequired[bool]  # canceled or failed: its seats were given back
@@ -490,7 +490,7 @@ class Order(TypedDict):
     language: NotRequired[str]
     fee: NotRequired[dict]  # {amount, vat}: payments/money.py
     method: NotRequired[str]
-    soldBy: NotRequired[str]
+    soldBy: NotRequired[dict]  # {id, name}: the staff member at the counter (sales/counter.py)
     phone: NotRequired[str]
     compReason: NotRequired[str]
     # the money (payments/flow.py, payments/refunds.py)

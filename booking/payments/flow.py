@@ -583,7 +583,7 @@ def order_for_payment(payment: base.Payment) -> Order | None:
     return orders().find_one({"$or": [{"payment.intent": payment.id}, {"payment.previous.intent": payment.id}]})
 
 
-def _settled(payment: base.Payment, known: dict | None = None, *, taken: dict | None = None) -> Order:
+def _settled(payment: base.Payment, known: Order | None = None, *, taken: dict | None = None) -> Order:
     """``settle`` for the payment of an order the caller has just read: it finds that order (None,
     "no order we know", would mean the order vanished meanwhile: no such booking)."""
     order = settle(payment, known, taken=taken)
@@ -592,7 +592,7 @@ def _settled(payment: base.Payment, known: dict | None = None, *, taken: dict | 
     return order
 
 
-def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | None = None) -> Order | None:
+def settle(payment: base.Payment, known: Order | None = None, *, taken: dict | None = None) -> Order | None:
     """A payment succeeded: the order it pays becomes paid and its seats sold, or (seats gone,
     order no longer payable, paid already by another payment) the money goes back. Safe to call
     any number of times, from anywhere, in any order. ``known``: the order as the caller just
@@ -653,7 +653,7 @@ def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | No
     raise RuntimeError(f"could not settle payment {payment.id}: its order kept changing")
 
 
-def finish_paid(order_id: ObjectId, known: dict | None = None) -> Order:
+def finish_paid(order_id: ObjectId, known: Order | None = None) -> Order:
     """Roll a paid order forward: its seats sold (held -> sold, or free -> sold when its hold has
     ended), its receipt number, its cart done, its mail pending. Each step is safe to repeat.
     ``known``: the order as it was just before settle made it paid (its lines and cart)."""
@@ -794,7 +794,7 @@ def _expire_order(which: dict, now: datetime, order: Order | None) -> Order | No
     owed: dict = {}
     if order is not None and order.get("invoice"):  # an invoice left unpaid is credited in full
         invoiced = orders().find_one({"_id": order["_id"], "ref": order["ref"]}, {"invoice": 1, "lines": 1, "total": 1})
-        owed = credit_notes.owed_for_void(invoiced or {}, reason="Not paid by its due date")
+        owed = credit_notes.owed_for_void(invoiced, reason="Not paid by its due date") if invoiced else {}
         push.update(owed)
     done = orders().find_one_and_update(
         {**which, "state": PENDING},
@@ -916,7 +916,7 @@ def _cancel_by_staff(order: Order, *, by: str, reason: str, notice: str) -> Orde
         refunds.issue_credit_notes(order_id)
     if told and canceled_now.modified_count:
         outbox.queue_change_notices(order_id)
-    return cast(dict, orders().find_one({"_id": order_id}))
+    return cast(Order, orders().find_one({"_id": order_id}))
 
 
 def release_canceled_hold(order_id: ObjectId) -> int:
@@ -960,7 +960,7 @@ def mark_paid_at_counter(
     provider = cast(BoxOfficeProvider, payments.provider(order["payment"]["provider"]))  # or the counter's
     # how the money came, in the write that makes the order paid: never a paid order without it
     settled = _settled(provider.paid_at_counter(order), taken={"by": by, "means": means, "reference": reference})
-    return cast(dict, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
+    return cast(Order, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
 
 
 # --- 5. reconcile ---

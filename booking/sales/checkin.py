@@ -399,7 +399,7 @@ def check_in(
         )
         if order is not None:
             outbox.queue_webhook_events(outbox.ORDERS, order)
-            line = cast(dict, _find_line(order, code))  # the update matched this ticket's line
+            line = cast(OrderLine, _find_line(order, code))  # the update matched this ticket's line
             ticket = door_ticket(order, line, scope)
             return Outcome(
                 ADMITTED, gettext_noop("Valid ticket."), ticket, _used(record), hash=digest, party=len(codes)

@@ -91,7 +91,7 @@ def buyer_language(language: str | None = None) -> str:
         return settings.LANGUAGE_CODE
 
 
-def store_order(cart: dict, *, make: Callable[[dict, str], dict], fresh: bool = False) -> Order:
+def store_order(cart: dict, *, make: Callable[[dict, str], Order], fresh: bool = False) -> Order:
     """The cart's order, stored once: under the cart's ``orderRef`` (one read by the reference,
     one insert). ``make(cart, ref)``: the new order's document (payments: one waiting for its
     payment; the counter: its sale; a checkout begun before payments: ``new_order``, paid).

@@ -260,7 +260,7 @@ def _numbered(order: Order) -> Order:
         return order
     number = invoices.assign(order["_id"], ref=order["ref"])
     outbox.queue_reservation_notice(order)
-    return {**order, "invoiceNo": number}
+    return {**order, "invoiceNo": number} if number is not None else order
 
 
 def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> Order:
