@@ -55,7 +55,7 @@ def order_categories(categories: list[Category] | None) -> dict:
     return kept
 
 
-def order_category(session: dict, code: str, language: str | None = None) -> str:
+def order_category(session: Mapping[str, Any], code: str, language: str | None = None) -> str:
     """A seat category's name from an order's session summary (``order_categories``) in
     ``language``, falling back to the main name, then the code."""
     suffix = field_suffix(language or translation.get_language())

@@ -3,7 +3,9 @@ order has seats in, with the venue's address as its place, the seats and the way
 its text. Each event's UID is fixed per order and performance, so importing the file again after a
 change updates the entry instead of adding a second one; a canceled booking's events say CANCELLED."""
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.utils import timezone
@@ -56,8 +58,8 @@ def order_calendar(*, order: Order, venues: dict[ObjectId, PerformanceVenue], or
 def performance_event(
     *,
     order: Order,
-    session: dict,
-    seats: list[dict],
+    session: Mapping[str, Any],
+    seats: Sequence[Mapping[str, Any]],
     start: datetime,
     venue: PerformanceVenue,
     order_url: str,

@@ -274,7 +274,7 @@ def _transfer_context(order: Order, notice: dict) -> dict:
     """The ticket handed on: its seat and performance, who has it now."""
     record = next((t for t in order.get("transfers", []) if t["_id"] == notice["ref"]), None) or {}
     line = record.get("new") or {}
-    session: dict = next((s for s in order.get("sessions", []) if s["_id"] == line.get("sessionId")), {})
+    session: Mapping[str, Any] = next((s for s in order.get("sessions", []) if s["_id"] == line.get("sessionId")), {})
     return {
         "holder": record.get("name", ""),
         "holder_email": record.get("email", ""),
@@ -370,7 +370,7 @@ def tickets_pdf(order: Order, *, lines: Sequence[Mapping[str, Any]] | None = Non
     width, height = A6
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     for line in order.get("lines", []) if lines is None else lines:
-        session = sessions.get(line["sessionId"], {})
+        session: Mapping[str, Any] = sessions.get(line["sessionId"], {})
         pdf.setFont("Helvetica-Bold", 13)
         pdf.drawString(10 * mm, height - 15 * mm, (localized(session, "name") or _("Performance"))[:40])
         pdf.setFont("Helvetica", 10)

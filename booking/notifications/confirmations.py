@@ -17,8 +17,10 @@ operators racing reopen it once, and the claim still lets one worker send it.
 
 import logging
 import smtplib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from bson import ObjectId
@@ -316,7 +318,7 @@ def confirmation_context(order: Order, *, venues: dict | None = None) -> dict:
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     lines = []
     for line in order["lines"]:
-        session = sessions.get(line["sessionId"], {})
+        session: Mapping[str, Any] = sessions.get(line["sessionId"], {})
         start = session.get("start")
         lines.append(
             TicketLine(

@@ -20,9 +20,11 @@ import json
 import os
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -122,7 +124,7 @@ def is_valid_ticket(order: Order, code: str) -> bool:
 def pass_json(*, order: Order, code: str, venue: PerformanceVenue, identity: PassIdentity, order_url: str) -> dict:
     """The pass's description of one ticket (``code``: one of the order's lines)."""
     line = next(line for line in order["lines"] if line["ticket"] == code)
-    session: dict = next((s for s in order.get("sessions", []) if s["_id"] == line["sessionId"]), {})
+    session: Mapping[str, Any] = next((s for s in order.get("sessions", []) if s["_id"] == line["sessionId"]), {})
     start = session.get("start")
     theater = localized(session, "theaterName")
     place = ", ".join(part for part in [theater, *address_lines(venue.address)] if part)

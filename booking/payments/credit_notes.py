@@ -117,8 +117,8 @@ def _refers_to(order: Order) -> dict:
 def _note(order: Order, entry: dict, theater_id: ObjectId) -> dict:
     """The credit note as written once: what it corrects, the lines credited, the VAT per rate."""
     tickets = set(entry["tickets"])
-    pools = {VOID: "lines", EXCHANGE: "exchangedLines"}
-    lines = [line for line in order.get(pools.get(entry["kind"], "refundedLines"), []) if line["ticket"] in tickets]
+    pools = {VOID: order.get("lines", []), EXCHANGE: order.get("exchangedLines", [])}
+    lines = [line for line in pools.get(entry["kind"], order.get("refundedLines", [])) if line["ticket"] in tickets]
     if entry.get("pairs"):  # worked out when it was owed (an exchange's difference)
         pairs = [(part, rate) for part, rate in entry["pairs"]]
     else:

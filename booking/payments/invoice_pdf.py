@@ -50,7 +50,12 @@ def _buyer_lines(name: str, buyer: dict) -> list[str]:
 
 
 def _lines_table(
-    order_like: dict, lines: Sequence[Mapping[str, Any]], currency: str, body, sign: int, extra_rows: list[list]
+    order_like: Mapping[str, Any],
+    lines: Sequence[Mapping[str, Any]],
+    currency: str,
+    body,
+    sign: int,
+    extra_rows: list[list],
 ):
     def cell(text: str, raw: bool = False) -> Paragraph:
         return Paragraph(text if raw else escape(str(text)), body)

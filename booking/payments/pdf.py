@@ -38,11 +38,13 @@ def when_text(value) -> str:
     return timezone.localtime(value).strftime("%d.%m.%Y %H:%M") if value else ""
 
 
-def line_rows(order: Order, lines: Sequence[Mapping[str, Any]], currency: str, cell, refunded: str = "") -> list[list]:
+def line_rows(
+    order: Mapping[str, Any], lines: Sequence[Mapping[str, Any]], currency: str, cell, refunded: str = ""
+) -> list[list]:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     rows = []
     for line in lines:
-        session = sessions.get(line["sessionId"], {})
+        session: Mapping[str, Any] = sessions.get(line["sessionId"], {})
         category = order_category(session, line["cat"])
         if line.get("wheelchair"):  # the buyer's and the usher's reason to keep the space free
             category += " · " + gettext("wheelchair space")
@@ -115,7 +117,7 @@ def discount_label(order: Order) -> str:
 
 def sale_breakdown(order: Order) -> list[money.VatLine]:
     """VAT of the sale as it was paid: every line, refunded ones too, and the fee."""
-    every = {**order, "lines": [*order.get("lines", []), *order.get("refundedLines", [])]}
+    every: Order = {**order, "lines": [*order.get("lines", []), *order.get("refundedLines", [])]}
     return money.order_breakdown(every)
 
 

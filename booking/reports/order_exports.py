@@ -8,8 +8,9 @@ formula (exports.csv_text; a text cell in XLSX).
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -72,7 +73,7 @@ def order_row(order: Order) -> list:
         seats.setdefault(line["sessionId"], []).append(seat_label(line["row"], line["seat"]))
     shows = []
     for sid in seats:
-        session = sessions.get(sid, {})
+        session: Mapping[str, Any] = sessions.get(sid, {})
         start = _local(session.get("start"))
         when = start.strftime("%Y-%m-%d %H:%M") if start else ""
         shows.append(" ".join(part for part in (session.get("name") or "", when) if part))

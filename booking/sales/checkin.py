@@ -281,7 +281,7 @@ def door_ticket(order: Order, line: Mapping[str, Any], scope: Scope | None = Non
     }
 
 
-def _used(record: dict | None) -> dict | None:
+def _used(record: Mapping[str, Any] | None) -> dict | None:
     if not record:
         return None
     return {
@@ -538,7 +538,9 @@ def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -
         )
     ticket = door_ticket(order, line, scope)
     if line["sessionId"] not in scope.session_ids:
-        session: dict = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
+        session: Mapping[str, Any] = next(
+            (s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {}
+        )
         other = {
             "name": session.get("name", ""),
             "start": session.get("start"),
@@ -655,7 +657,7 @@ def replacement_seat(order: Order, code: str, scope: Scope | None = None) -> dic
     if scope is not None and line["sessionId"] not in scope.session_ids:
         # moved to another performance: the door says which, or the holder would look for the
         # new seat tonight
-        show: dict = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
+        show: Mapping[str, Any] = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
         seat["show"] = {"name": show.get("name", ""), "when": mail_time(show["start"]) if show.get("start") else ""}
     return seat
 

@@ -147,7 +147,7 @@ def order_tickets(order: Order, *, venues: dict | None = None) -> list[dict]:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     tickets = []
     for line in order.get("lines", []):
-        session = sessions.get(line["sessionId"], {})
+        session: Mapping[str, Any] = sessions.get(line["sessionId"], {})
         start = session.get("start")
         venue = (venues or {}).get(line["sessionId"])
         tickets.append(
