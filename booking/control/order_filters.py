@@ -3,7 +3,9 @@
 opens its order."""
 
 import re
+from collections.abc import Mapping
 from datetime import datetime, time, timedelta
+from typing import Any
 
 from django import forms
 from django.utils import formats, timezone
@@ -125,5 +127,5 @@ def order_by_ref(text: str) -> Order | None:
     return mongo.orders().find_one({"ref": compact}, {"_id": 1, "ref": 1})
 
 
-def channel_of(order: Order) -> str:
+def channel_of(order: Mapping[str, Any]) -> str:  # an Order or its projection
     return sales_channel(order)

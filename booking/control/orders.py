@@ -293,7 +293,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
             status=status,
         )
 
-    def _canceled(self, request, order: Order, canceled: dict, reason: str):
+    def _canceled(self, request, order: Order, canceled: Order, reason: str):
         seats = len(canceled["lines"] or canceled.get("refundedLines", []))
         refunded = canceled["state"] == OrderState.REFUNDED  # paid through a provider: money back
         what = "Canceled and refunded" if refunded else "Canceled"

@@ -25,7 +25,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderLine, SessionStatus
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
@@ -193,8 +193,8 @@ def _describe(order: Order, notice: dict) -> dict:
     if notice["kind"] == RESERVATION_LAPSED:  # a lapsed invoice's credit note goes with it
         notes = [n for n in credit_notes.of_order(order["_id"]) if n["kind"] == credit_notes.VOID]
         labels = [credit_notes.credit_label(n) for n in notes]
-        invoice = invoices.invoice_label(order) if order.get("invoice") else ""
-        return {**context, **reservation_context(order), "credit_notes": labels, "invoice_label": invoice}
+        invoice_label = invoices.invoice_label(order) if order.get("invoice") else ""
+        return {**context, **reservation_context(order), "credit_notes": labels, "invoice_label": invoice_label}
     if notice["kind"] == INVOICE:
         invoice = order["invoice"]
         return {
@@ -261,7 +261,7 @@ def _canceled_performances(order: Order, session_ids: set) -> dict:
     performances = [
         {
             "show": localized(show, "name") or _("Performance"),
-            "when": mail_time(show["start"]) if show.get("start") else "",
+            "when": mail_time(start) if (start := show.get("start")) else "",
             "theater": localized(show, "theaterName"),
         }
         for show in shows
@@ -349,7 +349,7 @@ def _message(order: Order, notice: dict) -> EmailMultiAlternatives:
     return mail
 
 
-def buyers_lines(order: Order) -> list[dict]:
+def buyers_lines(order: Order) -> list[OrderLine]:
     """The tickets the buyer still holds: a ticket handed to someone else is theirs alone."""
     return [line for line in order.get("lines", []) if not line.get("holder")]
 

@@ -7,6 +7,9 @@ this provider states succeeded; an invoice stays open until staff record the mon
 order page), and a refund is money handed back by the staff member who records it.
 """
 
+from collections.abc import Mapping
+from typing import Any
+
 from booking.core.domain import COMPLIMENTARY_METHOD, Order
 from booking.payments import base, money
 
@@ -30,7 +33,7 @@ class CounterProvider(base.Provider):
     def payment_id(order: Order) -> str:
         return f"counter-{order['_id']}"
 
-    def _payment(self, order: Order, status: str) -> base.Payment:
+    def _payment(self, order: Mapping[str, Any], status: str) -> base.Payment:
         return base.Payment(
             provider=self.name,
             id=self.payment_id(order),
@@ -41,7 +44,7 @@ class CounterProvider(base.Provider):
             order_ref=order["ref"],
         )
 
-    def start(self, order: Order, *, idempotency_key: str) -> base.Payment:
+    def start(self, order: Mapping[str, Any], *, idempotency_key: str) -> base.Payment:
         return self._payment(order, base.OPEN)
 
     def paid_at_counter(self, order: Order) -> base.Payment:

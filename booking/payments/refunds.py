@@ -33,7 +33,7 @@ from pymongo.errors import PyMongoError
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, Order, OrderState
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, Order, OrderLine, OrderState
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.payments import base, credit_notes, donations, money
 from booking.reports import marks
@@ -265,7 +265,7 @@ def kept_amount(lines: Sequence[Mapping[str, Any]], kept_per_ticket: int) -> int
 class CancelOutcome:
     """What ``orders.cancel_order`` would do to the order now, for staff to confirm first."""
 
-    seats: list[dict]  # the order's lines: their seats become free, their tickets void
+    seats: list[OrderLine]  # the order's lines: their seats become free, their tickets void
     refunds: list[dict]  # {provider, means, online, amount}: how much goes back through which payment
     ends_reservation: bool  # not paid yet: nothing goes back, the reservation ends
     mail_to: str  # the address the customer is told at; "" when nobody is

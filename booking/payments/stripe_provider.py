@@ -22,13 +22,14 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import stripe
 from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from booking.core import clock
-from booking.core.domain import Order
 from booking.payments import base, money
 
 logger = logging.getLogger("booking.payments.stripe")
@@ -151,7 +152,7 @@ class StripeProvider(base.Provider):
     def is_configured(self) -> bool:
         return bool(settings.STRIPE_SECRET_KEY and settings.STRIPE_PUBLISHABLE_KEY)
 
-    def start(self, order: Order, *, idempotency_key: str) -> base.Payment:
+    def start(self, order: Mapping[str, Any], *, idempotency_key: str) -> base.Payment:
         params = {
             "amount": money.amount_due(order),
             "currency": order["currency"].lower(),

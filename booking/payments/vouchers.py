@@ -419,7 +419,7 @@ class VoucherProvider(base.Provider):
     def __init__(self):
         super().__init__(name=PROVIDER, online=True)
 
-    def start(self, order: Order, *, idempotency_key: str) -> base.Payment:
+    def start(self, order: Mapping[str, Any], *, idempotency_key: str) -> base.Payment:
         return payment_of(order)
 
     def retrieve(self, payment_id: str) -> base.Payment:

@@ -30,7 +30,7 @@ from django.utils.translation import gettext, gettext_noop, ngettext
 from booking import payments
 from booking.accounts.buyers import clean_email
 from booking.core import faults, mongo
-from booking.core.domain import Order, OrderState
+from booking.core.domain import Order, OrderLine, OrderState
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.text_checks import has_invisible_characters
 from booking.sales import cancels, checkout, exchanges, outbox
@@ -67,7 +67,7 @@ def _paid_online(order: Order) -> None:
         raise Conflict(gettext("A change of this booking is still under way; look again in a moment."))
 
 
-def _chosen(order: Order, tickets: Sequence[str] | None) -> list[dict]:
+def _chosen(order: Order, tickets: Sequence[str] | None) -> list[OrderLine]:
     if tickets is None:
         return list(order["lines"])
     if not isinstance(tickets, list | tuple) or not all(isinstance(t, str) for t in tickets):
@@ -81,7 +81,7 @@ def _chosen(order: Order, tickets: Sequence[str] | None) -> list[dict]:
 
 
 def _starts(order: Order) -> dict[ObjectId, datetime]:
-    return {s["_id"]: s["start"] for s in order.get("sessions", []) if s.get("start")}
+    return {s["_id"]: start for s in order.get("sessions", []) if (start := s.get("start"))}
 
 
 def _allowed(

@@ -43,7 +43,7 @@ from django.utils.translation import ngettext
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, SalesChannel, SessionStatus, Theater
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderLine, SalesChannel, SessionStatus, Theater
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
 from booking.payments import base, credit_notes, money, refunds
@@ -75,7 +75,7 @@ class Plan:
 
     order: Order
     session: dict
-    old: list[dict]
+    old: list[OrderLine]
     new: list[dict]
     difference: int  # new minus old, minor units: > 0 the customer pays more, < 0 gets money back
     fee: int = 0  # the theater's fee for swapping subscription tickets, part of ``difference``
@@ -104,7 +104,9 @@ def _session_summary(session: dict) -> dict:
     }
 
 
-def _new_line(order: Order, old: dict, session: dict, key: str, theater: Theater | None) -> dict:
+def _new_line(
+    order: Order, old: Mapping[str, Any], session: Mapping[str, Any], key: str, theater: Theater | None
+) -> dict:
     """The ticket for ``key`` replacing ``old``: same ticket type if the session offers it in the
     seat's category (else full price), today's price, a new ticket code, the same holder."""
     r, c = parse_seat_key(key)
@@ -205,7 +207,7 @@ def plan(
     return Plan(order=order, session=session, old=old, new=new, difference=difference, fee=fee)
 
 
-def subscription_swap_fee(order: Order, lines: Sequence[dict], now: datetime) -> int:
+def subscription_swap_fee(order: Order, lines: Sequence[Mapping[str, Any]], now: datetime) -> int:
     """What swapping these tickets' subscription dates costs: the theater's fee per ticket of the
     performance given up (sales/self_service.py, whoever swaps: the buyer or the box office); a
     swap after that performance's cut-off is refused (Conflict). Other tickets: 0 here."""

@@ -87,7 +87,7 @@ class OrderFilters:
 
 @dataclass
 class OrderPage:
-    orders: list[dict]
+    orders: list[Order]
     next_cursor: str | None  # the page after this one (older orders), None: this is the last
     previous_cursor: str | None = field(default=None)  # the page before (newer orders), None: the first
 
@@ -253,7 +253,7 @@ def search_orders(*, filters: OrderFilters, cursor: str | None = None, limit: in
     )
 
 
-def iter_orders(*, filters: OrderFilters, batch_size: int = 1000) -> Iterator[dict]:
+def iter_orders(*, filters: OrderFilters, batch_size: int = 1000) -> Iterator[Order]:
     """Every matching order, newest first, streamed from one cursor (exports: no page limit)."""
     query = order_query(filters)
     if query is None:

@@ -23,12 +23,13 @@ changes nothing twice. The walks go by ``_id`` (an operator's tool: every docume
 """
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from bson import ObjectId
 
 from booking.core import mongo
-from booking.core.domain import Order
 from booking.core.names import name_keys
 from booking.sales import orders as order_service
 from booking.upkeep import reconcile
@@ -68,7 +69,7 @@ def _by_id(collection, query: dict, fields: dict, batch_size: int):
         last = batch[-1]["_id"]
 
 
-def older_code_sessions(order: Order) -> set[ObjectId]:
+def older_code_sessions(order: Mapping[str, Any]) -> set[ObjectId]:
     """The sessions of this order's tickets whose code does not start with the order's reference."""
     ref = order.get("ref") or ""
     return {

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from booking.core.domain import Order
 from booking.sales import outbox
 
 API_VERSION = "1"
@@ -42,7 +41,7 @@ def ticket_data(line: Mapping[str, Any]) -> dict:
     }
 
 
-def order_data(order: Order) -> dict:
+def order_data(order: Mapping[str, Any]) -> dict:  # an Order (the event's document)
     return {
         "id": str(order["_id"]),
         "ref": order["ref"],
