@@ -292,7 +292,9 @@ def plan_view(plan: exchanges.Plan) -> dict:
     """The preview: seat by seat, both sides' performance, hall and date, and what differs."""
     currency = plan.currency
     known = {s["_id"]: s for s in plan.order.get("sessions", [])}
-    sources = [known.get(i, {"_id": i}) for i in dict.fromkeys(o["sessionId"] for o in plan.old)]
+    sources: list[Mapping[str, Any]] = [
+        known.get(i, {"_id": i}) for i in dict.fromkeys(o["sessionId"] for o in plan.old)
+    ]
     target = plan.session
     day = localtime(target["start"]).date()
     changes = []

@@ -2,6 +2,10 @@
 cancel (a page that says what it does, then confirmed: seats free again, money back, the customer
 told); re-send the confirmation mail."""
 
+from collections.abc import Mapping
+from typing import Any
+
+from bson import ObjectId
 from django.contrib import messages
 from django.core import signing
 from django.http import HttpResponse, HttpResponseBadRequest, HttpResponseRedirect, StreamingHttpResponse
@@ -36,20 +40,23 @@ ORDER_PAGE_SIZE = 50
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
-def order_row(order: dict) -> dict:  # a projection, made into a row in place
+def order_row(order: Order) -> dict:
     """A list row: the order with its performances (title, start) and seats, its channel."""
-    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    sessions: dict[ObjectId, Mapping[str, Any]] = {s["_id"]: s for s in order.get("sessions", [])}
     seats: dict = {}
     for line in order.get("lines", []):
         seats.setdefault(line["sessionId"], []).append(seat_label(line["row"], line["seat"]))
-    order["performances"] = [
+    performances = [
         {"name": sessions.get(sid, {}).get("name") or "", "start": sessions.get(sid, {}).get("start"), "seats": labels}
         for sid, labels in seats.items()
     ]
-    order["seatCount"] = len(order.get("lines", []))
-    order["channel"] = order_filters.channel_of(order)
-    order["id"] = str(order["_id"])
-    return order
+    return {
+        **order,
+        "performances": performances,
+        "seatCount": len(order.get("lines", [])),
+        "channel": order_filters.channel_of(order),
+        "id": str(order["_id"]),
+    }
 
 
 def export_name(extension: str) -> str:

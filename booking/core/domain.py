@@ -499,6 +499,7 @@ class Order(TypedDict):
     voucher: NotRequired[dict]  # the part a gift voucher pays: {voucherId, redemption, id, provider, amount, codeEnd}
     voucherCode: NotRequired[str]  # the voucher checkout named, until its part is written (payments/vouchers.py)
     paidOn: NotRequired[datetime]
+    lateAfter: NotRequired[OrderState | None]  # paid after it had ended: the state it had (None: paid while pending)
     settling: NotRequired[bool]
     extraPayments: NotRequired[list[dict]]
     topUps: NotRequired[list[dict]]

@@ -30,7 +30,7 @@ class CounterProvider(base.Provider):
         super().__init__(name="counter", online=False)
 
     @staticmethod
-    def payment_id(order: Order) -> str:
+    def payment_id(order: Mapping[str, Any]) -> str:
         return f"counter-{order['_id']}"
 
     def _payment(self, order: Mapping[str, Any], status: str) -> base.Payment:

@@ -378,7 +378,9 @@ def apply_to_order(order: Order, code: str, now: datetime) -> Order:
     redeemed = redeem(code=code, order_id=order["_id"], ref=order["ref"], wanted=order["total"], now=now)
     if redeemed is None:
         mongo.orders().update_one({"_id": order["_id"], "ref": order["ref"]}, {"$unset": {"voucherCode": ""}})
-        return {k: v for k, v in order.items() if k != "voucherCode"}
+        without_code = order.copy()
+        without_code.pop("voucherCode", None)
+        return without_code
     faults.point("voucher.after_debit")
     part = {
         "voucherId": redeemed.voucher_id,
