@@ -381,6 +381,8 @@ class CartItem(TypedDict):
 class Customer(TypedDict):
     name: str
     email: str
+    language: NotRequired[str]  # the buyer's, for the order's mails
+    phone: NotRequired[str]  # given at the counter
 
 
 class Cart(TypedDict):
@@ -406,6 +408,9 @@ class Cart(TypedDict):
     soldBy: NotRequired[dict]  # {id, name}: the staff member at the counter (sales/counter.py)
     comp: NotRequired[dict]
     subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's cart (sales/subscriptions.py)
+    voucherCode: NotRequired[str]  # the gift voucher checkout named (payments/vouchers.py)
+    donation: NotRequired[int]  # what the buyer gives on top, in minor units (payments/donations.py)
+    billing: NotRequired[dict]  # {company, address, vatId}: an invoice's buyer at the counter (payments/invoices.py)
 
 
 class CheckIn(TypedDict):

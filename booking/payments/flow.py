@@ -56,6 +56,7 @@ from booking.core.domain import (
     SEAT_OWNING_ORDER_STATES,
     Cart,
     CartState,
+    Customer,
     MailState,
     Order,
     OrderState,
@@ -159,7 +160,7 @@ def start(
     (payments/vouchers.py); the card is asked for the rest, or nothing. ``donation``: the amount
     the buyer adds as a donation, as typed or chosen (payments/donations.py); "" for none."""
     name, email = checkout.clean_customer(name, email)
-    customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
+    customer: Customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
     if method not in METHODS:
         raise InvalidRequest(
             gettext("Please choose how to pay."), fields={"method": gettext("Please choose how to pay.")}
@@ -221,7 +222,7 @@ def start(
     faults.point("pay.after_cart")
     if unused_code:
         promos.finish_give_back(cart)
-    moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
+    moved: Cart = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
     moved["orderRef"] = order_ref
     if code:
         moved["voucherCode"] = code
@@ -253,7 +254,7 @@ def pay_voucher_part(order: Order) -> Order:
 
 def _cart_and_open_reservations(
     owner: str, cart_id: ObjectId | None, method: str, now: datetime
-) -> tuple[dict | None, int]:
+) -> tuple[Cart | None, int]:
     """Checkout's one read of carts: the buyer's cart and, for a box-office reservation while
     BOOKING_MAX_OPEN_RESERVATIONS is on, how many other reservations of theirs wait for payment
     (one query, each branch indexed and by owner, the shard key)."""
@@ -288,7 +289,7 @@ def _refuse_too_many_reservations(reserved: int) -> None:
         raise InvalidRequest(message, fields={"method": message})
 
 
-def _keep_counting_for_client(cart: dict, method: str, until: datetime, now: datetime) -> None:
+def _keep_counting_for_client(cart: Cart, method: str, until: datetime, now: datetime) -> None:
     """The seats stay held while they are paid for (to ``until``), so they keep counting for the
     address that started the cart, and a box-office reservation is one of its open ones (at most
     BOOKING_MAX_OPEN_RESERVATIONS). Written BEFORE the cart's write: never an under-count
@@ -308,7 +309,7 @@ def _keep_counting_for_client(cart: dict, method: str, until: datetime, now: dat
         client_holds.extend(client, cart["_id"], until)
 
 
-def _order_of_started_cart(cart: dict, sessions: list[Session] | None = None, fresh: bool = False) -> Order:
+def _order_of_started_cart(cart: Cart, sessions: list[Session] | None = None, fresh: bool = False) -> Order:
     """The paying cart's order, stored under the cart's ``orderRef`` if it is not yet (checkout's
     own way: a second submit, or a finisher after a crash, finds the same one). ``fresh``: the
     cart was moved to paying just now."""
@@ -349,7 +350,7 @@ def donation_offer(sessions: Sequence[Mapping[str, Any]]) -> dict | None:
     return donations.offer_of(theaters_of(sessions).get(theater_ids.pop()))
 
 
-def pending_order(cart: dict, ref: str, sessions: list[Session]) -> Order:
+def pending_order(cart: Cart, ref: str, sessions: list[Session]) -> Order:
     """The order's document as checkout makes it (lines with their ticket types, locked prices and
     promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
     the booking fee, the donation (no VAT), the payment, no mail yet (it goes once the order is

@@ -241,7 +241,7 @@ def counter_donation(sale: CounterSale, sessions: list[Session]) -> int:
     return donations.chosen(sale.donation, {**offer, "free": True} if offer else None)
 
 
-def _order_of_sold_cart(cart: dict) -> Order:
+def _order_of_sold_cart(cart: Cart) -> Order:
     """The order of a cart staff sold already (a double submit, or after a crash between the cart's
     write and the order's): found under the cart's reference, or stored now."""
     order = mongo.orders().find_one({"ref": cart["orderRef"], "cartId": cart["_id"]}) if cart.get("orderRef") else None
@@ -263,7 +263,7 @@ def _numbered(order: Order) -> Order:
     return {**order, "invoiceNo": number} if number is not None else order
 
 
-def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> Order:
+def _counter_order(cart: Cart, ref: str, sessions: list[Session]) -> Order:
     """The buyer's pending order (lines, VAT, totals), as sold by staff: no online booking fee,
     the channel, who sold it, the customer's phone, a complimentary sale's reason."""
     order = payment_service.pending_order(cart, ref, sessions)
@@ -273,7 +273,8 @@ def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> Order:
     order["channel"] = cart.get("channel", BOX_OFFICE)
     order["soldBy"] = cart.get("soldBy", {})
     order["payment"]["intent"] = f"counter-{order['_id']}"
-    phone = (cart.get("customer") or {}).get("phone")
+    customer = cart.get("customer")
+    phone = customer.get("phone") if customer else None
     if phone:
         order["phone"] = phone
     if cart.get("comp"):
