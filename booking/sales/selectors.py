@@ -311,7 +311,7 @@ def expiry_backlog(now: datetime | None = None) -> dict:
 FAILED_MAIL_FIELDS = {"ref": 1, "email": 1, "mailFailures": 1, "mailFailure": 1, "mailDoneOn": 1, "mailRetryAt": 1}
 
 
-def failed_mails(limit: int = 20) -> list[dict]:
+def failed_mails(limit: int = 20) -> list[Order]:
     """Orders whose confirmation mail failed, newest failure first (worker_status lists them)."""
     newest = [("mailDoneOn", -1), ("_id", -1)]
     found = mongo.orders().find({"mail": MailState.FAILED}, FAILED_MAIL_FIELDS).sort(newest).limit(limit)
