@@ -46,9 +46,7 @@ OTHER = [
     [DATES[2]],
 ]
 # often one of a few plain values or dates, so that lookups are used and their buckets shared
-values = st.one_of(
-    st.sampled_from(["x", "y", OIDS[0]]), st.sampled_from(DATES), st.sampled_from(PLAIN + OTHER)
-)
+values = st.one_of(st.sampled_from(["x", "y", OIDS[0]]), st.sampled_from(DATES), st.sampled_from(PLAIN + OTHER))
 dates = st.sampled_from(DATES)
 field_values = st.one_of(values, st.just(ABSENT))
 subdocs = st.one_of(
@@ -484,9 +482,7 @@ def test_date_ranges_are_looked_up_at_their_exact_bounds(db, engine):
                         "$lt": lambda d, b: d < b,
                         "$lte": lambda d, b: d <= b,
                     }
-                    want = [
-                        i for i in range(40) if admits[low_op](days[i], low) and admits[high_op](days[i], high)
-                    ]
+                    want = [i for i in range(40) if admits[low_op](days[i], low) and admits[high_op](days[i], high)]
                     # mongomock lets each bound be met by another element of a top-level array, but
                     # not through an array of documents; the lookup answers as the scan either way
                     several = [103] if field == "paidOn" else []
