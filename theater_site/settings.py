@@ -423,6 +423,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": BOOKING_WAITING_LIST_EVERY_SECONDS,
         "options": {"expires": BOOKING_WAITING_LIST_EVERY_SECONDS, "time_limit": 120, "soft_time_limit": 108},
     },
+    "keep-takings-days": {  # booking/reports/takings.py: a past day counted once, off the page
+        "task": "booking.tasks.keep_takings_days",
+        "schedule": 3600,
+        "options": {"expires": 3600, "time_limit": 600, "soft_time_limit": 540},
+    },
     "subscription-renewals": {  # booking/sales/subscriptions.py: reserve, mail, end the window
         "task": "booking.tasks.subscription_renewals",
         "schedule": 60,

@@ -408,6 +408,18 @@ def _sealed_tally(day: date, failed_before: list[str]) -> Tally:
     return tally
 
 
+KEEP_DAYS = 7  # the worker keeps the days a week's report reads
+
+
+def keep_past_days(*, now: datetime, days: int = KEEP_DAYS) -> int:
+    """Count and keep the last ``days`` days that ended ``SEALED_AFTER`` before ``now`` (those kept
+    already are only checked), so that nobody's report waits for them; returns how many."""
+    last = timezone.localdate(now - SEALED_AFTER) - timedelta(days=1)
+    first = last - timedelta(days=days - 1)
+    summary(first, last, now=now)
+    return days
+
+
 def summary(first: date, last: date, *, now: datetime) -> Takings:
     """The takings of these local days, their sums only (the page): each day that ended
     ``SEALED_AFTER`` before ``now`` counted once and kept, the rest read from the orders."""

@@ -25,7 +25,7 @@ from booking.notifications import (
     waiting_list_mail,
 )
 from booking.notifications import confirmations as notifications
-from booking.reports import summaries
+from booking.reports import summaries, takings
 from booking.sales import cancels, cart_expiry, retention, subscriptions, waiting_list, wheelchair
 from booking.upkeep import reconcile as reconcile_service
 from booking.webhooks import deliveries, dispatch
@@ -108,6 +108,12 @@ def refresh_report_summaries(self) -> int:
     if counted:
         logger.info("refresh_report_summaries task=%s: %d sessions counted", self.request.id, counted)
     return counted
+
+
+@shared_task(name="booking.tasks.keep_takings_days", time_limit=600, soft_time_limit=540)
+def keep_takings_days() -> int:
+    """Count and keep the past days' takings (reports/takings.py) before staff open the report."""
+    return takings.keep_past_days(now=clock.now())
 
 
 def mail_retry_countdown(retries: int) -> float:

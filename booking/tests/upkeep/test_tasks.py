@@ -14,16 +14,18 @@ from django.conf import settings as django_settings
 from django.core import mail
 from django.core.mail import EmailMultiAlternatives
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from booking.core import clock, faults, mongo
 from booking.notifications import confirmations as notifications
+from booking.reports import takings
 from booking.sales import holds
 from booking.sales.cart_expiry import expire_stale_carts
 from booking.tests.factories import make_session
 from booking.tests.paying import checkout_paid
 from booking.upkeep.invariants import check_invariants
 from booking.upkeep.reconcile import finish_interrupted_expiries, reconcile
-from booking.upkeep.tasks import mail_retry_countdown
+from booking.upkeep.tasks import keep_takings_days, mail_retry_countdown
 from booking.venues.seat_grid import FREE
 from theater_site.celery import app as celery_app
 
@@ -368,3 +370,13 @@ def test_two_operators_re_sending_the_same_round_send_one_mail():
     now = stored(order)["mailRound"]
     assert notifications.reopen(order["_id"], now) == "reopened"  # a fresh look at the page: again
     assert notifications.reopen(order["_id"], now + 1) == "pending"  # seen pending: send it now, claim decides
+
+
+def test_the_hourly_task_keeps_the_past_weeks_takings_so_the_page_counts_no_day_again(settings, monkeypatch):
+    moment = clock.now()
+    monkeypatch.setattr(clock, "now", lambda: moment)
+    assert settings.CELERY_BEAT_SCHEDULE["keep-takings-days"]["task"] == keep_takings_days.name
+    assert keep_takings_days() == takings.KEEP_DAYS
+    last = timezone.localdate(moment - takings.SEALED_AFTER) - timedelta(days=1)
+    kept = sorted(d["_id"].split(":")[-1] for d in mongo.takings_days().find())
+    assert kept == [(last - timedelta(days=n)).isoformat() for n in range(takings.KEEP_DAYS - 1, -1, -1)]
