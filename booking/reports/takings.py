@@ -446,6 +446,10 @@ def tables(takings: Takings) -> list[Table]:
         REFUND: str(_("Refund")),
         VOUCHER_SALE: str(_("Gift voucher sold")),
     }
+    # each label translated once, not once per movement
+    methods: dict[str, str] = {}
+    sellers: dict[str, str] = {}
+    zone = timezone.get_current_timezone()
     moves = Table(
         title=str(_("Movements")),
         header=[
@@ -459,11 +463,11 @@ def tables(takings: Takings) -> list[Table]:
         ],
         rows=[
             [
-                timezone.localtime(m.at).replace(tzinfo=None),
+                timezone.localtime(m.at, zone).replace(tzinfo=None),
                 m.ref,
                 kinds[m.kind],
-                method_label(m.method),
-                seller_label(m.seller),
+                methods.get(m.method) or methods.setdefault(m.method, method_label(m.method)),
+                sellers.get(m.seller) or sellers.setdefault(m.seller, seller_label(m.seller)),
                 amount(m.amount),
                 amount(m.donation),
             ]
