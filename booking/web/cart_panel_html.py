@@ -15,17 +15,64 @@ a literal is not either).
 """
 
 from collections.abc import Mapping
+from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
-from django.urls import reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.formats import date_format
-from django.utils.timezone import template_localtime
-from django.utils.translation import gettext, ngettext
+from django.utils.timezone import get_current_timezone_name, template_localtime
+from django.utils.translation import get_language, gettext, ngettext
 
 from booking.core.formatting import countdown, escape, format_money
 from booking.core.localized import localized
 
 OOB = ' hx-swap-oob="true"'
+
+
+@lru_cache(maxsize=8)
+def _words(language: str) -> dict[str, str]:
+    """The panel's fixed words in ``language`` (the active one), looked up once per language:
+    a dozen lookups per click cost more than the rest of the panel."""
+    return {
+        "your_seats": gettext("Your seats"),
+        "held_for_you": gettext(
+            'Held for you for <strong class="countdown-time">%(left)s</strong> more '
+            '<span class="until">(until %(until)s)</span>'
+        ),
+        "row_seat": gettext("Row %(row)s, seat %(seat)s"),
+        "wheelchair": gettext("wheelchair space"),
+        "check_out": gettext("Check out"),
+        "edit_cart": gettext("Edit cart"),
+        "expired": gettext("Your hold has expired."),
+        "back_on_sale": gettext("The seats went back on sale."),
+        "again": gettext("Please choose your seats again."),
+        "click": gettext("Click a free seat on the map to hold it, or let us pick the best available."),
+        "tap": gettext("Tap a free seat on the map to see it and hold it, or let us pick the best available."),
+        "held_for": gettext("Held for"),
+        "sticky_bar": gettext("sticky bar"),
+        "date_format": gettext("D j M, H:i"),
+    }
+
+
+@lru_cache(maxsize=8)
+def _urls(urlconf: str | None, prefix: str) -> dict[str, str]:
+    """The panel's fixed links (they depend on the URLconf and the script prefix alone)."""
+    return {"checkout": escape(reverse("booking:checkout")), "cart": escape(reverse("booking:cart"))}
+
+
+@lru_cache(maxsize=512)
+def _group_head(
+    session_id: str, name: str, start: datetime | None, theater: str, where: tuple, date_format_of_language: str
+) -> str:
+    """A cart group's heading: the performance linked, its start and theater. Kept per performance,
+    language and time zone (``where``: URLconf, script prefix, time zone; the pattern names the
+    language), as the template's fragment cache kept it."""
+    href = escape(reverse("booking:session", args=[session_id]))
+    head = f'<h3><a href="{href}">{escape(name)}</a></h3>\n        '
+    if start:
+        head += f'<p class="small">{_when(start, date_format_of_language)} · {escape(theater)}</p>'
+    return head
 
 
 def _oob(values: Mapping[str, Any]) -> str:
@@ -53,10 +100,10 @@ def cart_summary(values: Mapping[str, Any]) -> str:
     """The side panel "Your seats": the held seats by performance, the countdown and the total,
     or the expired hold's message, or how to start."""
     cart, items = values.get("cart"), _items(values)
-    your_seats = gettext("Your seats")
+    words = _words(get_language())
     out = [
-        f'<section id="cart-summary" class="panel cart-summary" aria-label="{your_seats}"{_oob(values)}>\n'
-        f"  <h2>{your_seats}</h2>\n  "
+        f'<section id="cart-summary" class="panel cart-summary" aria-label="{words["your_seats"]}"{_oob(values)}>\n'
+        f"  <h2>{words['your_seats']}</h2>\n  "
     ]
     groups = values.get("groups") or []
     if cart and cart.get("subscription"):
@@ -71,40 +118,31 @@ def cart_summary(values: Mapping[str, Any]) -> str:
         out.append(f'<p class="msg msg-error canceled-show" role="alert">{escape(told)}</p>')
     out.append("\n  ")
     if items:
-        out.append(_held_seats(values, groups))
+        out.append(_held_seats(values, groups, words))
     elif values.get("cart_expired"):
-        expired, back = gettext("Your hold has expired."), gettext("The seats went back on sale.")
-        again = gettext("Please choose your seats again.")
         out.append(
-            f'\n    <div class="expired" role="alert">\n      <p><strong>{expired}</strong> {back}</p>\n'
-            f"      <p>{again}</p>\n    </div>\n  "
+            f'\n    <div class="expired" role="alert">\n      <p><strong>{words["expired"]}</strong> '
+            f"{words['back_on_sale']}</p>\n      <p>{words['again']}</p>\n    </div>\n  "
         )
     else:
-        click = gettext("Click a free seat on the map to hold it, or let us pick the best available.")
-        tap = gettext("Tap a free seat on the map to see it and hold it, or let us pick the best available.")
-        out.append(f'\n    <p class="empty"><span class="click-hint">{click}</span>')
-        out.append(f'<span class="touch-hint">{tap}</span></p>\n  ')
+        out.append(f'\n    <p class="empty"><span class="click-hint">{words["click"]}</span>')
+        out.append(f'<span class="touch-hint">{words["tap"]}</span></p>\n  ')
     out.append("\n</section>")
     return "".join(out)
 
 
-def _held_seats(values: Mapping[str, Any], groups: list) -> str:
-    seconds_left = values.get("seconds_left")
-    held_for = gettext(
-        'Held for you for <strong class="countdown-time">%(left)s</strong> more '
-        '<span class="until">(until %(until)s)</span>'
-    ) % {"left": escape(countdown(seconds_left)), "until": _when(values.get("expires_at"), "H:i")}
+def _held_seats(values: Mapping[str, Any], groups: list, words: dict[str, str]) -> str:
+    seconds_left, expires_at = values.get("seconds_left"), values.get("expires_at")
+    # the date filter's "H:i" is strftime's "%H:%M"
+    until = template_localtime(expires_at).strftime("%H:%M") if expires_at else ""
+    held_for = words["held_for_you"] % {"left": escape(countdown(seconds_left)), "until": until}
     out = [f'\n    <p class="countdown" data-seconds="{escape(seconds_left)}">\n      {held_for}\n    </p>\n    ']
-    row_seat, wheelchair = gettext("Row %(row)s, seat %(seat)s"), gettext("wheelchair space")
+    row_seat, wheelchair = words["row_seat"], words["wheelchair"]
+    where = (get_urlconf(), get_script_prefix(), get_current_timezone_name())
+    urls = _urls(where[0], where[1])
     for group in groups:
-        href = escape(reverse("booking:session", args=[group.session_id]))
-        out.append(
-            f'\n      <div class="cart-group">\n        <h3><a href="{href}">{escape(group.name)}</a></h3>\n        '
-        )
-        if group.start:
-            when = _when(group.start, gettext("D j M, H:i"))
-            out.append(f'<p class="small">{when} · {escape(group.theater)}</p>')
-        out.append('\n        <ul class="lines">\n          ')
+        head = _group_head(group.session_id, group.name, group.start, group.theater, where, words["date_format"])
+        out.append(f'\n      <div class="cart-group">\n        {head}\n        <ul class="lines">\n          ')
         for line in group.lines:
             seat = row_seat % {"row": escape(line["row"]), "seat": escape(line["seat"])}
             about = escape(line["category"])
@@ -117,12 +155,11 @@ def _held_seats(values: Mapping[str, Any], groups: list) -> str:
         out.append("\n        </ul>\n      </div>\n    ")
     seat_count = values.get("seat_count")
     total = ngettext("Total (%(counter)s seat)", "Total (%(counter)s seats)", seat_count) % {"counter": seat_count}
-    check_out, edit_cart = gettext("Check out"), gettext("Edit cart")
     out.append(
         f'\n    <p class="total"><span>{total}</span><strong>{escape(format_money(values.get("total")))}</strong></p>\n'
         '    <p class="actions">\n'
-        f'      <a class="btn btn-primary" href="{reverse("booking:checkout")}">{check_out}</a>\n'
-        f'      <a class="btn btn-quiet" href="{reverse("booking:cart")}">{edit_cart}</a>\n'
+        f'      <a class="btn btn-primary" href="{urls["checkout"]}">{words["check_out"]}</a>\n'
+        f'      <a class="btn btn-quiet" href="{urls["cart"]}">{words["edit_cart"]}</a>\n'
         "    </p>\n  "
     )
     return "".join(out)
@@ -135,14 +172,14 @@ def cart_bar(values: Mapping[str, Any]) -> str:
         return f'<div id="cart-bar" class="cart-bar"{_oob(values)} hidden></div>'
     seat_count, seconds_left = values.get("seat_count"), values.get("seconds_left")
     seats = ngettext("%(n)s seat", "%(n)s seats", seat_count) % {"n": seat_count}
-    held_for, check_out, sticky_bar = gettext("Held for"), gettext("Check out"), gettext("sticky bar")
+    words, checkout = _words(get_language()), _urls(get_urlconf(), get_script_prefix())["checkout"]
     return (
         f'<div id="cart-bar" class="cart-bar"{_oob(values)}>\n'
         f'  <p class="bar-sum"><span>{seats}</span> <strong>{escape(format_money(values.get("total")))}</strong></p>\n'
         f'  <p class="bar-time countdown-bar" data-seconds="{escape(seconds_left)}"><span class="visually-hidden">'
-        f'{held_for} </span><strong class="countdown-time">{escape(countdown(seconds_left))}</strong></p>\n'
-        f'  <a class="btn btn-primary" href="{reverse("booking:checkout")}">{check_out}'
-        f'<span class="visually-hidden"> ({sticky_bar})</span></a>\n'
+        f'{words["held_for"]} </span><strong class="countdown-time">{escape(countdown(seconds_left))}</strong></p>\n'
+        f'  <a class="btn btn-primary" href="{checkout}">{words["check_out"]}'
+        f'<span class="visually-hidden"> ({words["sticky_bar"]})</span></a>\n'
         "</div>"
     )
 
