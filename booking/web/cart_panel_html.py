@@ -84,6 +84,11 @@ def _items(values: Mapping[str, Any]) -> list:
     return (cart.get("items") or []) if cart else []
 
 
+def _money(cents) -> str:
+    """Minor units as the templates' ``money`` filter writes them (nothing for none)."""
+    return "" if cents in (None, "") else escape(format_money(int(cents)))
+
+
 def _when(moment, pattern: str) -> str:
     """A time as the templates' ``date`` filter writes it (the site's time zone)."""
     return escape(date_format(template_localtime(moment), pattern)) if moment else ""
@@ -144,19 +149,19 @@ def _held_seats(values: Mapping[str, Any], groups: list, words: dict[str, str]) 
         head = _group_head(group.session_id, group.name, group.start, group.theater, where, words["date_format"])
         out.append(f'\n      <div class="cart-group">\n        {head}\n        <ul class="lines">\n          ')
         for line in group.lines:
-            seat = row_seat % {"row": escape(line["row"]), "seat": escape(line["seat"])}
-            about = escape(line["category"])
-            if line["wheelchair"]:
+            seat = row_seat % {"row": escape(line.get("row", "")), "seat": escape(line.get("seat", ""))}
+            about = escape(line.get("category", ""))
+            if line.get("wheelchair"):
                 about += f" · {wheelchair}"
-            if len(line["offers"]) > 1:
-                about += f" · {escape(line['ticket_type_name'])}"
-            price = escape(format_money(line["price"]))
+            if len(line.get("offers") or ()) > 1:
+                about += f" · {escape(line.get('ticket_type_name', ''))}"
+            price = _money(line.get("price"))
             out.append(f'<li><span>{seat} <span class="small">{about}</span></span><span>{price}</span></li>')
         out.append("\n        </ul>\n      </div>\n    ")
     seat_count = values.get("seat_count")
     total = ngettext("Total (%(counter)s seat)", "Total (%(counter)s seats)", seat_count) % {"counter": seat_count}
     out.append(
-        f'\n    <p class="total"><span>{total}</span><strong>{escape(format_money(values.get("total")))}</strong></p>\n'
+        f'\n    <p class="total"><span>{total}</span><strong>{_money(values.get("total"))}</strong></p>\n'
         '    <p class="actions">\n'
         f'      <a class="btn btn-primary" href="{urls["checkout"]}">{words["check_out"]}</a>\n'
         f'      <a class="btn btn-quiet" href="{urls["cart"]}">{words["edit_cart"]}</a>\n'
@@ -175,7 +180,7 @@ def cart_bar(values: Mapping[str, Any]) -> str:
     words, checkout = _words(get_language()), _urls(get_urlconf(), get_script_prefix())["checkout"]
     return (
         f'<div id="cart-bar" class="cart-bar"{_oob(values)}>\n'
-        f'  <p class="bar-sum"><span>{seats}</span> <strong>{escape(format_money(values.get("total")))}</strong></p>\n'
+        f'  <p class="bar-sum"><span>{seats}</span> <strong>{_money(values.get("total"))}</strong></p>\n'
         f'  <p class="bar-time countdown-bar" data-seconds="{escape(seconds_left)}"><span class="visually-hidden">'
         f'{words["held_for"]} </span><strong class="countdown-time">{escape(countdown(seconds_left))}</strong></p>\n'
         f'  <a class="btn btn-primary" href="{checkout}">{words["check_out"]}'
