@@ -21,7 +21,7 @@ from typing import Any
 
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.formats import date_format
-from django.utils.timezone import get_current_timezone_name, template_localtime
+from django.utils.timezone import get_current_timezone_name, is_aware, localtime
 from django.utils.translation import get_language, gettext, ngettext
 
 from booking.core.formatting import countdown, escape, format_money
@@ -89,9 +89,14 @@ def _money(cents) -> str:
     return "" if cents in (None, "") else escape(format_money(int(cents)))
 
 
+def _local(moment: datetime) -> datetime:
+    """As the templates convert a time: an aware one into the site's time zone, a naive one as it is."""
+    return localtime(moment) if is_aware(moment) else moment
+
+
 def _when(moment, pattern: str) -> str:
     """A time as the templates' ``date`` filter writes it (the site's time zone)."""
-    return escape(date_format(template_localtime(moment), pattern)) if moment else ""
+    return escape(date_format(_local(moment), pattern)) if moment else ""
 
 
 def notice(values: Mapping[str, Any]) -> str:
@@ -139,7 +144,7 @@ def cart_summary(values: Mapping[str, Any]) -> str:
 def _held_seats(values: Mapping[str, Any], groups: list, words: dict[str, str]) -> str:
     seconds_left, expires_at = values.get("seconds_left"), values.get("expires_at")
     # the date filter's "H:i" is strftime's "%H:%M"
-    until = template_localtime(expires_at).strftime("%H:%M") if expires_at else ""
+    until = _local(expires_at).strftime("%H:%M") if expires_at else ""
     held_for = words["held_for_you"] % {"left": escape(countdown(seconds_left)), "until": until}
     out = [f'\n    <p class="countdown" data-seconds="{escape(seconds_left)}">\n      {held_for}\n    </p>\n    ']
     row_seat, wheelchair = words["row_seat"], words["wheelchair"]
@@ -158,7 +163,7 @@ def _held_seats(values: Mapping[str, Any], groups: list, words: dict[str, str]) 
             price = _money(line.get("price"))
             out.append(f'<li><span>{seat} <span class="small">{about}</span></span><span>{price}</span></li>')
         out.append("\n        </ul>\n      </div>\n    ")
-    seat_count = values.get("seat_count")
+    seat_count = values.get("seat_count", 0)
     total = ngettext("Total (%(counter)s seat)", "Total (%(counter)s seats)", seat_count) % {"counter": seat_count}
     out.append(
         f'\n    <p class="total"><span>{total}</span><strong>{_money(values.get("total"))}</strong></p>\n'
@@ -175,7 +180,7 @@ def cart_bar(values: Mapping[str, Any]) -> str:
     Check out (hidden while the cart is empty)."""
     if not _items(values):
         return f'<div id="cart-bar" class="cart-bar"{_oob(values)} hidden></div>'
-    seat_count, seconds_left = values.get("seat_count"), values.get("seconds_left")
+    seat_count, seconds_left = values.get("seat_count", 0), values.get("seconds_left")
     seats = ngettext("%(n)s seat", "%(n)s seats", seat_count) % {"n": seat_count}
     words, checkout = _words(get_language()), _urls(get_urlconf(), get_script_prefix())["checkout"]
     return (
