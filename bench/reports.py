@@ -291,6 +291,11 @@ def order_list_pages(sessions) -> list:
     today = datetime.now(UTC).date()
     week = f"first={(today - timedelta(days=6)).isoformat()}&last={today.isoformat()}"
 
+    def forget_kept_days(_session):
+        from booking.core import mongo
+
+        mongo.takings_days().delete_many({})
+
     def closed_yesterday(_session):
         """The bench seller's till last closed a day ago: the open till is a day of sales."""
         from booking.core import mongo
@@ -310,6 +315,12 @@ def order_list_pages(sessions) -> list:
         ("takings: today, page", lambda s: "/admin/booking/report/takings/", None, None),
         ("takings: today, CSV", lambda s: "/admin/booking/report/takings.csv", None, None),
         ("takings: 7 days, page", lambda s: f"/admin/booking/report/takings/?{week}", None, None),
+        (
+            "takings: 7 days, page, no day kept yet (each past day counted and kept)",
+            lambda s: f"/admin/booking/report/takings/?{week}",
+            forget_kept_days,
+            None,
+        ),
         ("takings: 7 days, CSV", lambda s: f"/admin/booking/report/takings.csv?{week}", None, None),
         (
             "till: a seller's open till (a day of sales)",

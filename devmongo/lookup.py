@@ -15,12 +15,22 @@ and, in mongomock, an ObjectId by its hex string; a document; a number, bool, da
 the document in the field's "always a candidate" set. Sparse and partial index options are
 irrelevant: the lookups cover every document.
 
+A date range (``{"paidOn": {"$gte": start, "$lt": end}}``, any of ``$gt/$gte/$lt/$lte`` with naive
+dates, as the server decodes them) on a leading field is looked up in a sorted list of the dates
+the documents hold there: a range matches only dates (BSON compares within a type), so a document
+with no date there never matches, one with exactly one date matches by that date, and one with
+several dates (an array may satisfy each bound by another element) or any other value is always a
+candidate.
+
 Filters are only planned when well formed (known operators, ``$and/$or/$nor`` as non-empty lists
 of documents), so that skipping documents cannot skip an error the scan would raise.
 """
 
 import datetime
+import math
 import re
+from bisect import bisect_left, bisect_right, insort
+from typing import NamedTuple
 
 from bson.int64 import Int64
 from bson.objectid import ObjectId
@@ -34,6 +44,7 @@ ALWAYS = object()  # a document's filing for a field: a candidate for every valu
 # _id values looked up in the store's dict, as Engine._match does for a top-level _id (not bool)
 _ID_TYPES = (str, int, Int64, ObjectId, float, datetime.datetime)
 
+_RANGE_OPERATORS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 _ANY_OPERAND = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$exists", "$size"})
 _LIST_OPERAND = frozenset({"$in", "$nin", "$all"})
 _REGEX_TYPES = (re.Pattern, Regex)
@@ -106,6 +117,40 @@ def filing(parts, doc):
     return _keys_of(candidates(parts, 0, doc))
 
 
+def _is_date(value):
+    return type(value) is datetime.datetime and value.tzinfo is None
+
+
+def date_filing(parts, doc, filed):
+    """The one date a document holds in a field, None when it holds none (no date range matches
+    it), or ALWAYS. ``filed``: the field's :func:`filing`; only ALWAYS there can hold a date."""
+    if filed is not ALWAYS:
+        return None
+    if len(parts) == 1:
+        v = doc.get(parts[0])
+        return v if _is_date(v) else ALWAYS
+    found = None
+    for v in candidates(parts, 0, doc):
+        if v is NOTHING or v is None:
+            continue
+        if not _is_date(v) or (found is not None and v != found):
+            return ALWAYS
+        found = v
+    return ALWAYS if found is None else found
+
+
+def _date_range(cond):
+    """(lowest, highest) dates a range condition admits (None: unbounded), or None when ``cond`` is
+    not a range of naive dates."""
+    if type(cond) is not dict or not cond or not _RANGE_OPERATORS.issuperset(cond):
+        return None
+    if not all(_is_date(v) for v in cond.values()):
+        return None
+    lows = [v for op, v in cond.items() if op in ("$gt", "$gte")]
+    highs = [v for op, v in cond.items() if op in ("$lt", "$lte")]
+    return (max(lows) if lows else None, min(highs) if highs else None)
+
+
 # --------------------------------------------------------------------------- filter validation
 
 
@@ -167,6 +212,13 @@ def _equality_values(cond, types):
 # --------------------------------------------------------------------------- the lookups
 
 
+class DateRange(NamedTuple):
+    """A plan's date range lookup: the lowest and highest date admitted (None: unbounded)."""
+
+    low: datetime.datetime | None
+    high: datetime.datetime | None
+
+
 class Lookups:
     """One collection's lookups. Each stored document gets a sequence number in the store's
     (insertion) order; for each leading field, a bucket per value holds the sequence numbers of
@@ -185,7 +237,12 @@ class Lookups:
         self.always = {f: set() for f in self.fields}
         self._buckets = list(self.buckets.values())  # aligned with self.paths
         self._always = list(self.always.values())
-        self.entries = {}  # document key -> (sequence, [filing per field])
+        # for date ranges: per field, the (date, sequence) pairs sorted, and the always-candidates
+        self.dated = {f: [] for f in self.fields}
+        self.undated = {f: set() for f in self.fields}
+        self._dated = list(self.dated.values())
+        self._undated = list(self.undated.values())
+        self.entries = {}  # document key -> (sequence, [filing per field], [date filing per field])
         self.keys = {}  # sequence -> document key
         self.next_seq = 0
         for key, doc in self.docs.items():
@@ -226,24 +283,42 @@ class Lookups:
                 if not seqs:
                     del bucket[v]
 
+    def _file_date(self, i, seq, date):
+        if date is ALWAYS:
+            self._undated[i].add(seq)
+        elif date is not None:
+            insort(self._dated[i], (date, seq))
+
+    def _unfile_date(self, i, seq, date):
+        if date is ALWAYS:
+            self._undated[i].discard(seq)
+        elif date is not None:
+            dated = self._dated[i]
+            at = bisect_left(dated, (date, seq))
+            if at < len(dated) and dated[at] == (date, seq):
+                del dated[at]
+
     def add(self, key, doc):
         """A document appended to the store."""
         seq = self.next_seq
         self.next_seq += 1
         filings = [filing(parts, doc) for parts in self.paths]
+        dates = [date_filing(parts, doc, filed) for parts, filed in zip(self.paths, filings, strict=True)]
         for i, values in enumerate(filings):
             self._file(i, seq, values)
-        self.entries[key] = (seq, filings)
+            self._file_date(i, seq, dates[i])
+        self.entries[key] = (seq, filings, dates)
         self.keys[seq] = key
 
     def remove(self, key):
         """A document removed from the store."""
         entry = self.entries.pop(key, None)
         if entry is not None:
-            seq, filings = entry
+            seq, filings, dates = entry
             del self.keys[seq]
             for i, values in enumerate(filings):
                 self._unfile(i, seq, values)
+                self._unfile_date(i, seq, dates[i])
 
     def refile(self, key, doc, touched=None):
         """A document changed in place; ``touched``: the top-level fields the change may have
@@ -254,12 +329,17 @@ class Lookups:
         if entry is None:
             self.add(key, doc)
             return
-        seq, filings = entry
+        seq, filings, dates = entry
         for i, parts in enumerate(self.paths):
             if touched is not None and parts[0] not in touched:
                 continue
             values = filing(parts, doc)
             old = filings[i]
+            date = date_filing(parts, doc, values)
+            if date is not dates[i] and date != dates[i]:
+                self._unfile_date(i, seq, dates[i])
+                self._file_date(i, seq, date)
+                dates[i] = date
             if values == old:
                 continue
             filings[i] = values
@@ -284,6 +364,14 @@ class Lookups:
         bucket = self.buckets[field]
         return len(self.always[field]) + sum(len(bucket.get(v, ())) for v in values)
 
+    def _date_span(self, field, bounds):
+        """(start, end) in the field's sorted dates of those within ``bounds`` (ends included)."""
+        dated = self.dated[field]
+        low, high = bounds
+        start = 0 if low is None else bisect_left(dated, (low,))
+        end = len(dated) if high is None else bisect_right(dated, (high, math.inf))
+        return start, max(start, end)
+
     def _plan(self, flt):
         best = None
         for key, cond in flt.items():
@@ -303,9 +391,13 @@ class Lookups:
                     option = (len(values), [(key, values)])
             elif key in self.fields:
                 values = _equality_values(cond, _PLAIN)
+                bounds = _date_range(cond) if values is None else None
                 if values is not None:
                     values = tuple(_key(v) for v in values)
                     option = (self._size(key, values), [(key, values)])
+                elif bounds is not None:
+                    start, end = self._date_span(key, bounds)
+                    option = (end - start + len(self.undated[key]), [(key, DateRange(*bounds))])
             if option is not None and (best is None or option[0] < best[0]):
                 best = option
         return best
@@ -318,6 +410,11 @@ class Lookups:
             if field == "_id":
                 entries = self.entries
                 seqs.update(entries[v][0] for v in values if v in entries)
+                continue
+            if type(values) is DateRange:
+                start, end = self._date_span(field, values)
+                seqs.update(self.undated[field])
+                seqs.update(seq for _date, seq in self.dated[field][start:end])
                 continue
             bucket = self.buckets[field]
             seqs.update(self.always[field])

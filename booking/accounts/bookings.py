@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from booking.core import clock, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, OrderState
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderState
 from booking.core.localized import order_state_label
 
 # the states in which an order still takes the buyer somewhere
@@ -17,7 +17,7 @@ FIELDS = {"ref": 1, "state": 1, "sessions": 1, "lines.sessionId": 1, "total": 1,
 
 @dataclass(frozen=True)
 class BuyerOrder:
-    order: dict
+    order: Order
     next_start: datetime | None  # the first performance still to come, if the order goes to one
 
     @property

@@ -10,7 +10,9 @@ e-mail and phone, and the text search over them, need the scope ``customers:read
 
 import hashlib
 import secrets
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from django.utils.translation import gettext
 from ninja import Field, Query, Router
@@ -20,7 +22,7 @@ from booking.api import schemas
 from booking.api.auth import MissingScope, may, needs, token_of
 from booking.api.common import NotFoundHere, error_body, idempotent, json_response, path_id
 from booking.core import mongo
-from booking.core.domain import OrderState, SalesChannel, sales_channel
+from booking.core.domain import Order, OrderState, SalesChannel, sales_channel
 from booking.core.ids import object_id
 from booking.payments import flow as payment_service
 from booking.payments import refunds as refund_service
@@ -47,7 +49,7 @@ class OrderFilters(schemas.Request):
     limit: int = Field(50, ge=1, le=200)
 
 
-def _theater_of(order: dict) -> set:
+def _theater_of(order: Order) -> set:
     """The theaters of the order's performances, as its summaries name them (an order from before
     they carried the theater: read from its sessions, by _id)."""
     named = {s.get("theaterId") for s in order.get("sessions", [])} - {None}
@@ -57,13 +59,13 @@ def _theater_of(order: dict) -> set:
     return {s.get("theaterId") for s in mongo.sessions().find({"_id": {"$in": ids}}, {"theaterId": 1})}
 
 
-def customer_out(request, order: dict) -> dict | None:
+def customer_out(request, order: Order) -> dict | None:
     if not may(request, READ_CUSTOMERS):
         return None
     return {"name": order.get("name", ""), "email": order.get("email", ""), "phone": order.get("phone", "")}
 
 
-def ticket_out(line: dict) -> dict:
+def ticket_out(line: Mapping[str, Any]) -> dict:
     checked = line.get("checkedIn") or {}
     return {
         "ticket": line.get("ticket", ""),
@@ -79,7 +81,7 @@ def ticket_out(line: dict) -> dict:
     }
 
 
-def summary_out(request, order: dict) -> dict:
+def summary_out(request, order: Order) -> dict:
     """A list row: what order_search reads (no ticket codes)."""
     return {
         "id": str(order["_id"]),
@@ -95,7 +97,7 @@ def summary_out(request, order: dict) -> dict:
     }
 
 
-def order_out(request, order: dict) -> dict:
+def order_out(request, order: Order) -> dict:
     return {
         **summary_out(request, order),
         "paid": order.get("paidOn"),
@@ -135,7 +137,7 @@ def orders(request, filters: Query[OrderFilters]):
     return {"orders": [summary_out(request, o) for o in page.orders], "next_cursor": page.next_cursor}
 
 
-def theater_order(request, order_id: str) -> dict:
+def theater_order(request, order_id: str) -> Order:
     """The order the path names, if it has a seat in the token's theater; 404 else."""
     token = request.auth
     found = mongo.orders().find_one({"_id": path_id(order_id, gettext(NO_SUCH_ORDER))})
@@ -153,7 +155,7 @@ def _by(request) -> str:
     return f"API token {request.auth['name']}"
 
 
-def _answer(request, status: int, order: dict) -> tuple[int, dict]:
+def _answer(request, status: int, order: Order) -> tuple[int, dict]:
     return status, schemas.OrderOut.model_validate(order_out(request, order)).model_dump(mode="json")
 
 

@@ -28,7 +28,7 @@ from booking.control import selectors as staff_selectors
 from booking.control.base import ADDITION, AdminMixinBase, errors_text
 from booking.control.order_prints import tickets_response
 from booking.core import clock
-from booking.core.domain import Cart, OrderState, SalePhase, Session, SessionStatus, sale_phase
+from booking.core.domain import Cart, Order, OrderState, SalePhase, Session, SessionStatus, sale_phase
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
 from booking.payments import invoices, money
@@ -353,7 +353,7 @@ class CounterAdminMixin(AdminMixinBase):
 
     # --- after the sale: the order and its tickets to print ---
 
-    def _sold_order(self, request, ref: str) -> dict:
+    def _sold_order(self, request, ref: str) -> Order:
         self._require_seller(request)
         order = selectors.get_order_by_ref(str(ref).upper()[:20])
         if order is None or not order.get("channel"):

@@ -20,7 +20,7 @@ from booking.control import selectors
 from booking.control.base import CHANGE, AdminMixinBase, staff_name
 from booking.control.seat_chart import session_rows
 from booking.core import clock
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Session, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, Session, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import format_money
 from booking.core.ids import object_id
@@ -86,7 +86,7 @@ class ExchangeForm(forms.Form):
     )
     reason = forms.CharField(label=gettext_lazy("Reason"), max_length=200, required=False)
 
-    def __init__(self, *args, order: dict, targets: selectors.ExchangeTargets, **kwargs):
+    def __init__(self, *args, order: Order, targets: selectors.ExchangeTargets, **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.MultipleChoiceField, self.fields["tickets"]).choices = [
             (line["ticket"], f"{line['row']}{line['seat']} · {format_money(line['price'], order['currency'])}")
@@ -137,11 +137,11 @@ def target_label(session: Mapping[str, Any], *, own: bool) -> str:
 class OrderChangesMixin(AdminMixinBase):
     if TYPE_CHECKING:
 
-        def _order(self, object_id) -> dict: ...  # OrderAdmin's
+        def _order(self, object_id) -> Order: ...  # OrderAdmin's
 
     """Mixed into OrderAdmin: needs ``_order``, ``require``, ``log``, ``url``, ``render``."""
 
-    def history_context(self, order: dict) -> dict:
+    def history_context(self, order: Order) -> dict:
         waiting = exchanges.awaiting_payment(order)
         return {
             "history": order_history(order),
@@ -231,7 +231,7 @@ class OrderChangesMixin(AdminMixinBase):
             text = _("The customer had just paid: the exchange went through.")
         return self.saved(request, CHANGE, order["_id"], f"Order {order['ref']}", note=text, to=back)
 
-    def _do_exchange(self, request, order: dict, form: ExchangeForm, plan: exchanges.Plan):
+    def _do_exchange(self, request, order: Order, form: ExchangeForm, plan: exchanges.Plan):
         data = form.cleaned_data
         done = exchanges.exchange(
             order["_id"],
@@ -292,7 +292,9 @@ def plan_view(plan: exchanges.Plan) -> dict:
     """The preview: seat by seat, both sides' performance, hall and date, and what differs."""
     currency = plan.currency
     known = {s["_id"]: s for s in plan.order.get("sessions", [])}
-    sources = [known.get(i, {"_id": i}) for i in dict.fromkeys(o["sessionId"] for o in plan.old)]
+    sources: list[Mapping[str, Any]] = [
+        known.get(i, {"_id": i}) for i in dict.fromkeys(o["sessionId"] for o in plan.old)
+    ]
     target = plan.session
     day = localtime(target["start"]).date()
     changes = []

@@ -3,7 +3,9 @@
 opens its order."""
 
 import re
+from collections.abc import Mapping
 from datetime import datetime, time, timedelta
+from typing import Any
 
 from django import forms
 from django.utils import formats, timezone
@@ -11,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from booking.control import selectors
 from booking.core import mongo
-from booking.core.domain import OrderState, SalesChannel, sales_channel
+from booking.core.domain import Order, OrderState, SalesChannel, sales_channel
 from booking.core.errors import NotFound
 from booking.core.ids import object_id
 from booking.core.localized import ORDER_STATE_LABELS
@@ -117,7 +119,7 @@ def local_midnight(day) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min))
 
 
-def order_by_ref(text: str) -> dict | None:
+def order_by_ref(text: str) -> Order | None:
     """The order whose booking reference is exactly this text (spaces, dashes and case aside)."""
     compact = (text or "").replace(" ", "").replace("-", "").upper()
     if not REF.match(compact):
@@ -125,5 +127,5 @@ def order_by_ref(text: str) -> dict | None:
     return mongo.orders().find_one({"ref": compact}, {"_id": 1, "ref": 1})
 
 
-def channel_of(order: dict) -> str:
+def channel_of(order: Mapping[str, Any]) -> str:  # an Order or its projection
     return sales_channel(order)

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from booking.control.base import CHANGE, AdminMixinBase, errors_text, staff_name
 from booking.control.counter import METHOD_CHOICES, may_sell
-from booking.core.domain import OrderState
+from booking.core.domain import Order, OrderState
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import seat_label
 from booking.payments import counter, receipts
@@ -38,7 +38,7 @@ class RefundTicketsForm(forms.Form):
     )
     reason = forms.CharField(max_length=200, help_text=gettext_lazy("Kept with the refund, e.g. 'seat broken'."))
 
-    def __init__(self, *args, order: dict, **kwargs):
+    def __init__(self, *args, order: Order, **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.MultipleChoiceField, self.fields["tickets"]).choices = [
             (
@@ -78,14 +78,14 @@ class RetryRefundForm(forms.Form):
     refund = forms.RegexField(regex=r"^r[0-9a-f]{12}$")
 
 
-def refund_summary(order: dict, records: list[dict]) -> str:
+def refund_summary(order: Order, records: list[dict]) -> str:
     return format_money(sum(r["amount"] for r in records), order.get("currency", ""))
 
 
 class OrderPaymentsMixin(AdminMixinBase):
     if TYPE_CHECKING:
 
-        def _order(self, object_id) -> dict: ...  # OrderAdmin's
+        def _order(self, object_id) -> Order: ...  # OrderAdmin's
 
     """Mixed into OrderAdmin: needs ``_order``, ``require``, ``log``, ``url``."""
 
@@ -93,7 +93,7 @@ class OrderPaymentsMixin(AdminMixinBase):
         """Records money paid at the counter: staff who change orders, and the box office's sellers."""
         return self.has_change_permission(request) or may_sell(request.user)
 
-    def payment_context(self, request, order: dict) -> dict:
+    def payment_context(self, request, order: Order) -> dict:
         return {
             "refund_form": RefundTicketsForm(order=order),
             "refunds": [{**r, "id": r["_id"]} for r in order.get("refunds", [])],  # templates cannot read _id

@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
 from booking.control.base import AdminMixinBase
-from booking.core.domain import OrderState
+from booking.core.domain import Order, OrderState
 from booking.payments import credit_notes, invoices
 from booking.payments.invoice_pdf import credit_note_pdf, invoice_pdf
 from booking.payments.pdf import receipt_pdf
@@ -26,12 +26,12 @@ ROUTES = [
 TICKETS_VALID = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED)
 
 
-def has_tickets(order: dict) -> bool:
+def has_tickets(order: Order) -> bool:
     """Its tickets admit at the door: paid, with seats left."""
     return order["state"] in TICKETS_VALID and bool(order.get("lines"))
 
 
-def tickets_response(order: dict, layout: str) -> HttpResponse:
+def tickets_response(order: Order, layout: str) -> HttpResponse:
     """The order's tickets as a PDF in ``layout`` (ticket_pdf.LAYOUTS); a 400 for another layout,
     a 409 while it has no valid tickets."""
     if layout not in ticket_pdf.LAYOUTS:
@@ -47,11 +47,11 @@ def tickets_response(order: dict, layout: str) -> HttpResponse:
 class OrderPrintsMixin(AdminMixinBase):
     if TYPE_CHECKING:
 
-        def _order(self, object_id) -> dict: ...  # OrderAdmin's
+        def _order(self, object_id) -> Order: ...  # OrderAdmin's
 
     """Mixed into OrderAdmin: needs ``_order`` and ``require``."""
 
-    def print_context(self, order: dict) -> dict:
+    def print_context(self, order: Order) -> dict:
         notes = credit_notes.of_order(order["_id"]) if order.get("creditNotes") else []
         return {
             "can_print_tickets": has_tickets(order),

@@ -2,6 +2,10 @@
 cancel (a page that says what it does, then confirmed: seats free again, money back, the customer
 told); re-send the confirmation mail."""
 
+from collections.abc import Mapping
+from typing import Any
+
+from bson import ObjectId
 from django.contrib import messages
 from django.core import signing
 from django.http import HttpResponse, HttpResponseBadRequest, HttpResponseRedirect, StreamingHttpResponse
@@ -21,7 +25,7 @@ from booking.control.order_payments import OrderPaymentsMixin
 from booking.control.order_prints import ROUTES as PRINT_ROUTES
 from booking.control.order_prints import OrderPrintsMixin
 from booking.core import clock
-from booking.core.domain import OrderState
+from booking.core.domain import Order, OrderState
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import seat_label
 from booking.core.localized import order_category, order_state_label, sold_ticket_type, ticket_type_name
@@ -36,20 +40,23 @@ ORDER_PAGE_SIZE = 50
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
-def order_row(order: dict) -> dict:
+def order_row(order: Order) -> dict:
     """A list row: the order with its performances (title, start) and seats, its channel."""
-    sessions = {s["_id"]: s for s in order.get("sessions", [])}
+    sessions: dict[ObjectId, Mapping[str, Any]] = {s["_id"]: s for s in order.get("sessions", [])}
     seats: dict = {}
     for line in order.get("lines", []):
         seats.setdefault(line["sessionId"], []).append(seat_label(line["row"], line["seat"]))
-    order["performances"] = [
+    performances = [
         {"name": sessions.get(sid, {}).get("name") or "", "start": sessions.get(sid, {}).get("start"), "seats": labels}
         for sid, labels in seats.items()
     ]
-    order["seatCount"] = len(order.get("lines", []))
-    order["channel"] = order_filters.channel_of(order)
-    order["id"] = str(order["_id"])
-    return order
+    return {
+        **order,
+        "performances": performances,
+        "seatCount": len(order.get("lines", [])),
+        "channel": order_filters.channel_of(order),
+        "id": str(order["_id"]),
+    }
 
 
 def export_name(extension: str) -> str:
@@ -161,7 +168,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         response["Content-Disposition"] = f'attachment; filename="{export_name("xlsx")}"'
         return response
 
-    def _order(self, object_id) -> dict:
+    def _order(self, object_id) -> Order:
         return self.document(selectors.get_order, object_id, "No such order.")
 
     @method_decorator(require_POST)
@@ -293,7 +300,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
             status=status,
         )
 
-    def _canceled(self, request, order: dict, canceled: dict, reason: str):
+    def _canceled(self, request, order: Order, canceled: Order, reason: str):
         seats = len(canceled["lines"] or canceled.get("refundedLines", []))
         refunded = canceled["state"] == OrderState.REFUNDED  # paid through a provider: money back
         what = "Canceled and refunded" if refunded else "Canceled"
@@ -316,12 +323,12 @@ CANCEL_SALT = "booking.control.cancel-order"
 NOT_CONFIRMED = gettext_noop("Open the cancellation page of this order and confirm there; nothing was changed.")
 
 
-def confirmation_token(order: dict, fingerprint: str) -> str:
+def confirmation_token(order: Order, fingerprint: str) -> str:
     """The cancellation page's token: this order, as it was shown (signed with SECRET_KEY)."""
     return signing.dumps({"order": str(order["_id"]), "seen": fingerprint}, salt=CANCEL_SALT)
 
 
-def confirmed_fingerprint(token: str, order: dict) -> str | None:
+def confirmed_fingerprint(token: str, order: Order) -> str | None:
     """The fingerprint a genuine token of this order's cancellation page carries, else None."""
     try:
         data = signing.loads(token, salt=CANCEL_SALT)
@@ -348,7 +355,7 @@ def refund_sentence(part: dict, currency: str) -> str:
     return gettext("%(amount)s is paid back at the counter.") % {"amount": amount}
 
 
-def cancel_view(order: dict, outcome: refund_service.CancelOutcome) -> dict:
+def cancel_view(order: Order, outcome: refund_service.CancelOutcome) -> dict:
     """The confirmation page's facts, as sentences and rows."""
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     currency = order.get("currency", "")

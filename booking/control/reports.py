@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy
 
 from booking.control import selectors
 from booking.control.base import OnePermissionAdmin, errors_text
+from booking.core import clock
 from booking.core.errors import NotFound
 from booking.reports import exports, figures, takings
 
@@ -199,7 +200,7 @@ class ReportAdmin(OnePermissionAdmin):
         context = {"title": _("Takings by payment method and seller"), "form": form, "takings": None}
         if not form.is_valid():
             return self.render(request, "admin/booking/report/takings.html", context, status=400)
-        found = takings.build(form.cleaned_data["first"], form.cleaned_data["last"])
+        found = takings.summary(form.cleaned_data["first"], form.cleaned_data["last"], now=clock.now())
         return self.render(request, "admin/booking/report/takings.html", {**context, "takings": found})
 
     def takings_csv(self, request):

@@ -12,7 +12,7 @@ from bson import ObjectId
 from django.utils import timezone
 
 from booking.core import clock, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, OrderState, Session, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, Order, OrderState, Session, SessionStatus
 from booking.sales.selectors import session_counts
 from booking.venues.seat_grid import restored_states
 
@@ -240,11 +240,11 @@ def performances_to_pick() -> list[dict]:
     return list(mongo.sessions().find({}, fields).sort([("start", -1), ("_id", -1)]).limit(PERFORMANCE_PICK_LIMIT))
 
 
-def get_order(order_id: ObjectId) -> dict | None:
+def get_order(order_id: ObjectId) -> Order | None:
     return with_id(mongo.orders().find_one({"_id": order_id}))
 
 
-def order_for_cart(cart_id: ObjectId) -> dict | None:
+def order_for_cart(cart_id: ObjectId) -> Order | None:
     return with_id(mongo.orders().find_one({"cartId": cart_id}, {"ref": 1, "state": 1}))
 
 
@@ -291,7 +291,7 @@ def target_search(text: str = "", day: date | None = None) -> dict:
 
 
 def exchange_targets(
-    order: dict,
+    order: Order,
     *,
     text: str = "",
     day: date | None = None,

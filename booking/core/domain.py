@@ -381,6 +381,8 @@ class CartItem(TypedDict):
 class Customer(TypedDict):
     name: str
     email: str
+    language: NotRequired[str]  # the buyer's, for the order's mails
+    phone: NotRequired[str]  # given at the counter
 
 
 class Cart(TypedDict):
@@ -403,9 +405,12 @@ class Cart(TypedDict):
     orderRef: NotRequired[str]
     payMethod: NotRequired[str]
     channel: NotRequired[SalesChannel]  # a staff cart's (sales/counter.py)
-    soldBy: NotRequired[str]
+    soldBy: NotRequired[dict]  # {id, name}: the staff member at the counter (sales/counter.py)
     comp: NotRequired[dict]
     subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's cart (sales/subscriptions.py)
+    voucherCode: NotRequired[str]  # the gift voucher checkout named (payments/vouchers.py)
+    donation: NotRequired[int]  # what the buyer gives on top, in minor units (payments/donations.py)
+    billing: NotRequired[dict]  # {company, address, vatId}: an invoice's buyer at the counter (payments/invoices.py)
 
 
 class CheckIn(TypedDict):
@@ -452,7 +457,7 @@ class OrderSession(TypedDict):
     nameDe: NotRequired[str]
     theaterNameDe: NotRequired[str]
     categoriesDe: NotRequired[dict[str, str]]
-    theaterId: NotRequired[ObjectId]
+    theaterId: NotRequired[ObjectId | None]  # its theater's, for the receipt sequence (None: the session was gone)
 
 
 class Order(TypedDict):
@@ -470,7 +475,7 @@ class Order(TypedDict):
     promo: NotRequired[dict]  # the code and its terms as redeemed (sales/promos.py)
     currency: str
     state: OrderState
-    mail: MailState
+    mail: NotRequired[MailState]  # absent while a sale's order waits for its payment (payments/flow.py)
     createdOn: datetime
     failure: NotRequired[str]  # why a failed order failed
     seatsReleased: NotRequired[bool]  # canceled or failed: its seats were given back
@@ -490,7 +495,7 @@ class Order(TypedDict):
     language: NotRequired[str]
     fee: NotRequired[dict]  # {amount, vat}: payments/money.py
     method: NotRequired[str]
-    soldBy: NotRequired[str]
+    soldBy: NotRequired[dict]  # {id, name}: the staff member at the counter (sales/counter.py)
     phone: NotRequired[str]
     compReason: NotRequired[str]
     # the money (payments/flow.py, payments/refunds.py)
@@ -499,6 +504,7 @@ class Order(TypedDict):
     voucher: NotRequired[dict]  # the part a gift voucher pays: {voucherId, redemption, id, provider, amount, codeEnd}
     voucherCode: NotRequired[str]  # the voucher checkout named, until its part is written (payments/vouchers.py)
     paidOn: NotRequired[datetime]
+    lateAfter: NotRequired[OrderState | None]  # paid after it had ended: the state it had (None: paid while pending)
     settling: NotRequired[bool]
     extraPayments: NotRequired[list[dict]]
     topUps: NotRequired[list[dict]]
@@ -521,6 +527,18 @@ class Order(TypedDict):
     reportStale: NotRequired[list[dict]]  # reports/marks.py
     purgeAt: NotRequired[datetime]  # core/order_retention.py
     subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's order (sales/subscriptions.py)
+    donation: NotRequired[dict]  # {amount}: given with the order, no VAT (sales/counter.py, payments/flow.py)
+    # an invoice from the counter and the credit notes that correct it (payments/invoices.py, payments/credit_notes.py)
+    invoice: NotRequired[dict]
+    invoiceNo: NotRequired[int]
+    invoiceOn: NotRequired[datetime]
+    invoiceTheater: NotRequired[ObjectId]
+    creditNotes: NotRequired[list[dict]]  # the credit notes owed: [{_id, kind, refunds, tickets, amount, ...}]
+    creditNoteDue: NotRequired[bool]
+    amountRefunded: NotRequired[int]  # the refunds that went through, summed (payments/refunds.py)
+    sentMails: NotRequired[list[dict]]  # [{at, kind, to, subject, body}], the newest (notifications/sent_mails.py)
+    customerEdits: NotRequired[list[dict]]  # [{at, by, old, new}] (sales/customer_edits.py)
+    webhookEvents: NotRequired[list[dict]]  # [{_id, type, at, ...}] still to be delivered (webhooks/)
 
 
 class SubscriptionSaleState(StrEnum):

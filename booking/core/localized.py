@@ -55,7 +55,7 @@ def order_categories(categories: list[Category] | None) -> dict:
     return kept
 
 
-def order_category(session: dict, code: str, language: str | None = None) -> str:
+def order_category(session: Mapping[str, Any], code: str, language: str | None = None) -> str:
     """A seat category's name from an order's session summary (``order_categories``) in
     ``language``, falling back to the main name, then the code."""
     suffix = field_suffix(language or translation.get_language())
@@ -91,7 +91,7 @@ def line_ticket_type(offer: dict) -> dict:
     return kept
 
 
-def sold_ticket_type(line: dict) -> dict:
+def sold_ticket_type(line: Mapping[str, Any]) -> dict:
     """What an order line keeps of its ticket type (``line_ticket_type``), in a ticket type's own
     shape (``code``, ``name``, ``nameDe``, ``description``, ...) for the two helpers below."""
     kind = line.get(LINE_TYPE_PREFIX)

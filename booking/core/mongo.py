@@ -132,6 +132,11 @@ def till_closings():
     return get_db()["till_closings"]
 
 
+def takings_days():
+    """A past day's takings counted for keeps (booking/reports/takings.py), by ``_id``."""
+    return get_db()["takings_days"]
+
+
 def session_sales():
     """The reports' per-session sales summaries (booking/reports/summaries.py)."""
     return get_db()["session_sales"]
@@ -233,6 +238,7 @@ SHARD_KEYS: dict[str, dict[str, str | int]] = {
     # the accountant's documents: a few a day per theater, read by order or by till
     "credit_notes": {"orderId": "hashed"},
     "till_closings": {"till": 1},
+    "takings_days": {"_id": "hashed"},
     # subscriptions: a few dozen a season, read by _id; a sale's intent read by _id or by state
     "subscriptions": {"_id": "hashed"},
     "subscription_sales": {"_id": "hashed"},

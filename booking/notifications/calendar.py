@@ -3,14 +3,16 @@ order has seats in, with the venue's address as its place, the seats and the way
 its text. Each event's UID is fixed per order and performance, so importing the file again after a
 change updates the entry instead of adding a second one; a canceled booking's events say CANCELLED."""
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.utils import timezone
 from django.utils.translation import gettext
 from icalendar import Calendar, Event
 
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, OrderState
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderState
 from booking.core.localized import localized
 from booking.sales.order_venues import PerformanceVenue
 from booking.venues.addresses import address_lines, directions_text
@@ -23,13 +25,13 @@ ASSUMED_LENGTH = timedelta(hours=2)
 ENDED_ORDER_STATES = (OrderState.CANCELED, OrderState.REFUNDED)
 
 
-def has_calendar_entry(order: dict) -> bool:
+def has_calendar_entry(order: Order) -> bool:
     """Whether the order has (or had: paid, then canceled or refunded) seats to put in a calendar."""
     state = order.get("state")
     return state in SEAT_OWNING_ORDER_STATES or (state in ENDED_ORDER_STATES and bool(order.get("paidWith")))
 
 
-def order_calendar(*, order: dict, venues: dict[ObjectId, PerformanceVenue], order_url: str, host: str) -> bytes:
+def order_calendar(*, order: Order, venues: dict[ObjectId, PerformanceVenue], order_url: str, host: str) -> bytes:
     calendar = Calendar()
     calendar.add("prodid", PRODUCT_ID)
     calendar.add("version", "2.0")
@@ -55,9 +57,9 @@ def order_calendar(*, order: dict, venues: dict[ObjectId, PerformanceVenue], ord
 
 def performance_event(
     *,
-    order: dict,
-    session: dict,
-    seats: list[dict],
+    order: Order,
+    session: Mapping[str, Any],
+    seats: Sequence[Mapping[str, Any]],
     start: datetime,
     venue: PerformanceVenue,
     order_url: str,

@@ -12,7 +12,9 @@ for good marks the notice ``failed`` (shown on the order page).
 
 import io
 import logging
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -23,7 +25,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderLine, SessionStatus
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
@@ -76,7 +78,7 @@ def send_pending(order_id: ObjectId) -> list[str]:
     return outcomes
 
 
-def _send_one(order: dict, notice: dict) -> str:
+def _send_one(order: Order, notice: dict) -> str:
     now = clock.now()
     mine = {"_id": order["_id"], "ref": order["ref"]}
     claimed = mongo.orders().update_one(
@@ -115,7 +117,7 @@ def _send_one(order: dict, notice: dict) -> str:
     return SENT
 
 
-def _with_documents(order: dict) -> dict:
+def _with_documents(order: Order) -> Order:
     """The order with the invoice number and credit notes its mail names, given now if a crash
     left them out (both safe to repeat)."""
     if order.get("invoice") and not order.get("invoiceNo"):
@@ -127,7 +129,7 @@ def _with_documents(order: dict) -> dict:
     return order
 
 
-def _mark(order: dict, notice: dict, state: str, failure: str = "") -> None:
+def _mark(order: Order, notice: dict, state: str, failure: str = "") -> None:
     sets = {"changeNotices.$.state": state, "changeNotices.$.doneOn": clock.now()}
     if failure:
         sets["changeNotices.$.failure"] = failure
@@ -182,7 +184,7 @@ TEMPLATES = {
 }
 
 
-def _describe(order: dict, notice: dict) -> dict:
+def _describe(order: Order, notice: dict) -> dict:
     """What changed, in the words of the mail."""
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     context: dict = {"kind": notice["kind"]}
@@ -191,8 +193,8 @@ def _describe(order: dict, notice: dict) -> dict:
     if notice["kind"] == RESERVATION_LAPSED:  # a lapsed invoice's credit note goes with it
         notes = [n for n in credit_notes.of_order(order["_id"]) if n["kind"] == credit_notes.VOID]
         labels = [credit_notes.credit_label(n) for n in notes]
-        invoice = invoices.invoice_label(order) if order.get("invoice") else ""
-        return {**context, **reservation_context(order), "credit_notes": labels, "invoice_label": invoice}
+        invoice_label = invoices.invoice_label(order) if order.get("invoice") else ""
+        return {**context, **reservation_context(order), "credit_notes": labels, "invoice_label": invoice_label}
     if notice["kind"] == INVOICE:
         invoice = order["invoice"]
         return {
@@ -245,7 +247,7 @@ def _describe(order: dict, notice: dict) -> dict:
     return context
 
 
-def _canceled_performances(order: dict, session_ids: set) -> dict:
+def _canceled_performances(order: Order, session_ids: set) -> dict:
     """Which performances of the booking were canceled (title and date, as sold) and the staff's
     message to their buyers, in the mail's language: one read of the canceled sessions by _id."""
     canceled = {
@@ -259,7 +261,7 @@ def _canceled_performances(order: dict, session_ids: set) -> dict:
     performances = [
         {
             "show": localized(show, "name") or _("Performance"),
-            "when": mail_time(show["start"]) if show.get("start") else "",
+            "when": mail_time(start) if (start := show.get("start")) else "",
             "theater": localized(show, "theaterName"),
         }
         for show in shows
@@ -268,11 +270,11 @@ def _canceled_performances(order: dict, session_ids: set) -> dict:
     return {"performances": performances, "staff_messages": [m for m in dict.fromkeys(messages) if m]}
 
 
-def _transfer_context(order: dict, notice: dict) -> dict:
+def _transfer_context(order: Order, notice: dict) -> dict:
     """The ticket handed on: its seat and performance, who has it now."""
     record = next((t for t in order.get("transfers", []) if t["_id"] == notice["ref"]), None) or {}
     line = record.get("new") or {}
-    session: dict = next((s for s in order.get("sessions", []) if s["_id"] == line.get("sessionId")), {})
+    session: Mapping[str, Any] = next((s for s in order.get("sessions", []) if s["_id"] == line.get("sessionId")), {})
     return {
         "holder": record.get("name", ""),
         "holder_email": record.get("email", ""),
@@ -287,7 +289,7 @@ def _transfer_context(order: dict, notice: dict) -> dict:
     }
 
 
-def message(order: dict, notice: dict) -> EmailMultiAlternatives:
+def message(order: Order, notice: dict) -> EmailMultiAlternatives:
     """The notice in the language the buyer checked out in (as the confirmation); a mail to a
     ticket's new holder in theirs."""
     if notice["kind"] == TRANSFER_TICKET:
@@ -297,7 +299,7 @@ def message(order: dict, notice: dict) -> EmailMultiAlternatives:
         return _message(order, notice)
 
 
-def _holder_message(order: dict, notice: dict) -> EmailMultiAlternatives:
+def _holder_message(order: Order, notice: dict) -> EmailMultiAlternatives:
     """The new holder's ticket: only the one handed to them, nothing else of the booking."""
     context = {**_describe(order, notice), "ref": order["ref"]}
     subject = _(SUBJECTS[TRANSFER_TICKET]) % {"buyer": order.get("name", "")}
@@ -316,7 +318,7 @@ def _holder_message(order: dict, notice: dict) -> EmailMultiAlternatives:
     return mail
 
 
-def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
+def _message(order: Order, notice: dict) -> EmailMultiAlternatives:
     valid = order["state"] in SEAT_OWNING_ORDER_STATES and bool(order.get("lines"))
     context = {**confirmation_context(order), **_describe(order, notice), "still_valid": valid}
     subject = _(SUBJECTS[notice["kind"]]) % {"ref": order["ref"], "label": invoices.invoice_label(order)}
@@ -347,12 +349,12 @@ def _message(order: dict, notice: dict) -> EmailMultiAlternatives:
     return mail
 
 
-def buyers_lines(order: dict) -> list[dict]:
+def buyers_lines(order: Order) -> list[OrderLine]:
     """The tickets the buyer still holds: a ticket handed to someone else is theirs alone."""
     return [line for line in order.get("lines", []) if not line.get("holder")]
 
 
-def tickets_pdf(order: dict, *, lines: list[dict] | None = None) -> bytes:
+def tickets_pdf(order: Order, *, lines: Sequence[Mapping[str, Any]] | None = None) -> bytes:
     """The tickets still valid (or these), one per page, each with its QR code (ReportLab draws it)."""
     from reportlab.graphics import renderPDF
     from reportlab.graphics.barcode.qr import QrCodeWidget
@@ -368,7 +370,7 @@ def tickets_pdf(order: dict, *, lines: list[dict] | None = None) -> bytes:
     width, height = A6
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     for line in order.get("lines", []) if lines is None else lines:
-        session = sessions.get(line["sessionId"], {})
+        session: Mapping[str, Any] = sessions.get(line["sessionId"], {})
         pdf.setFont("Helvetica-Bold", 13)
         pdf.drawString(10 * mm, height - 15 * mm, (localized(session, "name") or _("Performance"))[:40])
         pdf.setFont("Helvetica", 10)

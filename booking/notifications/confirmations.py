@@ -17,8 +17,10 @@ operators racing reopen it once, and the claim still lets one worker send it.
 
 import logging
 import smtplib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from bson import ObjectId
@@ -29,7 +31,7 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import GiveUpOutcome, MailState, OrderState, ReopenOutcome, SendOutcome
+from booking.core.domain import GiveUpOutcome, MailState, Order, OrderState, ReopenOutcome, SendOutcome
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import (
     localized,
@@ -208,7 +210,7 @@ class Resend:
         return self.level in ("success", "info")
 
 
-def resend(order: dict | None, seen_round: int | None, *, send_now: bool) -> Resend:
+def resend(order: Order | None, seen_round: int | None, *, send_now: bool) -> Resend:
     """Operator: send an order's confirmation mail again on purpose (``reopen``), and say what
     happened. ``order``: as the operator saw it (None: there is no such order); ``seen_round``:
     the mail's round they saw (``mailRound``).
@@ -223,7 +225,7 @@ def resend(order: dict | None, seen_round: int | None, *, send_now: bool) -> Res
     return _send_reopened(order, opened) if send_now else _queue_reopened(order, opened)
 
 
-def _queue_reopened(order: dict, opened: ReopenOutcome) -> Resend:
+def _queue_reopened(order: Order, opened: ReopenOutcome) -> Resend:
     ref = order["ref"]
     if opened == ReopenOutcome.REOPENED:
         if queue_reopened(order["_id"]):
@@ -243,7 +245,7 @@ def _queue_reopened(order: dict, opened: ReopenOutcome) -> Resend:
     return Resend("warning", gettext("The mail changed since this page was shown (re-sent or retried); see below."))
 
 
-def _send_reopened(order: dict, opened: ReopenOutcome) -> Resend:
+def _send_reopened(order: Order, opened: ReopenOutcome) -> Resend:
     oid = order["_id"]
     if opened == ReopenOutcome.NOT_PAID:
         return Resend("error", f"the order is {order.get('state')}; its mail is not sent")
@@ -306,17 +308,17 @@ class TicketLine:
     condition: str = ""  # what the ticket type asks its holder to show at the door
 
 
-def ticket_link(order: dict) -> str:
+def ticket_link(order: Order) -> str:
     """The buyer's page for the booking: reference and e-mail together open it."""
     return f"{settings.SITE_URL}/orders/{quote(order['ref'])}/?{urlencode({'email': order['email']})}"
 
 
-def confirmation_context(order: dict, *, venues: dict | None = None) -> dict:
+def confirmation_context(order: Order, *, venues: dict | None = None) -> dict:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     lines = []
     for line in order["lines"]:
-        session = sessions.get(line["sessionId"], {})
+        session: Mapping[str, Any] = sessions.get(line["sessionId"], {})
         start = session.get("start")
         lines.append(
             TicketLine(
@@ -353,19 +355,19 @@ def confirmation_context(order: dict, *, venues: dict | None = None) -> dict:
     }
 
 
-def order_language(order: dict) -> str:
+def order_language(order: Order) -> str:
     """The language the buyer checked out in (orders made before it was kept: the default)."""
     return order.get("language") or settings.LANGUAGE_CODE
 
 
-def confirmation_message(order: dict) -> EmailMultiAlternatives:
+def confirmation_message(order: Order) -> EmailMultiAlternatives:
     """The confirmation mail (text, HTML, the receipt PDF) in the buyer's language, whoever sends
     it: the worker's task, reconcile's requeue or an operator's resend."""
     with translation.override(order_language(order)):
         return _confirmation_message(order)
 
 
-def _confirmation_message(order: dict) -> EmailMultiAlternatives:
+def _confirmation_message(order: Order) -> EmailMultiAlternatives:
     venues = venues_of_order(order)
     context = {**confirmation_context(order, venues=venues), "calendar": has_calendar_entry(order)}
     subject = gettext("Your booking %(ref)s: %(shows)s") % {"ref": order["ref"], "shows": ", ".join(context["shows"])}

@@ -15,6 +15,7 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from booking.core import clock, mongo
+from booking.core.domain import Order
 from booking.notifications import sent_mails
 from booking.notifications.confirmations import MailServerUnavailable, is_permanent, order_language, ticket_link
 from booking.payments.money import format_money
@@ -28,13 +29,13 @@ FAILED = "failed"
 CLAIM_SECONDS = 120
 
 
-def notice_message(order: dict) -> EmailMultiAlternatives:
+def notice_message(order: Order) -> EmailMultiAlternatives:
     """The refund notice in the buyer's language."""
     with translation.override(order_language(order)):
         return _notice_message(order)
 
 
-def _notice_message(order: dict) -> EmailMultiAlternatives:
+def _notice_message(order: Order) -> EmailMultiAlternatives:
     refunded = sum(r["amount"] for r in order.get("refunds", []))
     context = {
         "name": order.get("name", ""),

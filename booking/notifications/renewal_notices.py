@@ -9,11 +9,12 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from booking.core import clock
+from booking.core.domain import Cart, Order
 from booking.core.localized import localized
 from booking.sales import subscriptions
 
 
-def renewal_message(cart: dict, order: dict) -> EmailMessage:
+def renewal_message(cart: Cart, order: Order) -> EmailMessage:
     language = order.get("language") or settings.LANGUAGE_CODE
     token = subscriptions.renewal_token(cart["owner"])
     link = settings.SITE_URL + reverse("booking:subscription_renew", kwargs={"token": token})

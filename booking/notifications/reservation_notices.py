@@ -12,11 +12,12 @@ and reconcile queues it again when Redis lost the task. In the language the buye
 
 from django.conf import settings
 
+from booking.core.domain import Order
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized
 
 
-def reservation_context(order: dict) -> dict:
+def reservation_context(order: Order) -> dict:
     """What the reservation mails say besides the order's lines (confirmation_context)."""
     until = (order.get("payment") or {}).get("until")
     theaters = sorted({localized(s, "theaterName") for s in order.get("sessions", [])} - {""})  # German mails: German

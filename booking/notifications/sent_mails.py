@@ -11,13 +11,14 @@ from django.core.mail import EmailMultiAlternatives
 from pymongo.errors import PyMongoError
 
 from booking.core import clock, mongo
+from booking.core.domain import Order
 
 log = logging.getLogger("booking.mail")
 KEPT_MAILS = 30
 BODY_MAX = 20_000  # characters of a mail's plain text kept
 
 
-def send_and_keep(order: dict, message: EmailMultiAlternatives, kind: str) -> None:
+def send_and_keep(order: Order, message: EmailMultiAlternatives, kind: str) -> None:
     """Send the mail (its errors are the caller's), then keep it on the order."""
     message.send()
     record = {

@@ -20,9 +20,11 @@ import json
 import os
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -33,7 +35,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from PIL import Image
 
-from booking.core.domain import SEAT_OWNING_ORDER_STATES
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order
 from booking.core.localized import localized
 from booking.sales.order_venues import PerformanceVenue
 from booking.venues.addresses import address_lines, directions_text
@@ -111,7 +113,7 @@ def development_signer(directory: Path) -> Signer:
     return Signer(x509.load_pem_x509_certificate(pem), private, (), development=True)
 
 
-def is_valid_ticket(order: dict, code: str) -> bool:
+def is_valid_ticket(order: Order, code: str) -> bool:
     """The code is one of the order's tickets that still lets someone in and was not handed on
     (a friend's ticket is theirs: the booking's page shows no code of it)."""
     return order.get("state") in SEAT_OWNING_ORDER_STATES and any(
@@ -119,10 +121,10 @@ def is_valid_ticket(order: dict, code: str) -> bool:
     )
 
 
-def pass_json(*, order: dict, code: str, venue: PerformanceVenue, identity: PassIdentity, order_url: str) -> dict:
+def pass_json(*, order: Order, code: str, venue: PerformanceVenue, identity: PassIdentity, order_url: str) -> dict:
     """The pass's description of one ticket (``code``: one of the order's lines)."""
     line = next(line for line in order["lines"] if line["ticket"] == code)
-    session: dict = next((s for s in order.get("sessions", []) if s["_id"] == line["sessionId"]), {})
+    session: Mapping[str, Any] = next((s for s in order.get("sessions", []) if s["_id"] == line["sessionId"]), {})
     start = session.get("start")
     theater = localized(session, "theaterName")
     place = ", ".join(part for part in [theater, *address_lines(venue.address)] if part)
@@ -193,7 +195,7 @@ def sign(manifest: bytes, signer: Signer) -> bytes:
     return builder.sign(serialization.Encoding.DER, [pkcs7.PKCS7Options.DetachedSignature, pkcs7.PKCS7Options.Binary])
 
 
-def build_pass(*, order: dict, code: str, venue: PerformanceVenue, identity: PassIdentity, order_url: str) -> bytes:
+def build_pass(*, order: Order, code: str, venue: PerformanceVenue, identity: PassIdentity, order_url: str) -> bytes:
     """The ``.pkpass`` of one ticket of the order."""
     description = pass_json(order=order, code=code, venue=venue, identity=identity, order_url=order_url)
     files = {"pass.json": json.dumps(description, ensure_ascii=False).encode()}

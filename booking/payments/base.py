@@ -16,7 +16,9 @@ Statuses of a payment (``Payment.status``):
 - ``canceled``: it can never be paid.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 
@@ -100,8 +102,9 @@ class Provider:
     def is_configured(self) -> bool:
         return True
 
-    def start(self, order: dict, *, idempotency_key: str) -> Payment:
-        """A new payment for the order's total (nothing is charged yet)."""
+    def start(self, order: Mapping[str, Any], *, idempotency_key: str) -> Payment:
+        """A new payment for the order's total (nothing is charged yet): an order, or an exchange's
+        difference or a voucher purchase given as one (its _id, ref, total, currency)."""
         raise NotImplementedError
 
     def confirm(self, payment_id: str, means: str, *, idempotency_key: str) -> Payment:

@@ -5,6 +5,10 @@ box-office deadline, and staff mark the order paid at the counter (the admin's o
 refund of such an order is money handed back at the counter by the staff member who records it.
 """
 
+from collections.abc import Mapping
+from typing import Any
+
+from booking.core.domain import Order
 from booking.payments import base, money
 
 
@@ -12,7 +16,7 @@ class BoxOfficeProvider(base.Provider):
     def __init__(self):
         super().__init__(name="box_office", online=False)
 
-    def start(self, order: dict, *, idempotency_key: str) -> base.Payment:
+    def start(self, order: Mapping[str, Any], *, idempotency_key: str) -> base.Payment:
         return base.Payment(
             provider=self.name,
             id=f"box-office-{order['_id']}",
@@ -23,7 +27,7 @@ class BoxOfficeProvider(base.Provider):
             order_ref=order["ref"],
         )
 
-    def paid_at_counter(self, order: dict) -> base.Payment:
+    def paid_at_counter(self, order: Order) -> base.Payment:
         return base.Payment(
             provider=self.name,
             id=f"box-office-{order['_id']}",

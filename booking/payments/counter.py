@@ -7,7 +7,10 @@ this provider states succeeded; an invoice stays open until staff record the mon
 order page), and a refund is money handed back by the staff member who records it.
 """
 
-from booking.core.domain import COMPLIMENTARY_METHOD
+from collections.abc import Mapping
+from typing import Any
+
+from booking.core.domain import COMPLIMENTARY_METHOD, Order
 from booking.payments import base, money
 
 CASH = "cash"
@@ -27,10 +30,10 @@ class CounterProvider(base.Provider):
         super().__init__(name="counter", online=False)
 
     @staticmethod
-    def payment_id(order: dict) -> str:
+    def payment_id(order: Mapping[str, Any]) -> str:
         return f"counter-{order['_id']}"
 
-    def _payment(self, order: dict, status: str) -> base.Payment:
+    def _payment(self, order: Mapping[str, Any], status: str) -> base.Payment:
         return base.Payment(
             provider=self.name,
             id=self.payment_id(order),
@@ -41,10 +44,10 @@ class CounterProvider(base.Provider):
             order_ref=order["ref"],
         )
 
-    def start(self, order: dict, *, idempotency_key: str) -> base.Payment:
+    def start(self, order: Mapping[str, Any], *, idempotency_key: str) -> base.Payment:
         return self._payment(order, base.OPEN)
 
-    def paid_at_counter(self, order: dict) -> base.Payment:
+    def paid_at_counter(self, order: Order) -> base.Payment:
         """Staff took the money (or gave the tickets away): the order's whole total, succeeded."""
         return self._payment(order, base.SUCCEEDED)
 

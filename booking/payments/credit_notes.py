@@ -24,6 +24,7 @@ from django.conf import settings
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
+from booking.core.domain import Order
 from booking.payments import donations, invoices, money, number_series, receipts
 
 logger = logging.getLogger("booking.credit_notes")
@@ -48,7 +49,7 @@ def credit_label(note: dict) -> str:
     return f"CN-{number:06d}" if number else ""
 
 
-def owed_for_refund(order: dict, *, refund_ids: list[str], tickets: list[str], amount: int, reason: str) -> dict:
+def owed_for_refund(order: Order, *, refund_ids: list[str], tickets: list[str], amount: int, reason: str) -> dict:
     """The ``$push``/``$set`` parts a refund's write adds when the order has an invoice or a
     receipt to correct (else nothing): ({field: entry}, {creditNoteDue: True})."""
     if not (order.get("invoice") or order.get("receiptNo")):
@@ -65,7 +66,7 @@ def owed_for_refund(order: dict, *, refund_ids: list[str], tickets: list[str], a
     return {"creditNotes": entry}
 
 
-def owed_for_void(order: dict, *, reason: str) -> dict:
+def owed_for_void(order: Order, *, reason: str) -> dict:
     """The ``$push`` part of the write that cancels an unpaid order: an invoice issued for it is
     credited in full (a reservation without an invoice: nothing)."""
     if not order.get("invoice"):
@@ -83,7 +84,7 @@ def owed_for_void(order: dict, *, reason: str) -> dict:
 
 
 def owed_for_exchange(
-    order: dict, *, refund_ids: list[str], old: list[dict], new: list[dict], amount: int, reason: str
+    order: Order, *, refund_ids: list[str], old: list[dict], new: list[dict], amount: int, reason: str
 ) -> dict:
     """The ``$push`` part of an exchange's switch to cheaper seats when the order has an invoice or
     a receipt: the difference refunded, credited against the old tickets (which the note lists),
@@ -106,18 +107,18 @@ def owed_for_exchange(
 DUE = {"creditNoteDue": True}  # set with an owed entry
 
 
-def _refers_to(order: dict) -> dict:
+def _refers_to(order: Order) -> dict:
     if order.get("invoice"):
         number = order.get("invoiceNo") or invoices.assign(order["_id"], ref=order["ref"])
         return {"kind": INVOICE, "number": number, "label": invoices.invoice_label({"invoiceNo": number})}
     return {"kind": RECEIPT, "number": order.get("receiptNo"), "label": receipts.receipt_label(order)}
 
 
-def _note(order: dict, entry: dict, theater_id: ObjectId) -> dict:
+def _note(order: Order, entry: dict, theater_id: ObjectId) -> dict:
     """The credit note as written once: what it corrects, the lines credited, the VAT per rate."""
     tickets = set(entry["tickets"])
-    pools = {VOID: "lines", EXCHANGE: "exchangedLines"}
-    lines = [line for line in order.get(pools.get(entry["kind"], "refundedLines"), []) if line["ticket"] in tickets]
+    pools = {VOID: order.get("lines", []), EXCHANGE: order.get("exchangedLines", [])}
+    lines = [line for line in pools.get(entry["kind"], order.get("refundedLines", [])) if line["ticket"] in tickets]
     if entry.get("pairs"):  # worked out when it was owed (an exchange's difference)
         pairs = [(part, rate) for part, rate in entry["pairs"]]
     else:

@@ -52,7 +52,17 @@ from pymongo.errors import DuplicateKeyError
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Cart, CartState, MailState, OrderState, Session, SessionStatus
+from booking.core.domain import (
+    SEAT_OWNING_ORDER_STATES,
+    Cart,
+    CartState,
+    Customer,
+    MailState,
+    Order,
+    OrderState,
+    Session,
+    SessionStatus,
+)
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
 from booking.payments import base, credit_notes, donations, money, receipts, refunds, voucher_purchases, vouchers
@@ -143,14 +153,14 @@ def start(
     language: str | None = None,
     voucher_code: str = "",
     donation: str = "",
-) -> dict:
+) -> Order:
     """Checkout: the cart's seats become an order waiting for payment. Submitting twice returns the
     same order. ``language``: the buyer's (default: the active one, the request's), kept on the
     order so its mails are written in it. ``voucher_code``: a gift voucher pays what it can first
     (payments/vouchers.py); the card is asked for the rest, or nothing. ``donation``: the amount
     the buyer adds as a donation, as typed or chosen (payments/donations.py); "" for none."""
     name, email = checkout.clean_customer(name, email)
-    customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
+    customer: Customer = {"name": name, "email": email, "language": checkout.buyer_language(language)}
     if method not in METHODS:
         raise InvalidRequest(
             gettext("Please choose how to pay."), fields={"method": gettext("Please choose how to pay.")}
@@ -212,7 +222,7 @@ def start(
     faults.point("pay.after_cart")
     if unused_code:
         promos.finish_give_back(cart)
-    moved = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
+    moved: Cart = {**cart, "state": CartState.PAYING, "customer": customer, "payMethod": method}
     moved["orderRef"] = order_ref
     if code:
         moved["voucherCode"] = code
@@ -232,7 +242,7 @@ def voucher_for(method: str, typed: str, now: datetime) -> str:
     return vouchers.usable(typed, now)["code"]
 
 
-def pay_voucher_part(order: dict) -> dict:
+def pay_voucher_part(order: Order) -> Order:
     """The voucher the checkout named pays what it can of the order; an order it covers in full
     is settled with it. Safe to repeat (a second submit, a finisher after a crash)."""
     if order["state"] == PENDING and order.get("voucherCode"):
@@ -244,7 +254,7 @@ def pay_voucher_part(order: dict) -> dict:
 
 def _cart_and_open_reservations(
     owner: str, cart_id: ObjectId | None, method: str, now: datetime
-) -> tuple[dict | None, int]:
+) -> tuple[Cart | None, int]:
     """Checkout's one read of carts: the buyer's cart and, for a box-office reservation while
     BOOKING_MAX_OPEN_RESERVATIONS is on, how many other reservations of theirs wait for payment
     (one query, each branch indexed and by owner, the shard key)."""
@@ -279,7 +289,7 @@ def _refuse_too_many_reservations(reserved: int) -> None:
         raise InvalidRequest(message, fields={"method": message})
 
 
-def _keep_counting_for_client(cart: dict, method: str, until: datetime, now: datetime) -> None:
+def _keep_counting_for_client(cart: Cart, method: str, until: datetime, now: datetime) -> None:
     """The seats stay held while they are paid for (to ``until``), so they keep counting for the
     address that started the cart, and a box-office reservation is one of its open ones (at most
     BOOKING_MAX_OPEN_RESERVATIONS). Written BEFORE the cart's write: never an under-count
@@ -299,7 +309,7 @@ def _keep_counting_for_client(cart: dict, method: str, until: datetime, now: dat
         client_holds.extend(client, cart["_id"], until)
 
 
-def _order_of_started_cart(cart: dict, sessions: list[Session] | None = None, fresh: bool = False) -> dict:
+def _order_of_started_cart(cart: Cart, sessions: list[Session] | None = None, fresh: bool = False) -> Order:
     """The paying cart's order, stored under the cart's ``orderRef`` if it is not yet (checkout's
     own way: a second submit, or a finisher after a crash, finds the same one). ``fresh``: the
     cart was moved to paying just now."""
@@ -340,7 +350,7 @@ def donation_offer(sessions: Sequence[Mapping[str, Any]]) -> dict | None:
     return donations.offer_of(theaters_of(sessions).get(theater_ids.pop()))
 
 
-def pending_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
+def pending_order(cart: Cart, ref: str, sessions: list[Session]) -> Order:
     """The order's document as checkout makes it (lines with their ticket types, locked prices and
     promo shares, totals, search keys, retention), waiting for its payment: each line's VAT rate,
     the booking fee, the donation (no VAT), the payment, no mail yet (it goes once the order is
@@ -380,12 +390,12 @@ def pending_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
     return order
 
 
-def _mine(order: dict) -> dict:
+def _mine(order: Order) -> dict:
     """The filter for this order, carrying its shard key (orders are sharded on ref)."""
     return {"_id": order["_id"], "ref": order["ref"]}
 
 
-def ensure_payment(order: dict) -> dict:
+def ensure_payment(order: Order) -> Order:
     """The order's current attempt has a payment at the provider (made now if not)."""
     pay = order["payment"]
     if pay.get("intent") or order["state"] != PENDING:
@@ -409,12 +419,12 @@ def ensure_payment(order: dict) -> dict:
 @dataclass
 class PayOutcome:
     status: str  # "succeeded", "action", "processing", "failed", or the order's state when not pending
-    order: dict
+    order: Order
     message: str = ""
     client_secret: str = ""  # for Stripe.js to finish 3-D Secure
 
 
-def visible_order(ref_or_id, owner: str | None) -> dict:
+def visible_order(ref_or_id, owner: str | None) -> Order:
     query = {"_id": ref_or_id} if isinstance(ref_or_id, ObjectId) else {"ref": str(ref_or_id).upper()}
     order = orders().find_one(query)
     if order is None or not owner or order.get("owner") != owner:
@@ -471,7 +481,7 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
     return PayOutcome(payment.status, current, payment.failure, payment.client_secret)
 
 
-def _outcome_of(order: dict) -> PayOutcome:
+def _outcome_of(order: Order) -> PayOutcome:
     if order["state"] != PENDING:
         return PayOutcome(order["state"], order, order.get("failure", ""))
     status = order["payment"]["status"]
@@ -509,7 +519,7 @@ def record(payment_id: str, status: str, failure: str = "", *, our_claim: dateti
     )
 
 
-def _next_attempt(order: dict) -> dict:
+def _next_attempt(order: Order) -> Order:
     """A new payment after a refused one. The refused one is canceled at the provider first, so it
     can never be paid later beside the new one (if it was paid after all, it is settled)."""
     pay = order["payment"]
@@ -535,7 +545,7 @@ def _next_attempt(order: dict) -> dict:
     return ensure_payment(orders().find_one({"_id": order["_id"]}))
 
 
-def check(order_id: ObjectId, *, quiet: bool = False) -> dict:
+def check(order_id: ObjectId, *, quiet: bool = False) -> Order:
     """The return page and reconcile: ask the provider where the order's payment stands and act on
     it. Returns the order as it is afterwards."""
     order = orders().find_one({"_id": order_id})
@@ -565,7 +575,7 @@ def check(order_id: ObjectId, *, quiet: bool = False) -> dict:
 # --- 3. settle ---
 
 
-def order_for_payment(payment: base.Payment) -> dict | None:
+def order_for_payment(payment: base.Payment) -> Order | None:
     if payment.order_id and ObjectId.is_valid(payment.order_id):
         by_ref = {"ref": payment.order_ref} if payment.order_ref else {}  # targeted when known
         found = orders().find_one({"_id": ObjectId(payment.order_id), **by_ref})
@@ -574,7 +584,7 @@ def order_for_payment(payment: base.Payment) -> dict | None:
     return orders().find_one({"$or": [{"payment.intent": payment.id}, {"payment.previous.intent": payment.id}]})
 
 
-def _settled(payment: base.Payment, known: dict | None = None, *, taken: dict | None = None) -> dict:
+def _settled(payment: base.Payment, known: Order | None = None, *, taken: dict | None = None) -> Order:
     """``settle`` for the payment of an order the caller has just read: it finds that order (None,
     "no order we know", would mean the order vanished meanwhile: no such booking)."""
     order = settle(payment, known, taken=taken)
@@ -583,7 +593,7 @@ def _settled(payment: base.Payment, known: dict | None = None, *, taken: dict | 
     return order
 
 
-def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | None = None) -> dict | None:
+def settle(payment: base.Payment, known: Order | None = None, *, taken: dict | None = None) -> Order | None:
     """A payment succeeded: the order it pays becomes paid and its seats sold, or (seats gone,
     order no longer payable, paid already by another payment) the money goes back. Safe to call
     any number of times, from anywhere, in any order. ``known``: the order as the caller just
@@ -644,7 +654,7 @@ def settle(payment: base.Payment, known: dict | None = None, *, taken: dict | No
     raise RuntimeError(f"could not settle payment {payment.id}: its order kept changing")
 
 
-def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
+def finish_paid(order_id: ObjectId, known: Order | None = None) -> Order:
     """Roll a paid order forward: its seats sold (held -> sold, or free -> sold when its hold has
     ended), its receipt number, its cart done, its mail pending. Each step is safe to repeat.
     ``known``: the order as it was just before settle made it paid (its lines and cart)."""
@@ -679,7 +689,7 @@ def finish_paid(order_id: ObjectId, known: dict | None = None) -> dict:
     return orders().find_one(_mine(order))
 
 
-def _secure_seats(session_id: ObjectId, order: dict, keys: list[str]) -> bool:
+def _secure_seats(session_id: ObjectId, order: Order, keys: list[str]) -> bool:
     """The order's seats in one session become sold: through its cart's hold if it still has
     them, else taken straight from free in one conditional update. False when anyone else has one."""
     wanted = set(keys)
@@ -716,7 +726,7 @@ def _secure_seats(session_id: ObjectId, order: dict, keys: list[str]) -> bool:
     )
 
 
-def _seats_lost(order: dict) -> dict:
+def _seats_lost(order: Order) -> Order:
     logger.warning("order %s was paid after its hold ended and its seats are taken: refunding", order["ref"])
     return refunds.refund_lost_seats(order["_id"])
 
@@ -770,7 +780,7 @@ def expire_paying_cart(
     return cart_service.CartEnd(freed)
 
 
-def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None:
+def _expire_order(which: dict, now: datetime, order: Order | None) -> Order | None:
     """``pending_payment -> expired``; a box-office reservation's or an invoice's buyer is told in
     the same write (an invoice's mail carries its credit note).
     Returns the order as that write left it (None when it was not pending): its payment as it was
@@ -785,7 +795,7 @@ def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None
     owed: dict = {}
     if order is not None and order.get("invoice"):  # an invoice left unpaid is credited in full
         invoiced = orders().find_one({"_id": order["_id"], "ref": order["ref"]}, {"invoice": 1, "lines": 1, "total": 1})
-        owed = credit_notes.owed_for_void(invoiced or {}, reason="Not paid by its due date")
+        owed = credit_notes.owed_for_void(invoiced, reason="Not paid by its due date") if invoiced else {}
         push.update(owed)
     done = orders().find_one_and_update(
         {**which, "state": PENDING},
@@ -806,7 +816,7 @@ def _expire_order(which: dict, now: datetime, order: dict | None) -> dict | None
 
 def cancel_unpaid(
     order_id: ObjectId, *, owner: str | None = None, by: str = "", reason: str = "", notice: str = "cancel"
-) -> dict:
+) -> Order:
     """The buyer gives up paying (``owner``), or staff cancel an order nobody has paid.
 
     The buyer: the payment is canceled at the provider first (one that succeeded meanwhile, say
@@ -856,7 +866,7 @@ def cancel_unpaid(
     return orders().find_one({"_id": order_id})
 
 
-def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
+def _cancel_by_staff(order: Order, *, by: str, reason: str, notice: str) -> Order:
     """``cancel_unpaid`` for staff: the order first (the customer's notice in the same write, when
     a staff member is named), then its payment at the provider, then its hold."""
     order_id = order["_id"]
@@ -907,7 +917,7 @@ def _cancel_by_staff(order: dict, *, by: str, reason: str, notice: str) -> dict:
         refunds.issue_credit_notes(order_id)
     if told and canceled_now.modified_count:
         outbox.queue_change_notices(order_id)
-    return cast(dict, orders().find_one({"_id": order_id}))
+    return cast(Order, orders().find_one({"_id": order_id}))
 
 
 def release_canceled_hold(order_id: ObjectId) -> int:
@@ -927,7 +937,7 @@ def release_canceled_hold(order_id: ObjectId) -> int:
 
 def mark_paid_at_counter(
     order_id: ObjectId, *, by: str, means: str = payments.counter.CASH, reference: str = ""
-) -> dict:
+) -> Order:
     """Staff took the money at the box office, or an invoice's money arrived: how (cash, card
     terminal, bank transfer) and its reference (a slip or transfer number) are kept with it."""
     reference = " ".join((reference or "").split())
@@ -951,7 +961,7 @@ def mark_paid_at_counter(
     provider = cast(BoxOfficeProvider, payments.provider(order["payment"]["provider"]))  # or the counter's
     # how the money came, in the write that makes the order paid: never a paid order without it
     settled = _settled(provider.paid_at_counter(order), taken={"by": by, "means": means, "reference": reference})
-    return cast(dict, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
+    return cast(Order, orders().find_one({"_id": settled["_id"]}))  # just settled: it is there
 
 
 # --- 5. reconcile ---

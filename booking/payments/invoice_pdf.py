@@ -7,7 +7,9 @@ credit note are printed negative (money going back).
 """
 
 import io
+from collections.abc import Mapping, Sequence
 from datetime import date
+from typing import Any
 from xml.sax.saxutils import escape
 
 from django.conf import settings
@@ -19,6 +21,7 @@ from reportlab.lib.styles import getSampleStyleSheet
 from reportlab.lib.units import mm
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
+from booking.core.domain import Order
 from booking.payments import credit_notes, invoices, money
 from booking.payments.pdf import LINE_TABLE_WIDTH, MARGIN, column_widths, line_rows, sale_breakdown, when_text
 
@@ -46,7 +49,14 @@ def _buyer_lines(name: str, buyer: dict) -> list[str]:
     return [line for line in lines if line]
 
 
-def _lines_table(order_like: dict, lines: list[dict], currency: str, body, sign: int, extra_rows: list[list]):
+def _lines_table(
+    order_like: Mapping[str, Any],
+    lines: Sequence[Mapping[str, Any]],
+    currency: str,
+    body,
+    sign: int,
+    extra_rows: list[list],
+):
     def cell(text: str, raw: bool = False) -> Paragraph:
         return Paragraph(text if raw else escape(str(text)), body)
 
@@ -143,7 +153,7 @@ def _head(styles, small, seller: dict, buyer: list[str], title: str, facts: list
     return story
 
 
-def invoice_pdf(order: dict) -> bytes:
+def invoice_pdf(order: Order) -> bytes:
     """The invoice of an order sold on invoice (payments/invoices.py)."""
     invoice = order["invoice"]
     currency = order.get("currency", settings.BOOKING_CURRENCY)

@@ -15,8 +15,10 @@ note (payments/credit_notes.py).
 """
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -41,7 +43,7 @@ def series_of(theater_id: ObjectId) -> str:
     return f"invoice:{theater_id}"
 
 
-def invoice_label(order: dict) -> str:
+def invoice_label(order: Mapping[str, Any]) -> str:
     """The number as printed: INV-000042 (one series per theater, never reset)."""
     number = order.get("invoiceNo")
     return f"INV-{number:06d}" if number else ""

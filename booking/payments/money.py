@@ -19,6 +19,8 @@ from babel import numbers
 from django.conf import settings
 from django.utils import translation
 
+from booking.core.domain import Order
+
 
 def rate(value) -> Decimal:
     """A VAT rate in percent from a setting or a document; refuses nonsense."""
@@ -79,7 +81,7 @@ def booking_fee() -> tuple[int, str]:
     return max(0, int(settings.BOOKING_FEE)), rate_text(settings.BOOKING_FEE_VAT_RATE)
 
 
-def line_amount(line: dict) -> int:
+def line_amount(line: Mapping[str, Any]) -> int:
     """What a ticket costs the buyer: its locked price less its share of a promo code."""
     return int(line["price"]) - int(line.get("discount", 0))
 
@@ -94,7 +96,7 @@ def amount_due(order: Mapping[str, Any]) -> int:
     return int(order["total"]) - voucher_part(order)
 
 
-def order_breakdown(order: dict) -> list[VatLine]:
+def order_breakdown(order: Order) -> list[VatLine]:
     """VAT of what the order still charges: its lines (not refunded) and the fee."""
     pairs = [(line_amount(line), line.get("vat", settings.BOOKING_VAT_RATE)) for line in order.get("lines", [])]
     fee = order.get("fee") or {}

@@ -9,6 +9,8 @@ The standard PDF fonts (Helvetica) are used: they need no font files and cover t
 """
 
 import io
+from collections.abc import Mapping, Sequence
+from typing import Any
 from xml.sax.saxutils import escape
 
 from django.conf import settings
@@ -22,6 +24,7 @@ from reportlab.lib.units import mm
 from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
+from booking.core.domain import Order
 from booking.core.formatting import seat_label
 from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_name
 from booking.payments import donations, money, receipts
@@ -35,11 +38,13 @@ def when_text(value) -> str:
     return timezone.localtime(value).strftime("%d.%m.%Y %H:%M") if value else ""
 
 
-def line_rows(order: dict, lines: list[dict], currency: str, cell, refunded: str = "") -> list[list]:
+def line_rows(
+    order: Mapping[str, Any], lines: Sequence[Mapping[str, Any]], currency: str, cell, refunded: str = ""
+) -> list[list]:
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     rows = []
     for line in lines:
-        session = sessions.get(line["sessionId"], {})
+        session: Mapping[str, Any] = sessions.get(line["sessionId"], {})
         category = order_category(session, line["cat"])
         if line.get("wheelchair"):  # the buyer's and the usher's reason to keep the space free
             category += " · " + gettext("wheelchair space")
@@ -104,19 +109,19 @@ def column_widths(rows: list[list], width: float, *, size: float) -> list[float]
     return widths
 
 
-def discount_label(order: dict) -> str:
+def discount_label(order: Order) -> str:
     """The promo code's row: "Promo code SPRING-24" (an order from before codes were kept: no code)."""
     code = (order.get("promo") or {}).get("code")
     return gettext("Promo code %(code)s") % {"code": code} if code else gettext("Promo code")
 
 
-def sale_breakdown(order: dict) -> list[money.VatLine]:
+def sale_breakdown(order: Order) -> list[money.VatLine]:
     """VAT of the sale as it was paid: every line, refunded ones too, and the fee."""
-    every = {**order, "lines": [*order.get("lines", []), *order.get("refundedLines", [])]}
+    every: Order = {**order, "lines": [*order.get("lines", []), *order.get("refundedLines", [])]}
     return money.order_breakdown(every)
 
 
-def receipt_pdf(order: dict) -> bytes:
+def receipt_pdf(order: Order) -> bytes:
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     styles = getSampleStyleSheet()
     small = styles["BodyText"].clone("small", fontSize=8, leading=10, textColor=colors.HexColor("#555555"))

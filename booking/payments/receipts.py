@@ -14,6 +14,7 @@ from bson import ObjectId
 from django.utils.translation import gettext_lazy
 
 from booking.core import clock, mongo
+from booking.core.domain import Order
 from booking.payments import number_series
 
 
@@ -21,7 +22,7 @@ def series_of(theater_id: ObjectId) -> str:
     return f"receipt:{theater_id}"
 
 
-def theater_of(order: dict) -> ObjectId | None:
+def theater_of(order: Order) -> ObjectId | None:
     """The theater whose sequence numbers this order: its first session's."""
     if order.get("receiptTheater"):
         return order["receiptTheater"]
@@ -68,7 +69,7 @@ def assign(order_id: ObjectId, *, theater_id: ObjectId | None = None, ref: str |
     )
 
 
-def receipt_label(order: dict) -> str:
+def receipt_label(order: Order) -> str:
     """The number as printed, e.g. 000042 (one sequence per theater, never reset)."""
     number = order.get("receiptNo")
     return f"{number:06d}" if number else ""
@@ -86,7 +87,7 @@ _HOW_PAID = {
 }
 
 
-def payment_label(order: dict) -> str:
+def payment_label(order: Order) -> str:
     """How the order was paid, as its receipt names it: "Card terminal", "Cash", "Bank transfer"
     (a counter sale's method, or the means staff recorded for one paid later), "Card (Stripe)"."""
     paid = order.get("paidWith") or {}
@@ -111,7 +112,7 @@ class PaidAndRefunded:
         return self.paid - self.refunded
 
 
-def paid_and_refunded(order: dict) -> PaidAndRefunded:
+def paid_and_refunded(order: Order) -> PaidAndRefunded:
     """Refunds of a payment no seat was sold for (``extraPayments``) are left out, as it is."""
     paid_with = order.get("paidWith") or {}
     taken = {paid_with["id"]: paid_with["amount"]} if paid_with.get("id") else {}

@@ -21,8 +21,10 @@ Order of writes, each safe to repeat:
 
 import logging
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -31,7 +33,7 @@ from pymongo.errors import PyMongoError
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, OrderState
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, Order, OrderLine, OrderState
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.payments import base, credit_notes, donations, money
 from booking.reports import marks
@@ -69,7 +71,7 @@ def _record(amount: int, payment: dict, reason: str, *, tickets=(), by: str = ""
     }
 
 
-def allocate(order: dict, amount: int) -> list[tuple[dict, int]]:
+def allocate(order: Order, amount: int) -> list[tuple[dict, int]]:
     """Which payments of the order an amount goes back through: its gift voucher's part first (the
     theater's money stays with the theater, and the holder can spend it again), then the order's
     payment, up to what is left of it, then the top-ups of exchanges (sales/exchanges.py). A
@@ -93,7 +95,7 @@ def allocate(order: dict, amount: int) -> list[tuple[dict, int]]:
     return parts
 
 
-def voucher_payment(order: dict) -> list[dict]:
+def voucher_payment(order: Order) -> list[dict]:
     """The order's gift voucher part as a payment taken, when it is not the order's payment itself
     (a voucher that paid all settled the order: payments/vouchers.py)."""
     part = order.get("voucher")
@@ -102,7 +104,7 @@ def voucher_payment(order: dict) -> list[dict]:
     return [{"provider": part["provider"], "id": part["id"], "amount": part["amount"]}]
 
 
-def _refunds_seen(order: dict) -> dict:
+def _refunds_seen(order: Order) -> dict:
     """A filter clause: the order still has exactly the refunds the caller read."""
     n = len(order.get("refunds") or [])
     clause = {f"refunds.{n}": {"$exists": False}}
@@ -126,7 +128,7 @@ def refund_tickets(
     notice: str | None = "cancel",
     keep: int = 0,
     fingerprint: str | None = None,
-) -> dict:
+) -> Order:
     """Staff: refund the whole order (``tickets`` None) or these ticket codes; their seats become
     free for sale again. The booking fee goes back with the last ticket. ``notice``: the kind of
     e-mail the customer gets (notifications/change_notices.py), stored in the same write; None: none.
@@ -228,7 +230,7 @@ def issue_credit_notes(order_id: ObjectId) -> None:
         logger.warning("credit notes of order %s left to reconcile", order_id, exc_info=True)
 
 
-def records_of_tickets(order: dict, tickets) -> list[dict]:
+def records_of_tickets(order: Order, tickets) -> list[dict]:
     """The refund records of these tickets: what one ``refund_tickets`` call made (a ticket is
     refunded once), one per payment the amount went back through."""
     wanted = set(tickets)
@@ -241,7 +243,7 @@ def paid_out_at_counter(records: list[dict]) -> int:
     return sum(r["amount"] for r in records if not payments.provider(r["payment"]["provider"]).online)
 
 
-def refund_amount(order: dict, codes: set[str]) -> int:
+def refund_amount(order: Order, codes: set[str]) -> int:
     """What refunding these tickets gives back: their prices less their discounts, and the booking
     fee and the donation with the order's last ticket (a part of the tickets keeps the donation:
     it was given to the theater, not for those seats)."""
@@ -251,7 +253,7 @@ def refund_amount(order: dict, codes: set[str]) -> int:
     return sum(money.line_amount(line) for line in lines if line["ticket"] in codes) + fee
 
 
-def kept_amount(lines: list[dict], kept_per_ticket: int) -> int:
+def kept_amount(lines: Sequence[Mapping[str, Any]], kept_per_ticket: int) -> int:
     """What the theater keeps of these tickets' refund: the fee per ticket, never more than a
     ticket's own price (a free ticket keeps nothing)."""
     if kept_per_ticket < 0:
@@ -263,14 +265,14 @@ def kept_amount(lines: list[dict], kept_per_ticket: int) -> int:
 class CancelOutcome:
     """What ``orders.cancel_order`` would do to the order now, for staff to confirm first."""
 
-    seats: list[dict]  # the order's lines: their seats become free, their tickets void
+    seats: list[OrderLine]  # the order's lines: their seats become free, their tickets void
     refunds: list[dict]  # {provider, means, online, amount}: how much goes back through which payment
     ends_reservation: bool  # not paid yet: nothing goes back, the reservation ends
     mail_to: str  # the address the customer is told at; "" when nobody is
     fingerprint: str  # orders.cancel_fingerprint: cancel_order(confirmed=...) checks it is unchanged
 
 
-def cancel_outcome(order: dict) -> CancelOutcome:
+def cancel_outcome(order: Order) -> CancelOutcome:
     """Which seats canceling frees, how much money goes back through which payment, and who gets
     a mail; a Conflict when the order cannot be canceled."""
     order_service.require_cancelable(order)
@@ -293,7 +295,7 @@ def cancel_outcome(order: dict) -> CancelOutcome:
     )
 
 
-def refund_lost_seats(order_id: ObjectId) -> dict:
+def refund_lost_seats(order_id: ObjectId) -> Order:
     """A paid order whose seats someone else has (its payment came after its hold ended): it
     becomes refunded, seats it sold elsewhere go back, the money is refunded, the buyer told."""
     order = orders().find_one({"_id": order_id})
@@ -345,7 +347,7 @@ def extra_payment_record(paid: dict, why: str) -> dict:
     return _record(paid["amount"], paid, f"Payment not needed ({why})")
 
 
-def refund_extra_payment(order_id: ObjectId, payment: base.Payment, why: str) -> dict:
+def refund_extra_payment(order_id: ObjectId, payment: base.Payment, why: str) -> Order:
     """Money that no seat is sold for: a second payment for a paid order, a payment for a canceled
     order, an amount that is not the order's. It is refunded in full, once."""
     order = orders().find_one({"_id": order_id})
@@ -441,7 +443,7 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
     return SUCCEEDED if done else PENDING
 
 
-def _failed(order: dict, refund: dict, reason: str) -> str:
+def _failed(order: Order, refund: dict, reason: str) -> str:
     tries = max(refund.get("tries", 0), 1)  # this try is counted already: its claim's $inc (read after it)
     now = clock.now()
     retry_at = None

@@ -22,6 +22,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import stripe
 from django.conf import settings
@@ -150,7 +152,7 @@ class StripeProvider(base.Provider):
     def is_configured(self) -> bool:
         return bool(settings.STRIPE_SECRET_KEY and settings.STRIPE_PUBLISHABLE_KEY)
 
-    def start(self, order: dict, *, idempotency_key: str) -> base.Payment:
+    def start(self, order: Mapping[str, Any], *, idempotency_key: str) -> base.Payment:
         params = {
             "amount": money.amount_due(order),
             "currency": order["currency"].lower(),

@@ -13,7 +13,7 @@ from django.utils.translation import gettext
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, OrderState, Voucher
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderState, Voucher
 from booking.core.errors import InvalidRequest
 from booking.payments import base, flow, money, number_series, vouchers
 from booking.payments.counter import CARD_TERMINAL, CASH
@@ -87,7 +87,7 @@ def finish_redemptions(now: datetime | None = None, grace: timedelta = timedelta
     return changed
 
 
-def _payment_may_still_come(order: dict) -> bool:
+def _payment_may_still_come(order: Order) -> bool:
     """An expired card order's payment may still succeed until reconcile cancels it at the
     provider (payments/flow.py, "late payment")."""
     pay = order.get("payment") or {}

@@ -48,7 +48,7 @@ from django.utils.translation import gettext
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import OrderState, Voucher, VoucherState
+from booking.core.domain import Order, OrderState, Voucher, VoucherState
 from booking.core.errors import Conflict, InvalidRequest
 from booking.core.formatting import format_money
 from booking.payments import base, money
@@ -368,7 +368,7 @@ def payment_of(order: Mapping[str, Any]) -> base.Payment:
     )
 
 
-def apply_to_order(order: dict, code: str, now: datetime) -> dict:
+def apply_to_order(order: Order, code: str, now: datetime) -> Order:
     """The voucher pays what it can of a pending order not yet asked of the card: the voucher
     debited, then the order's ``voucher`` part written. Returns the order as it is afterwards
     (without a voucher part when the voucher could pay nothing)."""
@@ -378,7 +378,9 @@ def apply_to_order(order: dict, code: str, now: datetime) -> dict:
     redeemed = redeem(code=code, order_id=order["_id"], ref=order["ref"], wanted=order["total"], now=now)
     if redeemed is None:
         mongo.orders().update_one({"_id": order["_id"], "ref": order["ref"]}, {"$unset": {"voucherCode": ""}})
-        return {k: v for k, v in order.items() if k != "voucherCode"}
+        without_code = order.copy()
+        without_code.pop("voucherCode", None)
+        return without_code
     faults.point("voucher.after_debit")
     part = {
         "voucherId": redeemed.voucher_id,
@@ -419,7 +421,7 @@ class VoucherProvider(base.Provider):
     def __init__(self):
         super().__init__(name=PROVIDER, online=True)
 
-    def start(self, order: dict, *, idempotency_key: str) -> base.Payment:
+    def start(self, order: Mapping[str, Any], *, idempotency_key: str) -> base.Payment:
         return payment_of(order)
 
     def retrieve(self, payment_id: str) -> base.Payment:

@@ -24,7 +24,7 @@ from django.utils.translation import gettext, gettext_noop
 from booking import payments
 from booking.accounts import buyers
 from booking.core import clock, formatting
-from booking.core.domain import Cart, CartState, OrderState, SalePhase, Session, SessionStatus, sale_phase
+from booking.core.domain import Cart, CartState, Order, OrderState, SalePhase, Session, SessionStatus, sale_phase
 from booking.core.errors import (
     BookingError,
     NotFound,
@@ -261,7 +261,7 @@ NO_SUCH_BOOKING = gettext_noop(
 JUST_BOOKED_COOKIE = "just_booked"  # the order checkout just made, read once by its page
 
 
-def visible_order(request, ref: str) -> dict | None:
+def visible_order(request, ref: str) -> Order | None:
     """The order if this browser bought it, found it by reference and e-mail (the find form, or
     the confirmation mail's link ``?email=``), or is signed in with its e-mail address, else None.
 
@@ -302,7 +302,7 @@ def no_such_booking(request):
 CARD_FORM_STATES = (base.OPEN, base.FAILED, base.CANCELED, base.ACTION, None)  # the buyer (re)enters a card
 
 
-def state_label(order: dict) -> str:
+def state_label(order: Order) -> str:
     if order.get("method") == payments.BOX_OFFICE and order["state"] == OrderState.PENDING_PAYMENT:
         return gettext("Reserved: pay at the box office")
     return order_state_label(order["state"])
@@ -340,7 +340,7 @@ def stripe_timing(view):
     return wrapped
 
 
-def order_quote(order: dict) -> dict:
+def order_quote(order: Order) -> dict:
     return {
         "tickets": sum(line["price"] for line in order.get("lines", [])),
         "discount": sum(line.get("discount", 0) for line in order.get("lines", [])),
@@ -353,7 +353,7 @@ def order_quote(order: dict) -> dict:
     }
 
 
-def payment_context(request, order: dict) -> dict:
+def payment_context(request, order: Order) -> dict:
     """What the payment panel (``_payment.html``) and the order page need about the payment."""
     pay = order.get("payment") or {}
     now = clock.now()
@@ -395,7 +395,7 @@ def test_cards() -> list[tuple[str, str]]:
     return [(" ".join(textwrap.wrap(number, 4)), gettext(label)) for number, _status, label in TEST_CARDS]
 
 
-def refresh_order(order: dict) -> dict:
+def refresh_order(order: Order) -> Order:
     """The order page is the return page: a payment still being decided is asked about."""
     pay = order.get("payment") or {}
     waiting = (
@@ -409,7 +409,7 @@ def refresh_order(order: dict) -> dict:
     return order
 
 
-def exchange_payment_due(order: dict) -> dict:
+def exchange_payment_due(order: Order) -> dict:
     """The order page's part: an exchange waiting for the customer's payment (views/exchange.py
     takes it), and Stripe.js for its card form (the page then lets Stripe in: ``stripe_csp``)."""
     record = exchanges.awaiting_payment(order)

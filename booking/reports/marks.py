@@ -10,11 +10,11 @@ mark stays. No imports from the rest of booking: every write path can use it.
 """
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final, TypedDict
 
 from bson import ObjectId
 
-STALE = "reportStale"  # the orders' field of marks (the sparse index reportStale.s: booking/core/mongo.py)
+STALE: Final = "reportStale"  # the orders' field of marks (the sparse index reportStale.s: booking/core/mongo.py)
 
 
 def _entries(session_ids: Iterable[ObjectId]) -> list[dict]:
@@ -27,7 +27,13 @@ def push(session_ids: Iterable[ObjectId]) -> dict:
     return {STALE: {"$each": _entries(session_ids)}}
 
 
-def stored(session_ids: Iterable[ObjectId]) -> dict:
+class Stored(TypedDict):
+    """The field a new order is stored with (an ``Order``'s ``reportStale``)."""
+
+    reportStale: list[dict]
+
+
+def stored(session_ids: Iterable[ObjectId]) -> Stored:
     """The field a new order is stored with: marked for each of its sessions."""
     return {STALE: _entries(session_ids)}
 

@@ -8,8 +8,9 @@ formula (exports.csv_text; a text cell in XLSX).
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -18,7 +19,7 @@ from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font
 
-from booking.core.domain import sales_channel
+from booking.core.domain import Order, sales_channel
 from booking.core.formatting import seat_label
 from booking.core.localized import order_state_label
 from booking.payments import BOX_OFFICE, CARD
@@ -64,7 +65,7 @@ def _local(moment: datetime | None) -> datetime | None:
     return timezone.localtime(moment).replace(tzinfo=None) if moment else None
 
 
-def order_row(order: dict) -> list:
+def order_row(order: Order) -> list:
     """One order: its performances (title and start) and seats, each joined with "; "."""
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     seats: dict = {}
@@ -72,7 +73,7 @@ def order_row(order: dict) -> list:
         seats.setdefault(line["sessionId"], []).append(seat_label(line["row"], line["seat"]))
     shows = []
     for sid in seats:
-        session = sessions.get(sid, {})
+        session: Mapping[str, Any] = sessions.get(sid, {})
         start = _local(session.get("start"))
         when = start.strftime("%Y-%m-%d %H:%M") if start else ""
         shows.append(" ".join(part for part in (session.get("name") or "", when) if part))

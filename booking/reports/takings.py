@@ -23,12 +23,13 @@ Amounts are integer minor units. Each part is one indexed read of the orders in 
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from booking.core import mongo
+from booking.core import clock, mongo
+from booking.core.domain import Order
 from booking.payments import counter, refunds, vouchers
 from booking.reports.exports import Table, amount
 
@@ -78,7 +79,7 @@ def _means_method(means: str) -> str:
     return {counter.BANK_TRANSFER: INVOICE, CASH: CASH, CARD_TERMINAL: CARD_TERMINAL}.get(means, CASH)
 
 
-def payment_method(order: dict, payment: dict) -> str:
+def payment_method(order: Order, payment: dict) -> str:
     """How one payment of the order was taken, in the report's words."""
     if payment.get("provider") == VOUCHER:
         return VOUCHER
@@ -89,13 +90,13 @@ def payment_method(order: dict, payment: dict) -> str:
     return _means_method(payment.get("means", CASH))  # paid later (or a top-up at the counter)
 
 
-def _seller(order: dict, payment: dict) -> str:
+def _seller(order: Order, payment: dict) -> str:
     if payment.get("provider") not in HOUSE:
         return ONLINE
     return payment.get("by") or (order.get("soldBy") or {}).get("name") or ""
 
 
-def movements_of(order: dict) -> Iterator[Movement]:
+def movements_of(order: Order) -> Iterator[Movement]:
     """Every amount the order took or gave back."""
     paid = order.get("paidWith")
     taken = {}
@@ -265,46 +266,164 @@ def seller_label(code: str) -> str:
     return code or str(_("Online"))
 
 
-def build(first: date, last: date) -> Takings:
-    """The takings of these local days, by payment method, by seller and by both."""
-    start, end = day_range(first, last)
-    moves = movements(start, end)
-    methods = {code: Row(code, method_label(code)) for code in METHODS}
-    sellers: dict[str, Row] = {}
-    both: dict[tuple[str, str], Row] = {}
-    total = Row("total", str(_("Total")))
-    given: dict[str, Row] = {}
-    given_total = Row("donations", str(_("Total")))
-    sold: dict[str, Row] = {}
-    sold_total = Row("vouchers", str(_("Total")))
+# A tally: money per cell, each cell [sales, taken, given back]. Cells: (ALL, seller, method) for
+# every movement, (VOUCHERS_SOLD, "", method) for gift vouchers sold, (DONATIONS, "", method) for
+# the donations' part. Tallies of days add up to the tally of the range.
+ALL, VOUCHERS_SOLD, DONATIONS = "all", "vouchers", "donations"
+Cell = tuple[str, str, str]
+Tally = dict[Cell, list[int]]
+
+
+def _count(tally: Tally, cell: Cell, kind: str, amount: int) -> None:
+    sums = tally.get(cell)
+    if sums is None:
+        sums = tally[cell] = [0, 0, 0]
+    if amount >= 0 and kind != REFUND:
+        sums[0] += 1
+        sums[1] += amount
+    else:
+        sums[2] += -amount
+
+
+def tally_of(moves: list[Movement]) -> Tally:
+    tally: Tally = {}
     for m in moves:
+        _count(tally, (ALL, m.seller, m.method), m.kind, m.amount)
         if m.kind == VOUCHER_SALE:
-            sold.setdefault(m.method, Row(m.method, method_label(m.method))).add(m)
-            sold_total.add(m)
+            _count(tally, (VOUCHERS_SOLD, "", m.method), m.kind, m.amount)
         if m.donation:
-            part = Movement(m.at, m.kind, m.method, m.seller, m.donation, m.ref, m.order_id, m.donation)
-            given.setdefault(m.method, Row(m.method, method_label(m.method))).add(part)
-            given_total.add(part)
-        methods.setdefault(m.method, Row(m.method, method_label(m.method))).add(m)
-        sellers.setdefault(m.seller, Row(m.seller, seller_label(m.seller))).add(m)
-        pair = (m.seller, m.method)
-        both.setdefault(
-            pair, Row(f"{m.seller}:{m.method}", f"{seller_label(m.seller)} · {method_label(m.method)}")
-        ).add(m)
-        total.add(m)
+            _count(tally, (DONATIONS, "", m.method), m.kind, m.donation)
+    return tally
+
+
+def _add_tally(into: Tally, more: Tally) -> None:
+    for cell, (sales, taken, given_back) in more.items():
+        sums = into.setdefault(cell, [0, 0, 0])
+        sums[0] += sales
+        sums[1] += taken
+        sums[2] += given_back
+
+
+def _row(key: str, label: str, sums: list[int]) -> Row:
+    return Row(key, label, sales=sums[0], taken=sums[1], given_back=sums[2])
+
+
+def _method_order(code: str) -> int:
+    return METHODS.index(code) if code in METHODS else len(METHODS)
+
+
+def takings_of(first: date, last: date, tally: Tally, moves: list[Movement]) -> Takings:
+    """The report of these days from their tally (and their movements, for the downloads)."""
+    methods: dict[str, list[int]] = {code: [0, 0, 0] for code in METHODS}
+    sellers: dict[str, list[int]] = {}
+    total = [0, 0, 0]
+    for (group, seller, method), sums in tally.items():
+        if group != ALL:
+            continue
+        for into in (methods.setdefault(method, [0, 0, 0]), sellers.setdefault(seller, [0, 0, 0]), total):
+            for i in range(3):
+                into[i] += sums[i]
+
+    def by_method(group: str) -> list[Row]:
+        cells = sorted((c for c in tally if c[0] == group), key=lambda c: _method_order(c[2]))
+        return [_row(c[2], method_label(c[2]), tally[c]) for c in cells]
+
+    def group_total(group: str, key: str) -> Row:
+        sums = [sum(tally[c][i] for c in tally if c[0] == group) for i in range(3)]
+        return _row(key, str(_("Total")), sums)
+
+    both = sorted((c for c in tally if c[0] == ALL), key=lambda c: (c[1], c[2]))
     return Takings(
         first=first,
         last=last,
-        by_method=list(methods.values()),
-        by_seller=sorted(sellers.values(), key=lambda r: (r.key != ONLINE, r.label)),
-        by_method_and_seller=[both[k] for k in sorted(both)],
-        total=total,
+        by_method=[_row(code, method_label(code), sums) for code, sums in methods.items()],
+        by_seller=sorted(
+            (_row(code, seller_label(code), sums) for code, sums in sellers.items()),
+            key=lambda r: (r.key != ONLINE, r.label),
+        ),
+        by_method_and_seller=[
+            _row(f"{seller}:{method}", f"{seller_label(seller)} · {method_label(method)}", tally[(g, seller, method)])
+            for g, seller, method in both
+        ],
+        total=_row("total", str(_("Total")), total),
         moves=moves,
-        donations=[given[code] for code in sorted(given, key=lambda c: METHODS.index(c) if c in METHODS else 99)],
-        donations_total=given_total,
-        vouchers_sold=[sold[code] for code in METHODS if code in sold],
-        vouchers_total=sold_total,
+        donations=by_method(DONATIONS),
+        donations_total=group_total(DONATIONS, "donations"),
+        vouchers_sold=[r for r in by_method(VOUCHERS_SOLD) if r.key in METHODS],
+        vouchers_total=group_total(VOUCHERS_SOLD, "vouchers"),
     )
+
+
+def build(first: date, last: date) -> Takings:
+    """The takings of these local days, by payment method, by seller and by both, with every
+    movement (the downloads list them)."""
+    start, end = day_range(first, last)
+    moves = movements(start, end)
+    return takings_of(first, last, tally_of(moves), moves)
+
+
+# --- past days counted for keeps ---
+
+# A request that took money just before midnight may write it a moment after: a day is counted for
+# keeps once it ended this long ago.
+SEALED_AFTER = timedelta(minutes=15)
+
+
+def _failed_refunds(start: datetime, end: datetime) -> dict[str, list[str]]:
+    """The ids of the refunds created at ``start <= createdOn < end`` that failed, by local day: a
+    failed refund is no money given back, and may go through on a later try, changing its day."""
+    found: dict[str, list[str]] = {}
+    query = {"refunds.createdOn": {"$gte": start, "$lt": end}, "refunds.status": refunds.FAILED}
+    fields = {"refunds._id": 1, "refunds.createdOn": 1, "refunds.status": 1}
+    for order in mongo.orders().find(query, fields).hint("refund_created"):
+        for refund in order.get("refunds") or []:
+            created = refund.get("createdOn")
+            if refund.get("status") == refunds.FAILED and created is not None and start <= _aware(created) < end:
+                found.setdefault(timezone.localdate(_aware(created)).isoformat(), []).append(refund["_id"])
+    return {day: sorted(ids) for day, ids in found.items()}
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _day_key(day: date) -> str:
+    return f"{timezone.get_current_timezone_name()}:{day.isoformat()}"
+
+
+def _sealed_tally(day: date, failed_before: list[str]) -> Tally:
+    """A past day's tally: the one kept, unless a refund of that day has failed or gone through
+    since (``failed_before``: that day's failed refunds now, read before its movements)."""
+    kept = mongo.takings_days().find_one({"_id": _day_key(day)})
+    if kept is not None and kept["failedRefunds"] == failed_before:
+        return {(c[0], c[1], c[2]): [c[3], c[4], c[5]] for c in kept["cells"]}
+    start, end = day_range(day, day)
+    tally = tally_of(movements(start, end))
+    cells = [[*cell, *sums] for cell, sums in tally.items()]
+    mongo.takings_days().replace_one(
+        {"_id": _day_key(day)},
+        {"_id": _day_key(day), "cells": cells, "failedRefunds": failed_before, "countedOn": clock.now()},
+        upsert=True,
+    )
+    return tally
+
+
+def summary(first: date, last: date, *, now: datetime) -> Takings:
+    """The takings of these local days, their sums only (the page): each day that ended
+    ``SEALED_AFTER`` before ``now`` counted once and kept, the rest read from the orders."""
+    tally: Tally = {}
+    day = first
+    sealed_until = first
+    while sealed_until <= last and day_range(sealed_until, sealed_until)[1] + SEALED_AFTER <= now:
+        sealed_until += timedelta(days=1)
+    if sealed_until > first:
+        failed = _failed_refunds(*day_range(first, sealed_until - timedelta(days=1)))
+        while day < sealed_until:
+            _add_tally(tally, _sealed_tally(day, failed.get(day.isoformat(), [])))
+            day += timedelta(days=1)
+    if day <= last:
+        _add_tally(tally, tally_of(movements(*day_range(day, last))))
+    return takings_of(first, last, tally, [])
 
 
 def tables(takings: Takings) -> list[Table]:

@@ -29,8 +29,9 @@ indexed, projected ``find`` (``count_in_app``). Both answer the same rows (a tes
 same sales).
 """
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from bson import ObjectId
 from django.conf import settings
@@ -42,6 +43,7 @@ from booking.core.domain import (
     DEFAULT_CHANNEL,
     ORDER_CHANNEL_FIELD,
     SEAT_OWNING_ORDER_STATES,
+    Order,
     SalesChannel,
 )
 from booking.core.domain import sales_channel as channel_of
@@ -62,7 +64,7 @@ SINGLE = "single"  # a ticket bought on its own
 SUBSCRIPTION = "subscription"  # a ticket of a season subscription (sales/subscriptions.py): reported apart
 
 
-def _part(order: dict, line: dict) -> int:
+def _part(order: Order, line: Mapping[str, Any]) -> int:
     """What of the line's price was taken in another channel (an exchange's top-up at the counter)."""
     if order.get("method") == COMPLIMENTARY_METHOD:
         return 0
@@ -107,7 +109,7 @@ def empty() -> Tally:
 # --- in the app: one indexed find ---
 
 
-def _line_gross(order: dict, line: dict) -> int:
+def _line_gross(order: Order, line: Mapping[str, Any]) -> int:
     if order.get("method") == COMPLIMENTARY_METHOD:
         return 0  # given away: no money
     return int(line["price"]) - int(line.get("discount", 0))
@@ -125,7 +127,7 @@ class _Counter:
         self.days: dict[str, DayRow] = {}
         self.refunds: dict[tuple, RefundRow] = {}
 
-    def _row(self, line: dict, channel: str) -> GroupRow:
+    def _row(self, line: Mapping[str, Any], channel: str) -> GroupRow:
         """The line's group row (made on first use), its ticket type's name kept as $max would."""
         kind = line.get("ticketType") or "full"
         product = SUBSCRIPTION if line.get("subscription") else SINGLE
@@ -148,7 +150,7 @@ class _Counter:
             row["typeName"] = name
         return row
 
-    def sold(self, line: dict, channel: str, gross: int, day: str | None) -> None:
+    def sold(self, line: Mapping[str, Any], channel: str, gross: int, day: str | None) -> None:
         row = self._row(line, channel)
         row["tickets"] += 1
         row["gross"] += gross
@@ -158,7 +160,7 @@ class _Counter:
             per_day["tickets"] += 1
             per_day["gross"] += gross
 
-    def taken_elsewhere(self, line: dict, channel: str, gross: int, day: str | None) -> None:
+    def taken_elsewhere(self, line: Mapping[str, Any], channel: str, gross: int, day: str | None) -> None:
         """Money for a ticket taken in another channel than its order's (a top-up at the
         counter): counted there, with no ticket."""
         row = self._row(line, channel)
@@ -167,7 +169,7 @@ class _Counter:
             per_day = self.days.setdefault(day, DayRow(day=day, tickets=0, gross=0))
             per_day["gross"] += gross
 
-    def refunded(self, line: dict, channel: str, gross: int, tickets: int = 1) -> None:
+    def refunded(self, line: Mapping[str, Any], channel: str, gross: int, tickets: int = 1) -> None:
         key = (line.get("vat"), channel)
         row = self.refunds.setdefault(key, RefundRow(vat=key[0], channel=channel, tickets=0, gross=0))
         row["tickets"] += tickets

@@ -19,7 +19,7 @@ says why (out of the window, over the limit, not allowed online).
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,7 +30,7 @@ from django.utils.translation import gettext, gettext_noop, ngettext
 from booking import payments
 from booking.accounts.buyers import clean_email
 from booking.core import faults, mongo
-from booking.core.domain import OrderState
+from booking.core.domain import Order, OrderLine, OrderState
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.text_checks import has_invisible_characters
 from booking.sales import cancels, checkout, exchanges, outbox
@@ -48,14 +48,14 @@ NAME_MAX = 200
 MAX_TICKETS = 50
 
 
-def _order(order_id: ObjectId) -> dict:
+def _order(order_id: ObjectId) -> Order:
     order = mongo.orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(gettext("No such booking."))
     return order
 
 
-def _paid_online(order: dict) -> None:
+def _paid_online(order: Order) -> None:
     """Only a booking paid through the payment provider is changed online: its money can go back
     (and a difference be charged) there."""
     if order["state"] not in ADMITTING:
@@ -67,7 +67,7 @@ def _paid_online(order: dict) -> None:
         raise Conflict(gettext("A change of this booking is still under way; look again in a moment."))
 
 
-def _chosen(order: dict, tickets: Sequence[str] | None) -> list[dict]:
+def _chosen(order: Order, tickets: Sequence[str] | None) -> list[OrderLine]:
     if tickets is None:
         return list(order["lines"])
     if not isinstance(tickets, list | tuple) or not all(isinstance(t, str) for t in tickets):
@@ -80,12 +80,17 @@ def _chosen(order: dict, tickets: Sequence[str] | None) -> list[dict]:
     return [by_code[code] for code in tickets]
 
 
-def _starts(order: dict) -> dict[ObjectId, datetime]:
-    return {s["_id"]: s["start"] for s in order.get("sessions", []) if s.get("start")}
+def _starts(order: Order) -> dict[ObjectId, datetime]:
+    return {s["_id"]: start for s in order.get("sessions", []) if (start := s.get("start"))}
 
 
 def _allowed(
-    order: dict, lines: list[dict], action: str, now: datetime, *, rules: dict[ObjectId, Rules] | None = None
+    order: Order,
+    lines: Sequence[Mapping[str, Any]],
+    action: str,
+    now: datetime,
+    *,
+    rules: dict[ObjectId, Rules] | None = None,
 ) -> dict[ObjectId, Rules]:
     """The rules of each chosen ticket's performance, or Conflict with the first reason not."""
     rules = rules if rules is not None else rules_of.rules_of_sessions(line["sessionId"] for line in lines)
@@ -108,7 +113,7 @@ def _allowed(
     return rules
 
 
-def fee_of(lines: list[dict], rules: dict[ObjectId, Rules]) -> int:
+def fee_of(lines: Sequence[Mapping[str, Any]], rules: dict[ObjectId, Rules]) -> int:
     """The theater's fee for changing these tickets: each performance's fee per ticket."""
     return sum(rules.get(line["sessionId"], rules_of.NOTHING_ONLINE).fee for line in lines)
 
@@ -116,7 +121,7 @@ def fee_of(lines: list[dict], rules: dict[ObjectId, Rules]) -> int:
 # --- cancel ---
 
 
-def cancel_tickets(*, order_id: ObjectId, tickets: Any, confirmed: str | None, now: datetime) -> dict:
+def cancel_tickets(*, order_id: ObjectId, tickets: Any, confirmed: str | None, now: datetime) -> Order:
     """Cancel these tickets (None: all) with their money back less the fee. ``confirmed``: the
     order's fingerprint the buyer was shown (sales/orders.cancel_fingerprint), or None."""
     order = _order(order_id)
@@ -135,7 +140,7 @@ def cancel_tickets(*, order_id: ObjectId, tickets: Any, confirmed: str | None, n
 # --- exchange ---
 
 
-def exchange_targets(*, order: dict, now: datetime) -> list[dict]:
+def exchange_targets(*, order: Order, now: datetime) -> list[dict]:
     """The performances the order's tickets may move to: the same show (name) in the same
     theater, on sale, not started, allowing exchanges before their deadline."""
     shows = {(s.get("theaterId"), s.get("name")) for s in order.get("sessions", [])}
@@ -155,7 +160,7 @@ def exchange_targets(*, order: dict, now: datetime) -> list[dict]:
 
 def exchange_tickets(
     *, order_id: ObjectId, tickets: Sequence[str], session_id: ObjectId, keys: Sequence[str], now: datetime
-) -> dict:
+) -> Order:
     """Move these tickets to ``keys`` of ``session_id`` (the same show), the fee added to the price
     difference. Through the staff's exchange service: the new seats are the order's before the
     old ones are freed; a dearer move waits for the buyer's card on the order page."""
@@ -218,7 +223,7 @@ def _holder_language(email: str, fallback: str) -> str:
     return (earlier or {}).get("language") or fallback or settings.LANGUAGE_CODE
 
 
-def transfer_ticket(*, order_id: ObjectId, ticket: str, name: str, email: str, now: datetime) -> dict:
+def transfer_ticket(*, order_id: ObjectId, ticket: str, name: str, email: str, now: datetime) -> Order:
     """Hand one ticket to someone else: the old code stops admitting in the same write that gives
     the new holder their code, and both mails are stored with it. Returns the order afterwards."""
     if not isinstance(ticket, str) or not ticket:
@@ -290,7 +295,7 @@ def transfer_ticket(*, order_id: ObjectId, ticket: str, name: str, email: str, n
 # --- what the buyer's page offers ---
 
 
-def change_options(*, order: dict, now: datetime) -> dict:
+def change_options(*, order: Order, now: datetime) -> dict:
     """What the buyer may change on this order now, ticket by ticket, with the reason where not
     (the order page). Empty when the order cannot be changed online at all."""
     try:
@@ -341,11 +346,11 @@ def change_options(*, order: dict, now: datetime) -> dict:
     }
 
 
-def exchange_fees(order: dict) -> int:
+def exchange_fees(order: Order) -> int:
     """The fees of the order's exchanges that moved its tickets: part of its total, in no line."""
     moved = (exchanges.SWITCHED, exchanges.RELEASED, exchanges.DONE)
     return sum(x.get("fee", 0) for x in order.get("exchanges") or [] if x.get("state") in moved)
 
 
-def order_fingerprint(order: dict) -> str:
+def order_fingerprint(order: Order) -> str:
     return order_service.cancel_fingerprint(order)

@@ -11,7 +11,7 @@ from bson import ObjectId
 from django.utils.translation import gettext
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import OrderState, SessionStatus
+from booking.core.domain import Order, OrderState, SessionStatus
 from booking.core.errors import BookingError, Conflict, NotFound
 from booking.payments import flow as payments
 from booking.payments import refunds
@@ -21,7 +21,7 @@ from booking.sales import orders as order_service
 logger = logging.getLogger("booking.session_cancel")
 
 
-def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "", confirmed: str | None = None) -> dict:
+def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "", confirmed: str | None = None) -> Order:
     """Cancel the order: its seats free again, its money back through its payments (or its
     reservation ended), the customer told. ``confirmed``: the ``cancel_fingerprint`` of the order
     staff were shown; the order must still be the same."""
@@ -49,7 +49,7 @@ def cancel_order(order_id: ObjectId, *, by: str = "", reason: str = "", confirme
 
 def cancel_tickets(
     order_id: ObjectId, *, tickets: list[str] | None, by: str, reason: str, keep: int, confirmed: str | None = None
-) -> dict:
+) -> Order:
     """Cancel some (``tickets``) or all (None) tickets of a paid order with their money back less
     ``keep`` (the theater's fee): the order first, then the seats free again at once, then the
     refund through the provider (payments/refunds.py), the buyer told in the same write."""

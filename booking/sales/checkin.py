@@ -21,9 +21,10 @@ import hashlib
 import logging
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from bson import ObjectId
 from django.utils.translation import gettext, gettext_noop
@@ -31,7 +32,7 @@ from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import COMPLIMENTARY_METHOD, OrderState, SessionStatus
+from booking.core.domain import COMPLIMENTARY_METHOD, Order, OrderLine, OrderState, SessionStatus
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.formatting import mail_time
 from booking.core.localized import sold_ticket_type, ticket_type_condition, ticket_type_name
@@ -255,14 +256,14 @@ def short_name(name: str) -> str:
     return f"{parts[0][:20]} {parts[-1][0]}."
 
 
-def _categories(order: dict, session_id) -> dict:
+def _categories(order: Order, session_id) -> dict:
     for s in order.get("sessions", []):
         if s.get("_id") == session_id:
             return s.get("categories") or {}
     return {}
 
 
-def door_ticket(order: dict, line: dict, scope: Scope | None = None, *, full_name: bool = True) -> dict:
+def door_ticket(order: Order, line: Mapping[str, Any], scope: Scope | None = None, *, full_name: bool = True) -> dict:
     section = scope.sections.get(line["sessionId"], "") if scope is not None else ""
     holder = (line.get("holder") or {}).get("name") or order.get("name", "")  # a ticket handed on: its holder
     return {
@@ -280,7 +281,7 @@ def door_ticket(order: dict, line: dict, scope: Scope | None = None, *, full_nam
     }
 
 
-def _used(record: dict | None) -> dict | None:
+def _used(record: Mapping[str, Any] | None) -> dict | None:
     if not record:
         return None
     return {
@@ -313,7 +314,7 @@ class Outcome:
 # --- checking in ---
 
 
-def _find_line(order: dict, code: str) -> dict | None:
+def _find_line(order: Order, code: str) -> OrderLine | None:
     return next((line for line in order["lines"] if line.get("ticket") == code), None)
 
 
@@ -398,7 +399,7 @@ def check_in(
         )
         if order is not None:
             outbox.queue_webhook_events(outbox.ORDERS, order)
-            line = cast(dict, _find_line(order, code))  # the update matched this ticket's line
+            line = cast(OrderLine, _find_line(order, code))  # the update matched this ticket's line
             ticket = door_ticket(order, line, scope)
             return Outcome(
                 ADMITTED, gettext_noop("Valid ticket."), ticket, _used(record), hash=digest, party=len(codes)
@@ -537,7 +538,9 @@ def _why_not(scope: Scope, code: str, digest: str, scan_id: str, by_ref: dict) -
         )
     ticket = door_ticket(order, line, scope)
     if line["sessionId"] not in scope.session_ids:
-        session: dict = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
+        session: Mapping[str, Any] = next(
+            (s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {}
+        )
         other = {
             "name": session.get("name", ""),
             "start": session.get("start"),
@@ -634,7 +637,7 @@ def counts(scope: Scope) -> dict:
     }
 
 
-def replacement_seat(order: dict, code: str, scope: Scope | None = None) -> dict | None:
+def replacement_seat(order: Order, code: str, scope: Scope | None = None) -> dict | None:
     """The seat that now stands for an exchanged ticket (``{row, seat, section}``): the new line of
     the exchange that replaced it, followed through later exchanges of that one. None if the
     order no longer says (an exchange record without its lines)."""
@@ -654,7 +657,7 @@ def replacement_seat(order: dict, code: str, scope: Scope | None = None) -> dict
     if scope is not None and line["sessionId"] not in scope.session_ids:
         # moved to another performance: the door says which, or the holder would look for the
         # new seat tonight
-        show: dict = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
+        show: Mapping[str, Any] = next((s for s in order.get("sessions", []) if s.get("_id") == line["sessionId"]), {})
         seat["show"] = {"name": show.get("name", ""), "when": mail_time(show["start"]) if show.get("start") else ""}
     return seat
 

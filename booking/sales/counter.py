@@ -33,7 +33,7 @@ from pymongo import ReturnDocument
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import Cart, CartState, OrderState, SalesChannel, Session, live_cart_filter
+from booking.core.domain import Cart, CartState, Order, OrderState, SalesChannel, Session, live_cart_filter
 from booking.core.errors import BookingError, CartExpired, InvalidRequest, NotFound
 from booking.payments import donations, invoices
 from booking.payments import flow as payment_service
@@ -167,7 +167,7 @@ def invoice_deadline(due: date | None, sessions: list[Session], now: datetime, e
     return min(end_of_day, first)
 
 
-def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> dict:
+def sell(owner: str, cart_id: ObjectId | None, sale: CounterSale) -> Order:
     """Sell everything in the staff member's cart to the customer. Returns the order: paid (cash,
     card terminal, complimentary) or waiting for its invoice. Submitting twice returns the same order."""
     now = clock.now()
@@ -241,7 +241,7 @@ def counter_donation(sale: CounterSale, sessions: list[Session]) -> int:
     return donations.chosen(sale.donation, {**offer, "free": True} if offer else None)
 
 
-def _order_of_sold_cart(cart: dict) -> dict:
+def _order_of_sold_cart(cart: Cart) -> Order:
     """The order of a cart staff sold already (a double submit, or after a crash between the cart's
     write and the order's): found under the cart's reference, or stored now."""
     order = mongo.orders().find_one({"ref": cart["orderRef"], "cartId": cart["_id"]}) if cart.get("orderRef") else None
@@ -253,17 +253,17 @@ def _order_of_sold_cart(cart: dict) -> dict:
     return _numbered(checkout.store_order(cart, make=lambda c, ref: _counter_order(c, ref, sessions)))
 
 
-def _numbered(order: dict) -> dict:
+def _numbered(order: Order) -> Order:
     """An invoice's number given (again after a crash or a double submit: the series gives one
     number per order) and its mail queued; any other order as it is."""
     if not order.get("invoice") or order.get("invoiceNo"):
         return order
     number = invoices.assign(order["_id"], ref=order["ref"])
     outbox.queue_reservation_notice(order)
-    return {**order, "invoiceNo": number}
+    return {**order, "invoiceNo": number} if number is not None else order
 
 
-def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
+def _counter_order(cart: Cart, ref: str, sessions: list[Session]) -> Order:
     """The buyer's pending order (lines, VAT, totals), as sold by staff: no online booking fee,
     the channel, who sold it, the customer's phone, a complimentary sale's reason."""
     order = payment_service.pending_order(cart, ref, sessions)
@@ -273,7 +273,8 @@ def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
     order["channel"] = cart.get("channel", BOX_OFFICE)
     order["soldBy"] = cart.get("soldBy", {})
     order["payment"]["intent"] = f"counter-{order['_id']}"
-    phone = (cart.get("customer") or {}).get("phone")
+    customer = cart.get("customer")
+    phone = customer.get("phone") if customer else None
     if phone:
         order["phone"] = phone
     if cart.get("comp"):
@@ -288,7 +289,7 @@ def _counter_order(cart: dict, ref: str, sessions: list[Session]) -> dict:
     return order
 
 
-def _settle_if_paid_now(order: dict) -> dict:
+def _settle_if_paid_now(order: Order) -> Order:
     """Cash, card terminal and complimentary are paid as the order is made: settle it (again after
     a crash or a double submit: settle is idempotent), a gift voucher's part first. An invoice waits."""
     if order["method"] in PAID_AT_ONCE:
@@ -310,12 +311,12 @@ def _settle_if_paid_now(order: dict) -> dict:
     return mongo.orders().find_one({"_id": order["_id"], "ref": order["ref"]}) or settled
 
 
-def mark_invoice_paid(order_id: ObjectId, *, by: str) -> dict:
+def mark_invoice_paid(order_id: ObjectId, *, by: str) -> Order:
     """The invoice's money arrived: the order becomes paid and its seats sold (as at the box office)."""
     return payment_service.mark_paid_at_counter(order_id, by=by)
 
 
-def sell_seats(*, owner: str, session_id: ObjectId, seat_keys: list[str], sale: CounterSale) -> dict:
+def sell_seats(*, owner: str, session_id: ObjectId, seat_keys: list[str], sale: CounterSale) -> Order:
     """Hold these seats under a cart of the owner's and sell them at once: the counter's hold
     (``holds.BOX_OFFICE``: the box office's hours, house seats) and ``sell``, as staff do in two
     steps (the REST API's reservations and complimentary orders). The sale's fields are checked

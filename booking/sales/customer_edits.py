@@ -14,6 +14,7 @@ from django.utils.translation import gettext
 from pymongo import ReturnDocument
 
 from booking.core import clock, mongo
+from booking.core.domain import Order
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.names import name_keys
 
@@ -44,7 +45,7 @@ def clean_customer(*, name: str, email: str) -> tuple[str, str]:
 
 def change_customer(
     order_id: ObjectId, *, name: str, email: str, seen_name: str, seen_email: str, by: str
-) -> tuple[dict, bool]:
+) -> tuple[Order, bool]:
     """(the order as stored now, whether it changed). Unchanged values write nothing."""
     name, email = clean_customer(name=name, email=email)
     order = mongo.orders().find_one({"_id": order_id}, {"ref": 1, "name": 1, "email": 1})

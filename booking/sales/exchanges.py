@@ -31,9 +31,10 @@ Fault points ``exchange.*`` follow every write; booking/tests/sales/test_exchang
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from bson import ObjectId
 from django.conf import settings
@@ -42,7 +43,7 @@ from django.utils.translation import ngettext
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, SalesChannel, SessionStatus, Theater
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderLine, SalesChannel, SessionStatus, Theater
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
 from booking.payments import base, credit_notes, money, refunds
@@ -72,9 +73,9 @@ MAX_TICKETS = 50
 class Plan:
     """What an exchange would do, for the staff's preview and for ``start``."""
 
-    order: dict
+    order: Order
     session: dict
-    old: list[dict]
+    old: list[OrderLine]
     new: list[dict]
     difference: int  # new minus old, minor units: > 0 the customer pays more, < 0 gets money back
     fee: int = 0  # the theater's fee for swapping subscription tickets, part of ``difference``
@@ -84,7 +85,7 @@ class Plan:
         return self.order.get("currency", settings.BOOKING_CURRENCY)
 
 
-def _order(order_id: ObjectId) -> dict:
+def _order(order_id: ObjectId) -> Order:
     order = mongo.orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(_("No such order."))
@@ -103,7 +104,9 @@ def _session_summary(session: dict) -> dict:
     }
 
 
-def _new_line(order: dict, old: dict, session: dict, key: str, theater: Theater | None) -> dict:
+def _new_line(
+    order: Order, old: Mapping[str, Any], session: Mapping[str, Any], key: str, theater: Theater | None
+) -> dict:
     """The ticket for ``key`` replacing ``old``: same ticket type if the session offers it in the
     seat's category (else full price), today's price, a new ticket code, the same holder."""
     r, c = parse_seat_key(key)
@@ -204,7 +207,7 @@ def plan(
     return Plan(order=order, session=session, old=old, new=new, difference=difference, fee=fee)
 
 
-def subscription_swap_fee(order: dict, lines: Sequence[dict], now: datetime) -> int:
+def subscription_swap_fee(order: Order, lines: Sequence[Mapping[str, Any]], now: datetime) -> int:
     """What swapping these tickets' subscription dates costs: the theater's fee per ticket of the
     performance given up (sales/self_service.py, whoever swaps: the buyer or the box office); a
     swap after that performance's cut-off is refused (Conflict). Other tickets: 0 here."""
@@ -245,7 +248,7 @@ def exchange(
     reason: str = "",
     seats_of: ObjectId | None = None,
     fee: int = 0,
-) -> dict:
+) -> Order:
     """Move ``tickets`` of the order to ``keys`` of ``session_id``. ``settle``: ``provider``: a
     cheaper seat's difference goes back through the order's payments, a dearer one is paid online
     by the customer (the exchange waits in ``awaiting_payment``: a card cannot be charged again
@@ -305,12 +308,12 @@ def exchange(
     return order
 
 
-def _open_record(order: dict) -> dict | None:
+def _open_record(order: Order) -> dict | None:
     xid = order.get("exchangeOpen")
     return next((x for x in order.get("exchanges", []) if x["_id"] == xid), None) if xid else None
 
 
-def finish(order_id: ObjectId, now: datetime | None = None) -> dict:
+def finish(order_id: ObjectId, now: datetime | None = None) -> Order:
     """Roll the order's open exchange forward from wherever it stopped (the request itself, or
     reconcile after a crash). Returns the order afterwards."""
     for _attempt in range(10):
@@ -333,7 +336,7 @@ def finish(order_id: ObjectId, now: datetime | None = None) -> dict:
     return _order(order_id)
 
 
-def _set_state(order: dict, record: dict, state: str, **extra) -> bool:
+def _set_state(order: Order, record: dict, state: str, **extra) -> bool:
     sets = {"exchanges.$.state": state, **{f"exchanges.$.{k}": v for k, v in extra.items()}}
     done = mongo.orders().update_one(
         {
@@ -346,7 +349,7 @@ def _set_state(order: dict, record: dict, state: str, **extra) -> bool:
     return bool(done.modified_count)
 
 
-def _take(order: dict, record: dict) -> None:
+def _take(order: Order, record: dict) -> None:
     """New seats free -> sold under the exchange's marker (or found taken by it already)."""
     keys = [line["key"] for line in record["new"]]
     cells = [cell_path(*parse_seat_key(k)) for k in keys]
@@ -402,7 +405,7 @@ def _take(order: dict, record: dict) -> None:
         release_stray_holds(session_id)
 
 
-def _abandon(order: dict, record: dict, why: str, states: Sequence[str] = (STARTED, AWAITING, TAKEN)) -> bool:
+def _abandon(order: Order, record: dict, why: str, states: Sequence[str] = (STARTED, AWAITING, TAKEN)) -> bool:
     """The exchange ends without a switch (one conditional update: still in one of ``states``);
     its seats go back and a difference the customer paid is refunded. False when it had moved on
     (switched, or ended already by someone else).
@@ -456,13 +459,13 @@ def _abandon(order: dict, record: dict, why: str, states: Sequence[str] = (START
     return True
 
 
-def _difference_payment(order: dict, record: dict) -> dict:
+def _difference_payment(order: Order, record: dict) -> dict:
     """What the provider is asked to charge: the difference, under the order's id and reference
     (its webhook finds the order; ``settle`` hands it to ``difference_paid``)."""
     return {"_id": order["_id"], "ref": order["ref"], "total": record["difference"], "currency": order["currency"]}
 
 
-def ensure_intent(order: dict, record: dict) -> str:
+def ensure_intent(order: Order, record: dict) -> str:
     """The exchange's payment at the provider (made once: its idempotency key is the exchange's)."""
     pay = record["payment"]
     if pay.get("intent"):
@@ -482,7 +485,7 @@ def ensure_intent(order: dict, record: dict) -> str:
     return started.id
 
 
-def _check_payment(order: dict, record: dict, now: datetime) -> bool:
+def _check_payment(order: Order, record: dict, now: datetime) -> bool:
     """An exchange waiting for the customer's payment: paid -> it goes on (True); the time to pay
     is over -> the payment is canceled at the provider (unless it succeeded meanwhile) and the
     exchange abandoned, the new seats given back. Returns True when it moved on."""
@@ -512,7 +515,7 @@ def _check_payment(order: dict, record: dict, now: datetime) -> bool:
     return False
 
 
-def _paid(order: dict, record: dict, payment: base.Payment) -> bool:
+def _paid(order: Order, record: dict, payment: base.Payment) -> bool:
     """The customer paid the difference: the exchange goes on to the switch (the payment becomes
     a top-up there)."""
     done = mongo.orders().update_one(
@@ -537,7 +540,7 @@ def _paid(order: dict, record: dict, payment: base.Payment) -> bool:
     return bool(done.modified_count)
 
 
-def difference_paid(order: dict, payment: base.Payment) -> dict | None:
+def difference_paid(order: Order, payment: base.Payment) -> Order | None:
     """``payments.settle`` found a succeeded payment of this order that is an exchange's
     difference: the exchange goes on. None when the payment is no exchange's (settle goes on)."""
     record = next((x for x in order.get("exchanges", []) if (x.get("payment") or {}).get("intent") == payment.id), None)
@@ -551,7 +554,7 @@ def difference_paid(order: dict, payment: base.Payment) -> dict | None:
     return _order(order["_id"])
 
 
-def pay_difference(order_id: ObjectId, means: str) -> tuple[str, dict, str]:
+def pay_difference(order_id: ObjectId, means: str) -> tuple[str, Order, str]:
     """The customer's card form (the order page): charge the difference. Returns (status, order,
     message): "paid" (the exchange went on, now or before), "processing" (another request is
     charging a card for it right now, or the bank is still deciding), "action" (3-D Secure: the
@@ -594,7 +597,7 @@ def pay_difference(order_id: ObjectId, means: str) -> tuple[str, dict, str]:
     return payment.status, order, payment.failure
 
 
-def _claim_payment(order: dict, record: dict, now: datetime) -> bool:
+def _claim_payment(order: Order, record: dict, now: datetime) -> bool:
     """The exchange's payment is this request's to charge: no other request claimed it within the
     time a charge can take (a claim left by a crash lapses then)."""
     lapsed = now - timedelta(seconds=base.confirm_claim_seconds())
@@ -611,7 +614,7 @@ def _claim_payment(order: dict, record: dict, now: datetime) -> bool:
     return bool(claimed.modified_count)
 
 
-def _end_claim(order: dict, record: dict, claimed_on: datetime) -> None:
+def _end_claim(order: Order, record: dict, claimed_on: datetime) -> None:
     """This request's charge is over (declined, 3-D Secure asked, no answer): the next Pay may try."""
     mongo.orders().update_one(
         {
@@ -623,14 +626,14 @@ def _end_claim(order: dict, record: dict, claimed_on: datetime) -> None:
     )
 
 
-def _how_it_ended(order: dict) -> str:
+def _how_it_ended(order: Order) -> str:
     """What a Pay pressed after the order's last exchange stopped waiting is told: "paid" when the
     customer's payment moved it on, else "done" (nothing to pay: called off or not paid in time)."""
     last = (order.get("exchanges") or [{}])[-1]  # pushed in the order they were made
     return "paid" if last.get("paidDifference") and last.get("state") != ABANDONED else "done"
 
 
-def call_off(order_id: ObjectId, *, by: str = "", why: str = "") -> dict:
+def call_off(order_id: ObjectId, *, by: str = "", why: str = "") -> Order:
     """Staff: give up an exchange that waits for the customer's payment (the customer changed
     their mind, or staff want to do something else with the order). The payment is canceled at
     the provider first; one that succeeded meanwhile lets the exchange go on instead."""
@@ -651,13 +654,13 @@ def call_off(order_id: ObjectId, *, by: str = "", why: str = "") -> dict:
     return _order(order_id)
 
 
-def awaiting_payment(order: dict) -> dict | None:
+def awaiting_payment(order: Order) -> dict | None:
     """The exchange of this order that waits for the customer's payment, if any (the order page)."""
     record = _open_record(order)
     return record if record is not None and record["state"] == AWAITING else None
 
 
-def _switch(order: dict, record: dict) -> None:
+def _switch(order: Order, record: dict) -> None:
     """The one write that swaps the tickets, with the money and the customer's notice."""
     tickets = set(record["tickets"])
     present = [line for line in order["lines"] if line["ticket"] in tickets]
@@ -750,7 +753,7 @@ def _with_counter_part(record: dict, difference: int) -> list[dict]:
     return lines
 
 
-def _refund_records(order: dict, record: dict, amount: int) -> list[dict]:
+def _refund_records(order: Order, record: dict, amount: int) -> list[dict]:
     """The difference goes back in cash at the counter, or through the order's payments (the card
     first, then earlier top-ups: payments/refunds.allocate)."""
 
@@ -775,7 +778,7 @@ def _refund_records(order: dict, record: dict, amount: int) -> list[dict]:
     ]
 
 
-def _release_old(order: dict, record: dict) -> None:
+def _release_old(order: Order, record: dict) -> None:
     """The marker goes (the new seats are the order's lines now), then the old seats are freed."""
     mongo.sessions().update_one({"_id": record["sessionId"]}, {"$pull": {"exchangeHolds": {"_id": record["_id"]}}})
     faults.point("exchange.after_unmark")
@@ -784,7 +787,7 @@ def _release_old(order: dict, record: dict) -> None:
     _set_state(order, record, RELEASED)
 
 
-def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
+def free_seats(order_id: ObjectId, lines: Sequence[Mapping[str, Any]]) -> int:
     """``sold -> free`` (a house seat ``sold -> blocked``) for these seats an order gave up, one
     seat at a time, never a seat another paid order has in its lines or an exchange has just taken
     (its marker)."""
@@ -819,7 +822,7 @@ def free_seats(order_id: ObjectId, lines: list[dict]) -> int:
     return freed
 
 
-def _settle_money_and_close(order: dict, record: dict) -> None:
+def _settle_money_and_close(order: Order, record: dict) -> None:
 
     for refund_id in record.get("refunds") or []:
         refunds.process(order["_id"], refund_id)  # failed: reconcile retries it (refundDue)

@@ -31,6 +31,7 @@ from booking.core.domain import (
     COMPLIMENTARY_METHOD,
     DEFAULT_CHANNEL,
     ORDER_CHANNEL_FIELD,
+    Order,
     OrderState,
     SalesChannel,
 )
@@ -86,7 +87,7 @@ class OrderFilters:
 
 @dataclass
 class OrderPage:
-    orders: list[dict]
+    orders: list[Order]
     next_cursor: str | None  # the page after this one (older orders), None: this is the last
     previous_cursor: str | None = field(default=None)  # the page before (newer orders), None: the first
 
@@ -197,7 +198,7 @@ def _to_ms(moment: datetime) -> int:
     return (moment - _EPOCH) // _MS
 
 
-def make_cursor(order: dict, *, older: bool) -> str:
+def make_cursor(order: Order, *, older: bool) -> str:
     """The cursor of the page after (``older``) or before this order."""
     return signing.dumps([_to_ms(order["createdOn"]), str(order["_id"]), 1 if older else 0], salt=_CURSOR_SALT)
 
@@ -252,7 +253,7 @@ def search_orders(*, filters: OrderFilters, cursor: str | None = None, limit: in
     )
 
 
-def iter_orders(*, filters: OrderFilters, batch_size: int = 1000) -> Iterator[dict]:
+def iter_orders(*, filters: OrderFilters, batch_size: int = 1000) -> Iterator[Order]:
     """Every matching order, newest first, streamed from one cursor (exports: no page limit)."""
     query = order_query(filters)
     if query is None:

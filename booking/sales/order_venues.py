@@ -8,7 +8,7 @@ from datetime import datetime
 from bson import ObjectId
 
 from booking.core import mongo
-from booking.core.domain import VenueAddress
+from booking.core.domain import Order, VenueAddress
 from booking.core.localized import localized
 from booking.venues.addresses import address_lines, directions_text
 
@@ -19,7 +19,7 @@ class PerformanceVenue:
     address: VenueAddress | None
 
 
-def venues_of_order(order: dict) -> dict[ObjectId, PerformanceVenue]:
+def venues_of_order(order: Order) -> dict[ObjectId, PerformanceVenue]:
     """session id -> its end and its theater's address, for the order's sessions (two reads)."""
     session_ids = [s["_id"] for s in order.get("sessions", [])]
     if not session_ids:
@@ -33,7 +33,7 @@ def venues_of_order(order: dict) -> dict[ObjectId, PerformanceVenue]:
     return {s["_id"]: PerformanceVenue(end=s.get("end"), address=addresses.get(s.get("theaterId"))) for s in sessions}
 
 
-def getting_there(order: dict, *, venues: dict[ObjectId, PerformanceVenue]) -> list[dict]:
+def getting_there(order: Order, *, venues: dict[ObjectId, PerformanceVenue]) -> list[dict]:
     """Each venue of the order once, with its address and directions in the page's language, for the
     "Getting there" part of the confirmation and the tickets (venues without an address left out)."""
     shown: list[dict] = []

@@ -54,7 +54,7 @@ def cancel_fingerprint(order: Mapping[str, Any]) -> str:  # an Order
     return hashlib.sha256(repr(facts).encode()).hexdigest()[:24]
 
 
-def cancel_house_paid_order(order: Order, *, by: str, reason: str) -> dict:
+def cancel_house_paid_order(order: Order, *, by: str, reason: str) -> Order:
     """Cancel a paid order whose money no provider holds (paid at the counter, complimentary):
     the order first, then its seats, then its promo code's use (``sales/cancels.py`` decides
     which way an order is canceled)."""

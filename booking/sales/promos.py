@@ -50,7 +50,7 @@ from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import CartState, live_cart_filter
+from booking.core.domain import Cart, CartState, live_cart_filter
 from booking.core.errors import CartExpired, InvalidRequest, NotFound
 from booking.sales import offers
 
@@ -270,7 +270,7 @@ def _valid_now(now: datetime) -> dict:
     }
 
 
-def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> dict:
+def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> Cart:
     """Redeem a code for the owner's live cart; returns the cart. InvalidRequest (field ``code``)
     when the code is unknown, used up, not valid now or for nothing in the cart; nothing changes then."""
     now = clock.now()
@@ -324,7 +324,7 @@ def apply_code(owner: str, cart_id: ObjectId | None, text: str) -> dict:
     return updated
 
 
-def remove_code(owner: str, cart_id: ObjectId | None) -> dict | None:
+def remove_code(owner: str, cart_id: ObjectId | None) -> Cart | None:
     """The buyer takes the code off their live cart; the use goes back."""
     now = clock.now()
     cart = mongo.carts().find_one_and_update(

@@ -11,6 +11,7 @@ from booking.core import clock, mongo
 from booking.core.domain import (
     Cart,
     MailState,
+    Order,
     Session,
     SessionStatus,
     Theater,
@@ -254,11 +255,11 @@ def cart_price_of(cart: Cart | None, session_id: ObjectId, keys: set[str]) -> in
     return sum(i["price"] for i in items)
 
 
-def get_order_for_cart(cart_id: ObjectId) -> dict | None:
+def get_order_for_cart(cart_id: ObjectId) -> Order | None:
     return mongo.orders().find_one({"cartId": cart_id})
 
 
-def find_order(ref: str, email: str) -> dict | None:
+def find_order(ref: str, email: str) -> Order | None:
     """Find my booking: reference and e-mail must both match (neither alone reveals an order)."""
     ref = (ref or "").strip().upper().replace(" ", "").replace("-", "")
     email = (email or "").strip().lower()
@@ -267,11 +268,11 @@ def find_order(ref: str, email: str) -> dict | None:
     return mongo.orders().find_one({"ref": ref, "email": email})
 
 
-def get_order(order_id: ObjectId) -> dict | None:
+def get_order(order_id: ObjectId) -> Order | None:
     return mongo.orders().find_one({"_id": order_id})
 
 
-def get_order_by_ref(ref: str) -> dict | None:
+def get_order_by_ref(ref: str) -> Order | None:
     """One read on the unique ref index; the caller decides whether the viewer may see it."""
     if not isinstance(ref, str) or not ref.isalnum() or len(ref) > 16:
         return None
@@ -310,7 +311,7 @@ def expiry_backlog(now: datetime | None = None) -> dict:
 FAILED_MAIL_FIELDS = {"ref": 1, "email": 1, "mailFailures": 1, "mailFailure": 1, "mailDoneOn": 1, "mailRetryAt": 1}
 
 
-def failed_mails(limit: int = 20) -> list[dict]:
+def failed_mails(limit: int = 20) -> list[Order]:
     """Orders whose confirmation mail failed, newest failure first (worker_status lists them)."""
     newest = [("mailDoneOn", -1), ("_id", -1)]
     found = mongo.orders().find({"mail": MailState.FAILED}, FAILED_MAIL_FIELDS).sort(newest).limit(limit)

@@ -48,6 +48,7 @@ from booking.core.domain import (
     Cart,
     CartItem,
     CartState,
+    Order,
     OrderState,
     Session,
     SessionStatus,
@@ -349,7 +350,7 @@ def hold_subscription(*, subscription_id: ObjectId, seat_keys, request: SaleRequ
 
 def sell_at_counter(
     *, subscription_id: ObjectId, seat_keys, ticket_type: str, sale: counter.CounterSale, owner: str
-) -> dict:
+) -> Order:
     """The box office sells a subscription: the seats held in every performance for the staff
     member's new cart (the box office's hours: outside the online sale window too), then the
     counter's own sale of that cart (sales/counter.py: cash, card terminal, invoice,

@@ -9,6 +9,7 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission, User
 from django.contrib.contenttypes.models import ContentType
 
+from booking.core.domain import Order
 from booking.sales import holds
 from booking.tests.paying import checkout_paid
 from booking.upkeep.invariants import check_invariants
@@ -29,7 +30,7 @@ def every_booking_perm() -> list[str]:
     return [*models, "view_reports"]  # the sales reports (booking/control/reports.py)
 
 
-def sell(session_id, seats, *, owner="s:buyer", name="Ada Lovelace", email="ada@example.com") -> dict:
+def sell(session_id, seats, *, owner="s:buyer", name="Ada Lovelace", email="ada@example.com") -> Order:
     hold = holds.hold_seats(session_id, owner, None, seats)
     return checkout_paid(owner, hold.cart_id, name, email)
 

@@ -4,12 +4,13 @@ import secrets
 
 from django.contrib.auth.models import Permission, User
 
+from booking.core.domain import Order
 from booking.sales import checkin, holds, offers
 from booking.tests.factories import TYPES, make_session, make_theater
 from booking.tests.paying import checkout_paid
 
 
-def sell(session: dict, keys, name: str = "Ada Lovelace", email: str = "ada@example.com") -> dict:
+def sell(session: dict, keys, name: str = "Ada Lovelace", email: str = "ada@example.com") -> Order:
     """A paid order for these seats, through the real hold and checkout."""
     owner = f"s:{secrets.token_hex(6)}"
     cart_id = holds.hold_seats(session["_id"], owner, None, list(keys), allow_orphans=True).cart_id
@@ -29,7 +30,7 @@ def a_reduced_ticket() -> tuple[dict, str]:
     return session, tickets(order)[0]
 
 
-def tickets(order: dict) -> list[str]:
+def tickets(order: Order) -> list[str]:
     return [line["ticket"] for line in order["lines"]]
 
 

@@ -23,7 +23,9 @@ changes nothing twice. The walks go by ``_id`` (an operator's tool: every docume
 """
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from bson import ObjectId
 
@@ -67,7 +69,7 @@ def _by_id(collection, query: dict, fields: dict, batch_size: int):
         last = batch[-1]["_id"]
 
 
-def older_code_sessions(order: dict) -> set[ObjectId]:
+def older_code_sessions(order: Mapping[str, Any]) -> set[ObjectId]:
     """The sessions of this order's tickets whose code does not start with the order's reference."""
     ref = order.get("ref") or ""
     return {

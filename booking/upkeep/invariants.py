@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from bson import ObjectId
 
 from booking.core import clock, mongo
-from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, OrderState, is_stale
+from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, Order, OrderState, is_stale
 from booking.payments import donations, vouchers
 from booking.payments.checks import money_breaches
 from booking.reports.summaries import breaches as report_breaches
@@ -153,7 +153,7 @@ def subscription_breaches(carts: dict) -> list[str]:
     return breaches
 
 
-def _exchange_in_flight(order: dict) -> list[tuple]:
+def _exchange_in_flight(order: Order) -> list[tuple]:
     """Seats an open exchange of the order is moving: before the switch the new ones (taken, or
     about to be), after it the old ones until they are freed. The order owns them meanwhile."""
     xid = order.get("exchangeOpen")

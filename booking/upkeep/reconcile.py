@@ -30,7 +30,7 @@ from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, CartState, MailState, OrderState
+from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, Cart, CartState, MailState, Order, OrderState
 from booking.notifications import change_notices, payment_notices, waiting_list_mail
 from booking.notifications import confirmations as notifications
 from booking.payments import credit_notes, invoices, number_series, voucher_purchases, voucher_sales
@@ -172,7 +172,7 @@ def finish_checkouts_begun_before_payments(*, begun_before: datetime | None = No
     return tried
 
 
-def finish_begun_checkout(cart: dict) -> dict:
+def finish_begun_checkout(cart: Cart) -> Order:
     """The steps a checkout from before payments had left, each safe to repeat: its order stored
     paid under the cart's ``orderRef``, per session the held seats sold (the filter proves the hold
     is still the cart's), the cart done and the confirmation mailed once. Returns the order."""
@@ -199,7 +199,7 @@ def finish_begun_checkout(cart: dict) -> dict:
     return order
 
 
-def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) -> None:
+def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: Order) -> None:
     settled = reservations.settle(session_id, cart_id, sell=keys)
     if settled.found:
         return
@@ -220,7 +220,7 @@ def _sell(session_id: ObjectId, cart_id: ObjectId, keys: set[str], order: dict) 
     raise reservations.HoldLost(sorted(keys))
 
 
-def _fail_order(order: dict, reason: str) -> dict:
+def _fail_order(order: Order, reason: str) -> Order:
     mongo.orders().update_one(
         {"_id": order["_id"], "ref": order["ref"], "state": OrderState.PAID},
         {
@@ -231,7 +231,7 @@ def _fail_order(order: dict, reason: str) -> dict:
     return {**order, "state": OrderState.FAILED, "failure": reason, "seatsReleased": False}
 
 
-def _end_cart(cart: dict, state: CartState, order: dict) -> bool:
+def _end_cart(cart: Cart, state: CartState, order: Order) -> bool:
     """Returns True for the one call that moved the cart (so follow-ups happen once)."""
     result = mongo.carts().update_one(
         {"_id": cart["_id"], "owner": cart["owner"], "state": BEGUN_BEFORE_PAYMENTS},

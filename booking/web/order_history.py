@@ -7,6 +7,7 @@ from datetime import datetime
 
 from django.utils.translation import gettext as _
 
+from booking.core.domain import Order
 from booking.core.formatting import format_money
 
 
@@ -24,7 +25,7 @@ def _seats(lines) -> str:
     return ", ".join(f"{line['row']}{line['seat']}" for line in lines)
 
 
-def order_history(order: dict) -> list[Event]:
+def order_history(order: Order) -> list[Event]:
     currency = order.get("currency", "")
     events = [Event(order["createdOn"], _("Booked"))]
     if order.get("paidOn"):

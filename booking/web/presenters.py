@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language, gettext, ngettext, pgettext
 
+from booking.core.domain import Order
 from booking.core.formatting import day_title, escape, format_money, thousands
 from booking.core.localized import (
     category_names,
@@ -144,13 +145,13 @@ def cart_groups(cart: Mapping[str, Any], sessions: dict) -> list[CartGroup]:
     return list(groups.values())
 
 
-def order_tickets(order: dict, *, venues: dict | None = None) -> list[dict]:
+def order_tickets(order: Order, *, venues: dict | None = None) -> list[dict]:
     """One e-ticket per seat with the details printed on it; with ``venues``
     (``sales.order_venues.venues_of_order``) the venue's address too."""
     sessions = {s["_id"]: s for s in order.get("sessions", [])}
     tickets = []
     for line in order.get("lines", []):
-        session = sessions.get(line["sessionId"], {})
+        session: Mapping[str, Any] = sessions.get(line["sessionId"], {})
         start = session.get("start")
         venue = (venues or {}).get(line["sessionId"])
         tickets.append(

@@ -17,6 +17,7 @@ from reportlab.lib.units import mm
 from reportlab.lib.utils import simpleSplit
 from reportlab.pdfgen import canvas
 
+from booking.core.domain import Order
 from booking.core.formatting import format_money
 from booking.web import presenters
 
@@ -48,7 +49,7 @@ def _when(ticket: dict) -> str:
     return timezone.localtime(start).strftime("%a %d %b %Y, %H:%M") if start else ""
 
 
-def _lines(ticket: dict, order: dict, width: float, condition_lines: int) -> list[tuple[str, float, str]]:
+def _lines(ticket: dict, order: Order, width: float, condition_lines: int) -> list[tuple[str, float, str]]:
     """(font, size, text) from the top: show, when, where, seat, type and price, the type's
     condition (the door asks for it: wrapped to ``width``, at most ``condition_lines``), reference."""
     price = format_money(ticket["price"], order.get("currency"))
@@ -74,7 +75,7 @@ def _fit(pdf: canvas.Canvas, text: str, font: str, size: float, width: float) ->
     return text
 
 
-def _page_ticket(pdf: canvas.Canvas, ticket: dict, order: dict) -> None:
+def _page_ticket(pdf: canvas.Canvas, ticket: dict, order: Order) -> None:
     width, height = A4
     left, top = 20 * mm, height - 20 * mm
     box_h = 75 * mm
@@ -93,7 +94,7 @@ def _page_ticket(pdf: canvas.Canvas, ticket: dict, order: dict) -> None:
     pdf.setDash()
 
 
-def _thermal_ticket(pdf: canvas.Canvas, ticket: dict, order: dict) -> None:
+def _thermal_ticket(pdf: canvas.Canvas, ticket: dict, order: Order) -> None:
     margin = (THERMAL_WIDTH - THERMAL_PRINTABLE) / 2
     y = THERMAL_HEIGHT - 8 * mm
     for font, size, text in _lines(ticket, order, THERMAL_PRINTABLE, condition_lines=2):
@@ -107,7 +108,7 @@ def _thermal_ticket(pdf: canvas.Canvas, ticket: dict, order: dict) -> None:
     pdf.drawCentredString(THERMAL_WIDTH / 2, margin, _fit(pdf, ticket["code"], "Helvetica", 6.5, THERMAL_PRINTABLE))
 
 
-def tickets_pdf(order: dict, layout: str = PAGE) -> bytes:
+def tickets_pdf(order: Order, layout: str = PAGE) -> bytes:
     """Every ticket of the order, one per page, in ``layout`` (PAGE or THERMAL)."""
     if layout not in LAYOUTS:
         raise ValueError(layout)

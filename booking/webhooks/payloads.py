@@ -8,7 +8,9 @@ no buyer's cookie, no payment ids.
 
 import hashlib
 import json
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from booking.sales import outbox
 
@@ -24,7 +26,7 @@ def ticket_id(code: str) -> str:
     return "tkt_" + hashlib.sha256(code.encode()).hexdigest()[:24]
 
 
-def ticket_data(line: dict) -> dict:
+def ticket_data(line: Mapping[str, Any]) -> dict:
     checked_in = line.get("checkedIn") or {}
     return {
         "id": ticket_id(line["ticket"]),
@@ -39,7 +41,7 @@ def ticket_data(line: dict) -> dict:
     }
 
 
-def order_data(order: dict) -> dict:
+def order_data(order: Mapping[str, Any]) -> dict:  # an Order (the event's document)
     return {
         "id": str(order["_id"]),
         "ref": order["ref"],

@@ -27,7 +27,7 @@ from django.views.decorators.http import require_http_methods
 
 from booking import payments
 from booking.accounts import buyers
-from booking.core.domain import Cart, CartState, OrderState, Session
+from booking.core.domain import Cart, CartState, Order, OrderState, Session
 from booking.core.errors import BookingError, CartExpired, CheckoutFailed, InvalidRequest, NotFound
 from booking.core.localized import localized
 from booking.payments import donations, money
@@ -104,7 +104,7 @@ def donation_context(sessions: list[Session], form) -> dict:
     }
 
 
-def _paying_order(request) -> dict | None:
+def _paying_order(request) -> Order | None:
     """The order this browser is paying for right now (its cart moved to paying), if any."""
     owner, cart_id = buyer.owner(request), buyer.cart_id(request)
     cart = selectors.get_cart(owner, cart_id) if owner else None
@@ -206,7 +206,7 @@ TOO_MANY_RESERVATION_MAILS = {
 }
 
 
-def _just_booked(response, order: dict):
+def _just_booked(response, order: Order):
     """The thank-you line on the order's page is for this buyer right after booking (views/orders.py)."""
     response.set_signed_cookie(
         JUST_BOOKED_COOKIE, order["ref"], salt=JUST_BOOKED_COOKIE, max_age=1800, httponly=True, samesite="Lax"

@@ -12,7 +12,7 @@ from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_safe
 
 from booking.core import clock
-from booking.core.domain import OrderState
+from booking.core.domain import Order, OrderState
 from booking.notifications import wallet_pass
 from booking.notifications.calendar import has_calendar_entry, order_calendar
 from booking.notifications.confirmations import site_host, ticket_link
@@ -36,7 +36,7 @@ from booking.web import presenters, ratelimits
 from booking.web.order_history import order_history
 
 
-def _order_context(order: dict, request=None) -> dict:
+def _order_context(order: Order, request=None) -> dict:
     # its payment (state, card form, receipt, refunds) and history (booked, paid, moved, canceled, mailed)
     venues = venues_of_order(order)
     tickets = presenters.order_tickets(order, venues=venues)
@@ -54,7 +54,7 @@ def _order_context(order: dict, request=None) -> dict:
     return {**context, **exchange_payment_due(order)}  # a dearer exchange the customer pays online
 
 
-def order_or_refusal(request, ref: str) -> tuple[dict | None, HttpResponse | None]:
+def order_or_refusal(request, ref: str) -> tuple[Order | None, HttpResponse | None]:
     """The order this visitor may see, or the page saying why not (too many lookups, no such one)."""
     try:
         order = visible_order(request, ref)

@@ -23,7 +23,7 @@ from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST, require_safe
 
-from booking.core.domain import OrderState
+from booking.core.domain import Order, OrderState
 from booking.core.errors import BookingError, InvalidRequest, NotFound
 from booking.payments import base, receipts
 from booking.payments import flow as payment_service
@@ -42,7 +42,7 @@ from booking.web import buyer
 logger = logging.getLogger("booking.views")
 
 
-def _buyer_order(request, ref: str) -> dict:
+def _buyer_order(request, ref: str) -> Order:
     return payment_service.visible_order(ref, buyer.owner(request))
 
 
@@ -69,7 +69,7 @@ def pay(request, ref):
     return JsonResponse(_pay_answer(outcome.status, outcome.order, message, outcome.client_secret))
 
 
-def _pay_answer(status: str, order: dict, message: str = "", client_secret: str = "") -> dict:
+def _pay_answer(status: str, order: Order, message: str = "", client_secret: str = "") -> dict:
     answer = {
         "status": status,
         "message": message,

@@ -7,6 +7,7 @@ from django.contrib.admin.models import CHANGE
 from django.core import mail
 
 from booking.core import faults, mongo
+from booking.core.domain import Order
 from booking.notifications import confirmations as notifications
 from booking.payments import flow as payments
 from booking.payments import refunds
@@ -388,7 +389,7 @@ def print_links(page: str) -> dict[str, str]:
     return links
 
 
-def assert_prints(client, order: dict, *, receipt: bool = True) -> None:
+def assert_prints(client, order: Order, *, receipt: bool = True) -> None:
     """Every print link of the order page answers its PDF, naming the order and its seats."""
     links = print_links(client.get(f"/admin/booking/order/{order['_id']}/change/").content.decode())
     expected = {"tickets-page", "tickets-thermal", *(["receipt"] if receipt else [])}

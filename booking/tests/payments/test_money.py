@@ -1,9 +1,12 @@
 """Money: VAT from gross prices per rate, the documented rounding rule, rates per theater."""
 
+from typing import cast
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from booking.core.domain import Order
 from booking.payments import money
 
 
@@ -51,7 +54,9 @@ def test_rates_come_from_the_theater_per_category_then_its_ticket_rate_then_the_
 def test_booking_fee_setting(settings):
     settings.BOOKING_FEE, settings.BOOKING_FEE_VAT_RATE = 150, "19"
     assert money.booking_fee() == (150, "19")
-    order = {"lines": [{"price": 2140, "vat": "7"}], "fee": {"amount": 150, "vat": "19"}}
+    order = cast(
+        Order, {"lines": [{"price": 2140, "vat": "7"}], "fee": {"amount": 150, "vat": "19"}}
+    )  # its money alone
     assert [(v.rate, v.net, v.vat) for v in money.order_breakdown(order)] == [("7", 2000, 140), ("19", 126, 24)]
 
 

@@ -9,6 +9,7 @@ from bson import ObjectId
 from django.utils import translation
 
 from booking.core import faults, mongo
+from booking.core.domain import Order
 from booking.payments import flow as payments
 from booking.payments import pdf, receipts
 from booking.sales import holds
@@ -175,7 +176,7 @@ def test_receipt_pdf_is_a_pdf_with_the_number_and_vat():
     assert "36.50 EUR" in text
 
 
-def a_crowded_receipt_order() -> dict:
+def a_crowded_receipt_order() -> Order:
     """Every kind of row a receipt has, with long German words: a wheelchair space, a refunded and
     an exchanged ticket, a promo code, the booking fee and an exchange's top-up at the counter."""
     session = {

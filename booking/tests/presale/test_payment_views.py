@@ -8,6 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from booking.core import mongo
+from booking.core.domain import Order
 from booking.notifications.confirmations import ticket_link
 from booking.payments import base
 from booking.payments.stripe_provider import StripeProvider
@@ -273,7 +274,7 @@ def test_box_office_reservation_goes_to_the_order_page(client, session):
     assert "Your seats are reserved" in page and "Reserved: pay at the box office" in page
 
 
-def reserve_at_the_box_office(client, session) -> dict:
+def reserve_at_the_box_office(client, session) -> Order:
     mongo.sessions().update_one({"_id": session["_id"]}, {"$set": {"boxOffice": {"enabled": True}}})
     hold(client, session)
     answer = client.post(url("checkout"), {"name": "Ada", "email": "ada@example.com", "method": "box_office"})

@@ -5,7 +5,8 @@ leave one, and the staff pages refuse bad input without changing anything."""
 
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
+from datetime import time as day_time
 
 import pytest
 from django.core import mail
@@ -407,3 +408,104 @@ def test_a_gift_voucher_sold_for_cash_is_counted_by_one_closing():
     assert (first["cashIn"], first["difference"]) == (2500, 0)
     assert tills.open_till("anna").cash_in == 0
     assert tills.close(till="anna", seller="anna", counted=0, seq=2)["cashIn"] == 0
+
+
+# --- the takings page: past days counted once and kept ---
+
+
+def same_sums(a: takings.Takings, b: takings.Takings) -> bool:
+    def rows(t):
+        listed = [t.by_method, t.by_seller, t.by_method_and_seller, t.vouchers_sold, t.donations]
+        return [[(r.key, r.label, r.sales, r.taken, r.given_back) for r in rs] for rs in listed] + [
+            [(r.sales, r.taken, r.given_back) for r in (t.total, t.vouchers_total, t.donations_total)]
+        ]
+
+    return rows(a) == rows(b)
+
+
+@pytest.fixture
+def at(monkeypatch):
+    """Move the app's clock: ``at(moment)``."""
+
+    def move(moment):
+        monkeypatch.setattr(clock, "now", lambda: moment)
+
+    return move
+
+
+def local_noon(day):
+    return timezone.make_aware(datetime.combine(day, day_time(12)))
+
+
+def test_the_takings_page_over_kept_days_and_today_sums_as_the_movements_do(at):
+    session = make_session(days=9, grid=BIG_GRID)
+    real_now = clock.now()
+    today_ = timezone.localdate(real_now)
+    days = [today_ - timedelta(days=n) for n in (3, 2, 1)]
+    at(local_noon(days[0]))
+    cash = counter_sale(session, "0:0", counter.CASH, "anna")
+    counter_sale(session, "0:1", counter.COMPLIMENTARY, "bea", reason="press")
+    voucher_sales.sell_at_counter(value=2500, means=counter.CARD_TERMINAL, by="anna")
+    at(local_noon(days[1]))
+    card = sell(session["_id"], ["1:0"])
+    cancels.cancel_order(cash["_id"], by="bea", reason="ill")  # a cash refund two days later
+    at(local_noon(days[2]))
+    counter_sale(session, "0:2", counter.CARD_TERMINAL, "anna")
+    at(real_now)
+    counter_sale(session, "0:3", counter.CASH, "bea")  # today: read from the orders
+
+    page = takings.summary(days[0], today_, now=real_now)
+    assert same_sums(page, takings.build(days[0], today_))
+    assert row(page.by_method, takings.ONLINE_CARD).taken == card["total"]
+    assert row(page.by_seller, "bea").given_back == cash["total"]
+    assert page.vouchers_total.taken == 2500 and page.moves == []
+    kept = {d["_id"].split(":")[-1] for d in mongo.takings_days().find()}
+    assert kept == {d.isoformat() for d in days}  # today is not over: never kept
+
+
+def test_a_kept_day_is_read_as_kept_and_not_counted_again(at):
+    session = make_session(days=9, grid=BIG_GRID)
+    real_now = clock.now()
+    yesterday = timezone.localdate(real_now) - timedelta(days=1)
+    at(local_noon(yesterday))
+    counter_sale(session, "0:0", counter.CASH, "anna")
+    at(real_now)
+    first = takings.summary(yesterday, yesterday, now=real_now)
+    mongo.takings_days().update_many({}, {"$set": {"cells": [["all", "anna", "cash", 1, 1, 0]]}})
+    again = takings.summary(yesterday, yesterday, now=real_now)
+    assert row(again.by_seller, "anna").taken == 1 != row(first.by_seller, "anna").taken
+
+
+def test_a_refund_of_a_kept_day_that_fails_or_goes_through_later_changes_that_day(at):
+    session = make_session(days=9, grid=BIG_GRID)
+    real_now = clock.now()
+    yesterday = timezone.localdate(real_now) - timedelta(days=1)
+    at(local_noon(yesterday))
+    order = sell(session["_id"], ["0:0"])
+    refunds.refund_tickets(order["_id"], by="bea")
+    at(real_now)
+    refund_id = mongo.orders().find_one({"_id": order["_id"]})["refunds"][0]["_id"]
+    assert takings.summary(yesterday, yesterday, now=real_now).total.given_back == order["total"]
+    for status, given_back in ((refunds.FAILED, 0), (refunds.SUCCEEDED, order["total"])):
+        mongo.orders().update_one(
+            {"_id": order["_id"], "refunds._id": refund_id}, {"$set": {"refunds.$.status": status}}
+        )
+        page = takings.summary(yesterday, yesterday, now=real_now)
+        assert page.total.given_back == given_back
+        assert same_sums(page, takings.build(yesterday, yesterday))
+
+
+def test_a_day_is_kept_only_once_it_ended_the_sealing_time_ago(at):
+    session = make_session(days=9, grid=BIG_GRID)
+    yesterday = timezone.localdate(clock.now()) - timedelta(days=1)
+    day_end = takings.day_range(yesterday, yesterday)[1]
+    at(day_end - timedelta(milliseconds=1))
+    counter_sale(session, "0:0", counter.CASH, "anna")
+    just_before = day_end + takings.SEALED_AFTER - timedelta(milliseconds=1)
+    takings.summary(yesterday, yesterday, now=just_before)
+    assert mongo.takings_days().count_documents({}) == 0
+    at(day_end - timedelta(milliseconds=1))  # a write that took its time before midnight lands now
+    late = counter_sale(session, "0:1", counter.CASH, "anna")
+    page = takings.summary(yesterday, yesterday, now=day_end + takings.SEALED_AFTER)
+    assert mongo.takings_days().count_documents({}) == 1
+    assert row(page.by_seller, "anna").taken == 2 * late["total"]

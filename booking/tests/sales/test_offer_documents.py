@@ -110,7 +110,7 @@ def test_the_ticket_type_reads_in_the_buyers_language_on_every_page_and_document
             f"/admin/booking/order/{paid_order['_id']}/change/", HTTP_ACCEPT_LANGUAGE=language
         )
         assert reads(staff_page.content.decode())
-        mail = notifications.confirmation_message({**paid_order, "language": language})
+        mail = notifications.confirmation_message(paid_order | {"language": language})
         assert reads(str(mail.body)) and reads(str(mail.alternatives[0][0]))
         with translation.override(language):
             assert reads(pdf_text(pdf.receipt_pdf(paid_order)))

@@ -538,7 +538,7 @@ def test_the_mail_the_receipt_and_the_staff_page_name_the_subscription_in_the_bu
         ("en", "Subscription Season A: 3 performances"),
         ("de", "Abonnement Abo A: 3 Vorstellungen"),
     ):
-        mail = notifications.confirmation_message({**paid, "language": language})
+        mail = notifications.confirmation_message(paid | {"language": language})
         assert says in str(mail.body) and says in str(mail.alternatives[0][0])
         with translation.override(language):
             receipt = " ".join(pdf_text(pdf.receipt_pdf(paid)).split())

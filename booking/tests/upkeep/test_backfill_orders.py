@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from booking.core import clock, mongo
-from booking.core.domain import CartState, OrderState
+from booking.core.domain import CartState, Order, OrderState
 from booking.sales import checkin, checkout, holds, reservations
 from booking.sales import orders as order_service
 from booking.sales.order_search import OrderFilters, search_orders
@@ -52,7 +52,7 @@ def as_the_first_version_stored_it(order):
     return mongo.orders().find_one({"_id": order["_id"]})
 
 
-def found(text: str) -> list[dict]:
+def found(text: str) -> list[Order]:
     return search_orders(filters=OrderFilters(text=text)).orders
 
 
