@@ -1,9 +1,9 @@
 """The template fragment cache: ``{% cache <seconds> <name> <values...> using="fragments" %}``.
 
-The hot templates (the seat click's answer, what's on) keep the parts that cost the most to render
-and repeat across requests, keyed on the values each part is built from, as pretix does: a show's
-card on the card itself, the what's on list on its days, a cart group's heading on its
-performance. A changed value is a new key, so nothing is ever invalidated; old entries age out
+The hot templates (what's on) keep the parts that cost the most to render and repeat across
+requests, keyed on the values each part is built from, as pretix does: a show's card on the card
+itself, the what's on list on its days. (The seat click's answer is built in Python instead,
+``booking/web/cart_panel_html.py``.) A changed value is a new key, so nothing is ever invalidated; old entries age out
 (``TIMEOUT``, ``MAX_ENTRIES`` in ``settings.CACHES["fragments"]``).
 
 The cache is Django's in-process LocMemCache: a lookup costs a few microseconds, where Redis would

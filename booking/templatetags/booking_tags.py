@@ -1,6 +1,7 @@
 """Template filters for the buyer's and the staff's pages (the values as booking/core/formatting.py writes them)."""
 
 from django import template
+from django.utils.safestring import mark_safe
 
 from booking.core.formatting import countdown, format_money, thousands
 from booking.core.localized import (
@@ -12,6 +13,7 @@ from booking.core.localized import (
 )
 from booking.core.localized import localized as localized_text
 from booking.reports.figures import channel_label
+from booking.web import cart_panel_html
 
 register = template.Library()
 
@@ -85,3 +87,25 @@ def localized(document, field):
     """{{ session|localized:"venueName" }}: the staff's German text (``venueNameDe``) on German
     pages when there is one, else the field itself (booking/core/localized.py)."""
     return localized_text(document if hasattr(document, "get") else {}, field)
+
+
+# The cart panel's parts, built in Python (booking/web/cart_panel_html.py) because every seat click
+# answers with them; the page shows them through these tags, so the markup exists once.
+
+
+@register.simple_tag(takes_context=True)
+def cart_summary(context):
+    """{% cart_summary %}: the side panel "Your seats" from the page's cart values."""
+    return mark_safe(cart_panel_html.cart_summary(context.flatten()))  # noqa: S308 - built escaped
+
+
+@register.simple_tag(takes_context=True)
+def cart_bar(context):
+    """{% cart_bar %}: the phone's sticky cart bar."""
+    return mark_safe(cart_panel_html.cart_bar(context.flatten()))  # noqa: S308 - built escaped
+
+
+@register.simple_tag(takes_context=True)
+def notice_area(context):
+    """{% notice_area %}: what the last action did (``notice``, ``notice_level``)."""
+    return mark_safe(cart_panel_html.notice(context.flatten()))  # noqa: S308 - built escaped

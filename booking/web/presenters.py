@@ -108,6 +108,8 @@ def cart_groups(cart: Mapping[str, Any], sessions: dict) -> list[CartGroup]:
     ``sessions`` maps session id -> a session document (summary fields and layout categories).
     """
     groups: dict = {}
+    category_names_of: dict = {}  # session id -> its categories' names, read once per performance
+    language = get_language()
     for item in cart.get("items", []):
         session = sessions.get(item["sessionId"]) or {}
         group = groups.get(item["sessionId"])
@@ -115,11 +117,13 @@ def cart_groups(cart: Mapping[str, Any], sessions: dict) -> list[CartGroup]:
             start = session.get("start")
             group = groups[item["sessionId"]] = CartGroup(
                 session_id=str(item["sessionId"]),
-                name=localized(session, "name") or gettext("Performance"),
-                theater=localized(session, "theaterName"),
+                name=localized(session, "name", language) or gettext("Performance"),
+                theater=localized(session, "theaterName", language),
                 start=timezone.localtime(start) if start else None,
             )
-        categories = category_names((session.get("layout") or {}).get("categories"))
+            layout_categories = (session.get("layout") or {}).get("categories")
+            category_names_of[item["sessionId"]] = category_names(layout_categories, language)
+        categories = category_names_of[item["sessionId"]]
         chosen = type_shown(offers.item_offer(item))
         group.lines.append(
             {

@@ -41,7 +41,7 @@ from booking.sales import holds, selectors
 from booking.sales.admission import AdmissionRequired
 from booking.venues import seat_words
 from booking.venues.seat_grid import FREE, HELD, seat_key
-from booking.web import buyer, ratelimits, seatmap_html
+from booking.web import buyer, cart_panel_html, ratelimits, seatmap_html
 from booking.web.errors import status_for
 from booking.web.forms import BestAvailableForm, SeatForm, SeatsForm
 
@@ -123,16 +123,19 @@ def _seat_change(request, result, notice: str, extra=None):
     keys = {seat_key(r, c) for r, c in result.seats} if held else set()
     context = {
         **cart_context(request, result.cart, False, [session]),
-        "seat_updates": seatmap_html.seat_updates(
-            session, session["layout"], result.seats, HELD if held else FREE, held, keys
-        ),
         "notice": notice,
         "notice_level": "ok",
         "oob": True,
         **(extra(session, result) if extra else {}),
     }
-    # No context processors: nothing in these partials needs the request (the busiest answer there is).
-    response = HttpResponse(render_to_string("booking/session.html#seat-change", context))
+    seat_updates = seatmap_html.seat_updates(
+        session, session["layout"], result.seats, HELD if held else FREE, held, keys
+    )
+    # Built in Python, not rendered: the busiest answer there is (cart_panel_html's docstring).
+    html = cart_panel_html.seat_change(context, seat_updates)
+    if context.get("best"):
+        html += render_to_string("booking/session.html#best-result", context)
+    response = HttpResponse(html)
     response["X-Seatmap-Version"] = str(session["version"])
     return reswap(response, "none")
 

@@ -83,6 +83,23 @@ def test_a_german_browser_gets_german_pages_through_the_whole_purchase():
     assert "Zu dieser Buchungsnummer und E-Mail-Adresse gibt es keine Buchung." in wrong.content.decode()
 
 
+def test_a_seat_click_answers_with_the_cart_in_german():
+    session = make_session(name="Hamlet")
+    buyer = german_client()
+    hold(buyer, session, "0:0")
+    answer = hold(buyer, session, "0:1").content.decode()
+    assert 'aria-label="Ihre Plätze"' in answer and "<h2>Ihre Plätze</h2>" in answer
+    assert 'Noch <strong class="countdown-time">' in answer and "Uhr)</span>" in answer
+    assert "Reihe A, Platz 1 " in answer and "Reihe A, Platz 2 " in answer
+    assert "Gesamt (2 Plätze)" in answer and "40\xa0€" in answer
+    assert ">Zur Kasse</a>" in answer and ">Warenkorb bearbeiten</a>" in answer
+    assert "<span>2 Plätze</span>" in answer and "Vorgemerkt für" in answer and "(Leiste)" in answer
+    assert "Your seats" not in answer and "Check out" not in answer
+    hold(buyer, session, "0:0")
+    emptied = hold(buyer, session, "0:1").content.decode()  # the cart's last seat let go
+    assert "Klicken Sie im Saalplan auf einen freien Platz" in emptied and 'class="lines"' not in emptied
+
+
 def test_engine_messages_come_in_the_buyers_language():
     session = make_session()
     buyer = german_client()
