@@ -245,8 +245,12 @@ class Lookups:
         self.entries = {}  # document key -> (sequence, [filing per field], [date filing per field])
         self.keys = {}  # sequence -> document key
         self.next_seq = 0
+        self._building = True  # dates appended, then sorted once (an insort each is quadratic)
         for key, doc in self.docs.items():
             self.add(key, doc)
+        self._building = False
+        for dated in self._dated:
+            dated.sort()
 
     def current_for(self, store):
         """Whether these lookups still describe ``store`` (same dict, documents and indexes)."""
@@ -287,7 +291,10 @@ class Lookups:
         if date is ALWAYS:
             self._undated[i].add(seq)
         elif date is not None:
-            insort(self._dated[i], (date, seq))
+            if self._building:
+                self._dated[i].append((date, seq))
+            else:
+                insort(self._dated[i], (date, seq))
 
     def _unfile_date(self, i, seq, date):
         if date is ALWAYS:

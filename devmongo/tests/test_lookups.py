@@ -265,7 +265,7 @@ def _assert_same_lookups(kept, fresh):
     assert {k: e[1:] for k, e in kept.entries.items()} == {k: e[1:] for k, e in fresh.entries.items()}
     assert dated(kept) == dated(fresh)
     assert by_key(kept, kept.undated) == by_key(fresh, fresh.undated)
-    assert all(pairs == sorted(pairs) for pairs in kept.dated.values())
+    assert all(pairs == sorted(pairs) for lookups in (kept, fresh) for pairs in lookups.dated.values())
     assert [kept.keys[seq] for seq in sorted(kept.keys)] == list(fresh.docs)
     assert all(kept.keys[e[0]] == k for k, e in kept.entries.items())
 
