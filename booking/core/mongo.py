@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from django.conf import settings
 from pymongo import MongoClient
+from pymongo.collection import Collection
 from pymongo.database import Database
 from pymongo.errors import OperationFailure
 
@@ -20,6 +21,10 @@ _lock = threading.Lock()
 _client: MongoClient | None = None
 _client_pid: int | None = None
 _listeners: list = []  # pymongo command listeners (command counting in tests and the benchmark)
+# Collection objects per (database, name), with the client they were made from: pymongo's are
+# thread-safe and immutable, and building a Database and a Collection for every command (their
+# codec and write-concern options) was a measurable share of a seat click's client-side CPU.
+_collections: dict[tuple[str, str], tuple[MongoClient, Collection]] = {}
 
 if os.environ.get("BOOKING_MONGO_MONITOR"):  # opt-in, for the benchmark: see booking/core/command_monitor.py
     from booking.core.command_monitor import enabled as _monitor_enabled
@@ -68,6 +73,7 @@ def close_client() -> None:
             _client.close()
         _client = None
         _client_pid = None
+        _collections.clear()
 
 
 def add_listener(listener) -> None:
@@ -86,6 +92,7 @@ def _forget_after_fork() -> None:
     global _client, _client_pid
     _client = None
     _client_pid = None
+    _collections.clear()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
@@ -95,67 +102,78 @@ def get_db() -> Database:
     return get_client()[settings.MONGODB_DB]
 
 
+def _collection(name: str) -> Collection:
+    client = get_client()
+    key = (settings.MONGODB_DB, name)
+    kept = _collections.get(key)
+    if kept is not None and kept[0] is client:
+        return kept[1]
+    collection = client[settings.MONGODB_DB][name]
+    _collections[key] = (client, collection)
+    return collection
+
+
 def theaters():
-    return get_db()["theaters"]
+    return _collection("theaters")
 
 
 def sessions():
-    return get_db()["sessions"]
+    return _collection("sessions")
 
 
 def carts():
-    return get_db()["carts"]
+    return _collection("carts")
 
 
 def orders():
-    return get_db()["orders"]
+    return _collection("orders")
 
 
 def promo_codes():
-    return get_db()["promo_codes"]
+    return _collection("promo_codes")
 
 
 def vouchers():
     """Gift vouchers, found by their code (booking/payments/vouchers.py)."""
-    return get_db()["vouchers"]
+    return _collection("vouchers")
 
 
 def checkin_conflicts():
-    return get_db()["checkin_conflicts"]
+    return _collection("checkin_conflicts")
 
 
 def credit_notes():
-    return get_db()["credit_notes"]
+    return _collection("credit_notes")
 
 
 def till_closings():
-    return get_db()["till_closings"]
+    return _collection("till_closings")
 
 
 def takings_days():
     """A past day's takings counted for keeps (booking/reports/takings.py), by ``_id``."""
-    return get_db()["takings_days"]
+    return _collection("takings_days")
 
 
 def session_sales():
     """The reports' per-session sales summaries (booking/reports/summaries.py)."""
-    return get_db()["session_sales"]
+    return _collection("session_sales")
 
 
 # --- scale: the per-client held-seats limit's documents, one per client address,
 # read and written by _id only (sales/client_holds.py): no index but _id's
 def client_holds():
-    return get_db()["client_holds"]
+    return _collection("client_holds")
 
 
 def listings():
     """What's on, one document per session (sales/listings.py)."""
-    return get_db()["listings"]
+    return _collection("listings")
 
 
 def performances():
     """A sectioned performance's section ids, by performanceId (venues/performance_index.py)."""
-    return get_db()["performances"]
+    return _collection("performances")
 
 
 # --- the REST API (booking/api/): its tokens, its call log, its idempotency keys
@@ -163,43 +181,43 @@ def performances():
 
 def api_tokens():
     """API tokens, stored as the SHA-256 of their secret (booking/web/api_tokens.py)."""
-    return get_db()["api_tokens"]
+    return _collection("api_tokens")
 
 
 def api_calls():
     """One document per API call: which token, what, the answer's status; kept 30 days."""
-    return get_db()["api_calls"]
+    return _collection("api_calls")
 
 
 def api_idempotency():
     """An API request's Idempotency-Key claimed, and the first answer kept for its retries."""
-    return get_db()["api_idempotency"]
+    return _collection("api_idempotency")
 
 
 def webhook_endpoints():
     """The URLs a theater's other systems receive events at (booking/webhooks/endpoints.py)."""
-    return get_db()["webhook_endpoints"]
+    return _collection("webhook_endpoints")
 
 
 def subscriptions():
     """Season subscriptions staff define (booking/sales/subscriptions.py)."""
-    return get_db()["subscriptions"]
+    return _collection("subscriptions")
 
 
 def subscription_sales():
     """A subscription sale's intent: every seat it takes, written first (sales/subscriptions.py)."""
-    return get_db()["subscription_sales"]
+    return _collection("subscription_sales")
 
 
 def webhook_deliveries():
     """One event sent to one endpoint, with its attempts (booking/webhooks/deliveries.py)."""
-    return get_db()["webhook_deliveries"]
+    return _collection("webhook_deliveries")
 
 
 def waiting_list():
     """Buyers waiting for seats of a sold-out performance, and the offers made them
     (booking/sales/waiting_list.py)."""
-    return get_db()["waiting_list"]
+    return _collection("waiting_list")
 
 
 # Retention (settings): ended carts and orders go by TTL (MongoDB's TTL monitor deletes them about
