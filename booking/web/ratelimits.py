@@ -50,7 +50,7 @@ from django.http import HttpResponse
 from django.template import TemplateDoesNotExist
 from django.template.loader import render_to_string
 from django.utils.translation import gettext, gettext_noop
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from booking.web import buyer
 
@@ -93,11 +93,20 @@ def client_key(request) -> str:
 
 def acting_client(request) -> str | None:
     """The client key this request acts for: its seats count towards that address's limit and its
-    requests towards that address's rates. None when REMOTE_ADDR is not an address (a test client)."""
+    requests towards that address's rates. None when REMOTE_ADDR is not an address (a test client).
+    Worked out once per request (a hold asks for it in the rate limit and again in the view)."""
+    known = getattr(request, "_acting_client", _UNKNOWN)
+    if known is not _UNKNOWN:
+        return known
     try:
-        return client_key(request)
+        found: str | None = client_key(request)
     except ValueError:
-        return None
+        found = None
+    request._acting_client = found
+    return found
+
+
+_UNKNOWN = object()
 
 
 PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -167,17 +176,23 @@ for i, key in ipairs(KEYS) do
 end
 return 0
 """
-_count_script = redis.Redis().register_script(COUNT_SCRIPT)  # its SHA only: called with the client in use
+COUNT_SCRIPT_SHA = hashlib.sha1(COUNT_SCRIPT.encode(), usedforsecurity=False).hexdigest()  # EVALSHA's name for it
 
 
 def count_requests(counters: list[tuple[str, int, int]]) -> int | None:
     """Count one request under each ``(key, limit, seconds)`` in turn, in Redis, stopping at the
     first over its limit: its index, or None. One round trip (EVALSHA; the script is loaded once
     per server), where a pipeline per counter was one each."""
-    args: list[int] = []
+    args: list[str | int] = [key for key, _limit, _seconds in counters]
     for _key, limit, seconds in counters:
         args += [limit, seconds + 1]
-    over = int(_count_script(keys=[key for key, _limit, _seconds in counters], args=args, client=counter_store()))
+    store = counter_store()
+    # EVALSHA sent as it is: redis-py's Script object added a quarter of the round trip's CPU
+    try:
+        over = int(store.execute_command("EVALSHA", COUNT_SCRIPT_SHA, len(counters), *args))
+    except NoScriptError:  # a server that has not seen it yet (or flushed its scripts): load, then again
+        store.script_load(COUNT_SCRIPT)
+        over = int(store.execute_command("EVALSHA", COUNT_SCRIPT_SHA, len(counters), *args))
     return over - 1 if over else None
 
 

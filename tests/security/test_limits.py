@@ -651,3 +651,20 @@ def test_a_hold_is_counted_for_the_buyer_and_the_address_in_one_round_trip(setti
     calls = {name: after[name] - before[name] for name in after}
     assert calls["evalsha"] + calls["eval"] == 1  # the one round trip
     assert calls["incr"] == 2 and calls["expire"] == 2  # the buyer's counter and the address's
+
+
+def test_the_hold_rate_limit_loads_its_script_again_when_redis_has_forgotten_it(settings, session, caplog):
+    """A restarted Redis (or one whose scripts were flushed) no longer knows the counting script:
+    the next hold loads it again and is counted in Redis like any other (not in the process's
+    fallback), up to the exact limit."""
+    settings.BOOKING_HOLD_RATE = "2/m"
+    client = buyer()
+    assert client.post(hold_url(session), {"seats": "0:0"}, **HTMX).status_code == 200
+    ratelimits.counter_store().script_flush()
+    loads = redis_calls("script|load")["script|load"]
+    caplog.set_level("WARNING", logger="booking.ratelimits")
+    assert client.post(hold_url(session), {"seats": "0:1"}, **HTMX).status_code == 200
+    assert client.post(hold_url(session), {"seats": "2:0"}, **HTMX).status_code == 429
+    assert cell(session, "2:0") == FREE
+    assert redis_calls("script|load")["script|load"] == loads + 1  # once, by the first hold after the flush
+    assert "counted in this process only" not in caplog.text
