@@ -95,18 +95,12 @@ def acting_client(request) -> str | None:
     """The client key this request acts for: its seats count towards that address's limit and its
     requests towards that address's rates. None when REMOTE_ADDR is not an address (a test client).
     Worked out once per request (a hold asks for it in the rate limit and again in the view)."""
-    known = getattr(request, "_acting_client", _UNKNOWN)
-    if known is not _UNKNOWN:
-        return known
-    try:
-        found: str | None = client_key(request)
-    except ValueError:
-        found = None
-    request._acting_client = found
-    return found
-
-
-_UNKNOWN = object()
+    if not hasattr(request, "_acting_client"):
+        try:
+            request._acting_client = client_key(request)
+        except ValueError:
+            request._acting_client = None
+    return request._acting_client
 
 
 PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
