@@ -1,4 +1,5 @@
-"""``python -m bench.profile [checkout|hold|whats_on|refresh|hello] [--method box_office|card] [--cpu] [--html FILE]``:
+"""``python -m bench.profile [checkout|hold|hold_release|whats_on|refresh|hello] [--method box_office|card]
+[--cpu] [--html FILE]``:
 where one request's time goes, in this process against the benchmark's real stack (devmongo,
 Redis, localstripe).
 
@@ -16,7 +17,8 @@ pyinstrument`` and run with ``PYTHONPATH=/tmp/prof``; it is not one of our requi
 
 checkout: each buyer is new (cookies, address), opens the seat map, holds two seats, then checks
 out; the checkout is what is profiled (the hold's CPU is printed beside it); hold: the same, with
-the hold profiled. whats_on: one browser
+the hold profiled. hold_release: the benchmark's C1 row, one buyer holding two seats and releasing
+them again and again (each figure is the pair). whats_on: one browser
 asks for the page again and again with its cookies, as the benchmark's clients do. refresh: one
 browser that has the session's page and map asks for the live map with its ETag again and again
 (Q3 unchanged: a 304); hello: the benchmark's hello world, the floor Q3 is measured against.
@@ -99,7 +101,7 @@ def median(values: list[float]) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__)
-    parser.add_argument("what", choices=["checkout", "hold", "whats_on", "refresh", "hello"])
+    parser.add_argument("what", choices=["checkout", "hold", "hold_release", "whats_on", "refresh", "hello"])
     parser.add_argument("--method", default="box_office", choices=["box_office", "card"])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--html", default="")
@@ -189,6 +191,29 @@ def main(argv=None) -> int:
             assert answer["status"] == 200, answer["status"]
             return time.perf_counter() - started, time.process_time() - cpu
 
+        loop_buyer = Browser(app, "10.3.0.1")
+        loop_seats = data.edge_pairs(sessions[2])[0]
+        loop_path = f"/sessions/{sessions[2]['_id']}"
+
+        def hold_release_once(n: int, profile: bool, count: bool = False) -> tuple[float, float]:
+            """The benchmark's C1 row: one buyer holds two seats and releases them, again and
+            again (its live cart written, not a new one); both requests timed and profiled."""
+            started, cpu = time.perf_counter(), time.process_time()
+            if profile:
+                profiler.enable() if args.cpu else profiler.start()
+            with counting_commands() if count else contextlib.nullcontext() as counter:
+                held = loop_buyer.request(
+                    "POST", f"{loop_path}/hold", {"seats": loop_seats, **flows.DECLARED}, flows.HTMX
+                )
+                released = loop_buyer.request("POST", f"{loop_path}/release", {"seats": loop_seats}, flows.HTMX)
+            if profile:
+                profiler.disable() if args.cpu else profiler.stop()
+            if count:
+                commands[:] = [" ".join(c) for c in counter.commands]
+            assert held["status"] == 200 and flows.MINE in held["body"], held["status"]
+            assert released["status"] == 200 and flows.MINE not in released["body"], released["status"]
+            return time.perf_counter() - started, time.process_time() - cpu
+
         reads = {"whats_on": ("/", 200), "refresh": (f"/sessions/{sessions[0]['_id']}/map/", 304)}
         reads["hello"] = ("/bench/hello", 200)
         path, expected = reads.get(args.what, ("/", 200))
@@ -208,7 +233,13 @@ def main(argv=None) -> int:
             return time.perf_counter() - started, time.process_time() - cpu
 
         once = whats_on_once if args.what == "whats_on" else read_once if args.what in reads else checkout_once
-        if args.what in ("refresh", "hello"):
+        if args.what == "hold_release":
+            once = hold_release_once
+            loop_buyer.request("GET", f"{loop_path}/")  # its CSRF cookie, as the benchmark's clients have it
+            for n in range(4):
+                once(n, False)
+            once(4, False, count=True)
+        elif args.what in ("refresh", "hello"):
             reader.request("GET", f"/sessions/{sessions[0]['_id']}/")  # the page first: its cookies
             first = reader.request("GET", reads["refresh"][0])
             etag = {"If-None-Match": next(v for k, v in first["headers"] if k.lower() == "etag")}
@@ -234,21 +265,24 @@ def main(argv=None) -> int:
             cpu_times.append(cpu)
         db_after = process_cpu_seconds(db_pid) if db_pid else None
         profiled = [once(n, True)[0] for n in range(5 + args.repeat, 5 + 2 * args.repeat)]
-        per = "per request" if args.what in reads else "per checkout (its hold included)"
+        label = "C1" if args.what == "hold_release" else args.method
+        per = {"hold_release": "per hold and release"}.get(
+            args.what, "per request" if args.what in reads else "per checkout (its hold included)"
+        )
         db_ms = (db_after - db_before) * 1000 / args.repeat if db_before is not None and db_after is not None else None
         print(
-            f"{args.what} ({f'GET {path}' if args.what in reads else args.method}): {args.repeat} requests, "
+            f"{args.what} ({f'GET {path}' if args.what in reads else label}): "
+            f"{args.repeat} {'pairs' if args.what == 'hold_release' else 'requests'}, "
             f"unprofiled median {median(walls) * 1000:.2f} ms wall, {median(cpu_times) * 1000:.2f} ms CPU in this "
             f"process (mean {sum(cpu_times) / len(cpu_times) * 1000:.2f} ms); profiled median "
             f"{median(profiled) * 1000:.2f} ms; load average {os.getloadavg()[0]:.1f}"
         )
         if db_ms is not None:
             print(f"MongoDB stand-in CPU {per}: {db_ms:.2f} ms (mean; /proc ticks of 10 ms, so coarse)")
-        print(
-            f"MongoDB commands of a checkout ({len(commands)}): {', '.join(commands)}"
-            if args.what not in reads
-            else f"MongoDB commands of a request ({len(commands)}): {', '.join(commands)}"
+        kind = (
+            "a request" if args.what in reads else "a hold and release" if args.what == "hold_release" else "a checkout"
         )
+        print(f"MongoDB commands of {kind} ({len(commands)}): {', '.join(commands)}")
         if hold_cpu_times:
             holds = hold_cpu_times[5 : 5 + args.repeat]
             print(f"the hold before each checkout: {median(holds) * 1000:.2f} ms CPU (median, unprofiled)")
