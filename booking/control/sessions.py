@@ -27,7 +27,7 @@ from booking.control.series_actions import SeriesActionsMixin
 from booking.control.waiting_lists import WAITING_LIST_ROUTES, WaitingListAdminMixin
 from booking.core.domain import Session, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
-from booking.sales import offers, seasons, session_cancel
+from booking.sales import offers, quotas, seasons, session_cancel
 from booking.sales import sessions as session_service
 from booking.sales.selectors import seat_counts
 
@@ -375,9 +375,21 @@ class SessionAdmin(
             "sale_closes": local["saleCloses"],
             "presale_opens": timezone.localtime(presale["opens"]) if presale else None,
         }
-        form = f.SaleWindowForm(bound(request), initial=initial, start=session["start"], has_code=bool(presale))
+        quota_post = request.method == "POST" and request.POST.get("what") == "quota"
+        quota_form = f.QuotaForm(
+            request.POST if quota_post else None,
+            initial={"quota": session.get("quota")},
+            seats_total=session.get("seatsTotal", 0),
+        )
+        window_data = None if quota_post else bound(request)
+        form = f.SaleWindowForm(window_data, initial=initial, start=session["start"], has_code=bool(presale))
         status = 200
-        if request.method == "POST":
+        if quota_post:
+            self.require(request, "change")
+            status, saved = self._set_quota(request, session, quota_form)
+            if saved is not None:
+                return saved
+        elif request.method == "POST":
             self.require(request, "change")
             status = 400
             if form.is_valid():
@@ -417,9 +429,40 @@ class SessionAdmin(
             {
                 "title": gettext("Sale window of “%(name)s”") % {"name": session["name"]},
                 "form": form,
+                "quota_form": quota_form,
+                "quota_line": quotas.quota_line(session),
+                "sectioned": session.get("performanceId") is not None,
                 "session": session,
             },
             status=status,
+        )
+
+    def _set_quota(self, request, session: Session, form: f.QuotaForm):
+        """The quota form's POST: (status, the redirect when saved)."""
+        if not form.is_valid():
+            return 400, None
+        quota = form.cleaned_data["quota"]
+        try:
+            updated = quotas.set_quota(session["_id"], quota=quota)
+        except InvalidRequest as exc:
+            f.add_field_errors(form, exc)
+            return 400, None
+        except BookingError as exc:
+            form.add_error(None, exc.message)
+            return 409, None
+        shown = (
+            gettext("The quota of “%(name)s” is %(quota)d seats.") % {"name": updated["name"], "quota": quota}
+            if quota is not None
+            else gettext("“%(name)s” has no quota now.") % {"name": updated["name"]}
+        )
+        return 200, self.saved(
+            request,
+            CHANGE,
+            updated["_id"],
+            session_label(updated),
+            note=f"Quota: {quota if quota is not None else 'none'}.",
+            shown=shown,
+            to=self.url("sale_window", updated["_id"]),
         )
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))

@@ -43,7 +43,15 @@ from django.utils.translation import ngettext
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderLine, SalesChannel, SessionStatus, Theater
+from booking.core.domain import (
+    SEAT_OWNING_ORDER_STATES,
+    Order,
+    OrderLine,
+    SalesChannel,
+    SessionStatus,
+    Theater,
+    within_quota,
+)
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
 from booking.payments import base, credit_notes, money, refunds
@@ -355,6 +363,8 @@ def _take(order: Order, record: dict) -> None:
     cells = [cell_path(*parse_seat_key(k)) for k in keys]
     now = clock.now()
     session_id = record["sessionId"]
+    # the quota: the seats given up in the same performance come back later in the exchange
+    given_back = sum(1 for line in record["old"] if line["sessionId"] == session_id)
     taken = mongo.sessions().update_one(
         {
             "_id": session_id,
@@ -362,6 +372,7 @@ def _take(order: Order, record: dict) -> None:
             "start": {"$gt": now},
             "exchangeHolds._id": {"$ne": record["_id"]},
             **{c: FREE for c in cells},
+            **within_quota(max(0, len(keys) - given_back)),
         },
         {
             "$set": {c: SOLD for c in cells},
