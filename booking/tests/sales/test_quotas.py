@@ -1,16 +1,18 @@
 """A performance's quota (sales/quotas.py, domain.within_quota): at most N seats held or sold,
 enforced by the filter of every write that takes free seats; what buyers see at the quota."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
 
-from booking.core import mongo
+from booking.core import clock, mongo
 from booking.core.domain import quota_taken, seats_left
 from booking.core.errors import InvalidRequest, QuotaReached
-from booking.sales import holds, quotas, selectors, waiting_list
+from booking.sales import exchanges, holds, quotas, selectors, subscriptions, waiting_list
 from booking.sales import sessions as session_service
 from booking.tests.admin_support import assert_consistent, sell
-from booking.tests.factories import make_session, reread
+from booking.tests.factories import make_session, make_theater, reread
 from booking.tests.threads import PerThreadClient, at_once
 from booking.web.errors import status_for
 
@@ -150,6 +152,42 @@ def test_waiting_list_offers_stay_within_the_quota(settings):
     report = waiting_list.offer_free_seats(sid)
     assert report.offered == 1  # one place came back, though 23 seats are free
     assert seats_left(reread(sid)) == 0
+
+
+def test_a_subscription_takes_nothing_where_a_performance_is_at_its_quota():
+    halls = make_theater()
+    shows = [make_session(halls, days=d) for d in (2, 3)]
+    now = clock.now()
+    sub = subscriptions.create_subscription(
+        name="Season",
+        session_ids=[s["_id"] for s in shows],
+        prices={"s": 8000, "p": 16000},
+        sale_opens=now - timedelta(hours=1),
+        sale_closes=now + timedelta(days=1),
+    )
+    quotas.set_quota(shows[1]["_id"], quota=1)
+    hold_one(shows[1]["_id"], "2:0", 1)
+    with pytest.raises(QuotaReached):
+        subscriptions.hold_subscription(
+            subscription_id=sub["_id"], seat_keys=["0:0"], request=subscriptions.SaleRequest(owner="s:subscriber")
+        )
+    assert [reread(s["_id"])["seatsAvailable"] for s in shows] == [24, 23]  # the first one given back
+    assert_consistent()
+
+
+def test_an_exchange_into_a_performance_at_its_quota_is_refused_but_a_move_within_it_is_not():
+    theater = make_theater()
+    here, full = make_session(theater, days=1), make_session(theater, days=2)
+    order = sell(here["_id"], ["0:0"])
+    ticket = order["lines"][0]["ticket"]
+    quotas.set_quota(full["_id"], quota=1)
+    sell(full["_id"], ["0:0"], owner="s:other", email="other@example.com")
+    with pytest.raises(QuotaReached):
+        exchanges.exchange(order["_id"], [ticket], full["_id"], ["1:0"], settle=exchanges.COUNTER, by="anna")
+    quotas.set_quota(here["_id"], quota=1)  # at its quota: a move within it gives its seat back
+    moved = exchanges.exchange(order["_id"], [ticket], here["_id"], ["0:2"], by="anna")
+    assert [line["key"] for line in moved["lines"]] == ["0:2"] and quota_taken(reread(here["_id"])) == 1
+    assert_consistent()
 
 
 def test_a_refused_hold_is_a_409_error_told_on_the_seat_page_in_both_languages():
