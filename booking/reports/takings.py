@@ -23,7 +23,7 @@ Amounts are integer minor units. Each part is one indexed read of the orders in 
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -378,13 +378,9 @@ def _failed_refunds(start: datetime, end: datetime) -> dict[str, list[str]]:
     for order in mongo.orders().find(query, fields).hint("refund_created"):
         for refund in order.get("refunds") or []:
             created = refund.get("createdOn")
-            if refund.get("status") == refunds.FAILED and created is not None and start <= _aware(created) < end:
-                found.setdefault(timezone.localdate(_aware(created)).isoformat(), []).append(refund["_id"])
+            if refund.get("status") == refunds.FAILED and created is not None and start <= created < end:
+                found.setdefault(timezone.localdate(created).isoformat(), []).append(refund["_id"])
     return {day: sorted(ids) for day, ids in found.items()}
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _day_key(day: date) -> str:
