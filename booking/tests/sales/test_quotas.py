@@ -233,3 +233,12 @@ def test_racing_buyers_never_pass_the_quota(monkeypatch):
     session = reread(sid)
     assert session["seatsAvailable"] == 53 and seats_left(session) == 0
     assert_consistent()
+
+
+def test_copying_the_halls_map_again_keeps_the_quota_whole():
+    sid = make_session()["_id"]
+    session_service.set_blocked(sid, [(0, 0), (0, 1)], True)
+    quotas.set_quota(sid, quota=5)
+    session_service.refresh_seat_map(sid)  # the blocked seats are free again, nothing is taken
+    session = reread(sid)
+    assert session["seatsAvailable"] == 24 and seats_left(session) == 5 and quota_taken(session) == 0
