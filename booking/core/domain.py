@@ -385,6 +385,13 @@ class Customer(TypedDict):
     phone: NotRequired[str]  # given at the counter
 
 
+class StaffMember(TypedDict, total=False):
+    """Who sold it at the counter (sales/counter.py); an order of a counter cart without one keeps {}."""
+
+    id: int | None  # the staff user's id
+    name: str
+
+
 class Cart(TypedDict):
     _id: ObjectId
     owner: str  # "s:<random token>" from the buyer cookie (booking/web/buyer.py)
@@ -405,7 +412,7 @@ class Cart(TypedDict):
     orderRef: NotRequired[str]
     payMethod: NotRequired[str]
     channel: NotRequired[SalesChannel]  # a staff cart's (sales/counter.py)
-    soldBy: NotRequired[dict]  # {id, name}: the staff member at the counter (sales/counter.py)
+    soldBy: NotRequired[StaffMember]  # a staff cart's (sales/counter.py)
     comp: NotRequired[dict]
     subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's cart (sales/subscriptions.py)
     voucherCode: NotRequired[str]  # the gift voucher checkout named (payments/vouchers.py)
@@ -422,6 +429,22 @@ class CheckIn(TypedDict):
     scanId: str  # made by the door's phone: a repeated request or sync is recognised
     offline: bool  # decided on the phone without network, synced later
     recordedOn: datetime
+
+
+class TicketHolder(TypedDict):
+    """The person a buyer handed a ticket on to (sales/buyer_changes.py)."""
+
+    name: str
+    email: str
+    language: str
+
+
+class TopUpPart(TypedDict):
+    """The part of a new line's price taken at the counter for a dearer exchange: the sales
+    reports count it where it was taken (sales/exchanges.py)."""
+
+    amount: int
+    channel: str  # a SalesChannel value
 
 
 class OrderLine(TypedDict):
@@ -443,7 +466,10 @@ class OrderLine(TypedDict):
     house: NotRequired[bool]
     wheelchair: NotRequired[bool]
     subscription: NotRequired[ObjectId]  # a subscription's ticket: its income is reported apart
-    holder: NotRequired[dict]  # {name, email, language}: handed on by the buyer (sales/buyer_changes.py)
+    holder: NotRequired[TicketHolder]  # handed on by the buyer (sales/buyer_changes.py)
+    topUpPart: NotRequired[TopUpPart]  # a dearer exchange's difference taken at the counter (sales/exchanges.py)
+    exchange: NotRequired[str]  # in ``exchangedLines``: the exchange that replaced it
+    transfer: NotRequired[str]  # in ``transferredLines``: the transfer that handed it on
 
 
 class OrderSession(TypedDict):
@@ -458,6 +484,211 @@ class OrderSession(TypedDict):
     theaterNameDe: NotRequired[str]
     categoriesDe: NotRequired[dict[str, str]]
     theaterId: NotRequired[ObjectId | None]  # its theater's, for the receipt sequence (None: the session was gone)
+
+
+# --- an order's sub-documents ---
+
+
+class Fee(TypedDict):
+    """The booking fee (payments/money.py)."""
+
+    amount: int
+    vat: str  # its VAT rate, "19.0"
+
+
+class Donation(TypedDict):
+    amount: int  # minor units, no VAT (payments/donations.py)
+
+
+class PreviousAttempt(TypedDict):
+    """A card attempt that was refused, kept when the next one starts (payments/flow.py)."""
+
+    intent: str | None
+    failure: str | None
+
+
+class OrderPayment(TypedDict):
+    """The order's current payment attempt (payments/flow.py). ``status`` is a provider status
+    (payments/base.py) or ``confirming`` (a request is charging the card)."""
+
+    provider: str
+    attempt: int  # 1, 2, ...: a refused card starts the next one
+    intent: str | None  # the provider's payment id (None until it is made; "counter-<order id>" at the counter)
+    status: str
+    until: datetime  # the end of the payment window (or the box-office deadline)
+    confirmOn: NotRequired[datetime]  # when the charging request claimed the attempt
+    failure: NotRequired[str | None]  # why the last try failed, for the buyer
+    checkedOn: NotRequired[datetime]  # when the provider was last asked
+    previous: NotRequired[list[PreviousAttempt]]
+
+
+class PaymentRef(TypedDict):
+    """A payment at a provider: what a refund goes back through."""
+
+    provider: str
+    id: str
+
+
+class PaymentAmount(PaymentRef):
+    """A payment and what it took (a voucher's part, as ``refunds.allocate`` counts it)."""
+
+    amount: int
+
+
+class PaymentTaken(PaymentAmount):
+    """Money taken for the order: ``paidWith``, ``topUps`` and ``extraPayments`` entries, and an
+    exchange's ``paidDifference``."""
+
+    on: datetime
+    by: NotRequired[str]  # staff at the counter: who took it, how, and its reference (a slip, a transfer)
+    means: NotRequired[str]
+    reference: NotRequired[str]
+    why: NotRequired[str]  # a top-up's or an extra payment's reason ("exchange", "paid twice", ...)
+    tillClosing: NotRequired[str]  # the till closing that counted it (reports/tills.py)
+
+
+class VoucherPart(TypedDict):
+    """The part of an order a gift voucher pays (payments/vouchers.py)."""
+
+    voucherId: ObjectId
+    redemption: str  # the redemption's id on the voucher
+    id: str  # as a payment: "voucher:<voucher id>:<redemption id>"
+    provider: str  # "voucher"
+    amount: int
+    codeEnd: str  # the code's last four characters, for the receipt
+
+
+class RefundRecord(TypedDict):
+    """One refund through one payment (payments/refunds.py): written ``pending`` before the provider
+    is asked, then ``succeeded`` or ``failed`` (retried)."""
+
+    _id: str
+    amount: int
+    payment: PaymentRef
+    reason: str  # stored in English
+    tickets: list[str]  # the ticket codes refunded ([] for an exchange's difference or an extra payment)
+    status: str  # "pending", "succeeded" or "failed"
+    tries: int  # since the last staff retry
+    by: str
+    createdOn: datetime
+    donation: NotRequired[int]  # the donation given back with it (counted apart in the takings)
+    keptFee: NotRequired[int]  # what the theater kept of the amount (a buyer's cancellation fee)
+    exchange: NotRequired[str]  # an exchange's difference: its id
+    claims: NotRequired[int]  # ever: the provider's keys never repeat
+    claimedUntil: NotRequired[datetime | None]
+    triedOn: NotRequired[datetime]
+    providerRef: NotRequired[str]
+    retryAt: NotRequired[datetime | None]
+    failure: NotRequired[str | None]
+    doneOn: NotRequired[datetime]
+    tillClosing: NotRequired[str]  # the till closing that counted it (reports/tills.py)
+
+
+class ExchangePayment(TypedDict):
+    """A dearer exchange's difference, paid online by the customer (sales/exchanges.py)."""
+
+    provider: str
+    intent: str | None
+    until: datetime
+    confirmOn: NotRequired[datetime | None]  # the charging request's claim
+
+
+class ExchangeRecord(TypedDict):
+    """One exchange of tickets to other seats (sales/exchanges.py): its states are the module's."""
+
+    _id: str
+    state: str
+    tickets: list[str]
+    old: list[OrderLine]
+    new: list[OrderLine]
+    sessionId: ObjectId
+    session: OrderSession
+    difference: int  # new minus old, minor units
+    fee: int
+    settle: str  # "provider" or "counter"
+    by: str
+    reason: str
+    createdOn: datetime
+    payment: NotRequired[ExchangePayment]
+    paidDifference: NotRequired[PaymentTaken]
+    refunds: NotRequired[list[str]]  # a cheaper exchange's refund records
+    switchedOn: NotRequired[datetime]
+    doneOn: NotRequired[datetime]
+    failure: NotRequired[str]  # why it was abandoned
+
+
+class Transfer(TypedDict):
+    """A ticket the buyer handed on (sales/buyer_changes.py)."""
+
+    _id: str
+    old: str  # the ticket code it had
+    new: OrderLine  # the line with its new code and holder
+    name: str
+    email: str
+    on: datetime
+
+
+class ChangeNotice(TypedDict):
+    """A mail to send about a change, pushed in the change's write (sales/outbox.py,
+    notifications/change_notices.py)."""
+
+    _id: str
+    kind: str
+    ref: str  # the exchange, transfer or (first) refund it tells of
+    state: MailState  # pending, sent or failed
+    createdOn: datetime
+    refunds: NotRequired[list[str]]
+    to: NotRequired[str]  # a mail to someone else than the buyer (a ticket's new holder)
+    language: NotRequired[str]
+    claimedUntil: NotRequired[datetime]
+    triedOn: NotRequired[datetime]
+    doneOn: NotRequired[datetime]
+    failure: NotRequired[str]
+
+
+class SentMail(TypedDict):
+    """A mail sent about the order, kept with its text (notifications/sent_mails.py)."""
+
+    at: datetime
+    kind: str
+    to: list[str]
+    subject: str
+    body: str
+
+
+class CustomerName(TypedDict):
+    name: str
+    email: str
+
+
+class CustomerEdit(TypedDict):
+    """Staff changed the customer's name or address (sales/customer_edits.py)."""
+
+    at: datetime
+    by: str
+    old: CustomerName
+    new: CustomerName
+
+
+class Invoice(TypedDict):
+    """An invoice from the counter, as the sale made it (payments/invoices.py)."""
+
+    seller: dict  # the theater's seller data at the sale
+    buyer: dict  # {company, address, vatId}
+    due: str  # ISO date
+
+
+class CreditNoteOwed(TypedDict):
+    """A credit note owed, pushed in the write that refunds or voids (payments/credit_notes.py)."""
+
+    _id: str
+    kind: str  # "refund", "void" or "exchange"
+    refunds: list[str]
+    tickets: list[str]
+    amount: int
+    reason: str
+    createdOn: datetime
+    pairs: NotRequired[list[list]]  # an exchange's [amount, VAT rate] per rate
 
 
 class Order(TypedDict):
@@ -493,22 +724,22 @@ class Order(TypedDict):
     channel: NotRequired[SalesChannel]  # absent: online (DEFAULT_CHANNEL)
     nameKeys: NotRequired[list[str]]  # core/names.py
     language: NotRequired[str]
-    fee: NotRequired[dict]  # {amount, vat}: payments/money.py
+    fee: NotRequired[Fee]
     method: NotRequired[str]
-    soldBy: NotRequired[dict]  # {id, name}: the staff member at the counter (sales/counter.py)
+    soldBy: NotRequired[StaffMember]  # the staff member at the counter (sales/counter.py)
     phone: NotRequired[str]
     compReason: NotRequired[str]
     # the money (payments/flow.py, payments/refunds.py)
-    payment: NotRequired[dict]  # {provider, attempt, intent, status, until, previous}
-    paidWith: NotRequired[dict]
-    voucher: NotRequired[dict]  # the part a gift voucher pays: {voucherId, redemption, id, provider, amount, codeEnd}
+    payment: NotRequired[OrderPayment]
+    paidWith: NotRequired[PaymentTaken]
+    voucher: NotRequired[VoucherPart]
     voucherCode: NotRequired[str]  # the voucher checkout named, until its part is written (payments/vouchers.py)
     paidOn: NotRequired[datetime]
     lateAfter: NotRequired[OrderState | None]  # paid after it had ended: the state it had (None: paid while pending)
     settling: NotRequired[bool]
-    extraPayments: NotRequired[list[dict]]
-    topUps: NotRequired[list[dict]]
-    refunds: NotRequired[list[dict]]
+    extraPayments: NotRequired[list[PaymentTaken]]
+    topUps: NotRequired[list[PaymentTaken]]
+    refunds: NotRequired[list[RefundRecord]]
     refundDue: NotRequired[bool]
     refundedLines: NotRequired[list[OrderLine]]
     lostSeats: NotRequired[bool]
@@ -518,26 +749,27 @@ class Order(TypedDict):
     receiptTheater: NotRequired[ObjectId]
     # changes after the sale (sales/exchanges.py, sales/outbox.py)
     exchangedLines: NotRequired[list[OrderLine]]
-    exchanges: NotRequired[list[dict]]
+    exchanges: NotRequired[list[ExchangeRecord]]
     exchangeOpen: NotRequired[str]
-    transfers: NotRequired[list[dict]]  # tickets the buyer handed on (sales/buyer_changes.py)
+    transfers: NotRequired[list[Transfer]]
     transferredLines: NotRequired[list[OrderLine]]
-    changeNotices: NotRequired[list[dict]]
-    noticeMail: NotRequired[dict]
+    changeNotices: NotRequired[list[ChangeNotice]]
+    noticeMail: NotRequired[MailState]  # the payment notice (notifications/payment_notices.py)
+    noticeClaimedUntil: NotRequired[datetime]
     reportStale: NotRequired[list[dict]]  # reports/marks.py
     purgeAt: NotRequired[datetime]  # core/order_retention.py
     subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's order (sales/subscriptions.py)
-    donation: NotRequired[dict]  # {amount}: given with the order, no VAT (sales/counter.py, payments/flow.py)
+    donation: NotRequired[Donation]  # given with the order (sales/counter.py, payments/flow.py)
     # an invoice from the counter and the credit notes that correct it (payments/invoices.py, payments/credit_notes.py)
-    invoice: NotRequired[dict]
+    invoice: NotRequired[Invoice]
     invoiceNo: NotRequired[int]
     invoiceOn: NotRequired[datetime]
     invoiceTheater: NotRequired[ObjectId]
-    creditNotes: NotRequired[list[dict]]  # the credit notes owed: [{_id, kind, refunds, tickets, amount, ...}]
+    creditNotes: NotRequired[list[CreditNoteOwed]]
     creditNoteDue: NotRequired[bool]
     amountRefunded: NotRequired[int]  # the refunds that went through, summed (payments/refunds.py)
-    sentMails: NotRequired[list[dict]]  # [{at, kind, to, subject, body}], the newest (notifications/sent_mails.py)
-    customerEdits: NotRequired[list[dict]]  # [{at, by, old, new}] (sales/customer_edits.py)
+    sentMails: NotRequired[list[SentMail]]  # the newest (notifications/sent_mails.py)
+    customerEdits: NotRequired[list[CustomerEdit]]
     webhookEvents: NotRequired[list[dict]]  # [{_id, type, at, ...}] still to be delivered (webhooks/)
 
 
@@ -621,3 +853,4 @@ class Voucher(TypedDict):
     purchase: NotRequired[dict]
     mail: NotRequired[str]  # pending, sent or failed
     mailDueOn: NotRequired[datetime]
+    tillClosing: NotRequired[str]  # sold at the counter: the till closing that counted it (reports/tills.py)

@@ -60,7 +60,7 @@ def _paid_online(order: Order) -> None:
     (and a difference be charged) there."""
     if order["state"] not in ADMITTING:
         raise Conflict(gettext("Only a paid booking can be changed."))
-    paid_with = order.get("paidWith") or {}
+    paid_with = order.get("paidWith")
     if not paid_with or not payments.provider(paid_with["provider"]).online:
         raise Conflict(gettext("This booking was paid at the box office; please change it there."))
     if order.get("exchangeOpen"):
@@ -244,7 +244,7 @@ def transfer_ticket(*, order_id: ObjectId, ticket: str, name: str, email: str, n
             )
             % {"max": limit}
         )
-    if email == (line.get("holder") or {}).get("email", order.get("email")):
+    if email == (held_by["email"] if (held_by := line.get("holder")) else order.get("email")):
         raise InvalidRequest(gettext("That person holds this ticket already."), fields={"email": ""})
     language = _holder_language(email, order.get("language", ""))
     tid = f"t{secrets.token_hex(6)}"
@@ -310,7 +310,7 @@ def change_options(*, order: Order, now: datetime) -> dict:
     starts = _starts(order)
     names = {s["_id"]: s for s in order.get("sessions", [])}
     made = len(order.get("transfers") or [])
-    tickets = []
+    tickets: list[dict] = []
     for line in order["lines"]:
         found = rules.get(line["sessionId"], rules_of.NOTHING_ONLINE)
         start = starts[line["sessionId"]]
@@ -329,7 +329,7 @@ def change_options(*, order: Order, now: datetime) -> dict:
                 "session": names.get(line["sessionId"], {}),
                 "start": start,
                 "fee": found.fee,
-                "holder": (line.get("holder") or {}).get("name", ""),
+                "holder": held_by["name"] if (held_by := line.get("holder")) else "",
                 "cancel": why[CANCEL],
                 "exchange": why[EXCHANGE],
                 "transfer": why[TRANSFER],
