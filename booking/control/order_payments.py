@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from booking.control.base import CHANGE, AdminMixinBase, errors_text, staff_name
 from booking.control.counter import METHOD_CHOICES, may_sell
-from booking.core.domain import Order, OrderState, RefundRecord
+from booking.core.domain import Order, OrderState, RefundRecord, RefundStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import seat_label
 from booking.payments import counter, receipts
@@ -147,7 +147,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             shown += " " + gettext("Pay out %(amount)s at the counter.") % {
                 "amount": format_money(at_counter, done.get("currency", ""))
             }
-        refund = next((r for r in records if r["status"] != "succeeded"), None)
+        refund = next((r for r in records if r["status"] != RefundStatus.SUCCEEDED), None)
         label = f"Order {order['ref']}"
         if refund is None:
             shown += " " + gettext("The seats are free again.")
@@ -179,7 +179,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             note=f"Refund retried: {status}.",
             shown=said.get(status, gettext("The provider is still working on the refund.")),
             to=self.url("change", order["_id"]),
-            level=messages.success if status == "succeeded" else messages.warning,
+            level=messages.success if status == RefundStatus.SUCCEEDED else messages.warning,
         )
 
     @method_decorator(require_POST)

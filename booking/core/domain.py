@@ -102,6 +102,29 @@ def sales_channel(order: "Order | Mapping[str, Any]") -> str:  # or its projecti
     return order.get("channel") or DEFAULT_CHANNEL.value  # ORDER_CHANNEL_FIELD
 
 
+class RefundStatus(StrEnum):
+    """A refund record (payments/refunds.py): ``pending -> succeeded``, ``pending -> failed``,
+    ``failed -> succeeded | failed`` (retried by reconcile or staff)."""
+
+    PENDING = "pending"  # written before the provider is asked, or the provider is still working on it
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # retried at retryAt; after BOOKING_REFUND_MAX_TRIES only by staff
+
+
+class ExchangeState(StrEnum):
+    """An exchange of tickets (sales/exchanges.py): ``started -> taken -> switched -> released ->
+    done``; ``started -> awaiting_payment -> taken`` (a dearer seat paid online); ``started |
+    awaiting_payment | taken -> abandoned``."""
+
+    STARTED = "started"
+    AWAITING_PAYMENT = "awaiting_payment"
+    TAKEN = "taken"
+    SWITCHED = "switched"
+    RELEASED = "released"
+    DONE = "done"
+    ABANDONED = "abandoned"
+
+
 class VoucherState(StrEnum):
     """A gift voucher (payments/vouchers.py): ``pending -> active`` (sold online: once its order is
     paid); sold at the counter it is ``active`` at once."""
@@ -567,7 +590,7 @@ class RefundRecord(TypedDict):
     payment: PaymentRef
     reason: str  # stored in English
     tickets: list[str]  # the ticket codes refunded ([] for an exchange's difference or an extra payment)
-    status: str  # "pending", "succeeded" or "failed"
+    status: RefundStatus
     tries: int  # since the last staff retry
     by: str
     createdOn: datetime
@@ -597,7 +620,7 @@ class ExchangeRecord(TypedDict):
     """One exchange of tickets to other seats (sales/exchanges.py): its states are the module's."""
 
     _id: str
-    state: str
+    state: ExchangeState
     tickets: list[str]
     old: list[OrderLine]
     new: list[OrderLine]

@@ -24,7 +24,7 @@ from reportlab.lib.units import mm
 from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
-from booking.core.domain import Order
+from booking.core.domain import Order, RefundStatus
 from booking.core.formatting import seat_label
 from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_name
 from booking.payments import donations, money, receipts
@@ -266,7 +266,7 @@ def receipt_pdf(order: Order) -> bytes:
     )
     story += [vat_table, Spacer(1, 4 * mm)]
 
-    refunds = [r for r in order.get("refunds", []) if r.get("status") == "succeeded"]
+    refunds = [r for r in order.get("refunds", []) if r["status"] == RefundStatus.SUCCEEDED]
     if refunds:
         story.append(Paragraph(escape(gettext("Refunds")), styles["Heading3"]))
         refund_rows = [

@@ -14,7 +14,7 @@ from bson import ObjectId
 from django.utils.translation import gettext_lazy
 
 from booking.core import clock, mongo
-from booking.core.domain import Order
+from booking.core.domain import Order, RefundStatus
 from booking.payments import number_series
 
 
@@ -121,6 +121,8 @@ def paid_and_refunded(order: Order) -> PaidAndRefunded:
     if paid_with and voucher and voucher.get("id") not in taken:
         taken[voucher["id"]] = voucher["amount"]
     refunded = sum(
-        r["amount"] for r in order.get("refunds") or [] if r["status"] == "succeeded" and r["payment"]["id"] in taken
+        r["amount"]
+        for r in order.get("refunds") or []
+        if r["status"] == RefundStatus.SUCCEEDED and r["payment"]["id"] in taken
     )
     return PaidAndRefunded(sum(taken.values()), refunded)

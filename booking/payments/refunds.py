@@ -43,6 +43,7 @@ from booking.core.domain import (
     PaymentAmount,
     PaymentRef,
     RefundRecord,
+    RefundStatus,
 )
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.payments import base, credit_notes, donations, money
@@ -52,9 +53,9 @@ from booking.sales import outbox, promos, reservations
 
 logger = logging.getLogger("booking.refunds")
 
-PENDING = "pending"
-SUCCEEDED = "succeeded"
-FAILED = "failed"
+PENDING = RefundStatus.PENDING
+SUCCEEDED = RefundStatus.SUCCEEDED
+FAILED = RefundStatus.FAILED
 CLAIM_SECONDS = 60
 NO_LONGER_LIVE = (CartState.EXPIRED, CartState.CANCELED, CartState.DONE)  # a refunded order's cart
 SEATS_TAKEN = gettext_noop(  # stored on the order in English; translated where shown (mail, page)

@@ -30,7 +30,7 @@ from django.utils.translation import gettext, gettext_noop, ngettext
 from booking import payments
 from booking.accounts.buyers import clean_email
 from booking.core import faults, mongo
-from booking.core.domain import Order, OrderLine, OrderState
+from booking.core.domain import Order, OrderLine, OrderState, SessionStatus
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.text_checks import has_invisible_characters
 from booking.sales import cancels, checkout, exchanges, outbox
@@ -146,7 +146,7 @@ def exchange_targets(*, order: Order, now: datetime) -> list[dict]:
     shows = {(s.get("theaterId"), s.get("name")) for s in order.get("sessions", [])}
     found = []
     for theater_id, name in shows:
-        query = {"theaterId": theater_id, "name": name, "status": "on_sale", "start": {"$gt": now}}
+        query = {"theaterId": theater_id, "name": name, "status": SessionStatus.ON_SALE, "start": {"$gt": now}}
         fields = {"name": 1, "nameDe": 1, "start": 1, "theaterId": 1, "theaterName": 1, "seatsAvailable": 1}
         found += list(mongo.sessions().find(query, fields).sort([("start", 1), ("_id", 1)]).limit(50))
     rules = rules_of.rules_of_sessions(s["_id"] for s in found)

@@ -46,6 +46,7 @@ from booking.core import clock, faults, mongo
 from booking.core.domain import (
     SEAT_OWNING_ORDER_STATES,
     ExchangeRecord,
+    ExchangeState,
     Order,
     OrderLine,
     OrderSession,
@@ -65,13 +66,14 @@ from booking.venues.seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat
 
 logger = logging.getLogger("booking.exchanges")
 
-STARTED = "started"
-TAKEN = "taken"
-AWAITING = "awaiting_payment"  # a dearer seat paid through the provider: the customer pays online first
-SWITCHED = "switched"
-RELEASED = "released"
-DONE = "done"
-ABANDONED = "abandoned"
+# Its states (booking/core/domain.py), by the short names this module reads best with.
+STARTED = ExchangeState.STARTED
+TAKEN = ExchangeState.TAKEN
+AWAITING = ExchangeState.AWAITING_PAYMENT  # a dearer seat paid through the provider: the customer pays online first
+SWITCHED = ExchangeState.SWITCHED
+RELEASED = ExchangeState.RELEASED
+DONE = ExchangeState.DONE
+ABANDONED = ExchangeState.ABANDONED
 OPEN_STATES = (STARTED, AWAITING, TAKEN, SWITCHED, RELEASED)
 # How a price difference is settled: through the order's own payment (a refund), or at the counter.
 PROVIDER = "provider"
@@ -790,7 +792,7 @@ def _refund_records(order: Order, record: ExchangeRecord, amount: int) -> list[R
             "reason": record.get("reason") or "Exchange: price difference",
             "tickets": [],
             "exchange": record["_id"],
-            "status": "pending",
+            "status": refunds.PENDING,
             "tries": 0,
             "by": record.get("by", ""),
             "createdOn": clock.now(),

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.utils.translation import gettext as _
 
-from booking.core.domain import Order, RefundRecord
+from booking.core.domain import ExchangeState, Order, RefundRecord
 from booking.core.formatting import format_money
 
 
@@ -56,14 +56,17 @@ def order_history(order: Order) -> list[Event]:
         elif diff > 0:
             money = _("%(amount)s paid at the counter") % {"amount": format_money(diff, currency)}
         detail = " · ".join(p for p in (moved, record["session"]["name"] or "", money) if p)
-        state = {"done": "", "abandoned": record["state"], "awaiting_payment": _("waiting for payment")}.get(
-            record["state"], _("under way")
-        )
-        if record["state"] == "abandoned":
+        state = {
+            ExchangeState.DONE: "",
+            ExchangeState.ABANDONED: record["state"],
+            ExchangeState.AWAITING_PAYMENT: _("waiting for payment"),
+        }.get(record["state"], _("under way"))
+        if record["state"] == ExchangeState.ABANDONED:
             detail += f" — {record.get('failure', '')}"
-        what = {"awaiting_payment": _("New seats offered"), "abandoned": _("Move of tickets not done")}.get(
-            record["state"], _("Tickets moved")
-        )
+        what = {
+            ExchangeState.AWAITING_PAYMENT: _("New seats offered"),
+            ExchangeState.ABANDONED: _("Move of tickets not done"),
+        }.get(record["state"], _("Tickets moved"))
         events.append(Event(record["createdOn"], what, detail, record.get("by", ""), state))
     for refund in order.get("refunds", []):
         if refund.get("exchange"):
