@@ -332,6 +332,19 @@ class Presale(TypedDict):
     key: str  # random, renewed with the code: what the buyer cookie keeps and the hold's filter names
 
 
+class WebhookEventEntry(TypedDict):
+    """An event still to be handed to the webhook endpoints, pushed in the change's write
+    (sales/outbox.py, webhooks/)."""
+
+    _id: str
+    type: str
+    at: datetime
+    refund: NotRequired[str]  # what the payload names beyond the document
+    exchange: NotRequired[str]
+    transfer: NotRequired[str]
+    ticket: NotRequired[str]
+
+
 class SessionSection(TypedDict):
     name: str
     index: int
@@ -379,6 +392,7 @@ class Session(TypedDict):
     selfService: NotRequired[dict]  # this performance's own rules for buyers' changes (sales/self_service.py)
     waitingRoom: NotRequired[dict]  # {queueId, opensAt, onSaleAt, rate, paused, rev}: sales/waiting_room.py
     exchangeHolds: NotRequired[list[dict]]  # sales/exchanges.py
+    webhookEvents: NotRequired[list[WebhookEventEntry]]  # a canceled performance's (sales/session_cancel.py)
     cancelRun: NotRequired[dict]  # sales/session_cancel.py
     detailsChange: NotRequired[dict]  # sales/performance_details.py
     ticketCodesByRef: NotRequired[bool]
@@ -415,6 +429,36 @@ class StaffMember(TypedDict, total=False):
     name: str
 
 
+class CanceledShow(TypedDict):
+    """A performance canceled while the cart held seats in it (sales/carts.py): the buyer is told."""
+
+    sessionId: ObjectId
+    name: str
+    start: datetime | None
+    seats: int
+
+
+class Comp(TypedDict):
+    reason: str  # why staff gave the tickets away (sales/counter.py)
+
+
+class BillingAddress(TypedDict):
+    """An invoice's buyer as staff typed it at the counter (payments/invoices.py)."""
+
+    company: str
+    address: str
+    vatId: str
+
+
+class SubscriptionRef(TypedDict):
+    """The subscription a cart or order is for (sales/subscriptions.py)."""
+
+    _id: ObjectId
+    name: str
+    nameDe: NotRequired[str]
+    renewalOf: NotRequired[ObjectId]  # the holder's order of last season, when renewing
+
+
 class Cart(TypedDict):
     _id: ObjectId
     owner: str  # "s:<random token>" from the buyer cookie (booking/web/buyer.py)
@@ -430,17 +474,17 @@ class Cart(TypedDict):
     checkoutOn: NotRequired[datetime]
     orderId: NotRequired[ObjectId]
     endedOn: NotRequired[datetime]
-    canceledShows: NotRequired[list[dict]]  # [{sessionId, name, start, seats}]: performances canceled while held
+    canceledShows: NotRequired[list[CanceledShow]]
     promo: NotRequired[dict]  # the promo code applied (sales/promos.py)
     orderRef: NotRequired[str]
     payMethod: NotRequired[str]
     channel: NotRequired[SalesChannel]  # a staff cart's (sales/counter.py)
     soldBy: NotRequired[StaffMember]  # a staff cart's (sales/counter.py)
-    comp: NotRequired[dict]
-    subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's cart (sales/subscriptions.py)
+    comp: NotRequired[Comp]
+    subscription: NotRequired[SubscriptionRef]  # a subscription's cart
     voucherCode: NotRequired[str]  # the gift voucher checkout named (payments/vouchers.py)
     donation: NotRequired[int]  # what the buyer gives on top, in minor units (payments/donations.py)
-    billing: NotRequired[dict]  # {company, address, vatId}: an invoice's buyer at the counter (payments/invoices.py)
+    billing: NotRequired[BillingAddress]  # an invoice's buyer at the counter
 
 
 class CheckIn(TypedDict):
@@ -781,7 +825,7 @@ class Order(TypedDict):
     noticeClaimedUntil: NotRequired[datetime]
     reportStale: NotRequired[list[dict]]  # reports/marks.py
     purgeAt: NotRequired[datetime]  # core/order_retention.py
-    subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's order (sales/subscriptions.py)
+    subscription: NotRequired[SubscriptionRef]  # a subscription's order
     donation: NotRequired[Donation]  # given with the order (sales/counter.py, payments/flow.py)
     # an invoice from the counter and the credit notes that correct it (payments/invoices.py, payments/credit_notes.py)
     invoice: NotRequired[Invoice]
@@ -793,7 +837,7 @@ class Order(TypedDict):
     amountRefunded: NotRequired[int]  # the refunds that went through, summed (payments/refunds.py)
     sentMails: NotRequired[list[SentMail]]  # the newest (notifications/sent_mails.py)
     customerEdits: NotRequired[list[CustomerEdit]]
-    webhookEvents: NotRequired[list[dict]]  # [{_id, type, at, ...}] still to be delivered (webhooks/)
+    webhookEvents: NotRequired[list[WebhookEventEntry]]
 
 
 class SubscriptionSaleState(StrEnum):

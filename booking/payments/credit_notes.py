@@ -24,7 +24,7 @@ from django.conf import settings
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import Order, OrderLine
+from booking.core.domain import CreditNoteOwed, Order, OrderLine
 from booking.payments import donations, invoices, money, number_series, receipts
 
 logger = logging.getLogger("booking.credit_notes")
@@ -54,7 +54,7 @@ def owed_for_refund(order: Order, *, refund_ids: list[str], tickets: list[str], 
     receipt to correct (else nothing): ({field: entry}, {creditNoteDue: True})."""
     if not (order.get("invoice") or order.get("receiptNo")):
         return {}
-    entry = {
+    entry: CreditNoteOwed = {
         "_id": f"{order['_id']}:{refund_ids[0]}",
         "kind": REFUND,
         "refunds": refund_ids,
@@ -71,7 +71,7 @@ def owed_for_void(order: Order, *, reason: str) -> dict:
     credited in full (a reservation without an invoice: nothing)."""
     if not order.get("invoice"):
         return {}
-    entry = {
+    entry: CreditNoteOwed = {
         "_id": f"{order['_id']}:void",
         "kind": VOID,
         "refunds": [],
@@ -114,7 +114,7 @@ def _refers_to(order: Order) -> dict:
     return {"kind": RECEIPT, "number": order.get("receiptNo"), "label": receipts.receipt_label(order)}
 
 
-def _note(order: Order, entry: dict, theater_id: ObjectId) -> dict:
+def _note(order: Order, entry: CreditNoteOwed, theater_id: ObjectId) -> dict:
     """The credit note as written once: what it corrects, the lines credited, the VAT per rate."""
     tickets = set(entry["tickets"])
     pools = {VOID: order.get("lines", []), EXCHANGE: order.get("exchangedLines", [])}

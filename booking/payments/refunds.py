@@ -44,6 +44,7 @@ from booking.core.domain import (
     PaymentRef,
     RefundRecord,
     RefundStatus,
+    WebhookEventEntry,
 )
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.payments import base, credit_notes, donations, money
@@ -124,7 +125,7 @@ def _refunds_seen(order: Order) -> dict:
     return clause
 
 
-def _webhook_events(refund_id: str, *, ended: bool) -> list[dict]:
+def _webhook_events(refund_id: str, *, ended: bool) -> list[WebhookEventEntry]:
     """A refund's webhook events: refunded, and canceled too when no ticket is left."""
     refunded = outbox.webhook_event(outbox.ORDER_REFUNDED, refund=refund_id)
     return [refunded, outbox.webhook_event(outbox.ORDER_CANCELED)] if ended else [refunded]

@@ -48,7 +48,7 @@ from django.utils.translation import gettext
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import Order, OrderState, Voucher, VoucherState
+from booking.core.domain import Order, OrderState, Voucher, VoucherPart, VoucherState
 from booking.core.errors import Conflict, InvalidRequest
 from booking.core.formatting import format_money
 from booking.payments import base, money
@@ -382,7 +382,7 @@ def apply_to_order(order: Order, code: str, now: datetime) -> Order:
         without_code.pop("voucherCode", None)
         return without_code
     faults.point("voucher.after_debit")
-    part = {
+    part: VoucherPart = {
         "voucherId": redeemed.voucher_id,
         "redemption": redeemed.redemption_id,
         "id": payment_id(redeemed.voucher_id, redeemed.redemption_id),

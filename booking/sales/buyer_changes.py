@@ -21,7 +21,7 @@ import logging
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from bson import ObjectId
 from django.conf import settings
@@ -30,7 +30,7 @@ from django.utils.translation import gettext, gettext_noop, ngettext
 from booking import payments
 from booking.accounts.buyers import clean_email
 from booking.core import faults, mongo
-from booking.core.domain import Order, OrderLine, OrderState, SessionStatus
+from booking.core.domain import Order, OrderLine, OrderState, SessionStatus, TicketHolder, Transfer
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.text_checks import has_invisible_characters
 from booking.sales import cancels, checkout, exchanges, outbox
@@ -249,9 +249,10 @@ def transfer_ticket(*, order_id: ObjectId, ticket: str, name: str, email: str, n
     language = _holder_language(email, order.get("language", ""))
     tid = f"t{secrets.token_hex(6)}"
     new_code = checkout.new_ticket_code(order["ref"])
-    holder = {"name": name, "email": email, "language": language}
-    new_line = {**{k: v for k, v in line.items() if k != "ticket"}, "ticket": new_code, "holder": holder}
-    record = {"_id": tid, "old": line["ticket"], "new": new_line, "name": name, "email": email, "on": now}
+    holder: TicketHolder = {"name": name, "email": email, "language": language}
+    # the line's own fields, its new code and holder (built by key: the stored order of the fields as before)
+    new_line = cast(OrderLine, {**{k: v for k, v in line.items() if k != "ticket"}, "ticket": new_code, "holder": holder})
+    record: Transfer = {"_id": tid, "old": line["ticket"], "new": new_line, "name": name, "email": email, "on": now}
     faults.point("transfer.before_write")
     changed = mongo.orders().update_one(
         {

@@ -23,7 +23,7 @@ from typing import Any
 from bson import ObjectId
 
 from booking.core import clock, publish, work_queue
-from booking.core.domain import ChangeNotice, MailState
+from booking.core.domain import ChangeNotice, MailState, WebhookEventEntry
 from booking.webhooks import selectors as webhook_selectors
 
 logger = logging.getLogger("booking.outbox")
@@ -97,10 +97,21 @@ def reservation_lapsed() -> ChangeNotice:
     return new_notice(RESERVATION_LAPSED)
 
 
-def webhook_event(event_type: str, **facts: str) -> dict:
-    """An event to push onto ``webhookEvents`` in the write that makes the change; ``facts``: what
-    the payload needs beyond the document (the ticket checked in, the refund made)."""
-    return {"_id": f"evt_{secrets.token_hex(12)}", "type": event_type, "at": clock.now(), **facts}
+def webhook_event(
+    event_type: str, *, refund: str = "", exchange: str = "", transfer: str = "", ticket: str = ""
+) -> WebhookEventEntry:
+    """An event to push onto ``webhookEvents`` in the write that makes the change; the others: what
+    the payload needs beyond the document (the ticket checked in, the refund made), when given."""
+    event: WebhookEventEntry = {"_id": f"evt_{secrets.token_hex(12)}", "type": event_type, "at": clock.now()}
+    if refund:
+        event["refund"] = refund
+    if exchange:
+        event["exchange"] = exchange
+    if transfer:
+        event["transfer"] = transfer
+    if ticket:
+        event["ticket"] = ticket
+    return event
 
 
 def theaters_of(document: Mapping[str, Any], collection: str) -> list[ObjectId]:
