@@ -332,6 +332,15 @@ class Presale(TypedDict):
     key: str  # random, renewed with the code: what the buyer cookie keeps and the hold's filter names
 
 
+class ExchangeHold(TypedDict):
+    """The seats an exchange took in this session, until its order's lines have them (sales/exchanges.py)."""
+
+    _id: str  # the exchange's id
+    orderId: ObjectId
+    seats: list[str]  # "row:col" keys
+    on: datetime
+
+
 class WebhookEventEntry(TypedDict):
     """An event still to be handed to the webhook endpoints, pushed in the change's write
     (sales/outbox.py, webhooks/)."""
@@ -391,7 +400,7 @@ class Session(TypedDict):
     boxOffice: NotRequired[dict]  # {enabled, deadlineMinutes}: payments/settings.py
     selfService: NotRequired[dict]  # this performance's own rules for buyers' changes (sales/self_service.py)
     waitingRoom: NotRequired[dict]  # {queueId, opensAt, onSaleAt, rate, paused, rev}: sales/waiting_room.py
-    exchangeHolds: NotRequired[list[dict]]  # sales/exchanges.py
+    exchangeHolds: NotRequired[list[ExchangeHold]]
     webhookEvents: NotRequired[list[WebhookEventEntry]]  # a canceled performance's (sales/session_cancel.py)
     cancelRun: NotRequired[dict]  # sales/session_cancel.py
     detailsChange: NotRequired[dict]  # sales/performance_details.py
@@ -778,6 +787,7 @@ class Order(TypedDict):
     failure: NotRequired[str]  # why a failed order failed
     seatsReleased: NotRequired[bool]  # canceled or failed: its seats were given back
     canceledOn: NotRequired[datetime]
+    expiredOn: NotRequired[datetime]  # not paid in time (payments/flow.py)
     canceledBy: NotRequired[str]
     cancelReason: NotRequired[str]
     mailClaimedUntil: NotRequired[datetime]
@@ -892,6 +902,19 @@ class VoucherRedemption(TypedDict):
     state: str  # "open" (its order not paid yet), "spent", "returned" (given back: never paid)
 
 
+class VoucherRefund(TypedDict):
+    """Money back onto a voucher (payments/vouchers.py): an order's refund through it (``redemption``),
+    or an open redemption given back (its order never paid: ``orderId``, ``ref``)."""
+
+    _id: str  # the order's refund id, or "back-<redemption id>"
+    amount: int
+    at: datetime
+    why: str
+    redemption: NotRequired[str]
+    orderId: NotRequired[ObjectId]
+    ref: NotRequired[str]
+
+
 class Voucher(TypedDict):
     """A gift voucher (payments/vouchers.py): balance == value - redemptions + refunds."""
 
@@ -909,7 +932,7 @@ class Voucher(TypedDict):
     method: str  # how it was paid for (cash, card terminal, card)
     orderRef: str  # sold online: the order that pays for it
     redemptions: list[VoucherRedemption]
-    refunds: list[dict]  # {_id, amount, at, why}: refunds of orders, and redemptions given back
+    refunds: list[VoucherRefund]  # refunds of orders, and redemptions given back
     receiptNo: NotRequired[int]  # a counter sale's receipt (payments/voucher_sales.py)
     receiptOn: NotRequired[datetime]
     # bought online (payments/voucher_purchases.py): the buyer's address and language, the theater,

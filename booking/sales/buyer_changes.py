@@ -251,7 +251,9 @@ def transfer_ticket(*, order_id: ObjectId, ticket: str, name: str, email: str, n
     new_code = checkout.new_ticket_code(order["ref"])
     holder: TicketHolder = {"name": name, "email": email, "language": language}
     # the line's own fields, its new code and holder (built by key: the stored order of the fields as before)
-    new_line = cast(OrderLine, {**{k: v for k, v in line.items() if k != "ticket"}, "ticket": new_code, "holder": holder})
+    new_line = cast(
+        OrderLine, {**{k: v for k, v in line.items() if k != "ticket"}, "ticket": new_code, "holder": holder}
+    )
     record: Transfer = {"_id": tid, "old": line["ticket"], "new": new_line, "name": name, "email": email, "on": now}
     faults.point("transfer.before_write")
     changed = mongo.orders().update_one(
