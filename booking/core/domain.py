@@ -750,7 +750,7 @@ class Invoice(TypedDict):
     """An invoice from the counter, as the sale made it (payments/invoices.py)."""
 
     seller: dict  # the theater's seller data at the sale
-    buyer: dict  # {company, address, vatId}
+    buyer: BillingAddress
     due: str  # ISO date
 
 

@@ -42,7 +42,7 @@ def _seller_lines(seller: dict) -> list[str]:
     return [line for line in lines if line]
 
 
-def _buyer_lines(name: str, buyer: dict) -> list[str]:
+def _buyer_lines(name: str, buyer: Mapping[str, Any]) -> list[str]:
     lines = [buyer.get("company", ""), name, *str(buyer.get("address", "")).splitlines()]
     if buyer.get("vatId"):
         lines.append(gettext("VAT ID %(id)s") % {"id": buyer["vatId"]})

@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from booking.core import mongo
-from booking.core.domain import Invoice
+from booking.core.domain import BillingAddress, Invoice
 from booking.core.errors import InvalidRequest, NotFound
 from booking.payments import number_series, receipts
 
@@ -147,7 +147,7 @@ class Billing:
     address: str = ""
     vat_id: str = ""
 
-    def as_document(self) -> dict:
+    def as_document(self) -> BillingAddress:
         return {"company": self.company, "address": self.address, "vatId": self.vat_id}
 
 
