@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from booking.control.base import CHANGE, AdminMixinBase, errors_text, staff_name
 from booking.control.counter import METHOD_CHOICES, may_sell
-from booking.core.domain import Order, OrderState
+from booking.core.domain import Order, OrderState, RefundRecord, RefundStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import seat_label
 from booking.payments import counter, receipts
@@ -78,7 +78,7 @@ class RetryRefundForm(forms.Form):
     refund = forms.RegexField(regex=r"^r[0-9a-f]{12}$")
 
 
-def refund_summary(order: Order, records: list[dict]) -> str:
+def refund_summary(order: Order, records: list[RefundRecord]) -> str:
     return format_money(sum(r["amount"] for r in records), order.get("currency", ""))
 
 
@@ -104,7 +104,9 @@ class OrderPaymentsMixin(AdminMixinBase):
             "payment": order.get("payment") or {},
             "method_label": dict(METHOD_CHOICES).get(order.get("method", ""), order.get("method", "")),
             "paid_with": order.get("paidWith") or {},
-            "paid_means_label": dict(PAID_LATER_MEANS_CHOICES).get((order.get("paidWith") or {}).get("means", ""), ""),
+            "paid_means_label": dict(PAID_LATER_MEANS_CHOICES).get(
+                paid.get("means", "") if (paid := order.get("paidWith")) else "", ""
+            ),
             "mark_paid_form": MarkPaidForm(),
             "paid_by": receipts.payment_label(order),
             "money": receipts.paid_and_refunded(order),
@@ -145,7 +147,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             shown += " " + gettext("Pay out %(amount)s at the counter.") % {
                 "amount": format_money(at_counter, done.get("currency", ""))
             }
-        refund = next((r for r in records if r["status"] != "succeeded"), None)
+        refund = next((r for r in records if r["status"] != RefundStatus.SUCCEEDED), None)
         label = f"Order {order['ref']}"
         if refund is None:
             shown += " " + gettext("The seats are free again.")
@@ -177,7 +179,7 @@ class OrderPaymentsMixin(AdminMixinBase):
             note=f"Refund retried: {status}.",
             shown=said.get(status, gettext("The provider is still working on the refund.")),
             to=self.url("change", order["_id"]),
-            level=messages.success if status == "succeeded" else messages.warning,
+            level=messages.success if status == RefundStatus.SUCCEEDED else messages.warning,
         )
 
     @method_decorator(require_POST)

@@ -29,7 +29,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from booking.core import clock, mongo
-from booking.core.domain import Order
+from booking.core.domain import Order, PaymentTaken, VoucherPart
 from booking.payments import counter, refunds, vouchers
 from booking.reports.exports import Table, amount
 
@@ -79,19 +79,19 @@ def _means_method(means: str) -> str:
     return {counter.BANK_TRANSFER: INVOICE, CASH: CASH, CARD_TERMINAL: CARD_TERMINAL}.get(means, CASH)
 
 
-def payment_method(order: Order, payment: dict) -> str:
+def payment_method(order: Order, payment: PaymentTaken | VoucherPart) -> str:
     """How one payment of the order was taken, in the report's words."""
-    if payment.get("provider") == VOUCHER:
+    if payment["provider"] == VOUCHER or "voucherId" in payment:  # (a voucher part's provider is VOUCHER)
         return VOUCHER
-    if payment.get("provider") not in HOUSE:
+    if payment["provider"] not in HOUSE:
         return ONLINE_CARD
     if payment is order.get("paidWith") and order.get("method") in (CASH, CARD_TERMINAL, COMPLIMENTARY):
         return order["method"]
     return _means_method(payment.get("means", CASH))  # paid later (or a top-up at the counter)
 
 
-def _seller(order: Order, payment: dict) -> str:
-    if payment.get("provider") not in HOUSE:
+def _seller(order: Order, payment: PaymentTaken | VoucherPart) -> str:
+    if payment["provider"] not in HOUSE or "voucherId" in payment:  # (a voucher part's provider is VOUCHER)
         return ONLINE
     return payment.get("by") or (order.get("soldBy") or {}).get("name") or ""
 
@@ -99,13 +99,13 @@ def _seller(order: Order, payment: dict) -> str:
 def movements_of(order: Order) -> Iterator[Movement]:
     """Every amount the order took or gave back."""
     paid = order.get("paidWith")
-    taken = {}
+    taken: dict[str, PaymentTaken | VoucherPart] = {}
     if paid:
         taken[paid["id"]] = paid
         at = paid.get("on") or order.get("paidOn")
         if at is not None:
             method, seller = payment_method(order, paid), _seller(order, paid)
-            donated = min((order.get("donation") or {}).get("amount", 0), paid["amount"])
+            donated = min(donation["amount"] if (donation := order.get("donation")) else 0, paid["amount"])
             yield Movement(
                 at,
                 SALE,
@@ -119,8 +119,8 @@ def movements_of(order: Order) -> Iterator[Movement]:
                 part_id=paid["id"],
                 closing=paid.get("tillClosing", ""),
             )
-        part = order.get("voucher") or {}
-        if part and part.get("id") != paid["id"]:  # the voucher's part beside the card or the counter
+        part = order.get("voucher")
+        if part and part["id"] != paid["id"]:  # the voucher's part beside the card or the counter
             taken[part["id"]] = part
             if at is not None:
                 yield Movement(at, SALE, VOUCHER, ONLINE, part["amount"], order["ref"], order["_id"])

@@ -168,7 +168,7 @@ def order_tickets(order: Order, *, venues: dict | None = None) -> list[dict]:
                 "price": line["price"],
                 "ticket_type": ticket_type_name(sold_ticket_type(line)),
                 "condition": ticket_type_condition(sold_ticket_type(line)),  # what to show at the door
-                "holder": (line.get("holder") or {}).get("name", ""),  # handed on: the buyer sees no code
+                "holder": holder["name"] if (holder := line.get("holder")) else "",  # handed on: the buyer sees no code
             }
         )
     return tickets
