@@ -1,8 +1,8 @@
 """Payment settings staff change in the admin: "pay at the box office" per session (off unless
 turned on, with its own deadline), the VAT rates of a theater (per seat category) and the
-donation it asks buyers for at checkout. Views
-mixed into SessionAdmin and TheaterAdmin, which list the routes; the forms appear on their
-change pages (templates/admin/booking/{session,theater}/_payment_settings.html)."""
+donation it asks buyers for at checkout. ``BoxOfficeScreens`` answers under SessionAdmin's URLs,
+the theater's views are mixed into TheaterAdmin, which lists their routes; the forms appear on
+the change pages (templates/admin/booking/{session,theater}/_payment_settings.html)."""
 
 from typing import TYPE_CHECKING
 
@@ -13,12 +13,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from booking.control.base import CHANGE, AdminMixinBase, attempt, errors_text
 from booking.control.forms import form_data
+from booking.control.session_screens import SessionScreens
 from booking.core.domain import Session
 from booking.core.errors import InvalidRequest
 from booking.payments import donations, invoices, money
 from booking.payments import settings as service
 
-SESSION_ROUTES = [("<str:object_id>/box-office/", "session_box_office", "box_office")]
 THEATER_ROUTES = [
     ("<str:object_id>/vat/", "theater_vat", "vat"),
     ("<str:object_id>/seller/", "theater_seller", "seller"),
@@ -157,15 +157,12 @@ def vat_form(theater: dict, data=None) -> VatForm:
     return VatForm(data, initial=initial, categories=(theater.get("layout") or {}).get("categories", []))
 
 
-class SessionPaymentsMixin(AdminMixinBase):
-    if TYPE_CHECKING:
-
-        def _session(self, object_id) -> Session: ...  # SessionAdmin's
+class BoxOfficeScreens(SessionScreens):
+    """``<id>/box-office/``: the form on the session's change page."""
 
     @method_decorator(require_POST)
     def session_box_office(self, request, object_id):
-        self.require(request, "change")
-        session = self._session(object_id)
+        session = self.session(request, object_id, "change")
         form = box_office_form(session, request.POST)
         back = self.url("change", session["_id"])
         if not form.is_valid():
@@ -178,7 +175,7 @@ class SessionPaymentsMixin(AdminMixinBase):
         else:
             shown = gettext("Box office off (unpaid seats go back %(minutes)s minutes before the show).")
         shown %= {"minutes": minutes}
-        return self.saved(request, CHANGE, session["_id"], session["name"], note=note, shown=shown, to=back)
+        return self.session_saved(request, session, note=note, shown=shown, to=back)
 
 
 class TheaterPaymentsMixin(AdminMixinBase):

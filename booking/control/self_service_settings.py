@@ -1,7 +1,8 @@
 """What buyers may change online (sales/self_service.py): the theater's default on its change
 page, a performance's own rules (or back to the default) on the session's, for one performance
-or its whole series. Views mixed into SessionAdmin and TheaterAdmin, which list the routes; the
-forms appear on their change pages (templates/admin/booking/{session,theater}/_self_service.html)."""
+or its whole series. ``SelfServiceScreens`` answers under SessionAdmin's URLs, the theater's view
+is mixed into TheaterAdmin, which lists its route; the forms appear on the change pages
+(templates/admin/booking/{session,theater}/_self_service.html)."""
 
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -13,12 +14,12 @@ from django.views.decorators.http import require_POST
 
 from booking.control.base import CHANGE, AdminMixinBase, errors_text
 from booking.control.forms import from_cents, to_cents
+from booking.control.session_screens import SessionScreens
 from booking.core.domain import Session
 from booking.core.errors import InvalidRequest
 from booking.sales import self_service, series
 from booking.sales.self_service import Rules
 
-SESSION_ROUTES = [("<str:object_id>/self-service/", "session_self_service", "self_service")]
 THEATER_ROUTES = [("<str:object_id>/self-service/", "theater_self_service", "self_service")]
 
 
@@ -112,15 +113,12 @@ def _summary(rules: Rules | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in self_service.as_dict(rules).items())
 
 
-class SessionSelfServiceMixin(AdminMixinBase):
-    if TYPE_CHECKING:
-
-        def _session(self, object_id) -> Session: ...  # SessionAdmin's
+class SelfServiceScreens(SessionScreens):
+    """``<id>/self-service/``: the form on the session's change page."""
 
     @method_decorator(require_POST)
     def session_self_service(self, request, object_id):
-        self.require(request, "change")
-        session = self._session(object_id)
+        session = self.session(request, object_id, "change")
         form = SessionSelfServiceForm(request.POST)
         back = self.url("change", session["_id"])
         if not form.is_valid():
@@ -137,7 +135,7 @@ class SessionSelfServiceMixin(AdminMixinBase):
             count = 1
         note = f"Online changes for {count} performance(s): {_summary(rules)}."
         shown = gettext("What buyers may change online was saved for %(count)d performance(s).") % {"count": count}
-        return self.saved(request, CHANGE, session["_id"], session["name"], note=note, shown=shown, to=back)
+        return self.session_saved(request, session, note=note, shown=shown, to=back)
 
 
 class TheaterSelfServiceMixin(AdminMixinBase):
