@@ -11,7 +11,7 @@ which class and method answers (``route``)."""
 import sys
 from collections.abc import Callable, Sequence
 from functools import reduce
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, NotRequired, TypedDict, Unpack
 
 from bson import ObjectId
 from django.contrib import admin, messages
@@ -237,6 +237,16 @@ class OnePermissionAdmin(MongoModelAdmin):
         return False
 
 
+class Saving(TypedDict):
+    """How a write ends (MongoModelAdmin.saved): the log's note, what the staff member is told,
+    where to, at which message level."""
+
+    note: str
+    shown: NotRequired[str | None]
+    to: str
+    level: NotRequired[Callable]
+
+
 class Screens:
     """A group of staff pages under one admin, made with that admin: the pages ask it for the
     permission (``require``), read the document the URL names (``document``), render in the admin's
@@ -263,28 +273,19 @@ class Screens:
     def log(self, request, flag: int, document_id, label: str, message: str) -> None:
         self.admin.log(request, flag, document_id, label, message)
 
-    def saved(
-        self,
-        request,
-        flag: int,
-        document_id,
-        label: str,
-        *,
-        note: str,
-        shown: str | None = None,
-        to: str,
-        level: Callable = messages.success,
-    ) -> HttpResponseRedirect:
-        return self.admin.saved(request, flag, document_id, label, note=note, shown=shown, to=to, level=level)
+    def saved(self, request, flag: int, document_id, label: str, **how: Unpack[Saving]) -> HttpResponseRedirect:
+        return self.admin.saved(request, flag, document_id, label, **how)
 
     def refused(self, request, reason: str, to: str) -> HttpResponseRedirect:
         return self.admin.refused(request, reason, to)
 
-    def posted[T](self, request, form, write: Callable[[], T], *, action: str = "change") -> tuple[T | None, int]:
+    def posted[T](
+        self, request, form, write: Callable[[], T], *, action: str = "change", conflict_field: str | None = None
+    ) -> tuple[T | None, int]:
         """A page whose form posts to itself: nothing on a GET (status 200); on a POST the
         permission ``action``, then the write for a valid form, with its refusal on the form (an
-        InvalidRequest next to its fields, status 400; any other BookingError, a conflict, on top
-        with 409). The write's result, or None and the page's status."""
+        InvalidRequest next to its fields, status 400; any other BookingError, a conflict, with 409
+        on top or next to ``conflict_field``). The write's result, or None and the page's status."""
         if request.method != "POST":
             return None, 200
         self.require(request, action)
@@ -296,7 +297,7 @@ class Screens:
             add_field_errors(form, exc)
             return None, 400
         except BookingError as exc:
-            form.add_error(None, exc.message)
+            form.add_error(conflict_field, exc.message)
             return None, 409
 
 

@@ -15,7 +15,6 @@ from django.views.decorators.http import require_http_methods
 from booking.control import forms as f
 from booking.control import selectors
 from booking.control.base import CHANGE, Screens, bound
-from booking.core.errors import BookingError
 from booking.sales import performance_details, performances
 from booking.sales.selectors import session_counts
 
@@ -94,19 +93,19 @@ class PerformanceScreens(Screens):
         self.require(request, "delete")
         pid, sections, total = self._sections(performance_id)
         form = CancelPerformanceForm(bound(request))
-        status = 200
-        if request.method == "POST" and form.is_valid():
-            try:
-                canceled = performances.cancel_performance(
-                    pid, cancel_orders=form.cleaned_data["cancel_orders"], by=request.user.get_username()
-                )
-            except BookingError as exc:
-                status = 409
-                form.add_error("cancel_orders", exc.message)
-            else:
-                note = f"Canceled the performance ({len(sections)} sections) and {canceled} paid orders."
-                to = self.url("performance", pid)
-                return self.saved(request, CHANGE, sections[0]["_id"], sections[0]["venueName"], note=note, to=to)
+        canceled, status = self.posted(
+            request,
+            form,
+            lambda: performances.cancel_performance(
+                pid, cancel_orders=form.cleaned_data["cancel_orders"], by=request.user.get_username()
+            ),
+            action="delete",
+            conflict_field="cancel_orders",
+        )
+        if canceled is not None:
+            note = f"Canceled the performance ({len(sections)} sections) and {canceled} paid orders."
+            to = self.url("performance", pid)
+            return self.saved(request, CHANGE, sections[0]["_id"], sections[0]["venueName"], note=note, to=to)
         return self.render(
             request,
             "admin/booking/session/performance_cancel.html",

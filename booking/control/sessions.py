@@ -375,39 +375,37 @@ class SessionStatusScreens(SessionScreens):
         session = self.session(request, object_id, "delete")
         paid = selectors.paid_order_count(session["_id"])
         form = f.CancelSessionForm(bound(request))
-        status = 400 if request.method == "POST" else 200
-        if request.method == "POST" and form.is_valid():
-            if session.get("status") == SessionStatus.CANCELED:
-                messages.info(request, gettext("This session was already canceled."))
-                return HttpResponseRedirect(self.url("change", session["_id"]))
-            try:
-                canceled = session_service.cancel_session(
-                    session["_id"],
-                    cancel_orders=form.cleaned_data["cancel_orders"],
-                    by=request.user.get_username(),
-                    **form.terms(),
-                )
-            except InvalidRequest as exc:
-                f.add_field_errors(form, exc)
-            except BookingError as exc:
-                status = 409
-                form.add_error("cancel_orders", exc.message)
-            else:
-                note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
-                shown = ngettext(
-                    "“%(name)s” was canceled; its %(count)d paid order is being refunded.",
-                    "“%(name)s” was canceled; its %(count)d paid orders are being refunded.",
-                    canceled,
-                )
-                return self.session_saved(
-                    request,
-                    session,
-                    note=f"Canceled the session{note}.",
-                    shown=(shown if canceled else gettext("“%(name)s” was canceled."))
-                    % {"name": session["name"], "count": canceled},
-                    # the worker refunds them: its progress is on the cancel page
-                    to=self.url("cancel" if canceled else "change", session["_id"]),
-                )
+        if request.method == "POST" and form.is_valid() and session.get("status") == SessionStatus.CANCELED:
+            messages.info(request, gettext("This session was already canceled."))
+            return HttpResponseRedirect(self.url("change", session["_id"]))
+        canceled, status = self.posted(
+            request,
+            form,
+            lambda: session_service.cancel_session(
+                session["_id"],
+                cancel_orders=form.cleaned_data["cancel_orders"],
+                by=request.user.get_username(),
+                **form.terms(),
+            ),
+            action="delete",
+            conflict_field="cancel_orders",
+        )
+        if canceled is not None:
+            note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
+            shown = ngettext(
+                "“%(name)s” was canceled; its %(count)d paid order is being refunded.",
+                "“%(name)s” was canceled; its %(count)d paid orders are being refunded.",
+                canceled,
+            )
+            return self.session_saved(
+                request,
+                session,
+                note=f"Canceled the session{note}.",
+                shown=(shown if canceled else gettext("“%(name)s” was canceled."))
+                % {"name": session["name"], "count": canceled},
+                # the worker refunds them: its progress is on the cancel page
+                to=self.url("cancel" if canceled else "change", session["_id"]),
+            )
         return self.render(
             request,
             "admin/booking/session/cancel.html",
