@@ -279,6 +279,9 @@ class Screens:
     def refused(self, request, reason: str, to: str) -> HttpResponseRedirect:
         return self.admin.refused(request, reason, to)
 
+    def refused_page(self, request, reason: str, back: str, *, status: int = 400) -> TemplateResponse:
+        return self.admin.refused_page(request, reason, back, status=status)
+
     def posted[T](
         self, request, form, write: Callable[[], T], *, action: str = "change", conflict_field: str | None = None
     ) -> tuple[T | None, int]:

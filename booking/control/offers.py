@@ -1,7 +1,7 @@
 """Offers in the admin: a theater's ticket types, a session's price table.
 
-The ticket types are mixed into TheaterAdmin, the price table is ``PriceTableScreens`` of
-SessionAdmin (their ``routes`` name these views), so the pages sit under the theater's and the
+``TicketTypeScreens`` and ``PriceTableScreens``, under TheaterAdmin's and SessionAdmin's URLs
+(their ``routes`` name these views), so the pages sit under the theater's and the
 session's URLs and use their permissions: view to look, change to save.
 """
 
@@ -14,8 +14,9 @@ from django.views.decorators.http import require_http_methods
 
 from booking.control import forms as f
 from booking.control import selectors
-from booking.control.base import CHANGE, AdminMixinBase, bound
+from booking.control.base import bound
 from booking.control.session_screens import SessionScreens
+from booking.control.theater_screens import TheaterScreens
 from booking.core.domain import Layout, Session
 from booking.core.errors import InvalidRequest
 from booking.core.localized import ticket_type_name
@@ -109,13 +110,12 @@ class PriceTableForm(forms.Form):
         return full, others
 
 
-class TicketTypesAdminMixin(AdminMixinBase):
-    """TheaterAdmin: ``<id>/ticket-types/``."""
+class TicketTypeScreens(TheaterScreens):
+    """``<id>/ticket-types/``: the theater's ticket types."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def ticket_types(self, request, object_id):
-        self.require(request, "view")
-        theater = self.document(selectors.get_theater, object_id, "No such theater.")
+        theater = self.theater(request, object_id)
         initial = [TicketTypeForm.initial_for(t) for t in offers.ticket_types(theater)]
         formset = TicketTypeFormSet(bound(request), initial=initial, prefix="types")
         status, error = 200, ""
@@ -133,11 +133,9 @@ class TicketTypesAdminMixin(AdminMixinBase):
                 except InvalidRequest as exc:
                     error = exc.message
                 else:
-                    return self.saved(
+                    return self.theater_saved(
                         request,
-                        CHANGE,
-                        updated["_id"],
-                        updated["name"],
+                        updated,
                         note=f"Ticket types: {', '.join(t['name'] for t in updated['ticketTypes'])}.",
                         shown=gettext("The ticket types of “%(name)s” were saved.") % {"name": updated["name"]},
                         to=self.url("ticket_types", updated["_id"]),

@@ -21,7 +21,7 @@ from booking.control.offers import PriceTableScreens
 from booking.control.payment_settings import BoxOfficeScreens, box_office_form
 from booking.control.performances import PerformanceScreens
 from booking.control.seat_chart import category_legend, owner_groups, session_rows
-from booking.control.self_service_settings import SelfServiceScreens, season_form, session_form
+from booking.control.self_service_settings import SessionSelfServiceScreens, season_form, session_form
 from booking.control.series_actions import SeriesActionScreens
 from booking.control.session_screens import SessionScreens, session_label
 from booking.control.waiting_lists import WaitingListScreens
@@ -501,7 +501,7 @@ class SessionAdmin(MongoModelAdmin):
         route("<str:object_id>/delete/", SessionStatusScreens.session_delete, "delete"),
         route("<str:object_id>/sale-window/", SessionChangeScreens.sale_window, "sale_window"),
         route("<str:object_id>/box-office/", BoxOfficeScreens.session_box_office, "box_office"),
-        route("<str:object_id>/self-service/", SelfServiceScreens.session_self_service, "self_service"),
+        route("<str:object_id>/self-service/", SessionSelfServiceScreens.session_self_service, "self_service"),
         # selling at the counter and on the phone: its own permission, booking.sell_at_counter
         route("<str:object_id>/sell/", CounterScreens.sell_page, "sell"),
         route("<str:object_id>/sell/map/", CounterScreens.sell_map, "sell_map"),
