@@ -11,7 +11,7 @@ which class and method answers (``route``)."""
 import sys
 from collections.abc import Callable, Sequence
 from functools import reduce
-from typing import TYPE_CHECKING, NamedTuple, NotRequired, TypedDict, Unpack
+from typing import NamedTuple, NotRequired, TypedDict, Unpack
 
 from bson import ObjectId
 from django.contrib import admin, messages
@@ -302,11 +302,3 @@ class Screens:
         except BookingError as exc:
             form.add_error(conflict_field, exc.message)
             return None, 409
-
-
-# The view mixins of the admins (control/offers.py, control/payment_settings.py, ...) are mixed into
-# MongoModelAdmin subclasses and call its helpers; for the type checker they are one.
-if TYPE_CHECKING:
-    AdminMixinBase = MongoModelAdmin
-else:
-    AdminMixinBase = object
