@@ -16,11 +16,12 @@ from booking.models import Order, Session, Theater
 @pytest.mark.parametrize("model", [Session, Theater, Order])
 def test_each_url_is_answered_by_the_method_its_route_names_with_the_registered_admin(model):
     model_admin = admin.site.get_model_admin(model)
+    assert isinstance(model_admin, MongoModelAdmin)
     answering: dict[type, object] = {}
     for pattern, view, name in model_admin.routes:
         kwargs = dict.fromkeys(re.findall(r"<\w+:(\w+)>", pattern), "1")
         url = reverse(f"admin:booking_{model._meta.model_name}_{name}", kwargs=kwargs)
-        method = resolve(url).func.__wrapped__  # the admin site's wrapper off: the bound method
+        method = resolve(url).func.__wrapped__  # type: ignore[attr-defined]  # the admin site's wrapper off
         assert method.__func__ is view, url
         screens = method.__self__
         assert screens.admin is model_admin, url
