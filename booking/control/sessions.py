@@ -27,7 +27,7 @@ from booking.control.session_screens import SessionScreens, session_label
 from booking.control.waiting_lists import WaitingListScreens
 from booking.core.domain import Session, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
-from booking.sales import offers, seasons, session_cancel
+from booking.sales import offers, quotas, seasons, session_cancel
 from booking.sales import sessions as session_service
 from booking.sales.selectors import seat_counts
 
@@ -230,7 +230,8 @@ class SessionChangeScreens(SessionScreens):
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def sale_window(self, request, object_id):
-        """Draft or published, the on-sale and off-sale times, a members' presale with its code."""
+        """Draft or published, the on-sale and off-sale times, a members' presale with its code; and
+        the quota, a form of its own on the page."""
         session = self.session(request, object_id)
         local = {k: timezone.localtime(session[k]) if session.get(k) else None for k in ("saleOpens", "saleCloses")}
         presale = session.get("presale")
@@ -240,43 +241,75 @@ class SessionChangeScreens(SessionScreens):
             "sale_closes": local["saleCloses"],
             "presale_opens": timezone.localtime(presale["opens"]) if presale else None,
         }
-        form = f.SaleWindowForm(bound(request), initial=initial, start=session["start"], has_code=bool(presale))
-
-        def write():
-            data = form.cleaned_data
-            return session_service.set_sale_window(
-                session["_id"],
-                published=data["published"],
-                sale_opens=data["sale_opens"],
-                sale_closes=data["sale_closes"],
-                presale_opens=data["presale_opens"],
-                presale_code=data["presale_code"],
-            )
-
-        updated, status = self.posted(request, form, write)
-        if updated is not None:
-            data = form.cleaned_data
-            what = "published" if data["published"] else "draft"
-            note = f"Sale window: {what}, on sale {data['sale_opens'] or 'when published'}, "
-            note += f"off sale {data['sale_closes'] or 'at the start'}"
-            note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
-            note += " (new access code)" if data["presale_code"] else ""
-            return self.session_saved(
-                request,
-                updated,
-                note=note + ".",
-                shown=gettext("The sale window of “%(name)s” was saved.") % {"name": updated["name"]},
-                to=self.url("sale_window", updated["_id"]),
-            )
+        quota_post = request.method == "POST" and request.POST.get("what") == "quota"
+        quota_form = f.QuotaForm(
+            request.POST if quota_post else None,
+            initial={"quota": session.get("quota")},
+            seats_total=session.get("seatsTotal", 0),
+        )
+        window_data = None if quota_post else bound(request)
+        form = f.SaleWindowForm(window_data, initial=initial, start=session["start"], has_code=bool(presale))
+        if quota_post:
+            quota, status = self.posted(request, quota_form, lambda: self.set_quota(request, session, quota_form))
+            if quota is not None:
+                return quota
+        else:
+            window, status = self.posted(request, form, lambda: self.set_sale_window(request, session, form))
+            if window is not None:
+                return window
         return self.render(
             request,
             "admin/booking/session/sale_window.html",
             {
                 "title": gettext("Sale window of “%(name)s”") % {"name": session["name"]},
                 "form": form,
+                "quota_form": quota_form,
+                "quota_line": quotas.quota_line(session),
+                "sectioned": session.get("performanceId") is not None,
                 "session": session,
             },
             status=status,
+        )
+
+    def set_sale_window(self, request, session: Session, form: f.SaleWindowForm) -> HttpResponseRedirect:
+        """The sale window form's write, logged, and back to the page."""
+        data = form.cleaned_data
+        updated = session_service.set_sale_window(
+            session["_id"],
+            published=data["published"],
+            sale_opens=data["sale_opens"],
+            sale_closes=data["sale_closes"],
+            presale_opens=data["presale_opens"],
+            presale_code=data["presale_code"],
+        )
+        what = "published" if data["published"] else "draft"
+        note = f"Sale window: {what}, on sale {data['sale_opens'] or 'when published'}, "
+        note += f"off sale {data['sale_closes'] or 'at the start'}"
+        note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
+        note += " (new access code)" if data["presale_code"] else ""
+        return self.session_saved(
+            request,
+            updated,
+            note=note + ".",
+            shown=gettext("The sale window of “%(name)s” was saved.") % {"name": updated["name"]},
+            to=self.url("sale_window", updated["_id"]),
+        )
+
+    def set_quota(self, request, session: Session, form: f.QuotaForm) -> HttpResponseRedirect:
+        """The quota form's write, logged, and back to the page."""
+        quota = form.cleaned_data["quota"]
+        updated = quotas.set_quota(session["_id"], quota=quota)
+        shown = (
+            gettext("The quota of “%(name)s” is %(quota)d seats.") % {"name": updated["name"], "quota": quota}
+            if quota is not None
+            else gettext("“%(name)s” has no quota now.") % {"name": updated["name"]}
+        )
+        return self.session_saved(
+            request,
+            updated,
+            note=f"Quota: {quota if quota is not None else 'none'}.",
+            shown=shown,
+            to=self.url("sale_window", updated["_id"]),
         )
 
 

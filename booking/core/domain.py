@@ -226,6 +226,37 @@ def sale_open_filter(now: datetime, access_keys=frozenset()) -> dict:
     return {"$and": [{"$or": opened}, {"$or": [{"saleCloses": None}, {"saleCloses": {"$gt": now}}]}]}
 
 
+# --- the performance's quota: at most so many seats taken ---
+
+
+def within_quota(taking: int) -> dict:
+    """Filter clause of every write that takes ``taking`` free seats: a session with a quota keeps
+    ``quotaFloor`` free seats off sale (``seatsAvailable >= quotaFloor + taking``); one without
+    (no ``quotaFloor``) is not limited. Releases raise ``seatsAvailable`` and so make room by
+    themselves; blocking or unblocking a free seat moves the floor in the same write."""
+    return {
+        "$or": [
+            {"quotaFloor": {"$exists": False}},
+            {"$expr": {"$gte": ["$seatsAvailable", {"$add": ["$quotaFloor", taking]}]}},
+        ]
+    }
+
+
+def seats_left(session: Mapping[str, Any]) -> int:
+    """The seats buyers may still take: the free seats, less those the quota keeps off sale."""
+    free = session.get("seatsAvailable", 0)
+    if "quotaFloor" not in session:
+        return free
+    return max(0, free - session["quotaFloor"])
+
+
+def quota_taken(session: Mapping[str, Any]) -> int | None:
+    """Seats counted against the quota (held or sold, house seats aside), or None: no quota."""
+    if session.get("quota") is None or "quotaFloor" not in session:
+        return None
+    return session["quota"] - (session.get("seatsAvailable", 0) - session["quotaFloor"])
+
+
 # --- documents (see docs/architecture.md) ---
 
 
@@ -339,6 +370,8 @@ class Session(TypedDict):
     seats: list[list[int]]  # cell states (seatmap.GAP, FREE, HELD, SOLD, BLOCKED), aligned with layout
     seatsTotal: int
     seatsAvailable: int  # == the number of free cells
+    quota: NotRequired[int]  # at most this many seats held or sold (house seats aside); absent: the hall
+    quotaFloor: NotRequired[int]  # with quota: free seats kept off sale (``within_quota``)
     reservations: list[Reservation]
     version: int  # bumped by every change: the live map's ETag
     createdOn: datetime

@@ -62,6 +62,7 @@ from booking.core.domain import (
     OrderState,
     Session,
     SessionStatus,
+    within_quota,
 )
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
@@ -704,6 +705,7 @@ def _secure_seats(session_id: ObjectId, order: Order, keys: list[str]) -> bool:
         "status": SessionStatus.ON_SALE,
         "start": {"$gt": now},
         "$or": [{"saleCloses": None}, {"saleCloses": {"$gt": now}}],
+        "$and": [within_quota(len(cells))],  # taken again from free: the quota counts them
     }
     taken = mongo.sessions().update_one(  # only while it is still on sale (not closed, not started)
         {"_id": session_id, **on_sale, **{c: FREE for c in cells}},

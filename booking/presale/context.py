@@ -24,7 +24,17 @@ from django.utils.translation import gettext, gettext_noop
 from booking import payments
 from booking.accounts import buyers
 from booking.core import clock, formatting
-from booking.core.domain import Cart, CartState, Order, OrderState, SalePhase, Session, SessionStatus, sale_phase
+from booking.core.domain import (
+    Cart,
+    CartState,
+    Order,
+    OrderState,
+    SalePhase,
+    Session,
+    SessionStatus,
+    sale_phase,
+    seats_left,
+)
 from booking.core.errors import (
     BookingError,
     NotFound,
@@ -126,7 +136,7 @@ def sale_notice(session: Session, access=frozenset()) -> str:
         return gettext("On sale from %(opens)s.") % {"opens": formatting.sale_time(_opening(session, access))}
     if phase != SalePhase.OPEN:
         return gettext("This performance is not on sale.")
-    if session.get("seatsAvailable", 0) <= 0:
+    if seats_left(session) <= 0:  # free seats, or a quota taken
         return gettext("This performance is sold out.")
     return ""
 

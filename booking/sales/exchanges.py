@@ -43,8 +43,17 @@ from django.utils.translation import ngettext
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderLine, SalesChannel, SessionStatus, Theater
-from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
+from booking.core.domain import (
+    SEAT_OWNING_ORDER_STATES,
+    Order,
+    OrderLine,
+    SalesChannel,
+    SessionStatus,
+    Theater,
+    seats_left,
+    within_quota,
+)
+from booking.core.errors import Conflict, InvalidRequest, NotFound, QuotaReached, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
 from booking.payments import base, credit_notes, money, refunds
 from booking.reports import marks
@@ -197,6 +206,8 @@ def plan(
     taken = [seat_name(session["layout"], *parse_seat_key(k)) for k in keys if _cell(session, k) != FREE]
     if taken:
         raise SeatsTaken(taken)
+    if seats_left(session) < quota_taking(old, session_id, len(keys)):
+        raise QuotaReached()
     swapped_show = {s["_id"]: s.get("name") for s in order.get("sessions", [])}
     if any(line.get("subscription") and swapped_show.get(line["sessionId"]) != session.get("name") for line in old):
         raise InvalidRequest(_("A subscription ticket can only move to another date of the same show."))
@@ -349,6 +360,12 @@ def _set_state(order: Order, record: dict, state: str, **extra) -> bool:
     return bool(done.modified_count)
 
 
+def quota_taking(old: Sequence[Mapping[str, Any]], session_id: ObjectId, new_seats: int) -> int:
+    """The seats an exchange takes against the performance's quota: the new ones, less those it
+    gives up in the same performance (they come back later in the exchange)."""
+    return max(0, new_seats - sum(1 for line in old if line["sessionId"] == session_id))
+
+
 def _take(order: Order, record: dict) -> None:
     """New seats free -> sold under the exchange's marker (or found taken by it already)."""
     keys = [line["key"] for line in record["new"]]
@@ -362,6 +379,7 @@ def _take(order: Order, record: dict) -> None:
             "start": {"$gt": now},
             "exchangeHolds._id": {"$ne": record["_id"]},
             **{c: FREE for c in cells},
+            **within_quota(quota_taking(record["old"], session_id, len(keys))),
         },
         {
             "$set": {c: SOLD for c in cells},
