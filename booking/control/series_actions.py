@@ -1,9 +1,9 @@
 """Bulk actions on a series in the admin (sales/series.py): put every draft on sale, change a
 category's price, set when sales open or close, set or remove the members' presale, set the quota,
-or cancel them all; first a preview of what each
-performance would change, then "Apply" does exactly that. Mixed into SessionAdmin
-(booking/control/sessions.py), which lists the route."""
+or cancel them all; first a preview of what each performance would change, then "Apply" does
+exactly that. ``SeriesActionScreens``, under SessionAdmin's URLs (booking/control/sessions.py)."""
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django import forms
@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
-from booking.control.base import CHANGE, AdminMixinBase
+from booking.control.base import CHANGE
 from booking.control.forms import (
     SALE_TIME_FORMATS,
     CancelSessionForm,
@@ -22,12 +22,12 @@ from booking.control.forms import (
     SecondsDateTimeInput,
     add_field_errors,
 )
+from booking.control.session_screens import SessionScreens
+from booking.core.domain import Session
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
 from booking.core.localized import ticket_type_name
 from booking.sales import offers, quotas, series
-
-ROUTES = [("<str:object_id>/series-actions/", "series_actions", "series_actions")]
 
 
 class SeriesActionForm(forms.Form):
@@ -93,7 +93,7 @@ class SeriesActionForm(forms.Form):
         ),
     )
 
-    def __init__(self, *args, categories: list[dict], ticket_types: list[dict], **kwargs):
+    def __init__(self, *args, categories: Sequence[Mapping[str, Any]], ticket_types: list[dict], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["category"].choices = [("", "—")] + [(c["code"], c["name"]) for c in categories]  # type: ignore[attr-defined]
         self.fields["ticket_type"].choices = [(t["code"], ticket_type_name(t)) for t in ticket_types]  # type: ignore[attr-defined]
@@ -128,13 +128,12 @@ class SeriesActionForm(forms.Form):
         return None if price is None else int(price * 100)
 
 
-class SeriesActionsMixin(AdminMixinBase):
-    """Needs ``_session``, ``require``, ``render``, ``log``, ``url`` (SessionAdmin's)."""
+class SeriesActionScreens(SessionScreens):
+    """``<id>/series-actions/``: the series of the session's show."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def series_actions(self, request, object_id):
-        self.require(request, "change")
-        session = self._session(object_id)  # type: ignore[attr-defined]
+        session = self.session(request, object_id, "change")
         categories = session.get("layout", {}).get("categories", [])
         data = request.POST if request.method == "POST" else None
         form = SeriesActionForm(data, categories=categories, ticket_types=offers.ticket_types(session))
@@ -183,7 +182,7 @@ class SeriesActionsMixin(AdminMixinBase):
             status=status,
         )
 
-    def _apply(self, request, session: dict, action: str, category: str, cents: int | None, choice, terms):
+    def _apply(self, request, session: Session, action: str, category: str, cents: int | None, choice, terms):
         chosen, seen = [], {}
         for raw in request.POST.getlist("sessions"):
             try:
