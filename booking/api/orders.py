@@ -10,9 +10,7 @@ e-mail and phone, and the text search over them, need the scope ``customers:read
 
 import hashlib
 import secrets
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 from django.utils.translation import gettext
 from ninja import Field, Query, Router
@@ -22,7 +20,7 @@ from booking.api import schemas
 from booking.api.auth import MissingScope, may, needs, token_of
 from booking.api.common import NotFoundHere, error_body, idempotent, json_response, path_id
 from booking.core import mongo
-from booking.core.domain import Order, OrderState, SalesChannel, sales_channel
+from booking.core.domain import Order, OrderLine, OrderState, SalesChannel, sales_channel
 from booking.core.ids import object_id
 from booking.payments import flow as payment_service
 from booking.payments import refunds as refund_service
@@ -65,8 +63,8 @@ def customer_out(request, order: Order) -> dict | None:
     return {"name": order.get("name", ""), "email": order.get("email", ""), "phone": order.get("phone", "")}
 
 
-def ticket_out(line: Mapping[str, Any]) -> dict:
-    checked = line.get("checkedIn") or {}
+def ticket_out(line: OrderLine) -> dict:
+    checked = line.get("checkedIn")
     return {
         "ticket": line.get("ticket", ""),
         "performance_id": str(line["sessionId"]),
@@ -77,7 +75,7 @@ def ticket_out(line: Mapping[str, Any]) -> dict:
         "ticket_type": line.get("ticketType") or "full",
         "price": line.get("price", 0),
         "discount": line.get("discount", 0),
-        "checked_in": checked.get("at"),
+        "checked_in": checked["at"] if checked else None,
     }
 
 

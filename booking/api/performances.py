@@ -16,7 +16,7 @@ from booking.api import schemas
 from booking.api.auth import needs, token_of
 from booking.api.common import NotFoundHere, error_body, json_response, path_id
 from booking.core import mongo
-from booking.core.domain import SessionStatus
+from booking.core.domain import SessionStatus, seats_left
 from booking.sales import availability as seats
 from booking.web.api_tokens import READ_PERFORMANCES
 
@@ -67,7 +67,7 @@ def performance_out(session: dict) -> dict:
         "status": session.get("status", ""),
         "currency": session.get("currency", ""),
         "seats_total": session.get("seatsTotal", 0),
-        "seats_available": session.get("seatsAvailable", 0),
+        "seats_available": seats_left(session),
         "performance_id": str(session["performanceId"]) if session.get("performanceId") else None,
         "section": section.get("name"),
     }
@@ -161,7 +161,7 @@ def performance_availability(request, performance_id: str):
         "id": str(found.session["_id"]),
         "status": found.session.get("status", ""),
         "seats_total": found.session.get("seatsTotal", 0),
-        "seats_available": found.session.get("seatsAvailable", 0),
+        "seats_available": seats_left(found.session),
         "version": found.session.get("version", 0),
         "categories": categories_out(found),
     }

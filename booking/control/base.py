@@ -1,11 +1,17 @@
 """What every MongoDB-backed ModelAdmin shares: its own URLs (under the names Django's admin
 index and admin log expect), permission checks, rendering inside the admin's look, the admin log,
 and the steps of a staff write: the document the URL names (``document``), the service's refusal
-put on the form (``attempt``), then the log line, the message and the redirect (``saved``, or
-``refused`` when the write did not happen)."""
+put on the form (``attempt``, or ``posted`` for a page whose form posts to itself), then the log
+line, the message and the redirect (``saved``, or ``refused`` when the write did not happen).
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+An admin with many pages keeps them in ``Screens`` classes, one per group of pages, each made with
+the admin whose permissions, URLs and log it uses; the admin's ``routes`` then say, URL by URL,
+which class and method answers (``route``)."""
+
+import sys
+from collections.abc import Callable, Sequence
+from functools import reduce
+from typing import NamedTuple, NotRequired, TypedDict, Unpack
 
 from bson import ObjectId
 from django.contrib import admin, messages
@@ -26,9 +32,12 @@ __all__ = [
     "DELETION",
     "MongoModelAdmin",
     "OnePermissionAdmin",
+    "Route",
+    "Screens",
     "attempt",
     "bound",
     "errors_text",
+    "route",
     "staff_name",
 ]
 
@@ -61,17 +70,53 @@ def attempt[T](form, write: Callable[[], T]) -> T | None:
     return None
 
 
+class Route(NamedTuple):
+    """One URL of an admin: its path under the model's, the view, the URL name's suffix. The view
+    is the name of the admin's own method, or a method of a ``Screens`` class
+    (``PriceTableScreens.price_table``)."""
+
+    pattern: str
+    view: str | Callable
+    name: str
+
+
+def route(pattern: str, view: str | Callable, name: str) -> Route:
+    return Route(pattern, view, name)
+
+
+def screens_class(view: Callable) -> type:
+    """The class that defines a method named as ``Class.method`` (its qualified name says which)."""
+    owner = reduce(getattr, view.__qualname__.split(".")[:-1], sys.modules[view.__module__])
+    if not (isinstance(owner, type) and issubclass(owner, Screens)) or vars(owner).get(view.__name__) is not view:
+        raise TypeError(f"{view.__qualname__} is not a method defined by a Screens class")
+    return owner
+
+
 class MongoModelAdmin(admin.ModelAdmin):
     """A ModelAdmin whose data is not in the ORM: subclasses list their views in ``routes``."""
 
-    routes: list = []  # (route, method name, url name suffix)
+    routes: Sequence[tuple[str, str | Callable, str]] = ()  # Route, or (path, method name, URL name suffix)
+
+    def __init__(self, model, admin_site):
+        super().__init__(model, admin_site)
+        self.screens: dict[type, Screens] = {}  # the Screens of its routes, one of each class
 
     def get_urls(self):
         info = self.opts.app_label, self.opts.model_name
         return [
-            path(route, self.admin_site.admin_view(getattr(self, method)), name="{}_{}_{}".format(*info, suffix))
-            for route, method, suffix in self.routes
+            path(pattern, self.admin_site.admin_view(self.bound_view(view)), name="{}_{}_{}".format(*info, suffix))
+            for pattern, view, suffix in self.routes
         ]
+
+    def bound_view(self, view: str | Callable) -> Callable:
+        """The view as a method of the object that answers: this admin, or its ``Screens`` of the
+        view's class (one each, made with this admin)."""
+        if isinstance(view, str):
+            return getattr(self, view)
+        owner = screens_class(view)
+        if owner not in self.screens:
+            self.screens[owner] = owner(self)
+        return getattr(self.screens[owner], view.__name__)
 
     # --- permissions: Django's own, per model ---
 
@@ -192,9 +237,68 @@ class OnePermissionAdmin(MongoModelAdmin):
         return False
 
 
-# The view mixins of the admins (control/offers.py, control/payment_settings.py, ...) are mixed into
-# MongoModelAdmin subclasses and call its helpers; for the type checker they are one.
-if TYPE_CHECKING:
-    AdminMixinBase = MongoModelAdmin
-else:
-    AdminMixinBase = object
+class Saving(TypedDict):
+    """How a write ends (MongoModelAdmin.saved): the log's note, what the staff member is told,
+    where to, at which message level."""
+
+    note: str
+    shown: NotRequired[str | None]
+    to: str
+    level: NotRequired[Callable]
+
+
+class Screens:
+    """A group of staff pages under one admin, made with that admin: the pages ask it for the
+    permission (``require``), read the document the URL names (``document``), render in the admin's
+    look and end a write with its log line, message and redirect (``saved``)."""
+
+    def __init__(self, admin: MongoModelAdmin):
+        self.admin = admin
+
+    def require(self, request, action: str) -> None:
+        self.admin.require(request, action)
+
+    def url(self, suffix: str, *args) -> str:
+        return self.admin.url(suffix, *args)
+
+    def document_id(self, raw: str):
+        return self.admin.document_id(raw)
+
+    def document[T](self, read: Callable[[ObjectId], T | None], raw_id: str, missing: str) -> T:
+        return self.admin.document(read, raw_id, missing)
+
+    def render(self, request, template: str, context: dict, status: int = 200) -> TemplateResponse:
+        return self.admin.render(request, template, context, status)
+
+    def log(self, request, flag: int, document_id, label: str, message: str) -> None:
+        self.admin.log(request, flag, document_id, label, message)
+
+    def saved(self, request, flag: int, document_id, label: str, **how: Unpack[Saving]) -> HttpResponseRedirect:
+        return self.admin.saved(request, flag, document_id, label, **how)
+
+    def refused(self, request, reason: str, to: str) -> HttpResponseRedirect:
+        return self.admin.refused(request, reason, to)
+
+    def refused_page(self, request, reason: str, back: str, *, status: int = 400) -> TemplateResponse:
+        return self.admin.refused_page(request, reason, back, status=status)
+
+    def posted[T](
+        self, request, form, write: Callable[[], T], *, action: str = "change", conflict_field: str | None = None
+    ) -> tuple[T | None, int]:
+        """A page whose form posts to itself: nothing on a GET (status 200); on a POST the
+        permission ``action``, then the write for a valid form, with its refusal on the form (an
+        InvalidRequest next to its fields, status 400; any other BookingError, a conflict, with 409
+        on top or next to ``conflict_field``). The write's result, or None and the page's status."""
+        if request.method != "POST":
+            return None, 200
+        self.require(request, action)
+        if not form.is_valid():
+            return None, 400
+        try:
+            return write(), 200
+        except InvalidRequest as exc:
+            add_field_errors(form, exc)
+            return None, 400
+        except BookingError as exc:
+            form.add_error(conflict_field, exc.message)
+            return None, 409

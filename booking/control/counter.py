@@ -2,8 +2,8 @@
 
 The live seat map is the buyer's (``seatmap_html``, ``static/booking/site.js``) with house seats
 choosable, every click goes through the buyer's hold services under the staff member's own cart
-(``sales.counter.staff_owner``), and the sale through ``sales.counter.sell``. Views mixed
-into SessionAdmin (which lists ``COUNTER_ROUTES``); the permission is ``booking.sell_at_counter``.
+(``sales.counter.staff_owner``), and the sale through ``sales.counter.sell``. The pages are
+``CounterScreens``, under SessionAdmin's URLs; the permission is ``booking.sell_at_counter``.
 
 Every seat action answers (htmx) with the whole map, the cart and the notice: staff traffic is
 small, and a map rebuilt by the server is right about house seats without any script knowing them.
@@ -25,8 +25,9 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST, require_safe
 
 from booking.control import selectors as staff_selectors
-from booking.control.base import ADDITION, AdminMixinBase, errors_text
+from booking.control.base import ADDITION, errors_text
 from booking.control.order_prints import tickets_response
+from booking.control.session_screens import SessionScreens, session_label
 from booking.core import clock
 from booking.core.domain import Cart, Order, OrderState, SalePhase, Session, SessionStatus, sale_phase
 from booking.core.errors import BookingError, InvalidRequest
@@ -39,18 +40,6 @@ from booking.web.errors import status_for
 from booking.web.forms import BestAvailableForm, RemoveSeatForm, SeatForm
 
 PERMISSION = "booking.sell_at_counter"
-COUNTER_ROUTES = [
-    ("<str:object_id>/sell/", "sell_page", "sell"),
-    ("<str:object_id>/sell/map/", "sell_map", "sell_map"),
-    ("<str:object_id>/sell/toggle", "sell_toggle", "sell_toggle"),
-    ("<str:object_id>/sell/best", "sell_best", "sell_best"),
-    ("<str:object_id>/sell/release", "sell_release", "sell_release"),
-    ("<str:object_id>/sell/ticket-type", "sell_ticket_type", "sell_ticket_type"),
-    ("<str:object_id>/sell/promo", "sell_promo", "sell_promo"),
-    ("<str:object_id>/sell/checkout", "sell_checkout", "sell_checkout"),
-    ("sold/<str:ref>/", "sold_page", "sold"),
-    ("sold/<str:ref>/tickets.pdf", "sold_tickets_pdf", "sold_tickets"),
-]
 MAP_REFRESH_MS = 2000
 
 METHOD_CHOICES = [
@@ -105,11 +94,11 @@ def may_sell(user) -> bool:
     return user.is_active and user.has_perm(PERMISSION)
 
 
-class CounterAdminMixin(AdminMixinBase):
-    # --- who is selling ---
+class CounterScreens(SessionScreens):
+    """ "Sell": the counter's map, cart and sale, and the order sold with its tickets. Not the
+    admin's permissions but the seller's own (``may_sell``)."""
 
-    def has_view_permission(self, request, obj=None):
-        return super().has_view_permission(request, obj) or may_sell(request.user)
+    # --- who is selling ---
 
     def _require_seller(self, request) -> str:
         if not may_sell(request.user):
@@ -117,6 +106,7 @@ class CounterAdminMixin(AdminMixinBase):
         return counter.staff_owner(request.user.pk)
 
     def _sale_session(self, object_id) -> Session:
+        """The session as the buyer's map reads it (after the show, every seat taken)."""
         return self.document(selectors.get_session, object_id, _("No such session."))
 
     # --- the page and its parts ---
@@ -345,7 +335,7 @@ class CounterAdminMixin(AdminMixinBase):
                     request,
                     ADDITION,
                     session["_id"],
-                    session["name"],
+                    session_label(session),
                     f"Sold {len(order['lines'])} seats, order {order['ref']} ({order['method']}, {order['channel']}).",
                 )
                 return HttpResponseRedirect(self.url("sold", order["ref"]))

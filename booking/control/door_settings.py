@@ -1,17 +1,14 @@
 """A theater's door setting, on its change page: whether one scan lets a whole booking in
 (``venues/theaters.set_admit_whole_booking``; the door reads it, sales/checkin.py)."""
 
-from typing import TYPE_CHECKING
-
 from django import forms
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_POST
 
-from booking.control.base import CHANGE, AdminMixinBase, errors_text
+from booking.control.base import errors_text
+from booking.control.theater_screens import TheaterScreens
 from booking.venues import theaters as theater_service
-
-DOOR_ROUTES = [("<str:object_id>/door/", "theater_door", "door")]
 
 
 class DoorSettingsForm(forms.Form):
@@ -31,15 +28,12 @@ def door_form(theater: dict, data=None) -> DoorSettingsForm:
     )
 
 
-class DoorSettingsMixin(AdminMixinBase):
-    if TYPE_CHECKING:
-
-        def _theater(self, object_id) -> dict: ...  # TheaterAdmin's
+class DoorSettingsScreens(TheaterScreens):
+    """``<id>/door/``: the form on the theater's change page."""
 
     @method_decorator(require_POST)
     def theater_door(self, request, object_id):
-        self.require(request, "change")
-        theater = self._theater(object_id)
+        theater = self.theater(request, object_id, "change")
         form = door_form(theater, request.POST)
         back = self.url("change", theater["_id"])
         if not form.is_valid():
@@ -52,4 +46,4 @@ class DoorSettingsMixin(AdminMixinBase):
             else gettext("At the door, each ticket is scanned on its own.")
         )
         note = f"Door: whole booking on one scan {'on' if allowed else 'off'}."
-        return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
+        return self.theater_saved(request, theater, note=note, shown=shown, to=back)

@@ -425,6 +425,24 @@ class SaleWindowForm(forms.Form):
         return data
 
 
+class QuotaForm(forms.Form):
+    """At most so many seats held or sold for one performance (sales.quotas.set_quota)."""
+
+    quota = forms.IntegerField(
+        label=gettext_lazy("Quota (seats)"),
+        required=False,
+        help_text=gettext_lazy(
+            "At most this many seats held or sold, through every channel; house seats do not count. "
+            "Empty: no quota, the whole hall. A quota below what is already taken takes nothing "
+            "away: no more seats are sold until enough are given back."
+        ),
+    )
+
+    def __init__(self, *args, seats_total: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["quota"].widget.attrs["max"] = seats_total  # the service checks it (quotas.clean_quota)
+
+
 def add_field_errors(form: forms.Form, exc: InvalidRequest) -> None:
     """Put an engine error's per-field messages next to the fields (or on top of the form)."""
     fields = exc.details.get("fields") or {}

@@ -1,11 +1,11 @@
 """Offers in the admin: a theater's ticket types, a session's price table.
 
-Mixed into TheaterAdmin and SessionAdmin (their ``routes`` name these views), so the pages sit
-under the theater's and the session's URLs and use their permissions: view to look, change to save.
+``TicketTypeScreens`` and ``PriceTableScreens``, under TheaterAdmin's and SessionAdmin's URLs
+(their ``routes`` name these views), so the pages sit under the theater's and the
+session's URLs and use their permissions: view to look, change to save.
 """
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from django import forms
 from django.utils.decorators import method_decorator
@@ -14,7 +14,9 @@ from django.views.decorators.http import require_http_methods
 
 from booking.control import forms as f
 from booking.control import selectors
-from booking.control.base import CHANGE, AdminMixinBase, bound
+from booking.control.base import bound
+from booking.control.session_screens import SessionScreens
+from booking.control.theater_screens import TheaterScreens
 from booking.core.domain import Layout, Session
 from booking.core.errors import InvalidRequest
 from booking.core.localized import ticket_type_name
@@ -108,13 +110,12 @@ class PriceTableForm(forms.Form):
         return full, others
 
 
-class TicketTypesAdminMixin(AdminMixinBase):
-    """TheaterAdmin: ``<id>/ticket-types/``."""
+class TicketTypeScreens(TheaterScreens):
+    """``<id>/ticket-types/``: the theater's ticket types."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def ticket_types(self, request, object_id):
-        self.require(request, "view")
-        theater = self.document(selectors.get_theater, object_id, "No such theater.")
+        theater = self.theater(request, object_id)
         initial = [TicketTypeForm.initial_for(t) for t in offers.ticket_types(theater)]
         formset = TicketTypeFormSet(bound(request), initial=initial, prefix="types")
         status, error = 200, ""
@@ -132,11 +133,9 @@ class TicketTypesAdminMixin(AdminMixinBase):
                 except InvalidRequest as exc:
                     error = exc.message
                 else:
-                    return self.saved(
+                    return self.theater_saved(
                         request,
-                        CHANGE,
-                        updated["_id"],
-                        updated["name"],
+                        updated,
                         note=f"Ticket types: {', '.join(t['name'] for t in updated['ticketTypes'])}.",
                         shown=gettext("The ticket types of “%(name)s” were saved.") % {"name": updated["name"]},
                         to=self.url("ticket_types", updated["_id"]),
@@ -156,42 +155,27 @@ class TicketTypesAdminMixin(AdminMixinBase):
         )
 
 
-class PriceTableAdminMixin(AdminMixinBase):
-    """SessionAdmin: ``<id>/prices/``: the theater's ticket types x the session's categories."""
-
-    if TYPE_CHECKING:
-
-        def _session(self, object_id) -> Session: ...  # SessionAdmin's
+class PriceTableScreens(SessionScreens):
+    """``<id>/prices/``: the theater's ticket types x the session's categories."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def price_table(self, request, object_id):
-        self.require(request, "view")
-        session = self._session(object_id)
+        session = self.session(request, object_id)
         theater = selectors.get_theater(session["theaterId"]) or {}
         types = offers.ticket_types(theater)
         form = PriceTableForm(
             bound(request), initial=PriceTableForm.initial_for(session), types=types, layout=session["layout"]
         )
-        status = 200
-        if request.method == "POST":
-            self.require(request, "change")
-            status = 400
-            if form.is_valid():
-                full, others = form.tables()
-                try:
-                    updated = offers.set_price_table(session["_id"], full, others)
-                except InvalidRequest as exc:
-                    form.add_error(None, exc.message)
-                else:
-                    return self.saved(
-                        request,
-                        CHANGE,
-                        updated["_id"],
-                        updated["name"],
-                        note=f"Price table: {full} {others}.",
-                        shown=gettext("The price table of “%(name)s” was saved.") % {"name": updated["name"]},
-                        to=self.url("price_table", updated["_id"]),
-                    )
+        updated, status = self.posted(request, form, lambda: offers.set_price_table(session["_id"], *form.tables()))
+        if updated is not None:
+            full, others = form.tables()
+            return self.session_saved(
+                request,
+                updated,
+                note=f"Price table: {full} {others}.",
+                shown=gettext("The price table of “%(name)s” was saved.") % {"name": updated["name"]},
+                to=self.url("price_table", updated["_id"]),
+            )
         return self.render(
             request,
             "admin/booking/session/price_table.html",

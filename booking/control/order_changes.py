@@ -1,11 +1,10 @@
 """Changing an order in the admin: move tickets to other seats (an exchange, with a preview of the
-new seats and the price difference before anything changes). The views live here, beside
-OrderAdmin (booking/control/orders.py), which lists their routes; the work is
-sales/exchanges.py."""
+new seats and the price difference before anything changes). ``ExchangeScreens``, under
+OrderAdmin's URLs (booking/control/orders.py); the work is sales/exchanges.py."""
 
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
@@ -17,7 +16,8 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from booking.control import selectors
-from booking.control.base import CHANGE, AdminMixinBase, staff_name
+from booking.control.base import staff_name
+from booking.control.order_screens import OrderScreens
 from booking.control.seat_chart import session_rows
 from booking.core import clock
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, Session, SessionStatus
@@ -28,11 +28,6 @@ from booking.core.localized import localized, sold_ticket_type, ticket_type_name
 from booking.sales import exchanges
 from booking.venues.seat_grid import parse_seat_key
 from booking.web.order_history import order_history
-
-ROUTES = [
-    ("<str:object_id>/exchange/", "order_exchange", "exchange"),
-    ("<str:object_id>/exchange/call-off/", "order_exchange_call_off", "exchange_call_off"),
-]
 
 
 class SeatKeysField(forms.MultipleChoiceField):
@@ -134,22 +129,20 @@ def target_label(session: Mapping[str, Any], *, own: bool) -> str:
     return label
 
 
-class OrderChangesMixin(AdminMixinBase):
-    if TYPE_CHECKING:
+def history_context(order: Order) -> dict:
+    """The order page's part: what happened to the order, an exchange waiting, whether one may start."""
+    waiting = exchanges.awaiting_payment(order)
+    return {
+        "history": order_history(order),
+        "exchange_waiting": {**waiting, "amount": waiting["difference"]} if waiting else None,
+        "can_exchange": order["state"] in SEAT_OWNING_ORDER_STATES
+        and bool(order.get("paidWith"))
+        and bool(order.get("lines")),
+    }
 
-        def _order(self, object_id) -> Order: ...  # OrderAdmin's
 
-    """Mixed into OrderAdmin: needs ``_order``, ``require``, ``log``, ``url``, ``render``."""
-
-    def history_context(self, order: Order) -> dict:
-        waiting = exchanges.awaiting_payment(order)
-        return {
-            "history": order_history(order),
-            "exchange_waiting": {**waiting, "amount": waiting["difference"]} if waiting else None,
-            "can_exchange": order["state"] in SEAT_OWNING_ORDER_STATES
-            and bool(order.get("paidWith"))
-            and bool(order.get("lines")),
-        }
+class ExchangeScreens(OrderScreens):
+    """``<id>/exchange/`` and ``<id>/exchange/call-off/``: tickets moved to other seats."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def order_exchange(self, request, object_id):
@@ -157,8 +150,7 @@ class OrderChangesMixin(AdminMixinBase):
         step 2: tick the new seats on the chosen performance's map; "Preview" shows the new tickets
         and the difference; "Exchange" does it. Nothing changes before. The map shown is always
         the chosen performance's; seats ticked on another map are dropped or refused."""
-        self.require(request, "change")
-        order = self._order(object_id)
+        order = self.order(request, object_id, "change")
         data = request.POST if request.method == "POST" else None
         action = data.get("action", "") if data is not None else ""
         search = TargetSearchForm(data)
@@ -218,8 +210,7 @@ class OrderChangesMixin(AdminMixinBase):
     @method_decorator(require_POST)
     def order_exchange_call_off(self, request, object_id):
         """Give up an exchange that waits for the customer's payment; the kept seats are freed."""
-        self.require(request, "change")
-        order = self._order(object_id)
+        order = self.order(request, object_id, "change")
         back = self.url("change", order["_id"])
         try:
             after = exchanges.call_off(order["_id"], by=staff_name(request.user))
@@ -229,7 +220,7 @@ class OrderChangesMixin(AdminMixinBase):
             text = _("The exchange was called off; the seats kept for it are free again.")
         else:
             text = _("The customer had just paid: the exchange went through.")
-        return self.saved(request, CHANGE, order["_id"], f"Order {order['ref']}", note=text, to=back)
+        return self.order_saved(request, order, note=text, to=back)
 
     def _do_exchange(self, request, order: Order, form: ExchangeForm, plan: exchanges.Plan):
         data = form.cleaned_data
@@ -244,14 +235,12 @@ class OrderChangesMixin(AdminMixinBase):
             seats_of=data["map"],
         )
         record = done["exchanges"][-1]
-        label, back = f"Order {order['ref']}", self.url("change", order["_id"])
+        back = self.url("change", order["_id"])
         if record["state"] == exchanges.AWAITING:
             text = _(
                 "The new seats are kept for the customer until they pay %(amount)s online (a link is on its way)"
             ) % {"amount": format_money(record["difference"], order["currency"])}
-            return self.saved(
-                request, CHANGE, order["_id"], label, note=text, shown=text + ".", to=back, level=messages.info
-            )
+            return self.order_saved(request, order, note=text, shown=text + ".", to=back, level=messages.info)
         text = _("Moved %(seats)s to %(new)s") % {
             "seats": ", ".join(f"{o['row']}{o['seat']}" for o in record["old"]),
             "new": ", ".join(f"{n['row']}{n['seat']}" for n in record["new"]),
@@ -262,7 +251,7 @@ class OrderChangesMixin(AdminMixinBase):
         elif diff > 0:
             text += " · " + _("%(amount)s taken at the counter") % {"amount": format_money(diff, order["currency"])}
         shown = text + ". " + _("The customer gets the new tickets by e-mail.")
-        return self.saved(request, CHANGE, order["_id"], label, note=text, shown=shown, to=back)
+        return self.order_saved(request, order, note=text, shown=shown, to=back)
 
 
 def object_id_or_none(raw: str):

@@ -1,8 +1,8 @@
 """Payments in the admin's order page: refund tickets (all or some) through the provider, retry a
-failed refund, mark a box-office reservation paid at the counter. The views live here, beside
-OrderAdmin (booking/control/orders.py), which lists their routes."""
+failed refund, mark a box-office reservation paid at the counter: ``OrderPaymentScreens``, under
+OrderAdmin's URLs (booking/control/orders.py)."""
 
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from django import forms
 from django.contrib import messages
@@ -12,9 +12,10 @@ from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, gettext_lazy, ngettext
 from django.views.decorators.http import require_POST
 
-from booking.control.base import CHANGE, AdminMixinBase, errors_text, staff_name
+from booking.control.base import errors_text, staff_name
 from booking.control.counter import METHOD_CHOICES, may_sell
-from booking.core.domain import Order, OrderState
+from booking.control.order_screens import OrderScreens
+from booking.core.domain import Order, OrderState, RefundRecord, RefundStatus
 from booking.core.errors import BookingError, InvalidRequest
 from booking.core.formatting import seat_label
 from booking.payments import counter, receipts
@@ -23,12 +24,6 @@ from booking.payments import refunds as refund_service
 from booking.payments.money import format_money
 
 PAID_LATER = ("box_office", "invoice")  # staff record the money: at the box office, or an invoice paid
-
-ROUTES = [
-    ("<str:object_id>/refund/", "order_refund", "refund"),
-    ("<str:object_id>/retry-refund/", "order_retry_refund", "retry_refund"),
-    ("<str:object_id>/mark-paid/", "order_mark_paid", "mark_paid"),
-]
 
 
 class RefundTicketsForm(forms.Form):
@@ -78,43 +73,43 @@ class RetryRefundForm(forms.Form):
     refund = forms.RegexField(regex=r"^r[0-9a-f]{12}$")
 
 
-def refund_summary(order: Order, records: list[dict]) -> str:
+def refund_summary(order: Order, records: list[RefundRecord]) -> str:
     return format_money(sum(r["amount"] for r in records), order.get("currency", ""))
 
 
-class OrderPaymentsMixin(AdminMixinBase):
-    if TYPE_CHECKING:
+def may_take_payment(admin, request) -> bool:
+    """Records money paid at the counter: staff who change orders, and the box office's sellers."""
+    return admin.has_change_permission(request) or may_sell(request.user)
 
-        def _order(self, object_id) -> Order: ...  # OrderAdmin's
 
-    """Mixed into OrderAdmin: needs ``_order``, ``require``, ``log``, ``url``."""
+def payment_context(order: Order, *, takes_payment: bool) -> dict:
+    """The order page's part: its payment and refunds, and the forms to refund or mark it paid."""
+    return {
+        "refund_form": RefundTicketsForm(order=order),
+        "refunds": [{**r, "id": r["_id"]} for r in order.get("refunds", [])],  # templates cannot read _id
+        "can_refund": order["state"] in payment_service.SEAT_OWNING and bool(order.get("paidWith")),
+        "can_mark_paid": order.get("method") in PAID_LATER
+        and order["state"] in payment_service.PAYABLE
+        and takes_payment,
+        "payment": order.get("payment") or {},
+        "method_label": dict(METHOD_CHOICES).get(order.get("method", ""), order.get("method", "")),
+        "paid_with": order.get("paidWith") or {},
+        "paid_means_label": dict(PAID_LATER_MEANS_CHOICES).get(
+            paid.get("means", "") if (paid := order.get("paidWith")) else "", ""
+        ),
+        "mark_paid_form": MarkPaidForm(),
+        "paid_by": receipts.payment_label(order),
+        "money": receipts.paid_and_refunded(order),
+    }
 
-    def may_take_payment(self, request) -> bool:
-        """Records money paid at the counter: staff who change orders, and the box office's sellers."""
-        return self.has_change_permission(request) or may_sell(request.user)
 
-    def payment_context(self, request, order: Order) -> dict:
-        return {
-            "refund_form": RefundTicketsForm(order=order),
-            "refunds": [{**r, "id": r["_id"]} for r in order.get("refunds", [])],  # templates cannot read _id
-            "can_refund": order["state"] in payment_service.SEAT_OWNING and bool(order.get("paidWith")),
-            "can_mark_paid": order.get("method") in PAID_LATER
-            and order["state"] in payment_service.PAYABLE
-            and self.may_take_payment(request),
-            "payment": order.get("payment") or {},
-            "method_label": dict(METHOD_CHOICES).get(order.get("method", ""), order.get("method", "")),
-            "paid_with": order.get("paidWith") or {},
-            "paid_means_label": dict(PAID_LATER_MEANS_CHOICES).get((order.get("paidWith") or {}).get("means", ""), ""),
-            "mark_paid_form": MarkPaidForm(),
-            "paid_by": receipts.payment_label(order),
-            "money": receipts.paid_and_refunded(order),
-        }
+class OrderPaymentScreens(OrderScreens):
+    """``<id>/refund/``, ``<id>/retry-refund/``, ``<id>/mark-paid/``: forms on the order's page."""
 
     @method_decorator(require_POST)
     def order_refund(self, request, object_id):
         """Refund some tickets (or all of them) through the provider; their seats become free."""
-        self.require(request, "change")
-        order = self._order(object_id)
+        order = self.order(request, object_id, "change")
         form = RefundTicketsForm(request.POST, order=order)
         back = self.url("change", order["_id"])
         if not form.is_valid():
@@ -145,22 +140,20 @@ class OrderPaymentsMixin(AdminMixinBase):
             shown += " " + gettext("Pay out %(amount)s at the counter.") % {
                 "amount": format_money(at_counter, done.get("currency", ""))
             }
-        refund = next((r for r in records if r["status"] != "succeeded"), None)
-        label = f"Order {order['ref']}"
+        refund = next((r for r in records if r["status"] != RefundStatus.SUCCEEDED), None)
         if refund is None:
             shown += " " + gettext("The seats are free again.")
-            return self.saved(request, CHANGE, order["_id"], label, note=note, shown=shown, to=back)
+            return self.order_saved(request, order, note=note, shown=shown, to=back)
         why = refund.get("failure") or gettext("the provider is still working on it")
         shown += " " + gettext("The seats are free again; the refund is %(status)s: %(why)s.") % {
             "status": refund["status"],
             "why": why,
         }
-        return self.saved(request, CHANGE, order["_id"], label, note=note, shown=shown, to=back, level=messages.warning)
+        return self.order_saved(request, order, note=note, shown=shown, to=back, level=messages.warning)
 
     @method_decorator(require_POST)
     def order_retry_refund(self, request, object_id):
-        self.require(request, "change")
-        order = self._order(object_id)
+        order = self.order(request, object_id, "change")
         form = RetryRefundForm(request.POST)
         if not form.is_valid() or form.cleaned_data["refund"] not in {r["_id"] for r in order.get("refunds", [])}:
             return HttpResponseBadRequest(gettext("No such refund; reload the order page."))
@@ -169,23 +162,21 @@ class OrderPaymentsMixin(AdminMixinBase):
             "succeeded": gettext("The refund went through."),
             "failed": gettext("The refund failed again; see below."),
         }
-        return self.saved(
+        return self.order_saved(
             request,
-            CHANGE,
-            order["_id"],
-            f"Order {order['ref']}",
+            order,
             note=f"Refund retried: {status}.",
             shown=said.get(status, gettext("The provider is still working on the refund.")),
             to=self.url("change", order["_id"]),
-            level=messages.success if status == "succeeded" else messages.warning,
+            level=messages.success if status == RefundStatus.SUCCEEDED else messages.warning,
         )
 
     @method_decorator(require_POST)
     def order_mark_paid(self, request, object_id):
         """The buyer paid at the box office: the reservation becomes a sale."""
-        if not self.may_take_payment(request):
+        if not may_take_payment(self.admin, request):
             raise PermissionDenied
-        order = self._order(object_id)
+        order = self.order_named(object_id)
         back = self.url("change", order["_id"])
         form = MarkPaidForm(request.POST)
         if not form.is_valid():
@@ -206,11 +197,9 @@ class OrderPaymentsMixin(AdminMixinBase):
             }
             return self.refused(request, reason, back)
         total = format_money(paid["total"], paid["currency"])
-        return self.saved(
+        return self.order_saved(
             request,
-            CHANGE,
-            order["_id"],
-            f"Order {order['ref']}",
+            order,
             note=f"Paid at the box office ({total}, {means}{': ' + reference if reference else ''}).",
             shown=gettext("Order %(ref)s is paid (%(total)s); its tickets are valid.")
             % {"ref": order["ref"], "total": total},

@@ -1,28 +1,20 @@
 """Printing an order again from its admin page: its tickets (A4 pages or an 80 mm thermal roll,
 booking/web/ticket_pdf.py) and its receipt (booking/payments/pdf.py), whatever sold it (online, at the
 counter, a box-office reservation once paid). Checked like the order page: the view permission.
-The views live here, beside OrderAdmin (booking/control/orders.py), which lists their routes."""
-
-from typing import TYPE_CHECKING
+``OrderPrintScreens``, under OrderAdmin's URLs (booking/control/orders.py)."""
 
 from django.http import Http404, HttpResponse
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
-from booking.control.base import AdminMixinBase
+from booking.control.order_screens import OrderScreens
 from booking.core.domain import Order, OrderState
 from booking.payments import credit_notes, invoices
 from booking.payments.invoice_pdf import credit_note_pdf, invoice_pdf
 from booking.payments.pdf import receipt_pdf
 from booking.web import ticket_pdf
 
-ROUTES = [
-    ("<str:object_id>/tickets.pdf", "order_tickets_pdf", "tickets_pdf"),
-    ("<str:object_id>/receipt.pdf", "order_receipt_pdf", "receipt_pdf"),
-    ("<str:object_id>/invoice.pdf", "order_invoice_pdf", "invoice_pdf"),
-    ("<str:object_id>/credit-notes/<int:number>.pdf", "order_credit_note_pdf", "credit_note_pdf"),
-]
 TICKETS_VALID = (OrderState.PAID, OrderState.PARTIALLY_REFUNDED)
 
 
@@ -44,36 +36,32 @@ def tickets_response(order: Order, layout: str) -> HttpResponse:
     return response
 
 
-class OrderPrintsMixin(AdminMixinBase):
-    if TYPE_CHECKING:
+def print_context(order: Order) -> dict:
+    """The order page's part: what of the order may be printed."""
+    notes = credit_notes.of_order(order["_id"]) if order.get("creditNotes") else []
+    return {
+        "can_print_tickets": has_tickets(order),
+        "has_receipt": bool(order.get("receiptNo")),
+        "invoice_label": invoices.invoice_label(order),
+        "credit_notes": [
+            {"number": n["creditNo"], "label": credit_notes.credit_label(n), "amount": n["amount"]}
+            for n in notes
+            if n.get("creditNo")
+        ],
+    }
 
-        def _order(self, object_id) -> Order: ...  # OrderAdmin's
 
-    """Mixed into OrderAdmin: needs ``_order`` and ``require``."""
-
-    def print_context(self, order: Order) -> dict:
-        notes = credit_notes.of_order(order["_id"]) if order.get("creditNotes") else []
-        return {
-            "can_print_tickets": has_tickets(order),
-            "has_receipt": bool(order.get("receiptNo")),
-            "invoice_label": invoices.invoice_label(order),
-            "credit_notes": [
-                {"number": n["creditNo"], "label": credit_notes.credit_label(n), "amount": n["amount"]}
-                for n in notes
-                if n.get("creditNo")
-            ],
-        }
+class OrderPrintScreens(OrderScreens):
+    """``<id>/tickets.pdf``, ``receipt.pdf``, ``invoice.pdf``, ``credit-notes/<number>.pdf``."""
 
     @method_decorator(require_safe)
     def order_tickets_pdf(self, request, object_id):
-        self.require(request, "view")
-        return tickets_response(self._order(object_id), request.GET.get("layout", ticket_pdf.PAGE))
+        return tickets_response(self.order(request, object_id), request.GET.get("layout", ticket_pdf.PAGE))
 
     @method_decorator(require_safe)
     def order_receipt_pdf(self, request, object_id):
         """The receipt as numbered at payment (every paid order gets its number then)."""
-        self.require(request, "view")
-        order = self._order(object_id)
+        order = self.order(request, object_id)
         if not order.get("receiptNo"):
             raise Http404(_("This order has no receipt."))
         response = HttpResponse(receipt_pdf(order), content_type="application/pdf")
@@ -84,8 +72,7 @@ class OrderPrintsMixin(AdminMixinBase):
     @method_decorator(require_safe)
     def order_invoice_pdf(self, request, object_id):
         """The invoice as issued at the sale (with its payment, once paid)."""
-        self.require(request, "view")
-        order = self._order(object_id)
+        order = self.order(request, object_id)
         if not order.get("invoiceNo"):
             raise Http404(_("This order has no invoice."))
         return _pdf(invoice_pdf(order), f"invoice-{invoices.invoice_label(order)}.pdf")
@@ -93,8 +80,7 @@ class OrderPrintsMixin(AdminMixinBase):
     @method_decorator(require_safe)
     def order_credit_note_pdf(self, request, object_id, number):
         """One of the order's credit notes, by its number."""
-        self.require(request, "view")
-        order = self._order(object_id)
+        order = self.order(request, object_id)
         note = next((n for n in credit_notes.of_order(order["_id"]) if n.get("creditNo") == number), None)
         if note is None:
             raise Http404(_("This order has no such credit note."))

@@ -1,6 +1,10 @@
 """Orders in the admin: search by reference, e-mail or name; detail with seats and tickets;
 cancel (a page that says what it does, then confirmed: seats free again, money back, the customer
-told); re-send the confirmation mail."""
+told); re-send the confirmation mail.
+
+``OrderAdmin.routes`` is every URL under /admin/booking/order/ with the class and method that
+answers it; each group of pages is an ``OrderScreens`` class (control/order_screens.py) in the
+module of its subject."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -15,15 +19,13 @@ from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from booking.control import forms as f
-from booking.control import order_filters, selectors
-from booking.control.base import CHANGE, MongoModelAdmin, bound, errors_text, staff_name
+from booking.control import order_filters
+from booking.control.base import CHANGE, MongoModelAdmin, Screens, bound, errors_text, route, staff_name
 from booking.control.counter import may_sell
-from booking.control.order_changes import ROUTES as CHANGE_ROUTES
-from booking.control.order_changes import OrderChangesMixin, performance_line
-from booking.control.order_payments import ROUTES as PAYMENT_ROUTES
-from booking.control.order_payments import OrderPaymentsMixin
-from booking.control.order_prints import ROUTES as PRINT_ROUTES
-from booking.control.order_prints import OrderPrintsMixin
+from booking.control.order_changes import ExchangeScreens, history_context, performance_line
+from booking.control.order_payments import OrderPaymentScreens, may_take_payment, payment_context
+from booking.control.order_prints import OrderPrintScreens, print_context
+from booking.control.order_screens import OrderScreens, order_label
 from booking.core import clock
 from booking.core.domain import Order, OrderState
 from booking.core.errors import BookingError, InvalidRequest
@@ -72,29 +74,8 @@ def page_query(params, cursor: str | None) -> str | None:
     return query.urlencode()
 
 
-class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoModelAdmin):
-    routes = [
-        ("", "order_list", "changelist"),
-        ("export.csv", "order_export_csv", "export_csv"),
-        ("export.xlsx", "order_export_xlsx", "export_xlsx"),
-        ("<str:object_id>/change/", "order_detail", "change"),
-        ("<str:object_id>/cancel/", "order_cancel", "cancel"),
-        ("<str:object_id>/resend-mail/", "order_resend_mail", "resend_mail"),
-        ("<str:object_id>/customer/", "order_customer", "customer"),
-        *PAYMENT_ROUTES,  # refund tickets, retry a refund, paid at the box office
-        *CHANGE_ROUTES,  # move tickets to other seats (exchange)
-        *PRINT_ROUTES,  # its tickets and receipt as PDFs
-    ]
-
-    def has_view_permission(self, request, obj=None):
-        # the box office looks up a customer's booking and prints a counter sale's order
-        return super().has_view_permission(request, obj) or may_sell(request.user)
-
-    def has_add_permission(self, request):
-        return False  # orders come from checkout only
-
-    def has_delete_permission(self, request, obj=None):
-        return False  # an order is canceled, never deleted: it is the receipt
+class OrderListScreens(Screens):
+    """The list of orders, searched and filtered, and its downloads."""
 
     def order_list(self, request):
         """Search and filter (control/order_filters.py, sales/order_search.py), a page at a time by
@@ -168,22 +149,22 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         response["Content-Disposition"] = f'attachment; filename="{export_name("xlsx")}"'
         return response
 
-    def _order(self, object_id) -> Order:
-        return self.document(selectors.get_order, object_id, "No such order.")
+
+class OrderPageScreens(OrderScreens):
+    """One order: its page, canceled, its customer corrected, its mail sent again."""
 
     @method_decorator(require_POST)
     def order_resend_mail(self, request, object_id):
         """Re-send the confirmation mail (queued for the worker), if it is still in the round the
         page showed; a pending mail is left to the worker."""
-        self.require(request, "change")
-        order = self._order(object_id)
+        order = self.order(request, object_id, "change")
         form = f.ResendMailForm(request.POST)
         if not form.is_valid():
             return HttpResponseBadRequest(gettext("The form was incomplete; reload the order page."))
         done = notifications.resend(order, form.cleaned_data["round"], send_now=False)
         if done.reopened:
             note = f"Confirmation mail re-sent to {order['email']}."
-            self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", note)
+            self.log(request, CHANGE, order["_id"], order_label(order), note)
         getattr(messages, done.level)(request, done.message)
         return HttpResponseRedirect(self.url("change", order["_id"]))
 
@@ -191,8 +172,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
     def order_customer(self, request, object_id):
         """Correct the customer's name and e-mail (as the page showed them: a change since is
         refused); logged; the confirmation mail sent again to the new address if asked."""
-        self.require(request, "change")
-        order = self._order(object_id)
+        order = self.order(request, object_id, "change")
         back = self.url("change", order["_id"])
         form = f.CustomerForm(request.POST)
         if not form.is_valid():
@@ -216,7 +196,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
             return HttpResponseRedirect(back)
         before, after = f"{data['seen_name']} <{data['seen_email']}>", f"{changed['name']} <{changed['email']}>"
         note = f"Customer corrected: {before} -> {after}"
-        self.log(request, CHANGE, order["_id"], f"Order {order['ref']}", note)
+        self.log(request, CHANGE, order["_id"], order_label(order), note)
         messages.success(request, gettext("The customer's name and e-mail are saved."))
         if data["resend"] and changed.get("email"):
             done = notifications.resend(changed, changed.get("mailRound") or 0, send_now=False)
@@ -226,8 +206,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
     @method_decorator(require_safe)
     def order_detail(self, request, object_id):
         """The order; canceling it is its own page (``order_cancel``), confirmed there."""
-        self.require(request, "view")
-        order = self._order(object_id)
+        order = self.order(request, object_id)
         sessions = {s["_id"]: s for s in order.get("sessions", [])}
         lines = [
             {
@@ -249,9 +228,9 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
                 "lines": lines,
                 "can_cancel": order["state"] in order_service.CANCELABLE,
                 "cart_id": str(order["cartId"]),
-                **self.payment_context(request, order),
-                **self.print_context(order),  # tickets and receipt to print (control/order_prints.py)
-                **self.history_context(order),  # what happened to it; exchange (control/order_changes.py)
+                **payment_context(order, takes_payment=may_take_payment(self.admin, request)),
+                **print_context(order),  # tickets and receipt to print (control/order_prints.py)
+                **history_context(order),  # what happened to it; exchange (control/order_changes.py)
                 "sent_mails": list(reversed(order.get("sentMails", []))),  # newest first, with their text
             },
         )
@@ -261,8 +240,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
         """GET: what canceling would do (the seats freed, the money back and where to, the mail);
         its form carries a token of what was shown. POST with that token does it, if the order
         is still as shown; without it nothing changes."""
-        self.require(request, "change")
-        order = self._order(object_id)
+        order = self.order(request, object_id, "change")
         form = f.CancelOrderForm(bound(request))
         status = 200
         if request.method == "POST":
@@ -278,7 +256,7 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
                 except BookingError as exc:
                     status = 409
                     form.add_error(None, exc.message)
-                    order = self._order(object_id)  # what canceling would do now
+                    order = self.order_named(object_id)  # what canceling would do now
                 else:
                     return self._canceled(request, order, canceled, form.cleaned_data["reason"])
         error = ""
@@ -308,15 +286,49 @@ class OrderAdmin(OrderChangesMixin, OrderPaymentsMixin, OrderPrintsMixin, MongoM
             text = gettext("Order %(ref)s was canceled and refunded; its %(seats)s seats are free again.")
         else:
             text = gettext("Order %(ref)s was canceled; its %(seats)s seats are free again.")
-        return self.saved(
+        return self.order_saved(
             request,
-            CHANGE,
-            order["_id"],
-            f"Order {order['ref']}",
+            order,
             note=f"{what} ({seats} seats free again): {reason}",
             shown=text % {"ref": order["ref"], "seats": seats},
             to=self.url("change", order["_id"]),
         )
+
+
+class OrderAdmin(MongoModelAdmin):
+    """/admin/booking/order/: each URL, the class and method that answer it, and its name (the
+    URL names are ``admin:booking_order_<name>``)."""
+
+    routes = [
+        route("", OrderListScreens.order_list, "changelist"),
+        route("export.csv", OrderListScreens.order_export_csv, "export_csv"),
+        route("export.xlsx", OrderListScreens.order_export_xlsx, "export_xlsx"),
+        route("<str:object_id>/change/", OrderPageScreens.order_detail, "change"),
+        route("<str:object_id>/cancel/", OrderPageScreens.order_cancel, "cancel"),
+        route("<str:object_id>/resend-mail/", OrderPageScreens.order_resend_mail, "resend_mail"),
+        route("<str:object_id>/customer/", OrderPageScreens.order_customer, "customer"),
+        route("<str:object_id>/refund/", OrderPaymentScreens.order_refund, "refund"),
+        route("<str:object_id>/retry-refund/", OrderPaymentScreens.order_retry_refund, "retry_refund"),
+        route("<str:object_id>/mark-paid/", OrderPaymentScreens.order_mark_paid, "mark_paid"),
+        route("<str:object_id>/exchange/", ExchangeScreens.order_exchange, "exchange"),
+        route("<str:object_id>/exchange/call-off/", ExchangeScreens.order_exchange_call_off, "exchange_call_off"),
+        route("<str:object_id>/tickets.pdf", OrderPrintScreens.order_tickets_pdf, "tickets_pdf"),
+        route("<str:object_id>/receipt.pdf", OrderPrintScreens.order_receipt_pdf, "receipt_pdf"),
+        route("<str:object_id>/invoice.pdf", OrderPrintScreens.order_invoice_pdf, "invoice_pdf"),
+        route(
+            "<str:object_id>/credit-notes/<int:number>.pdf", OrderPrintScreens.order_credit_note_pdf, "credit_note_pdf"
+        ),
+    ]
+
+    def has_view_permission(self, request, obj=None):
+        # the box office looks up a customer's booking and prints a counter sale's order
+        return super().has_view_permission(request, obj) or may_sell(request.user)
+
+    def has_add_permission(self, request):
+        return False  # orders come from checkout only
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # an order is canceled, never deleted: it is the receipt
 
 
 CANCEL_SALT = "booking.control.cancel-order"

@@ -1,29 +1,22 @@
 """Payment settings staff change in the admin: "pay at the box office" per session (off unless
 turned on, with its own deadline), the VAT rates of a theater (per seat category) and the
-donation it asks buyers for at checkout. Views
-mixed into SessionAdmin and TheaterAdmin, which list the routes; the forms appear on their
-change pages (templates/admin/booking/{session,theater}/_payment_settings.html)."""
-
-from typing import TYPE_CHECKING
+donation it asks buyers for at checkout: ``BoxOfficeScreens`` and ``TheaterPaymentScreens``,
+under SessionAdmin's and TheaterAdmin's URLs; the forms appear on the change pages
+(templates/admin/booking/{session,theater}/_payment_settings.html)."""
 
 from django import forms
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
-from booking.control.base import CHANGE, AdminMixinBase, attempt, errors_text
+from booking.control.base import attempt, errors_text
 from booking.control.forms import form_data
+from booking.control.session_screens import SessionScreens
+from booking.control.theater_screens import TheaterScreens
 from booking.core.domain import Session
 from booking.core.errors import InvalidRequest
 from booking.payments import donations, invoices, money
 from booking.payments import settings as service
-
-SESSION_ROUTES = [("<str:object_id>/box-office/", "session_box_office", "box_office")]
-THEATER_ROUTES = [
-    ("<str:object_id>/vat/", "theater_vat", "vat"),
-    ("<str:object_id>/seller/", "theater_seller", "seller"),
-    ("<str:object_id>/donations/", "theater_donations", "donations"),
-]
 
 
 class BoxOfficeForm(forms.Form):
@@ -157,15 +150,12 @@ def vat_form(theater: dict, data=None) -> VatForm:
     return VatForm(data, initial=initial, categories=(theater.get("layout") or {}).get("categories", []))
 
 
-class SessionPaymentsMixin(AdminMixinBase):
-    if TYPE_CHECKING:
-
-        def _session(self, object_id) -> Session: ...  # SessionAdmin's
+class BoxOfficeScreens(SessionScreens):
+    """``<id>/box-office/``: the form on the session's change page."""
 
     @method_decorator(require_POST)
     def session_box_office(self, request, object_id):
-        self.require(request, "change")
-        session = self._session(object_id)
+        session = self.session(request, object_id, "change")
         form = box_office_form(session, request.POST)
         back = self.url("change", session["_id"])
         if not form.is_valid():
@@ -178,18 +168,15 @@ class SessionPaymentsMixin(AdminMixinBase):
         else:
             shown = gettext("Box office off (unpaid seats go back %(minutes)s minutes before the show).")
         shown %= {"minutes": minutes}
-        return self.saved(request, CHANGE, session["_id"], session["name"], note=note, shown=shown, to=back)
+        return self.session_saved(request, session, note=note, shown=shown, to=back)
 
 
-class TheaterPaymentsMixin(AdminMixinBase):
-    if TYPE_CHECKING:
-
-        def _theater(self, object_id) -> dict: ...  # TheaterAdmin's
+class TheaterPaymentScreens(TheaterScreens):
+    """``<id>/vat/``, ``<id>/donations/`` (forms on the theater's change page) and ``<id>/seller/``."""
 
     @method_decorator(require_POST)
     def theater_vat(self, request, object_id):
-        self.require(request, "change")
-        theater = self._theater(object_id)
+        theater = self.theater(request, object_id, "change")
         form = vat_form(theater, request.POST)
         back = self.url("change", theater["_id"])
         if not form.is_valid():
@@ -199,13 +186,12 @@ class TheaterPaymentsMixin(AdminMixinBase):
         text = f"VAT: tickets {rate} %" + "".join(f", {k}: {v} %" for k, v in sorted(per_category.items()))
         shown = text + ". " + gettext("Orders already made keep their rates.")
         note = text + " (for orders from now on)."
-        return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
+        return self.theater_saved(request, theater, note=note, shown=shown, to=back)
 
     @method_decorator(require_POST)
     def theater_donations(self, request, object_id):
         """What buyers may donate at checkout (orders already made keep their donation)."""
-        self.require(request, "change")
-        theater = self._theater(object_id)
+        theater = self.theater(request, object_id, "change")
         form = donation_form(theater, request.POST)
         back = self.url("change", theater["_id"])
         if not form.is_valid():
@@ -225,13 +211,12 @@ class TheaterPaymentsMixin(AdminMixinBase):
         amounts = ", ".join(money.format_money(c) for c in offer["suggested"]) or "-"
         note = f"Donations {'on' if offer['enabled'] else 'off'}: {amounts}{', any amount' if offer['free'] else ''}."
         shown = gettext("Donations saved. Orders already made keep theirs.")
-        return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
+        return self.theater_saved(request, theater, note=note, shown=shown, to=back)
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_seller(self, request, object_id):
         """The theater's seller data for invoices and credit notes (those issued keep theirs)."""
-        self.require(request, "view" if request.method != "POST" else "change")
-        theater = self._theater(object_id)
+        theater = self.theater(request, object_id, "view" if request.method != "POST" else "change")
         form = seller_form(theater, request.POST if request.method == "POST" else None)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
@@ -250,7 +235,7 @@ class TheaterPaymentsMixin(AdminMixinBase):
                 note = f"Seller data for invoices: {seller.name}, VAT ID {seller.vat_id or '-'}."
                 shown = gettext("Saved. Invoices and credit notes from now on show these data.")
                 back = self.url("seller", theater["_id"])
-                return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
+                return self.theater_saved(request, theater, note=note, shown=shown, to=back)
         context = {
             "title": gettext("Seller data for invoices: %(name)s") % {"name": theater["name"]},
             "theater": theater,

@@ -1,7 +1,7 @@
 """A sectioned venue's performance in the admin: one performance with its sections
 (sales per section and in total, each section's live map and "Sell"), house seats blocked or
-released for whole sections at once, and the whole performance canceled at once. Views mixed into
-SessionAdmin (``PERFORMANCE_ROUTES``); the writes are ``sales.performances`` and
+released for whole sections at once, and the whole performance canceled at once:
+``PerformanceScreens``, under SessionAdmin's URLs; the writes are ``sales.performances`` and
 ``sales.performance_details``."""
 
 from django import forms
@@ -14,16 +14,10 @@ from django.views.decorators.http import require_http_methods
 
 from booking.control import forms as f
 from booking.control import selectors
-from booking.control.base import CHANGE, AdminMixinBase, attempt, bound
-from booking.core.errors import BookingError
+from booking.control.base import CHANGE, Screens, bound
 from booking.sales import performance_details, performances
 from booking.sales.selectors import session_counts
 
-PERFORMANCE_ROUTES = [
-    ("performance/<str:performance_id>/", "performance_page", "performance"),
-    ("performance/<str:performance_id>/cancel/", "performance_cancel", "performance_cancel"),
-    ("performance/<str:performance_id>/change/", "performance_change", "performance_change"),
-]
 FIELDS = {"name": 1, "theaterName": 1, "venueName": 1, "start": 1, "status": 1, "section": 1, "seats": 1}
 
 
@@ -44,7 +38,9 @@ class CancelPerformanceForm(forms.Form):
     cancel_orders = forms.BooleanField(required=False, label=gettext_lazy("Also cancel and refund the paid orders"))
 
 
-class PerformanceAdminMixin(AdminMixinBase):
+class PerformanceScreens(Screens):
+    """A sectioned venue's performance (``performance/<performance_id>/...``): its sections as one."""
+
     def _sections(self, performance_id: str) -> tuple:
         pid = self.document_id(performance_id)
         performance_details.finish_details(pid)  # a details change a crash left half written: finished first
@@ -63,23 +59,19 @@ class PerformanceAdminMixin(AdminMixinBase):
         self.require(request, "view")
         pid, sections, total = self._sections(performance_id)
         form = SectionsActionForm(bound(request), section_ids=[s["id"] for s in sections])
-        status = 200
-        if request.method == "POST":
-            self.require(request, "change")
-            status = 400
-            if form.is_valid():
-                block = form.cleaned_data["action"] == "block"
-                chosen = [self.document_id(i) for i in form.cleaned_data["sections"]]
-                try:
-                    changed = performances.set_sections_blocked(pid, chosen, block)
-                except BookingError as exc:
-                    status = 409
-                    form.add_error(None, exc.message)
-                else:
-                    what = _("Blocked") if block else _("Released")
-                    note = f"{what} {changed} seats in {len(chosen)} sections."
-                    to = self.url("performance", pid)
-                    return self.saved(request, CHANGE, chosen[0], sections[0]["venueName"], note=note, to=to)
+
+        def block_sections():
+            chosen = [self.document_id(i) for i in form.cleaned_data["sections"]]
+            block = form.cleaned_data["action"] == "block"
+            return chosen, block, performances.set_sections_blocked(pid, chosen, block)
+
+        done, status = self.posted(request, form, block_sections)
+        if done is not None:
+            chosen, block, changed = done
+            what = _("Blocked") if block else _("Released")
+            note = f"{what} {changed} seats in {len(chosen)} sections."
+            to = self.url("performance", pid)
+            return self.saved(request, CHANGE, chosen[0], sections[0]["venueName"], note=note, to=to)
         first = sections[0]
         return self.render(
             request,
@@ -101,19 +93,19 @@ class PerformanceAdminMixin(AdminMixinBase):
         self.require(request, "delete")
         pid, sections, total = self._sections(performance_id)
         form = CancelPerformanceForm(bound(request))
-        status = 200
-        if request.method == "POST" and form.is_valid():
-            try:
-                canceled = performances.cancel_performance(
-                    pid, cancel_orders=form.cleaned_data["cancel_orders"], by=request.user.get_username()
-                )
-            except BookingError as exc:
-                status = 409
-                form.add_error("cancel_orders", exc.message)
-            else:
-                note = f"Canceled the performance ({len(sections)} sections) and {canceled} paid orders."
-                to = self.url("performance", pid)
-                return self.saved(request, CHANGE, sections[0]["_id"], sections[0]["venueName"], note=note, to=to)
+        canceled, status = self.posted(
+            request,
+            form,
+            lambda: performances.cancel_performance(
+                pid, cancel_orders=form.cleaned_data["cancel_orders"], by=request.user.get_username()
+            ),
+            action="delete",
+            conflict_field="cancel_orders",
+        )
+        if canceled is not None:
+            note = f"Canceled the performance ({len(sections)} sections) and {canceled} paid orders."
+            to = self.url("performance", pid)
+            return self.saved(request, CHANGE, sections[0]["_id"], sections[0]["venueName"], note=note, to=to)
         return self.render(
             request,
             "admin/booking/session/performance_cancel.html",
@@ -172,22 +164,17 @@ class PerformanceAdminMixin(AdminMixinBase):
         form = f.SessionForm(
             bound(request), initial=initial, layout={"categories": list(categories.values()), "rows": rows}
         )
-        status = 200
-        if request.method == "POST":
-            self.require(request, "change")
-            status = 400
-            if form.is_valid():
-                count = attempt(form, lambda: performances.update_details(pid, **form.session_details()))
-                if count is not None:
-                    return self.saved(
-                        request,
-                        CHANGE,
-                        first["_id"],
-                        first.get("venueName", ""),
-                        note=f"Changed {', '.join(form.changed_data) or 'nothing'} of {count} sections.",
-                        shown=_("Saved for all %(count)d sections.") % {"count": count},
-                        to=self.url("performance", pid),
-                    )
+        count, status = self.posted(request, form, lambda: performances.update_details(pid, **form.session_details()))
+        if count is not None:
+            return self.saved(
+                request,
+                CHANGE,
+                first["_id"],
+                first.get("venueName", ""),
+                note=f"Changed {', '.join(form.changed_data) or 'nothing'} of {count} sections.",
+                shown=_("Saved for all %(count)d sections.") % {"count": count},
+                to=self.url("performance", pid),
+            )
         return self.render(
             request,
             "admin/booking/session/performance_form.html",

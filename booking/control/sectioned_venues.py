@@ -1,7 +1,7 @@
 """Sectioned venues (stadiums) created and edited in the admin, not only imported or
 made in code: name, seat categories (shared by the sections) and every section as text
 (``booking/venues/sections_text.py``: ``[North 1]`` then its rows in the layout editor's grid format).
-Views mixed into TheaterAdmin (``SECTIONED_ROUTES``)."""
+``SectionedVenueScreens``, under TheaterAdmin's URLs."""
 
 from django import forms
 from django.http import Http404
@@ -12,8 +12,9 @@ from django.views.decorators.http import require_http_methods
 
 from booking.control import forms as f
 from booking.control import selectors
-from booking.control.base import ADDITION, CHANGE, AdminMixinBase, bound
+from booking.control.base import ADDITION, bound
 from booking.control.door_settings import door_form
+from booking.control.theater_screens import TheaterScreens
 from booking.control.venue_addresses import address_form
 from booking.core.domain import Section
 from booking.core.errors import BookingError, InvalidLayout
@@ -21,10 +22,6 @@ from booking.sales import theater_edits
 from booking.venues import theaters as theater_service
 from booking.venues.sections_text import parse_sections, sections_to_text
 
-SECTIONED_ROUTES = [
-    ("add-sectioned/", "sectioned_add", "add_sectioned"),
-    ("<str:object_id>/sections/", "sectioned_change", "sections"),
-]
 EXAMPLE = "[North 1]\nA: ssss.ssss\nB: ssss.ssss\n\n[North 2]\nA: pppp.pppp\nB: ssss.ssss\n"
 
 
@@ -51,7 +48,9 @@ class SectionedVenueForm(forms.Form):
             return None
 
 
-class SectionedVenueAdminMixin(AdminMixinBase):
+class SectionedVenueScreens(TheaterScreens):
+    """``add-sectioned/`` and ``<id>/sections/``: a stadium's name, categories and sections."""
+
     def _sectioned_form(self, request, initial: dict, categories: list[dict]):
         data = bound(request)
         form = SectionedVenueForm(data, initial=initial)
@@ -95,7 +94,7 @@ class SectionedVenueAdminMixin(AdminMixinBase):
                 else:
                     note = f"Created sectioned venue: {len(sections)} sections, {theater['seatCount']} seats."
                     to = self.url("sections", theater["_id"])
-                    return self.saved(request, ADDITION, theater["_id"], theater["name"], note=note, to=to)
+                    return self.theater_saved(request, theater, flag=ADDITION, note=note, to=to)
             return self._sectioned_page(request, form, formset, title=_("Add a sectioned venue"), status=400)
         return self._sectioned_page(request, form, formset, title=_("Add a sectioned venue"))
 
@@ -131,11 +130,9 @@ class SectionedVenueAdminMixin(AdminMixinBase):
                     form.add_error("sections", exc.message)
                 else:
                     note = f"Changed sections: {len(sections)} sections, {updated['seatCount']} seats."
-                    return self.saved(
+                    return self.theater_saved(
                         request,
-                        CHANGE,
-                        updated["_id"],
-                        updated["name"],
+                        updated,
                         note=note,
                         shown=note + " " + _("Performances already created keep their seat maps."),
                         to=self.url("sections", updated["_id"]),

@@ -1,25 +1,24 @@
 """What buyers may change online (sales/self_service.py): the theater's default on its change
 page, a performance's own rules (or back to the default) on the session's, for one performance
-or its whole series. Views mixed into SessionAdmin and TheaterAdmin, which list the routes; the
-forms appear on their change pages (templates/admin/booking/{session,theater}/_self_service.html)."""
+or its whole series: ``SessionSelfServiceScreens`` and ``TheaterSelfServiceScreens``, under
+SessionAdmin's and TheaterAdmin's URLs; the forms appear on the change pages
+(templates/admin/booking/{session,theater}/_self_service.html)."""
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from django import forms
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_POST
 
-from booking.control.base import CHANGE, AdminMixinBase, errors_text
+from booking.control.base import errors_text
 from booking.control.forms import from_cents, to_cents
+from booking.control.session_screens import SessionScreens
+from booking.control.theater_screens import TheaterScreens
 from booking.core.domain import Session
 from booking.core.errors import InvalidRequest
 from booking.sales import self_service, series
 from booking.sales.self_service import Rules
-
-SESSION_ROUTES = [("<str:object_id>/self-service/", "session_self_service", "self_service")]
-THEATER_ROUTES = [("<str:object_id>/self-service/", "theater_self_service", "self_service")]
 
 
 class SelfServiceForm(forms.Form):
@@ -112,15 +111,12 @@ def _summary(rules: Rules | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in self_service.as_dict(rules).items())
 
 
-class SessionSelfServiceMixin(AdminMixinBase):
-    if TYPE_CHECKING:
-
-        def _session(self, object_id) -> Session: ...  # SessionAdmin's
+class SessionSelfServiceScreens(SessionScreens):
+    """``<id>/self-service/``: the form on the session's change page."""
 
     @method_decorator(require_POST)
     def session_self_service(self, request, object_id):
-        self.require(request, "change")
-        session = self._session(object_id)
+        session = self.session(request, object_id, "change")
         form = SessionSelfServiceForm(request.POST)
         back = self.url("change", session["_id"])
         if not form.is_valid():
@@ -137,18 +133,15 @@ class SessionSelfServiceMixin(AdminMixinBase):
             count = 1
         note = f"Online changes for {count} performance(s): {_summary(rules)}."
         shown = gettext("What buyers may change online was saved for %(count)d performance(s).") % {"count": count}
-        return self.saved(request, CHANGE, session["_id"], session["name"], note=note, shown=shown, to=back)
+        return self.session_saved(request, session, note=note, shown=shown, to=back)
 
 
-class TheaterSelfServiceMixin(AdminMixinBase):
-    if TYPE_CHECKING:
-
-        def _theater(self, object_id) -> dict: ...  # TheaterAdmin's
+class TheaterSelfServiceScreens(TheaterScreens):
+    """``<id>/self-service/``: the theater's default, a form on its change page."""
 
     @method_decorator(require_POST)
     def theater_self_service(self, request, object_id):
-        self.require(request, "change")
-        theater = self._theater(object_id)
+        theater = self.theater(request, object_id, "change")
         form = SelfServiceForm(request.POST)
         back = self.url("change", theater["_id"])
         if not form.is_valid():
@@ -160,4 +153,4 @@ class TheaterSelfServiceMixin(AdminMixinBase):
         self_service.set_theater_rules(theater_id=theater["_id"], rules=rules)
         note = f"Default online changes: {_summary(rules)}."
         shown = gettext("The theater's default for online changes was saved.")
-        return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
+        return self.theater_saved(request, theater, note=note, shown=shown, to=back)

@@ -1,8 +1,9 @@
 """Bulk actions on a series in the admin (sales/series.py): put every draft on sale, change a
-category's price, set when sales open or close, or cancel them all; first a preview of what each
-performance would change, then "Apply" does exactly that. Mixed into SessionAdmin
-(booking/control/sessions.py), which lists the route."""
+category's price, set when sales open or close, set or remove the members' presale, set the quota,
+or cancel them all; first a preview of what each performance would change, then "Apply" does
+exactly that. ``SeriesActionScreens``, under SessionAdmin's URLs (booking/control/sessions.py)."""
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django import forms
@@ -13,14 +14,20 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
-from booking.control.base import CHANGE, AdminMixinBase
-from booking.control.forms import SALE_TIME_FORMATS, CancelSessionForm, LocalDateTimeField, SecondsDateTimeInput
-from booking.core.errors import BookingError
+from booking.control.base import CHANGE
+from booking.control.forms import (
+    SALE_TIME_FORMATS,
+    CancelSessionForm,
+    LocalDateTimeField,
+    SecondsDateTimeInput,
+    add_field_errors,
+)
+from booking.control.session_screens import SessionScreens
+from booking.core.domain import Session
+from booking.core.errors import BookingError, InvalidRequest
 from booking.core.ids import object_id
 from booking.core.localized import ticket_type_name
-from booking.sales import offers, series
-
-ROUTES = [("<str:object_id>/series-actions/", "series_actions", "series_actions")]
+from booking.sales import offers, quotas, series
 
 
 class SeriesActionForm(forms.Form):
@@ -31,6 +38,9 @@ class SeriesActionForm(forms.Form):
             (series.PRICES, gettext_lazy("Change a category's price")),
             (series.SALE_OPENS, gettext_lazy("Set when sales open")),
             (series.SALE_CLOSES, gettext_lazy("Close online sales a time before each start")),
+            (series.PRESALE, gettext_lazy("Set the members' presale")),
+            (series.NO_PRESALE, gettext_lazy("Remove the members' presale")),
+            (series.QUOTA, gettext_lazy("Set the quota")),
             (series.CANCEL, gettext_lazy("Cancel every performance (orders refunded, customers mailed)")),
         ],
         widget=forms.RadioSelect,
@@ -55,7 +65,35 @@ class SeriesActionForm(forms.Form):
         max_value=series.MAX_CLOSE_BEFORE_MINUTES,
     )
 
-    def __init__(self, *args, categories: list[dict], ticket_types: list[dict], **kwargs):
+    presale_before = forms.IntegerField(
+        label=gettext_lazy("Presale: minutes before each public on-sale"),
+        required=False,
+        min_value=1,
+        max_value=series.MAX_PRESALE_BEFORE_MINUTES,
+        help_text=gettext_lazy("Or give one time for all below."),
+    )
+    presale_opens = LocalDateTimeField(
+        label=gettext_lazy("Presale: from this time for all"),
+        required=False,
+        widget=SecondsDateTimeInput(),
+        input_formats=SALE_TIME_FORMATS,
+    )
+    presale_code = forms.CharField(
+        label=gettext_lazy("Members' access code"),
+        required=False,
+        max_length=64,
+        widget=forms.PasswordInput(render_value=True, attrs={"autocomplete": "off"}),
+        help_text=gettext_lazy("One code for every performance. Empty: each keeps its current code."),
+    )
+    quota = forms.IntegerField(
+        label=gettext_lazy("Quota (seats)"),
+        required=False,
+        help_text=gettext_lazy(
+            "At most this many seats held or sold per performance, house seats aside. Empty: no quota."
+        ),
+    )
+
+    def __init__(self, *args, categories: Sequence[Mapping[str, Any]], ticket_types: list[dict], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["category"].choices = [("", "—")] + [(c["code"], c["name"]) for c in categories]  # type: ignore[attr-defined]
         self.fields["ticket_type"].choices = [(t["code"], ticket_type_name(t)) for t in ticket_types]  # type: ignore[attr-defined]
@@ -75,6 +113,13 @@ class SeriesActionForm(forms.Form):
             and "closes_before" not in self.errors
         ):
             self.add_error("closes_before", _("Give the minutes before each start."))
+        if (
+            data.get("action") == series.PRESALE
+            and data.get("presale_before") is None
+            and data.get("presale_opens") is None
+            and not {"presale_before", "presale_opens"} & set(self.errors)
+        ):
+            self.add_error("presale_before", _("Give the minutes before each public on-sale or one time for all."))
         return data
 
     @property
@@ -83,13 +128,12 @@ class SeriesActionForm(forms.Form):
         return None if price is None else int(price * 100)
 
 
-class SeriesActionsMixin(AdminMixinBase):
-    """Needs ``_session``, ``require``, ``render``, ``log``, ``url`` (SessionAdmin's)."""
+class SeriesActionScreens(SessionScreens):
+    """``<id>/series-actions/``: the series of the session's show."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def series_actions(self, request, object_id):
-        self.require(request, "change")
-        session = self._session(object_id)  # type: ignore[attr-defined]
+        session = self.session(request, object_id, "change")
         categories = session.get("layout", {}).get("categories", [])
         data = request.POST if request.method == "POST" else None
         form = SeriesActionForm(data, categories=categories, ticket_types=offers.ticket_types(session))
@@ -106,14 +150,23 @@ class SeriesActionsMixin(AdminMixinBase):
                 "ticket_type": form.cleaned_data.get("ticket_type") or series.FULL,
                 "sale_opens": form.cleaned_data.get("sale_opens"),
                 "closes_before": form.cleaned_data.get("closes_before"),
+                "presale_before": form.cleaned_data.get("presale_before"),
+                "presale_opens": form.cleaned_data.get("presale_opens"),
+                "presale_code": form.cleaned_data.get("presale_code") or "",
+                "quota": form.cleaned_data.get("quota"),
             }
             try:
                 if request.POST.get("apply") == "yes":
                     return self._apply(request, session, action, category, cents, choice, cancel_form.terms())
                 changes = series.preview(session["_id"], action, category=category, price=cents, **choice)
+            except InvalidRequest as exc:
+                add_field_errors(form, exc)
+                error, status = exc.message, 400
             except BookingError as exc:
                 error, status = exc.message, 400
-        listing = [{**s, "id": str(s["_id"])} for s in series.series_of(session["_id"])]  # templates cannot read _id
+        listing = [  # templates cannot read _id
+            {**s, "id": str(s["_id"]), "quota_line": quotas.quota_line(s)} for s in series.series_of(session["_id"])
+        ]
         return self.render(
             request,
             "admin/booking/session/series_actions.html",
@@ -129,7 +182,7 @@ class SeriesActionsMixin(AdminMixinBase):
             status=status,
         )
 
-    def _apply(self, request, session: dict, action: str, category: str, cents: int | None, choice, terms):
+    def _apply(self, request, session: Session, action: str, category: str, cents: int | None, choice, terms):
         chosen, seen = [], {}
         for raw in request.POST.getlist("sessions"):
             try:
@@ -153,7 +206,11 @@ class SeriesActionsMixin(AdminMixinBase):
             **choice,
         )
         note = _("%(action)s: %(n)d performances changed") % {"action": action, "n": len(done.done)}
-        what = f"{action} {choice['ticket_type']} {category} {cents}" if action == series.PRICES else action
+        what = {
+            series.PRICES: f"{action} {choice['ticket_type']} {category} {cents}",
+            series.QUOTA: f"{action} {choice['quota']}",
+            series.PRESALE: f"{action} {choice['presale_before'] or choice['presale_opens']}",  # never the code
+        }.get(action, action)
         for changed in done.done:
             self.log(request, CHANGE, changed, f"Session {changed}", f"Series action: {what}")
         if done.changed_meanwhile:

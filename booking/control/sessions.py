@@ -1,8 +1,9 @@
 """Sessions in the admin: list with sales figures, create (one or a series), edit, the live seat
-map with who holds or bought each seat, blocking house seats, cancel."""
+map with who holds or bought each seat, blocking house seats, cancel.
 
-from collections.abc import Mapping
-from typing import Any
+``SessionAdmin.routes`` is every URL under /admin/booking/session/ with the class and method that
+answers it; each group of pages is a ``SessionScreens`` class (control/session_screens.py) in the
+module of its subject."""
 
 from django.contrib import messages
 from django.http import HttpResponseRedirect
@@ -14,59 +15,25 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from booking.control import forms as f
 from booking.control import selectors
-from booking.control.base import ADDITION, CHANGE, DELETION, MongoModelAdmin, attempt, bound, errors_text
-from booking.control.counter import COUNTER_ROUTES, CounterAdminMixin
-from booking.control.offers import PriceTableAdminMixin
-from booking.control.payment_settings import SESSION_ROUTES, SessionPaymentsMixin, box_office_form
-from booking.control.performances import PERFORMANCE_ROUTES, PerformanceAdminMixin
+from booking.control.base import ADDITION, DELETION, MongoModelAdmin, bound, errors_text, route
+from booking.control.counter import CounterScreens, may_sell
+from booking.control.offers import PriceTableScreens
+from booking.control.payment_settings import BoxOfficeScreens, box_office_form
+from booking.control.performances import PerformanceScreens
 from booking.control.seat_chart import category_legend, owner_groups, session_rows
-from booking.control.self_service_settings import SESSION_ROUTES as SELF_SERVICE_ROUTES
-from booking.control.self_service_settings import SessionSelfServiceMixin, season_form, session_form
-from booking.control.series_actions import ROUTES as SERIES_ROUTES
-from booking.control.series_actions import SeriesActionsMixin
-from booking.control.waiting_lists import WAITING_LIST_ROUTES, WaitingListAdminMixin
+from booking.control.self_service_settings import SessionSelfServiceScreens, season_form, session_form
+from booking.control.series_actions import SeriesActionScreens
+from booking.control.session_screens import SessionScreens, session_label
+from booking.control.waiting_lists import WaitingListScreens
 from booking.core.domain import Session, SessionStatus
 from booking.core.errors import BookingError, InvalidRequest
-from booking.sales import offers, seasons, session_cancel
+from booking.sales import offers, quotas, seasons, session_cancel
 from booking.sales import sessions as session_service
 from booking.sales.selectors import seat_counts
 
 
-def session_label(session: Mapping[str, Any]) -> str:
-    start = timezone.localtime(session["start"]).strftime("%a %d %b %Y %H:%M")
-    return f"{session['name']} – {start}"
-
-
-class SessionAdmin(
-    PerformanceAdminMixin,
-    CounterAdminMixin,
-    SeriesActionsMixin,
-    SessionPaymentsMixin,
-    SessionSelfServiceMixin,
-    PriceTableAdminMixin,
-    WaitingListAdminMixin,
-    MongoModelAdmin,
-):
-    routes = [
-        ("<str:object_id>/prices/", "price_table", "price_table"),  # control/offers.py
-        ("", "session_list", "changelist"),
-        ("add/", "session_add", "add"),
-        ("add-series/", "session_series", "series"),
-        ("<str:object_id>/change/", "session_change", "change"),
-        ("<str:object_id>/seats/", "seat_map", "seats"),
-        ("<str:object_id>/seats/map/", "seat_map_partial", "seats_partial"),
-        ("<str:object_id>/refresh-map/", "refresh_map", "refresh_map"),
-        ("<str:object_id>/cancel/", "session_cancel", "cancel"),
-        ("<str:object_id>/publish/", "session_publish", "publish"),
-        ("<str:object_id>/delete/", "session_delete", "delete"),
-        ("<str:object_id>/sale-window/", "sale_window", "sale_window"),
-        *SESSION_ROUTES,  # pay at the box office (payments)
-        *SELF_SERVICE_ROUTES,  # what buyers may change online (control/self_service_settings.py)
-        *COUNTER_ROUTES,  # sell at the counter and on the phone (control/counter.py)
-        *PERFORMANCE_ROUTES,  # a sectioned venue's performance as one (control/performances.py)
-        *SERIES_ROUTES,  # bulk actions on the show's series (control/series_actions.py)
-        *WAITING_LIST_ROUTES,  # the waiting list of a sold-out performance (control/waiting_lists.py)
-    ]
+class SessionListScreens(SessionScreens):
+    """The list of sessions and new ones: one, or a series at once."""
 
     # --- list ---
 
@@ -93,7 +60,7 @@ class SessionAdmin(
 
     # --- create ---
 
-    def _theater_or_pick(self, request, title: str, next_name: str):
+    def theater_or_pick(self, request, title: str, next_name: str):
         """The theater named by ?theater=, or a page to pick one."""
         raw = request.GET.get("theater")
         if raw:
@@ -111,35 +78,32 @@ class SessionAdmin(
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_add(self, request):
         self.require(request, "add")
-        theater, page = self._theater_or_pick(request, gettext("Add session: choose the theater"), "add")
+        theater, page = self.theater_or_pick(request, gettext("Add session: choose the theater"), "add")
         if page:
             return page
         form = f.SessionForm(bound(request), layout=session_service.price_layout(theater))
-        status = 200
-        if request.method == "POST":
-            status = 400
-            if form.is_valid():
-                session = attempt(
-                    form, lambda: session_service.create_session(theater["_id"], **form.session_details())
+        session, status = self.posted(
+            request,
+            form,
+            lambda: session_service.create_session(theater["_id"], **form.session_details()),
+            action="add",
+        )
+        if session is not None:
+            if session.get("performanceId"):  # a sectioned venue: the performance with its sections
+                to = self.url("performance", session["performanceId"])
+            else:
+                to = self.url("seats", session["_id"])
+            return self.session_saved(
+                request,
+                session,
+                flag=ADDITION,
+                note=f"Created session in {theater['name']} ({session['seatsTotal']} seats), a draft.",
+                shown=gettext(
+                    "“%(name)s” was created as a draft (%(seatsTotal)s seats): only staff see it until you publish it."
                 )
-                if session is not None:
-                    if session.get("performanceId"):  # a sectioned venue: the performance with its sections
-                        to = self.url("performance", session["performanceId"])
-                    else:
-                        to = self.url("seats", session["_id"])
-                    return self.saved(
-                        request,
-                        ADDITION,
-                        session["_id"],
-                        session_label(session),
-                        note=f"Created session in {theater['name']} ({session['seatsTotal']} seats), a draft.",
-                        shown=gettext(
-                            "“%(name)s” was created as a draft (%(seatsTotal)s seats): only staff see it until "
-                            "you publish it."
-                        )
-                        % {"name": session["name"], "seatsTotal": session["seatsTotal"]},
-                        to=to,
-                    )
+                % {"name": session["name"], "seatsTotal": session["seatsTotal"]},
+                to=to,
+            )
         return self.render(
             request,
             "admin/booking/session/form.html",
@@ -152,7 +116,7 @@ class SessionAdmin(
         """A season at once (sales/seasons.py): "Preview" lists the dates, "Create" makes a draft
         per date. The same form submitted again finds its dates and creates nothing new."""
         self.require(request, "add")
-        theater, page = self._theater_or_pick(request, gettext("Add a series: choose the theater"), "series")
+        theater, page = self.theater_or_pick(request, gettext("Add a series: choose the theater"), "series")
         if page:
             return page
         form = f.SeriesForm(
@@ -222,15 +186,13 @@ class SessionAdmin(
             status=status,
         )
 
-    # --- one session ---
 
-    def _session(self, object_id) -> Session:
-        return self.document(selectors.get_session, object_id, "No such session.")
+class SessionChangeScreens(SessionScreens):
+    """One session: its details, its sale window, published, deleted or canceled."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_change(self, request, object_id):
-        self.require(request, "view")
-        session = self._session(object_id)
+        session = self.session(request, object_id)
         initial = {
             "name": session["name"],
             "description": session.get("description", ""),
@@ -241,24 +203,17 @@ class SessionAdmin(
             **f.PricedForm.price_initial(session["prices"]),
         }
         form = f.SessionForm(bound(request), initial=initial, layout=session["layout"])
-        status = 200
-        if request.method == "POST":
-            self.require(request, "change")
-            status = 400
-            if form.is_valid():
-                updated = attempt(
-                    form, lambda: session_service.update_session_details(session["_id"], **form.session_details())
-                )
-                if updated is not None:
-                    return self.saved(
-                        request,
-                        CHANGE,
-                        updated["_id"],
-                        session_label(updated),
-                        note=f"Changed {', '.join(form.changed_data) or 'nothing'}.",
-                        shown=gettext("“%(name)s” was saved.") % {"name": updated["name"]},
-                        to=self.url("change", updated["_id"]),
-                    )
+        updated, status = self.posted(
+            request, form, lambda: session_service.update_session_details(session["_id"], **form.session_details())
+        )
+        if updated is not None:
+            return self.session_saved(
+                request,
+                updated,
+                note=f"Changed {', '.join(form.changed_data) or 'nothing'}.",
+                shown=gettext("“%(name)s” was saved.") % {"name": updated["name"]},
+                to=self.url("change", updated["_id"]),
+            )
         return self.render(
             request,
             "admin/booking/session/form.html",
@@ -273,7 +228,95 @@ class SessionAdmin(
             status=status,
         )
 
-    def _seat_map_context(self, request, session: Session, checked=frozenset()) -> dict:
+    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
+    def sale_window(self, request, object_id):
+        """Draft or published, the on-sale and off-sale times, a members' presale with its code; and
+        the quota, a form of its own on the page."""
+        session = self.session(request, object_id)
+        local = {k: timezone.localtime(session[k]) if session.get(k) else None for k in ("saleOpens", "saleCloses")}
+        presale = session.get("presale")
+        initial = {
+            "published": "0" if session.get("status") == SessionStatus.DRAFT else "1",
+            "sale_opens": local["saleOpens"],
+            "sale_closes": local["saleCloses"],
+            "presale_opens": timezone.localtime(presale["opens"]) if presale else None,
+        }
+        quota_post = request.method == "POST" and request.POST.get("what") == "quota"
+        quota_form = f.QuotaForm(
+            request.POST if quota_post else None,
+            initial={"quota": session.get("quota")},
+            seats_total=session.get("seatsTotal", 0),
+        )
+        window_data = None if quota_post else bound(request)
+        form = f.SaleWindowForm(window_data, initial=initial, start=session["start"], has_code=bool(presale))
+        if quota_post:
+            quota, status = self.posted(request, quota_form, lambda: self.set_quota(request, session, quota_form))
+            if quota is not None:
+                return quota
+        else:
+            window, status = self.posted(request, form, lambda: self.set_sale_window(request, session, form))
+            if window is not None:
+                return window
+        return self.render(
+            request,
+            "admin/booking/session/sale_window.html",
+            {
+                "title": gettext("Sale window of “%(name)s”") % {"name": session["name"]},
+                "form": form,
+                "quota_form": quota_form,
+                "quota_line": quotas.quota_line(session),
+                "sectioned": session.get("performanceId") is not None,
+                "session": session,
+            },
+            status=status,
+        )
+
+    def set_sale_window(self, request, session: Session, form: f.SaleWindowForm) -> HttpResponseRedirect:
+        """The sale window form's write, logged, and back to the page."""
+        data = form.cleaned_data
+        updated = session_service.set_sale_window(
+            session["_id"],
+            published=data["published"],
+            sale_opens=data["sale_opens"],
+            sale_closes=data["sale_closes"],
+            presale_opens=data["presale_opens"],
+            presale_code=data["presale_code"],
+        )
+        what = "published" if data["published"] else "draft"
+        note = f"Sale window: {what}, on sale {data['sale_opens'] or 'when published'}, "
+        note += f"off sale {data['sale_closes'] or 'at the start'}"
+        note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
+        note += " (new access code)" if data["presale_code"] else ""
+        return self.session_saved(
+            request,
+            updated,
+            note=note + ".",
+            shown=gettext("The sale window of “%(name)s” was saved.") % {"name": updated["name"]},
+            to=self.url("sale_window", updated["_id"]),
+        )
+
+    def set_quota(self, request, session: Session, form: f.QuotaForm) -> HttpResponseRedirect:
+        """The quota form's write, logged, and back to the page."""
+        quota = form.cleaned_data["quota"]
+        updated = quotas.set_quota(session["_id"], quota=quota)
+        shown = (
+            gettext("The quota of “%(name)s” is %(quota)d seats.") % {"name": updated["name"], "quota": quota}
+            if quota is not None
+            else gettext("“%(name)s” has no quota now.") % {"name": updated["name"]}
+        )
+        return self.session_saved(
+            request,
+            updated,
+            note=f"Quota: {quota if quota is not None else 'none'}.",
+            shown=shown,
+            to=self.url("sale_window", updated["_id"]),
+        )
+
+
+class SeatMapScreens(SessionScreens):
+    """A session's live seat map: who holds or bought each seat, house seats blocked and released."""
+
+    def seat_map_context(self, request, session: Session, checked=frozenset()) -> dict:
         rows = session_rows(session, selectors.seat_owners(session), set(checked))
         return {
             "session": session,
@@ -282,15 +325,14 @@ class SessionAdmin(
             "legend": category_legend(session["layout"]),
             "counts": seat_counts(session["seats"]),
             # house seats are blocked in a draft too (it is prepared before it goes on sale)
-            "selectable": self.has_change_permission(request) and session.get("status") != SessionStatus.CANCELED,
+            "selectable": self.admin.has_change_permission(request) and session.get("status") != SessionStatus.CANCELED,
             "now": timezone.now(),
         }
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def seat_map(self, request, object_id):
         """The live seat map. POST blocks or unblocks the ticked seats (house seats)."""
-        self.require(request, "view")
-        session = self._session(object_id)
+        session = self.session(request, object_id)
         status, error = 200, ""
         checked = set(request.POST.getlist("seats"))
         if request.method == "POST":
@@ -319,151 +361,84 @@ class SessionAdmin(
                             "Released %(count)d seats (on sale again).",
                             count,
                         )
-                    return self.saved(
+                    return self.session_saved(
                         request,
-                        CHANGE,
-                        session["_id"],
-                        session_label(session),
+                        session,
                         note=f"{what} {count} seat{'s' if count != 1 else ''} ({seats}).",
                         shown=shown % {"count": count},
                         to=self.url("seats", session["_id"]),
                     )
-            session = self._session(object_id)
+            session = self.session_named(object_id)
         context = {
             "title": gettext("Seat map: %(name)s") % {"name": session["name"]},
             "error": error,
-            **self._seat_map_context(request, session, checked),
+            **self.seat_map_context(request, session, checked),
         }
         return self.render(request, "admin/booking/session/seatmap.html", context, status=status)
 
     def seat_map_partial(self, request, object_id):
         """htmx poll: the map again, keeping the seats staff have ticked (sent along)."""
-        self.require(request, "view")
-        session = self._session(object_id)
-        context = self._seat_map_context(request, session, request.GET.getlist("seats"))
+        session = self.session(request, object_id)
+        context = self.seat_map_context(request, session, request.GET.getlist("seats"))
         return TemplateResponse(request, "admin/booking/session/_live_map.html", context)
 
     @method_decorator(require_POST)
     def refresh_map(self, request, object_id):
-        self.require(request, "change")
-        session = self._session(object_id)
+        session = self.session(request, object_id, "change")
         try:
             updated = session_service.refresh_seat_map(session["_id"])
         except BookingError as exc:
             return self.refused(request, exc.message, self.url("change", session["_id"]))
-        return self.saved(
+        return self.session_saved(
             request,
-            CHANGE,
-            session["_id"],
-            session_label(session),
+            session,
             note=f"Copied the theater's current seat map ({updated['seatsTotal']} seats).",
             shown=gettext("The seat map now matches the theater (%(seatsTotal)s seats).")
             % {"seatsTotal": updated["seatsTotal"]},
             to=self.url("seats", session["_id"]),
         )
 
-    @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
-    def sale_window(self, request, object_id):
-        """Draft or published, the on-sale and off-sale times, a members' presale with its code."""
-        self.require(request, "view")
-        session = self._session(object_id)
-        local = {k: timezone.localtime(session[k]) if session.get(k) else None for k in ("saleOpens", "saleCloses")}
-        presale = session.get("presale")
-        initial = {
-            "published": "0" if session.get("status") == SessionStatus.DRAFT else "1",
-            "sale_opens": local["saleOpens"],
-            "sale_closes": local["saleCloses"],
-            "presale_opens": timezone.localtime(presale["opens"]) if presale else None,
-        }
-        form = f.SaleWindowForm(bound(request), initial=initial, start=session["start"], has_code=bool(presale))
-        status = 200
-        if request.method == "POST":
-            self.require(request, "change")
-            status = 400
-            if form.is_valid():
-                data = form.cleaned_data
-                try:
-                    updated = session_service.set_sale_window(
-                        session["_id"],
-                        published=data["published"],
-                        sale_opens=data["sale_opens"],
-                        sale_closes=data["sale_closes"],
-                        presale_opens=data["presale_opens"],
-                        presale_code=data["presale_code"],
-                    )
-                except InvalidRequest as exc:
-                    f.add_field_errors(form, exc)
-                except BookingError as exc:
-                    status = 409
-                    form.add_error(None, exc.message)
-                else:
-                    what = "published" if data["published"] else "draft"
-                    note = f"Sale window: {what}, on sale {data['sale_opens'] or 'when published'}, "
-                    note += f"off sale {data['sale_closes'] or 'at the start'}"
-                    note += f", presale from {data['presale_opens']}" if data["presale_opens"] else ""
-                    note += " (new access code)" if data["presale_code"] else ""
-                    return self.saved(
-                        request,
-                        CHANGE,
-                        updated["_id"],
-                        session_label(updated),
-                        note=note + ".",
-                        shown=gettext("The sale window of “%(name)s” was saved.") % {"name": updated["name"]},
-                        to=self.url("sale_window", updated["_id"]),
-                    )
-        return self.render(
-            request,
-            "admin/booking/session/sale_window.html",
-            {
-                "title": gettext("Sale window of “%(name)s”") % {"name": session["name"]},
-                "form": form,
-                "session": session,
-            },
-            status=status,
-        )
+
+class SessionStatusScreens(SessionScreens):
+    """A draft published or deleted, a session canceled."""
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def session_cancel(self, request, object_id):
         """Cancel a session. Staff need the delete permission: it ends the session for good."""
-        self.require(request, "delete")
-        session = self._session(object_id)
+        session = self.session(request, object_id, "delete")
         paid = selectors.paid_order_count(session["_id"])
         form = f.CancelSessionForm(bound(request))
-        status = 400 if request.method == "POST" else 200
-        if request.method == "POST" and form.is_valid():
-            if session.get("status") == SessionStatus.CANCELED:
-                messages.info(request, gettext("This session was already canceled."))
-                return HttpResponseRedirect(self.url("change", session["_id"]))
-            try:
-                canceled = session_service.cancel_session(
-                    session["_id"],
-                    cancel_orders=form.cleaned_data["cancel_orders"],
-                    by=request.user.get_username(),
-                    **form.terms(),
-                )
-            except InvalidRequest as exc:
-                f.add_field_errors(form, exc)
-            except BookingError as exc:
-                status = 409
-                form.add_error("cancel_orders", exc.message)
-            else:
-                note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
-                shown = ngettext(
-                    "“%(name)s” was canceled; its %(count)d paid order is being refunded.",
-                    "“%(name)s” was canceled; its %(count)d paid orders are being refunded.",
-                    canceled,
-                )
-                return self.saved(
-                    request,
-                    CHANGE,
-                    session["_id"],
-                    session_label(session),
-                    note=f"Canceled the session{note}.",
-                    shown=(shown if canceled else gettext("“%(name)s” was canceled."))
-                    % {"name": session["name"], "count": canceled},
-                    # the worker refunds them: its progress is on the cancel page
-                    to=self.url("cancel" if canceled else "change", session["_id"]),
-                )
+        if request.method == "POST" and form.is_valid() and session.get("status") == SessionStatus.CANCELED:
+            messages.info(request, gettext("This session was already canceled."))
+            return HttpResponseRedirect(self.url("change", session["_id"]))
+        canceled, status = self.posted(
+            request,
+            form,
+            lambda: session_service.cancel_session(
+                session["_id"],
+                cancel_orders=form.cleaned_data["cancel_orders"],
+                by=request.user.get_username(),
+                **form.terms(),
+            ),
+            action="delete",
+            conflict_field="cancel_orders",
+        )
+        if canceled is not None:
+            note = f" and canceled {canceled} paid order{'s' if canceled != 1 else ''}" if canceled else ""
+            shown = ngettext(
+                "“%(name)s” was canceled; its %(count)d paid order is being refunded.",
+                "“%(name)s” was canceled; its %(count)d paid orders are being refunded.",
+                canceled,
+            )
+            return self.session_saved(
+                request,
+                session,
+                note=f"Canceled the session{note}.",
+                shown=(shown if canceled else gettext("“%(name)s” was canceled."))
+                % {"name": session["name"], "count": canceled},
+                # the worker refunds them: its progress is on the cancel page
+                to=self.url("cancel" if canceled else "change", session["_id"]),
+            )
         return self.render(
             request,
             "admin/booking/session/cancel.html",
@@ -481,8 +456,7 @@ class SessionAdmin(
     def _draft_action(self, request, object_id, *, action: str):
         """Publish a draft, or delete a session nobody bought from: GET asks, POST does it; a
         refusal is shown on the same page with a 409, and nothing changed."""
-        self.require(request, "change" if action == "publish" else "delete")
-        session = self._session(object_id)
+        session = self.session(request, object_id, "change" if action == "publish" else "delete")
         error, status = "", 200
         if request.method == "POST":
             try:
@@ -494,21 +468,18 @@ class SessionAdmin(
                 error, status = exc.message, 409
             else:
                 if action == "publish":
-                    return self.saved(
+                    return self.session_saved(
                         request,
-                        CHANGE,
-                        session["_id"],
-                        session_label(session),
+                        session,
                         note=f"Published ({count} session document{'s' if count != 1 else ''}).",
                         shown=gettext("“%(name)s” is published: it is on sale (or on its sale window).")
                         % {"name": session["name"]},
                         to=self.url("change", session["_id"]),
                     )
-                return self.saved(
+                return self.session_saved(
                     request,
-                    DELETION,
-                    session["_id"],
-                    session_label(session),
+                    session,
+                    flag=DELETION,
                     note=f"Deleted ({count} session document{'s' if count != 1 else ''}).",
                     shown=gettext("“%(name)s” was deleted.") % {"name": session["name"]},
                     to=self.url("changelist"),
@@ -543,3 +514,46 @@ def _seat_keys(session: Session) -> list[str]:
     return [
         f"{r}:{c}" for r, row in enumerate(session["layout"]["rows"]) for c, cell in enumerate(row["cells"]) if cell
     ]
+
+
+class SessionAdmin(MongoModelAdmin):
+    """/admin/booking/session/: each URL, the class and method that answer it, and its name (the
+    URL names are ``admin:booking_session_<name>``)."""
+
+    routes = [
+        route("<str:object_id>/prices/", PriceTableScreens.price_table, "price_table"),
+        route("", SessionListScreens.session_list, "changelist"),
+        route("add/", SessionListScreens.session_add, "add"),
+        route("add-series/", SessionListScreens.session_series, "series"),
+        route("<str:object_id>/change/", SessionChangeScreens.session_change, "change"),
+        route("<str:object_id>/seats/", SeatMapScreens.seat_map, "seats"),
+        route("<str:object_id>/seats/map/", SeatMapScreens.seat_map_partial, "seats_partial"),
+        route("<str:object_id>/refresh-map/", SeatMapScreens.refresh_map, "refresh_map"),
+        route("<str:object_id>/cancel/", SessionStatusScreens.session_cancel, "cancel"),
+        route("<str:object_id>/publish/", SessionStatusScreens.session_publish, "publish"),
+        route("<str:object_id>/delete/", SessionStatusScreens.session_delete, "delete"),
+        route("<str:object_id>/sale-window/", SessionChangeScreens.sale_window, "sale_window"),
+        route("<str:object_id>/box-office/", BoxOfficeScreens.session_box_office, "box_office"),
+        route("<str:object_id>/self-service/", SessionSelfServiceScreens.session_self_service, "self_service"),
+        # selling at the counter and on the phone: its own permission, booking.sell_at_counter
+        route("<str:object_id>/sell/", CounterScreens.sell_page, "sell"),
+        route("<str:object_id>/sell/map/", CounterScreens.sell_map, "sell_map"),
+        route("<str:object_id>/sell/toggle", CounterScreens.sell_toggle, "sell_toggle"),
+        route("<str:object_id>/sell/best", CounterScreens.sell_best, "sell_best"),
+        route("<str:object_id>/sell/release", CounterScreens.sell_release, "sell_release"),
+        route("<str:object_id>/sell/ticket-type", CounterScreens.sell_ticket_type, "sell_ticket_type"),
+        route("<str:object_id>/sell/promo", CounterScreens.sell_promo, "sell_promo"),
+        route("<str:object_id>/sell/checkout", CounterScreens.sell_checkout, "sell_checkout"),
+        route("sold/<str:ref>/", CounterScreens.sold_page, "sold"),
+        route("sold/<str:ref>/tickets.pdf", CounterScreens.sold_tickets_pdf, "sold_tickets"),
+        # a sectioned venue's performance: its sections as one
+        route("performance/<str:performance_id>/", PerformanceScreens.performance_page, "performance"),
+        route("performance/<str:performance_id>/cancel/", PerformanceScreens.performance_cancel, "performance_cancel"),
+        route("performance/<str:performance_id>/change/", PerformanceScreens.performance_change, "performance_change"),
+        route("<str:object_id>/series-actions/", SeriesActionScreens.series_actions, "series_actions"),
+        route("<str:object_id>/waiting-list/", WaitingListScreens.waiting_list, "waiting_list"),
+    ]
+
+    def has_view_permission(self, request, obj=None):
+        """Sellers at the counter see the sessions too (to pick one to sell)."""
+        return super().has_view_permission(request, obj) or may_sell(request.user)

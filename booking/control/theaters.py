@@ -1,4 +1,8 @@
-"""Theaters in the admin: list, layout editor with live preview, JSON import/export, delete."""
+"""Theaters in the admin: list, layout editor with live preview, JSON import/export, delete.
+
+``TheaterAdmin.routes`` is every URL under /admin/booking/theater/ with the class and method that
+answers it; each group of pages is a ``TheaterScreens`` class (control/theater_screens.py) in the
+module of its subject."""
 
 import json
 
@@ -10,15 +14,15 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from booking.control import forms as f
 from booking.control import selectors
-from booking.control.base import ADDITION, CHANGE, DELETION, MongoModelAdmin
-from booking.control.door_settings import DOOR_ROUTES, DoorSettingsMixin, door_form
-from booking.control.offers import TicketTypesAdminMixin
-from booking.control.payment_settings import THEATER_ROUTES, TheaterPaymentsMixin, donation_form, vat_form
+from booking.control.base import ADDITION, DELETION, MongoModelAdmin, route
+from booking.control.door_settings import DoorSettingsScreens, door_form
+from booking.control.offers import TicketTypeScreens
+from booking.control.payment_settings import TheaterPaymentScreens, donation_form, vat_form
 from booking.control.seat_chart import category_legend, grid_error_context, layout_rows
-from booking.control.sectioned_venues import SECTIONED_ROUTES, SectionedVenueAdminMixin
-from booking.control.self_service_settings import THEATER_ROUTES as SELF_SERVICE_ROUTES
-from booking.control.self_service_settings import TheaterSelfServiceMixin, theater_form
-from booking.control.venue_addresses import ADDRESS_ROUTES, VenueAddressMixin, address_form
+from booking.control.sectioned_venues import SectionedVenueScreens
+from booking.control.self_service_settings import TheaterSelfServiceScreens, theater_form
+from booking.control.theater_screens import TheaterScreens
+from booking.control.venue_addresses import VenueAddressScreens, address_form
 from booking.core.domain import Layout
 from booking.core.errors import BookingError
 from booking.sales import theater_edits
@@ -32,30 +36,9 @@ EXAMPLE_CATEGORIES = [
 EXAMPLE_GRID = "A: ssss.ssss\nB: sspp.ppss\nC: Ssss.sssS\n"
 
 
-class TheaterAdmin(
-    SectionedVenueAdminMixin,
-    TheaterPaymentsMixin,
-    TheaterSelfServiceMixin,
-    TicketTypesAdminMixin,
-    VenueAddressMixin,
-    DoorSettingsMixin,
-    MongoModelAdmin,
-):
-    routes = [
-        ("<str:object_id>/ticket-types/", "ticket_types", "ticket_types"),  # control/offers.py
-        ("", "theater_list", "changelist"),
-        ("add/", "theater_add", "add"),
-        ("preview/", "layout_preview", "preview"),
-        ("import/", "layout_import", "import"),
-        ("<str:object_id>/change/", "theater_change", "change"),
-        ("<str:object_id>/delete/", "theater_delete", "delete"),
-        ("<str:object_id>/export/", "layout_export", "export"),
-        *THEATER_ROUTES,  # VAT rates (payments)
-        *SELF_SERVICE_ROUTES,  # what buyers may change online (control/self_service_settings.py)
-        *SECTIONED_ROUTES,  # stadiums drawn and edited in the admin (control/sectioned_venues.py)
-        *ADDRESS_ROUTES,  # where the theater is, for buyers (control/venue_addresses.py)
-        *DOOR_ROUTES,  # one scan for the whole booking (control/door_settings.py)
-    ]
+class TheaterEditorScreens(TheaterScreens):
+    """The list of theaters, the layout editor (add, change, its live preview), the layout as JSON
+    (import, export), delete."""
 
     def theater_list(self, request):
         self.require(request, "view")
@@ -117,11 +100,10 @@ class TheaterAdmin(
                 except BookingError as exc:
                     form.add_error("name", exc.message)
                 else:
-                    return self.saved(
+                    return self.theater_saved(
                         request,
-                        ADDITION,
-                        theater["_id"],
-                        theater["name"],
+                        theater,
+                        flag=ADDITION,
                         note=f"Created theater with {theater['seatCount']} seats.",
                         shown=gettext("Theater “%(name)s” was created with %(seats)s seats.")
                         % {"name": theater["name"], "seats": theater["seatCount"]},
@@ -133,8 +115,7 @@ class TheaterAdmin(
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_change(self, request, object_id):
-        self.require(request, "view")
-        theater = self._theater(object_id)
+        theater = self.theater(request, object_id)
         if "layout" not in theater:  # a sectioned venue (a stadium): its own editor
             return HttpResponseRedirect(self.url("sections", theater["_id"]))
         layout = theater["layout"]
@@ -157,11 +138,9 @@ class TheaterAdmin(
                 except BookingError as exc:
                     form.add_error(None, exc.message)
                 else:
-                    return self.saved(
+                    return self.theater_saved(
                         request,
-                        CHANGE,
-                        updated["_id"],
-                        updated["name"],
+                        updated,
                         note=f"Changed name/layout ({updated['seatCount']} seats).",
                         shown=gettext("Theater “%(name)s” was saved. Sessions already created keep their seat map.")
                         % {"name": updated["name"]},
@@ -188,7 +167,7 @@ class TheaterAdmin(
     @method_decorator(require_POST)
     def layout_preview(self, request):
         """htmx: the seat map the editor's current text would make (nothing is stored)."""
-        if not (self.has_add_permission(request) or self.has_change_permission(request)):
+        if not (self.admin.has_add_permission(request) or self.admin.has_change_permission(request)):
             self.require(request, "change")
         form, formset = self._bind(request, {}, [])
         layout = self._layout(form, formset)
@@ -198,8 +177,7 @@ class TheaterAdmin(
 
     @method_decorator(require_http_methods(["GET", "HEAD", "POST"]))
     def theater_delete(self, request, object_id):
-        self.require(request, "delete")
-        theater = self._theater(object_id)
+        theater = self.theater(request, object_id, "delete")
         sessions = selectors.sessions_of_theater(theater["_id"])
         status, error = 200, ""
         if request.method == "POST":
@@ -208,11 +186,10 @@ class TheaterAdmin(
             except BookingError as exc:
                 status, error = 409, exc.message
             else:
-                return self.saved(
+                return self.theater_saved(
                     request,
-                    DELETION,
-                    theater["_id"],
-                    theater["name"],
+                    theater,
+                    flag=DELETION,
                     note="Deleted theater.",
                     shown=gettext("Theater “%(name)s” was deleted.") % {"name": theater["name"]},
                     to=self.url("changelist"),
@@ -242,11 +219,10 @@ class TheaterAdmin(
             except BookingError as exc:
                 form.add_error("name", exc.message)
             else:
-                return self.saved(
+                return self.theater_saved(
                     request,
-                    ADDITION,
-                    theater["_id"],
-                    theater["name"],
+                    theater,
+                    flag=ADDITION,
                     note=f"Imported layout from JSON ({theater['seatCount']} seats).",
                     shown=gettext("Theater “%(name)s” was imported with %(seats)s seats.")
                     % {"name": theater["name"], "seats": theater["seatCount"]},
@@ -261,8 +237,7 @@ class TheaterAdmin(
         )
 
     def layout_export(self, request, object_id):
-        self.require(request, "view")
-        theater = self._theater(object_id)
+        theater = self.theater(request, object_id)
         shape = {"layout": theater["layout"]} if "layout" in theater else {"sections": theater.get("sections", [])}
         german = {"nameDe": theater["nameDe"]} if theater.get("nameDe") else {}
         body = json.dumps({"name": theater["name"], **german, **shape}, indent=2, ensure_ascii=False)
@@ -271,8 +246,29 @@ class TheaterAdmin(
         response["Content-Disposition"] = f'attachment; filename="{slug}-layout.json"'
         return response
 
-    def _theater(self, object_id) -> dict:
-        return self.document(selectors.get_theater, object_id, "That theater does not exist (any more).")
+
+class TheaterAdmin(MongoModelAdmin):
+    """/admin/booking/theater/: each URL, the class and method that answer it, and its name (the
+    URL names are ``admin:booking_theater_<name>``)."""
+
+    routes = [
+        route("<str:object_id>/ticket-types/", TicketTypeScreens.ticket_types, "ticket_types"),
+        route("", TheaterEditorScreens.theater_list, "changelist"),
+        route("add/", TheaterEditorScreens.theater_add, "add"),
+        route("preview/", TheaterEditorScreens.layout_preview, "preview"),
+        route("import/", TheaterEditorScreens.layout_import, "import"),
+        route("<str:object_id>/change/", TheaterEditorScreens.theater_change, "change"),
+        route("<str:object_id>/delete/", TheaterEditorScreens.theater_delete, "delete"),
+        route("<str:object_id>/export/", TheaterEditorScreens.layout_export, "export"),
+        route("<str:object_id>/vat/", TheaterPaymentScreens.theater_vat, "vat"),
+        route("<str:object_id>/seller/", TheaterPaymentScreens.theater_seller, "seller"),
+        route("<str:object_id>/donations/", TheaterPaymentScreens.theater_donations, "donations"),
+        route("<str:object_id>/self-service/", TheaterSelfServiceScreens.theater_self_service, "self_service"),
+        route("add-sectioned/", SectionedVenueScreens.sectioned_add, "add_sectioned"),
+        route("<str:object_id>/sections/", SectionedVenueScreens.sectioned_change, "sections"),
+        route("<str:object_id>/address/", VenueAddressScreens.theater_address, "address"),
+        route("<str:object_id>/door/", DoorSettingsScreens.theater_door, "door"),
+    ]
 
 
 def preview_context(form, layout: Layout | None) -> dict:

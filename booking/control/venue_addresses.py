@@ -1,18 +1,15 @@
 """A theater's address and directions, which buyers see with their booking: a form on the
 theater's change page (halls and sectioned venues), saved through ``venues/addresses.py``."""
 
-from typing import TYPE_CHECKING
-
 from django import forms
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_POST
 
-from booking.control.base import CHANGE, AdminMixinBase, attempt, errors_text
+from booking.control.base import attempt, errors_text
+from booking.control.theater_screens import TheaterScreens
 from booking.venues import addresses
 from booking.venues.addresses import DIRECTIONS_LONGEST, LINE_LONGEST
-
-ADDRESS_ROUTES = [("<str:object_id>/address/", "theater_address", "address")]
 
 
 class AddressForm(forms.Form):
@@ -51,15 +48,12 @@ def address_form(theater: dict, data=None) -> AddressForm:
     return AddressForm(data, initial=initial, prefix="address")
 
 
-class VenueAddressMixin(AdminMixinBase):
-    if TYPE_CHECKING:
-
-        def _theater(self, object_id) -> dict: ...  # TheaterAdmin's
+class VenueAddressScreens(TheaterScreens):
+    """``<id>/address/``: the form on the theater's change page."""
 
     @method_decorator(require_POST)
     def theater_address(self, request, object_id):
-        self.require(request, "change")
-        theater = self._theater(object_id)
+        theater = self.theater(request, object_id, "change")
         form = address_form(theater, request.POST)
         back = self.url("change", theater["_id"])
         if not form.is_valid():
@@ -86,4 +80,4 @@ class VenueAddressMixin(AdminMixinBase):
         shown = (
             gettext("Address saved: %(lines)s") % {"lines": lines} if address else gettext("The address was removed.")
         )
-        return self.saved(request, CHANGE, theater["_id"], theater["name"], note=note, shown=shown, to=back)
+        return self.theater_saved(request, theater, note=note, shown=shown, to=back)

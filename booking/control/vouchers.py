@@ -5,6 +5,7 @@ write goes through payments/voucher_sales.py; permissions are the ``GiftVoucher`
 model's (view: search, look and print; add: sell)."""
 
 from decimal import Decimal
+from typing import Any
 
 from django import forms
 from django.http import Http404, HttpResponse, HttpResponseRedirect
@@ -83,11 +84,9 @@ class GiftVoucherAdmin(MongoModelAdmin):
     def voucher_detail(self, request, object_id):
         self.require(request, "view")
         voucher = self.document(vouchers.find, object_id, gettext("No such voucher."))
-        history = sorted(
-            [{**r, "kind": "redemption"} for r in voucher.get("redemptions", [])]
-            + [{**r, "kind": "refund"} for r in voucher.get("refunds", [])],
-            key=lambda entry: entry["at"],
-        )
+        entries: list[dict[str, Any]] = [{**r, "kind": "redemption"} for r in voucher.get("redemptions", [])]
+        entries += [{**r, "kind": "refund"} for r in voucher.get("refunds", [])]
+        history = sorted(entries, key=lambda entry: entry["at"])
         context = {
             "title": gettext("Gift voucher %(code)s") % {"code": vouchers.display_code(voucher["code"])},
             "voucher": voucher,

@@ -1,13 +1,10 @@
 """A performance's waiting list for staff: who waits, in which place, for how many seats, and the
-offers made (seats, until when, answered or lapsed). Mixed into SessionAdmin, which lists the
-route; linked from the session's page."""
-
-from typing import TYPE_CHECKING
+offers made (seats, until when, answered or lapsed). ``WaitingListScreens``, under SessionAdmin's
+URLs; linked from the session's page."""
 
 from django.utils.translation import gettext, gettext_noop
 
-from booking.control.base import AdminMixinBase
-from booking.core.domain import Session
+from booking.control.session_screens import SessionScreens
 from booking.core.localized import waiting_list_state_label
 from booking.sales import waiting_list
 
@@ -17,17 +14,12 @@ MAIL_WORDS = {
     waiting_list.MAIL_FAILED: gettext_noop("failed"),
 }
 
-WAITING_LIST_ROUTES = [("<str:object_id>/waiting-list/", "waiting_list", "waiting_list")]
 
-
-class WaitingListAdminMixin(AdminMixinBase):
-    if TYPE_CHECKING:
-
-        def _session(self, object_id) -> Session: ...  # SessionAdmin's
+class WaitingListScreens(SessionScreens):
+    """``<id>/waiting-list/``: who waits for seats of the session."""
 
     def waiting_list(self, request, object_id):
-        self.require(request, "view")
-        session = self._session(object_id)
+        session = self.session(request, object_id)
         entries = waiting_list.entries_of(session["_id"])
         for entry in entries:
             entry["state_words"] = waiting_list_state_label(entry["state"])

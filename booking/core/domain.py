@@ -102,6 +102,29 @@ def sales_channel(order: "Order | Mapping[str, Any]") -> str:  # or its projecti
     return order.get("channel") or DEFAULT_CHANNEL.value  # ORDER_CHANNEL_FIELD
 
 
+class RefundStatus(StrEnum):
+    """A refund record (payments/refunds.py): ``pending -> succeeded``, ``pending -> failed``,
+    ``failed -> succeeded | failed`` (retried by reconcile or staff)."""
+
+    PENDING = "pending"  # written before the provider is asked, or the provider is still working on it
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # retried at retryAt; after BOOKING_REFUND_MAX_TRIES only by staff
+
+
+class ExchangeState(StrEnum):
+    """An exchange of tickets (sales/exchanges.py): ``started -> taken -> switched -> released ->
+    done``; ``started -> awaiting_payment -> taken`` (a dearer seat paid online); ``started |
+    awaiting_payment | taken -> abandoned``."""
+
+    STARTED = "started"
+    AWAITING_PAYMENT = "awaiting_payment"
+    TAKEN = "taken"
+    SWITCHED = "switched"
+    RELEASED = "released"
+    DONE = "done"
+    ABANDONED = "abandoned"
+
+
 class VoucherState(StrEnum):
     """A gift voucher (payments/vouchers.py): ``pending -> active`` (sold online: once its order is
     paid); sold at the counter it is ``active`` at once."""
@@ -226,6 +249,37 @@ def sale_open_filter(now: datetime, access_keys=frozenset()) -> dict:
     return {"$and": [{"$or": opened}, {"$or": [{"saleCloses": None}, {"saleCloses": {"$gt": now}}]}]}
 
 
+# --- the performance's quota: at most so many seats taken ---
+
+
+def within_quota(taking: int) -> dict:
+    """Filter clause of every write that takes ``taking`` free seats: a session with a quota keeps
+    ``quotaFloor`` free seats off sale (``seatsAvailable >= quotaFloor + taking``); one without
+    (no ``quotaFloor``) is not limited. Releases raise ``seatsAvailable`` and so make room by
+    themselves; blocking or unblocking a free seat moves the floor in the same write."""
+    return {
+        "$or": [
+            {"quotaFloor": {"$exists": False}},
+            {"$expr": {"$gte": ["$seatsAvailable", {"$add": ["$quotaFloor", taking]}]}},
+        ]
+    }
+
+
+def seats_left(session: Mapping[str, Any]) -> int:
+    """The seats buyers may still take: the free seats, less those the quota keeps off sale."""
+    free = session.get("seatsAvailable", 0)
+    if "quotaFloor" not in session:
+        return free
+    return max(0, free - session["quotaFloor"])
+
+
+def quota_taken(session: Mapping[str, Any]) -> int | None:
+    """Seats counted against the quota (held or sold, house seats aside), or None: no quota."""
+    if session.get("quota") is None or "quotaFloor" not in session:
+        return None
+    return session["quota"] - (session.get("seatsAvailable", 0) - session["quotaFloor"])
+
+
 # --- documents (see docs/architecture.md) ---
 
 
@@ -309,6 +363,28 @@ class Presale(TypedDict):
     key: str  # random, renewed with the code: what the buyer cookie keeps and the hold's filter names
 
 
+class ExchangeHold(TypedDict):
+    """The seats an exchange took in this session, until its order's lines have them (sales/exchanges.py)."""
+
+    _id: str  # the exchange's id
+    orderId: ObjectId
+    seats: list[str]  # "row:col" keys
+    on: datetime
+
+
+class WebhookEventEntry(TypedDict):
+    """An event still to be handed to the webhook endpoints, pushed in the change's write
+    (sales/outbox.py, webhooks/)."""
+
+    _id: str
+    type: str
+    at: datetime
+    refund: NotRequired[str]  # what the payload names beyond the document
+    exchange: NotRequired[str]
+    transfer: NotRequired[str]
+    ticket: NotRequired[str]
+
+
 class SessionSection(TypedDict):
     name: str
     index: int
@@ -339,6 +415,8 @@ class Session(TypedDict):
     seats: list[list[int]]  # cell states (seatmap.GAP, FREE, HELD, SOLD, BLOCKED), aligned with layout
     seatsTotal: int
     seatsAvailable: int  # == the number of free cells
+    quota: NotRequired[int]  # at most this many seats held or sold (house seats aside); absent: the hall
+    quotaFloor: NotRequired[int]  # with quota: free seats kept off sale (``within_quota``)
     reservations: list[Reservation]
     version: int  # bumped by every change: the live map's ETag
     createdOn: datetime
@@ -355,7 +433,8 @@ class Session(TypedDict):
     boxOffice: NotRequired[dict]  # {enabled, deadlineMinutes}: payments/settings.py
     selfService: NotRequired[dict]  # this performance's own rules for buyers' changes (sales/self_service.py)
     waitingRoom: NotRequired[dict]  # {queueId, opensAt, onSaleAt, rate, paused, rev}: sales/waiting_room.py
-    exchangeHolds: NotRequired[list[dict]]  # sales/exchanges.py
+    exchangeHolds: NotRequired[list[ExchangeHold]]
+    webhookEvents: NotRequired[list[WebhookEventEntry]]  # a canceled performance's (sales/session_cancel.py)
     cancelRun: NotRequired[dict]  # sales/session_cancel.py
     detailsChange: NotRequired[dict]  # sales/performance_details.py
     ticketCodesByRef: NotRequired[bool]
@@ -385,6 +464,43 @@ class Customer(TypedDict):
     phone: NotRequired[str]  # given at the counter
 
 
+class StaffMember(TypedDict, total=False):
+    """Who sold it at the counter (sales/counter.py); an order of a counter cart without one keeps {}."""
+
+    id: int | None  # the staff user's id
+    name: str
+
+
+class CanceledShow(TypedDict):
+    """A performance canceled while the cart held seats in it (sales/carts.py): the buyer is told."""
+
+    sessionId: ObjectId
+    name: str
+    start: datetime | None
+    seats: int
+
+
+class Comp(TypedDict):
+    reason: str  # why staff gave the tickets away (sales/counter.py)
+
+
+class BillingAddress(TypedDict):
+    """An invoice's buyer as staff typed it at the counter (payments/invoices.py)."""
+
+    company: str
+    address: str
+    vatId: str
+
+
+class SubscriptionRef(TypedDict):
+    """The subscription a cart or order is for (sales/subscriptions.py)."""
+
+    _id: ObjectId
+    name: str
+    nameDe: NotRequired[str]
+    renewalOf: NotRequired[ObjectId]  # the holder's order of last season, when renewing
+
+
 class Cart(TypedDict):
     _id: ObjectId
     owner: str  # "s:<random token>" from the buyer cookie (booking/web/buyer.py)
@@ -400,17 +516,17 @@ class Cart(TypedDict):
     checkoutOn: NotRequired[datetime]
     orderId: NotRequired[ObjectId]
     endedOn: NotRequired[datetime]
-    canceledShows: NotRequired[list[dict]]  # [{sessionId, name, start, seats}]: performances canceled while held
+    canceledShows: NotRequired[list[CanceledShow]]
     promo: NotRequired[dict]  # the promo code applied (sales/promos.py)
     orderRef: NotRequired[str]
     payMethod: NotRequired[str]
     channel: NotRequired[SalesChannel]  # a staff cart's (sales/counter.py)
-    soldBy: NotRequired[dict]  # {id, name}: the staff member at the counter (sales/counter.py)
-    comp: NotRequired[dict]
-    subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's cart (sales/subscriptions.py)
+    soldBy: NotRequired[StaffMember]  # a staff cart's (sales/counter.py)
+    comp: NotRequired[Comp]
+    subscription: NotRequired[SubscriptionRef]  # a subscription's cart
     voucherCode: NotRequired[str]  # the gift voucher checkout named (payments/vouchers.py)
     donation: NotRequired[int]  # what the buyer gives on top, in minor units (payments/donations.py)
-    billing: NotRequired[dict]  # {company, address, vatId}: an invoice's buyer at the counter (payments/invoices.py)
+    billing: NotRequired[BillingAddress]  # an invoice's buyer at the counter
 
 
 class CheckIn(TypedDict):
@@ -422,6 +538,22 @@ class CheckIn(TypedDict):
     scanId: str  # made by the door's phone: a repeated request or sync is recognised
     offline: bool  # decided on the phone without network, synced later
     recordedOn: datetime
+
+
+class TicketHolder(TypedDict):
+    """The person a buyer handed a ticket on to (sales/buyer_changes.py)."""
+
+    name: str
+    email: str
+    language: str
+
+
+class TopUpPart(TypedDict):
+    """The part of a new line's price taken at the counter for a dearer exchange: the sales
+    reports count it where it was taken (sales/exchanges.py)."""
+
+    amount: int
+    channel: str  # a SalesChannel value
 
 
 class OrderLine(TypedDict):
@@ -443,7 +575,10 @@ class OrderLine(TypedDict):
     house: NotRequired[bool]
     wheelchair: NotRequired[bool]
     subscription: NotRequired[ObjectId]  # a subscription's ticket: its income is reported apart
-    holder: NotRequired[dict]  # {name, email, language}: handed on by the buyer (sales/buyer_changes.py)
+    holder: NotRequired[TicketHolder]  # handed on by the buyer (sales/buyer_changes.py)
+    topUpPart: NotRequired[TopUpPart]  # a dearer exchange's difference taken at the counter (sales/exchanges.py)
+    exchange: NotRequired[str]  # in ``exchangedLines``: the exchange that replaced it
+    transfer: NotRequired[str]  # in ``transferredLines``: the transfer that handed it on
 
 
 class OrderSession(TypedDict):
@@ -458,6 +593,211 @@ class OrderSession(TypedDict):
     theaterNameDe: NotRequired[str]
     categoriesDe: NotRequired[dict[str, str]]
     theaterId: NotRequired[ObjectId | None]  # its theater's, for the receipt sequence (None: the session was gone)
+
+
+# --- an order's sub-documents ---
+
+
+class Fee(TypedDict):
+    """The booking fee (payments/money.py)."""
+
+    amount: int
+    vat: str  # its VAT rate, "19.0"
+
+
+class Donation(TypedDict):
+    amount: int  # minor units, no VAT (payments/donations.py)
+
+
+class PreviousAttempt(TypedDict):
+    """A card attempt that was refused, kept when the next one starts (payments/flow.py)."""
+
+    intent: str | None
+    failure: str | None
+
+
+class OrderPayment(TypedDict):
+    """The order's current payment attempt (payments/flow.py). ``status`` is a provider status
+    (payments/base.py) or ``confirming`` (a request is charging the card)."""
+
+    provider: str
+    attempt: int  # 1, 2, ...: a refused card starts the next one
+    intent: str | None  # the provider's payment id (None until it is made; "counter-<order id>" at the counter)
+    status: str
+    until: datetime  # the end of the payment window (or the box-office deadline)
+    confirmOn: NotRequired[datetime]  # when the charging request claimed the attempt
+    failure: NotRequired[str | None]  # why the last try failed, for the buyer
+    checkedOn: NotRequired[datetime]  # when the provider was last asked
+    previous: NotRequired[list[PreviousAttempt]]
+
+
+class PaymentRef(TypedDict):
+    """A payment at a provider: what a refund goes back through."""
+
+    provider: str
+    id: str
+
+
+class PaymentAmount(PaymentRef):
+    """A payment and what it took (a voucher's part, as ``refunds.allocate`` counts it)."""
+
+    amount: int
+
+
+class PaymentTaken(PaymentAmount):
+    """Money taken for the order: ``paidWith``, ``topUps`` and ``extraPayments`` entries, and an
+    exchange's ``paidDifference``."""
+
+    on: datetime
+    by: NotRequired[str]  # staff at the counter: who took it, how, and its reference (a slip, a transfer)
+    means: NotRequired[str]
+    reference: NotRequired[str]
+    why: NotRequired[str]  # a top-up's or an extra payment's reason ("exchange", "paid twice", ...)
+    tillClosing: NotRequired[str]  # the till closing that counted it (reports/tills.py)
+
+
+class VoucherPart(TypedDict):
+    """The part of an order a gift voucher pays (payments/vouchers.py)."""
+
+    voucherId: ObjectId
+    redemption: str  # the redemption's id on the voucher
+    id: str  # as a payment: "voucher:<voucher id>:<redemption id>"
+    provider: str  # "voucher"
+    amount: int
+    codeEnd: str  # the code's last four characters, for the receipt
+
+
+class RefundRecord(TypedDict):
+    """One refund through one payment (payments/refunds.py): written ``pending`` before the provider
+    is asked, then ``succeeded`` or ``failed`` (retried)."""
+
+    _id: str
+    amount: int
+    payment: PaymentRef
+    reason: str  # stored in English
+    tickets: list[str]  # the ticket codes refunded ([] for an exchange's difference or an extra payment)
+    status: RefundStatus
+    tries: int  # since the last staff retry
+    by: str
+    createdOn: datetime
+    donation: NotRequired[int]  # the donation given back with it (counted apart in the takings)
+    keptFee: NotRequired[int]  # what the theater kept of the amount (a buyer's cancellation fee)
+    exchange: NotRequired[str]  # an exchange's difference: its id
+    claims: NotRequired[int]  # ever: the provider's keys never repeat
+    claimedUntil: NotRequired[datetime | None]
+    triedOn: NotRequired[datetime]
+    providerRef: NotRequired[str]
+    retryAt: NotRequired[datetime | None]
+    failure: NotRequired[str | None]
+    doneOn: NotRequired[datetime]
+    tillClosing: NotRequired[str]  # the till closing that counted it (reports/tills.py)
+
+
+class ExchangePayment(TypedDict):
+    """A dearer exchange's difference, paid online by the customer (sales/exchanges.py)."""
+
+    provider: str
+    intent: str | None
+    until: datetime
+    confirmOn: NotRequired[datetime | None]  # the charging request's claim
+
+
+class ExchangeRecord(TypedDict):
+    """One exchange of tickets to other seats (sales/exchanges.py): its states are the module's."""
+
+    _id: str
+    state: ExchangeState
+    tickets: list[str]
+    old: list[OrderLine]
+    new: list[OrderLine]
+    sessionId: ObjectId
+    session: OrderSession
+    difference: int  # new minus old, minor units
+    fee: int
+    settle: str  # "provider" or "counter"
+    by: str
+    reason: str
+    createdOn: datetime
+    payment: NotRequired[ExchangePayment]
+    paidDifference: NotRequired[PaymentTaken]
+    refunds: NotRequired[list[str]]  # a cheaper exchange's refund records
+    switchedOn: NotRequired[datetime]
+    doneOn: NotRequired[datetime]
+    failure: NotRequired[str]  # why it was abandoned
+
+
+class Transfer(TypedDict):
+    """A ticket the buyer handed on (sales/buyer_changes.py)."""
+
+    _id: str
+    old: str  # the ticket code it had
+    new: OrderLine  # the line with its new code and holder
+    name: str
+    email: str
+    on: datetime
+
+
+class ChangeNotice(TypedDict):
+    """A mail to send about a change, pushed in the change's write (sales/outbox.py,
+    notifications/change_notices.py)."""
+
+    _id: str
+    kind: str
+    ref: str  # the exchange, transfer or (first) refund it tells of
+    state: MailState  # pending, sent or failed
+    createdOn: datetime
+    refunds: NotRequired[list[str]]
+    to: NotRequired[str]  # a mail to someone else than the buyer (a ticket's new holder)
+    language: NotRequired[str]
+    claimedUntil: NotRequired[datetime]
+    triedOn: NotRequired[datetime]
+    doneOn: NotRequired[datetime]
+    failure: NotRequired[str]
+
+
+class SentMail(TypedDict):
+    """A mail sent about the order, kept with its text (notifications/sent_mails.py)."""
+
+    at: datetime
+    kind: str
+    to: list[str]
+    subject: str
+    body: str
+
+
+class CustomerName(TypedDict):
+    name: str
+    email: str
+
+
+class CustomerEdit(TypedDict):
+    """Staff changed the customer's name or address (sales/customer_edits.py)."""
+
+    at: datetime
+    by: str
+    old: CustomerName
+    new: CustomerName
+
+
+class Invoice(TypedDict):
+    """An invoice from the counter, as the sale made it (payments/invoices.py)."""
+
+    seller: dict  # the theater's seller data at the sale
+    buyer: BillingAddress
+    due: str  # ISO date
+
+
+class CreditNoteOwed(TypedDict):
+    """A credit note owed, pushed in the write that refunds or voids (payments/credit_notes.py)."""
+
+    _id: str
+    kind: str  # "refund", "void" or "exchange"
+    refunds: list[str]
+    tickets: list[str]
+    amount: int
+    reason: str
+    createdOn: datetime
+    pairs: NotRequired[list[list]]  # an exchange's [amount, VAT rate] per rate
 
 
 class Order(TypedDict):
@@ -480,6 +820,7 @@ class Order(TypedDict):
     failure: NotRequired[str]  # why a failed order failed
     seatsReleased: NotRequired[bool]  # canceled or failed: its seats were given back
     canceledOn: NotRequired[datetime]
+    expiredOn: NotRequired[datetime]  # not paid in time (payments/flow.py)
     canceledBy: NotRequired[str]
     cancelReason: NotRequired[str]
     mailClaimedUntil: NotRequired[datetime]
@@ -493,22 +834,22 @@ class Order(TypedDict):
     channel: NotRequired[SalesChannel]  # absent: online (DEFAULT_CHANNEL)
     nameKeys: NotRequired[list[str]]  # core/names.py
     language: NotRequired[str]
-    fee: NotRequired[dict]  # {amount, vat}: payments/money.py
+    fee: NotRequired[Fee]
     method: NotRequired[str]
-    soldBy: NotRequired[dict]  # {id, name}: the staff member at the counter (sales/counter.py)
+    soldBy: NotRequired[StaffMember]  # the staff member at the counter (sales/counter.py)
     phone: NotRequired[str]
     compReason: NotRequired[str]
     # the money (payments/flow.py, payments/refunds.py)
-    payment: NotRequired[dict]  # {provider, attempt, intent, status, until, previous}
-    paidWith: NotRequired[dict]
-    voucher: NotRequired[dict]  # the part a gift voucher pays: {voucherId, redemption, id, provider, amount, codeEnd}
+    payment: NotRequired[OrderPayment]
+    paidWith: NotRequired[PaymentTaken]
+    voucher: NotRequired[VoucherPart]
     voucherCode: NotRequired[str]  # the voucher checkout named, until its part is written (payments/vouchers.py)
     paidOn: NotRequired[datetime]
     lateAfter: NotRequired[OrderState | None]  # paid after it had ended: the state it had (None: paid while pending)
     settling: NotRequired[bool]
-    extraPayments: NotRequired[list[dict]]
-    topUps: NotRequired[list[dict]]
-    refunds: NotRequired[list[dict]]
+    extraPayments: NotRequired[list[PaymentTaken]]
+    topUps: NotRequired[list[PaymentTaken]]
+    refunds: NotRequired[list[RefundRecord]]
     refundDue: NotRequired[bool]
     refundedLines: NotRequired[list[OrderLine]]
     lostSeats: NotRequired[bool]
@@ -518,27 +859,28 @@ class Order(TypedDict):
     receiptTheater: NotRequired[ObjectId]
     # changes after the sale (sales/exchanges.py, sales/outbox.py)
     exchangedLines: NotRequired[list[OrderLine]]
-    exchanges: NotRequired[list[dict]]
+    exchanges: NotRequired[list[ExchangeRecord]]
     exchangeOpen: NotRequired[str]
-    transfers: NotRequired[list[dict]]  # tickets the buyer handed on (sales/buyer_changes.py)
+    transfers: NotRequired[list[Transfer]]
     transferredLines: NotRequired[list[OrderLine]]
-    changeNotices: NotRequired[list[dict]]
-    noticeMail: NotRequired[dict]
+    changeNotices: NotRequired[list[ChangeNotice]]
+    noticeMail: NotRequired[MailState]  # the payment notice (notifications/payment_notices.py)
+    noticeClaimedUntil: NotRequired[datetime]
     reportStale: NotRequired[list[dict]]  # reports/marks.py
     purgeAt: NotRequired[datetime]  # core/order_retention.py
-    subscription: NotRequired[dict]  # {_id, name, nameDe?}: a subscription's order (sales/subscriptions.py)
-    donation: NotRequired[dict]  # {amount}: given with the order, no VAT (sales/counter.py, payments/flow.py)
+    subscription: NotRequired[SubscriptionRef]  # a subscription's order
+    donation: NotRequired[Donation]  # given with the order (sales/counter.py, payments/flow.py)
     # an invoice from the counter and the credit notes that correct it (payments/invoices.py, payments/credit_notes.py)
-    invoice: NotRequired[dict]
+    invoice: NotRequired[Invoice]
     invoiceNo: NotRequired[int]
     invoiceOn: NotRequired[datetime]
     invoiceTheater: NotRequired[ObjectId]
-    creditNotes: NotRequired[list[dict]]  # the credit notes owed: [{_id, kind, refunds, tickets, amount, ...}]
+    creditNotes: NotRequired[list[CreditNoteOwed]]
     creditNoteDue: NotRequired[bool]
     amountRefunded: NotRequired[int]  # the refunds that went through, summed (payments/refunds.py)
-    sentMails: NotRequired[list[dict]]  # [{at, kind, to, subject, body}], the newest (notifications/sent_mails.py)
-    customerEdits: NotRequired[list[dict]]  # [{at, by, old, new}] (sales/customer_edits.py)
-    webhookEvents: NotRequired[list[dict]]  # [{_id, type, at, ...}] still to be delivered (webhooks/)
+    sentMails: NotRequired[list[SentMail]]  # the newest (notifications/sent_mails.py)
+    customerEdits: NotRequired[list[CustomerEdit]]
+    webhookEvents: NotRequired[list[WebhookEventEntry]]
 
 
 class SubscriptionSaleState(StrEnum):
@@ -593,6 +935,19 @@ class VoucherRedemption(TypedDict):
     state: str  # "open" (its order not paid yet), "spent", "returned" (given back: never paid)
 
 
+class VoucherRefund(TypedDict):
+    """Money back onto a voucher (payments/vouchers.py): an order's refund through it (``redemption``),
+    or an open redemption given back (its order never paid: ``orderId``, ``ref``)."""
+
+    _id: str  # the order's refund id, or "back-<redemption id>"
+    amount: int
+    at: datetime
+    why: str
+    redemption: NotRequired[str]
+    orderId: NotRequired[ObjectId]
+    ref: NotRequired[str]
+
+
 class Voucher(TypedDict):
     """A gift voucher (payments/vouchers.py): balance == value - redemptions + refunds."""
 
@@ -610,7 +965,7 @@ class Voucher(TypedDict):
     method: str  # how it was paid for (cash, card terminal, card)
     orderRef: str  # sold online: the order that pays for it
     redemptions: list[VoucherRedemption]
-    refunds: list[dict]  # {_id, amount, at, why}: refunds of orders, and redemptions given back
+    refunds: list[VoucherRefund]  # refunds of orders, and redemptions given back
     receiptNo: NotRequired[int]  # a counter sale's receipt (payments/voucher_sales.py)
     receiptOn: NotRequired[datetime]
     # bought online (payments/voucher_purchases.py): the buyer's address and language, the theater,
@@ -621,3 +976,4 @@ class Voucher(TypedDict):
     purchase: NotRequired[dict]
     mail: NotRequired[str]  # pending, sent or failed
     mailDueOn: NotRequired[datetime]
+    tillClosing: NotRequired[str]  # sold at the counter: the till closing that counted it (reports/tills.py)

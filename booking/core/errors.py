@@ -91,3 +91,12 @@ class Conflict(BookingError):
     """A state change lost a race it cannot retry (e.g. the session changed under an admin edit)."""
 
     code = "conflict"
+
+
+class QuotaReached(Conflict):
+    """The performance's quota is taken (held or sold): no more seats until some are given back."""
+
+    code = "quota_reached"
+
+    def __init__(self, message: str = ""):
+        super().__init__(message or gettext("No more tickets for this performance: its quota is taken."))

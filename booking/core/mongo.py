@@ -15,7 +15,7 @@ from pymongo.collection import Collection
 from pymongo.database import Database
 from pymongo.errors import OperationFailure
 
-from booking.core.domain import MailState, OrderState
+from booking.core.domain import MailState, OrderState, SubscriptionSaleState
 
 _lock = threading.Lock()
 _client: MongoClient | None = None
@@ -574,7 +574,7 @@ def _subscription_indexes() -> list[str]:
     """Subscriptions (booking/sales/subscriptions.py): those on sale by their window, a season's
     renewal by the subscription it renews; sales still holding (a handful: reconcile's scan), and
     an ended sale's intent goes after a month."""
-    holding = {"state": "holding"}
+    holding = {"state": SubscriptionSaleState.HOLDING}
     return [
         _index(subscriptions(), [("saleCloses", 1)], name="sale_closes"),
         _index(subscriptions(), [("renewalCloses", 1)], name="renewal_closes", sparse=True),

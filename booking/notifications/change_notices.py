@@ -25,7 +25,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderLine, SessionStatus
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, ChangeNotice, Order, OrderLine, SessionStatus
 from booking.core.formatting import format_money_code, mail_time
 from booking.core.localized import localized, sold_ticket_type, ticket_type_condition, ticket_type_name
 from booking.core.text_checks import address_problem
@@ -78,7 +78,7 @@ def send_pending(order_id: ObjectId) -> list[str]:
     return outcomes
 
 
-def _send_one(order: Order, notice: dict) -> str:
+def _send_one(order: Order, notice: ChangeNotice) -> str:
     now = clock.now()
     mine = {"_id": order["_id"], "ref": order["ref"]}
     claimed = mongo.orders().update_one(
@@ -129,7 +129,7 @@ def _with_documents(order: Order) -> Order:
     return order
 
 
-def _mark(order: Order, notice: dict, state: str, failure: str = "") -> None:
+def _mark(order: Order, notice: ChangeNotice, state: str, failure: str = "") -> None:
     sets = {"changeNotices.$.state": state, "changeNotices.$.doneOn": clock.now()}
     if failure:
         sets["changeNotices.$.failure"] = failure
@@ -184,7 +184,7 @@ TEMPLATES = {
 }
 
 
-def _describe(order: Order, notice: dict) -> dict:
+def _describe(order: Order, notice: ChangeNotice) -> dict:
     """What changed, in the words of the mail."""
     currency = order.get("currency", settings.BOOKING_CURRENCY)
     context: dict = {"kind": notice["kind"]}
@@ -207,22 +207,22 @@ def _describe(order: Order, notice: dict) -> dict:
     if notice["kind"] in (TRANSFER, TRANSFER_TICKET):
         return {**context, **_transfer_context(order, notice)}
     if notice["kind"] in (EXCHANGE, EXCHANGE_PAYMENT):
-        record = next((x for x in order.get("exchanges", []) if x["_id"] == notice["ref"]), None) or {}
+        record = next((x for x in order.get("exchanges", []) if x["_id"] == notice["ref"]), None)
+        old, new = (record["old"], record["new"]) if record else ([], [])
         context["moved"] = [
-            {"old": f"{o['row']}{o['seat']}", "new": f"{n['row']}{n['seat']}"}
-            for o, n in zip(record.get("old", []), record.get("new", []), strict=False)
+            {"old": f"{o['row']}{o['seat']}", "new": f"{n['row']}{n['seat']}"} for o, n in zip(old, new, strict=False)
         ]
-        difference = record.get("difference", 0)
+        difference = record["difference"] if record else 0
         context["refunded"] = format_money_code(-difference, currency) if difference < 0 else ""
         context["paid_more"] = format_money_code(difference, currency) if difference > 0 else ""
-        context["online"] = bool(record.get("paidDifference") or record.get("payment"))
-        until = (record.get("payment") or {}).get("until")
-        context["pay_until"] = mail_time(until) if until else ""
+        context["online"] = bool(record and (record.get("paidDifference") or record.get("payment")))
+        pay = record.get("payment") if record else None
+        context["pay_until"] = mail_time(pay["until"]) if pay else ""
     else:
         ids = set(notice.get("refunds") or [notice["ref"]])
         mine = [r for r in order.get("refunds", []) if r["_id"] in ids]
-        refund = mine[0] if mine else {}
-        lines = [line for line in order.get("refundedLines", []) if line["ticket"] in set(refund.get("tickets", []))]
+        refunded_tickets = set(mine[0]["tickets"]) if mine else set()
+        lines = [line for line in order.get("refundedLines", []) if line["ticket"] in refunded_tickets]
         if not mine:  # a reservation nobody paid, called off: all its seats
             lines = order.get("lines", [])
             context["reason"] = order.get("cancelReason", "")
@@ -230,7 +230,7 @@ def _describe(order: Order, notice: dict) -> dict:
         context["refunded"] = format_money_code(sum(r["amount"] for r in mine), currency) if mine else ""
         kept = sum(r.get("keptFee", 0) for r in mine)
         context["kept"] = format_money_code(kept, currency) if kept else ""
-        reason = refund.get("reason", "") or context.get("reason", "")
+        reason = (mine[0]["reason"] if mine else "") or context.get("reason", "")
         context["reason"] = _(reason) if reason else ""  # stored in English: a known one is translated
         # handed back by staff (a sale at the counter): the buyer collects it there
         at_counter = sum(r["amount"] for r in mine if r["payment"]["provider"] in HOUSE_PROVIDERS)
@@ -270,14 +270,14 @@ def _canceled_performances(order: Order, session_ids: set) -> dict:
     return {"performances": performances, "staff_messages": [m for m in dict.fromkeys(messages) if m]}
 
 
-def _transfer_context(order: Order, notice: dict) -> dict:
+def _transfer_context(order: Order, notice: ChangeNotice) -> dict:
     """The ticket handed on: its seat and performance, who has it now."""
-    record = next((t for t in order.get("transfers", []) if t["_id"] == notice["ref"]), None) or {}
-    line = record.get("new") or {}
+    record = next((t for t in order.get("transfers", []) if t["_id"] == notice["ref"]), None)
+    line: Mapping[str, Any] = record["new"] if record else {}
     session: Mapping[str, Any] = next((s for s in order.get("sessions", []) if s["_id"] == line.get("sessionId")), {})
     return {
-        "holder": record.get("name", ""),
-        "holder_email": record.get("email", ""),
+        "holder": record["name"] if record else "",
+        "holder_email": record["email"] if record else "",
         "buyer": order.get("name", ""),
         "seat": f"{line.get('row', '')}{line.get('seat', '')}",
         "row": line.get("row", ""),
@@ -289,7 +289,7 @@ def _transfer_context(order: Order, notice: dict) -> dict:
     }
 
 
-def message(order: Order, notice: dict) -> EmailMultiAlternatives:
+def message(order: Order, notice: ChangeNotice) -> EmailMultiAlternatives:
     """The notice in the language the buyer checked out in (as the confirmation); a mail to a
     ticket's new holder in theirs."""
     if notice["kind"] == TRANSFER_TICKET:
@@ -299,7 +299,7 @@ def message(order: Order, notice: dict) -> EmailMultiAlternatives:
         return _message(order, notice)
 
 
-def _holder_message(order: Order, notice: dict) -> EmailMultiAlternatives:
+def _holder_message(order: Order, notice: ChangeNotice) -> EmailMultiAlternatives:
     """The new holder's ticket: only the one handed to them, nothing else of the booking."""
     context = {**_describe(order, notice), "ref": order["ref"]}
     subject = _(SUBJECTS[TRANSFER_TICKET]) % {"buyer": order.get("name", "")}
@@ -318,7 +318,7 @@ def _holder_message(order: Order, notice: dict) -> EmailMultiAlternatives:
     return mail
 
 
-def _message(order: Order, notice: dict) -> EmailMultiAlternatives:
+def _message(order: Order, notice: ChangeNotice) -> EmailMultiAlternatives:
     valid = order["state"] in SEAT_OWNING_ORDER_STATES and bool(order.get("lines"))
     context = {**confirmation_context(order), **_describe(order, notice), "still_valid": valid}
     subject = _(SUBJECTS[notice["kind"]]) % {"ref": order["ref"], "label": invoices.invoice_label(order)}

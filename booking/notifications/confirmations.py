@@ -347,7 +347,7 @@ def confirmation_context(order: Order, *, venues: dict | None = None) -> dict:
         "total": format_money_code(order["total"], currency),
         "discount": format_money_code(-order["discount"], currency) if order.get("discount") else "",
         "promo_code": (order.get("promo") or {}).get("code", ""),
-        "fee": format_money_code(order["fee"]["amount"], currency) if (order.get("fee") or {}).get("amount") else "",
+        "fee": format_money_code(fee["amount"], currency) if (fee := order.get("fee")) and fee["amount"] else "",
         "donation": format_money_code(order["donation"]["amount"], currency) if order.get("donation") else "",
         "ticket_link": ticket_link(order),
         "receipt": bool(order.get("paidWith")),  # its PDF is attached (payments)

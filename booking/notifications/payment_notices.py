@@ -15,7 +15,7 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from booking.core import clock, mongo
-from booking.core.domain import Order
+from booking.core.domain import MailState, Order
 from booking.notifications import sent_mails
 from booking.notifications.confirmations import MailServerUnavailable, is_permanent, order_language, ticket_link
 from booking.payments.money import format_money
@@ -23,9 +23,9 @@ from booking.sales import outbox
 
 logger = logging.getLogger("booking.notices")
 
-PENDING = "pending"
-SENT = "sent"
-FAILED = "failed"
+PENDING = MailState.PENDING
+SENT = MailState.SENT
+FAILED = MailState.FAILED
 CLAIM_SECONDS = 120
 
 

@@ -19,7 +19,7 @@ from booking.core.localized import localized
 
 def reservation_context(order: Order) -> dict:
     """What the reservation mails say besides the order's lines (confirmation_context)."""
-    until = (order.get("payment") or {}).get("until")
+    until = pay["until"] if (pay := order.get("payment")) else None
     theaters = sorted({localized(s, "theaterName") for s in order.get("sessions", [])} - {""})  # German mails: German
     return {
         "due": format_money_code(order["total"], order.get("currency", settings.BOOKING_CURRENCY)),

@@ -11,7 +11,7 @@ from django.core.mail import EmailMultiAlternatives
 from pymongo.errors import PyMongoError
 
 from booking.core import clock, mongo
-from booking.core.domain import Order
+from booking.core.domain import Order, SentMail
 
 log = logging.getLogger("booking.mail")
 KEPT_MAILS = 30
@@ -21,7 +21,7 @@ BODY_MAX = 20_000  # characters of a mail's plain text kept
 def send_and_keep(order: Order, message: EmailMultiAlternatives, kind: str) -> None:
     """Send the mail (its errors are the caller's), then keep it on the order."""
     message.send()
-    record = {
+    record: SentMail = {
         "at": clock.now(),
         "kind": kind,
         "to": list(message.to),

@@ -11,7 +11,7 @@ Orders from before payments (no ``method``) carry no payment and are not checked
 """
 
 from booking.core import mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES
+from booking.core.domain import SEAT_OWNING_ORDER_STATES, RefundStatus
 from booking.payments import donations
 
 SEAT_OWNING = tuple(SEAT_OWNING_ORDER_STATES)
@@ -51,9 +51,9 @@ def money_breaches() -> list[str]:
             continue
         ref, currency = order["ref"], order.get("currency", "")
         refunds = order.get("refunds") or []
-        done = [r for r in refunds if r["status"] == "succeeded"]
+        done = [r for r in refunds if r["status"] == RefundStatus.SUCCEEDED]
         for refund in refunds:
-            if refund["status"] != "succeeded":
+            if refund["status"] != RefundStatus.SUCCEEDED:
                 breaches.append(
                     f"order {ref}: refund {refund['_id']} of {_money(refund['amount'], currency)} is {refund['status']}"
                 )

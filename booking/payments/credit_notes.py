@@ -24,7 +24,7 @@ from django.conf import settings
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import Order
+from booking.core.domain import CreditNoteOwed, Order, OrderLine
 from booking.payments import donations, invoices, money, number_series, receipts
 
 logger = logging.getLogger("booking.credit_notes")
@@ -54,7 +54,7 @@ def owed_for_refund(order: Order, *, refund_ids: list[str], tickets: list[str], 
     receipt to correct (else nothing): ({field: entry}, {creditNoteDue: True})."""
     if not (order.get("invoice") or order.get("receiptNo")):
         return {}
-    entry = {
+    entry: CreditNoteOwed = {
         "_id": f"{order['_id']}:{refund_ids[0]}",
         "kind": REFUND,
         "refunds": refund_ids,
@@ -71,7 +71,7 @@ def owed_for_void(order: Order, *, reason: str) -> dict:
     credited in full (a reservation without an invoice: nothing)."""
     if not order.get("invoice"):
         return {}
-    entry = {
+    entry: CreditNoteOwed = {
         "_id": f"{order['_id']}:void",
         "kind": VOID,
         "refunds": [],
@@ -84,7 +84,7 @@ def owed_for_void(order: Order, *, reason: str) -> dict:
 
 
 def owed_for_exchange(
-    order: Order, *, refund_ids: list[str], old: list[dict], new: list[dict], amount: int, reason: str
+    order: Order, *, refund_ids: list[str], old: list[OrderLine], new: list[OrderLine], amount: int, reason: str
 ) -> dict:
     """The ``$push`` part of an exchange's switch to cheaper seats when the order has an invoice or
     a receipt: the difference refunded, credited against the old tickets (which the note lists),
@@ -114,7 +114,7 @@ def _refers_to(order: Order) -> dict:
     return {"kind": RECEIPT, "number": order.get("receiptNo"), "label": receipts.receipt_label(order)}
 
 
-def _note(order: Order, entry: dict, theater_id: ObjectId) -> dict:
+def _note(order: Order, entry: CreditNoteOwed, theater_id: ObjectId) -> dict:
     """The credit note as written once: what it corrects, the lines credited, the VAT per rate."""
     tickets = set(entry["tickets"])
     pools = {VOID: order.get("lines", []), EXCHANGE: order.get("exchangedLines", [])}
@@ -124,12 +124,14 @@ def _note(order: Order, entry: dict, theater_id: ObjectId) -> dict:
     else:
         pairs = [(money.line_amount(line), line.get("vat", settings.BOOKING_VAT_RATE)) for line in lines]
         rest = entry["amount"] - sum(amount for amount, _rate in pairs)  # the fee and donation with the last ticket
-        fee = order.get("fee") or {}
-        if rest > 0 and fee.get("amount"):
+        fee = order.get("fee")
+        if rest > 0 and fee and fee["amount"]:
             # the donation carries no VAT: only the fee's part of the rest is taxed
             pairs.append((min(rest, fee["amount"]) if donations.amount_of(order) else rest, fee["vat"]))
-    invoice = order.get("invoice") or {}
-    seller = invoice.get("seller") or invoices.seller_of(mongo.theaters().find_one({"_id": theater_id})).as_document()
+    invoice = order.get("invoice")
+    seller = (invoice["seller"] if invoice else None) or invoices.seller_of(
+        mongo.theaters().find_one({"_id": theater_id})
+    ).as_document()
     return {
         "_id": entry["_id"],
         "orderId": order["_id"],
@@ -138,7 +140,11 @@ def _note(order: Order, entry: dict, theater_id: ObjectId) -> dict:
         "kind": entry["kind"],
         "refersTo": _refers_to(order),
         "seller": seller,
-        "buyer": {"name": order.get("name", ""), "email": order.get("email", ""), **(invoice.get("buyer") or {})},
+        "buyer": {
+            "name": order.get("name", ""),
+            "email": order.get("email", ""),
+            **(invoice["buyer"] if invoice else {}),
+        },
         "sessions": order.get("sessions", []),
         "lines": lines,
         "amount": entry["amount"],

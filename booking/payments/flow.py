@@ -62,6 +62,7 @@ from booking.core.domain import (
     OrderState,
     Session,
     SessionStatus,
+    within_quota,
 )
 from booking.core.errors import CartExpired, Conflict, InvalidRequest, NotFound
 from booking.core.localized import order_state_label
@@ -453,9 +454,12 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
     if not pay.get("intent"):
         order = ensure_payment(order)
         pay = order["payment"]
+    intent = pay["intent"]
+    if intent is None:  # never: ensure_payment made it (it raises when it cannot)
+        return _outcome_of(order)
     claimed_on = clock.now()
     claimed = orders().update_one(
-        {**_mine(order), "state": PENDING, "payment.intent": pay["intent"], "payment.status": base.OPEN},
+        {**_mine(order), "state": PENDING, "payment.intent": intent, "payment.status": base.OPEN},
         {"$set": {"payment.status": CONFIRMING, "payment.confirmOn": claimed_on}},
     )
     if not claimed.modified_count:
@@ -464,13 +468,13 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
     provider = payments.provider(pay["provider"])
     key = f"order-{order['_id']}-{pay['attempt']}-{means}"
     try:
-        payment = provider.confirm(pay["intent"], means, idempotency_key=key)
+        payment = provider.confirm(intent, means, idempotency_key=key)
     except base.PaymentDeclined as exc:
-        record(pay["intent"], base.FAILED, exc.message)
+        record(intent, base.FAILED, exc.message)
         return PayOutcome(base.FAILED, orders().find_one(_mine(order)), exc.message)
     except base.ProviderError as exc:
         logger.warning("confirming the payment of order %s failed: %s", order["ref"], exc)
-        record(pay["intent"], base.OPEN, our_claim=claimed_on)  # our try is over; the provider says how it ended
+        record(intent, base.OPEN, our_claim=claimed_on)  # our try is over; the provider says how it ended
         return _outcome_of(check(order["_id"], quiet=True))
     if payment.status != base.SUCCEEDED:
         record(payment.id, payment.status, payment.failure, our_claim=claimed_on)  # (settle writes a success)
@@ -484,16 +488,18 @@ def pay_with_card(order_id: ObjectId | str, owner: str | None, means: str) -> Pa
 def _outcome_of(order: Order) -> PayOutcome:
     if order["state"] != PENDING:
         return PayOutcome(order["state"], order, order.get("failure", ""))
-    status = order["payment"]["status"]
+    pay = order["payment"]
+    status = pay["status"]
     if status == CONFIRMING:
         status = base.PROCESSING
     secret = ""
-    if status == base.ACTION and order["payment"].get("intent"):
+    intent = pay["intent"]
+    if status == base.ACTION and intent:
         try:
-            secret = payments.provider(order["payment"]["provider"]).retrieve(order["payment"]["intent"]).client_secret
+            secret = payments.provider(pay["provider"]).retrieve(intent).client_secret
         except base.ProviderError:
             status = base.PROCESSING
-    return PayOutcome(status, order, order["payment"].get("failure") or "", secret)
+    return PayOutcome(status, order, pay.get("failure") or "", secret)
 
 
 def record(payment_id: str, status: str, failure: str = "", *, our_claim: datetime | None = None) -> None:
@@ -525,7 +531,7 @@ def _next_attempt(order: Order) -> Order:
     pay = order["payment"]
     if pay["attempt"] >= MAX_ATTEMPTS:
         raise InvalidRequest(gettext("Too many payment attempts for this booking. Please contact the box office."))
-    if pay.get("intent"):
+    if pay["intent"]:
         canceled = payments.provider(pay["provider"]).cancel(pay["intent"])
         if canceled.status == base.SUCCEEDED:
             return _settled(canceled)
@@ -551,13 +557,13 @@ def check(order_id: ObjectId, *, quiet: bool = False) -> Order:
     order = orders().find_one({"_id": order_id})
     if order is None:
         raise NotFound(gettext("No such booking."))
-    pay = order.get("payment") or {}
+    pay = order.get("payment")
     if order["state"] in SEAT_OWNING and order.get("settling"):
         return finish_paid(order_id)
-    if order["state"] not in (PENDING, EXPIRED, CANCELED) or not pay.get("intent"):
+    if order["state"] not in (PENDING, EXPIRED, CANCELED) or not pay or not pay["intent"]:
         return order
     provider = payments.provider(pay["provider"])
-    if not provider.online or pay.get("status") == base.CANCELED:
+    if not provider.online or pay["status"] == base.CANCELED:
         return order
     try:
         payment = provider.retrieve(pay["intent"])
@@ -607,12 +613,12 @@ def settle(payment: base.Payment, known: Order | None = None, *, taken: dict | N
         if order is None:
             logger.error("payment %s %s succeeded for no order we know", payment.provider, payment.id)
             return None
-        if order.get("exchanges") and payment.id != (order.get("paidWith") or {}).get("id"):
+        kept = order.get("paidWith")
+        if order.get("exchanges") and not (kept and payment.id == kept["id"]):
             handled = exchanges.difference_paid(order, payment)
             if handled is not None:
                 return handled
-        kept = order.get("paidWith") or {}
-        if kept.get("id") == payment.id:
+        if kept and kept["id"] == payment.id:
             return finish_paid(order["_id"]) if order.get("settling") else order
         # a voucher settles an order it covers in full; any other payment is for what it leaves
         expected = order["total"] if payment.provider == vouchers.PROVIDER else vouchers.amount_due(order)
@@ -704,6 +710,7 @@ def _secure_seats(session_id: ObjectId, order: Order, keys: list[str]) -> bool:
         "status": SessionStatus.ON_SALE,
         "start": {"$gt": now},
         "$or": [{"saleCloses": None}, {"saleCloses": {"$gt": now}}],
+        "$and": [within_quota(len(cells))],  # taken again from free: the quota counts them
     }
     taken = mongo.sessions().update_one(  # only while it is still on sale (not closed, not started)
         {"_id": session_id, **on_sale, **{c: FREE for c in cells}},
@@ -835,8 +842,8 @@ def cancel_unpaid(
         )
     if owner is None:
         return _cancel_by_staff(order, by=by, reason=reason, notice=notice)
-    pay = order.get("payment") or {}
-    if pay.get("intent"):
+    pay = order.get("payment")
+    if pay and pay["intent"]:
         provider = payments.provider(pay["provider"])
         canceled = provider.cancel(pay["intent"])
         if canceled.status == base.SUCCEEDED:
@@ -901,8 +908,8 @@ def _cancel_by_staff(order: Order, *, by: str, reason: str, notice: str) -> Orde
     faults.point("pay.cancel_after_order")
     if canceled_now.modified_count:
         outbox.queue_webhook_events(outbox.ORDERS, order)
-    pay = order.get("payment") or {}
-    if pay.get("intent"):
+    pay = order.get("payment")
+    if pay and pay["intent"]:
         try:
             ended = payments.provider(pay["provider"]).cancel(pay["intent"])
         except base.ProviderError as exc:  # reconcile asks again (a canceled order's open payment)
@@ -1004,8 +1011,9 @@ def reconcile_payments(now: datetime | None = None) -> PaymentReport:
         if found["state"] in SEAT_OWNING or found["state"] == REFUNDED:
             report.settled += 1
             continue
-        if found["payment"]["until"] + late <= now:
-            canceled = payments.provider(found["payment"]["provider"]).cancel(found["payment"]["intent"])
+        pay = found["payment"]
+        if pay["until"] + late <= now and pay["intent"]:  # (the query asked for an intent)
+            canceled = payments.provider(pay["provider"]).cancel(pay["intent"])
             if canceled.status == base.SUCCEEDED:
                 settle(canceled)
                 report.settled += 1

@@ -42,7 +42,7 @@ def _seller_lines(seller: dict) -> list[str]:
     return [line for line in lines if line]
 
 
-def _buyer_lines(name: str, buyer: dict) -> list[str]:
+def _buyer_lines(name: str, buyer: Mapping[str, Any]) -> list[str]:
     lines = [buyer.get("company", ""), name, *str(buyer.get("address", "")).splitlines()]
     if buyer.get("vatId"):
         lines.append(gettext("VAT ID %(id)s") % {"id": buyer["vatId"]})
@@ -167,19 +167,19 @@ def invoice_pdf(order: Order) -> bytes:
         [gettext("Booking reference"), order["ref"]],
         [gettext("Due on"), due],
     ]
-    paid = order.get("paidWith") or {}
+    paid = order.get("paidWith")
     if paid:
         facts.append([gettext("Paid on"), when_text(paid.get("on"))[:10]])
     story = _head(styles, small, invoice["seller"], _buyer_lines(order.get("name", ""), invoice["buyer"]), title, facts)
     lines = [*order.get("lines", []), *order.get("refundedLines", [])]
     extra: list[list] = []
     discount = sum(line.get("discount", 0) for line in lines)
-    fee = order.get("fee") or {}
-    if fee.get("amount"):
+    fee = order.get("fee")
+    if fee and fee["amount"]:
         extra.append(
             [gettext("Booking fee"), f"{money.rate_text(fee['vat'])} %", money.format_money(fee["amount"], currency)]
         )
-    total = sum(money.line_amount(line) for line in lines) + fee.get("amount", 0)
+    total = sum(money.line_amount(line) for line in lines) + (fee["amount"] if fee else 0)
     head = body.clone("total", fontName="Helvetica-Bold")
     extra.append([Paragraph(escape(gettext("Total due")), head), "", money.format_money(total, currency)])
     story.append(_lines_table(order, lines, currency, body, 1, extra))

@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from booking.core import mongo
+from booking.core.domain import BillingAddress, Invoice
 from booking.core.errors import InvalidRequest, NotFound
 from booking.payments import number_series, receipts
 
@@ -146,7 +147,7 @@ class Billing:
     address: str = ""
     vat_id: str = ""
 
-    def as_document(self) -> dict:
+    def as_document(self) -> BillingAddress:
         return {"company": self.company, "address": self.address, "vatId": self.vat_id}
 
 
@@ -180,7 +181,7 @@ def end_of(day: date) -> datetime:
     return datetime.combine(day + timedelta(days=1), time.min, tzinfo=timezone.get_current_timezone())
 
 
-def document(*, seller: Seller, billing: Billing, due: date) -> dict:
+def document(*, seller: Seller, billing: Billing, due: date) -> Invoice:
     """What the order keeps of its invoice from the sale on (the seller's data may change later)."""
     return {"seller": seller.as_document(), "buyer": billing.as_document(), "due": due.isoformat()}
 

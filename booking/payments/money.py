@@ -99,8 +99,8 @@ def amount_due(order: Mapping[str, Any]) -> int:
 def order_breakdown(order: Order) -> list[VatLine]:
     """VAT of what the order still charges: its lines (not refunded) and the fee."""
     pairs = [(line_amount(line), line.get("vat", settings.BOOKING_VAT_RATE)) for line in order.get("lines", [])]
-    fee = order.get("fee") or {}
-    if fee.get("amount"):
+    fee = order.get("fee")
+    if fee and fee["amount"]:
         pairs.append((fee["amount"], fee["vat"]))
     return breakdown(pairs)
 

@@ -24,7 +24,7 @@ from reportlab.lib.units import mm
 from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
 
-from booking.core.domain import Order
+from booking.core.domain import Order, RefundStatus
 from booking.core.formatting import seat_label
 from booking.core.localized import localized, order_category, sold_ticket_type, ticket_type_name
 from booking.payments import donations, money, receipts
@@ -193,8 +193,8 @@ def receipt_pdf(order: Order) -> bytes:
     discount = sum(line.get("discount", 0) for line in [*order.get("lines", []), *order.get("refundedLines", [])])
     if discount:
         rows.append([cell(discount_label(order)), "", "", "", "", money.format_money(-discount, currency)])
-    fee = order.get("fee") or {}
-    if fee.get("amount"):
+    fee = order.get("fee")
+    if fee and fee["amount"]:
         rows.append(
             [
                 cell(gettext("Booking fee")),
@@ -208,7 +208,8 @@ def receipt_pdf(order: Order) -> bytes:
     donated = donations.amount_of(order)
     if donated:  # a gift to the theater, not a sale: no VAT, and not in the VAT table below
         rows.append([cell(gettext("Donation (no VAT)")), "", "", "", "", money.format_money(donated, currency)])
-    paid = (order.get("paidWith") or {}).get("amount", order.get("total", 0))
+    paid_with = order.get("paidWith")
+    paid = paid_with["amount"] if paid_with else order.get("total", 0)
     for top_up in order.get("topUps") or []:  # an exchange's difference (sales/exchanges.py)
         if top_up["provider"] == "box_office":
             how = gettext("Exchange: difference paid at the box office")
@@ -217,7 +218,7 @@ def receipt_pdf(order: Order) -> bytes:
         rows.append([cell(how), "", "", "", "", money.format_money(top_up["amount"], currency)])
         paid += top_up["amount"]
     voucher = order.get("voucher")
-    if voucher and voucher["id"] != (order.get("paidWith") or {}).get("id"):  # beside the card or the counter
+    if voucher and (not paid_with or voucher["id"] != paid_with["id"]):  # beside the card or the counter
         how = gettext("Paid by gift voucher …%(end)s") % {"end": voucher["codeEnd"]}
         rows.append([cell(how), "", "", "", "", money.format_money(voucher["amount"], currency)])
         paid += voucher["amount"]
@@ -265,7 +266,7 @@ def receipt_pdf(order: Order) -> bytes:
     )
     story += [vat_table, Spacer(1, 4 * mm)]
 
-    refunds = [r for r in order.get("refunds", []) if r.get("status") == "succeeded"]
+    refunds = [r for r in order.get("refunds", []) if r["status"] == RefundStatus.SUCCEEDED]
     if refunds:
         story.append(Paragraph(escape(gettext("Refunds")), styles["Heading3"]))
         refund_rows = [

@@ -14,7 +14,7 @@ from bson import ObjectId
 from django.utils.translation import gettext_lazy
 
 from booking.core import clock, mongo
-from booking.core.domain import Order
+from booking.core.domain import Order, RefundStatus
 from booking.payments import number_series
 
 
@@ -90,9 +90,9 @@ _HOW_PAID = {
 def payment_label(order: Order) -> str:
     """How the order was paid, as its receipt names it: "Card terminal", "Cash", "Bank transfer"
     (a counter sale's method, or the means staff recorded for one paid later), "Card (Stripe)"."""
-    paid = order.get("paidWith") or {}
-    provider = paid.get("provider", "")
-    if provider in ("counter", "box_office"):
+    paid = order.get("paidWith")
+    provider = paid["provider"] if paid else ""
+    if paid and provider in ("counter", "box_office"):
         means = paid.get("means") or (order.get("method") if provider == "counter" else "")
         if means in _HOW_PAID:
             return str(_HOW_PAID[means])
@@ -114,8 +114,8 @@ class PaidAndRefunded:
 
 def paid_and_refunded(order: Order) -> PaidAndRefunded:
     """Refunds of a payment no seat was sold for (``extraPayments``) are left out, as it is."""
-    paid_with = order.get("paidWith") or {}
-    taken = {paid_with["id"]: paid_with["amount"]} if paid_with.get("id") else {}
+    paid_with = order.get("paidWith")
+    taken = {paid_with["id"]: paid_with["amount"]} if paid_with and paid_with["id"] else {}
     taken.update({top_up["id"]: top_up["amount"] for top_up in order.get("topUps") or []})
     voucher = order.get("voucher")
     if paid_with and voucher and voucher.get("id") not in taken:
@@ -123,6 +123,6 @@ def paid_and_refunded(order: Order) -> PaidAndRefunded:
     refunded = sum(
         r["amount"]
         for r in order.get("refunds") or []
-        if r.get("status") == "succeeded" and (r.get("payment") or {}).get("id") in taken
+        if r["status"] == RefundStatus.SUCCEEDED and r["payment"]["id"] in taken
     )
     return PaidAndRefunded(sum(taken.values()), refunded)

@@ -33,7 +33,19 @@ from pymongo.errors import PyMongoError
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, CartState, Order, OrderLine, OrderState
+from booking.core.domain import (
+    SEAT_OWNING_ORDER_STATES,
+    CartState,
+    MailState,
+    Order,
+    OrderLine,
+    OrderState,
+    PaymentAmount,
+    PaymentRef,
+    RefundRecord,
+    RefundStatus,
+    WebhookEventEntry,
+)
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.payments import base, credit_notes, donations, money
 from booking.reports import marks
@@ -42,9 +54,9 @@ from booking.sales import outbox, promos, reservations
 
 logger = logging.getLogger("booking.refunds")
 
-PENDING = "pending"
-SUCCEEDED = "succeeded"
-FAILED = "failed"
+PENDING = RefundStatus.PENDING
+SUCCEEDED = RefundStatus.SUCCEEDED
+FAILED = RefundStatus.FAILED
 CLAIM_SECONDS = 60
 NO_LONGER_LIVE = (CartState.EXPIRED, CartState.CANCELED, CartState.DONE)  # a refunded order's cart
 SEATS_TAKEN = gettext_noop(  # stored on the order in English; translated where shown (mail, page)
@@ -57,7 +69,7 @@ def orders():
     return mongo.orders()
 
 
-def _record(amount: int, payment: dict, reason: str, *, tickets=(), by: str = "") -> dict:
+def _record(amount: int, payment: PaymentRef, reason: str, *, tickets=(), by: str = "") -> RefundRecord:
     return {
         "_id": f"r{secrets.token_hex(6)}",
         "amount": amount,
@@ -71,18 +83,18 @@ def _record(amount: int, payment: dict, reason: str, *, tickets=(), by: str = ""
     }
 
 
-def allocate(order: Order, amount: int) -> list[tuple[dict, int]]:
+def allocate(order: Order, amount: int) -> list[tuple[PaymentRef, int]]:
     """Which payments of the order an amount goes back through: its gift voucher's part first (the
     theater's money stays with the theater, and the holder can spend it again), then the order's
     payment, up to what is left of it, then the top-ups of exchanges (sales/exchanges.py). A
     provider never refunds more than a payment took, so an order paid partly by card and partly
     at the counter gets two refunds."""
-    payments_taken = [*voucher_payment(order), order["paidWith"], *(order.get("topUps") or [])]
+    payments_taken: list[PaymentAmount] = [*voucher_payment(order), order["paidWith"], *(order.get("topUps") or [])]
     back: dict[str, int] = {}
     for refund in order.get("refunds") or []:
         if refund["status"] != FAILED or refund.get("tries", 0) < settings.BOOKING_REFUND_MAX_TRIES:
             back[refund["payment"]["id"]] = back.get(refund["payment"]["id"], 0) + refund["amount"]
-    parts = []
+    parts: list[tuple[PaymentRef, int]] = []
     for payment in payments_taken:
         if amount <= 0:
             break
@@ -95,11 +107,11 @@ def allocate(order: Order, amount: int) -> list[tuple[dict, int]]:
     return parts
 
 
-def voucher_payment(order: Order) -> list[dict]:
+def voucher_payment(order: Order) -> list[PaymentAmount]:
     """The order's gift voucher part as a payment taken, when it is not the order's payment itself
     (a voucher that paid all settled the order: payments/vouchers.py)."""
     part = order.get("voucher")
-    if not part or part["id"] == (order.get("paidWith") or {}).get("id"):
+    if not part or ((paid_with := order.get("paidWith")) and part["id"] == paid_with["id"]):
         return []
     return [{"provider": part["provider"], "id": part["id"], "amount": part["amount"]}]
 
@@ -107,13 +119,13 @@ def voucher_payment(order: Order) -> list[dict]:
 def _refunds_seen(order: Order) -> dict:
     """A filter clause: the order still has exactly the refunds the caller read."""
     n = len(order.get("refunds") or [])
-    clause = {f"refunds.{n}": {"$exists": False}}
+    clause: dict[str, Any] = {f"refunds.{n}": {"$exists": False}}
     if n:
         clause[f"refunds.{n - 1}._id"] = order["refunds"][n - 1]["_id"]
     return clause
 
 
-def _webhook_events(refund_id: str, *, ended: bool) -> list[dict]:
+def _webhook_events(refund_id: str, *, ended: bool) -> list[WebhookEventEntry]:
     """A refund's webhook events: refunded, and canceled too when no ticket is left."""
     refunded = outbox.webhook_event(outbox.ORDER_REFUNDED, refund=refund_id)
     return [refunded, outbox.webhook_event(outbox.ORDER_CANCELED)] if ended else [refunded]
@@ -230,14 +242,14 @@ def issue_credit_notes(order_id: ObjectId) -> None:
         logger.warning("credit notes of order %s left to reconcile", order_id, exc_info=True)
 
 
-def records_of_tickets(order: Order, tickets) -> list[dict]:
+def records_of_tickets(order: Order, tickets) -> list[RefundRecord]:
     """The refund records of these tickets: what one ``refund_tickets`` call made (a ticket is
     refunded once), one per payment the amount went back through."""
     wanted = set(tickets)
     return [r for r in order.get("refunds") or [] if wanted & set(r.get("tickets") or ())]
 
 
-def paid_out_at_counter(records: list[dict]) -> int:
+def paid_out_at_counter(records: list[RefundRecord]) -> int:
     """What of these refunds staff hand back themselves (cash or the card terminal): the parts
     through a provider that takes no money online (the box office, the counter)."""
     return sum(r["amount"] for r in records if not payments.provider(r["payment"]["provider"]).online)
@@ -249,7 +261,7 @@ def refund_amount(order: Order, codes: set[str]) -> int:
     it was given to the theater, not for those seats)."""
     lines = order["lines"]
     last = all(line["ticket"] in codes for line in lines)
-    fee = (order.get("fee") or {}).get("amount", 0) + donations.amount_of(order) if last else 0
+    fee = (fee_part["amount"] if (fee_part := order.get("fee")) else 0) + donations.amount_of(order) if last else 0
     return sum(money.line_amount(line) for line in lines if line["ticket"] in codes) + fee
 
 
@@ -282,7 +294,7 @@ def cancel_outcome(order: Order) -> CancelOutcome:
     if paid_with and not unpaid:
         taken = {p["id"]: p for p in [paid_with, *(order.get("topUps") or [])]}
         for payment, amount in allocate(order, refund_amount(order, {line["ticket"] for line in order["lines"]})):
-            means = taken.get(payment["id"], {}).get("means", "")
+            means = taken[payment["id"]].get("means", "") if payment["id"] in taken else ""
             online = payments.provider(payment["provider"]).online
             parts.append({"provider": payment["provider"], "means": means, "online": online, "amount": amount})
     told = unpaid or bool(paid_with)  # both send the customer a notice (notifications/change_notices.py)
@@ -315,7 +327,7 @@ def refund_lost_seats(order_id: ObjectId) -> Order:
                 "refundDue": True,
                 "lostSeats": True,
                 "failure": SEATS_TAKEN,
-                "noticeMail": "pending",
+                "noticeMail": MailState.PENDING,
             },
             "$unset": {"settling": ""},
             "$push": {
@@ -341,7 +353,7 @@ def refund_lost_seats(order_id: ObjectId) -> Order:
     return orders().find_one({"_id": order_id})
 
 
-def extra_payment_record(paid: dict, why: str) -> dict:
+def extra_payment_record(paid: PaymentAmount, why: str) -> RefundRecord:
     """The refund of money no seat is sold for (``paid``: {provider, id, amount}), as
     ``refund_extra_payment`` records it, for a caller that records it in a write of its own."""
     return _record(paid["amount"], paid, f"Payment not needed ({why})")
@@ -351,7 +363,7 @@ def refund_extra_payment(order_id: ObjectId, payment: base.Payment, why: str) ->
     """Money that no seat is sold for: a second payment for a paid order, a payment for a canceled
     order, an amount that is not the order's. It is refunded in full, once."""
     order = orders().find_one({"_id": order_id})
-    paid = {"provider": payment.provider, "id": payment.id}
+    paid: PaymentRef = {"provider": payment.provider, "id": payment.id}
     refund = _record(payment.amount, paid, f"Payment not needed ({why})")
     changed = orders().update_one(
         {"_id": order_id, "extraPayments.id": {"$ne": payment.id}, "paidWith.id": {"$ne": payment.id}},
@@ -362,7 +374,7 @@ def refund_extra_payment(order_id: ObjectId, payment: base.Payment, why: str) ->
             },
             "$set": {
                 "refundDue": True,
-                **({"noticeMail": "pending"} if order["state"] not in SEAT_OWNING_ORDER_STATES else {}),
+                **({"noticeMail": MailState.PENDING} if order["state"] not in SEAT_OWNING_ORDER_STATES else {}),
             },
         },
     )
@@ -443,7 +455,7 @@ def process(order_id: ObjectId, refund_id: str, now: datetime | None = None) -> 
     return SUCCEEDED if done else PENDING
 
 
-def _failed(order: Order, refund: dict, reason: str) -> str:
+def _failed(order: Order, refund: RefundRecord, reason: str) -> str:
     tries = max(refund.get("tries", 0), 1)  # this try is counted already: its claim's $inc (read after it)
     now = clock.now()
     retry_at = None

@@ -90,7 +90,7 @@ def finish_redemptions(now: datetime | None = None, grace: timedelta = timedelta
 def _payment_may_still_come(order: Order) -> bool:
     """An expired card order's payment may still succeed until reconcile cancels it at the
     provider (payments/flow.py, "late payment")."""
-    pay = order.get("payment") or {}
-    if order.get("method") != payments.CARD or not pay.get("intent"):
+    pay = order.get("payment")
+    if order.get("method") != payments.CARD or not pay or not pay["intent"]:
         return False
-    return pay.get("status") != base.CANCELED
+    return pay["status"] != base.CANCELED

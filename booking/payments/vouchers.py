@@ -48,7 +48,7 @@ from django.utils.translation import gettext
 from pymongo.errors import DuplicateKeyError
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import Order, OrderState, Voucher, VoucherState
+from booking.core.domain import Order, OrderState, Voucher, VoucherPart, VoucherRefund, VoucherState
 from booking.core.errors import Conflict, InvalidRequest
 from booking.core.formatting import format_money
 from booking.payments import base, money
@@ -382,7 +382,7 @@ def apply_to_order(order: Order, code: str, now: datetime) -> Order:
         without_code.pop("voucherCode", None)
         return without_code
     faults.point("voucher.after_debit")
-    part = {
+    part: VoucherPart = {
         "voucherId": redeemed.voucher_id,
         "redemption": redeemed.redemption_id,
         "id": payment_id(redeemed.voucher_id, redeemed.redemption_id),
@@ -434,7 +434,13 @@ class VoucherProvider(base.Provider):
         """The amount goes back onto the voucher, once per refund key (even past its expiry: the
         money is the holder's; staff may hand it out otherwise)."""
         voucher_id, redemption_id = _voucher_of_payment(payment_id)
-        entry = {"_id": refund_key, "redemption": redemption_id, "amount": amount, "at": clock.now(), "why": "refund"}
+        entry: VoucherRefund = {
+            "_id": refund_key,
+            "redemption": redemption_id,
+            "amount": amount,
+            "at": clock.now(),
+            "why": "refund",
+        }
         vouchers().update_one(
             {"_id": voucher_id, "refunds._id": {"$ne": refund_key}},
             {"$inc": {"balance": amount}, "$push": {"refunds": entry}},

@@ -24,7 +24,17 @@ from django.utils.translation import gettext, gettext_noop
 from booking import payments
 from booking.accounts import buyers
 from booking.core import clock, formatting
-from booking.core.domain import Cart, CartState, Order, OrderState, SalePhase, Session, SessionStatus, sale_phase
+from booking.core.domain import (
+    Cart,
+    CartState,
+    Order,
+    OrderState,
+    SalePhase,
+    Session,
+    SessionStatus,
+    sale_phase,
+    seats_left,
+)
 from booking.core.errors import (
     BookingError,
     NotFound,
@@ -126,7 +136,7 @@ def sale_notice(session: Session, access=frozenset()) -> str:
         return gettext("On sale from %(opens)s.") % {"opens": formatting.sale_time(_opening(session, access))}
     if phase != SalePhase.OPEN:
         return gettext("This performance is not on sale.")
-    if session.get("seatsAvailable", 0) <= 0:
+    if seats_left(session) <= 0:  # free seats, or a quota taken
         return gettext("This performance is sold out.")
     return ""
 
@@ -344,8 +354,8 @@ def order_quote(order: Order) -> dict:
     return {
         "tickets": sum(line["price"] for line in order.get("lines", [])),
         "discount": sum(line.get("discount", 0) for line in order.get("lines", [])),
-        "fee": (order.get("fee") or {}).get("amount", 0),
-        "donation": (order.get("donation") or {}).get("amount", 0),
+        "fee": fee["amount"] if (fee := order.get("fee")) else 0,
+        "donation": donation["amount"] if (donation := order.get("donation")) else 0,
         "total": order["total"],
         "vat": money.order_breakdown(order),
         "voucher": money.voucher_part(order),
@@ -355,7 +365,10 @@ def order_quote(order: Order) -> dict:
 
 def payment_context(request, order: Order) -> dict:
     """What the payment panel (``_payment.html``) and the order page need about the payment."""
-    pay = order.get("payment") or {}
+    pay = order.get("payment")
+    status = pay["status"] if pay else None
+    until = pay["until"] if pay else None
+    failure = pay.get("failure") if pay else None
     now = clock.now()
     is_buyer = request is not None and buyer.owner(request) == order.get("owner")
     pending = order["state"] == OrderState.PENDING_PAYMENT
@@ -364,12 +377,12 @@ def payment_context(request, order: Order) -> dict:
         "order": order,
         "is_buyer": is_buyer,
         "state_label": state_label(order),
-        "pay_status": pay.get("status"),
-        "pay_failure": gettext(pay["failure"]) if pay.get("failure") else "",  # stored in English
-        "card_form": pending and card and pay.get("status") in CARD_FORM_STATES,
-        "processing": pending and card and pay.get("status") in (base.PROCESSING, "confirming"),
-        "seconds_left": presenters.seconds_left(pay["until"], now) if pending and pay.get("until") else 0,
-        "until": pay.get("until"),
+        "pay_status": status,
+        "pay_failure": gettext(failure) if failure else "",  # stored in English
+        "card_form": pending and card and status in CARD_FORM_STATES,
+        "processing": pending and card and status in (base.PROCESSING, payment_service.CONFIRMING),
+        "seconds_left": presenters.seconds_left(until, now) if pending and until else 0,
+        "until": until,
         "quote": order_quote(order) if order.get("lines") else None,
         "due": money.amount_due(order),
         "tickets": presenters.order_tickets(order),
@@ -383,7 +396,7 @@ def payment_context(request, order: Order) -> dict:
         "refunded": sum(r["amount"] for r in order.get("refunds", []) if r["status"] == base.SUCCEEDED),
         "paid_by": receipts.payment_label(order),
         "money": receipts.paid_and_refunded(order),
-        "refund_pending": any(r["status"] != "succeeded" for r in order.get("refunds", [])),
+        "refund_pending": any(r["status"] != base.SUCCEEDED for r in order.get("refunds", [])),
     }
     return context
 
@@ -397,10 +410,11 @@ def test_cards() -> list[tuple[str, str]]:
 
 def refresh_order(order: Order) -> Order:
     """The order page is the return page: a payment still being decided is asked about."""
-    pay = order.get("payment") or {}
+    pay = order.get("payment")
     waiting = (
         order["state"] in (OrderState.PENDING_PAYMENT, OrderState.EXPIRED)
-        and pay.get("status") in payment_service.AT_THE_BANK
+        and pay is not None
+        and pay["status"] in payment_service.AT_THE_BANK
     )
     if waiting and order.get("method") == payments.CARD:
         return payment_service.check(order["_id"], quiet=True)

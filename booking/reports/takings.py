@@ -23,13 +23,13 @@ Amounts are integer minor units. Each part is one indexed read of the orders in 
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from booking.core import clock, mongo
-from booking.core.domain import Order
+from booking.core.domain import Order, PaymentTaken, VoucherPart
 from booking.payments import counter, refunds, vouchers
 from booking.reports.exports import Table, amount
 
@@ -79,19 +79,19 @@ def _means_method(means: str) -> str:
     return {counter.BANK_TRANSFER: INVOICE, CASH: CASH, CARD_TERMINAL: CARD_TERMINAL}.get(means, CASH)
 
 
-def payment_method(order: Order, payment: dict) -> str:
+def payment_method(order: Order, payment: PaymentTaken | VoucherPart) -> str:
     """How one payment of the order was taken, in the report's words."""
-    if payment.get("provider") == VOUCHER:
+    if payment["provider"] == VOUCHER or "voucherId" in payment:  # (a voucher part's provider is VOUCHER)
         return VOUCHER
-    if payment.get("provider") not in HOUSE:
+    if payment["provider"] not in HOUSE:
         return ONLINE_CARD
     if payment is order.get("paidWith") and order.get("method") in (CASH, CARD_TERMINAL, COMPLIMENTARY):
         return order["method"]
     return _means_method(payment.get("means", CASH))  # paid later (or a top-up at the counter)
 
 
-def _seller(order: Order, payment: dict) -> str:
-    if payment.get("provider") not in HOUSE:
+def _seller(order: Order, payment: PaymentTaken | VoucherPart) -> str:
+    if payment["provider"] not in HOUSE or "voucherId" in payment:  # (a voucher part's provider is VOUCHER)
         return ONLINE
     return payment.get("by") or (order.get("soldBy") or {}).get("name") or ""
 
@@ -99,13 +99,13 @@ def _seller(order: Order, payment: dict) -> str:
 def movements_of(order: Order) -> Iterator[Movement]:
     """Every amount the order took or gave back."""
     paid = order.get("paidWith")
-    taken = {}
+    taken: dict[str, PaymentTaken | VoucherPart] = {}
     if paid:
         taken[paid["id"]] = paid
         at = paid.get("on") or order.get("paidOn")
         if at is not None:
             method, seller = payment_method(order, paid), _seller(order, paid)
-            donated = min((order.get("donation") or {}).get("amount", 0), paid["amount"])
+            donated = min(donation["amount"] if (donation := order.get("donation")) else 0, paid["amount"])
             yield Movement(
                 at,
                 SALE,
@@ -119,8 +119,8 @@ def movements_of(order: Order) -> Iterator[Movement]:
                 part_id=paid["id"],
                 closing=paid.get("tillClosing", ""),
             )
-        part = order.get("voucher") or {}
-        if part and part.get("id") != paid["id"]:  # the voucher's part beside the card or the counter
+        part = order.get("voucher")
+        if part and part["id"] != paid["id"]:  # the voucher's part beside the card or the counter
             taken[part["id"]] = part
             if at is not None:
                 yield Movement(at, SALE, VOUCHER, ONLINE, part["amount"], order["ref"], order["_id"])
@@ -378,13 +378,9 @@ def _failed_refunds(start: datetime, end: datetime) -> dict[str, list[str]]:
     for order in mongo.orders().find(query, fields).hint("refund_created"):
         for refund in order.get("refunds") or []:
             created = refund.get("createdOn")
-            if refund.get("status") == refunds.FAILED and created is not None and start <= _aware(created) < end:
-                found.setdefault(timezone.localdate(_aware(created)).isoformat(), []).append(refund["_id"])
+            if refund.get("status") == refunds.FAILED and created is not None and start <= created < end:
+                found.setdefault(timezone.localdate(created).isoformat(), []).append(refund["_id"])
     return {day: sorted(ids) for day, ids in found.items()}
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _day_key(day: date) -> str:
@@ -408,16 +404,44 @@ def _sealed_tally(day: date, failed_before: list[str]) -> Tally:
     return tally
 
 
-KEEP_DAYS = 7  # the worker keeps the days a week's report reads
+KEEP_DAYS = 7  # the worker checks the last week again each run: its refunds still change
+FILL_DAYS = 31  # older days never kept, counted this many per run, the newest first
 
 
-def keep_past_days(*, now: datetime, days: int = KEEP_DAYS) -> int:
+def first_movement_day() -> date | None:
+    """The local day of the oldest money taken (a payment or a counter voucher sale; top-ups and
+    refunds come after their order's payment), or None when none was ever taken."""
+    firsts = [
+        found[key]
+        for collection, query, key, hint in (
+            (mongo.orders(), {"paidOn": {"$ne": None}}, "paidOn", "paid_on"),
+            (mongo.vouchers(), {"soldVia": "counter"}, "issuedOn", "issued_newest"),
+        )
+        for found in collection.find(query, {key: 1}).hint(hint).sort(key, 1).limit(1)
+    ]
+    return timezone.localdate(min(firsts)) if firsts else None
+
+
+def keep_past_days(*, now: datetime, days: int = KEEP_DAYS, fill: int = FILL_DAYS) -> int:
     """Count and keep the last ``days`` days that ended ``SEALED_AFTER`` before ``now`` (those kept
-    already are only checked), so that nobody's report waits for them; returns how many."""
+    already are only checked), then up to ``fill`` older days not kept yet, back to the first money
+    taken, so that no report of a past week waits for its days; returns how many were looked at."""
     last = timezone.localdate(now - SEALED_AFTER) - timedelta(days=1)
     first = last - timedelta(days=days - 1)
     summary(first, last, now=now)
-    return days
+    oldest = first_movement_day()
+    if oldest is None or oldest >= first:
+        return days
+    keys = {"$gte": _day_key(oldest), "$lt": _day_key(first)}
+    kept = {d["_id"] for d in mongo.takings_days().find({"_id": keys}, {"_id": 1})}
+    missing = [
+        day
+        for day in (first - timedelta(days=n) for n in range(1, (first - oldest).days + 1))
+        if _day_key(day) not in kept
+    ][:fill]
+    for day in missing:
+        _sealed_tally(day, _failed_refunds(*day_range(day, day)).get(day.isoformat(), []))
+    return days + len(missing)
 
 
 def summary(first: date, last: date, *, now: datetime) -> Takings:

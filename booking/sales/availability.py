@@ -27,6 +27,7 @@ HEAD_FIELDS = {
     "prices": 1,
     "currency": 1,
     "seatsAvailable": 1,
+    "quotaFloor": 1,  # seats left: what the quota still allows (domain.seats_left)
     "seatsTotal": 1,
     "version": 1,
     "layoutRev": 1,

@@ -21,7 +21,7 @@ import logging
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from bson import ObjectId
 from django.conf import settings
@@ -30,7 +30,7 @@ from django.utils.translation import gettext, gettext_noop, ngettext
 from booking import payments
 from booking.accounts.buyers import clean_email
 from booking.core import faults, mongo
-from booking.core.domain import Order, OrderLine, OrderState
+from booking.core.domain import Order, OrderLine, OrderState, SessionStatus, TicketHolder, Transfer
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.text_checks import has_invisible_characters
 from booking.sales import cancels, checkout, exchanges, outbox
@@ -60,7 +60,7 @@ def _paid_online(order: Order) -> None:
     (and a difference be charged) there."""
     if order["state"] not in ADMITTING:
         raise Conflict(gettext("Only a paid booking can be changed."))
-    paid_with = order.get("paidWith") or {}
+    paid_with = order.get("paidWith")
     if not paid_with or not payments.provider(paid_with["provider"]).online:
         raise Conflict(gettext("This booking was paid at the box office; please change it there."))
     if order.get("exchangeOpen"):
@@ -146,7 +146,7 @@ def exchange_targets(*, order: Order, now: datetime) -> list[dict]:
     shows = {(s.get("theaterId"), s.get("name")) for s in order.get("sessions", [])}
     found = []
     for theater_id, name in shows:
-        query = {"theaterId": theater_id, "name": name, "status": "on_sale", "start": {"$gt": now}}
+        query = {"theaterId": theater_id, "name": name, "status": SessionStatus.ON_SALE, "start": {"$gt": now}}
         fields = {"name": 1, "nameDe": 1, "start": 1, "theaterId": 1, "theaterName": 1, "seatsAvailable": 1}
         found += list(mongo.sessions().find(query, fields).sort([("start", 1), ("_id", 1)]).limit(50))
     rules = rules_of.rules_of_sessions(s["_id"] for s in found)
@@ -244,14 +244,17 @@ def transfer_ticket(*, order_id: ObjectId, ticket: str, name: str, email: str, n
             )
             % {"max": limit}
         )
-    if email == (line.get("holder") or {}).get("email", order.get("email")):
+    if email == (held_by["email"] if (held_by := line.get("holder")) else order.get("email")):
         raise InvalidRequest(gettext("That person holds this ticket already."), fields={"email": ""})
     language = _holder_language(email, order.get("language", ""))
     tid = f"t{secrets.token_hex(6)}"
     new_code = checkout.new_ticket_code(order["ref"])
-    holder = {"name": name, "email": email, "language": language}
-    new_line = {**{k: v for k, v in line.items() if k != "ticket"}, "ticket": new_code, "holder": holder}
-    record = {"_id": tid, "old": line["ticket"], "new": new_line, "name": name, "email": email, "on": now}
+    holder: TicketHolder = {"name": name, "email": email, "language": language}
+    # the line's own fields, its new code and holder (built by key: the stored order of the fields as before)
+    new_line = cast(
+        OrderLine, {**{k: v for k, v in line.items() if k != "ticket"}, "ticket": new_code, "holder": holder}
+    )
+    record: Transfer = {"_id": tid, "old": line["ticket"], "new": new_line, "name": name, "email": email, "on": now}
     faults.point("transfer.before_write")
     changed = mongo.orders().update_one(
         {
@@ -310,7 +313,7 @@ def change_options(*, order: Order, now: datetime) -> dict:
     starts = _starts(order)
     names = {s["_id"]: s for s in order.get("sessions", [])}
     made = len(order.get("transfers") or [])
-    tickets = []
+    tickets: list[dict] = []
     for line in order["lines"]:
         found = rules.get(line["sessionId"], rules_of.NOTHING_ONLINE)
         start = starts[line["sessionId"]]
@@ -329,7 +332,7 @@ def change_options(*, order: Order, now: datetime) -> dict:
                 "session": names.get(line["sessionId"], {}),
                 "start": start,
                 "fee": found.fee,
-                "holder": (line.get("holder") or {}).get("name", ""),
+                "holder": held_by["name"] if (held_by := line.get("holder")) else "",
                 "cancel": why[CANCEL],
                 "exchange": why[EXCHANGE],
                 "transfer": why[TRANSFER],

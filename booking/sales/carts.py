@@ -14,7 +14,7 @@ from bson import ObjectId
 from django.conf import settings
 
 from booking.core import clock, faults, mongo
-from booking.core.domain import Cart, CartState
+from booking.core.domain import CanceledShow, Cart, CartState
 from booking.sales import client_holds, promos, reservations
 
 logger = logging.getLogger("booking.carts")
@@ -154,8 +154,12 @@ def drop_canceled_session(cart_id: ObjectId, session: Mapping[str, Any]) -> int:
     items = [i for i in cart["items"] if i["sessionId"] == session_id]
     if not items:
         return 0
-    note = {"sessionId": session_id, "name": session.get("name", ""), "start": session.get("start")}
-    note["seats"] = len(items)
+    note: CanceledShow = {
+        "sessionId": session_id,
+        "name": session.get("name", ""),
+        "start": session.get("start"),
+        "seats": len(items),
+    }
     result = mongo.carts().update_one(
         {
             "_id": cart_id,

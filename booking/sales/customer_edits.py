@@ -14,7 +14,7 @@ from django.utils.translation import gettext
 from pymongo import ReturnDocument
 
 from booking.core import clock, mongo
-from booking.core.domain import Order
+from booking.core.domain import CustomerEdit, Order
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.core.names import name_keys
 
@@ -55,7 +55,7 @@ def change_customer(
         raise Conflict(gettext("The customer's details changed since this page was shown; please look again."))
     if (name, email) == (seen_name, seen_email):
         return mongo.orders().find_one({"_id": order_id}) or order, False
-    edit = {
+    edit: CustomerEdit = {
         "at": clock.now(),
         "by": by,
         "old": {"name": seen_name, "email": seen_email},

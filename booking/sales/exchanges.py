@@ -34,7 +34,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from bson import ObjectId
 from django.conf import settings
@@ -43,8 +43,22 @@ from django.utils.translation import ngettext
 
 from booking import payments
 from booking.core import clock, faults, mongo
-from booking.core.domain import SEAT_OWNING_ORDER_STATES, Order, OrderLine, SalesChannel, SessionStatus, Theater
-from booking.core.errors import Conflict, InvalidRequest, NotFound, SeatsTaken
+from booking.core.domain import (
+    SEAT_OWNING_ORDER_STATES,
+    ExchangeRecord,
+    ExchangeState,
+    Order,
+    OrderLine,
+    OrderSession,
+    PaymentRef,
+    RefundRecord,
+    SalesChannel,
+    SessionStatus,
+    Theater,
+    seats_left,
+    within_quota,
+)
+from booking.core.errors import Conflict, InvalidRequest, NotFound, QuotaReached, SeatsTaken
 from booking.core.localized import line_ticket_type, order_categories
 from booking.payments import base, credit_notes, money, refunds
 from booking.reports import marks
@@ -54,13 +68,14 @@ from booking.venues.seat_grid import FREE, SOLD, cell_path, parse_seat_key, seat
 
 logger = logging.getLogger("booking.exchanges")
 
-STARTED = "started"
-TAKEN = "taken"
-AWAITING = "awaiting_payment"  # a dearer seat paid through the provider: the customer pays online first
-SWITCHED = "switched"
-RELEASED = "released"
-DONE = "done"
-ABANDONED = "abandoned"
+# Its states (booking/core/domain.py), by the short names this module reads best with.
+STARTED = ExchangeState.STARTED
+TAKEN = ExchangeState.TAKEN
+AWAITING = ExchangeState.AWAITING_PAYMENT  # a dearer seat paid through the provider: the customer pays online first
+SWITCHED = ExchangeState.SWITCHED
+RELEASED = ExchangeState.RELEASED
+DONE = ExchangeState.DONE
+ABANDONED = ExchangeState.ABANDONED
 OPEN_STATES = (STARTED, AWAITING, TAKEN, SWITCHED, RELEASED)
 # How a price difference is settled: through the order's own payment (a refund), or at the counter.
 PROVIDER = "provider"
@@ -76,7 +91,7 @@ class Plan:
     order: Order
     session: dict
     old: list[OrderLine]
-    new: list[dict]
+    new: list[OrderLine]
     difference: int  # new minus old, minor units: > 0 the customer pays more, < 0 gets money back
     fee: int = 0  # the theater's fee for swapping subscription tickets, part of ``difference``
 
@@ -92,21 +107,24 @@ def _order(order_id: ObjectId) -> Order:
     return order
 
 
-def _session_summary(session: dict) -> dict:
-    return {
-        "_id": session["_id"],
-        "name": session.get("name"),
-        "start": session.get("start"),
-        "theaterName": session.get("theaterName"),
-        **({"theaterNameDe": session["theaterNameDe"]} if session.get("theaterNameDe") else {}),
-        "theaterId": session.get("theaterId"),
-        **order_categories(session.get("layout", {}).get("categories")),
-    }
+def _session_summary(session: dict) -> OrderSession:
+    return cast(  # order_categories gives its categories (and categoriesDe), as checkout's summaries
+        OrderSession,
+        {
+            "_id": session["_id"],
+            "name": session.get("name"),
+            "start": session.get("start"),
+            "theaterName": session.get("theaterName"),
+            **({"theaterNameDe": session["theaterNameDe"]} if session.get("theaterNameDe") else {}),
+            "theaterId": session.get("theaterId"),
+            **order_categories(session.get("layout", {}).get("categories")),
+        },
+    )
 
 
 def _new_line(
     order: Order, old: Mapping[str, Any], session: Mapping[str, Any], key: str, theater: Theater | None
-) -> dict:
+) -> OrderLine:
     """The ticket for ``key`` replacing ``old``: same ticket type if the session offers it in the
     seat's category (else full price), today's price, a new ticket code, the same holder."""
     r, c = parse_seat_key(key)
@@ -136,7 +154,7 @@ def _new_line(
         # a subscriber swapping a date keeps the subscription's price (and stays counted as one)
         line.update(price=old["price"], subscription=old["subscription"])
         line.update({k: old[k] for k in ("ticketType", "ticketTypeName") if k in old})
-    return line
+    return cast(OrderLine, line)  # line_ticket_type's keys are OrderLine's ticketType* fields
 
 
 def plan(
@@ -197,6 +215,8 @@ def plan(
     taken = [seat_name(session["layout"], *parse_seat_key(k)) for k in keys if _cell(session, k) != FREE]
     if taken:
         raise SeatsTaken(taken)
+    if seats_left(session) < quota_taking(old, session_id, len(keys)):
+        raise QuotaReached()
     swapped_show = {s["_id"]: s.get("name") for s in order.get("sessions", [])}
     if any(line.get("subscription") and swapped_show.get(line["sessionId"]) != session.get("name") for line in old):
         raise InvalidRequest(_("A subscription ticket can only move to another date of the same show."))
@@ -268,7 +288,7 @@ def exchange(
             fields={"settle": _("Take the difference at the counter.")},
         )
     xid = f"x{secrets.token_hex(6)}"
-    record = {
+    record: ExchangeRecord = {
         "_id": xid,
         "state": STARTED,
         "tickets": list(tickets),
@@ -308,7 +328,7 @@ def exchange(
     return order
 
 
-def _open_record(order: Order) -> dict | None:
+def _open_record(order: Order) -> ExchangeRecord | None:
     xid = order.get("exchangeOpen")
     return next((x for x in order.get("exchanges", []) if x["_id"] == xid), None) if xid else None
 
@@ -336,7 +356,7 @@ def finish(order_id: ObjectId, now: datetime | None = None) -> Order:
     return _order(order_id)
 
 
-def _set_state(order: Order, record: dict, state: str, **extra) -> bool:
+def _set_state(order: Order, record: ExchangeRecord, state: str, **extra) -> bool:
     sets = {"exchanges.$.state": state, **{f"exchanges.$.{k}": v for k, v in extra.items()}}
     done = mongo.orders().update_one(
         {
@@ -349,7 +369,13 @@ def _set_state(order: Order, record: dict, state: str, **extra) -> bool:
     return bool(done.modified_count)
 
 
-def _take(order: Order, record: dict) -> None:
+def quota_taking(old: Sequence[Mapping[str, Any]], session_id: ObjectId, new_seats: int) -> int:
+    """The seats an exchange takes against the performance's quota: the new ones, less those it
+    gives up in the same performance (they come back later in the exchange)."""
+    return max(0, new_seats - sum(1 for line in old if line["sessionId"] == session_id))
+
+
+def _take(order: Order, record: ExchangeRecord) -> None:
     """New seats free -> sold under the exchange's marker (or found taken by it already)."""
     keys = [line["key"] for line in record["new"]]
     cells = [cell_path(*parse_seat_key(k)) for k in keys]
@@ -362,6 +388,7 @@ def _take(order: Order, record: dict) -> None:
             "start": {"$gt": now},
             "exchangeHolds._id": {"$ne": record["_id"]},
             **{c: FREE for c in cells},
+            **within_quota(quota_taking(record["old"], session_id, len(keys))),
         },
         {
             "$set": {c: SOLD for c in cells},
@@ -378,7 +405,7 @@ def _take(order: Order, record: dict) -> None:
     if record["difference"] > 0 and record["settle"] == PROVIDER:
         until = min(
             now + timedelta(seconds=settings.BOOKING_EXCHANGE_PAYMENT_SECONDS),
-            record["session"]["start"] - timedelta(hours=1),
+            cast(datetime, record["session"]["start"]) - timedelta(hours=1),  # its session was read on sale: it has one
         )
         notice = outbox.new_notice(outbox.EXCHANGE_PAYMENT, ref=record["_id"])
         moved = mongo.orders().update_one(
@@ -405,7 +432,9 @@ def _take(order: Order, record: dict) -> None:
         release_stray_holds(session_id)
 
 
-def _abandon(order: Order, record: dict, why: str, states: Sequence[str] = (STARTED, AWAITING, TAKEN)) -> bool:
+def _abandon(
+    order: Order, record: ExchangeRecord, why: str, states: Sequence[str] = (STARTED, AWAITING, TAKEN)
+) -> bool:
     """The exchange ends without a switch (one conditional update: still in one of ``states``);
     its seats go back and a difference the customer paid is refunded. False when it had moved on
     (switched, or ended already by someone else).
@@ -459,16 +488,16 @@ def _abandon(order: Order, record: dict, why: str, states: Sequence[str] = (STAR
     return True
 
 
-def _difference_payment(order: Order, record: dict) -> dict:
+def _difference_payment(order: Order, record: ExchangeRecord) -> dict:
     """What the provider is asked to charge: the difference, under the order's id and reference
     (its webhook finds the order; ``settle`` hands it to ``difference_paid``)."""
     return {"_id": order["_id"], "ref": order["ref"], "total": record["difference"], "currency": order["currency"]}
 
 
-def ensure_intent(order: Order, record: dict) -> str:
+def ensure_intent(order: Order, record: ExchangeRecord) -> str:
     """The exchange's payment at the provider (made once: its idempotency key is the exchange's)."""
     pay = record["payment"]
-    if pay.get("intent"):
+    if pay["intent"]:
         return pay["intent"]
     started = payments.provider(pay["provider"]).start(
         _difference_payment(order, record), idempotency_key=f"exchange-{record['_id']}"
@@ -485,7 +514,7 @@ def ensure_intent(order: Order, record: dict) -> str:
     return started.id
 
 
-def _check_payment(order: Order, record: dict, now: datetime) -> bool:
+def _check_payment(order: Order, record: ExchangeRecord, now: datetime) -> bool:
     """An exchange waiting for the customer's payment: paid -> it goes on (True); the time to pay
     is over -> the payment is canceled at the provider (unless it succeeded meanwhile) and the
     exchange abandoned, the new seats given back. Returns True when it moved on."""
@@ -515,7 +544,7 @@ def _check_payment(order: Order, record: dict, now: datetime) -> bool:
     return False
 
 
-def _paid(order: Order, record: dict, payment: base.Payment) -> bool:
+def _paid(order: Order, record: ExchangeRecord, payment: base.Payment) -> bool:
     """The customer paid the difference: the exchange goes on to the switch (the payment becomes
     a top-up there)."""
     done = mongo.orders().update_one(
@@ -543,7 +572,9 @@ def _paid(order: Order, record: dict, payment: base.Payment) -> bool:
 def difference_paid(order: Order, payment: base.Payment) -> Order | None:
     """``payments.settle`` found a succeeded payment of this order that is an exchange's
     difference: the exchange goes on. None when the payment is no exchange's (settle goes on)."""
-    record = next((x for x in order.get("exchanges", []) if (x.get("payment") or {}).get("intent") == payment.id), None)
+    record = next(
+        (x for x in order.get("exchanges", []) if (pay := x.get("payment")) and pay["intent"] == payment.id), None
+    )
     if record is None:
         return None
     if record["state"] == AWAITING:
@@ -597,7 +628,7 @@ def pay_difference(order_id: ObjectId, means: str) -> tuple[str, Order, str]:
     return payment.status, order, payment.failure
 
 
-def _claim_payment(order: Order, record: dict, now: datetime) -> bool:
+def _claim_payment(order: Order, record: ExchangeRecord, now: datetime) -> bool:
     """The exchange's payment is this request's to charge: no other request claimed it within the
     time a charge can take (a claim left by a crash lapses then)."""
     lapsed = now - timedelta(seconds=base.confirm_claim_seconds())
@@ -614,7 +645,7 @@ def _claim_payment(order: Order, record: dict, now: datetime) -> bool:
     return bool(claimed.modified_count)
 
 
-def _end_claim(order: Order, record: dict, claimed_on: datetime) -> None:
+def _end_claim(order: Order, record: ExchangeRecord, claimed_on: datetime) -> None:
     """This request's charge is over (declined, 3-D Secure asked, no answer): the next Pay may try."""
     mongo.orders().update_one(
         {
@@ -629,8 +660,9 @@ def _end_claim(order: Order, record: dict, claimed_on: datetime) -> None:
 def _how_it_ended(order: Order) -> str:
     """What a Pay pressed after the order's last exchange stopped waiting is told: "paid" when the
     customer's payment moved it on, else "done" (nothing to pay: called off or not paid in time)."""
-    last = (order.get("exchanges") or [{}])[-1]  # pushed in the order they were made
-    return "paid" if last.get("paidDifference") and last.get("state") != ABANDONED else "done"
+    made = order.get("exchanges") or []
+    last = made[-1] if made else None  # pushed in the order they were made
+    return "paid" if last and last.get("paidDifference") and last["state"] != ABANDONED else "done"
 
 
 def call_off(order_id: ObjectId, *, by: str = "", why: str = "") -> Order:
@@ -654,13 +686,13 @@ def call_off(order_id: ObjectId, *, by: str = "", why: str = "") -> Order:
     return _order(order_id)
 
 
-def awaiting_payment(order: Order) -> dict | None:
+def awaiting_payment(order: Order) -> ExchangeRecord | None:
     """The exchange of this order that waits for the customer's payment, if any (the order page)."""
     record = _open_record(order)
     return record if record is not None and record["state"] == AWAITING else None
 
 
-def _switch(order: Order, record: dict) -> None:
+def _switch(order: Order, record: ExchangeRecord) -> None:
     """The one write that swaps the tickets, with the money and the customer's notice."""
     tickets = set(record["tickets"])
     present = [line for line in order["lines"] if line["ticket"] in tickets]
@@ -737,13 +769,14 @@ def _switch(order: Order, record: dict) -> None:
             refunds.issue_credit_notes(order["_id"])
 
 
-def _with_counter_part(record: dict, difference: int) -> list[dict]:
+def _with_counter_part(record: ExchangeRecord, difference: int) -> list[OrderLine]:
     """The new lines, each with the part of its price taken at the counter for a dearer exchange
     settled there (``topUpPart``): the sales reports count that part where it was taken, not
     under the order's channel."""
     if difference <= 0 or record.get("paidDifference") or record.get("settle") != COUNTER:
         return list(record["new"])
-    lines, left = [], difference
+    lines: list[OrderLine] = []
+    left = difference
     for line in record["new"]:
         part = min(left, money.line_amount(line))
         left -= part
@@ -753,12 +786,13 @@ def _with_counter_part(record: dict, difference: int) -> list[dict]:
     return lines
 
 
-def _refund_records(order: Order, record: dict, amount: int) -> list[dict]:
+def _refund_records(order: Order, record: ExchangeRecord, amount: int) -> list[RefundRecord]:
     """The difference goes back in cash at the counter, or through the order's payments (the card
     first, then earlier top-ups: payments/refunds.allocate)."""
 
     if record["settle"] == COUNTER:
-        parts = [({"provider": "box_office", "id": f"counter-{record['_id']}"}, amount)]
+        counter: PaymentRef = {"provider": "box_office", "id": f"counter-{record['_id']}"}
+        parts = [(counter, amount)]
     else:
         parts = refunds.allocate(order, amount)
     return [
@@ -769,7 +803,7 @@ def _refund_records(order: Order, record: dict, amount: int) -> list[dict]:
             "reason": record.get("reason") or "Exchange: price difference",
             "tickets": [],
             "exchange": record["_id"],
-            "status": "pending",
+            "status": refunds.PENDING,
             "tries": 0,
             "by": record.get("by", ""),
             "createdOn": clock.now(),
@@ -778,7 +812,7 @@ def _refund_records(order: Order, record: dict, amount: int) -> list[dict]:
     ]
 
 
-def _release_old(order: Order, record: dict) -> None:
+def _release_old(order: Order, record: ExchangeRecord) -> None:
     """The marker goes (the new seats are the order's lines now), then the old seats are freed."""
     mongo.sessions().update_one({"_id": record["sessionId"]}, {"$pull": {"exchangeHolds": {"_id": record["_id"]}}})
     faults.point("exchange.after_unmark")
@@ -822,7 +856,7 @@ def free_seats(order_id: ObjectId, lines: Sequence[Mapping[str, Any]]) -> int:
     return freed
 
 
-def _settle_money_and_close(order: Order, record: dict) -> None:
+def _settle_money_and_close(order: Order, record: ExchangeRecord) -> None:
 
     for refund_id in record.get("refunds") or []:
         refunds.process(order["_id"], refund_id)  # failed: reconcile retries it (refundDue)

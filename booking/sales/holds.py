@@ -33,6 +33,8 @@ from booking.core.domain import (
     live_cart_filter,
     sale_open_filter,
     sale_phase,
+    seats_left,
+    within_quota,
 )
 from booking.core.errors import (
     BookingError,
@@ -41,6 +43,7 @@ from booking.core.errors import (
     NoAdjacentSeats,
     NotFound,
     OrphanSeat,
+    QuotaReached,
     SeatsTaken,
     SessionNotOnSale,
     TooManySeats,
@@ -487,6 +490,7 @@ def _take_seats(plan: HoldPlan, session: Mapping[str, Any] | None, *, cart_has_s
         if settings.BOOKING_PREVENT_ORPHAN_SEATS and not plan.allow_orphans:
             refuse_orphans(layout, seats, coords)
         _refuse_undeclared_wheelchair_spaces(plan, session)
+        refuse_over_quota(session, len(coords) - len(house))
         if "reservations" in session:
             has_reservation = any(res["_id"] == plan.cart_id for res in session["reservations"])
         else:
@@ -552,6 +556,13 @@ def _refuse_undeclared_wheelchair_spaces(plan: HoldPlan, session: Mapping[str, A
     )
 
 
+def refuse_over_quota(session: Mapping[str, Any], taking: int) -> None:
+    """What the filter's quota clause (``domain.within_quota``) would refuse, said before the write
+    (the session was read with its quota fields)."""
+    if taking and seats_left(session) < taking and "quotaFloor" in session:
+        raise QuotaReached()
+
+
 def _send_hold_write(plan: HoldPlan, has_reservation: bool, answer: dict) -> dict | None:
     """Send the hold's write; the session as it left it (``answer``'s fields), or None: it missed."""
     query, update, array_filters = _hold_write(plan, has_reservation)
@@ -601,6 +612,8 @@ def _hold_write(plan: HoldPlan, has_reservation: bool) -> tuple[dict, dict, list
         query["$and"] = [*query.get("$and", []), {"$or": [{"end": None}, {"end": {"$gt": now}}]}]
     cells = {cell_path(r, c): HELD for r, c in coords}
     taken_free = len(coords) - len(house)  # house seats were not counted as available
+    if taken_free:  # the quota counts the seats taken from sale (house seats stay outside it)
+        query["$and"] = [*query.get("$and", []), within_quota(taken_free)]
     if has_reservation:
         query["reservations._id"] = cart_id
         update = {

@@ -23,6 +23,7 @@ from typing import Any
 from bson import ObjectId
 
 from booking.core import clock, publish, work_queue
+from booking.core.domain import ChangeNotice, MailState, WebhookEventEntry
 from booking.webhooks import selectors as webhook_selectors
 
 logger = logging.getLogger("booking.outbox")
@@ -38,9 +39,9 @@ INVOICE = "invoice"  # an invoice from the counter, its PDF attached
 TRANSFER = "transfer"  # the buyer handed a ticket to someone: told to the buyer
 TRANSFER_TICKET = "transfer_ticket"  # ... and the new holder gets their ticket (``to``, ``language``)
 # A notice's state.
-PENDING = "pending"
-SENT = "sent"
-FAILED = "failed"
+PENDING = MailState.PENDING
+SENT = MailState.SENT
+FAILED = MailState.FAILED
 # Webhook event types (docs/api.md, "Webhooks").
 ORDER_PLACED = "order.placed"
 ORDER_PAID = "order.paid"
@@ -65,11 +66,19 @@ SESSIONS = "sessions"
 CONFIRMATION_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 
 
-def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None, *, to: str = "", language: str = "") -> dict:
+def new_notice(
+    kind: str, ref: str = "", refunds: list[str] | None = None, *, to: str = "", language: str = ""
+) -> ChangeNotice:
     """A notice to push onto the order in the write that makes the change. ``ref``: the exchange,
     transfer or (first) refund it tells of; ``refunds``: every refund of that change; ``to`` and
     ``language``: a mail to someone else than the buyer (a ticket's new holder)."""
-    notice = {"_id": f"n{secrets.token_hex(6)}", "kind": kind, "ref": ref, "state": PENDING, "createdOn": clock.now()}
+    notice: ChangeNotice = {
+        "_id": f"n{secrets.token_hex(6)}",
+        "kind": kind,
+        "ref": ref,
+        "state": PENDING,
+        "createdOn": clock.now(),
+    }
     if refunds:
         notice["refunds"] = refunds
     if to:
@@ -78,20 +87,31 @@ def new_notice(kind: str, ref: str = "", refunds: list[str] | None = None, *, to
     return notice
 
 
-def reservation_made() -> dict:
+def reservation_made() -> ChangeNotice:
     """The notice stored with a new box-office order."""
     return new_notice(RESERVATION)
 
 
-def reservation_lapsed() -> dict:
+def reservation_lapsed() -> ChangeNotice:
     """The notice pushed in the write that expires an unpaid box-office order."""
     return new_notice(RESERVATION_LAPSED)
 
 
-def webhook_event(event_type: str, **facts: str) -> dict:
-    """An event to push onto ``webhookEvents`` in the write that makes the change; ``facts``: what
-    the payload needs beyond the document (the ticket checked in, the refund made)."""
-    return {"_id": f"evt_{secrets.token_hex(12)}", "type": event_type, "at": clock.now(), **facts}
+def webhook_event(
+    event_type: str, *, refund: str = "", exchange: str = "", transfer: str = "", ticket: str = ""
+) -> WebhookEventEntry:
+    """An event to push onto ``webhookEvents`` in the write that makes the change; the others: what
+    the payload needs beyond the document (the ticket checked in, the refund made), when given."""
+    event: WebhookEventEntry = {"_id": f"evt_{secrets.token_hex(12)}", "type": event_type, "at": clock.now()}
+    if refund:
+        event["refund"] = refund
+    if exchange:
+        event["exchange"] = exchange
+    if transfer:
+        event["transfer"] = transfer
+    if ticket:
+        event["ticket"] = ticket
+    return event
 
 
 def theaters_of(document: Mapping[str, Any], collection: str) -> list[ObjectId]:

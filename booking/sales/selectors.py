@@ -19,6 +19,7 @@ from booking.core.domain import (
     is_holding,
     is_live,
     live_cart_filter,
+    seats_left,
     stale_cart_filter,
 )
 from booking.venues.seat_grid import BLOCKED, FREE, HELD, SOLD, restored_states
@@ -38,6 +39,8 @@ SUMMARY_FIELDS = {
     "status": 1,
     "seatsAvailable": 1,
     "seatsTotal": 1,
+    "quota": 1,  # the seats left are what the quota still allows (domain.seats_left)
+    "quotaFloor": 1,
     "performanceId": 1,  # sectioned venues: the section documents of one performance share it
     "section": 1,
     "venueName": 1,
@@ -96,14 +99,14 @@ def upcoming_sessions(
     # indexes end with _id too, so they still serve the sort
     order = [("start", 1), ("_id", 1)]
     listed = list(mongo.listings().find(query, LISTING_FIELDS).sort(order).limit(500).batch_size(500))
-    seats_left = {
-        s["_id"]: s.get("seatsAvailable", 0)
+    left = {
+        s["_id"]: seats_left(s)
         for s in mongo.sessions()
-        .find({"_id": {"$in": [listing["_id"] for listing in listed]}}, {"seatsAvailable": 1})
+        .find({"_id": {"$in": [listing["_id"] for listing in listed]}}, {"seatsAvailable": 1, "quotaFloor": 1})
         .batch_size(500)
     }
     for listing in listed:
-        listing["seatsAvailable"] = seats_left.get(listing["_id"], 0)
+        listing["seatsAvailable"] = left.get(listing["_id"], 0)  # what the quota still allows
     return group_sections(listed)
 
 

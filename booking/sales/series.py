@@ -1,8 +1,10 @@
 """Bulk actions on a series: the upcoming performances of the same show in the same hall. Staff put
-them on sale, change a category's price, set when sales open or close, or cancel them all at once,
-after a preview of what each would change (``preview_*``); applying does exactly what was previewed
-(the sessions listed then, and each price only if it is still what the preview showed), one
-conditional update per session.
+them on sale, change a category's price, set when sales open or close, set or remove the members'
+presale, set the quota, or cancel them all at once, after a preview of what each would change
+(``preview``); applying does exactly what was previewed (the sessions listed then, and each price
+only if it is still what the preview showed), one conditional update per session (the presale and
+the quota through the single performance's services, ``sessions.set_sale_window`` and
+``quotas.set_quota``).
 """
 
 import re
@@ -16,9 +18,9 @@ from django.utils.translation import gettext as _
 
 from booking.core import clock, mongo
 from booking.core.domain import SEAT_OWNING_ORDER_STATES, Session, SessionStatus
-from booking.core.errors import InvalidRequest, NotFound
+from booking.core.errors import BookingError, InvalidRequest, NotFound
 from booking.core.formatting import format_money
-from booking.sales import listings, session_cancel
+from booking.sales import listings, quotas, session_cancel, sessions
 from booking.sales.session_prices import MAX_PRICE
 
 PUBLISH = "publish"
@@ -26,8 +28,12 @@ PRICES = "prices"
 SALE_OPENS = "sale_opens"
 SALE_CLOSES = "sale_closes"
 CANCEL = "cancel"
-ACTIONS = (PUBLISH, PRICES, SALE_OPENS, SALE_CLOSES, CANCEL)
+PRESALE = "presale"
+NO_PRESALE = "no_presale"
+QUOTA = "quota"
+ACTIONS = (PUBLISH, PRICES, SALE_OPENS, SALE_CLOSES, PRESALE, NO_PRESALE, QUOTA, CANCEL)
 MAX_CLOSE_BEFORE_MINUTES = 7 * 24 * 60  # online sales end at most a week before a performance
+MAX_PRESALE_BEFORE_MINUTES = 90 * 24 * 60  # a members' presale opens at most 90 days before the public
 FULL = "full"
 FIELDS = {
     "name": 1,
@@ -38,6 +44,12 @@ FIELDS = {
     "ticketTypes": 1,
     "saleOpens": 1,
     "saleCloses": 1,
+    "presale.opens": 1,  # never its code's hash
+    "quota": 1,
+    "quotaFloor": 1,
+    "seatsAvailable": 1,
+    "seatsTotal": 1,
+    "performanceId": 1,
     "currency": 1,
     "theaterId": 1,
     "theaterName": 1,
@@ -100,6 +112,10 @@ def preview(
     ticket_type: str = FULL,
     sale_opens: datetime | None = None,
     closes_before: int | None = None,
+    presale_before: int | None = None,
+    presale_opens: datetime | None = None,
+    presale_code: str = "",
+    quota: int | None = None,
 ) -> list[Change]:
     if action not in ACTIONS:
         raise InvalidRequest(_("Choose what to do with the series."))
@@ -112,8 +128,12 @@ def preview(
         raise InvalidRequest(_("Give the on-sale time."), fields={"sale_opens": _("Give the on-sale time.")})
     if action == SALE_CLOSES:
         clean_closes_before(closes_before)
+    code = clean_presale(presale_before, presale_opens, presale_code) if action == PRESALE else ""
+    series = series_of(session_id)
+    if action == QUOTA:
+        quotas.clean_quota(quota, seats_total=max((s["seatsTotal"] for s in series), default=0))
     found = []
-    for session in series_of(session_id):
+    for session in series:
         change = Change(session)
         if action == PUBLISH:
             if session["status"] == SessionStatus.DRAFT:
@@ -137,6 +157,21 @@ def preview(
                 change.skip = _("closes then already")
             else:
                 change.changes.append(_("online sales close %(when)s") % {"when": _when(closes)})
+        elif action == PRESALE:
+            opens = presale_time(session, presale_before, presale_opens)
+            change.skip = _presale_refused(session, opens, code)
+            if not change.skip:
+                assert opens is not None
+                change.changes.append(_("members' presale from %(when)s") % {"when": _when(opens)})
+                if code:
+                    change.changes.append(_("new access code"))
+        elif action == NO_PRESALE:
+            if session.get("presale"):
+                change.changes.append(_("members' presale removed"))
+            else:
+                change.skip = _("has no presale")
+        elif action == QUOTA:
+            _preview_quota(change, quota)
         elif action == PRICES:
             old = price_cell(session, ticket_type, category)
             if old is None:
@@ -165,6 +200,74 @@ def clean_closes_before(minutes) -> None:
         raise InvalidRequest(message, fields={"closes_before": message})
 
 
+def clean_presale(before, at, code) -> str:
+    """The members' presale as staff gave it for the series: opening either ``before`` minutes
+    before each public on-sale or ``at`` one moment; the code (none: each keeps its own) as
+    ``sessions.set_sale_window`` takes it."""
+    if (before is None) == (at is None):
+        message = _("Give either the minutes before each public on-sale or one time for all.")
+        raise InvalidRequest(message, fields={"presale_before": message})
+    if before is not None and (
+        isinstance(before, bool) or not isinstance(before, int) or not 1 <= before <= MAX_PRESALE_BEFORE_MINUTES
+    ):
+        message = _("Give the minutes before each public on-sale, from 1 to %(max)d.") % {
+            "max": MAX_PRESALE_BEFORE_MINUTES
+        }
+        raise InvalidRequest(message, fields={"presale_before": message})
+    if at is not None and (not isinstance(at, datetime) or at.tzinfo is None):
+        message = _("Give a date and time.")
+        raise InvalidRequest(message, fields={"presale_opens": message})
+    return sessions.clean_access_code(code)
+
+
+def presale_time(session: Session, before: int | None, at: datetime | None) -> datetime | None:
+    """When this performance's presale opens: the fixed time, or the minutes before its public
+    on-sale (None: it has no public on-sale time to count from)."""
+    if at is not None:
+        return at
+    opens = session.get("saleOpens")
+    return None if opens is None or before is None else opens - timedelta(minutes=before)
+
+
+def _presale_refused(session: Session, opens: datetime | None, code: str) -> str:
+    """Why this performance keeps its presale as it is ("" when it would change): the single
+    sale window's own rules (``sessions.clean_sale_window``)."""
+    if opens is None:
+        return _("has no public on-sale time")
+    presale = session.get("presale")
+    try:
+        sessions.clean_sale_window(
+            session["start"],
+            session.get("saleOpens"),
+            session.get("saleCloses"),
+            opens,
+            has_code=bool(code or presale),
+        )
+    except InvalidRequest as exc:
+        return exc.message
+    if presale and presale.get("opens") == opens and not code:
+        return _("opens then already")
+    return ""
+
+
+def _preview_quota(change: Change, quota: int | None) -> None:
+    session = change.session
+    if session.get("performanceId") is not None:
+        change.skip = _("a stadium's section: no quota")
+        return
+    if session.get("quota") == quota:
+        change.skip = _("has this quota already") if quota is not None else _("has no quota")
+        return
+    if quota is None:
+        change.changes.append(_("no quota (was %(quota)d)") % {"quota": session["quota"]})
+        return
+    doc = mongo.sessions().find_one({"_id": session["_id"]}, quotas.FIELDS)
+    taken = quotas.counted(doc) if doc is not None else 0
+    change.changes.append(_("quota %(quota)d seats (%(taken)d taken now)") % {"quota": quota, "taken": taken})
+    if taken > quota:
+        change.changes.append(_("more taken already: no sales until some are given back"))
+
+
 def _when(moment: datetime) -> str:
     return date_format(localtime(moment), "DATETIME_FORMAT")
 
@@ -186,6 +289,10 @@ def apply(
     ticket_type: str = FULL,
     sale_opens: datetime | None = None,
     closes_before: int | None = None,
+    presale_before: int | None = None,
+    presale_opens: datetime | None = None,
+    presale_code: str = "",
+    quota: int | None = None,
     cancel_terms: dict | None = None,
     by: str = "",
 ) -> Applied:
@@ -200,7 +307,10 @@ def apply(
         session_cancel.clean_terms(**terms)  # bad terms: nothing is canceled
     if action == SALE_CLOSES:
         clean_closes_before(closes_before)
+    code = clean_presale(presale_before, presale_opens, presale_code) if action == PRESALE else ""
     series = {s["_id"]: s for s in series_of(session_id)}
+    if action == QUOTA:  # bad input: nothing changes
+        quotas.clean_quota(quota, seats_total=max((s["seatsTotal"] for s in series.values()), default=0))
     result = Applied()
     for sid in chosen:
         if sid not in series:
@@ -247,6 +357,17 @@ def apply(
                 listings.due({"$set": {"saleCloses": closes}, "$inc": {"version": 1}}),
             )
             ok = bool(done.matched_count)
+        elif action in (PRESALE, NO_PRESALE):
+            opens = presale_time(series[sid], presale_before, presale_opens) if action == PRESALE else None
+            ok = bool(series[sid].get("presale")) if action == NO_PRESALE else opens is not None
+            if ok:
+                ok = _set_presale(series[sid], opens, code)
+        elif action == QUOTA:
+            try:
+                quotas.set_quota(sid, quota=quota)
+                ok = True
+            except BookingError:  # canceled meanwhile, a section, or a quota above its seats
+                ok = False
         elif action == CANCEL:
             session_cancel.start(sid, by=by, **terms)
             ok = True
@@ -255,3 +376,20 @@ def apply(
         (result.done if ok else result.changed_meanwhile).append(str(sid))
     listings.refresh(sid for sid in chosen if str(sid) in result.done)
     return result
+
+
+def _set_presale(session: Session, opens: datetime | None, code: str) -> bool:
+    """One performance's presale set (``opens``) or removed (None) through the single sale
+    window's service, its public on-sale and off-sale times kept; False when refused."""
+    try:
+        sessions.set_sale_window(
+            session["_id"],
+            published=session["status"] == SessionStatus.ON_SALE,
+            sale_opens=session.get("saleOpens"),
+            sale_closes=session.get("saleCloses"),
+            presale_opens=opens,
+            presale_code=code,
+        )
+    except BookingError:  # its window no longer allows it (moved, canceled meanwhile)
+        return False
+    return True

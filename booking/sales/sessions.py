@@ -221,7 +221,7 @@ def update_session_details(
 def refresh_seat_map(session_id: ObjectId) -> Session:
     """Copy the theater's current layout again; refused once any seat is held or sold."""
     session = mongo.sessions().find_one(
-        {"_id": session_id}, {"theaterId": 1, "seatsTotal": 1, "seatsAvailable": 1, "seats": 1}
+        {"_id": session_id}, {"theaterId": 1, "seatsTotal": 1, "seatsAvailable": 1, "seats": 1, "quota": 1}
     )
     if session is None:
         raise NotFound(gettext("No such session."))
@@ -232,8 +232,11 @@ def refresh_seat_map(session_id: ObjectId) -> Session:
         raise Conflict(gettext("The seat map cannot be changed once seats are held or sold."))
     seats = initial_states(theater["layout"])
     available = count_state(seats, FREE)
+    quota = session.get("quota")
+    # nothing taken and nothing blocked: the quota's floor is the free seats beyond it
+    floor = {"quotaFloor": available - quota} if quota is not None else {}
     result = mongo.sessions().update_one(
-        {"_id": session_id, "seats": session["seats"], "reservations": {"$size": 0}},
+        {"_id": session_id, "seats": session["seats"], "reservations": {"$size": 0}, "quota": quota},
         listings.due(
             {
                 "$set": {
@@ -241,6 +244,7 @@ def refresh_seat_map(session_id: ObjectId) -> Session:
                     "seats": seats,
                     "seatsTotal": available,
                     "seatsAvailable": available,
+                    **floor,
                 },
                 "$inc": {"version": 1, "layoutRev": 1},  # processes keep layouts per revision
             }
@@ -255,9 +259,11 @@ def refresh_seat_map(session_id: ObjectId) -> Session:
 def set_blocked(session_id: ObjectId, coords: list[tuple[int, int]], blocked: bool) -> int:
     """Staff take free seats off sale (house seats) or put blocked seats back on sale.
 
-    All or nothing: one conditional update requiring every cell to be in the expected state.
+    All or nothing: one conditional update requiring every cell to be in the expected state. A
+    quota's floor (``domain.within_quota``) moves with the free seats, so blocking neither eats
+    the quota nor unblocking raises it.
     """
-    session = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "seats": 1})
+    session = mongo.sessions().find_one({"_id": session_id}, {"layout": 1, "seats": 1, "quotaFloor": 1})
     if session is None:
         raise NotFound(gettext("No such session."))
     if not coords:
@@ -276,11 +282,13 @@ def set_blocked(session_id: ObjectId, coords: list[tuple[int, int]], blocked: bo
         if blocked:
             raise Conflict(gettext("Only free seats can be blocked: %(seats)s.") % {"seats": names})
         raise Conflict(gettext("Only blocked seats can be released: %(seats)s.") % {"seats": names})
+    change = -len(coords) if blocked else len(coords)
+    has_quota = "quotaFloor" in session
     result = mongo.sessions().update_one(
-        {"_id": session_id, **{cell_path(r, c): before for r, c in coords}},
+        {"_id": session_id, "quotaFloor": {"$exists": has_quota}, **{cell_path(r, c): before for r, c in coords}},
         {
             "$set": {cell_path(r, c): after for r, c in coords},
-            "$inc": {"seatsAvailable": -len(coords) if blocked else len(coords), "version": 1},
+            "$inc": {"seatsAvailable": change, "version": 1, **({"quotaFloor": change} if has_quota else {})},
         },
     )
     if not result.matched_count:
@@ -432,6 +440,16 @@ def hash_access_code(code: str, salt: str) -> str:
     return hmac.new(key, f"{salt}|{normalize_access_code(code)}".encode(), hashlib.sha256).hexdigest()
 
 
+def clean_access_code(code) -> str:
+    """A new members' access code as stored before hashing ("" when none is given)."""
+    normalized = normalize_access_code(code)
+    if code and len(normalized) < 4:
+        raise InvalidRequest(
+            gettext("Use an access code of at least 4 characters."), fields={"presale_code": gettext("Too short.")}
+        )
+    return normalized
+
+
 def normalize_access_code(code) -> str:
     return " ".join(str(code or "").split()).upper()[:ACCESS_CODE_MAX]
 
@@ -454,11 +472,7 @@ def set_sale_window(
         raise NotFound(gettext("No such session."))
     if session.get("status") == SessionStatus.CANCELED:
         raise Conflict(gettext("This session was canceled; its sale window can no longer change."))
-    code = normalize_access_code(presale_code)
-    if presale_code and len(code) < 4:
-        raise InvalidRequest(
-            gettext("Use an access code of at least 4 characters."), fields={"presale_code": gettext("Too short.")}
-        )
+    code = clean_access_code(presale_code)
     clean_sale_window(
         session["start"], sale_opens, sale_closes, presale_opens, has_code=bool(code or session.get("presale"))
     )

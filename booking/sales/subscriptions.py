@@ -55,12 +55,15 @@ from booking.core.domain import (
     Subscription,
     SubscriptionSale,
     SubscriptionSaleState,
+    seats_left,
+    within_quota,
 )
 from booking.core.errors import (
     BookingError,
     CartExpired,
     InvalidRequest,
     NotFound,
+    QuotaReached,
     SeatsTaken,
     SessionNotOnSale,
     TooManySeats,
@@ -403,11 +406,13 @@ def _reserve_for_client(
 
 def _refuse_missed(session: Mapping[str, Any], coords, *, orphan_rule: bool) -> None:
     """Why a performance's write missed, read after it: a seat no longer free (SeatsTaken), a
-    free seat it would leave alone (OrphanSeat, the hold's own rule), else the performance
+    free seat it would leave alone (OrphanSeat, the hold's own rule), its quota taken, else the performance
     itself (no longer on sale, started, or its seat map replaced)."""
     layout = session["layout"]
     when = formatting.sale_time(session["start"])
-    now_seats = mongo.sessions().find_one({"_id": session["_id"]}, {"seats": 1}) or {}
+    now_seats = (
+        mongo.sessions().find_one({"_id": session["_id"]}, {"seats": 1, "seatsAvailable": 1, "quotaFloor": 1}) or {}
+    )
     seats = now_seats.get("seats")
     if seats is not None:
         if any(seats[r][c] != FREE for r, c in coords):
@@ -415,6 +420,10 @@ def _refuse_missed(session: Mapping[str, Any], coords, *, orphan_rule: bool) -> 
             raise SeatsTaken([f"{names} ({when})"])
         if orphan_rule:
             refuse_orphans(layout, seats, coords, performance=when)
+        if "quotaFloor" in now_seats and seats_left(now_seats) < len(coords):
+            raise QuotaReached(
+                gettext("No more tickets for the performance on %(when)s: its quota is taken.") % {"when": when}
+            )
     raise SessionNotOnSale(gettext("A performance of this subscription is no longer on sale."))
 
 
@@ -517,8 +526,7 @@ def _take(
         **seats_free(coords),
     }
     guards = no_seat_left_alone(session["layout"], coords) if orphan_rule else []
-    if guards:
-        query["$and"] = guards
+    query["$and"] = [*guards, within_quota(len(coords))]
     update = {
         "$set": {cell_path(r, c): HELD for r, c in coords},
         "$inc": {"seatsAvailable": -len(coords), "version": 1},

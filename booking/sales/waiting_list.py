@@ -46,7 +46,7 @@ from pymongo.errors import DuplicateKeyError
 
 from booking.accounts.buyers import clean_email
 from booking.core import clock, faults, mongo, publish, work_queue
-from booking.core.domain import CartState, Layout, Session, SessionStatus, sale_open_filter
+from booking.core.domain import CartState, Layout, Session, SessionStatus, sale_open_filter, seats_left, within_quota
 from booking.core.errors import Conflict, InvalidRequest, NotFound, SessionNotOnSale
 from booking.sales import carts as cart_service
 from booking.sales import offers, reservations, seats_returned, selectors
@@ -127,10 +127,10 @@ def free_by_category(session: Mapping[str, Any]) -> dict[str, int]:
 
 
 def is_sold_out(session: Mapping[str, Any], category: str | None = None) -> bool:
-    """No seat left to buy: of the whole performance, or of one category."""
-    if category:
-        return free_by_category(session).get(category, 0) == 0
-    return session.get("seatsAvailable", 0) == 0
+    """No seat left to buy: of the whole performance (none free, or its quota taken), or of one category."""
+    if seats_left(session) == 0:
+        return True
+    return category is not None and category != "" and free_by_category(session).get(category, 0) == 0
 
 
 def join(
@@ -267,19 +267,21 @@ def offer_free_seats(session_id: ObjectId, *, now: datetime | None = None) -> Sw
         session = selectors.get_session(session_id)
         if session is None or session.get("status") != SessionStatus.ON_SALE or session["start"] <= now:
             return report
-        if not session.get("seatsAvailable"):
+        if not seats_left(session):  # none free, or the quota taken
             return report
         grid = _candidate_grid(session)
+        room = seats_left(session)  # the quota may allow fewer than are free
         missed = False
         for entry in (
             mongo.waiting_list().find({"sessionId": session_id, "state": WAITING}).sort([("createdOn", 1), ("_id", 1)])
         ):
             wish = Wish(entry["count"], entry["together"], entry.get("category"))
-            seats = seats_for(session["layout"], grid, wish)
+            seats = seats_for(session["layout"], grid, wish) if wish.count <= room else None
             if seats is None:
                 continue
             if make_offer(entry=entry, session=session, seats=seats, now=now):
                 report.offered += 1
+                room -= len(seats)
                 for r, c in seats:
                     grid[r][c] = HELD
             else:
@@ -339,10 +341,10 @@ def make_offer(
             "_id": session["_id"],
             "status": SessionStatus.ON_SALE,
             "start": {"$gt": now},
-            **sale_open_filter(now),
             **{f"prices.{cat}": session["prices"][cat] for cat in categories},
             **seats_free(seats),
             "reservations._id": {"$ne": cart_id},
+            "$and": [*sale_open_filter(now)["$and"], within_quota(len(seats))],  # in the window, within the quota
         },
         {
             "$set": {cell_path(r, c): HELD for r, c in seats},

@@ -49,7 +49,7 @@ from django.utils.translation import gettext
 from redis.exceptions import NoScriptError, RedisError
 
 from booking.core import clock, mongo
-from booking.core.domain import OrderState, Session, SessionStatus
+from booking.core.domain import OrderState, Session, SessionStatus, seats_left
 from booking.core.errors import InvalidRequest, NotFound
 from booking.core.localized import localized
 from booking.sales import admission, hold_facts
@@ -616,6 +616,7 @@ ROOM_FIELDS = {
     "venueNameDe": 1,
     "performanceId": 1,
     "seatsAvailable": 1,
+    "quotaFloor": 1,
 }
 
 
@@ -646,7 +647,7 @@ def _config_from(queue_id: ObjectId, docs: list[dict]) -> RoomConfig | None:
         sectioned=docs[0].get("performanceId") is not None,
         name_de=docs[0].get("nameDe", ""),
         theater_de=(docs[0].get("venueNameDe") if docs[0].get("venueName") else docs[0].get("theaterNameDe")) or "",
-        seats_available=sum(d.get("seatsAvailable", 0) for d in docs),
+        seats_available=sum(seats_left(d) for d in docs),
     )
 
 

@@ -6,13 +6,20 @@ from booking.payments import flow as payments
 from booking.sales import holds
 from booking.tests.localstripe import VISA, card
 
-__all__ = ["card", "checkout_paid", "checkout_paid_setup", "pay"]
+__all__ = ["card", "checkout_paid", "checkout_paid_setup", "intent_of", "pay"]
 
 
 def pay(order: Order, number: str = VISA, means: str | None = None) -> Order:
     outcome = payments.pay_with_card(order["ref"], order["owner"], means or card(number))
     assert outcome.status == "paid", (outcome.status, outcome.message)
     return outcome.order
+
+
+def intent_of(order: Order) -> str:
+    """The id of the order's card payment at the provider (checkout made it)."""
+    intent = order["payment"]["intent"]
+    assert intent is not None, order["payment"]
+    return intent
 
 
 def checkout_paid(owner: str, cart_id, name: str, email: str) -> Order:

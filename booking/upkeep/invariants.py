@@ -9,7 +9,14 @@ from collections import Counter, defaultdict
 from bson import ObjectId
 
 from booking.core import clock, mongo
-from booking.core.domain import HOLDING_STATES, SEAT_OWNING_ORDER_STATES, Order, OrderState, is_stale
+from booking.core.domain import (
+    HOLDING_STATES,
+    SEAT_OWNING_ORDER_STATES,
+    Order,
+    OrderState,
+    SubscriptionSaleState,
+    is_stale,
+)
 from booking.payments import donations, vouchers
 from booking.payments.checks import money_breaches
 from booking.reports.summaries import breaches as report_breaches
@@ -122,7 +129,10 @@ def subscription_breaches(carts: dict) -> list[str]:
     breaches = []
     everything = {"hint": [("_id", 1)]}  # every subscription, on purpose (a few dozen a season)
     subs = {s["_id"]: set(s["sessionIds"]) for s in mongo.subscriptions().find({}, {"sessionIds": 1}, **everything)}
-    held_since = {"state": "holding", "createdOn": {"$lte": clock.now()}}  # the holding index (partial)
+    held_since = {
+        "state": SubscriptionSaleState.HOLDING,
+        "createdOn": {"$lte": clock.now()},
+    }  # the holding index (partial)
     for sale in mongo.subscription_sales().find(held_since, {"cartId": 1}):
         breaches.append(f"subscription sale of cart {sale['cartId']} is still between its performances' writes")
     for cart_id, cart in carts.items():

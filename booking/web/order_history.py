@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.utils.translation import gettext as _
 
-from booking.core.domain import Order
+from booking.core.domain import ExchangeState, Order, RefundRecord
 from booking.core.formatting import format_money
 
 
@@ -30,7 +30,11 @@ def order_history(order: Order) -> list[Event]:
     events = [Event(order["createdOn"], _("Booked"))]
     if order.get("paidOn"):
         events.append(
-            Event(order["paidOn"], _("Paid"), format_money((order.get("paidWith") or {}).get("amount", 0), currency))
+            Event(
+                order["paidOn"],
+                _("Paid"),
+                format_money(paid["amount"] if (paid := order.get("paidWith")) else 0, currency),
+            )
         )
     by_ticket = {line["ticket"]: line for line in [*order.get("refundedLines", []), *order.get("lines", [])]}
     for edit in order.get("customerEdits", []):
@@ -51,15 +55,18 @@ def order_history(order: Order) -> list[Event]:
             money = _("%(amount)s to pay online") % {"amount": format_money(diff, currency)}
         elif diff > 0:
             money = _("%(amount)s paid at the counter") % {"amount": format_money(diff, currency)}
-        detail = " · ".join(p for p in (moved, (record.get("session") or {}).get("name") or "", money) if p)
-        state = {"done": "", "abandoned": record["state"], "awaiting_payment": _("waiting for payment")}.get(
-            record["state"], _("under way")
-        )
-        if record["state"] == "abandoned":
+        detail = " · ".join(p for p in (moved, record["session"]["name"] or "", money) if p)
+        state = {
+            ExchangeState.DONE: "",
+            ExchangeState.ABANDONED: record["state"],
+            ExchangeState.AWAITING_PAYMENT: _("waiting for payment"),
+        }.get(record["state"], _("under way"))
+        if record["state"] == ExchangeState.ABANDONED:
             detail += f" — {record.get('failure', '')}"
-        what = {"awaiting_payment": _("New seats offered"), "abandoned": _("Move of tickets not done")}.get(
-            record["state"], _("Tickets moved")
-        )
+        what = {
+            ExchangeState.AWAITING_PAYMENT: _("New seats offered"),
+            ExchangeState.ABANDONED: _("Move of tickets not done"),
+        }.get(record["state"], _("Tickets moved"))
         events.append(Event(record["createdOn"], what, detail, record.get("by", ""), state))
     for refund in order.get("refunds", []):
         if refund.get("exchange"):
@@ -93,7 +100,7 @@ def order_history(order: Order) -> list[Event]:
     return sorted(events, key=lambda e: e.when)
 
 
-def _reason(refund: dict) -> str:
+def _reason(refund: RefundRecord) -> str:
     """A refund's reason is stored in English; one the code wrote is translated (staff's own text stays)."""
-    reason = refund.get("reason", "")
+    reason = refund["reason"]
     return _(reason) if reason else ""

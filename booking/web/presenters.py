@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language, gettext, ngettext, pgettext
 
-from booking.core.domain import Order
+from booking.core.domain import Order, seats_left
 from booking.core.formatting import day_title, escape, format_money, thousands
 from booking.core.localized import (
     category_names,
@@ -69,7 +69,7 @@ def session_card(session: Mapping[str, Any], start: datetime | None = None) -> S
         price_range = format_money(prices[0], currency)
     else:
         price_range = f"{format_money(prices[0], currency)} – {format_money(prices[-1], currency)}"
-    left = session.get("seatsAvailable", 0)
+    left = seats_left(session)  # what the quota still allows
     return SessionCard(
         id=str(session["_id"]),
         name=localized(session, "name"),  # the staff's German text on German pages, when set
@@ -168,7 +168,7 @@ def order_tickets(order: Order, *, venues: dict | None = None) -> list[dict]:
                 "price": line["price"],
                 "ticket_type": ticket_type_name(sold_ticket_type(line)),
                 "condition": ticket_type_condition(sold_ticket_type(line)),  # what to show at the door
-                "holder": (line.get("holder") or {}).get("name", ""),  # handed on: the buyer sees no code
+                "holder": holder["name"] if (holder := line.get("holder")) else "",  # handed on: the buyer sees no code
             }
         )
     return tickets

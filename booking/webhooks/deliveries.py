@@ -26,6 +26,7 @@ from django.utils.translation import gettext
 from pymongo import ReturnDocument
 
 from booking.core import clock, mongo, work_queue
+from booking.core.domain import WebhookEventEntry
 from booking.core.errors import Conflict, InvalidRequest, NotFound
 from booking.webhooks import addresses, signing
 
@@ -47,7 +48,7 @@ class Outcome:
     retry_in: float | None = None  # seconds until the next try, when one is due
 
 
-def new_delivery(event: dict, endpoint: dict, body: str, now: datetime) -> dict:
+def new_delivery(event: WebhookEventEntry, endpoint: dict, body: str, now: datetime) -> dict:
     return {
         "_id": f"{event['_id']}.{endpoint['_id']}",
         "endpointId": endpoint["_id"],

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from booking.core.domain import WebhookEventEntry
 from booking.sales import outbox
 
 API_VERSION = "1"
@@ -87,7 +88,7 @@ def performance_data(session: dict) -> dict:
     }
 
 
-def event_data(event: dict, document: dict, collection: str) -> dict:
+def event_data(event: WebhookEventEntry, document: dict, collection: str) -> dict:
     if collection == outbox.SESSIONS:
         return {"performance": performance_data(document)}
     data: dict = {"order": order_data(document)}
@@ -102,7 +103,7 @@ def event_data(event: dict, document: dict, collection: str) -> dict:
     return data
 
 
-def body(event: dict, document: dict, collection: str) -> str:
+def body(event: WebhookEventEntry, document: dict, collection: str) -> str:
     """The JSON text sent (kept with the delivery, so a re-send is the same body)."""
     envelope = {
         "id": event["_id"],

@@ -54,8 +54,9 @@ def cancel_tickets(request, ref):
         )
     except BookingError as exc:
         return error_page(request, exc, status_for(exc))
-    refund = done["refunds"][-1] if done.get("refunds") else {}
-    amount = sum(r["amount"] for r in done.get("refunds", []) if r.get("tickets") == refund.get("tickets"))
+    made = done.get("refunds") or []
+    refunded = made[-1]["tickets"] if made else None  # the tickets of this cancel: one record per payment
+    amount = sum(r["amount"] for r in made if r["tickets"] == refunded)
     messages.success(
         request,
         gettext("The tickets were canceled; %(amount)s goes back to your card. A confirmation is on its way.")

@@ -14,6 +14,7 @@ from booking.payments import flow as payments
 from booking.sales import cart_expiry, holds
 from booking.tests.factories import make_session
 from booking.tests.localstripe import THREE_D_SECURE, authenticate, card
+from booking.tests.paying import intent_of
 from booking.upkeep.tasks import send_payment_notice
 
 pytestmark = pytest.mark.slow
@@ -28,7 +29,7 @@ def lost_late_payment(language="en"):
     mongo.carts().update_one({"_id": order["cartId"]}, {"$set": {"expiresAt": clock.now() - timedelta(seconds=1)}})
     cart_expiry.expire_stale_carts()
     holds.hold_seats(session["_id"], BOB, None, ["1:3"])
-    authenticate(order["payment"]["intent"], asked.client_secret)
+    authenticate(intent_of(order), asked.client_secret)
     return order
 
 

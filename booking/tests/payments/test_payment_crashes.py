@@ -12,7 +12,7 @@ from booking.payments import flow as payments
 from booking.sales import cancels, holds
 from booking.sales.cart_expiry import expire_stale_carts
 from booking.tests.localstripe import THREE_D_SECURE, VISA, authenticate, card, events_for, signed
-from booking.tests.paying import checkout_paid
+from booking.tests.paying import checkout_paid, intent_of
 from booking.upkeep.invariants import check_invariants
 from booking.upkeep.reconcile import reconcile
 from booking.venues.seat_grid import FREE, HELD, SOLD
@@ -153,7 +153,7 @@ def test_crash_between_the_charge_and_anything_with_the_3ds_finished_in_the_brow
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
     order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
     asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
-    authenticate(order["payment"]["intent"], asked.client_secret)
+    authenticate(intent_of(order), asked.client_secret)
     reconcile(now=after_the_window(), grace=NO_GRACE)
     assert_paid_and_sold(session)
 
@@ -197,7 +197,7 @@ def test_crash_while_staff_cancel_a_payment_the_bank_then_accepts(crash_at, sess
     with pytest.raises(faults.InjectedCrash):
         cancels.cancel_order(order["_id"], by="staff", reason="customer called")
     faults.set_hook(None)
-    authenticate(order["payment"]["intent"], asked.client_secret)
+    authenticate(intent_of(order), asked.client_secret)
     reconcile(now=clock.now() + timedelta(seconds=1), grace=NO_GRACE)
     done = the_order()
     assert done["state"] == "canceled" and "paidWith" not in done and cells(session) == [FREE, FREE]
@@ -233,7 +233,7 @@ def test_crash_after_a_late_payment_lost_its_seats(crash_at, session):
     asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
     expire_stale_carts(clock.now() + timedelta(minutes=16))
     holds.hold_seats(session["_id"], "s:bob", None, ["1:3"])
-    authenticate(order["payment"]["intent"], asked.client_secret)
+    authenticate(intent_of(order), asked.client_secret)
     crash_at("refund.lost_after_order")
     with pytest.raises(faults.InjectedCrash):
         payments.check(order["_id"])
@@ -250,8 +250,8 @@ def test_crash_after_a_webhook_was_recorded_is_handled_when_stripe_retries(crash
 
     cart = holds.hold_seats(session["_id"], ALICE, None, KEYS)
     order = payments.start(ALICE, cart.cart_id, "Ada", "ada@example.com")
-    StripeProvider().confirm(order["payment"]["intent"], card(VISA), idempotency_key="crash-hook")
-    [event] = events_for(order["payment"]["intent"])
+    StripeProvider().confirm(intent_of(order), card(VISA), idempotency_key="crash-hook")
+    [event] = events_for(intent_of(order))
     body, signature = signed(event)
     crash_at("webhook.after_record")
     with pytest.raises(faults.InjectedCrash):
@@ -284,7 +284,7 @@ def test_crash_after_a_new_attempt_was_written_the_buyer_pays_with_one_charge(cr
     assert the_order()["payment"]["attempt"] == 2 and the_order()["payment"]["intent"] is None
     assert payments.pay_with_card(order["_id"], ALICE, card(VISA)).status == "paid"  # the buyer again
     assert_paid_and_sold(session)
-    assert StripeProvider().retrieve(order["payment"]["intent"]).status == "canceled"  # the declined one
+    assert StripeProvider().retrieve(intent_of(order)).status == "canceled"  # the declined one
     mine = [
         pi
         for pi in client().v1.payment_intents.list({"limit": 100000}).data

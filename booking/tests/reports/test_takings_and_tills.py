@@ -5,7 +5,7 @@ leave one, and the staff pages refuse bad input without changing anything."""
 
 import threading
 import time
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from datetime import time as day_time
 
 import pytest
@@ -511,3 +511,30 @@ def test_a_day_is_kept_only_once_it_ended_the_sealing_time_ago(at):
     page = takings.summary(yesterday, yesterday, now=day_end + takings.SEALED_AFTER)
     assert mongo.takings_days().count_documents({}) == 1
     assert row(page.by_seller, "anna").taken == 2 * late["total"]
+
+
+def test_the_worker_keeps_older_days_a_month_per_run_back_to_the_first_money_taken(at):
+    session = make_session(days=60, grid=BIG_GRID)
+    real_now = clock.now()
+    today_ = timezone.localdate(real_now)
+    oldest, later = today_ - timedelta(days=45), today_ - timedelta(days=10)
+    at(local_noon(oldest))
+    counter_sale(session, "0:0", counter.CASH, "anna")
+    at(local_noon(later))
+    counter_sale(session, "0:1", counter.CARD_TERMINAL, "bea")
+    at(real_now)
+    assert takings.first_movement_day() == oldest
+
+    def kept():
+        return {date.fromisoformat(d["_id"].split(":")[-1]) for d in mongo.takings_days().find()}
+
+    yesterday = timezone.localdate(real_now - takings.SEALED_AFTER) - timedelta(days=1)
+    week_start = yesterday - timedelta(days=takings.KEEP_DAYS - 1)
+    assert takings.keep_past_days(now=real_now, fill=31) == takings.KEEP_DAYS + 31
+    assert kept() == {week_start + timedelta(days=n) for n in range(-31, takings.KEEP_DAYS)}
+    rest = (week_start - timedelta(days=31) - oldest).days
+    assert takings.keep_past_days(now=real_now, fill=31) == takings.KEEP_DAYS + rest
+    assert min(kept()) == oldest and len(kept()) == (yesterday - oldest).days + 1
+    assert takings.keep_past_days(now=real_now, fill=31) == takings.KEEP_DAYS  # nothing left to count
+    mongo.takings_days().update_many({}, {"$set": {"cells": []}})
+    assert takings.summary(oldest, later, now=real_now).total.taken == 0  # read as kept, not counted
