@@ -20,7 +20,7 @@ from booking.core.domain import (
 from booking.payments import donations, vouchers
 from booking.payments.checks import money_breaches
 from booking.reports.summaries import breaches as report_breaches
-from booking.sales import offers, pricing, promos
+from booking.sales import offers, pricing, promos, quotas
 from booking.sales.checkin import ADMITTING_STATES
 from booking.venues.seat_grid import FREE, HELD, SOLD, parse_seat_key
 
@@ -55,6 +55,7 @@ def check_invariants() -> list[str]:
             breaches.append(f"order {order['ref']} is {order['state']} but its seats were not given back yet")
 
     session_fields = {"name": 1, "seats": 1, "seatsAvailable": 1, "reservations": 1, "exchangeHolds": 1}
+    session_fields |= {"quota": 1, "quotaFloor": 1}
     for session in mongo.sessions().find({}, session_fields, **everything):
         if "seats" not in session:
             continue  # compacted after the show (sales/retention.py): no grid to check
@@ -64,6 +65,7 @@ def check_invariants() -> list[str]:
         free = sum(row.count(FREE) for row in grid)
         if free != session["seatsAvailable"]:
             breaches.append(f"{label}: seatsAvailable is {session['seatsAvailable']} but {free} cells are free")
+        breaches.extend(quota_breaches(session, label, free))
         for hold in session.get("exchangeHolds", []):
             if hold["_id"] not in open_exchanges:
                 breaches.append(
@@ -116,6 +118,21 @@ def check_invariants() -> list[str]:
     breaches.extend(report_breaches())  # a sales summary without marks is what its orders say
     breaches.extend(subscription_breaches(carts))
     return breaches
+
+
+def quota_breaches(session: dict, label: str, free: int) -> list[str]:
+    """A quota's floor is what setting the quota now would compute (``quotas.set_quota``):
+    ``free cells + counted - quota``. Then the writes' clause (``domain.within_quota``) lets no
+    seat be taken past the quota. More counted than the quota with a whole floor is what a quota set
+    below what was taken leaves (the stored state cannot tell it from an overshoot): not a breach."""
+    if "quota" not in session and "quotaFloor" not in session:
+        return []
+    if "quota" not in session or "quotaFloor" not in session:
+        return [f"{label}: a quota without its floor, or a floor without its quota"]
+    floor = free + quotas.counted(session) - session["quota"]
+    if session["quotaFloor"] != floor:
+        return [f"{label}: the quota's floor is {session['quotaFloor']} but its free and counted seats make it {floor}"]
+    return []
 
 
 def subscription_breaches(carts: dict) -> list[str]:

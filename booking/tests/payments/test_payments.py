@@ -9,11 +9,12 @@ import pytest
 from django.test import Client
 
 from booking.core import clock, mongo
+from booking.core.domain import quota_taken
 from booking.core.errors import CartExpired, InvalidRequest
 from booking.payments import base
 from booking.payments import flow as payments
 from booking.payments.stripe_provider import StripeProvider, client
-from booking.sales import cancels, cart_expiry, holds, selectors
+from booking.sales import cancels, cart_expiry, holds, quotas, selectors
 from booking.tests.factories import make_session
 from booking.tests.localstripe import (
     DECLINED,
@@ -232,6 +233,25 @@ def test_payment_after_the_hold_ended_is_refunded_when_someone_else_has_the_seat
     assert lost["noticeMail"] == "pending"  # the buyer is told by e-mail too
     refunds = client().v1.refunds.list({"payment_intent": order["payment"]["intent"]}).data
     assert [r.amount for r in refunds] == [7000]
+    assert check_invariants() == []
+
+
+def test_payment_after_the_hold_ended_is_refunded_when_others_have_taken_the_quota():
+    """Alice's seats are still free when her late payment comes, but the performance's quota
+    (sales/quotas.py) was taken by Bob meanwhile: her seats are not taken past it; she is refunded
+    as when her seats themselves were taken."""
+    session = make_session()
+    quotas.set_quota(session["_id"], quota=2)
+    order = start(session)
+    asked = payments.pay_with_card(order["_id"], ALICE, card(THREE_D_SECURE))
+    expire_hold_of(order)
+    holds.hold_seats(session["_id"], BOB, None, ["0:0", "0:1"])  # the quota's two places
+    authenticate(order["payment"]["intent"], asked.client_secret)
+    lost = payments.check(order["_id"])
+    assert lost["state"] == "refunded" and lost["lostSeats"] and "refunded" in lost["failure"]
+    assert lost["lines"] == [] and lost["amountRefunded"] == 7000 and lost["noticeMail"] == "pending"
+    assert cells(session, ["1:2", "1:3"]) == [FREE, FREE]  # free, but beyond the quota
+    assert quota_taken(mongo.sessions().find_one({"_id": session["_id"]})) == 2
     assert check_invariants() == []
 
 

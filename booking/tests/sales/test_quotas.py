@@ -8,12 +8,14 @@ from django.test import Client
 
 from booking.core import clock, mongo
 from booking.core.domain import quota_taken, seats_left
-from booking.core.errors import InvalidRequest, QuotaReached
+from booking.core.errors import Conflict, InvalidRequest, QuotaReached
 from booking.sales import exchanges, holds, quotas, selectors, subscriptions, waiting_list
 from booking.sales import sessions as session_service
 from booking.tests.admin_support import assert_consistent, sell
 from booking.tests.factories import make_session, make_theater, reread
 from booking.tests.threads import PerThreadClient, at_once
+from booking.upkeep.invariants import check_invariants
+from booking.venues.seat_grid import BLOCKED, FREE
 from booking.web.errors import status_for
 
 
@@ -84,6 +86,7 @@ def test_a_quota_below_what_is_taken_takes_nothing_away():
     quotas.set_quota(sid, quota=2)
     session = reread(sid)
     assert quota_taken(session) == 4 and seats_left(session) == 0 and session["seatsAvailable"] == 20
+    assert_consistent()  # more taken than the quota allows, by the staff's own setting: no breach
     holds.release_seats(sid, "s:buyer0", carts[0].cart_id, ["0:0"])
     holds.release_seats(sid, "s:buyer1", carts[1].cart_id, ["0:2"])
     with pytest.raises(QuotaReached):  # 2 taken of 2
@@ -242,3 +245,67 @@ def test_copying_the_halls_map_again_keeps_the_quota_whole():
     session_service.refresh_seat_map(sid)  # the blocked seats are free again, nothing is taken
     session = reread(sid)
     assert session["seatsAvailable"] == 24 and seats_left(session) == 5 and quota_taken(session) == 0
+
+
+def test_an_exchange_whose_performance_reaches_its_quota_after_the_check_takes_nothing(fault_hook):
+    theater = make_theater()
+    here, there = make_session(theater, days=1), make_session(theater, days=2)
+    order = sell(here["_id"], ["0:0"])
+    quotas.set_quota(there["_id"], quota=1)
+
+    def another_buyer_takes_the_last_place(name):
+        if name == "exchange.after_start":  # the check passed; the new seat is not taken yet
+            hold_one(there["_id"], "2:0", 1)
+
+    fault_hook(another_buyer_takes_the_last_place)
+    with pytest.raises(Conflict):
+        exchanges.exchange(
+            order["_id"], [order["lines"][0]["ticket"]], there["_id"], ["1:0"], settle=exchanges.COUNTER, by="anna"
+        )
+    fault_hook(None)
+    assert [line["key"] for line in mongo.orders().find_one({"_id": order["_id"]})["lines"]] == [
+        "0:0"
+    ]  # the ticket stays where it was
+    target = reread(there["_id"])
+    assert target["seats"][1][0] == FREE and quota_taken(target) == 1 and target["seatsAvailable"] == 23
+    assert_consistent()
+
+
+def test_a_waiting_list_offer_whose_performance_reaches_its_quota_after_the_check_takes_nothing(fault_hook):
+    sid = make_session()["_id"]
+    quotas.set_quota(sid, quota=2)
+    first = hold_one(sid, "0:0", 1)
+    hold_one(sid, "0:2", 2)
+    entry = waiting_list.join(
+        session_id=sid, email="w@example.com", count=1, together=False, category=None, language="en"
+    )
+    holds.release_seats(sid, "s:buyer1", first.cart_id, ["0:0"])
+    late = iter([True])
+
+    def a_buyer_takes_the_place_back(name):
+        if name == "waiting_list.after_cart" and next(late, False):  # the sweep saw one place left
+            hold_one(sid, "2:0", 3)
+
+    fault_hook(a_buyer_takes_the_place_back)
+    report = waiting_list.offer_free_seats(sid)
+    fault_hook(None)
+    assert report.offered == 0 and report.missed == 1
+    assert mongo.waiting_list().find_one({"_id": entry["_id"]})["state"] == waiting_list.WAITING  # waits again
+    session = reread(sid)
+    assert quota_taken(session) == 2 and session["seatsAvailable"] == 22
+    assert_consistent()
+
+
+def test_a_quota_floor_out_of_step_with_the_seats_is_reported():
+    sid = make_session()["_id"]
+    session_service.set_blocked(sid, [(2, 0)], True)
+    quotas.set_quota(sid, quota=3)
+    hold_one(sid, "0:0", 1)
+    assert_consistent()
+    # a seat put back on sale without moving the floor: buyers could take one seat past the quota
+    mongo.sessions().update_one({"_id": sid}, {"$set": {"seats.2.0": FREE}, "$inc": {"seatsAvailable": 1}})
+    [breach] = check_invariants()
+    assert "the quota's floor is 20 but its free and counted seats make it 21" in breach
+    mongo.sessions().update_one({"_id": sid}, {"$set": {"seats.2.0": BLOCKED}, "$inc": {"seatsAvailable": -1}})
+    mongo.sessions().update_one({"_id": sid}, {"$unset": {"quotaFloor": ""}})
+    assert [b for b in check_invariants() if "a quota without its floor" in b]
