@@ -27,6 +27,7 @@ from booking.core.errors import NotFound
 from booking.core.ids import object_id
 from booking.sales import selectors
 from booking.web import push
+from booking.web.middleware import MONGO_DOWN_ERRORS
 
 RETRY_MS = 3000  # EventSource reconnects after this long when the connection drops
 
@@ -53,6 +54,9 @@ async def session_live(request, session_id):
                 hub.unsubscribe(sub)
                 return HttpResponse(status=404)
             hub.known[sid] = max(hub.known.get(sid, 0), version)
+    except MONGO_DOWN_ERRORS:  # the page polls, and its polls say what is wrong
+        hub.unsubscribe(sub)
+        return HttpResponse(status=204)
     except BaseException:
         hub.unsubscribe(sub)
         raise

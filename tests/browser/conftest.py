@@ -65,19 +65,20 @@ def shot(request):
 
 @pytest.fixture
 def asgi_url(live_server):
-    """The site under uvicorn (ASGI) in a thread of this process: same settings and test database
-    as ``live_server`` (which is only asked for its database setup)."""
+    """The site under uvicorn in a thread of this process, as production's application serves it
+    (theater_site/asgi.py): same settings and test database as ``live_server`` (which is only asked
+    for its database setup)."""
     import uvicorn
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-    from django.core.asgi import get_asgi_application
 
     from booking.tests.ports import free_port
     from booking.web import push
+    from theater_site.asgi import serve
 
     push.reset_hub()
     port = free_port()
     config = uvicorn.Config(
-        ASGIStaticFilesHandler(get_asgi_application()),
+        ASGIStaticFilesHandler(serve),
         host="127.0.0.1",
         port=port,
         log_level="warning",

@@ -37,6 +37,7 @@ from booking.presale import queue_panel, queue_push
 from booking.presale.context import has_admission
 from booking.sales import admission, waiting_room
 from booking.web import buyer, live
+from booking.web.middleware import MONGO_DOWN_ERRORS
 
 RETRY_MS = 5000  # EventSource reconnects after this long when the stream drops
 
@@ -142,10 +143,16 @@ async def queue_live(request, queue_id):
     owner = buyer.owner(request)
     if not isinstance(request, ASGIRequest) or not settings.BOOKING_QUEUE_PUSH or owner is None:
         return HttpResponse(status=204)  # the page polls (a thread per stream under WSGI; no buyer yet)
-    if await sync_to_async(waiting_room.get_config, thread_sensitive=False)(queue) is None:
+    try:
+        config = await sync_to_async(waiting_room.get_config, thread_sensitive=False)(queue)
+    except MONGO_DOWN_ERRORS:
+        return HttpResponse(status=204)  # the page polls, and its polls say what is wrong
+    if config is None:
         return HttpResponse(status=204)  # the room has ended: the page's next poll sends the buyer on
     ticket = waiting_room.read_ticket(request.COOKIES.get(waiting_room.ticket_cookie_name(queue)), queue, owner)
-    viewer = queue_push.QueueViewer(queue, owner, ticket, translation.get_language())
+    # Streams run without the middleware chain (theater_site/asgi.py), so not after LocaleMiddleware.
+    language = translation.get_language_from_request(request)
+    viewer = queue_push.QueueViewer(queue, owner, ticket, language)
     hub = queue_push.hub()
 
     async def events():

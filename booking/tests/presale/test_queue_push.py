@@ -1,5 +1,5 @@
 """The waiting room's place in line pushed over Server-Sent Events (``booking/presale/queue_push.py``,
-``queue_views.queue_live``), through Django's AsyncClient: the panel at once and as the line moves,
+``queue_views.queue_live``), through production's application: the panel at once and as the line moves,
 ``go`` when it is the buyer's turn (the queue page then lets them in), the buyer's language, Redis
 away, one look for every due viewer of a process, and a 204 (the page polls) wherever push cannot
 serve."""
@@ -9,13 +9,15 @@ import json
 from datetime import UTC, timedelta
 
 import pytest
-from django.test import AsyncClient, Client
+from django.conf import settings
+from django.test import Client
 from django.utils import timezone
 
 from booking.core import mongo
 from booking.presale import queue_push
 from booking.sales import admission, holds, waiting_room
 from booking.sales.cart_expiry import expire_stale_carts
+from booking.tests import production_asgi
 from booking.tests.factories import make_session
 from booking.tests.headers import GERMAN
 from booking.tests.ports import free_port
@@ -43,13 +45,11 @@ def waiting_buyer(config) -> Client:
 
 
 async def open_stream(client: Client, config, headers: dict | None = None):
-    """The buyer's page's event stream (its cookies), read event by event: ``await next(name)``."""
-    viewer = AsyncClient()
-    viewer.cookies = client.cookies
-    response = await viewer.get(live_path(config), headers=headers or {})
-    assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
-    chunks = aiter(response.streaming_content)  # type: ignore[attr-defined]  # an SSE stream
-    assert (await anext(chunks)).startswith(b"retry: ")
+    """The buyer's page's event stream (its cookies), as production's application serves it, read
+    event by event: ``await next(name)``."""
+    stream = await production_asgi.request(live_path(config), cookies=client.cookies, headers=headers)
+    assert stream.status == 200 and stream.headers["content-type"] == "text/event-stream"
+    assert (await stream.next_chunk()).startswith(b"retry: ")
     seen: list[tuple[str, dict]] = []
 
     async def next_event(name: str, timeout: float = 5) -> dict:
@@ -61,7 +61,7 @@ async def open_stream(client: Client, config, headers: dict | None = None):
                 if event == name:
                     return data
             left = deadline - asyncio.get_running_loop().time()
-            for raw in (await asyncio.wait_for(anext(chunks), max(0.0, left))).decode().split("\n\n"):
+            for raw in (await stream.next_chunk(max(0.0, left))).decode().split("\n\n"):
                 lines = dict(line.split(": ", 1) for line in raw.split("\n") if line and not line.startswith(":"))
                 if "event" in lines:
                     seen.append((lines["event"], json.loads(lines["data"])))
@@ -185,16 +185,17 @@ def test_where_push_cannot_serve_the_stream_answers_204_and_the_page_polls(setti
     assert in_thread(lambda: buyer.get(live_path(config)).status_code) == 204
 
     async def answers():
-        anonymous = (await AsyncClient().get(live_path(config))).status_code  # no buyer cookie yet
+        def status_of(path: str, method: str = "GET", cookies=buyer.cookies):
+            return production_asgi.request(path, method=method, cookies=cookies)
+
+        anonymous = (await status_of(live_path(config), cookies=None)).status  # no buyer cookie yet
         settings.BOOKING_QUEUE_PUSH = False
-        viewer = AsyncClient()
-        viewer.cookies = buyer.cookies
-        off = (await viewer.get(live_path(config))).status_code
-        bad = (await viewer.get("/queue/not-an-id/live/")).status_code
-        posted = (await viewer.post(live_path(config))).status_code
+        off = (await status_of(live_path(config))).status
+        bad = (await status_of("/queue/not-an-id/live/")).status
+        posted = (await status_of(live_path(config), "POST")).status
         settings.BOOKING_QUEUE_PUSH = True
-        head = await viewer.head(live_path(config))  # headers only, at once: no stream, no viewer kept
-        return anonymous, off, bad, posted, head.status_code, head.content, queue_push.hub().count()
+        head = await status_of(live_path(config), "HEAD")  # headers only, at once: no stream, no viewer kept
+        return anonymous, off, bad, posted, head.status, await head.body(), queue_push.hub().count()
 
     assert run(answers) == (204, 204, 404, 405, 200, b"", 0)
 
@@ -206,9 +207,43 @@ def test_a_room_that_ended_answers_204_and_the_page_names_its_stream():
     page = buyer.get(queue_path(config)).content.decode()
     assert f'data-live="{live_path(config)}"' in page
     waiting_room.disable(config.queue_id)
-    viewer = AsyncClient()
-    viewer.cookies = buyer.cookies
-    assert run(lambda: viewer.get(live_path(config))).status_code == 204
+
+    async def status():
+        return (await production_asgi.request(live_path(config), cookies=buyer.cookies)).status
+
+    assert run(status) == 204
+
+
+def test_with_mongodb_unreachable_the_stream_answers_204_and_the_page_polls(settings):
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    buyer = waiting_buyer(config)
+    settings.MONGODB_URI = f"mongodb://127.0.0.1:{free_port()}/?directConnection=true"  # nothing listens
+    settings.MONGODB_TIMEOUT_MS = 300
+    mongo.close_client()
+    waiting_room.forget_cached(config.queue_id)  # the stream must read the room's settings
+
+    async def status():
+        return (await production_asgi.request(live_path(config), cookies=buyer.cookies)).status
+
+    try:
+        assert run(status) == 204
+    finally:
+        mongo.close_client()  # the next test's client is the test database's again
+
+
+def test_the_language_chosen_with_the_switch_is_the_pushed_panels():
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    buyer = waiting_buyer(config)
+    buyer.cookies[settings.LANGUAGE_COOKIE_NAME] = "de"
+
+    async def scenario():
+        next_event = await open_stream(buyer, config, {"Accept-Language": "en"})
+        return (await next_event("status"))["html"]
+
+    panel = run(scenario)
+    assert "Ihr Platz in der Schlange" in panel and "Your place" not in panel
 
 
 def test_a_sell_out_and_seats_coming_back_reach_every_waiting_page_at_once_not_at_its_pace(settings):
