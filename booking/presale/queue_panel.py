@@ -43,14 +43,17 @@ STAND_IN_WAIT_TEXT = "wr-stand-in-wait-text"
 
 
 class PanelBatch:
-    """The panels of one look at many waiting buyers. In line, they differ only in each buyer's
-    place, the count waiting, the wait and the next look, so the panel is rendered once per
-    language and whatever else it says (rate, note), with stand-ins for those figures, which are
-    then put in for each buyer: the template stays the one source of the panel's words, and a look
-    at thousands of buyers costs a few renders. Any other panel (other states, places 1 and 2
-    whose words differ) is rendered for its buyer. ``POLLED`` is one kept by the process for the
-    polling pages (a skeleton per queue's settings, language and note; a dict's reads and writes
-    are safe between threads, and two threads rendering the same skeleton at once is harmless)."""
+    """The panels of one look at many waiting buyers, rendered once per kind with stand-ins for
+    each buyer's figures, which are then put in for each buyer: the template stays the one source
+    of the panel's words, and a look at thousands of buyers costs a few renders.
+
+    Two kinds are shared: in line (places from 3 on; places 1 and 2 have words of their own), which
+    differ only in the place, the count waiting, the wait and the next look, per language, rate,
+    note; and sold out, the same for everybody (the time held seats may come back) but for the
+    next look, which at a sell-out every buyer of a crowded room is shown at once. Any other panel
+    is rendered for its buyer. ``POLLED`` is one kept by the process for the polling pages (a
+    dict's reads and writes are safe between threads, and two threads rendering the same skeleton
+    at once is harmless)."""
 
     MOST_KEPT = 256
 
@@ -59,39 +62,36 @@ class PanelBatch:
 
     def render(self, context: dict) -> str:
         """The panel for this context, in the language active now (as ``render_status``)."""
-        result = context.get("result")
-        if context.get("state") != "waiting" or result is None or result.position <= 2:
-            return render_status(context)
+        result, state = context.get("result"), context.get("state")
         language = translation.get_language()
-        key = (context.get("config"), language, result.rate, context.get("note"), result.paused)
+        next_poll = {str(STAND_IN_NEXT_POLL): str(context.get("next_poll"))}
+        if state == "waiting" and result is not None and result.position > 2:
+            key: tuple = (state, context.get("config"), language, result.rate, context.get("note"), result.paused)
+            stand_ins: dict = {
+                "result": dataclasses.replace(result, position=STAND_IN_POSITION, waiting=STAND_IN_WAITING),
+                "wait_text": STAND_IN_WAIT_TEXT,
+            }
+            figures = {
+                thousands(STAND_IN_POSITION): thousands(result.position),
+                thousands(STAND_IN_POSITION - 1): thousands(result.position - 1),
+                thousands(STAND_IN_WAITING): thousands(result.waiting),
+                STAND_IN_WAIT_TEXT: escape(context["wait_text"]),
+                **next_poll,
+            }
+        elif state == "sold_out":
+            key = (state, context.get("config"), language, context.get("seats_back_at"), context.get("note"))
+            stand_ins, figures = {}, next_poll
+        else:
+            return render_status(context)
         if key not in self._skeletons:
             if len(self._skeletons) >= self.MOST_KEPT:
                 self._skeletons.clear()
-            stand_in = dataclasses.replace(result, position=STAND_IN_POSITION, waiting=STAND_IN_WAITING)
-            rendered = render_status(
-                {
-                    **context,
-                    "result": stand_in,
-                    "wait_text": STAND_IN_WAIT_TEXT,
-                    "next_poll": STAND_IN_NEXT_POLL,
-                }
-            )
-            self._skeletons[key] = rendered if all(s in rendered for s in self._stand_ins()) else None
+            rendered = render_status({**context, **stand_ins, "next_poll": STAND_IN_NEXT_POLL})
+            self._skeletons[key] = rendered if all(stand_in in rendered for stand_in in figures) else None
         skeleton = self._skeletons[key]
         if skeleton is None:  # a stand-in did not come through as written: no shortcut
             return render_status(context)
-        figures = {
-            thousands(STAND_IN_POSITION): thousands(result.position),
-            thousands(STAND_IN_POSITION - 1): thousands(result.position - 1),
-            thousands(STAND_IN_WAITING): thousands(result.waiting),
-            str(STAND_IN_NEXT_POLL): str(context["next_poll"]),
-            STAND_IN_WAIT_TEXT: escape(context["wait_text"]),
-        }
         return _stand_ins_pattern(tuple(figures)).sub(lambda match: figures[match[0]], skeleton)
-
-    @staticmethod
-    def _stand_ins() -> tuple[str, ...]:
-        return (thousands(STAND_IN_POSITION), thousands(STAND_IN_WAITING), str(STAND_IN_NEXT_POLL), STAND_IN_WAIT_TEXT)
 
 
 POLLED = PanelBatch()

@@ -28,10 +28,18 @@ def config(rate):
     )
 
 
-def context(room, position, waiting, note=""):
+def context(room, position, waiting, note="", *, sold_out=False, seats_back_ms=0):
     now = int(T0.timestamp() * 1000) + 60_000
     result = waiting_room.PollResult(
-        state="waiting", position=position, waiting=waiting, rate=room.rate, note=note, on_sale_ms=now - 1, now_ms=now
+        state="waiting",
+        position=position,
+        waiting=waiting,
+        rate=room.rate,
+        note=note,
+        on_sale_ms=now - 1,
+        now_ms=now,
+        sold_out=sold_out,
+        seats_back_ms=seats_back_ms,
     )
     return {**queue_panel.base_context(room, room.queue_id), **queue_panel.status_context(room, result)}
 
@@ -66,3 +74,34 @@ def test_a_batch_renders_once_per_language_and_note_not_once_per_buyer(monkeypat
     with translation.override("en"):
         panels = [batch.render(context(room, position, 500)) for position in range(3, 103)]
     assert len(rendered) == 1 and len(set(panels)) == 100
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_every_buyers_sold_out_panel_reads_as_if_rendered_for_them(language):
+    back = int(T0.timestamp() * 1000) + 20 * 60_000
+    batch = queue_panel.PanelBatch()
+    with translation.override(language):
+        for room in (config(1), config(300)):
+            for position, note, seats_back_ms in [(1, "", 0), (2, "left", back), (40, "", back), (5000, "restored", 0)]:
+                ctx = context(room, position, 6000, note, sold_out=True, seats_back_ms=seats_back_ms)
+                assert ctx["state"] == "sold_out"
+                assert batch.render(ctx) == queue_panel.render_status(ctx), (position, note, seats_back_ms)
+
+
+def test_at_a_sell_out_the_panel_is_rendered_once_for_every_buyer(monkeypatch):
+    rendered = []
+    real = queue_panel.render_status
+
+    def counted(ctx):
+        rendered.append(ctx)
+        return real(ctx)
+
+    monkeypatch.setattr(queue_panel, "render_status", counted)
+    room = config(300)
+    batch = queue_panel.PanelBatch()
+    with translation.override("de"):
+        panels = [batch.render(context(room, position, 500, sold_out=True)) for position in range(1, 101)]
+    assert len(rendered) == 1
+    assert all("Ausverkauft" in panel for panel in panels)
+    delays = {panel.split('data-next-poll="')[1].split('"')[0] for panel in panels}
+    assert len(delays) > 1  # each buyer's own (jittered) next look
