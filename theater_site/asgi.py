@@ -4,8 +4,9 @@ with uvicorn workers).
 Django runs every synchronous view of an ASGI process in one shared thread (asgiref's
 ``thread_sensitive``), so a worker would serve one page, hold or checkout at a time. Only the live
 streams are async views; every other request goes to the WSGI application in a pool of
-``WEB_THREADS`` threads (a2wsgi), as gunicorn's gthread worker serves it. The streams stay on the
-event loop, with Django's ASGI handler but without the middleware chain (``StreamHandler``).
+``WEB_THREADS`` threads (a2wsgi), as gunicorn's gthread worker serves it, but for the waiting
+room's pages, which have ``WAITING_ROOM_THREADS`` of their own. The streams stay on the event loop,
+with Django's ASGI handler but without the middleware chain (``StreamHandler``).
 """
 
 import os
@@ -52,26 +53,35 @@ class StreamHandler(ASGIHandler):
         await self.handle(scope, receive, send)
 
 
+# Threads per worker for the waiting room's own pages (the queue page and its poll): few, so that in
+# an on-sale rush the arrivals wait their turn there instead of taking the cores from the buyers who
+# are choosing seats and paying, whose pages keep the WEB_THREADS.
+WAITING_ROOM_THREADS = int(os.environ.get("WAITING_ROOM_THREADS", "2"))
+WAITING_ROOM_VIEWS = {"booking:queue", "booking:queue_status"}
+
 # (django-stubs type the WSGI handler's answer as a response object: it is an iterable of bytes)
-pages = WSGIMiddleware(cast(Any, get_wsgi_application()), workers=WEB_THREADS)  # sets Django up
+wsgi = cast(Any, get_wsgi_application())  # sets Django up
+pages = WSGIMiddleware(wsgi, workers=WEB_THREADS)
+waiting_room_pages = WSGIMiddleware(wsgi, workers=WAITING_ROOM_THREADS)
 streams = StreamHandler()
 
 
 @lru_cache(maxsize=4096)
-def is_async_view(path: str) -> bool:
-    """Whether the URL's view is a coroutine (a live stream): then the event loop serves it."""
+def server_for(path: str) -> Callable:
+    """Who answers the URL: the event loop for an async view (a live stream), the waiting room's
+    threads for its pages, the page threads for everything else."""
     try:
         match = resolve(path)
     except Resolver404:
-        return False
-    return iscoroutinefunction(match.func)
+        return pages
+    if iscoroutinefunction(match.func):
+        return streams
+    return waiting_room_pages if match.view_name in WAITING_ROOM_VIEWS else pages
 
 
 async def serve(scope, receive, send):
-    if scope["type"] == "http" and not is_async_view(scope["path"]):
-        await pages(scope, receive, send)
-    else:
-        await streams(scope, receive, send)
+    server = server_for(scope["path"]) if scope["type"] == "http" else streams
+    await server(scope, receive, send)
 
 
 application: Callable = serve

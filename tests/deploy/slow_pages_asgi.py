@@ -1,6 +1,6 @@
-"""The production ASGI application with its health check held for ``SLOW_SECONDS`` at a fault
-point, so a test can tell whether one worker answers two slow requests side by side. Only
-tests/deploy/test_asgi_threads.py starts a server with it."""
+"""The production ASGI application with its health check and the waiting room's pages held for
+``SLOW_SECONDS`` at fault points, so a test can tell how many slow requests one worker answers side
+by side. Only tests/deploy/test_asgi_threads.py starts a server with it."""
 
 import os
 import time
@@ -10,12 +10,12 @@ from booking.core import faults
 SLOW_SECONDS = float(os.environ.get("SLOW_SECONDS", "2"))
 
 
-def hold_health_check(name: str) -> None:
-    if name == "healthz.before_checks":
+def hold_slow_pages(name: str) -> None:
+    if name in ("healthz.before_checks", "queue.answer"):
         time.sleep(SLOW_SECONDS)
 
 
-faults.set_hook(hold_health_check)
+faults.set_hook(hold_slow_pages)
 
 from theater_site.asgi import application  # noqa: E402 - the hook is set before any request
 

@@ -1,5 +1,6 @@
 """One web worker as production runs it (gunicorn, one uvicorn worker, theater_site/asgi.py)
-serves synchronous pages side by side, and its live streams still stream meanwhile."""
+serves synchronous pages side by side, and its live streams still stream meanwhile; the waiting
+room's pages take only threads of their own, so a rush of arrivals leaves the sale's pages free."""
 
 import http.client
 import os
@@ -37,7 +38,8 @@ def free_port() -> int:
 @pytest.fixture
 def one_worker(tmp_path):
     """gunicorn with one uvicorn worker, on the suite's MongoDB and Redis (os.environ), in
-    production mode; its health check is held SLOW_SECONDS at a fault point."""
+    production mode; its health check and the waiting room's pages are held SLOW_SECONDS at fault
+    points."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "theater_site.settings",
@@ -94,3 +96,25 @@ def test_one_worker_answers_two_slow_pages_side_by_side_while_a_stream_flows(one
     assert [status for status, _ in answers] == [200, 200]
     # One after the other would take twice SLOW_SECONDS; side by side, one and some overhead.
     assert elapsed < SLOW_SECONDS * 1.75, f"two slow pages took {elapsed:.2f} s on one worker"
+
+
+@pytest.mark.slow
+def test_the_waiting_rooms_pages_wait_for_their_own_threads_and_leave_the_sales_pages_free(one_worker):
+    port, threads = one_worker, 2  # theater_site.asgi.WAITING_ROOM_THREADS
+    arrivals = threads + 1
+    queue_page = "/queue/" + "0" * 24 + "/"  # held at its fault point, then: no such room
+    answers: list[tuple[int, float]] = []
+    pages = [threading.Thread(target=lambda: answers.append(get(port, queue_page))) for _ in range(arrivals)]
+    started = time.monotonic()
+    for page in pages:
+        page.start()
+    time.sleep(SLOW_SECONDS / 4)  # the waiting room's threads are all taken now
+    sale_status, sale_seconds = get(port, "/")  # what's on, meanwhile
+    for page in pages:
+        page.join()
+    elapsed = time.monotonic() - started
+
+    assert sale_status == 200 and sale_seconds < SLOW_SECONDS / 2, f"what's on took {sale_seconds:.2f} s"
+    assert sorted(status for status, _ in answers) == [404] * arrivals
+    # Two threads for three held pages: the third starts when one of the first two ends.
+    assert elapsed >= SLOW_SECONDS * 2, f"{arrivals} waiting-room pages took {elapsed:.2f} s"

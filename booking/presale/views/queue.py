@@ -30,7 +30,7 @@ from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from booking.core import clock, mongo
+from booking.core import clock, faults, mongo
 from booking.core.errors import NotFound
 from booking.core.ids import object_id
 from booking.presale import queue_panel, queue_push
@@ -85,6 +85,7 @@ def queue_status(request, queue_id):
 
 
 def _answer(request, raw_queue_id: str, *, partial: bool):
+    faults.point("queue.answer")
     try:
         queue_id = object_id(raw_queue_id, "waiting room")
     except NotFound:
