@@ -9,18 +9,21 @@ room's pages, which have ``WAITING_ROOM_THREADS`` of their own. The streams stay
 with Django's ASGI handler but without the middleware chain (``StreamHandler``).
 """
 
+import asyncio
 import os
 from collections.abc import Callable
+from contextlib import closing
 from functools import lru_cache
 from typing import Any, cast
 
 from a2wsgi import WSGIMiddleware
 from asgiref.sync import iscoroutinefunction
 from django.conf import settings
-from django.core.handlers.asgi import ASGIHandler
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.exception import convert_exception_to_response
 from django.core.wsgi import get_wsgi_application
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, resolve, set_script_prefix
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "theater_site.settings")
 
@@ -31,12 +34,12 @@ WEB_THREADS = int(os.environ.get("WEB_THREADS", "8"))
 class StreamHandler(ASGIHandler):
     """Django's ASGI handler with no middleware, for the live streams (the async views).
 
-    A stream reads only its URL, the buyer cookie and the language, and answers an event stream no
-    middleware has anything to add to. Five of the chain's middlewares are synchronous, so under
-    ASGI each stream opened paid a thread hop per middleware and a one-thread executor of its own
-    (``ThreadSensitiveContext``): about 2.7 ms of CPU, the largest part of a waiting buyer's
-    arrival in an on-sale rush. Here the request signals' few synchronous receivers run in the
-    process's one shared sync thread instead.
+    A stream reads only its URL, the buyer cookie and the language, and uses no Django database
+    connection, so it needs neither the middleware chain nor the request signals (whose receivers
+    close database connections). Five of the chain's middlewares are synchronous, and the signals'
+    receivers too: under Django's own handler each stream opened paid a thread hop for each and a
+    one-thread executor of its own (``ThreadSensitiveContext``), about 2.7 ms of CPU on the event
+    loop, the largest part of a waiting buyer's arrival in an on-sale rush.
     """
 
     def load_middleware(self, is_async: bool = False) -> None:
@@ -48,9 +51,34 @@ class StreamHandler(ASGIHandler):
         self._middleware_chain = convert_exception_to_response(view)
 
     async def __call__(self, scope, receive, send):
+        """As ``ASGIHandler.handle``: the answer is sent until it ends or the client hangs up
+        (which cancels it: a stream's generator is closed), without the request signals."""
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
-        await self.handle(scope, receive, send)
+        try:
+            body = await self.read_body(receive)
+        except RequestAborted:
+            return
+        with closing(body):
+            set_script_prefix(get_script_prefix(scope))
+            request, error = self.create_request(scope, body)
+            if error is not None:  # a body Django refuses (too large, not UTF-8)
+                await self.send_response(error, send)
+                return
+            hang_up = asyncio.ensure_future(self.listen_for_disconnect(receive))
+            answer = asyncio.ensure_future(self._answer(request, send))
+            try:
+                await asyncio.wait({hang_up, answer}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                hang_up.cancel()
+                answer.cancel()
+                await asyncio.gather(hang_up, answer, return_exceptions=True)
+            if not answer.cancelled() and answer.exception() is not None:
+                raise cast(BaseException, answer.exception())
+
+    async def _answer(self, request, send) -> None:
+        response = await self.run_get_response(request)
+        await self.send_response(response, send)
 
 
 # Threads per worker for the waiting room's own pages (the queue page and its poll): few, so that in
