@@ -58,10 +58,12 @@ class QueueViewer:
     due: float = 0.0  # time.monotonic() of the next look; 0: at once
     pending: list[bytes] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    last_put: float = field(default_factory=time.monotonic)  # when the stream was last written to
 
     def put(self, event: bytes) -> None:  # in the viewer's event loop; never waits
         self.pending.append(event)
         del self.pending[:-QUEUE_SIZE]
+        self.last_put = time.monotonic()
         self.wake.set()
 
     async def take(self) -> bytes:
@@ -124,11 +126,18 @@ class QueueHub:
                     if event:
                         viewer.put(event)
                     viewer.due = after + delay
-            if now - self._beat >= push.HEARTBEAT_SECONDS:  # keeps proxies from closing idle streams
+            if now - self._beat >= push.HEARTBEAT_SECONDS / 2:
                 self._beat = now
-                for group in self.viewers.values():
-                    for viewer in group:
-                        viewer.put(push.HEARTBEAT)
+                self._heartbeat(now)
+
+    def _heartbeat(self, now: float) -> None:
+        """A comment to every stream nothing was written to for ``push.HEARTBEAT_SECONDS`` (so
+        proxies do not close it as idle); a stream whose place was just pushed needs none. Looked
+        at every half of that, so no stream is idle for more than one and a half of it."""
+        for group in self.viewers.values():
+            for viewer in group:
+                if now - viewer.last_put >= push.HEARTBEAT_SECONDS:
+                    viewer.put(push.HEARTBEAT)
 
     async def _settings_changed(self, queue_id: ObjectId) -> bool:
         """Whether the queue's settings (kept 5 s per process) or whether it is sold out (its seats

@@ -23,6 +23,7 @@ from booking.tests.headers import GERMAN
 from booking.tests.ports import free_port
 from booking.tests.presale.test_waiting_room_views import open_room, queue_path, url
 from booking.tests.web.test_push import in_thread, run
+from booking.web import push
 
 pytestmark = pytest.mark.django_db
 
@@ -271,3 +272,32 @@ def test_a_sell_out_and_seats_coming_back_reach_every_waiting_page_at_once_not_a
     back = timezone.localtime(expires.replace(tzinfo=UTC)).strftime("%H:%M")
     assert "at the latest by <strong>" in sold_out and back in sold_out
     assert "You are in line" in reopened and "Sold out" not in reopened
+
+
+def test_a_heartbeat_goes_only_to_a_stream_nothing_else_was_written_to_for_a_while(settings, monkeypatch):
+    monkeypatch.setattr(push, "HEARTBEAT_SECONDS", 2.0)
+    _session, config = open_room(on_sale=-1, rate=1)
+    waiting_room.poll(config, "s:first")
+    pushed_often, idle = waiting_buyer(config), waiting_buyer(config)
+
+    async def chunks_within(buyer, seconds: float) -> list[bytes]:
+        stream = await production_asgi.request(live_path(config), cookies=buyer.cookies)
+        deadline, chunks = asyncio.get_running_loop().time() + seconds, []
+        while (left := deadline - asyncio.get_running_loop().time()) > 0:
+            try:
+                chunks.append(await stream.next_chunk(left))
+            except TimeoutError:
+                break
+        await stream.close()
+        return chunks
+
+    async def scenario():
+        often = await chunks_within(pushed_often, 5.5)  # its place pushed every 0.2-1.2 s (the fixture)
+        settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30  # next look: 24-36 s
+        return often, await chunks_within(idle, 5.5)
+
+    often, quiet = run(scenario)
+    assert push.HEARTBEAT not in often and sum(b"event: status" in chunk for chunk in often) >= 3
+    assert [chunk for chunk in quiet if b"event: status" in chunk] == [quiet[1]]  # the panel at once, then
+    assert all(chunk == push.HEARTBEAT for chunk in quiet[2:])  # then heartbeats only,
+    assert 1 <= len(quiet[2:]) <= 3  # each after 2-3 s with nothing written
