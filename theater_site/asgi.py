@@ -25,6 +25,8 @@ from django.core.handlers.exception import convert_exception_to_response
 from django.core.wsgi import get_wsgi_application
 from django.urls import Resolver404, resolve, set_script_prefix
 
+from booking.presale import queue_push
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "theater_site.settings")
 
 # Threads per worker for the synchronous pages: what gthread's --threads 8 gave each worker.
@@ -107,8 +109,13 @@ def server_for(path: str) -> Callable:
     return waiting_room_pages if match.view_name in WAITING_ROOM_VIEWS else pages
 
 
+TURN = queue_push.TURN_QUERY.encode()
+
+
 async def serve(scope, receive, send):
     server = server_for(scope["path"]) if scope["type"] == "http" else streams
+    if server is waiting_room_pages and TURN in scope["query_string"]:
+        server = pages  # a buyer whose turn came, on the way to the seat map: a buyer of the sale now
     await server(scope, receive, send)
 
 

@@ -43,6 +43,9 @@ from booking.web import push
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 0.25  # how often the hub looks for viewers that are due
+# Marks the queue page a buyer whose turn came is sent to, so that the sale's threads answer it, not
+# the waiting room's few (theater_site/asgi.py). It lets nobody in: the queue page asks Redis.
+TURN_QUERY = "turn=1"
 QUEUE_SIZE = 8  # events kept for a viewer that does not read; older ones go (each is a whole panel)
 ON_SALE_SPREAD_SECONDS = 3.0  # the looks just after the on-sale are spread over this long
 
@@ -165,7 +168,7 @@ def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueView
     """Look at the queue for these viewers (one round trip to Redis) and word each one's panel:
     ``(viewer, event, seconds until its next look)`` for each."""
     config = waiting_room.get_config(queue_id)
-    go_to_queue = reverse("booking:queue", args=[str(queue_id)])
+    go_to_queue = reverse("booking:queue", args=[str(queue_id)]) + "?" + TURN_QUERY
     if config is None:  # the room has ended: the queue page sends the buyer on to the sale
         return [(viewer, push.sse_event("go", {"url": go_to_queue}), 60.0) for viewer in viewers]
     base = queue_panel.base_context(config, queue_id)

@@ -104,13 +104,17 @@ def test_the_waiting_rooms_pages_wait_for_their_own_threads_and_leave_the_sales_
     arrivals = threads + 1
     queue_page = "/queue/" + "0" * 24 + "/"  # held at its fault point, then: no such room
     answers: list[tuple[int, float]] = []
+    turn: list[tuple[int, float]] = []
     pages = [threading.Thread(target=lambda: answers.append(get(port, queue_page))) for _ in range(arrivals)]
     started = time.monotonic()
     for page in pages:
         page.start()
     time.sleep(SLOW_SECONDS / 4)  # the waiting room's threads are all taken now
+    # a buyer whose turn came goes to the queue page by the sale's threads (queue_push.TURN_QUERY)
+    let_in = threading.Thread(target=lambda: turn.append(get(port, queue_page + "?turn=1")))
+    let_in.start()
     sale_status, sale_seconds = get(port, "/")  # what's on, meanwhile
-    for page in pages:
+    for page in [*pages, let_in]:
         page.join()
     elapsed = time.monotonic() - started
 
@@ -118,3 +122,5 @@ def test_the_waiting_rooms_pages_wait_for_their_own_threads_and_leave_the_sales_
     assert sorted(status for status, _ in answers) == [404] * arrivals
     # Two threads for three held pages: the third starts when one of the first two ends.
     assert elapsed >= SLOW_SECONDS * 2, f"{arrivals} waiting-room pages took {elapsed:.2f} s"
+    # The buyer let in waited only for the page's own hold, not for a waiting-room thread.
+    assert turn[0][0] == 404 and turn[0][1] < SLOW_SECONDS * 1.5, f"the turn's page took {turn[0][1]:.2f} s"

@@ -83,8 +83,8 @@ def test_a_waiting_buyer_sees_the_place_pushed_then_is_sent_in_at_their_turn():
         await asyncio.to_thread(waiting_room.set_rate, config.queue_id, 60_000)  # staff let everybody in
         return await next_event("go")
 
-    assert run(scenario) == {"url": queue_path(config)}
-    let_in = buyer.get(queue_path(config))  # where the page goes: the queue page issues the admission
+    assert run(scenario) == {"url": queue_path(config) + "?turn=1"}  # answered by the sale's threads
+    let_in = buyer.get(queue_path(config) + "?turn=1")  # where the page goes: the queue page issues the admission
     assert let_in.status_code == 302 and let_in["Location"] == url("session", session_id=str(session["_id"]))
 
 
@@ -112,7 +112,7 @@ def test_before_the_sale_the_panel_counts_down_and_the_place_is_pushed_again_onc
         assert "The sale starts in" in before
         return await next_event("go", timeout=10)  # looked at again just after the on-sale: let in
 
-    assert run(scenario) == {"url": queue_path(config)}
+    assert run(scenario) == {"url": queue_path(config) + "?turn=1"}
 
 
 def test_a_staff_pause_reaches_every_waiting_page_at_once_not_at_its_pace(settings):
