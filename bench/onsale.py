@@ -58,9 +58,11 @@ ARRIVAL_SECONDS = 60.0
 ON_SALE_AFTER = 30.0
 PROCESSES = 2
 # Browsers have connections of their own; the simulated ones share a pool per process, and a request
-# waits for a free connection there (recorded: ``Timing.waited``). 128 each made the rush's holds
-# wait behind thousands of arrivals' queue pages for a connection a real browser would have had.
-CONNECTIONS_PER_PROCESS = 1024
+# waits for a free connection there (recorded: ``Timing.waited``). With 128 or 1,024 each, a
+# 20,000-buyer rush's holds waited seconds behind the arrivals' queue pages (answered slowly then,
+# by the waiting room's few threads) for a connection a real browser would have had. 4,096 each
+# keeps that wait at zero within the processes' 20,000 open files (the pushed pages' streams too).
+CONNECTIONS_PER_PROCESS = 4096
 WANTS = [(1, 0.10), (2, 0.50), (3, 0.15), (4, 0.25)]  # seats per buyer, and how many want so many
 QUEUE_QUITTERS = 0.05  # stop polling before their turn
 ADMITTED_LEAVERS = 0.10  # let in (or, without a queue, at the map), leave without buying
