@@ -136,6 +136,8 @@ class RunResult:
     stopped_after: float | None = None  # seconds after the on-sale: the run was ended (buyers still waiting)
     web_commands: dict = field(default_factory=dict)  # MongoDB commands of the web workers (push variant)
     peak_viewers: int = 0  # waiting-room streams open at once (push variant)
+    peak_viewers_per_worker: dict = field(default_factory=dict)  # pid: the most open at once in it
+    worker_peak_rss_mb: dict = field(default_factory=dict)  # pid: the most memory in use in it
     sold_out_after: float | None = None  # seconds after the on-sale: every seat sold
     sold: int = 0
     seats_total: int = 0
@@ -714,12 +716,16 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                         result.peak_viewers = max(
                             result.peak_viewers, sum(w["queue_viewers"] for w in workers.values())
                         )
+                        for pid, state in workers.items():
+                            most = result.peak_viewers_per_worker.get(pid, 0)
+                            result.peak_viewers_per_worker[pid] = max(most, state["queue_viewers"])
                     log(f"  +{time.time() - t0_wall:5.0f} s: {sold} sold, {free} free")
             for p in procs:
                 p.join()
         result.load_after = os.getloadavg()
         if variant == "push":
             worker_states(stack.base_url, workers)
+            result.worker_peak_rss_mb = {pid: state["peak_rss_mb"] for pid, state in workers.items()}
             for state in workers.values():
                 for name, n in state["commands"].items():
                     result.web_commands[name] = result.web_commands.get(name, 0) + n
@@ -861,6 +867,10 @@ def summary(run: RunResult, size: Size) -> dict:
         "pushed_events": sum(o.events for o in run.outcomes),
         "fell_back_to_polling": sum(1 for o in run.outcomes if o.fell_back),
         "peak_queue_streams": run.peak_viewers,
+        "web_workers": [  # each worker's most streams open at once and most memory in use
+            {"streams": run.peak_viewers_per_worker.get(pid, 0), "peak_rss_mb": rss}
+            for pid, rss in sorted(run.worker_peak_rss_mb.items())
+        ],
         "web_mongo_commands": run.web_commands,
         "load_before": [round(x, 2) for x in run.load_before],
         "load_after": [round(x, 2) for x in run.load_after],
@@ -928,6 +938,11 @@ def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "")
                 if s["variant"] == "push"
                 else "–"
             ),
+        ),
+        (
+            "each web worker: most streams open at once / most memory in use (RSS)",
+            None,
+            lambda s: " · ".join(f"{w['streams']:,} / {w['peak_rss_mb']:,.0f} MB" for w in s["web_workers"]) or "–",
         ),
         ("hold requests until every seat was taken", "holds_during_rush", None),
         ("hold p50 during the rush", None, lambda s: fmt(s["hold_p50_ms"], " ms")),

@@ -48,6 +48,14 @@ if os.environ.get("BENCH_READY_DIR"):
     Path(os.environ["BENCH_READY_DIR"], str(os.getpid())).touch()
 
 
+def _peak_rss_mb() -> float:
+    """This worker's most memory in use so far (VmHWM)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
 async def application(scope, receive, send):
     if scope["type"] != "http":
         await django_application(scope, receive, send)
@@ -55,7 +63,8 @@ async def application(scope, receive, send):
     if scope.get("path") == "/__bench/onsale":
         with commands.lock:
             counts = dict(commands.by_name)
-        body = json.dumps({"pid": os.getpid(), "commands": counts, "queue_viewers": queue_push.hub().count()})
+        state = {"pid": os.getpid(), "commands": counts, "queue_viewers": queue_push.hub().count()}
+        body = json.dumps({**state, "peak_rss_mb": _peak_rss_mb()})
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": body.encode()})
         return
