@@ -44,6 +44,20 @@ def context(room, position, waiting, note="", *, sold_out=False, seats_back_ms=0
     return {**queue_panel.base_context(room, room.queue_id), **queue_panel.status_context(room, result)}
 
 
+@pytest.fixture
+def rendered(monkeypatch) -> list:
+    """The contexts the panel template is rendered with from now on (the renders still happen)."""
+    contexts: list = []
+    real = queue_panel.render_status
+
+    def counted(ctx):
+        contexts.append(ctx)
+        return real(ctx)
+
+    monkeypatch.setattr(queue_panel, "render_status", counted)
+    return contexts
+
+
 @pytest.mark.parametrize("language", ["en", "de"])
 def test_every_buyers_panel_reads_as_if_rendered_for_them(language):
     rooms = [config(1), config(300)]
@@ -60,15 +74,7 @@ def test_every_buyers_panel_reads_as_if_rendered_for_them(language):
             assert batch.render(ctx) == queue_panel.render_status(ctx), (position, waiting, note)
 
 
-def test_a_batch_renders_once_per_language_and_note_not_once_per_buyer(monkeypatch):
-    rendered = []
-    real = queue_panel.render_status
-
-    def counted(ctx):
-        rendered.append(ctx)
-        return real(ctx)
-
-    monkeypatch.setattr(queue_panel, "render_status", counted)
+def test_a_batch_renders_once_per_language_and_note_not_once_per_buyer(rendered):
     room = config(300)
     batch = queue_panel.PanelBatch()
     with translation.override("en"):
@@ -88,15 +94,7 @@ def test_every_buyers_sold_out_panel_reads_as_if_rendered_for_them(language):
                 assert batch.render(ctx) == queue_panel.render_status(ctx), (position, note, seats_back_ms)
 
 
-def test_at_a_sell_out_the_panel_is_rendered_once_for_every_buyer(monkeypatch):
-    rendered = []
-    real = queue_panel.render_status
-
-    def counted(ctx):
-        rendered.append(ctx)
-        return real(ctx)
-
-    monkeypatch.setattr(queue_panel, "render_status", counted)
+def test_at_a_sell_out_the_panel_is_rendered_once_for_every_buyer(rendered):
     room = config(300)
     batch = queue_panel.PanelBatch()
     with translation.override("de"):
