@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from booking.core import clock
-from booking.sales import selectors, waiting_room
+from booking.sales import admission, holds, selectors, waiting_room
 from booking.sales.demo import STUDIO_CATEGORIES, STUDIO_GRID
 from booking.tests.factories import make_session, make_theater
 from booking.venues.seat_grid import HELD
@@ -153,3 +153,25 @@ def test_staff_watch_and_pause_the_queue(new_page, shot, show):
     expect(page.locator(".messagelist")).to_contain_text("rate 30/min")
     shot(page, "admin-paused-rerated")
     assert waiting_room.stats(config).rate == 30
+
+
+@pytest.mark.parametrize(("viewport", "language"), [(PHONE, "de"), (LAPTOP, "en")], ids=["phone-de", "laptop-en"])
+def test_a_sell_out_is_pushed_to_the_waiting_page_with_the_waiting_list(new_page, shot, asgi_url, viewport, language):
+    last_two = make_session(grid="A: ss", prices={"s": 2000}, name="The Last Two")
+    now = clock.now()
+    config = waiting_room.enable(last_two["_id"], opens_at=now - timedelta(minutes=5), on_sale_at=now, rate=1)
+    assert waiting_room.poll(config, "s:first").state == "admitted"  # the one buyer let in this minute
+    page = new_page(viewport)
+    page.context.add_cookies([{"name": "django_language", "value": language, "url": asgi_url}])
+    page.goto(f"{asgi_url}/queue/{last_two['_id']}/")
+    in_line = {"de": "Sie stehen in der Warteschlange", "en": "You are in line"}[language]
+    expect(page.get_by_role("heading", name=in_line)).to_be_visible()
+    tokens = {config.queue_id: admission.issue(config.queue_id, "s:first", admission.clock_ms())}
+    context = holds.HoldContext(admitted_queues=admission.verified_queues("s:first", tokens))
+    holds.hold_seats(last_two["_id"], "s:first", None, ["0:0", "0:1"], context=context)  # the hall's last two
+    sold_out = {"de": "Ausverkauft", "en": "Sold out"}[language]
+    expect(page.get_by_role("heading", name=sold_out)).to_be_visible(timeout=15_000)  # pushed, no reload
+    join = {"de": "Auf die Warteliste", "en": "Join the waiting list"}[language]
+    expect(page.get_by_role("link", name=join)).to_be_visible()
+    shot(page, "sold-out-pushed")
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
