@@ -70,6 +70,8 @@ def details(page, method_name: str | None = None):
     page.get_by_label("Name").fill("Ada Lovelace")
     page.get_by_label("E-mail").fill("ada@example.com")
     if method_name:
+        # pay.js prefers the card when it switches it on; choose after that, as a person would.
+        expect(page.get_by_role("radio", name=re.compile("^Card"))).to_be_enabled()
         page.get_by_role("radio", name=re.compile(method_name)).check()
     page.get_by_role("button", name=re.compile("^Continue")).click()
 
