@@ -432,6 +432,7 @@ class Session(TypedDict):
     listingRev: NotRequired[int]
     boxOffice: NotRequired[dict]  # {enabled, deadlineMinutes}: payments/settings.py
     selfService: NotRequired[dict]  # this performance's own rules for buyers' changes (sales/self_service.py)
+    waitingList: NotRequired[bool]  # someone joined its waiting list (set before the entry; never unset)
     waitingRoom: NotRequired[dict]  # {queueId, opensAt, onSaleAt, rate, paused, rev}: sales/waiting_room.py
     exchangeHolds: NotRequired[list[ExchangeHold]]
     webhookEvents: NotRequired[list[WebhookEventEntry]]  # a canceled performance's (sales/session_cancel.py)

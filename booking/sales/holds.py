@@ -690,6 +690,8 @@ def no_seat_left_alone(layout: Layout, coords) -> list[dict]:
 # the answer shows.
 WRITE_ANSWER_FIELDS = {"version": 1, "seatsAvailable": 1}
 SUMMARY_ANSWER_FIELDS = {**selectors.SUMMARY_FIELDS, **WRITE_ANSWER_FIELDS, "layoutRev": 1}
+# a release also learns whether anyone ever joined the waiting list (sales/waiting_list.py ``join``)
+RELEASE_ANSWER_FIELDS = {**SUMMARY_ANSWER_FIELDS, "waitingList": 1}
 
 
 def _after_write(session: Mapping[str, Any], written: dict, layout: Layout) -> dict:
@@ -827,7 +829,7 @@ def release_seats(
                 "$inc": {"seatsAvailable": back_on_sale, "version": 1},
                 "$pull": {"reservations": {"_id": cart_id}},
             },
-            projection=SUMMARY_ANSWER_FIELDS,
+            projection=RELEASE_ANSWER_FIELDS,
             return_document=ReturnDocument.AFTER,
         )
     if written is None:
@@ -844,13 +846,13 @@ def release_seats(
                     **({"reservations.$[r].house": {"$in": house}} if house else {}),
                 },
             },
-            projection=SUMMARY_ANSWER_FIELDS,
+            projection=RELEASE_ANSWER_FIELDS,
             array_filters=[{"r._id": cart_id}],
             return_document=ReturnDocument.AFTER,
         )
     faults.point("release.after_session")
     if written is not None and back_on_sale:
-        seats_returned.offer_to_waiting_list(session_id)
+        seats_returned.offer_to_waiting_list(session_id, ever_listed=bool(written.get("waitingList")))
     expires_at = cart_service.next_expiry(cart, now, owner)
     if written is not None and cart.get("client") and client_holds.limit():
         # freed in the session: off the address's count, the entry lasting to the hold's new

@@ -22,9 +22,13 @@ logger = logging.getLogger("booking.waiting_list")
 WAITING = "waiting"  # an entry waiting for an offer (waiting_list.py's state of that name)
 
 
-def offer_to_waiting_list(session_id: ObjectId) -> bool:
+def offer_to_waiting_list(session_id: ObjectId, *, ever_listed: bool = True) -> bool:
     """Ask the worker to offer this performance's free seats when someone waits for them.
-    True when asked (after this request's answer)."""
+    True when asked (after this request's answer). ``ever_listed``: False when the session's
+    ``waitingList`` flag, as the caller's own write answered it, says nobody ever joined: then the
+    list is not asked (a seat click's release saves a round trip)."""
+    if not ever_listed:
+        return False
     if mongo.waiting_list().find_one({"sessionId": session_id, "state": WAITING}, {"_id": 1}) is None:
         return False
     publish.soon(_queue_offer, session_id)

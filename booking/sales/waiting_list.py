@@ -172,6 +172,9 @@ def join(
         "createdOn": now,
         "offers": 0,
     }
+    # Flagged before the entry exists, so a release that reads no flag has nobody to offer to.
+    mongo.sessions().update_one({"_id": session_id, "waitingList": {"$ne": True}}, {"$set": {"waitingList": True}})
+    faults.point("waiting_list.after_flag")
     try:
         mongo.waiting_list().insert_one(entry)
     except DuplicateKeyError:
@@ -187,6 +190,18 @@ def join(
             )
         return found
     return entry
+
+
+def flag_listed_sessions() -> int:
+    """Set ``waitingList`` on every session someone waits for, for entries made before joining
+    set it (``ensure_indexes`` runs this). Returns the sessions flagged now."""
+    listed = mongo.waiting_list().distinct("sessionId", {"state": {"$in": list(ACTIVE_STATES)}})
+    if not listed:
+        return 0
+    flagged = mongo.sessions().update_many(
+        {"_id": {"$in": listed}, "waitingList": {"$ne": True}}, {"$set": {"waitingList": True}}
+    )
+    return flagged.modified_count
 
 
 def leave(*, entry_id: ObjectId, email: str) -> bool:

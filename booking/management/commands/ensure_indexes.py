@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from booking.core import clock, mongo
-from booking.sales import listings
+from booking.sales import listings, waiting_list
 from booking.venues import performance_index
 
 
@@ -17,3 +17,6 @@ class Command(BaseCommand):
         # sectioned performances made before their page read the section ids by performanceId
         written = performance_index.backfill()
         self.stdout.write(f"performance documents written for older performances: {written}")
+        # waiting lists joined before a session carried the flag that a release reads
+        written = waiting_list.flag_listed_sessions()
+        self.stdout.write(f"sessions flagged as having a waiting list: {written}")

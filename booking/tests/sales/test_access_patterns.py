@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from booking.core import clock, mongo
 from booking.payments import flow as payments
-from booking.sales import holds, selectors
+from booking.sales import holds, selectors, waiting_list
 from booking.sales.carts import expire_cart
 from booking.tests import paying
 from booking.tests.commands import counting_commands
@@ -71,8 +71,25 @@ def test_c2_release_is_two_writes():
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
     with counting_commands() as counter:
         holds.release_seats(session["_id"], ALICE, cart.cart_id, ["0:1"])
-    # findAndModify: still one write each, and their replies answer the click
-    assert counter.writes == [("findAndModify", "sessions"), ("findAndModify", "carts")]
+    # findAndModify: still one write each, and their replies answer the click; nobody ever joined
+    # the waiting list (the session write's answer says so), so it is not asked
+    assert counter.commands == [("find", "carts"), ("findAndModify", "sessions"), ("findAndModify", "carts")]
+
+
+def test_c2_release_asks_the_waiting_list_once_someone_joined_it():
+    session = make_session(grid="A: ss\n")
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])
+    waiting_list.join(
+        session_id=session["_id"], email="w@example.com", count=1, together=True, category=None, language="en"
+    )
+    with counting_commands() as counter:
+        holds.release_seats(session["_id"], ALICE, cart.cart_id, ["0:1"])
+    assert counter.commands == [
+        ("find", "carts"),
+        ("findAndModify", "sessions"),
+        ("find", "waiting_list"),
+        ("findAndModify", "carts"),
+    ]
 
 
 def test_c3_checkout_of_one_session_is_three_writes_and_its_payment_seven():

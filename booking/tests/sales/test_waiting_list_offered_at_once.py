@@ -2,14 +2,16 @@
 cancel, an exchange's old seats, a hold let go each ask the worker (a real Celery worker on the
 test Redis) to offer that performance's seats, without the worker's 30 s round."""
 
+import io
 import json
 import time
 
 import pytest
 import redis
 from django.conf import settings as django_settings
+from django.core.management import call_command
 
-from booking.core import clock, mongo, work_queue
+from booking.core import clock, faults, mongo, work_queue
 from booking.sales import buyer_changes, holds, self_service, waiting_list
 from booking.tests.factories import make_session, make_theater, reread
 from booking.tests.paying import checkout_paid
@@ -131,3 +133,37 @@ def test_the_worker_is_asked_only_when_someone_waits(theater, purged):
 
 def test_the_task_given_a_bad_id_offers_nothing():
     assert offer_returned_seats("not-an-id") == {"offered": 0, "error": "invalid id"}
+
+
+def test_a_crash_after_the_flag_before_the_entry_only_costs_a_release_one_read(theater, purged, crash_at):
+    session = make_session(theater, days=5)
+    cart = holds.hold_seats(session["_id"], "s:ada", None, ROW)
+    crash_at("waiting_list.after_flag")
+    with pytest.raises(faults.InjectedCrash):
+        join(session, "wait@example.com")
+    assert reread(session["_id"])["waitingList"] is True and mongo.waiting_list().count_documents({}) == 0
+
+    holds.release_seats(session["_id"], "s:ada", cart.cart_id, ["0:3"])
+    assert work_queue.OFFER_RETURNED_SEATS not in queued_task_names()  # the list was asked: nobody waits
+
+
+def test_entries_from_before_the_flag_are_flagged_by_ensure_indexes_and_then_offered(theater, purged):
+    session = make_session(theater, days=5)
+    cart = holds.hold_seats(session["_id"], "s:ada", None, ROW)
+    waiting = join(session, "wait@example.com")
+    other = make_session(theater, days=6)
+    holds.hold_seats(other["_id"], "s:bob", None, ROW)
+    gone = join(other, "gone@example.com")
+    assert waiting_list.leave(entry_id=gone["_id"], email="gone@example.com")
+    mongo.sessions().update_many({}, {"$unset": {"waitingList": ""}})  # as if joined before the flag
+    holds.release_seats(session["_id"], "s:ada", cart.cart_id, ["0:3"])
+    assert work_queue.OFFER_RETURNED_SEATS not in queued_task_names()  # unflagged: the worker's round finds it
+
+    out = io.StringIO()
+    call_command("ensure_indexes", stdout=out)
+    assert "sessions flagged as having a waiting list: 1" in out.getvalue()
+    assert reread(session["_id"])["waitingList"] is True and "waitingList" not in reread(other["_id"])  # left
+    holds.release_seats(session["_id"], "s:ada", cart.cart_id, ["0:2"])
+    assert queued_task_names().count(work_queue.OFFER_RETURNED_SEATS) == 1
+    assert offer_returned_seats(str(session["_id"])) == {"offered": 1, "missed": 0}
+    assert mongo.waiting_list().find_one({"_id": waiting["_id"]})["state"] == waiting_list.OFFERED
