@@ -50,6 +50,8 @@ from datetime import timedelta
 from pathlib import Path
 from queue import Empty
 
+from .stack import WORKERS
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
@@ -86,6 +88,7 @@ class Size:
     arrival_seconds: float = ARRIVAL_SECONDS
     on_sale_after: float = ON_SALE_AFTER
     rate: int = 300  # buyers per minute let in
+    web_nodes: int = 1  # web nodes (a gunicorn each); the buyers are spread over them as a balancer would
 
 
 @dataclass
@@ -530,20 +533,21 @@ async def rush_buyer(b: Browser, sid: str, plan: Plan, out: Outcome, on_sale_at:
 
 
 async def _buyers(
-    base_url: str, stripe_url: str, sid: str, variant: str, plans_here, t0: float, size: Size, seed: int, stop
+    node_urls: list[str], stripe_url: str, sid: str, variant: str, plans_here, t0: float, size: Size, seed: int, stop
 ):
     timings: list = []
     statuses: dict = {}
     outcomes = []
     transport_errors = 0
     rng = random.Random(seed)
-    client = Pool(base_url, CONNECTIONS_PER_PROCESS)
+    pools = [Pool(url, CONNECTIONS_PER_PROCESS) for url in node_urls]
 
     async def one(index, plan):
         nonlocal transport_errors
         await asyncio.sleep(max(0.0, t0 + plan.arrive - time.monotonic()))
         out = Outcome(index=index, arrived=plan.arrive, early=plan.arrive < size.on_sale_after)
-        b = Browser(client, index, t0, timings, statuses, stripe_url)
+        # each buyer stays on one node, as a balancer's sticky sessions or one keep-alive connection would
+        b = Browser(pools[index % len(pools)], index, t0, timings, statuses, stripe_url)
         outcomes.append(out)
         try:
             if variant == "push":
@@ -565,14 +569,15 @@ async def _buyers(
             for task in everyone:
                 task.cancel()
             await asyncio.gather(*everyone, return_exceptions=True)
-    for _reader, writer, _used in client.idle:
-        writer.close()
+    for pool in pools:
+        for _reader, writer, _used in pool.idle:
+            writer.close()
     return outcomes, timings, statuses, transport_errors
 
 
-def _process(base_url, stripe_url, sid, variant, plans_here, t0_wall, size, seed, queue, stop):
+def _process(node_urls, stripe_url, sid, variant, plans_here, t0_wall, size, seed, queue, stop):
     t0 = time.monotonic() + (t0_wall - time.time())
-    result = asyncio.run(_buyers(base_url, stripe_url, sid, variant, plans_here, t0, size, seed, stop))
+    result = asyncio.run(_buyers(node_urls, stripe_url, sid, variant, plans_here, t0, size, seed, stop))
     queue.put(result)
 
 
@@ -618,9 +623,9 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
     from booking.upkeep.invariants import check_invariants
     from booking.venues.seat_grid import FREE, SOLD, takeable_seats
 
-    from .cpu import CpuMeter, children
+    from .cpu import CpuMeter
 
-    with Stack(asgi=variant == "push") as stack:
+    with Stack(asgi=variant == "push", web_nodes=size.web_nodes) as stack:
         stack.use_in_this_process()
         mongo.ensure_indexes()
         session = seed_hall()
@@ -648,7 +653,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
             ctx.Process(
                 target=_process,
                 args=(
-                    stack.base_url,
+                    stack.node_urls,
                     stack.stripe_url,
                     str(sid),
                     variant,
@@ -664,7 +669,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
         ]
         meter = CpuMeter(
             {
-                "web": children(stack._proc("gunicorn-timed").pid),
+                "web": stack.web_pids(),
                 "db": stack._pids("devmongo"),
                 "redis": stack._pids("redis"),
             }
@@ -712,7 +717,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                     last_report = time.time()
                     free = sum(row.count(FREE) for row in doc["seats"])
                     if variant == "push":
-                        worker_states(stack.base_url, workers)
+                        worker_states(stack.node_urls, workers)
                         result.peak_viewers = max(
                             result.peak_viewers, sum(w["queue_viewers"] for w in workers.values())
                         )
@@ -724,7 +729,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                 p.join()
         result.load_after = os.getloadavg()
         if variant == "push":
-            worker_states(stack.base_url, workers)
+            worker_states(stack.node_urls, workers)
             result.worker_peak_rss_mb = {pid: state["peak_rss_mb"] for pid, state in workers.items()}
             for state in workers.values():
                 for name, n in state["commands"].items():
@@ -748,18 +753,19 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
     return result
 
 
-def worker_states(base_url: str, workers: dict, asks: int = 8) -> None:
+def worker_states(node_urls: list[str], workers: dict, asks: int = 8) -> None:
     """Each ASGI worker's MongoDB commands and open waiting-room streams (bench/onsale_asgi.py):
-    a few asks, which the workers share between them; the newest answer of each is kept."""
+    a few asks per node, which its workers share between them; the newest answer of each is kept."""
     import urllib.request
 
-    for _ in range(asks):
-        try:
-            with urllib.request.urlopen(f"{base_url}/__bench/onsale", timeout=10) as answer:  # noqa: S310 - loopback
-                state = json.loads(answer.read())
-        except OSError:
-            continue
-        workers[state["pid"]] = state
+    for base_url in node_urls:
+        for _ in range(asks):
+            try:
+                with urllib.request.urlopen(f"{base_url}/__bench/onsale", timeout=10) as answer:  # noqa: S310 - loopback
+                    state = json.loads(answer.read())
+            except OSError:
+                continue
+            workers[state["pid"]] = state
 
 
 def admission_check(queue_id, result: RunResult, size: Size) -> dict:
@@ -1002,7 +1008,8 @@ def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "")
         f"Run {time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {platform.processor() or platform.machine()} "
         f"({os.cpu_count()} CPUs, shared with other work), Python {platform.python_version()}. "
         f"Command: `python -m bench.onsale` (`make bench-onsale`). The stack: bench/stack.py (devmongo, "
-        f"redis-server, gunicorn 2 workers: gthread x 8 threads, or uvicorn for the pushed run; DEBUG off). "
+        f"redis-server, {size.web_nodes} web node(s), each a gunicorn with {WORKERS} workers: gthread x 8 "
+        f"threads, or uvicorn for the pushed run; DEBUG off). "
         f"Buyers: real HTTP clients in "
         f"{PROCESSES} processes, {CONNECTIONS_PER_PROCESS} keep-alive connections each. How to read it: "
         f'docs/performance.md, section "On-sale simulation".',
@@ -1040,7 +1047,8 @@ def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "")
     path.write_text("\n".join(lines) + "\n")
     runs = out / "onsale-runs"  # every run's table kept: bench/results/onsale-runs/<when>-<commit>-<what>.md
     runs.mkdir(exist_ok=True)
-    name = f"{time.strftime('%Y-%m-%d-%H%M')}-{commit or 'unknown'}-{'-'.join(variants)}-{size.buyers}"
+    nodes = f"-{size.web_nodes}-nodes" if size.web_nodes > 1 else ""
+    name = f"{time.strftime('%Y-%m-%d-%H%M')}-{commit or 'unknown'}-{'-'.join(variants)}-{size.buyers}{nodes}"
     (runs / f"{name}.md").write_text("\n".join(lines) + "\n")
     return path
 
@@ -1057,6 +1065,7 @@ def main(argv=None) -> int:
         default="all",
         help="push: the waiting room over SSE (ASGI); poll: its polling fallback; rush: no waiting room",
     )
+    parser.add_argument("--nodes", type=int, default=1, help="web nodes: a gunicorn each, the buyers spread over them")
     parser.add_argument("--small", action="store_true", help="smoke size: 300 buyers over 10 s, sale at +5 s")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -1064,9 +1073,9 @@ def main(argv=None) -> int:
     import django
 
     django.setup()
-    size = Size(args.buyers, args.arrival_seconds, args.on_sale_after, args.rate)
+    size = Size(args.buyers, args.arrival_seconds, args.on_sale_after, args.rate, args.nodes)
     if args.small:
-        size = Size(300, 10.0, 5.0, args.rate)
+        size = Size(300, 10.0, 5.0, args.rate, args.nodes)
     variants = ["push", "poll", "rush"] if args.variant == "all" else [args.variant]
     commit = current_commit()
     summaries = []

@@ -128,12 +128,25 @@ class Stack:
     real_mongodb: bool = False
     web: bool = True  # the two gunicorns (the seed scenario alone calls the engine, no web)
     asgi: bool = False  # the timed one with uvicorn workers (ASGI, as deployed: SSE); bench/onsale_asgi.py
+    web_nodes: int = 1  # timed gunicorns, each with WORKERS workers: more than one stands for more web nodes
+    node_ports: list[int] = field(default_factory=list)  # every timed gunicorn's port, web_port first
     workdir: Path | None = None
     procs: list = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def node_urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{port}" for port in self.node_ports]
+
+    def node_names(self) -> list[str]:
+        return ["gunicorn-timed"] + [f"gunicorn-timed-{n}" for n in range(2, self.web_nodes + 1)]
+
+    def web_pids(self) -> list[int]:
+        """Every timed gunicorn's workers (looked up now)."""
+        return [pid for name in self.node_names() for pid in children(self._proc(name).pid)]
 
     @property
     def accounting_url(self) -> str:
@@ -212,9 +225,10 @@ class Stack:
         if not self.web:
             return
         timed_env = {k: v for k, v in env.items() if k != "BOOKING_MONGO_MONITOR"}
-        self.web_port = self._start_gunicorn("gunicorn-timed", timed_env)
+        self.node_ports = [self._start_gunicorn(name, timed_env) for name in self.node_names()]
+        self.web_port = self.node_ports[0]
         self.accounting_port = self._start_gunicorn("gunicorn-accounting", {**env, "BOOKING_MONGO_MONITOR": "1"})
-        for what in ("gunicorn-timed", "gunicorn-accounting"):  # the two boot side by side
+        for what in (*self.node_names(), "gunicorn-accounting"):  # they boot side by side
             wait_for_workers(self._proc(what), self._ready_dir(what), what)
 
     def _start_gunicorn(self, what: str, env: dict) -> int:
@@ -222,7 +236,7 @@ class Stack:
         ready_dir = self._ready_dir(what)
         ready_dir.mkdir()
         app, app_args = "bench.wsgi:application", GUNICORN_ARGS
-        if self.asgi and what == "gunicorn-timed":  # the same worker count, one event loop each
+        if self.asgi and what.startswith("gunicorn-timed"):  # the same worker count, one event loop each
             app, app_args = "bench.onsale_asgi:application", ASGI_ARGS
         args = [PYTHON, "-m", "gunicorn", app, *app_args, "--bind", f"127.0.0.1:{port}"]
         self._spawn(args, what, port, env={**env, "BENCH_READY_DIR": str(ready_dir)})
@@ -242,8 +256,7 @@ class Stack:
     def cpu_meter(self) -> CpuMeter:
         """A meter for one timed run: the timed gunicorn's workers (looked up again each time),
         the stand-in and redis-server when the benchmark started them."""
-        workers = children(self._proc("gunicorn-timed").pid)
-        return CpuMeter({"web": workers, "db": self._pids("devmongo"), "redis": self._pids("redis")})
+        return CpuMeter({"web": self.web_pids(), "db": self._pids("devmongo"), "redis": self._pids("redis")})
 
     def use_in_this_process(self) -> None:
         """Point this process's Django settings and MongoDB client at the stack."""

@@ -15,11 +15,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_onsale_simulation_runs_and_the_queue_keeps_its_order(tmp_path):
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_onsale_simulation_runs_and_the_queue_keeps_its_order(tmp_path, nodes):
+    """With two web nodes the buyers are spread over both: one queue, pushed to either node's pages."""
     env = dict(os.environ)  # the test MongoDB and Redis (conftest); the run uses a database of its own
     env.pop("DJANGO_SETTINGS_MODULE", None)
+    env["BENCH_WORKERS"] = "2"
+    command = ["-m", "bench.onsale", "--small", "--variant", "push", "--nodes", str(nodes), "--out", str(tmp_path)]
     run = subprocess.run(
-        [sys.executable, "-m", "bench.onsale", "--small", "--variant", "push", "--out", str(tmp_path)],
+        [sys.executable, *command],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -35,4 +39,5 @@ def test_onsale_simulation_runs_and_the_queue_keeps_its_order(tmp_path):
     assert admission["order_rising"] and admission["early_before_late"] and admission["out_of_order"] == 0
     assert admission["admitted"] >= result["outcomes"]["bought"]
     assert result["pushed_events"] > 0 and result["peak_queue_streams"] > 0
+    assert len(result["web_workers"]) == 2 * nodes  # every node's workers answered (half the buyers each)
     assert (tmp_path / "onsale.md").read_text().startswith("# On-sale simulation")
