@@ -11,7 +11,7 @@ with Django's ASGI handler but without the middleware chain (``StreamHandler``).
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import closing
 from functools import lru_cache
 from typing import Any, cast
@@ -23,7 +23,9 @@ from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.exception import convert_exception_to_response
 from django.core.wsgi import get_wsgi_application
-from django.urls import Resolver404, resolve, set_script_prefix
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.urls import Resolver404, ResolverMatch, resolve, set_script_prefix
+from django.utils.log import log_response
 
 from booking.presale import queue_push
 
@@ -34,23 +36,24 @@ WEB_THREADS = int(os.environ.get("WEB_THREADS", "8"))
 
 
 class StreamHandler(ASGIHandler):
-    """Django's ASGI handler with no middleware, for the live streams (the async views).
+    """Django's ASGI handler for the live streams (the async views), calling the view itself.
 
     A stream reads only its URL, the buyer cookie and the language, and uses no Django database
     connection, so it needs neither the middleware chain nor the request signals (whose receivers
     close database connections). Five of the chain's middlewares are synchronous, and the signals'
     receivers too: under Django's own handler each stream opened paid a thread hop for each and a
     one-thread executor of its own (``ThreadSensitiveContext``), about 2.7 ms of CPU on the event
-    loop, the largest part of a waiting buyer's arrival in an on-sale rush.
+    loop, the largest part of a waiting buyer's arrival in an on-sale rush. The URL is resolved
+    once per path (``resolved``), as ``server_for`` did to send the request here: resolving every
+    stream's URL again through the site's patterns was 4 % of a web worker's CPU in a rush.
     """
 
-    def load_middleware(self, is_async: bool = False) -> None:
-        self._view_middleware: list[Callable] = []
-        self._template_response_middleware: list[Callable] = []
-        self._exception_middleware: list[Callable] = []
-        # What BaseHandler.load_middleware ends the chain with (django-stubs do not declare it).
-        view = self._get_response_async  # type: ignore[attr-defined]
-        self._middleware_chain = convert_exception_to_response(view)
+    def __init__(self) -> None:
+        super().__init__()
+        # An exception in a view becomes Django's error response (404, 403, 400 or 500), as in the chain.
+        self.view_response = cast(
+            Callable[[HttpRequest], Awaitable[HttpResponseBase]], convert_exception_to_response(self._call_view)
+        )
 
     async def __call__(self, scope, receive, send):
         """As ``ASGIHandler.handle``: the answer is sent until it ends or the client hangs up
@@ -79,8 +82,19 @@ class StreamHandler(ASGIHandler):
                 raise cast(BaseException, answer.exception())
 
     async def _answer(self, request, send) -> None:
-        response = await self.run_get_response(request)
+        response = await self.view_response(request)
+        if response.status_code >= 400:
+            logged = cast(HttpResponse, response)  # (django-stubs: any response is logged alike)
+            log_response("%s: %s", response.reason_phrase, request.path, response=logged, request=request)
         await self.send_response(response, send)
+
+    @staticmethod
+    async def _call_view(request):
+        match = resolved(request.path_info)
+        if match is None or not iscoroutinefunction(match.func):
+            raise Http404("not a live stream")
+        request.resolver_match = match
+        return await match.func(request, *match.args, **match.kwargs)
 
 
 # Threads per worker for the waiting room's own pages (the queue page and its poll): few, so that in
@@ -97,12 +111,20 @@ streams = StreamHandler()
 
 
 @lru_cache(maxsize=4096)
+def resolved(path: str) -> ResolverMatch | None:
+    """The URL's view, kept per path (the site's URLs do not change while a process runs)."""
+    try:
+        return resolve(path)
+    except Resolver404:
+        return None
+
+
+@lru_cache(maxsize=4096)
 def server_for(path: str) -> Callable:
     """Who answers the URL: the event loop for an async view (a live stream), the waiting room's
     threads for its pages, the page threads for everything else."""
-    try:
-        match = resolve(path)
-    except Resolver404:
+    match = resolved(path)
+    if match is None:
         return pages
     if iscoroutinefunction(match.func):
         return streams
