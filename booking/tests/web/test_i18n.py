@@ -7,6 +7,8 @@ import re
 from typing import cast
 
 import pytest
+from babel import Locale
+from babel import numbers as babel_numbers
 from django.conf import settings as django_settings
 from django.core import mail
 from django.core.mail import EmailMultiAlternatives
@@ -136,6 +138,16 @@ def test_the_switch_needs_its_csrf_token_and_refuses_other_places_to_go():
     assert away.status_code == 302 and away["Location"] == "/"  # only this site's pages
     unknown = client.post("/i18n/setlang/", {"language": "xx", "next": "/"})
     assert unknown.status_code == 302 and django_settings.LANGUAGE_COOKIE_NAME not in unknown.cookies
+
+
+@pytest.mark.parametrize("language", ["en", "de", "es", "hi"])
+def test_whole_numbers_read_as_babel_writes_them_in_each_language(language):
+    """Hindi groups by twos above the thousands (12,34,567): the quick path must not guess there."""
+    numbers = [0, 1, 9, 10, 999, 1000, 1001, 9999, 10000, 12345, 99999, 100000, 654321, 1234567, 20000000, -1234]
+    with translation.override(language):
+        for number in numbers:
+            expected = babel_numbers.format_decimal(number, locale=Locale.parse(translation.to_locale(language)))
+            assert formatting.thousands(number) == expected
 
 
 def test_money_numbers_and_dates_follow_the_language():
