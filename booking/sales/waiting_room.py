@@ -657,16 +657,25 @@ def get_config(queue_id: ObjectId, *, fresh: bool = False) -> RoomConfig | None:
     Redis applies only a newer revision."""
     now = time.monotonic()
     if not fresh:
-        with _configs_lock:
-            kept = _configs.get(queue_id)
-        if kept is not None and kept[0] > now:
-            return kept[1]
+        found, config = kept_config(queue_id)
+        if found:
+            return config
     config = _config_from(queue_id, _documents(queue_id))
     with _configs_lock:
         _configs[queue_id] = (now + CACHE_SECONDS, config)
         if len(_configs) > 1000:
             _configs.clear()
     return config
+
+
+def kept_config(queue_id: ObjectId) -> tuple[bool, RoomConfig | None]:
+    """``(True, config)`` when this process's copy is fresh (no I/O: an event loop may ask),
+    ``(False, None)`` when ``get_config`` must read it."""
+    with _configs_lock:
+        kept = _configs.get(queue_id)
+    if kept is not None and kept[0] > time.monotonic():
+        return True, kept[1]
+    return False, None
 
 
 def forget_cached(queue_id: ObjectId) -> None:

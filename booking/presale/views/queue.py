@@ -144,10 +144,12 @@ async def queue_live(request, queue_id):
     owner = buyer.owner(request)
     if not isinstance(request, ASGIRequest) or not settings.BOOKING_QUEUE_PUSH or owner is None:
         return HttpResponse(status=204)  # the page polls (a thread per stream under WSGI; no buyer yet)
-    try:
-        config = await sync_to_async(waiting_room.get_config, thread_sensitive=False)(queue)
-    except MONGO_DOWN_ERRORS:
-        return HttpResponse(status=204)  # the page polls, and its polls say what is wrong
+    found, config = waiting_room.kept_config(queue)  # in a rush, kept: no thread hop per stream
+    if not found:
+        try:
+            config = await sync_to_async(waiting_room.get_config, thread_sensitive=False)(queue)
+        except MONGO_DOWN_ERRORS:
+            return HttpResponse(status=204)  # the page polls, and its polls say what is wrong
     if config is None:
         return HttpResponse(status=204)  # the room has ended: the page's next poll sends the buyer on
     ticket = waiting_room.read_ticket(request.COOKIES.get(waiting_room.ticket_cookie_name(queue)), queue, owner)
