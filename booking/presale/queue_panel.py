@@ -8,8 +8,10 @@ import re
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.contrib.messages import get_messages
+from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
-from django.utils import translation
+from django.utils import timezone, translation
 from django.utils.html import escape
 from django.utils.translation import gettext, ngettext
 
@@ -63,7 +65,7 @@ class PanelBatch:
     def render(self, context: dict) -> str:
         """The panel for this context, in the language active now (as ``render_status``)."""
         result, state = context.get("result"), context.get("state")
-        language = translation.get_language()
+        language = (translation.get_language(), timezone.get_current_timezone_name())  # the words, the times
         next_poll = {str(STAND_IN_NEXT_POLL): str(context.get("next_poll"))}
         if state == "waiting" and result is not None and result.position > 2:
             key: tuple = (state, context.get("config"), language, result.rate, context.get("note"), result.paused)
@@ -95,6 +97,65 @@ class PanelBatch:
 
 
 POLLED = PanelBatch()
+
+PAGE_STAND_INS = ("wr-stand-in-page-panel", "wr-stand-in-page-csrf-token", "wr-stand-in-page-next")
+
+
+class PageSkeletons:
+    """The queue page around its panel, rendered once per room, language and time zone, with each
+    buyer's own parts put in: the panel (``PanelBatch``), the CSRF token and the page's own address
+    (the language switch sends the buyer back to it). In an on-sale rush every arrival opens this
+    page, and rendering the whole page for each was a sixth of a web worker's CPU.
+
+    The page is rendered for the first buyer with their own token and address, and each part is
+    then looked for exactly as the template wrote it: when one is not found exactly once (or the
+    token not as often as the template writes it), that page is not kept and every buyer's is
+    rendered whole. A buyer with messages to show gets the page rendered whole too."""
+
+    MOST_KEPT = 64
+    TOKENS_IN_PAGE = 2  # the htmx header on <body> and the language switch's form
+
+    def __init__(self, panels: PanelBatch) -> None:
+        self.panels = panels
+        self._skeletons: dict[tuple, str | None] = {}
+
+    def render(self, request, context: dict) -> str:
+        token = get_token(request)
+        page_context = {**context, "csrf_token": token}
+        if len(get_messages(request)):
+            return render_to_string(TEMPLATE, page_context, request)
+        key = (
+            context["config"],
+            context["queue_id"],
+            context["grace_minutes"],
+            context["admission_minutes"],
+            context.get("state") == "no_cookie",  # the page then names no stream
+            translation.get_language(),
+            timezone.get_current_timezone_name(),
+        )
+        next_field = f'name="next" value="{escape(request.get_full_path())}"'
+        if key not in self._skeletons:
+            if len(self._skeletons) >= self.MOST_KEPT:
+                self._skeletons.clear()
+            page = render_to_string(TEMPLATE, page_context, request)
+            self._skeletons[key] = self._cut(page, render_status(context), token, next_field)
+            return page
+        skeleton = self._skeletons[key]
+        if skeleton is None:
+            return render_to_string(TEMPLATE, page_context, request)
+        panel_stand_in, token_stand_in, next_stand_in = PAGE_STAND_INS
+        parts = {panel_stand_in: self.panels.render(context), token_stand_in: token, next_stand_in: next_field}
+        return _stand_ins_pattern(PAGE_STAND_INS).sub(lambda match: parts[match[0]], skeleton)
+
+    def _cut(self, page: str, panel: str, token: str, next_field: str) -> str | None:
+        counts = (page.count(panel), page.count(token), page.count(next_field))
+        if counts != (1, self.TOKENS_IN_PAGE, 1) or any(stand_in in page for stand_in in PAGE_STAND_INS):
+            return None
+        panel_stand_in, token_stand_in, next_stand_in = PAGE_STAND_INS
+        return page.replace(panel, panel_stand_in).replace(token, token_stand_in).replace(next_field, next_stand_in)
+
+
+PAGES = PageSkeletons(POLLED)
 
 _patterns: dict[tuple, re.Pattern] = {}
 

@@ -181,4 +181,4 @@ def _go(request, url: str) -> HttpResponse:
 def _render(request, context: dict, partial: bool) -> HttpResponse:
     if partial:  # the poll: the panel alone, the same words as a pushed one (no request context in it)
         return HttpResponse(queue_panel.POLLED.render(context))
-    return render(request, queue_panel.TEMPLATE, context)
+    return HttpResponse(queue_panel.PAGES.render(request, context))
