@@ -173,18 +173,23 @@ def drop_canceled(cart: Cart | None, session: Session) -> bool:
     return True
 
 
-def load_session_page(session_id: str) -> tuple[Session, seatmap_html.SeatMapHtml]:
-    """The session and its built map. When this process has built the map of the current version,
-    one small read (no seat states, no layout rows); otherwise a second, full read builds it."""
-    sid = object_id(session_id, "performance")
-    session = selectors.get_session_head(sid)
+def load_session_head(session_id: str) -> Session:
+    """The session without its big parts (seat states, layout rows, reservations): enough to
+    send a buyer on (a waiting room, a canceled show) before the map is looked at. One small read."""
+    session = selectors.get_session_head(object_id(session_id, "performance"))
     if session is None or session.get("status") == SessionStatus.DRAFT:
         raise NotFound(gettext("No such performance."))  # a draft is for staff only
-    shared = seatmap_html.cached_seat_map(sid, session["version"])
-    if shared is None:
-        session = _load_session(session_id)
-        shared = seatmap_html.seat_map_html(session)
-    return session, shared
+    return session
+
+
+def load_seat_map(head: Session) -> tuple[Session, seatmap_html.SeatMapHtml]:
+    """The session and its built map. When this process has built the map of the head's version,
+    the head serves; otherwise a full read builds it."""
+    shared = seatmap_html.cached_seat_map(head["_id"], head["version"])
+    if shared is not None:
+        return head, shared
+    session = _load_session(str(head["_id"]))
+    return session, seatmap_html.seat_map_html(session)
 
 
 def map_context(request, session: Session, cart: Cart | None, picked=(), shared=None) -> dict:

@@ -25,7 +25,8 @@ from booking.presale.context import (
     current_cart,
     drop_canceled,
     error_page,
-    load_session_page,
+    load_seat_map,
+    load_session_head,
     map_context,
     sale_notice,
     session_gate,
@@ -42,14 +43,20 @@ SERVER_NOW_MARKER = "8c1d0e5a-server-now"  # in a shared page, replaced by the t
 def session_page(request, session_id):
     try:
         cart, expired = current_cart(request)  # first: an expired hold frees its seats on this map
-        session, shared = load_session_page(session_id)
+        head = load_session_head(session_id)
     except NotFound as exc:
         return error_page(request, exc, 404)
-    if drop_canceled(cart, session):
+    if drop_canceled(cart, head):
         cart, expired = current_cart(request)
-    turn = session_gate(request, session)  # waiting room: None, a redirect, or the admission
+    # Waiting room: None, a redirect, or the admission. Before the map: in an on-sale rush every
+    # arrival is sent on from here, and the map changes with every hold, so it would be read whole.
+    turn = session_gate(request, head)
     if isinstance(turn, HttpResponse):
         return turn
+    try:
+        session, shared = load_seat_map(head)
+    except NotFound as exc:  # deleted since the head was read
+        return error_page(request, exc, 404)
     template = "booking/session.html#seatmap" if request.htmx and not request.htmx.boosted else "booking/session.html"
 
     def context(**extra):

@@ -82,11 +82,12 @@ def test_a_buyer_with_messages_gets_the_page_rendered_whole_and_sees_them():
     pages = queue_panel.PageSkeletons(queue_panel.PanelBatch())
     pages.render(RequestFactory().get("/"), context(room, 5, 10))  # the kept page
     request = RequestFactory().get("/")
-    request._messages = CookieStorage(request)  # as MessageMiddleware sets it
-    request._messages.add(20, "Your hold has ended.")
+    storage = CookieStorage(request)
+    setattr(request, "_messages", storage)  # noqa: B010 - as MessageMiddleware sets it
+    storage.add(20, "Your hold has ended.")
     page = pages.render(request, context(room, 5, 10))
     assert "Your hold has ended." in page
-    assert request._messages.used  # shown, so gone with this answer
+    assert storage.used  # shown, so gone with this answer
 
 
 def test_a_page_whose_parts_are_not_found_as_expected_is_rendered_whole(monkeypatch):

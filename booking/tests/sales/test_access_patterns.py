@@ -4,6 +4,8 @@ Counted through pymongo's command monitoring, so these are the commands really s
 
 from datetime import timedelta
 
+from django.test import Client
+
 from booking.core import clock, mongo
 from booking.payments import flow as payments
 from booking.sales import holds, selectors, waiting_list
@@ -11,6 +13,7 @@ from booking.sales.carts import expire_cart
 from booking.tests import paying
 from booking.tests.commands import counting_commands
 from booking.tests.factories import make_session, make_theater
+from booking.tests.presale.test_waiting_room_views import open_room
 
 ALICE = "s:alice"
 
@@ -127,3 +130,16 @@ def test_c4_expiring_a_cart_is_one_write_plus_one_per_session():
     # the cart's write is a findAndModify: it answers with the cart's sessions and whether a promo
     # code must be given back
     assert counter.writes == [("findAndModify", "carts"), ("update", "sessions"), ("update", "sessions")]
+
+
+def test_q2_a_buyer_sent_to_the_waiting_room_costs_one_small_read():
+    """In an on-sale rush every arrival opens the seat map first and is sent to the queue; the map
+    changes with every hold, so reading it whole would be 38 KB for each of them."""
+    session = make_session()
+    holds.hold_seats(session["_id"], ALICE, None, ["0:0"])  # a newer version than any map built here
+    open_room(session, on_sale=-1, rate=1)
+    with counting_commands() as counter:
+        answer = Client().get(f"/sessions/{session['_id']}/")
+    assert answer.status_code == 302 and "/queue/" in answer["Location"]
+    assert counter.commands == [("find", "sessions")]
+    assert counter.replies_bytes("find", "sessions") < 4_000
