@@ -52,6 +52,8 @@ from queue import Empty
 
 from .stack import WORKERS
 
+TURN_QUERY = "turn=1"  # on the queue page's URL of a buyer whose turn came (booking/presale/queue_push.py)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
@@ -89,6 +91,7 @@ class Size:
     on_sale_after: float = ON_SALE_AFTER
     rate: int = 300  # buyers per minute let in
     web_nodes: int = 1  # web nodes (a gunicorn each); the buyers are spread over them as a balancer would
+    waiting_room_nice: int | None = None  # the waiting room on a node of its own at this CPU priority
 
 
 @dataclass
@@ -288,8 +291,18 @@ class Pool:
 
 
 class Browser:
-    def __init__(self, client: Pool, index: int, t0: float, timings: list, statuses: dict, stripe_url: str):
+    def __init__(
+        self,
+        client: Pool,
+        index: int,
+        t0: float,
+        timings: list,
+        statuses: dict,
+        stripe_url: str,
+        waiting_room: Pool | None = None,
+    ):
         self.client, self.t0, self.timings, self.statuses = client, t0, timings, statuses
+        self.waiting_room = waiting_room  # the waiting room's own node, if it has one
         self.stripe_url = stripe_url
         self.cookies: dict[str, str] = {}
         self.address = f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255 or 1}"
@@ -303,7 +316,7 @@ class Browser:
         if data is not None and "csrftoken" in self.cookies:
             headers["X-CSRFToken"] = self.cookies["csrftoken"]
         sent = time.monotonic()
-        response = await self.client.request(method, path, data, headers)
+        response = await self.pool_for(path).request(method, path, data, headers)
         took = time.monotonic() - sent
         server_us = int(response.headers.get("x-server-time-us") or 0)
         self.timings.append(Timing(label, sent - self.t0, took, response.status_code, server_us, response.waited))
@@ -317,18 +330,26 @@ class Browser:
                 self.cookies[name.strip()] = morsel
         return response
 
+    def pool_for(self, path: str) -> Pool:
+        """As the proxy in front routes: the waiting room's pages and streams to its node, but for a
+        buyer whose turn came (``?turn=1``), who is a buyer of the sale from then on."""
+        if self.waiting_room is not None and path.startswith("/queue/") and TURN_QUERY not in path:
+            return self.waiting_room
+        return self.client
+
     async def stream(self, path: str, out: Outcome, quits_at: float | None, after_ticket: bool = False) -> str:
         """Listen to the waiting room's event stream on a connection of its own until it says
         ``go`` or ``ticket``, or sold out ("left-sold-out"), or the buyer gives up ("left-queue");
         "no-stream" when it was refused (204) or dropped."""
         headers = {"X-Forwarded-For": self.address, "Accept": "text/event-stream"}
         headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        head = [f"GET {path} HTTP/1.1", f"Host: {self.client.host}:{self.client.port}"]
+        pool = self.pool_for(path)
+        head = [f"GET {path} HTTP/1.1", f"Host: {pool.host}:{pool.port}"]
         raw = ("\r\n".join(head + [f"{k}: {v}" for k, v in headers.items()]) + "\r\n\r\n").encode("latin-1")
         writer = None
         sent = time.monotonic()
         try:
-            reader, writer = await asyncio.open_connection(self.client.host, self.client.port, limit=1 << 20)
+            reader, writer = await asyncio.open_connection(pool.host, pool.port, limit=1 << 20)
             writer.write(raw)
             await writer.drain()
             response_head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 120)
@@ -533,7 +554,16 @@ async def rush_buyer(b: Browser, sid: str, plan: Plan, out: Outcome, on_sale_at:
 
 
 async def _buyers(
-    node_urls: list[str], stripe_url: str, sid: str, variant: str, plans_here, t0: float, size: Size, seed: int, stop
+    node_urls: list[str],
+    waiting_room_url: str | None,
+    stripe_url: str,
+    sid: str,
+    variant: str,
+    plans_here,
+    t0: float,
+    size: Size,
+    seed: int,
+    stop,
 ):
     timings: list = []
     statuses: dict = {}
@@ -541,13 +571,14 @@ async def _buyers(
     transport_errors = 0
     rng = random.Random(seed)
     pools = [Pool(url, CONNECTIONS_PER_PROCESS) for url in node_urls]
+    waiting_room = Pool(waiting_room_url, CONNECTIONS_PER_PROCESS) if waiting_room_url else None
 
     async def one(index, plan):
         nonlocal transport_errors
         await asyncio.sleep(max(0.0, t0 + plan.arrive - time.monotonic()))
         out = Outcome(index=index, arrived=plan.arrive, early=plan.arrive < size.on_sale_after)
         # each buyer stays on one node, as a balancer's sticky sessions or one keep-alive connection would
-        b = Browser(pools[index % len(pools)], index, t0, timings, statuses, stripe_url)
+        b = Browser(pools[index % len(pools)], index, t0, timings, statuses, stripe_url, waiting_room)
         outcomes.append(out)
         try:
             if variant == "push":
@@ -569,15 +600,17 @@ async def _buyers(
             for task in everyone:
                 task.cancel()
             await asyncio.gather(*everyone, return_exceptions=True)
-    for pool in pools:
+    for pool in [*pools, *([waiting_room] if waiting_room else [])]:
         for _reader, writer, _used in pool.idle:
             writer.close()
     return outcomes, timings, statuses, transport_errors
 
 
-def _process(node_urls, stripe_url, sid, variant, plans_here, t0_wall, size, seed, queue, stop):
+def _process(node_urls, waiting_room_url, stripe_url, sid, variant, plans_here, t0_wall, size, seed, queue, stop):
     t0 = time.monotonic() + (t0_wall - time.time())
-    result = asyncio.run(_buyers(node_urls, stripe_url, sid, variant, plans_here, t0, size, seed, stop))
+    result = asyncio.run(
+        _buyers(node_urls, waiting_room_url, stripe_url, sid, variant, plans_here, t0, size, seed, stop)
+    )
     queue.put(result)
 
 
@@ -625,7 +658,8 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
 
     from .cpu import CpuMeter
 
-    with Stack(asgi=variant == "push", web_nodes=size.web_nodes) as stack:
+    waiting_room_nice = size.waiting_room_nice if variant == "push" else None
+    with Stack(asgi=variant == "push", web_nodes=size.web_nodes, waiting_room_nice=waiting_room_nice) as stack:
         stack.use_in_this_process()
         mongo.ensure_indexes()
         session = seed_hall()
@@ -654,6 +688,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                 target=_process,
                 args=(
                     stack.node_urls,
+                    stack.waiting_room_url,
                     stack.stripe_url,
                     str(sid),
                     variant,
@@ -670,6 +705,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
         meter = CpuMeter(
             {
                 "web": stack.web_pids(),
+                "waiting room node": stack.waiting_room_pids(),
                 "db": stack._pids("devmongo"),
                 "redis": stack._pids("redis"),
             }
@@ -717,7 +753,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                     last_report = time.time()
                     free = sum(row.count(FREE) for row in doc["seats"])
                     if variant == "push":
-                        worker_states(stack.node_urls, workers)
+                        worker_states(stack.all_node_urls(), workers)
                         result.peak_viewers = max(
                             result.peak_viewers, sum(w["queue_viewers"] for w in workers.values())
                         )
@@ -729,7 +765,7 @@ def _run_variant(variant: str, size: Size, log, Stack, result: RunResult) -> Run
                 p.join()
         result.load_after = os.getloadavg()
         if variant == "push":
-            worker_states(stack.node_urls, workers)
+            worker_states(stack.all_node_urls(), workers)
             result.worker_peak_rss_mb = {pid: state["peak_rss_mb"] for pid, state in workers.items()}
             for state in workers.values():
                 for name, n in state["commands"].items():
@@ -992,6 +1028,11 @@ def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "")
             None,
             lambda s: " / ".join(fmt(s["cpu_seconds"].get(k), "", 0) for k in ("web", "db", "redis", "machine")),
         ),
+        (
+            "CPU seconds of the waiting room's own node (niced; not in web above)",
+            None,
+            lambda s: fmt(s["cpu_seconds"].get("waiting room node"), "", 0),
+        ),
         ("seconds measured", None, lambda s: fmt(s["wall_seconds"], " s")),
         ("load average before / after (1 min)", None, lambda s: f"{s['load_before'][0]} / {s['load_after'][0]}"),
     ]
@@ -1009,7 +1050,13 @@ def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "")
         f"({os.cpu_count()} CPUs, shared with other work), Python {platform.python_version()}. "
         f"Command: `python -m bench.onsale` (`make bench-onsale`). The stack: bench/stack.py (devmongo, "
         f"redis-server, {size.web_nodes} web node(s), each a gunicorn with {WORKERS} workers: gthread x 8 "
-        f"threads, or uvicorn for the pushed run; DEBUG off). "
+        f"threads, or uvicorn for the pushed run; DEBUG off"
+        + (
+            f"; the waiting room's pages and streams on a node of its own at nice {size.waiting_room_nice}"
+            if size.waiting_room_nice is not None
+            else ""
+        )
+        + "). "
         f"Buyers: real HTTP clients in "
         f"{PROCESSES} processes, {CONNECTIONS_PER_PROCESS} keep-alive connections each. How to read it: "
         f'docs/performance.md, section "On-sale simulation".',
@@ -1048,6 +1095,8 @@ def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "")
     runs = out / "onsale-runs"  # every run's table kept: bench/results/onsale-runs/<when>-<commit>-<what>.md
     runs.mkdir(exist_ok=True)
     nodes = f"-{size.web_nodes}-nodes" if size.web_nodes > 1 else ""
+    if size.waiting_room_nice is not None:
+        nodes += f"-waiting-room-node-nice-{size.waiting_room_nice}"
     name = f"{time.strftime('%Y-%m-%d-%H%M')}-{commit or 'unknown'}-{'-'.join(variants)}-{size.buyers}{nodes}"
     (runs / f"{name}.md").write_text("\n".join(lines) + "\n")
     return path
@@ -1066,6 +1115,12 @@ def main(argv=None) -> int:
         help="push: the waiting room over SSE (ASGI); poll: its polling fallback; rush: no waiting room",
     )
     parser.add_argument("--nodes", type=int, default=1, help="web nodes: a gunicorn each, the buyers spread over them")
+    parser.add_argument(
+        "--waiting-room-nice",
+        type=int,
+        default=None,
+        help="the waiting room's pages and streams on a web node of their own, at this CPU priority (nice)",
+    )
     parser.add_argument("--small", action="store_true", help="smoke size: 300 buyers over 10 s, sale at +5 s")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -1073,9 +1128,9 @@ def main(argv=None) -> int:
     import django
 
     django.setup()
-    size = Size(args.buyers, args.arrival_seconds, args.on_sale_after, args.rate, args.nodes)
+    size = Size(args.buyers, args.arrival_seconds, args.on_sale_after, args.rate, args.nodes, args.waiting_room_nice)
     if args.small:
-        size = Size(300, 10.0, 5.0, args.rate, args.nodes)
+        size = Size(300, 10.0, 5.0, args.rate, args.nodes, args.waiting_room_nice)
     variants = ["push", "poll", "rush"] if args.variant == "all" else [args.variant]
     commit = current_commit()
     summaries = []

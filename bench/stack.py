@@ -130,6 +130,10 @@ class Stack:
     asgi: bool = False  # the timed one with uvicorn workers (ASGI, as deployed: SSE); bench/onsale_asgi.py
     web_nodes: int = 1  # timed gunicorns, each with WORKERS workers: more than one stands for more web nodes
     node_ports: list[int] = field(default_factory=list)  # every timed gunicorn's port, web_port first
+    # A web node of its own for the waiting room (queue pages and streams, routed there by path as a
+    # proxy would), run at this lower CPU priority (nice); None: no such node.
+    waiting_room_nice: int | None = None
+    waiting_room_port: int = 0
     workdir: Path | None = None
     procs: list = field(default_factory=list)
 
@@ -147,6 +151,17 @@ class Stack:
     def web_pids(self) -> list[int]:
         """Every timed gunicorn's workers (looked up now)."""
         return [pid for name in self.node_names() for pid in children(self._proc(name).pid)]
+
+    @property
+    def waiting_room_url(self) -> str | None:
+        return f"http://127.0.0.1:{self.waiting_room_port}" if self.waiting_room_port else None
+
+    def all_node_urls(self) -> list[str]:
+        return self.node_urls + ([self.waiting_room_url] if self.waiting_room_url else [])
+
+    def waiting_room_pids(self) -> list[int] | None:
+        proc = self._proc("gunicorn-waiting")
+        return None if proc is None else children(proc.pid)
 
     @property
     def accounting_url(self) -> str:
@@ -227,18 +242,25 @@ class Stack:
         timed_env = {k: v for k, v in env.items() if k != "BOOKING_MONGO_MONITOR"}
         self.node_ports = [self._start_gunicorn(name, timed_env) for name in self.node_names()]
         self.web_port = self.node_ports[0]
+        booting = [*self.node_names(), "gunicorn-accounting"]
+        if self.waiting_room_nice is not None:
+            waiting_env = {**timed_env, "WAITING_ROOM_THREADS": os.environ.get("BENCH_WAITING_ROOM_THREADS", "8")}
+            self.waiting_room_port = self._start_gunicorn("gunicorn-waiting", waiting_env, nice=self.waiting_room_nice)
+            booting.append("gunicorn-waiting")
         self.accounting_port = self._start_gunicorn("gunicorn-accounting", {**env, "BOOKING_MONGO_MONITOR": "1"})
-        for what in (*self.node_names(), "gunicorn-accounting"):  # they boot side by side
+        for what in booting:  # they boot side by side
             wait_for_workers(self._proc(what), self._ready_dir(what), what)
 
-    def _start_gunicorn(self, what: str, env: dict) -> int:
+    def _start_gunicorn(self, what: str, env: dict, nice: int = 0) -> int:
         port = free_port()
         ready_dir = self._ready_dir(what)
         ready_dir.mkdir()
         app, app_args = "bench.wsgi:application", GUNICORN_ARGS
-        if self.asgi and what.startswith("gunicorn-timed"):  # the same worker count, one event loop each
+        if self.asgi and what != "gunicorn-accounting":  # the same worker count, one event loop each
             app, app_args = "bench.onsale_asgi:application", ASGI_ARGS
         args = [PYTHON, "-m", "gunicorn", app, *app_args, "--bind", f"127.0.0.1:{port}"]
+        if nice:
+            args = ["nice", "-n", str(nice), *args]
         self._spawn(args, what, port, env={**env, "BENCH_READY_DIR": str(ready_dir)})
         return port
 
