@@ -11,5 +11,6 @@ ensure_venv
 ensure_debian_package redis-server redis-server
 ensure_debian_package chromium chromium
 ensure_debian_package xgettext gettext  # makemessages, for the catalog completeness test
+ensure_debian_package caddy caddy  # runs deploy/Caddyfile in the proxy's routing test
 export DJANGO_SETTINGS_MODULE=theater_site.settings_test
 exec .venv/bin/pytest -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist load --maxschedchunk 1 "$@"

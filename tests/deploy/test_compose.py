@@ -1,11 +1,22 @@
 """compose.yaml, checked statically: no container engine runs on the machines this project is
 built and tested on, so the file is parsed (PyYAML) and held to what docs/deploy.md promises.
-Nothing here starts a container; docs/deploy.md says the stack was not brought up here."""
+Nothing here starts a container; docs/deploy.md says the stack was not brought up here. The proxy's
+configuration is run by Caddy itself (Debian's package) in front of stand-in nodes."""
 
+import json
+import os
 import re
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import yaml  # PyYAML, in requirements-dev.txt
+
+from booking.tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
@@ -27,8 +38,10 @@ def app_services() -> list[str]:
 
 
 def settings_env_names() -> set[str]:
+    """What settings.py reads, and what the web process reads itself (theater_site/asgi.py)."""
     text = (ROOT / "theater_site" / "settings.py").read_text()
-    return set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z_]+)"', text))
+    web = (ROOT / "theater_site" / "asgi.py").read_text()
+    return set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z_]+)"', text)) | set(re.findall(r'environ\.get\("([A-Z_]+)"', web))
 
 
 def test_the_topology_is_all_there():
@@ -95,7 +108,7 @@ def test_the_app_gets_the_environment_it_needs():
     for name in app_services():
         env = SERVICES[name]["environment"]
         assert needed <= set(env), f"{name} lacks {needed - set(env)}"
-        assert set(env) <= known, f"{name} sets what settings.py never reads: {set(env) - known}"
+        assert set(env) <= known, f"{name} sets what the app never reads: {set(env) - known}"
         assert env["DEBUG"] == "false"
         uri = env["MONGODB_URI"]
         assert "replicaSet=rs0" in uri and all(f"mongo{i}:27017" in uri for i in (1, 2, 3))
@@ -111,7 +124,7 @@ def test_services_start_in_order():
 
     assert after("migrate")["mongo-init"] == "service_completed_successfully"
     assert "ensure_indexes" in command("migrate") and "migrate --noinput" in command("migrate")
-    for name in ("web1", "web2", "worker", "beat"):
+    for name in ("web1", "web2", "waiting-room", "worker", "beat"):
         assert after(name)["migrate"] == "service_completed_successfully", name
         assert after(name)["redis"] == "service_healthy", name
     assert set(after("proxy")) == set(services_running(r"^gunicorn "))
@@ -153,3 +166,77 @@ def test_the_image_holds_the_product_only():
     for tool in ("devmongo", "bench", "chaos", "tests", "booking/tests", "requirements-dev.txt"):
         assert tool in ignored, f"{tool} would be copied into the production image"
     assert not list(ROOT.glob("*.whl")), "no stray wheels at the top level"
+
+
+def test_the_waiting_room_has_a_node_of_its_own_with_less_cpu_weight():
+    waiting, web = SERVICES["waiting-room"], SERVICES["web1"]
+    assert command("waiting-room") == command("web1")  # the same app: only the traffic differs
+    assert waiting["cpu_shares"] < web.get("cpu_shares", 1024)
+    assert "waiting-room" in waiting["environment"]["ALLOWED_HOSTS"]  # Caddy's health checks name it
+
+
+class Named(BaseHTTPRequestHandler):
+    """A stand-in web node: answers every request (health checks too) with its name."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("X-Node", self.server.node_name)  # type: ignore[attr-defined]
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_proxy_sends_the_waiting_room_to_its_node_and_a_buyer_whose_turn_came_to_the_sale():
+    """deploy/Caddyfile run by Caddy itself, its upstreams pointed at stand-in nodes here."""
+    nodes = {}
+    for name in ("waiting-room", "web1", "web2"):
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Named)
+        server.node_name = name  # type: ignore[attr-defined]
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        nodes[name] = server
+    adapted = subprocess.run(
+        ["caddy", "adapt", "--config", str(ROOT / "deploy" / "Caddyfile"), "--adapter", "caddyfile"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "SITE_ADDRESS": ":80"},
+    ).stdout
+    port = free_port()
+    for name, server in nodes.items():
+        adapted = adapted.replace(f'"{name}:8000"', f'"127.0.0.1:{server.server_address[1]}"')
+    config = json.loads(adapted.replace('":80"', f'":{port}"'))
+    config["admin"] = {"disabled": True}
+    config_file = ROOT / "test-artifacts" / "Caddyfile.test.json"
+    config_file.parent.mkdir(exist_ok=True)
+    config_file.write_text(json.dumps(config))
+    caddy = subprocess.Popen(
+        ["caddy", "run", "--config", str(config_file)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and caddy.poll() is None, caddy.stderr and caddy.stderr.read()
+                time.sleep(0.1)
+
+        def node_for(path: str) -> str:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:  # noqa: S310 - local
+                return answer.headers["X-Node"]
+
+        queue = "/queue/6b0c13040abedb357dd1e1c3/"
+        assert node_for(queue) == "waiting-room"
+        assert node_for(queue + "status/") == "waiting-room"
+        assert node_for(queue + "live/") == "waiting-room"
+        assert node_for(queue + "?turn=1") in {"web1", "web2"}  # the turn came: a buyer of the sale
+        assert {node_for("/sessions/6b0c13040abedb357dd1e1c3/") for _ in range(6)} <= {"web1", "web2"}
+        assert node_for("/") in {"web1", "web2"}
+    finally:
+        caddy.terminate()
+        caddy.wait(10)
+        for server in nodes.values():
+            server.shutdown()
