@@ -19,6 +19,11 @@ wishes and leavers (one random seed):
   on-sale (within a second: reaction time), later ones ask when they arrive; the same wishes, the
   same leavers.
 
+``--nodes N`` starts N web nodes (a gunicorn each) and keeps each buyer on one of them;
+``--waiting-room-nice N`` gives the waiting room's pages and streams a node of their own at that
+CPU priority, routed by path as deploy/Caddyfile routes them (a buyer whose turn came, ``?turn=1``,
+goes to the sale's node).
+
 Every buyer is a real HTTP client with its own cookies and address (X-Forwarded-For; one trusted
 proxy), over a pool of keep-alive connections per client process (as a reverse proxy in front of
 the app would hold them), so the app sees ~250 connections, not 5,000 (plus, in the push run,
