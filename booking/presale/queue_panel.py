@@ -147,6 +147,10 @@ class PageSkeletons:
         parts = {panel_stand_in: self.panels.render(context), token_stand_in: token, next_stand_in: next_field}
         return _stand_ins_pattern(PAGE_STAND_INS).sub(lambda match: parts[match[0]], skeleton)
 
+    def kept(self) -> list[str | None]:
+        """The pages kept now (None: a page rendered whole for every buyer)."""
+        return list(self._skeletons.values())
+
     def _cut(self, page: str, panel: str, token: str, next_field: str) -> str | None:
         counts = (page.count(panel), page.count(token), page.count(next_field))
         if counts != (1, self.TOKENS_IN_PAGE, 1) or any(stand_in in page for stand_in in PAGE_STAND_INS):

@@ -14,7 +14,6 @@ does (the first answer again) and lists the POSTs it received (``requests_receiv
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,18 +23,14 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from booking.tests.ports import free_port, listening
+
 VISA = "4242424242424242"
 DECLINED = "4000000000000341"  # localstripe: attaching works, charging is declined
 THREE_D_SECURE = "4000002760003184"  # localstripe: the charge needs authentication first
 SECRET_KEY = "sk_test_localstripe"
 PUBLISHABLE_KEY = "pk_test_localstripe"
 WEBHOOK_SECRET = "whsec_test_localstripe"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 SERVER = Path(__file__).resolve().parents[2] / "scripts" / "localstripe_server.py"
@@ -61,19 +56,12 @@ def stripe_settings(base: str) -> dict:
 @pytest.fixture(scope="session", autouse=True)
 def localstripe_url():
     """Start localstripe on a free port and point the app (and its subprocesses) at it."""
-    port = _free_port()
+    port = free_port()
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"localstripe-test-{port}.log"), "wb")  # noqa: SIM115
     proc = subprocess.Popen(_command(port), stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.exit(f"localstripe did not start (see {log.name})", 2)
-            time.sleep(0.05)
+    if not listening(port, proc, 20):
+        pytest.exit(f"localstripe did not start (see {log.name})", 2)
     values = stripe_settings(base)
     os.environ.update(values)
     for name, value in values.items():

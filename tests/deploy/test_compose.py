@@ -6,17 +6,15 @@ configuration is run by Caddy itself (Debian's package) in front of stand-in nod
 import json
 import os
 import re
-import socket
 import subprocess
 import threading
-import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import yaml  # PyYAML, in requirements-dev.txt
 
-from booking.tests.ports import free_port
+from booking.tests.ports import free_port, listening
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
@@ -215,14 +213,7 @@ def test_the_proxy_sends_the_waiting_room_to_its_node_and_a_buyer_whose_turn_cam
         ["caddy", "run", "--config", str(config_file)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and caddy.poll() is None, caddy.stderr and caddy.stderr.read()
-                time.sleep(0.1)
+        assert listening(port, caddy, 15), caddy.stderr and caddy.stderr.read()
 
         def node_for(path: str) -> str:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:  # noqa: S310 - local

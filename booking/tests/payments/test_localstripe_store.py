@@ -2,16 +2,14 @@
 given, across restarts, and starts, empty, from a file it cannot read (localstripe itself wrote
 one fixed /tmp file for every instance on the machine: a truncated one stopped ``run.sh``)."""
 
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
 import stripe
 
 from booking.tests.localstripe import SERVER
-from booking.tests.ports import free_port
+from booking.tests.ports import free_port, listening
 
 pytestmark = pytest.mark.slow
 
@@ -22,15 +20,8 @@ def start(port: int, data) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "localstripe did not start"
-            time.sleep(0.05)
+    assert listening(port, proc, 20), proc.stderr and proc.stderr.read().decode()
+    return proc
 
 
 def customers(port: int, monkeypatch) -> list[str | None]:

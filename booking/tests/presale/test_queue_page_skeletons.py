@@ -56,7 +56,7 @@ def test_every_buyers_page_reads_as_if_rendered_whole_for_them():
                     request = RequestFactory().get(path)
                     page = pages.render(request, ctx)
                     assert page == whole(request, page, ctx), (language, zone, ctx.get("state"), path)
-    assert len(pages._skeletons) == 6 and None not in pages._skeletons.values()  # kept, not rendered each time
+    assert len(pages.kept()) == 6 and None not in pages.kept()  # kept, not rendered each time
 
 
 def test_the_page_is_rendered_once_for_many_buyers(monkeypatch):
@@ -98,7 +98,7 @@ def test_a_page_whose_parts_are_not_found_as_expected_is_rendered_whole(monkeypa
         request, ctx = RequestFactory().get("/"), context(room, n, 10)
         page = pages.render(request, ctx)
         assert page == whole(request, page, ctx)
-    assert list(pages._skeletons.values()) == [None]
+    assert pages.kept() == [None]
 
 
 def test_each_buyers_page_carries_a_token_their_language_switch_is_accepted_with():

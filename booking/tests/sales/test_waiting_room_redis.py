@@ -9,7 +9,6 @@ queue waits for them (the regather period) before letting anybody in.
 
 import re
 import shutil
-import socket
 import subprocess
 import time
 from datetime import timedelta
@@ -22,7 +21,7 @@ from booking.core import clock
 from booking.sales import admission, waiting_room
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
-from booking.tests.ports import free_port
+from booking.tests.ports import free_port, listening
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -41,14 +40,8 @@ class OwnRedis:
 
     def start(self):
         self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
+        if not listening(self.port, self.proc, 10):
+            raise RuntimeError("redis-server did not start")
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
