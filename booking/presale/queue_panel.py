@@ -6,6 +6,7 @@ import dataclasses
 import random
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from django.conf import settings
 from django.contrib.messages import get_messages
@@ -69,31 +70,39 @@ class PanelBatch:
         next_poll = {str(STAND_IN_NEXT_POLL): str(context.get("next_poll"))}
         if state == "waiting" and result is not None and result.position > 2:
             key: tuple = (state, context.get("config"), language, result.rate, context.get("note"), result.paused)
-            stand_ins: dict = {
-                "result": dataclasses.replace(result, position=STAND_IN_POSITION, waiting=STAND_IN_WAITING),
-                "wait_text": STAND_IN_WAIT_TEXT,
-            }
+            position, ahead, waiting = _stand_in_figures(language[0])
             figures = {
-                thousands(STAND_IN_POSITION): thousands(result.position),
-                thousands(STAND_IN_POSITION - 1): thousands(result.position - 1),
-                thousands(STAND_IN_WAITING): thousands(result.waiting),
+                position: thousands(result.position),
+                ahead: thousands(result.position - 1),
+                waiting: thousands(result.waiting),
                 STAND_IN_WAIT_TEXT: escape(context["wait_text"]),
                 **next_poll,
             }
         elif state == "sold_out":
             key = (state, context.get("config"), language, context.get("seats_back_at"), context.get("note"))
-            stand_ins, figures = {}, next_poll
+            figures = next_poll
         else:
             return render_status(context)
         if key not in self._skeletons:
             if len(self._skeletons) >= self.MOST_KEPT:
                 self._skeletons.clear()
-            rendered = render_status({**context, **stand_ins, "next_poll": STAND_IN_NEXT_POLL})
+            stand_ins: dict = {"next_poll": STAND_IN_NEXT_POLL}
+            if state == "waiting" and result is not None:
+                stand_ins["result"] = dataclasses.replace(result, position=STAND_IN_POSITION, waiting=STAND_IN_WAITING)
+                stand_ins["wait_text"] = STAND_IN_WAIT_TEXT
+            rendered = render_status({**context, **stand_ins})
             self._skeletons[key] = rendered if all(stand_in in rendered for stand_in in figures) else None
         skeleton = self._skeletons[key]
         if skeleton is None:  # a stand-in did not come through as written: no shortcut
             return render_status(context)
         return _stand_ins_pattern(tuple(figures)).sub(lambda match: figures[match[0]], skeleton)
+
+
+@lru_cache(maxsize=16)
+def _stand_in_figures(language: str) -> tuple[str, str, str]:
+    """The stand-in place, the number ahead of it and the count waiting as the panel writes them
+    in this language (the language is active: ``thousands`` reads it)."""
+    return thousands(STAND_IN_POSITION), thousands(STAND_IN_POSITION - 1), thousands(STAND_IN_WAITING)
 
 
 POLLED = PanelBatch()
@@ -211,10 +220,9 @@ def status_context(
         )
         return context
     if result.sold_out:
-        back = None  # nothing held that could come back
-        if result.seats_back_ms:  # (a hold past its end, not yet swept, comes back any moment)
-            back = datetime.fromtimestamp(max(result.seats_back_ms, result.now_ms) / 1000, UTC)
-        context.update(state="sold_out", seats_back_at=back, next_poll=jitter(min(slow, SOLD_OUT_LOOK_SECONDS)))
+        back = datetime.fromtimestamp(result.seats_back_ms / 1000, UTC) if result.seats_back_ms else None
+        now = datetime.fromtimestamp(result.now_ms / 1000, UTC)
+        context.update(sold_out_context(back, now=now, slowest=slow))
         return context
     wait = result.wait_seconds()
     if result.paused or wait is None:  # None only while paused (the rate is at least 1)
@@ -224,6 +232,13 @@ def status_context(
     next_poll = jitter(min(slow, max(fast, wait / 10)))
     context.update(state="waiting", wait=wait, wait_text=wait_text(wait), next_poll=next_poll)
     return context
+
+
+def sold_out_context(seats_back_at: datetime | None, *, now: datetime, slowest: float) -> dict:
+    """The sold-out panel: when held seats may come back (None: nothing held that could), and the
+    next look, at most ``slowest`` seconds away."""
+    back = max(seats_back_at, now) if seats_back_at is not None else None  # a hold past its end, not yet swept
+    return {"state": "sold_out", "seats_back_at": back, "next_poll": jitter(min(slowest, SOLD_OUT_LOOK_SECONDS))}
 
 
 def countdown(seconds: int) -> str:

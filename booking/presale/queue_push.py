@@ -17,7 +17,9 @@ queue page's address: that page (a plain GET) issues the admission cookie and se
 the seat map, as a poll would. Redis unreachable: every due viewer is told the queue is paused
 (places kept) and looked at again a few seconds later. When staff change the queue (pause,
 resume, rate, end), every viewer of it is looked at on the next tick after this process sees the
-new settings (they are kept 5 s per process), not at its own pace.
+new settings (they are kept 5 s per process), not at its own pace. When this process's reading of
+the seats finds the hall sold out, every viewer is told so on that tick without a look at Redis for
+each (``tell_sold_out``: the same panel per language), and the next looks go on at the sold-out pace.
 
 A viewer only reads what it is sent: a slow one lets its own list grow, up to ``QUEUE_SIZE``
 events, then keeps only the newest (every event is a whole panel). A closed stream ends its
@@ -33,9 +35,11 @@ from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
 from bson import ObjectId
+from django.conf import settings
 from django.urls import reverse
 from django.utils import translation
 
+from booking.core import clock
 from booking.presale import queue_panel
 from booking.sales import waiting_room
 from booking.web import push
@@ -48,6 +52,7 @@ TICK_SECONDS = 0.25  # how often the hub looks for viewers that are due
 TURN_QUERY = "turn=1"
 QUEUE_SIZE = 8  # events kept for a viewer that does not read; older ones go (each is a whole panel)
 ON_SALE_SPREAD_SECONDS = 3.0  # the looks just after the on-sale are spread over this long
+SOLD_OUT, CHANGED = "sold out", "changed"  # what a hub's tick found changed in a queue (QueueHub._change)
 
 
 @dataclass(eq=False)
@@ -110,7 +115,10 @@ class QueueHub:
             await asyncio.sleep(TICK_SECONDS)
             now = time.monotonic()
             for queue_id, group in list(self.viewers.items()):
-                if await self._settings_changed(queue_id):  # staff paused, re-rated, ended: tell everybody now
+                change = await self._change(queue_id)
+                if change == SOLD_OUT and await self._tell_sold_out(queue_id, list(group)):
+                    continue
+                if change is not None:  # staff paused, re-rated, ended, or seats came back: tell everybody now
                     for viewer in group:
                         viewer.due = now
                 due = [viewer for viewer in group if viewer.due <= now]
@@ -123,15 +131,31 @@ class QueueHub:
                 except Exception:  # a bug must not end every viewer's updates: they are looked at again
                     log.exception("waiting room %s: pushing the places failed", queue_id)
                     answers = [(viewer, b"", 5.0) for viewer in due]
-                after = time.monotonic()
-                self.looks += len(answers)
-                for viewer, event, delay in answers:
-                    if event:
-                        viewer.put(event)
-                    viewer.due = after + delay
+                self._deliver(answers)
             if now - self._beat >= push.HEARTBEAT_SECONDS / 2:
                 self._beat = now
                 self._heartbeat(now)
+
+    def _deliver(self, answers: list[tuple[QueueViewer, bytes, float]]) -> None:
+        after = time.monotonic()
+        self.looks += len(answers)
+        for viewer, event, delay in answers:
+            if event:
+                viewer.put(event)
+            viewer.due = after + delay
+
+    async def _tell_sold_out(self, queue_id: ObjectId, viewers: list[QueueViewer]) -> bool:
+        """Tell every viewer at once that the hall is sold out (``tell_sold_out``); False when
+        this process's reading of the seats no longer says so (then everybody is looked at)."""
+        try:
+            answers = await sync_to_async(tell_sold_out, thread_sensitive=False)(queue_id, viewers)
+        except Exception:  # the ordinary looks tell them instead
+            log.exception("waiting room %s: telling the room it is sold out failed", queue_id)
+            return False
+        if answers is None:
+            return False
+        self._deliver(answers)
+        return True
 
     def _heartbeat(self, now: float) -> None:
         """A comment to every stream nothing was written to for ``push.HEARTBEAT_SECONDS`` (so
@@ -142,18 +166,21 @@ class QueueHub:
                 if now - viewer.last_put >= push.HEARTBEAT_SECONDS:
                     viewer.put(push.HEARTBEAT)
 
-    async def _settings_changed(self, queue_id: ObjectId) -> bool:
-        """Whether the queue's settings (kept 5 s per process) or whether it is sold out (its seats
-        read every ``waiting_room.SUPPLY_SECONDS`` per process) changed since the last tick."""
+    async def _change(self, queue_id: ObjectId) -> str | None:
+        """What changed since the last tick: the queue's settings (kept 5 s per process) or whether
+        it is sold out (its seats read every ``waiting_room.SUPPLY_SECONDS`` per process). None:
+        nothing; ``SOLD_OUT``: only that the hall sold out; ``CHANGED``: anything else."""
         try:
             config, sold_out = await sync_to_async(_config_and_supply, thread_sensitive=False)(queue_id)
         except Exception:  # MongoDB away: the viewers' own looks go on (the settings kept so far)
             log.warning("waiting room %s: its settings could not be read", queue_id, exc_info=True)
-            return False
+            return None
         state = None if config is None else (config.rev, sold_out)
-        changed = queue_id in self._revs and self._revs[queue_id] != state
+        before = self._revs.get(queue_id, state)
         self._revs[queue_id] = state
-        return changed
+        if before == state:
+            return None
+        return SOLD_OUT if before is not None and state == (before[0], True) else CHANGED
 
 
 def _config_and_supply(queue_id: ObjectId) -> tuple[waiting_room.RoomConfig | None, bool]:
@@ -178,29 +205,78 @@ def look(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueView
         context = {**base, **queue_panel.unavailable_context()}
         return [(viewer, _status(viewer, context), context["next_poll"]) for viewer in viewers]
     answers = []
-    panels = queue_panel.PanelBatch()  # one render per language and note, not one per viewer
-    for viewer, result in zip(viewers, results, strict=True):
-        if result.state == "admitted":
-            answers.append((viewer, push.sse_event("go", {"url": go_to_queue}), 60.0))
-            continue
-        context = {**base, **queue_panel.status_context(config, result)}
-        delay = context["next_poll"]
-        if context["state"] in ("not_open", "before_sale"):  # look again just after the moment
-            delay = min(delay, context["seconds"] + random.uniform(0.1, ON_SALE_SPREAD_SECONDS))  # noqa: S311
-        event = _status(viewer, context, panels)
-        if result.state == "waiting" and viewer.ticket != (result.epoch, result.score):
-            # A place the page's ticket cookie does not name yet (joined by a push, or put back):
-            # one ordinary poll writes the cookie that would bring the buyer back to it.
-            viewer.ticket = (result.epoch, result.score)
-            event += push.sse_event("ticket", {})
-        answers.append((viewer, event, delay))
+    events = StatusEvents()
+    for language, group in _by_language(zip(viewers, results, strict=True)):
+        with translation.override(language):
+            for viewer, result in group:
+                if result.state == "admitted":
+                    answers.append((viewer, push.sse_event("go", {"url": go_to_queue}), 60.0))
+                    continue
+                context = {**base, **queue_panel.status_context(config, result)}
+                delay = context["next_poll"]
+                if context["state"] in ("not_open", "before_sale"):  # look again just after the moment
+                    delay = min(delay, context["seconds"] + random.uniform(0.1, ON_SALE_SPREAD_SECONDS))  # noqa: S311
+                event = events.status(context)
+                if result.state == "waiting" and viewer.ticket != (result.epoch, result.score):
+                    # A place the page's ticket cookie does not name yet (joined by a push, or put
+                    # back): one ordinary poll writes the cookie that would bring the buyer back to it.
+                    viewer.ticket = (result.epoch, result.score)
+                    event += push.sse_event("ticket", {})
+                answers.append((viewer, event, delay))
     return answers
 
 
-def _status(viewer: QueueViewer, context: dict, panels: queue_panel.PanelBatch | None = None) -> bytes:
+def tell_sold_out(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[QueueViewer, bytes, float]] | None:
+    """The sold-out panel for every viewer, from this process's reading of the seats, without a
+    look at Redis for each: a sell-out reaches a room of thousands within a tick. Their next looks
+    are spread over the sold-out pace as ever, so a buyer let in just before it is sent on then. None
+    when the reading no longer says sold out (seats came back: the ordinary looks tell them)."""
+    config = waiting_room.get_config(queue_id)
+    supply = waiting_room.refresh_supply(config) if config is not None else None
+    if config is None or supply is None or not supply.sold_out:
+        return None
+    base = queue_panel.base_context(config, queue_id)
+    slowest, now = settings.BOOKING_QUEUE_POLL_MAX_SECONDS, clock.now()
+    answers = []
+    events = StatusEvents()
+    for language, group in _by_language((viewer, None) for viewer in viewers):
+        with translation.override(language):
+            for viewer, _nothing in group:
+                context = {**base, **queue_panel.sold_out_context(supply.seats_back_at, now=now, slowest=slowest)}
+                answers.append((viewer, events.status(context), context["next_poll"]))
+    return answers
+
+
+class StatusEvents:
+    """The ``status`` events of one look, in the language active now: each panel rendered through
+    one ``PanelBatch``, and a sold-out one, the same for a whole room but for its next look (a
+    tenth of a second, 8 to 12 s), made once per language and next look."""
+
+    def __init__(self) -> None:
+        self.panels = queue_panel.PanelBatch()
+        self._sold_out: dict[tuple, bytes] = {}
+
+    def status(self, context: dict) -> bytes:
+        if context["state"] != "sold_out" or context.get("note"):
+            return push.sse_event("status", {"html": self.panels.render(context)})
+        key = (translation.get_language(), context["seats_back_at"], context["next_poll"])
+        event = self._sold_out.get(key)
+        if event is None:
+            event = self._sold_out[key] = push.sse_event("status", {"html": self.panels.render(context)})
+        return event
+
+
+def _by_language(pairs) -> list[tuple[str, list]]:
+    """(viewer, anything) pairs grouped by the viewer's language: one switch of language each."""
+    groups: dict[str, list] = {}
+    for pair in pairs:
+        groups.setdefault(pair[0].language, []).append(pair)
+    return list(groups.items())
+
+
+def _status(viewer: QueueViewer, context: dict) -> bytes:
     with translation.override(viewer.language):
-        html = panels.render(context) if panels is not None else queue_panel.render_status(context)
-    return push.sse_event("status", {"html": html})
+        return push.sse_event("status", {"html": queue_panel.render_status(context)})
 
 
 _hubs: dict[asyncio.AbstractEventLoop, QueueHub] = {}

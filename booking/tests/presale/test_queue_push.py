@@ -6,15 +6,17 @@ serve."""
 
 import asyncio
 import json
+import re
+import time
 from datetime import UTC, timedelta
 
 import pytest
 from django.conf import settings
 from django.test import Client
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from booking.core import mongo
-from booking.presale import queue_push
+from booking.presale import queue_panel, queue_push
 from booking.sales import admission, holds, waiting_room
 from booking.sales.cart_expiry import expire_stale_carts
 from booking.tests import production_asgi
@@ -247,6 +249,18 @@ def test_the_language_chosen_with_the_switch_is_the_pushed_panels():
     assert "Ihr Platz in der Schlange" in panel and "Your place" not in panel
 
 
+def hold_the_last_two_seats(session, config) -> holds.HoldResult:
+    """The buyer "s:first", let in, holds the two seats of a hall of two: nothing is left."""
+    tokens = {config.queue_id: admission.issue(config.queue_id, "s:first", admission.clock_ms())}
+    context = holds.HoldContext(admitted_queues=admission.verified_queues("s:first", tokens))
+    return holds.hold_seats(session["_id"], "s:first", None, ["0:0", "0:1"], context=context)
+
+
+def queue_script_runs() -> int:
+    """How often Redis ran a script by its digest: a look at the queue runs one per buyer."""
+    return int(waiting_room.store().info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+
 def test_a_sell_out_and_seats_coming_back_reach_every_waiting_page_at_once_not_at_its_pace(settings):
     """Sold out is pushed within 10 s however far away the page's next look is, with the time
     held seats may come back; when they do, the page says the line moves again."""
@@ -258,10 +272,7 @@ def test_a_sell_out_and_seats_coming_back_reach_every_waiting_page_at_once_not_a
     async def scenario():
         next_event = await open_stream(buyer, config)
         assert "You are in line" in (await next_event("status"))["html"]
-        tokens = {config.queue_id: admission.issue(config.queue_id, "s:first", admission.clock_ms())}
-        context = holds.HoldContext(admitted_queues=admission.verified_queues("s:first", tokens))
-        seats = ["0:0", "0:1"]  # the hall's last two
-        held = await asyncio.to_thread(holds.hold_seats, session["_id"], "s:first", None, seats, context=context)
+        held = await asyncio.to_thread(hold_the_last_two_seats, session, config)
         sold_out = (await next_event("status", timeout=10))["html"]
         expires = mongo.carts().find_one({"_id": held.cart_id})["expiresAt"]
         await asyncio.to_thread(expire_stale_carts, expires + timedelta(seconds=1))
@@ -301,3 +312,65 @@ def test_a_heartbeat_goes_only_to_a_stream_nothing_else_was_written_to_for_a_whi
     assert [chunk for chunk in quiet if b"event: status" in chunk] == [quiet[1]]  # the panel at once, then
     assert all(chunk == push.HEARTBEAT for chunk in quiet[2:])  # then heartbeats only,
     assert 1 <= len(quiet[2:]) <= 3  # each after 2-3 s with nothing written
+
+
+def test_a_sell_out_reaches_the_whole_room_in_one_tick_without_a_look_at_the_queue_for_each(settings):
+    """At a sell-out the hub tells every viewer from its own reading of the seats: no script run in
+    Redis per buyer, every panel the one an ordinary look words (in each buyer's language), and the
+    next looks spread over the sold-out pace."""
+    settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30  # next look: 24-36 s
+    session, config = open_room(make_session(grid="A: ss", prices={"s": 2000}), on_sale=-1, rate=1)
+    assert waiting_room.poll(config, "s:first").state == "admitted"  # the one buyer let in this minute
+    viewers = [queue_push.QueueViewer(config.queue_id, f"s:{n}", None, ("en", "de")[n % 2]) for n in range(40)]
+
+    async def scenario():
+        hub = queue_push.hub()
+        for viewer in viewers:
+            hub.add(viewer)
+        places = [await asyncio.wait_for(viewer.take(), 5) for viewer in viewers]
+        await asyncio.to_thread(hold_the_last_two_seats, session, config)
+        runs = queue_script_runs()
+        told = [await asyncio.wait_for(viewer.take(), 5) for viewer in viewers]
+        script_runs, now = queue_script_runs() - runs, time.monotonic()
+        return places, told, script_runs, [viewer.due - now for viewer in viewers]
+
+    places, told, script_runs, next_looks = run(scenario)
+    assert all(b"You are in line" in place or b"Sie stehen in der Warteschlange" in place for place in places)
+    assert script_runs == 0
+    panels = [json.loads(event.split(b"data: ", 1)[1])["html"] for event in told]
+    assert all("Sold out" in panel for panel in panels[0::2]) and all("Ausverkauft" in panel for panel in panels[1::2])
+    looked_at = waiting_room.poll_many(config, [(viewer.owner, None) for viewer in viewers[:2]])
+    for viewer, result, panel in zip(viewers, looked_at, panels, strict=False):
+        assert result.sold_out
+        with translation.override(viewer.language):
+            worded = queue_panel.render_status(
+                {**queue_panel.base_context(config, config.queue_id), **queue_panel.status_context(config, result)}
+            )
+        assert _without_next_look(panel) == _without_next_look(worded)
+    assert all(7 <= seconds <= 12 for seconds in next_looks)  # 8-12 s (10 s jittered), less the wait
+    assert len({round(seconds, 1) for seconds in next_looks}) > 5
+
+
+def test_a_buyer_let_in_just_before_the_sell_out_is_sent_on_at_the_next_look(settings):
+    """The sell-out is told without asking the queue, so a buyer let in a moment before hears
+    "sold out" first; the next look (at the sold-out pace) finds the admission and sends them on."""
+    settings.BOOKING_QUEUE_POLL_SECONDS = 0.2
+    settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 1  # the sold-out pace is 0.8-1.2 s then
+    session, config = open_room(make_session(grid="A: ss", prices={"s": 2000}), on_sale=-1, rate=1)
+    assert waiting_room.poll(config, "s:first").state == "admitted"
+    viewer = queue_push.QueueViewer(config.queue_id, "s:first", None, "en")  # not told yet
+
+    async def scenario():
+        await asyncio.to_thread(hold_the_last_two_seats, session, config)
+        waiting_room.refresh_supply(config, fresh=True)  # this process now reads the hall as sold out
+        queue_push.hub()._revs[config.queue_id] = (config.rev, False)  # as the tick before the sell-out saw it
+        queue_push.hub().add(viewer)
+        return [await asyncio.wait_for(viewer.take(), 5) for _ in range(2)]
+
+    told, sent_on = run(scenario)
+    assert b"Sold out" in told
+    assert sent_on.startswith(b"event: go") and b"turn=1" in sent_on
+
+
+def _without_next_look(panel: str) -> str:
+    return re.sub(r"\d+\.\d+s?\b", "N", panel)
