@@ -224,10 +224,27 @@ def has_admission(request, queue_id) -> bool:
     return admission.verify(request.COOKIES.get(admission.cookie_name(queue_id)), queue_id, owner)
 
 
+# The queue sends a buyer on with this when its room has ended: the seat map then reads the session
+# rather than trust a process's kept note that it is queued (which would send the buyer back).
+ROOM_ENDED_QUERY = "room=ended"
+
+
+def arrival_gate(request, session_id: str) -> HttpResponse | None:
+    """For a session's page, before any read: a redirect to the queue for a buyer without
+    admission when this process read the session as queued moments ago (in an on-sale rush every
+    arrival comes here first). None: the page reads the session, and ``session_gate`` decides."""
+    if request.META.get("QUERY_STRING") == ROOM_ENDED_QUERY or not ObjectId.is_valid(session_id):
+        return None
+    queue_id = waiting_room.kept_queue_of(ObjectId(session_id))
+    if queue_id is None or has_admission(request, queue_id):
+        return None
+    return redirect(queue_url(queue_id))
+
+
 def session_gate(request, session: Session):
     """For a session's page: None when it is not queued; a redirect to the queue when the buyer
     has no admission; else the admission's details for the page (seconds left)."""
-    queue_id = waiting_room.queue_of(session)
+    queue_id = waiting_room.keep_queue_of(session)
     if queue_id is None:
         return None
     token = request.COOKIES.get(admission.cookie_name(queue_id))

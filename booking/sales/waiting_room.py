@@ -681,11 +681,35 @@ def kept_config(queue_id: ObjectId) -> tuple[bool, RoomConfig | None]:
 def forget_cached(queue_id: ObjectId) -> None:
     with _configs_lock:
         _configs.pop(queue_id, None)
+        for session_id in [sid for sid, (_until, queue) in _queued_sessions.items() if queue == queue_id]:
+            del _queued_sessions[session_id]
 
 
 def queue_of(session: Session) -> ObjectId | None:
     room = session.get("waitingRoom")
     return room.get("queueId") if isinstance(room, dict) else None
+
+
+_queued_sessions: dict = {}  # session id -> (kept until, its queue's id): see keep_queue_of
+
+
+def keep_queue_of(session: Session) -> ObjectId | None:
+    """``queue_of``, and a queued session noted for ``CACHE_SECONDS`` in this process: in an
+    on-sale rush the seat map sends each arrival on to the queue without a read (``kept_queue_of``)."""
+    queue_id = queue_of(session)
+    if queue_id is not None:
+        with _configs_lock:
+            if len(_queued_sessions) >= 1000:
+                _queued_sessions.clear()
+            _queued_sessions[session["_id"]] = (time.monotonic() + CACHE_SECONDS, queue_id)
+    return queue_id
+
+
+def kept_queue_of(session_id: ObjectId) -> ObjectId | None:
+    """The queue of a session this process read as queued within ``CACHE_SECONDS`` (no I/O)."""
+    with _configs_lock:
+        kept = _queued_sessions.get(session_id)
+    return kept[1] if kept is not None and kept[0] > time.monotonic() else None
 
 
 def _validate(opens_at: datetime, on_sale_at: datetime, rate, start: datetime, sale_opens=None) -> dict:

@@ -34,7 +34,7 @@ from booking.core import clock, faults, mongo
 from booking.core.errors import NotFound
 from booking.core.ids import object_id
 from booking.presale import queue_panel, queue_push
-from booking.presale.context import has_admission
+from booking.presale.context import ROOM_ENDED_QUERY, has_admission
 from booking.sales import admission, waiting_room
 from booking.web import buyer, live
 from booking.web.middleware import MONGO_DOWN_ERRORS
@@ -63,7 +63,7 @@ def target_url(config: waiting_room.RoomConfig) -> str:
 def _no_queue_target(queue_id: ObjectId) -> str | None:
     """A queue id whose room has ended (or never was): the performance's page, if it exists."""
     if mongo.sessions().find_one({"_id": queue_id}, {"_id": 1}) is not None:
-        return reverse("booking:session", args=[str(queue_id)])
+        return reverse("booking:session", args=[str(queue_id)]) + "?" + ROOM_ENDED_QUERY
     if mongo.sessions().find_one({"performanceId": queue_id}, {"_id": 1}) is not None:
         return reverse("booking:performance", args=[str(queue_id)])
     return None

@@ -21,6 +21,7 @@ from booking.core.domain import SessionStatus
 from booking.core.errors import NotFound
 from booking.core.ids import object_id
 from booking.presale.context import (
+    arrival_gate,
     cart_context,
     current_cart,
     drop_canceled,
@@ -41,6 +42,9 @@ SERVER_NOW_MARKER = "8c1d0e5a-server-now"  # in a shared page, replaced by the t
 
 @require_safe
 def session_page(request, session_id):
+    sent_on = arrival_gate(request, session_id)
+    if sent_on is not None:
+        return sent_on
     try:
         cart, expired = current_cart(request)  # first: an expired hold frees its seats on this map
         head = load_session_head(session_id)

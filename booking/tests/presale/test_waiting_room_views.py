@@ -13,6 +13,7 @@ from django.utils import timezone
 from booking.core import clock, mongo
 from booking.presale import queue_panel
 from booking.sales import admission, holds, selectors, waiting_room
+from booking.tests.commands import counting_commands
 from booking.tests.factories import make_session
 from booking.tests.headers import HTMX
 from booking.tests.ports import free_port
@@ -157,7 +158,8 @@ def test_a_session_without_a_room_is_untouched_and_its_queue_url_leads_to_it(cli
     session = make_session()
     assert client.get(url("session", session_id=str(session["_id"]))).status_code == 200
     response = client.get(url("queue", queue_id=str(session["_id"])))
-    assert response.status_code == 302 and response["Location"] == url("session", session_id=str(session["_id"]))
+    assert response.status_code == 302
+    assert response["Location"] == url("session", session_id=str(session["_id"])) + "?room=ended"
 
 
 # --- seat actions on a queued sale ---
@@ -248,8 +250,35 @@ def test_a_room_ended_meanwhile_sends_the_buyer_to_the_seat_map(client):
     waiting_room.disable(config.queue_id)
     waiting_room.forget_cached(config.queue_id)
     response = client.get(status_path(config), **HTMX)
-    assert response["HX-Redirect"] == url("session", session_id=str(session["_id"]))
+    assert response["HX-Redirect"] == url("session", session_id=str(session["_id"])) + "?room=ended"
     assert client.get(url("session", session_id=str(session["_id"]))).status_code == 200
+
+
+def test_an_arrival_is_sent_to_the_queue_without_a_read_once_the_process_knows_the_sale_is_queued(client):
+    """In an on-sale rush every arrival opens the seat map first: once this process has read the
+    session as queued, a buyer without admission is sent on with no MongoDB command at all."""
+    session, config = open_room()
+    page = url("session", session_id=str(session["_id"]))
+    assert client.get(page)["Location"] == queue_path(config)  # read: the process notes the queue
+    with counting_commands() as counter:
+        answer = Client().get(page)
+    assert answer.status_code == 302 and answer["Location"] == queue_path(config)
+    assert counter.commands == []
+    assert admitted_client(config).get(page).status_code == 200  # an admitted buyer gets the map
+
+
+def test_a_room_ended_by_another_process_sends_the_buyer_to_the_map_not_back_to_the_queue(client):
+    """A process keeps its note that a session is queued for seconds. When the room ended in another
+    process meanwhile, the queue sends the buyer on marked so, and the map reads the session."""
+    session, config = open_room()
+    page = url("session", session_id=str(session["_id"]))
+    assert client.get(page)["Location"] == queue_path(config)
+    mongo.sessions().update_one({"_id": session["_id"]}, {"$unset": {"waitingRoom": ""}})  # another process ends it
+    assert client.get(page)["Location"] == queue_path(config)  # this process's note is still kept
+    assert waiting_room.get_config(config.queue_id, fresh=True) is None  # the queue reads the room: ended
+    ended = client.get(queue_path(config))
+    assert ended.status_code == 302 and ended["Location"] == page + "?room=ended"
+    assert client.get(ended["Location"]).status_code == 200
 
 
 # --- paused, Redis away ---
