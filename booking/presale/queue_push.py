@@ -21,10 +21,14 @@ new settings (they are kept 5 s per process), not at its own pace. When this pro
 the seats finds the hall sold out, every viewer is told so on that tick without a look at Redis for
 each (``tell_sold_out``: the same panel per language), and the next looks go on at the sold-out pace.
 
+Every open page is also marked still there a few times per grace period, apart from its looks
+(``waiting_room.mark_present``, one write per thousand buyers): a look that comes late in a rush
+must not cost an open page its place.
+
 A viewer only reads what it is sent: a slow one lets its own list grow, up to ``QUEUE_SIZE``
 events, then keeps only the newest (every event is a whole panel). A closed stream ends its
-viewer; not looked at any more, the buyer leaves the line after the grace period, as when a
-polling page is closed.
+viewer; neither looked at nor marked any more, the buyer leaves the line after the grace period,
+as when a polling page is closed.
 """
 
 import asyncio
@@ -89,6 +93,7 @@ class QueueHub:
         self.viewers: dict[ObjectId, set[QueueViewer]] = {}
         self._revs: dict[ObjectId, tuple | None] = {}  # each queue's (settings revision, sold out) as last seen
         self._task: asyncio.Task | None = None
+        self._marker: asyncio.Task | None = None
         self._beat = time.monotonic()
         self.looks = 0  # viewers looked at so far (bench/waiting.py)
 
@@ -96,6 +101,8 @@ class QueueHub:
         self.viewers.setdefault(viewer.queue_id, set()).add(viewer)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
+        if self._marker is None or self._marker.done():
+            self._marker = asyncio.get_running_loop().create_task(self._mark_present())
 
     def remove(self, viewer: QueueViewer) -> None:
         group = self.viewers.get(viewer.queue_id)
@@ -135,6 +142,19 @@ class QueueHub:
             if now - self._beat >= push.HEARTBEAT_SECONDS / 2:
                 self._beat = now
                 self._heartbeat(now)
+
+    async def _mark_present(self) -> None:
+        """Every open page marked still there a few times per grace period, apart from the looks:
+        in a rush a look can come late, and a buyer whose page is open must not lose the place
+        for it (a closed page is not marked, and is dropped after the grace period as ever)."""
+        while self.viewers:
+            await asyncio.sleep(max(1.0, settings.BOOKING_QUEUE_GRACE_SECONDS / 4))
+            for queue_id, group in list(self.viewers.items()):
+                owners = [viewer.owner for viewer in group]
+                try:
+                    await sync_to_async(waiting_room.mark_present, thread_sensitive=False)(queue_id, owners)
+                except waiting_room.QueueUnavailable:  # the looks say the queue is paused meanwhile
+                    log.warning("waiting room %s: its open pages could not be marked present", queue_id)
 
     def _deliver(self, answers: list[tuple[QueueViewer, bytes, float]]) -> None:
         after = time.monotonic()

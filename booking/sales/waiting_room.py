@@ -446,6 +446,23 @@ def poll_many(
     return [_result(raw) for raw in _run_all(config, calls)]
 
 
+def mark_present(queue_id, owners: list[str], *, now: datetime | None = None) -> None:
+    """Mark these buyers still there, without a look: their pages hold the queue's stream open.
+    Only buyers still in line are marked (one sorted-set write per thousand, ``XX``): nobody let
+    in or dropped comes back by it. Raises QueueUnavailable."""
+    seen_key, now_ms = keys(queue_id)[2], _ms(now or clock.now())
+    try:
+        with store().pipeline(transaction=False) as pipe:
+            for start in range(0, len(owners), MARK_BATCH):
+                pipe.zadd(seen_key, dict.fromkeys(owners[start : start + MARK_BATCH], now_ms), xx=True)
+            pipe.execute()
+    except (RedisError, OSError) as exc:
+        raise QueueUnavailable(str(exc)) from exc
+
+
+MARK_BATCH = 1000
+
+
 def _result(raw: list) -> PollResult:
     state, rank, waiting, score, admitted_at, epoch, note, paused, rate, onsale, opens, _rev, now_back = raw[:13]
     sold_out, back = raw[13:]

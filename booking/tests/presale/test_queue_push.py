@@ -374,3 +374,26 @@ def test_a_buyer_let_in_just_before_the_sell_out_is_sent_on_at_the_next_look(set
 
 def _without_next_look(panel: str) -> str:
     return re.sub(r"\d+\.\d+s?\b", "N", panel)
+
+
+def test_an_open_page_keeps_its_place_however_late_its_look_and_a_closed_one_loses_it(settings):
+    """In a rush a look can come long after its time; a page whose stream is open is marked still
+    there apart from its looks, so only a page that was closed leaves the line after the grace."""
+    settings.BOOKING_QUEUE_GRACE_SECONDS = 2  # open pages are marked every second
+    settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30  # looks 24-36 s apart
+    _session, config = open_room(on_sale=-1, rate=1)
+    assert waiting_room.poll(config, "s:first").state == "admitted"  # the one buyer let in this minute
+    assert waiting_room.poll(config, "s:closed").state == "waiting"  # then its page was closed
+    open_page = queue_push.QueueViewer(config.queue_id, "s:open", None, "en")
+
+    async def scenario():
+        queue_push.hub().add(open_page)
+        await asyncio.wait_for(open_page.take(), 5)  # its first look; the next is 24 s away
+        await asyncio.sleep(3.5)  # past the grace period
+        return await asyncio.to_thread(
+            lambda: [waiting_room.poll(config, owner, join=False) for owner in ("s:open", "s:closed")]
+        )
+
+    kept, dropped = run(scenario)
+    assert kept.state == "waiting" and kept.position == 1
+    assert dropped.state != "waiting"
