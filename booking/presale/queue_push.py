@@ -269,8 +269,8 @@ def tell_sold_out(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[
 
 class StatusEvents:
     """The ``status`` events of one look, in the language active now: each panel rendered through
-    one ``PanelBatch``, and a sold-out one, the same for a whole room but for its next look (a
-    tenth of a second, 8 to 12 s), made once per language and next look."""
+    one ``PanelBatch``; a sold-out one is the same for a whole room but for its next look (8 to
+    12 s, in tenths of a second), so it is made once per language and next look."""
 
     def __init__(self) -> None:
         self.panels = queue_panel.PanelBatch()

@@ -446,6 +446,9 @@ def poll_many(
     return [_result(raw) for raw in _run_all(config, calls)]
 
 
+MARK_BATCH = 1000  # buyers marked present per write
+
+
 def mark_present(queue_id, owners: list[str], *, now: datetime | None = None) -> None:
     """Mark these buyers still there, without a look: their pages hold the queue's stream open.
     Only buyers still in line are marked (one sorted-set write per thousand, ``XX``): nobody let
@@ -458,9 +461,6 @@ def mark_present(queue_id, owners: list[str], *, now: datetime | None = None) ->
             pipe.execute()
     except (RedisError, OSError) as exc:
         raise QueueUnavailable(str(exc)) from exc
-
-
-MARK_BATCH = 1000
 
 
 def _result(raw: list) -> PollResult:
@@ -714,11 +714,13 @@ def keep_queue_of(session: Session) -> ObjectId | None:
     """``queue_of``, and a queued session noted for ``CACHE_SECONDS`` in this process: in an
     on-sale rush the seat map sends each arrival on to the queue without a read (``kept_queue_of``)."""
     queue_id = queue_of(session)
-    if queue_id is not None:
-        with _configs_lock:
-            if len(_queued_sessions) >= 1000:
-                _queued_sessions.clear()
-            _queued_sessions[session["_id"]] = (time.monotonic() + CACHE_SECONDS, queue_id)
+    with _configs_lock:
+        if queue_id is None:  # (the room ended: no kept note sends anybody on any more)
+            _queued_sessions.pop(session["_id"], None)
+            return None
+        if len(_queued_sessions) >= 1000:
+            _queued_sessions.clear()
+        _queued_sessions[session["_id"]] = (time.monotonic() + CACHE_SECONDS, queue_id)
     return queue_id
 
 

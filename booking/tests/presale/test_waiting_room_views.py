@@ -279,6 +279,7 @@ def test_a_room_ended_by_another_process_sends_the_buyer_to_the_map_not_back_to_
     ended = client.get(queue_path(config))
     assert ended.status_code == 302 and ended["Location"] == page + "?room=ended"
     assert client.get(ended["Location"]).status_code == 200
+    assert client.get(page).status_code == 200  # that read let go of the note
 
 
 # --- paused, Redis away ---
