@@ -250,13 +250,15 @@ def tell_sold_out(queue_id: ObjectId, viewers: list[QueueViewer]) -> list[tuple[
     """The sold-out panel for every viewer, from this process's reading of the seats, without a
     look at Redis for each: a sell-out reaches a room of thousands within a tick. Their next looks
     are spread over the sold-out pace as ever, so a buyer let in just before it is sent on then. None
-    when the reading no longer says sold out (seats came back: the ordinary looks tell them)."""
+    when the reading no longer says sold out (seats came back) or the sale has not begun: the
+    ordinary looks tell them then."""
     config = waiting_room.get_config(queue_id)
     supply = waiting_room.refresh_supply(config) if config is not None else None
-    if config is None or supply is None or not supply.sold_out:
-        return None
+    now = clock.now()
+    if config is None or supply is None or not supply.sold_out or now < config.on_sale_at:
+        return None  # (before the sale the panels count down to it, sold out or not)
     base = queue_panel.base_context(config, queue_id)
-    slowest, now = settings.BOOKING_QUEUE_POLL_MAX_SECONDS, clock.now()
+    slowest = settings.BOOKING_QUEUE_POLL_MAX_SECONDS
     answers = []
     events = StatusEvents()
     for language, group in _by_language((viewer, None) for viewer in viewers):

@@ -397,3 +397,21 @@ def test_an_open_page_keeps_its_place_however_late_its_look_and_a_closed_one_los
     kept, dropped = run(scenario)
     assert kept.state == "waiting" and kept.position == 1
     assert dropped.state != "waiting"
+
+
+def test_before_the_sale_a_hall_with_nothing_left_still_counts_down_to_it(settings):
+    """The sold-out shortcut is for a sale that has begun: before it the panel counts down, as an
+    ordinary look words it, whatever the seats."""
+    settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30  # next look: 24-36 s
+    session, config = open_room(make_session(grid="A: ss", prices={"s": 2000}), on_sale=10, rate=1)
+    viewer = queue_push.QueueViewer(config.queue_id, "s:early", None, "en")
+
+    async def scenario():
+        queue_push.hub().add(viewer)
+        first = await asyncio.wait_for(viewer.take(), 5)
+        await asyncio.to_thread(hold_the_last_two_seats, session, config)
+        return first, await asyncio.wait_for(viewer.take(), 5)  # the flip has everybody looked at
+
+    first, after = run(scenario)
+    assert b"Sold out" not in first and b"Sold out" not in after
+    assert b"wr-before_sale" in first and b"wr-before_sale" in after
