@@ -358,13 +358,15 @@ def test_a_buyer_let_in_just_before_the_sell_out_is_sent_on_at_the_next_look(set
     settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 1  # the sold-out pace is 0.8-1.2 s then
     session, config = open_room(make_session(grid="A: ss", prices={"s": 2000}), on_sale=-1, rate=1)
     assert waiting_room.poll(config, "s:first").state == "admitted"
-    viewer = queue_push.QueueViewer(config.queue_id, "s:first", None, "en")  # not told yet
+    waiting = queue_push.QueueViewer(config.queue_id, "s:waiting", None, "en")
 
     async def scenario():
+        hub = queue_push.hub()
+        hub.add(waiting)
+        await asyncio.wait_for(waiting.take(), 5)  # the hub has seen the hall with seats left
+        viewer = queue_push.QueueViewer(config.queue_id, "s:first", None, "en", due=time.monotonic() + 60)
+        hub.add(viewer)  # let in, but not looked at (so not told) before the sell-out
         await asyncio.to_thread(hold_the_last_two_seats, session, config)
-        waiting_room.refresh_supply(config, fresh=True)  # this process now reads the hall as sold out
-        queue_push.hub()._revs[config.queue_id] = (config.rev, False)  # as the tick before the sell-out saw it
-        queue_push.hub().add(viewer)
         return [await asyncio.wait_for(viewer.take(), 5) for _ in range(2)]
 
     told, sent_on = run(scenario)
