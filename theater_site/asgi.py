@@ -6,7 +6,9 @@ Django runs every synchronous view of an ASGI process in one shared thread (asgi
 streams are async views; every other request goes to the WSGI application in a pool of
 ``WEB_THREADS`` threads (a2wsgi), as gunicorn's gthread worker serves it, but for the waiting
 room's pages, which have ``WAITING_ROOM_THREADS`` of their own. The streams stay on the event loop,
-with Django's ASGI handler but without the middleware chain (``StreamHandler``).
+with Django's ASGI handler but without the middleware chain (``StreamHandler``). Objects that
+outlive a second are kept out of Python's full collections (``booking/core/collector.py``): a
+worker holding thousands of streams stood still for a second at each one.
 """
 
 import asyncio
@@ -27,6 +29,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.urls import Resolver404, ResolverMatch, resolve, set_script_prefix
 from django.utils.log import log_response
 
+from booking.core import collector
 from booking.presale import queue_push
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "theater_site.settings")
@@ -132,13 +135,21 @@ def server_for(path: str) -> Callable:
 
 
 TURN = queue_push.TURN_QUERY.encode()
+requests_in_flight = collector.RequestsInFlight()
+collector_keeper = collector.CollectorKeeper(requests_in_flight)
 
 
 async def serve(scope, receive, send):
+    if settings.WEB_GC_FREEZE_SECONDS:
+        collector_keeper.start(every=settings.WEB_GC_FREEZE_SECONDS)
     server = server_for(scope["path"]) if scope["type"] == "http" else streams
     if server is waiting_room_pages and TURN in scope["query_string"]:
         server = pages  # a buyer whose turn came, on the way to the seat map: a buyer of the sale now
-    await server(scope, receive, send)
+    requests_in_flight.count += 1
+    try:
+        await server(scope, receive, send)
+    finally:
+        requests_in_flight.count -= 1
 
 
 application: Callable = serve

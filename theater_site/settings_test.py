@@ -22,6 +22,8 @@ BOOKING_WHATS_ON_CACHE_SECONDS = 0
 BOOKING_LIVE_MAP_VERSION_SECONDS = 0
 # What a request queued is in Redis when it returns (test_publish.py turns the publisher thread on).
 BOOKING_PUBLISH_AFTER_ANSWER = False
+# The test processes keep Python's collector as it is (test_collector.py drives the keeper itself).
+WEB_GC_FREEZE_SECONDS = 0
 
 # The test database in a file, not in memory. With an in-memory SQLite database Django's live
 # server shares one connection between its request threads, and a page that sends several

@@ -1,5 +1,6 @@
 """Helpers for tests that run buyers (or doors) in threads."""
 
+import asyncio
 import threading
 
 from django.conf import settings
@@ -38,3 +39,27 @@ def at_once(action, times: int, timeout: float = 60) -> list:
     for thread in threads:
         thread.join(timeout=timeout)
     return results
+
+
+def in_thread(fn, *args):
+    """Run ``fn`` in a thread of its own: another test (Playwright's sync API) may leave an event
+    loop running in this one, where neither asyncio.run nor async_to_sync may be used."""
+    out = {}
+
+    def target():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(60)
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+def run_async(coro_fn):
+    """``asyncio.run(coro_fn())`` in a thread of its own (``in_thread``)."""
+    return in_thread(lambda: asyncio.run(coro_fn()))

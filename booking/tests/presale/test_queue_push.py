@@ -24,7 +24,7 @@ from booking.tests.factories import make_session
 from booking.tests.headers import GERMAN
 from booking.tests.ports import free_port
 from booking.tests.presale.test_waiting_room_views import open_room, queue_path, url
-from booking.tests.web.test_push import in_thread, run
+from booking.tests.threads import in_thread, run_async
 from booking.web import push
 
 pytestmark = pytest.mark.django_db
@@ -85,7 +85,7 @@ def test_a_waiting_buyer_sees_the_place_pushed_then_is_sent_in_at_their_turn():
         await asyncio.to_thread(waiting_room.set_rate, config.queue_id, 60_000)  # staff let everybody in
         return await next_event("go")
 
-    assert run(scenario) == {"url": queue_path(config) + "?turn=1"}  # answered by the sale's threads
+    assert run_async(scenario) == {"url": queue_path(config) + "?turn=1"}  # answered by the sale's threads
     let_in = buyer.get(queue_path(config) + "?turn=1")  # where the page goes: the queue page issues the admission
     assert let_in.status_code == 302 and let_in["Location"] == url("session", session_id=str(session["_id"]))
 
@@ -99,7 +99,7 @@ def test_the_pushed_panel_is_in_the_buyers_language():
         next_event = await open_stream(buyer, config, {"Accept-Language": GERMAN["HTTP_ACCEPT_LANGUAGE"]})
         return (await next_event("status"))["html"]
 
-    panel = run(scenario)
+    panel = run_async(scenario)
     assert "Ihr Platz in der Schlange" in panel and "Your place" not in panel
 
 
@@ -114,7 +114,7 @@ def test_before_the_sale_the_panel_counts_down_and_the_place_is_pushed_again_onc
         assert "The sale starts in" in before
         return await next_event("go", timeout=10)  # looked at again just after the on-sale: let in
 
-    assert run(scenario) == {"url": queue_path(config) + "?turn=1"}
+    assert run_async(scenario) == {"url": queue_path(config) + "?turn=1"}
 
 
 def test_a_staff_pause_reaches_every_waiting_page_at_once_not_at_its_pace(settings):
@@ -129,7 +129,7 @@ def test_a_staff_pause_reaches_every_waiting_page_at_once_not_at_its_pace(settin
         await asyncio.to_thread(waiting_room.pause, config.queue_id)
         return (await next_event("status", timeout=3))["html"]
 
-    assert "The box office has paused the queue" in run(scenario)
+    assert "The box office has paused the queue" in run_async(scenario)
 
 
 def test_with_redis_unreachable_the_pushed_panel_says_paused_and_keeps_the_place(settings):
@@ -142,7 +142,7 @@ def test_with_redis_unreachable_the_pushed_panel_says_paused_and_keeps_the_place
         next_event = await open_stream(buyer, config)
         return (await next_event("status"))["html"]
 
-    panel = run(scenario)
+    panel = run_async(scenario)
     assert "The queue is paused" in panel and "You keep your place." in panel
 
 
@@ -158,7 +158,7 @@ def test_one_look_serves_every_due_viewer_of_the_process_and_a_closed_page_is_fo
         assert hub.count(config.queue_id) == 3
         return panels, hub
 
-    panels, hub = run(scenario)
+    panels, hub = run_async(scenario)
     places = sorted(int(panel.split("<strong>")[1].split("<")[0]) for panel in panels)
     assert places == [1, 2, 3]  # each their own place (the first caller was let in)
     assert hub.count() == 0  # the streams ended with the loop: their viewers are gone
@@ -176,7 +176,7 @@ def test_a_place_joined_by_a_push_asks_the_page_to_keep_it_in_a_cookie():
         assert "The waiting room opens soon" in (await next_event("status"))["html"]
         await next_event("ticket", timeout=10)
 
-    run(scenario)
+    run_async(scenario)
 
 
 def test_where_push_cannot_serve_the_stream_answers_204_and_the_page_polls(settings):
@@ -200,7 +200,7 @@ def test_where_push_cannot_serve_the_stream_answers_204_and_the_page_polls(setti
         head = await status_of(live_path(config), "HEAD")  # headers only, at once: no stream, no viewer kept
         return anonymous, off, bad, posted, head.status, await head.body(), queue_push.hub().count()
 
-    assert run(answers) == (204, 204, 404, 405, 200, b"", 0)
+    assert run_async(answers) == (204, 204, 404, 405, 200, b"", 0)
 
 
 def test_a_room_that_ended_answers_204_and_the_page_names_its_stream():
@@ -214,7 +214,7 @@ def test_a_room_that_ended_answers_204_and_the_page_names_its_stream():
     async def status():
         return (await production_asgi.request(live_path(config), cookies=buyer.cookies)).status
 
-    assert run(status) == 204
+    assert run_async(status) == 204
 
 
 def test_with_mongodb_unreachable_the_stream_answers_204_and_the_page_polls(settings):
@@ -230,7 +230,7 @@ def test_with_mongodb_unreachable_the_stream_answers_204_and_the_page_polls(sett
         return (await production_asgi.request(live_path(config), cookies=buyer.cookies)).status
 
     try:
-        assert run(status) == 204
+        assert run_async(status) == 204
     finally:
         mongo.close_client()  # the next test's client is the test database's again
 
@@ -245,7 +245,7 @@ def test_the_language_chosen_with_the_switch_is_the_pushed_panels():
         next_event = await open_stream(buyer, config, {"Accept-Language": "en"})
         return (await next_event("status"))["html"]
 
-    panel = run(scenario)
+    panel = run_async(scenario)
     assert "Ihr Platz in der Schlange" in panel and "Your place" not in panel
 
 
@@ -278,7 +278,7 @@ def test_a_sell_out_and_seats_coming_back_reach_every_waiting_page_at_once_not_a
         await asyncio.to_thread(expire_stale_carts, expires + timedelta(seconds=1))
         return sold_out, expires, (await next_event("status", timeout=10))["html"]
 
-    sold_out, expires, reopened = run(scenario)
+    sold_out, expires, reopened = run_async(scenario)
     assert "Sold out" in sold_out and "You are in line" not in sold_out
     back = timezone.localtime(expires.replace(tzinfo=UTC)).strftime("%H:%M")
     assert "at the latest by <strong>" in sold_out and back in sold_out
@@ -307,7 +307,7 @@ def test_a_heartbeat_goes_only_to_a_stream_nothing_else_was_written_to_for_a_whi
         settings.BOOKING_QUEUE_POLL_SECONDS = settings.BOOKING_QUEUE_POLL_MAX_SECONDS = 30  # next look: 24-36 s
         return often, await chunks_within(idle, 5.5)
 
-    often, quiet = run(scenario)
+    often, quiet = run_async(scenario)
     assert push.HEARTBEAT not in often and sum(b"event: status" in chunk for chunk in often) >= 3
     assert [chunk for chunk in quiet if b"event: status" in chunk] == [quiet[1]]  # the panel at once, then
     assert all(chunk == push.HEARTBEAT for chunk in quiet[2:])  # then heartbeats only,
@@ -334,7 +334,7 @@ def test_a_sell_out_reaches_the_whole_room_in_one_tick_without_a_look_at_the_que
         script_runs, now = queue_script_runs() - runs, time.monotonic()
         return places, told, script_runs, [viewer.due - now for viewer in viewers]
 
-    places, told, script_runs, next_looks = run(scenario)
+    places, told, script_runs, next_looks = run_async(scenario)
     assert all(b"You are in line" in place or b"Sie stehen in der Warteschlange" in place for place in places)
     assert script_runs == 0
     panels = [json.loads(event.split(b"data: ", 1)[1])["html"] for event in told]
@@ -369,7 +369,7 @@ def test_a_buyer_let_in_just_before_the_sell_out_is_sent_on_at_the_next_look(set
         await asyncio.to_thread(hold_the_last_two_seats, session, config)
         return [await asyncio.wait_for(viewer.take(), 5) for _ in range(2)]
 
-    told, sent_on = run(scenario)
+    told, sent_on = run_async(scenario)
     assert b"Sold out" in told
     assert sent_on.startswith(b"event: go") and b"turn=1" in sent_on
 
@@ -396,7 +396,7 @@ def test_an_open_page_keeps_its_place_however_late_its_look_and_a_closed_one_los
             lambda: [waiting_room.poll(config, owner, join=False) for owner in ("s:open", "s:closed")]
         )
 
-    kept, dropped = run(scenario)
+    kept, dropped = run_async(scenario)
     assert kept.state == "waiting" and kept.position == 1
     assert dropped.state != "waiting"
 
@@ -414,6 +414,6 @@ def test_before_the_sale_a_hall_with_nothing_left_still_counts_down_to_it(settin
         await asyncio.to_thread(hold_the_last_two_seats, session, config)
         return first, await asyncio.wait_for(viewer.take(), 5)  # the flip has everybody looked at
 
-    first, after = run(scenario)
+    first, after = run_async(scenario)
     assert b"Sold out" not in first and b"Sold out" not in after
     assert b"wr-before_sale" in first and b"wr-before_sale" in after

@@ -17,6 +17,7 @@ from booking.core import mongo
 from booking.sales import holds
 from booking.tests import production_asgi
 from booking.tests.factories import make_session
+from booking.tests.threads import in_thread, run_async
 from booking.venues.seat_grid import FREE, HELD
 from booking.web import push
 
@@ -37,29 +38,6 @@ def hub():
     assert h.available(wait=10), h.state
     yield h
     h.stop()
-
-
-def in_thread(fn, *args):
-    """Run ``fn`` in a thread of its own: another test (Playwright's sync API) may leave an event
-    loop running in this one, where neither asyncio.run nor async_to_sync may be used."""
-    out = {}
-
-    def target():
-        try:
-            out["value"] = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
-            out["error"] = exc
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join(60)
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
-
-
-def run(coro_fn):
-    return in_thread(lambda: asyncio.run(coro_fn()))
 
 
 def parse_events(chunk: bytes) -> list[dict]:
@@ -130,7 +108,7 @@ def test_a_hold_reaches_the_viewers_of_its_session_only_in_version_order(hub):
         for sub in (mine, theirs, elsewhere):
             hub.unsubscribe(sub)
 
-    run(scenario)
+    run_async(scenario)
     assert hub.viewers() == 0
 
 
@@ -151,7 +129,7 @@ def test_idle_viewers_cost_no_reads(hub):
             assert {m["v"] for m in messages} == {session["version"] + 1}
             return idle_commands
 
-        idle_commands = run(scenario)
+        idle_commands = run_async(scenario)
     finally:
         mongo.remove_listener(counter)
     # the stream's getMore (awaiting on the server) is the one read, whatever the number of viewers
@@ -188,7 +166,7 @@ def test_a_killed_cursor_is_resumed_without_losing_changes(hub):
         got = [await next_message(sub) for _ in range(2)]
         assert [m["v"] for m in got] == [session["version"] + 2, session["version"] + 3]
 
-    run(scenario)
+    run_async(scenario)
 
 
 def test_a_broken_stream_reopens_from_its_token(hub):
@@ -208,7 +186,7 @@ def test_a_broken_stream_reopens_from_its_token(hub):
         assert [m["v"] for m in got] == [session["version"] + i for i in (2, 3, 4)]
         assert hub.stats["opened"] > opened
 
-    run(scenario)
+    run_async(scenario)
 
 
 def test_standalone_mongodb_refuses_change_streams_and_pages_poll(client, settings, monkeypatch):
@@ -268,7 +246,7 @@ def test_sse_view_sends_hello_then_the_seats_another_buyer_holds(process_hub):
         await stream.close()  # the viewer hangs up: the handler ends the response
         assert process_hub.viewers() == 0  # and the viewer is forgotten
 
-    run(scenario)
+    run_async(scenario)
 
 
 def test_head_on_the_stream_answers_headers_at_once_and_subscribes_nobody(process_hub):
@@ -279,7 +257,7 @@ def test_head_on_the_stream_answers_headers_at_once_and_subscribes_nobody(proces
         response = await AsyncClient().head(url)
         return response.status_code, response["Content-Type"], response.content, process_hub.viewers()
 
-    assert run(head) == (200, "text/event-stream", b"", 0)
+    assert run_async(head) == (200, "text/event-stream", b"", 0)
 
 
 def test_page_names_its_stream(client):
@@ -302,7 +280,7 @@ def test_many_viewers_one_stream(hub):
         await asyncio.gather(*(next_message(s) for s in subs))
         return time.perf_counter() - started
 
-    elapsed = run(scenario)
+    elapsed = run_async(scenario)
     assert elapsed < 5
     assert threading.active_count() - threads_before < 10  # not a thread per viewer
 
@@ -322,7 +300,7 @@ def test_a_change_is_encoded_once_for_all_its_viewers(hub):
         for sub in subs:
             hub.unsubscribe(sub)
 
-    run(scenario)
+    run_async(scenario)
 
 
 def test_a_viewer_that_stops_reading_delays_nobody_and_is_told_to_reload(process_hub, monkeypatch):
@@ -354,7 +332,7 @@ def test_a_viewer_that_stops_reading_delays_nobody_and_is_told_to_reload(process
         await asyncio.to_thread(hold, session, "2:2")
         assert parse_events(await asyncio.wait_for(anext(stalled), 5))[0]["v"] == session["version"] + 10
 
-    run(scenario)
+    run_async(scenario)
 
 
 def test_idle_viewers_get_heartbeats_from_one_timer(hub, monkeypatch):
@@ -371,4 +349,4 @@ def test_idle_viewers_get_heartbeats_from_one_timer(hub, monkeypatch):
         await asyncio.sleep(0.5)
         assert hub._beating == set()  # the timer stops with the loop's last viewer
 
-    run(scenario)
+    run_async(scenario)
