@@ -76,6 +76,7 @@ WANTS = [(1, 0.10), (2, 0.50), (3, 0.15), (4, 0.25)]  # seats per buyer, and how
 QUEUE_QUITTERS = 0.05  # stop polling before their turn
 ADMITTED_LEAVERS = 0.10  # let in (or, without a queue, at the map), leave without buying
 MINE = b"held by you"
+TOLD_GOAL_SECONDS = 10  # the issue's goal: every waiting page told sold out within this (pushed)
 SOLD_OUT_TEXT = b"wr-sold_out"  # the waiting room's panel in its sold-out state (templates/booking/queue.html)
 STOP_AFTER_SOLD_OUT = 120.0  # the run ends at most this long after no seat is left that a buyer could take
 NEXT_POLL_RE = re.compile(rb'data-next-poll="([\d.]+)"')
@@ -120,6 +121,7 @@ class Outcome:
     events: int = 0  # pushed waiting-room events read (push variant)
     early: bool = False
     told_sold_out_at: float | None = None  # when the buyer's page said sold out
+    told_by: str = ""  # what said it: "stream" (pushed), "page" (the queue page or a poll)
     fell_back: bool = False  # the stream was refused or dropped: the page polled instead
     error: str = ""
 
@@ -381,7 +383,7 @@ class Browser:
                 if name == b"ticket":
                     return "ticket"
                 if name == b"status" and SOLD_OUT_TEXT in data:
-                    out.told_sold_out_at = time.monotonic() - self.t0
+                    out.told_sold_out_at, out.told_by = time.monotonic() - self.t0, "stream"
                     return "left-sold-out"
         except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
             return "no-stream"
@@ -460,7 +462,7 @@ async def _poll_until_turn(b: Browser, queue: str, plan: Plan, out: Outcome, ans
             out.admitted_at = time.monotonic() - b.t0
             return True
         if SOLD_OUT_TEXT in answer.content:
-            out.result, out.told_sold_out_at = "left-sold-out", time.monotonic() - b.t0
+            out.result, out.told_sold_out_at, out.told_by = "left-sold-out", time.monotonic() - b.t0, "page"
             return False
         delay = float((NEXT_POLL_RE.search(answer.content) or [b"", b"3"])[1])
         now = time.monotonic() - b.t0
@@ -864,10 +866,17 @@ def summary(run: RunResult, size: Size) -> dict:
     checkouts = [t.seconds * 1000 for t in run.timings if t.label == "checkout"]
     payments = [t.seconds * 1000 for t in run.timings if t.label == "pay"]
     five = sum(n for code, n in run.statuses.items() if int(code) >= 500)
-    told = []  # how long after the hall had nothing left to take each waiting buyer's page said so
+    # How long after the hall had nothing left to take each waiting buyer's page said so; for a
+    # buyer who arrived after that, how long after arriving (the queue page says it at once).
+    told = []
+    told_late_by: dict[str, int] = {}
     if run.first_nothing_takeable_after is not None:
         gone = size.on_sale_after + run.first_nothing_takeable_after
-        told = [o.told_sold_out_at - gone for o in run.outcomes if o.told_sold_out_at is not None]
+        for o in run.outcomes:
+            if o.told_sold_out_at is not None:
+                told.append(o.told_sold_out_at - max(gone, o.arrived))
+                if told[-1] > TOLD_GOAL_SECONDS:
+                    told_late_by[o.told_by] = told_late_by.get(o.told_by, 0) + 1
     return {
         "variant": run.variant,
         "buyers": len(run.outcomes),
@@ -910,7 +919,10 @@ def summary(run: RunResult, size: Size) -> dict:
         "stopped_after_s": run.stopped_after,
         "told_sold_out": len(told),
         "told_sold_out_p50_s": percentile(told, 50),
+        "told_sold_out_p99_s": percentile(told, 99),
         "told_sold_out_max_s": max(told) if told else None,
+        "told_sold_out_after_goal": sum(1 for t in told if t > TOLD_GOAL_SECONDS),
+        "told_sold_out_late_by": told_late_by,
         "pushed_events": sum(o.events for o in run.outcomes),
         "fell_back_to_polling": sum(1 for o in run.outcomes if o.fell_back),
         "peak_queue_streams": run.peak_viewers,
@@ -963,13 +975,21 @@ def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "")
             ),
         ),
         (
-            "**waiting pages told sold out: count, p50 / max after it first was**",
+            "**waiting pages told sold out: count, p50 / p99 / max after it first was (or after arriving)**",
             None,
             lambda s: (
                 f"**{s['told_sold_out']:,}: {fmt(s['told_sold_out_p50_s'], ' s', 1)} / "
-                f"{fmt(s['told_sold_out_max_s'], ' s', 1)}**"
+                f"{fmt(s.get('told_sold_out_p99_s'), ' s', 1)} / {fmt(s['told_sold_out_max_s'], ' s', 1)}**"
                 if s["told_sold_out"]
                 else "–"
+            ),
+        ),
+        (
+            f"waiting pages told sold out later than {TOLD_GOAL_SECONDS} s",
+            None,
+            lambda s: (
+                fmt(s.get("told_sold_out_after_goal"))
+                + "".join(f", {n:,} by {way}" for way, n in sorted(s.get("told_sold_out_late_by", {}).items()))
             ),
         ),
         (
