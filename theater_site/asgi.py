@@ -141,15 +141,16 @@ collector_keeper = collector.CollectorKeeper(requests_in_flight)
 
 async def serve(scope, receive, send):
     if settings.WEB_GC_FREEZE_SECONDS:
-        collector_keeper.start(every=settings.WEB_GC_FREEZE_SECONDS)
+        collector_keeper.start(freeze_seconds=settings.WEB_GC_FREEZE_SECONDS)
     server = server_for(scope["path"]) if scope["type"] == "http" else streams
     if server is waiting_room_pages and TURN in scope["query_string"]:
         server = pages  # a buyer whose turn came, on the way to the seat map: a buyer of the sale now
-    requests_in_flight.count += 1
+    page = server is not streams
+    requests_in_flight.enter(page=page)
     try:
         await server(scope, receive, send)
     finally:
-        requests_in_flight.count -= 1
+        requests_in_flight.leave(page=page)
 
 
 application: Callable = serve

@@ -261,8 +261,8 @@ BOOKING_VAT_CACHE_SECONDS = env.float("BOOKING_VAT_CACHE_SECONDS", default=10.0)
 BOOKING_PUBLISH_AFTER_ANSWER = env.bool("BOOKING_PUBLISH_AFTER_ANSWER", default=True)
 # Live seat maps pushed over Server-Sent Events from a change stream (booking/web/push.py); off: polling.
 BOOKING_PUSH = env.bool("BOOKING_PUSH", default=True)
-# A web worker freezes what has lived this long out of Python's full collections (0: off);
-# booking/core/collector.py says why and when the frozen objects are collected after all.
+# A web worker freezes what is alive out of Python's full collections at least this often (sooner
+# when no page is in flight; 0: off); booking/core/collector.py says why and when it collects them.
 WEB_GC_FREEZE_SECONDS = env.float("WEB_GC_FREEZE_SECONDS", default=1.0)
 # Anti-hoarding (docs/reliability.md). A client is an IP address (see BOOKING_TRUSTED_PROXIES).
 BOOKING_MAX_LIVE_CARTS_PER_OWNER = env.int("BOOKING_MAX_LIVE_CARTS_PER_OWNER", default=2)
