@@ -22,8 +22,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# What has lived this long is frozen, at the latest (sooner when no page is in flight).
+# What is alive is frozen at least this often (sooner, at a moment with no page in flight)...
 FREEZE_SECONDS = 1.0
+# ...and such a moment is looked for this many times per FREEZE_SECONDS.
 TICKS_PER_FREEZE = 10
 # A worker counts as calm with at most this many requests in flight (open streams included).
 CALM_REQUESTS = 20
