@@ -1,5 +1,5 @@
 """``python -m bench.profile [checkout|hold|hold_release|whats_on|refresh|hello] [--method box_office|card]
-[--cpu] [--html FILE]``:
+[--cpu | --spy FILE] [--html FILE]``:
 where one request's time goes, in this process against the benchmark's real stack (devmongo,
 Redis, localstripe).
 
@@ -12,8 +12,10 @@ signals, which made the old figures several times too high).
 
 Per request: wall and CPU of this process (Django and pymongo), the MongoDB stand-in's CPU over
 the same requests, and the commands one request sends (the command monitor). ``--cpu``: cProfile
-on CPU time; otherwise pyinstrument's wall-clock tree (``pip install --target /tmp/prof
-pyinstrument`` and run with ``PYTHONPATH=/tmp/prof``; it is not one of our requirements).
+on CPU time; ``--spy FILE``: py-spy's samples of the requests while they hold the GIL, the truest
+split of the CPU (bench/spy.py; cProfile's cost per call inflates call-heavy code); otherwise
+pyinstrument's wall-clock tree (``pip install --target /tmp/prof pyinstrument`` and run with
+``PYTHONPATH=/tmp/prof``; neither is one of our requirements).
 
 checkout: each buyer is new (cookies, address), opens the seat map, holds two seats, then checks
 out; the checkout is what is profiled (the hold's CPU is printed beside it); hold: the same, with
@@ -31,6 +33,9 @@ import os
 import sys
 import time
 import urllib.parse
+from pathlib import Path
+
+from . import spy
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -94,6 +99,21 @@ class Browser:
         return answer
 
 
+def print_spy_shares(raw: str, *, within: str, rows: int = 60) -> None:
+    root = str(Path(__file__).resolve().parent.parent) + "/"
+    total, inclusive, own = spy.shares(raw, within=within, root=root)
+    print(f"py-spy: {total} samples holding the GIL inside {within}; share of them per frame")
+    print("\nincluding what it calls:")
+    for share in inclusive[:rows]:
+        print(f"{share.percent:5.1f}%  {share.frame}")
+    print("\nby package, its own code:")
+    for share in spy.by_package(own):
+        print(f"{share.percent:5.1f}%  {share.frame}")
+    print("\nits own code (the top of the stack):")
+    for share in own[: rows // 2]:
+        print(f"{share.percent:5.1f}%  {share.frame}")
+
+
 def median(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[len(ordered) // 2] if ordered else float("nan")
@@ -108,7 +128,16 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--cpu", action="store_true", help="cProfile on CPU time (time.process_time), not pyinstrument's wall clock"
     )
+    parser.add_argument(
+        "--spy",
+        default="",
+        help="py-spy's raw samples to this file (bench/spy.py): CPU by sampling, neither cProfile nor pyinstrument",
+    )
+    parser.add_argument("--spy-binary", default="", help="the py-spy to run (default: the one on PATH)")
     args = parser.parse_args(argv)
+    if args.spy:
+        args.cpu = False  # the sampled phase runs under neither profiler
+        spy_binary = spy.find_binary(args.spy_binary)
 
     from .stack import Stack, app_env
 
@@ -122,7 +151,7 @@ def main(argv=None) -> int:
     if args.cpu:
         import cProfile
         import pstats
-    else:
+    elif not args.spy:
         from pyinstrument import Profiler
 
     from booking.payments.settings import set_box_office
@@ -146,7 +175,7 @@ def main(argv=None) -> int:
         for s in sessions:
             set_box_office(s["_id"], enabled=True, deadline_minutes=30)
         groups = [(str(s["_id"]), g) for s in sessions for block in data.sale_groups(s) for g in block]
-        profiler = cProfile.Profile(time.process_time) if args.cpu else Profiler(interval=0.0005)
+        profiler = None if args.spy else cProfile.Profile(time.process_time) if args.cpu else Profiler(interval=0.0005)
         walls: list[float] = []
         cpu_times: list[float] = []
         hold_cpu_times: list[float] = []  # the hold before each checkout, for comparison
@@ -264,7 +293,11 @@ def main(argv=None) -> int:
             walls.append(wall)
             cpu_times.append(cpu)
         db_after = process_cpu_seconds(db_pid) if db_pid else None
-        profiled = [once(n, True)[0] for n in range(5 + args.repeat, 5 + 2 * args.repeat)]
+        if args.spy:
+            with spy.Spy(Path(args.spy), spy_binary):
+                profiled = [once(n, False)[0] for n in range(5 + args.repeat, 5 + 2 * args.repeat)]
+        else:
+            profiled = [once(n, True)[0] for n in range(5 + args.repeat, 5 + 2 * args.repeat)]
         label = "C1" if args.what == "hold_release" else args.method
         per = {"hold_release": "per hold and release"}.get(
             args.what, "per request" if args.what in reads else "per checkout (its hold included)"
@@ -286,6 +319,9 @@ def main(argv=None) -> int:
         if hold_cpu_times:
             holds = hold_cpu_times[5 : 5 + args.repeat]
             print(f"the hold before each checkout: {median(holds) * 1000:.2f} ms CPU (median, unprofiled)")
+        if args.spy:
+            print_spy_shares(Path(args.spy).read_text(), within=once.__name__)
+            return 0
         if args.cpu:
             stats = pstats.Stats(profiler)
             stats.sort_stats("tottime").print_stats(35)
