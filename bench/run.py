@@ -399,11 +399,11 @@ def run(size: Size, log=print, only: tuple[str, ...] = ()) -> dict:
         changed_session = data.performance(hall, "Waiting for Godot", 3)
         floor_session = data.performance(hall, "Floor", 4)
         checkout_sessions = [data.performance(hall, "Checkout", 5 + i) for i in range(2 if size.name == "full" else 1)]
-        # 7,200 seats for the goal row (buyers with seats held check out: 2 seats each, up to
-        # flows.BUYERS_PER_CLIENT per client, 500/s for 5 s) and 3,600 for the hold-then-checkout
+        # 10,800 seats for the goal row (buyers with seats held check out: 2 seats each, up to
+        # flows.BUYERS_PER_CLIENT per client, 800/s for 5 s) and 3,600 for the hold-then-checkout
         # loop beside it
         full = size.name == "full"
-        box_office_sessions = [data.performance(hall, "Box office", 7 + i * 0.1) for i in range(8 if full else 1)]
+        box_office_sessions = [data.performance(hall, "Box office", 7 + i * 0.05) for i in range(12 if full else 1)]
         loop_sessions = [data.performance(hall, "Box office", 8 + i * 0.1) for i in range(4 if full else 1)]
         for session in box_office_sessions + loop_sessions:
             set_box_office(session["_id"], enabled=True, deadline_minutes=30)
