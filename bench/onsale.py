@@ -862,7 +862,11 @@ def summary(run: RunResult, size: Size) -> dict:
     polls_server = [t.server_us / 1000 for t in run.timings if t.label in ("poll", "queue-page")]
     all_holds = [t.seconds * 1000 for t in run.timings if t.label == "hold"]
     polls = [t.seconds * 1000 for t in run.timings if t.label in ("poll", "queue-page")]
-    maps = [t.seconds * 1000 for t in run.timings if t.label == "map" and t.at >= size.on_sale_after]
+    # The goal is the seat map of a buyer let in (200); an arrival's first look at the map during
+    # the sale is a 302 to the queue, reported apart.
+    after_sale = [t for t in run.timings if t.label == "map" and t.at >= size.on_sale_after]
+    maps = [t.seconds * 1000 for t in after_sale if t.status == 200]
+    sent_to_queue = [t.seconds * 1000 for t in after_sale if t.status == 302]
     checkouts = [t.seconds * 1000 for t in run.timings if t.label == "checkout"]
     payments = [t.seconds * 1000 for t in run.timings if t.label == "pay"]
     five = sum(n for code, n in run.statuses.items() if int(code) >= 500)
@@ -908,6 +912,9 @@ def summary(run: RunResult, size: Size) -> dict:
         "poll_p50_ms": percentile(polls, 50),
         "poll_p99_ms": percentile(polls, 99),
         "map_after_sale_p99_ms": percentile(maps, 99),
+        "maps_after_sale": len(maps),
+        "sent_to_queue_p99_ms": percentile(sent_to_queue, 99),
+        "sent_to_queue": len(sent_to_queue),
         "checkout_p99_ms": percentile(checkouts, 99),
         "pay_p99_ms": percentile(payments, 99),
         "errors": [o.error for o in run.outcomes if o.result == "error"][:10],
@@ -1027,7 +1034,16 @@ def write_report(summaries: list[dict], size: Size, out: Path, commit: str = "")
                 fmt(s.get("hold_connection_wait_p99_ms"), " ms") + " / " + fmt(s.get("connection_wait_p99_ms"), " ms")
             ),
         ),
-        ("seat map page p99 after the sale opened", None, lambda s: fmt(s["map_after_sale_p99_ms"], " ms")),
+        (
+            "seat map page p99 after the sale opened (buyers let in: 200)",
+            None,
+            lambda s: fmt(s["map_after_sale_p99_ms"], " ms") + f" ({s.get('maps_after_sale', 0):,} pages)",
+        ),
+        (
+            "an arrival's first look at the map during the sale, sent to the queue (302): p99",
+            None,
+            lambda s: fmt(s.get("sent_to_queue_p99_ms"), " ms") + f" ({s.get('sent_to_queue', 0):,} requests)",
+        ),
         ("checkout p99", None, lambda s: fmt(s["checkout_p99_ms"], " ms")),
         ("card payment p99 (/orders/<ref>/pay, localstripe)", None, lambda s: fmt(s["pay_p99_ms"], " ms")),
         (
