@@ -39,5 +39,9 @@ def test_onsale_simulation_runs_and_the_queue_keeps_its_order(tmp_path, nodes):
     assert admission["order_rising"] and admission["early_before_late"] and admission["out_of_order"] == 0
     assert admission["admitted"] >= result["outcomes"]["bought"]
     assert result["pushed_events"] > 0 and result["peak_queue_streams"] > 0
+    # the seat map goal's pages are those of buyers let in (each buyer opened one before buying);
+    # the arrivals after the sale opened (half of them: sale at +5 s of 10) were sent to the queue
+    assert result["outcomes"]["bought"] <= result["maps_after_sale"] <= admission["admitted"]
+    assert result["sent_to_queue"] > 0 and result["sent_to_queue_p99_ms"] is not None
     assert len(result["web_workers"]) == 2 * nodes  # every node's workers answered (half the buyers each)
     assert (tmp_path / "onsale.md").read_text().startswith("# On-sale simulation")
