@@ -73,10 +73,10 @@ def _frame_name(frame: str, root: str) -> str:
 
 
 def shares(raw: str, *, within: str, root: str = "") -> tuple[int, list[Share], list[Share]]:
-    """From py-spy's raw output (one ``frame;frame;... count`` line per distinct stack): the
-    samples whose stack passes through a function named ``within`` (a nested function's own name
-    counts: ``main.<locals>.once`` is ``once``), and for every frame the share
-    of those samples it is on (inclusive) and at the top of (its own code), highest first."""
+    """From py-spy's raw output (one ``frame;frame;... count`` line per distinct stack): how many
+    samples pass through a function named ``within`` (a nested one by its own name:
+    ``main.<locals>.once`` is ``once``), and for every frame the share of those samples it is on
+    (including what it calls) and at the top of (its own code), highest first."""
     inclusive: Counter[str] = Counter()
     own: Counter[str] = Counter()
     total = 0
