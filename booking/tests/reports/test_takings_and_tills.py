@@ -439,9 +439,15 @@ def local_noon(day):
     return timezone.make_aware(datetime.combine(day, day_time(12)))
 
 
+def noon_today():
+    """Today at noon, as "now": yesterday is then sealed (``takings.SEALED_AFTER``) whatever the
+    time the suite runs at, also in the first minutes after midnight."""
+    return local_noon(timezone.localdate(clock.now()))
+
+
 def test_the_takings_page_over_kept_days_and_today_sums_as_the_movements_do(at):
     session = make_session(days=9, grid=BIG_GRID)
-    real_now = clock.now()
+    real_now = noon_today()
     today_ = timezone.localdate(real_now)
     days = [today_ - timedelta(days=n) for n in (3, 2, 1)]
     at(local_noon(days[0]))
@@ -467,7 +473,7 @@ def test_the_takings_page_over_kept_days_and_today_sums_as_the_movements_do(at):
 
 def test_a_kept_day_is_read_as_kept_and_not_counted_again(at):
     session = make_session(days=9, grid=BIG_GRID)
-    real_now = clock.now()
+    real_now = noon_today()
     yesterday = timezone.localdate(real_now) - timedelta(days=1)
     at(local_noon(yesterday))
     counter_sale(session, "0:0", counter.CASH, "anna")
@@ -480,7 +486,7 @@ def test_a_kept_day_is_read_as_kept_and_not_counted_again(at):
 
 def test_a_refund_of_a_kept_day_that_fails_or_goes_through_later_changes_that_day(at):
     session = make_session(days=9, grid=BIG_GRID)
-    real_now = clock.now()
+    real_now = noon_today()
     yesterday = timezone.localdate(real_now) - timedelta(days=1)
     at(local_noon(yesterday))
     order = sell(session["_id"], ["0:0"])
@@ -515,7 +521,7 @@ def test_a_day_is_kept_only_once_it_ended_the_sealing_time_ago(at):
 
 def test_the_worker_keeps_older_days_a_month_per_run_back_to_the_first_money_taken(at):
     session = make_session(days=60, grid=BIG_GRID)
-    real_now = clock.now()
+    real_now = noon_today()
     today_ = timezone.localdate(real_now)
     oldest, later = today_ - timedelta(days=45), today_ - timedelta(days=10)
     at(local_noon(oldest))
