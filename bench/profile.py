@@ -1,5 +1,5 @@
 """``python -m bench.profile [checkout|hold|hold_release|whats_on|refresh|hello] [--method box_office|card]
-[--cpu | --spy FILE] [--html FILE]``:
+[--cpu | --spy FILE | --layers] [--html FILE]``:
 where one request's time goes, in this process against the benchmark's real stack (devmongo,
 Redis, localstripe).
 
@@ -13,7 +13,9 @@ signals, which made the old figures several times too high).
 Per request: wall and CPU of this process (Django and pymongo), the MongoDB stand-in's CPU over
 the same requests, and the commands one request sends (the command monitor). ``--cpu``: cProfile
 on CPU time; ``--spy FILE``: py-spy's samples of the requests while they hold the GIL, the truest
-split of the CPU (bench/spy.py; cProfile's cost per call inflates call-heavy code); otherwise
+split of the CPU (bench/spy.py; cProfile's cost per call inflates call-heavy code); ``--layers``:
+the CPU of each layer of a request (Django, the view, the services, each kind of MongoDB command,
+the answer) timed exactly (bench/layers.py), to check the sampled shares against; otherwise
 pyinstrument's wall-clock tree (``pip install --target /tmp/prof pyinstrument`` and run with
 ``PYTHONPATH=/tmp/prof``; neither is one of our requirements).
 
@@ -35,7 +37,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from . import spy
+from . import layers, spy
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -114,6 +116,43 @@ def print_spy_shares(raw: str, *, within: str, rows: int = 60) -> None:
         print(f"{share.percent:5.1f}%  {share.frame}")
 
 
+# pymongo's calls that send a command (a find's is its cursor's first next; a find_one's is in it)
+MONGODB_COMMANDS = [
+    "cursor:Cursor.next",
+    "collection:Collection.find_one",
+    "collection:Collection.find_one_and_update",
+    "collection:Collection.update_one",
+    "collection:Collection.insert_one",
+]
+# What --layers times: the whole request, then layers inside it (each counts its outermost call).
+REQUEST_LAYERS = [
+    layers.Layer("the request (Django's WSGI handler)", "django.core.handlers.wsgi:WSGIHandler.__call__"),
+    layers.Layer("inside the middleware chain", "django.core.handlers.base:BaseHandler._get_response"),
+    layers.Layer("the hold rate limit", "booking.web.ratelimits:HoldRateLimitMiddleware.process_view"),
+    layers.Layer("the CSRF check", "django.middleware.csrf:CsrfViewMiddleware.process_view"),
+    layers.Layer("the seat view's action", "booking.presale.views.seats:_seat_action"),
+    layers.Layer("hold_seats", "booking.sales.holds:hold_seats"),
+    layers.Layer("release_seats", "booking.sales.holds:release_seats"),
+    layers.Layer("the answer (changed seats, cart)", "booking.presale.views.seats:_seat_change"),
+    *(layers.Layer("pymongo, every command", f"pymongo.synchronous.{target}") for target in MONGODB_COMMANDS),
+    *(
+        layers.Layer(f"pymongo {target.rpartition('.')[2]}", f"pymongo.synchronous.{target}")
+        for target in MONGODB_COMMANDS
+    ),
+    layers.Layer("Redis commands", "redis.client:Redis.execute_command"),
+]
+
+
+def print_layers(timer: layers.Timer) -> None:
+    print("\nCPU per request, layer by layer (a layer's outermost calls; layers nest, so shares overlap):")
+    for row in timer.rows(REQUEST_LAYERS):
+        if row.calls_per_request:
+            print(
+                f"{row.micros_per_request:7.0f} us {row.percent:5.1f} %  {row.label}"
+                f"  ({row.calls_per_request:.2f} calls a request)"
+            )
+
+
 def median(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[len(ordered) // 2] if ordered else float("nan")
@@ -133,10 +172,14 @@ def main(argv=None) -> int:
         default="",
         help="py-spy's raw samples to this file (bench/spy.py): CPU by sampling, neither cProfile nor pyinstrument",
     )
+    parser.add_argument(
+        "--layers", action="store_true", help="the CPU of each layer of a request, timed exactly (bench/layers.py)"
+    )
     parser.add_argument("--spy-binary", default="", help="the py-spy to run (default: the one on PATH)")
     args = parser.parse_args(argv)
+    if args.spy or args.layers:
+        args.cpu = False  # the sampled or layer-timed phase runs under neither profiler
     if args.spy:
-        args.cpu = False  # the sampled phase runs under neither profiler
         spy_binary = spy.find_binary(args.spy_binary)
 
     from .stack import Stack, app_env
@@ -151,7 +194,7 @@ def main(argv=None) -> int:
     if args.cpu:
         import cProfile
         import pstats
-    elif not args.spy:
+    elif not (args.spy or args.layers):
         from pyinstrument import Profiler
 
     from booking.payments.settings import set_box_office
@@ -175,7 +218,13 @@ def main(argv=None) -> int:
         for s in sessions:
             set_box_office(s["_id"], enabled=True, deadline_minutes=30)
         groups = [(str(s["_id"]), g) for s in sessions for block in data.sale_groups(s) for g in block]
-        profiler = None if args.spy else cProfile.Profile(time.process_time) if args.cpu else Profiler(interval=0.0005)
+        profiler = (
+            None
+            if args.spy or args.layers
+            else cProfile.Profile(time.process_time)
+            if args.cpu
+            else Profiler(interval=0.0005)
+        )
         walls: list[float] = []
         cpu_times: list[float] = []
         hold_cpu_times: list[float] = []  # the hold before each checkout, for comparison
@@ -293,9 +342,15 @@ def main(argv=None) -> int:
             walls.append(wall)
             cpu_times.append(cpu)
         db_after = process_cpu_seconds(db_pid) if db_pid else None
+        timer = None
         if args.spy:
             with spy.Spy(Path(args.spy), spy_binary):
                 profiled = [once(n, False)[0] for n in range(5 + args.repeat, 5 + 2 * args.repeat)]
+        elif args.layers:
+            with layers.timing(REQUEST_LAYERS) as timer:
+                app.load_middleware()  # Django keeps its chain's methods from load time: the timed ones now
+                profiled = [once(n, False)[0] for n in range(5 + args.repeat, 5 + 2 * args.repeat)]
+            app.load_middleware()
         else:
             profiled = [once(n, True)[0] for n in range(5 + args.repeat, 5 + 2 * args.repeat)]
         label = "C1" if args.what == "hold_release" else args.method
@@ -321,6 +376,9 @@ def main(argv=None) -> int:
             print(f"the hold before each checkout: {median(holds) * 1000:.2f} ms CPU (median, unprofiled)")
         if args.spy:
             print_spy_shares(Path(args.spy).read_text(), within=once.__name__)
+            return 0
+        if timer is not None:
+            print_layers(timer)
             return 0
         if args.cpu:
             stats = pstats.Stats(profiler)
