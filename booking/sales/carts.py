@@ -45,8 +45,14 @@ def next_expiry(cart: Cart | None, now: datetime, owner: str | None = None) -> d
     extended = now + hold_duration()
     if cart is None:
         return extended
-    cap = cart["firstHoldOn"] + timedelta(seconds=settings.BOOKING_HOLD_CAP_SECONDS)
-    return min(extended, cap)
+    return min(extended, hold_cap(cart, now))
+
+
+def hold_cap(cart: Cart | None, now: datetime) -> datetime:
+    """The latest a buyer's active cart can hold its seats: BOOKING_HOLD_CAP_SECONDS after its first
+    hold (a cart not made yet: after ``now``), however often a change extends the hold."""
+    first_hold = cart["firstHoldOn"] if cart else now
+    return first_hold + timedelta(seconds=settings.BOOKING_HOLD_CAP_SECONDS)
 
 
 def expire_cart(cart_id: ObjectId, now: datetime | None = None, *, owner: str | None = None) -> int | None:

@@ -225,6 +225,27 @@ def _when(moment: datetime) -> str:
     return formatting.sale_time(moment, seconds=True)
 
 
+def read_buyer_carts(
+    owner: str,
+    cart_id: ObjectId | None,
+    seats: int,
+    now: datetime,
+    *,
+    client: str | None,
+    unless_key: str | None = None,
+) -> selectors.BuyerCarts:
+    """A hold's read of the buyer's carts (``selectors.buyer_carts``). With the per-address limit
+    on and a cart to hold in, the read is the write that also takes ``seats`` of the cart's
+    unreturned seats (``client_holds.read_cart_taking_unreturned``; ``unless_key``: as there), so
+    a hold after a release writes no reservation on the address's document. Only a cart found
+    not live needs the owner's other carts counted: then they are read as well."""
+    if cart_id is not None and client and client_holds.limit():
+        cart, taken = client_holds.read_cart_taking_unreturned(owner, cart_id, seats, unless_key=unless_key)
+        if cart is not None and is_live(cart, now):
+            return selectors.BuyerCarts(cart=cart, owner_live=1, unreturned_taken=seats if taken else 0)
+    return selectors.buyer_carts(owner, cart_id, now)
+
+
 def load_live_cart(owner: str, cart_id: ObjectId | None, now: datetime, cart=UNREAD) -> Cart | None:
     """The owner's cart if it is live, else None (a new cart is started); a stale one is expired.
     ``cart``: the caller's read of it (``selectors.get_cart``), spared a second read."""
@@ -284,34 +305,39 @@ def hold_seats(
     now = clock.now()
     client = context.client
     if carts is None:
-        carts = selectors.buyer_carts(owner, cart_id, now)
+        carts = read_buyer_carts(owner, cart_id, len(coords), now, client=client)
     cart = load_live_cart(owner, cart_id, now, carts.cart)  # first: ending a stale cart frees seats on the map
-    session: Mapping[str, Any] | None = None  # the whole document, or what a write answered
-    facts = hold_facts.known_sale_facts(session_id)
-    if facts is None or _not_a_seat(facts.layout, coords) or context.house_seats:
-        # (staff: which seats are house seats is read, so the write names each cell's state)
-        session, facts = _read_for_sale(session_id, now, context)  # an unknown seat may be in a newer layout
-    mine = selectors.cart_seat_keys(cart, session_id)
-    _check_request(facts.layout, coords, cart, mine, carts)
-    plan = HoldPlan(
-        session_id,
-        cart["_id"] if cart else ObjectId(),
-        coords,
-        facts,
-        now,
-        allow_orphans,
-        context,
-        needs_wheelchair=needs_wheelchair or context.staff_rules,
-        owner=owner,
-    )
-    counted_for = _reserve_for_client(plan, cart, owner, client)
+    # Seats taken from the live cart's unreturned ones are counted for its address already (a
+    # stale cart's count ends with its entry). From here on they are given back if the hold fails.
+    counted_for = cart["client"] if cart and carts.unreturned_taken and cart.get("client") else None
+    entry_cart_id = cart["_id"] if cart else ObjectId()
     try:
+        session: Mapping[str, Any] | None = None  # the whole document, or what a write answered
+        facts = hold_facts.known_sale_facts(session_id)
+        if facts is None or _not_a_seat(facts.layout, coords) or context.house_seats:
+            # (staff: which seats are house seats is read, so the write names each cell's state)
+            session, facts = _read_for_sale(session_id, now, context)  # an unknown seat may be in a newer layout
+        mine = selectors.cart_seat_keys(cart, session_id)
+        _check_request(facts.layout, coords, cart, mine, carts)
+        plan = HoldPlan(
+            session_id,
+            entry_cart_id,
+            coords,
+            facts,
+            now,
+            allow_orphans,
+            context,
+            needs_wheelchair=needs_wheelchair or context.staff_rules,
+            owner=owner,
+        )
+        if counted_for is None:
+            counted_for = _reserve_for_client(plan, cart, owner, client)
         session, plan = _take_seats(plan, session, cart_has_seats=bool(mine))
         faults.point("hold.after_session")
         cart, expires_at = _record_in_cart(plan, session, cart, owner, client, mine)
     except BookingError:
         if counted_for:  # nothing taken, or the seats taken given back: off the address's count
-            client_holds.give_back(counted_for, plan.cart_id, len(coords))
+            client_holds.give_back(counted_for, entry_cart_id, len(coords))
         raise
     faults.point("hold.after_cart")
     return HoldResult(cart_id=plan.cart_id, seats=coords, expires_at=expires_at, session=session, cart=cart)
@@ -432,7 +458,8 @@ def _reserve_for_client(plan: HoldPlan, cart: Cart | None, owner: str, client: s
     counted_for = (cart.get("client") if cart else None) or client
     if not (client_holds.limit() and counted_for):
         return None
-    until = cart_service.next_expiry(cart, plan.now, owner)  # the hold's end as the cart write sets it
+    # to the hold's cap: neither a later release nor a hold taking unreturned seats writes the entry
+    until = cart_service.hold_cap(cart, plan.now)
     held = client_holds.reserve(counted_for, plan.cart_id, len(plan.coords), until, plan.now, owner=owner)
     if held is not None:
         raise too_many_from_client(held, client_holds.limit())
@@ -854,15 +881,15 @@ def release_seats(
     if written is not None and back_on_sale:
         seats_returned.offer_to_waiting_list(session_id, ever_listed=bool(written.get("waitingList")))
     expires_at = cart_service.next_expiry(cart, now, owner)
-    if written is not None and cart.get("client") and client_holds.limit():
-        # freed in the session: off the address's count, the entry lasting to the hold's new
-        # end before the cart's write extends it (sales/client_holds.py)
-        client_holds.give_back(cart["client"], cart_id, len(keys), until=expires_at)
+    # Freed in the session: the address keeps counting them as the cart's unreturned seats, added
+    # by the cart's own write (its next hold takes them again; sales/client_holds.py). Its entry
+    # lasts to the hold's cap, which the new expiry never passes.
+    unreturned = len(keys) if written is not None and cart.get("client") and client_holds.limit() else 0
     cart = mongo.carts().find_one_and_update(
         {"_id": cart_id, "owner": owner, "state": CartState.ACTIVE},
         {
             "$pull": {"items": {"sessionId": session_id, "key": {"$in": keys}}},
-            "$inc": {"total": -price},
+            "$inc": {"total": -price, **({client_holds.UNRETURNED: unreturned} if unreturned else {})},
             "$set": {"modifiedOn": now, "expiresAt": expires_at},
         },
         return_document=ReturnDocument.AFTER,
@@ -885,7 +912,7 @@ def toggle_seat(
 ) -> HoldResult | ReleaseResult:
     """A click on a seat: release it when the owner's live cart holds it, else hold it. One read
     of carts serves the choice and the action. ``needs_wheelchair``, ``context``: as for ``hold_seats``."""
-    carts = selectors.buyer_carts(owner, cart_id, clock.now())
+    carts = read_buyer_carts(owner, cart_id, 1, clock.now(), client=context.client, unless_key=key)
     if key in selectors.cart_seat_keys(selectors.live_cart_or_none(carts.cart), session_id):
         return release_seats(session_id, owner, cart_id, [key], cart=carts.cart)
     return hold_seats(

@@ -211,7 +211,12 @@ class BuyerCarts:
     """What a hold needs to know of carts, from one read (buyer_carts)."""
 
     cart: Cart | None  # the buyer's cart in whatever state, None when they have none
-    owner_live: int  # carts of this owner holding seats, live or paying (BOOKING_MAX_LIVE_CARTS_PER_OWNER)
+    # carts of this owner holding seats, live or paying (BOOKING_MAX_LIVE_CARTS_PER_OWNER): counted
+    # when the buyer has no live cart (a hold then starts one); at least 1 when ``cart`` is live
+    owner_live: int
+    # seats the read took from the cart's unreturned ones (sales/client_holds.py): already counted
+    # for its address, so the hold reserves none there
+    unreturned_taken: int = 0
 
 
 def buyer_carts(owner: str, cart_id: ObjectId | None, now: datetime) -> BuyerCarts:

@@ -20,7 +20,7 @@ from booking.core.domain import (
 from booking.payments import donations, vouchers
 from booking.payments.checks import money_breaches
 from booking.reports.summaries import breaches as report_breaches
-from booking.sales import offers, pricing, promos, quotas
+from booking.sales import client_holds, offers, pricing, promos, quotas
 from booking.sales.checkin import ADMITTING_STATES
 from booking.venues.seat_grid import FREE, HELD, SOLD, parse_seat_key
 
@@ -32,7 +32,7 @@ def check_invariants() -> list[str]:
     # Every document, on purpose: hinted on _id_ (an index scan, which MongoDB's notablescan allows;
     # booking/tests/core/test_query_audit.py lists these three as the allowed scans)
     everything = {"hint": [("_id", 1)]}
-    cart_fields = {"state": 1, "expiresAt": 1, "items": 1, "promo": 1}
+    cart_fields = {"state": 1, "expiresAt": 1, "items": 1, "promo": 1, client_holds.UNRETURNED: 1}
     carts = {c["_id"]: c for c in mongo.carts().find({}, cart_fields, **everything)}
     orders_by_seat: dict = defaultdict(list)
     pending_orders = set()
@@ -117,6 +117,29 @@ def check_invariants() -> list[str]:
     breaches.extend(offer_breaches(carts))
     breaches.extend(report_breaches())  # a sales summary without marks is what its orders say
     breaches.extend(subscription_breaches(carts))
+    breaches.extend(client_count_breaches(carts, now))
+    return breaches
+
+
+def client_count_breaches(carts: dict, now) -> list[str]:
+    """The per-address held-seats limit never under-counts (sales/client_holds.py): an address's
+    ``held`` is the sum of its entries' seats, and the entry of a cart still holding seats counts
+    at least the seats in the cart and those it gave back unreturned. (A cart that held seats
+    before the limit was on has no entry: not checked.)"""
+    breaches = []
+    for doc in mongo.client_holds().find({}, hint=[("_id", 1)]):  # every address, on purpose
+        entries = doc.get("carts", {})
+        if doc.get("held", 0) != sum(entry["seats"] for entry in entries.values()):
+            breaches.append(f"address {doc['_id']}: held {doc.get('held', 0)} is not the sum of its carts' seats")
+        for cart_id, entry in entries.items():
+            cart = carts.get(ObjectId(cart_id))
+            if cart is None or cart["state"] not in HOLDING_STATES or cart["expiresAt"] <= now:
+                continue  # ended: its entry no longer counts, pruned at the next refusal
+            counted = len(cart["items"]) + cart.get(client_holds.UNRETURNED, 0)
+            if entry["seats"] < counted:
+                breaches.append(
+                    f"address {doc['_id']}: cart {cart_id} counts {entry['seats']} seats but holds {counted}"
+                )
     return breaches
 
 

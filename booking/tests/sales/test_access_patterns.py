@@ -79,6 +79,37 @@ def test_c2_release_is_two_writes():
     assert counter.commands == [("find", "carts"), ("findAndModify", "sessions"), ("findAndModify", "carts")]
 
 
+def test_with_the_per_address_limit_a_release_writes_no_address_and_the_hold_after_it_reserves_none(settings):
+    """The limit's document (sales/client_holds.py) is written by a hold that needs seats counted,
+    not by a release, nor by a hold taking the seats a release left counted: then the hold's read
+    of its cart is the write that takes them."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 10
+    settings.BOOKING_PREVENT_ORPHAN_SEATS = False  # seats picked one by one along a row
+    session = make_session()
+    here = holds.HoldContext(client="ip:203.0.113.9")
+    cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"], context=here)
+    with counting_commands() as counter:
+        holds.hold_seats(session["_id"], ALICE, cart.cart_id, ["0:2"], context=here)  # nothing released yet
+    assert counter.commands == [
+        ("findAndModify", "carts"),
+        ("findAndModify", "client_holds"),
+        ("findAndModify", "sessions"),
+        ("findAndModify", "carts"),
+    ]
+    with counting_commands() as counter:
+        holds.release_seats(session["_id"], ALICE, cart.cart_id, ["0:1", "0:2"])
+    assert counter.commands == [("find", "carts"), ("findAndModify", "sessions"), ("findAndModify", "carts")]
+    with counting_commands() as counter:
+        holds.hold_seats(session["_id"], ALICE, cart.cart_id, ["0:1", "0:2"], context=here)
+    assert counter.commands == [("findAndModify", "carts"), ("findAndModify", "sessions"), ("findAndModify", "carts")]
+    with counting_commands() as counter:
+        holds.toggle_seat(session["_id"], ALICE, cart.cart_id, "0:2", context=here)  # off
+        holds.toggle_seat(session["_id"], ALICE, cart.cart_id, "0:2", context=here)  # on again
+    assert (
+        counter.commands == [("findAndModify", "carts"), ("findAndModify", "sessions"), ("findAndModify", "carts")] * 2
+    )
+
+
 def test_c2_release_asks_the_waiting_list_once_someone_joined_it():
     session = make_session(grid="A: ss\n")
     cart = holds.hold_seats(session["_id"], ALICE, None, ["0:0", "0:1"])

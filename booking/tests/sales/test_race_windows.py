@@ -17,7 +17,7 @@ import pytest
 
 from booking.core import clock, faults, mongo
 from booking.core.domain import CartState
-from booking.core.errors import CartExpired, TooManySeats
+from booking.core.errors import CartExpired, SeatsTaken, TooManySeats
 from booking.payments import BOX_OFFICE
 from booking.payments import flow as payments
 from booking.sales import carts as cart_service
@@ -126,6 +126,106 @@ def test_the_address_gets_back_what_a_release_and_a_cancel_free(settings):
         holds.hold_seats(session["_id"], "s:b", None, ["2:0"], context=here)
     cart_service.cancel_cart(cart_id, "s:a")
     holds.hold_seats(session["_id"], "s:b", None, ["2:0", "2:1"], context=here)  # exactly the limit again
+    assert held_from(ADDRESS) == 2
+
+
+def entry_seats(cart_id) -> int:
+    """What the address's document counts for this cart."""
+    doc = mongo.client_holds().find_one({"_id": ADDRESS}) or {}
+    return doc.get("carts", {}).get(str(cart_id), {}).get("seats", 0)
+
+
+def unreturned(cart_id) -> int:
+    return mongo.carts().find_one({"_id": cart_id}).get("unreturned", 0)
+
+
+def test_a_release_keeps_its_seats_counted_as_the_carts_unreturned_and_the_carts_next_hold_takes_them(settings):
+    """A release leaves the address's count alone: its seats stay counted as the cart's
+    unreturned seats. A click on a seat in the cart releases it and takes nothing; the cart's next
+    hold takes them back and reserves nothing more on the address's document."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
+    session = make_session()
+    here = holds.HoldContext(client=ADDRESS)
+    cart_id = holds.hold_seats(session["_id"], "s:a", None, ["0:0", "0:1", "0:2"], context=here).cart_id
+    holds.release_seats(session["_id"], "s:a", cart_id, ["0:1"])
+    holds.toggle_seat(session["_id"], "s:a", cart_id, "0:2", context=here)  # off: a release, nothing taken
+    assert (entry_seats(cart_id), unreturned(cart_id), held_from(ADDRESS)) == (3, 2, 1)
+    assert check_invariants() == []
+    holds.toggle_seat(session["_id"], "s:a", cart_id, "0:5", context=here)  # on: one unreturned taken
+    holds.hold_seats(session["_id"], "s:a", cart_id, ["0:7"], context=here)
+    assert (entry_seats(cart_id), unreturned(cart_id), held_from(ADDRESS)) == (3, 0, 3)
+    holds.hold_seats(session["_id"], "s:a", cart_id, ["1:0"], context=here)  # none left: reserved as before
+    assert (entry_seats(cart_id), unreturned(cart_id), held_from(ADDRESS)) == (4, 0, 4)
+    with pytest.raises(TooManySeats):
+        hold_from(ADDRESS, session, "s:b", ["2:0"])
+    assert check_invariants() == []
+
+
+def test_a_refusal_folds_a_live_carts_unreturned_seats_back_into_the_addresss_count(settings):
+    """Seats a cart gave back count for its address only until someone from there would be
+    refused: then the address counts what its carts hold, and the other buyer gets the seats."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 3
+    session = make_session()
+    first = hold_from(ADDRESS, session, "s:a", ["0:0", "0:1", "0:2"])
+    holds.release_seats(session["_id"], "s:a", first.cart_id, ["0:1", "0:2"])
+    assert (entry_seats(first.cart_id), unreturned(first.cart_id)) == (3, 2)
+    hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"])
+    assert (entry_seats(first.cart_id), unreturned(first.cart_id), held_from(ADDRESS)) == (1, 0, 3)
+    assert mongo.client_holds().find_one({"_id": ADDRESS})["held"] == 3
+    assert check_invariants() == []
+
+
+def test_a_hold_that_took_unreturned_seats_and_failed_gives_them_back_to_the_address(settings):
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
+    session = make_session()
+    mine = hold_from(ADDRESS, session, "s:a", ["0:0", "0:1"])
+    holds.release_seats(session["_id"], "s:a", mine.cart_id, ["0:1"])
+    holds.hold_seats(session["_id"], "s:other", None, ["0:5"])  # another buyer, elsewhere, is faster
+    with pytest.raises(SeatsTaken):
+        holds.hold_seats(session["_id"], "s:a", mine.cart_id, ["0:5"], context=holds.HoldContext(client=ADDRESS))
+    assert (entry_seats(mine.cart_id), unreturned(mine.cart_id), held_from(ADDRESS)) == (1, 0, 1)
+    assert check_invariants() == []
+
+
+def test_a_hold_taking_a_carts_unreturned_seats_inside_a_fold_keeps_them_counted(settings, fault_hook):
+    """B's refusal is folding A's unreturned seats back when A takes them for a hold: the fold's
+    compare-and-set on A's count misses, so the address still counts A's three seats, and B stays
+    refused."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 3
+    session = make_session()
+    here = holds.HoldContext(client=ADDRESS)
+    first = hold_from(ADDRESS, session, "s:a", ["0:0", "0:1", "0:2"])
+    holds.release_seats(session["_id"], "s:a", first.cart_id, ["0:1", "0:2"])
+    fired = once_at(
+        fault_hook,
+        "client_holds.before_fold",
+        lambda: holds.hold_seats(session["_id"], "s:a", first.cart_id, ["0:5", "0:6"], context=here),
+    )
+    with pytest.raises(TooManySeats):
+        hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"])
+    assert fired
+    assert (entry_seats(first.cart_id), unreturned(first.cart_id), held_from(ADDRESS)) == (3, 0, 3)
+    assert [cell(session, k) for k in ("0:5", "0:6", "2:0")] == [HELD, HELD, FREE]
+    assert check_invariants() == []
+
+
+def test_a_crash_inside_a_fold_over_counts_the_address_until_that_cart_ends(settings, crash_at):
+    """The fold dies after taking the cart's count down, before the address's: the address counts
+    the seats on (never an under-count) until the cart ends."""
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 3
+    session = make_session()
+    first = hold_from(ADDRESS, session, "s:a", ["0:0", "0:1", "0:2"])
+    holds.release_seats(session["_id"], "s:a", first.cart_id, ["0:1", "0:2"])
+    crash_at("client_holds.after_fold")
+    with pytest.raises(faults.InjectedCrash):
+        hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"])
+    faults.set_hook(None)
+    assert (entry_seats(first.cart_id), unreturned(first.cart_id)) == (3, 0)
+    assert check_invariants() == []
+    with pytest.raises(TooManySeats):
+        hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"])
+    cart_service.cancel_cart(first.cart_id, "s:a")
+    hold_from(ADDRESS, session, "s:b", ["2:0", "2:1"])
     assert held_from(ADDRESS) == 2
 
 
@@ -285,12 +385,15 @@ def test_reconcile_inside_a_checkout_leaves_the_paying_cart_and_its_seats(fault_
     assert check_invariants() == []
 
 
-def test_an_addresss_document_goes_by_ttl_once_its_latest_hold_has_ended(settings):
-    """Not a record of every address ever seen: the TTL date is the latest entry's end."""
+def test_an_addresss_document_goes_by_ttl_once_its_latest_hold_can_have_ended(settings):
+    """Not a record of every address ever seen: the TTL date is the latest entry's end, its cart's
+    hold cap (no release or later hold extends an active cart's hold past it)."""
     settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
     session = make_session()
     first = hold_from(ADDRESS, session, "s:a", ["0:0"])
     later = hold_from(ADDRESS, session, "s:b", ["2:0"])
     doc = mongo.client_holds().find_one({"_id": ADDRESS})
-    assert doc["until"] == max(first.expires_at, later.expires_at) == max(e["until"] for e in doc["carts"].values())
+    caps = [held.cart["firstHoldOn"] + timedelta(seconds=settings.BOOKING_HOLD_CAP_SECONDS) for held in (first, later)]
+    assert doc["until"] == max(caps) == max(e["until"] for e in doc["carts"].values())
+    assert doc["until"] > max(first.expires_at, later.expires_at)
     assert mongo.client_holds().index_information()["until_ttl"]["expireAfterSeconds"] == 0
