@@ -125,8 +125,9 @@ def read_cart_taking_unreturned(
         enough = {"$and": [enough, {"$not": [{"$in": [unless_key, {"$ifNull": ["$items.key", []]}]}]}]}
     # (where nothing is taken the count is set to itself: no change, and no field made)
     count = {"$cond": [enough, {"$subtract": [f"${UNRETURNED}", seats]}, f"${UNRETURNED}"]}
-    # (the majority's acknowledgement, as every write: a take lost in a failover would leave the
-    # seats in the cart's count after the hold added them to the cart, counted once for twice)
+    # (acknowledged by the majority like every write: were a take lost in a failover while the
+    # hold's own writes stayed, the cart would count the seats as held and as unreturned, more
+    # than its address counts)
     before = mongo.carts().find_one_and_update({"_id": cart_id, "owner": owner}, [{"$set": {UNRETURNED: count}}])
     if before is None:
         return None, False
