@@ -137,9 +137,7 @@ def client_count_breaches(carts: dict, now) -> list[str]:
                 continue  # ended: its entry no longer counts, pruned at the next refusal
             counted = len(cart["items"]) + cart.get(client_holds.UNRETURNED, 0)
             if entry["seats"] < counted:
-                breaches.append(
-                    f"address {doc['_id']}: cart {cart_id} counts {entry['seats']} seats but holds {counted}"
-                )
+                breaches.append(f"address {doc['_id']}: counts {entry['seats']} of cart {cart_id}'s {counted} seats")
     return breaches
 
 

@@ -229,6 +229,23 @@ def test_a_crash_inside_a_fold_over_counts_the_address_until_that_cart_ends(sett
     assert held_from(ADDRESS) == 2
 
 
+def test_the_invariants_report_an_address_counting_fewer_seats_than_a_cart_holds(settings):
+    settings.BOOKING_MAX_HELD_SEATS_PER_CLIENT = 4
+    session = make_session()
+    first = hold_from(ADDRESS, session, "s:a", ["0:0", "0:1"])
+    holds.release_seats(session["_id"], "s:a", first.cart_id, ["0:1"])
+    assert check_invariants() == []
+    entry = f"carts.{first.cart_id}.seats"
+    mongo.client_holds().update_one({"_id": ADDRESS}, {"$inc": {entry: -1, "held": -1}})  # one seat and one unreturned
+    assert [b for b in check_invariants() if ADDRESS in b] == [
+        f"address {ADDRESS}: counts 1 of cart {first.cart_id}'s 2 seats"
+    ]
+    mongo.client_holds().update_one({"_id": ADDRESS}, {"$inc": {entry: 1}})
+    assert [b for b in check_invariants() if ADDRESS in b] == [
+        f"address {ADDRESS}: held 1 is not the sum of its carts' seats"
+    ]
+
+
 def test_a_reservation_counts_for_the_address_to_its_deadline_even_when_checkout_dies_after_its_cart(
     settings, crash_at, monkeypatch
 ):
