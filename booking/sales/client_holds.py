@@ -122,7 +122,9 @@ def read_cart_taking_unreturned(
     such cart of this owner) and whether the seats were taken."""
     enough: dict = {"$gte": [f"${UNRETURNED}", seats]}  # a missing count is less than any number
     if unless_key is not None:
-        enough = {"$and": [enough, {"$not": [{"$in": [unless_key, {"$ifNull": ["$items.key", []]}]}]}]}
+        # ($literal: a key is a value, never a field path, whatever the caller passes)
+        in_cart = {"$in": [{"$literal": unless_key}, {"$ifNull": ["$items.key", []]}]}
+        enough = {"$and": [enough, {"$not": [in_cart]}]}
     # (where nothing is taken the count is set to itself: no change, and no field made)
     count = {"$cond": [enough, {"$subtract": [f"${UNRETURNED}", seats]}, f"${UNRETURNED}"]}
     # (acknowledged by the majority like every write: were a take lost in a failover while the
